@@ -1,0 +1,1 @@
+"""solrace terminal client and protocol client library."""

@@ -1,0 +1,1 @@
+"""Benchmarks that print machine-readable JSON (``python -m solrace.bench rules --json``)."""

@@ -1,0 +1,42 @@
+"""Typed errors of the rules engine.
+
+One root, :class:`RulesError`, so callers can catch everything the engine refuses, and
+distinct subclasses so a caller can tell *what* was wrong: a move that cannot be read
+(:class:`NotationError`) from a move that can be read but is not allowed here
+(:class:`IllegalMoveError`), a bad position file from a bad option.
+"""
+
+from __future__ import annotations
+
+
+class RulesError(ValueError):
+    """Root of every error the rules engine raises on bad input."""
+
+
+class NotationError(RulesError):
+    """A move or card string that is not valid canonical notation."""
+
+
+class IllegalMoveError(RulesError):
+    """A well-formed move that the rules do not allow in this position.
+
+    ``reason`` is a sentence meant for players ("7H cannot go on 8H: same colour").
+    """
+
+    def __init__(self, move: str, reason: str) -> None:
+        super().__init__(f"illegal move {move}: {reason}")
+        self.move = move
+        self.reason = reason
+
+
+class InvalidPositionError(RulesError):
+    """A position that cannot occur: a card twice, a card missing, a face-up card under
+    a face-down one, a key of the wrong type."""
+
+
+class InvalidOptionError(RulesError):
+    """An option the variant does not have, or a value it does not accept."""
+
+
+class UnknownVariantError(RulesError):
+    """A variant id that the engine does not know."""

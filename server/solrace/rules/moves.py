@@ -1,0 +1,196 @@
+"""Moves and the canonical move notation of RULES.md.
+
+A :class:`Move` is an immutable value. Its ``str`` is its canonical notation, and
+:func:`parse_move` reads that notation back; parsing is memoised, because move logs
+repeat the same few hundred notations endlessly and a dictionary hit is far cheaper than
+a parse.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from .cards import SUITS
+from .errors import NotationError
+
+# Move kinds. Plain ints keep the engine's dispatch a couple of integer compares.
+TABLEAU: Final = 0  # c:k>d
+TO_FOUNDATION: Final = 1  # c>F
+WASTE_TO_TABLEAU: Final = 2  # W>d
+WASTE_TO_FOUNDATION: Final = 3  # W>F
+FOUNDATION_TO_TABLEAU: Final = 4  # Fs>d (double deck: Fsn>d)
+DRAW: Final = 5  # D
+RECYCLE: Final = 6  # R
+FLIP: Final = 7  # Uc
+
+KIND_NAMES: Final = (
+    "tableau",
+    "to_foundation",
+    "waste_to_tableau",
+    "waste_to_foundation",
+    "foundation_to_tableau",
+    "draw",
+    "recycle",
+    "flip",
+)
+
+MAX_COLUMNS: Final = 10
+
+
+class Move:
+    """One move. Columns are 0-based here and 1-based in notation.
+
+    ``src`` is a column for tableau moves and a suit index (0–3) for foundation →
+    tableau moves; ``count`` is the number of cards of a tableau move, and for a
+    foundation → tableau move the foundation number (0 = single deck, 1 or 2 = which of
+    the two foundations of that suit in a double deck).
+    """
+
+    __slots__ = ("count", "dst", "kind", "src")
+
+    kind: int
+    src: int
+    count: int
+    dst: int
+
+    def __init__(self, kind: int, src: int = 0, count: int = 0, dst: int = 0) -> None:
+        self.kind = kind
+        self.src = src
+        self.count = count
+        self.dst = dst
+
+    def _key(self) -> tuple[int, int, int, int]:
+        return (self.kind, self.src, self.count, self.dst)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Move):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Move({self})"
+
+    def __str__(self) -> str:
+        kind = self.kind
+        if kind == TABLEAU:
+            return f"{self.src + 1}:{self.count}>{self.dst + 1}"
+        if kind == TO_FOUNDATION:
+            return f"{self.src + 1}>F"
+        if kind == WASTE_TO_TABLEAU:
+            return f"W>{self.dst + 1}"
+        if kind == WASTE_TO_FOUNDATION:
+            return "W>F"
+        if kind == FOUNDATION_TO_TABLEAU:
+            number = str(self.count) if self.count else ""
+            return f"F{SUITS[self.src]}{number}>{self.dst + 1}"
+        if kind == DRAW:
+            return "D"
+        if kind == RECYCLE:
+            return "R"
+        return f"U{self.src + 1}"
+
+    # Constructors that read like the notation table.
+    @classmethod
+    def tableau(cls, src: int, count: int, dst: int) -> Move:
+        return cls(TABLEAU, src, count, dst)
+
+    @classmethod
+    def to_foundation(cls, src: int) -> Move:
+        return cls(TO_FOUNDATION, src)
+
+    @classmethod
+    def waste_to_tableau(cls, dst: int) -> Move:
+        return cls(WASTE_TO_TABLEAU, 0, 0, dst)
+
+    @classmethod
+    def waste_to_foundation(cls) -> Move:
+        return cls(WASTE_TO_FOUNDATION)
+
+    @classmethod
+    def foundation_to_tableau(cls, suit: int, dst: int, number: int = 0) -> Move:
+        return cls(FOUNDATION_TO_TABLEAU, suit, number, dst)
+
+    @classmethod
+    def draw(cls) -> Move:
+        return cls(DRAW)
+
+    @classmethod
+    def recycle(cls) -> Move:
+        return cls(RECYCLE)
+
+    @classmethod
+    def flip(cls, column: int) -> Move:
+        return cls(FLIP, column)
+
+
+_COLUMN = r"([1-9][0-9]?)"
+_PATTERNS: Final = (
+    (re.compile(rf"{_COLUMN}:([1-9][0-9]*)>{_COLUMN}"), TABLEAU),
+    (re.compile(rf"{_COLUMN}>F"), TO_FOUNDATION),
+    (re.compile(rf"W>{_COLUMN}"), WASTE_TO_TABLEAU),
+    (re.compile(r"W>F"), WASTE_TO_FOUNDATION),
+    (re.compile(rf"F([CDHS])([12]?)>{_COLUMN}"), FOUNDATION_TO_TABLEAU),
+    (re.compile(r"D"), DRAW),
+    (re.compile(r"R"), RECYCLE),
+    (re.compile(rf"U{_COLUMN}"), FLIP),
+)
+
+_parse_cache: dict[str, Move] = {}
+_PARSE_CACHE_LIMIT: Final = 4096
+
+
+def _column(text: str, notation: str) -> int:
+    value = int(text)
+    if not 1 <= value <= MAX_COLUMNS:
+        raise NotationError(f"{notation!r}: column {value} is not between 1 and {MAX_COLUMNS}")
+    return value - 1
+
+
+def parse_move(notation: str) -> Move:
+    """Parse canonical notation (``3:4>6``, ``2>F``, ``W>5``, ``FH>4``, ``D``, ``R``, ``U3``).
+
+    Only the canonical spelling is accepted: no spaces, upper-case letters, no leading
+    zeros, so that each move has exactly one notation and logs compare byte for byte.
+    Raises :class:`NotationError`; whether the move is *legal* is the board's business.
+    """
+    cached = _parse_cache.get(notation)
+    if cached is not None:
+        return cached
+    if not isinstance(notation, str):
+        raise NotationError(f"a move must be a string, not {type(notation).__name__}")
+    move = _parse_uncached(notation)
+    if len(_parse_cache) < _PARSE_CACHE_LIMIT:
+        _parse_cache[notation] = move
+    return move
+
+
+def _parse_uncached(notation: str) -> Move:
+    for pattern, kind in _PATTERNS:
+        match = pattern.fullmatch(notation)
+        if match is None:
+            continue
+        groups = match.groups()
+        if kind == TABLEAU:
+            src = _column(groups[0], notation)
+            dst = _column(groups[2], notation)
+            count = int(groups[1])
+            if count > 104:
+                raise NotationError(f"{notation!r}: no column holds {count} cards")
+            if src == dst:
+                raise NotationError(f"{notation!r}: a column cannot move onto itself")
+            return Move(TABLEAU, src, count, dst)
+        if kind in (TO_FOUNDATION, FLIP):
+            return Move(kind, _column(groups[0], notation))
+        if kind == WASTE_TO_TABLEAU:
+            return Move(kind, 0, 0, _column(groups[0], notation))
+        if kind == FOUNDATION_TO_TABLEAU:
+            number = int(groups[1]) if groups[1] else 0
+            return Move(kind, SUITS.index(groups[0]), number, _column(groups[2], notation))
+        return Move(kind)
+    raise NotationError(
+        f"not a move: {notation!r} (expected c:k>d, c>F, W>d, W>F, Fs>d, D, R or Uc)"
+    )

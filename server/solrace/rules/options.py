@@ -1,0 +1,96 @@
+"""Room options of each variant, their defaults and their validation (RULES.md).
+
+Options are resolved once, when a board is made, into a frozen :class:`Options`; the
+engine then reads plain attributes. Each variant lists which options a caller may set;
+the rest are fixed by the variant (Australian always draws one card, once through).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Final
+
+from .errors import InvalidOptionError
+
+SCORINGS: Final = ("standard", "vegas", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Every option of every variant, resolved. ``max_passes`` None means unlimited."""
+
+    auto_flip: bool = True
+    foundation_to_tableau: bool = False
+    undo: bool = True
+    auto_complete: bool = True
+    scoring: str = "standard"
+    draw: int = 1
+    max_passes: int | None = None
+    thoughtful: bool = False
+
+
+OPTION_NAMES: Final = tuple(f.name for f in fields(Options))
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidOptionError(f"option {name} must be true or false, not {value!r}")
+    return value
+
+
+def _check_value(name: str, value: Any) -> Any:
+    """Validate one option's value regardless of variant."""
+    if name in ("auto_flip", "foundation_to_tableau", "undo", "auto_complete", "thoughtful"):
+        return _check_bool(name, value)
+    if name == "scoring":
+        if value not in SCORINGS:
+            raise InvalidOptionError(f"option scoring must be one of {SCORINGS}, not {value!r}")
+        return value
+    if name == "draw":
+        if isinstance(value, bool) or value not in (1, 3):
+            raise InvalidOptionError(f"option draw must be 1 or 3, not {value!r}")
+        return value
+    if name == "max_passes":
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidOptionError(
+                f"option max_passes must be a whole number ≥ 1 or null (unlimited), not {value!r}"
+            )
+        return value
+    raise InvalidOptionError(f"unknown option {name!r}")  # pragma: no cover - guarded by caller
+
+
+def resolve_options(
+    variant: str,
+    allowed: Mapping[str, Any],
+    fixed: Mapping[str, Any],
+    given: Mapping[str, Any] | None,
+) -> Options:
+    """Resolve ``given`` against a variant's ``allowed`` options (name → default).
+
+    ``fixed`` holds values the variant imposes and a caller cannot set. Vegas scoring
+    changes ``max_passes``'s default (RULES.md, Klondike options), so that default is
+    computed after the others are known.
+    """
+    given = dict(given or {})
+    if not isinstance(given, dict):  # pragma: no cover - dict() above
+        raise InvalidOptionError("options must be a mapping")
+    values: dict[str, Any] = dict(allowed)
+    for name, value in given.items():
+        if name not in allowed:
+            choices = ", ".join(sorted(allowed)) or "none"
+            raise InvalidOptionError(
+                f"variant {variant} has no option {name!r} (options: {choices})"
+            )
+        values[name] = _check_value(name, value)
+    if "max_passes" in allowed and "max_passes" not in given and values.get("scoring") == "vegas":
+        values["max_passes"] = 3 if values.get("draw") == 3 else 1
+    values.update(fixed)
+    return Options(**values)
+
+
+def options_to_json(options: Options, allowed: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a variant exposes, in a stable order, as JSON-ready values."""
+    return {name: getattr(options, name) for name in OPTION_NAMES if name in allowed}
