@@ -14,6 +14,7 @@ Speed is not a goal; being obviously right is. Cards are strings such as ``"TD"`
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -136,7 +137,7 @@ def fits_column(variant: str, column: list[str], card: str) -> bool:
 
 def is_run(cards: list[str]) -> bool:
     """Klondike run: each card one rank lower and opposite colour to the one below."""
-    for lower, upper in zip(cards, cards[1:], strict=False):
+    for lower, upper in itertools.pairwise(cards):
         if rank(lower) != rank(upper) + 1 or is_red(lower) == is_red(upper):
             return False
     return True

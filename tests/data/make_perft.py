@@ -35,7 +35,6 @@ from tests.reference_movegen import (  # noqa: E402
     face_up,
     foundation_slots,
     legal_moves,
-    options,
     perft,
     up,
     validate,
@@ -44,8 +43,16 @@ from tests.reference_movegen import (  # noqa: E402
 OUT = Path(__file__).resolve().parent / "perft.json"
 
 # Depth d+1 is added while perft(d) stays at most this (keeps the reference fast).
-GROW_WHILE_AT_MOST = 2500
-MAX_DEPTH = 10
+GROW_WHILE_AT_MOST = 1200
+MAX_DEPTH = 8
+# A few entries go deeper, for larger counts (each still well under 2 s here).
+DEEPER = {
+    "yukon_deal": 5,
+    "yukon_kings_empty_columns": 4,
+    "klondike_kings_empty_columns": 4,
+    "russian_kings_empty_columns": 4,
+    "klondike_f2t_rich": 5,
+}
 
 
 # -------------------------------------------------------------------------- deals
@@ -209,8 +216,14 @@ def twin_faces_visible(pos: Position) -> int:
 # ----------------------------------------------------------------------- by hand
 
 
-def completed(variant: str, opts: dict[str, Any], tableau: list[list[str]],
-              stock: list[str], waste: list[str], recycles: int = 0) -> Position:
+def completed(
+    variant: str,
+    opts: dict[str, Any],
+    tableau: list[list[str]],
+    stock: list[str],
+    waste: list[str],
+    recycles: int = 0,
+) -> Position:
     """A hand-made position: foundations hold exactly the cards not listed elsewhere.
 
     Each suit's missing cards must be A..r for some r.
@@ -251,8 +264,9 @@ def shuffled(cards: list[str], seed: int) -> list[str]:
     return cards
 
 
-def missing_cards(tableau: list[list[str]], waste: list[str], foundations: dict[str, int]
-                  ) -> list[str]:
+def missing_cards(
+    tableau: list[list[str]], waste: list[str], foundations: dict[str, int]
+) -> list[str]:
     """Single deck: the cards in neither the tableau, the waste nor the foundations."""
     used = {up(c) for col in tableau for c in col} | set(waste)
     return [
@@ -292,8 +306,11 @@ HAND: list[dict[str, Any]] = [
             "35; 12 + 1 + 35 = 48."
         ),
         "position": completed(
-            "yukon", {"auto_flip": False, "foundation_to_tableau": False},
-            pad([["kh"], ["KS"]]), [], [],
+            "yukon",
+            {"auto_flip": False, "foundation_to_tableau": False},
+            pad([["kh"], ["KS"]]),
+            [],
+            [],
         ),
         "depths": 3,
     },
@@ -311,7 +328,9 @@ HAND: list[dict[str, Any]] = [
         "position": completed(
             "klondike",
             {"draw": 3, "max_passes": 2, "foundation_to_tableau": False},
-            pad([["KS"]]), ["js", "qs"], [],
+            pad([["KS"]]),
+            ["js", "qs"],
+            [],
         ),
         "depths": 3,
     },
@@ -339,7 +358,11 @@ HAND: list[dict[str, Any]] = [
             "d:1>e (8) = 18 -> 144; 18 + 144 + 10 + 144 = 316."
         ),
         "position": completed(
-            "double_yukon", {}, pad([["KH", "QH"], ["KH"]], 10), [], [],
+            "double_yukon",
+            {},
+            pad([["KH", "QH"], ["KH"]], 10),
+            [],
+            [],
         ),
         "depths": 2,
     },
@@ -372,27 +395,31 @@ HAND_EXPECTED = {
 
 
 def yukon_kings() -> Position:
-    tableau = pad([
-        ["KH", "QC", "JD", "TS", "9H", "8C"],
-        ["9d", "4s", "7h", "6s", "8s", "KS", "QD", "JC", "TD", "9S"],
-        [],
-        ["8d", "tc", "5d", "7d", "KD", "5S", "6D", "QS", "JH"],
-        [],
-        ["7s", "6c", "KC", "QH", "JS", "TH", "9C", "8H", "7C"],
-    ])
+    tableau = pad(
+        [
+            ["KH", "QC", "JD", "TS", "9H", "8C"],
+            ["9d", "4s", "7h", "6s", "8s", "KS", "QD", "JC", "TD", "9S"],
+            [],
+            ["8d", "tc", "5d", "7d", "KD", "5S", "6D", "QS", "JH"],
+            [],
+            ["7s", "6c", "KC", "QH", "JS", "TH", "9C", "8H", "7C"],
+        ]
+    )
     return completed("yukon", {}, tableau, [], [])
 
 
 def klondike_kings() -> Position:
-    tableau = pad([
-        ["KH", "QS", "JD", "TC"],
-        [],
-        ["5c", "9h", "KC", "QD"],
-        [],
-        ["8s", "3d", "4C", "KD", "QC", "JH"],  # 4C,KD is not a run: only KD-QC-JH moves
-        ["KS"],
-        ["jc", "7h", "TD", "9S", "8H"],
-    ])
+    tableau = pad(
+        [
+            ["KH", "QS", "JD", "TC"],
+            [],
+            ["5c", "9h", "KC", "QD"],
+            [],
+            ["8s", "3d", "4C", "KD", "QC", "JH"],  # 4C,KD is not a run: only KD-QC-JH moves
+            ["KS"],
+            ["jc", "7h", "TD", "9S", "8H"],
+        ]
+    )
     waste = ["7C", "QH"]
     foundations = {"C": 3, "D": 2, "H": 4, "S": 1}
     stock = [down(c) for c in shuffled(missing_cards(tableau, waste, foundations), 77)]
@@ -400,15 +427,17 @@ def klondike_kings() -> Position:
 
 
 def russian_kings() -> Position:
-    tableau = pad([
-        ["KC", "QC", "JC", "5H", "TD"],
-        [],
-        ["4s", "9c", "KD", "QD", "JD", "TC", "6H"],
-        ["KH", "QH", "JH", "TH", "9H", "8H", "7H"],
-        [],
-        ["8c", "KS", "QS", "JS", "TS", "9D", "9S", "8S"],
-        ["7s", "6s", "5s", "8D", "7D", "6D"],
-    ])
+    tableau = pad(
+        [
+            ["KC", "QC", "JC", "5H", "TD"],
+            [],
+            ["4s", "9c", "KD", "QD", "JD", "TC", "6H"],
+            ["KH", "QH", "JH", "TH", "9H", "8H", "7H"],
+            [],
+            ["8c", "KS", "QS", "JS", "TS", "9D", "9S", "8S"],
+            ["7s", "6s", "5s", "8D", "7D", "6D"],
+        ]
+    )
     return completed("russian", {"auto_flip": True}, tableau, [], [])
 
 
@@ -436,15 +465,17 @@ def scattered(
         tableau = []
         i = 0
         for n_down, n_up in shape:
-            tableau.append([down(c) for c in cards[i : i + n_down]]
-                           + cards[i + n_down : i + n_down + n_up])
+            tableau.append(
+                [down(c) for c in cards[i : i + n_down]] + cards[i + n_down : i + n_down + n_up]
+            )
             i += n_down + n_up
         pos: Position = {
             "variant": variant,
             "options": opts,
             "tableau": tableau,
-            "foundations": {s: (list(v) if isinstance(v, list) else v)
-                            for s, v in foundations.items()},
+            "foundations": {
+                s: (list(v) if isinstance(v, list) else v) for s, v in foundations.items()
+            },
             "stock": [],
             "waste": [],
             "recycles": 0,
@@ -467,161 +498,345 @@ def entries_generated() -> list[dict[str, Any]]:
         e.append({"name": name, "note": note, "position": pos})
 
     # ---- yukon
-    add("yukon_deal", "fresh yukon deal (own shuffle, seed 1), default options",
-        deal("yukon", 1))
-    add("yukon_mid", "yukon after 25 weighted random moves (seed 2), defaults",
-        walked("yukon", {}, 2, 25))
-    add("yukon_noflip_face_down_tops",
+    add("yukon_deal", "fresh yukon deal (own shuffle, seed 1), default options", deal("yukon", 1))
+    add(
+        "yukon_mid",
+        "yukon after 25 weighted random moves (seed 2), defaults",
+        walked("yukon", {}, 2, 25),
+    )
+    add(
+        "yukon_noflip_face_down_tops",
         "yukon auto_flip false with at least two face-down tops, so Uc moves appear and "
         "nothing moves onto or off those columns",
-        walked("yukon", {"auto_flip": False}, 3, 60,
-               until=lambda p: face_down_tops(p) >= 2 and foundation_total(p) >= 1,
-               weight=lambda p, m: 0.2 if m.startswith("U") else move_weight(p, m)))
-    add("yukon_f2t_mid",
+        walked(
+            "yukon",
+            {"auto_flip": False},
+            3,
+            60,
+            until=lambda p: face_down_tops(p) >= 2 and foundation_total(p) >= 1,
+            weight=lambda p, m: 0.2 if m.startswith("U") else move_weight(p, m),
+        ),
+    )
+    add(
+        "yukon_f2t_mid",
         "yukon with foundation_to_tableau true and at least 6 foundation cards: Fs>d moves",
-        walked("yukon", {"foundation_to_tableau": True}, 4, 120,
-               until=lambda p: foundation_total(p) >= 6))
-    add("yukon_kings_empty_columns",
+        walked(
+            "yukon",
+            {"foundation_to_tableau": True},
+            4,
+            120,
+            until=lambda p: foundation_total(p) >= 6,
+        ),
+    )
+    add(
+        "yukon_kings_empty_columns",
         "hand-made yukon: three empty columns and four Kings, one leading a whole column "
         "(1:6>e), others buried under face-up cards (King-led groups of several sizes)",
-        yukon_kings())
-    add("yukon_late", "yukon late game: at most 3 face-down cards left (seed 6)",
-        walked("yukon", {}, 6, 400,
-               until=lambda p: sum(1 for c in p["tableau"] for x in c if not face_up(x)) <= 3
-               and foundation_total(p) >= 10))
+        yukon_kings(),
+    )
+    add(
+        "yukon_late",
+        "yukon late game: at most 3 face-down cards left (seed 6)",
+        walked(
+            "yukon",
+            {},
+            6,
+            400,
+            until=lambda p: (
+                sum(1 for c in p["tableau"] for x in c if not face_up(x)) <= 3
+                and foundation_total(p) >= 10
+            ),
+        ),
+    )
 
     # ---- klondike
-    add("klondike_deal_draw1", "fresh klondike deal, draw 1 (options empty: defaults)",
-        deal("klondike", 11))
+    add(
+        "klondike_deal_draw1",
+        "fresh klondike deal, draw 1 (options empty: defaults)",
+        deal("klondike", 11),
+    )
     add("klondike_deal_draw3", "fresh klondike deal, draw 3", deal("klondike", 12, {"draw": 3}))
-    add("klondike_mid_draw1", "klondike draw 1 after 40 weighted random moves, waste non-empty",
-        walked("klondike", {"draw": 1}, 13, 40, until=lambda p: len(p["waste"]) >= 3
-               and foundation_total(p) >= 2))
-    add("klondike_mid_draw3", "klondike draw 3 mid game with a waste and foundations",
-        walked("klondike", {"draw": 3}, 14, 60, until=lambda p: len(p["waste"]) >= 4
-               and foundation_total(p) >= 3 and len(p["stock"]) >= 4 and rich(p, 4)))
-    add("klondike_maxpasses1_exhausted",
+    add(
+        "klondike_mid_draw1",
+        "klondike draw 1 after 40 weighted random moves, waste non-empty",
+        walked(
+            "klondike",
+            {"draw": 1},
+            13,
+            40,
+            until=lambda p: len(p["waste"]) >= 3 and foundation_total(p) >= 2,
+        ),
+    )
+    add(
+        "klondike_mid_draw3",
+        "klondike draw 3 mid game with a waste and foundations",
+        walked(
+            "klondike",
+            {"draw": 3},
+            14,
+            60,
+            until=lambda p: (
+                len(p["waste"]) >= 4
+                and foundation_total(p) >= 3
+                and len(p["stock"]) >= 4
+                and rich(p, 4)
+            ),
+        ),
+    )
+    add(
+        "klondike_maxpasses1_exhausted",
         "klondike draw 1, max_passes 1: stock empty, waste non-empty, R illegal",
-        walked("klondike", {"draw": 1, "max_passes": 1}, 15, 80,
-               until=lambda p: not p["stock"] and len(p["waste"]) >= 3 and rich(p, 4)))
-    add("klondike_maxpasses3_last_recycle",
+        walked(
+            "klondike",
+            {"draw": 1, "max_passes": 1},
+            15,
+            80,
+            until=lambda p: not p["stock"] and len(p["waste"]) >= 3 and rich(p, 4),
+        ),
+    )
+    add(
+        "klondike_maxpasses3_last_recycle",
         "klondike draw 3, max_passes 3, recycles 1 and a short stock: one R left in reach",
-        walked("klondike", {"draw": 3, "max_passes": 3}, 16, 200,
-               until=lambda p: p["recycles"] == 1 and 1 <= len(p["stock"]) <= 3
-               and len(p["waste"]) >= 2))
-    add("klondike_maxpasses3_no_more_recycles",
+        walked(
+            "klondike",
+            {"draw": 3, "max_passes": 3},
+            16,
+            200,
+            until=lambda p: (
+                p["recycles"] == 1 and 1 <= len(p["stock"]) <= 3 and len(p["waste"]) >= 2
+            ),
+        ),
+    )
+    add(
+        "klondike_maxpasses3_no_more_recycles",
         "klondike draw 1, max_passes 3, recycles 2 (the limit) with a short stock",
-        walked("klondike", {"draw": 1, "max_passes": 3}, 17, 400,
-               until=lambda p: p["recycles"] == 2 and len(p["stock"]) <= 2
-               and len(p["waste"]) >= 2))
-    add("klondike_vegas_draw1",
+        walked(
+            "klondike",
+            {"draw": 1, "max_passes": 3},
+            17,
+            400,
+            until=lambda p: p["recycles"] == 2 and len(p["stock"]) <= 2 and len(p["waste"]) >= 2,
+        ),
+    )
+    add(
+        "klondike_vegas_draw1",
         "klondike vegas scoring, draw 1, no max_passes given (so 1 pass): stock nearly "
         "empty, so R never becomes legal",
-        walked("klondike", {"draw": 1, "scoring": "vegas"}, 18, 100,
-               until=lambda p: 1 <= len(p["stock"]) <= 2 and len(p["waste"]) >= 2
-               and rich(p, 3)))
-    add("klondike_vegas_draw3",
+        walked(
+            "klondike",
+            {"draw": 1, "scoring": "vegas"},
+            18,
+            100,
+            until=lambda p: 1 <= len(p["stock"]) <= 2 and len(p["waste"]) >= 2 and rich(p, 3),
+        ),
+    )
+    add(
+        "klondike_vegas_draw3",
         "klondike vegas, draw 3, no max_passes (so 3 passes), recycles 1 and a short "
         "stock: one more R allowed",
-        walked("klondike", {"draw": 3, "scoring": "vegas"}, 19, 300,
-               until=lambda p: p["recycles"] == 1 and len(p["stock"]) <= 3
-               and len(p["waste"]) >= 2))
-    add("klondike_vegas_explicit_passes",
+        walked(
+            "klondike",
+            {"draw": 3, "scoring": "vegas"},
+            19,
+            300,
+            until=lambda p: p["recycles"] == 1 and len(p["stock"]) <= 3 and len(p["waste"]) >= 2,
+        ),
+    )
+    add(
+        "klondike_vegas_explicit_passes",
         "klondike vegas, draw 1 with an explicit max_passes 2 (explicit wins): stock empty, "
         "recycles 0, so R is legal",
-        walked("klondike", {"draw": 1, "scoring": "vegas", "max_passes": 2}, 20, 100,
-               until=lambda p: not p["stock"] and p["recycles"] == 0 and len(p["waste"]) >= 2))
-    add("klondike_thoughtful_deal",
+        walked(
+            "klondike",
+            {"draw": 1, "scoring": "vegas", "max_passes": 2},
+            20,
+            100,
+            until=lambda p: not p["stock"] and p["recycles"] == 0 and len(p["waste"]) >= 2,
+        ),
+    )
+    add(
+        "klondike_thoughtful_deal",
         "klondike thoughtful fresh deal: every card face up (stock upper case); face-up "
         "stretches are not runs, so only the top run of each column moves",
-        deal("klondike", 21, {"thoughtful": True}))
-    add("klondike_thoughtful_recycled",
+        deal("klondike", 21, {"thoughtful": True}),
+    )
+    add(
+        "klondike_thoughtful_recycled",
         "klondike thoughtful draw 3 after a recycle: the recycled stock stays upper case",
-        walked("klondike", {"thoughtful": True, "draw": 3}, 22, 200,
-               until=lambda p: p["recycles"] >= 1 and len(p["stock"]) >= 3
-               and len(p["waste"]) >= 2))
-    add("klondike_noflip",
+        walked(
+            "klondike",
+            {"thoughtful": True, "draw": 3},
+            22,
+            200,
+            until=lambda p: p["recycles"] >= 1 and len(p["stock"]) >= 3 and len(p["waste"]) >= 2,
+        ),
+    )
+    add(
+        "klondike_noflip",
         "klondike auto_flip false with face-down tops (Uc) and a waste",
-        walked("klondike", {"auto_flip": False}, 23, 80,
-               until=lambda p: face_down_tops(p) >= 2 and len(p["waste"]) >= 1,
-               weight=lambda p, m: 0.2 if m.startswith("U") else move_weight(p, m)))
-    add("klondike_no_f2t",
+        walked(
+            "klondike",
+            {"auto_flip": False},
+            23,
+            80,
+            until=lambda p: face_down_tops(p) >= 2 and len(p["waste"]) >= 1,
+            weight=lambda p, m: 0.2 if m.startswith("U") else move_weight(p, m),
+        ),
+    )
+    add(
+        "klondike_no_f2t",
         "klondike foundation_to_tableau false, foundations non-empty",
-        walked("klondike", {"foundation_to_tableau": False}, 24, 150,
-               until=lambda p: foundation_total(p) >= 8 and not_done_klondike(p)))
-    add("klondike_f2t_rich",
+        walked(
+            "klondike",
+            {"foundation_to_tableau": False},
+            24,
+            150,
+            until=lambda p: foundation_total(p) >= 8 and not_done_klondike(p),
+        ),
+    )
+    add(
+        "klondike_f2t_rich",
         "klondike default (foundation_to_tableau true) with many foundation cards: Fs>d",
-        walked("klondike", {}, 25, 300,
-               until=lambda p: foundation_total(p) >= 12 and not_done_klondike(p)))
-    add("klondike_kings_empty_columns",
+        walked(
+            "klondike",
+            {},
+            25,
+            300,
+            until=lambda p: foundation_total(p) >= 12 and not_done_klondike(p),
+        ),
+    )
+    add(
+        "klondike_kings_empty_columns",
         "hand-made klondike: two empty columns, five Kings (KH and KD leading runs, KS "
         "alone), a non-run face-up stretch 4C,KD in column 5, waste top QH",
-        klondike_kings())
+        klondike_kings(),
+    )
 
     # ---- russian
     add("russian_deal", "fresh russian deal (same-suit building)", deal("russian", 31))
-    add("russian_mid", "russian after weighted random moves with foundation cards",
-        walked("russian", {}, 32, 150,
-               until=lambda p: foundation_total(p) >= 3 and rich(p, 4)))
-    add("russian_kings_empty_columns",
+    add(
+        "russian_mid",
+        "russian after weighted random moves with foundation cards",
+        walked("russian", {}, 32, 150, until=lambda p: foundation_total(p) >= 3 and rich(p, 4)),
+    )
+    add(
+        "russian_kings_empty_columns",
         "hand-made russian: two empty columns, King-led groups with mixed suits inside",
-        russian_kings())
+        russian_kings(),
+    )
 
     # ---- alaska
     add("alaska_deal", "fresh alaska deal (same suit up or down)", deal("alaska", 41))
-    add("alaska_f2t_mid",
+    add(
+        "alaska_f2t_mid",
         "alaska with foundation_to_tableau true and foundation cards",
-        walked("alaska", {"foundation_to_tableau": True}, 42, 150,
-               until=lambda p: foundation_total(p) >= 4 and has_move(p, "F")))
-    add("alaska_noflip", "alaska auto_flip false with face-down tops",
-        walked("alaska", {"auto_flip": False}, 43, 80,
-               until=lambda p: face_down_tops(p) >= 2,
-               weight=lambda p, m: 0.2 if m.startswith("U") else move_weight(p, m)))
+        walked(
+            "alaska",
+            {"foundation_to_tableau": True},
+            42,
+            150,
+            until=lambda p: foundation_total(p) >= 4 and has_move(p, "F"),
+        ),
+    )
+    add(
+        "alaska_noflip",
+        "alaska auto_flip false with face-down tops",
+        walked(
+            "alaska",
+            {"auto_flip": False},
+            43,
+            80,
+            until=lambda p: face_down_tops(p) >= 2,
+            weight=lambda p, m: 0.2 if m.startswith("U") else move_weight(p, m),
+        ),
+    )
 
     # ---- australian
-    add("australian_deal", "fresh australian deal: 7x4 face up, 24 in the stock",
-        deal("australian", 51))
-    add("australian_mid", "australian mid game with a waste and foundation cards",
-        walked("australian", {}, 52, 80,
-               until=lambda p: len(p["waste"]) >= 3 and foundation_total(p) >= 2
-               and rich(p, 4)))
-    add("australian_stock_out",
-        "australian with the stock used up: one pass only, so no R although the waste "
-        "is not empty",
-        walked("australian", {}, 53, 200,
-               until=lambda p: not p["stock"] and len(p["waste"]) >= 2))
+    add(
+        "australian_deal",
+        "fresh australian deal: 7x4 face up, 24 in the stock",
+        deal("australian", 51),
+    )
+    add(
+        "australian_mid",
+        "australian mid game with a waste and foundation cards",
+        walked(
+            "australian",
+            {},
+            52,
+            80,
+            until=lambda p: len(p["waste"]) >= 3 and foundation_total(p) >= 2 and rich(p, 4),
+        ),
+    )
+    add(
+        "australian_stock_out",
+        "australian with the stock used up: one pass only, so no R although the waste is not empty",
+        walked("australian", {}, 53, 200, until=lambda p: not p["stock"] and len(p["waste"]) >= 2),
+    )
 
     # ---- double yukon
-    add("double_yukon_deal", "fresh double_yukon deal (10 columns, 104 cards)",
-        deal("double_yukon", 61))
-    add("double_yukon_twins_foundations",
+    add(
+        "double_yukon_deal",
+        "fresh double_yukon deal (10 columns, 104 cards)",
+        deal("double_yukon", 61),
+    )
+    add(
+        "double_yukon_twins_foundations",
         "double_yukon mid game: foundations hold cards and both copies of some face are "
         "face up in the tableau",
-        walked("double_yukon", {}, 62, 300,
-               until=lambda p: foundation_total(p) >= 6 and twin_faces_visible(p) >= 2))
-    add("double_yukon_f2t_mid",
+        walked(
+            "double_yukon",
+            {},
+            62,
+            300,
+            until=lambda p: foundation_total(p) >= 6 and twin_faces_visible(p) >= 2,
+        ),
+    )
+    add(
+        "double_yukon_f2t_mid",
         "double_yukon with foundation_to_tableau true after random moves, an Fsn>d move "
         "at the root",
-        walked("double_yukon", {"foundation_to_tableau": True}, 63, 400,
-               until=lambda p: foundation_total(p) >= 6 and has_move(p, "F")))
-    add("double_yukon_f2t_equal_foundations",
+        walked(
+            "double_yukon",
+            {"foundation_to_tableau": True},
+            63,
+            400,
+            until=lambda p: foundation_total(p) >= 6 and has_move(p, "F"),
+        ),
+    )
+    add(
+        "double_yukon_f2t_equal_foundations",
         "double_yukon, foundation_to_tableau true, clubs foundations [5, 5]: FC1>d and FC2>d "
         "are distinct moves; a club played with c>F goes to the first foundation",
-        scattered("double_yukon", {"foundation_to_tableau": True},
-                  {"C": [5, 5], "D": [3, 2], "H": [0, 0], "S": [4, 1]},
-                  [(0, 6), (1, 6), (2, 7), (3, 7), (4, 7), (4, 7), (3, 7), (2, 6), (1, 6),
-                   (0, 5)],
-                  65,
-                  until=lambda p: has_move(p, "FC1>") and has_move(p, "FC2>")
-                  and any(m.endswith(">F") for m in legal_moves(p))))
-    add("double_yukon_noflip", "double_yukon auto_flip false with face-down tops",
-        walked("double_yukon", {"auto_flip": False}, 64, 120,
-               until=lambda p: face_down_tops(p) >= 2 and foundation_total(p) >= 1,
-               weight=lambda p, m: 0.2 if m.startswith("U") else move_weight(p, m)))
+        scattered(
+            "double_yukon",
+            {"foundation_to_tableau": True},
+            {"C": [5, 5], "D": [3, 2], "H": [0, 0], "S": [4, 1]},
+            [(0, 6), (1, 6), (2, 7), (3, 7), (4, 7), (4, 7), (3, 7), (2, 6), (1, 6), (0, 5)],
+            65,
+            until=lambda p: (
+                has_move(p, "FC1>")
+                and has_move(p, "FC2>")
+                and any(m.endswith(">F") for m in legal_moves(p))
+            ),
+        ),
+    )
+    add(
+        "double_yukon_noflip",
+        "double_yukon auto_flip false with face-down tops",
+        walked(
+            "double_yukon",
+            {"auto_flip": False},
+            64,
+            120,
+            until=lambda p: face_down_tops(p) >= 2 and foundation_total(p) >= 1,
+            weight=lambda p, m: 0.2 if m.startswith("U") else move_weight(p, m),
+        ),
+    )
     return e
 
 
-def counts(pos: Position, fixed_depth: int | None) -> dict[str, int]:
+def counts(pos: Position, fixed_depth: int | None, min_depth: int = 1) -> dict[str, int]:
     result: dict[str, int] = {}
     depth = 1
     while True:
@@ -629,7 +844,9 @@ def counts(pos: Position, fixed_depth: int | None) -> dict[str, int]:
         if fixed_depth is not None:
             if depth >= fixed_depth:
                 break
-        elif depth >= MAX_DEPTH or result[str(depth)] > GROW_WHILE_AT_MOST:
+        elif depth >= min_depth and (
+            depth >= MAX_DEPTH or not 0 < result[str(depth)] <= GROW_WHILE_AT_MOST
+        ):
             break
         depth += 1
     return result
@@ -642,10 +859,10 @@ def main() -> None:
         got = counts(pos, hand["depths"])
         for d, n in HAND_EXPECTED[hand["name"]].items():
             assert got[d] == n, (hand["name"], d, got[d], n)
-        entries.append({"name": hand["name"], "note": hand["note"], "position": pos,
-                        "perft": got})
+        entries.append({"name": hand["name"], "note": hand["note"], "position": pos, "perft": got})
     for entry in entries_generated():
-        entries.append({**entry, "perft": counts(entry["position"], None)})
+        deeper = DEEPER.get(entry["name"], 1)
+        entries.append({**entry, "perft": counts(entry["position"], None, deeper)})
     names = [e["name"] for e in entries]
     assert len(names) == len(set(names))
     total = 0.0

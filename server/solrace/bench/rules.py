@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from solrace.rules import VARIANTS, Board, Move, deal
-from solrace.rules.log import UNDO, apply_entry
+from solrace.rules.log import apply_entry
 
 
 def _random_game(
@@ -34,9 +34,17 @@ def _random_game(
     return start, moves
 
 
-def _games(variant: str, count: int, length: int) -> list[tuple[Board, list[Move]]]:
+def _games(variant: str, min_moves: int, length: int) -> list[tuple[Board, list[Move]]]:
+    """Random games until ``min_moves`` moves in all (short-lived variants such as
+    Russian, where random play sticks fast, get more games)."""
     rng = random.Random(1234)
-    return [_random_game(variant, rng.getrandbits(64), rng, length) for _ in range(count)]
+    games: list[tuple[Board, list[Move]]] = []
+    total = 0
+    while total < min_moves and len(games) < 2000:
+        game = _random_game(variant, rng.getrandbits(64), rng, length)
+        games.append(game)
+        total += len(game[1])
+    return games
 
 
 def _best(rounds: int, fn: Any) -> float:
@@ -49,7 +57,7 @@ def _best(rounds: int, fn: Any) -> float:
 
 
 def bench_variant(variant: str, seconds: float) -> dict[str, float]:
-    games = _games(variant, 40, 200)
+    games = _games(variant, 8000, 200)
     total_moves = sum(len(m) for _, m in games)
     rounds = max(3, int(seconds * 3))
 
@@ -107,5 +115,4 @@ def run(seconds: float = 3.0) -> dict[str, Any]:
         "benchmark": "rules",
         "baseline": baseline(per),
         "variants": {v: bench_variant(v, per) for v in VARIANTS},
-        "undo_entry": UNDO,
     }

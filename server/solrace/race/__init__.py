@@ -1,1 +1,23 @@
-"""solrace.race."""
+"""The race: a room's state machine, sans I/O (no sockets, no Redis, no clock).
+
+- :mod:`.state` folds a room's event stream into :class:`RoomState`;
+- :mod:`.decisions` turns requests and the clock into new events;
+- :mod:`.game` is one racer's engine and move log;
+- :mod:`.fairness` commits to and reveals each round's seed.
+"""
+
+from .errors import RaceError
+from .game import Applied, RacerGame
+from .settings import RoomSettings, validate_settings
+from .state import RacerState, RoomState, standings
+
+__all__ = [
+    "Applied",
+    "RaceError",
+    "RacerGame",
+    "RacerState",
+    "RoomSettings",
+    "RoomState",
+    "standings",
+    "validate_settings",
+]

@@ -323,7 +323,7 @@ class Board:
                 append(Move(DRAW))
             elif waste and (self._max_recycles is None or self.recycles < self._max_recycles):
                 append(Move(RECYCLE))
-        if self._f2t:
+        if self._f2t and not self.is_won():  # RULES: a won game has no legal moves
             decks = self.decks
             for p, pile in enumerate(piles):
                 if not pile:
@@ -391,6 +391,8 @@ class Board:
         if kind == FOUNDATION_TO_TABLEAU:
             if not self._f2t:
                 return "foundation cards stay where they are (foundation_to_tableau is off)"
+            if self.is_won():
+                return "the game is won: a won game has no legal moves"
             p = self._pile_index(move.src, move.count)
             if p < 0:
                 if self.decks == 1:

@@ -1,0 +1,70 @@
+"""A room's settings, validated once when the room is created."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+from solrace.rules import RulesError, new_board
+
+from .errors import RaceError
+
+MIN_RACERS: Final = 2
+MAX_RACERS: Final = 8
+DEFAULT_TIME_LIMIT_S: Final = 15 * 60
+MAX_TIME_LIMIT_S: Final = 4 * 60 * 60
+MAX_SPECTATOR_DELAY_S: Final = 10 * 60
+
+
+@dataclass(frozen=True)
+class RoomSettings:
+    variant: str = "yukon"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    max_racers: int = 4
+    time_limit_s: int = DEFAULT_TIME_LIMIT_S
+    private: bool = False
+    spectator_delay_s: int = 0
+    quick: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["options"] = dict(self.options)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RoomSettings:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+def _whole(name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise RaceError("bad_message", f"{name} must be a whole number from {low} to {high}")
+    return value
+
+
+def validate_settings(settings: RoomSettings) -> RoomSettings:
+    """Check every field; the engine validates variant and options (its own errors,
+    same words)."""
+    try:
+        board = new_board(settings.variant, dict(settings.options))
+    except RulesError as exc:
+        raise RaceError("bad_message", str(exc)) from None
+    _whole("max_racers", settings.max_racers, MIN_RACERS, MAX_RACERS)
+    _whole("time_limit_s", settings.time_limit_s, 10, MAX_TIME_LIMIT_S)
+    _whole("spectator_delay_s", settings.spectator_delay_s, 0, MAX_SPECTATOR_DELAY_S)
+    if not isinstance(settings.private, bool) or not isinstance(settings.quick, bool):
+        raise RaceError("bad_message", "private and quick must be true or false")
+    # Store the options fully resolved, so every node and every verifier agrees.
+    from solrace.rules.options import options_to_json
+
+    resolved = options_to_json(board.options, board.allowed_options)
+    return RoomSettings(
+        variant=settings.variant,
+        options=resolved,
+        max_racers=settings.max_racers,
+        time_limit_s=settings.time_limit_s,
+        private=settings.private,
+        spectator_delay_s=settings.spectator_delay_s,
+        quick=settings.quick,
+    )
