@@ -1,1 +1,38 @@
-"""solrace.store."""
+"""solrace.store: the only code in solrace that knows Redis.
+
+Live room state is event-sourced in Redis (see ``docs/store.md``): per room a stream of
+numbered events, one move log per racer, finishing-place counters and token digests,
+all under the room's cluster hash tag. Payloads are opaque bytes encoded by the caller.
+
+>>> store = await Store.connect("redis://127.0.0.1:6379/0")   # or None: embedded
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
+from .keys import Keys, RoomKeys
+from .store import MoveAppend, Store
+
+__all__ = [
+    "CodeTaken",
+    "Keys",
+    "MoveAppend",
+    "RoomKeys",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+    "VersionConflict",
+    "token_digest",
+]
+
+
+def token_digest(token: str | bytes) -> str:
+    """SHA-256 hex of a racer's secret token: the only form the store accepts.
+
+    Racer tokens are random and long, so a plain (unsalted, fast) hash is enough: it
+    cannot be brute-forced, and it lets ``racer_for_token`` look a token up.
+    """
+    raw = token.encode() if isinstance(token, str) else token
+    return hashlib.sha256(raw).hexdigest()

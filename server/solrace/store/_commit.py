@@ -1,0 +1,155 @@
+"""Group commit: many scripts, one Redis round trip.
+
+A race node receives moves from many racers at once. Acknowledging each only after its
+own EVALSHA round trip would make Redis latency the ceiling on moves per second per
+node. Instead every call is queued; one flusher task sends everything queued so far in
+ONE non-transactional pipeline, then resolves each caller's future with its own reply
+(or its own exception). While that pipeline is in flight, new calls queue for the next
+one, so batches grow exactly when Redis is the bottleneck and stay at size 1 when the
+node is idle (the only added latency is one event-loop iteration).
+
+Atomicity is per call, not per batch: each EVALSHA is an atomic script, and a
+non-transactional pipeline is just the calls written back to back on one connection,
+executed by Redis in submission order. A batch therefore never needs to be all-or-
+nothing, and one failing call (e.g. WRONGTYPE) does not fail its neighbours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
+
+from ._errors import translate
+from ._lua import LuaScript
+from .errors import StoreUnavailable
+
+__all__ = ["GroupCommit"]
+
+Arg = bytes | str | int
+
+
+@dataclass(slots=True)
+class _Call:
+    script: LuaScript
+    keys: tuple[str, ...]
+    args: tuple[Arg, ...]
+    future: asyncio.Future[Any]
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(translate(exc))
+
+
+class GroupCommit:
+    """Queue script calls and flush them together; see the module docstring."""
+
+    def __init__(self, client: Redis, max_batch: int = 1024) -> None:
+        if max_batch < 1:
+            raise ValueError("max_batch must be >= 1")
+        self._client = client
+        self._max_batch = max_batch
+        self._queue: deque[_Call] = deque()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self.flushes = 0
+        """Batches sent (each one pipeline, plus one more only after a NOSCRIPT)."""
+        self.flushed_calls = 0
+        """Calls sent in those batches."""
+
+    async def call(self, script: LuaScript, keys: tuple[str, ...], args: tuple[Arg, ...]) -> Any:
+        """Run ``script`` in the next flush and return its raw reply.
+
+        Raises the translated store error for this call alone. If the caller is
+        cancelled before the flush picks its call up, the call is dropped (never sent);
+        once sent, its outcome is whatever Redis did.
+        """
+        if self._closed:
+            raise StoreUnavailable("store is closed")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._queue.append(_Call(script, keys, args, future))
+        if self._task is None:
+            # The task's first step runs on the next loop iteration, so every call made
+            # in this iteration (e.g. by the tasks of one asyncio.gather) joins the batch.
+            self._task = loop.create_task(self._run(), name="solrace-store-group-commit")
+        return await future
+
+    async def close(self) -> None:
+        """Refuse new calls and wait until everything queued has been flushed."""
+        self._closed = True
+        task = self._task
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def _run(self) -> None:
+        try:
+            while self._queue:
+                batch: list[_Call] = []
+                while self._queue and len(batch) < self._max_batch:
+                    call = self._queue.popleft()
+                    if not call.future.done():  # done = its caller was cancelled
+                        batch.append(call)
+                if batch:
+                    await self._flush(batch)
+        except BaseException as exc:
+            # Only a cancellation of this task gets here (_flush handles everything
+            # else): fail whatever is still queued so no caller waits forever.
+            while self._queue:
+                _fail(self._queue.popleft().future, exc)
+            raise
+        finally:
+            # No await between the emptiness check above and this line, so no call can
+            # have been queued in between: the next call will start a new task.
+            self._task = None
+
+    async def _flush(self, batch: list[_Call]) -> None:
+        self.flushes += 1
+        self.flushed_calls += len(batch)
+        try:
+            replies = await self._execute(batch)
+        except BaseException as exc:
+            for call in batch:
+                _fail(call.future, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for call, reply in zip(batch, replies, strict=True):
+            if call.future.done():
+                continue
+            if isinstance(reply, BaseException):
+                call.future.set_exception(translate(reply))
+            else:
+                call.future.set_result(reply)
+
+    async def _execute(self, batch: list[_Call]) -> list[Any]:
+        """One pipeline of EVALSHAs; on NOSCRIPT load the scripts and resend only those.
+
+        A NOSCRIPT reply means that call did not run, so resending it cannot apply
+        anything twice. Calls that did run are never resent.
+        """
+        results: list[Any] = [None] * len(batch)
+        todo = list(range(len(batch)))
+        for attempt in (1, 2):
+            pipe = self._client.pipeline(transaction=False)
+            for i in todo:
+                call = batch[i]
+                pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
+            replies = await pipe.execute(raise_on_error=False)
+            missing: list[int] = []
+            for i, reply in zip(todo, replies, strict=True):
+                if attempt == 1 and isinstance(reply, NoScriptError):
+                    missing.append(i)
+                else:
+                    results[i] = reply
+            if not missing:
+                break
+            for script in {batch[i].script for i in missing}:
+                await self._client.script_load(script.source)
+            todo = missing
+        return results

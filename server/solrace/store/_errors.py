@@ -1,0 +1,46 @@
+"""Mapping redis-py exceptions onto the store's own (see :mod:`solrace.store.errors`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from .errors import StoreError, StoreUnavailable
+
+__all__ = ["redis_errors", "translate"]
+
+# OSError covers socket errors redis-py did not wrap and asyncio/builtin TimeoutError.
+_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+def translate(exc: BaseException) -> StoreError:
+    """A fresh store exception for ``exc`` (fresh so each waiting caller owns its own)."""
+    err: StoreError
+    if isinstance(exc, StoreUnavailable):
+        err = StoreUnavailable(*exc.args)
+    elif isinstance(exc, _UNAVAILABLE):
+        err = StoreUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}")
+    elif isinstance(exc, asyncio.CancelledError):
+        err = StoreUnavailable("store flush was cancelled (store closing?)")
+    elif isinstance(exc, RedisError):
+        err = StoreError(f"redis error: {type(exc).__name__}: {exc}")
+    else:
+        err = StoreError(f"unexpected store failure: {type(exc).__name__}: {exc}")
+    err.__cause__ = exc
+    return err
+
+
+@contextmanager
+def redis_errors() -> Iterator[None]:
+    """Let store errors through; turn redis (and socket) errors into store errors."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except (RedisError, OSError) as exc:
+        raise translate(exc) from exc

@@ -1,0 +1,43 @@
+"""Loading the store's Lua scripts.
+
+The scripts live as ``.lua`` files in :mod:`solrace.store.scripts` rather than as Python
+string constants: they are real programs whose atomicity arguments are documented line
+by line, they read (and lint, and can be pasted into ``redis-cli --eval``) much better
+as files, and ``docs/store.md`` can point at them. ``lib.lua`` is prepended to each so
+the shared helpers (gap-free event append, TTL inheritance) exist exactly once.
+
+The SHA1 is computed locally, so nothing needs Redis at import or connect time: the
+store calls EVALSHA directly and loads the script only when Redis answers NOSCRIPT
+(first use, after a restart, after SCRIPT FLUSH, or on a fresh cluster node).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+
+__all__ = ["APPEND_EVENT", "APPEND_MOVE", "SET_TOKEN", "LuaScript"]
+
+
+@dataclass(frozen=True, slots=True)
+class LuaScript:
+    """A script's full source (library prepended) and the SHA1 Redis will know it by."""
+
+    name: str
+    source: str
+    sha: str
+
+
+def _read(filename: str) -> str:
+    return resources.files("solrace.store.scripts").joinpath(filename).read_text("utf-8")
+
+
+def _load(name: str) -> LuaScript:
+    source = _read("lib.lua") + "\n" + _read(f"{name}.lua")
+    return LuaScript(name, source, hashlib.sha1(source.encode("utf-8")).hexdigest())
+
+
+APPEND_EVENT = _load("append_event")
+APPEND_MOVE = _load("append_move")
+SET_TOKEN = _load("set_token")

@@ -1,0 +1,47 @@
+"""Errors raised by :mod:`solrace.store`.
+
+Everything the store raises on purpose derives from :class:`StoreError`, so callers
+(net/) can catch one root and never import anything from ``redis``. Redis' own
+exceptions never escape: connection and timeout failures become
+:class:`StoreUnavailable`, unexpected server replies become a plain :class:`StoreError`.
+Programming errors (a malformed room id, a negative sequence number) are ``ValueError``:
+they are bugs in the caller, not conditions to handle at run time.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CodeTaken", "StoreError", "StoreUnavailable", "VersionConflict"]
+
+
+class StoreError(Exception):
+    """Root of every error the store raises on purpose."""
+
+
+class VersionConflict(StoreError):
+    """An optimistic append lost: the room's stream moved on since the caller looked.
+
+    ``current_version`` is the version the caller should re-read from (with
+    ``events_since``) before deciding again; nothing was appended.
+    """
+
+    def __init__(self, current_version: int, expected_version: int | None = None) -> None:
+        self.current_version = current_version
+        self.expected_version = expected_version
+        super().__init__(f"room is at version {current_version}, expected {expected_version}")
+
+
+class CodeTaken(StoreError):
+    """The join code already names another room; the caller should draw a new code."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        super().__init__(f"room code {code!r} is taken")
+
+
+class StoreUnavailable(StoreError):
+    """Redis could not be reached or did not answer in time.
+
+    For a write (``append_move``, ``append_event``) the outcome is UNKNOWN: the command
+    may have been applied before the connection broke. Never acknowledge such a move;
+    re-read the log/stream (``log_length``, ``events_since``) to learn what happened.
+    """

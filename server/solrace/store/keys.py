@@ -1,0 +1,112 @@
+"""Key layout: the one place that spells Redis key names.
+
+Every key of a room starts with ``<prefix>{room:<room_id>}`` so that all of them hash to
+the same Redis Cluster slot (only the text between the first ``{`` and the next ``}``
+is hashed). That is what lets one Lua script touch a room's log, version counter and
+stream atomically on a cluster too. Global keys (join codes, the listing, results) carry
+no room tag and are only ever used by single-key commands.
+
+The prefix goes in front of everything (``solrace:{room:R}:meta``), so it must not
+contain braces itself: a ``{`` in the prefix would become the hash tag of every key and
+put the whole deployment in one slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Keys", "RoomKeys"]
+
+_MAX_ID = 200
+
+
+def _check_name(kind: str, value: str) -> str:
+    """Reject names that would break the key layout; these are caller bugs."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{kind} must be a non-empty str")
+    if len(value) > _MAX_ID:
+        raise ValueError(f"{kind} is longer than {_MAX_ID} characters")
+    if "{" in value or "}" in value:
+        raise ValueError(f"{kind} must not contain braces (they are the cluster hash tag)")
+    if any(c.isspace() for c in value):
+        raise ValueError(f"{kind} must not contain whitespace")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class RoomKeys:
+    """Names of one room's keys; all share the ``{room:<id>}`` hash tag."""
+
+    room_id: str
+    base: str
+
+    @property
+    def meta(self) -> str:
+        """Caller's room metadata (opaque bytes). Also the room's TTL anchor."""
+        return f"{self.base}:meta"
+
+    @property
+    def code(self) -> str:
+        """The room's join code, so ``expire_room`` can expire ``code:<CODE>`` too."""
+        return f"{self.base}:code"
+
+    @property
+    def ver(self) -> str:
+        """Version counter: the id of the last event in ``events``."""
+        return f"{self.base}:ver"
+
+    @property
+    def events(self) -> str:
+        """Redis Stream of room events, entry ids ``0-<version>``, field ``e``."""
+        return f"{self.base}:events"
+
+    @property
+    def tokens(self) -> str:
+        """Hash racer_id -> sha256 hex of the racer's secret token."""
+        return f"{self.base}:tokens"
+
+    @property
+    def keyset(self) -> str:
+        """Set of the room's dynamically named keys (logs, place counters)."""
+        return f"{self.base}:keys"
+
+    def log(self, log_name: str) -> str:
+        """One racer's move log (a list of opaque entries)."""
+        return f"{self.base}:log:{_check_name('log_name', log_name)}"
+
+    def places(self, counter: str) -> str:
+        """A finishing-place counter (INCR gives 1 to the winner)."""
+        return f"{self.base}:places:{_check_name('finish_counter', counter)}"
+
+    def fixed(self) -> tuple[str, ...]:
+        """The keys whose names do not depend on the caller (everything but keyset members)."""
+        return (self.meta, self.code, self.ver, self.events, self.tokens, self.keyset)
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Key names under one prefix (default ``solrace:``; tests use a random one)."""
+
+    prefix: str = "solrace:"
+
+    def __post_init__(self) -> None:
+        if "{" in self.prefix or "}" in self.prefix:
+            raise ValueError("key prefix must not contain braces")
+
+    def room(self, room_id: str) -> RoomKeys:
+        """The keys of room ``room_id``."""
+        rid = _check_name("room_id", room_id)
+        return RoomKeys(rid, f"{self.prefix}{{room:{rid}}}")
+
+    def code(self, code: str) -> str:
+        """``code:<CODE>`` -> room id (global, single-key)."""
+        return f"{self.prefix}code:{_check_name('code', code)}"
+
+    @property
+    def listed(self) -> str:
+        """Sorted set of listed open rooms, score = creation time in ms."""
+        return f"{self.prefix}rooms:listed"
+
+    def result(self, race_id: str) -> str:
+        """A finished race's result (never expires)."""
+        return f"{self.prefix}result:{_check_name('race_id', race_id)}"

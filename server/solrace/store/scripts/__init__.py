@@ -1,0 +1,1 @@
+"""Lua scripts run by the store (data only; a package so wheels ship the ``*.lua``)."""

@@ -1,0 +1,521 @@
+"""The :class:`Store`: every Redis command solrace sends goes through here.
+
+The store is deliberately opaque about payloads. Events, move-log entries, room
+metadata and results are ``bytes`` encoded by the caller (msgpack); the store only
+orders, numbers and atomically appends them. That keeps the game rules and the wire
+protocol out of Lua, where they could not be tested with the rest of the code.
+
+Writes that must be atomic across keys (append an event with a gap-free version,
+append a move under its sequence number, hand out finishing places) are Lua scripts on
+keys that share the room's hash tag, so they stay atomic on Redis Cluster. See
+``docs/store.md`` for the layout and the argument for each script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import importlib.util
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import fakeredis
+import redis.asyncio
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import NoScriptError
+
+from ._commit import GroupCommit
+from ._errors import redis_errors
+from ._lua import APPEND_EVENT, APPEND_MOVE, SET_TOKEN, LuaScript
+from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
+from .keys import Keys
+
+__all__ = ["MoveAppend", "Store"]
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True, slots=True)
+class MoveAppend:
+    """Outcome of :meth:`Store.append_move`.
+
+    ``accepted`` False means nothing was written: ``log_length`` is then the log's
+    current length, i.e. the sequence number the next move must carry. When accepted,
+    ``log_length`` is the new length, ``version`` the room version of the appended
+    event and ``place`` the finishing place if a ``finish_counter`` was given.
+    """
+
+    accepted: bool
+    log_length: int
+    version: int | None
+    place: int | None
+
+
+def _no_retry() -> Retry:
+    # redis-py retries failed commands by default (10 times here). Retrying a script
+    # whose reply was lost would re-run it: the retry of an applied move would come
+    # back "stale" and the caller would reject a move that is in the log. Failing fast
+    # with StoreUnavailable ("outcome unknown, re-read") is the honest answer.
+    return Retry(NoBackoff(), 0)
+
+
+def _as_bytes(value: bytes | str | None) -> bytes | None:
+    """Replies are bytes (decode_responses=False); typed as either by redis-py."""
+    if value is None or isinstance(value, bytes):
+        return value
+    return value.encode()
+
+
+def _as_text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _version_of(entry_id: Any) -> int:
+    raw = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    return int(raw.partition("-")[2])
+
+
+def _event_of(fields: Any) -> bytes:
+    if isinstance(fields, dict):
+        value = fields[b"e"]
+    else:  # flat [field, value, ...] list
+        value = dict(zip(fields[::2], fields[1::2], strict=True))[b"e"]
+    if not isinstance(value, bytes):
+        raise StoreError("malformed stream entry")
+    return value
+
+
+def _xread_streams(reply: Any) -> list[tuple[Any, list[Any]]]:
+    """``(stream key, entries)`` pairs from an XREAD reply, whatever the protocol.
+
+    RESP2: ``[[key, entries], ...]``; RESP3: ``{key: entries}``, and redis-py's legacy
+    RESP3 shape wraps each value once more, ``{key: [entries]}``. Decoding all three
+    keeps the store correct whatever ``protocol=`` the URL asks for.
+    """
+    if not reply:
+        return []
+    if not isinstance(reply, dict):
+        return [(key, list(entries or [])) for key, entries in reply]
+    pairs: list[tuple[Any, list[Any]]] = []
+    for key, value in reply.items():
+        entries = list(value or [])
+        if entries and isinstance(entries[0], list):  # legacy wrap; an entry is a tuple
+            entries = [e for inner in entries for e in inner]
+        pairs.append((key, entries))
+    return pairs
+
+
+def _check_nonneg(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0")
+
+
+class Store:
+    """Room state in Redis: metadata, event streams, move logs, places, tokens.
+
+    Build one with :meth:`connect`. One instance per process (per event loop) is
+    meant to be shared by every room on the node: the group commit only batches calls
+    made on the same instance.
+    """
+
+    def __init__(
+        self,
+        client: Redis,
+        blocking_client: Redis,
+        *,
+        prefix: str = "solrace:",
+        embedded: bool = False,
+        timeout: float = 5.0,
+        url: str | None = None,
+        fake_server: Any = None,
+        max_batch: int = 1024,
+    ) -> None:
+        """Wrap two redis.asyncio clients; prefer :meth:`connect`.
+
+        ``client`` carries every command; ``blocking_client`` only blocking XREADs, on
+        its own connections, so a node's fan-out loop never sits on a connection the
+        command path needs.
+        """
+        self._redis = client
+        self._blocking = blocking_client
+        self.keys = Keys(prefix)
+        self.embedded = embedded
+        """True when running on the in-process fakeredis server: NOT durable."""
+        self._timeout = timeout
+        self._url = url
+        self._fake_server = fake_server
+        self._commit = GroupCommit(client, max_batch=max_batch)
+        self._closed = False
+
+    def __repr__(self) -> str:
+        backend = "embedded (not durable)" if self.embedded else "redis"
+        return f"<Store {backend} prefix={self.keys.prefix!r}>"
+
+    # -- construction --------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls, url: str | None, prefix: str = "solrace:", *, timeout: float = 5.0
+    ) -> Store:
+        """A store on Redis at ``url``, or the embedded store when ``url`` is None.
+
+        Does not contact Redis (connections are made on first use); call
+        :meth:`ping` to check reachability. ``timeout`` bounds connecting and every
+        non-blocking command, so a dead or hung Redis surfaces as StoreUnavailable
+        instead of a hang. Options in the URL's query string override it.
+
+        The embedded store runs this very class and the same Lua scripts on an
+        in-process ``fakeredis`` server; state lives only as long as the process.
+        """
+        if url is None:
+            return cls._on_fake_server(fakeredis.FakeServer(), prefix, timeout)
+        client = redis.asyncio.from_url(
+            url,
+            decode_responses=False,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=_no_retry(),
+        )
+        # No socket timeout on the blocking connection: XREAD BLOCK legitimately waits
+        # longer than any command timeout. tail() bounds the wait itself.
+        blocking = redis.asyncio.from_url(
+            url,
+            decode_responses=False,
+            socket_timeout=None,
+            socket_connect_timeout=timeout,
+            retry=_no_retry(),
+        )
+        return cls(client, blocking, prefix=prefix, timeout=timeout, url=url)
+
+    @classmethod
+    def _on_fake_server(cls, server: Any, prefix: str, timeout: float) -> Store:
+        # fakeredis runs Lua through lupa; without it every script would fail at the
+        # first move, so say so at start-up instead.
+        if importlib.util.find_spec("lupa") is None:
+            raise RuntimeError("the embedded store needs fakeredis[lua] (the lupa package)")
+
+        def client() -> Redis:
+            fake: Redis = fakeredis.aioredis.FakeRedis(server=server, retry=_no_retry())
+            return fake
+
+        return cls(
+            client(),
+            client(),
+            prefix=prefix,
+            embedded=True,
+            timeout=timeout,
+            fake_server=server,
+        )
+
+    async def sibling(self) -> Store:
+        """Another store on the same backend, as a second node would have.
+
+        Same Redis URL (or the same in-process server when embedded) and prefix, but
+        its own connections and its own group-commit queue. Lets tests, and an
+        embedded multi-node setup, exercise cross-node behaviour in one process.
+        """
+        if self._fake_server is not None:
+            return self._on_fake_server(self._fake_server, self.keys.prefix, self._timeout)
+        return await self.connect(self._url, self.keys.prefix, timeout=self._timeout)
+
+    async def close(self) -> None:
+        """Flush what is queued, then close both clients. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._commit.close()
+        finally:
+            await self._redis.aclose()
+            await self._blocking.aclose()
+
+    async def ping(self) -> bool:
+        """True if Redis answers; never raises for an unreachable Redis."""
+        try:
+            with redis_errors():
+                return bool(await self._redis.ping())
+        except StoreUnavailable:
+            return False
+
+    # -- group-commit counters ----------------------------------------------------
+
+    @property
+    def flushes(self) -> int:
+        """Group-commit batches sent so far (for tests and metrics)."""
+        return self._commit.flushes
+
+    @property
+    def flushed_moves(self) -> int:
+        """Moves sent in those batches; ``flushed_moves / flushes`` is the batch size."""
+        return self._commit.flushed_calls
+
+    # -- rooms ---------------------------------------------------------------------
+
+    async def create_room(
+        self, room_id: str, code: str, meta: bytes, listed: bool, now_ms: int
+    ) -> None:
+        """Claim ``code`` for a new room, store its meta and maybe list it.
+
+        The code is claimed first with SET NX: that is the only contended step (two
+        rooms drawing the same code), and losing it raises CodeTaken with nothing else
+        written. The rest touches only the new room's keys and the listing. If that
+        second step fails, the code is released on a best-effort basis. ``room_id``
+        must be fresh (the caller draws it at random); it is not checked.
+        """
+        rk = self.keys.room(room_id)
+        code_key = self.keys.code(code)
+        with redis_errors():
+            if not await self._redis.set(code_key, room_id, nx=True):
+                raise CodeTaken(code)
+            try:
+                pipe = self._redis.pipeline(transaction=False)
+                pipe.set(rk.meta, meta)
+                pipe.set(rk.code, code)
+                if listed:
+                    pipe.zadd(self.keys.listed, {room_id: now_ms})
+                await pipe.execute()
+            except BaseException:
+                with contextlib.suppress(Exception):  # best effort; the first error matters
+                    await self._redis.delete(code_key)
+                raise
+
+    async def load_meta(self, room_id: str) -> bytes | None:
+        """The room's metadata bytes, or None if the room does not exist (or expired)."""
+        with redis_errors():
+            return _as_bytes(await self._redis.get(self.keys.room(room_id).meta))
+
+    async def save_meta(self, room_id: str, meta: bytes) -> None:
+        """Overwrite the room's metadata, keeping its TTL if it is expiring (KEEPTTL)."""
+        with redis_errors():
+            await self._redis.set(self.keys.room(room_id).meta, meta, keepttl=True)
+
+    async def room_for_code(self, code: str) -> str | None:
+        """The room a join code names, or None."""
+        with redis_errors():
+            value = await self._redis.get(self.keys.code(code))
+        return None if value is None else _as_text(value)
+
+    async def listed_rooms(self, limit: int = 100) -> list[str]:
+        """Listed open rooms, newest first."""
+        if limit <= 0:
+            return []
+        with redis_errors():
+            members: list[Any] = await self._redis.zrevrange(self.keys.listed, 0, limit - 1)
+        return [_as_text(m) for m in members]
+
+    async def unlist(self, room_id: str) -> None:
+        """Remove the room from the public listing (it started, filled up, or closed)."""
+        with redis_errors():
+            await self._redis.zrem(self.keys.listed, room_id)
+
+    async def expire_room(self, room_id: str, ttl_s: float) -> None:
+        """Make every key of the room expire in ``ttl_s`` seconds; unlist it now.
+
+        Race-free without one script spanning keys it cannot name in advance:
+        step 1 is a MULTI that sets the TTL on the fixed keys (meta first: it is the
+        TTL anchor) and reads the key set in the same atomic step. Any log or counter
+        created before step 1 is in that set (scripts add keys in the same atomic
+        step that creates them); any created after it sees the anchor's TTL and
+        inherits it inside its script. Step 2 expires the set's members, the join
+        code and unlists the room. Writes after this keep the TTL, so a finished
+        room can still receive its last events.
+        """
+        ttl_ms = int(ttl_s * 1000)
+        if ttl_ms <= 0:
+            raise ValueError("ttl_s must be positive")
+        rk = self.keys.room(room_id)
+        with redis_errors():
+            tx = self._redis.pipeline(transaction=True)
+            for key in rk.fixed():
+                tx.pexpire(key, ttl_ms)
+            tx.smembers(rk.keyset)
+            tx.get(rk.code)
+            *_, members, code = await tx.execute()
+            pipe = self._redis.pipeline(transaction=False)
+            for member in sorted(members):
+                pipe.pexpire(member, ttl_ms)
+            if code is not None:
+                pipe.pexpire(self.keys.code(_as_text(code)), ttl_ms)
+            pipe.zrem(self.keys.listed, room_id)
+            await pipe.execute()
+
+    # -- events --------------------------------------------------------------------
+
+    async def append_event(
+        self, room_id: str, event: bytes, expected_version: int | None = None
+    ) -> int:
+        """Append a room-level event; return its version (1, 2, 3, ... gap-free).
+
+        With ``expected_version``, the append happens only if the room is still at
+        that version, else VersionConflict(current) and nothing is written: two nodes
+        deciding from the same state (both start the countdown) cannot both win.
+        """
+        if expected_version is not None:
+            _check_nonneg("expected_version", expected_version)
+        rk = self.keys.room(room_id)
+        expected = "" if expected_version is None else str(expected_version)
+        reply = await self._eval(APPEND_EVENT, (rk.meta, rk.ver, rk.events), (expected, event))
+        ok, version = int(reply[0]), int(reply[1])
+        if not ok:
+            raise VersionConflict(version, expected_version)
+        return version
+
+    async def events_since(
+        self, room_id: str, after_version: int, limit: int | None = None
+    ) -> list[tuple[int, bytes]]:
+        """Events with version > ``after_version`` in order: how clients resume."""
+        _check_nonneg("after_version", after_version)
+        if limit is not None and limit <= 0:
+            return []
+        key = self.keys.room(room_id).events
+        with redis_errors():
+            entries: list[Any] = (
+                await self._redis.xrange(key, f"0-{after_version + 1}", "+", count=limit) or []
+            )
+        return [(_version_of(eid), _event_of(fields)) for eid, fields in entries]
+
+    async def version(self, room_id: str) -> int:
+        """The room's current version (0 before the first event)."""
+        with redis_errors():
+            value = await self._redis.get(self.keys.room(room_id).ver)
+        return 0 if value is None else int(value)
+
+    async def tail(
+        self, positions: Mapping[str, int], block_ms: int, *, count: int | None = None
+    ) -> list[tuple[str, int, bytes]]:
+        """Events after each room's given version, waiting up to ``block_ms`` for some.
+
+        Returns ``(room_id, version, event)`` in version order per room; empty after
+        the wait if nothing came. ``block_ms=0`` does not wait (unlike Redis' BLOCK 0,
+        which waits forever: a store call must not be able to hang). Runs on the
+        dedicated blocking connection. How a node fans out events other nodes append.
+        """
+        _check_nonneg("block_ms", block_ms)
+        if not positions:
+            await asyncio.sleep(block_ms / 1000)
+            return []
+        streams: dict[Any, Any] = {}
+        room_of: dict[bytes, str] = {}
+        for room_id, after in positions.items():
+            _check_nonneg("position", after)
+            key = self.keys.room(room_id).events
+            streams[key] = f"0-{after}"
+            room_of[key.encode()] = room_id
+        with redis_errors():
+            async with asyncio.timeout(block_ms / 1000 + self._timeout):
+                reply = await self._blocking.xread(
+                    streams, count=count, block=block_ms if block_ms > 0 else None
+                )
+        return [
+            (room_of[_as_bytes(key) or b""], _version_of(eid), _event_of(fields))
+            for key, entries in _xread_streams(reply)
+            for eid, fields in entries
+        ]
+
+    # -- moves ---------------------------------------------------------------------
+
+    async def append_move(
+        self,
+        room_id: str,
+        log_name: str,
+        expected_seq: int,
+        entry: bytes,
+        event: bytes,
+        finish_counter: str | None = None,
+    ) -> MoveAppend:
+        """Append ``entry`` to a move log iff the log has exactly ``expected_seq`` entries.
+
+        In the same atomic script: append ``event`` to the room stream, and with
+        ``finish_counter`` hand out the next finishing place (1 = winner) exactly once.
+        A stale or duplicate sequence number writes nothing (``accepted=False``).
+        Calls are group-committed: everything queued while a flush is pending goes
+        in one pipeline. Acknowledge the move only after this returns accepted; on
+        StoreUnavailable the outcome is unknown (re-read ``log_length``).
+        """
+        _check_nonneg("expected_seq", expected_seq)
+        rk = self.keys.room(room_id)
+        keys: tuple[str, ...] = (rk.meta, rk.ver, rk.events, rk.keyset, rk.log(log_name))
+        if finish_counter is not None:
+            keys += (rk.places(finish_counter),)
+        reply = await self._commit.call(APPEND_MOVE, keys, (expected_seq, entry, event))
+        accepted, length, version, place = (int(x) for x in reply)
+        if not accepted:
+            return MoveAppend(False, length, None, None)
+        return MoveAppend(True, length, version, place if finish_counter is not None else None)
+
+    async def move_log(self, room_id: str, log_name: str) -> list[bytes]:
+        """Every entry of a move log, in order: replay it to rebuild the racer's game."""
+        with redis_errors():
+            entries: list[Any] = await self._redis.lrange(
+                self.keys.room(room_id).log(log_name), 0, -1
+            )
+        return [e for e in (_as_bytes(x) for x in entries) if e is not None]
+
+    async def log_length(self, room_id: str, log_name: str) -> int:
+        """Entries in a move log = the sequence number the next move must carry."""
+        with redis_errors():
+            return int(await self._redis.llen(self.keys.room(room_id).log(log_name)))
+
+    # -- tokens --------------------------------------------------------------------
+
+    async def set_token(self, room_id: str, racer_id: str, token_sha256_hex: str) -> None:
+        """Remember a racer's token by its SHA-256 (hex); the token itself is never stored.
+
+        Anything that is not 64 lowercase hex digits is refused, so a raw token
+        cannot be stored by mistake.
+        """
+        if not isinstance(token_sha256_hex, str) or not _SHA256_HEX.fullmatch(token_sha256_hex):
+            raise ValueError("token must be given as a lowercase sha256 hex digest")
+        if not racer_id:
+            raise ValueError("racer_id must be non-empty")
+        rk = self.keys.room(room_id)
+        await self._eval(SET_TOKEN, (rk.meta, rk.tokens), (racer_id, token_sha256_hex))
+
+    async def racer_for_token(self, room_id: str, token_sha256_hex: str) -> str | None:
+        """The racer whose token has this digest, or None.
+
+        Compares every entry in constant time (a room has at most a handful of
+        racers), so response timing says nothing about how close a guess was.
+        """
+        wanted = token_sha256_hex.encode()
+        with redis_errors():
+            table: dict[Any, Any] = await self._redis.hgetall(self.keys.room(room_id).tokens)
+        found: str | None = None
+        for racer, digest in table.items():
+            if hmac.compare_digest(_as_bytes(digest) or b"", wanted):
+                found = _as_text(racer)
+        return found
+
+    # -- results -------------------------------------------------------------------
+
+    async def save_result(self, race_id: str, data: bytes) -> None:
+        """Store a finished race's result; results never expire."""
+        with redis_errors():
+            await self._redis.set(self.keys.result(race_id), data)
+
+    async def load_result(self, race_id: str) -> bytes | None:
+        """A race's stored result, or None."""
+        with redis_errors():
+            return _as_bytes(await self._redis.get(self.keys.result(race_id)))
+
+    # -- internals -----------------------------------------------------------------
+
+    async def _eval(
+        self, script: LuaScript, keys: tuple[str, ...], args: tuple[bytes | str | int, ...]
+    ) -> Any:
+        """EVALSHA, loading the script once if Redis does not know it (NOSCRIPT).
+
+        NOSCRIPT means the script did not run, so the second EVALSHA cannot apply
+        anything twice.
+        """
+        with redis_errors():
+            try:
+                return await self._redis.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                await self._redis.script_load(script.source)
+                return await self._redis.evalsha(script.sha, len(keys), *keys, *args)

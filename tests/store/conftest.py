@@ -1,0 +1,71 @@
+"""Fixtures: every store test runs against real Redis AND the embedded store.
+
+Real Redis comes from ``SOLRACE_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``).
+It is shared with other people's runs, so each test gets a random key prefix and
+deletes exactly that prefix's keys afterwards (never FLUSHDB). If Redis is not there
+the real-Redis tests fail loudly: a green run must mean the Lua ran on a real server.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio
+from solrace.store import Store
+
+REDIS_URL = os.environ.get("SOLRACE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+async def _delete_prefix(prefix: str) -> None:
+    client = redis.asyncio.from_url(REDIS_URL)
+    try:
+        keys = [k async for k in client.scan_iter(match=f"{prefix}*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture(params=["redis", "embedded"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    """A fresh store: on real Redis under a random prefix, or embedded (fakeredis)."""
+    if request.param == "embedded":
+        s = await Store.connect(None, prefix="test:")
+        try:
+            yield s
+        finally:
+            await s.close()
+        return
+    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    s = await Store.connect(REDIS_URL, prefix=prefix)
+    if not await s.ping():
+        await s.close()
+        pytest.fail(f"real Redis is not reachable at {REDIS_URL} (set SOLRACE_TEST_REDIS_URL)")
+    try:
+        yield s
+    finally:
+        await s.close()
+        await _delete_prefix(prefix)
+
+
+@pytest.fixture
+async def node2(store: Store) -> AsyncIterator[Store]:
+    """A second "node": another Store on the same backend and prefix."""
+    s = await store.sibling()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+async def room_keys(store: Store, room_id: str) -> dict[str, int]:
+    """Every existing key of a room -> its PTTL (ms; -1 = no TTL)."""
+    raw = store._redis
+    pattern = store.keys.room(room_id).base.replace("{", "\\{").replace("}", "\\}") + "*"
+    out: dict[str, int] = {}
+    async for key in raw.scan_iter(match=pattern, count=1000):
+        out[key.decode()] = int(await raw.pttl(key))
+    return out

@@ -1,0 +1,112 @@
+"""Room event streams: gap-free versions, optimistic appends, resume, cross-node tail."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from solrace.store import Store, VersionConflict
+
+
+async def test_versions_are_gap_free_across_nodes(store: Store, node2: Store) -> None:
+    nodes = [store, node2]
+    versions = await asyncio.gather(
+        *(nodes[i % 2].append_event("r", f"e{i}".encode()) for i in range(50))
+    )
+    assert sorted(versions) == list(range(1, 51))
+    assert await store.version("r") == 50
+    events = await node2.events_since("r", 0)
+    assert [v for v, _ in events] == list(range(1, 51))
+    # each version carries the event whose append returned that version
+    by_version = dict(events)
+    for i, v in enumerate(versions):
+        assert by_version[v] == f"e{i}".encode()
+
+
+async def test_version_starts_at_zero(store: Store) -> None:
+    assert await store.version("empty") == 0
+    assert await store.events_since("empty", 0) == []
+
+
+async def test_expected_version_conflict(store: Store) -> None:
+    assert await store.append_event("r", b"join", expected_version=0) == 1
+    with pytest.raises(VersionConflict) as info:
+        await store.append_event("r", b"stale decision", expected_version=0)
+    assert info.value.current_version == 1
+    assert await store.events_since("r", 0) == [(1, b"join")]
+    assert await store.append_event("r", b"start", expected_version=1) == 2
+
+
+async def test_only_one_of_racing_decisions_wins(store: Store, node2: Store) -> None:
+    await store.append_event("r", b"ready")
+    nodes = [store, node2]
+    results = await asyncio.gather(
+        *(nodes[i % 2].append_event("r", b"countdown", expected_version=1) for i in range(10)),
+        return_exceptions=True,
+    )
+    assert results.count(2) == 1
+    conflicts = [r for r in results if isinstance(r, VersionConflict)]
+    assert len(conflicts) == 9
+    assert await store.version("r") == 2
+
+
+async def test_events_since_resume_and_limit(store: Store) -> None:
+    for i in range(1, 8):
+        await store.append_event("r", bytes([i]))
+    assert await store.events_since("r", 3, limit=2) == [(4, b"\x04"), (5, b"\x05")]
+    assert await store.events_since("r", 5) == [(6, b"\x06"), (7, b"\x07")]
+    assert await store.events_since("r", 7) == []
+    assert await store.events_since("r", 100) == []
+
+
+async def test_moves_and_events_share_one_version_sequence(store: Store) -> None:
+    assert await store.append_event("r", b"start") == 1
+    move = await store.append_move("r", "alice", 0, b"m0", b"progress")
+    assert move.version == 2
+    assert await store.append_event("r", b"chat") == 3
+    assert [v for v, _ in await store.events_since("r", 0)] == [1, 2, 3]
+
+
+async def test_tail_sees_events_from_another_node(store: Store, node2: Store) -> None:
+    await store.append_event("a", b"a1")
+    waiter = asyncio.create_task(node2.tail({"a": 1, "b": 0}, block_ms=3000))
+    await asyncio.sleep(0.05)
+    assert not waiter.done()  # blocked: nothing after a:1, nothing in b
+    await store.append_event("b", b"b1")
+    got = await asyncio.wait_for(waiter, 2)
+    assert got == [("b", 1, b"b1")]
+
+
+async def test_tail_returns_backlog_at_once(store: Store) -> None:
+    for i in range(3):
+        await store.append_event("a", bytes([i]))
+    await store.append_event("b", b"x")
+    got = await store.tail({"a": 1, "b": 0}, block_ms=1000)
+    assert sorted(got) == [("a", 2, b"\x01"), ("a", 3, b"\x02"), ("b", 1, b"x")]
+    assert await store.tail({"a": 0}, block_ms=1000, count=1) == [("a", 1, b"\x00")]
+
+
+async def test_tail_times_out_empty_and_does_not_block_commands(store: Store) -> None:
+    start = time.monotonic()
+    waiter = asyncio.create_task(store.tail({"quiet": 0}, block_ms=300))
+    await asyncio.sleep(0.02)
+    # the blocking read is on its own connection: commands still go through meanwhile
+    assert await store.append_event("other", b"x") == 1
+    assert not waiter.done()
+    assert await waiter == []
+    assert 0.25 <= time.monotonic() - start < 2
+    assert await store.tail({"quiet": 0}, block_ms=0) == []
+    assert await store.tail({}, block_ms=10) == []
+
+
+async def test_cancelled_tail_leaves_no_stale_reply(store: Store, node2: Store) -> None:
+    """A fan-out loop cancels its tail when its room set changes; the next must be clean."""
+    waiter = asyncio.create_task(node2.tail({"q": 0}, block_ms=5000))
+    await asyncio.sleep(0.05)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    await store.append_event("q", b"for the cancelled read")
+    await store.append_event("r", b"for the new read")
+    assert await node2.tail({"r": 0}, block_ms=1000) == [("r", 1, b"for the new read")]

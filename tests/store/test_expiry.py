@@ -1,0 +1,72 @@
+"""expire_room: every room key gets the TTL, late writes inherit it, results stay."""
+
+from __future__ import annotations
+
+import asyncio
+
+from solrace.store import Store, token_digest
+
+from .conftest import room_keys
+
+
+async def _populate(store: Store, room_id: str, code: str) -> None:
+    await store.create_room(room_id, code, b"meta", listed=True, now_ms=1)
+    await store.append_event(room_id, b"join")
+    await store.set_token(room_id, "a", token_digest("ta"))
+    await store.append_move(room_id, "a", 0, b"m", b"e")
+    await store.append_move(room_id, "b", 0, b"m", b"e", finish_counter="race")
+
+
+async def test_every_room_key_gets_the_ttl(store: Store) -> None:
+    await _populate(store, "r", "CODE")
+    rk = store.keys.room("r")
+    before = await room_keys(store, "r")
+    assert set(before) == {
+        rk.meta,
+        rk.code,
+        rk.ver,
+        rk.events,
+        rk.tokens,
+        rk.keyset,
+        rk.log("a"),
+        rk.log("b"),
+        rk.places("race"),
+    }
+    assert all(ttl == -1 for ttl in before.values())
+
+    await store.expire_room("r", 100)
+    after = await room_keys(store, "r")
+    assert set(after) == set(before)
+    assert all(0 < ttl <= 100_000 for ttl in after.values()), after
+    assert 0 < await store._redis.pttl(store.keys.code("CODE")) <= 100_000
+    assert await store.listed_rooms() == []
+    assert await store.room_for_code("CODE") == "r"  # still joinable until it expires
+
+
+async def test_writes_after_expiry_inherit_the_ttl(store: Store) -> None:
+    await store.create_room("r", "CODE", b"meta", listed=False, now_ms=1)
+    await store.expire_room("r", 100)  # before any event, log or token exists
+    await store.append_event("r", b"late event")
+    await store.append_move("r", "late", 0, b"m", b"e", finish_counter="race")
+    await store.set_token("r", "late", token_digest("t"))
+    await store.save_meta("r", b"meta v2")
+    ttls = await room_keys(store, "r")
+    rk = store.keys.room("r")
+    assert {rk.ver, rk.events, rk.log("late"), rk.places("race"), rk.tokens} <= set(ttls)
+    assert all(0 < ttl <= 100_000 for ttl in ttls.values()), ttls
+
+
+async def test_room_is_gone_after_ttl_but_result_stays(store: Store) -> None:
+    await _populate(store, "r", "CODE")
+    await store.save_result("race-r", b"standings")
+    await store.expire_room("r", 0.2)
+    await asyncio.sleep(0.35)
+    assert await store.load_meta("r") is None
+    assert await store.room_for_code("CODE") is None
+    assert await store.version("r") == 0
+    assert await store.move_log("r", "a") == []
+    assert await store.racer_for_token("r", token_digest("ta")) is None
+    assert await room_keys(store, "r") == {}
+    assert await store.load_result("race-r") == b"standings"
+    # the code is free again
+    await store.create_room("r2", "CODE", b"m", listed=False, now_ms=2)

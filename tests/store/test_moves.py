@@ -1,0 +1,176 @@
+"""Move logs: sequence numbers, finishing places, group commit."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from solrace.store import MoveAppend, Store, StoreError, StoreUnavailable
+from solrace.store._commit import GroupCommit
+
+
+async def test_accepted_then_stale_then_duplicate(store: Store) -> None:
+    first = await store.append_move("r", "alice", 0, b"m0", b"ev0")
+    assert first == MoveAppend(True, 1, 1, None)
+    # the same move again (client retry): refused, nothing written
+    dup = await store.append_move("r", "alice", 0, b"m0", b"ev0")
+    assert dup == MoveAppend(False, 1, None, None)
+    # a move from the future: refused too, the reply says where the log is
+    ahead = await store.append_move("r", "alice", 5, b"m5", b"ev5")
+    assert ahead == MoveAppend(False, 1, None, None)
+    second = await store.append_move("r", "alice", 1, b"m1", b"ev1")
+    assert second == MoveAppend(True, 2, 2, None)
+    assert await store.move_log("r", "alice") == [b"m0", b"m1"]
+    assert await store.log_length("r", "alice") == 2
+    assert await store.events_since("r", 0) == [(1, b"ev0"), (2, b"ev1")]
+    assert await store.log_length("r", "bob") == 0
+    assert await store.move_log("r", "bob") == []
+
+
+async def test_concurrent_duplicates_apply_once(store: Store, node2: Store) -> None:
+    nodes = [store, node2]
+    results = await asyncio.gather(
+        *(nodes[i % 2].append_move("r", "alice", 0, f"m{i}".encode(), b"e") for i in range(10))
+    )
+    accepted = [i for i, r in enumerate(results) if r.accepted]
+    assert len(accepted) == 1
+    assert all(r.log_length == 1 for r in results)
+    assert await store.move_log("r", "alice") == [f"m{accepted[0]}".encode()]
+    assert await store.version("r") == 1  # refused moves appended no event either
+
+
+async def test_places_are_handed_out_exactly_once(store: Store, node2: Store) -> None:
+    """20 racers finish "at the same time" on two nodes: places are exactly 1..20."""
+    nodes = [store, node2]
+    for i in range(20):  # everybody has made some moves already
+        await nodes[i % 2].append_move("r", f"racer{i}", 0, b"m", b"e")
+    results = await asyncio.gather(
+        *(
+            nodes[i % 2].append_move("r", f"racer{i}", 1, b"last", b"fin", finish_counter="race")
+            for i in range(20)
+        )
+    )
+    assert all(r.accepted for r in results)
+    assert sorted(r.place for r in results if r.place is not None) == list(range(1, 21))
+    # a finisher that retries its last move is refused and gets no second place
+    again = await store.append_move("r", "racer0", 1, b"last", b"fin", finish_counter="race")
+    assert again == MoveAppend(False, 2, None, None)
+    nxt = await store.append_move("r", "late", 0, b"m", b"fin", finish_counter="race")
+    assert nxt.place == 21
+    # separate counters are independent (e.g. one per race in a best-of series)
+    other = await store.append_move("r", "late2", 0, b"m", b"fin", finish_counter="race2")
+    assert other.place == 1
+
+
+async def test_group_commit_batches(store: Store) -> None:
+    results = await asyncio.gather(
+        *(store.append_move("r", f"racer{i}", 0, b"m", f"e{i}".encode()) for i in range(100))
+    )
+    assert all(r.accepted and r.log_length == 1 for r in results)
+    assert sorted(r.version for r in results if r.version) == list(range(1, 101))
+    assert store.flushed_moves == 100
+    assert store.flushes <= 3, store.flushes  # in practice 1
+    events = dict(await store.events_since("r", 0))
+    for i, r in enumerate(results):
+        assert r.version is not None
+        assert events[r.version] == f"e{i}".encode()
+
+
+async def test_group_commit_keeps_submission_order(store: Store) -> None:
+    """One racer's pipelined moves in one batch all apply, in order."""
+    results = await asyncio.gather(
+        *(store.append_move("r", "alice", i, bytes([i]), b"e") for i in range(10))
+    )
+    assert [r.accepted for r in results] == [True] * 10
+    assert await store.move_log("r", "alice") == [bytes([i]) for i in range(10)]
+    assert store.flushes == 1
+
+
+async def test_calls_during_a_flush_queue_for_the_next(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = asyncio.Event()
+    in_flight = asyncio.Event()
+    real_execute = GroupCommit._execute
+    sizes: list[int] = []
+
+    async def slow_execute(self: GroupCommit, batch: list[Any]) -> list[Any]:
+        sizes.append(len(batch))
+        in_flight.set()
+        await gate.wait()
+        return await real_execute(self, batch)
+
+    monkeypatch.setattr(GroupCommit, "_execute", slow_execute)
+    first = [asyncio.create_task(store.append_move("r", f"a{i}", 0, b"m", b"e")) for i in range(5)]
+    await in_flight.wait()
+    second = [
+        asyncio.create_task(store.append_move("r", f"b{i}", 0, b"m", b"e")) for i in range(30)
+    ]
+    await asyncio.sleep(0.01)
+    assert not any(t.done() for t in first + second)
+    gate.set()
+    results = await asyncio.gather(*first, *second)
+    assert all(r.accepted for r in results)
+    assert sizes == [5, 30]
+    assert store.flushes == 2
+
+
+async def test_each_caller_gets_its_own_error(store: Store) -> None:
+    # corrupt one racer's log key: its script fails with WRONGTYPE, the others must not
+    await store._redis.set(store.keys.room("r").log("broken"), b"not a list")
+    results = await asyncio.gather(
+        store.append_move("r", "ok1", 0, b"m", b"e"),
+        store.append_move("r", "broken", 0, b"m", b"e"),
+        store.append_move("r", "ok2", 0, b"m", b"e"),
+        return_exceptions=True,
+    )
+    assert isinstance(results[0], MoveAppend) and results[0].accepted
+    assert isinstance(results[1], StoreError)
+    assert not isinstance(results[1], StoreUnavailable)
+    assert isinstance(results[2], MoveAppend) and results[2].accepted
+    assert store.flushes == 1
+
+
+async def test_scripts_reload_after_script_flush(store: Store) -> None:
+    assert (await store.append_move("r", "a", 0, b"m", b"e")).accepted
+    await store.append_event("r", b"x")
+    await store._redis.script_flush()
+    results = await asyncio.gather(
+        *(store.append_move("r", f"p{i}", 0, b"m", b"e") for i in range(5))
+    )
+    assert all(r.accepted for r in results)
+    await store._redis.script_flush()
+    assert await store.append_event("r", b"y") == 8
+    assert await store.version("r") == 8  # nothing ran twice
+
+
+async def test_cancelled_caller_before_flush_is_never_sent(store: Store) -> None:
+    task = asyncio.create_task(store.append_move("r", "alice", 0, b"m", b"e"))
+    await asyncio.sleep(0)  # queued, flush scheduled but not run
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.01)
+    assert await store.log_length("r", "alice") == 0
+    assert store.flushes == 0
+
+
+async def test_close_drains_queue_then_refuses(store: Store) -> None:
+    other = await store.sibling()
+    tasks = [asyncio.create_task(other.append_move("r", f"p{i}", 0, b"m", b"e")) for i in range(5)]
+    await asyncio.sleep(0)
+    await other.close()
+    assert all(r.accepted for r in await asyncio.gather(*tasks))
+    with pytest.raises(StoreUnavailable):
+        await other.append_move("r", "late", 0, b"m", b"e")
+    assert await store.version("r") == 5
+
+
+async def test_bad_arguments_are_value_errors(store: Store) -> None:
+    with pytest.raises(ValueError):
+        await store.append_move("r", "a", -1, b"m", b"e")
+    with pytest.raises(ValueError):
+        await store.append_move("r{x}", "a", 0, b"m", b"e")
+    with pytest.raises(ValueError):
+        await store.append_event("r", b"e", expected_version=-1)

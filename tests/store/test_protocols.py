@@ -1,0 +1,35 @@
+"""The store decodes replies the same under RESP2 and RESP3 (the URL may choose either)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from solrace.store import Store, token_digest
+
+from .conftest import REDIS_URL, _delete_prefix
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+async def test_same_results_under_both_protocols(protocol: int) -> None:
+    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    sep = "&" if "?" in REDIS_URL else "?"
+    store = await Store.connect(f"{REDIS_URL}{sep}protocol={protocol}", prefix=prefix)
+    try:
+        assert await store.append_event("r", b"e1") == 1
+        move = await store.append_move("r", "a", 0, b"m", b"e2", finish_counter="race")
+        assert (move.accepted, move.version, move.place) == (True, 2, 1)
+        assert await store.events_since("r", 0) == [(1, b"e1"), (2, b"e2")]
+        assert await store.tail({"r": 0, "s": 0}, block_ms=100) == [
+            ("r", 1, b"e1"),
+            ("r", 2, b"e2"),
+        ]
+        await store.set_token("r", "a", token_digest("t"))
+        assert await store.racer_for_token("r", token_digest("t")) == "a"
+        await store.create_room("r", "C", b"meta", listed=True, now_ms=5)
+        assert await store.listed_rooms() == ["r"]
+        await store.expire_room("r", 60)
+        assert await store.move_log("r", "a") == [b"m"]
+    finally:
+        await store.close()
+        await _delete_prefix(prefix)

@@ -1,0 +1,60 @@
+"""Rooms: codes, metadata, the public listing, results."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from solrace.store import CodeTaken, Store
+
+
+async def test_create_and_load(store: Store) -> None:
+    await store.create_room("r1", "ABCD", b"\x81\xa1m\x01", listed=True, now_ms=1000)
+    assert await store.load_meta("r1") == b"\x81\xa1m\x01"
+    assert await store.room_for_code("ABCD") == "r1"
+    assert await store.room_for_code("ZZZZ") is None
+    assert await store.load_meta("nope") is None
+    await store.save_meta("r1", b"v2")
+    assert await store.load_meta("r1") == b"v2"
+
+
+async def test_code_collision_writes_nothing(store: Store) -> None:
+    await store.create_room("r1", "ABCD", b"one", listed=True, now_ms=1)
+    with pytest.raises(CodeTaken) as info:
+        await store.create_room("r2", "ABCD", b"two", listed=True, now_ms=2)
+    assert info.value.code == "ABCD"
+    assert await store.room_for_code("ABCD") == "r1"
+    assert await store.load_meta("r2") is None
+    assert await store.listed_rooms() == ["r1"]
+
+
+async def test_concurrent_code_claims_from_two_nodes(store: Store, node2: Store) -> None:
+    nodes = [store, node2]
+    results = await asyncio.gather(
+        *(nodes[i % 2].create_room(f"r{i}", "SAME", b"m", False, i) for i in range(10)),
+        return_exceptions=True,
+    )
+    winners = [i for i, r in enumerate(results) if r is None]
+    assert len(winners) == 1
+    assert all(isinstance(r, CodeTaken) for r in results if r is not None)
+    assert await store.room_for_code("SAME") == f"r{winners[0]}"
+
+
+async def test_listing_newest_first_limit_and_unlist(store: Store) -> None:
+    await store.create_room("old", "C1", b"", listed=True, now_ms=1000)
+    await store.create_room("new", "C2", b"", listed=True, now_ms=3000)
+    await store.create_room("mid", "C3", b"", listed=True, now_ms=2000)
+    await store.create_room("private", "C4", b"", listed=False, now_ms=4000)
+    assert await store.listed_rooms() == ["new", "mid", "old"]
+    assert await store.listed_rooms(limit=2) == ["new", "mid"]
+    assert await store.listed_rooms(limit=0) == []
+    await store.unlist("mid")
+    await store.unlist("never-listed")
+    assert await store.listed_rooms() == ["new", "old"]
+
+
+async def test_results(store: Store) -> None:
+    assert await store.load_result("race-1") is None
+    await store.save_result("race-1", b"\x00result\xff")
+    assert await store.load_result("race-1") == b"\x00result\xff"
+    assert await store._redis.pttl(store.keys.result("race-1")) == -1  # never expires

@@ -1,0 +1,38 @@
+"""Racer tokens: stored only as SHA-256 digests, looked up by digest."""
+
+from __future__ import annotations
+
+import pytest
+from solrace.store import Store, token_digest
+
+
+async def test_set_and_lookup(store: Store) -> None:
+    alice, bob = "alice-secret-token-0123456789", "bob-secret-token-9876543210"
+    await store.set_token("r", "alice", token_digest(alice))
+    await store.set_token("r", "bob", token_digest(bob))
+    assert await store.racer_for_token("r", token_digest(alice)) == "alice"
+    assert await store.racer_for_token("r", token_digest(bob)) == "bob"
+    assert await store.racer_for_token("r", token_digest("guess")) is None
+    assert await store.racer_for_token("other-room", token_digest(alice)) is None
+    stored = await store._redis.hgetall(store.keys.room("r").tokens)
+    assert all(alice.encode() not in v and bob.encode() not in v for v in stored.values())
+
+
+async def test_token_can_be_replaced(store: Store) -> None:
+    await store.set_token("r", "alice", token_digest("old"))
+    await store.set_token("r", "alice", token_digest("new"))
+    assert await store.racer_for_token("r", token_digest("old")) is None
+    assert await store.racer_for_token("r", token_digest("new")) == "alice"
+
+
+@pytest.mark.parametrize("bad", ["plain-token", "A" * 64, "0" * 63, ""])
+async def test_clear_tokens_are_refused(store: Store, bad: str) -> None:
+    with pytest.raises(ValueError):
+        await store.set_token("r", "alice", bad)
+
+
+def test_token_digest() -> None:
+    assert token_digest("abc") == token_digest(b"abc")
+    assert token_digest("abc") == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    )

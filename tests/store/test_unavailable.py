@@ -1,0 +1,120 @@
+"""A dead or hung Redis: StoreUnavailable for every caller, promptly, never a hang."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from solrace.store import Store, StoreUnavailable, token_digest
+
+from .conftest import REDIS_URL
+
+DEAD_URL = "redis://127.0.0.1:1/0"
+
+
+async def test_real_redis_is_reachable() -> None:
+    """Fails (not skips) without Redis: the suite must have run the Lua on a real server."""
+    store = await Store.connect(REDIS_URL, prefix="solrace-test:reachable:")
+    try:
+        assert await store.ping(), f"Redis not reachable at {REDIS_URL}"
+        assert not store.embedded
+    finally:
+        await store.close()
+
+
+async def _every_call(store: Store) -> list[object]:
+    calls = [
+        *(store.append_move("r", f"p{i}", 0, b"m", b"e") for i in range(20)),
+        store.append_event("r", b"e"),
+        store.append_event("r", b"e", expected_version=0),
+        store.create_room("r", "CODE", b"m", True, 1),
+        store.load_meta("r"),
+        store.save_meta("r", b"m"),
+        store.room_for_code("CODE"),
+        store.listed_rooms(),
+        store.unlist("r"),
+        store.expire_room("r", 10),
+        store.events_since("r", 0),
+        store.version("r"),
+        store.move_log("r", "p"),
+        store.log_length("r", "p"),
+        store.tail({"r": 0}, block_ms=100),
+        store.set_token("r", "p", token_digest("t")),
+        store.racer_for_token("r", token_digest("t")),
+        store.save_result("x", b""),
+        store.load_result("x"),
+    ]
+    return await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 10)
+
+
+async def test_dead_redis_url() -> None:
+    store = await Store.connect(DEAD_URL, timeout=1)
+    try:
+        assert not await store.ping()
+        results = await _every_call(store)
+        assert all(isinstance(r, StoreUnavailable) for r in results), results
+        # each waiting caller got its own exception object
+        assert len({id(r) for r in results}) == len(results)
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+async def silent_server() -> AsyncIterator[str]:
+    """A TCP server that accepts connections and never answers (a hung Redis)."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        await reader.read()  # until the client hangs up
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        for w in held:
+            w.close()
+        server.close()
+
+
+async def test_hung_redis_times_out(silent_server: str) -> None:
+    store = await Store.connect(silent_server, timeout=0.3)
+    try:
+        results = await asyncio.wait_for(
+            asyncio.gather(
+                *(store.append_move("r", f"p{i}", 0, b"m", b"e") for i in range(10)),
+                store.tail({"r": 0}, block_ms=100),
+                store.version("r"),
+                return_exceptions=True,
+            ),
+            5,
+        )
+        assert all(isinstance(r, StoreUnavailable) for r in results), results
+    finally:
+        await store.close()
+
+
+async def test_embedded_outage_and_recovery() -> None:
+    store = await Store.connect(None)
+    try:
+        assert store.embedded
+        assert (await store.append_move("r", "a", 0, b"m", b"e")).accepted
+        store._fake_server.connected = False
+        assert not await store.ping()
+        results = await asyncio.wait_for(
+            asyncio.gather(
+                *(store.append_move("r", "a", 1, b"m", b"e") for _ in range(5)),
+                return_exceptions=True,
+            ),
+            5,
+        )
+        assert all(isinstance(r, StoreUnavailable) for r in results)
+        store._fake_server.connected = True
+        assert await store.ping()
+        # the outage wrote nothing; the flusher is alive again
+        assert (await store.append_move("r", "a", 1, b"m", b"e")).accepted
+        assert await store.log_length("r", "a") == 2
+    finally:
+        await store.close()
