@@ -1,0 +1,71 @@
+"""A typed façade over msgpack, which ships no type information.
+
+Every call into msgpack goes through here, so the untyped surface is a dozen lines
+with one targeted ``type: ignore`` instead of ``Any`` leaking through the codec.
+``unused-ignore`` is listed too because the project's mypy configuration may already
+silence the missing stubs; the comment is then redundant, not wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgpack  # type: ignore[import-untyped, unused-ignore]
+
+#: Raised by the unpacker when nesting exceeds its fixed internal stack.
+StackError: type[Exception] = msgpack.StackError
+#: Raised when the frame ends in the middle of a value.
+OutOfData: type[Exception] = msgpack.OutOfData
+
+PairsHook = Callable[[list[tuple[object, object]]], object]
+
+
+def _refuse(obj: object) -> object:
+    """``default`` hook of the packer: anything msgpack cannot map natively is a bug in
+    the caller, so say which type it was instead of packing something surprising."""
+    if isinstance(obj, int):
+        raise TypeError(f"integer {obj} is outside msgpack's range (-2**63 .. 2**64-1)")
+    raise TypeError(f"cannot encode {type(obj).__name__} in a solrace frame")
+
+
+def packb(obj: object) -> bytes:
+    """Pack ``obj``: str as msgpack str, bytes as bin, tuples as arrays."""
+    packed: bytes = msgpack.packb(obj, use_bin_type=True, default=_refuse, strict_types=False)
+    return packed
+
+
+def unpack_one(
+    data: bytes,
+    *,
+    max_buffer_size: int,
+    max_str_len: int,
+    max_array_len: int,
+    max_map_len: int,
+    pairs_hook: PairsHook,
+) -> tuple[object, bool]:
+    """Unpack the first value of ``data`` under the given limits.
+
+    Returns the value and whether bytes remain after it. Non-empty ``bin`` and every
+    ``ext`` are refused by the unpacker itself (their length limits are 0, so even a
+    timestamp ext fails); an empty ``bin`` gets through as ``b""`` and is the caller's to
+    refuse. Map keys must be ``str`` or ``bytes`` (``strict_map_key``) and are handed, in
+    order, to ``pairs_hook``. Raises whatever msgpack raises: the caller treats any exception as
+    an unreadable frame, as msgpack's own documentation advises.
+    """
+    unpacker = msgpack.Unpacker(
+        raw=False,
+        strict_map_key=True,
+        use_list=True,
+        unicode_errors="strict",
+        max_buffer_size=max_buffer_size,
+        max_str_len=max_str_len,
+        max_bin_len=0,
+        max_array_len=max_array_len,
+        max_map_len=max_map_len,
+        max_ext_len=0,
+        object_pairs_hook=pairs_hook,
+    )
+    unpacker.feed(data)
+    value: object = unpacker.unpack()
+    trailing: bool = unpacker.tell() < len(data)
+    return value, trailing

@@ -1,0 +1,61 @@
+"""Commit–reveal of the deal seed, so racers can check the server did not cheat.
+
+At the countdown the room publishes ``commitment = sha256(seed ‖ salt)``; only
+``race_over`` reveals ``seed`` and ``salt``. Anyone can then recompute the commitment,
+deal the game with ``solrace.rules.deal(variant, seed, options)``, and replay every
+racer's move log. The salt (32 random bytes) makes the commitment impossible to invert
+by trying seeds: a seed is only 64 bits.
+
+Byte encoding, fixed so another language can check it: ``seed`` as 8 bytes, unsigned
+big-endian; ``salt`` as its 32 raw bytes (it travels as 64 lower-case hex digits); the
+commitment is the SHA-256 of those 40 bytes, as 64 lower-case hex digits. Both parts
+have a fixed length, so no two (seed, salt) pairs can concatenate to the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from typing import Final
+
+from ._check import is_int_in
+
+SEED_BYTES: Final = 8
+SALT_BYTES: Final = 32
+_HEX64: Final = re.compile(r"[0-9a-f]{64}")
+
+
+def is_salt(text: object) -> bool:
+    """64 lower-case hex digits (32 bytes)."""
+    return isinstance(text, str) and _HEX64.fullmatch(text) is not None
+
+
+def is_commitment(text: object) -> bool:
+    """64 lower-case hex digits (a SHA-256 digest)."""
+    return isinstance(text, str) and _HEX64.fullmatch(text) is not None
+
+
+def commitment(seed: int, salt: str) -> str:
+    """``sha256(seed as 8 bytes big-endian ‖ salt bytes)`` in lower-case hex.
+
+    ``salt`` is the hex text sent on the wire; the server makes it with
+    ``secrets.token_hex(SALT_BYTES)`` (drawing randomness is not this layer's job).
+    """
+    if not is_int_in(seed, 0, 2**64 - 1):
+        raise ValueError(f"a seed is an integer 0 <= seed < 2**64, not {seed!r}")
+    if not is_salt(salt):
+        raise ValueError("a salt is 64 lower-case hex digits")
+    return hashlib.sha256(seed.to_bytes(SEED_BYTES, "big") + bytes.fromhex(salt)).hexdigest()
+
+
+def verify(commitment_hex: str, seed: int, salt: str) -> bool:
+    """Whether the revealed ``seed`` and ``salt`` match the published commitment.
+    Never raises on bad input: a malformed reveal simply does not verify."""
+    if not is_commitment(commitment_hex):
+        return False
+    try:
+        expected = commitment(seed, salt)
+    except ValueError:
+        return False
+    return hmac.compare_digest(expected, commitment_hex)

@@ -1,0 +1,47 @@
+"""Subprotocol negotiation: which protocol version a connection speaks.
+
+The version is chosen once, at the WebSocket handshake (``Sec-WebSocket-Protocol``),
+rather than carried in every frame: a server can then run ``solrace.v1`` and a future
+``solrace.v2`` side by side, and a client that speaks neither is refused before it
+costs a connection. This module is the pure decision; ``net/`` wires it into
+websockets' ``select_subprotocol`` hook and turns :class:`UnsupportedVersion` into
+websockets' ``NegotiationError`` (an HTTP 400 whose body is the error's message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .errors import UnsupportedVersion
+from .limits import SUPPORTED_SUBPROTOCOLS
+
+
+def parse_subprotocol_header(values: Iterable[str]) -> list[str]:
+    """The subprotocols offered in one or more ``Sec-WebSocket-Protocol`` header values
+    (comma-separated tokens, RFC 6455 §11.3.4), in the client's order."""
+    offered: list[str] = []
+    for value in values:
+        offered.extend(token.strip() for token in value.split(",") if token.strip())
+    return offered
+
+
+def select_subprotocol(
+    offered: Sequence[str], supported: Sequence[str] = SUPPORTED_SUBPROTOCOLS
+) -> str:
+    """The server's most preferred version among those the client ``offered``.
+
+    Raises :class:`UnsupportedVersion` — whose message names the supported versions, so
+    whoever reads the HTTP 400 body knows what to offer — when there is none, including
+    when the client offered nothing at all.
+    """
+    for version in supported:
+        if version in offered:
+            return version
+    wanted = ", ".join(supported)
+    if not offered:
+        raise UnsupportedVersion(
+            f"unsupported_version: no subprotocol offered; this server speaks {wanted} "
+            "(send it in Sec-WebSocket-Protocol)"
+        )
+    shown = ", ".join(o[:32] for o in offered[:8])
+    raise UnsupportedVersion(f"unsupported_version: offered {shown}; this server speaks {wanted}")

@@ -1,0 +1,161 @@
+"""Every number the protocol enforces, in one place, plus the rate limiter.
+
+Limits are the first line of defence of a server that decodes bytes from strangers:
+they bound memory and CPU per frame *before* any game code runs. They live here, not
+scattered through validators, so docs/protocol.md's limits table can be checked
+against one file, and ``net/`` configures websockets (``max_size``) from the same
+constants the codec enforces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from .errors import RateLimited
+
+# --------------------------------------------------------------------------- versions
+SUBPROTOCOL: Final = "solrace.v1"
+#: In order of preference: the server picks the first one the client also offers.
+SUPPORTED_SUBPROTOCOLS: Final[tuple[str, ...]] = (SUBPROTOCOL,)
+#: HTTP status of a handshake refused for offering no supported subprotocol. 400, as
+#: websockets itself uses: 426 would require an ``Upgrade`` header naming an HTTP
+#: protocol, which is not what is missing.
+HANDSHAKE_REFUSAL_STATUS: Final = 400
+
+
+# --------------------------------------------------------------------------- frames
+@dataclass(frozen=True, slots=True)
+class FrameLimits:
+    """Decoder limits for one direction.
+
+    ``max_frame_bytes`` bounds the whole frame; the others are passed to
+    ``msgpack.Unpacker`` (so oversized values are refused before they are allocated),
+    except ``max_depth``, which msgpack cannot bound and the codec checks itself.
+    ``max_str_bytes`` counts UTF-8 bytes, as msgpack does.
+    """
+
+    max_frame_bytes: int
+    max_str_bytes: int
+    max_array_len: int
+    max_map_len: int
+    max_depth: int
+
+
+#: Client → server, enforced by the server. No client message needs more than a few
+#: fields, one small map (``options``) and short strings, so these are tight.
+MAX_FRAME_BYTES: Final = 16 * 1024
+CLIENT_FRAME_LIMITS: Final = FrameLimits(
+    max_frame_bytes=MAX_FRAME_BYTES,
+    max_str_bytes=256,
+    max_array_len=32,
+    max_map_len=32,
+    max_depth=4,
+)
+
+#: Server → client, enforced by the client. Snapshots and ``race_over`` (with every
+#: racer's move log) are far larger than any request; this still bounds a hostile or
+#: broken server. Clients set websockets' ``max_size`` to ``MAX_SERVER_FRAME_BYTES``.
+MAX_SERVER_FRAME_BYTES: Final = 1024 * 1024
+SERVER_FRAME_LIMITS: Final = FrameLimits(
+    max_frame_bytes=MAX_SERVER_FRAME_BYTES,
+    max_str_bytes=4096,
+    max_array_len=20_000,
+    max_map_len=256,
+    max_depth=16,
+)
+
+#: Length of a message type string (``t``).
+MAX_TYPE_LEN: Final = 32
+#: Request ids are non-negative and fit in 31 bits, so every client language can hold
+#: them in a plain int; clients count up and may wrap around.
+MAX_REQUEST_ID: Final = 2**31 - 1
+#: Largest room event version / move seq a peer may send (fits a signed 64-bit int).
+MAX_VERSION: Final = 2**63 - 1
+MAX_SEQ: Final = 2**31 - 1
+
+# --------------------------------------------------------------------------- fields
+MAX_NAME_LEN: Final = 24  # characters, after trimming surrounding white space
+MAX_VARIANT_LEN: Final = 32
+MAX_OPTIONS: Final = 16  # entries in a create's ``options`` map
+MAX_OPTION_KEY_LEN: Final = 32
+MAX_OPTION_STR_LEN: Final = 32
+MAX_ROOM_ID_LEN: Final = 64
+MAX_CODE_LEN: Final = 16  # what a client may send; the server issues ROOM_CODE_LEN
+ROOM_CODE_LEN: Final = 6
+#: Room codes are typed by humans: no 0/O or 1/I to confuse.
+ROOM_CODE_ALPHABET: Final = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+MIN_TOKEN_LEN: Final = 16
+MAX_TOKEN_LEN: Final = 128
+MAX_MOVE_LEN: Final = 16
+
+MIN_RACERS: Final = 2
+MAX_RACERS: Final = 8
+DEFAULT_MAX_RACERS: Final = 4
+#: A race needs this many racers present (and all ready) to start.
+MIN_RACERS_TO_START: Final = 2
+MIN_TIME_LIMIT_S: Final = 60
+MAX_TIME_LIMIT_S: Final = 2 * 60 * 60
+DEFAULT_TIME_LIMIT_S: Final = 15 * 60
+MIN_SPECTATOR_DELAY_S: Final = 0
+MAX_SPECTATOR_DELAY_S: Final = 10 * 60
+DEFAULT_SPECTATOR_DELAY_S: Final = 0
+#: Most rooms a ``rooms`` reply lists.
+MAX_ROOMS_LISTED: Final = 50
+#: Most missed events replayed after ``resume``/``watch``. Past that (or past what the
+#: room's stream still holds) the server replays nothing and the snapshot, which is
+#: always complete, is the client's new state.
+MAX_REPLAY_EVENTS: Final = 1000
+
+# --------------------------------------------------------------------------- rate
+#: Sustained messages per second per connection, and the burst allowed on top.
+RATE_PER_S: Final = 20.0
+RATE_BURST: Final = 40.0
+
+
+class TokenBucket:
+    """A token bucket whose clock is an argument (sans-I/O: no clock is read here).
+
+    The bucket holds up to ``burst`` tokens and refills at ``rate`` tokens per second;
+    each message takes one. ``now`` is any monotonic time in seconds (``net/`` passes
+    ``loop.time()``); tests pass plain numbers, so the limiter is tested exactly,
+    without sleeping. A clock that steps backwards refills nothing rather than
+    draining the bucket.
+    """
+
+    __slots__ = ("_last", "_tokens", "burst", "rate")
+
+    def __init__(self, now: float, rate: float = RATE_PER_S, burst: float = RATE_BURST) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError("a token bucket needs rate > 0 and burst >= 1")
+        self.rate = rate
+        self.burst = burst
+        self._tokens = burst
+        self._last = now
+
+    def _refill(self, now: float) -> None:
+        if now > self._last:
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+            self._last = now
+
+    def tokens(self, now: float) -> float:
+        """Tokens available at ``now`` (refills as a side effect)."""
+        self._refill(now)
+        return self._tokens
+
+    def take(self, now: float, cost: float = 1.0) -> bool:
+        """Take ``cost`` tokens if available. ``False`` means the message is over the
+        limit; nothing is taken then, so a refused message costs nothing."""
+        self._refill(now)
+        if self._tokens >= cost:
+            self._tokens -= cost
+            return True
+        return False
+
+    def require(self, now: float, cost: float = 1.0) -> None:
+        """Like :meth:`take`, but raise :class:`RateLimited` (close 1008) when over the
+        limit, so the connection loop handles it like every other protocol error."""
+        if not self.take(now, cost):
+            raise RateLimited(
+                f"more than {self.rate:g} messages/s (burst {self.burst:g}) on this connection"
+            )

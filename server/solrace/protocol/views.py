@@ -1,0 +1,472 @@
+"""The shapes of what the server shows: board views, racers, snapshots, standings.
+
+This module is the last gate before hidden information could reach the wire, so it
+does not trust its callers either. Each ``*_wire`` function copies exactly the keys
+the contract (docs/protocol.md) allows, checks every type, and raises ``ValueError``
+on anything else — an unknown key, a lower-case (face-down) card in a view, a seed in a
+snapshot of a race that is not over. A server bug then crashes loudly in a test
+instead of leaking a card to a client. (``ValueError``, not ``ProtocolError``: the
+fault is the server's, not the peer's.)
+
+The ``TypedDict`` classes describe the same shapes statically, for the server that
+builds them and for clients that read them (``cast(Snapshot, env.d["snapshot"])``
+after decoding).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Final, NotRequired, TypedDict
+
+from ._check import is_int, is_int_in, type_name
+from .fairness import is_commitment, is_salt
+from .limits import MAX_RACERS, ROOM_CODE_ALPHABET
+
+OptionValue = bool | int | str | None
+
+
+class Phase(StrEnum):
+    """A room's phase. ``lobby`` → ``countdown`` → ``racing`` → ``finished``, and back
+    to ``lobby`` on a rematch (``room_reset``)."""
+
+    LOBBY = "lobby"
+    COUNTDOWN = "countdown"
+    RACING = "racing"
+    FINISHED = "finished"
+
+
+class RacerStatus(StrEnum):
+    """A racer's status. ``waiting`` before the race starts; ``playing`` during it;
+    the others are how a racer's race ended (``stuck`` may be left again by an undo,
+    when the room allows undo)."""
+
+    WAITING = "waiting"
+    PLAYING = "playing"
+    FINISHED = "finished"
+    STUCK = "stuck"
+    RESIGNED = "resigned"
+    LEFT = "left"
+    TIMEOUT = "timeout"
+
+
+class EndReason(StrEnum):
+    """Why ``race_over`` was sent."""
+
+    ALL_DONE = "all_done"  # no racer is still playing
+    TIME_LIMIT = "time_limit"  # the room's time limit ran out
+    ABANDONED = "abandoned"  # every racer left
+
+
+# ------------------------------------------------------------------ static shapes
+class Column(TypedDict):
+    down: int
+    up: Sequence[str]
+
+
+class BoardView(TypedDict):
+    """A board as its viewer may see it (``solrace.rules.view``): face-down cards are
+    only counted (``down``, ``stock``). ``stock_cards`` exists only in the owner's view
+    of a thoughtful Klondike game, whose stock is dealt face up to its player."""
+
+    variant: str
+    options: Mapping[str, OptionValue]
+    tableau: Sequence[Column]
+    foundations: Mapping[str, int | Sequence[int]]
+    stock: int
+    waste: Sequence[str]
+    recycles: int
+    stock_cards: NotRequired[Sequence[str]]
+
+
+class RoomSettings(TypedDict):
+    variant: str
+    options: Mapping[str, OptionValue]
+    max_racers: int
+    time_limit_s: int
+    private: bool
+    spectator_delay_s: int
+    quick: bool
+
+
+class Progress(TypedDict):
+    """A racer's public progress: counts only, never cards."""
+
+    racer: int
+    foundation: int
+    moves: int
+    face_down: int
+    status: str
+    place: int | None
+
+
+class RacerInfo(TypedDict):
+    racer: int
+    name: str
+    ready: bool
+    status: str
+    foundation: int
+    moves: int
+    face_down: int
+    place: int | None
+
+
+class You(TypedDict):
+    """The recipient's own game, in a racer's snapshot only."""
+
+    racer: int
+    board: Mapping[str, object] | None
+    next_seq: int
+    moves: int
+    score: int
+    status: str
+
+
+class Standing(TypedDict):
+    place: int
+    racer: int
+    name: str
+    status: str
+    foundation: int
+    moves: int
+    score: int
+    elapsed_ms: int | None
+    reached_ms: int | None
+    log: Sequence[str]
+
+
+class RaceResult(TypedDict):
+    reason: str
+    standings: Sequence[Standing]
+    seed: int
+    salt: str
+    commitment: str
+
+
+class Snapshot(TypedDict):
+    room: str
+    code: str
+    version: int
+    phase: str
+    settings: RoomSettings
+    host: int | None
+    racers: Sequence[RacerInfo]
+    spectators: int
+    now_ms: int
+    start_at_ms: int | None
+    ends_at_ms: int | None
+    commitment: str | None
+    you: You | None
+    result: RaceResult | None
+
+
+class RoomSummary(TypedDict):
+    room: str
+    code: str
+    variant: str
+    options: Mapping[str, OptionValue]
+    phase: str
+    racers: int
+    max_racers: int
+    time_limit_s: int
+    spectator_delay_s: int
+    quick: bool
+    host: str | None
+
+
+# ------------------------------------------------------------------ runtime gates
+#: A face-up card: rank then suit, upper case. A lower-case card is a face-down card
+#: in position notation, and must never appear in a view.
+_FACE_UP: Final = re.compile(r"[A2-9TJQK][CDHS]")
+_SUITS: Final = ("C", "D", "H", "S")
+_MAX_RANK: Final = 13
+_MAX_COUNT: Final = 2**31 - 1
+_MAX_SEED: Final = 2**64 - 1
+
+
+def _keys(where: str, obj: object, required: frozenset[str], optional: frozenset[str]) -> None:
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"{where}: expected a map, got {type_name(obj)}")
+    keys = set(obj)
+    missing = required - keys
+    if missing:
+        raise ValueError(f"{where}: missing {sorted(missing)}")
+    extra = keys - required - optional
+    if extra:
+        raise ValueError(f"{where}: keys not in the contract {sorted(map(str, extra))}")
+
+
+def _int(where: str, value: object, lo: int = 0, hi: int = _MAX_COUNT) -> int:
+    if not is_int_in(value, lo, hi):
+        raise ValueError(f"{where}: expected an integer in {lo}..{hi}, got {value!r}")
+    return value
+
+
+def _opt_int(where: str, value: object, lo: int = 0, hi: int = _MAX_COUNT) -> int | None:
+    return None if value is None else _int(where, value, lo, hi)
+
+
+def _str(where: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: expected a string, got {type_name(value)}")
+    return value
+
+
+def _bool(where: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{where}: expected a boolean, got {type_name(value)}")
+    return value
+
+
+def _enum(where: str, value: object, enum: type[StrEnum]) -> str:
+    if not isinstance(value, str) or value not in enum.__members__.values():
+        raise ValueError(f"{where}: {value!r} is not one of {[m.value for m in enum]}")
+    return value
+
+
+def _cards(where: str, value: object) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValueError(f"{where}: expected an array of cards, got {type_name(value)}")
+    for card in value:
+        if not isinstance(card, str) or not _FACE_UP.fullmatch(card):
+            raise ValueError(f"{where}: {card!r} is not a face-up card; views never hold others")
+    return list(value)
+
+
+def _seq(where: str, value: object) -> Sequence[object]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValueError(f"{where}: expected an array, got {type_name(value)}")
+    return value
+
+
+def options_wire(where: str, options: object) -> dict[str, OptionValue]:
+    """Room options: string keys, scalar values (bool, int, str or nil)."""
+    if not isinstance(options, Mapping):
+        raise ValueError(f"{where}: expected a map, got {type_name(options)}")
+    out: dict[str, OptionValue] = {}
+    for key, value in options.items():
+        if not isinstance(key, str):
+            raise ValueError(f"{where}: option keys are strings, got {type_name(key)}")
+        if not (value is None or isinstance(value, bool | int | str)):
+            raise ValueError(f"{where}.{key}: option values are scalars, got {type_name(value)}")
+        out[key] = value
+    return out
+
+
+_BOARD_REQUIRED: Final = frozenset(
+    {"variant", "options", "tableau", "foundations", "stock", "waste", "recycles"}
+)
+
+
+def board_view_wire(view: Mapping[str, object], *, owner: bool) -> dict[str, object]:
+    """A checked copy of a board view (``solrace.rules.view`` output).
+
+    ``owner`` says whether the recipient is the board's own player: only then may the
+    view carry ``stock_cards`` (thoughtful Klondike). Every card must be face up; the
+    face-down ones exist only as counts.
+    """
+    where = "board view"
+    _keys(where, view, _BOARD_REQUIRED, frozenset({"stock_cards"}))
+    tableau: list[dict[str, object]] = []
+    for i, column in enumerate(_seq(f"{where}.tableau", view["tableau"])):
+        col_where = f"{where}.tableau[{i}]"
+        _keys(col_where, column, frozenset({"down", "up"}), frozenset())
+        assert isinstance(column, Mapping)
+        tableau.append(
+            {
+                "down": _int(f"{col_where}.down", column["down"]),
+                "up": _cards(f"{col_where}.up", column["up"]),
+            }
+        )
+    foundations = view["foundations"]
+    if not isinstance(foundations, Mapping) or set(foundations) != set(_SUITS):
+        raise ValueError(f"{where}.foundations: expected a map with keys C, D, H, S")
+    found_out: dict[str, object] = {}
+    for suit in _SUITS:
+        ranks = foundations[suit]
+        if is_int(ranks):
+            found_out[suit] = _int(f"{where}.foundations.{suit}", ranks, 0, _MAX_RANK)
+        else:
+            found_out[suit] = [
+                _int(f"{where}.foundations.{suit}", r, 0, _MAX_RANK)
+                for r in _seq(f"{where}.foundations.{suit}", ranks)
+            ]
+    out: dict[str, object] = {
+        "variant": _str(f"{where}.variant", view["variant"]),
+        "options": options_wire(f"{where}.options", view["options"]),
+        "tableau": tableau,
+        "foundations": found_out,
+        "stock": _int(f"{where}.stock", view["stock"]),
+        "waste": _cards(f"{where}.waste", view["waste"]),
+        "recycles": _int(f"{where}.recycles", view["recycles"]),
+    }
+    if "stock_cards" in view:
+        if not owner:
+            raise ValueError(f"{where}: stock_cards may only be sent to the board's owner")
+        out["stock_cards"] = _cards(f"{where}.stock_cards", view["stock_cards"])
+    return out
+
+
+def settings_wire(settings: Mapping[str, object]) -> dict[str, object]:
+    where = "settings"
+    _keys(where, settings, frozenset(RoomSettings.__annotations__), frozenset())
+    return {
+        "variant": _str(f"{where}.variant", settings["variant"]),
+        "options": options_wire(f"{where}.options", settings["options"]),
+        "max_racers": _int(f"{where}.max_racers", settings["max_racers"], 1, MAX_RACERS),
+        "time_limit_s": _int(f"{where}.time_limit_s", settings["time_limit_s"]),
+        "private": _bool(f"{where}.private", settings["private"]),
+        "spectator_delay_s": _int(f"{where}.spectator_delay_s", settings["spectator_delay_s"]),
+        "quick": _bool(f"{where}.quick", settings["quick"]),
+    }
+
+
+def progress_wire(progress: Mapping[str, object], where: str = "progress") -> dict[str, object]:
+    _keys(where, progress, frozenset(Progress.__annotations__), frozenset())
+    return {
+        "racer": _int(f"{where}.racer", progress["racer"], 1),
+        "foundation": _int(f"{where}.foundation", progress["foundation"]),
+        "moves": _int(f"{where}.moves", progress["moves"]),
+        "face_down": _int(f"{where}.face_down", progress["face_down"]),
+        "status": _enum(f"{where}.status", progress["status"], RacerStatus),
+        "place": _opt_int(f"{where}.place", progress["place"], 1),
+    }
+
+
+def racer_wire(racer: Mapping[str, object], where: str = "racer") -> dict[str, object]:
+    _keys(where, racer, frozenset(RacerInfo.__annotations__), frozenset())
+    return {
+        "racer": _int(f"{where}.racer", racer["racer"], 1),
+        "name": _str(f"{where}.name", racer["name"]),
+        "ready": _bool(f"{where}.ready", racer["ready"]),
+        "status": _enum(f"{where}.status", racer["status"], RacerStatus),
+        "foundation": _int(f"{where}.foundation", racer["foundation"]),
+        "moves": _int(f"{where}.moves", racer["moves"]),
+        "face_down": _int(f"{where}.face_down", racer["face_down"]),
+        "place": _opt_int(f"{where}.place", racer["place"], 1),
+    }
+
+
+def racers_wire(racers: object) -> list[dict[str, object]]:
+    return [racer_wire(_map(r), f"racers[{i}]") for i, r in enumerate(_seq("racers", racers))]
+
+
+def _map(value: object) -> Mapping[str, object]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a map, got {type_name(value)}")
+    return value
+
+
+def standing_wire(standing: Mapping[str, object], where: str = "standing") -> dict[str, object]:
+    _keys(where, standing, frozenset(Standing.__annotations__), frozenset())
+    log = _seq(f"{where}.log", standing["log"])
+    return {
+        "place": _int(f"{where}.place", standing["place"], 1),
+        "racer": _int(f"{where}.racer", standing["racer"], 1),
+        "name": _str(f"{where}.name", standing["name"]),
+        "status": _enum(f"{where}.status", standing["status"], RacerStatus),
+        "foundation": _int(f"{where}.foundation", standing["foundation"]),
+        "moves": _int(f"{where}.moves", standing["moves"]),
+        "score": _int(f"{where}.score", standing["score"], -_MAX_COUNT),
+        "elapsed_ms": _opt_int(f"{where}.elapsed_ms", standing["elapsed_ms"]),
+        "reached_ms": _opt_int(f"{where}.reached_ms", standing["reached_ms"]),
+        "log": [_str(f"{where}.log[{i}]", entry) for i, entry in enumerate(log)],
+    }
+
+
+def result_wire(result: Mapping[str, object]) -> dict[str, object]:
+    """The end of a race: the only place a seed may ever appear."""
+    where = "result"
+    _keys(where, result, frozenset(RaceResult.__annotations__), frozenset())
+    salt = _str(f"{where}.salt", result["salt"])
+    commitment = _str(f"{where}.commitment", result["commitment"])
+    if not is_salt(salt):
+        raise ValueError(f"{where}.salt: expected 64 lower-case hex digits")
+    if not is_commitment(commitment):
+        raise ValueError(f"{where}.commitment: expected 64 lower-case hex digits")
+    standings = _seq(f"{where}.standings", result["standings"])
+    return {
+        "reason": _enum(f"{where}.reason", result["reason"], EndReason),
+        "standings": [
+            standing_wire(_map(s), f"{where}.standings[{i}]") for i, s in enumerate(standings)
+        ],
+        "seed": _int(f"{where}.seed", result["seed"], 0, _MAX_SEED),
+        "salt": salt,
+        "commitment": commitment,
+    }
+
+
+def you_wire(you: Mapping[str, object]) -> dict[str, object]:
+    where = "you"
+    _keys(where, you, frozenset(You.__annotations__), frozenset())
+    board = you["board"]
+    return {
+        "racer": _int(f"{where}.racer", you["racer"], 1),
+        "board": None if board is None else board_view_wire(_map(board), owner=True),
+        "next_seq": _int(f"{where}.next_seq", you["next_seq"]),
+        "moves": _int(f"{where}.moves", you["moves"]),
+        "score": _int(f"{where}.score", you["score"], -_MAX_COUNT),
+        "status": _enum(f"{where}.status", you["status"], RacerStatus),
+    }
+
+
+def snapshot_wire(snapshot: Mapping[str, object]) -> dict[str, object]:
+    """A checked copy of a snapshot. ``result`` (seed and salt) is required when the
+    phase is ``finished`` and refused in every other phase; a commitment is required
+    once the countdown has begun."""
+    where = "snapshot"
+    _keys(where, snapshot, frozenset(Snapshot.__annotations__), frozenset())
+    phase = _enum(f"{where}.phase", snapshot["phase"], Phase)
+    result = snapshot["result"]
+    if phase == Phase.FINISHED and result is None:
+        raise ValueError(f"{where}: a finished room's snapshot carries its result")
+    if phase != Phase.FINISHED and result is not None:
+        raise ValueError(f"{where}: the seed is secret until the race is over ({phase})")
+    commitment = snapshot["commitment"]
+    if commitment is not None and not (isinstance(commitment, str) and is_commitment(commitment)):
+        raise ValueError(f"{where}.commitment: expected 64 lower-case hex digits or nil")
+    if phase != Phase.LOBBY and commitment is None:
+        raise ValueError(f"{where}.commitment: required once the countdown has begun")
+    you = snapshot["you"]
+    return {
+        "room": _str(f"{where}.room", snapshot["room"]),
+        "code": code_wire(snapshot["code"]),
+        "version": _int(f"{where}.version", snapshot["version"], 0, 2**63 - 1),
+        "phase": phase,
+        "settings": settings_wire(_map(snapshot["settings"])),
+        "host": _opt_int(f"{where}.host", snapshot["host"], 1),
+        "racers": racers_wire(snapshot["racers"]),
+        "spectators": _int(f"{where}.spectators", snapshot["spectators"]),
+        "now_ms": _int(f"{where}.now_ms", snapshot["now_ms"], 0, 2**63 - 1),
+        "start_at_ms": _opt_int(f"{where}.start_at_ms", snapshot["start_at_ms"], 0, 2**63 - 1),
+        "ends_at_ms": _opt_int(f"{where}.ends_at_ms", snapshot["ends_at_ms"], 0, 2**63 - 1),
+        "commitment": commitment,
+        "you": None if you is None else you_wire(_map(you)),
+        "result": None if result is None else result_wire(_map(result)),
+    }
+
+
+def room_summary_wire(room: Mapping[str, object], where: str = "room") -> dict[str, object]:
+    _keys(where, room, frozenset(RoomSummary.__annotations__), frozenset())
+    host = room["host"]
+    return {
+        "room": _str(f"{where}.room", room["room"]),
+        "code": code_wire(room["code"]),
+        "variant": _str(f"{where}.variant", room["variant"]),
+        "options": options_wire(f"{where}.options", room["options"]),
+        "phase": _enum(f"{where}.phase", room["phase"], Phase),
+        "racers": _int(f"{where}.racers", room["racers"], 0, MAX_RACERS),
+        "max_racers": _int(f"{where}.max_racers", room["max_racers"], 1, MAX_RACERS),
+        "time_limit_s": _int(f"{where}.time_limit_s", room["time_limit_s"]),
+        "spectator_delay_s": _int(f"{where}.spectator_delay_s", room["spectator_delay_s"]),
+        "quick": _bool(f"{where}.quick", room["quick"]),
+        "host": None if host is None else _str(f"{where}.host", host),
+    }
+
+
+def code_wire(code: object) -> str:
+    """A room code as the server issues it: upper case, from ``ROOM_CODE_ALPHABET``."""
+    if not isinstance(code, str) or not code or any(c not in ROOM_CODE_ALPHABET for c in code):
+        raise ValueError(f"room code {code!r} is not made of {ROOM_CODE_ALPHABET}")
+    return code
