@@ -19,7 +19,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Final, Self
+from typing import Any, ClassVar, Final, Self, cast
 
 from ._check import is_int, is_int_in, type_name
 from .envelope import Envelope
@@ -103,6 +103,8 @@ __all__ = [
     "ready_changed_event",
     "request",
     "room_reset_event",
+    "presence_event",
+    "room_event",
     "rooms_reply",
     "started_event",
     "watching_reply",
@@ -604,6 +606,7 @@ EVENT_TYPES: Final = frozenset(
         "finished",
         "race_over",
         "room_reset",
+        "presence",
     }
 )
 NOTICE_TYPES: Final = frozenset({"board"})
@@ -811,6 +814,47 @@ def room_reset_event(v: int, *, host: int | None, racers: Sequence[RacerInfo]) -
         if r["status"] != RacerStatus.WAITING or r["ready"]:
             raise ValueError("room_reset: every racer starts waiting and not ready")
     return _event("room_reset", v, {"host": _opt_racer("host", host), "racers": wire})
+
+
+def presence_event(v: int, *, racer: int, online: bool) -> Envelope:
+    """``presence``: a racer's connection dropped (``online`` false) or came back.
+    A racer offline for the disconnect grace during a race is then ``racer_left``."""
+    if not isinstance(online, bool):
+        raise ValueError("presence: online is a boolean")
+    return _event("presence", v, {"racer": _out_int("racer", racer, 1), "online": online})
+
+
+def room_event(t: str, v: int, d: Mapping[str, Any]) -> Envelope:
+    """The checked envelope of room event ``t`` from its stored data ``d``: the server
+    keeps events as ``{t, d}`` and sends each through its builder, so a malformed or
+    leaking event is a server error here rather than bytes on the wire."""
+    if t == "racer_joined":
+        return racer_joined_event(v, cast(RacerInfo, d))
+    if t == "progress":
+        return progress_event(v, cast(Progress, d))
+    if t == "race_over":
+        return race_over_event(v, cast(RaceResult, d))
+    if t == "finished":
+        return finished_event(
+            v,
+            racer=d["racer"],
+            place=d["place"],
+            elapsed_ms=d["elapsed_ms"],
+            foundation=d["foundation"],
+            moves=d["moves"],
+        )
+    builders: dict[str, Callable[..., Envelope]] = {
+        "racer_left": racer_left_event,
+        "ready_changed": ready_changed_event,
+        "countdown": countdown_event,
+        "started": started_event,
+        "room_reset": room_reset_event,
+        "presence": presence_event,
+    }
+    builder = builders.get(t)
+    if builder is None:
+        raise ValueError(f"unknown room event type {t!r}")
+    return builder(v, **d)
 
 
 # ---------------------------------------------------------------- notices

@@ -3,7 +3,7 @@
 - :mod:`.state` folds a room's event stream into :class:`RoomState`;
 - :mod:`.decisions` turns requests and the clock into new events;
 - :mod:`.game` is one racer's engine and move log;
-- :mod:`.fairness` commits to and reveals each round's seed.
+- :mod:`.fairness` derives each round's seed and salt.
 """
 
 from .errors import RaceError

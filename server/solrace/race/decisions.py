@@ -2,9 +2,10 @@
 
 A node decides against the state it has folded up to version v and appends the events
 only if the room is still at v (Redis compare-and-append); if another node got there
-first, it folds the newer events and decides again. So every decision here must be
-correct for *any* state, and deciding twice from the same state gives the same answer.
-Functions raise :class:`RaceError` to refuse a request.
+first, it folds the newer events and decides again. So each decision must be right for
+*any* state it is given, and deciding twice from the same state gives the same answer.
+Functions return protocol room events ``{"t", "d"}`` and raise :class:`RaceError` to
+refuse a request.
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ from typing import Any, Final
 from .errors import RaceError
 from .state import (
     COUNTDOWN,
-    DONE,
     FINISHED,
     LEFT,
     LOBBY,
-    OUT_STATUSES,
     PLAYING,
     RACING,
     RESIGNED,
+    STUCK,
     TIMEOUT,
+    RacerState,
     RoomState,
     standings,
 )
@@ -31,221 +32,191 @@ from .state import (
 Event = dict[str, Any]
 
 COUNTDOWN_MS: Final = 3_000
-QUICK_LOBBY_MS: Final = 20_000
 DISCONNECT_GRACE_MS: Final = 30_000
-MAX_NAME: Final = 24
 
 
 def event(kind: str, **data: Any) -> Event:
     return {"t": kind, "d": data}
 
 
-def check_name(name: object) -> str:
-    if not isinstance(name, str):
-        raise RaceError("bad_message", "name must be a string")
-    name = " ".join(name.split())
-    if not 1 <= len(name) <= MAX_NAME or not name.isprintable():
-        raise RaceError("bad_message", f"a name is 1 to {MAX_NAME} printable characters")
-    return name
-
-
-def join(state: RoomState, racer: str, name: str, now_ms: int) -> list[Event]:
-    if state.phase(now_ms) != LOBBY:
-        raise RaceError("wrong_phase", "this race has already started; you can watch it")
-    if len(state.racers) >= state.settings.max_racers:
-        raise RaceError("room_full", f"the room is full ({state.settings.max_racers} racers)")
-    deadline = None
-    if state.settings.quick and len(state.racers) == 1:
-        deadline = now_ms + QUICK_LOBBY_MS
-    return [event("racer_joined", racer=racer, name=check_name(name), lobby_deadline_ms=deadline)]
-
-
-def ready(state: RoomState, racer: str, flag: bool, now_ms: int) -> list[Event]:
-    _racer(state, racer)
-    if state.phase(now_ms) != LOBBY:
-        raise RaceError("wrong_phase", "ready flags only count in the lobby")
-    if not isinstance(flag, bool):
-        raise RaceError("bad_message", "ready must be true or false")
-    return [event("ready_changed", racer=racer, ready=flag)]
-
-
-def start(
-    state: RoomState, racer: str, now_ms: int, commit: Callable[[int], tuple[str, int]]
-) -> list[Event]:
-    """The host starts the countdown. ``commit(round)`` gives the round's seed
-    commitment and the deal's face-down count (known only to the server)."""
-    _racer(state, racer)
-    if state.phase(now_ms) != LOBBY:
-        raise RaceError("wrong_phase", "the race has already started")
-    if racer != state.host:
-        raise RaceError("not_host", "only the host can start the race")
-    if len(state.racers) < 2:
-        raise RaceError("wrong_phase", "a race needs at least two racers")
-    return [_countdown(state, now_ms, commit)]
-
-
-def _countdown(
-    state: RoomState, now_ms: int, commit: Callable[[int], tuple[str, int]]
-) -> Event:
-    round_no = state.round or 1  # a rematch's room_reset has already numbered it
-    digest, face_down = commit(round_no)
-    return event(
-        "countdown",
-        round=round_no,
-        start_at_ms=now_ms + COUNTDOWN_MS,
-        commitment=digest,
-        face_down=face_down,
-    )
-
-
-def resign(state: RoomState, racer: str, now_ms: int) -> list[Event]:
-    member = _racer(state, racer)
-    if state.phase(now_ms) != RACING or member.status != PLAYING:
-        raise RaceError("wrong_phase", "you can only resign while racing")
-    return [_status(state, member.racer, RESIGNED, now_ms)]
-
-
-def leave(state: RoomState, racer: str, now_ms: int) -> list[Event]:
-    member = _racer(state, racer)
-    phase = state.phase(now_ms)
-    if phase in (RACING, COUNTDOWN) and member.status == PLAYING:
-        return [_status(state, racer, LEFT, now_ms)]
-    if phase in (LOBBY, FINISHED):
-        return [event("racer_left", racer=racer)]
-    return []
-
-
-def presence(state: RoomState, racer: str, online: bool, now_ms: int) -> list[Event]:
-    member = state.racers.get(racer)
-    if member is None or member.online == online:
-        return []
-    return [event("presence", racer=racer, online=online, at_ms=now_ms)]
-
-
-def rematch(
-    state: RoomState, racer: str, now_ms: int
-) -> list[Event]:
-    _racer(state, racer)
-    if state.phase(now_ms) != FINISHED:
-        raise RaceError("wrong_phase", "a rematch follows a finished race")
-    return [event("room_reset", round=state.round + 1)]
-
-
-def _status(state: RoomState, racer: str, status: str, now_ms: int) -> Event:
-    member = state.racers[racer]
-    return event(
-        "progress",
-        racer=racer,
-        foundation=member.foundation,
-        moves=member.moves,
-        face_down=member.face_down,
-        status=status,
-        at_ms=state.race_clock(now_ms),
-    )
-
-
-def _racer(state: RoomState, racer: str) -> Any:
+def _member(state: RoomState, racer: int) -> RacerState:
     member = state.racers.get(racer)
     if member is None:
         raise RaceError("not_racer", "you are not a racer in this room")
     return member
 
 
+def join(state: RoomState, name: str) -> list[Event]:
+    """A new racer; its id is the next never-used id of the room."""
+    if state.phase != LOBBY:
+        raise RaceError("wrong_phase", "this race has already started: you can watch it")
+    if len(state.racers) >= state.settings.max_racers:
+        raise RaceError("room_full", f"the room is full ({state.settings.max_racers} racers)")
+    info = RacerState(state.next_racer, name).info()
+    return [event("racer_joined", **info)]
+
+
+def ready(state: RoomState, racer: int, flag: bool) -> list[Event]:
+    member = _member(state, racer)
+    if state.phase != LOBBY:
+        raise RaceError("wrong_phase", "ready flags only count in the lobby")
+    if member.ready == flag:
+        return []
+    return [event("ready_changed", racer=racer, ready=flag)]
+
+
+def start(state: RoomState, racer: int, now_ms: int, commitment: str) -> list[Event]:
+    """The host starts the countdown; everyone else must be ready."""
+    _member(state, racer)
+    if state.phase != LOBBY:
+        raise RaceError("wrong_phase", "the race has already started")
+    if racer != state.host:
+        raise RaceError("not_host", "only the host can start the race")
+    if len(state.racers) < 2:
+        raise RaceError("not_ready", "a race needs at least two racers")
+    waiting = [r.name for r in state.racers.values() if not r.ready and r.racer != racer]
+    if waiting:
+        raise RaceError("not_ready", f"not ready yet: {', '.join(waiting)}")
+    return [countdown(state, now_ms, commitment)]
+
+
+def countdown(state: RoomState, now_ms: int, commitment: str) -> Event:
+    return event("countdown", start_at_ms=now_ms + COUNTDOWN_MS, commitment=commitment)
+
+
+def resign(state: RoomState, racer: int) -> list[Event]:
+    member = _member(state, racer)
+    if state.phase != RACING or member.status not in (PLAYING, STUCK):
+        raise RaceError("wrong_phase", "you can only resign while racing")
+    return [_status(member, RESIGNED)]
+
+
+def leave(state: RoomState, racer: int) -> list[Event]:
+    """Leaving the lobby removes the racer; from the countdown on it is a forfeit."""
+    member = _member(state, racer)
+    if state.phase in (COUNTDOWN, RACING) and member.status == LEFT:
+        return []
+    remaining = [r for r in state.racers if r != racer]
+    if state.phase in (COUNTDOWN, RACING):
+        remaining = [r for r in remaining if state.racers[r].status != LEFT]
+    host = state.host if state.host != racer else (remaining[0] if remaining else None)
+    return [event("racer_left", racer=racer, host=host)]
+
+
+def presence(state: RoomState, racer: int, online: bool) -> list[Event]:
+    member = state.racers.get(racer)
+    if member is None or member.online == online:
+        return []
+    return [event("presence", racer=racer, online=online)]
+
+
+def rematch(state: RoomState, racer: int) -> list[Event]:
+    _member(state, racer)
+    if state.phase != FINISHED:
+        raise RaceError("wrong_phase", "a rematch follows a finished race")
+    staying = [
+        r for r in state.racers.values() if (r.status != LEFT and r.online) or r.racer == racer
+    ]
+    host = state.host if any(r.racer == state.host for r in staying) else racer
+    racers = [RacerState(r.racer, r.name).info() for r in staying]
+    return [event("room_reset", host=host, racers=racers)]
+
+
+def _status(member: RacerState, status: str) -> Event:
+    return event(
+        "progress",
+        racer=member.racer,
+        foundation=member.foundation,
+        moves=member.moves,
+        face_down=member.face_down,
+        status=status,
+        place=member.place,
+    )
+
+
 def tick(
     state: RoomState,
     now_ms: int,
-    commit: Callable[[int], tuple[str, int]],
-    reveal: Callable[[int], tuple[int, str]],
+    commitment: Callable[[], str],
+    result: Callable[[list[dict[str, Any]], str], dict[str, Any]],
 ) -> list[Event]:
-    """Everything the clock decides: the quick lobby timer and all-ready start, the
-    disconnect grace, the time limit, and the end of the race when nobody is playing.
-    ``reveal(round)`` gives the seed and salt (hex) to publish at the end."""
-    phase = state.phase(now_ms)
+    """Everything the clock decides: a quick room's start (all ready, or its lobby
+    timer), the start instant, the disconnect grace, the time limit, and the end of the
+    race once nobody is playing.
+
+    ``commitment()`` gives the round's seed commitment; ``result(standings, reason)``
+    completes the RaceResult (scores, logs, seed and salt: the node has them).
+    """
+    phase = state.phase
     if phase == LOBBY:
         racers = list(state.racers.values())
-        all_ready = len(racers) >= 2 and all(r.ready for r in racers)
-        timer_out = (
-            state.settings.quick
-            and len(racers) >= 2
-            and state.lobby_deadline_ms is not None
-            and now_ms >= state.lobby_deadline_ms
-        )
-        if all_ready or timer_out:
-            return [_countdown(state, now_ms, commit)]
+        if state.settings.quick and len(racers) >= 2:
+            all_ready = all(r.ready for r in racers)
+            timer_out = state.lobby_deadline_ms is not None and now_ms >= state.lobby_deadline_ms
+            if all_ready or timer_out:
+                return [countdown(state, now_ms, commitment())]
         return []
-    if phase not in (RACING, COUNTDOWN):
+    if phase == COUNTDOWN:
+        assert state.start_at_ms is not None
+        if now_ms < state.start_at_ms:
+            return []
+        ends = state.start_at_ms + state.settings.time_limit_s * 1000
+        return [
+            event(
+                "started",
+                start_at_ms=state.start_at_ms,
+                ends_at_ms=ends,
+                commitment=state.commitment,
+            )
+        ]
+    if phase != RACING:
         return []
-    events: list[Event] = []
-    deadline = state.deadline_ms()
-    timed_out = deadline is not None and now_ms >= deadline
-    for member in state.playing():
-        if timed_out:
-            events.append(_status(state, member.racer, TIMEOUT, now_ms))
-        elif (
-            not member.online
+    ends_at = state.ends_at_ms
+    if ends_at is not None and now_ms >= ends_at:
+        events = [_status(r, TIMEOUT) for r in state.playing()]
+        if events:
+            return events
+    for member in state.racers.values():
+        if (
+            member.status in (PLAYING, STUCK)
+            and not member.online
             and member.offline_since_ms is not None
             and now_ms >= member.offline_since_ms + DISCONNECT_GRACE_MS
         ):
-            events.append(_status(state, member.racer, LEFT, now_ms))
-    if events:
-        return events
-    if phase == RACING and not state.playing():
-        return [race_over(state, now_ms, reveal)]
+            return leave(state, member.racer)
+    if not state.playing():
+        return [race_over(state, now_ms, result)]
     return []
 
 
 def race_over(
-    state: RoomState, now_ms: int, reveal: Callable[[int], tuple[int, str]]
+    state: RoomState,
+    now_ms: int,
+    result: Callable[[list[dict[str, Any]], str], dict[str, Any]],
 ) -> Event:
-    seed, salt = reveal(state.round)
     table = standings(state)
-    reason = "time" if any(r["status"] == TIMEOUT for r in table) else "all_done"
-    return event(
-        "race_over",
-        round=state.round,
-        standings=table,
-        seed=seed,
-        salt=salt,
-        commitment=state.commitment,
-        reason=reason,
-        ended_at_ms=state.race_clock(now_ms),
-    )
+    if table and all(r["status"] == LEFT for r in table):
+        reason = "abandoned"
+    elif any(r["status"] == TIMEOUT for r in table):
+        reason = "time_limit"
+    else:
+        reason = "all_done"
+    return event("race_over", **result(table, reason))
 
 
-def next_wakeup(state: RoomState, now_ms: int) -> int | None:
+def next_wakeup(state: RoomState) -> int | None:
     """When :func:`tick` may next have something to decide, for the node's timer."""
-    phase = state.phase(now_ms)
     times: list[int] = []
+    phase = state.phase
     if phase == LOBBY and state.settings.quick and state.lobby_deadline_ms is not None:
         times.append(state.lobby_deadline_ms)
     if phase == COUNTDOWN and state.start_at_ms is not None:
         times.append(state.start_at_ms)
-    if phase in (COUNTDOWN, RACING):
-        deadline = state.deadline_ms()
-        if deadline is not None:
-            times.append(deadline)
-        for member in state.playing():
-            if not member.online and member.offline_since_ms is not None:
-                times.append(member.offline_since_ms + DISCONNECT_GRACE_MS)
+    if phase == RACING:
+        if state.ends_at_ms is not None:
+            times.append(state.ends_at_ms)
+        for member in state.racers.values():
+            offline = member.offline_since_ms
+            if member.status in (PLAYING, STUCK) and not member.online and offline is not None:
+                times.append(offline + DISCONNECT_GRACE_MS)
     return min(times) if times else None
-
-
-__all__ = [
-    "COUNTDOWN_MS",
-    "DISCONNECT_GRACE_MS",
-    "DONE",
-    "OUT_STATUSES",
-    "QUICK_LOBBY_MS",
-    "check_name",
-    "event",
-    "join",
-    "leave",
-    "next_wakeup",
-    "presence",
-    "race_over",
-    "ready",
-    "rematch",
-    "resign",
-    "start",
-    "tick",
-]

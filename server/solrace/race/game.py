@@ -98,7 +98,12 @@ class RacerGame:
         board.move_count -= pushed
 
     def view(self) -> dict[str, Any]:
+        """The racer's own view of its board."""
         return view(self.board, owner=True)
+
+    def board_view(self) -> dict[str, Any]:
+        """What anyone else (a spectator) may see of this board."""
+        return view(self.board, owner=False)
 
     def progress(self) -> dict[str, int]:
         board = self.board

@@ -7,13 +7,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from solrace.rules import RulesError, new_board
+from solrace.rules.options import options_to_json
 
 from .errors import RaceError
 
 MIN_RACERS: Final = 2
 MAX_RACERS: Final = 8
 DEFAULT_TIME_LIMIT_S: Final = 15 * 60
-MAX_TIME_LIMIT_S: Final = 4 * 60 * 60
+MIN_TIME_LIMIT_S: Final = 60
+MAX_TIME_LIMIT_S: Final = 2 * 60 * 60
 MAX_SPECTATOR_DELAY_S: Final = 10 * 60
 
 
@@ -49,15 +51,13 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
     try:
         board = new_board(settings.variant, dict(settings.options))
     except RulesError as exc:
-        raise RaceError("bad_message", str(exc)) from None
+        raise RaceError("bad_options", str(exc)) from None
     _whole("max_racers", settings.max_racers, MIN_RACERS, MAX_RACERS)
-    _whole("time_limit_s", settings.time_limit_s, 10, MAX_TIME_LIMIT_S)
+    _whole("time_limit_s", settings.time_limit_s, MIN_TIME_LIMIT_S, MAX_TIME_LIMIT_S)
     _whole("spectator_delay_s", settings.spectator_delay_s, 0, MAX_SPECTATOR_DELAY_S)
     if not isinstance(settings.private, bool) or not isinstance(settings.quick, bool):
         raise RaceError("bad_message", "private and quick must be true or false")
     # Store the options fully resolved, so every node and every verifier agrees.
-    from solrace.rules.options import options_to_json
-
     resolved = options_to_json(board.options, board.allowed_options)
     return RoomSettings(
         variant=settings.variant,

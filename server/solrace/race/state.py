@@ -3,12 +3,13 @@
 Every node that serves a room keeps one :class:`RoomState`, built by :meth:`apply`-ing
 the room's events in version order, and nothing else changes it. Two nodes that have
 applied the same versions hold the same state, which is what lets any node take any
-decision (see :mod:`solrace.race.decisions`) and lets Redis arbitrate races between
-nodes with one compare-and-append.
+decision (:mod:`solrace.race.decisions`) and lets Redis arbitrate between nodes with one
+compare-and-append.
 
-Events are plain dicts ``{"t": type, "d": data}``: public by construction (they are
-broadcast to racers and spectators), so none ever holds a card or the seed — except
-``race_over``, which reveals the seed once the race has ended.
+A stored event is ``{"t": type, "d": data, "at": server ms}``. ``t`` and ``d`` are
+exactly the protocol's room event (docs/protocol.md §7), broadcast as they are, so they
+never hold a card or — before ``race_over`` — the seed; ``at`` stays on the server and
+gives every node the same clock for timers (lobby timer, disconnect grace, reach times).
 """
 
 from __future__ import annotations
@@ -23,40 +24,38 @@ COUNTDOWN: Final = "countdown"
 RACING: Final = "racing"
 FINISHED: Final = "finished"
 
-# Racer statuses.
-WAITING: Final = "waiting"  # in the lobby
+WAITING: Final = "waiting"
 PLAYING: Final = "playing"
-DONE: Final = "finished"  # completed all foundations
+DONE: Final = "finished"
 STUCK: Final = "stuck"
 RESIGNED: Final = "resigned"
 LEFT: Final = "left"
 TIMEOUT: Final = "timeout"
-OUT_STATUSES: Final = frozenset({DONE, STUCK, RESIGNED, LEFT, TIMEOUT})
 
 
 @dataclass
 class RacerState:
-    racer: str
+    racer: int
     name: str
     ready: bool = False
-    online: bool = True
-    offline_since_ms: int | None = None
     status: str = WAITING
     foundation: int = 0
     moves: int = 0
     face_down: int = 0
-    #: Race clock (ms since the start) when ``foundation`` last changed.
-    count_at_ms: int = 0
-    #: Race clock when the racer finished, stopped, or its status last changed.
-    status_at_ms: int | None = None
     place: int | None = None
+    online: bool = True
+    offline_since_ms: int | None = None
+    #: Race clock (ms since the start) when ``foundation`` last changed; None if never.
+    reached_ms: int | None = None
+    #: Race clock when the racer finished.
+    elapsed_ms: int | None = None
 
-    def public(self) -> dict[str, Any]:
+    def info(self) -> dict[str, Any]:
+        """The protocol's RacerInfo."""
         return {
             "racer": self.racer,
             "name": self.name,
             "ready": self.ready,
-            "online": self.online,
             "status": self.status,
             "foundation": self.foundation,
             "moves": self.moves,
@@ -68,130 +67,155 @@ class RacerState:
 @dataclass
 class RoomState:
     room: str
-    code: str = ""
-    settings: RoomSettings = field(default_factory=RoomSettings)
+    code: str
+    settings: RoomSettings
     version: int = 0
-    round: int = 0
-    host: str | None = None
-    racers: dict[str, RacerState] = field(default_factory=dict)
+    #: The round being prepared or played: 1 for the first race, +1 per rematch.
+    round: int = 1
+    host: int | None = None
+    racers: dict[int, RacerState] = field(default_factory=dict)
+    next_racer: int = 1
     start_at_ms: int | None = None
+    started: bool = False
     commitment: str | None = None
-    #: When a quick room's lobby timer runs out (set once two racers are in).
     lobby_deadline_ms: int | None = None
-    over: bool = False
     result: dict[str, Any] | None = None
-    created_ms: int = 0
 
     # ----------------------------------------------------------------- phase
-    def phase(self, now_ms: int) -> str:
-        if self.over:
+    @property
+    def phase(self) -> str:
+        if self.result is not None:
             return FINISHED
-        if self.start_at_ms is None:
-            return LOBBY
-        return RACING if now_ms >= self.start_at_ms else COUNTDOWN
+        if self.started:
+            return RACING
+        if self.start_at_ms is not None:
+            return COUNTDOWN
+        return LOBBY
+
+    @property
+    def ends_at_ms(self) -> int | None:
+        if not self.started or self.start_at_ms is None:
+            return None
+        return self.start_at_ms + self.settings.time_limit_s * 1000
 
     def race_clock(self, now_ms: int) -> int:
         """Milliseconds since the start (0 before it): the race's only clock."""
         return 0 if self.start_at_ms is None else max(0, now_ms - self.start_at_ms)
 
-    def deadline_ms(self) -> int | None:
-        if self.start_at_ms is None:
-            return None
-        return self.start_at_ms + self.settings.time_limit_s * 1000
-
     def playing(self) -> list[RacerState]:
         return [r for r in self.racers.values() if r.status == PLAYING]
 
-    def snapshot(self, now_ms: int) -> dict[str, Any]:
-        """Public room state for a snapshot frame: no seed, no cards, no tokens."""
+    def snapshot(self, now_ms: int, spectators: int = 0) -> dict[str, Any]:
+        """The public part of the protocol's Snapshot (``you`` is added per racer)."""
         return {
             "room": self.room,
             "code": self.code,
-            "settings": self.settings.to_dict(),
             "version": self.version,
-            "round": self.round,
-            "phase": self.phase(now_ms),
+            "phase": self.phase,
+            "settings": self.settings.to_dict(),
             "host": self.host,
-            "racers": [r.public() for r in self.racers.values()],
+            "racers": [r.info() for r in self.racers.values()],
+            "spectators": spectators,
+            "now_ms": now_ms,
             "start_at_ms": self.start_at_ms,
+            "ends_at_ms": self.ends_at_ms,
             "commitment": self.commitment,
-            "lobby_deadline_ms": self.lobby_deadline_ms,
+            "you": None,
             "result": self.result,
-            "server_ms": now_ms,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """The protocol's RoomSummary, for ``list``."""
+        host = self.racers.get(self.host) if self.host is not None else None
+        return {
+            "room": self.room,
+            "code": self.code,
+            "variant": self.settings.variant,
+            "options": dict(self.settings.options),
+            "phase": self.phase,
+            "racers": len(self.racers),
+            "max_racers": self.settings.max_racers,
+            "time_limit_s": self.settings.time_limit_s,
+            "spectator_delay_s": self.settings.spectator_delay_s,
+            "quick": self.settings.quick,
+            "host": host.name if host else None,
         }
 
     # ------------------------------------------------------------------ fold
-    def apply(self, version: int, event: dict[str, Any]) -> None:
-        """Fold one event. Versions must arrive in order, each exactly once."""
+    def apply(self, version: int, stored: dict[str, Any]) -> None:
+        """Fold one stored event. Versions must arrive in order, each exactly once."""
         if version != self.version + 1:
             raise ValueError(f"room {self.room}: event {version} after {self.version}")
         self.version = version
-        kind = event["t"]
-        data = event["d"]
-        handler = getattr(self, "_on_" + kind, None)
+        handler = getattr(self, "_on_" + stored["t"], None)
         if handler is not None:
-            handler(data)
+            handler(stored["d"], stored.get("at", 0))
 
-    def _on_room_created(self, d: dict[str, Any]) -> None:
-        self.settings = RoomSettings.from_dict(d["settings"])
-        self.code = d["code"]
-        self.created_ms = d.get("created_ms", 0)
-
-    def _on_racer_joined(self, d: dict[str, Any]) -> None:
+    def _on_racer_joined(self, d: dict[str, Any], at: int) -> None:
         self.racers[d["racer"]] = RacerState(d["racer"], d["name"])
+        self.next_racer = max(self.next_racer, d["racer"] + 1)
         if self.host is None:
             self.host = d["racer"]
-        if d.get("lobby_deadline_ms") is not None:
-            self.lobby_deadline_ms = d["lobby_deadline_ms"]
+        if self.settings.quick and len(self.racers) == 2:
+            self.lobby_deadline_ms = at + QUICK_LOBBY_MS
 
-    def _on_racer_left(self, d: dict[str, Any]) -> None:
-        self.racers.pop(d["racer"], None)
-        if self.host == d["racer"]:
-            self.host = next(iter(self.racers), None)
+    def _on_racer_left(self, d: dict[str, Any], at: int) -> None:
+        racer = self.racers.get(d["racer"])
+        if racer is not None:
+            if self.phase in (LOBBY, FINISHED):
+                del self.racers[d["racer"]]
+            else:
+                racer.status = LEFT
+                racer.place = None
+        self.host = d["host"]
         if len(self.racers) < 2:
             self.lobby_deadline_ms = None
 
-    def _on_presence(self, d: dict[str, Any]) -> None:
+    def _on_presence(self, d: dict[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is not None:
             racer.online = d["online"]
-            racer.offline_since_ms = None if d["online"] else d["at_ms"]
+            racer.offline_since_ms = None if d["online"] else at
 
-    def _on_ready_changed(self, d: dict[str, Any]) -> None:
+    def _on_ready_changed(self, d: dict[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is not None:
             racer.ready = d["ready"]
 
-    def _on_countdown(self, d: dict[str, Any]) -> None:
-        self.round = d["round"]
+    def _on_countdown(self, d: dict[str, Any], at: int) -> None:
         self.start_at_ms = d["start_at_ms"]
         self.commitment = d["commitment"]
-        for racer in self.racers.values():
-            racer.status = PLAYING
-            racer.status_at_ms = 0
-            racer.face_down = d.get("face_down", 0)
 
-    def _on_progress(self, d: dict[str, Any]) -> None:
+    def _on_started(self, d: dict[str, Any], at: int) -> None:
+        self.started = True
+        for racer in self.racers.values():
+            if racer.status == WAITING:
+                racer.status = PLAYING
+
+    def _on_progress(self, d: dict[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is None:
             return
         if d["foundation"] != racer.foundation:
-            racer.count_at_ms = d["at_ms"]
+            racer.reached_ms = self.race_clock(at)
         racer.foundation = d["foundation"]
         racer.moves = d["moves"]
         racer.face_down = d["face_down"]
-        if d["status"] != racer.status:
-            racer.status_at_ms = d["at_ms"]
         racer.status = d["status"]
+        if d["status"] == DONE and racer.elapsed_ms is None:
+            racer.elapsed_ms = self.race_clock(at)
 
-    def _on_finished(self, d: dict[str, Any]) -> None:
+    def _on_finished(self, d: dict[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is not None:
             racer.place = d["place"]
             racer.status = DONE
+            racer.elapsed_ms = d["elapsed_ms"]
+            racer.foundation = d["foundation"]
+            racer.moves = d["moves"]
+            racer.face_down = 0
 
-    def _on_race_over(self, d: dict[str, Any]) -> None:
-        self.over = True
+    def _on_race_over(self, d: dict[str, Any], at: int) -> None:
         self.result = d
         for entry in d["standings"]:
             racer = self.racers.get(entry["racer"])
@@ -199,48 +223,58 @@ class RoomState:
                 racer.place = entry["place"]
                 racer.status = entry["status"]
 
-    def _on_room_reset(self, d: dict[str, Any]) -> None:
-        self.over = False
+    def _on_room_reset(self, d: dict[str, Any], at: int) -> None:
+        self.round += 1
         self.result = None
         self.start_at_ms = None
+        self.started = False
         self.commitment = None
-        self.round = d["round"]
         self.lobby_deadline_ms = None
-        for racer_id in [r for r, s in self.racers.items() if s.status == LEFT or not s.online]:
-            del self.racers[racer_id]
-        if self.host not in self.racers:
-            self.host = next(iter(self.racers), None)
-        for racer in self.racers.values():
-            racer.ready = False
-            racer.status = WAITING
-            racer.foundation = racer.moves = racer.face_down = racer.count_at_ms = 0
-            racer.status_at_ms = None
-            racer.place = None
+        self.host = d["host"]
+        old = self.racers
+        self.racers = {}
+        for info in d["racers"]:
+            racer = RacerState(info["racer"], info["name"])
+            previous = old.get(info["racer"])
+            if previous is not None:
+                racer.online = previous.online
+                racer.offline_since_ms = previous.offline_since_ms
+            self.racers[racer.racer] = racer
+        if self.settings.quick and len(self.racers) >= 2:
+            self.lobby_deadline_ms = at + QUICK_LOBBY_MS
+
+
+#: A quick room's lobby timer: the countdown starts this long after a second racer
+#: arrives even if not everyone is ready.
+QUICK_LOBBY_MS: Final = 20_000
 
 
 def standings(state: RoomState) -> list[dict[str, Any]]:
-    """RULES.md race rules: finishers by place (finish order); everyone else after them,
-    by cards on foundations (more first), then by the earlier time they reached that
-    count."""
+    """RULES.md race rules: finishers first, by place (finish order); everyone else
+    after them by cards on foundations (more first), then by the earlier time they
+    reached that count. Score and log are filled in by the caller, which has them."""
     racers = list(state.racers.values())
-    finishers = sorted(
-        (r for r in racers if r.place is not None), key=lambda r: r.place or 0
-    )
+    finishers = sorted((r for r in racers if r.place is not None), key=lambda r: r.place or 0)
     others = sorted(
         (r for r in racers if r.place is None),
-        key=lambda r: (-r.foundation, r.count_at_ms, r.name),
+        key=lambda r: (
+            -r.foundation,
+            r.reached_ms if r.reached_ms is not None else 1 << 62,
+            r.racer,
+        ),
     )
-    table = []
-    for place, racer in enumerate(finishers + others, start=1):
-        table.append(
-            {
-                "place": place,
-                "racer": racer.racer,
-                "name": racer.name,
-                "status": racer.status if racer.status != PLAYING else TIMEOUT,
-                "foundation": racer.foundation,
-                "moves": racer.moves,
-                "time_ms": racer.status_at_ms,
-            }
-        )
-    return table
+    return [
+        {
+            "place": place,
+            "racer": r.racer,
+            "name": r.name,
+            "status": TIMEOUT if r.status == PLAYING else r.status,
+            "foundation": r.foundation,
+            "moves": r.moves,
+            "score": 0,
+            "elapsed_ms": r.elapsed_ms if r.status == DONE else None,
+            "reached_ms": r.reached_ms,
+            "log": [],
+        }
+        for place, r in enumerate(finishers + others, start=1)
+    ]

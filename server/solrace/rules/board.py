@@ -29,7 +29,7 @@ from .cards import (
     SUIT,
     SUIT_NAMES,
 )
-from .errors import IllegalMoveError, RulesError
+from .errors import IllegalMoveError, NotationError, RulesError
 from .moves import (
     DRAW,
     FLIP,
@@ -355,7 +355,9 @@ class Board:
             n = len(col)
             if n == 0:
                 return f"column {c + 1} is empty"
-            k = move.count
+            k = move.number
+            if k < 1:
+                return "a move takes at least one card"
             up = n - self.down[c]
             if k > up:
                 if up == 0:
@@ -393,7 +395,7 @@ class Board:
                 return "foundation cards stay where they are (foundation_to_tableau is off)"
             if self.is_won():
                 return "the game is won: a won game has no legal moves"
-            p = self._pile_index(move.src, move.count)
+            p = self._pile_index(move.src, move.number)
             if p < 0:
                 if self.decks == 1:
                     return "there is one foundation per suit: write it without a number"
@@ -495,6 +497,8 @@ class Board:
         """
         if isinstance(move, str):
             move = parse_move(move)
+        elif not isinstance(move, Move):
+            raise NotationError(f"not a move: {move!r}")
         reason = self.refusal(move)
         if reason is not None:
             raise IllegalMoveError(str(move), reason)
@@ -534,7 +538,7 @@ class Board:
         extra = -1
         if kind == TABLEAU:
             src = self.tableau[move.src]
-            cut = len(src) - move.count
+            cut = len(src) - move.number
             self.tableau[move.dst] += src[cut:]
             del src[cut:]
             if cut and cut == self.down[move.src]:
@@ -566,7 +570,7 @@ class Board:
             self.recycles += 1
             self._score += self._pts_recycle
         elif kind == FOUNDATION_TO_TABLEAU:
-            extra = self._pile_index(move.src, move.count)
+            extra = self._pile_index(move.src, move.number)
             self.tableau[move.dst].append(self.piles[extra].pop())
             self._score -= self._pts_foundation
         elif kind == FLIP:
@@ -585,7 +589,7 @@ class Board:
             if flipped:
                 self.down[move.src] += 1
             dst = self.tableau[move.dst]
-            cut = len(dst) - move.count
+            cut = len(dst) - move.number
             self.tableau[move.src] += dst[cut:]
             del dst[cut:]
         elif kind == TO_FOUNDATION:

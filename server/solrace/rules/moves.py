@@ -9,7 +9,7 @@ a parse.
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 from .cards import SUITS
 from .errors import NotationError
@@ -38,38 +38,20 @@ KIND_NAMES: Final = (
 MAX_COLUMNS: Final = 10
 
 
-class Move:
-    """One move. Columns are 0-based here and 1-based in notation.
+class Move(NamedTuple):
+    """One move: an immutable value (a named tuple, so the parse cache can hand the same
+    object to every caller safely). Columns are 0-based here and 1-based in notation.
 
     ``src`` is a column for tableau moves and a suit index (0–3) for foundation →
-    tableau moves; ``count`` is the number of cards of a tableau move, and for a
+    tableau moves; ``number`` is the number of cards of a tableau move, and for a
     foundation → tableau move the foundation number (0 = single deck, 1 or 2 = which of
     the two foundations of that suit in a double deck).
     """
 
-    __slots__ = ("count", "dst", "kind", "src")
-
     kind: int
-    src: int
-    count: int
-    dst: int
-
-    def __init__(self, kind: int, src: int = 0, count: int = 0, dst: int = 0) -> None:
-        self.kind = kind
-        self.src = src
-        self.count = count
-        self.dst = dst
-
-    def _key(self) -> tuple[int, int, int, int]:
-        return (self.kind, self.src, self.count, self.dst)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Move):
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
+    src: int = 0
+    number: int = 0
+    dst: int = 0
 
     def __repr__(self) -> str:
         return f"Move({self})"
@@ -77,7 +59,7 @@ class Move:
     def __str__(self) -> str:
         kind = self.kind
         if kind == TABLEAU:
-            return f"{self.src + 1}:{self.count}>{self.dst + 1}"
+            return f"{self.src + 1}:{self.number}>{self.dst + 1}"
         if kind == TO_FOUNDATION:
             return f"{self.src + 1}>F"
         if kind == WASTE_TO_TABLEAU:
@@ -85,7 +67,7 @@ class Move:
         if kind == WASTE_TO_FOUNDATION:
             return "W>F"
         if kind == FOUNDATION_TO_TABLEAU:
-            number = str(self.count) if self.count else ""
+            number = str(self.number) if self.number else ""
             return f"F{SUITS[self.src]}{number}>{self.dst + 1}"
         if kind == DRAW:
             return "D"
@@ -157,11 +139,11 @@ def parse_move(notation: str) -> Move:
     zeros, so that each move has exactly one notation and logs compare byte for byte.
     Raises :class:`NotationError`; whether the move is *legal* is the board's business.
     """
+    if not isinstance(notation, str):  # first: an unhashable value must not reach the cache
+        raise NotationError(f"a move must be a string, not {type(notation).__name__}")
     cached = _parse_cache.get(notation)
     if cached is not None:
         return cached
-    if not isinstance(notation, str):
-        raise NotationError(f"a move must be a string, not {type(notation).__name__}")
     move = _parse_uncached(notation)
     if len(_parse_cache) < _PARSE_CACHE_LIMIT:
         _parse_cache[notation] = move

@@ -44,10 +44,14 @@ def view(board: Board, owner: bool = False) -> dict[str, Any]:
 
 
 def hidden_faces(board: Board, owner: bool = False) -> set[str]:
-    """Names of the faces a viewer must not learn from this board now: face-down
-    tableau cards and (except a thoughtful owner's) stock cards. Used by leak checks."""
-    hidden = {NAMES[c % CARDS_PER_DECK] for col, d in zip(board.tableau, board.down, strict=True)
-              for c in col[:d]}
+    """Names of the faces a viewer must not learn from this board now: faces of which
+    every copy is face down in the tableau or (except for a thoughtful owner) in the
+    stock. With two decks, a face whose other copy is in sight is not a secret. Used by
+    leak checks."""
+    hidden_ids = [c for col, d in zip(board.tableau, board.down, strict=True) for c in col[:d]]
     if not (owner and board.options.thoughtful):
-        hidden.update(NAMES[c % CARDS_PER_DECK] for c in board.stock)
-    return hidden
+        hidden_ids += board.stock
+    copies: dict[int, int] = {}
+    for card in hidden_ids:
+        copies[card % CARDS_PER_DECK] = copies.get(card % CARDS_PER_DECK, 0) + 1
+    return {NAMES[face] for face, n in copies.items() if n == board.decks}

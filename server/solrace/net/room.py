@@ -1,0 +1,83 @@
+"""A room as one node serves it: folded state, local connections, local engines.
+
+The state is only ever changed by folding stored events in version order
+(:meth:`LiveRoom.fold`), under the room's lock, and every folded event is fanned out to
+the room's local connections at that moment — so on each connection events arrive in
+version order without gaps or duplicates, whichever node appended them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from solrace.protocol import encode
+from solrace.protocol.messages import board_notice, room_event
+from solrace.race import RacerGame, RoomState
+from solrace.race.fairness import round_seed
+
+from .records import RoomMeta, log_name, unpack
+
+if TYPE_CHECKING:
+    from .session import Session
+
+log = logging.getLogger("solrace.room")
+
+
+class LiveRoom:
+    def __init__(self, meta: RoomMeta) -> None:
+        self.meta = meta
+        self.state = RoomState(meta.room, meta.code, meta.settings)
+        self.lock = asyncio.Lock()
+        #: Racer connections on this node, by racer id.
+        self.racers: dict[int, Session] = {}
+        self.spectators: set[Session] = set()
+        #: Engines of this node's racers (authoritative while the racer is here).
+        self.games: dict[int, RacerGame] = {}
+        #: Engines rebuilt from the store for spectators' boards of remote racers.
+        self.shadows: dict[int, RacerGame] = {}
+        self.timer: asyncio.TimerHandle | None = None
+        self.last_used_ms = 0
+
+    @property
+    def room_id(self) -> str:
+        return self.meta.room
+
+    def has_sessions(self) -> bool:
+        return bool(self.racers or self.spectators)
+
+    def seed(self) -> int:
+        return round_seed(self.meta.secret, self.state.round)
+
+    def log_name(self, racer: int) -> str:
+        return log_name(self.state.round, racer)
+
+    def new_game(self) -> RacerGame:
+        settings = self.meta.settings
+        return RacerGame(settings.variant, self.seed(), settings.options)
+
+    # ------------------------------------------------------------------ fold
+    def fold(self, version: int, raw: bytes) -> dict[str, Any] | None:
+        """Apply one stored event if it is the next; broadcast it. Returns the event
+        (None if it was already applied). Caller holds the lock."""
+        if version <= self.state.version:
+            return None
+        stored = unpack(raw)
+        self.state.apply(version, stored)
+        frame = encode(room_event(stored["t"], version, stored["d"]))
+        for session in list(self.racers.values()):
+            session.send_bytes(frame)
+        for session in list(self.spectators):
+            session.send_bytes(frame)
+        if stored["t"] == "room_reset":
+            self.games.clear()
+            self.shadows.clear()
+        return dict(stored)
+
+    def send_own_board(self, racer: int, at_ms: int) -> None:
+        session = self.racers.get(racer)
+        game = self.games.get(racer)
+        if session is not None and game is not None:
+            notice = board_notice(racer=racer, at_ms=at_ms, view=game.view(), owner=True)
+            session.send_bytes(encode(notice))

@@ -1,0 +1,113 @@
+"""The WebSocket server of one node, with ``GET /healthz`` and ``GET /metrics`` on
+the same port (websockets' ``process_request`` answers plain HTTP requests before
+the upgrade), protocol-version negotiation, and a graceful drain."""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import logging
+from collections.abc import Sequence
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import NegotiationError
+from websockets.http11 import Request, Response
+
+from solrace.protocol import MAX_FRAME_BYTES, SUPPORTED_SUBPROTOCOLS, UnsupportedVersion
+from solrace.protocol.handshake import select_subprotocol
+
+from .node import Node
+from .session import Session
+
+log = logging.getLogger("solrace.server")
+
+
+def _select(connection: ServerConnection, offered: Sequence[str]) -> str:
+    try:
+        return select_subprotocol(offered)
+    except UnsupportedVersion as exc:
+        raise NegotiationError(str(exc)) from None
+
+
+class RaceServer:
+    def __init__(self, node: Node, host: str, port: int) -> None:
+        self.node = node
+        self.host = host
+        self.port = port
+        self.server: Server | None = None
+
+    async def start(self) -> None:
+        self.node.start()
+        self.server = await serve(
+            self._handler,
+            self.host,
+            self.port,
+            subprotocols=list(SUPPORTED_SUBPROTOCOLS),  # type: ignore[arg-type]
+            select_subprotocol=_select,  # type: ignore[arg-type]
+            process_request=self._http,
+            max_size=MAX_FRAME_BYTES,
+            compression=None,
+            ping_interval=20,
+            ping_timeout=20,
+        )
+        if self.port == 0:
+            self.port = self.server.sockets[0].getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"ws://{self.host}:{self.port}"
+
+    async def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path == "/healthz":
+            ok = await self.node.store.ping() and not self.node.draining
+            status = http.HTTPStatus.OK if ok else http.HTTPStatus.SERVICE_UNAVAILABLE
+            body = b"ok\n" if ok else b"unavailable\n"
+            return _response(status, body, "text/plain; charset=utf-8")
+        if path == "/metrics":
+            return _response(
+                http.HTTPStatus.OK, self.node.metrics.render(), "text/plain; version=0.0.4"
+            )
+        if self.node.draining:
+            return _response(http.HTTPStatus.SERVICE_UNAVAILABLE, b"draining\n", "text/plain")
+        return None
+
+    async def _handler(self, ws: ServerConnection) -> None:
+        session = Session(ws, self.node)
+        node = self.node
+        node.sessions.add(session)
+        node.metrics.connections.inc()
+        try:
+            await session.run()
+        finally:
+            node.sessions.discard(session)
+            node.metrics.connections.dec()
+            await node.disconnected(session)
+
+    async def drain(self) -> None:
+        """Stop accepting, let in-flight moves reach the store, then close every
+        connection with 1001 so clients reconnect elsewhere and resume."""
+        node = self.node
+        node.draining = True
+        log.info("draining", extra={"connections": len(node.sessions)})
+        await node.drained()
+        if self.server is not None:
+            self.server.close(close_connections=True)
+            await self.server.wait_closed()
+        await node.stop()
+        await node.store.close()
+
+    async def stop(self) -> None:
+        await self.drain()
+
+
+def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:
+    headers = Headers(
+        [("Content-Type", content_type), ("Content-Length", str(len(body))), ("Connection", "close")]
+    )
+    return Response(status.value, status.phrase, headers, body)
+
+
+async def wait_forever(stop: asyncio.Event) -> None:
+    await stop.wait()

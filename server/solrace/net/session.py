@@ -1,0 +1,193 @@
+"""One WebSocket connection: its role (idle, racer, spectator), its rate limit, and
+the receive loop that turns frames into requests for the node.
+
+Frames go out with ``websockets``' synchronous ``broadcast`` writer, never ``await
+send``: a write then happens exactly when it is called, so the order in which the node
+emits replies and events is the order on the wire, and one slow client can never stall
+the node. A client whose unread output grows past a limit is disconnected instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.server import ServerConnection, broadcast
+from websockets.exceptions import ConnectionClosed
+
+from solrace.protocol import (
+    BadMessage,
+    ErrorCode,
+    ProtocolError,
+    TokenBucket,
+    decode,
+    encode,
+)
+from solrace.protocol.envelope import Envelope
+from solrace.protocol.messages import (
+    CreateRoom,
+    JoinRoom,
+    Leave,
+    ListRooms,
+    Ping,
+    PlayMove,
+    QuickRace,
+    Rematch,
+    Resign,
+    Resume,
+    SetReady,
+    StartRace,
+    Watch,
+    error_reply,
+    ok_reply,
+    parse_client_message,
+    pong_reply,
+    rooms_reply,
+)
+from solrace.race import RaceError
+from solrace.store.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from .node import Node
+    from .room import LiveRoom
+
+log = logging.getLogger("solrace.session")
+
+#: Unread output after which a connection is dropped as too slow.
+MAX_BUFFERED_BYTES = 4 * 1024 * 1024
+
+
+class Session:
+    def __init__(self, ws: ServerConnection, node: Node) -> None:
+        self.ws = ws
+        self.node = node
+        self.room: LiveRoom | None = None
+        self.racer: int | None = None
+        loop = asyncio.get_running_loop()
+        self.bucket = TokenBucket(loop.time())
+        self.closed = False
+
+    # ---------------------------------------------------------------- output
+    def send(self, envelope: Envelope) -> None:
+        self.send_bytes(encode(envelope))
+
+    def send_bytes(self, frame: bytes) -> None:
+        if self.closed:
+            return
+        transport = self.ws.transport
+        if transport is not None and transport.get_write_buffer_size() > MAX_BUFFERED_BYTES:
+            log.warning("dropping a connection that does not read", extra=self._ids())
+            self.close_later(1008, "too_slow")
+            return
+        broadcast([self.ws], frame)
+        self.node.metrics.frames_out.inc()
+
+    def close_later(self, code: int, reason: str) -> None:
+        self.closed = True
+        asyncio.ensure_future(self.ws.close(code, reason))
+
+    # ------------------------------------------------------------------ role
+    def attach_racer(self, room: LiveRoom, racer: int) -> None:
+        self.room, self.racer = room, racer
+
+    def attach_spectator(self, room: LiveRoom) -> None:
+        self.room, self.racer = room, None
+
+    def detach(self) -> None:
+        self.room, self.racer = None, None
+
+    def racer_room(self) -> tuple[LiveRoom, int]:
+        if self.room is None:
+            raise BadMessage(ErrorCode.NOT_RACER)
+        if self.racer is None:
+            raise BadMessage(ErrorCode.SPECTATOR_CANNOT_ACT)
+        return self.room, self.racer
+
+    def _ids(self) -> dict[str, Any]:
+        return {
+            "room": self.room.room_id if self.room else None,
+            "racer": self.racer,
+            "peer": str(self.ws.remote_address),
+        }
+
+    # ----------------------------------------------------------------- input
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        metrics = self.node.metrics
+        try:
+            async for frame in self.ws:
+                metrics.frames_in.inc()
+                if not self.bucket.take(loop.time()):
+                    metrics.closes.labels("1008").inc()
+                    log.info("rate limited", extra=self._ids())
+                    await self.ws.close(1008, ErrorCode.RATE_LIMITED.value)
+                    return
+                try:
+                    envelope = decode(frame)
+                except ProtocolError as err:
+                    code = err.close_code or 1007
+                    metrics.closes.labels(str(code)).inc()
+                    await self.ws.close(code, err.close_reason)
+                    return
+                await self._handle(envelope)
+        except ConnectionClosed:
+            pass
+
+    async def _handle(self, envelope: Envelope) -> None:
+        request_id = envelope.id
+        try:
+            message = parse_client_message(envelope)
+            if self.node.draining:
+                raise BadMessage(ErrorCode.UNAVAILABLE, "server draining", retry_after_ms=500)
+            await self._dispatch(message, request_id)
+        except BadMessage as err:
+            self.send(error_reply(err, request_id))
+        except RaceError as err:
+            self.send(error_reply(BadMessage(ErrorCode(err.code), err.message), request_id))
+        except StoreUnavailable:
+            log.warning("store unavailable", extra=self._ids())
+            err = BadMessage(ErrorCode.UNAVAILABLE, retry_after_ms=1000)
+            self.send(error_reply(err, request_id))
+        except Exception:
+            log.exception("internal error", extra=self._ids())
+            self.send(error_reply(BadMessage(ErrorCode.INTERNAL), request_id))
+
+    async def _dispatch(self, message: object, request_id: int | None) -> None:
+        node = self.node
+        if isinstance(message, PlayMove):
+            await node.move(self, message.seq, message.move, request_id)
+        elif isinstance(message, Ping):
+            self.send(pong_reply(request_id, now_ms=node.clock()))
+        elif isinstance(message, ListRooms):
+            self.send(rooms_reply(request_id, await node.list_rooms(message.variant)))  # type: ignore[arg-type]
+        elif isinstance(message, CreateRoom | JoinRoom | QuickRace | Watch):
+            if self.room is not None:
+                raise BadMessage(ErrorCode.ALREADY_IN_ROOM)
+            if isinstance(message, CreateRoom):
+                await node.create(self, message, request_id)
+            elif isinstance(message, JoinRoom):
+                await node.join(self, message, request_id)
+            elif isinstance(message, QuickRace):
+                await node.quick(self, message, request_id)
+            else:
+                await node.watch(self, message, request_id)
+        elif isinstance(message, Resume):
+            await node.resume(self, message, request_id)
+        elif isinstance(message, SetReady):
+            await node.ready(self, message.ready)
+            self.send(ok_reply(request_id))
+        elif isinstance(message, StartRace):
+            await node.start_race(self)
+            self.send(ok_reply(request_id))
+        elif isinstance(message, Resign):
+            await node.resign(self)
+            self.send(ok_reply(request_id))
+        elif isinstance(message, Rematch):
+            await node.rematch(self)
+            self.send(ok_reply(request_id))
+        elif isinstance(message, Leave):
+            await node.leave(self)
+            self.send(ok_reply(request_id))
+        else:  # pragma: no cover - parse_client_message knows every type
+            raise BadMessage(ErrorCode.UNKNOWN_TYPE)

@@ -1,0 +1,229 @@
+"""``solrace-rules`` (``solrace.rules.cli``): deal, moves, perft and play on the command
+line; exit status 0 on success, 1 for an illegal move or impossible position, 2 for a
+usage or notation error. A few tests run the real program in a subprocess (the
+``deal | moves`` pipeline); the rest call ``main`` in-process for speed."""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from solrace.rules import deal, divide, dump_position, load_position, perft, position_dict
+from solrace.rules.cli import main
+
+from tests.rules.test_support import position
+
+CLI = [sys.executable, "-m", "solrace.rules.cli"]
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], input=stdin, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_cli_deal_pipes_into_moves() -> None:
+    """``solrace-rules deal yukon 42 | solrace-rules moves -``: the legal moves, sorted."""
+    dealt = run("deal", "yukon", "42")
+    assert dealt.returncode == 0, dealt.stderr
+    assert json.loads(dealt.stdout) == position_dict(deal("yukon", 42))
+    moves = run("moves", "-", stdin=dealt.stdout)
+    assert moves.returncode == 0, moves.stderr
+    expected = sorted(str(m) for m in deal("yukon", 42).legal_moves())
+    assert moves.stdout.splitlines() == expected
+
+
+def test_cli_shell_pipeline_with_options() -> None:
+    """The same through a real shell pipe, with ``-o`` options."""
+    cli = " ".join(shlex.quote(part) for part in CLI)
+    result = subprocess.run(
+        f"{cli} deal klondike 7 -o draw=3 | {cli} moves -",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    expected = sorted(str(m) for m in deal("klondike", 7, {"draw": 3}).legal_moves())
+    assert result.stdout.splitlines() == expected
+
+
+def test_cli_play_exit_codes_in_a_subprocess(tmp_path: Path) -> None:
+    """play: 0 and the new position; 1 for an illegal move; 2 for bad notation."""
+    path = tmp_path / "pos.json"
+    path.write_text(dump_position(deal("yukon", 42)))
+    move = str(deal("yukon", 42).legal_moves()[0])
+    ok = run("play", str(path), move)
+    assert ok.returncode == 0, ok.stderr
+    board = deal("yukon", 42)
+    board.play(move)
+    assert json.loads(ok.stdout) == position_dict(board)
+    illegal = run("play", str(path), "1:1>2")  # 7C cannot go on AH
+    assert illegal.returncode == 1
+    assert "illegal move 1:1>2" in illegal.stderr and illegal.stdout == ""
+    notation = run("play", str(path), "1:1 >2")
+    assert notation.returncode == 2
+    assert "not a move" in notation.stderr
+
+
+@pytest.mark.skipif(
+    not (Path(sys.executable).parent / "solrace-rules").exists(), reason="no console script"
+)
+def test_cli_console_script_perft(tmp_path: Path) -> None:
+    """The installed ``solrace-rules`` entry point runs perft."""
+    path = tmp_path / "pos.json"
+    path.write_text(dump_position(deal("russian", 3)))
+    exe = str(Path(sys.executable).parent / "solrace-rules")
+    result = subprocess.run(
+        [exe, "perft", str(path), "2"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{perft(deal('russian', 3), 2)}\n"
+
+
+# ------------------------------------------------------------------------ in-process
+
+
+def call(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse usage errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_perft_and_divide(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pos.json"
+    path.write_text(dump_position(deal("klondike", 3)))
+    code, out, _ = call(["perft", str(path), "3"], capsys)
+    assert code == 0 and out == f"{perft(deal('klondike', 3), 3)}\n"
+    code, out, _ = call(["perft", str(path), "2", "--divide"], capsys)
+    lines = out.splitlines()
+    split = divide(deal("klondike", 3), 2)
+    assert lines[:-1] == [f"{m} {n}" for m, n in sorted(split.items())]
+    assert lines[-1] == str(sum(split.values()))
+
+
+def test_cli_options_parsed_as_json_values(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--option k=v``: v is JSON when it parses (true, 3, null), else a string."""
+    code, out, _ = call(
+        [
+            "deal",
+            "klondike",
+            "5",
+            "-o",
+            "draw=3",
+            "--option",
+            "scoring=vegas",
+            "-o",
+            "thoughtful=true",
+            "-o",
+            "max_passes=null",
+        ],
+        capsys,
+    )
+    assert code == 0
+    options = json.loads(out)["options"]
+    assert options["draw"] == 3 and options["scoring"] == "vegas"
+    assert options["thoughtful"] is True and options["max_passes"] is None
+    code, out, _ = call(["deal", "klondike", "5", "-o", "scoring=vegas", "-o", "draw=3"], capsys)
+    assert json.loads(out)["options"]["max_passes"] == 3
+
+
+def test_cli_option_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = call(["deal", "yukon", "5", "-o", "draw=3"], capsys)
+    assert code == 1 and "variant yukon has no option 'draw'" in err
+    code, _, err = call(["deal", "klondike", "5", "-o", "draw=2"], capsys)
+    assert code == 1 and "option draw must be 1 or 3" in err
+    code, _, err = call(["deal", "klondike", "5", "-o", "draw"], capsys)
+    assert code == 2 and "expected k=v" in err
+    code, _, err = call(["deal", "klondike", "5", "-o", "=3"], capsys)
+    assert code == 2
+
+
+def test_cli_seeds(capsys: pytest.CaptureFixture[str]) -> None:
+    """Seeds in decimal or 0x…; out of range → 1; not a number → 2."""
+    code, out, _ = call(["deal", "yukon", "0x2a"], capsys)
+    assert code == 0 and json.loads(out) == position_dict(deal("yukon", 42))
+    code, out, _ = call(["deal", "yukon", str(2**64 - 1), "--indent", "2"], capsys)
+    assert code == 0 and json.loads(out) == position_dict(deal("yukon", 2**64 - 1))
+    assert "\n  " in out
+    code, _, err = call(["deal", "yukon", str(2**64)], capsys)
+    assert code == 1 and "a seed is a whole number" in err
+    code, _, err = call(["deal", "yukon", "-1"], capsys)
+    assert code in (1, 2)
+    code, _, err = call(["deal", "yukon", "forty"], capsys)
+    assert code == 2 and "not a whole number" in err
+    code, _, err = call(["deal", "spider", "1"], capsys)
+    assert code == 1 and "unknown variant" in err
+
+
+def test_cli_play_undo_and_auto_complete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """play applies log entries: ``undo`` takes back, and auto-complete runs when on."""
+    path = tmp_path / "pos.json"
+    data = position(
+        "yukon",
+        [["KC", "QC", "JC"], ["KD", "QD"], ["KH"], ["KS", "QS"], ["TS", "JS"]],
+        foundations={"C": 10, "D": 11, "H": 12, "S": 9},
+        filler=None,
+    )
+    path.write_text(json.dumps({**data, "options": {"auto_complete": False}}))
+    code, out, _ = call(["play", str(path), "5:1>2", "undo"], capsys)
+    assert code == 0 and json.loads(out)["tableau"] == data["tableau"]
+    path.write_text(json.dumps(data))
+    code, out, _ = call(["play", str(path), "5:1>2"], capsys)
+    assert code == 0
+    assert json.loads(out)["foundations"] == {"C": 13, "D": 13, "H": 13, "S": 13}
+
+
+def test_cli_play_illegal_and_notation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pos.json"
+    path.write_text(json.dumps(position("yukon", [["8H"], ["7H"]])))
+    code, out, err = call(["play", str(path), "2:1>1"], capsys)
+    assert code == 1 and out == ""
+    assert "illegal move 2:1>1: 7H cannot go on 8H: same colour" in err
+    code, _, err = call(["play", str(path), "2:1>8"], capsys)
+    assert code == 1 and "there is no column 8" in err
+    code, _, err = call(["play", str(path), "2:1>11"], capsys)
+    assert code == 2 and "column 11 is not between 1 and 10" in err
+
+
+def test_cli_bad_position_and_missing_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "pos.json"
+    path.write_text(json.dumps(position("yukon", [["7H"], ["7H"]])))
+    code, _, err = call(["moves", str(path)], capsys)
+    assert code == 1 and "7H appears more than once" in err
+    code, _, err = call(["moves", str(tmp_path / "missing.json")], capsys)
+    assert code == 1 and "missing.json" in err
+    monkeypatch.setattr(sys, "stdin", io.StringIO("{oops"))
+    code, _, err = call(["moves", "-"], capsys)
+    assert code == 1 and "not JSON" in err
+
+
+def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert call([], capsys)[0] == 2
+    assert call(["fly"], capsys)[0] == 2
+    assert call(["perft", "x.json"], capsys)[0] == 2
+
+
+def test_cli_moves_from_stdin_in_process(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    board = deal("double_yukon", 9, {"foundation_to_tableau": True})
+    monkeypatch.setattr(sys, "stdin", io.StringIO(dump_position(board)))
+    code, out, _ = call(["moves", "-"], capsys)
+    assert code == 0
+    assert out.splitlines() == sorted(
+        str(m) for m in load_position(dump_position(board)).legal_moves()
+    )

@@ -1,0 +1,110 @@
+"""``solrace.rules.options``: every room option of RULES.md, its default per variant, and
+validation (docs/rules.md "Variants and their options")."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from solrace.rules import InvalidOptionError, Options, deal, new_board, position_dict
+
+YUKON_DEFAULTS = {
+    "auto_flip": True,
+    "foundation_to_tableau": False,
+    "undo": True,
+    "auto_complete": True,
+    "scoring": "standard",
+}
+KLONDIKE_DEFAULTS = {
+    "draw": 1,
+    "max_passes": None,
+    "scoring": "standard",
+    "thoughtful": False,
+    "foundation_to_tableau": True,
+    "auto_flip": True,
+    "undo": True,
+    "auto_complete": True,
+}
+
+
+@pytest.mark.parametrize("variant", ["yukon", "russian", "alaska", "double_yukon"])
+def test_options_yukon_family_defaults(variant: str) -> None:
+    """RULES Yukon 4/5 and common: auto_flip true, foundation_to_tableau false, undo true,
+    auto_complete true; scoring standard."""
+    assert position_dict(deal(variant, 0))["options"] == YUKON_DEFAULTS
+
+
+def test_options_klondike_defaults() -> None:
+    """RULES Klondike 5–8 and options: draw 1, max_passes unlimited, scoring standard,
+    thoughtful false, foundation_to_tableau true, auto_flip true."""
+    assert position_dict(deal("klondike", 0))["options"] == KLONDIKE_DEFAULTS
+
+
+def test_options_australian_fixed_values() -> None:
+    """RULES Australian: draw 1, one pass, nothing back off a foundation — fixed."""
+    options = new_board("australian").options
+    assert (options.draw, options.max_passes, options.foundation_to_tableau) == (1, 1, False)
+    assert options.auto_flip is True
+
+
+@pytest.mark.parametrize(
+    ("variant", "options", "message"),
+    [
+        ("klondike", {"draw": 2}, "option draw must be 1 or 3, not 2"),
+        ("klondike", {"draw": True}, "option draw must be 1 or 3"),
+        ("klondike", {"draw": "3"}, "option draw must be 1 or 3"),
+        ("klondike", {"max_passes": 0}, "option max_passes must be a whole number ≥ 1"),
+        ("klondike", {"max_passes": True}, "option max_passes must be a whole number ≥ 1"),
+        ("klondike", {"max_passes": 2.0}, "option max_passes must be a whole number ≥ 1"),
+        ("klondike", {"scoring": "golf"}, "option scoring must be one of"),
+        ("yukon", {"auto_flip": 1}, "option auto_flip must be true or false, not 1"),
+        ("yukon", {"undo": "yes"}, "option undo must be true or false"),
+        ("klondike", {"thoughtful": None}, "option thoughtful must be true or false"),
+        ("yukon", {"draw": 1}, "variant yukon has no option 'draw'"),
+        ("yukon", {"thoughtful": True}, "variant yukon has no option 'thoughtful'"),
+        ("double_yukon", {"max_passes": 1}, "variant double_yukon has no option 'max_passes'"),
+        ("klondike", {"bogus": 1}, "variant klondike has no option 'bogus'"),
+    ],
+)
+def test_options_invalid_values_and_unknown_options_refused(
+    variant: str, options: dict[str, Any], message: str
+) -> None:
+    """docs/rules.md: unknown options and values of the wrong type or out of range are
+    refused with InvalidOptionError."""
+    with pytest.raises(InvalidOptionError) as info:
+        deal(variant, 0, options)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("max_passes", [1, 2, 3, 10, None])
+def test_options_max_passes_accepts_any_whole_number_or_null(max_passes: int | None) -> None:
+    assert deal("klondike", 0, {"max_passes": max_passes}).options.max_passes == max_passes
+
+
+def test_options_vegas_changes_the_max_passes_default_only() -> None:
+    """RULES Klondike options: Vegas → max_passes 3 for draw 3, 1 for draw 1; explicit
+    values (null included) win."""
+    cases = [
+        ({"scoring": "vegas"}, 1),
+        ({"scoring": "vegas", "draw": 3}, 3),
+        ({"scoring": "vegas", "draw": 3, "max_passes": 5}, 5),
+        ({"scoring": "vegas", "draw": 1, "max_passes": None}, None),
+        ({"scoring": "none", "draw": 3}, None),
+        ({"scoring": "standard", "draw": 3}, None),
+    ]
+    for given, expected in cases:
+        assert deal("klondike", 0, given).options.max_passes == expected, given
+
+
+def test_options_are_frozen() -> None:
+    options = deal("yukon", 0).options
+    assert isinstance(options, Options)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.undo = False  # type: ignore[misc]
+
+
+def test_options_given_mapping_is_not_modified() -> None:
+    given = {"scoring": "vegas", "draw": 3}
+    deal("klondike", 0, given)
+    assert given == {"scoring": "vegas", "draw": 3}
