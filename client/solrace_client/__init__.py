@@ -1,1 +1,6 @@
-"""solrace terminal client and protocol client library."""
+"""solrace's client side: the protocol client library (:class:`RaceClient`) that the
+terminal client, the bot and the tests share."""
+
+from .connection import DEFAULT_SERVER, RaceClient, ServerError
+
+__all__ = ["DEFAULT_SERVER", "RaceClient", "ServerError"]

@@ -426,6 +426,7 @@ def build_all() -> dict[str, Envelope]:
         ),
         "race_over": m.race_over_event(9, samples.result()),
         "room_reset": m.room_reset_event(10, host=1, racers=[samples.racer(1), samples.racer(2)]),
+        "presence": m.presence_event(11, racer=2, online=False),
         "board": m.board_notice(
             racer=2, at_ms=1_764_445_230_000, view=samples.board_view(owner=False), owner=False
         ),
@@ -450,6 +451,22 @@ def test_server_messages_round_trip_and_are_documented(t: str) -> None:
         assert envelope.v is not None and envelope.id is None
     else:
         assert envelope.v is None and envelope.id is None
+
+
+def test_room_event_builds_every_event_type_from_its_stored_data() -> None:
+    """The server stores events as {t, d}; room_event must rebuild each exactly."""
+    built = build_all()
+    for t in m.EVENT_TYPES:
+        original = built[t]
+        assert original.v is not None
+        assert m.room_event(t, original.v, dict(original.d)) == original
+
+
+def test_room_event_refuses_unknown_types_and_leaks() -> None:
+    with pytest.raises(ValueError):
+        m.room_event("secret_dump", 1, {})
+    with pytest.raises((ValueError, TypeError)):
+        m.room_event("countdown", 1, {"start_at_ms": 1, "commitment": "x", "seed": 42})
 
 
 def test_every_error_code_is_documented_with_its_default_message() -> None:

@@ -18,7 +18,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from solrace.protocol import BadMessage, ErrorCode, encode
-from solrace.protocol.limits import MAX_REPLAY_EVENTS, MAX_ROOMS_LISTED, ROOM_CODE_ALPHABET
+from solrace.protocol.limits import (
+    MAX_REPLAY_EVENTS,
+    MAX_ROOMS_LISTED,
+    RATE_BURST,
+    RATE_PER_S,
+    ROOM_CODE_ALPHABET,
+)
 from solrace.protocol.messages import (
     CreateRoom,
     JoinRoom,
@@ -60,11 +66,23 @@ def _refuse(error: RaceError, **extra: Any) -> BadMessage:
 
 class Node:
     def __init__(
-        self, store: Store, *, clock: Callable[[], int] = wall_ms, name: str = "node"
+        self,
+        store: Store,
+        *,
+        clock: Callable[[], int] = wall_ms,
+        name: str = "node",
+        room_secret: Callable[[], bytes] = lambda: secrets.token_bytes(32),
+        rate_per_s: float = RATE_PER_S,
+        rate_burst: float = RATE_BURST,
     ) -> None:
+        """``room_secret`` draws each new room's secret (tests pin it to get a known
+        deal); ``rate_per_s``/``rate_burst`` set every connection's token bucket."""
         self.store = store
         self.clock = clock
         self.name = name
+        self.room_secret = room_secret
+        self.rate_per_s = rate_per_s
+        self.rate_burst = rate_burst
         self.metrics = Metrics()
         self.rooms: dict[str, LiveRoom] = {}
         self.sessions: set[Session] = set()
@@ -368,7 +386,7 @@ class Node:
             meta = RoomMeta(
                 room="r_" + secrets.token_hex(6),
                 code=code,
-                secret=secrets.token_bytes(32),
+                secret=self.room_secret(),
                 settings=settings,
                 created_ms=self.clock(),
             )
@@ -641,9 +659,9 @@ class Node:
         received = time.perf_counter()
         room, racer = session.racer_room()
         state = room.state
-        if state.phase == "countdown" and state.start_at_ms is not None:
-            if self.clock() >= state.start_at_ms:
-                await self.tick(room)  # the start instant has passed: start now
+        start_at = state.start_at_ms
+        if state.phase == "countdown" and start_at is not None and self.clock() >= start_at:
+            await self.tick(room)  # the start instant has passed: start now
         member = state.racers.get(racer)
         if state.phase != RACING or member is None or member.status not in (PLAYING, STUCK):
             self.metrics.moves_refused.labels("wrong_phase").inc()
@@ -719,9 +737,8 @@ class Node:
             }
             version = await self.store.append_event(room.room_id, pack(finished))
             await self._ingest(room, version, pack(finished))
-            log.info(
-                "racer finished", extra={"room": room.room_id, "racer": racer, "place": result.place}
-            )
+            ids = {"room": room.room_id, "racer": racer, "place": result.place}
+            log.info("racer finished", extra=ids)
         if status != PLAYING:
             await self.tick(room)
 

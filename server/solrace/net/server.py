@@ -104,7 +104,11 @@ class RaceServer:
 
 def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:
     headers = Headers(
-        [("Content-Type", content_type), ("Content-Length", str(len(body))), ("Connection", "close")]
+        [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(body))),
+            ("Connection", "close"),
+        ]
     )
     return Response(status.value, status.phrase, headers, body)
 

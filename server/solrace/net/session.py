@@ -65,8 +65,9 @@ class Session:
         self.room: LiveRoom | None = None
         self.racer: int | None = None
         loop = asyncio.get_running_loop()
-        self.bucket = TokenBucket(loop.time())
+        self.bucket = TokenBucket(loop.time(), node.rate_per_s, node.rate_burst)
         self.closed = False
+        self._closing: asyncio.Future[None] | None = None
 
     # ---------------------------------------------------------------- output
     def send(self, envelope: Envelope) -> None:
@@ -85,7 +86,7 @@ class Session:
 
     def close_later(self, code: int, reason: str) -> None:
         self.closed = True
-        asyncio.ensure_future(self.ws.close(code, reason))
+        self._closing = asyncio.ensure_future(self.ws.close(code, reason))
 
     # ------------------------------------------------------------------ role
     def attach_racer(self, room: LiveRoom, racer: int) -> None:

@@ -1,0 +1,216 @@
+"""A protocol client for solrace (``solrace.v1``): the library the terminal client,
+the bot and the tests are built on.
+
+One :class:`RaceClient` is one WebSocket connection. Requests are coroutines that
+return the reply's data or raise :class:`ServerError`; room events and notices are
+queued in arrival order for :meth:`RaceClient.next_event`. The client keeps what a
+resume needs: room, token, last event version, and the next move ``seq``.
+
+    client = await RaceClient.connect("ws://127.0.0.1:8765")
+    joined = await client.create("yukon", "Ann")
+    await client.ready()
+    ...
+    moved = await client.move("4:3>1")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from solrace.protocol import (
+    MAX_SERVER_FRAME_BYTES,
+    SERVER_FRAME_LIMITS,
+    SUBPROTOCOL,
+    Envelope,
+    decode,
+    encode,
+)
+from solrace.protocol.messages import REPLY_TYPES
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+DEFAULT_SERVER = "ws://127.0.0.1:8765"
+
+
+class ServerError(Exception):
+    """The server refused a request: ``code`` is the protocol's error code."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        super().__init__(f"{data.get('code')}: {data.get('message')}")
+        self.code: str = str(data.get("code"))
+        self.message: str = str(data.get("message"))
+        self.data = dict(data)
+
+
+class RaceClient:
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Envelope]] = {}
+        self.events: asyncio.Queue[Envelope] = asyncio.Queue()
+        #: Every frame received, decoded, in order (tests inspect it for leaks).
+        self.received: list[Envelope] = []
+        self.room: str | None = None
+        self.code: str | None = None
+        self.racer: int | None = None
+        self.token: str | None = None
+        self.version = 0
+        self.seq = 0
+        self.board: dict[str, Any] | None = None
+        self.snapshot: dict[str, Any] | None = None
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    @classmethod
+    async def connect(cls, url: str = DEFAULT_SERVER, **kwargs: Any) -> RaceClient:
+        ws = await connect(
+            url,
+            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            max_size=MAX_SERVER_FRAME_BYTES,
+            compression=None,
+            **kwargs,
+        )
+        return cls(ws)
+
+    async def close(self) -> None:
+        await self.ws.close()
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+    @property
+    def close_code(self) -> int | None:
+        return self.ws.close_code
+
+    # ------------------------------------------------------------------ input
+    async def _read(self) -> None:
+        try:
+            async for frame in self.ws:
+                envelope = decode(frame, limits=SERVER_FRAME_LIMITS)
+                self.received.append(envelope)
+                if envelope.id is not None and envelope.t in REPLY_TYPES:
+                    future = self._pending.pop(envelope.id, None)
+                    if future is not None and not future.done():
+                        future.set_result(envelope)
+                    continue
+                if envelope.v is not None:
+                    if envelope.v <= self.version:
+                        continue  # replayed: already in the snapshot
+                    self.version = envelope.v
+                elif envelope.t == "board" and envelope.d.get("racer") == self.racer:
+                    self.board = dict(envelope.d["view"])  # type: ignore[call-overload]
+                self.events.put_nowait(envelope)
+        except ConnectionClosed:
+            pass
+        finally:
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("connection closed"))
+            self._pending.clear()
+            if not self.closed.done():
+                self.closed.set_result(None)
+
+    async def next_event(self, *types: str, timeout: float = 10.0) -> Envelope:
+        """The next queued event or notice (of one of ``types``, skipping others)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                envelope = await self.events.get()
+                if not types or envelope.t in types:
+                    return envelope
+
+    async def wait_for(
+        self, predicate: Callable[[Envelope], bool], timeout: float = 10.0
+    ) -> Envelope:
+        async with asyncio.timeout(timeout):
+            while True:
+                envelope = await self.events.get()
+                if predicate(envelope):
+                    return envelope
+
+    # --------------------------------------------------------------- requests
+    async def send_raw(self, frame: bytes | str) -> None:
+        await self.ws.send(frame)
+
+    async def request(self, t: str, timeout: float = 10.0, **d: Any) -> dict[str, Any]:
+        """Send request ``t`` and return its reply's data; raise ServerError on error."""
+        request_id = next(self._ids)
+        future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        data = {k: v for k, v in d.items() if v is not None}
+        await self.ws.send(encode(Envelope(t, id=request_id, d=data)))
+        async with asyncio.timeout(timeout):
+            reply = await future
+        if reply.t == "error":
+            raise ServerError(reply.d)
+        return dict(reply.d)
+
+    def _entered(self, reply: dict[str, Any]) -> dict[str, Any]:
+        snapshot = reply["snapshot"]
+        self.snapshot = snapshot
+        self.room = reply["room"]
+        self.code = snapshot["code"]
+        self.version = snapshot["version"]
+        if "racer" in reply:
+            self.racer = reply["racer"]
+            self.token = reply["token"]
+            you = snapshot.get("you") or {}
+            self.seq = you.get("next_seq", 0)
+            self.board = you.get("board")
+        return reply
+
+    async def list_rooms(self, variant: str | None = None) -> list[dict[str, Any]]:
+        return list((await self.request("list", variant=variant))["rooms"])
+
+    async def create(self, variant: str, name: str, **settings: Any) -> dict[str, Any]:
+        return self._entered(await self.request("create", variant=variant, name=name, **settings))
+
+    async def join(self, code: str, name: str) -> dict[str, Any]:
+        return self._entered(await self.request("join", code=code, name=name))
+
+    async def quick(self, variant: str, name: str) -> dict[str, Any]:
+        return self._entered(await self.request("quick", variant=variant, name=name))
+
+    async def resume(
+        self, room: str | None = None, token: str | None = None, since: int | None = None
+    ) -> dict[str, Any]:
+        reply = await self.request(
+            "resume",
+            room=room or self.room,
+            token=token or self.token,
+            since=self.version if since is None else since,
+        )
+        return self._entered(reply)
+
+    async def watch(
+        self, code: str | None = None, room: str | None = None, since: int | None = None
+    ) -> dict[str, Any]:
+        return self._entered(await self.request("watch", code=code, room=room, since=since))
+
+    async def ready(self, flag: bool = True) -> None:
+        await self.request("ready", ready=flag)
+
+    async def start(self) -> None:
+        await self.request("start")
+
+    async def move(self, move: str) -> dict[str, Any]:
+        """Play ``move`` (notation or "undo") with the next seq; keeps ``board``."""
+        reply = await self.request("move", seq=self.seq, move=move)
+        self.seq = reply["seq"] + 1
+        self.board = reply["board"]
+        return reply
+
+    async def undo(self) -> dict[str, Any]:
+        return await self.move("undo")
+
+    async def resign(self) -> None:
+        await self.request("resign")
+
+    async def leave(self) -> None:
+        await self.request("leave")
+
+    async def rematch(self) -> None:
+        await self.request("rematch")
+
+    async def ping(self) -> int:
+        return int((await self.request("ping"))["now_ms"])
