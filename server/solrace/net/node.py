@@ -74,6 +74,7 @@ class Node:
         room_secret: Callable[[], bytes] = lambda: secrets.token_bytes(32),
         rate_per_s: float = RATE_PER_S,
         rate_burst: float = RATE_BURST,
+        countdown_ms: int = decide_.COUNTDOWN_MS,
     ) -> None:
         """``room_secret`` draws each new room's secret (tests pin it to get a known
         deal); ``rate_per_s``/``rate_burst`` set every connection's token bucket."""
@@ -83,6 +84,7 @@ class Node:
         self.room_secret = room_secret
         self.rate_per_s = rate_per_s
         self.rate_burst = rate_burst
+        self.countdown_ms = countdown_ms
         self.metrics = Metrics()
         self.rooms: dict[str, LiveRoom] = {}
         self.sessions: set[Session] = set()
@@ -251,6 +253,7 @@ class Node:
                     self.clock(),
                     lambda: round_commitment(room.meta.secret, state.round),
                     lambda table, reason: self._result(room, table, reason, finals or {}),
+                    self.countdown_ms,
                 )
 
             await self.decide(room, decision)
@@ -596,7 +599,11 @@ class Node:
         await self._decide_or_refuse(
             room,
             lambda: decide_.start(
-                room.state, racer, now, round_commitment(room.meta.secret, room.state.round)
+                room.state,
+                racer,
+                now,
+                round_commitment(room.meta.secret, room.state.round),
+                self.countdown_ms,
             ),
         )
 

@@ -120,20 +120,32 @@ class Session:
             async for frame in self.ws:
                 metrics.frames_in.inc()
                 if not self.bucket.take(loop.time()):
-                    metrics.closes.labels("1008").inc()
                     log.info("rate limited", extra=self._ids())
-                    await self.ws.close(1008, ErrorCode.RATE_LIMITED.value)
+                    await self._close_for(1008, ErrorCode.RATE_LIMITED.value)
                     return
                 try:
                     envelope = decode(frame)
                 except ProtocolError as err:
-                    code = err.close_code or 1007
-                    metrics.closes.labels(str(code)).inc()
-                    await self.ws.close(code, err.close_reason)
+                    await self._close_for(err.close_code or 1007, err.close_reason)
                     return
                 await self._handle(envelope)
         except ConnectionClosed:
             pass
+
+    async def _close_for(self, code: int, reason: str) -> None:
+        """Close for bad input. Frames the peer already sent are read and dropped
+        meanwhile: a flooder fills the receive queue, and websockets stops reading the
+        socket while it is full, so the peer's closing frame would otherwise never be
+        read and the close would hang until its timeout."""
+        self.node.metrics.closes.labels(str(code)).inc()
+        self.closed = True
+        closing = asyncio.ensure_future(self.ws.close(code, reason))
+        try:
+            async for _ in self.ws:
+                pass
+        except ConnectionClosed:
+            pass
+        await closing
 
     async def _handle(self, envelope: Envelope) -> None:
         request_id = envelope.id

@@ -65,7 +65,13 @@ def ready(state: RoomState, racer: int, flag: bool) -> list[Event]:
     return [event("ready_changed", racer=racer, ready=flag)]
 
 
-def start(state: RoomState, racer: int, now_ms: int, commitment: str) -> list[Event]:
+def start(
+    state: RoomState,
+    racer: int,
+    now_ms: int,
+    commitment: str,
+    countdown_ms: int = COUNTDOWN_MS,
+) -> list[Event]:
     """The host starts the countdown; everyone else must be ready."""
     _member(state, racer)
     if state.phase != LOBBY:
@@ -77,11 +83,11 @@ def start(state: RoomState, racer: int, now_ms: int, commitment: str) -> list[Ev
     waiting = [r.name for r in state.racers.values() if not r.ready and r.racer != racer]
     if waiting:
         raise RaceError("not_ready", f"not ready yet: {', '.join(waiting)}")
-    return [countdown(state, now_ms, commitment)]
+    return [countdown(now_ms, commitment, countdown_ms)]
 
 
-def countdown(state: RoomState, now_ms: int, commitment: str) -> Event:
-    return event("countdown", start_at_ms=now_ms + COUNTDOWN_MS, commitment=commitment)
+def countdown(now_ms: int, commitment: str, countdown_ms: int = COUNTDOWN_MS) -> Event:
+    return event("countdown", start_at_ms=now_ms + countdown_ms, commitment=commitment)
 
 
 def resign(state: RoomState, racer: int) -> list[Event]:
@@ -139,6 +145,7 @@ def tick(
     now_ms: int,
     commitment: Callable[[], str],
     result: Callable[[list[dict[str, Any]], str], dict[str, Any]],
+    countdown_ms: int = COUNTDOWN_MS,
 ) -> list[Event]:
     """Everything the clock decides: a quick room's start (all ready, or its lobby
     timer), the start instant, the disconnect grace, the time limit, and the end of the
@@ -154,7 +161,7 @@ def tick(
             all_ready = all(r.ready for r in racers)
             timer_out = state.lobby_deadline_ms is not None and now_ms >= state.lobby_deadline_ms
             if all_ready or timer_out:
-                return [countdown(state, now_ms, commitment())]
+                return [countdown(now_ms, commitment(), countdown_ms)]
         return []
     if phase == COUNTDOWN:
         assert state.start_at_ms is not None

@@ -1,0 +1,102 @@
+"""Fixtures: servers on real sockets, over real Redis AND the embedded store.
+
+``cluster`` starts as many server nodes as a test asks for, all on one backend (one
+Redis key prefix, or one in-process embedded Redis), so a test can put racers of one
+room on different nodes or restart a node mid-race. Real Redis must be running: if it
+is not, these tests fail, they never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+import redis.asyncio
+from solrace.net.node import Node
+from solrace.net.server import RaceServer
+from solrace.store import Store
+
+REDIS_URL = os.environ.get("SOLRACE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+#: A room secret whose round-1 Yukon deal the test solver wins quickly (checked by
+#: the tests that use it: they fail, loudly, if it ever stops being solvable).
+SOLVABLE_SECRET = bytes([2]) * 32
+
+
+class Cluster:
+    def __init__(self, backend: str, prefix: str) -> None:
+        self.backend = backend
+        self.prefix = prefix
+        self.stores: list[Store] = []
+        self.servers: list[RaceServer] = []
+        self._first: Store | None = None
+
+    async def store(self) -> Store:
+        if self.backend == "embedded":
+            if self._first is None:
+                self._first = await Store.connect(None, prefix=self.prefix)
+                store = self._first
+            else:
+                store = await self._first.sibling()
+        else:
+            store = await Store.connect(REDIS_URL, prefix=self.prefix)
+            if not await store.ping():
+                pytest.fail(f"real Redis is not reachable at {REDIS_URL}")
+        self.stores.append(store)
+        return store
+
+    async def node(
+        self,
+        secret: bytes | Callable[[], bytes] = SOLVABLE_SECRET,
+        rate: float = 100_000.0,
+        **node_args: object,
+    ) -> RaceServer:
+        """A started server node on this cluster's backend. Tests race fast: the rate
+        limit is lifted unless a test sets it, and countdowns last 0.2 s."""
+        store = await self.store()
+        source = secret if callable(secret) else (lambda: secret)
+        node = Node(
+            store,
+            name=f"node{len(self.servers)}",
+            room_secret=source,
+            rate_per_s=rate,
+            rate_burst=rate,
+            countdown_ms=200,
+            **node_args,  # type: ignore[arg-type]
+        )
+        server = RaceServer(node, "127.0.0.1", 0)
+        await server.start()
+        self.servers.append(server)
+        return server
+
+    async def kill(self, server: RaceServer) -> None:
+        """Stop a node abruptly-ish: close its connections (as a crash would drop
+        them) without draining."""
+        self.servers.remove(server)
+        if server.server is not None:
+            server.server.close(close_connections=True)
+            await server.server.wait_closed()
+        await server.node.stop()
+
+    async def close(self) -> None:
+        for server in list(self.servers):
+            await server.drain()
+        if self.backend == "redis":
+            client = redis.asyncio.from_url(REDIS_URL)
+            try:
+                keys = [k async for k in client.scan_iter(match=f"{self.prefix}*", count=1000)]
+                if keys:
+                    await client.delete(*keys)
+            finally:
+                await client.aclose()
+
+
+@pytest.fixture(params=["redis", "embedded"])
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
+    c = Cluster(request.param, f"solrace-test:{uuid.uuid4().hex}:")
+    try:
+        yield c
+    finally:
+        await c.close()

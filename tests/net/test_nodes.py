@@ -1,0 +1,112 @@
+"""Several nodes on one store: a room spread over nodes, a node restarted mid-race,
+and a store failure in the middle of a move."""
+
+from __future__ import annotations
+
+import pytest
+from solrace.store.errors import StoreUnavailable
+from solrace_client import RaceClient, ServerError
+
+from tests.support.race import check_no_leaks, play_until_done, winning_moves
+
+from .conftest import SOLVABLE_SECRET, Cluster
+
+
+async def test_racers_of_one_room_on_two_nodes_with_a_spectator_on_a_third(
+    cluster: Cluster,
+) -> None:
+    one, two, three = await cluster.node(), await cluster.node(), await cluster.node()
+    ann = await RaceClient.connect(one.url)
+    bob = await RaceClient.connect(two.url)
+    watcher = await RaceClient.connect(three.url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await watcher.watch(code=ann.code)
+    await ann.wait_for(lambda e: e.t == "racer_joined" and e.d["name"] == "Bob")
+    await bob.ready()
+    await ann.wait_for(lambda e: e.t == "ready_changed")
+    await ann.start()
+    for client in (ann, bob, watcher):
+        await client.next_event("started", timeout=10)
+    moves = winning_moves(SOLVABLE_SECRET)
+    await play_until_done(bob, moves[:10])
+    seen = await ann.wait_for(lambda e: e.t == "progress" and e.d["moves"] == 10)
+    assert seen.d["racer"] == bob.racer
+    assert (await play_until_done(ann, moves))["status"] == "finished"
+    await bob.resign()
+    over = await watcher.next_event("race_over", timeout=10)
+    assert [s["name"] for s in over.d["standings"]] == ["Ann", "Bob"]
+    # Every node delivered the same events in the same order, without gaps.
+    for client in (ann, bob, watcher):
+        versions = [e.v for e in client.received if e.v is not None]
+        assert versions == list(range(versions[0], versions[-1] + 1))
+    settings = ann.snapshot["settings"]  # type: ignore[index]
+    assert check_no_leaks(watcher.received, over.d, settings) > 10
+    for client in (ann, bob, watcher):
+        await client.close()
+
+
+async def test_a_node_restarted_mid_race_loses_nothing_acknowledged(cluster: Cluster) -> None:
+    first = await cluster.node()
+    ann = await RaceClient.connect(first.url)
+    bob = await RaceClient.connect(first.url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    for client in (ann, bob):
+        await client.next_event("started", timeout=10)
+    moves = winning_moves(SOLVABLE_SECRET)
+    await play_until_done(ann, moves[:25])
+    acknowledged = ann.board
+    await cluster.kill(first)  # the node dies; its connections drop
+    await ann.closed
+    restarted = await cluster.node()
+    again = await RaceClient.connect(restarted.url)
+    joined = await again.resume(room=ann.room, token=ann.token, since=ann.version)
+    you = joined["snapshot"]["you"]
+    assert you["next_seq"] == 25 and you["board"] == acknowledged
+    bob_again = await RaceClient.connect(restarted.url)
+    await bob_again.resume(room=bob.room, token=bob.token, since=bob.version)
+    assert (await play_until_done(again, moves[25:]))["status"] == "finished"
+    await bob_again.resign()
+    over = await again.next_event("race_over", timeout=10)
+    assert over.d["standings"][0]["log"] == moves
+    for client in (again, bob_again):
+        await client.close()
+
+
+async def test_a_store_failure_during_a_move_leaves_nothing_applied(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    bob = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    await ann.next_event("started", timeout=10)
+    moves = winning_moves(SOLVABLE_SECRET)
+    await ann.move(moves[0])
+    before = ann.board
+    store = server.node.store
+    real_append = store.append_move
+
+    async def failing(*args: object, **kwargs: object) -> object:
+        raise StoreUnavailable("redis went away")
+
+    monkeypatch.setattr(store, "append_move", failing)
+    with pytest.raises(ServerError) as refused:
+        await ann.move(moves[1])
+    assert refused.value.code == "unavailable" and refused.value.data["seq"] == 1
+    monkeypatch.setattr(store, "append_move", real_append)
+    # The move was not applied: the resumed board is the one before it, and the same
+    # seq now succeeds exactly once.
+    joined = await ann.resume()
+    assert joined["snapshot"]["you"]["board"] == before
+    assert joined["snapshot"]["you"]["next_seq"] == 1
+    moved = await ann.move(moves[1])
+    assert moved["seq"] == 1 and moved["moves"] == 2
+    for client in (ann, bob):
+        await client.close()

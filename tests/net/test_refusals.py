@@ -1,0 +1,189 @@
+"""Every refusal path: each gets its error code (or close code) and changes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgpack
+import pytest
+from solrace.protocol import SUBPROTOCOL, Envelope, encode
+from solrace_client import RaceClient, ServerError
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
+
+from tests.support.race import winning_moves
+
+from .conftest import SOLVABLE_SECRET, Cluster
+
+
+async def _racing_pair(url: str) -> tuple[RaceClient, RaceClient]:
+    ann, bob = await RaceClient.connect(url), await RaceClient.connect(url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    await ann.next_event("started", timeout=10)
+    await bob.next_event("started", timeout=10)
+    return ann, bob
+
+
+async def test_illegal_move_is_refused_with_the_engines_reason_and_changes_nothing(
+    cluster: Cluster,
+) -> None:
+    server = await cluster.node()
+    ann, bob = await _racing_pair(server.url)
+    board_before = ann.board
+    with pytest.raises(ServerError) as refused:
+        await ann.move("1:1>2")
+    assert refused.value.code == "illegal_move"
+    assert "cannot go on" in refused.value.message
+    assert refused.value.data["seq"] == 0
+    # Same seq still works: nothing was applied.
+    first = winning_moves(SOLVABLE_SECRET)[0]
+    moved = await ann.move(first)
+    assert moved["seq"] == 0 and moved["board"] != board_before
+    with pytest.raises(ServerError) as bad:
+        await ann.move("11:1>2")
+    assert bad.value.code in ("bad_notation", "bad_message")
+    for client in (ann, bob):
+        await client.close()
+
+
+async def test_stale_and_duplicate_seq_are_refused_and_never_applied_twice(
+    cluster: Cluster,
+) -> None:
+    server = await cluster.node()
+    ann, bob = await _racing_pair(server.url)
+    moves = winning_moves(SOLVABLE_SECRET)
+    await ann.move(moves[0])
+    # Replay seq 0 (a duplicate) and send seq 5 (from the future).
+    for seq in (0, 5):
+        with pytest.raises(ServerError) as refused:
+            await ann.request("move", seq=seq, move=moves[1])
+        assert refused.value.code == "bad_seq"
+        assert refused.value.data["expected"] == 1
+    moved = await ann.move(moves[1])
+    assert moved["seq"] == 1 and moved["moves"] == 2
+    for client in (ann, bob):
+        await client.close()
+
+
+async def test_spectators_cannot_act_and_idle_connections_are_not_racers(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann, bob = await _racing_pair(server.url)
+    watcher = await RaceClient.connect(server.url)
+    await watcher.watch(code=ann.code)
+    with pytest.raises(ServerError) as refused:
+        await watcher.request("move", seq=0, move="D")
+    assert refused.value.code == "spectator_cannot_act"
+    idle = await RaceClient.connect(server.url)
+    with pytest.raises(ServerError) as not_racer:
+        await idle.request("ready", ready=True)
+    assert not_racer.value.code == "not_racer"
+    for client in (ann, bob, watcher, idle):
+        await client.close()
+
+
+async def test_wrong_token_and_unknown_room(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann, bob = await _racing_pair(server.url)
+    thief = await RaceClient.connect(server.url)
+    with pytest.raises(ServerError) as bad_token:
+        await thief.resume(room=ann.room, token="x" * 32, since=0)
+    assert bad_token.value.code == "bad_token"
+    with pytest.raises(ServerError) as unknown:
+        await thief.resume(room="r_nosuchroom", token="x" * 32, since=0)
+    assert unknown.value.code == "unknown_room"
+    with pytest.raises(ServerError) as no_code:
+        await thief.join("ZZZZZZ", "Eve")
+    assert no_code.value.code == "unknown_room"
+    with pytest.raises(ServerError) as started:
+        await thief.join(ann.code or "", "Eve")
+    assert started.value.code == "wrong_phase"
+    for client in (ann, bob, thief):
+        await client.close()
+
+
+async def test_lobby_refusals(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    bob = await RaceClient.connect(server.url)
+    cy = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", max_racers=2)
+    with pytest.raises(ServerError) as alone:
+        await ann.start()
+    assert alone.value.code == "not_ready"
+    await bob.join(ann.code or "", "Bob")
+    with pytest.raises(ServerError) as full:
+        await cy.join(ann.code or "", "Cy")
+    assert full.value.code == "room_full"
+    with pytest.raises(ServerError) as not_host:
+        await bob.start()
+    assert not_host.value.code == "not_host"
+    with pytest.raises(ServerError) as unready:
+        await ann.start()
+    assert unready.value.code == "not_ready"
+    with pytest.raises(ServerError) as early:
+        await bob.request("move", seq=0, move="D")
+    assert early.value.code == "wrong_phase"
+    with pytest.raises(ServerError) as options:
+        await cy.create("yukon", "Cy", options={"draw": 3})
+    assert options.value.code == "bad_options"
+    with pytest.raises(ServerError) as twice:
+        await ann.create("yukon", "Ann")
+    assert twice.value.code == "already_in_room"
+    for client in (ann, bob, cy):
+        await client.close()
+
+
+async def test_malformed_frames_close_the_connection(cluster: Cluster) -> None:
+    server = await cluster.node()
+    cases = [
+        ("text frame", "hello", 1003),
+        ("not msgpack", b"\xc1\xc1\xc1", 1007),
+        ("not an envelope", msgpack.packb([1, 2, 3]), 1007),
+        ("oversized", b"\x00" * 20_000, 1009),
+    ]
+    for _, frame, code in cases:
+        client = await RaceClient.connect(server.url)
+        await client.send_raw(frame)
+        await asyncio.wait_for(client.closed, 5)
+        assert client.close_code == code
+    # A readable message with a bad field gets an error reply, not a close.
+    client = await RaceClient.connect(server.url)
+    with pytest.raises(ServerError) as bad:
+        await client.request("create", variant="yukon", name="Ann", max_racers=99)
+    assert bad.value.code == "bad_message" and bad.value.data["field"] == "max_racers"
+    with pytest.raises(ServerError) as unknown:
+        await client.request("teleport")
+    assert unknown.value.code == "unknown_type"
+    assert client.close_code is None
+    await client.close()
+
+
+async def test_a_flood_is_closed_with_1008_without_harming_the_room(cluster: Cluster) -> None:
+    server = await cluster.node(rate=20.0)
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    flooder = await RaceClient.connect(server.url)
+    for _ in range(200):
+        try:
+            await flooder.send_raw(encode(Envelope("ping", id=1)))
+        except Exception:
+            break
+    await asyncio.wait_for(flooder.closed, 5)
+    assert flooder.close_code == 1008
+    assert (await ann.ping()) > 0  # the room and other connections carry on
+    await ann.close()
+
+
+async def test_an_unknown_protocol_version_is_refused_at_the_handshake(cluster: Cluster) -> None:
+    server = await cluster.node()
+    with pytest.raises(InvalidStatus) as refused:
+        await connect(server.url, subprotocols=["solrace.v0"])  # type: ignore[list-item]
+    assert refused.value.response.status_code == 400
+    assert b"solrace.v1" in refused.value.response.body
+    with pytest.raises(InvalidStatus):
+        await connect(server.url)
+    async with connect(server.url, subprotocols=[SUBPROTOCOL]) as ws:  # type: ignore[list-item]
+        assert ws.subprotocol == SUBPROTOCOL

@@ -1,0 +1,117 @@
+"""The ``solrace-server`` process: first log line, HTTP endpoints, SIGTERM drain."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+import urllib.request
+from collections.abc import AsyncIterator
+
+import pytest
+from solrace_client import RaceClient
+
+from .conftest import REDIS_URL
+
+
+class ServerProcess:
+    def __init__(self, proc: asyncio.subprocess.Process, url: str, first_line: str) -> None:
+        self.proc = proc
+        self.url = url
+        self.http = url.replace("ws://", "http://")
+        self.first_line = first_line
+        self.lines: list[str] = [first_line]
+
+
+async def _start(*args: str, env: dict[str, str] | None = None) -> ServerProcess:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "solrace.net.main",
+        "--port",
+        "0",
+        *args,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    assert proc.stderr is not None
+    lines: list[str] = []
+    async with asyncio.timeout(15):
+        while True:
+            line = (await proc.stderr.readline()).decode()
+            assert line, f"server exited early: {lines}"
+            lines.append(line)
+            match = re.search(r"url\W+(ws://[^\"\s]+)", line)
+            if match:
+                server = ServerProcess(proc, match.group(1), lines[0])
+                server.lines = lines
+                return server
+
+
+@pytest.fixture
+async def embedded_server() -> AsyncIterator[ServerProcess]:
+    server = await _start()
+    yield server
+    if server.proc.returncode is None:
+        server.proc.kill()
+        await server.proc.wait()
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+async def test_without_redis_it_says_so_in_its_first_log_line(
+    embedded_server: ServerProcess,
+) -> None:
+    assert "embedded" in embedded_server.first_line
+    assert "NOT durable" in embedded_server.first_line
+
+
+async def test_healthz_and_metrics_on_the_websocket_port(embedded_server: ServerProcess) -> None:
+    status, body = await asyncio.to_thread(_get, embedded_server.http + "/healthz")
+    assert (status, body) == (200, "ok\n")
+    client = await RaceClient.connect(embedded_server.url)
+    await client.create("yukon", "Ann")
+    status, metrics = await asyncio.to_thread(_get, embedded_server.http + "/metrics")
+    assert status == 200
+    assert "solrace_connections 1.0" in metrics
+    assert "solrace_moves_accepted_total" in metrics
+    assert "solrace_move_latency_seconds_bucket" in metrics
+    await client.close()
+
+
+async def test_sigterm_drains_closes_1001_and_exits_cleanly(
+    embedded_server: ServerProcess,
+) -> None:
+    client = await RaceClient.connect(embedded_server.url)
+    await client.create("yukon", "Ann")
+    embedded_server.proc.send_signal(signal.SIGTERM)
+    await asyncio.wait_for(client.closed, 10)
+    assert client.close_code == 1001
+    assert await asyncio.wait_for(embedded_server.proc.wait(), 10) == 0
+
+
+async def test_configured_by_environment_with_redis() -> None:
+    prefix = f"solrace-test-env:{os.getpid()}:"
+    server = await _start(
+        env={
+            "SOLRACE_REDIS_URL": REDIS_URL,
+            "SOLRACE_KEY_PREFIX": prefix,
+            "SOLRACE_LOG_FORMAT": "json",
+        }
+    )
+    try:
+        assert '"store: redis"' in server.first_line or "store: redis" in server.first_line
+        assert server.first_line.startswith("{")
+        status, _ = await asyncio.to_thread(_get, server.http + "/healthz")
+        assert status == 200
+    finally:
+        server.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(server.proc.wait(), 10) == 0
