@@ -1,0 +1,64 @@
+"""A playable board rebuilt from a view: legal moves without knowing hidden cards.
+
+A racer only ever receives its own board's *view* (face-down cards and the stock are
+counts). Which moves are legal right now never depends on what the hidden cards are:
+they can neither move nor take a card. So the client fills the hidden places with the
+faces it cannot see (in any order) and asks the engine. What it learns from that board
+is exactly what is legal now; what the filler cards are is meaningless and is never
+shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from solrace.rules import Board, load_position
+from solrace.rules.cards import NAMES, SUITS, face_of
+
+
+def board_from_view(view: Mapping[str, Any]) -> Board:
+    """An engine board whose legal moves are those of the viewed board."""
+    decks = 2 if view["variant"] == "double_yukon" else 1
+    copies = dict.fromkeys(NAMES, decks)
+
+    def see(name: str) -> None:
+        copies[name] -= 1
+
+    for column in view["tableau"]:
+        for name in column["up"]:
+            see(name)
+    for name in view["waste"]:
+        see(name)
+    stock_cards = list(view.get("stock_cards") or [])
+    for name in stock_cards:
+        see(name)
+    foundations = view["foundations"]
+    for s, suit in enumerate(SUITS):
+        tops = foundations[suit] if decks > 1 else [foundations[suit]]
+        for top in tops:
+            for rank in range(1, top + 1):
+                see(NAMES[face_of(s, rank)])
+    unseen = [name.lower() for name, n in copies.items() for _ in range(n)]
+    if any(n < 0 for n in copies.values()):
+        raise ValueError("the view shows a card more often than the deck holds it")
+    tableau = []
+    for column in view["tableau"]:
+        hidden = [unseen.pop() for _ in range(column["down"])]
+        tableau.append(hidden + list(column["up"]))
+    if stock_cards:  # the owner's view of thoughtful Klondike lists its stock
+        stock = list(stock_cards)
+    else:
+        stock = [unseen.pop() for _ in range(view["stock"])]
+        if view["options"].get("thoughtful"):
+            stock = [name.upper() for name in stock]  # thoughtful stock is face up
+    position = {
+        "variant": view["variant"],
+        "options": dict(view["options"]),
+        "tableau": tableau,
+        "foundations": dict(foundations),
+        "stock": stock,
+        "waste": list(view["waste"]),
+        "recycles": view["recycles"],
+    }
+    return load_position(position)
