@@ -50,10 +50,7 @@ def load_race() -> SavedRace | None:
 
 
 def clear_race() -> None:
-    try:
-        _path().unlink()
-    except FileNotFoundError:
-        pass
+    _path().unlink(missing_ok=True)
 
 
 def default_name() -> str:
