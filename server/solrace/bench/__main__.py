@@ -1,4 +1,4 @@
-"""``python -m solrace.bench rules --json [--seconds S]``"""
+"""``python -m solrace.bench rules|store --json``"""
 
 from __future__ import annotations
 
@@ -10,13 +10,19 @@ import sys
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m solrace.bench")
-    parser.add_argument("suite", choices=["rules"])
+    parser.add_argument("suite", choices=["rules", "store"])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--seconds", type=float, default=4.0, help="rules: time budget")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0", help="store")
     args = parser.parse_args()
-    from .rules import run
+    if args.suite == "rules":
+        from .rules import run
 
-    result = run(args.seconds)
+        result = run(args.seconds)
+    else:
+        from .store import run as run_store
+
+        result = run_store(args.redis_url)
     result["python"] = platform.python_version()
     result["machine"] = platform.machine()
     if args.json:

@@ -160,8 +160,8 @@ class Session:
             self.send(error_reply(BadMessage(ErrorCode(err.code), err.message), request_id))
         except StoreUnavailable:
             log.warning("store unavailable", extra=self._ids())
-            err = BadMessage(ErrorCode.UNAVAILABLE, retry_after_ms=1000)
-            self.send(error_reply(err, request_id))
+            unavailable = BadMessage(ErrorCode.UNAVAILABLE, retry_after_ms=1000)
+            self.send(error_reply(unavailable, request_id))
         except Exception:
             log.exception("internal error", extra=self._ids())
             self.send(error_reply(BadMessage(ErrorCode.INTERNAL), request_id))
