@@ -9,6 +9,7 @@ announces the standings and reveals the seed.
 """
 
 import asyncio
+import contextlib
 import random
 import sys
 
@@ -30,10 +31,8 @@ async def race(client: RaceClient, rng: random.Random) -> None:
             break
         if reply["status"] != "playing":
             break
-    try:
+    with contextlib.suppress(ServerError):  # already finished or stuck
         await client.resign()
-    except ServerError:
-        pass  # already finished or stuck
 
 
 async def main(url: str) -> None:
