@@ -119,6 +119,16 @@ class RaceClient:
                 if not types or envelope.t in types:
                     return envelope
 
+    async def wait_started(self, timeout: float = 30.0) -> dict[str, Any] | None:
+        """Wait for ``started`` and, for a racer, its own board (the notice that
+        follows it); returns that board."""
+        await self.next_event("started", timeout=timeout)
+        if self.racer is not None:
+            await self.wait_for(
+                lambda e: e.t == "board" and e.d.get("racer") == self.racer, timeout
+            )
+        return self.board
+
     async def wait_for(
         self, predicate: Callable[[Envelope], bool], timeout: float = 10.0
     ) -> Envelope:

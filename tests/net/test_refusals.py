@@ -22,8 +22,8 @@ async def _racing_pair(url: str) -> tuple[RaceClient, RaceClient]:
     await bob.join(ann.code or "", "Bob")
     await bob.ready()
     await ann.start()
-    await ann.next_event("started", timeout=10)
-    await bob.next_event("started", timeout=10)
+    await ann.wait_started()
+    await bob.wait_started()
     return ann, bob
 
 
@@ -33,6 +33,7 @@ async def test_illegal_move_is_refused_with_the_engines_reason_and_changes_nothi
     server = await cluster.node()
     ann, bob = await _racing_pair(server.url)
     board_before = ann.board
+    assert board_before is not None
     with pytest.raises(ServerError) as refused:
         await ann.move("1:1>2")
     assert refused.value.code == "illegal_move"

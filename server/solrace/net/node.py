@@ -51,6 +51,7 @@ from .session import Session
 
 log = logging.getLogger("solrace.node")
 
+ROOM_TTL_S = 24 * 3600
 FINISHED_ROOM_TTL_S = 3600
 EMPTY_ROOM_TTL_S = 600
 DECIDE_ATTEMPTS = 20
@@ -141,8 +142,20 @@ class Node:
                 raise BadMessage(ErrorCode.UNKNOWN_ROOM, f"no room {room_id}")
             room = self.rooms.setdefault(room_id, LiveRoom(RoomMeta.decode(raw)))
         await self.sync(room)
+        wake = decide_.next_wakeup(room.state)
+        if wake is not None and wake <= self.clock():
+            # A timer nobody ran (every node serving the room had gone): catch up now.
+            await self.tick(room)
         self.metrics.rooms.set(sum(1 for r in self.rooms.values() if r.has_sessions()))
         return room
+
+    def _release(self, room: LiveRoom) -> None:
+        """Forget a room this node no longer serves; the store keeps everything."""
+        if not room.has_sessions():
+            if room.timer is not None:
+                room.timer.cancel()
+                room.timer = None
+            self.rooms.pop(room.room_id, None)
 
     async def room_by_code(self, code: str) -> LiveRoom:
         room_id = await self.store.room_for_code(code.upper())
@@ -236,6 +249,8 @@ class Node:
                 await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
             elif ev["t"] == "countdown":
                 self.metrics.races_started.inc()
+            elif ev["t"] == "room_reset":
+                await self.store.expire_room(room.room_id, ROOM_TTL_S, unlist=False)
 
     async def tick(self, room: LiveRoom) -> None:
         """The clock's decisions for a room (start, time limit, grace, end)."""
@@ -359,10 +374,11 @@ class Node:
             try:
                 room = await self.room(room_id)
             except BadMessage:
+                await self.store.unlist(room_id)  # its keys expired
                 continue
-            if variant is not None and room.meta.settings.variant != variant:
-                continue
-            summaries.append(room.state.summary())
+            if variant is None or room.meta.settings.variant == variant:
+                summaries.append(room.state.summary())
+            self._release(room)
             if len(summaries) >= MAX_ROOMS_LISTED:
                 break
         return summaries
@@ -399,6 +415,8 @@ class Node:
                 )
             except CodeTaken:
                 continue
+            # A lifetime cap, so a room abandoned mid-race cannot stay forever.
+            await self.store.expire_room(meta.room, ROOM_TTL_S, unlist=False)
             room = self.rooms[meta.room] = LiveRoom(meta)
             log.info("room created", extra={"room": meta.room, "variant": settings.variant})
             return room
@@ -624,6 +642,7 @@ class Node:
         session.detach()
         if racer is None:
             room.spectators.discard(session)
+            self._release(room)
             return
         room.racers.pop(racer, None)
         room.games.pop(racer, None)
@@ -631,6 +650,7 @@ class Node:
         if not room.state.racers:
             await self.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
         await self.tick(room)
+        self._release(room)
 
     async def disconnected(self, session: Session) -> None:
         """A connection closed without ``leave``: mark the racer offline; the grace
@@ -641,6 +661,7 @@ class Node:
             return
         if racer is None:
             room.spectators.discard(session)
+            self._release(room)
             return
         if room.racers.get(racer) is not session:
             return
@@ -650,6 +671,7 @@ class Node:
             await self.decide(room, lambda: decide_.presence(room.state, racer, False))
         except (StoreUnavailable, BadMessage):
             log.warning("could not record disconnect", extra={"room": room.room_id})
+        self._release(room)
 
     async def _decide_or_refuse(
         self, room: LiveRoom, decision: Callable[[], list[dict[str, Any]]]

@@ -156,6 +156,11 @@ def tick(
     """
     phase = state.phase
     if phase == LOBBY:
+        for member in state.racers.values():
+            offline = member.offline_since_ms
+            gone = offline is not None and now_ms >= offline + DISCONNECT_GRACE_MS
+            if not member.online and gone:
+                return leave(state, member.racer)  # a lobby ghost frees its seat
         racers = list(state.racers.values())
         if state.settings.quick and len(racers) >= 2:
             all_ready = all(r.ready for r in racers)
@@ -217,6 +222,11 @@ def next_wakeup(state: RoomState) -> int | None:
     phase = state.phase
     if phase == LOBBY and state.settings.quick and state.lobby_deadline_ms is not None:
         times.append(state.lobby_deadline_ms)
+    if phase == LOBBY:
+        for member in state.racers.values():
+            offline = member.offline_since_ms
+            if not member.online and offline is not None:
+                times.append(offline + DISCONNECT_GRACE_MS)
     if phase == COUNTDOWN and state.start_at_ms is not None:
         times.append(state.start_at_ms)
     if phase == RACING:

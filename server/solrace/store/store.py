@@ -313,8 +313,9 @@ class Store:
         with redis_errors():
             await self._redis.zrem(self.keys.listed, room_id)
 
-    async def expire_room(self, room_id: str, ttl_s: float) -> None:
-        """Make every key of the room expire in ``ttl_s`` seconds; unlist it now.
+    async def expire_room(self, room_id: str, ttl_s: float, *, unlist: bool = True) -> None:
+        """Make every key of the room expire in ``ttl_s`` seconds; unlist it now
+        (unless ``unlist`` is False: a new room gets a lifetime cap while listed).
 
         Race-free without one script spanning keys it cannot name in advance:
         step 1 is a MULTI that sets the TTL on the fixed keys (meta first: it is the
@@ -341,7 +342,8 @@ class Store:
                 pipe.pexpire(member, ttl_ms)
             if code is not None:
                 pipe.pexpire(self.keys.code(_as_text(code)), ttl_ms)
-            pipe.zrem(self.keys.listed, room_id)
+            if unlist:
+                pipe.zrem(self.keys.listed, room_id)
             await pipe.execute()
 
     # -- events --------------------------------------------------------------------

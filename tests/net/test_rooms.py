@@ -1,0 +1,205 @@
+"""Room mechanics: listing, quick races, the lobby, leaving, the disconnect grace,
+room options (undo, spectator delay) and expiry of finished rooms."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from solrace.net.server import RaceServer
+from solrace_client import RaceClient, ServerError
+
+from tests.support.race import play_until_done, winning_moves
+
+from .conftest import SOLVABLE_SECRET, Cluster
+
+
+def _advance(server: RaceServer, ms: int) -> None:
+    """Move a node's clock forward instead of sleeping through a timer."""
+    real = server.node.clock
+    server.node.clock = lambda: real() + ms
+
+
+async def test_list_shows_public_rooms_only(cluster: Cluster) -> None:
+    server = await cluster.node()
+    public = await RaceClient.connect(server.url)
+    private = await RaceClient.connect(server.url)
+    looker = await RaceClient.connect(server.url)
+    await public.create("klondike", "Ann", options={"draw": 3})
+    await private.create("yukon", "Bob", private=True)
+    rooms = await looker.list_rooms()
+    codes = {r["code"] for r in rooms}
+    assert public.code in codes and private.code not in codes
+    summary = next(r for r in rooms if r["code"] == public.code)
+    assert (summary["variant"], summary["phase"], summary["racers"], summary["host"]) == (
+        "klondike",
+        "lobby",
+        1,
+        "Ann",
+    )
+    assert summary["options"]["draw"] == 3
+    assert await looker.list_rooms("russian") == []
+    for client in (public, private, looker):
+        await client.close()
+
+
+async def test_quick_joins_the_waiting_room_and_starts_when_all_are_ready(
+    cluster: Cluster,
+) -> None:
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    first = await ann.quick("yukon", "Ann")
+    second = await bob.quick("yukon", "Bob")
+    assert first["room"] == second["room"]
+    assert first["snapshot"]["settings"]["quick"] is True
+    await ann.ready()
+    await bob.ready()  # everyone ready: the countdown starts by itself, no host needed
+    for client in (ann, bob):
+        await client.next_event("started", timeout=10)
+    cy = await RaceClient.connect(server.url)
+    third = await cy.quick("yukon", "Cy")  # the first room is racing: a new one opens
+    assert third["room"] != first["room"]
+    for client in (ann, bob, cy):
+        await client.close()
+
+
+async def test_a_quick_rooms_lobby_timer_starts_it_without_everyone_ready(
+    cluster: Cluster,
+) -> None:
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.quick("alaska", "Ann")
+    await bob.quick("alaska", "Bob")
+    assert not [e for e in ann.received if e.t == "countdown"]
+    _advance(server, 21_000)
+    await server.node.tick(server.node.rooms[ann.room or ""])
+    countdown = await ann.next_event("countdown", timeout=10)
+    assert countdown.d["commitment"]
+    for client in (ann, bob):
+        await client.close()
+
+
+async def test_leaving_the_lobby_removes_the_racer_and_passes_the_host_on(
+    cluster: Cluster,
+) -> None:
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await ann.leave()
+    left = await bob.next_event("racer_left", timeout=10)
+    assert left.d == {"racer": ann.racer, "host": bob.racer}
+    await ann.close()
+    cy = await RaceClient.connect(server.url)
+    joined = await cy.join(bob.code or "", "Cy")
+    assert joined["snapshot"]["host"] == bob.racer
+    assert [r["name"] for r in joined["snapshot"]["racers"]] == ["Bob", "Cy"]
+    for client in (bob, cy):
+        await client.close()
+
+
+async def test_leaving_mid_race_is_a_forfeit_and_the_race_goes_on(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    await ann.next_event("started", timeout=10)
+    await bob.leave()
+    left = await ann.next_event("racer_left", timeout=10)
+    assert left.d["racer"] == bob.racer
+    with pytest.raises(ServerError) as gone:
+        await bob.resume(room=ann.room, token=bob.token, since=0)
+    assert gone.value.code == "bad_token"  # a forfeit cannot be taken back
+    assert (await play_until_done(ann, winning_moves(SOLVABLE_SECRET)))["status"] == "finished"
+    over = await ann.next_event("race_over", timeout=10)
+    assert [(s["name"], s["status"]) for s in over.d["standings"]] == [
+        ("Ann", "finished"),
+        ("Bob", "left"),
+    ]
+    for client in (ann, bob):
+        await client.close()
+
+
+async def test_a_racer_gone_past_the_grace_period_forfeits(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    await ann.next_event("started", timeout=10)
+    await bob.close()
+    await ann.wait_for(lambda e: e.t == "presence" and not e.d["online"])
+    _advance(server, 31_000)
+    await server.node.tick(server.node.rooms[ann.room or ""])
+    left = await ann.next_event("racer_left", timeout=10)
+    assert left.d["racer"] == bob.racer
+    await ann.close()
+
+
+async def test_undo_follows_the_rooms_options(cluster: Cluster) -> None:
+    server = await cluster.node()
+    for undo in (True, False):
+        ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+        await ann.create("yukon", "Ann", options={"undo": undo})
+        await bob.join(ann.code or "", "Bob")
+        await bob.ready()
+        await ann.start()
+        before = await ann.wait_started()
+        await ann.move(winning_moves(SOLVABLE_SECRET)[0])
+        if undo:
+            undone = await ann.undo()
+            assert undone["board"] == before and undone["moves"] == 2  # undo counts
+        else:
+            with pytest.raises(ServerError) as refused:
+                await ann.undo()
+            assert refused.value.code == "illegal_move" and "undo is off" in refused.value.message
+        for client in (ann, bob):
+            await client.close()
+
+
+async def test_spectators_see_boards_only_after_the_rooms_delay(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", spectator_delay_s=1)
+    await bob.join(ann.code or "", "Bob")
+    watcher = await RaceClient.connect(server.url)
+    watching = await watcher.watch(code=ann.code)
+    assert watching["snapshot"]["settings"]["spectator_delay_s"] == 1
+    await bob.ready()
+    await ann.start()
+    await watcher.next_event("started", timeout=10)
+    await ann.move(winning_moves(SOLVABLE_SECRET)[0])
+    moved_at = asyncio.get_running_loop().time()
+    board = await watcher.wait_for(
+        lambda e: e.t == "board" and e.d["racer"] == ann.racer and e.d["view"] == ann.board
+    )
+    assert board is not None
+    assert asyncio.get_running_loop().time() - moved_at >= 0.9
+    for client in (ann, bob, watcher):
+        await client.close()
+
+
+async def test_a_finished_rooms_keys_expire_and_its_result_is_kept(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    await ann.next_event("started", timeout=10)
+    await ann.resign()
+    await bob.resign()
+    over = await ann.next_event("race_over", timeout=10)
+    store = server.node.store
+    raw = store._redis  # the test inspects the real keys
+    pattern = store.keys.room(ann.room or "").base.replace("{", "\\{").replace("}", "\\}") + "*"
+    ttls = [await raw.pttl(key) async for key in raw.scan_iter(match=pattern)]
+    assert ttls and all(0 < ttl <= 3_600_000 for ttl in ttls)
+    assert ann.room not in await store.listed_rooms()
+    assert await store.load_result(f"{ann.room}.1") is not None
+    assert over.d["reason"] == "all_done"
+    for client in (ann, bob):
+        await client.close()
