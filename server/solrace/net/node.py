@@ -211,13 +211,19 @@ class Node:
 
     # ------------------------------------------------------------ decisions
     async def decide(
-        self, room: LiveRoom, decision: Callable[[], list[dict[str, Any]]]
+        self,
+        room: LiveRoom,
+        decision: Callable[[], list[dict[str, Any]]],
+        prepare: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Append ``decision()``'s events if the room is still where it was when
-        deciding; otherwise fold what changed and decide again."""
+        deciding; otherwise fold what changed and decide again. ``prepare`` reads
+        what the decision needs from the store, under the lock, before each try."""
         async with room.lock:
             for _ in range(DECIDE_ATTEMPTS):
                 await self._sync_locked(room)
+                if prepare is not None:
+                    await prepare()
                 events = decision()
                 if not events:
                     return
@@ -254,24 +260,32 @@ class Node:
 
     async def tick(self, room: LiveRoom) -> None:
         """The clock's decisions for a room (start, time limit, grace, end)."""
-        try:
-            finals = None
-            async with room.lock:
-                await self._sync_locked(room)
-                if room.state.phase == RACING:
-                    finals = await self._finals(room)
+        finals: dict[int, tuple[int, list[str]]] = {}
+
+        async def prepare() -> None:
+            # Under the room lock, after folding: if the race may end now, read every
+            # racer's log for the standings. A move stored meanwhile bumps the version,
+            # so the append below conflicts and this runs again on fresh logs.
             state = room.state
+            ends = state.ends_at_ms
+            if state.phase == RACING and (
+                not state.playing() or (ends is not None and self.clock() >= ends)
+            ):
+                finals.clear()
+                finals.update(await self._finals(room))
 
-            def decision() -> list[dict[str, Any]]:
-                return decide_.tick(
-                    state,
-                    self.clock(),
-                    lambda: round_commitment(room.meta.secret, state.round),
-                    lambda table, reason: self._result(room, table, reason, finals or {}),
-                    self.countdown_ms,
-                )
+        def decision() -> list[dict[str, Any]]:
+            state = room.state
+            return decide_.tick(
+                state,
+                self.clock(),
+                lambda: round_commitment(room.meta.secret, state.round),
+                lambda table, reason: self._result(room, table, reason, finals),
+                self.countdown_ms,
+            )
 
-            await self.decide(room, decision)
+        try:
+            await self.decide(room, decision, prepare)
         except (StoreUnavailable, BadMessage):
             log.warning("tick failed; retrying", extra={"room": room.room_id})
             loop = asyncio.get_running_loop()
@@ -296,8 +310,10 @@ class Node:
         reason: str,
         finals: dict[int, tuple[int, list[str]]],
     ) -> dict[str, Any]:
+        if set(finals) != {row["racer"] for row in table}:
+            raise RuntimeError("race_over decided without every racer's log")
         for row in table:
-            score, entries = finals.get(row["racer"], (0, []))
+            score, entries = finals[row["racer"]]
             row["score"] = score
             row["log"] = entries
         secret, round_no = room.meta.secret, room.state.round
@@ -708,11 +724,13 @@ class Node:
             raise _refuse(exc, seq=seq, field=field) from None
         progress = game.progress()
         status = applied.status
-        event = {
-            "t": "progress",
-            "d": {"racer": racer, **progress, "status": status, "place": None},
-            "at": self.clock(),
-        }
+        event = pack(
+            {
+                "t": "progress",
+                "d": {"racer": racer, **progress, "status": status, "place": None},
+                "at": self.clock(),
+            }
+        )
         self.inflight += 1
         try:
             result = await self.store.append_move(
@@ -720,7 +738,7 @@ class Node:
                 room.log_name(racer),
                 seq,
                 pack_entry(entry, at),
-                pack(event),
+                event,
                 finish_counter=str(state.round) if status == DONE else None,
             )
         except StoreUnavailable:
@@ -751,7 +769,7 @@ class Node:
         self.metrics.moves_accepted.inc()
         self.metrics.move_latency.observe(time.perf_counter() - received)
         if result.version is not None:
-            await self._ingest(room, result.version, pack(event))
+            await self._ingest(room, result.version, event)
         if result.place is not None:
             finished = {
                 "t": "finished",
