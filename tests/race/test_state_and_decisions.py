@@ -1,0 +1,246 @@
+"""The race layer without I/O: folding events, decisions, standings, timers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from solrace.protocol import verify
+from solrace.race import RaceError, RacerGame, RoomSettings, RoomState, standings
+from solrace.race import decisions as d
+from solrace.race.fairness import round_commitment, round_salt, round_seed
+from solrace.race.state import QUICK_LOBBY_MS
+
+COMMIT = "ab" * 32
+
+
+class Room:
+    """A RoomState plus an append-only event list, like the store keeps."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.state = RoomState("r_test", "ABCDEF", RoomSettings(**settings))
+        self.now = 1_000_000
+
+    def apply(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            self.state.apply(self.state.version + 1, {**event, "at": self.now})
+
+    def tick(self) -> list[dict[str, Any]]:
+        return d.tick(self.state, self.now, lambda: COMMIT, self._result)
+
+    @staticmethod
+    def _result(table: list[dict[str, Any]], reason: str) -> dict[str, Any]:
+        return {
+            "reason": reason,
+            "standings": table,
+            "seed": 1,
+            "salt": "00" * 32,
+            "commitment": COMMIT,
+        }
+
+
+def _lobby(n: int = 2, **settings: Any) -> Room:
+    room = Room(**settings)
+    for name in ["Ann", "Bob", "Cy", "Di"][:n]:
+        room.apply(d.join(room.state, name))
+    return room
+
+
+def _racing(n: int = 2) -> Room:
+    room = _lobby(n)
+    for racer in list(room.state.racers)[1:]:
+        room.apply(d.ready(room.state, racer, True))
+    room.apply(d.start(room.state, 1, room.now, COMMIT))
+    room.now += d.COUNTDOWN_MS
+    room.apply(room.tick())
+    assert room.state.phase == "racing"
+    return room
+
+
+def _progress(room: Room, racer: int, foundation: int, status: str = "playing") -> None:
+    room.apply(
+        [
+            d.event(
+                "progress",
+                racer=racer,
+                foundation=foundation,
+                moves=foundation,
+                face_down=0,
+                status=status,
+                place=None,
+            )
+        ]
+    )
+
+
+def test_racer_ids_are_never_reused_and_the_first_racer_hosts() -> None:
+    room = _lobby(2)
+    assert room.state.host == 1
+    room.apply(d.leave(room.state, 2))
+    room.apply(d.join(room.state, "Cy"))
+    assert list(room.state.racers) == [1, 3]
+
+
+def test_join_refusals() -> None:
+    room = _lobby(2, max_racers=2)
+    with pytest.raises(RaceError) as full:
+        d.join(room.state, "Cy")
+    assert full.value.code == "room_full"
+    racing = _racing()
+    with pytest.raises(RaceError) as started:
+        d.join(racing.state, "Cy")
+    assert started.value.code == "wrong_phase"
+
+
+def test_start_needs_the_host_and_everyone_else_ready() -> None:
+    room = _lobby(3)
+    with pytest.raises(RaceError) as not_host:
+        d.start(room.state, 2, room.now, COMMIT)
+    assert not_host.value.code == "not_host"
+    room.apply(d.ready(room.state, 2, True))
+    with pytest.raises(RaceError) as not_ready:
+        d.start(room.state, 1, room.now, COMMIT)
+    assert not_ready.value.code == "not_ready" and "Cy" in not_ready.value.message
+    room.apply(d.ready(room.state, 3, True))
+    (countdown,) = d.start(room.state, 1, room.now, COMMIT)
+    assert countdown["d"] == {"start_at_ms": room.now + d.COUNTDOWN_MS, "commitment": COMMIT}
+
+
+def test_the_race_starts_at_the_announced_instant_not_before() -> None:
+    room = _lobby(2)
+    room.apply(d.ready(room.state, 2, True))
+    room.apply(d.start(room.state, 1, room.now, COMMIT))
+    assert room.state.phase == "countdown"
+    room.now += d.COUNTDOWN_MS - 1
+    assert room.tick() == []
+    room.now += 1
+    (started,) = room.tick()
+    assert started["t"] == "started"
+    assert started["d"]["ends_at_ms"] == started["d"]["start_at_ms"] + 900_000
+
+
+def test_quick_rooms_start_when_all_are_ready_or_when_the_lobby_timer_runs_out() -> None:
+    room = _lobby(2, quick=True)
+    assert room.tick() == []
+    room.apply(d.ready(room.state, 1, True))
+    room.apply(d.ready(room.state, 2, True))
+    assert [e["t"] for e in room.tick()] == ["countdown"]
+    timed = _lobby(2, quick=True)
+    timed.now += QUICK_LOBBY_MS - 1
+    assert timed.tick() == []
+    timed.now += 1
+    assert [e["t"] for e in timed.tick()] == ["countdown"]
+    assert d.next_wakeup(_lobby(2, quick=True).state) is not None
+
+
+def test_time_limit_times_out_the_playing_racers_then_ends_the_race() -> None:
+    room = _racing(3)
+    _progress(room, 2, 10)
+    _progress(room, 3, 0, "stuck")
+    room.now = (room.state.ends_at_ms or 0) - 1
+    assert room.tick() == []
+    room.now += 1
+    timeouts = room.tick()
+    assert [(e["d"]["racer"], e["d"]["status"]) for e in timeouts] == [
+        (1, "timeout"),
+        (2, "timeout"),
+    ]
+    room.apply(timeouts)
+    (over,) = room.tick()
+    assert over["t"] == "race_over" and over["d"]["reason"] == "time_limit"
+    assert [(s["racer"], s["place"]) for s in over["d"]["standings"]] == [(2, 1), (1, 2), (3, 3)]
+
+
+def test_standings_follow_the_race_rules() -> None:
+    """RULES race rules: finishers by finish order; then by cards up (more first), then
+    by the earlier time that count was reached."""
+    room = _racing(4)
+    room.now += 1000
+    _progress(room, 3, 20)  # Cy reaches 20 first
+    room.now += 1000
+    _progress(room, 4, 20)  # Di reaches 20 later
+    _progress(room, 1, 52, "finished")
+    room.apply([d.event("finished", racer=1, place=1, elapsed_ms=2000, foundation=52, moves=99)])
+    _progress(room, 2, 5, "resigned")
+    table = standings(room.state)
+    assert [(r["name"], r["place"], r["status"]) for r in table] == [
+        ("Ann", 1, "finished"),
+        ("Cy", 2, "timeout"),
+        ("Di", 3, "timeout"),
+        ("Bob", 4, "resigned"),
+    ]
+    assert table[1]["reached_ms"] < table[2]["reached_ms"]
+
+
+def test_the_race_ends_when_nobody_is_playing() -> None:
+    room = _racing(2)
+    room.apply(d.resign(room.state, 1))
+    assert room.tick() == []
+    _progress(room, 2, 3, "stuck")
+    (over,) = room.tick()
+    assert over["d"]["reason"] == "all_done"
+    room.apply([over])
+    assert room.state.phase == "finished"
+    (reset,) = d.rematch(room.state, 2)
+    room.apply([reset])
+    assert room.state.phase == "lobby" and room.state.round == 2
+    assert all(r.status == "waiting" and not r.ready for r in room.state.racers.values())
+
+
+def test_a_racer_offline_past_the_grace_period_leaves() -> None:
+    room = _racing(2)
+    room.apply(d.presence(room.state, 2, False))
+    room.now += d.DISCONNECT_GRACE_MS - 1
+    assert room.tick() == []
+    room.now += 1
+    (left,) = room.tick()
+    assert left == d.event("racer_left", racer=2, host=1)
+    room.apply([left])
+    assert room.state.racers[2].status == "left"
+
+
+def test_everyone_leaving_abandons_the_race() -> None:
+    room = _racing(2)
+    room.apply(d.leave(room.state, 1))
+    room.apply(d.leave(room.state, 2))
+    (over,) = room.tick()
+    assert over["d"]["reason"] == "abandoned"
+
+
+def test_events_must_arrive_in_order() -> None:
+    room = _lobby(1)
+    with pytest.raises(ValueError):
+        room.state.apply(5, {"t": "ready_changed", "d": {"racer": 1, "ready": True}})
+
+
+def test_round_seeds_commit_and_verify_and_differ_per_round() -> None:
+    secret = b"s" * 32
+    assert round_seed(secret, 1) != round_seed(secret, 2)
+    assert round_salt(secret, 1) != round_salt(secret, 2)
+    assert verify(round_commitment(secret, 1), round_seed(secret, 1), round_salt(secret, 1))
+    assert not verify(round_commitment(secret, 1), round_seed(secret, 2), round_salt(secret, 1))
+
+
+def test_racer_game_revert_restores_exactly() -> None:
+    game = RacerGame("klondike", 7, {"draw": 3})
+    before = game.board.snapshot(), game.board.move_count, game.seq
+    for entry in ("D", "D", "undo"):
+        game.apply(entry, 10)
+    after = game.board.snapshot(), game.board.move_count, game.seq
+    game.apply("D", 20)
+    game.revert()
+    assert (game.board.snapshot(), game.board.move_count, game.seq) == after
+    for _ in range(3):
+        game.revert()
+    assert (game.board.snapshot(), game.board.move_count, game.seq) == before
+
+
+def test_racer_game_refusals_carry_codes() -> None:
+    game = RacerGame("yukon", 7, {})
+    with pytest.raises(RaceError) as notation:
+        game.apply("zz", 0)
+    assert notation.value.code == "bad_notation"
+    with pytest.raises(RaceError) as illegal:
+        game.apply("1:5>2", 0)
+    assert illegal.value.code == "illegal_move"
+    assert game.seq == 0
