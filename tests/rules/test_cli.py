@@ -227,3 +227,20 @@ def test_cli_moves_from_stdin_in_process(
     assert out.splitlines() == sorted(
         str(m) for m in load_position(dump_position(board)).legal_moves()
     )
+
+
+PERFT_FILE = Path(__file__).parents[1] / "data" / "perft.json"
+
+
+@pytest.mark.parametrize("entry", json.loads(PERFT_FILE.read_text()), ids=lambda e: e["name"])
+def test_cli_perft_agrees_with_the_perft_file(
+    entry: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``solrace-rules perft FILE DEPTH`` prints tests/data/perft.json's counts."""
+    path = tmp_path / "position.json"
+    path.write_text(json.dumps(entry["position"]))
+    for depth, expected in entry["perft"].items():
+        if expected > 50_000:
+            continue
+        assert main(["perft", str(path), depth]) == 0
+        assert capsys.readouterr().out == f"{expected}\n"
