@@ -115,3 +115,98 @@ async def test_configured_by_environment_with_redis() -> None:
     finally:
         server.proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(server.proc.wait(), 10) == 0
+
+
+async def _redis_server(prefix: str) -> ServerProcess:
+    return await _start(env={"SOLRACE_REDIS_URL": REDIS_URL, "SOLRACE_KEY_PREFIX": prefix})
+
+
+async def _stop(server: ServerProcess) -> None:
+    if server.proc.returncode is None:
+        server.proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(server.proc.wait(), 10)
+
+
+async def _delete_prefix(prefix: str) -> None:
+    import redis.asyncio
+
+    client = redis.asyncio.from_url(REDIS_URL)
+    keys = [k async for k in client.scan_iter(match=f"{prefix}*", count=1000)]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+async def _random_moves(client: RaceClient, count: int) -> int:
+    """Play up to ``count`` legal moves chosen from the racer's own view."""
+    from solrace_client.boardview import board_from_view
+
+    played = 0
+    for _ in range(count):
+        moves = sorted(str(m) for m in board_from_view(client.board or {}).legal_moves())
+        if not moves:
+            break
+        reply = await client.move(moves[played % len(moves)])
+        played += 1
+        if reply["status"] != "playing":
+            break
+    return played
+
+
+async def test_two_server_processes_on_one_redis_race_one_room() -> None:
+    prefix = f"solrace-test-procs:{os.getpid()}:{id(object())}:"
+    one, two = await _redis_server(prefix), await _redis_server(prefix)
+    try:
+        ann = await RaceClient.connect(one.url)
+        bob = await RaceClient.connect(two.url)
+        await ann.create("yukon", "Ann")
+        await bob.join(ann.code or "", "Bob")
+        await bob.ready()
+        await ann.wait_for(lambda e: e.t == "ready_changed")
+        await ann.start()
+        await ann.wait_started()
+        await bob.wait_started()
+        played = await _random_moves(bob, 15)
+        seen = await ann.wait_for(lambda e: e.t == "progress" and e.d["moves"] == played)
+        assert seen.d["racer"] == bob.racer
+        await _random_moves(ann, 10)
+        await ann.resign()
+        await bob.resign()
+        over = await ann.next_event("race_over", timeout=15)
+        assert {s["name"] for s in over.d["standings"]} == {"Ann", "Bob"}
+        for client in (ann, bob):
+            await client.close()
+    finally:
+        await _stop(one)
+        await _stop(two)
+        await _delete_prefix(prefix)
+
+
+async def test_a_killed_server_process_loses_no_acknowledged_move() -> None:
+    prefix = f"solrace-test-kill:{os.getpid()}:{id(object())}:"
+    first = await _redis_server(prefix)
+    try:
+        ann = await RaceClient.connect(first.url)
+        bob = await RaceClient.connect(first.url)
+        await ann.create("yukon", "Ann")
+        await bob.join(ann.code or "", "Bob")
+        await bob.ready()
+        await ann.start()
+        await ann.wait_started()
+        played = await _random_moves(ann, 20)
+        acknowledged = ann.board
+        first.proc.kill()  # SIGKILL: no drain, no goodbye
+        await first.proc.wait()
+        await asyncio.wait_for(ann.closed, 10)
+        second = await _redis_server(prefix)
+        try:
+            again = await RaceClient.connect(second.url)
+            joined = await again.resume(room=ann.room, token=ann.token, since=ann.version)
+            assert joined["snapshot"]["you"]["next_seq"] == played
+            assert joined["snapshot"]["you"]["board"] == acknowledged
+            await again.close()
+        finally:
+            await _stop(second)
+    finally:
+        await _stop(first)
+        await _delete_prefix(prefix)
