@@ -7,7 +7,7 @@ import pytest
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
 
-from tests.support.race import check_no_leaks, play_until_done, winning_moves
+from tests.support.race import check_no_leaks, play_until_done, racing, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Cluster
 
@@ -48,14 +48,7 @@ async def test_racers_of_one_room_on_two_nodes_with_a_spectator_on_a_third(
 
 async def test_a_node_restarted_mid_race_loses_nothing_acknowledged(cluster: Cluster) -> None:
     first = await cluster.node()
-    ann = await RaceClient.connect(first.url)
-    bob = await RaceClient.connect(first.url)
-    await ann.create("yukon", "Ann")
-    await bob.join(ann.code or "", "Bob")
-    await bob.ready()
-    await ann.start()
-    for client in (ann, bob):
-        await client.next_event("started", timeout=10)
+    ann, bob = await racing(first.url)
     moves = winning_moves(SOLVABLE_SECRET)
     await play_until_done(ann, moves[:25])
     acknowledged = ann.board
@@ -80,13 +73,7 @@ async def test_a_store_failure_during_a_move_leaves_nothing_applied(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = await cluster.node()
-    ann = await RaceClient.connect(server.url)
-    bob = await RaceClient.connect(server.url)
-    await ann.create("yukon", "Ann")
-    await bob.join(ann.code or "", "Bob")
-    await bob.ready()
-    await ann.start()
-    await ann.next_event("started", timeout=10)
+    ann, bob = await racing(server.url)
     moves = winning_moves(SOLVABLE_SECRET)
     await ann.move(moves[0])
     before = ann.board

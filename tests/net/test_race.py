@@ -3,37 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from solrace.protocol import verify
 from solrace.race.fairness import round_seed
 from solrace.rules import replay
 from solrace_client import RaceClient
 
-from tests.support.race import check_no_leaks, play_until_done, winning_moves
+from tests.support.race import (
+    check_no_leaks,
+    lobby,
+    play_until_done,
+    racing,
+    winning_moves,
+)
 
 from .conftest import SOLVABLE_SECRET, Cluster
-
-
-async def _lobby(url: str, names: list[str], **settings: Any) -> list[RaceClient]:
-    clients = [await RaceClient.connect(url) for _ in names]
-    await clients[0].create("yukon", names[0], **settings)
-    for client, name in zip(clients[1:], names[1:], strict=True):
-        await client.join(clients[0].code or "", name)
-    for client in clients[1:]:
-        await client.ready()
-    return clients
 
 
 async def _start(clients: list[RaceClient]) -> None:
     await clients[0].start()
     for client in clients:
-        await client.next_event("started", timeout=10)
+        await client.wait_started()
 
 
 async def test_full_race_three_racers_and_a_spectator_to_standings(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob, cy = await _lobby(server.url, ["Ann", "Bob", "Cy"])
+    ann, bob, cy = await lobby(server.url, names=("Ann", "Bob", "Cy"))
     watcher = await RaceClient.connect(server.url)
     watching = await watcher.watch(code=ann.code)
     assert [r["name"] for r in watching["snapshot"]["racers"]] == ["Ann", "Bob", "Cy"]
@@ -69,7 +64,7 @@ async def test_full_race_three_racers_and_a_spectator_to_standings(cluster: Clus
 
 async def test_spectator_sees_boards_and_racers_see_only_progress(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await _lobby(server.url, ["Ann", "Bob"])
+    ann, bob = await lobby(server.url)
     watcher = await RaceClient.connect(server.url)
     await watcher.watch(code=ann.code)
     await _start([ann, bob])
@@ -88,12 +83,7 @@ async def test_two_finishers_on_two_nodes_get_places_one_and_two_exactly_once(
     cluster: Cluster,
 ) -> None:
     one, two = await cluster.node(), await cluster.node()
-    ann = await RaceClient.connect(one.url)
-    bob = await RaceClient.connect(two.url)
-    await ann.create("yukon", "Ann")
-    await bob.join(ann.code or "", "Bob")
-    await bob.ready()
-    await _start([ann, bob])
+    ann, bob = await racing(one.url, two.url)
     moves = winning_moves(SOLVABLE_SECRET)
     # Both play the same winning line at the same time, on different nodes.
     a, b = await asyncio.gather(play_until_done(ann, moves), play_until_done(bob, moves))
@@ -109,8 +99,7 @@ async def test_two_finishers_on_two_nodes_get_places_one_and_two_exactly_once(
 
 async def test_time_limit_ends_the_race_and_ranks_by_foundations(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await _lobby(server.url, ["Ann", "Bob"], time_limit_s=60)
-    await _start([ann, bob])
+    ann, bob = await racing(server.url, time_limit_s=60)
     moves = winning_moves(SOLVABLE_SECRET)[:40]
     board = replay("yukon", round_seed(SOLVABLE_SECRET, 1), None, moves)
     assert board.foundation_count() > 0, "the test needs Bob to have cards up"
@@ -133,8 +122,7 @@ async def test_time_limit_ends_the_race_and_ranks_by_foundations(cluster: Cluste
 
 async def test_rematch_deals_a_new_seed_in_the_same_room(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await _lobby(server.url, ["Ann", "Bob"])
-    await _start([ann, bob])
+    ann, bob = await racing(server.url)
     await ann.resign()
     await bob.resign()
     first = await ann.next_event("race_over", timeout=10)

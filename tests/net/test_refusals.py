@@ -11,27 +11,16 @@ from solrace_client import RaceClient, ServerError
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.support.race import winning_moves
+from tests.support.race import racing, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Cluster
-
-
-async def _racing_pair(url: str) -> tuple[RaceClient, RaceClient]:
-    ann, bob = await RaceClient.connect(url), await RaceClient.connect(url)
-    await ann.create("yukon", "Ann")
-    await bob.join(ann.code or "", "Bob")
-    await bob.ready()
-    await ann.start()
-    await ann.wait_started()
-    await bob.wait_started()
-    return ann, bob
 
 
 async def test_illegal_move_is_refused_with_the_engines_reason_and_changes_nothing(
     cluster: Cluster,
 ) -> None:
     server = await cluster.node()
-    ann, bob = await _racing_pair(server.url)
+    ann, bob = await racing(server.url)
     board_before = ann.board
     assert board_before is not None
     with pytest.raises(ServerError) as refused:
@@ -54,7 +43,7 @@ async def test_stale_and_duplicate_seq_are_refused_and_never_applied_twice(
     cluster: Cluster,
 ) -> None:
     server = await cluster.node()
-    ann, bob = await _racing_pair(server.url)
+    ann, bob = await racing(server.url)
     moves = winning_moves(SOLVABLE_SECRET)
     await ann.move(moves[0])
     # Replay seq 0 (a duplicate) and send seq 5 (from the future).
@@ -71,7 +60,7 @@ async def test_stale_and_duplicate_seq_are_refused_and_never_applied_twice(
 
 async def test_spectators_cannot_act_and_idle_connections_are_not_racers(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await _racing_pair(server.url)
+    ann, bob = await racing(server.url)
     watcher = await RaceClient.connect(server.url)
     await watcher.watch(code=ann.code)
     with pytest.raises(ServerError) as refused:
@@ -87,7 +76,7 @@ async def test_spectators_cannot_act_and_idle_connections_are_not_racers(cluster
 
 async def test_wrong_token_and_unknown_room(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await _racing_pair(server.url)
+    ann, bob = await racing(server.url)
     thief = await RaceClient.connect(server.url)
     with pytest.raises(ServerError) as bad_token:
         await thief.resume(room=ann.room, token="x" * 32, since=0)

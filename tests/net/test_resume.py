@@ -5,25 +5,14 @@ from __future__ import annotations
 
 from solrace_client import RaceClient
 
-from tests.support.race import check_no_leaks, play_until_done, winning_moves
+from tests.support.race import check_no_leaks, play_until_done, racing, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Cluster
 
 
-async def _race(url: str) -> tuple[RaceClient, RaceClient]:
-    ann, bob = await RaceClient.connect(url), await RaceClient.connect(url)
-    await ann.create("yukon", "Ann")
-    await bob.join(ann.code or "", "Bob")
-    await bob.ready()
-    await ann.start()
-    for client in (ann, bob):
-        await client.next_event("started", timeout=10)
-    return ann, bob
-
-
 async def test_a_racer_reconnects_mid_race_and_finishes(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await _race(server.url)
+    ann, bob = await racing(server.url)
     moves = winning_moves(SOLVABLE_SECRET)
     half = len(moves) // 2
     await play_until_done(ann, moves[:half])
@@ -49,7 +38,7 @@ async def test_a_racer_reconnects_mid_race_and_finishes(cluster: Cluster) -> Non
 
 async def test_a_new_connection_replaces_the_old_one(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await _race(server.url)
+    ann, bob = await racing(server.url)
     twin = await RaceClient.connect(server.url)
     await twin.resume(room=ann.room, token=ann.token, since=ann.version)
     await ann.closed
@@ -64,7 +53,7 @@ async def test_a_spectator_resumes_from_a_version_and_gets_exactly_what_it_misse
     cluster: Cluster,
 ) -> None:
     server = await cluster.node()
-    ann, bob = await _race(server.url)
+    ann, bob = await racing(server.url)
     watcher = await RaceClient.connect(server.url)
     await watcher.watch(code=ann.code)
     moves = winning_moves(SOLVABLE_SECRET)

@@ -9,7 +9,7 @@ import pytest
 from solrace.net.server import RaceServer
 from solrace_client import RaceClient, ServerError
 
-from tests.support.race import play_until_done, winning_moves
+from tests.support.race import lobby, play_until_done, racing, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Cluster
 
@@ -100,12 +100,7 @@ async def test_leaving_the_lobby_removes_the_racer_and_passes_the_host_on(
 
 async def test_leaving_mid_race_is_a_forfeit_and_the_race_goes_on(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
-    await ann.create("yukon", "Ann")
-    await bob.join(ann.code or "", "Bob")
-    await bob.ready()
-    await ann.start()
-    await ann.next_event("started", timeout=10)
+    ann, bob = await racing(server.url)
     await bob.leave()
     left = await ann.next_event("racer_left", timeout=10)
     assert left.d["racer"] == bob.racer
@@ -124,12 +119,7 @@ async def test_leaving_mid_race_is_a_forfeit_and_the_race_goes_on(cluster: Clust
 
 async def test_a_racer_gone_past_the_grace_period_forfeits(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
-    await ann.create("yukon", "Ann")
-    await bob.join(ann.code or "", "Bob")
-    await bob.ready()
-    await ann.start()
-    await ann.next_event("started", timeout=10)
+    ann, bob = await racing(server.url)
     await bob.close()
     await ann.wait_for(lambda e: e.t == "presence" and not e.d["online"])
     _advance(server, 31_000)
@@ -142,12 +132,8 @@ async def test_a_racer_gone_past_the_grace_period_forfeits(cluster: Cluster) -> 
 async def test_undo_follows_the_rooms_options(cluster: Cluster) -> None:
     server = await cluster.node()
     for undo in (True, False):
-        ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
-        await ann.create("yukon", "Ann", options={"undo": undo})
-        await bob.join(ann.code or "", "Bob")
-        await bob.ready()
-        await ann.start()
-        before = await ann.wait_started()
+        ann, bob = await racing(server.url, options={"undo": undo})
+        before = ann.board
         await ann.move(winning_moves(SOLVABLE_SECRET)[0])
         if undo:
             undone = await ann.undo()
@@ -162,13 +148,10 @@ async def test_undo_follows_the_rooms_options(cluster: Cluster) -> None:
 
 async def test_spectators_see_boards_only_after_the_rooms_delay(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
-    await ann.create("yukon", "Ann", spectator_delay_s=1)
-    await bob.join(ann.code or "", "Bob")
+    ann, bob = await lobby(server.url, spectator_delay_s=1)
     watcher = await RaceClient.connect(server.url)
     watching = await watcher.watch(code=ann.code)
     assert watching["snapshot"]["settings"]["spectator_delay_s"] == 1
-    await bob.ready()
     await ann.start()
     await watcher.next_event("started", timeout=10)
     await ann.move(winning_moves(SOLVABLE_SECRET)[0])
@@ -184,12 +167,7 @@ async def test_spectators_see_boards_only_after_the_rooms_delay(cluster: Cluster
 
 async def test_a_finished_rooms_keys_expire_and_its_result_is_kept(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
-    await ann.create("yukon", "Ann")
-    await bob.join(ann.code or "", "Bob")
-    await bob.ready()
-    await ann.start()
-    await ann.next_event("started", timeout=10)
+    ann, bob = await racing(server.url)
     await ann.resign()
     await bob.resign()
     over = await ann.next_event("race_over", timeout=10)

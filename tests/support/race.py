@@ -118,3 +118,36 @@ def check_no_leaks(
         assert salt not in set(_strings(data)), f"{envelope.t} frame carries the salt"
         checked += 1
     return checked
+
+
+async def racing(
+    *urls: str, names: tuple[str, ...] = ("Ann", "Bob"), **settings: Any
+) -> list[RaceClient]:
+    """Racers (one per name; the i-th connects to ``urls[i % len(urls)]``) in a new
+    Yukon room created by the first, everyone ready, started, each holding its board."""
+    clients = await lobby(*urls, names=names, **settings)
+    await clients[0].start()
+    for client in clients:
+        await client.wait_started()
+    return clients
+
+
+async def lobby(
+    *urls: str, names: tuple[str, ...] = ("Ann", "Bob"), **settings: Any
+) -> list[RaceClient]:
+    """Racers in a new Yukon room's lobby, all but the host ready."""
+    clients = [await RaceClient.connect(urls[i % len(urls)]) for i in range(len(names))]
+    await clients[0].create("yukon", names[0], **settings)
+    for client, name in zip(clients[1:], names[1:], strict=True):
+        await client.join(clients[0].code or "", name)
+    for client in clients[1:]:
+        await client.ready()
+    # Wait until the host has seen every ready flag (they may come through other nodes).
+    for _ in clients[1:]:
+        await clients[0].wait_for(lambda e: e.t == "ready_changed")
+    return clients
+
+
+async def close_all(*clients: RaceClient) -> None:
+    for client in clients:
+        await client.close()

@@ -487,9 +487,25 @@ class Node:
         racer = joined[0]
         await self.store.set_token(room.room_id, str(racer), _digest(token))
         log.info("racer joined", extra={"room": room.room_id, "racer": racer})
+        await self._enter_as_racer(session, room, racer, token, request_id, since=None)
+        await self.tick(room)
+
+    async def _enter_as_racer(
+        self,
+        session: Session,
+        room: LiveRoom,
+        racer: int,
+        token: str,
+        request_id: int | None,
+        since: int | None,
+    ) -> None:
+        """Send ``joined`` (snapshot at the folded version), then the events missed
+        since ``since``, then attach the session for live events — all under the room
+        lock, so no live event can slip in between."""
         async with room.lock:
             await self._sync_locked(room)
             snapshot = await self._snapshot(room, racer)
+            replay = await self._missed(room, since)
             session.send(
                 joined_reply(
                     request_id,
@@ -498,10 +514,12 @@ class Node:
                     racer=racer,
                     token=token,
                     snapshot=snapshot,  # type: ignore[arg-type]
+                    replay=len(replay),
                 )
             )
+            for frame in replay:
+                session.send_bytes(frame)
             self._attach_racer(session, room, racer)
-        await self.tick(room)
 
     def _attach_racer(self, session: Session, room: LiveRoom, racer: int) -> None:
         old = room.racers.get(racer)
@@ -545,24 +563,7 @@ class Node:
         if session.room is not None and (session.room is not room or session.racer != racer):
             raise BadMessage(ErrorCode.ALREADY_IN_ROOM)
         room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
-        async with room.lock:
-            await self._sync_locked(room)
-            snapshot = await self._snapshot(room, racer)
-            replay = await self._missed(room, msg.since)
-            session.send(
-                joined_reply(
-                    request_id,
-                    room=room.room_id,
-                    code=room.meta.code,
-                    racer=racer,
-                    token=msg.token,
-                    snapshot=snapshot,  # type: ignore[arg-type]
-                    replay=len(replay),
-                )
-            )
-            for frame in replay:
-                session.send_bytes(frame)
-            self._attach_racer(session, room, racer)
+        await self._enter_as_racer(session, room, racer, msg.token, request_id, msg.since)
         log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
         await self.decide(room, lambda: decide_.presence(room.state, racer, True))
 
