@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from solrace.protocol import (
     MAX_SERVER_FRAME_BYTES,
@@ -90,6 +90,11 @@ class RaceClient:
                 envelope = decode(frame, limits=SERVER_FRAME_LIMITS)
                 self.received.append(envelope)
                 if envelope.id is not None and envelope.t in REPLY_TYPES:
+                    if envelope.t in ("joined", "watching"):
+                        # Set here, before the frames that follow are read: events
+                        # after the snapshot must be compared with its version.
+                        snapshot = envelope.d["snapshot"]
+                        self.version = snapshot["version"]  # type: ignore[index]
                     future = self._pending.pop(envelope.id, None)
                     if future is not None and not future.done():
                         future.set_result(envelope)
@@ -160,7 +165,6 @@ class RaceClient:
         self.snapshot = snapshot
         self.room = reply["room"]
         self.code = snapshot["code"]
-        self.version = snapshot["version"]
         if "racer" in reply:
             self.racer = reply["racer"]
             self.token = reply["token"]
@@ -182,13 +186,18 @@ class RaceClient:
         return self._entered(await self.request("quick", variant=variant, name=name))
 
     async def resume(
-        self, room: str | None = None, token: str | None = None, since: int | None = None
+        self,
+        room: str | None = None,
+        token: str | None = None,
+        since: int | Literal["last"] | None = "last",
     ) -> dict[str, Any]:
+        """Become this racer again. ``since`` is the last event version applied:
+        by default the last one this client saw; None means "I have no state"."""
         reply = await self.request(
             "resume",
             room=room or self.room,
             token=token or self.token,
-            since=self.version if since is None else since,
+            since=self.version if since == "last" else since,
         )
         return self._entered(reply)
 

@@ -1,0 +1,35 @@
+"""The terminal client (Textual): race and watch.
+
+The command line calls these; each blocks until the player quits and returns an exit
+code (0 fine, 1 cannot reach the server, 2 the server refused: unknown code, bad token…).
+
+    run_race("ws://127.0.0.1:8765", "create", "Ann", variant="yukon", options={},
+             max_racers=4, private=False, time_limit_s=900, spectator_delay_s=0)
+    run_race(server, "join", "Bob", code="K7QX2M")
+    run_race(server, "quick", "Cy", variant="klondike")
+    run_race(server, "resume", "Ann", room="r_8f3k2", token="…")
+    run_watch(server, "K7QX2M")
+"""
+
+from __future__ import annotations
+
+from .app import SolraceApp
+
+
+def run_race(server: str, action: str, name: str, **params: object) -> int:
+    """Race: ``action`` is ``create`` (params variant, options, max_racers, private,
+    time_limit_s, spectator_delay_s), ``join`` (code), ``quick`` (variant) or
+    ``resume`` (room, token)."""
+    app = SolraceApp(server, mode="race", action=action, name=name, params=params)
+    app.run()
+    return int(app.return_code or 0)
+
+
+def run_watch(server: str, code: str) -> int:
+    """Watch room ``code``: every racer's board, delayed by the room's spectator delay."""
+    app = SolraceApp(server, mode="watch", code=code)
+    app.run()
+    return int(app.return_code or 0)
+
+
+__all__ = ["SolraceApp", "run_race", "run_watch"]

@@ -1,0 +1,800 @@
+"""The terminal client: one Textual app for racing and for watching.
+
+The app owns one :class:`~solrace_client.connection.RaceClient` at a time. A worker
+(``_network``) connects, enters the room (create/join/quick/resume, or watch), then
+feeds room events into :class:`~.state.RoomState`; when the connection drops it
+reconnects with backoff and resumes with the token and the last event version, so the
+player's game is never lost (the server is authoritative: after a resume the board is
+the snapshot's). A second worker (``_mover``) sends moves one at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import inspect
+import os
+import random
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from solrace.protocol import Envelope
+from textual.app import App
+from textual.screen import ModalScreen
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from .. import config
+from ..connection import RaceClient, ServerError
+from .controller import Controller
+from .render import (
+    board_width,
+    race_clock,
+    refusal_text,
+    render_board,
+    render_lobby,
+    render_progress,
+    render_standings,
+    render_watch,
+    total_cards,
+)
+from .state import RoomState
+from .widgets import (
+    ConfirmScreen,
+    ConnectingScreen,
+    LobbyScreen,
+    PhaseScreen,
+    PlayScreen,
+    StandingsScreen,
+    WatchScreen,
+)
+
+ACTIONS = ("create", "join", "quick", "resume")
+CREATE_SETTINGS = ("options", "max_racers", "private", "time_limit_s", "spectator_delay_s")
+#: Seconds to wait before reconnect attempt n (1-based), before jitter.
+BACKOFF = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+CONNECT_TIMEOUT_S = 5.0
+#: Refusals of a resume that mean "try again shortly", not "you are out".
+TRANSIENT = ("unavailable", "internal")
+SIDE_WIDTH = 28
+MIN_SIDE_WIDTH, MAX_SIDE_WIDTH = 16, 60
+WATCH_SIDE_WIDTH = 19  # two Yukon boards (2 × 28 + 2) and this fit in 80 columns
+
+CSS = """
+PhaseScreen { layout: vertical; background: #101418; }
+LobbyScreen #body, StandingsScreen #body, ConnectingScreen #body { padding: 0 1; }
+#header { height: 1; background: #1d3557; color: #f1faee; }
+#main { height: 1fr; }
+#body { height: 1fr; }
+#board { width: 1fr; padding: 0 1; }
+#boards { width: 1fr; }
+WatchScreen #side { width: WATCH_SIDE; }
+#side { width: SIDE; border-left: solid #2a3f5a; padding: 0 0 0 1; }
+#status { height: 1; background: #18202a; }
+#hints { height: 1; color: #8a9bb0; }
+#move { dock: bottom; height: 3; display: none; }
+HelpScreen, ConfirmScreen { align: center middle; }
+#dialog { width: auto; max-width: 78; height: auto; padding: 0 1;
+          border: round #4f7cac; background: #16202c; }
+""".replace("WATCH_SIDE", str(WATCH_SIDE_WIDTH + 2)).replace("SIDE", str(SIDE_WIDTH + 2))
+
+
+class SolraceApp(App[int]):
+    """Race (``mode="race"``) or watch (``mode="watch"``) one room."""
+
+    CSS = CSS
+    TITLE = "solrace"
+    AUTO_FOCUS = None  # keys go to the screens' bindings; the move box takes focus on ":"
+
+    def __init__(
+        self,
+        server: str,
+        *,
+        mode: str = "race",
+        action: str = "create",
+        name: str = "",
+        params: Mapping[str, Any] | None = None,
+        code: str | None = None,
+        save: bool = True,
+    ) -> None:
+        super().__init__()
+        if mode not in ("race", "watch"):
+            raise ValueError(f"unknown mode {mode!r}")
+        if mode == "race" and action not in ACTIONS:
+            raise ValueError(f"unknown action {action!r} (expected one of {', '.join(ACTIONS)})")
+        self.server = server
+        self.mode = mode
+        self.action = action
+        self.name_ = name
+        self.params = dict(params or {})
+        self.watch_code = code
+        #: Save the token/result to the user's config (off in some tests).
+        self.save = save
+        self.client: RaceClient | None = None
+        self.state = RoomState()
+        self.controller = Controller()
+        self.clock_offset_ms = 0
+        self.online = False
+        self.reconnects = 0
+        self.status_text = Text("connecting…")
+        #: Every status line shown, oldest first (tests and bug reports read it).
+        self.status_log: list[str] = []
+        self.focus_index = 0
+        self.race_id: str | None = None
+        self.verified: bool | None = None
+        self._moves: asyncio.Queue[str] = asyncio.Queue()
+        self._leaving = False
+        self._stopped = False
+        self._saved_result_version: int | None = None
+        #: The commitment as announced before the seed was revealed (for verify).
+        self._published_commitment: str | None = None
+
+    # ---------------------------------------------------------------- start
+    def on_mount(self) -> None:
+        self.push_screen(ConnectingScreen())
+        self.run_worker(self._network(), name="network", exit_on_error=True)
+        if self.mode == "race":
+            self.run_worker(self._mover(), name="mover", exit_on_error=True)
+        self.set_interval(0.25, self._tick)
+
+    async def on_unmount(self) -> None:
+        self._stopped = True
+        if self.client is not None:
+            await _close_quietly(self.client)
+
+    def server_now(self) -> int:
+        return int(time.time() * 1000) + self.clock_offset_ms
+
+    def _tick(self) -> None:
+        screen = self.screen
+        if isinstance(screen, PhaseScreen):
+            for widget in screen.query("#header, #body, #boards"):
+                widget.refresh()
+
+    # --------------------------------------------------------------- status
+    def say(self, message: str, style: str = "") -> None:
+        self.status_text = Text(message, style=style)
+        self.status_log.append(message)
+        self._repaint()
+
+    def _repaint(self) -> None:
+        for screen in self.screen_stack:
+            if isinstance(screen, PhaseScreen):
+                screen.repaint()
+
+    def screen_text(self) -> str:
+        """The screen as plain text (tests, debugging)."""
+        return "\n".join(s.text for s in self.screen._compositor.render_strips())
+
+    # -------------------------------------------------------------- network
+    async def _network(self) -> None:
+        attempt = 0
+        entered = False
+        while not self._stopped:
+            client: RaceClient | None = None
+            try:
+                client = await asyncio.wait_for(RaceClient.connect(self.server), CONNECT_TIMEOUT_S)
+                reply = await (self._reenter(client) if entered else self._enter(client))
+            except ServerError as err:
+                if client is not None:
+                    await _close_quietly(client)
+                if not entered:
+                    self._give_up(err.message, 2, err.code)
+                    return
+                if err.code in TRANSIENT:  # the server's store is down for a moment
+                    attempt += 1
+                    self.say(f"server busy — retrying ({attempt})…", "bold yellow")
+                    await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF)) - 1])
+                    continue
+                self.online = False
+                self.say(f"cannot rejoin: {err.message} — press q", "bold red")
+                return
+            except (
+                OSError,
+                TimeoutError,
+                ConnectionError,
+                ConnectionClosed,
+                InvalidHandshake,
+                InvalidURI,
+            ) as exc:
+                if client is not None:
+                    await _close_quietly(client)
+                if not entered:
+                    self._give_up(f"cannot reach {self.server}: {_reason(exc)}", 1)
+                    return
+                attempt += 1
+                self.say(f"connection lost — reconnecting ({attempt})…", "bold yellow")
+                delay = BACKOFF[min(attempt, len(BACKOFF)) - 1]
+                await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+                continue
+            self.client = client
+            self.online = True
+            first = not entered
+            entered = True
+            self._loaded(reply)
+            if first:
+                self.say(self._welcome())
+            else:
+                self.reconnects += 1
+                self.say("reconnected", "bold green")
+            attempt = 0
+            await self._sync_screen()
+            with contextlib.suppress(ServerError, ConnectionError, TimeoutError, ConnectionClosed):
+                await self._sync_clock(client)
+            await self._pump(client)
+            self.online = False
+            if self._leaving or self._stopped:
+                return
+            received = getattr(client.ws.protocol, "close_rcvd", None)  # the server's close
+            if received is not None and received.reason == "replaced":
+                self.say("this race was resumed in another window — press q", "bold red")
+                return
+            attempt = 1
+            self.say("connection lost — reconnecting (1)…", "bold yellow")
+            await asyncio.sleep(BACKOFF[0])
+
+    async def _enter(self, client: RaceClient) -> dict[str, Any]:
+        if self.mode == "watch":
+            return await client.watch(code=self.watch_code)
+        p = self.params
+        if self.action == "create":
+            settings = {k: p[k] for k in CREATE_SETTINGS if p.get(k) is not None}
+            return await client.create(str(p.get("variant") or "yukon"), self.name_, **settings)
+        if self.action == "join":
+            return await client.join(str(p["code"]), self.name_)
+        if self.action == "quick":
+            return await client.quick(str(p.get("variant") or "yukon"), self.name_)
+        # resume with no state of ours: the snapshot alone is the state (since = nil)
+        return await client.resume(room=str(p["room"]), token=str(p["token"]), since=None)
+
+    async def _reenter(self, client: RaceClient) -> dict[str, Any]:
+        state = self.state
+        if self.mode == "watch":  # by code: a private room cannot be watched by id
+            return await client.watch(code=state.code or self.watch_code, since=state.version)
+        old = self.client
+        room = state.room or (old.room if old else None)
+        token = old.token if old else None
+        return await client.resume(room=room, token=token, since=state.version)
+
+    def _loaded(self, reply: Mapping[str, Any]) -> None:
+        self.state.load(reply["snapshot"], racer=reply.get("racer"))
+        if self.state.phase in ("countdown", "racing"):
+            self._published_commitment = self.state.commitment
+        self.controller.set_view(self.state.my_board)
+        self.fit_play()
+        self._save_token()
+        if self.state.phase == "finished":
+            self._race_over()
+
+    def _welcome(self) -> str:
+        state = self.state
+        if self.mode == "watch":
+            return f"watching room {state.code}"
+        if state.phase == "lobby":
+            if state.settings.get("quick"):
+                return "quick race: press space when ready; it starts once everyone is"
+            if state.me == state.host:
+                return f"room {state.code} created: others join with its code — s to start"
+            return "joined: press space when you are ready"
+        if state.phase in ("racing", "countdown"):
+            return "back in the race"
+        return f"room {state.code}"
+
+    def _give_up(self, message: str, return_code: int, error: str | None = None) -> None:
+        """The first connection or the entry request failed: nothing to play; exit."""
+        stale = error in ("bad_token", "unknown_room")
+        if self.mode == "race" and self.action == "resume" and self.save and stale:
+            with contextlib.suppress(OSError):
+                config.clear_race()  # the saved race is gone for good
+        self._stopped = True
+        self.exit(return_code, return_code=return_code, message=f"solrace: {message}")
+
+    async def _pump(self, client: RaceClient) -> None:
+        """Apply the client's events until its connection closes."""
+        while True:
+            if client.events.empty():
+                if client.closed.done():
+                    return
+                getter = asyncio.ensure_future(client.events.get())
+                waiting: list[asyncio.Future[Any]] = [getter, client.closed]
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await getter
+                    if getter.cancelled():
+                        continue
+                event = getter.result()
+            else:
+                event = client.events.get_nowait()
+            try:
+                await self._on_event(client, event)
+            except Exception as exc:  # a bad event must not take the race down with it
+                self.log.error(f"event {event.t}: {exc!r}")
+                self.say(f"could not show {event.t}: {exc}", "yellow")
+
+    async def _on_event(self, client: RaceClient, event: Envelope) -> None:
+        state = self.state
+        phase = state.phase
+        news = state.apply(event)
+        if event.t in ("countdown", "started") and event.d.get("commitment"):
+            self._published_commitment = str(event.d["commitment"])
+        if state.gap:
+            await self._resync(client)
+            return
+        if event.t == "board" and event.d.get("racer") == state.me:
+            self.controller.set_view(state.my_board)
+            self.fit_play()
+        if event.t == "race_over":
+            self._race_over()
+        if event.t == "room_reset":
+            self.controller.set_view(None)
+            self._save_token()
+        if news:
+            self.say(news, "bold" if event.t in ("started", "race_over", "finished") else "")
+        if state.phase != phase:
+            await self._sync_screen()
+            self._save_token()
+        self._repaint()
+
+    async def _resync(self, client: RaceClient) -> None:
+        """After a gap or a bad seq: fetch a fresh snapshot on this connection."""
+        try:
+            if self.mode == "watch":
+                await client.leave()
+                code = self.state.code or self.watch_code
+                reply = await client.watch(code=code, since=self.state.version)
+            else:
+                reply = await client.resume(since=self.state.version)
+        except (ServerError, ConnectionError, TimeoutError, ConnectionClosed):
+            return  # the reconnect loop takes over if the connection is gone
+        self._loaded(reply)
+        await self._sync_screen()
+        self._repaint()
+
+    async def _sync_clock(self, client: RaceClient) -> None:
+        """The server's clock offset from the quickest of three pings."""
+        snapshot = client.snapshot or {}
+        if snapshot.get("now_ms"):
+            self.clock_offset_ms = int(snapshot["now_ms"]) - int(time.time() * 1000)
+        best: tuple[float, int] | None = None
+        for _ in range(3):
+            sent = time.time()
+            now_ms = await client.ping()
+            back = time.time()
+            rtt = back - sent
+            if best is None or rtt < best[0]:
+                best = (rtt, now_ms - int((sent + back) / 2 * 1000))
+        if best is not None:
+            self.clock_offset_ms = best[1]
+
+    def _save_token(self) -> None:
+        client = self.client
+        if not self.save or self.mode != "race" or client is None or not client.token:
+            return
+        if self.state.phase == "finished":
+            return
+        with contextlib.suppress(OSError):
+            config.save_race(
+                config.SavedRace(
+                    server=self.server,
+                    room=self.state.room or client.room or "",
+                    code=self.state.code or "",
+                    racer=self.state.me or 0,
+                    token=client.token,
+                    name=self.state.name_of(self.state.me) if self.state.me else self.name_,
+                    version=self.state.version,
+                )
+            )
+
+    def _race_over(self) -> None:
+        state = self.state
+        result = state.result
+        if not result:
+            return
+        self.race_id = state.room
+        try:
+            from solrace.protocol import verify
+
+            self.verified = bool(
+                verify(str(result["commitment"]), int(result["seed"]), str(result["salt"]))
+            )
+        except (KeyError, TypeError, ValueError):
+            self.verified = None
+        if self.save and self._saved_result_version != state.version:
+            self._saved_result_version = state.version
+            try:  # written separately: use it if it is there
+                results: Any = importlib.import_module("..results", __package__)
+            except ImportError:
+                results = None
+            save_result = getattr(results, "save_result", None)
+            if save_result is not None:
+                extra: dict[str, Any] = {}
+                published = self._published_commitment
+                if published and _accepts(save_result, "published_commitment"):
+                    extra["published_commitment"] = published  # seen before the reveal
+                try:
+                    saved = save_result(state.room, result, state.settings, state.code, **extra)
+                except Exception as exc:  # a broken results file must not end the race screen
+                    self.log.warning(f"save_result failed: {exc!r}")
+                    self.say(f"could not save the race for verify: {exc}", "yellow")
+                else:
+                    self.race_id = _race_id(results, saved, state.room or "", result)
+            if self.mode == "race":
+                with contextlib.suppress(OSError):
+                    config.clear_race()
+
+    # -------------------------------------------------------------- screens
+    def _wanted(self) -> type[PhaseScreen]:
+        phase = self.state.phase
+        if not self.state.loaded:
+            return ConnectingScreen
+        if phase in ("lobby", "countdown"):
+            return LobbyScreen
+        if phase == "finished":
+            return StandingsScreen
+        return WatchScreen if self.mode == "watch" else PlayScreen
+
+    async def _sync_screen(self) -> None:
+        wanted = self._wanted()
+        base = next((s for s in reversed(self.screen_stack) if isinstance(s, PhaseScreen)), None)
+        if isinstance(base, wanted):
+            self._repaint()
+            return
+        while isinstance(self.screen, ModalScreen):
+            await self.pop_screen()
+        await self.switch_screen(wanted())
+
+    # ---------------------------------------------------------------- paint
+    def paint_header(self, kind: str, width: int) -> Text:
+        state = self.state
+        left = Text(" solrace", style="bold")
+        if state.loaded:
+            left.append(f"  {state.variant}")
+            left.append(f"  room {state.code}")
+            if self.mode == "watch":
+                delay = int(state.settings.get("spectator_delay_s") or 0)
+                left.append(f"  boards {delay} s behind" if delay else "  boards live")
+        clock = race_clock(state.phase, state.start_at_ms, state.ends_at_ms, self.server_now())
+        you = state.you or {}
+        counters = []
+        if kind == "play" and you:
+            counters = [f"moves {you.get('moves') or 0}", f"score {you.get('score') or 0}"]
+        while True:  # drop what does not fit: the score first, then the app's name
+            right = Text(no_wrap=True)
+            if clock:
+                right.append(clock, "bold")
+            for counter in counters:
+                right.append(f"  {counter}")
+            if not self.online and state.loaded:
+                right.append("  offline", "bold red")
+            right.append(" ")
+            if left.cell_len + right.cell_len < width or not counters:
+                break
+            counters.pop()
+        if left.cell_len + right.cell_len >= width and left.plain.startswith(" solrace"):
+            left = left[len(" solrace") :]
+        pad = max(1, width - left.cell_len - right.cell_len)
+        return Text.assemble(left, " " * pad, right, no_wrap=True, overflow="crop")
+
+    def paint_status(self, width: int) -> Text:
+        text = Text(" ", no_wrap=True, overflow="crop")
+        text.append_text(self.status_text)
+        return text
+
+    def paint_hints(self, kind: str, width: int) -> Text:
+        state = self.state
+        last = ["? help", "q quit"]
+        if kind == "play":
+            parts = ["⏎ pick/drop", "f found.", "u undo"]
+            if self.controller.layout.has_stock:
+                parts += ["d draw", "r recycle"]
+            parts += [": type", "arrows/hjkl move"]
+        elif kind == "lobby":
+            if self.mode == "watch":
+                parts, last = ["waiting for the race to start"], ["q quit"]
+            else:
+                parts = ["space/r ready"]
+                if state.me == state.host:
+                    parts.append("s start")
+                last = ["? help", "q leave"]
+        elif kind == "watch":
+            parts = ["tab/1-8 switch board"]
+        elif kind == "standings":
+            parts = ["m rematch"] if self.mode == "race" else []
+            last = ["q quit"]
+        else:
+            parts, last = [], ["q quit"]
+        # the most useful first, as many as fit, then help and quit
+        shown: list[str] = []
+        for part in parts:
+            if len("  ".join([*shown, part, *last])) + 1 <= width:
+                shown.append(part)
+        return Text(" " + "  ".join([*shown, *last]), no_wrap=True, overflow="crop")
+
+    def paint_connecting(self, width: int) -> Text:
+        what = f"watching {self.watch_code}" if self.mode == "watch" else self.action
+        return Text(f"\n  connecting to {self.server} ({what})…", no_wrap=True)
+
+    def paint_lobby(self, width: int, height: int) -> Text:
+        state = self.state
+        text = render_lobby(
+            state.racer_list(), state.settings, state.code, state.host, state.me, width
+        )
+        if state.phase == "countdown" and state.start_at_ms is not None:
+            left = max(0.0, (state.start_at_ms - self.server_now()) / 1000)
+            text.append(f"\nThe race starts in {left:.1f} s — get ready!\n", "bold yellow")
+        elif self.mode == "race":
+            me = state.racers.get(state.me or -1, {})
+            if state.me == state.host and not state.settings.get("quick"):
+                others = [r for r in state.racers.values() if r.get("racer") != state.host]
+                waiting = [r for r in others if not r.get("ready")]
+                if not others:
+                    text.append("\nWaiting for someone to join…\n", "grey62")
+                elif waiting:
+                    text.append(f"\nWaiting for {len(waiting)} racer(s) to get ready…\n", "grey62")
+                else:
+                    text.append("\nEveryone is ready: press s to start\n", "bold green")
+            else:
+                flag = "ready" if me.get("ready") else "not ready"
+                text.append(f"\nYou are {flag}. ", "bold")
+                if state.settings.get("quick"):
+                    text.append(
+                        "A quick race starts by itself once everyone is ready\n"
+                        "(or 20 s after the second racer arrives).\n",
+                        "grey62",
+                    )
+                else:
+                    text.append("The host starts the race.\n", "grey62")
+        else:
+            text.append(f"\n{state.spectators} watching\n", "grey62")
+        return text
+
+    def fit_play(self, screen: PlayScreen | None = None) -> None:
+        """Give the board the width it needs and the racers' sidebar the rest; hide the
+        sidebar when the terminal is too narrow for both."""
+        screen = screen or (self.screen if isinstance(self.screen, PlayScreen) else None)
+        if screen is None or not screen.is_mounted:
+            return
+        view = self.controller.view
+        need = (board_width(view) if view else 7 * 4) + 2  # + the board's padding
+        board, side = screen.query_one("#board"), screen.query_one("#side")
+        room = screen.size.width - need
+        if room >= MIN_SIDE_WIDTH + 2:
+            board.styles.width = need
+            side.styles.width = min(room, MAX_SIDE_WIDTH + 2)
+            side.display = True
+        else:
+            board.styles.width = "1fr"
+            side.display = False
+
+    def paint_board(self, width: int, height: int) -> Text:
+        view = self.controller.view
+        if view is None:
+            return Text("\n  waiting for the deal…")
+        return render_board(view, self.controller.marks(), max_rows=height)
+
+    def paint_side(self, width: int, height: int) -> Text:
+        state = self.state
+        racers = state.ranked() if state.phase != "lobby" else state.racer_list()
+        text = Text("Racers\n", style="bold", no_wrap=True)
+        text.append_text(render_progress(racers, total_cards(state.variant), state.me, width))
+        if self.mode == "race" and state.you and state.my_status not in (None, "playing"):
+            text.append(f"\n\nyou: {state.my_status}", "bold")
+        return text
+
+    def paint_watch(self, width: int, height: int) -> Text:
+        state = self.state
+        return render_watch(
+            state.racer_list(), state.boards, width, height, self.focus_index, self.server_now()
+        )
+
+    def paint_standings(self, width: int, height: int) -> Text:
+        state = self.state
+        if not state.result:
+            return Text("waiting for the results…")
+        return render_standings(
+            state.result,
+            state.settings,
+            state.me,
+            self.race_id,
+            verified=self.verified,
+            width=width,
+        )
+
+    # ---------------------------------------------------------------- input
+    def cursor(self, direction: str) -> None:
+        getattr(self.controller, direction)()
+        self._repaint()
+
+    def activate(self) -> None:
+        self._act(self.controller.activate())
+
+    def cancel_pick(self) -> None:
+        if self.controller.picked is not None:
+            self.controller.cancel()
+            self.say("put back")
+
+    def to_foundation(self) -> None:
+        self._act(self.controller.foundation())
+
+    def column(self, column: int) -> None:
+        self._act(self.controller.number(column))
+
+    def _act(self, action: Any) -> None:
+        if action.move:
+            self.send_move(action.move)
+        elif action.message:
+            self.say(action.message)
+        self._repaint()
+
+    def send_move(self, move: str) -> None:
+        state = self.state
+        if state.phase != "racing":
+            self.say("the race is not on")
+            return
+        if state.my_status not in ("playing", "stuck"):
+            self.say(f"you are {state.my_status}: no more moves")
+            return
+        self.controller.cancel()
+        self._moves.put_nowait(move)
+        self._repaint()
+
+    async def _mover(self) -> None:
+        while True:
+            move = await self._moves.get()
+            client = self.client
+            if client is None or not self.online:
+                self.say(f"{move}: not sent — not connected", "yellow")
+                continue
+            try:
+                reply = await client.move(move)
+            except ServerError as err:
+                self._drop_queued_moves()
+                if err.code == "bad_seq":
+                    await self._resync(client)
+                self.say(refusal_text(err.code, err.message, move), "bold red")
+                continue
+            except (ConnectionError, TimeoutError, ConnectionClosed, OSError):
+                self._drop_queued_moves()
+                self.say(f"{move}: not confirmed — connection lost", "yellow")
+                continue
+            before = self.state.my_status
+            self.state.on_moved(reply)
+            self.controller.set_view(reply.get("board"))
+            status = reply.get("status")
+            if status != before and status == "finished":
+                self.say("all foundations complete — you finished!", "bold green")
+            elif status != before and status == "stuck":
+                self.say("no legal move left: you are stuck (u undoes)", "bold yellow")
+            else:
+                self.say(f"{move} ✓")
+
+    def _drop_queued_moves(self) -> None:
+        while not self._moves.empty():
+            self._moves.get_nowait()
+
+    def toggle_ready(self) -> None:
+        state = self.state
+        if state.phase != "lobby" or self.mode != "race":
+            return
+        me = state.racers.get(state.me or -1, {})
+        self._request("ready", not me.get("ready"))
+
+    def start_race(self) -> None:
+        if self.mode != "race":
+            return
+        if self.state.me != self.state.host:
+            self.say("only the host starts the race")
+            return
+        self._request("start")
+
+    def rematch(self) -> None:
+        if self.mode == "race":
+            self._request("rematch")
+
+    def _request(self, what: str, *args: Any) -> None:
+        async def run() -> None:
+            client = self.client
+            if client is None or not self.online:
+                self.say("not connected", "yellow")
+                return
+            try:
+                await getattr(client, what)(*args)
+            except ServerError as err:
+                self.say(err.message, "bold red")
+            except (ConnectionError, TimeoutError, ConnectionClosed, OSError):
+                self.say("not connected", "yellow")
+
+        self.run_worker(run(), group="requests")
+
+    def ask_resign(self) -> None:
+        if self.state.phase != "racing" or self.state.my_status not in ("playing", "stuck"):
+            self.say("there is nothing to resign")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._request("resign")
+
+        self.push_screen(ConfirmScreen("Resign? You stay in the standings."), answered)
+
+    def ask_quit(self) -> None:
+        state = self.state
+        if self.mode == "watch" or not state.loaded or self._stopped:
+            question = "Quit?"
+        elif state.phase == "racing" and state.my_status in ("playing", "stuck"):
+            question = "Quit the race? Leaving forfeits it."
+        elif state.phase == "racing":
+            question = "Quit? (the standings come when everyone is done)"
+        else:
+            question = "Leave the room?"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.quit_now()
+
+        self.push_screen(ConfirmScreen(question), answered)
+
+    def quit_now(self) -> None:
+        async def run() -> None:
+            self._leaving = True
+            client = self.client
+            if client is not None:
+                if self.online and self.state.phase != "finished":
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(client.leave(), 2.0)
+                await _close_quietly(client)
+            if self.save and self.mode == "race":
+                with contextlib.suppress(OSError):
+                    config.clear_race()
+            self._stopped = True
+            self.exit(0)
+
+        self.run_worker(run(), group="quit")
+
+    # ---------------------------------------------------------------- watch
+    def focus_racer(self, delta: int) -> None:
+        count = len(self.state.racers)
+        if count:
+            self.focus_index = (self.focus_index + delta) % count
+        self._repaint()
+
+    def pick_racer(self, index: int) -> None:
+        if index < len(self.state.racers):
+            self.focus_index = index
+        self._repaint()
+
+
+def _accepts(function: Any, parameter: str) -> bool:
+    try:
+        return parameter in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _race_id(results: Any, saved: Any, room: str, result: Mapping[str, Any]) -> str:
+    """The id ``solrace verify`` takes: what save_result returned (an id, or the saved
+    file, whose name is the id), else the results module's own ``race_id``."""
+    if isinstance(saved, str) and saved:
+        return saved
+    if isinstance(saved, os.PathLike):
+        return Path(saved).name.removesuffix(".json")
+    make = getattr(results, "race_id", None)
+    if make is not None:
+        with contextlib.suppress(Exception):
+            return str(make(room, result))
+    return room
+
+
+async def _close_quietly(client: RaceClient) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(client.close(), 2.0)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc)
+    return text or type(exc).__name__

@@ -1,0 +1,561 @@
+"""Pure rendering: board views, progress bars, the lobby and the standings as rich
+``Text``. No terminal, no Textual: the widgets call these with their size.
+
+A card is three cells (`` A♠``, ``10♥``) on a light background, red or black; a
+face-down card is a back (``░░░``), or, when a column would not fit, all of a column's
+face-down cards are one row counting them (``▒×5``). A column is four cells wide, so
+seven Yukon columns take 28 and double Yukon's ten take 40.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from solrace.rules.cards import SUITS
+
+from .controller import (
+    FOUNDATION,
+    STOCK,
+    TABLEAU_ZONE,
+    WASTE,
+    Layout,
+    Marks,
+    pile_rank,
+    pile_suit,
+)
+
+CARD_W = 3
+CELL_W = CARD_W + 1
+SUIT_SYMBOL = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
+RED_SUITS = frozenset("DH")
+RANK_LABEL = {"T": "10"}
+
+FACE_BG = "grey93"
+STYLE_RED = Style.parse(f"bold red3 on {FACE_BG}")
+STYLE_BLACK = Style.parse(f"bold black on {FACE_BG}")
+STYLE_BACK = Style.parse("bright_blue on dark_blue")
+STYLE_BACK_ALT = Style.parse("bright_blue on blue3")  # every other back, to count them
+STYLE_EMPTY = Style.parse("grey50")
+STYLE_DIM = Style.parse("grey50")
+CURSOR_BG = "yellow1"
+PICKED_BG = "light_sky_blue1"
+DEST_BG = "pale_green1"
+STYLE_DEST_MARK = Style.parse("bold black on green3")
+
+#: Rows the board needs above the tableau: labels, the top row, the column numbers.
+HEADER_ROWS = 3
+
+
+def total_cards(variant: str) -> int:
+    return 104 if variant == "double_yukon" else 52
+
+
+def card_label(name: str) -> str:
+    """`` A♠``, ``10♥``: a card's three cells."""
+    rank, suit = name[0], name[1]
+    return f"{RANK_LABEL.get(rank, rank):>2}{SUIT_SYMBOL[suit]}"
+
+
+def card_style(name: str) -> Style:
+    return STYLE_RED if name[1] in RED_SUITS else STYLE_BLACK
+
+
+def card_text(name: str, bg: str | None = None) -> Text:
+    style = card_style(name)
+    if bg is not None:
+        style = style + Style(bgcolor=bg)
+    return Text(card_label(name), style=style)
+
+
+def back_text(count: int | None = None, bg: str | None = None, *, alt: bool = False) -> Text:
+    """A face-down card (``░░░``), or ``▒×n`` for ``count`` of them. ``alt`` shades a
+    back differently from the one under it, so a stack can be counted."""
+    label = "░░░" if count is None else (f"▒×{count}" if count < 10 else f"▒{count}")
+    style = STYLE_BACK_ALT if alt else STYLE_BACK
+    if bg is not None:
+        style = style + Style(bgcolor=bg, color="black")
+    return Text(label, style=style)
+
+
+def slot_text(label: str = " · ", bg: str | None = None) -> Text:
+    """An empty place (column, foundation, waste)."""
+    style = STYLE_EMPTY if bg is None else Style(color="black", bgcolor=bg)
+    return Text(f"{label:^{CARD_W}}"[:CARD_W], style=style)
+
+
+def _bg(marks: Marks | None, zone: str, col: int, *, dest: bool = False) -> str | None:
+    if marks is None:
+        return None
+    cursor = marks.cursor
+    if cursor is not None and cursor.zone == zone and cursor.col == col and zone != TABLEAU_ZONE:
+        return CURSOR_BG
+    picked = marks.picked
+    if picked is not None and picked.zone == zone and picked.col == col and zone != TABLEAU_ZONE:
+        return PICKED_BG
+    if dest:
+        return DEST_BG
+    return None
+
+
+# ------------------------------------------------------------------- top row
+def _top_row(view: Mapping[str, Any], marks: Marks | None) -> tuple[Text, Text]:
+    """(labels, cards) of the stock, waste and foundations."""
+    layout = Layout.of(view)
+    labels = Text(no_wrap=True, overflow="crop")
+    cards = Text(no_wrap=True, overflow="crop")
+    if layout.has_stock:
+        stock = int(view.get("stock") or 0)
+        bg = _bg(marks, STOCK, 0)
+        if stock:
+            cards.append_text(back_text(stock, bg))
+        else:
+            cards.append_text(slot_text("↺" if view.get("waste") else "·", bg))
+        cards.append(" ")
+        labels.append("stk ", STYLE_DIM)
+        waste = list(view.get("waste") or [])
+        shown = max(1, min(int(view["options"].get("draw", 1) or 1), 3))
+        visible = waste[-shown:]
+        bg = _bg(marks, WASTE, 0)
+        width = CELL_W * shown
+        start = len(cards)
+        if not visible:
+            cards.append_text(slot_text(" · ", bg))
+        for i, name in enumerate(visible):
+            top = i == len(visible) - 1
+            cards.append_text(card_text(name, bg if top else None))
+            if not top:
+                cards.append(" ")
+        cards.append(" " * (width - (len(cards) - start)))
+        labels.append(f"{'waste':<{width}}", STYLE_DIM)
+        cards.append(" ")
+        labels.append(" ")
+    labels.append("foundations", STYLE_DIM)
+    for pile in range(layout.piles):
+        suit, _ = pile_suit(view, pile)
+        rank = pile_rank(view, pile)
+        to_f = marks is not None and marks.to_foundation
+        bg = _bg(marks, FOUNDATION, pile, dest=to_f)
+        letter = SUITS[suit]
+        if rank:
+            cards.append_text(card_text("A23456789TJQK"[rank - 1] + letter, bg))
+        else:
+            cards.append_text(slot_text(SUIT_SYMBOL[letter], bg))
+        cards.append(" ")
+    return labels, cards
+
+
+# ------------------------------------------------------------------- tableau
+def _column_cells(
+    view: Mapping[str, Any],
+    c: int,
+    marks: Marks | None,
+    rows: int,
+    compress: bool,
+) -> list[Text]:
+    column = view["tableau"][c]
+    down, up = int(column["down"]), list(column["up"])
+    cursor = marks.cursor if marks else None
+    picked = marks.picked if marks else None
+    here = cursor is not None and cursor.zone == TABLEAU_ZONE and cursor.col == c
+    dest = marks is not None and c in marks.dests
+    picked_from = (
+        len(up) - picked.count
+        if picked is not None and picked.zone == TABLEAU_ZONE and picked.col == c
+        else None
+    )
+
+    def face(i: int) -> Text:
+        bg = None
+        if here and cursor is not None and i == min(cursor.index, len(up) - 1):
+            bg = CURSOR_BG
+        elif picked_from is not None and i >= picked_from:
+            bg = PICKED_BG
+        elif dest and i == len(up) - 1:
+            bg = DEST_BG
+        return card_text(up[i], bg)
+
+    back_bg = CURSOR_BG if here and not up else (DEST_BG if dest and not up else None)
+    if not up and not down:
+        return [slot_text(" · ", CURSOR_BG if here else (DEST_BG if dest else None))]
+    head: list[Text]
+    if compress and down:
+        head = [back_text(down, back_bg)]
+    else:
+        head = [
+            back_text(None, back_bg if i == down - 1 else None, alt=i % 2 == 1) for i in range(down)
+        ]
+    room = rows - len(head)
+    if len(up) <= room:
+        return head + [face(i) for i in range(len(up))]
+    # Too long even so: show a window of the face-up cards that holds the cursor.
+    room = max(1, room - 1)  # one row for the "more above" marker
+    start = len(up) - room
+    if here and cursor is not None and cursor.index < start:
+        start = cursor.index
+    cells = [*head, Text(f"⋮+{start}"[:CARD_W].ljust(CARD_W), style=STYLE_DIM)]
+    end = start + room
+    if end < len(up):
+        end -= 1
+        cells += [face(i) for i in range(start, end)]
+        cells.append(Text(f"+{len(up) - end}⋮"[:CARD_W].ljust(CARD_W), style=STYLE_DIM))
+    else:
+        cells += [face(i) for i in range(start, end)]
+    return cells
+
+
+def board_height(view: Mapping[str, Any], compress: bool = False) -> int:
+    """Rows the tableau needs (without the header rows)."""
+    heights = []
+    for column in view["tableau"]:
+        down, up = int(column["down"]), len(column["up"])
+        heights.append(max(1, (min(down, 1) if compress else down) + up))
+    return max(heights, default=1)
+
+
+def board_width(view: Mapping[str, Any]) -> int:
+    return len(view["tableau"]) * CELL_W
+
+
+def render_board(
+    view: Mapping[str, Any],
+    marks: Marks | None = None,
+    max_rows: int | None = None,
+    *,
+    header: bool = True,
+) -> Text:
+    """A board view as text: top row (stock, waste, foundations), column numbers, and the
+    tableau, fitted into ``max_rows`` rows in all (compressing face-down cards to a
+    count and, if still too long, showing a window of long columns)."""
+    lines: list[Text] = []
+    if header:
+        labels, top = _top_row(view, marks)
+        lines += [labels, top]
+        numbers = Text(no_wrap=True, overflow="crop")
+        for c in range(len(view["tableau"])):
+            label = f"{c + 1:^{CARD_W}}"
+            if marks is not None and c in marks.dests:
+                numbers.append(label, STYLE_DEST_MARK)
+            else:
+                numbers.append(label, STYLE_DIM)
+            numbers.append(" ")
+        lines.append(numbers)
+    rows = board_height(view)
+    if max_rows is not None:
+        rows = max(2, max_rows - len(lines))
+    compress = board_height(view) > rows
+    columns = [_column_cells(view, c, marks, rows, compress) for c in range(len(view["tableau"]))]
+    depth = max(len(cells) for cells in columns) if columns else 0
+    for r in range(depth):
+        line = Text(no_wrap=True, overflow="crop")
+        for cells in columns:
+            if r < len(cells):
+                line.append_text(cells[r])
+            else:
+                line.append(" " * CARD_W)
+            line.append(" ")
+        line.rstrip()
+        lines.append(line)
+    return Text("\n", no_wrap=True, overflow="crop").join(lines)
+
+
+# ------------------------------------------------------------------ progress
+STATUS_STYLE = {
+    "finished": "bold green",
+    "playing": "default",
+    "waiting": "grey62",
+    "stuck": "yellow",
+    "resigned": "grey50",
+    "left": "grey50",
+    "timeout": "grey50",
+}
+
+
+def progress_bar(count: int, total: int, width: int) -> Text:
+    width = max(1, width)
+    filled = round(width * count / total) if total else 0
+    filled = min(width, max(0, filled if count == 0 or filled else 1))
+    bar = Text(no_wrap=True)
+    bar.append("█" * filled, "green")
+    bar.append("░" * (width - filled), "grey35")
+    return bar
+
+
+def render_progress(
+    racers: Sequence[Mapping[str, Any]],
+    total: int,
+    me: int | None,
+    width: int,
+    *,
+    host: int | None = None,
+) -> Text:
+    """Two lines a racer: name and status, then a bar of foundation cards."""
+    lines: list[Text] = []
+    width = max(12, width)
+    for info in racers:
+        name = str(info.get("name", "?"))
+        status = str(info.get("status", ""))
+        place = info.get("place")
+        mark = "▶" if info.get("racer") == me else " "
+        suffix = f"#{place} " if place else ""
+        if info.get("online") is False and status in ("playing", "stuck", "waiting"):
+            suffix += "offline"
+        else:
+            suffix += status
+        moves = info.get("moves")
+        counter = f"{moves} moves  " if moves and width >= 24 else ""
+        room = width - 2 - len(suffix) - len(counter)
+        if room < 4:
+            counter, room = "", width - 2 - len(suffix)
+        label = name if len(name) <= room else name[: max(1, room - 1)] + "…"
+        line = Text(no_wrap=True, overflow="crop")
+        line.append(mark, "bold cyan")
+        line.append(label, "bold" if info.get("racer") == me else "")
+        line.append(" " * max(1, width - 1 - len(label) - len(counter) - len(suffix)))
+        line.append(counter, STYLE_DIM)
+        line.append(suffix, STATUS_STYLE.get(status, "default"))
+        lines.append(line)
+        count = int(info.get("foundation") or 0)
+        numbers = f" {count}/{total}"
+        bar = Text(" ", no_wrap=True, overflow="crop")
+        bar.append_text(progress_bar(count, total, width - 1 - len(numbers)))
+        bar.append(numbers)
+        lines.append(bar)
+    return Text("\n", no_wrap=True, overflow="crop").join(lines)
+
+
+def format_ms(ms: int | None, tenths: bool = False) -> str:
+    if ms is None:
+        return "--:--"
+    ms = max(0, int(ms))
+    minutes, rest = divmod(ms, 60_000)
+    seconds = rest / 1000
+    if tenths:
+        return f"{minutes}:{seconds:04.1f}"
+    return f"{minutes:02d}:{int(seconds):02d}"
+
+
+def race_clock(
+    phase: str | None,
+    start_at_ms: int | None,
+    ends_at_ms: int | None,
+    now_ms: int,
+) -> str:
+    """``01:23 · 13:37 left`` during the race; ``starts in 2.4 s`` in the countdown."""
+    if phase == "countdown" and start_at_ms is not None:
+        return f"starts in {max(0.0, (start_at_ms - now_ms) / 1000):.1f} s"
+    if phase == "racing" and start_at_ms is not None:
+        text = format_ms(now_ms - start_at_ms)
+        if ends_at_ms is not None:
+            text += f" · {format_ms(ends_at_ms - now_ms)} left"
+        return text
+    return ""
+
+
+# --------------------------------------------------------------------- lobby
+def describe_options(options: Mapping[str, Any]) -> str:
+    """``draw 3 · undo · no auto-flip``: the options in a few words."""
+    words = []
+    for key, value in sorted(options.items()):
+        label = key.replace("_", " ")
+        if value is True:
+            words.append(label)
+        elif value is False:
+            words.append(f"no {label}")
+        elif value is None:
+            words.append(f"{label} unlimited")
+        else:
+            words.append(f"{label} {value}")
+    return " · ".join(words)
+
+
+def describe_settings(settings: Mapping[str, Any]) -> str:
+    parts = [str(settings.get("variant", "?"))]
+    parts.append(f"· up to {settings.get('max_racers', '?')} racers")
+    limit = settings.get("time_limit_s")
+    if limit:
+        parts.append(f"· {int(limit) // 60} min")
+    if settings.get("private"):
+        parts.append("· private")
+    if settings.get("quick"):
+        parts.append("· quick race")
+    delay = settings.get("spectator_delay_s")
+    if delay:
+        parts.append(f"· spectators {delay} s behind")
+    return " ".join(parts)
+
+
+def render_lobby(
+    racers: Iterable[Mapping[str, Any]],
+    settings: Mapping[str, Any],
+    code: str | None,
+    host: int | None,
+    me: int | None,
+    width: int = 80,
+) -> Text:
+    text = Text(no_wrap=True, overflow="crop")
+    text.append("Room code ", "bold")
+    text.append(f" {code or '?'} ", "bold black on yellow1")
+    text.append(f"   others join with: solrace join {code or '?'}\n", STYLE_DIM)
+    text.append(describe_settings(settings)[: max(10, width - 1)] + "\n")
+    options = describe_options(settings.get("options") or {})
+    if options:
+        text.append(options[: max(10, width - 1)] + "\n", STYLE_DIM)
+    text.append("\n")
+    text.append("  racer                     ready\n", "bold")
+    for info in racers:
+        racer = info.get("racer")
+        mark = "▶ " if racer == me else "  "
+        name = str(info.get("name", "?"))[:24]
+        text.append(mark, "bold cyan")
+        text.append(f"{name:<24}  ", "bold" if racer == me else "")
+        if racer == host and not settings.get("quick"):
+            text.append("host", "magenta")  # the host starts the race: no flag needed
+        elif info.get("ready"):
+            text.append("✔ ready", "bold green")
+        else:
+            text.append("· not ready", STYLE_DIM)
+        if racer == host and settings.get("quick"):
+            text.append("  (host)", "magenta")
+        if info.get("online") is False:
+            text.append("  (offline)", STYLE_DIM)
+        text.append("\n")
+    return text
+
+
+# ----------------------------------------------------------------- standings
+def render_standings(
+    result: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    me: int | None,
+    race_id: str | None,
+    *,
+    verified: bool | None = None,
+    width: int = 80,
+) -> Text:
+    variant = str(settings.get("variant", "yukon"))
+    total = total_cards(variant)
+    reasons = {
+        "all_done": "everyone is done",
+        "time_limit": "time is up",
+        "abandoned": "everyone left",
+    }
+    text = Text(no_wrap=True, overflow="crop")
+    text.append("Race over", "bold")
+    text.append(f" — {reasons.get(str(result.get('reason')), str(result.get('reason')))}\n\n")
+    text.append(" #  name                status     cards   moves  score    time\n", "bold")
+    for s in result.get("standings") or []:
+        racer = s.get("racer")
+        style = "bold cyan" if racer == me else ""
+        place = s.get("place")
+        name = str(s.get("name", "?"))
+        if racer == me:
+            name += " (you)"
+        text.append(f"{place if place is not None else '-':>2}  ", style)
+        text.append(f"{name[:19]:<19} ", style)
+        status = str(s.get("status", ""))
+        text.append(f"{status:<10} ", STATUS_STYLE.get(status, ""))
+        cards = f"{s.get('foundation', 0)}/{total}"
+        elapsed = s.get("elapsed_ms")
+        clock = format_ms(elapsed, tenths=True) if elapsed is not None else "-"
+        text.append(f"{cards:>7} {s.get('moves', 0):>6} {s.get('score', 0):>6} {clock:>8}\n", style)
+    text.append("\n")
+    text.append("seed ", STYLE_DIM)
+    text.append(str(result.get("seed")), "bold")
+    commitment = str(result.get("commitment") or "")
+    text.append(f"  commitment {commitment[:16]}…", STYLE_DIM)
+    if verified is True:
+        text.append("  ✔ matches", "green")
+    elif verified is False:
+        text.append("  ✘ DOES NOT MATCH", "bold red")
+    text.append("\n")
+    text.append("Check every move yourself: ", STYLE_DIM)
+    text.append(f"solrace verify {race_id or '?'}", "bold")
+    text.append("\n")
+    return text
+
+
+# --------------------------------------------------------------------- watch
+def watch_columns(width: int, view_width: int) -> int:
+    """How many boards of ``view_width`` cells fit side by side in ``width``."""
+    return max(1, (width + 2) // (view_width + 2))
+
+
+def render_watch(
+    racers: Sequence[Mapping[str, Any]],
+    boards: Mapping[int, tuple[int, Mapping[str, Any]]],
+    width: int,
+    height: int,
+    focus: int = 0,
+    now_ms: int | None = None,
+) -> Text:
+    """Every racer's board side by side, as many as fit, starting at racer ``focus``
+    (Tab moves it); each under a title with the racer's name, status and cards."""
+    if not racers:
+        return Text("nobody is racing")
+    widths = [board_width(v) for _, v in boards.values()] or [7 * CELL_W]
+    panel = max(max(widths), 20)
+    fit = min(len(racers), watch_columns(width, panel))
+    order = [racers[(focus + i) % len(racers)] for i in range(fit)]
+    panels: list[list[Text]] = []
+    for slot, info in enumerate(order):
+        racer = int(info.get("racer") or 0)
+        number = (focus + slot) % len(racers) + 1
+        title = Text(no_wrap=True, overflow="crop")
+        title.append(f"{number} ", "bold black on grey70")
+        title.append(f" {info.get('name', '?')}", "bold")
+        status = str(info.get("status") or "")
+        title.append(f" {status}", STATUS_STYLE.get(status, ""))
+        entry = boards.get(racer)
+        lines = [title]
+        if entry is None:
+            lines.append(Text("no board yet", style=STYLE_DIM))
+        else:
+            at_ms, view = entry
+            total = total_cards(str(view.get("variant")))
+            info_line = Text(f"{info.get('foundation', 0)}/{total} up", style=STYLE_DIM)
+            if now_ms is not None and at_ms:
+                info_line.append(f" · {max(0, (now_ms - at_ms) // 1000)} s ago", STYLE_DIM)
+            lines.append(info_line)
+            lines += render_board(view, None, max_rows=max(5, height - 2)).split("\n")
+        panels.append(lines)
+    if len(racers) > fit:
+        note = Text(f"{fit} of {len(racers)} boards: Tab for the others", style=STYLE_DIM)
+    else:
+        note = None
+    depth = max(len(p) for p in panels)
+    out: list[Text] = []
+    for r in range(depth):
+        line = Text(no_wrap=True, overflow="crop")
+        for i, lines in enumerate(panels):
+            cell = lines[r].copy() if r < len(lines) else Text()
+            cell.truncate(panel, overflow="crop", pad=True)
+            line.append_text(cell)
+            if i < len(panels) - 1:
+                line.append("  ")
+        out.append(line)
+    if note is not None:
+        out = [*out[: max(1, height - 1)], note]
+    return Text("\n", no_wrap=True, overflow="crop").join(out[: max(1, height)])
+
+
+# ------------------------------------------------------------------ refusals
+_CARD_NAME = re.compile(r"\b([A2-9TJQK])([CDHS])\b")
+
+
+def plain_cards(message: str) -> str:
+    """``7H cannot go on 8H`` → ``7♥ cannot go on 8♥``."""
+    return _CARD_NAME.sub(lambda m: card_label(m.group(0)).strip(), message)
+
+
+def refusal_text(code: str, message: str, move: str | None = None) -> str:
+    """The server's refusal of a move in plain words."""
+    if code == "bad_notation":
+        shown = f"{move!r} is" if move else "that is"
+        return f"{shown} not a move: write it like 3:4>6, 2>F, W>5, W>F, FH>4, D, R or undo"
+    if code == "bad_seq":
+        return "out of step with the server: your board was reloaded, try again"
+    return plain_cards(message)

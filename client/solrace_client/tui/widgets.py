@@ -1,0 +1,293 @@
+"""Textual screens and widgets. Everything they draw comes from the pure functions of
+``render``; everything they do goes through the app (``app.SolraceApp``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widget import Widget
+from textual.widgets import Input, Static
+
+from .controller import normalise
+
+if TYPE_CHECKING:
+    from .app import SolraceApp
+
+Paint = Callable[[int, int], Text]
+
+
+class Painted(Widget):
+    """A widget drawn by a function of its size (width, height) → Text."""
+
+    def __init__(self, paint: Paint, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._paint = paint
+
+    def render(self) -> Text:
+        return self._paint(self.size.width, self.size.height)
+
+
+class PhaseScreen(Screen[None]):
+    """A screen with the common frame: a header line, a body, a status line and a line
+    of key hints."""
+
+    kind: ClassVar[str] = ""
+
+    @property
+    def solrace(self) -> SolraceApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def compose(self) -> ComposeResult:
+        app = self.solrace
+        yield Painted(lambda w, h: app.paint_header(self.kind, w), id="header")
+        with Vertical(id="main"):
+            yield from self.compose_body()
+        yield Painted(lambda w, h: app.paint_status(w), id="status")
+        yield Painted(lambda w, h: app.paint_hints(self.kind, w), id="hints")
+
+    def repaint(self) -> None:
+        for widget in self.query(Painted):
+            widget.refresh()
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.kind))
+
+    def action_quit_race(self) -> None:
+        self.solrace.ask_quit()
+
+
+class ConnectingScreen(PhaseScreen):
+    kind = "connecting"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q,escape", "quit_race", "quit", show=False),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        app = self.solrace
+        yield Painted(lambda w, h: app.paint_connecting(w), id="body")
+
+
+class LobbyScreen(PhaseScreen):
+    kind = "lobby"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space,r", "toggle_ready", "ready", show=False),
+        Binding("s", "start", "start", show=False),
+        Binding("q", "quit_race", "quit", show=False),
+        Binding("question_mark", "help", "help", show=False),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        app = self.solrace
+        yield Painted(lambda w, h: app.paint_lobby(w, h), id="body")
+
+    def action_toggle_ready(self) -> None:
+        self.solrace.toggle_ready()
+
+    def action_start(self) -> None:
+        self.solrace.start_race()
+
+
+class PlayScreen(PhaseScreen):
+    kind = "play"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left,h", "cursor('left')", "left", show=False),
+        Binding("right,l", "cursor('right')", "right", show=False),
+        Binding("up,k", "cursor('up')", "up", show=False),
+        Binding("down,j", "cursor('down')", "down", show=False),
+        Binding("enter,space", "activate", "pick/drop", show=False),
+        Binding("escape", "cancel", "cancel", show=False),
+        Binding("f", "foundation", "foundation", show=False),
+        Binding("d", "play('D')", "draw", show=False),
+        Binding("r", "play('R')", "recycle", show=False),
+        Binding("u", "play('undo')", "undo", show=False),
+        Binding("colon", "type_move", "type a move", show=False),
+        Binding("x", "resign", "resign", show=False),
+        Binding("question_mark", "help", "help", show=False),
+        Binding("q", "quit_race", "quit", show=False),
+        *[Binding(str(n % 10), f"column({(n - 1) % 10})", show=False) for n in range(1, 11)],
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        app = self.solrace
+        with Horizontal(id="body"):
+            yield Painted(lambda w, h: app.paint_board(w, h), id="board")
+            yield Painted(lambda w, h: app.paint_side(w, h), id="side")
+        yield Input(placeholder="move (3:4>6, 2>F, W>5, D, R, undo) — Esc cancels", id="move")
+
+    def on_mount(self) -> None:
+        self.solrace.fit_play(self)
+
+    def on_resize(self, event: Any) -> None:
+        self.solrace.fit_play(self)
+
+    def action_cursor(self, direction: str) -> None:
+        self.solrace.cursor(direction)
+
+    def action_activate(self) -> None:
+        self.solrace.activate()
+
+    def action_cancel(self) -> None:
+        self.solrace.cancel_pick()
+
+    def action_foundation(self) -> None:
+        self.solrace.to_foundation()
+
+    def action_play(self, move: str) -> None:
+        self.solrace.send_move(move)
+
+    def action_column(self, column: int) -> None:
+        self.solrace.column(column)
+
+    def action_resign(self) -> None:
+        self.solrace.ask_resign()
+
+    def action_type_move(self) -> None:
+        box = self.query_one("#move", Input)
+        box.value = ""
+        box.display = True
+        box.focus()
+
+    def _close_input(self) -> None:
+        box = self.query_one("#move", Input)
+        box.display = False
+        self.set_focus(None)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = normalise(event.value)
+        self._close_input()
+        if text:
+            self.solrace.send_move(text)
+
+    def on_key(self, event: Any) -> None:
+        box = self.query_one("#move", Input)
+        if box.has_focus and event.key == "escape":
+            event.stop()
+            self._close_input()
+
+
+class WatchScreen(PhaseScreen):
+    kind = "watch"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab,right,l", "focus_racer(1)", "next", show=False),
+        Binding("shift+tab,left,h", "focus_racer(-1)", "previous", show=False),
+        *[Binding(str(n), f"pick_racer({n - 1})", show=False) for n in range(1, 9)],
+        Binding("question_mark", "help", "help", show=False),
+        Binding("q", "quit_race", "quit", show=False),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        app = self.solrace
+        with Horizontal(id="body"):
+            yield Painted(lambda w, h: app.paint_watch(w, h), id="boards")
+            yield Painted(lambda w, h: app.paint_side(w, h), id="side")
+
+    def action_focus_racer(self, delta: int) -> None:
+        self.solrace.focus_racer(delta)
+
+    def action_pick_racer(self, index: int) -> None:
+        self.solrace.pick_racer(index)
+
+
+class StandingsScreen(PhaseScreen):
+    kind = "standings"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("m", "rematch", "rematch", show=False),
+        Binding("q,escape", "leave_now", "quit", show=False),
+        Binding("question_mark", "help", "help", show=False),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        app = self.solrace
+        yield Painted(lambda w, h: app.paint_standings(w, h), id="body")
+
+    def action_rematch(self) -> None:
+        self.solrace.rematch()
+
+    def action_leave_now(self) -> None:
+        self.solrace.quit_now()
+
+
+HELP = {
+    "play": [
+        ("←→↑↓  h l k j", "move the cursor; ↑ off a column: the foundations row"),
+        ("Enter / space", "pick the card and all on it; again: put them there"),
+        ("1 … 9, 0", "go to column 1 … 10; with cards picked: put them there"),
+        ("f", "picked card, or the cursor's top card, to its foundation"),
+        ("Esc", "put the picked cards back"),
+        ("d  /  r", "draw from the stock  /  turn the waste over"),
+        ("u", "undo (counts as a move)"),
+        (":", "type a move: 3:4>6  2>F  W>5  W>F  FH>4  D  R  U3  undo"),
+        ("x", "resign (you stay in the standings)"),
+        ("q", "quit (asks first; quitting a race forfeits it)"),
+    ],
+    "lobby": [
+        ("space / r", "toggle your ready flag"),
+        ("s", "start the race (host; everyone else must be ready)"),
+        ("q", "leave the room"),
+    ],
+    "watch": [
+        ("Tab / → / l", "next racer's board (when they do not all fit)"),
+        ("Shift+Tab / ← / h", "previous racer's board"),
+        ("1 … 8", "show that racer's board first"),
+        ("q", "stop watching"),
+    ],
+    "standings": [
+        ("m", "rematch: back to the lobby with the same racers"),
+        ("q", "quit"),
+    ],
+}
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark,enter,space", "close", "close", show=False),
+    ]
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def compose(self) -> ComposeResult:
+        text = Text()
+        text.append("Keys\n", "bold")
+        rows = HELP.get(self.kind) or HELP["play"]
+        for key, what in rows:
+            text.append(f"{key:<16}", "bold cyan")
+            text.append(f"{what}\n")
+        text.append("\nBlue: picked cards · green: where they may go · yellow: cursor\n", "grey62")
+        text.append("Press any of Esc, q, ? to close", "grey62")
+        yield Static(text, id="dialog")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "yes", show=False),
+        Binding("n,escape,q", "answer(False)", "no", show=False),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        text = Text(self.question + "\n\n", style="bold")
+        text.append("y", "bold green")
+        text.append(" yes    ")
+        text.append("n", "bold red")
+        text.append(" no")
+        yield Static(text, id="dialog")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

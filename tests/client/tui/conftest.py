@@ -1,0 +1,106 @@
+"""Fixtures for the terminal client's tests: the real server cluster of tests/net, an
+isolated config directory, a stand-in for the results module, and pilot helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import solrace_client
+from solrace.race.fairness import round_seed
+from solrace.rules import deal, view
+from solrace_client.tui.app import SolraceApp
+from textual.pilot import Pilot
+
+from tests.net.conftest import SOLVABLE_SECRET, Cluster, cluster  # noqa: F401  (fixture)
+
+#: The deal every pilot test plays: round 1 of the cluster's fixed room secret.
+SEED = round_seed(SOLVABLE_SECRET, 1)
+
+
+def first_view(variant: str = "yukon") -> dict[str, Any]:
+    return view(deal(variant, SEED), owner=True)
+
+
+@pytest.fixture(autouse=True)
+def config_dir(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Every test saves its race token and profile in its own directory."""
+    path = tmp_path / "config"
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(path))
+    return path
+
+
+class ResultsSpy:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.calls: list[tuple[Any, ...]] = []
+        self.published: list[str | None] = []
+
+    def save_result(
+        self,
+        room: str,
+        result: Any,
+        settings: Any,
+        code: str | None = None,
+        *,
+        published_commitment: str | None = None,
+    ) -> Path:
+        self.calls.append((room, result, settings, code))
+        self.published.append(published_commitment)
+        return self.directory / f"{room}.{result['commitment'][:8]}.json"
+
+
+@pytest.fixture
+def results_spy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ResultsSpy]:
+    """Stands in for ``solrace_client.results`` (written separately), so the tests see
+    the call the standings screen makes."""
+    spy = ResultsSpy(tmp_path)
+    module = types.ModuleType("solrace_client.results")
+    module.save_result = spy.save_result  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "solrace_client.results", module)
+    monkeypatch.setattr(solrace_client, "results", module, raising=False)
+    yield spy
+
+
+async def wait_until(
+    pilot: Pilot[Any], predicate: Callable[[], Any], what: str, timeout: float = 10.0
+) -> None:
+    app = pilot.app
+    assert isinstance(app, SolraceApp)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(
+                f"timed out waiting for {what}\n--- screen ---\n{app.screen_text()}\n"
+                f"--- status log ---\n{app.status_log}"
+            )
+        await pilot.pause(0.02)
+
+
+async def wait_for_text(pilot: Pilot[Any], text: str, timeout: float = 10.0) -> str:
+    app = pilot.app
+    assert isinstance(app, SolraceApp)
+    await wait_until(pilot, lambda: text in app.screen_text(), repr(text), timeout)
+    return app.screen_text()
+
+
+def keys_for(move: str) -> list[str]:
+    """The keys that play ``c:k>d`` or ``c>F`` with the cursor: the column's number key
+    puts the cursor on its top card, ``k`` climbs one card, Enter picks, the
+    destination's number key drops (``f`` sends to the foundation)."""
+    if move.endswith(">F"):
+        return [column_key(int(move[:-2]) - 1), "f"]
+    src, rest = move.split(":")
+    count, dst = rest.split(">")
+    climb = ["k"] * (int(count) - 1)
+    return [column_key(int(src) - 1), *climb, "enter", column_key(int(dst) - 1)]
+
+
+def column_key(column: int) -> str:
+    return str((column + 1) % 10)

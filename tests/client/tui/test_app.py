@@ -1,0 +1,364 @@
+"""The terminal client driven by Textual's pilot against real server nodes (the
+``cluster`` fixture: Redis and the embedded store): what the player sees in 80×24."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+
+from solrace.rules import deal, parse_move, replay, view
+from solrace_client import RaceClient, config
+from solrace_client.tui import run_race, run_watch
+from solrace_client.tui.app import SolraceApp
+from solrace_client.tui.render import card_label, plain_cards
+from solrace_client.tui.widgets import LobbyScreen, PlayScreen, StandingsScreen, WatchScreen
+from textual.widgets import Input
+
+from tests.net.conftest import SOLVABLE_SECRET, Cluster
+from tests.support.race import winning_moves
+
+from .conftest import SEED, ResultsSpy, first_view, keys_for, wait_for_text, wait_until
+
+MOVES = winning_moves(SOLVABLE_SECRET)
+
+
+def side_line_after(screen: str, name: str) -> str:
+    """The progress bar line under ``name`` in the sidebar."""
+    rows = screen.split("\n")
+    for i, row in enumerate(rows):
+        side = row.split("│", 1)[-1]
+        if name in side and i + 1 < len(rows):
+            return rows[i + 1].split("│", 1)[-1].rstrip()
+    raise AssertionError(f"{name} is not in the sidebar:\n{screen}")
+
+
+def assert_fits(screen: str) -> None:
+    rows = screen.split("\n")
+    assert len(rows) == 24
+    assert all(len(r) <= 80 for r in rows)
+
+
+def test_entry_points_keep_their_signatures() -> None:
+    race = inspect.signature(run_race)
+    assert list(race.parameters) == ["server", "action", "name", "params"]
+    assert race.parameters["params"].kind is inspect.Parameter.VAR_KEYWORD
+    assert list(inspect.signature(run_watch).parameters) == ["server", "code"]
+
+
+async def test_race_cards_refusal_progress_and_standings(
+    cluster: Cluster, results_spy: ResultsSpy
+) -> None:
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+        code = app.state.code
+        assert code
+        screen = await wait_for_text(pilot, "Waiting for someone to join")
+        assert code in screen and "host" in screen
+        saved = config.load_race()
+        assert saved is not None and saved.room == app.state.room
+        assert app.client is not None and saved.token == app.client.token
+
+        bob = await RaceClient.connect(server.url)
+        await bob.join(code, "Bob")
+        await bob.ready()
+        screen = await wait_for_text(pilot, "Everyone is ready")
+        assert "✔ ready" in screen
+        await pilot.press("s")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
+            "the deal",
+        )
+        await bob.next_event("started")
+
+        # Cards are drawn with their suits, backs stand for face-down cards.
+        screen = await wait_for_text(pilot, "foundations")
+        assert_fits(screen)
+        first = first_view()
+        for column in first["tableau"]:
+            assert card_label(column["up"][-1]) in screen
+        assert "░░░" in screen
+        assert " left" in screen and "moves 0" in screen  # the race clock
+
+        # An illegal keypress sequence: column 1's card onto column 2. The server
+        # refuses; its reason is on the status line in plain words.
+        reason = deal("yukon", SEED).refusal(parse_move("1:1>2"))
+        assert reason is not None
+        await pilot.press("1", "enter", "2")
+        await wait_for_text(pilot, plain_cards(reason))
+
+        # The opponent's progress bar follows its foundation count.
+        assert side_line_after(app.screen_text(), "Bob").endswith("0/52")
+        played = 0
+        while replay("yukon", SEED, None, MOVES[:played]).foundation_count() < 2:
+            await bob.move(MOVES[played])
+            played += 1
+        await wait_until(
+            pilot,
+            lambda: side_line_after(app.screen_text(), "Bob").endswith("2/52"),
+            "Bob's bar at 2/52",
+        )
+        assert "█" in side_line_after(app.screen_text(), "Bob")
+
+        # A legal move by keys is accepted and counted.
+        await pilot.press(*keys_for(MOVES[0]))
+        await wait_until(pilot, lambda: (app.state.you or {}).get("next_seq") == 1, "move 1")
+        assert app.controller.view == view(replay("yukon", SEED, None, MOVES[:1]), owner=True)
+        await wait_for_text(pilot, "moves 1")
+
+        # Bob resigns, then we resign (x, confirm y): the race is over.
+        await bob.resign()
+        await pilot.press("x")
+        await wait_for_text(pilot, "Resign?")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: isinstance(app.screen, StandingsScreen), "standings")
+        screen = await wait_for_text(pilot, "Race over")
+        assert_fits(screen)
+        result = app.state.result
+        assert result is not None
+        assert str(result["seed"]) in screen
+        race_id = f"{app.state.room}.{result['commitment'][:8]}"  # as save_result names it
+        assert f"solrace verify {race_id}" in screen
+        rows = [r for r in screen.split("\n") if "Bob" in r or "Ann (you)" in r]
+        assert len(rows) == 2 and all("resigned" in r for r in rows)
+        assert "2/52" in next(r for r in rows if "Bob" in r)
+        assert "✔ matches" in screen  # the revealed seed matches the commitment
+        assert results_spy.calls == [(app.state.room, result, app.state.settings, code)]
+        # the commitment as published at the countdown, before the reveal
+        assert results_spy.published == [result["commitment"]]
+        assert config.load_race() is None  # the token is forgotten after the race
+        # m: a rematch takes everyone back to the lobby (and the token is kept again).
+        await pilot.press("m")
+        await bob.next_event("room_reset")
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby again")
+        await wait_for_text(pilot, "Waiting for 1 racer(s) to get ready")
+        assert config.load_race() is not None
+        await bob.close()
+        await pilot.press("q")
+        await wait_for_text(pilot, "Leave the room?")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.return_code is not None, "exit")
+    assert app.return_code == 0
+
+
+async def test_reconnect_after_a_dropped_connection_keeps_the_game(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    assert ann.code
+    app = SolraceApp(server.url, action="join", name="Bob", params={"code": ann.code})
+    async with app.run_test(size=(80, 24)) as pilot:
+        # The lobby as a joiner: space toggles ready, the host sees it and starts.
+        await wait_for_text(pilot, "You are not ready")
+        await pilot.press("space")
+        await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"])
+        await wait_for_text(pilot, "You are ready")
+        await ann.start()
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
+            "the deal",
+        )
+        await pilot.press(*keys_for(MOVES[0]))
+        await wait_until(pilot, lambda: (app.state.you or {}).get("next_seq") == 1, "move 1")
+
+        # A narrow terminal: the sidebar gives way to the board; back to 80×24 it returns.
+        await pilot.resize_terminal(44, 20)
+        await pilot.pause(0.1)
+        narrow = app.screen_text().split("\n")
+        assert len(narrow) == 20 and all(len(r) <= 44 for r in narrow)
+        assert "Racers" not in "\n".join(narrow)
+        assert card_label(first_view()["tableau"][1]["up"][-1]) in "\n".join(narrow)
+        await pilot.resize_terminal(80, 24)
+        await wait_for_text(pilot, "Racers")
+        assert_fits(app.screen_text())
+
+        # Cut the connection under the app's feet.
+        old = app.client
+        assert old is not None
+        await old.ws.close()
+        await wait_until(
+            pilot,
+            lambda: app.client is not old and "reconnected" in app.status_log,
+            "the reconnection",
+        )
+        assert "connection lost — reconnecting (1)…" in app.status_log
+        lost = app.status_log.index("connection lost — reconnecting (1)…")
+        assert app.status_log.index("reconnected") > lost
+        screen = await wait_for_text(pilot, "reconnected")
+        # The board is back, as the server has it, and play goes on from seq 1.
+        expected = view(replay("yukon", SEED, None, MOVES[:1]), owner=True)
+        assert app.controller.view == expected
+        assert card_label(expected["tableau"][0]["up"][-1]) in screen
+        assert app.client is not None and app.client.seq == 1
+        # ":" opens the move box (Esc closes it); a typed move is played as typed.
+        await pilot.press("colon")
+        box = app.screen.query_one("#move", Input)
+        assert box.display and box.has_focus
+        await pilot.press("escape")
+        assert not box.display
+        await pilot.press("colon", *MOVES[1].lower(), "enter")
+        await wait_until(pilot, lambda: (app.state.you or {}).get("next_seq") == 2, "move 2")
+        assert app.status_log[-1] == f"{MOVES[1]} ✓"
+        assert not box.display
+        saved = config.load_race()
+        assert saved is not None and saved.token == app.client.token
+        await ann.close()
+
+
+async def test_watch_shows_every_board_and_the_delay(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", private=True)
+    assert ann.code
+    await bob.join(ann.code, "Bob")
+    await bob.ready()
+    app = SolraceApp(server.url, mode="watch", code=ann.code)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await wait_for_text(pilot, "boards live")
+        assert "Ann" in screen and "Bob" in screen
+        await ann.start()
+        await wait_until(pilot, lambda: isinstance(app.screen, WatchScreen), "the race")
+        await ann.move(MOVES[0])
+        await wait_until(pilot, lambda: len(app.state.boards) == 2, "both boards")
+        await wait_until(
+            pilot,
+            lambda: app.state.boards[ann.racer or 0][1] == ann.board,
+            "Ann's board after her move",
+        )
+        screen = app.screen_text()
+        assert_fits(screen)
+        title = screen.split("\n")[1]
+        assert "Ann" in title and "Bob" in title  # side by side
+        for column in (ann.board or {})["tableau"]:
+            if column["up"]:
+                assert card_label(column["up"][-1]) in screen
+        # A spectator reconnects too (by code: the room is private) and gets the boards.
+        old = app.client
+        assert old is not None
+        await old.ws.close()
+        await wait_until(
+            pilot, lambda: app.client is not old and "reconnected" in app.status_log, "rewatch"
+        )
+        await bob.move(MOVES[0])
+        await wait_until(
+            pilot,
+            lambda: app.state.boards.get(bob.racer or 0, (0, None))[1] == bob.board,
+            "Bob's board after the reconnection",
+        )
+        await pilot.press("tab")
+        assert app.focus_index == 1
+        await pilot.press("2")
+        assert app.focus_index == 1
+        await bob.resign()
+        await ann.resign()
+        screen = await wait_for_text(pilot, "Race over")
+        assert f"solrace verify {app.race_id}" in screen
+        if importlib.util.find_spec("solrace_client.results") is not None:
+            # the real results module (when present) keeps the race for replay/verify
+            from solrace_client.results import load_result
+
+            saved = load_result(str(app.race_id))
+            assert saved.result == app.state.result
+            assert saved.published_commitment == app.state.result["commitment"]
+        for client in (ann, bob):
+            await client.close()
+
+
+async def test_spectator_delay_is_shown_and_a_bad_code_exits_with_an_error(
+    cluster: Cluster,
+) -> None:
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", spectator_delay_s=30)
+    app = SolraceApp(server.url, mode="watch", code=ann.code)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_text(pilot, "boards 30 s behind")
+    await ann.close()
+    lost = SolraceApp(server.url, action="join", name="Bob", params={"code": "NOSUCH"})
+    async with lost.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: lost.return_code is not None, "the exit")
+    assert lost.return_code == 2
+
+
+async def test_resume_from_a_saved_token_replaces_the_old_window(cluster: Cluster) -> None:
+    """``solrace resume`` after a crash: a second app resumes with the saved token; the
+    first is told it was replaced and does not fight back."""
+    server = await cluster.node()
+    bob = await RaceClient.connect(server.url)
+    first = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with first.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: first.state.code, "the room")
+        await bob.join(first.state.code or "", "Bob")
+        await bob.ready()
+        await wait_for_text(pilot, "Everyone is ready")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: first.controller.view is not None, "the deal")
+        await pilot.press(*keys_for(MOVES[0]))
+        await wait_until(pilot, lambda: (first.state.you or {}).get("next_seq") == 1, "move 1")
+        saved = config.load_race()
+        assert saved is not None
+        second = SolraceApp(
+            saved.server,
+            action="resume",
+            name=saved.name,
+            params={"room": saved.room, "token": saved.token},
+        )
+        async with second.run_test(size=(80, 24)) as pilot2:
+            await wait_until(
+                pilot2,
+                lambda: isinstance(second.screen, PlayScreen) and second.controller.view,
+                "the resumed race",
+            )
+            assert second.controller.view == first.controller.view
+            assert second.client is not None and second.client.seq == 1
+            await wait_until(
+                pilot,
+                lambda: any("another window" in m for m in first.status_log),
+                "the first window told it was replaced",
+            )
+            await pilot2.press(*keys_for(MOVES[1]))
+            await wait_until(
+                pilot2, lambda: (second.state.you or {}).get("next_seq") == 2, "move 2"
+            )
+            assert first.client is not None and first.client.ws.close_code == 1000
+            assert not first.online
+    await bob.close()
+
+
+async def test_a_saved_token_that_no_longer_works_is_forgotten(cluster: Cluster) -> None:
+    server = await cluster.node()
+    config.save_race(config.SavedRace(server.url, "r_gone", "ZZZZZZ", 1, "t" * 32, "Ann"))
+    app = SolraceApp(
+        server.url, action="resume", name="Ann", params={"room": "r_gone", "token": "t" * 32}
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.return_code is not None, "the exit")
+    assert app.return_code == 2
+    assert config.load_race() is None
+
+
+async def test_quick_race_starts_by_itself_once_everyone_is_ready(cluster: Cluster) -> None:
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="quick", name="Ann", params={"variant": "klondike"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+        bob = await RaceClient.connect(server.url)
+        await bob.quick("klondike", "Bob")
+        assert bob.code == app.state.code
+        await bob.ready()
+        await wait_for_text(pilot, "starts by itself")
+        await pilot.press("r")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
+            "the race",
+        )
+        screen = await wait_for_text(pilot, "stk")
+        assert "▒24" in screen  # Klondike's stock, as a count
+        await pilot.press("d")
+        await wait_until(pilot, lambda: (app.state.you or {}).get("next_seq") == 1, "a draw")
+        assert "▒23" in app.screen_text()
+        await bob.close()

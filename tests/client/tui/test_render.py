@@ -1,0 +1,337 @@
+"""Rendering without a terminal: cards, backs, colours, foundations, stock and waste,
+fitting 80×24, long columns, progress bars, lobby and standings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+from solrace.rules import VARIANTS, deal, view
+from solrace_client.tui.controller import Controller, Cursor, Marks, Source
+from solrace_client.tui.render import (
+    CURSOR_BG,
+    DEST_BG,
+    PICKED_BG,
+    back_text,
+    card_label,
+    card_text,
+    format_ms,
+    plain_cards,
+    progress_bar,
+    race_clock,
+    refusal_text,
+    render_board,
+    render_lobby,
+    render_progress,
+    render_standings,
+    render_watch,
+)
+
+#: The board area of the play screen in an 80×24 terminal: 80 − sidebar (30) − padding
+#: (2) columns, 24 − header, status and hints rows.
+BOARD_COLS, BOARD_ROWS = 48, 21
+
+
+def lines(text: Text) -> list[str]:
+    return text.plain.split("\n")
+
+
+def cell(text: Text, row: int, column: int) -> tuple[str, str]:
+    """(the three characters, their styles) of tableau column ``column`` on text row
+    ``row``."""
+    rows = lines(text)
+    offset = sum(len(r) + 1 for r in rows[:row]) + column * 4
+    styles = " ".join(str(s.style) for s in text.spans if s.start <= offset < s.end)
+    return text.plain[offset : offset + 3], styles
+
+
+def find_row(text: Text, column: int, label: str) -> int:
+    for r, row in enumerate(lines(text)):
+        if r >= 3 and row[column * 4 : column * 4 + 3] == label:
+            return r
+    raise AssertionError(f"{label!r} not in column {column + 1}")
+
+
+def test_card_labels_are_three_cells_with_suit_symbols() -> None:
+    assert card_label("AS") == " A♠"
+    assert card_label("TH") == "10♥"
+    assert card_label("7D") == " 7♦"
+    assert card_label("KC") == " K♣"
+    assert all(len(card_label(c)) == 3 for c in ("AS", "TH", "QD"))
+
+
+def test_red_and_black_cards_on_a_light_face() -> None:
+    red, black = card_text("7H"), card_text("7S")
+    assert red.style.color.name == "red3"  # type: ignore[union-attr]
+    assert black.style.color.name == "black"  # type: ignore[union-attr]
+    assert red.style.bgcolor == black.style.bgcolor  # type: ignore[union-attr]
+    assert card_text("QD").style.color.name == "red3"  # type: ignore[union-attr]
+    assert card_text("JC").style.color.name == "black"  # type: ignore[union-attr]
+
+
+def test_backs_and_counted_backs() -> None:
+    assert back_text().plain == "░░░"
+    assert back_text(5).plain == "▒×5"
+    assert back_text(12).plain == "▒12"
+
+
+def test_yukon_board_shows_cards_backs_foundations_and_column_numbers() -> None:
+    seen = view(deal("yukon", 7), owner=True)
+    text = render_board(seen)
+    rows = lines(text)
+    assert "foundations" in rows[0]
+    assert rows[1].split() == ["♣", "♦", "♥", "♠"]  # four empty foundations
+    assert rows[2].split() == [str(n) for n in range(1, 8)]
+    assert rows[3].startswith(card_label(seen["tableau"][0]["up"][0]))
+    assert text.plain.count("░░░") == sum(c["down"] for c in seen["tableau"])
+    for column in seen["tableau"]:
+        for name in column["up"]:
+            assert card_label(name).strip() in text.plain
+    assert "stk" not in text.plain  # Yukon has no stock
+
+
+def test_foundation_tops_and_double_yukon_has_eight() -> None:
+    seen = view(deal("yukon", 7), owner=True)
+    seen["foundations"] = {"C": 0, "D": 3, "H": 0, "S": 13}
+    top = lines(render_board(seen))[1]
+    assert "3♦" in top and "K♠" in top and "♣" in top
+    double = view(deal("double_yukon", 7), owner=True)
+    double["foundations"]["H"] = [1, 0]
+    top = lines(render_board(double))[1]
+    assert top.count("♣") == 2 and top.count("♠") == 2 and "A♥" in top
+    assert lines(render_board(double))[2].split()[-1] == "10"
+
+
+def test_klondike_shows_stock_count_and_waste() -> None:
+    board = deal("klondike", 3, {"draw": 3})
+    board.play("D")
+    seen = view(board, owner=True)
+    text = render_board(seen)
+    assert "stk" in text.plain and "waste" in text.plain
+    assert "▒21" in text.plain  # 24 − 3 drawn
+    top = lines(text)[1]
+    for name in seen["waste"]:
+        assert card_label(name).strip() in top
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_every_variant_fits_the_80x24_board_area(variant: str) -> None:
+    seen = view(deal(variant, 11), owner=True)
+    text = render_board(seen, max_rows=BOARD_ROWS)
+    rows = lines(text)
+    assert len(rows) <= BOARD_ROWS
+    assert max(Text(r).cell_len for r in rows) <= BOARD_COLS
+
+
+def _long_column_view() -> dict[str, Any]:
+    seen = view(deal("yukon", 7), owner=True)
+    # a Yukon column can grow long: 6 face-down cards and 20 face-up ones on top
+    seen["tableau"][6] = {"down": 6, "up": ["KS", "QH"] * 10}
+    return seen
+
+
+def test_a_column_too_long_compresses_backs_then_shows_a_window() -> None:
+    seen = _long_column_view()
+    text = render_board(seen, max_rows=BOARD_ROWS)
+    rows = lines(text)
+    assert len(rows) <= BOARD_ROWS
+    assert "▒×6" in text.plain  # backs counted, not drawn
+    assert "░░░" not in text.plain
+    assert "⋮+" in text.plain  # the column's hidden part is marked
+    # the top card of the long column is on screen
+    assert rows[-1].rstrip().endswith(card_label("QH"))
+
+
+def test_the_window_follows_the_cursor_up_a_long_column() -> None:
+    seen = _long_column_view()
+    marks = Marks(cursor=Cursor("tableau", 6, 0))
+    text = render_board(seen, marks, max_rows=BOARD_ROWS)
+    assert len(lines(text)) <= BOARD_ROWS
+    assert "+" in text.plain and "⋮" in text.plain  # more below the window now
+    row = find_row(text, 6, card_label("KS"))
+    assert CURSOR_BG in cell(text, row, 6)[1]
+
+
+def test_backs_are_drawn_one_a_row_when_there_is_room() -> None:
+    seen = view(deal("yukon", 7), owner=True)
+    text = render_board(seen, max_rows=40)
+    assert text.plain.count("░░░") == 21
+
+
+def test_cursor_picked_and_destination_highlights() -> None:
+    seen = view(deal("yukon", 7), owner=True)
+    controller = Controller(seen)
+    board = controller.board
+    assert board is not None
+    move = next(m for m in board.legal_moves() if m.kind == 0)
+    controller.number(move.src)
+    for _ in range(move.number - 1):
+        controller.up()
+    controller.activate()
+    assert move.dst in controller.destinations
+    text = render_board(seen, controller.marks())
+    col = seen["tableau"][move.src]["up"]
+    picked = card_label(col[len(col) - move.number])
+    assert CURSOR_BG in cell(text, find_row(text, move.src, picked), move.src)[1]
+    dest_top = card_label(seen["tableau"][move.dst]["up"][-1])
+    assert DEST_BG in cell(text, find_row(text, move.dst, dest_top), move.dst)[1]
+    numbers = lines(text)[2]
+    assert numbers[move.dst * 4 : move.dst * 4 + 3].strip() == str(move.dst + 1)
+    mark = [str(s.style) for s in text.spans if "green3" in str(s.style)]
+    assert mark, "the destination's column number is marked"
+
+
+def test_progress_bars_names_and_status() -> None:
+    racers = [
+        {"racer": 1, "name": "Ann", "status": "playing", "foundation": 26, "place": None},
+        {"racer": 2, "name": "Bob", "status": "finished", "foundation": 52, "place": 1},
+        {"racer": 3, "name": "Cy", "status": "playing", "foundation": 0, "online": False},
+    ]
+    text = render_progress(racers, 52, me=1, width=28)
+    rows = lines(text)
+    assert len(rows) == 6
+    assert rows[0].startswith("▶Ann") and rows[0].endswith("playing")
+    assert rows[1].endswith("26/52") and "█" in rows[1]
+    assert "#1 finished" in rows[2]
+    assert "offline" in rows[4]
+    assert all(len(r) <= 28 for r in rows)
+    assert progress_bar(0, 52, 10).plain == "░" * 10
+    assert progress_bar(52, 52, 10).plain == "█" * 10
+    assert progress_bar(1, 52, 10).plain.count("█") == 1  # any progress shows
+
+
+def test_clock() -> None:
+    assert format_ms(83_000) == "01:23"
+    assert format_ms(312_456, tenths=True) == "5:12.5"
+    assert race_clock("racing", 1_000, 901_000, 84_000) == "01:23 · 13:37 left"
+    assert race_clock("countdown", 5_000, None, 2_600) == "starts in 2.4 s"
+    assert race_clock("lobby", None, None, 0) == ""
+
+
+def test_lobby_shows_code_racers_ready_flags_and_host() -> None:
+    racers = [
+        {"racer": 1, "name": "Ann", "ready": False},
+        {"racer": 2, "name": "Bob", "ready": True},
+        {"racer": 3, "name": "Cy", "ready": False},
+    ]
+    settings = {
+        "variant": "klondike",
+        "options": {"draw": 3},
+        "max_racers": 4,
+        "time_limit_s": 600,
+        "private": True,
+        "spectator_delay_s": 30,
+    }
+    text = render_lobby(racers, settings, "K7QX2M", host=1, me=3).plain
+    assert "K7QX2M" in text and "solrace join K7QX2M" in text
+    assert "klondike" in text and "draw 3" in text and "private" in text
+    rows = {
+        r.split()[1] if r.startswith("▶") else r.split()[0]: r
+        for r in text.split("\n")
+        if r.strip()[:1] in ("▶", "A", "B", "C")
+    }
+    assert "host" in rows["Ann"]
+    assert "✔ ready" in rows["Bob"]
+    assert "not ready" in rows["Cy"] and rows["Cy"].startswith("▶")
+
+
+RESULT = {
+    "reason": "all_done",
+    "seed": 1234567890123,
+    "salt": "ab" * 32,
+    "commitment": "9f" * 32,
+    "standings": [
+        {
+            "place": 1,
+            "racer": 1,
+            "name": "Ann",
+            "status": "finished",
+            "foundation": 52,
+            "moves": 141,
+            "score": 585,
+            "elapsed_ms": 312456,
+            "reached_ms": 312456,
+            "log": [],
+        },
+        {
+            "place": 2,
+            "racer": 2,
+            "name": "Bob",
+            "status": "resigned",
+            "foundation": 7,
+            "moves": 30,
+            "score": 70,
+            "elapsed_ms": None,
+            "reached_ms": 5000,
+            "log": [],
+        },
+    ],
+}
+
+
+def test_standings_places_seed_and_how_to_verify() -> None:
+    text = render_standings(RESULT, {"variant": "yukon"}, me=2, race_id="r_8f3k2", verified=True)
+    plain = text.plain
+    assert "Race over" in plain
+    rows = [r for r in plain.split("\n") if r.strip()[:1] in ("1", "2")]
+    assert rows[0].split()[:3] == ["1", "Ann", "finished"]
+    assert "52/52" in rows[0] and "141" in rows[0] and "585" in rows[0] and "5:12.5" in rows[0]
+    assert "Bob (you)" in rows[1] and "7/52" in rows[1]
+    assert "1234567890123" in plain
+    assert "solrace verify r_8f3k2" in plain
+    assert "✔" in plain
+    assert max(len(r) for r in plain.split("\n")) <= 80
+
+
+def test_watch_puts_two_yukon_boards_side_by_side_in_80_columns() -> None:
+    racers = [
+        {"racer": 1, "name": "Ann", "status": "playing", "foundation": 3},
+        {"racer": 2, "name": "Bob", "status": "playing", "foundation": 1},
+        {"racer": 3, "name": "Cy", "status": "stuck", "foundation": 0},
+    ]
+    seen = view(deal("yukon", 7))
+    boards = {1: (1000, seen), 2: (1000, seen), 3: (1000, seen)}
+    text = render_watch(racers, boards, width=59, height=21, focus=0, now_ms=4000)
+    rows = lines(text)
+    assert "Ann" in rows[0] and "Bob" in rows[0] and "Cy" not in rows[0]
+    assert "3 s ago" in rows[1]
+    assert "Tab" in rows[-1]  # the third board is one Tab away
+    assert len(rows) <= 21 and max(Text(r).cell_len for r in rows) <= 59
+    focused = lines(render_watch(racers, boards, width=59, height=21, focus=2))
+    assert "Cy" in focused[0] and "Ann" in focused[0]
+    narrow = lines(render_watch(racers, boards, width=40, height=21, focus=1))
+    assert "Bob" in narrow[0] and "Ann" not in narrow[0]
+
+
+def test_refusals_in_plain_words() -> None:
+    assert plain_cards("7H cannot go on 8H: same colour") == "7♥ cannot go on 8♥: same colour"
+    assert plain_cards("TD cannot go on JS") == "10♦ cannot go on J♠"
+    assert refusal_text("illegal_move", "AD cannot go on 2C: same colour") == (
+        "A♦ cannot go on 2♣: same colour"
+    )
+    assert "not a move" in refusal_text("bad_notation", "…", "3-4")
+    assert plain_cards("column 3 is empty") == "column 3 is empty"
+
+
+def test_console_render_is_plain_text_friendly() -> None:
+    # a smoke check that rich can print a board without a terminal (no markup errors)
+    console = Console(width=80, record=True, color_system=None)
+    console.print(render_board(view(deal("australian", 2), owner=True)))
+    assert "foundations" in console.export_text()
+
+
+def test_picked_group_is_blue() -> None:
+    seen = view(deal("yukon", 7), owner=True)
+    marks = Marks(cursor=Cursor("tableau", 6, 2), picked=Source("tableau", 6, 3))
+    text = render_board(seen, marks)
+    up = seen["tableau"][6]["up"]
+    for i, name in enumerate(up):
+        styles = cell(text, find_row(text, 6, card_label(name)), 6)[1]
+        if i == 2:
+            assert CURSOR_BG in styles
+        elif i > 2:
+            assert PICKED_BG in styles
+        else:
+            assert PICKED_BG not in styles and CURSOR_BG not in styles
