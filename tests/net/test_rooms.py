@@ -181,3 +181,26 @@ async def test_a_finished_rooms_keys_expire_and_its_result_is_kept(cluster: Clus
     assert over.d["reason"] == "all_done"
     for client in (ann, bob):
         await client.close()
+
+
+async def test_only_long_idle_rooms_without_connections_are_forgotten(cluster: Cluster) -> None:
+    """A request may hold a room object across awaits; forgetting a room the moment
+    its last connection goes would strand a session on an object nobody folds into.
+    Rooms are forgotten only after long idleness, and reload from the store."""
+    server = await cluster.node()
+    node = server.node
+    ann, bob = await lobby(server.url)
+    looker = await RaceClient.connect(server.url)
+    await looker.list_rooms()
+    room_id = ann.room or ""
+    await ann.close()
+    await bob.close()
+    await asyncio.sleep(0.2)
+    node._sweep()
+    assert room_id in node.rooms  # idle, but not for long
+    _advance(server, 11 * 60 * 1000)
+    node._sweep()
+    assert room_id not in node.rooms
+    rooms = await looker.list_rooms()  # reloads from the store
+    assert any(r["room"] == room_id for r in rooms)
+    await looker.close()

@@ -52,6 +52,7 @@ from .session import Session
 log = logging.getLogger("solrace.node")
 
 ROOM_TTL_S = 24 * 3600
+IDLE_ROOM_MS = 10 * 60 * 1000
 FINISHED_ROOM_TTL_S = 3600
 EMPTY_ROOM_TTL_S = 600
 DECIDE_ATTEMPTS = 20
@@ -115,11 +116,16 @@ class Node:
         task.add_done_callback(self._tasks.discard)
 
     async def _tail_loop(self) -> None:
-        """Fold what other nodes append to the streams of rooms served here."""
+        """Fold what other nodes append to the streams of rooms served here (and now
+        and then forget rooms long idle here)."""
+        next_sweep = self.clock() + IDLE_ROOM_MS // 10
         while True:
             positions = {
                 rid: room.state.version for rid, room in self.rooms.items() if room.has_sessions()
             }
+            if self.clock() >= next_sweep:
+                self._sweep()
+                next_sweep = self.clock() + IDLE_ROOM_MS // 10
             if not positions:
                 await asyncio.sleep(0.1)
                 continue
@@ -141,6 +147,7 @@ class Node:
             if raw is None:
                 raise BadMessage(ErrorCode.UNKNOWN_ROOM, f"no room {room_id}")
             room = self.rooms.setdefault(room_id, LiveRoom(RoomMeta.decode(raw)))
+        room.last_used_ms = self.clock()
         await self.sync(room)
         wake = decide_.next_wakeup(room.state)
         if wake is not None and wake <= self.clock():
@@ -149,13 +156,17 @@ class Node:
         self.metrics.rooms.set(sum(1 for r in self.rooms.values() if r.has_sessions()))
         return room
 
-    def _release(self, room: LiveRoom) -> None:
-        """Forget a room this node no longer serves; the store keeps everything."""
-        if not room.has_sessions():
-            if room.timer is not None:
-                room.timer.cancel()
-                room.timer = None
-            self.rooms.pop(room.room_id, None)
+    def _sweep(self) -> None:
+        """Forget rooms this node has not served for a while; the store keeps
+        everything, and :meth:`room` reloads them on demand. Only long-idle rooms go,
+        so no request in progress can still hold one (which would leave its session
+        attached to a room object the node no longer folds events into)."""
+        cutoff = self.clock() - IDLE_ROOM_MS
+        for room_id, room in list(self.rooms.items()):
+            if not room.has_sessions() and room.last_used_ms < cutoff:
+                if room.timer is not None:
+                    room.timer.cancel()
+                del self.rooms[room_id]
 
     async def room_by_code(self, code: str) -> LiveRoom:
         room_id = await self.store.room_for_code(code.upper())
@@ -394,7 +405,6 @@ class Node:
                 continue
             if variant is None or room.meta.settings.variant == variant:
                 summaries.append(room.state.summary())
-            self._release(room)
             if len(summaries) >= MAX_ROOMS_LISTED:
                 break
         return summaries
@@ -659,7 +669,6 @@ class Node:
         session.detach()
         if racer is None:
             room.spectators.discard(session)
-            self._release(room)
             return
         room.racers.pop(racer, None)
         room.games.pop(racer, None)
@@ -667,7 +676,6 @@ class Node:
         if not room.state.racers:
             await self.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
         await self.tick(room)
-        self._release(room)
 
     async def disconnected(self, session: Session) -> None:
         """A connection closed without ``leave``: mark the racer offline; the grace
@@ -678,7 +686,6 @@ class Node:
             return
         if racer is None:
             room.spectators.discard(session)
-            self._release(room)
             return
         if room.racers.get(racer) is not session:
             return
@@ -688,7 +695,6 @@ class Node:
             await self.decide(room, lambda: decide_.presence(room.state, racer, False))
         except (StoreUnavailable, BadMessage):
             log.warning("could not record disconnect", extra={"room": room.room_id})
-        self._release(room)
 
     async def _decide_or_refuse(
         self, room: LiveRoom, decision: Callable[[], list[dict[str, Any]]]

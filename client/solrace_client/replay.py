@@ -1,0 +1,217 @@
+"""``solrace replay``: step through a finished race, every racer's board at once.
+
+The race is over and its seed revealed, so the whole board can be shown, face-down
+cards included: each racer's game is re-dealt from the seed and its move log replayed
+with the engine (the same code that judged the race). A *step* is a log index: step 0
+is the deal, step k the position after the racer's k-th log entry; a racer whose log is
+shorter than the step shows its final position. Face-down cards are written in lower
+case (RULES.md position notation) and dimmed on a terminal.
+
+Input is line-based on purpose (``n``, ``p``, a step number, ``q``): it works in any
+terminal, through pipes and in tests, without raw-mode key reading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+from solrace.rules import RulesError, deal, position_dict
+from solrace.rules.log import apply_entry
+
+from .results import SavedResult
+
+
+@dataclass
+class Track:
+    """One racer's game, position by position (``positions[k]`` after k entries)."""
+
+    racer: int
+    name: str
+    standing: dict[str, Any]
+    log: list[str]
+    positions: list[dict[str, Any]]
+    #: Set when the log stops being legal: the replay ends there.
+    error: str | None = None
+
+    def at(self, step: int) -> dict[str, Any]:
+        return self.positions[min(step, len(self.positions) - 1)]
+
+    def move_at(self, step: int) -> str | None:
+        """The entry that led to ``step`` (None at the deal or past the log's end)."""
+        return self.log[step - 1] if 1 <= step <= len(self.log) else None
+
+
+def tracks(saved: SavedResult) -> list[Track]:
+    """Replay every racer of ``saved`` with the engine, keeping each position."""
+    seed = int(saved.result["seed"])
+    found: list[Track] = []
+    for standing in saved.standings:
+        log = [str(e) for e in standing.get("log") or []]
+        board = deal(saved.variant, seed, saved.options)
+        positions = [position_dict(board)]
+        error = None
+        for i, entry in enumerate(log):
+            try:
+                apply_entry(board, entry)
+            except RulesError as exc:
+                error = f"log entry {i + 1} {entry!r} is illegal: {exc}"
+                break
+            positions.append(position_dict(board))
+        found.append(
+            Track(int(standing["racer"]), str(standing["name"]), standing, log, positions, error)
+        )
+    return found
+
+
+def find_track(all_tracks: list[Track], who: str) -> Track:
+    """A racer by id, or by name (case-insensitive)."""
+    for track in all_tracks:
+        if who.isdigit() and track.racer == int(who):
+            return track
+    for track in all_tracks:
+        if track.name.casefold() == who.casefold():
+            return track
+    known = ", ".join(f"{t.racer} ({t.name})" for t in all_tracks)
+    raise LookupError(f"no racer {who!r} in this race; racers: {known}")
+
+
+def last_step(all_tracks: list[Track]) -> int:
+    return max((len(t.positions) - 1 for t in all_tracks), default=0)
+
+
+# ---------------------------------------------------------------- plain text
+def _foundations(position: Mapping[str, Any]) -> str:
+    parts = []
+    for suit, top in position["foundations"].items():
+        tops = "/".join(map(str, top)) if isinstance(top, list) else str(top)
+        parts.append(f"{suit} {tops}")
+    return "  ".join(parts)
+
+
+def _heading(saved: SavedResult, track: Track, step: int) -> list[str]:
+    s = track.standing
+    place = f", place {s['place']}" if s.get("place") is not None else ""
+    done = len(track.positions) - 1
+    move = track.move_at(step)
+    where = f"step {min(step, done)} of {done}"
+    if step > done:
+        where += " (final position)"
+    elif move is not None:
+        where += f" · last move {move}"
+    else:
+        where += " · the deal"
+    lines = [
+        f"race {saved.race} · {saved.variant} · racer {track.racer} {track.name} "
+        f"({s.get('status')}{place})",
+        where,
+    ]
+    if track.error:
+        lines.append(f"!! {track.error}")
+    return lines
+
+
+def board_text(saved: SavedResult, track: Track, step: int) -> str:
+    """One racer's board at ``step`` as plain text (``--print``): one line per column,
+    bottom card first, face-down cards in lower case."""
+    position = track.at(step)
+    lines = _heading(saved, track, step)
+    lines.append(f"foundations  {_foundations(position)}")
+    if position["stock"] or position["waste"] or saved.variant in ("klondike", "australian"):
+        lines.append(f"stock        {' '.join(position['stock']) or '-'}")
+        lines.append(f"waste        {' '.join(position['waste']) or '-'}")
+    for c, column in enumerate(position["tableau"], start=1):
+        lines.append(f"{c:>2}  {' '.join(column)}".rstrip())
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- rich
+def _card(name: str) -> Text:
+    if name.islower():
+        return Text(name, style="dim")
+    return Text(name, style="bold red" if name[-1] in "HD" else "bold")
+
+
+def _board_panel(saved: SavedResult, track: Track, step: int) -> Panel:
+    position = track.at(step)
+    heading = _heading(saved, track, step)
+    grid = Table.grid(padding=(0, 1))
+    columns = position["tableau"]
+    for _ in columns:
+        grid.add_column(justify="left", min_width=2)
+    grid.add_row(*(Text(str(c), style="cyan") for c in range(1, len(columns) + 1)))
+    for row in range(max((len(c) for c in columns), default=0)):
+        grid.add_row(*(_card(col[row]) if row < len(col) else Text("") for col in columns))
+    parts: list[RenderableType] = [Text(heading[1]), Text(f"foundations  {_foundations(position)}")]
+    if position["stock"] or position["waste"]:
+        stock = Text("stock  ")
+        stock.append_text(Text(" ").join(_card(n) for n in position["stock"]) or Text("-"))
+        waste = Text("waste  ")
+        waste.append_text(Text(" ").join(_card(n) for n in position["waste"]) or Text("-"))
+        parts += [stock, waste]
+    if track.error:
+        parts.append(Text(track.error, style="bold red"))
+    parts.append(grid)
+    s = track.standing
+    title = f"{track.racer} · {track.name} · {s.get('status')}"
+    if s.get("place") is not None:
+        title += f" · #{s['place']}"
+    return Panel(Group(*parts), title=title, title_align="left", expand=False)
+
+
+def step_view(saved: SavedResult, all_tracks: list[Track], step: int) -> RenderableType:
+    """Every racer's board at ``step``, side by side where the terminal allows."""
+    head = Text(
+        f"race {saved.race} · {saved.variant} · step {step} of {last_step(all_tracks)}",
+        style="bold",
+    )
+    row = Table.grid(padding=(0, 1))
+    for _ in all_tracks:
+        row.add_column()
+    row.add_row(*(_board_panel(saved, t, step) for t in all_tracks))
+    return Group(head, row)
+
+
+HELP = "n/Enter next · p previous · <number> go to step · f first · l last · q quit"
+_NEXT = {"", "n", "next", "\x1b[c", "→"}
+_PREVIOUS = {"p", "prev", "previous", "\x1b[d", "←"}
+
+
+def step_through(
+    saved: SavedResult,
+    console: Console,
+    read: Callable[[str], str] = input,
+    start: int = 0,
+) -> int:
+    """The interactive stepper: show a step, read a command line, repeat."""
+    all_tracks = tracks(saved)
+    last = last_step(all_tracks)
+    step = max(0, min(start, last))
+    while True:
+        if console.is_terminal:
+            console.clear()
+        console.print(step_view(saved, all_tracks, step))
+        console.print(Text(HELP, style="dim"))
+        try:
+            command = read(f"step {step}/{last}> ").strip().lower()
+        except (EOFError, KeyboardInterrupt):
+            return 0
+        if command in _NEXT:
+            step = min(last, step + 1)
+        elif command in _PREVIOUS:
+            step = max(0, step - 1)
+        elif command in ("q", "quit", "exit"):
+            return 0
+        elif command in ("f", "first"):
+            step = 0
+        elif command in ("l", "last"):
+            step = last
+        elif command.isdigit():
+            step = min(last, int(command))
+        else:
+            console.print(Text(f"unknown command {command!r}: {HELP}", style="yellow"))

@@ -1,0 +1,191 @@
+"""Finished races kept on the player's machine, for ``solrace replay`` and
+``solrace verify``.
+
+The protocol has no request that fetches a finished race: the seed, salt and every
+racer's move log are revealed once, in ``race_over`` (and in the snapshot of a finished
+room until it expires). So every client that sees a ``race_over`` — the bot and the
+terminal UI — saves it here, with the room's settings, which are needed to re-deal.
+
+A file is ``<config dir>/races/<RACE>.json``; the race id ``RACE`` is
+``<room>.<commitment[:8]>``: the commitment differs every round, so a rematch in the
+same room gets its own file. Its shape is the server's own stored result
+(``{room, code, settings, result}``), plus ``race``, ``saved_at_ms`` and, when the
+client saw it before the reveal, ``published_commitment``: the commitment announced at
+the countdown, which is what makes ``verify``'s commitment check mean something (a
+server that lied could otherwise send a matching commitment along with the reveal).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from .config import config_dir
+
+#: What may name a saved race (no path separators, no leading dot).
+_RACE_REF: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,129}")
+
+
+class ResultNotFound(LookupError):
+    """No saved race has that id and no such file exists."""
+
+
+def results_dir() -> Path:
+    return config_dir() / "races"
+
+
+def race_id(room: str, result: Mapping[str, Any]) -> str:
+    """``<room>.<first 8 hex digits of the commitment>``."""
+    return f"{room}.{str(result.get('commitment') or 'nocommit')[:8]}"
+
+
+@dataclass
+class SavedResult:
+    """One finished race as saved: enough to re-deal and replay every racer."""
+
+    race: str
+    room: str
+    settings: dict[str, Any]
+    result: dict[str, Any]
+    code: str | None = None
+    published_commitment: str | None = None
+    saved_at_ms: int | None = None
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def variant(self) -> str:
+        return str(self.settings["variant"])
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.settings.get("options") or {})
+
+    @property
+    def standings(self) -> list[dict[str, Any]]:
+        return list(self.result.get("standings") or [])
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "race": self.race,
+            "room": self.room,
+            "code": self.code,
+            "settings": self.settings,
+            "result": self.result,
+            "saved_at_ms": self.saved_at_ms,
+        }
+        if self.published_commitment is not None:
+            data["published_commitment"] = self.published_commitment
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], path: Path | None = None) -> SavedResult:
+        """Read our own files and the server's stored results alike (the server's
+        lack ``race``: it is rebuilt from room and commitment)."""
+        try:
+            room = str(data["room"])
+            result = dict(data["result"])
+            settings = dict(data["settings"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a saved race result: missing {exc}") from None
+        published = data.get("published_commitment")
+        return cls(
+            race=str(data.get("race") or race_id(room, result)),
+            room=room,
+            settings=settings,
+            result=result,
+            code=data.get("code"),
+            published_commitment=None if published is None else str(published),
+            saved_at_ms=data.get("saved_at_ms"),
+            path=path,
+        )
+
+
+def save_result(
+    room: str,
+    result: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    code: str | None = None,
+    *,
+    published_commitment: str | None = None,
+) -> Path:
+    """Save a ``race_over`` (``result`` is its data) with the room's ``settings``;
+    returns the file. Saving the same race again overwrites it with the same content.
+    ``published_commitment`` is the commitment seen at the countdown, if the caller
+    saw it (keep it: ``verify`` checks it against the revealed one)."""
+    saved = SavedResult(
+        race=race_id(room, result),
+        room=room,
+        settings=dict(settings),
+        result=dict(result),
+        code=code,
+        published_commitment=published_commitment,
+        saved_at_ms=int(time.time() * 1000),
+    )
+    directory = results_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{saved.race}.json"
+    # A private temporary name: two clients on one machine (a bot and the UI, say) may
+    # save the same race at the same moment; each replace is then atomic and whole.
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{saved.race}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(saved.to_json(), handle, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_result(ref: str | os.PathLike[str]) -> SavedResult:
+    """A saved race by id (``<room>.<commitment prefix>``, or an unambiguous prefix of
+    one), or a path to a result file. Raises :class:`ResultNotFound` or ValueError."""
+    text = os.fspath(ref)
+    candidate = Path(text)
+    if candidate.is_file():
+        return _read(candidate)
+    if _RACE_REF.fullmatch(text):
+        exact = results_dir() / f"{text}.json"
+        if exact.is_file():
+            return _read(exact)
+        matches = [p for p in _files() if p.stem.startswith(text)]
+        if len(matches) == 1:
+            return _read(matches[0])
+        if len(matches) > 1:
+            names = ", ".join(sorted(p.stem for p in matches))
+            raise ResultNotFound(f"{text!r} matches several saved races: {names}")
+    raise ResultNotFound(f"no saved race {text!r} in {results_dir()} and no such file")
+
+
+def _read(path: Path) -> SavedResult:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read a race result: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{path}: not a race result")
+    return SavedResult.from_json(data, path)
+
+
+def _files() -> Iterator[Path]:
+    directory = results_dir()
+    if directory.is_dir():
+        yield from directory.glob("*.json")
+
+
+def list_results() -> list[SavedResult]:
+    """Every readable saved race, newest first."""
+    found: list[SavedResult] = []
+    for path in _files():
+        try:
+            found.append(_read(path))
+        except ValueError:
+            continue
+    return sorted(found, key=lambda s: s.saved_at_ms or 0, reverse=True)

@@ -1,0 +1,159 @@
+"""``solrace verify``: check that a finished race was fair, from its revealed data.
+
+The server commits to the deal before the race (``commitment = sha256(seed ‖ salt)``)
+and reveals seed, salt and every racer's move log in ``race_over``. This module checks,
+with the same rules engine the server runs:
+
+- the revealed seed and salt hash to the commitment (and, when the client saw it, that
+  this is the commitment published at the countdown: a server could otherwise invent a
+  matching pair after the fact);
+- every racer's log is legal, move by move, on the deal of that seed;
+- each standing's ``foundation``, ``moves``, ``score`` and ``status`` are what the
+  replayed log gives ("finished" exactly when the game is won, "stuck" only when no
+  move is left);
+- the standings are in the order RULES.md prescribes.
+
+Nothing here trusts the server: a tampered log, seed, salt or commitment fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from solrace.protocol import commitment, verify
+from solrace.rules import RulesError, deal
+from solrace.rules.log import apply_entry
+
+from .results import SavedResult
+
+
+@dataclass(frozen=True)
+class Check:
+    what: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    race: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    def add(self, what: str, ok: bool, detail: str = "") -> bool:
+        self.checks.append(Check(what, ok, detail))
+        return ok
+
+
+def verify_result(saved: SavedResult) -> Report:
+    """Every check of a saved race; the report is OK only if all of them pass."""
+    report = Report(saved.race)
+    result = saved.result
+    seed, salt, published = result.get("seed"), result.get("salt"), result.get("commitment")
+    _check_commitment(report, seed, salt, published, saved.published_commitment)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        report.add("deal", False, f"the seed {seed!r} is not an integer")
+        return report
+    try:
+        deal(saved.variant, seed, saved.options)
+    except (RulesError, ValueError) as exc:
+        report.add("deal", False, f"cannot deal {saved.variant} with seed {seed}: {exc}")
+        return report
+    standings = saved.standings
+    if not standings:
+        report.add("standings", False, "the result lists no racer")
+    for standing in standings:
+        _check_racer(report, saved, seed, standing)
+    _check_order(report, standings)
+    return report
+
+
+def _check_commitment(
+    report: Report, seed: Any, salt: Any, published: Any, seen: str | None
+) -> None:
+    if isinstance(published, str) and verify(published, seed, salt):
+        report.add("commitment", True, f"sha256(seed ‖ salt) = {str(published)[:16]}…")
+    else:
+        try:
+            computed = commitment(seed, salt)
+        except (ValueError, TypeError) as exc:
+            computed = f"(cannot compute: {exc})"
+        report.add(
+            "commitment",
+            False,
+            f"sha256(seed ‖ salt) = {computed[:16]}… but the race committed to "
+            f"{str(published)[:16]}…",
+        )
+    if seen is not None:
+        report.add(
+            "published commitment",
+            seen == published,
+            "the commitment announced at the countdown"
+            + (" is the one revealed" if seen == published else f" was {seen[:16]}…"),
+        )
+
+
+def _check_racer(
+    report: Report, saved: SavedResult, seed: int, standing: Mapping[str, Any]
+) -> None:
+    who = f"racer {standing.get('racer')} ({standing.get('name')})"
+    log = list(standing.get("log") or [])
+    board = deal(saved.variant, seed, saved.options)
+    for i, entry in enumerate(log):
+        try:
+            apply_entry(board, str(entry))
+        except RulesError as exc:
+            report.add(f"{who}: log", False, f"entry {i + 1} of {len(log)} {entry!r}: {exc}")
+            return
+    report.add(f"{who}: log", True, f"{len(log)} moves, all legal")
+    problems: list[str] = []
+    facts = {
+        "foundation": board.foundation_count(),
+        "moves": board.move_count,
+        "score": board.score,
+    }
+    for key, actual in facts.items():
+        if standing.get(key) != actual:
+            problems.append(f"{key} {standing.get(key)!r}, replay gives {actual}")
+    status = standing.get("status")
+    if (status == "finished") != board.is_won():
+        problems.append(
+            f"status {status!r} but the replayed game is {'won' if board.is_won() else 'not won'}"
+        )
+    if status == "stuck" and board.legal_moves():
+        problems.append("status 'stuck' but the replayed game still has legal moves")
+    report.add(
+        f"{who}: standing",
+        not problems,
+        "; ".join(problems) or f"{status}, {facts['foundation']} cards up, {facts['moves']} moves",
+    )
+
+
+def _check_order(report: Report, standings: list[dict[str, Any]]) -> None:
+    """RULES.md: finishers first by finish time; then by foundation (more first), then
+    by the earlier time that count was reached."""
+    problems: list[str] = []
+    places = [s.get("place") for s in standings]
+    if places != list(range(1, len(standings) + 1)):
+        problems.append(f"places are {places}, not 1..{len(standings)} in order")
+    never = 1 << 62
+
+    def rank(s: Mapping[str, Any]) -> tuple[int, int, int]:
+        if s.get("status") == "finished":
+            return (0, int(s.get("elapsed_ms") or 0), 0)
+        reached = s.get("reached_ms")
+        return (1, -int(s.get("foundation") or 0), never if reached is None else int(reached))
+
+    ranks = [rank(s) for s in standings]
+    if ranks != sorted(ranks):
+        problems.append("racers are not ranked by finish time, then cards up, then time")
+    report.add("standings order", not problems, "; ".join(problems) or "as RULES.md ranks them")

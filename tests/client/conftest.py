@@ -1,0 +1,110 @@
+"""Fixtures for the client's non-UI tests: the real server cluster of tests/net (real
+Redis and the embedded store), an isolated config directory, and finished races — a
+real one played by two bots, and a synthetic one built with the engine (deterministic,
+no server) for the tests that only need the data."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from solrace.protocol import commitment
+from solrace.race.fairness import round_salt, round_seed
+from solrace.rules import deal
+from solrace.rules.log import apply_entry
+from solrace_client.bot import BotHooks, run_bot
+from solrace_client.results import save_result
+
+from tests.net.conftest import SOLVABLE_SECRET, Cluster, cluster  # noqa: F401  (fixture)
+from tests.support.race import winning_moves
+
+#: The deal of round 1 of the cluster's fixed room secret (the greedy bot wins it).
+SEED = round_seed(SOLVABLE_SECRET, 1)
+SALT = round_salt(SOLVABLE_SECRET, 1)
+YUKON: dict[str, Any] = {
+    "variant": "yukon",
+    "options": {},
+    "max_racers": 4,
+    "time_limit_s": 900,
+    "private": False,
+    "spectator_delay_s": 0,
+    "quick": False,
+}
+
+
+@pytest.fixture(autouse=True)
+def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test saves races, tokens and names in its own directory."""
+    path = tmp_path / "config"
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(path))
+    monkeypatch.delenv("SOLRACE_SERVER", raising=False)
+    yield path
+
+
+def _standing(place: int, racer: int, name: str, log: list[str], status: str) -> dict[str, Any]:
+    board = deal("yukon", SEED)
+    for entry in log:
+        apply_entry(board, entry)
+    return {
+        "place": place,
+        "racer": racer,
+        "name": name,
+        "status": status,
+        "foundation": board.foundation_count(),
+        "moves": board.move_count,
+        "score": board.score,
+        "elapsed_ms": 61_000 if status == "finished" else None,
+        "reached_ms": 61_000 if board.foundation_count() else None,
+        "log": log,
+    }
+
+
+def synthetic_result() -> dict[str, Any]:
+    """A finished two-racer Yukon race built with the engine: Ann wins with the test
+    solver's moves, Bob resigns after ten of them (with an undo in between)."""
+    moves = winning_moves(SOLVABLE_SECRET)
+    bob = [*moves[:6], "undo", moves[5], *moves[6:10]]
+    return {
+        "reason": "all_done",
+        "seed": SEED,
+        "salt": SALT,
+        "commitment": commitment(SEED, SALT),
+        "standings": [
+            _standing(1, 1, "Ann", moves, "finished"),
+            _standing(2, 2, "Bob", bob, "resigned"),
+        ],
+    }
+
+
+@pytest.fixture
+def synthetic_race(config_dir: Path) -> Path:
+    """The synthetic race, saved as the bot and the UI save races."""
+    result = synthetic_result()
+    return save_result("r_synthetic", result, YUKON, "SYN123", published_commitment=None)
+
+
+async def bot_race(url: str, **bot_args: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two bots quick-race on ``url`` (the second joins the first's quick room, which
+    starts when both are ready). Returns the first bot's race_over and joined reply."""
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    first = asyncio.create_task(
+        run_bot(
+            url,
+            quick_variant="yukon",
+            name="Ann",
+            rng_seed=1,
+            hooks=BotHooks(joined=joined.set_result),
+            **bot_args,
+        )
+    )
+    reply = await asyncio.wait_for(joined, 10)
+    second = asyncio.create_task(
+        run_bot(url, quick_variant="yukon", name="Bob", strategy="random", rng_seed=2, **bot_args)
+    )
+    async with asyncio.timeout(30):
+        result, other = await asyncio.gather(first, second)
+    assert result == other
+    return result, reply

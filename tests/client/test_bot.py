@@ -1,0 +1,227 @@
+"""The bot on real servers (Redis and embedded): two bots race to the end, through the
+library and through ``solrace bot``; a bot survives its server node dying mid-race;
+and its strategies, offline."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from solrace.rules import deal, view
+from solrace.rules.log import apply_entry
+from solrace_client.boardview import board_from_view
+from solrace_client.bot import BotError, BotHooks, run_bot
+from solrace_client.cli import main
+from solrace_client.results import load_result, race_id
+from solrace_client.strategy import STRATEGIES, Memory, position_key
+from solrace_client.verify import verify_result
+
+from tests.net.conftest import Cluster
+
+from .conftest import SEED, bot_race
+
+
+async def test_two_bots_race_to_the_end_and_save_a_verifiable_result(
+    cluster: Cluster, config_dir: Path
+) -> None:
+    server = await cluster.node()
+    result, joined = await bot_race(server.url, max_moves=400)
+    assert result["reason"] == "all_done"
+    assert result["seed"] == SEED  # the cluster's fixed deal: the greedy bot wins it
+    standings = result["standings"]
+    assert [s["name"] for s in standings] == ["Ann", "Bob"]
+    winner = standings[0]
+    assert (winner["place"], winner["status"], winner["foundation"]) == (1, "finished", 52)
+    assert standings[1]["status"] in ("stuck", "resigned", "finished")
+    saved = load_result(race_id(joined["room"], result))
+    assert saved.path is not None and saved.path.parent == config_dir / "races"
+    assert saved.code == joined["code"] and saved.settings["variant"] == "yukon"
+    assert saved.published_commitment == result["commitment"]
+    assert verify_result(saved).ok
+
+
+async def test_solrace_bot_joins_by_code_plays_and_prints_the_standings(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The console command: exit status 0 when the race is over, standings printed."""
+    server = await cluster.node()
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    host = asyncio.create_task(
+        run_bot(
+            server.url,
+            create={"variant": "yukon", "max_racers": 2},
+            name="Host",
+            host_start=True,
+            rng_seed=3,
+            max_moves=300,
+            hooks=BotHooks(joined=joined.set_result),
+        )
+    )
+    code = (await asyncio.wait_for(joined, 10))["code"]
+    argv = ["bot", code.lower(), "--server", server.url, "--name", "Cli", "--delay", "0"]
+    argv += ["--max-moves", "300", "--seed", "4"]
+    status = await asyncio.wait_for(asyncio.to_thread(main, argv), 30)
+    result = await asyncio.wait_for(host, 10)
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "race over" in out and "Host" in out and "Cli ◀" in out
+    rid = race_id((await asyncio.wait_for(joined, 0))["room"], result)
+    assert f"solrace verify {rid}" in out
+    assert {s["name"] for s in result["standings"]} == {"Host", "Cli"}
+
+
+async def test_a_bot_resumes_on_another_node_when_its_node_dies(cluster: Cluster) -> None:
+    first, second = await cluster.node(), await cluster.node()
+    servers = [first.url, second.url]
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    moved: list[dict[str, Any]] = []
+    said: list[str] = []
+    tenth = asyncio.Event()
+
+    def on_moved(reply: dict[str, Any]) -> None:
+        moved.append(reply)
+        if len(moved) == 10:
+            tenth.set()
+
+    ann = asyncio.create_task(
+        run_bot(
+            servers,
+            create={"variant": "yukon"},
+            name="Ann",
+            host_start=True,
+            rng_seed=1,
+            move_delay=0.02,
+            hooks=BotHooks(joined=joined.set_result, moved=on_moved, say=said.append),
+        )
+    )
+    code = (await asyncio.wait_for(joined, 10))["code"]
+    bob = asyncio.create_task(
+        run_bot(
+            servers,
+            code=code,
+            name="Bob",
+            strategy="random",
+            rng_seed=2,
+            move_delay=0.02,
+            max_moves=90,
+        )
+    )
+    await asyncio.wait_for(tenth.wait(), 15)
+    await cluster.kill(first)  # mid-race: every connection to it drops
+    async with asyncio.timeout(40):
+        result, other = await asyncio.gather(ann, bob)
+    assert result == other
+    assert any(line.startswith(f"resumed on {second.url}") for line in said), said
+    mine = next(s for s in result["standings"] if s["name"] == "Ann")
+    assert mine["status"] == "finished"
+    # Nothing acknowledged was lost, and nothing was played twice.
+    seqs = [m["seq"] for m in moved]
+    assert seqs == sorted(set(seqs))
+    assert len(moved) <= len(mine["log"]) <= len(moved) + 1
+
+
+async def test_a_bot_cut_off_mid_race_reconnects_to_the_same_server(cluster: Cluster) -> None:
+    """The network drops (the socket is aborted, no close handshake): same URL, resume."""
+    server = await cluster.node()
+    clients: list[Any] = []
+    said: list[str] = []
+    cut = False
+
+    def on_moved(reply: dict[str, Any]) -> None:
+        nonlocal cut
+        if reply["seq"] == 5 and not cut:
+            cut = True
+            clients[-1].ws.transport.abort()
+
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    ann = asyncio.create_task(
+        run_bot(
+            server.url,
+            quick_variant="yukon",
+            name="Ann",
+            rng_seed=1,
+            hooks=BotHooks(
+                connected=clients.append,
+                joined=joined.set_result,
+                moved=on_moved,
+                say=said.append,
+            ),
+        )
+    )
+    await asyncio.wait_for(joined, 10)
+    bob = asyncio.create_task(
+        run_bot(server.url, quick_variant="yukon", name="Bob", strategy="random", max_moves=300)
+    )
+    async with asyncio.timeout(30):
+        result, _other = await asyncio.gather(ann, bob)
+    assert cut and len(clients) >= 2
+    assert any(line.startswith("resumed on") for line in said), said
+    assert result["standings"][0]["name"] == "Ann"
+    assert result["standings"][0]["status"] == "finished"
+
+
+async def test_a_bot_refused_at_the_door_says_why(cluster: Cluster) -> None:
+    server = await cluster.node()
+    with pytest.raises(BotError, match="unknown_room"):
+        await run_bot(server.url, code="NOSUCH", name="Ann")
+
+
+async def test_run_bot_wants_exactly_one_way_in() -> None:
+    with pytest.raises(ValueError):
+        await run_bot("ws://127.0.0.1:1", name="Ann")
+    with pytest.raises(ValueError):
+        await run_bot("ws://127.0.0.1:1", code="ABC", quick_variant="yukon", name="Ann")
+
+
+# ------------------------------------------------------------- strategies
+def _play_offline(variant: str, seed: int, strategy: str, limit: int = 600) -> tuple[str, int]:
+    """Play like the bot does, without a server: choose from the rebuilt view only."""
+    board = deal(variant, seed)
+    rng = random.Random(seed)
+    memory = Memory()
+    memory.arrive(view(board, owner=True))
+    played = 0
+    while board.status() == "playing" and played < limit:
+        choice = STRATEGIES[strategy](board_from_view(view(board, owner=True)), memory, rng)
+        assert choice is not None
+        move = str(choice.move)
+        before = position_key(view(board, owner=True))
+        apply_entry(board, move)
+        after = position_key(view(board, owner=True))
+        if choice.novel and move == "D":  # the drawn card was hidden: a new way, at least
+            assert (before, move) not in memory.taken
+        elif choice.novel:
+            assert after not in memory.seen, f"{move} from {before} revisits a position"
+        memory.leave(before, move)
+        memory.arrive(view(board, owner=True))
+        played += 1
+    return board.status(), played
+
+
+def test_greedy_wins_the_test_deal_offline() -> None:
+    status, played = _play_offline("yukon", SEED, "greedy")
+    assert status == "won" and played < 200
+
+
+@pytest.mark.parametrize("variant", ["yukon", "klondike", "australian"])
+@pytest.mark.parametrize("strategy", ["greedy", "random"])
+def test_strategies_only_call_a_move_novel_when_it_is(variant: str, strategy: str) -> None:
+    for seed in range(3):
+        _play_offline(variant, seed, strategy, limit=150)
+
+
+def test_greedy_puts_a_card_up_before_anything_else() -> None:
+    board = deal("yukon", SEED)
+    rng = random.Random(0)
+    memory = Memory()
+    for _ in range(40):
+        ups = [m for m in board.legal_moves() if str(m).endswith(">F")]
+        choice = STRATEGIES["greedy"](board_from_view(view(board, owner=True)), memory, rng)
+        assert choice is not None
+        if ups:
+            assert str(choice.move).endswith(">F")
+        apply_entry(board, str(choice.move))
+        memory.arrive(view(board, owner=True))

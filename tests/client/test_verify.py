@@ -1,0 +1,141 @@
+"""``solrace verify``: a real finished race verifies; tampering with its move logs,
+seed, salt, commitment or standings is caught; and the command's exit status says so."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from solrace_client.cli import main
+from solrace_client.results import SavedResult, load_result, race_id
+from solrace_client.verify import verify_result
+
+from tests.net.conftest import Cluster
+
+from .conftest import bot_race
+
+
+def _tamper_log(data: dict[str, Any]) -> str:
+    """A move taken out of the winner's log: later moves become illegal, or the
+    counts stop adding up (either way that racer fails)."""
+    standing = data["result"]["standings"][0]
+    del standing["log"][3]
+    return f"racer {standing['racer']} ("
+
+
+def _tamper_log_entry(data: dict[str, Any]) -> str:
+    data["result"]["standings"][1]["log"][0] = "1:1>2"
+    return "log"
+
+
+def _tamper_seed(data: dict[str, Any]) -> str:
+    data["result"]["seed"] += 1
+    return "commitment"
+
+
+def _tamper_salt(data: dict[str, Any]) -> str:
+    salt = data["result"]["salt"]
+    data["result"]["salt"] = ("0" if salt[0] != "0" else "1") + salt[1:]
+    return "commitment"
+
+
+def _tamper_commitment(data: dict[str, Any]) -> str:
+    value = data["result"]["commitment"]
+    data["result"]["commitment"] = value[::-1]
+    return "commitment"
+
+
+def _tamper_published(data: dict[str, Any]) -> str:
+    data["published_commitment"] = "0" * 64
+    return "published commitment"
+
+
+def _tamper_foundation(data: dict[str, Any]) -> str:
+    data["result"]["standings"][1]["foundation"] += 1
+    return "standing"
+
+
+def _tamper_status(data: dict[str, Any]) -> str:
+    data["result"]["standings"][0]["status"] = "resigned"
+    return "standing"
+
+
+def _tamper_order(data: dict[str, Any]) -> str:
+    standings = data["result"]["standings"]
+    standings[0]["place"], standings[1]["place"] = 2, 1
+    standings.reverse()
+    return "standings order"
+
+
+TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "log entry removed": _tamper_log,
+    "log entry": _tamper_log_entry,
+    "seed": _tamper_seed,
+    "salt": _tamper_salt,
+    "commitment": _tamper_commitment,
+    "published commitment": _tamper_published,
+    "foundation count": _tamper_foundation,
+    "status": _tamper_status,
+    "standings order": _tamper_order,
+}
+
+
+def _tampered(path: Path, tamper: Callable[[dict[str, Any]], str]) -> tuple[Path, str]:
+    data = json.loads(path.read_text())
+    data = copy.deepcopy(data)
+    data.setdefault("published_commitment", data["result"]["commitment"])
+    what = tamper(data)
+    out = path.with_name("tampered.json")
+    out.write_text(json.dumps(data))
+    return out, what
+
+
+async def test_a_real_race_verifies_and_every_tampering_fails(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = await cluster.node()
+    result, joined = await bot_race(server.url, max_moves=300)
+    rid = race_id(joined["room"], result)
+    assert main(["verify", rid]) == 0
+    out = capsys.readouterr().out
+    assert "OK: the deal was committed in advance" in out and "FAIL" not in out
+    saved = load_result(rid)
+    assert saved.path is not None
+    for name in ("log entry removed", "seed", "commitment"):
+        path, what = _tampered(saved.path, TAMPERS[name])
+        assert main(["verify", str(path)]) == 1, name
+        out = capsys.readouterr().out
+        assert "FAIL" in out and what in out, (name, out)
+
+
+@pytest.mark.parametrize("name", list(TAMPERS))
+def test_tampering_is_caught(synthetic_race: Path, name: str) -> None:
+    assert verify_result(load_result(synthetic_race)).ok
+    path, what = _tampered(synthetic_race, TAMPERS[name])
+    report = verify_result(load_result(path))
+    assert not report.ok
+    failed = [c.what for c in report.failures]
+    assert any(what in c for c in failed), (name, failed)
+
+
+def test_the_report_names_the_first_illegal_entry(synthetic_race: Path) -> None:
+    path, _ = _tampered(synthetic_race, _tamper_log_entry)
+    report = verify_result(load_result(path))
+    (bad,) = [c for c in report.failures if c.what.endswith(": log")]
+    assert "racer 2 (Bob)" in bad.what and "entry 1 of" in bad.detail and "1:1>2" in bad.detail
+
+
+def test_a_seed_that_is_not_a_number_fails_cleanly(synthetic_race: Path) -> None:
+    saved = load_result(synthetic_race)
+    broken = SavedResult.from_json({**saved.to_json(), "result": {**saved.result, "seed": "x"}})
+    report = verify_result(broken)
+    assert not report.ok and {c.what for c in report.failures} >= {"commitment", "deal"}
+
+
+def test_verify_of_an_unknown_race_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "r_nothing.deadbeef"]) == 2
+    assert "no saved race" in capsys.readouterr().err
