@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from solrace.rules import VARIANTS, RulesError, new_board
+from solrace.rules.cli import parse_option
 from solrace.rules.options import options_to_json
 from websockets.exceptions import InvalidHandshake, InvalidURI
 
@@ -67,19 +68,6 @@ def _duration(text: str) -> int:
         return int(text.removesuffix("s"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (90, 90s, 15m)") from None
-
-
-def _option(text: str) -> tuple[str, Any]:
-    """``key=value``; the value is read as JSON when it can be (3, true, null), else
-    taken as a string (``scoring=vegas``)."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"an option is key=value, not {text!r}")
-    try:
-        value: Any = json.loads(raw)
-    except ValueError:
-        value = raw
-    return key.strip(), value
 
 
 def _connect_errors() -> tuple[type[BaseException], ...]:
@@ -415,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--option",
             action="append",
-            type=_option,
+            type=parse_option,
             metavar="KEY=VALUE",
             help="a variant option, e.g. draw=3, undo=false (repeatable)",
         )

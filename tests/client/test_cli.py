@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 import solrace_client
+from solrace.rules.cli import parse_option as _option
 from solrace_client import RaceClient, config
-from solrace_client.cli import _duration, _option, build_parser, main
+from solrace_client.cli import _duration, build_parser, main
 
 from tests.net.conftest import Cluster
 

@@ -24,11 +24,13 @@ from .perft import divide, perft
 from .position import dump_position, load_position
 
 
-def _option(text: str) -> tuple[str, Any]:
-    """``k=v`` where v is read as JSON when it can be (true, 3, null), else a string."""
-    key, sep, raw = text.partition("=")
+def parse_option(text: str) -> tuple[str, Any]:
+    """``key=value`` as given on a command line (the rules CLI's and the client's
+    ``--option``): the value is read as JSON when it can be (true, 3, null), else it is
+    a string (``scoring=vegas``)."""
+    key, sep, raw = text.strip().partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected k=v, got {text!r}")
+        raise argparse.ArgumentTypeError(f"an option is key=value, not {text!r}")
     try:
         value: Any = json.loads(raw)
     except ValueError:
@@ -60,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("deal", help="print the position JSON of a deal")
     p.add_argument("variant")
     p.add_argument("seed", type=_seed, help="0 ≤ seed < 2**64 (decimal or 0x…)")
-    p.add_argument("--option", "-o", action="append", type=_option, default=[], metavar="K=V")
+    p.add_argument("--option", "-o", action="append", type=parse_option, default=[], metavar="K=V")
     p.add_argument("--indent", type=int, default=None)
     p = sub.add_parser("moves", help="print the legal moves, one a line, sorted")
     p.add_argument("position", help="position JSON file, or - for standard input")
