@@ -17,6 +17,7 @@ from websockets.http11 import Request, Response
 from solrace.protocol import MAX_FRAME_BYTES, SUPPORTED_SUBPROTOCOLS, UnsupportedVersion
 from solrace.protocol.handshake import select_subprotocol
 
+from . import lobby
 from .node import Node
 from .session import Session
 
@@ -83,7 +84,7 @@ class RaceServer:
         finally:
             node.sessions.discard(session)
             node.metrics.connections.dec()
-            await node.disconnected(session)
+            await lobby.disconnected(node, session)
 
     async def drain(self) -> None:
         """Stop accepting, let in-flight moves reach the store, then close every

@@ -48,6 +48,8 @@ from solrace.protocol.messages import (
 from solrace.race import RaceError
 from solrace.store.errors import StoreUnavailable
 
+from . import lobby, moves
+
 if TYPE_CHECKING:
     from .node import Node
     from .room import LiveRoom
@@ -169,38 +171,39 @@ class Session:
     async def _dispatch(self, message: object, request_id: int | None) -> None:
         node = self.node
         if isinstance(message, PlayMove):
-            await node.move(self, message.seq, message.move, request_id)
+            await moves.move(node, self, message.seq, message.move, request_id)
         elif isinstance(message, Ping):
             self.send(pong_reply(request_id, now_ms=node.clock()))
         elif isinstance(message, ListRooms):
-            self.send(rooms_reply(request_id, await node.list_rooms(message.variant)))  # type: ignore[arg-type]
+            rooms = await lobby.list_rooms(node, message.variant)
+            self.send(rooms_reply(request_id, rooms))  # type: ignore[arg-type]
         elif isinstance(message, CreateRoom | JoinRoom | QuickRace | Watch):
             if self.room is not None:
                 raise BadMessage(ErrorCode.ALREADY_IN_ROOM)
             if isinstance(message, CreateRoom):
-                await node.create(self, message, request_id)
+                await lobby.create(node, self, message, request_id)
             elif isinstance(message, JoinRoom):
-                await node.join(self, message, request_id)
+                await lobby.join(node, self, message, request_id)
             elif isinstance(message, QuickRace):
-                await node.quick(self, message, request_id)
+                await lobby.quick(node, self, message, request_id)
             else:
-                await node.watch(self, message, request_id)
+                await lobby.watch(node, self, message, request_id)
         elif isinstance(message, Resume):
-            await node.resume(self, message, request_id)
+            await lobby.resume(node, self, message, request_id)
         elif isinstance(message, SetReady):
-            await node.ready(self, message.ready)
+            await lobby.ready(node, self, message.ready)
             self.send(ok_reply(request_id))
         elif isinstance(message, StartRace):
-            await node.start_race(self)
+            await lobby.start_race(node, self)
             self.send(ok_reply(request_id))
         elif isinstance(message, Resign):
-            await node.resign(self)
+            await lobby.resign(node, self)
             self.send(ok_reply(request_id))
         elif isinstance(message, Rematch):
-            await node.rematch(self)
+            await lobby.rematch(node, self)
             self.send(ok_reply(request_id))
         elif isinstance(message, Leave):
-            await node.leave(self)
+            await lobby.leave(node, self)
             self.send(ok_reply(request_id))
         else:  # pragma: no cover - parse_client_message knows every type
             raise BadMessage(ErrorCode.UNKNOWN_TYPE)

@@ -1,0 +1,364 @@
+"""Room requests: list, create, join, quick, resume, watch, ready, start, resign,
+rematch, leave, and a dropped connection. Each decides through :meth:`Node.decide`, so
+every change is a stored event first and a broadcast second."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from solrace.protocol import BadMessage, ErrorCode, encode
+from solrace.protocol.limits import MAX_REPLAY_EVENTS, MAX_ROOMS_LISTED, ROOM_CODE_ALPHABET
+from solrace.protocol.messages import (
+    CreateRoom,
+    JoinRoom,
+    QuickRace,
+    Resume,
+    Watch,
+    joined_reply,
+    room_event,
+    watching_reply,
+)
+from solrace.race import RaceError, RoomSettings, validate_settings
+from solrace.race import decisions as decide_
+from solrace.race.fairness import round_commitment
+from solrace.race.state import FINISHED, LOBBY, RACING
+from solrace.store import token_digest
+from solrace.store.errors import CodeTaken, StoreUnavailable
+
+from . import spectators
+from .node import ROOM_TTL_S
+from .records import RoomMeta, unpack
+from .room import LiveRoom
+
+if TYPE_CHECKING:
+    from .node import Node
+    from .session import Session
+
+log = logging.getLogger("solrace.lobby")
+
+#: How long the keys of a lobby that everyone left are kept.
+EMPTY_ROOM_TTL_S = 600
+
+
+def refuse(error: RaceError, **extra: Any) -> BadMessage:
+    """The protocol refusal for a race-layer refusal."""
+    return BadMessage(ErrorCode(error.code), error.message, **extra)
+
+
+async def list_rooms(node: Node, variant: str | None) -> list[dict[str, Any]]:
+    summaries = []
+    for room_id in await node.store.listed_rooms(limit=100):
+        try:
+            room = await node.room(room_id)
+        except BadMessage:
+            await node.store.unlist(room_id)  # its keys expired
+            continue
+        if variant is None or room.meta.settings.variant == variant:
+            summaries.append(room.state.summary())
+        if len(summaries) >= MAX_ROOMS_LISTED:
+            break
+    return summaries
+
+
+async def create(node: Node, session: Session, msg: CreateRoom, request_id: int | None) -> None:
+    settings = RoomSettings(
+        variant=msg.variant,
+        options=dict(msg.options),
+        max_racers=msg.max_racers,
+        time_limit_s=msg.time_limit_s,
+        private=msg.private,
+        spectator_delay_s=msg.spectator_delay_s,
+    )
+    room = await _create_room(node, settings)
+    await _join(node, session, room, msg.name, request_id)
+
+
+async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
+    try:
+        settings = validate_settings(settings)
+    except RaceError as exc:
+        raise refuse(exc, field="options") from None
+    for _ in range(10):
+        code = "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(6))
+        meta = RoomMeta(
+            room="r_" + secrets.token_hex(6),
+            code=code,
+            secret=node.room_secret(),
+            settings=settings,
+            created_ms=node.clock(),
+        )
+        try:
+            await node.store.create_room(
+                meta.room, code, meta.encode(), listed=not settings.private, now_ms=node.clock()
+            )
+        except CodeTaken:
+            continue
+        # A lifetime cap, so a room abandoned mid-race cannot stay forever.
+        await node.store.expire_room(meta.room, ROOM_TTL_S, unlist=False)
+        room = node.rooms[meta.room] = LiveRoom(meta)
+        log.info("room created", extra={"room": meta.room, "variant": settings.variant})
+        return room
+    raise BadMessage(ErrorCode.INTERNAL, "could not allocate a room code")
+
+
+async def join(node: Node, session: Session, msg: JoinRoom, request_id: int | None) -> None:
+    room = await node.room_by_code(msg.code)
+    await _join(node, session, room, msg.name, request_id)
+
+
+async def quick(node: Node, session: Session, msg: QuickRace, request_id: int | None) -> None:
+    try:
+        validate_settings(RoomSettings(variant=msg.variant))
+    except RaceError as exc:
+        raise refuse(exc, field="variant") from None
+    for room_id in reversed(await node.store.listed_rooms(limit=100)):
+        try:
+            room = await node.room(room_id)
+        except BadMessage:
+            continue
+        state = room.state
+        if (
+            state.settings.quick
+            and state.settings.variant == msg.variant
+            and state.phase == LOBBY
+            and len(state.racers) < state.settings.max_racers
+        ):
+            try:
+                await _join(node, session, room, msg.name, request_id)
+                return
+            except BadMessage as exc:
+                if exc.code in (ErrorCode.ROOM_FULL, ErrorCode.WRONG_PHASE):
+                    continue
+                raise
+    room = await _create_room(node, RoomSettings(variant=msg.variant, quick=True))
+    await _join(node, session, room, msg.name, request_id)
+
+
+async def _join(
+    node: Node, session: Session, room: LiveRoom, name: str, request_id: int | None
+) -> None:
+    token = secrets.token_urlsafe(24)
+    joined: list[int] = []
+
+    def decision() -> list[dict[str, Any]]:
+        events = decide_.join(room.state, name)
+        joined[:] = [events[0]["d"]["racer"]]
+        return events
+
+    try:
+        await node.decide(room, decision)
+    except RaceError as exc:
+        raise refuse(exc) from None
+    racer = joined[0]
+    await node.store.set_token(room.room_id, str(racer), token_digest(token))
+    log.info("racer joined", extra={"room": room.room_id, "racer": racer})
+    await _enter_as_racer(node, session, room, racer, token, request_id, since=None)
+    await node.tick(room)
+
+
+async def _enter_as_racer(
+    node: Node,
+    session: Session,
+    room: LiveRoom,
+    racer: int,
+    token: str,
+    request_id: int | None,
+    since: int | None,
+) -> None:
+    """Send ``joined`` (snapshot at the folded version), then the events missed
+    since ``since``, then attach the session for live events — all under the room
+    lock, so no live event can slip in between."""
+    async with room.lock:
+        await node.sync_locked(room)
+        snapshot = await _snapshot(node, room, racer)
+        replay = await _missed(node, room, since)
+        session.send(
+            joined_reply(
+                request_id,
+                room=room.room_id,
+                code=room.meta.code,
+                racer=racer,
+                token=token,
+                snapshot=snapshot,  # type: ignore[arg-type]
+                replay=len(replay),
+            )
+        )
+        for frame in replay:
+            session.send_bytes(frame)
+        _attach_racer(node, session, room, racer)
+
+
+def _attach_racer(node: Node, session: Session, room: LiveRoom, racer: int) -> None:
+    old = room.racers.get(racer)
+    if old is not None and old is not session:
+        old.detach()
+        old.close_later(1000, "replaced")
+    room.racers[racer] = session
+    session.attach_racer(room, racer)
+    node.schedule(room)
+
+
+async def _snapshot(node: Node, room: LiveRoom, racer: int | None) -> dict[str, Any]:
+    state = room.state
+    snapshot = state.snapshot(node.clock(), spectators=len(room.spectators))
+    if racer is not None:
+        you: dict[str, Any] = {
+            "racer": racer,
+            "board": None,
+            "next_seq": 0,
+            "moves": 0,
+            "score": 0,
+            "status": state.racers[racer].status if racer in state.racers else "left",
+        }
+        if state.phase in (RACING, FINISHED):
+            game = await node.game(room, racer)
+            you.update(
+                board=game.view(),
+                next_seq=game.seq,
+                moves=game.board.move_count,
+                score=game.board.score,
+            )
+        snapshot["you"] = you
+    return snapshot
+
+
+async def resume(node: Node, session: Session, msg: Resume, request_id: int | None) -> None:
+    room = await node.room(msg.room)
+    racer_id = await node.store.racer_for_token(room.room_id, token_digest(msg.token))
+    racer = int(racer_id) if racer_id is not None else None
+    member = room.state.racers.get(racer) if racer is not None else None
+    if racer is None or member is None or member.status == "left":
+        raise BadMessage(ErrorCode.BAD_TOKEN)
+    if session.room is not None and (session.room is not room or session.racer != racer):
+        raise BadMessage(ErrorCode.ALREADY_IN_ROOM)
+    room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
+    await _enter_as_racer(node, session, room, racer, msg.token, request_id, msg.since)
+    log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
+    await node.decide(room, lambda: decide_.presence(room.state, racer, True))
+
+
+async def _missed(node: Node, room: LiveRoom, since: int | None) -> list[bytes]:
+    """The stored events after ``since`` up to the folded version, as frames."""
+    version = room.state.version
+    if since is None or since >= version or version - since > MAX_REPLAY_EVENTS:
+        return []
+    entries = await node.store.events_since(room.room_id, since, limit=version - since)
+    if not entries or entries[0][0] != since + 1:
+        return []  # older than the stored history: the snapshot stands
+    frames = []
+    for v, raw in entries:
+        if v > version:
+            break
+        stored = unpack(raw)
+        frames.append(encode(room_event(stored["t"], v, stored["d"])))
+    return frames
+
+
+async def watch(node: Node, session: Session, msg: Watch, request_id: int | None) -> None:
+    if msg.code is not None:
+        room = await node.room_by_code(msg.code)
+    else:
+        assert msg.room is not None
+        room = await node.room(msg.room)
+        if room.meta.settings.private:
+            raise BadMessage(ErrorCode.UNKNOWN_ROOM, "private rooms are watched by code")
+    async with room.lock:
+        await node.sync_locked(room)
+        room.spectators.add(session)
+        snapshot = await _snapshot(node, room, None)
+        replay = await _missed(node, room, msg.since)
+        session.send(
+            watching_reply(
+                request_id,
+                room=room.room_id,
+                snapshot=snapshot,  # type: ignore[arg-type]
+                replay=len(replay),
+            )
+        )
+        for frame in replay:
+            session.send_bytes(frame)
+        session.attach_spectator(room)
+        await spectators.initial_boards(node, room, session)
+    node.schedule(room)
+
+
+async def ready(node: Node, session: Session, flag: bool) -> None:
+    room, racer = session.racer_room()
+    await _decide_or_refuse(node, room, lambda: decide_.ready(room.state, racer, flag))
+    await node.tick(room)
+
+
+async def start_race(node: Node, session: Session) -> None:
+    room, racer = session.racer_room()
+    now = node.clock()
+    await _decide_or_refuse(
+        node,
+        room,
+        lambda: decide_.start(
+            room.state,
+            racer,
+            now,
+            round_commitment(room.meta.secret, room.state.round),
+            node.countdown_ms,
+        ),
+    )
+
+
+async def resign(node: Node, session: Session) -> None:
+    room, racer = session.racer_room()
+    await _decide_or_refuse(node, room, lambda: decide_.resign(room.state, racer))
+    await node.tick(room)
+
+
+async def rematch(node: Node, session: Session) -> None:
+    room, racer = session.racer_room()
+    await _decide_or_refuse(node, room, lambda: decide_.rematch(room.state, racer))
+
+
+async def leave(node: Node, session: Session) -> None:
+    room = session.room
+    if room is None:
+        return
+    racer = session.racer
+    session.detach()
+    if racer is None:
+        room.spectators.discard(session)
+        return
+    room.racers.pop(racer, None)
+    room.games.pop(racer, None)
+    await _decide_or_refuse(node, room, lambda: decide_.leave(room.state, racer))
+    if not room.state.racers:
+        await node.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
+    await node.tick(room)
+
+
+async def disconnected(node: Node, session: Session) -> None:
+    """A connection closed without ``leave``: mark the racer offline; the grace
+    timer makes it a forfeit if it does not come back."""
+    room, racer = session.room, session.racer
+    session.detach()
+    if room is None:
+        return
+    if racer is None:
+        room.spectators.discard(session)
+        return
+    if room.racers.get(racer) is not session:
+        return
+    del room.racers[racer]
+    room.games.pop(racer, None)
+    try:
+        await node.decide(room, lambda: decide_.presence(room.state, racer, False))
+    except (StoreUnavailable, BadMessage):
+        log.warning("could not record disconnect", extra={"room": room.room_id})
+
+
+async def _decide_or_refuse(
+    node: Node, room: LiveRoom, decision: Callable[[], list[dict[str, Any]]]
+) -> None:
+    try:
+        await node.decide(room, decision)
+    except RaceError as exc:
+        raise refuse(exc) from None
