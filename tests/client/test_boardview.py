@@ -30,9 +30,7 @@ def test_rebuilt_board_has_the_same_legal_moves_and_view(
         for owner in (True, False):
             seen = view(board, owner=owner)
             rebuilt = board_from_view(seen)
-            assert sorted(map(str, rebuilt.legal_moves())) == sorted(
-                map(str, board.legal_moves())
-            )
+            assert sorted(map(str, rebuilt.legal_moves())) == sorted(map(str, board.legal_moves()))
             assert view(rebuilt, owner=owner) == seen
         moves = board.legal_moves()
         if not moves:

@@ -362,3 +362,40 @@ async def test_quick_race_starts_by_itself_once_everyone_is_ready(cluster: Clust
         await wait_until(pilot, lambda: (app.state.you or {}).get("next_seq") == 1, "a draw")
         assert "▒23" in app.screen_text()
         await bob.close()
+
+
+async def test_a_race_against_the_bot_to_the_standings(cluster: Cluster) -> None:
+    """The pilot races the real ``solrace bot`` (greedy strategy) on a real server:
+    the bot's progress bar moves on screen, and the standings list it."""
+    import asyncio
+
+    from solrace_client.bot import run_bot
+
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+        code = app.state.code
+        assert code
+        bot = asyncio.create_task(run_bot(server.url, code=code, name="Robot", save=False))
+        await wait_for_text(pilot, "Everyone is ready", timeout=20)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, PlayScreen), "the race")
+
+        def bot_moving() -> bool:
+            try:
+                return not side_line_after(app.screen_text(), "Robot").endswith(" 0/52")
+            except AssertionError:  # the race screen is not drawn yet
+                return False
+
+        await wait_until(pilot, bot_moving, "the bot's bar moving", timeout=20)
+        await pilot.press("x")
+        await wait_for_text(pilot, "Resign?")
+        await pilot.press("y")
+        result = await asyncio.wait_for(bot, 60)
+        await wait_until(pilot, lambda: isinstance(app.screen, StandingsScreen), "standings")
+        screen = await wait_for_text(pilot, "Race over")
+        robot = next(s for s in result["standings"] if s["name"] == "Robot")
+        assert "Robot" in screen and f"{robot['foundation']}/52" in screen
+        assert "Ann (you)" in screen and "resigned" in screen
+        await pilot.press("q")
