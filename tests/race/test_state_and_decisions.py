@@ -119,6 +119,18 @@ def test_the_race_starts_at_the_announced_instant_not_before() -> None:
     assert started["d"]["ends_at_ms"] == started["d"]["start_at_ms"] + 900_000
 
 
+def test_any_room_starts_once_everyone_host_included_is_ready() -> None:
+    room = _lobby(3)
+    room.apply(d.ready(room.state, 2, True))
+    room.apply(d.ready(room.state, 3, True))
+    assert room.tick() == []  # the host may still start by hand
+    room.apply(d.ready(room.state, 1, True))
+    assert [e["t"] for e in room.tick()] == ["countdown"]
+    room.now += 10 * QUICK_LOBBY_MS
+    assert d.next_wakeup(_lobby(2).state) is None  # no lobby timer outside quick rooms
+    assert _lobby(2).tick() == []
+
+
 def test_quick_rooms_start_when_all_are_ready_or_when_the_lobby_timer_runs_out() -> None:
     room = _lobby(2, quick=True)
     assert room.tick() == []

@@ -537,7 +537,10 @@ class SolraceApp(App[int]):
                 elif waiting:
                     text.append(f"\nWaiting for {len(waiting)} racer(s) to get ready…\n", "grey62")
                 else:
-                    text.append("\nEveryone is ready: press s to start\n", "bold green")
+                    text.append(
+                        "\nEveryone is ready: press s to start (or space: ready too)\n",
+                        "bold green",
+                    )
             else:
                 flag = "ready" if me.get("ready") else "not ready"
                 text.append(f"\nYou are {flag}. ", "bold")
@@ -548,7 +551,10 @@ class SolraceApp(App[int]):
                         "grey62",
                     )
                 else:
-                    text.append("The host starts the race.\n", "grey62")
+                    text.append(
+                        "The host starts the race, or it starts once everyone is ready.\n",
+                        "grey62",
+                    )
         else:
             text.append(f"\n{state.spectators} watching\n", "grey62")
         return text

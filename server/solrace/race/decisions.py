@@ -147,9 +147,9 @@ def tick(
     result: Callable[[list[dict[str, Any]], str], dict[str, Any]],
     countdown_ms: int = COUNTDOWN_MS,
 ) -> list[Event]:
-    """Everything the clock decides: a quick room's start (all ready, or its lobby
-    timer), the start instant, the disconnect grace, the time limit, and the end of the
-    race once nobody is playing.
+    """Everything the clock decides: a room's start when everyone is ready (or a quick
+    room's lobby timer runs out), the start instant, the disconnect grace, the time
+    limit, and the end of the race once nobody is playing.
 
     ``commitment()`` gives the round's seed commitment; ``result(standings, reason)``
     completes the RaceResult (scores, logs, seed and salt: the node has them).
@@ -162,9 +162,12 @@ def tick(
             if not member.online and gone:
                 return leave(state, member.racer)  # a lobby ghost frees its seat
         racers = list(state.racers.values())
-        if state.settings.quick and len(racers) >= 2:
+        if len(racers) >= 2:
+            # Any room starts once everyone (its host included) is ready; a quick
+            # room also when its lobby timer runs out.
             all_ready = all(r.ready for r in racers)
-            timer_out = state.lobby_deadline_ms is not None and now_ms >= state.lobby_deadline_ms
+            deadline = state.lobby_deadline_ms if state.settings.quick else None
+            timer_out = deadline is not None and now_ms >= deadline
             if all_ready or timer_out:
                 return [countdown(now_ms, commitment(), countdown_ms)]
         return []
