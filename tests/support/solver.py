@@ -8,7 +8,13 @@ budget so a hard deal just returns None.
 from __future__ import annotations
 
 from solrace.rules import Board, Move
-from solrace.rules.moves import DRAW, FOUNDATION_TO_TABLEAU, RECYCLE, TO_FOUNDATION
+from solrace.rules.moves import (
+    DRAW,
+    FOUNDATION_TO_TABLEAU,
+    RECYCLE,
+    TO_FOUNDATION,
+    WASTE_TO_FOUNDATION,
+)
 
 
 def _key(board: Board) -> tuple[object, ...]:
@@ -26,7 +32,7 @@ def _ordered(board: Board) -> list[Move]:
     for i, move in enumerate(board.legal_moves()):
         if move.kind == FOUNDATION_TO_TABLEAU:
             continue  # never needed to win here; keeps the search small
-        if move.kind == TO_FOUNDATION or move.kind == 3:
+        if move.kind in (TO_FOUNDATION, WASTE_TO_FOUNDATION):
             rank = 0
         elif move.kind in (DRAW, RECYCLE):
             rank = 3

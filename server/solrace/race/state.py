@@ -32,6 +32,10 @@ RESIGNED: Final = "resigned"
 LEFT: Final = "left"
 TIMEOUT: Final = "timeout"
 
+#: A quick room's lobby timer: the countdown starts this long after a second racer
+#: arrives even if not everyone is ready.
+QUICK_LOBBY_MS: Final = 20_000
+
 
 @dataclass
 class RacerState:
@@ -243,10 +247,6 @@ class RoomState:
         if self.settings.quick and len(self.racers) >= 2:
             self.lobby_deadline_ms = at + QUICK_LOBBY_MS
 
-
-#: A quick room's lobby timer: the countdown starts this long after a second racer
-#: arrives even if not everyone is ready.
-QUICK_LOBBY_MS: Final = 20_000
 
 
 def standings(state: RoomState) -> list[dict[str, Any]]:

@@ -16,9 +16,7 @@ from .errors import NotationError
 SUITS: Final = "CDHS"
 RANKS: Final = "A23456789TJQK"
 SUIT_NAMES: Final = ("club", "diamond", "heart", "spade")
-SUIT_SYMBOLS: Final = ("♣", "♦", "♥", "♠")
 KING: Final = 13
-ACE: Final = 1
 CARDS_PER_DECK: Final = 52
 MAX_DECKS: Final = 2
 

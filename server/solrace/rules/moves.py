@@ -24,17 +24,6 @@ DRAW: Final = 5  # D
 RECYCLE: Final = 6  # R
 FLIP: Final = 7  # Uc
 
-KIND_NAMES: Final = (
-    "tableau",
-    "to_foundation",
-    "waste_to_tableau",
-    "waste_to_foundation",
-    "foundation_to_tableau",
-    "draw",
-    "recycle",
-    "flip",
-)
-
 MAX_COLUMNS: Final = 10
 
 
