@@ -30,23 +30,43 @@ DEFAULT_PORT = 8765
 
 def build_parser() -> argparse.ArgumentParser:
     env = os.environ.get
-    parser = argparse.ArgumentParser(prog="solrace-server", description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default=env("SOLRACE_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(env("SOLRACE_PORT", str(DEFAULT_PORT))))
+    parser = argparse.ArgumentParser(
+        prog="solrace-server",
+        description="Run one solrace node: WebSocket races, /healthz and /metrics on one "
+        "port. Every flag has an environment variable (SOLRACE_HOST, SOLRACE_PORT, "
+        "SOLRACE_REDIS_URL, SOLRACE_LOG_LEVEL, SOLRACE_LOG_FORMAT, SOLRACE_KEY_PREFIX).",
+    )
+    parser.add_argument(
+        "--host", default=env("SOLRACE_HOST", "127.0.0.1"), help="listen address ($SOLRACE_HOST)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=int(env("SOLRACE_PORT", str(DEFAULT_PORT))),
+        help=f"WebSocket and HTTP port ($SOLRACE_PORT, default {DEFAULT_PORT})",
+    )
     parser.add_argument(
         "--redis-url",
         default=env("SOLRACE_REDIS_URL") or None,
-        help="redis://host:port/db; omit for the embedded, non-durable store",
+        help="redis://host:port/db ($SOLRACE_REDIS_URL); omit for the embedded, non-durable store",
     )
     parser.add_argument(
         "--log-level",
         default=env("SOLRACE_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
+        help="$SOLRACE_LOG_LEVEL",
     )
     parser.add_argument(
-        "--log-format", default=env("SOLRACE_LOG_FORMAT", "text"), choices=["text", "json"]
+        "--log-format",
+        default=env("SOLRACE_LOG_FORMAT", "text"),
+        choices=["text", "json"],
+        help="one line per record, as text or JSON ($SOLRACE_LOG_FORMAT)",
     )
-    parser.add_argument("--key-prefix", default=env("SOLRACE_KEY_PREFIX", "solrace:"))
+    parser.add_argument(
+        "--key-prefix",
+        default=env("SOLRACE_KEY_PREFIX", "solrace:"),
+        help="prefix of every Redis key ($SOLRACE_KEY_PREFIX)",
+    )
     return parser
 
 
