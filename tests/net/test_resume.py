@@ -3,6 +3,8 @@ from the last version they saw, getting exactly the events they missed."""
 
 from __future__ import annotations
 
+import asyncio
+
 from solrace_client import RaceClient
 
 from tests.support.race import check_no_leaks, play_until_done, racing, winning_moves
@@ -80,3 +82,22 @@ def _after_reply(client: RaceClient) -> list:  # type: ignore[type-arg]
     frames = client.received
     index = next(i for i, e in enumerate(frames) if e.t == "watching")
     return frames[index + 1 :]
+
+
+async def test_resuming_on_another_node_closes_the_old_connection_there(
+    cluster: Cluster,
+) -> None:
+    one, two = await cluster.node(), await cluster.node()
+    ann, bob = await racing(one.url)
+    twin = await RaceClient.connect(two.url)
+    await twin.resume(room=ann.room, token=ann.token, since=ann.version)
+    await asyncio.wait_for(ann.closed, 10)
+    assert ann.close_code == 1000 and ann.ws.close_reason == "replaced"
+    moved = await twin.move(winning_moves(SOLVABLE_SECRET)[0])
+    assert moved["seq"] == 0
+    # The replaced connection did not leave a stale "offline" behind.
+    progress = await bob.wait_for(lambda e: e.t == "progress" and e.d["racer"] == twin.racer)
+    assert progress.d["moves"] == 1
+    assert not [e for e in bob.received if e.t == "presence" and not e.d["online"]]
+    for client in (twin, bob):
+        await client.close()

@@ -237,7 +237,9 @@ async def resume(node: Node, session: Session, msg: Resume, request_id: int | No
     room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
     await _enter_as_racer(node, session, room, racer, msg.token, request_id, msg.since)
     log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
-    await node.decide(room, lambda: decide_.presence(room.state, racer, True))
+    await node.decide(
+        room, lambda: decide_.resumed(room.state, racer), server_only={"conn": session.conn_id}
+    )
 
 
 async def _missed(node: Node, room: LiveRoom, since: int | None) -> list[bytes]:

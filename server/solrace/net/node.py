@@ -179,6 +179,8 @@ class Node:
         if stored is None:
             return
         kind = stored["t"]
+        if kind == "presence" and stored.get("conn"):
+            self._replaced(room, stored["d"]["racer"], stored["conn"])
         if kind == "started":
             self.metrics.races.inc()
             for racer in list(room.racers):
@@ -188,6 +190,16 @@ class Node:
             self.metrics.races.dec()
         if kind in ("progress", "finished", "started") and room.spectators:
             await spectators.spectator_boards(self, room, stored)
+
+    def _replaced(self, room: LiveRoom, racer: int, conn: str) -> None:
+        """The racer connected again (``conn``, on whichever node): close its older
+        connection here, if any, so two windows never play one racer."""
+        session = room.racers.get(racer)
+        if session is not None and session.conn_id != conn:
+            del room.racers[racer]
+            room.games.pop(racer, None)
+            session.detach()
+            session.close_later(1000, "replaced")
 
     def schedule(self, room: LiveRoom) -> None:
         if room.timer is not None:
@@ -208,10 +220,12 @@ class Node:
         room: LiveRoom,
         decision: Callable[[], list[dict[str, Any]]],
         prepare: Callable[[], Awaitable[None]] | None = None,
+        server_only: dict[str, Any] | None = None,
     ) -> None:
         """Append ``decision()``'s events if the room is still where it was when
         deciding; otherwise fold what changed and decide again. ``prepare`` reads
-        what the decision needs from the store, under the lock, before each try."""
+        what the decision needs from the store, under the lock, before each try.
+        ``server_only`` fields are stored with the events but never sent."""
         async with room.lock:
             for _ in range(DECIDE_ATTEMPTS):
                 await self.sync_locked(room)
@@ -224,6 +238,7 @@ class Node:
                 try:
                     for ev in events:
                         stored = {"t": ev["t"], "d": ev["d"], "at": self.clock()}
+                        stored.update(server_only or {})
                         await self.store.append_event(room.room_id, pack(stored), expected)
                         expected += 1
                 except VersionConflict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection, broadcast
@@ -69,6 +70,8 @@ class Session:
         loop = asyncio.get_running_loop()
         self.bucket = TokenBucket(loop.time(), node.rate_per_s, node.rate_burst)
         self.closed = False
+        #: Tells this connection from the racer's other ones, on any node.
+        self.conn_id = secrets.token_hex(8)
         self._closing: asyncio.Future[None] | None = None
 
     # ---------------------------------------------------------------- output

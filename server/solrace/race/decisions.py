@@ -116,6 +116,14 @@ def presence(state: RoomState, racer: int, online: bool) -> list[Event]:
     return [event("presence", racer=racer, online=online)]
 
 
+def resumed(state: RoomState, racer: int) -> list[Event]:
+    """A racer's new connection: announced even if the racer never looked offline, so
+    that the node holding its previous connection (maybe another node) closes it."""
+    if racer not in state.racers:
+        return []
+    return [event("presence", racer=racer, online=True)]
+
+
 def rematch(state: RoomState, racer: int) -> list[Event]:
     _member(state, racer)
     if state.phase != FINISHED:
