@@ -72,11 +72,9 @@ def test_cli_play_exit_codes_in_a_subprocess(tmp_path: Path) -> None:
     assert "not a move" in notation.stderr
 
 
-@pytest.mark.skipif(
-    not (Path(sys.executable).parent / "solrace-rules").exists(), reason="no console script"
-)
 def test_cli_console_script_perft(tmp_path: Path) -> None:
     """The installed ``solrace-rules`` entry point runs perft."""
+    assert (Path(sys.executable).parent / "solrace-rules").exists(), "console script missing"
     path = tmp_path / "pos.json"
     path.write_text(dump_position(deal("russian", 3)))
     exe = str(Path(sys.executable).parent / "solrace-rules")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 
 from solrace.rules import deal, parse_move, replay, view
@@ -256,13 +255,12 @@ async def test_watch_shows_every_board_and_the_delay(cluster: Cluster) -> None:
         await ann.resign()
         screen = await wait_for_text(pilot, "Race over")
         assert f"solrace verify {app.race_id}" in screen
-        if importlib.util.find_spec("solrace_client.results") is not None:
-            # the real results module (when present) keeps the race for replay/verify
-            from solrace_client.results import load_result
+        # the results module keeps the race for replay/verify
+        from solrace_client.results import load_result
 
-            saved = load_result(str(app.race_id))
-            assert saved.result == app.state.result
-            assert saved.published_commitment == app.state.result["commitment"]
+        saved = load_result(str(app.race_id))
+        assert saved.result == app.state.result
+        assert saved.published_commitment == app.state.result["commitment"]
         for client in (ann, bob):
             await client.close()
 
