@@ -38,16 +38,22 @@ async def _start(*args: str, env: dict[str, str] | None = None) -> ServerProcess
     )
     assert proc.stderr is not None
     lines: list[str] = []
-    async with asyncio.timeout(15):
-        while True:
-            line = (await proc.stderr.readline()).decode()
-            assert line, f"server exited early: {lines}"
-            lines.append(line)
-            match = re.search(r"url\W+(ws://[^\"\s]+)", line)
-            if match:
-                server = ServerProcess(proc, match.group(1), lines[0])
-                server.lines = lines
-                return server
+    try:
+        async with asyncio.timeout(15):
+            while True:
+                line = (await proc.stderr.readline()).decode()
+                assert line, f"server exited early: {lines}"
+                lines.append(line)
+                match = re.search(r"url\W+(ws://[^\"\s]+)", line)
+                if match:
+                    server = ServerProcess(proc, match.group(1), lines[0])
+                    server.lines = lines
+                    return server
+    except BaseException:
+        if proc.returncode is None:  # never leave a server behind a failed start
+            proc.kill()
+            await proc.wait()
+        raise
 
 
 @pytest.fixture
