@@ -43,6 +43,14 @@ async def test_every_room_key_gets_the_ttl(store: Store) -> None:
     assert await store.room_for_code("CODE") == "r"  # still joinable until it expires
 
 
+async def test_a_lifetime_cap_can_keep_the_room_listed(store: Store) -> None:
+    await _populate(store, "r", "CODE")
+    await store.expire_room("r", 100, unlist=False)
+    after = await room_keys(store, "r")
+    assert after and all(0 < ttl <= 100_000 for ttl in after.values()), after
+    assert await store.listed_rooms() == ["r"]
+
+
 async def test_writes_after_expiry_inherit_the_ttl(store: Store) -> None:
     await store.create_room("r", "CODE", b"meta", listed=False, now_ms=1)
     await store.expire_room("r", 100)  # before any event, log or token exists
