@@ -8,17 +8,15 @@ is not, these tests fail, they never skip.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-import redis.asyncio
 from solrace.net.node import Node
 from solrace.net.server import RaceServer
 from solrace.store import Store
 
-REDIS_URL = os.environ.get("SOLRACE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+from tests.support.redis import REDIS_URL, delete_prefix
 
 #: A room secret whose round-1 Yukon deal the test solver wins quickly (checked by
 #: the tests that use it: they fail, loudly, if it ever stops being solvable).
@@ -84,13 +82,7 @@ class Cluster:
         for server in list(self.servers):
             await server.drain()
         if self.backend == "redis":
-            client = redis.asyncio.from_url(REDIS_URL)
-            try:
-                keys = [k async for k in client.scan_iter(match=f"{self.prefix}*", count=1000)]
-                if keys:
-                    await client.delete(*keys)
-            finally:
-                await client.aclose()
+            await delete_prefix(self.prefix)
 
 
 @pytest.fixture(params=["redis", "embedded"])

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 from solrace_client import RaceClient
 
-from .conftest import REDIS_URL
+from tests.support.redis import REDIS_URL, delete_prefix
 
 
 class ServerProcess:
@@ -133,16 +133,6 @@ async def _stop(server: ServerProcess) -> None:
         await asyncio.wait_for(server.proc.wait(), 10)
 
 
-async def _delete_prefix(prefix: str) -> None:
-    import redis.asyncio
-
-    client = redis.asyncio.from_url(REDIS_URL)
-    keys = [k async for k in client.scan_iter(match=f"{prefix}*", count=1000)]
-    if keys:
-        await client.delete(*keys)
-    await client.aclose()
-
-
 async def _random_moves(client: RaceClient, count: int) -> int:
     """Play up to ``count`` legal moves chosen from the racer's own view."""
     from solrace_client.boardview import board_from_view
@@ -185,7 +175,7 @@ async def test_two_server_processes_on_one_redis_race_one_room() -> None:
     finally:
         await _stop(one)
         await _stop(two)
-        await _delete_prefix(prefix)
+        await delete_prefix(prefix)
 
 
 async def test_a_killed_server_process_loses_no_acknowledged_move() -> None:
@@ -215,4 +205,4 @@ async def test_a_killed_server_process_loses_no_acknowledged_move() -> None:
             await _stop(second)
     finally:
         await _stop(first)
-        await _delete_prefix(prefix)
+        await delete_prefix(prefix)

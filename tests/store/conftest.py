@@ -8,25 +8,14 @@ the real-Redis tests fail loudly: a green run must mean the Lua ran on a real se
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-import redis.asyncio
 from solrace.store import Store
 
-REDIS_URL = os.environ.get("SOLRACE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-async def _delete_prefix(prefix: str) -> None:
-    client = redis.asyncio.from_url(REDIS_URL)
-    try:
-        keys = [k async for k in client.scan_iter(match=f"{prefix}*", count=1000)]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
+from tests.support.redis import REDIS_URL
+from tests.support.redis import delete_prefix as _delete_prefix
 
 
 @pytest.fixture(params=["redis", "embedded"])

@@ -1,0 +1,22 @@
+"""The real Redis that tests use, and cleaning up after them.
+
+Tests share the machine's Redis with other runs, so each test uses its own key prefix
+and deletes exactly that prefix's keys afterwards (never FLUSHDB)."""
+
+from __future__ import annotations
+
+import os
+
+import redis.asyncio
+
+REDIS_URL = os.environ.get("SOLRACE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+async def delete_prefix(prefix: str) -> None:
+    client = redis.asyncio.from_url(REDIS_URL)
+    try:
+        keys = [k async for k in client.scan_iter(match=f"{prefix}*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
