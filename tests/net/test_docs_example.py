@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 
@@ -23,5 +24,8 @@ async def test_two_racers_example_runs_to_standings(cluster: Cluster) -> None:
     out, err = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode == 0, err.decode()
     text = out.decode()
-    assert "room code:" in text
-    assert "1 " in text and "2 " in text and "seed" in text
+    assert re.search(r"^room code: [A-Z0-9]{6}$", text, re.M)
+    places = re.findall(r"^([12]) (Ann|Bob) (\w+) (\d+) cards up$", text, re.M)
+    assert sorted(p[0] for p in places) == ["1", "2"]  # one standings line per racer
+    assert {p[1] for p in places} == {"Ann", "Bob"}
+    assert re.search(r"^seed \d+ commitment [0-9a-f]{64}$", text, re.M)

@@ -22,6 +22,8 @@ async def test_accepted_then_stale_then_duplicate(store: Store) -> None:
     second = await store.append_move("r", "alice", 1, b"m1", b"ev1")
     assert second == MoveAppend(True, 2, 2, None)
     assert await store.move_log("r", "alice") == [b"m0", b"m1"]
+    assert await store.move_log("r", "alice", 1) == [b"m1"]  # from an index on
+    assert await store.move_log("r", "alice", 2) == []
     assert await store.log_length("r", "alice") == 2
     assert await store.events_since("r", 0) == [(1, b"ev0"), (2, b"ev1")]
     assert await store.log_length("r", "bob") == 0

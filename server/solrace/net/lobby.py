@@ -29,7 +29,7 @@ from solrace.store import token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
 from . import spectators
-from .node import ROOM_TTL_S
+from .node import ROOM_TTL_S, refuse
 from .records import RoomMeta, unpack
 from .room import LiveRoom
 
@@ -41,11 +41,6 @@ log = logging.getLogger("solrace.lobby")
 
 #: How long the keys of a lobby that everyone left are kept.
 EMPTY_ROOM_TTL_S = 600
-
-
-def refuse(error: RaceError, **extra: Any) -> BadMessage:
-    """The protocol refusal for a race-layer refusal."""
-    return BadMessage(ErrorCode(error.code), error.message, **extra)
 
 
 async def list_rooms(node: Node, variant: str | None) -> list[dict[str, Any]]:

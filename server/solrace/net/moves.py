@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from solrace.protocol import BadMessage, ErrorCode
 from solrace.protocol.messages import moved_reply
 from solrace.race import RaceError
-from solrace.race.state import DONE, PLAYING, RACING, STUCK
+from solrace.race.state import COUNTDOWN, DONE, PLAYING, RACING, STUCK
 from solrace.store.errors import StoreUnavailable
 
-from .lobby import refuse
+from .node import refuse
 from .records import pack, pack_entry
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
     room, racer = session.racer_room()
     state = room.state
     start_at = state.start_at_ms
-    if state.phase == "countdown" and start_at is not None and node.clock() >= start_at:
+    if state.phase == COUNTDOWN and start_at is not None and node.clock() >= start_at:
         await node.tick(room)  # the start instant has passed: start now
     member = state.racers.get(racer)
     if state.phase != RACING or member is None or member.status not in (PLAYING, STUCK):
@@ -53,13 +53,11 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
         raise refuse(exc, seq=seq, field=field) from None
     progress = game.progress()
     status = applied.status
-    event = pack(
-        {
-            "t": "progress",
-            "d": {"racer": racer, **progress, "status": status, "place": None},
-            "at": node.clock(),
-        }
-    )
+    event = {
+        "t": "progress",
+        "d": {"racer": racer, **progress, "status": status, "place": None},
+        "at": node.clock(),
+    }
     node.inflight += 1
     try:
         result = await node.store.append_move(
@@ -67,7 +65,7 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
             room.log_name(racer),
             seq,
             pack_entry(entry, at),
-            event,
+            pack(event),
             finish_counter=str(state.round) if status == DONE else None,
         )
     except StoreUnavailable:
@@ -110,7 +108,7 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
             "at": node.clock(),
         }
         version = await node.store.append_event(room.room_id, pack(finished))
-        await node.ingest(room, version, pack(finished))
+        await node.ingest(room, version, finished)
         ids = {"room": room.room_id, "racer": racer, "place": result.place}
         log.info("racer finished", extra=ids)
     if status != PLAYING:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from solrace.protocol import BadMessage, ErrorCode
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S
-from solrace.race import RacerGame
+from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
 from solrace.race.fairness import round_commitment, round_salt, round_seed
 from solrace.race.state import RACING
@@ -29,7 +29,7 @@ from solrace.store.errors import StoreUnavailable, VersionConflict
 
 from . import spectators
 from .metrics import Metrics
-from .records import RoomMeta, pack, unpack_entries
+from .records import RoomMeta, pack, unpack, unpack_entries
 from .room import LiveRoom
 
 if TYPE_CHECKING:
@@ -46,6 +46,11 @@ DECIDE_ATTEMPTS = 20
 
 def wall_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def refuse(error: RaceError, **extra: Any) -> BadMessage:
+    """The protocol refusal for a race-layer refusal (same code, same words)."""
+    return BadMessage(ErrorCode(error.code), error.message, **extra)
 
 
 class Node:
@@ -118,8 +123,8 @@ class Node:
                 continue
             for room_id, version, raw in entries:
                 room = self.rooms.get(room_id)
-                if room is not None:
-                    await self.ingest(room, version, raw)
+                if room is not None and version > room.state.version:
+                    await self.ingest(room, version, unpack(raw))
 
     # ---------------------------------------------------------------- rooms
     async def room(self, room_id: str) -> LiveRoom:
@@ -163,20 +168,22 @@ class Node:
     async def sync_locked(self, room: LiveRoom) -> None:
         entries = await self.store.events_since(room.room_id, room.state.version)
         for version, raw in entries:
-            await self._fold_locked(room, version, raw)
+            await self._fold_locked(room, version, unpack(raw))
         self.schedule(room)
 
-    async def ingest(self, room: LiveRoom, version: int, raw: bytes) -> None:
+    async def ingest(self, room: LiveRoom, version: int, stored: dict[str, Any]) -> None:
+        """Fold an event this node just appended (or tailed), or catch up if it is not
+        the next one. ``stored`` is the decoded event, so the move path never decodes
+        what it has just encoded."""
         async with room.lock:
             if version == room.state.version + 1:
-                await self._fold_locked(room, version, raw)
+                await self._fold_locked(room, version, stored)
                 self.schedule(room)
             elif version > room.state.version:
                 await self.sync_locked(room)
 
-    async def _fold_locked(self, room: LiveRoom, version: int, raw: bytes) -> None:
-        stored = room.fold(version, raw)
-        if stored is None:
+    async def _fold_locked(self, room: LiveRoom, version: int, stored: dict[str, Any]) -> None:
+        if not room.fold(version, stored):
             return
         kind = stored["t"]
         if kind == "presence" and stored.get("conn"):

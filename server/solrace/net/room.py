@@ -17,7 +17,7 @@ from solrace.protocol.messages import board_notice, room_event
 from solrace.race import RacerGame, RoomState
 from solrace.race.fairness import round_seed
 
-from .records import RoomMeta, log_name, unpack
+from .records import RoomMeta, log_name
 
 if TYPE_CHECKING:
     from .session import Session
@@ -58,12 +58,11 @@ class LiveRoom:
         return RacerGame(settings.variant, self.seed(), settings.options)
 
     # ------------------------------------------------------------------ fold
-    def fold(self, version: int, raw: bytes) -> dict[str, Any] | None:
-        """Apply one stored event if it is the next; broadcast it. Returns the event
-        (None if it was already applied). Caller holds the lock."""
+    def fold(self, version: int, stored: dict[str, Any]) -> bool:
+        """Apply one stored event (decoded) if it is the next and broadcast it; False
+        if it was already applied. Caller holds the lock."""
         if version <= self.state.version:
-            return None
-        stored = unpack(raw)
+            return False
         self.state.apply(version, stored)
         frame = encode(room_event(stored["t"], version, stored["d"]))
         for session in list(self.racers.values()):
@@ -73,7 +72,7 @@ class LiveRoom:
         if stored["t"] == "room_reset":
             self.games.clear()
             self.shadows.clear()
-        return dict(stored)
+        return True
 
     def send_own_board(self, racer: int, at_ms: int) -> None:
         session = self.racers.get(racer)

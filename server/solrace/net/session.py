@@ -50,6 +50,7 @@ from solrace.race import RaceError
 from solrace.store.errors import StoreUnavailable
 
 from . import lobby, moves
+from .node import refuse
 
 if TYPE_CHECKING:
     from .node import Node
@@ -162,7 +163,7 @@ class Session:
         except BadMessage as err:
             self.send(error_reply(err, request_id))
         except RaceError as err:
-            self.send(error_reply(BadMessage(ErrorCode(err.code), err.message), request_id))
+            self.send(error_reply(refuse(err), request_id))
         except StoreUnavailable:
             log.warning("store unavailable", extra=self._ids())
             unavailable = BadMessage(ErrorCode.UNAVAILABLE, retry_after_ms=1000)

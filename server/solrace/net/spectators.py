@@ -53,18 +53,19 @@ async def shadow_view(
 ) -> dict[str, Any] | None:
     if room.state.phase not in (RACING, FINISHED) or racer not in room.state.racers:
         return None
-    raw = await node.store.move_log(room.room_id, room.log_name(racer))
-    entries = unpack_entries(raw)
-    if until_ms is not None:
-        entries = [(e, at) for e, at in entries if at <= until_ms]
+    log_name = room.log_name(racer)
+    if until_ms is not None:  # a delayed board: replay only what is old enough
         game = room.new_game()
-        for entry, at in entries:
+        for entry, at in unpack_entries(await node.store.move_log(room.room_id, log_name)):
+            if at > until_ms:
+                break
             game.apply(entry, at)
         return game.board_view()
+    # The live shadow reads only the entries it has not applied yet.
     shadow = room.shadows.get(racer)
-    if shadow is None or shadow.seq > len(entries):
+    if shadow is None:
         shadow = room.shadows[racer] = room.new_game()
-    for entry, at in entries[shadow.seq :]:
+    for entry, at in unpack_entries(await node.store.move_log(room.room_id, log_name, shadow.seq)):
         shadow.apply(entry, at)
     return shadow.board_view()
 

@@ -4,29 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from typing import Any
 
+# The protocol's limits are the rooms' limits: one definition for both layers.
+from solrace.protocol.limits import (
+    DEFAULT_MAX_RACERS,
+    DEFAULT_SPECTATOR_DELAY_S,
+    DEFAULT_TIME_LIMIT_S,
+    MAX_RACERS,
+    MAX_SPECTATOR_DELAY_S,
+    MAX_TIME_LIMIT_S,
+    MIN_RACERS,
+    MIN_SPECTATOR_DELAY_S,
+    MIN_TIME_LIMIT_S,
+)
 from solrace.rules import RulesError, new_board
 from solrace.rules.options import options_to_json
 
 from .errors import RaceError
-
-MIN_RACERS: Final = 2
-MAX_RACERS: Final = 8
-DEFAULT_TIME_LIMIT_S: Final = 15 * 60
-MIN_TIME_LIMIT_S: Final = 60
-MAX_TIME_LIMIT_S: Final = 2 * 60 * 60
-MAX_SPECTATOR_DELAY_S: Final = 10 * 60
 
 
 @dataclass(frozen=True)
 class RoomSettings:
     variant: str = "yukon"
     options: Mapping[str, Any] = field(default_factory=dict)
-    max_racers: int = 4
+    max_racers: int = DEFAULT_MAX_RACERS
     time_limit_s: int = DEFAULT_TIME_LIMIT_S
     private: bool = False
-    spectator_delay_s: int = 0
+    spectator_delay_s: int = DEFAULT_SPECTATOR_DELAY_S
     quick: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,7 +59,12 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
         raise RaceError("bad_options", str(exc)) from None
     _whole("max_racers", settings.max_racers, MIN_RACERS, MAX_RACERS)
     _whole("time_limit_s", settings.time_limit_s, MIN_TIME_LIMIT_S, MAX_TIME_LIMIT_S)
-    _whole("spectator_delay_s", settings.spectator_delay_s, 0, MAX_SPECTATOR_DELAY_S)
+    _whole(
+        "spectator_delay_s",
+        settings.spectator_delay_s,
+        MIN_SPECTATOR_DELAY_S,
+        MAX_SPECTATOR_DELAY_S,
+    )
     if not isinstance(settings.private, bool) or not isinstance(settings.quick, bool):
         raise RaceError("bad_message", "private and quick must be true or false")
     # Store the options fully resolved, so every node and every verifier agrees.

@@ -248,7 +248,6 @@ class RoomState:
             self.lobby_deadline_ms = at + QUICK_LOBBY_MS
 
 
-
 def standings(state: RoomState) -> list[dict[str, Any]]:
     """RULES.md race rules: finishers first, by place (finish order); everyone else
     after them by cards on foundations (more first), then by the earlier time they

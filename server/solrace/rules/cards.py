@@ -58,9 +58,7 @@ def parse_card(text: str) -> tuple[int, bool]:
     upper = text.upper()
     face = _FACE_BY_NAME.get(upper)
     if face is None:
-        raise NotationError(
-            f"not a card: {text!r} (rank one of {RANKS}, suit one of {SUITS})"
-        )
+        raise NotationError(f"not a card: {text!r} (rank one of {RANKS}, suit one of {SUITS})")
     if text == upper:
         return face, True
     if text == text.lower():

@@ -450,11 +450,14 @@ class Store:
             return MoveAppend(False, length, None, None)
         return MoveAppend(True, length, version, place if finish_counter is not None else None)
 
-    async def move_log(self, room_id: str, log_name: str) -> list[bytes]:
-        """Every entry of a move log, in order: replay it to rebuild the racer's game."""
+    async def move_log(self, room_id: str, log_name: str, start: int = 0) -> list[bytes]:
+        """The entries of a move log from index ``start`` on, in order: replay them to
+        rebuild the racer's game (or, from where a replica is, to bring it up to date)."""
+        if start < 0:
+            raise ValueError("start must be >= 0")
         with redis_errors():
             entries: list[Any] = await self._redis.lrange(
-                self.keys.room(room_id).log(log_name), 0, -1
+                self.keys.room(room_id).log(log_name), start, -1
             )
         return [e for e in (_as_bytes(x) for x in entries) if e is not None]
 
