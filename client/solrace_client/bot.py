@@ -47,6 +47,8 @@ COUNTDOWN: Final = "countdown"
 RACING: Final = "racing"
 FINISHED: Final = "finished"
 PLAYING: Final = "playing"
+#: How long one wait for events lasts once the bot has stopped playing.
+IDLE_WAIT_S: Final = 5.0
 
 #: Failures that mean "this connection is gone": reconnect and resume.
 DROPPED: Final = (OSError, ConnectionClosed, InvalidHandshake)
@@ -96,7 +98,6 @@ class _Bot:
         patience: int,
         move_delay: float,
         reconnect_attempts: int,
-        silence_s: float,
         hooks: BotHooks,
     ) -> None:
         self.servers = list(servers)
@@ -113,7 +114,6 @@ class _Bot:
         self.patience = patience
         self.move_delay = move_delay
         self.reconnect_attempts = reconnect_attempts
-        self.silence_s = silence_s
         self.hooks = hooks
 
         self.client: RaceClient | None = None
@@ -316,13 +316,10 @@ class _Bot:
             await self._lobby()
         elif self.phase == RACING and self.status == PLAYING:
             await self._play_one()
-        elif await self._wait_event(timeout=self.silence_s) is None and self.phase == RACING:
-            # Nothing at all for a long while although others race: the connection
-            # may be alive but no longer attached to the room's events (seen with a
-            # server that dropped its room object while racers reconnected). A fresh
-            # connection and a resume cost little and put the bot back in the room.
-            await self._drop_client()
-            raise ConnectionError(f"no news from the server for {self.silence_s:g} s")
+        else:
+            # Done playing: wait for the others (the server ends the race at the
+            # latest at its time limit). A dead connection surfaces as a dropped one.
+            await self._wait_event(timeout=IDLE_WAIT_S)
 
     async def _lobby(self) -> None:
         if self.phase == LOBBY and self.racer is not None:
@@ -484,7 +481,6 @@ async def run_bot(
     move_delay: float = 0.0,
     rng_seed: int | None = None,
     reconnect_attempts: int = 12,
-    silence_s: float = 30.0,
     save: bool = True,
     hooks: BotHooks | None = None,
 ) -> dict[str, Any]:
@@ -495,8 +491,7 @@ async def run_bot(
     where. ``server`` is a URL or a list of URLs tried in turn when reconnecting.
     ``host_start``: start the room once the bot is its host, at least ``min_racers``
     are in and every other racer is ready. ``move_delay`` paces the moves (servers
-    allow 20 messages/s). ``silence_s``: once done playing, how long a silent room is
-    trusted before the bot reconnects. ``save`` stores the result for
+    allow 20 messages/s). ``save`` stores the result for
     ``replay``/``verify``.
     Raises :class:`BotError` when it cannot take part.
     """
@@ -530,7 +525,6 @@ async def run_bot(
         patience=patience,
         move_delay=move_delay,
         reconnect_attempts=reconnect_attempts,
-        silence_s=silence_s,
         hooks=hooks or BotHooks(),
     )
     try:
