@@ -88,7 +88,7 @@ async def test_leaving_the_lobby_removes_the_racer_and_passes_the_host_on(
     await bob.join(ann.code or "", "Bob")
     await ann.leave()
     left = await bob.next_event("racer_left", timeout=10)
-    assert left.d == {"racer": ann.racer, "host": bob.racer}
+    assert left.d == {"racer": ann.racer, "host": bob.racer, "reason": "left"}
     await ann.close()
     cy = await RaceClient.connect(server.url)
     joined = await cy.join(bob.code or "", "Cy")

@@ -206,7 +206,7 @@ def test_a_racer_offline_past_the_grace_period_leaves() -> None:
     assert room.tick() == []
     room.now += 1
     (left,) = room.tick()
-    assert left == d.event("racer_left", racer=2, host=1)
+    assert left == d.event("racer_left", racer=2, host=1, reason="grace")
     room.apply([left])
     assert room.state.racers[2].status == "left"
 

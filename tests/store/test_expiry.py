@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from solrace.store import Store, token_digest
+from solrace.store import Finish, Store, token_digest
 
 from .conftest import room_keys
 
@@ -14,7 +14,7 @@ async def _populate(store: Store, room_id: str, code: str) -> None:
     await store.append_event(room_id, b"join")
     await store.set_token(room_id, "a", token_digest("ta"))
     await store.append_move(room_id, "a", 0, b"m", b"e")
-    await store.append_move(room_id, "b", 0, b"m", b"e", finish_counter="race")
+    await store.append_move(room_id, "b", 0, b"m", b"e", Finish("race", (b"fin",)))
 
 
 async def test_every_room_key_gets_the_ttl(store: Store) -> None:
@@ -55,7 +55,7 @@ async def test_writes_after_expiry_inherit_the_ttl(store: Store) -> None:
     await store.create_room("r", "CODE", b"meta", listed=False, now_ms=1)
     await store.expire_room("r", 100)  # before any event, log or token exists
     await store.append_event("r", b"late event")
-    await store.append_move("r", "late", 0, b"m", b"e", finish_counter="race")
+    await store.append_move("r", "late", 0, b"m", b"e", Finish("race", (b"fin",)))
     await store.set_token("r", "late", token_digest("t"))
     await store.save_meta("r", b"meta v2")
     ttls = await room_keys(store, "r")

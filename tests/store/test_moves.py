@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from solrace.store import MoveAppend, Store, StoreError, StoreUnavailable
+from solrace.store import Finish, MoveAppend, Store, StoreError, StoreUnavailable
 from solrace.store._commit import GroupCommit
 
 
@@ -49,20 +49,51 @@ async def test_places_are_handed_out_exactly_once(store: Store, node2: Store) ->
         await nodes[i % 2].append_move("r", f"racer{i}", 0, b"m", b"e")
     results = await asyncio.gather(
         *(
-            nodes[i % 2].append_move("r", f"racer{i}", 1, b"last", b"fin", finish_counter="race")
+            nodes[i % 2].append_move("r", f"racer{i}", 1, b"last", b"fin", _finish("race", 21))
             for i in range(20)
         )
     )
     assert all(r.accepted for r in results)
     assert sorted(r.place for r in results if r.place is not None) == list(range(1, 21))
     # a finisher that retries its last move is refused and gets no second place
-    again = await store.append_move("r", "racer0", 1, b"last", b"fin", finish_counter="race")
+    again = await store.append_move("r", "racer0", 1, b"last", b"fin", _finish("race", 21))
     assert again == MoveAppend(False, 2, None, None)
-    nxt = await store.append_move("r", "late", 0, b"m", b"fin", finish_counter="race")
+    nxt = await store.append_move("r", "late", 0, b"m", b"fin", _finish("race", 21))
     assert nxt.place == 21
     # separate counters are independent (e.g. one per race in a best-of series)
-    other = await store.append_move("r", "late2", 0, b"m", b"fin", finish_counter="race2")
+    other = await store.append_move("r", "late2", 0, b"m", b"fin", _finish("race2", 1))
     assert other.place == 1
+
+
+def _finish(counter: str, places: int) -> Finish:
+    return Finish(counter, tuple(f"finished {p}".encode() for p in range(1, places + 1)))
+
+
+async def test_the_finished_event_is_written_with_the_move(store: Store) -> None:
+    """The place, the progress event and that place's finished event are one write."""
+    await store.append_move("r", "a", 0, b"m", b"progress a")
+    first = await store.append_move("r", "b", 0, b"m", b"progress b", _finish("race", 3))
+    second = await store.append_move("r", "a", 1, b"m", b"progress a2", _finish("race", 3))
+    assert (first.place, first.version, first.finished_version) == (1, 2, 3)
+    assert (second.place, second.version, second.finished_version) == (2, 4, 5)
+    assert await store.events_since("r", 0) == [
+        (1, b"progress a"),
+        (2, b"progress b"),
+        (3, b"finished 1"),
+        (4, b"progress a2"),
+        (5, b"finished 2"),
+    ]
+
+
+async def test_a_finish_with_no_event_for_its_place_writes_nothing(store: Store) -> None:
+    """Offered events for place 1 only, the second finisher's move is refused whole:
+    the script checks before its first write (Redis does not roll scripts back)."""
+    await store.append_move("r", "a", 0, b"m", b"e", _finish("race", 1))
+    with pytest.raises(StoreError):
+        await store.append_move("r", "b", 0, b"m", b"e", _finish("race", 1))
+    assert await store.log_length("r", "b") == 0
+    assert await store.version("r") == 2
+    assert (await store.append_move("r", "b", 0, b"m", b"e", _finish("race", 2))).place == 2
 
 
 async def test_group_commit_batches(store: Store) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from solrace.store import Store, token_digest
+from solrace.store import Finish, Store, token_digest
 
 from .conftest import REDIS_URL, _delete_prefix
 
@@ -17,12 +17,13 @@ async def test_same_results_under_both_protocols(protocol: int) -> None:
     store = await Store.connect(f"{REDIS_URL}{sep}protocol={protocol}", prefix=prefix)
     try:
         assert await store.append_event("r", b"e1") == 1
-        move = await store.append_move("r", "a", 0, b"m", b"e2", finish_counter="race")
+        move = await store.append_move("r", "a", 0, b"m", b"e2", Finish("race", (b"fin",)))
         assert (move.accepted, move.version, move.place) == (True, 2, 1)
-        assert await store.events_since("r", 0) == [(1, b"e1"), (2, b"e2")]
+        assert await store.events_since("r", 0) == [(1, b"e1"), (2, b"e2"), (3, b"fin")]
         assert await store.tail({"r": 0, "s": 0}, block_ms=100) == [
             ("r", 1, b"e1"),
             ("r", 2, b"e2"),
+            ("r", 3, b"fin"),
         ]
         await store.set_token("r", "a", token_digest("t"))
         assert await store.racer_for_token("r", token_digest("t")) == "a"

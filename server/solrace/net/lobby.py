@@ -18,13 +18,14 @@ from solrace.protocol.messages import (
     Resume,
     Watch,
     joined_reply,
+    resync_notice,
     room_event,
     watching_reply,
 )
 from solrace.race import RaceError, RoomSettings, validate_settings
 from solrace.race import decisions as decide_
 from solrace.race.fairness import round_commitment
-from solrace.race.state import FINISHED, LOBBY, RACING
+from solrace.race.state import FINISHED, LEFT, LOBBY, RACING
 from solrace.store import token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
@@ -39,11 +40,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("solrace.lobby")
 
-#: How long the keys of a lobby that everyone left are kept.
-EMPTY_ROOM_TTL_S = 600
-
 
 async def list_rooms(node: Node, variant: str | None) -> list[dict[str, Any]]:
+    """Listed rooms that can still be joined or watched: in the lobby, counting down
+    or racing, with at least one racer."""
     summaries = []
     for room_id in await node.store.listed_rooms(limit=100):
         try:
@@ -51,8 +51,11 @@ async def list_rooms(node: Node, variant: str | None) -> list[dict[str, Any]]:
         except BadMessage:
             await node.store.unlist(room_id)  # its keys expired
             continue
+        state = room.state
+        if state.phase == FINISHED or not state.racers:
+            continue
         if variant is None or room.meta.settings.variant == variant:
-            summaries.append(room.state.summary())
+            summaries.append(state.summary())
         if len(summaries) >= MAX_ROOMS_LISTED:
             break
     return summaries
@@ -144,7 +147,9 @@ async def _join(
         return events
 
     try:
-        await node.decide(room, decision)
+        await node.decide(
+            room, decision, server_only={"conn": session.conn_id, "node": node.node_id}
+        )
     except RaceError as exc:
         raise refuse(exc) from None
     racer = joined[0]
@@ -192,6 +197,7 @@ def _attach_racer(node: Node, session: Session, room: LiveRoom, racer: int) -> N
         old.detach()
         old.close_later(1000, "replaced")
     room.racers[racer] = session
+    room.serving = True
     session.attach_racer(room, racer)
     node.schedule(room)
 
@@ -221,19 +227,39 @@ async def _snapshot(node: Node, room: LiveRoom, racer: int | None) -> dict[str, 
 
 
 async def resume(node: Node, session: Session, msg: Resume, request_id: int | None) -> None:
-    room = await node.room(msg.room)
+    name = f"room {msg.code}" if msg.code else "this room"
+    try:
+        room = await node.room(msg.room)
+    except BadMessage as exc:
+        if exc.code == ErrorCode.UNKNOWN_ROOM:
+            raise BadMessage(
+                ErrorCode.UNKNOWN_ROOM, f"{name} no longer exists (it ended or expired)"
+            ) from None
+        raise
+    name = f"room {room.meta.code}"
     racer_id = await node.store.racer_for_token(room.room_id, token_digest(msg.token))
     racer = int(racer_id) if racer_id is not None else None
     member = room.state.racers.get(racer) if racer is not None else None
-    if racer is None or member is None or member.status == "left":
-        raise BadMessage(ErrorCode.BAD_TOKEN)
+    if racer is None:
+        raise BadMessage(ErrorCode.BAD_TOKEN, f"this token is not a racer's of {name}")
+    if member is None:
+        raise BadMessage(ErrorCode.BAD_TOKEN, f"you are no longer a racer of {name}")
+    if member.status == LEFT:
+        why = (
+            f"you were away longer than the {decide_.DISCONNECT_GRACE_MS // 1000} s grace"
+            if member.left_reason == "grace"
+            else "you left this race"
+        )
+        raise BadMessage(ErrorCode.BAD_TOKEN, f"{why}: you can watch {name}")
     if session.room is not None and (session.room is not room or session.racer != racer):
         raise BadMessage(ErrorCode.ALREADY_IN_ROOM)
     room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
     await _enter_as_racer(node, session, room, racer, msg.token, request_id, msg.since)
     log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
     await node.decide(
-        room, lambda: decide_.resumed(room.state, racer), server_only={"conn": session.conn_id}
+        room,
+        lambda: decide_.resumed(room.state, racer),
+        server_only={"conn": session.conn_id, "node": node.node_id},
     )
 
 
@@ -327,8 +353,6 @@ async def leave(node: Node, session: Session) -> None:
     room.racers.pop(racer, None)
     room.games.pop(racer, None)
     await _decide_or_refuse(node, room, lambda: decide_.leave(room.state, racer))
-    if not room.state.racers:
-        await node.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
     await node.tick(room)
 
 
@@ -347,8 +371,11 @@ async def disconnected(node: Node, session: Session) -> None:
     del room.racers[racer]
     room.games.pop(racer, None)
     try:
-        await node.decide(room, lambda: decide_.presence(room.state, racer, False))
+        await node.presence(room, racer, False, session.conn_id)
     except (StoreUnavailable, BadMessage):
+        # The lease check of another node (or of this one, once the store is back)
+        # will not see this: the racer stays "online" until its connection's node
+        # loses its lease. Record it on the next chance instead.
         log.warning("could not record disconnect", extra={"room": room.room_id})
 
 
@@ -359,3 +386,16 @@ async def _decide_or_refuse(
         await node.decide(room, decision)
     except RaceError as exc:
         raise refuse(exc) from None
+
+
+async def resync_clients(node: Node, room: LiveRoom, message: str, lost: int) -> None:
+    """After the store lost writes: every connection of the room on this node gets a
+    ``resync`` notice with a fresh snapshot (its own board for a racer) and the reason,
+    then spectators their boards again. Caller holds the room lock and has refolded."""
+    for racer, session in list(room.racers.items()):
+        snapshot = await _snapshot(node, room, racer)
+        session.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))  # type: ignore[arg-type]
+    for session in list(room.spectators):
+        snapshot = await _snapshot(node, room, None)
+        session.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))  # type: ignore[arg-type]
+        await spectators.initial_boards(node, room, session)

@@ -6,16 +6,32 @@ can run in one process (the tests run two) without their counters colliding.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from solrace.race.state import RACING
+
+if TYPE_CHECKING:
+    from .node import Node
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, node: Node) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        # Gauges are read from the node at each scrape, never kept by inc/dec, so they
+        # cannot drift from what the node really holds.
         self.connections = Gauge("solrace_connections", "Open WebSocket connections", registry=r)
+        self.connections.set_function(lambda: len(node.sessions))
         self.rooms = Gauge("solrace_rooms", "Rooms with a connection on this node", registry=r)
+        self.rooms.set_function(lambda: sum(1 for x in node.rooms.values() if x.has_sessions()))
         self.races = Gauge("solrace_races_running", "Races running on this node", registry=r)
+        self.races.set_function(
+            lambda: sum(
+                1 for x in node.rooms.values() if x.served() and x.state.phase == RACING
+            )
+        )
         self.races_started = Counter(
             "solrace_races_started", "Countdowns started by this node", registry=r
         )
@@ -29,6 +45,16 @@ class Metrics:
             "solrace_move_latency_seconds",
             "From a move frame's arrival to its acknowledgement",
             buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0),
+            registry=r,
+        )
+        self.moves_retried = Counter(
+            "solrace_moves_retried",
+            "Retries of stored moves answered with their stored outcome",
+            registry=r,
+        )
+        self.lost_writes = Counter(
+            "solrace_lost_writes",
+            "Times Redis held less than this node had acknowledged or delivered",
             registry=r,
         )
         self.frames_in = Counter("solrace_frames_in", "Frames received", registry=r)

@@ -2,21 +2,30 @@
 
 The order is the contract (docs/server.md, "How a move flows"): the engine checks the
 one move; the store appends it under its sequence number together with its progress
-event (group-committed with other racers' moves); only then is ``moved`` sent and the
-event fanned out. If the store refuses or fails, the engine is dropped and rebuilt from
+event — and, when the move completes the foundations, the racer's place and its
+``finished`` event, in the same atomic script — then ``moved`` is sent and the events
+are fanned out. If the store refuses or fails, the engine is dropped and rebuilt from
 the store on the next request, so a move is never applied in memory but not stored.
+
+Every request gets exactly one reply. A move retried with the same sequence number and
+the same move (after ``unavailable`` or a lost reply) gets the stored outcome, so a
+client can always retry; a different move under a used number is still refused.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from solrace.protocol import BadMessage, ErrorCode
 from solrace.protocol.messages import moved_reply
-from solrace.race import RaceError
-from solrace.race.state import COUNTDOWN, DONE, PLAYING, RACING, STUCK
+from solrace.race import RaceError, RacerGame
+from solrace.race import decisions as decide_
+from solrace.race.state import COUNTDOWN, DONE, FINISHED, PLAYING, RACING
+from solrace.rules import NotationError, parse_move
+from solrace.rules.log import UNDO
+from solrace.store import Finish
 from solrace.store.errors import StoreUnavailable
 
 from .node import refuse
@@ -24,9 +33,35 @@ from .records import pack, pack_entry
 
 if TYPE_CHECKING:
     from .node import Node
+    from .room import LiveRoom
     from .session import Session
 
 log = logging.getLogger("solrace.moves")
+
+
+def _canonical(entry: str) -> str:
+    """The move an entry names, spelled one way, so a retry matches its stored entry
+    however the client spelled it."""
+    if entry == UNDO:
+        return entry
+    try:
+        return str(parse_move(entry))
+    except NotationError:
+        return entry
+
+
+def _reply(session: Session, request_id: int | None, seq: int, game: RacerGame) -> None:
+    board = game.board
+    session.send(
+        moved_reply(
+            request_id,
+            seq=seq,
+            board=game.view(),
+            status=game.status(),
+            moves=board.move_count,
+            score=board.score,
+        )
+    )
 
 
 async def move(node: Node, session: Session, seq: int, entry: str, request_id: int | None) -> None:
@@ -37,10 +72,18 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
     if state.phase == COUNTDOWN and start_at is not None and node.clock() >= start_at:
         await node.tick(room)  # the start instant has passed: start now
     member = state.racers.get(racer)
-    if state.phase != RACING or member is None or member.status not in (PLAYING, STUCK):
+    if state.phase not in (RACING, FINISHED) or member is None:
         node.metrics.moves_refused.labels("wrong_phase").inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
     game = await node.game(room, racer)
+    if seq < game.seq and _canonical(game.entries[seq]) == _canonical(entry):
+        # A retry of a stored move: its outcome, not a refusal (docs/protocol.md §6).
+        node.metrics.moves_retried.inc()
+        _reply(session, request_id, seq, game)
+        return
+    if state.phase != RACING or not state.can_move(member):
+        node.metrics.moves_refused.labels("wrong_phase").inc()
+        raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
     if seq != game.seq:
         node.metrics.moves_refused.labels("bad_seq").inc()
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=game.seq)
@@ -51,26 +94,25 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
         node.metrics.moves_refused.labels(exc.code).inc()
         field = "move" if exc.code == "bad_notation" else None
         raise refuse(exc, seq=seq, field=field) from None
-    progress = game.progress()
+    counts = game.progress()
     status = applied.status
-    event = {
-        "t": "progress",
-        "d": {"racer": racer, **progress, "status": status, "place": None},
-        "at": node.clock(),
-    }
+    now = node.clock()
+    progress = _stored(decide_.progress(racer, counts, status), now)
+    finish = None
+    if status == DONE:
+        places = range(1, room.meta.settings.max_racers + 1)
+        finish = Finish(
+            str(state.round),
+            tuple(pack(_stored(decide_.finished(racer, p, at, counts), now)) for p in places),
+        )
     node.inflight += 1
     try:
         result = await node.store.append_move(
-            room.room_id,
-            room.log_name(racer),
-            seq,
-            pack_entry(entry, at),
-            pack(event),
-            finish_counter=str(state.round) if status == DONE else None,
+            room.room_id, room.log_name(racer), seq, pack_entry(entry, at), pack(progress), finish
         )
     except StoreUnavailable:
-        # Outcome unknown: forget this engine; the next request rebuilds it from
-        # the store, which holds the truth.
+        # Outcome unknown: forget this engine; the next request rebuilds it from the
+        # store, which holds the truth, and a retry of this move gets its outcome.
         room.games.pop(racer, None)
         node.metrics.moves_refused.labels("unavailable").inc()
         raise BadMessage(ErrorCode.UNAVAILABLE, seq=seq, retry_after_ms=500) from None
@@ -79,37 +121,40 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
     if not result.accepted:
         room.games.pop(racer, None)
         node.metrics.moves_refused.labels("bad_seq").inc()
+        if result.log_length < seq:
+            await node.lost_writes(room, f"move log of racer {racer} is shorter than acked")
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=result.log_length)
-    board = game.board
-    session.send(
-        moved_reply(
-            request_id,
-            seq=seq,
-            board=game.view(),
-            status=status,
-            moves=board.move_count,
-            score=board.score,
-        )
-    )
+    _reply(session, request_id, seq, game)
     node.metrics.moves_accepted.inc()
     node.metrics.move_latency.observe(time.perf_counter() - received)
-    if result.version is not None:
-        await node.ingest(room, result.version, event)
-    if result.place is not None:
-        finished = {
-            "t": "finished",
-            "d": {
-                "racer": racer,
-                "place": result.place,
-                "elapsed_ms": at,
-                "foundation": progress["foundation"],
-                "moves": progress["moves"],
-            },
-            "at": node.clock(),
-        }
-        version = await node.store.append_event(room.room_id, pack(finished))
-        await node.ingest(room, version, finished)
-        ids = {"room": room.room_id, "racer": racer, "place": result.place}
-        log.info("racer finished", extra=ids)
-    if status != PLAYING:
+    # The reply is sent: whatever fails from here on is logged, never a second reply.
+    # The tail and the timers catch up with what this node could not fold now.
+    try:
+        await _after_move(node, room, racer, result.version, progress, result.place, at, counts)
+    except (StoreUnavailable, BadMessage):
+        log.warning("could not fold a stored move yet", extra={"room": room.room_id})
+
+
+async def _after_move(
+    node: Node,
+    room: LiveRoom,
+    racer: int,
+    version: int | None,
+    progress: dict[str, Any],
+    place: int | None,
+    at: int,
+    counts: dict[str, int],
+) -> None:
+    if version is not None:
+        await node.ingest(room, version, progress)
+    if place is not None and version is not None:
+        finished = _stored(decide_.finished(racer, place, at, counts), progress["at"])
+        await node.ingest(room, version + 1, finished)
+        log.info("racer finished", extra={"room": room.room_id, "racer": racer, "place": place})
+    if progress["d"]["status"] != PLAYING:
         await node.tick(room)
+
+
+def _stored(event: dict[str, Any], at: int) -> dict[str, Any]:
+    """A room event as the store keeps it (``at`` is server-only)."""
+    return {"t": event["t"], "d": event["d"], "at": at}

@@ -23,7 +23,7 @@ from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
 from solrace.race.fairness import round_commitment, round_salt, round_seed
-from solrace.race.state import RACING
+from solrace.race.state import COUNTDOWN, RACING
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable, VersionConflict
 
@@ -41,7 +41,13 @@ log = logging.getLogger("solrace.node")
 ROOM_TTL_S = 24 * 3600
 IDLE_ROOM_MS = 10 * 60 * 1000
 FINISHED_ROOM_TTL_S = 3600
+#: How long the keys of a lobby that everyone left are kept (and it leaves the list).
+EMPTY_ROOM_TTL_S = 600
 DECIDE_ATTEMPTS = 20
+#: A node's lease in Redis; it renews it every LEASE_RENEW_S. When a node dies, the
+#: nodes serving its rooms mark its racers offline within LEASE_MS + LEASE_RENEW_S.
+LEASE_MS = 5_000
+LEASE_RENEW_S = 1.0
 
 
 def wall_ms() -> int:
@@ -74,22 +80,32 @@ class Node:
         self.rate_per_s = rate_per_s
         self.rate_burst = rate_burst
         self.countdown_ms = countdown_ms
-        self.metrics = Metrics()
         self.rooms: dict[str, LiveRoom] = {}
         self.sessions: set[Session] = set()
+        self.metrics = Metrics(self)
         self.inflight = 0
         self.draining = False
+        #: This node's id in leases and presence events (unique per process start).
+        self.node_id = f"{name}-{secrets.token_hex(4)}"
+        #: When this node last gained a working store (its start, or the end of a
+        #: Redis outage): disconnect grace only counts from here (decisions.grace_ends).
+        self.grace_floor_ms = clock()
+        self._store_down = False
         self._tail_task: asyncio.Task[None] | None = None
+        self._watch_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        self._tail_task = asyncio.get_running_loop().create_task(self._tail_loop())
+        loop = asyncio.get_running_loop()
+        self._tail_task = loop.create_task(self._tail_loop())
+        self._watch_task = loop.create_task(self._watch_loop())
 
     async def stop(self) -> None:
-        if self._tail_task is not None:
-            self._tail_task.cancel()
-            await asyncio.gather(self._tail_task, return_exceptions=True)
+        for task in (self._tail_task, self._watch_task):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         for room in self.rooms.values():
             if room.timer is not None:
                 room.timer.cancel()
@@ -119,12 +135,108 @@ class Node:
             try:
                 entries = await self.store.tail(positions, block_ms=250)
             except StoreUnavailable:
+                self.store_failed()
                 await asyncio.sleep(0.5)
                 continue
             for room_id, version, raw in entries:
                 room = self.rooms.get(room_id)
                 if room is not None and version > room.state.version:
                     await self.ingest(room, version, unpack(raw))
+
+    # ------------------------------------------------------- leases, rewinds
+    def store_failed(self) -> None:
+        if not self._store_down:
+            log.warning("store unavailable")
+        self._store_down = True
+
+    def store_ok(self) -> None:
+        """The store answers again: re-arm every offline racer's grace from now, as
+        nobody could reconnect while it was down (an outage is not a forfeit)."""
+        if self._store_down:
+            self._store_down = False
+            self.grace_floor_ms = self.clock()
+            log.warning("store available again: disconnect grace re-armed")
+            for room in self.rooms.values():
+                self.schedule(room)
+
+    async def _watch_loop(self) -> None:
+        """Renew this node's lease; for the rooms served here, mark offline the racers
+        of nodes whose lease has run out, and check that Redis still holds what this
+        node delivered."""
+        while True:
+            try:
+                await self.store.renew_lease(self.node_id, LEASE_MS)
+                self.store_ok()
+                await self.check_rooms()
+            except StoreUnavailable:
+                self.store_failed()
+            except Exception:  # the loop must survive anything one room does
+                log.exception("room check failed")
+            await asyncio.sleep(LEASE_RENEW_S)
+
+    async def check_rooms(self) -> None:
+        served = {rid: room for rid, room in self.rooms.items() if room.served()}
+        heads = await self.store.heads({rid: room.state.version for rid, room in served.items()})
+        for room_id, (version, event) in heads.items():
+            room = served[room_id]
+            if version < room.state.version:
+                await self.lost_writes(room, f"Redis is at version {version}")
+            elif room.last_event is not None and event != pack(room.last_event):
+                await self.lost_writes(room, f"event {room.state.version} changed")
+        others = {
+            r.node
+            for room in served.values()
+            for r in room.state.racers.values()
+            if r.online and r.node is not None and r.node != self.node_id
+        }
+        if not others:
+            return
+        dead = others - await self.store.live_nodes(others)
+        for room in served.values():
+            for member in list(room.state.racers.values()):
+                if member.online and member.node in dead:
+                    log.warning(
+                        "racer's node lost its lease: offline",
+                        extra={"room": room.room_id, "racer": member.racer, "node": member.node},
+                    )
+                    await self.presence(room, member.racer, False, member.conn)
+
+    async def presence(
+        self, room: LiveRoom, racer: int, online: bool, conn: str | None
+    ) -> None:
+        """Record a connection of ``racer`` coming (on this node) or going."""
+        extra: dict[str, Any] = {"conn": conn}
+        if online:
+            extra["node"] = self.node_id
+        await self.decide(
+            room, lambda: decide_.presence(room.state, racer, online, conn), server_only=extra
+        )
+
+    async def lost_writes(self, room: LiveRoom, what: str) -> None:
+        """Redis holds less than this node acknowledged or delivered: say so loudly,
+        rebuild the room from what Redis has, and resynchronise every client here from
+        a fresh snapshot with a notice naming what was lost."""
+        async with room.lock:
+            await self._resync_locked(room, what)
+
+    async def _resync_locked(self, room: LiveRoom, what: str) -> None:
+        before = room.state.version
+        log.error(
+            "Redis lost acknowledged writes: resynchronising clients",
+            extra={"room": room.room_id, "version": before, "detail": what},
+        )
+        self.metrics.lost_writes.inc()
+        room.reset()
+        await self.sync_locked(room, live=False)
+        after = room.state.version
+        lost = max(0, before - after)
+        message = (
+            f"the server lost its last changes to this room ({what}); "
+            f"continuing from version {after}"
+        )
+        from .lobby import resync_clients  # lobby builds snapshots; it imports this module
+
+        await resync_clients(self, room, message, lost)
 
     # ---------------------------------------------------------------- rooms
     async def room(self, room_id: str) -> LiveRoom:
@@ -136,11 +248,10 @@ class Node:
             room = self.rooms.setdefault(room_id, LiveRoom(RoomMeta.decode(raw)))
         room.last_used_ms = self.clock()
         await self.sync(room)
-        wake = decide_.next_wakeup(room.state)
+        wake = decide_.next_wakeup(room.state, self.grace_floor_ms)
         if wake is not None and wake <= self.clock():
             # A timer nobody ran (every node serving the room had gone): catch up now.
             await self.tick(room)
-        self.metrics.rooms.set(sum(1 for r in self.rooms.values() if r.has_sessions()))
         return room
 
     def _sweep(self) -> None:
@@ -150,7 +261,8 @@ class Node:
         attached to a room object the node no longer folds events into)."""
         cutoff = self.clock() - IDLE_ROOM_MS
         for room_id, room in list(self.rooms.items()):
-            if not room.has_sessions() and room.last_used_ms < cutoff:
+            running = room.state.phase in (COUNTDOWN, RACING) and room.serving
+            if not room.has_sessions() and not running and room.last_used_ms < cutoff:
                 if room.timer is not None:
                     room.timer.cancel()
                 del self.rooms[room_id]
@@ -165,10 +277,12 @@ class Node:
         async with room.lock:
             await self.sync_locked(room)
 
-    async def sync_locked(self, room: LiveRoom) -> None:
+    async def sync_locked(self, room: LiveRoom, live: bool = True) -> None:
+        """Fold what the store has beyond the folded version. ``live`` False folds
+        without fanning out (a rebuild after lost writes)."""
         entries = await self.store.events_since(room.room_id, room.state.version)
         for version, raw in entries:
-            await self._fold_locked(room, version, unpack(raw))
+            await self._fold_locked(room, version, unpack(raw), live)
         self.schedule(room)
 
     async def ingest(self, room: LiveRoom, version: int, stored: dict[str, Any]) -> None:
@@ -182,21 +296,40 @@ class Node:
             elif version > room.state.version:
                 await self.sync_locked(room)
 
-    async def _fold_locked(self, room: LiveRoom, version: int, stored: dict[str, Any]) -> None:
-        if not room.fold(version, stored):
+    async def _fold_locked(
+        self, room: LiveRoom, version: int, stored: dict[str, Any], live: bool = True
+    ) -> None:
+        if not room.fold(version, stored, live):
+            return
+        if not live:
             return
         kind = stored["t"]
-        if kind == "presence" and stored.get("conn"):
-            self._replaced(room, stored["d"]["racer"], stored["conn"])
+        if kind == "presence":
+            self._presence_folded(room, stored)
         if kind == "started":
-            self.metrics.races.inc()
             for racer in list(room.racers):
                 await self.game(room, racer)
                 room.send_own_board(racer, room.state.start_at_ms or self.clock())
-        elif kind == "race_over":
-            self.metrics.races.dec()
-        if kind in ("progress", "finished", "started") and room.spectators:
+        if kind in ("progress", "finished", "started", "racer_left") and room.spectators:
             await spectators.spectator_boards(self, room, stored)
+
+    def _presence_folded(self, room: LiveRoom, stored: dict[str, Any]) -> None:
+        racer, conn = stored["d"]["racer"], stored.get("conn")
+        session = room.racers.get(racer)
+        if session is None or conn is None:
+            return
+        if stored["d"]["online"]:
+            self._replaced(room, racer, conn)
+        elif session.conn_id == conn and not session.closed:
+            # Marked offline while connected here (a lease lost in a Redis outage):
+            # say again that the racer is here, before its grace can run out.
+            self._spawn(self._reassert(room, racer, conn))
+
+    async def _reassert(self, room: LiveRoom, racer: int, conn: str) -> None:
+        try:
+            await self.presence(room, racer, True, conn)
+        except (StoreUnavailable, BadMessage):
+            log.warning("could not re-assert presence", extra={"room": room.room_id})
 
     def _replaced(self, room: LiveRoom, racer: int, conn: str) -> None:
         """The racer connected again (``conn``, on whichever node): close its older
@@ -212,9 +345,9 @@ class Node:
         if room.timer is not None:
             room.timer.cancel()
             room.timer = None
-        if not room.has_sessions():
+        if not room.served():
             return
-        wake = decide_.next_wakeup(room.state)
+        wake = decide_.next_wakeup(room.state, self.grace_floor_ms)
         if wake is None:
             return
         delay = max(0.0, (wake - self.clock()) / 1000) + 0.001
@@ -248,7 +381,11 @@ class Node:
                         stored.update(server_only or {})
                         await self.store.append_event(room.room_id, pack(stored), expected)
                         expected += 1
-                except VersionConflict:
+                except VersionConflict as conflict:
+                    if conflict.current_version < room.state.version:
+                        await self._resync_locked(
+                            room, f"Redis is at version {conflict.current_version}"
+                        )
                     continue
                 await self.sync_locked(room)
                 await self._after_decision(room, events)
@@ -257,7 +394,10 @@ class Node:
 
     async def _after_decision(self, room: LiveRoom, events: list[dict[str, Any]]) -> None:
         for ev in events:
-            if ev["t"] == "race_over":
+            if ev["t"] == "racer_left" and not room.state.racers:
+                # Everyone left the lobby: it leaves the list and expires.
+                await self.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
+            elif ev["t"] == "race_over":
                 result = {
                     "room": room.room_id,
                     "code": room.meta.code,
@@ -297,6 +437,7 @@ class Node:
                 lambda: round_commitment(room.meta.secret, state.round),
                 lambda table, reason: self._result(room, table, reason, finals),
                 self.countdown_ms,
+                self.grace_floor_ms,
             )
 
         try:

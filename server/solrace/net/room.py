@@ -16,6 +16,7 @@ from solrace.protocol import encode
 from solrace.protocol.messages import board_notice, room_event
 from solrace.race import RacerGame, RoomState
 from solrace.race.fairness import round_seed
+from solrace.race.state import FINISHED
 
 from .records import RoomMeta, log_name
 
@@ -39,6 +40,13 @@ class LiveRoom:
         self.shadows: dict[int, RacerGame] = {}
         self.timer: asyncio.TimerHandle | None = None
         self.last_used_ms = 0
+        #: A racer or spectator has been served here this round: this node then keeps
+        #: the room's timers and lease checks running even once its connections are
+        #: gone, so a race still ends (and ghosts still leave) with nobody connected.
+        self.serving = False
+        #: The last event folded, as stored: Redis must still hold exactly it at
+        #: ``state.version``, or it lost acknowledged writes (Node.check_rooms).
+        self.last_event: dict[str, Any] | None = None
 
     @property
     def room_id(self) -> str:
@@ -46,6 +54,17 @@ class LiveRoom:
 
     def has_sessions(self) -> bool:
         return bool(self.racers or self.spectators)
+
+    def served(self) -> bool:
+        """Whether this node runs the room's timers and checks (see ``serving``)."""
+        return self.has_sessions() or (self.serving and self.state.phase != FINISHED)
+
+    def reset(self) -> None:
+        """Forget everything folded (Redis lost writes): fold again from version 0."""
+        self.state = RoomState(self.meta.room, self.meta.code, self.meta.settings)
+        self.games.clear()
+        self.shadows.clear()
+        self.last_event = None
 
     def seed(self) -> int:
         return round_seed(self.meta.secret, self.state.round)
@@ -58,17 +77,19 @@ class LiveRoom:
         return RacerGame(settings.variant, self.seed(), settings.options)
 
     # ------------------------------------------------------------------ fold
-    def fold(self, version: int, stored: dict[str, Any]) -> bool:
-        """Apply one stored event (decoded) if it is the next and broadcast it; False
-        if it was already applied. Caller holds the lock."""
+    def fold(self, version: int, stored: dict[str, Any], live: bool = True) -> bool:
+        """Apply one stored event (decoded) if it is the next and, if ``live``,
+        broadcast it; False if it was already applied. Caller holds the lock."""
         if version <= self.state.version:
             return False
         self.state.apply(version, stored)
-        frame = encode(room_event(stored["t"], version, stored["d"]))
-        for session in list(self.racers.values()):
-            session.send_bytes(frame)
-        for session in list(self.spectators):
-            session.send_bytes(frame)
+        self.last_event = stored
+        if live:
+            frame = encode(room_event(stored["t"], version, stored["d"]))
+            for session in list(self.racers.values()):
+                session.send_bytes(frame)
+            for session in list(self.spectators):
+                session.send_bytes(frame)
         if stored["t"] == "room_reset":
             self.games.clear()
             self.shadows.clear()

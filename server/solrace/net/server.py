@@ -5,6 +5,7 @@ the upgrade), protocol-version negotiation, and a graceful drain."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http
 import logging
 from collections.abc import Sequence
@@ -12,10 +13,12 @@ from collections.abc import Sequence
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import NegotiationError
+from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
 
 from solrace.protocol import MAX_FRAME_BYTES, SUPPORTED_SUBPROTOCOLS, UnsupportedVersion
 from solrace.protocol.handshake import select_subprotocol
+from solrace.store.errors import StoreUnavailable
 
 from . import lobby
 from .node import Node
@@ -78,12 +81,10 @@ class RaceServer:
         session = Session(ws, self.node)
         node = self.node
         node.sessions.add(session)
-        node.metrics.connections.inc()
         try:
             await session.run()
         finally:
             node.sessions.discard(session)
-            node.metrics.connections.dec()
             await lobby.disconnected(node, session)
 
     async def drain(self) -> None:
@@ -94,9 +95,13 @@ class RaceServer:
         log.info("draining", extra={"connections": len(node.sessions)})
         await node.drained()
         if self.server is not None:
-            self.server.close(close_connections=True)
+            self.server.close(close_connections=False)
+            for session in list(node.sessions):
+                session.close_later(CloseCode.GOING_AWAY, "draining")
             await self.server.wait_closed()
         await node.stop()
+        with contextlib.suppress(StoreUnavailable):
+            await node.store.drop_lease(node.node_id)
         await node.store.close()
 
     async def stop(self) -> None:

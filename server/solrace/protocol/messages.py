@@ -374,13 +374,16 @@ class QuickRace:
 @dataclass(frozen=True, slots=True)
 class Resume:
     """``resume``: become racer ``token`` of ``room`` again on this connection.
-    Reply: ``joined``, then the events after ``since``, then live events."""
+    Reply: ``joined``, then the events after ``since``, then live events. ``code``
+    (optional) is the room's join code as the client knows it, so that a refusal can
+    name the room the way its user knows it even once the room is gone."""
 
     TYPE: ClassVar[str] = "resume"
-    FIELDS: ClassVar[frozenset[str]] = frozenset({"room", "token", "since"})
+    FIELDS: ClassVar[frozenset[str]] = frozenset({"room", "token", "since", "code"})
     room: str
     token: str
     since: int | None = None
+    code: str | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, object]) -> Self:
@@ -388,12 +391,17 @@ class Resume:
         room = f.room_id()
         token = f.text("token", MAX_TOKEN_LEN)
         f.matching("token", token, _TOKEN, "the token received in joined")
-        return cls(room=room, token=token, since=f.opt_integer("since", 0, MAX_VERSION))
+        code = f.code(d["code"]) if d.get("code") is not None else None
+        return cls(
+            room=room, token=token, since=f.opt_integer("since", 0, MAX_VERSION), code=code
+        )
 
     def to_data(self) -> dict[str, object]:
         data: dict[str, object] = {"room": self.room, "token": self.token}
         if self.since is not None:
             data["since"] = self.since
+        if self.code is not None:
+            data["code"] = self.code
         return data
 
 
@@ -746,10 +754,17 @@ def racer_joined_event(v: int, racer: RacerInfo) -> Envelope:
     return _event("racer_joined", v, racer_wire(racer))
 
 
-def racer_left_event(v: int, *, racer: int, host: int | None) -> Envelope:
-    """``racer_left``: ``racer`` left. In the lobby it is removed; later it stays
-    listed with status ``left``. ``host`` is the host after the departure."""
-    d = {"racer": _out_int("racer", racer, 1), "host": _opt_racer("host", host)}
+#: Why a racer left: it asked to (``left``) or was away longer than the grace.
+LEFT_REASONS: Final = frozenset({"left", "grace"})
+
+
+def racer_left_event(v: int, *, racer: int, host: int | None, reason: str = "left") -> Envelope:
+    """``racer_left``: ``racer`` left (``reason`` ``left``) or was away longer than the
+    disconnect grace (``grace``). In the lobby it is removed; later it stays listed
+    with status ``left``. ``host`` is the host after the departure."""
+    if reason not in LEFT_REASONS:
+        raise ValueError(f"racer_left: reason must be one of {sorted(LEFT_REASONS)}")
+    d = {"racer": _out_int("racer", racer, 1), "host": _opt_racer("host", host), "reason": reason}
     return _event("racer_left", v, d)
 
 
@@ -871,3 +886,19 @@ def board_notice(*, racer: int, at_ms: int, view: Mapping[str, object], owner: b
         "view": board_view_wire(view, owner=owner),
     }
     return Envelope("board", d=d)
+
+
+def resync_notice(*, reason: str, lost_events: int, snapshot: Snapshot) -> Envelope:
+    """``resync``: the server's store lost changes this client may have seen (Redis
+    came back without its last writes). ``snapshot`` replaces everything the client
+    folded — including event versions, which may now be reused — and ``reason`` says
+    what was lost, for the user. ``lost_events`` counts versions the store no longer
+    has (0 when it has as many, but different ones)."""
+    if not isinstance(reason, str) or not reason:
+        raise ValueError("resync: reason is a non-empty string")
+    d = {
+        "reason": reason,
+        "lost_events": _out_int("lost_events", lost_events),
+        "snapshot": snapshot_wire(snapshot),
+    }
+    return Envelope("resync", d=d)

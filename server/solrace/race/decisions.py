@@ -97,8 +97,9 @@ def resign(state: RoomState, racer: int) -> list[Event]:
     return [_status(member, RESIGNED)]
 
 
-def leave(state: RoomState, racer: int) -> list[Event]:
-    """Leaving the lobby removes the racer; from the countdown on it is a forfeit."""
+def leave(state: RoomState, racer: int, reason: str = LEFT) -> list[Event]:
+    """Leaving the lobby removes the racer; from the countdown on it is a forfeit.
+    ``reason`` is ``left`` (the racer asked) or ``grace`` (away too long)."""
     member = _member(state, racer)
     if state.phase in (COUNTDOWN, RACING) and member.status == LEFT:
         return []
@@ -106,12 +107,19 @@ def leave(state: RoomState, racer: int) -> list[Event]:
     if state.phase in (COUNTDOWN, RACING):
         remaining = [r for r in remaining if state.racers[r].status != LEFT]
     host = state.host if state.host != racer else (remaining[0] if remaining else None)
-    return [event("racer_left", racer=racer, host=host)]
+    return [event("racer_left", racer=racer, host=host, reason=reason)]
 
 
-def presence(state: RoomState, racer: int, online: bool) -> list[Event]:
+def presence(state: RoomState, racer: int, online: bool, conn: str | None = None) -> list[Event]:
+    """A connection of ``racer`` (``conn``) came or went. An "offline" about a
+    connection the racer has since replaced (a resume, maybe on another node) is no
+    news and writes nothing: presence is ordered per racer by connection."""
     member = state.racers.get(racer)
-    if member is None or member.online == online:
+    if member is None:
+        return []
+    if not online and conn is not None and member.conn is not None and member.conn != conn:
+        return []
+    if member.online == online and (not online or member.conn == conn):
         return []
     return [event("presence", racer=racer, online=online)]
 
@@ -136,6 +144,23 @@ def rematch(state: RoomState, racer: int) -> list[Event]:
     return [event("room_reset", host=host, racers=racers)]
 
 
+def progress(racer: int, counts: dict[str, int], status: str) -> Event:
+    """A racer's move was stored: its new public counts (never a card)."""
+    return event("progress", racer=racer, **counts, status=status, place=None)
+
+
+def finished(racer: int, place: int, elapsed_ms: int, counts: dict[str, int]) -> Event:
+    """A racer completed its foundations and got ``place`` (1 = the winner)."""
+    return event(
+        "finished",
+        racer=racer,
+        place=place,
+        elapsed_ms=elapsed_ms,
+        foundation=counts["foundation"],
+        moves=counts["moves"],
+    )
+
+
 def _status(member: RacerState, status: str) -> Event:
     return event(
         "progress",
@@ -148,12 +173,23 @@ def _status(member: RacerState, status: str) -> Event:
     )
 
 
+def grace_ends(member: RacerState, grace_floor_ms: int = 0) -> int | None:
+    """When an offline racer's grace runs out. Grace only counts time during which the
+    racer could have come back: ``grace_floor_ms`` is when the deciding node last
+    (re)gained a working store — its start, or the end of a Redis outage — so an
+    outage re-arms the grace instead of forfeiting everyone who was away."""
+    if member.online or member.offline_since_ms is None:
+        return None
+    return max(member.offline_since_ms, grace_floor_ms) + DISCONNECT_GRACE_MS
+
+
 def tick(
     state: RoomState,
     now_ms: int,
     commitment: Callable[[], str],
     result: Callable[[list[dict[str, Any]], str], dict[str, Any]],
     countdown_ms: int = COUNTDOWN_MS,
+    grace_floor_ms: int = 0,
 ) -> list[Event]:
     """Everything the clock decides: a room's start when everyone is ready (or a quick
     room's lobby timer runs out), the start instant, the disconnect grace, the time
@@ -165,10 +201,9 @@ def tick(
     phase = state.phase
     if phase == LOBBY:
         for member in state.racers.values():
-            offline = member.offline_since_ms
-            gone = offline is not None and now_ms >= offline + DISCONNECT_GRACE_MS
-            if not member.online and gone:
-                return leave(state, member.racer)  # a lobby ghost frees its seat
+            ends = grace_ends(member, grace_floor_ms)
+            if ends is not None and now_ms >= ends:
+                return leave(state, member.racer, "grace")  # a lobby ghost frees its seat
         racers = list(state.racers.values())
         if len(racers) >= 2:
             # Any room starts once everyone (its host included) is ready; a quick
@@ -200,13 +235,9 @@ def tick(
         if events:
             return events
     for member in state.racers.values():
-        if (
-            member.status in (PLAYING, STUCK)
-            and not member.online
-            and member.offline_since_ms is not None
-            and now_ms >= member.offline_since_ms + DISCONNECT_GRACE_MS
-        ):
-            return leave(state, member.racer)
+        ends = grace_ends(member, grace_floor_ms)
+        if member.status in (PLAYING, STUCK) and ends is not None and now_ms >= ends:
+            return leave(state, member.racer, "grace")
     if not state.playing():
         return [race_over(state, now_ms, result)]
     return []
@@ -227,24 +258,27 @@ def race_over(
     return event("race_over", **result(table, reason))
 
 
-def next_wakeup(state: RoomState) -> int | None:
-    """When :func:`tick` may next have something to decide, for the node's timer."""
+def next_wakeup(state: RoomState, grace_floor_ms: int = 0) -> int | None:
+    """When :func:`tick` may next have something to decide, for the node's timer.
+    A time in the past means "now" (e.g. nobody can move any more: the race ends)."""
     times: list[int] = []
     phase = state.phase
     if phase == LOBBY and state.settings.quick and state.lobby_deadline_ms is not None:
         times.append(state.lobby_deadline_ms)
     if phase == LOBBY:
         for member in state.racers.values():
-            offline = member.offline_since_ms
-            if not member.online and offline is not None:
-                times.append(offline + DISCONNECT_GRACE_MS)
+            ends = grace_ends(member, grace_floor_ms)
+            if ends is not None:
+                times.append(ends)
     if phase == COUNTDOWN and state.start_at_ms is not None:
         times.append(state.start_at_ms)
     if phase == RACING:
+        if not state.playing():
+            return 0
         if state.ends_at_ms is not None:
             times.append(state.ends_at_ms)
         for member in state.racers.values():
-            offline = member.offline_since_ms
-            if member.status in (PLAYING, STUCK) and not member.online and offline is not None:
-                times.append(offline + DISCONNECT_GRACE_MS)
+            ends = grace_ends(member, grace_floor_ms)
+            if member.status in (PLAYING, STUCK) and ends is not None:
+                times.append(ends)
     return min(times) if times else None

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from solrace.rules import deal
+
 from .settings import RoomSettings
 
 LOBBY: Final = "lobby"
@@ -53,6 +55,13 @@ class RacerState:
     reached_ms: int | None = None
     #: Race clock when the racer finished.
     elapsed_ms: int | None = None
+    #: Server-only: the racer's current connection and the node holding it, from the
+    #: last ``presence`` event. An "offline" about an older connection is ignored, so
+    #: a stale disconnect can never override a newer resume (on any node).
+    conn: str | None = None
+    node: str | None = None
+    #: Why the racer left: ``left`` (asked to), ``grace`` (away too long).
+    left_reason: str | None = None
 
     def info(self) -> dict[str, Any]:
         """The protocol's RacerInfo."""
@@ -107,7 +116,15 @@ class RoomState:
         return 0 if self.start_at_ms is None else max(0, now_ms - self.start_at_ms)
 
     def playing(self) -> list[RacerState]:
-        return [r for r in self.racers.values() if r.status == PLAYING]
+        """Racers who can still move (see :meth:`can_move`): the race goes on while
+        there is one, and only their knowledge matters to fair spectating."""
+        return [r for r in self.racers.values() if self.can_move(r)]
+
+    def can_move(self, member: RacerState) -> bool:
+        """Playing, or stuck in a room that allows undo (an undo is a move)."""
+        if member.status == PLAYING:
+            return True
+        return member.status == STUCK and bool(self.settings.options.get("undo", False))
 
     def snapshot(self, now_ms: int, spectators: int = 0) -> dict[str, Any]:
         """The public part of the protocol's Snapshot (``you`` is added per racer)."""
@@ -151,6 +168,9 @@ class RoomState:
         if version != self.version + 1:
             raise ValueError(f"room {self.room}: event {version} after {self.version}")
         self.version = version
+        if stored["t"] == "presence":
+            self._on_presence(stored["d"], stored.get("at", 0), stored)
+            return
         handler = getattr(self, "_on_" + stored["t"], None)
         if handler is not None:
             handler(stored["d"], stored.get("at", 0))
@@ -171,15 +191,22 @@ class RoomState:
             else:
                 racer.status = LEFT
                 racer.place = None
+                racer.left_reason = d.get("reason", LEFT)
         self.host = d["host"]
         if len(self.racers) < 2:
             self.lobby_deadline_ms = None
 
-    def _on_presence(self, d: dict[str, Any], at: int) -> None:
+    def _on_presence(self, d: dict[str, Any], at: int, stored: dict[str, Any]) -> None:
         racer = self.racers.get(d["racer"])
-        if racer is not None:
-            racer.online = d["online"]
-            racer.offline_since_ms = None if d["online"] else at
+        if racer is None:
+            return
+        conn = stored.get("conn")
+        if not d["online"] and conn is not None and racer.conn is not None and conn != racer.conn:
+            return  # about a connection the racer has already replaced
+        racer.online = d["online"]
+        racer.offline_since_ms = None if d["online"] else at
+        if d["online"]:
+            racer.conn, racer.node = conn, stored.get("node")
 
     def _on_ready_changed(self, d: dict[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
@@ -192,9 +219,11 @@ class RoomState:
 
     def _on_started(self, d: dict[str, Any], at: int) -> None:
         self.started = True
+        dealt = dealt_face_down(self.settings)
         for racer in self.racers.values():
             if racer.status == WAITING:
                 racer.status = PLAYING
+                racer.face_down = dealt
 
     def _on_progress(self, d: dict[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
@@ -246,6 +275,12 @@ class RoomState:
             self.racers[racer.racer] = racer
         if self.settings.quick and len(self.racers) >= 2:
             self.lobby_deadline_ms = at + QUICK_LOBBY_MS
+
+
+def dealt_face_down(settings: RoomSettings) -> int:
+    """Face-down tableau cards of a fresh deal: the same for every seed of a variant
+    and options, so every racer's count is right from ``started`` on."""
+    return deal(settings.variant, 0, dict(settings.options)).face_down_count()
 
 
 def standings(state: RoomState) -> list[dict[str, Any]]:

@@ -13,10 +13,11 @@ import hashlib
 
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys, RoomKeys
-from .store import MoveAppend, Store
+from .store import Finish, MoveAppend, Store
 
 __all__ = [
     "CodeTaken",
+    "Finish",
     "Keys",
     "MoveAppend",
     "RoomKeys",

@@ -107,6 +107,10 @@ class Keys:
         """Sorted set of listed open rooms, score = creation time in ms."""
         return f"{self.prefix}rooms:listed"
 
+    def lease(self, node_id: str) -> str:
+        """A live node's lease (expires unless the node renews it; single-key)."""
+        return f"{self.prefix}node:{_check_name('node_id', node_id)}"
+
     def result(self, race_id: str) -> str:
         """A finished race's result (never expires)."""
         return f"{self.prefix}result:{_check_name('race_id', race_id)}"

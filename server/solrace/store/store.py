@@ -18,7 +18,7 @@ import contextlib
 import hmac
 import importlib.util
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ from ._lua import APPEND_EVENT, APPEND_MOVE, SET_TOKEN, LuaScript
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys
 
-__all__ = ["MoveAppend", "Store"]
+__all__ = ["Finish", "MoveAppend", "Store"]
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -54,6 +54,31 @@ class MoveAppend:
     log_length: int
     version: int | None
     place: int | None
+
+    @property
+    def finished_version(self) -> int | None:
+        """The version of the ``finished`` event written with the move, if any."""
+        if self.place is None or self.version is None:
+            return None
+        return self.version + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """What :meth:`Store.append_move` needs when a move finishes the racer's game.
+
+    ``counter`` names the finishing-place counter (one per round); ``events[i]`` is
+    the ``finished`` event to store if the racer gets place ``i + 1``. The place is
+    only known inside the script, so the caller offers one event per possible place
+    and the script stores the right one in the same atomic step as the move.
+    """
+
+    counter: str
+    events: tuple[bytes, ...]
+
+    def __post_init__(self) -> None:
+        if not self.events:
+            raise ValueError("a Finish needs the finished event for at least place 1")
 
 
 def _no_retry() -> Retry:
@@ -428,27 +453,30 @@ class Store:
         expected_seq: int,
         entry: bytes,
         event: bytes,
-        finish_counter: str | None = None,
+        finish: Finish | None = None,
     ) -> MoveAppend:
         """Append ``entry`` to a move log iff the log has exactly ``expected_seq`` entries.
 
         In the same atomic script: append ``event`` to the room stream, and with
-        ``finish_counter`` hand out the next finishing place (1 = winner) exactly once.
-        A stale or duplicate sequence number writes nothing (``accepted=False``).
-        Calls are group-committed: everything queued while a flush is pending goes
-        in one pipeline. Acknowledge the move only after this returns accepted; on
-        StoreUnavailable the outcome is unknown (re-read ``log_length``).
+        ``finish`` hand out the next finishing place (1 = winner) exactly once and
+        append that place's ``finished`` event — so a finisher's place can never be
+        lost between two writes. A stale or duplicate sequence number writes nothing
+        (``accepted=False``). Calls are group-committed: everything queued while a
+        flush is pending goes in one pipeline. Acknowledge the move only after this
+        returns accepted; on StoreUnavailable the outcome is unknown (re-read the log).
         """
         _check_nonneg("expected_seq", expected_seq)
         rk = self.keys.room(room_id)
         keys: tuple[str, ...] = (rk.meta, rk.ver, rk.events, rk.keyset, rk.log(log_name))
-        if finish_counter is not None:
-            keys += (rk.places(finish_counter),)
-        reply = await self._commit.call(APPEND_MOVE, keys, (expected_seq, entry, event))
+        args: tuple[bytes | int, ...] = (expected_seq, entry, event)
+        if finish is not None:
+            keys += (rk.places(finish.counter),)
+            args += finish.events
+        reply = await self._commit.call(APPEND_MOVE, keys, args)
         accepted, length, version, place = (int(x) for x in reply)
         if not accepted:
             return MoveAppend(False, length, None, None)
-        return MoveAppend(True, length, version, place if finish_counter is not None else None)
+        return MoveAppend(True, length, version, place if finish is not None else None)
 
     async def move_log(self, room_id: str, log_name: str, start: int = 0) -> list[bytes]:
         """The entries of a move log from index ``start`` on, in order: replay them to
@@ -465,6 +493,60 @@ class Store:
         """Entries in a move log = the sequence number the next move must carry."""
         with redis_errors():
             return int(await self._redis.llen(self.keys.room(room_id).log(log_name)))
+
+    # -- node leases ---------------------------------------------------------------
+
+    async def renew_lease(self, node_id: str, ttl_ms: int) -> None:
+        """Say that node ``node_id`` is alive for the next ``ttl_ms``. A node that stops
+        renewing (crash, partition) loses its lease, and other nodes serving its rooms
+        then mark its racers offline (docs/server.md, "Presence")."""
+        if ttl_ms <= 0:
+            raise ValueError("ttl_ms must be positive")
+        with redis_errors():
+            await self._redis.set(self.keys.lease(node_id), b"1", px=ttl_ms)
+
+    async def drop_lease(self, node_id: str) -> None:
+        """Give the lease up at once (a drained node's racers are already offline)."""
+        with redis_errors():
+            await self._redis.delete(self.keys.lease(node_id))
+
+    async def live_nodes(self, node_ids: Collection[str]) -> set[str]:
+        """Those of ``node_ids`` whose lease is current."""
+        ids = sorted(node_ids)
+        if not ids:
+            return set()
+        with redis_errors():
+            pipe = self._redis.pipeline(transaction=False)
+            for node_id in ids:
+                pipe.exists(self.keys.lease(node_id))
+            found = await pipe.execute()
+        return {node_id for node_id, n in zip(ids, found, strict=True) if int(n)}
+
+    async def heads(self, positions: Mapping[str, int]) -> dict[str, tuple[int, bytes | None]]:
+        """For each room, its current version and the stored event at the given one.
+
+        How a node checks that Redis still holds what the node has delivered: a
+        version below the node's, or a different event at the node's version, means
+        Redis lost acknowledged writes (e.g. it restarted from an AOF missing its last
+        second) — which must be announced, never papered over.
+        """
+        rooms = sorted(positions)
+        if not rooms:
+            return {}
+        with redis_errors():
+            pipe = self._redis.pipeline(transaction=False)
+            for room_id in rooms:
+                rk = self.keys.room(room_id)
+                at = positions[room_id]
+                pipe.get(rk.ver)
+                pipe.xrange(rk.events, f"0-{at}", f"0-{at}")
+            replies = await pipe.execute()
+        heads: dict[str, tuple[int, bytes | None]] = {}
+        for i, room_id in enumerate(rooms):
+            ver, entries = replies[2 * i], replies[2 * i + 1]
+            event = _event_of(entries[0][1]) if entries else None
+            heads[room_id] = (0 if ver is None else int(ver), event)
+        return heads
 
     # -- tokens --------------------------------------------------------------------
 
