@@ -2,5 +2,6 @@
 terminal client, the bot and the tests share."""
 
 from .connection import DEFAULT_SERVER, RaceClient, ServerError
+from .pacing import Pace
 
-__all__ = ["DEFAULT_SERVER", "RaceClient", "ServerError"]
+__all__ = ["DEFAULT_SERVER", "Pace", "RaceClient", "ServerError"]

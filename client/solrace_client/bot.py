@@ -490,9 +490,9 @@ async def run_bot(
     ``create`` (a room's settings, ``variant`` included, as ``create`` takes them) says
     where. ``server`` is a URL or a list of URLs tried in turn when reconnecting.
     ``host_start``: start the room once the bot is its host, at least ``min_racers``
-    are in and every other racer is ready. ``move_delay`` paces the moves (servers
-    allow 20 messages/s). ``save`` stores the result for
-    ``replay``/``verify``.
+    are in and every other racer is ready. ``move_delay`` waits between moves (the
+    connection paces requests inside the server's rate limit by itself). ``save``
+    stores the result for ``replay``/``verify``.
     Raises :class:`BotError` when it cannot take part.
     """
     wanted: list[tuple[str, dict[str, Any], bool]] = [

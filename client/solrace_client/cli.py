@@ -453,7 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--delay",
         type=float,
         default=0.1,
-        help="seconds between moves (servers allow 20 messages/s; default 0.1)",
+        help="seconds between moves, to be watchable (default 0.1; requests are always "
+        "paced inside the server's rate limit)",
     )
     p.add_argument("--seed", type=int, help="seed the strategy's tie-breaks (reproducible)")
     p.add_argument("-v", "--verbose", action="store_true", help="say what the bot does")

@@ -6,6 +6,11 @@ return the reply's data or raise :class:`ServerError`; room events and notices a
 queued in arrival order for :meth:`RaceClient.next_event`. The client keeps what a
 resume needs: room, token, last event version, and the next move ``seq``.
 
+Requests are paced (:mod:`solrace_client.pacing`) to stay inside the rate limit every
+server applies by default, so a program may play as fast as it likes without being
+disconnected; ``connect(..., pace=None)`` turns that off (for servers whose limit was
+raised), ``pace=Pace(...)`` sets another.
+
     client = await RaceClient.connect("ws://127.0.0.1:8765")
     joined = await client.create("yukon", "Ann")
     await client.ready()
@@ -18,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from solrace.protocol import (
     MAX_SERVER_FRAME_BYTES,
@@ -32,7 +37,12 @@ from solrace.protocol.messages import REPLY_TYPES
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from . import pacing
+from .pacing import Pace, Pacer
+
 DEFAULT_SERVER = "ws://127.0.0.1:8765"
+#: ``connect``'s default pace: :data:`pacing.SERVER_DEFAULT_PACE`, read when connecting.
+SERVER_DEFAULT: Final = "server-default"
 
 
 class ServerError(Exception):
@@ -46,8 +56,9 @@ class ServerError(Exception):
 
 
 class RaceClient:
-    def __init__(self, ws: ClientConnection) -> None:
+    def __init__(self, ws: ClientConnection, pace: Pace | None = None) -> None:
         self.ws = ws
+        self._pacer = Pacer(pace) if pace is not None else None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Envelope]] = {}
         self.events: asyncio.Queue[Envelope] = asyncio.Queue()
@@ -65,7 +76,17 @@ class RaceClient:
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def connect(cls, url: str = DEFAULT_SERVER, **kwargs: Any) -> RaceClient:
+    async def connect(
+        cls,
+        url: str = DEFAULT_SERVER,
+        *,
+        pace: Pace | Literal["server-default"] | None = SERVER_DEFAULT,
+        **kwargs: Any,
+    ) -> RaceClient:
+        """Connect to ``url``. Requests are paced to ``pace``: by default inside the
+        rate limit a server applies unless configured otherwise; None: not at all."""
+        if pace == SERVER_DEFAULT:
+            pace = pacing.SERVER_DEFAULT_PACE
         ws = await connect(
             url,
             subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
@@ -73,7 +94,7 @@ class RaceClient:
             compression=None,
             **kwargs,
         )
-        return cls(ws)
+        return cls(ws, pace if isinstance(pace, Pace) else None)
 
     async def close(self) -> None:
         await self.ws.close()
@@ -145,10 +166,14 @@ class RaceClient:
 
     # --------------------------------------------------------------- requests
     async def send_raw(self, frame: bytes | str) -> None:
+        """Send ``frame`` as it is, now: never paced (tests of the server's limits)."""
         await self.ws.send(frame)
 
     async def request(self, t: str, timeout: float = 10.0, **d: Any) -> dict[str, Any]:
-        """Send request ``t`` and return its reply's data; raise ServerError on error."""
+        """Send request ``t`` and return its reply's data; raise ServerError on error.
+        Waits first if sending now would outrun the pace."""
+        if self._pacer is not None:
+            await self._pacer.wait()
         request_id = next(self._ids)
         future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future

@@ -4,6 +4,11 @@
 Redis key prefix, or one in-process embedded Redis), so a test can put racers of one
 room on different nodes or restart a node mid-race. Real Redis must be running: if it
 is not, these tests fail, they never skip.
+
+Nodes lift the rate limit (tests race fast), so clients do not pace themselves either
+(``pacing.SERVER_DEFAULT_PACE`` is None while a cluster lives) — unless a test asks for
+a node with the server's default limit, ``cluster.node(rate=None)``: then clients pace
+as they do for a user, against the limit a user's server has.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import pytest
 from solrace.net.node import Node
 from solrace.net.server import RaceServer
 from solrace.store import Store
+from solrace_client import pacing
 
 from tests.support.redis import REDIS_URL, delete_prefix
 
@@ -26,6 +32,8 @@ SOLVABLE_SECRET = bytes([2]) * 32
 class Cluster:
     def __init__(self, backend: str, prefix: str) -> None:
         self.backend = backend
+        self._unpaced = pytest.MonkeyPatch()  # undone by close() or a default-limit node
+        self._unpaced.setattr(pacing, "SERVER_DEFAULT_PACE", None)
         self.prefix = prefix
         self.stores: list[Store] = []
         self.servers: list[RaceServer] = []
@@ -48,20 +56,25 @@ class Cluster:
     async def node(
         self,
         secret: bytes | Callable[[], bytes] = SOLVABLE_SECRET,
-        rate: float = 100_000.0,
+        rate: float | None = 100_000.0,
         **node_args: object,
     ) -> RaceServer:
         """A started server node on this cluster's backend. Tests race fast: the rate
-        limit is lifted unless a test sets it, and countdowns last 0.2 s."""
+        limit is lifted unless a test sets it (None: the server's default limit, and
+        clients pace themselves again), and countdowns last 0.2 s."""
         store = await self.store()
         source = secret if callable(secret) else (lambda: secret)
+        if rate is None:
+            self._unpaced.undo()  # clients pace again, as against a user's server
+            limits: dict[str, float] = {}
+        else:
+            limits = {"rate_per_s": rate, "rate_burst": rate}
         node = Node(
             store,
             name=f"node{len(self.servers)}",
             room_secret=source,
-            rate_per_s=rate,
-            rate_burst=rate,
             countdown_ms=200,
+            **limits,
             **node_args,  # type: ignore[arg-type]
         )
         server = RaceServer(node, "127.0.0.1", 0)
@@ -79,6 +92,7 @@ class Cluster:
         await server.node.stop()
 
     async def close(self) -> None:
+        self._unpaced.undo()
         for server in list(self.servers):
             await server.drain()
         if self.backend == "redis":

@@ -2,8 +2,15 @@
 
 Every flag has an environment variable, so containers and process managers configure
 it the same way: ``SOLRACE_HOST``, ``SOLRACE_PORT``, ``SOLRACE_REDIS_URL``,
-``SOLRACE_LOG_LEVEL``, ``SOLRACE_LOG_FORMAT``. Without a Redis URL the node runs on the
-embedded store (the same store code on an in-process Redis) and says so first.
+``SOLRACE_LOG_LEVEL``, ``SOLRACE_LOG_FORMAT``, ``SOLRACE_KEY_PREFIX``,
+``SOLRACE_RATE_PER_S``, ``SOLRACE_RATE_BURST``. A flag wins over its variable. Without
+a Redis URL the node runs on the embedded store (the same store code on an in-process
+Redis) and says so first.
+
+Exit status (docs/server.md): 0 stopped by SIGTERM/SIGINT after draining; 1 could not
+start (the port is taken, …); 2 a bad flag or variable (including a Redis URL that is
+malformed or that Redis refuses, such as a database index it does not have). Every
+failure is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -11,13 +18,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from solrace import __version__
-from solrace.store import Store
+from solrace.protocol.limits import RATE_BURST, RATE_PER_S
+from solrace.store import Store, StoreError, StoreUnavailable
 
 from . import logs
 from .node import Node
@@ -26,52 +38,188 @@ from .server import RaceServer
 log = logging.getLogger("solrace.server")
 
 DEFAULT_PORT = 8765
+EXIT_OK, EXIT_CANNOT_START, EXIT_USAGE = 0, 1, 2
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("text", "json")
+
+
+class UsageError(Exception):
+    """A flag or environment variable has a value the server cannot use (exit 2)."""
+
+
+# ------------------------------------------------------------------ values
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise ValueError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is out of range (0-65535)")
+    return port
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be a number > 0, got {text!r}")
+    return value
+
+
+def _burst(text: str) -> float:
+    value = _positive(text)
+    if value < 1:
+        raise ValueError(f"must be at least 1 (one message), got {text!r}")
+    return value
+
+
+def _redis_url(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in REDIS_SCHEMES or "://" not in text:
+        raise ValueError(
+            f"not a Redis URL: {text!r} (redis://host:port/db, rediss://…, unix:///path)"
+        )
+    db = parts.path.strip("/")
+    if parts.scheme != "unix" and db and not db.isdigit():
+        raise ValueError(f"database index {db!r} is not a number (redis://host:port/0)")
+    return text
+
+
+def _choice(options: Sequence[str]) -> Callable[[str], str]:
+    def check(text: str) -> str:
+        if text not in options:
+            raise ValueError(f"must be one of {', '.join(options)}, got {text!r}")
+        return text
+
+    return check
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One flag with its variable, default and checker."""
+
+    flag: str
+    variable: str
+    default: str | None
+    check: Callable[[str], Any]
+    help: str
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+SETTINGS = (
+    Setting("--host", "SOLRACE_HOST", "127.0.0.1", str, "listen address"),
+    Setting("--port", "SOLRACE_PORT", str(DEFAULT_PORT), _port, "WebSocket and HTTP port (0: any)"),
+    Setting(
+        "--redis-url",
+        "SOLRACE_REDIS_URL",
+        None,
+        _redis_url,
+        "redis://host:port/db; omit for the embedded, non-durable store",
+    ),
+    Setting("--log-level", "SOLRACE_LOG_LEVEL", "info", _choice(LOG_LEVELS), "/".join(LOG_LEVELS)),
+    Setting(
+        "--log-format",
+        "SOLRACE_LOG_FORMAT",
+        "text",
+        _choice(LOG_FORMATS),
+        "one line per record, as text or json",
+    ),
+    Setting("--key-prefix", "SOLRACE_KEY_PREFIX", "solrace:", str, "prefix of every Redis key"),
+    Setting(
+        "--rate-per-s",
+        "SOLRACE_RATE_PER_S",
+        f"{RATE_PER_S:g}",
+        _positive,
+        "messages per second each connection may send, sustained (over it: close 1008)",
+    ),
+    Setting(
+        "--rate-burst",
+        "SOLRACE_RATE_BURST",
+        f"{RATE_BURST:g}",
+        _burst,
+        "messages a connection may send at once on top of the sustained rate",
+    ),
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line (not the usage block): what is wrong and where to read more."""
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    env = os.environ.get
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="solrace-server",
         description="Run one solrace node: WebSocket races, /healthz and /metrics on one "
-        "port. Every flag has an environment variable (SOLRACE_HOST, SOLRACE_PORT, "
-        "SOLRACE_REDIS_URL, SOLRACE_LOG_LEVEL, SOLRACE_LOG_FORMAT, SOLRACE_KEY_PREFIX).",
+        "port. Every flag has an environment variable ("
+        + ", ".join(s.variable for s in SETTINGS)
+        + "); a flag wins over its variable. Exit status: 0 stopped (SIGTERM/SIGINT), "
+        "1 could not start, 2 a bad flag or variable.",
     )
-    parser.add_argument(
-        "--host", default=env("SOLRACE_HOST", "127.0.0.1"), help="listen address ($SOLRACE_HOST)"
-    )
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=int(env("SOLRACE_PORT", str(DEFAULT_PORT))),
-        help=f"WebSocket and HTTP port ($SOLRACE_PORT, default {DEFAULT_PORT})",
-    )
-    parser.add_argument(
-        "--redis-url",
-        default=env("SOLRACE_REDIS_URL") or None,
-        help="redis://host:port/db ($SOLRACE_REDIS_URL); omit for the embedded, non-durable store",
-    )
-    parser.add_argument(
-        "--log-level",
-        default=env("SOLRACE_LOG_LEVEL", "info"),
-        choices=["debug", "info", "warning", "error"],
-        help="$SOLRACE_LOG_LEVEL",
-    )
-    parser.add_argument(
-        "--log-format",
-        default=env("SOLRACE_LOG_FORMAT", "text"),
-        choices=["text", "json"],
-        help="one line per record, as text or JSON ($SOLRACE_LOG_FORMAT)",
-    )
-    parser.add_argument(
-        "--key-prefix",
-        default=env("SOLRACE_KEY_PREFIX", "solrace:"),
-        help="prefix of every Redis key ($SOLRACE_KEY_PREFIX)",
-    )
+    for setting in SETTINGS:
+        default = f", default {setting.default}" if setting.default else ""
+        parser.add_argument(
+            setting.flag,
+            default=None,
+            metavar=setting.flag.removeprefix("--").replace("-", "_").upper(),
+            help=f"{setting.help} (${setting.variable}{default})",
+        )
     return parser
 
 
+def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> argparse.Namespace:
+    """Each setting from its flag, else its variable, else its default, checked.
+    Raises UsageError naming the flag or the variable that is wrong."""
+    environ = dict(os.environ) if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        given = getattr(args, setting.dest)
+        source = setting.flag
+        if given is None and environ.get(setting.variable):
+            given, source = environ[setting.variable], f"${setting.variable}"
+        if given is None:
+            given, source = setting.default, "default"
+        if given is None:
+            values[setting.dest] = None
+            continue
+        try:
+            values[setting.dest] = setting.check(given)
+        except ValueError as exc:
+            raise UsageError(f"{source}: {exc}") from None
+    return argparse.Namespace(**values)
+
+
+# ------------------------------------------------------------------- run
+async def open_store(url: str | None, prefix: str) -> Store:
+    """The store; a URL Redis refuses (bad database index, wrong password…) is a
+    UsageError. An unreachable Redis is not: the node serves and requests fail with
+    ``unavailable`` until it answers."""
+    try:
+        store = await Store.connect(url, prefix=prefix)
+    except ValueError as exc:  # redis-py's URL parser
+        raise UsageError(f"--redis-url: {exc}") from None
+    if url is None:
+        return store
+    try:
+        answers = await store.ping()
+    except StoreUnavailable:
+        answers = False
+    except StoreError as exc:
+        raise UsageError(f"--redis-url: Redis refused {_redact(url)}: {_last_words(exc)}") from None
+    if not answers:
+        log.error("redis does not answer; serving anyway, requests fail until it does")
+    return store
+
+
 async def run(args: argparse.Namespace) -> int:
-    store = await Store.connect(args.redis_url, prefix=args.key_prefix)
+    store = await open_store(args.redis_url, args.key_prefix)
     if store.embedded:
         log.warning(
             "store: embedded (in-process Redis): state is NOT durable and lives only as long "
@@ -79,12 +227,22 @@ async def run(args: argparse.Namespace) -> int:
         )
     else:
         log.info("store: redis", extra={"url": _redact(args.redis_url)})
-        if not await store.ping():
-            log.error("redis does not answer; serving anyway, requests fail until it does")
-    node = Node(store, name=f"{args.host}:{args.port}")
+    node = Node(
+        store,
+        name=f"{args.host}:{args.port}",
+        rate_per_s=args.rate_per_s,
+        rate_burst=args.rate_burst,
+    )
     server = RaceServer(node, args.host, args.port)
     await server.start()
-    log.info("listening", extra={"url": server.url, "version": __version__})
+    log.info(
+        "listening",
+        extra={
+            "url": server.url,
+            "version": __version__,
+            "rate": f"{args.rate_per_s:g}/s burst {args.rate_burst:g}",
+        },
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -92,7 +250,7 @@ async def run(args: argparse.Namespace) -> int:
     await stop.wait()
     await server.drain()
     log.info("stopped")
-    return 0
+    return EXIT_OK
 
 
 def _redact(url: str) -> str:
@@ -103,14 +261,29 @@ def _redact(url: str) -> str:
     return f"{scheme}://***@{rest.rpartition('@')[2]}"
 
 
+def _last_words(exc: BaseException) -> str:
+    """``redis error: ResponseError: DB index is out of range`` → the last part."""
+    return str(exc).rpartition(": ")[2] or type(exc).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    try:
+        args = resolve(parser.parse_args(argv))
+    except UsageError as exc:
+        print(f"solrace-server: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     logs.configure(args.log_level, args.log_format)
     try:
         return asyncio.run(run(args))
+    except UsageError as exc:
+        log.error("%s", exc)
+        return EXIT_USAGE
     except OSError as exc:
         log.error("cannot start: %s", exc)
-        return 1
+        return EXIT_CANNOT_START
+    except KeyboardInterrupt:  # a second Ctrl-C while draining
+        return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,86 @@
+"""``solrace-server``'s command line: every bad flag or variable is one line on stderr
+and exit status 2 (never a traceback); the rate limit is a flag and a variable."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+
+import pytest
+from solrace_client import RaceClient
+
+from tests.support.redis import REDIS_URL
+from tests.support.server_process import SERVER_SCRIPT, solrace_server
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The server with ``args`` (on port 0 unless they or ``env`` set the port)."""
+    port = [] if "--port" in args or "SOLRACE_PORT" in env else ["--port", "0"]
+    return subprocess.run(
+        [str(SERVER_SCRIPT), *port, *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "says"),
+    [
+        (["--redis-url", "foo"], {}, "--redis-url: not a Redis URL: 'foo'"),
+        (["--redis-url", "http://127.0.0.1:6379"], {}, "not a Redis URL"),
+        (["--redis-url", REDIS_URL.rsplit("/", 1)[0] + "/99"], {}, "DB index is out of range"),
+        (["--redis-url", "redis://127.0.0.1:6379/x"], {}, "database index 'x'"),
+        (["--port", "99999"], {}, "--port: port 99999 is out of range"),
+        ([], {"SOLRACE_PORT": "abc"}, "$SOLRACE_PORT: not a port number: 'abc'"),
+        (["--rate-per-s", "0"], {}, "--rate-per-s: must be a number > 0"),
+        ([], {"SOLRACE_RATE_BURST": "0.5"}, "$SOLRACE_RATE_BURST: must be at least 1"),
+        (["--log-level", "loud"], {}, "--log-level: must be one of debug, info"),
+        (["--bogus"], {}, "unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_bad_flag_or_variable_is_one_line_and_exit_status_2(
+    args: list[str], env: dict[str, str], says: str
+) -> None:
+    done = _run(args, env)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert says in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
+    done = subprocess.run([str(SERVER_SCRIPT), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    for flag in ("--rate-per-s", "--rate-burst", "--redis-url", "--key-prefix"):
+        assert flag in text
+    for variable in ("SOLRACE_RATE_PER_S", "SOLRACE_RATE_BURST", "SOLRACE_REDIS_URL"):
+        assert variable in text
+    assert "1 could not start, 2 a bad flag or variable" in text
+
+
+async def _flood(url: str, count: int) -> int | None:
+    """Send ``count`` pings at once, unpaced; the close code, None if still open."""
+    client = await RaceClient.connect(url, pace=None)
+    results = await asyncio.gather(*(client.ping() for _ in range(count)), return_exceptions=True)
+    if any(isinstance(r, ConnectionError) for r in results):
+        await asyncio.wait_for(client.closed, 5)
+    code = client.close_code
+    await client.close()
+    return code
+
+
+async def test_the_rate_limit_is_a_flag_and_a_variable() -> None:
+    async with solrace_server(args=["--rate-per-s", "2", "--rate-burst", "5"]) as server:
+        assert "rate=2/s burst 5" in server.log
+        assert await _flood(server.url, 10) == 1008
+    env = {"SOLRACE_RATE_PER_S": "1000", "SOLRACE_RATE_BURST": "1000"}
+    async with solrace_server(env=env) as server:
+        assert await _flood(server.url, 100) is None  # over the default, under this one
+    async with solrace_server() as server:
+        assert "rate=20/s burst 40" in server.log
+        assert await _flood(server.url, 100) == 1008  # the default limit

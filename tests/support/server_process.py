@@ -1,0 +1,79 @@
+"""``solrace-server`` as a user runs it: the installed console script, its default
+settings (rate limit, countdown, timers), a real process — for the tests of the
+documentation, whose examples must work against exactly that.
+
+Only the port differs: 0 (any free port, read back from the "listening" log line), so
+tests never collide with a server the user runs on 8765. For Redis, a key prefix of
+the test's own, deleted afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.support.redis import REDIS_URL, delete_prefix
+
+BIN = Path(sys.executable).parent
+SERVER_SCRIPT = BIN / "solrace-server"
+
+
+@dataclass
+class ServerProcess:
+    proc: asyncio.subprocess.Process
+    url: str
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+
+async def _read_log(proc: asyncio.subprocess.Process, lines: list[str]) -> None:
+    assert proc.stderr is not None
+    while line := await proc.stderr.readline():
+        lines.append(line.decode())
+
+
+@asynccontextmanager
+async def solrace_server(
+    backend: str = "embedded", args: Sequence[str] = (), env: dict[str, str] | None = None
+) -> AsyncIterator[ServerProcess]:
+    """A running ``solrace-server --port 0 [args]`` (plus ``--redis-url`` for the
+    ``redis`` backend); stopped with SIGTERM afterwards, which must exit 0."""
+    assert SERVER_SCRIPT.exists(), f"the console script is not installed: {SERVER_SCRIPT}"
+    argv = [str(SERVER_SCRIPT), "--port", "0", *args]
+    prefix = f"solrace-doc-test:{uuid.uuid4().hex}:"
+    if backend == "redis":
+        argv += ["--redis-url", REDIS_URL, "--key-prefix", prefix]
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    lines: list[str] = []
+    reader = asyncio.create_task(_read_log(proc, lines))
+    try:
+        async with asyncio.timeout(20):
+            while not (match := re.search(r"url\W+(ws://[^\"\s]+)", "".join(lines))):
+                assert proc.returncode is None and not reader.done(), f"exited: {lines}"
+                await asyncio.sleep(0.05)
+        server = ServerProcess(proc, match.group(1), lines)
+        yield server
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 15) == 0, server.log
+    finally:
+        if proc.returncode is None:  # never leave a server behind
+            proc.kill()
+            await proc.wait()
+        await asyncio.wait_for(reader, 5)
+        if backend == "redis":
+            await delete_prefix(prefix)
