@@ -1,4 +1,4 @@
-"""``python -m solrace.bench rules|store --json``"""
+"""``python -m solrace.bench rules|store|solver --json``"""
 
 from __future__ import annotations
 
@@ -10,12 +10,49 @@ import sys
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m solrace.bench")
-    parser.add_argument("suite", choices=["rules", "store"])
+    parser.add_argument("suite", choices=["rules", "store", "solver"])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--seconds", type=float, default=4.0, help="rules: time budget")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0", help="store")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=None,
+        help="solver: a preset (repeatable): yukon, russian, alaska, australian, double_yukon,"
+        " klondike, klondike-draw3, klondike-draw3-solvitaire",
+    )
+    parser.add_argument("--deals", type=int, default=200, help="solver: deals per preset")
+    parser.add_argument("--budget", type=int, default=100_000, help="solver: node budget")
+    parser.add_argument("--workers", type=int, default=None, help="solver: processes")
+    parser.add_argument("--start", type=int, default=0, help="solver: first seed")
+    parser.add_argument("--certify", type=int, default=200, help="solver: certify walks")
+    parser.add_argument("--certify-budget", type=int, default=None, help="solver")
+    parser.add_argument("--log", default=None, help="solver: progress log file")
     args = parser.parse_args()
-    if args.suite == "rules":
+    if args.suite == "solver":
+        from .solver import DEFAULT_PRESETS, PRESETS
+        from .solver import run as run_solver
+
+        presets = args.variant or list(DEFAULT_PRESETS)
+        unknown = [p for p in presets if p not in PRESETS]
+        if unknown:
+            parser.error(f"unknown preset(s): {', '.join(unknown)}")
+        log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
+        try:
+            result = run_solver(
+                presets,
+                deals=args.deals,
+                budget=args.budget,
+                workers=args.workers,
+                start=args.start,
+                certify=args.certify,
+                certify_budget=args.certify_budget,
+                log=log,
+            )
+        finally:
+            if log is not None:
+                log.close()
+    elif args.suite == "rules":
         from .rules import run
 
         result = run(args.seconds)

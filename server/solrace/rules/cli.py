@@ -3,9 +3,13 @@
     solrace-rules deal yukon 42 | solrace-rules moves -
     solrace-rules perft position.json 3
     solrace-rules play position.json 2:1>4 2>F
+    solrace-rules deal yukon 42 | solrace-rules solve -
+    solrace-rules hint position.json
 
 Exit status: 0 on success, 1 for an illegal move or impossible position, 2 for a
-usage or notation error.
+usage or notation error. ``solve`` and ``hint``: 0 when a winning line is known (or
+the game is already won), 3 when the position is proved unwinnable, 4 when the node
+budget ran out first (unknown).
 """
 
 from __future__ import annotations
@@ -45,6 +49,20 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
+def _budget(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a budget is at least 1 node, not {value}")
+    return value
+
+
+EXIT_UNWINNABLE = 3
+EXIT_UNKNOWN = 4
+
+
 def _read_board(source: str) -> Board:
     if source == "-":
         text = sys.stdin.read()
@@ -74,7 +92,65 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("position")
     p.add_argument("moves", nargs="+", metavar="MOVE", help='moves in notation, or "undo"')
     p.add_argument("--indent", type=int, default=None)
+    solve_epilog = (
+        "Exit status: 0 won (or already won), 3 unwinnable (proved), 4 unknown (budget "
+        "spent), 1 impossible position, 2 usage error."
+    )
+    p = sub.add_parser(
+        "solve",
+        help="solve the position (full information): outcome, then the winning line",
+        description="Print the outcome on the first line (won, unwinnable or unknown, "
+        "with moves=, nodes= and, when won, difficulty=), then, when won, the winning "
+        "line, one move a line in notation.",
+        epilog=solve_epilog,
+    )
+    p.add_argument("position", help="position JSON file, or - for standard input")
+    p.add_argument("--budget", type=_budget, default=None, metavar="N", help="node budget")
+    p = sub.add_parser(
+        "hint",
+        help="print the next move of a winning line",
+        description="Print the first move of a winning line, or say on standard error "
+        "that none is known.",
+        epilog=solve_epilog,
+    )
+    p.add_argument("position", help="position JSON file, or - for standard input")
+    p.add_argument("--budget", type=_budget, default=None, metavar="N", help="node budget")
     return parser
+
+
+def _solve(args: argparse.Namespace, out: Any) -> int:
+    """``solve`` and ``hint``; the solver is imported here so the other commands do not
+    pay for it."""
+    from solrace.solver import DEFAULT_BUDGET, Outcome, solve_board
+
+    board = _read_board(args.position)
+    budget = args.budget if args.budget is not None else DEFAULT_BUDGET
+    result = solve_board(board, budget)
+    if args.command == "solve":
+        if result.outcome is Outcome.WON:
+            out.write(
+                f"won moves={len(result.moves)} nodes={result.nodes}"
+                f" difficulty={result.difficulty}\n"
+            )
+            for move in result.moves:
+                out.write(move + "\n")
+            return 0
+        out.write(f"{result.outcome.value} nodes={result.nodes}\n")
+        return EXIT_UNWINNABLE if result.outcome is Outcome.UNWINNABLE else EXIT_UNKNOWN
+    if result.outcome is Outcome.WON:
+        if result.moves:
+            out.write(result.moves[0] + "\n")
+        else:
+            print("solrace-rules: the game is already won", file=sys.stderr)
+        return 0
+    if result.outcome is Outcome.UNWINNABLE:
+        print("solrace-rules: no winning move: the position is unwinnable", file=sys.stderr)
+        return EXIT_UNWINNABLE
+    print(
+        f"solrace-rules: no winning move known (budget of {budget} nodes spent)",
+        file=sys.stderr,
+    )
+    return EXIT_UNKNOWN
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for entry in args.moves:
                 apply_entry(board, entry)
             out.write(dump_position(board, args.indent) + "\n")
+        elif args.command in ("solve", "hint"):
+            return _solve(args, out)
     except NotationError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,183 @@
+"""Solver benchmark and winnability study: ``python -m solrace.bench solver --json``.
+
+For each variant (a preset: a variant id plus options) it solves deals of consecutive
+seeds ``start … start+deals−1`` at a node budget, on several processes, and reports
+won / unwinnable / unknown counts, the winnable share with a 95 % Wilson interval
+(unknowns counted as lost for the lower bound and as won for the upper bound), solve
+times and nodes. The *certify* measure is what a server pays to find a winnable Yukon
+deal: starting from a seed, solve consecutive seeds at the certify budget until one is
+won, and time the whole walk (discarded seeds included).
+
+Times are wall-clock per solve inside the worker process, so they are what one core
+does while the other core does the same: a fair picture of a 2-core server.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from solrace.solver import solve_deal
+
+#: Presets: name → (variant, options). Options are the engine's defaults unless stated.
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+    "yukon": ("yukon", {}),
+    "russian": ("russian", {}),
+    "alaska": ("alaska", {}),
+    "australian": ("australian", {}),
+    "double_yukon": ("double_yukon", {}),
+    "klondike": ("klondike", {}),
+    "klondike-draw3": ("klondike", {"draw": 3}),
+    # Solvitaire's "klondike": every card face up, draw 3, unlimited redeals,
+    # foundations not removable (its default) — the rules of the published 81.945 %.
+    "klondike-draw3-solvitaire": (
+        "klondike",
+        {"draw": 3, "thoughtful": True, "foundation_to_tableau": False},
+    ),
+}
+
+DEFAULT_PRESETS = (
+    "yukon",
+    "russian",
+    "alaska",
+    "australian",
+    "double_yukon",
+    "klondike",
+    "klondike-draw3",
+)
+
+
+def _solve_one(job: tuple[str, dict[str, Any], int, int]) -> tuple[int, str, int, int, float]:
+    variant, options, seed, budget = job
+    t0 = time.perf_counter()
+    result = solve_deal(variant, seed, options, budget)
+    elapsed = time.perf_counter() - t0
+    return seed, result.outcome.value, result.nodes, len(result.moves), elapsed
+
+
+def _certify_one(job: tuple[str, dict[str, Any], int, int, int]) -> tuple[int, int, float]:
+    """Walk consecutive seeds from ``first`` until one is won; (seeds tried, winning
+    seed, seconds). Gives up after ``limit`` seeds (never reached in practice)."""
+    variant, options, first, budget, limit = job
+    t0 = time.perf_counter()
+    for k in range(limit):
+        if solve_deal(variant, first + k, options, budget).won:
+            return k + 1, first + k, time.perf_counter() - t0
+    return limit, -1, time.perf_counter() - t0
+
+
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95 % Wilson score interval of a proportion."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank quantile."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _summary(rows: Iterable[tuple[int, str, int, int, float]]) -> dict[str, Any]:
+    rows = list(rows)
+    n = len(rows)
+    won = sum(1 for r in rows if r[1] == "won")
+    unwinnable = sum(1 for r in rows if r[1] == "unwinnable")
+    unknown = n - won - unwinnable
+    low, _ = wilson(won, n)
+    _, high = wilson(won + unknown, n)
+    times = [r[4] for r in rows]
+    nodes = [r[2] for r in rows]
+    won_rows = [r for r in rows if r[1] == "won"]
+    return {
+        "deals": n,
+        "won": won,
+        "unwinnable": unwinnable,
+        "unknown": unknown,
+        "won_share": round(won / n, 5) if n else None,
+        "winnable_low95": round(low, 5),
+        "winnable_high95": round(high, 5),
+        "decided_share_ci95": [round(x, 5) for x in wilson(won, won + unwinnable)],
+        "time_ms": {
+            "p50": round(_quantile(times, 0.5) * 1000, 1),
+            "p95": round(_quantile(times, 0.95) * 1000, 1),
+            "max": round(max(times, default=0.0) * 1000, 1),
+            "mean": round(sum(times) / n * 1000, 1) if n else None,
+        },
+        "nodes": {
+            "p50": _quantile(nodes, 0.5),
+            "p95": _quantile(nodes, 0.95),
+            "max": max(nodes, default=0),
+        },
+        "won_nodes_p50": _quantile([r[2] for r in won_rows], 0.5),
+        "won_line_p50": _quantile([r[3] for r in won_rows], 0.5),
+    }
+
+
+def run(
+    presets: Sequence[str] = DEFAULT_PRESETS,
+    deals: int = 200,
+    budget: int = 100_000,
+    workers: int | None = None,
+    start: int = 0,
+    deals_by_preset: dict[str, int] | None = None,
+    certify: int = 200,
+    certify_budget: int | None = None,
+    certify_preset: str = "yukon",
+    log: Any = None,
+) -> dict[str, Any]:
+    workers = workers or os.cpu_count() or 1
+    out: dict[str, Any] = {
+        "benchmark": "solver",
+        "budget_nodes": budget,
+        "start_seed": start,
+        "workers": workers,
+        "variants": {},
+    }
+    with ProcessPoolExecutor(workers) as pool:
+        for name in presets:
+            variant, options = PRESETS[name]
+            count = (deals_by_preset or {}).get(name, deals)
+            jobs = [(variant, options, start + i, budget) for i in range(count)]
+            t0 = time.perf_counter()
+            rows = list(pool.map(_solve_one, jobs, chunksize=8))
+            summary = _summary(rows)
+            summary["variant"] = variant
+            summary["options"] = options
+            summary["wall_s"] = round(time.perf_counter() - t0, 1)
+            out["variants"][name] = summary
+            if log is not None:
+                print(name, summary, file=log, flush=True)
+        if certify:
+            variant, options = PRESETS[certify_preset]
+            cbudget = certify_budget or budget
+            # Start points spread over the seed space, each walking consecutive seeds.
+            jobs2 = [(variant, options, 10**9 + 7919 * i, cbudget, 1000) for i in range(certify)]
+            walks = list(pool.map(_certify_one, jobs2, chunksize=4))
+            secs = [w[2] for w in walks]
+            tried = [w[0] for w in walks]
+            out["certify"] = {
+                "preset": certify_preset,
+                "budget_nodes": cbudget,
+                "walks": certify,
+                "seconds_p50": round(_quantile(secs, 0.5), 3),
+                "seconds_p95": round(_quantile(secs, 0.95), 3),
+                "seconds_max": round(max(secs, default=0.0), 3),
+                "seeds_tried_mean": round(sum(tried) / len(tried), 3) if tried else None,
+                "seeds_tried_max": max(tried, default=0),
+            }
+            if log is not None:
+                print("certify", out["certify"], file=log, flush=True)
+    return out

@@ -1,0 +1,537 @@
+"""The search core: a compact position, safe automatic moves and a depth-first search.
+
+Why a representation of its own: the engine's :class:`~solrace.rules.Board` is built
+for checked play (mutable lists, undo records, scores), and hashing it for a
+transposition table would cost more than the search itself. Here a position is a tuple
+of immutable parts, so a child shares every column it does not touch with its parent
+and a transposition key is a few tuple operations:
+
+``(cols, downs, piles, talon, p, rec)``
+
+- ``cols``: one tuple per column, bottom card first. A card is its *face* (0–51; the
+  two copies of a double deck play identically, so only the face matters); a
+  face-down card is stored as ``face + DOWN``, so the column tuple alone says what is
+  face down and the key needs no separate count.
+- ``downs``: face-down cards at the bottom of each column (the same fact, kept for
+  speed).
+- ``piles``: the height of each foundation pile (engine order: suit-major, then copy).
+- ``talon``: stock and waste as one sequence, ``waste`` bottom→top followed by the
+  stock in the order it will be drawn; ``p`` is the waste's length. A draw moves ``p``
+  forward, a recycle sets it to 0, and the sequence only changes when its waste top is
+  played. ``rec`` counts recycles.
+
+The search never reads a clock: it stops on a node budget or when the caller's
+``should_stop`` callable says so (polled every 1,024 nodes).
+
+Soundness (what lets ``unwinnable`` be a proof) is argued in ``docs/solver.md``; each
+reduction used here says in its docstring why it never loses a win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+DOWN: Final = 64
+KING: Final = 13
+
+#: Indexed by face (0–51), also valid for face + DOWN.
+RANK: Final[tuple[int, ...]] = tuple(f % DOWN % 13 + 1 for f in range(2 * DOWN))
+SUIT: Final[tuple[int, ...]] = tuple(f % DOWN // 13 for f in range(2 * DOWN))
+RED_SUIT: Final = (False, True, True, False)
+
+BUILD_ALTERNATE: Final = 0
+BUILD_SUIT: Final = 1
+BUILD_SUIT_UP_OR_DOWN: Final = 2
+
+# Internal move kinds.
+FOUNDATION_PRIO = 4
+TAB: Final = 0  # (src, index of the group's first card, dst)
+TO_F: Final = 1  # (src, 0, 0)
+TALON_TAB: Final = 2  # (waste length that makes the card the top, recycled?, dst)
+TALON_F: Final = 3  # (waste length, recycled?, 0)
+F_TO_TAB: Final = 4  # (pile, 0, dst)
+
+#: A move in the search: (priority, tie-break, kind, a, b, c). Lower sorts first.
+SearchMove = tuple[int, int, int, int, int, int]
+State = tuple[
+    tuple[tuple[int, ...], ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], int, int
+]
+
+SUIT_LETTERS: Final = "CDHS"
+
+# Search results of :func:`search`.
+FOUND: Final = 0
+EXHAUSTED: Final = 1
+OUT_OF_BUDGET: Final = 2
+
+
+def _fits(build: int, onto: int, card: int) -> bool:
+    step = RANK[onto] - RANK[card]
+    if build == BUILD_ALTERNATE:
+        return step == 1 and RED_SUIT[SUIT[onto]] != RED_SUIT[SUIT[card]]
+    if build == BUILD_SUIT:
+        return step == 1 and SUIT[onto] == SUIT[card]
+    return step in (1, -1) and SUIT[onto] == SUIT[card]
+
+
+class Spec:
+    """The rules of one game (variant plus options) as the search needs them.
+
+    Built once per solve from the engine's own class attributes and resolved options,
+    so the solver can never disagree with the engine about *which* rules apply.
+    """
+
+    __slots__ = (
+        "auto_flip",
+        "build",
+        "classic_safe",
+        "decks",
+        "draw",
+        "f2t",
+        "fits",
+        "has_stock",
+        "max_recycles",
+        "ncols",
+        "parents",
+        "runs_only",
+        "safe_need",
+        "suit_piles",
+        "waste_auto",
+    )
+
+    def __init__(
+        self,
+        *,
+        ncols: int,
+        decks: int,
+        build: int,
+        runs_only: bool,
+        has_stock: bool,
+        draw: int,
+        max_recycles: int | None,
+        f2t: bool,
+        auto_flip: bool,
+    ) -> None:
+        self.ncols = ncols
+        self.decks = decks
+        self.build = build
+        self.runs_only = runs_only
+        self.has_stock = has_stock
+        self.draw = draw
+        self.max_recycles = max_recycles
+        self.f2t = f2t
+        self.auto_flip = auto_flip
+        self.suit_piles: tuple[tuple[int, ...], ...] = tuple(
+            tuple(range(s * decks, (s + 1) * decks)) for s in range(4)
+        )
+        #: parents[x]: the faces x may be placed on.
+        self.parents: tuple[tuple[int, ...], ...] = tuple(
+            tuple(o for o in range(52) if _fits(build, o, x)) for x in range(52)
+        )
+        fits = bytearray(DOWN * DOWN)
+        for x in range(52):
+            for o in self.parents[x]:
+                fits[o * DOWN + x] = 1
+        self.fits = bytes(fits)
+        # The classical, stronger safe rule needs run moves (a group that could use the
+        # card as a base is a run that can itself go up) and a one-way foundation.
+        self.classic_safe = build == BUILD_ALTERNATE and runs_only and not f2t and decks == 1
+        # A waste card may go up automatically only with draw 1: with draw 3, taking a
+        # card out of the waste early would regroup every later draw.
+        self.waste_auto = draw == 1
+        self.safe_need = tuple(self._safe_need(x) for x in range(52))
+
+    def _safe_need(self, x: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+        """The conditions under which face ``x`` may go up automatically: a tuple of
+        alternatives, each a tuple of (pile, minimum height) that must all hold.
+
+        Rule A (every variant): let D be ``x`` and every card that could ever be built
+        on it, directly or down a chain. If every card of D but ``x`` is already on the
+        foundations, a winning line never needs ``x`` in the tableau (docs/solver.md).
+        """
+        r, s = RANK[x], SUIT[x]
+        alternatives: list[tuple[tuple[int, int], ...]] = []
+        if self.build == BUILD_ALTERNATE:
+            red = RED_SUIT[s]
+            opposite = [p for t in range(4) if RED_SUIT[t] != red for p in self.suit_piles[t]]
+            same = [p for t in range(4) if RED_SUIT[t] == red for p in self.suit_piles[t]]
+            alternatives.append(
+                tuple((p, r - 1) for p in opposite) + tuple((p, r - 2) for p in same)
+            )
+            if self.classic_safe:
+                alternatives.append(
+                    tuple((p, r - 2) for p in opposite) + tuple((p, r - 3) for p in same)
+                )
+        elif self.build == BUILD_SUIT or r == KING:
+            alternatives.append(tuple((p, r - 1) for p in self.suit_piles[s]))
+        return tuple(alternatives)
+
+    def is_safe(self, x: int, piles: list[int]) -> bool:
+        for need in self.safe_need[x]:
+            for p, h in need:
+                if piles[p] < h:
+                    break
+            else:
+                return True
+        return False
+
+    def target_pile(self, x: int, piles: list[int] | tuple[int, ...]) -> int:
+        """The pile that takes face ``x`` now (the first, as the engine picks), or -1."""
+        need = RANK[x] - 1
+        for p in self.suit_piles[SUIT[x]]:
+            if piles[p] == need:
+                return p
+        return -1
+
+    def upnext(self, piles: list[int] | tuple[int, ...]) -> dict[int, int]:
+        """Face → pile for every face that may go to a foundation now (the first pile
+        of its suit that takes it, as the engine picks)."""
+        result: dict[int, int] = {}
+        decks = self.decks
+        for pile, h in enumerate(piles):
+            if h < KING:
+                face = (pile // decks) * 13 + h
+                if face not in result:
+                    result[face] = pile
+        return result
+
+    def pile_notation(self, pile: int) -> str:
+        suit = pile // self.decks
+        number = str(pile % self.decks + 1) if self.decks > 1 else ""
+        return f"F{SUIT_LETTERS[suit]}{number}"
+
+
+def settle(
+    spec: Spec,
+    cols: list[tuple[int, ...]],
+    downs: list[int],
+    piles: list[int],
+    talon: tuple[int, ...],
+    p: int,
+    out: list[str] | None,
+) -> tuple[tuple[int, ...], int]:
+    """Turn up face-down tops and play every *safe* foundation move, to a fixed point.
+
+    A flip only adds options (nothing moves onto or off a face-down card), so turning
+    a card up at once never loses a win; with ``auto_flip`` off the flip is written out
+    as ``Uc``. Foundation moves are made only when :meth:`Spec.is_safe` proves them
+    harmless. ``out`` receives the notation of what was done, or is None in the search.
+    """
+    ncols = spec.ncols
+    flip_notation = out is not None and not spec.auto_flip
+    upnext = spec.upnext(piles)
+    changed = True
+    while changed:
+        changed = False
+        for c in range(ncols):
+            col = cols[c]
+            while col:
+                x = col[-1]
+                if x >= DOWN:
+                    x -= DOWN
+                    col = (*col[:-1], x)
+                    downs[c] -= 1
+                    if flip_notation:
+                        out.append(f"U{c + 1}")  # type: ignore[union-attr]
+                t = upnext.get(x, -1)
+                if t < 0 or not spec.is_safe(x, piles):
+                    break
+                piles[t] += 1
+                upnext = spec.upnext(piles)
+                col = col[:-1]
+                changed = True
+                if out is not None:
+                    out.append(f"{c + 1}>F")
+            cols[c] = col
+        if spec.waste_auto:
+            while p:
+                x = talon[p - 1]
+                t = upnext.get(x, -1)
+                if t < 0 or not spec.is_safe(x, piles):
+                    break
+                piles[t] += 1
+                upnext = spec.upnext(piles)
+                talon = talon[: p - 1] + talon[p:]
+                p -= 1
+                changed = True
+                if out is not None:
+                    out.append("W>F")
+    return talon, p
+
+
+def finished(state: State) -> bool:
+    """Won, or the auto-complete condition of RULES.md (every card face up, stock and
+    waste empty, each column strictly descending): then the rest goes up by itself."""
+    cols, downs, _piles, talon, _p, _rec = state
+    if talon or any(downs):
+        return False
+    for col in cols:
+        prev = 99
+        for x in col:
+            r = RANK[x]
+            if r >= prev:
+                return False
+            prev = r
+    return True
+
+
+def _draws(spec: Spec, n: int, p: int, q: int, recycled: int, out: list[str]) -> None:
+    """Notation of the draws (and the recycle) that take the waste length from p to q."""
+    draw = spec.draw
+    if recycled:
+        while p < n:
+            p = min(p + draw, n)
+            out.append("D")
+        out.append("R")
+        p = 0
+    while p < q:
+        p = min(p + draw, n)
+        out.append("D")
+    assert p == q, "a talon target must be reachable by draws"
+
+
+def apply(spec: Spec, state: State, move: SearchMove, out: list[str] | None) -> State:
+    """The position after ``move`` and the safe automatic moves that follow it."""
+    cols_t, downs_t, piles_t, talon, p, rec = state
+    cols = list(cols_t)
+    downs = list(downs_t)
+    piles = list(piles_t)
+    kind, a, b, c = move[2], move[3], move[4], move[5]
+    if kind == TAB:
+        col = cols[a]
+        if out is not None:
+            out.append(f"{a + 1}:{len(col) - b}>{c + 1}")
+        cols[c] = cols[c] + col[b:]
+        cols[a] = col[:b]
+    elif kind == TO_F:
+        col = cols[a]
+        piles[spec.target_pile(col[-1], piles)] += 1
+        cols[a] = col[:-1]
+        if out is not None:
+            out.append(f"{a + 1}>F")
+    elif kind in (TALON_TAB, TALON_F):
+        if out is not None:
+            _draws(spec, len(talon), p, a, b, out)
+        x = talon[a - 1]
+        talon = talon[: a - 1] + talon[a:]
+        p = a - 1
+        rec += b
+        if kind == TALON_F:
+            piles[spec.target_pile(x, piles)] += 1
+            if out is not None:
+                out.append("W>F")
+        else:
+            cols[c] = cols[c] + (x,)
+            if out is not None:
+                out.append(f"W>{c + 1}")
+    else:  # F_TO_TAB
+        h = piles[a]
+        piles[a] = h - 1
+        cols[c] = cols[c] + ((a // spec.decks) * 13 + h - 1,)
+        if out is not None:
+            out.append(f"{spec.pile_notation(a)}>{c + 1}")
+    talon, p = settle(spec, cols, downs, piles, talon, p, out)
+    return (tuple(cols), tuple(downs), tuple(piles), talon, p, rec)
+
+
+def key_of(spec: Spec, state: State) -> object:
+    """Transposition key. Columns are interchangeable under every variant's rules (a
+    rule never names a column), so they are sorted; foundation heights follow from the
+    cards elsewhere and are left out; recycles matter only with a pass limit."""
+    cols, _d, _piles, talon, p, rec = state
+    if spec.has_stock:
+        return (tuple(sorted(cols)), talon, p, rec if spec.max_recycles is not None else 0)
+    return tuple(sorted(cols))
+
+
+def moves_of(spec: Spec, state: State, shuffle: bytes | None = None) -> list[SearchMove]:
+    """The moves worth searching, best first.
+
+    ``shuffle`` (:data:`SHUFFLE_SIZE` random bytes, then a flag byte) breaks ties among
+    moves of equal priority differently on each restart of :func:`search`, or, when the
+    flag is set, orders the moves at random, priorities ignored.
+
+    Left out, because each yields a position the search has already (or will have)
+    under the same key: a whole column moved to an empty column (a King-led group that
+    already lies at the bottom of its column), a second empty column as a target, and a
+    foundation card brought down that the automatic rule would put straight back.
+    """
+    cols, downs, piles, talon, p, rec = state
+    parents = spec.parents
+    fits = spec.fits
+    tops: dict[int, list[int]] = {}
+    empty = -1
+    for c, col in enumerate(cols):
+        if col:
+            slot = tops.get(col[-1])
+            if slot is None:
+                tops[col[-1]] = [c]
+            else:
+                slot.append(c)
+        elif empty < 0:
+            empty = c
+    moves: list[SearchMove] = []
+    add = moves.append
+    runs_only = spec.runs_only
+    upnext = spec.upnext(piles)
+    for c, col in enumerate(cols):
+        n = len(col)
+        if not n:
+            continue
+        low = downs[c]
+        if col[-1] in upnext:
+            add((FOUNDATION_PRIO, 0, TO_F, c, 0, 0))
+        start = low
+        if runs_only:
+            i = n - 1
+            while i > low and fits[col[i - 1] * DOWN + col[i]]:
+                i -= 1
+            start = i
+        for i in range(start, n):
+            x = col[i]
+            if i == low:
+                # Uncovers a face-down card, or empties the column.
+                prio, sub = (1, -low) if low else (2, 0)
+            else:
+                below = col[i - 1]
+                # If x already sits on a card it builds on, moving it only helps when
+                # that card can then go up (or, rarely, takes the other twin).
+                natural = fits[below * DOWN + x]
+                prio = (2 if below in upnext else 6) if natural else 3
+                sub = 0
+            for par in parents[x]:
+                ds = tops.get(par)
+                if ds is not None:
+                    for d in ds:
+                        if d != c:
+                            add((prio, sub, TAB, c, i, d))
+            if empty >= 0 and i and RANK[x] == KING:
+                add((prio + 1 if prio > 1 else prio, sub, TAB, c, i, empty))
+    if talon:
+        n = len(talon)
+        draw = spec.draw
+        cands: list[tuple[int, int]] = []
+        if p:
+            cands.append((p, 0))
+        q = p
+        while q < n:
+            q = min(q + draw, n)
+            cands.append((q, 0))
+        if spec.max_recycles is None or rec < spec.max_recycles:
+            # After a recycle the waste lengths reachable are draw, 2·draw, …, n; those
+            # reachable without it are as good (same position, fewer passes used).
+            reached = {q for q, _ in cands}
+            q = 0
+            while q < n:
+                q = min(q + draw, n)
+                if q not in reached:
+                    cands.append((q, 1))
+        for q, recycled in cands:
+            x = talon[q - 1]
+            cost = 0 if q == p else 1
+            if x in upnext:
+                add((cost, 1, TALON_F, q, recycled, 0))
+            for par in parents[x]:
+                ds = tops.get(par)
+                if ds is not None:
+                    for d in ds:
+                        add((3 + cost, 1, TALON_TAB, q, recycled, d))
+            if empty >= 0 and RANK[x] == KING:
+                add((3 + cost, 1, TALON_TAB, q, recycled, empty))
+    if spec.f2t:
+        plist = list(piles)
+        for pile, h in enumerate(piles):
+            if not h:
+                continue
+            x = (pile // spec.decks) * 13 + h - 1
+            plist[pile] = h - 1
+            safe = spec.target_pile(x, plist) == pile and spec.is_safe(x, plist)
+            plist[pile] = h
+            if safe:
+                continue  # the automatic rule would put it straight back
+            for par in parents[x]:
+                ds = tops.get(par)
+                if ds is not None:
+                    for d in ds:
+                        add((7, 0, F_TO_TAB, pile, 0, d))
+            if empty >= 0 and h == KING:
+                add((7, 0, F_TO_TAB, pile, 0, empty))
+    if shuffle is None:
+        moves.sort()
+    elif shuffle[SHUFFLE_SIZE]:  # a run that ignores the priorities altogether
+        moves.sort(key=lambda m: (shuffle[_mix(m)], m))
+    else:
+        moves.sort(key=lambda m: (m[0], shuffle[_mix(m)], m))
+    return moves
+
+
+SHUFFLE_SIZE: Final = 4096
+
+
+def _mix(m: SearchMove) -> int:
+    """An index into a shuffle table for move ``m``."""
+    return (m[2] * 1299709 + m[3] * 7919 + m[4] * 104729 + m[5] * 31) & (SHUFFLE_SIZE - 1)
+
+
+def search(
+    spec: Spec,
+    root: State,
+    budget: int,
+    should_stop: Callable[[], bool] | None = None,
+    shuffle: bytes | None = None,
+) -> tuple[int, list[SearchMove], int, int]:
+    """Depth-first search from ``root`` (already settled and not finished).
+
+    Returns ``(result, path, nodes, stored)``: ``result`` is FOUND (``path`` leads to a
+    finished position), EXHAUSTED (every position reachable from ``root`` was expanded
+    and none is finished: a proof) or OUT_OF_BUDGET. ``nodes`` counts positions
+    expanded; ``stored`` the transposition table's size.
+
+    Iterative rather than recursive: a line can be hundreds of moves deep.
+    """
+    seen: set[object] = {key_of(spec, root)}
+    states: list[State] = [root]
+    pending: list[list[SearchMove]] = [moves_of(spec, root, shuffle)]
+    index: list[int] = [0]
+    path: list[SearchMove] = []
+    nodes = 0
+    has_stock = spec.has_stock
+    limited = spec.max_recycles is not None
+    while states:
+        moves = pending[-1]
+        i = index[-1]
+        if i >= len(moves):
+            states.pop()
+            pending.pop()
+            index.pop()
+            if path:
+                path.pop()
+            continue
+        index[-1] = i + 1
+        move = moves[i]
+        child = apply(spec, states[-1], move, None)
+        if has_stock:
+            key: object = (
+                tuple(sorted(child[0])),
+                child[3],
+                child[4],
+                child[5] if limited else 0,
+            )
+        else:
+            key = tuple(sorted(child[0]))
+        if key in seen:
+            continue
+        seen.add(key)
+        nodes += 1
+        path.append(move)
+        if finished(child):
+            return FOUND, path, nodes, len(seen)
+        if nodes >= budget:
+            return OUT_OF_BUDGET, path, nodes, len(seen)
+        if should_stop is not None and not nodes & 1023 and should_stop():
+            return OUT_OF_BUDGET, path, nodes, len(seen)
+        states.append(child)
+        pending.append(moves_of(spec, child, shuffle))
+        index.append(0)
+    return EXHAUSTED, [], nodes, len(seen)

@@ -1,0 +1,279 @@
+"""The solver's API: solve a deal or a position, get a typed, checked result.
+
+``solve_deal`` is a top-level function of plain arguments so that a server can hand it
+to a ``ProcessPoolExecutor``; its result is a frozen dataclass of plain values, so it
+pickles. Every ``won`` line is replayed on the real engine the way the race server
+applies entries (:func:`solrace.rules.log.apply_entry`: the move, then auto-complete
+when the option is on) before it is returned, so a line the engine would refuse can
+never leave this module.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from solrace.rules import Board, deal
+from solrace.rules.cards import FACE
+from solrace.rules.log import apply_entry
+
+from .search import (
+    DOWN,
+    EXHAUSTED,
+    FOUND,
+    OUT_OF_BUDGET,
+    SHUFFLE_SIZE,
+    Spec,
+    State,
+    apply,
+    finished,
+    search,
+    settle,
+)
+
+#: The node budget used when none is given: enough for nearly every Yukon deal while
+#: staying well under a second on a slow core (docs/winnability.md).
+DEFAULT_BUDGET: Final = 100_000
+
+#: Difficulty grades by nodes searched before the first win (docs/solver.md).
+GRADES: Final = ((300, "easy"), (3_000, "medium"), (30_000, "hard"))
+
+
+class Outcome(enum.Enum):
+    """What the search established. The three are never confused: ``UNWINNABLE`` is
+    returned only when the whole (soundly reduced) search space was exhausted."""
+
+    WON = "won"
+    UNWINNABLE = "unwinnable"
+    UNKNOWN = "unknown"
+
+
+class SolverError(RuntimeError):
+    """The solver produced a line the engine refuses: a bug in the solver, never bad
+    input (bad input raises the engine's own errors)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SolveResult:
+    """The outcome of one solve.
+
+    ``moves`` is the winning line in canonical notation (empty unless ``WON``): played
+    through ``apply_entry`` (the race server's path) from the start position it ends
+    with ``is_won()``; it stops where auto-complete takes over when that option is on,
+    and spells out the final foundation moves when it is off. ``nodes`` is the number
+    of positions the search expanded (for ``WON``, before it found the line: the
+    difficulty figure); ``stored`` the number of distinct positions it remembered.
+    """
+
+    outcome: Outcome
+    moves: tuple[str, ...]
+    nodes: int
+    stored: int
+    budget_nodes: int
+
+    @property
+    def won(self) -> bool:
+        return self.outcome is Outcome.WON
+
+    @property
+    def difficulty(self) -> str | None:
+        """``easy``, ``medium``, ``hard`` or ``very hard`` for a won deal (by nodes
+        searched before the first win with the solver's human-like move order), None
+        otherwise."""
+        if self.outcome is not Outcome.WON:
+            return None
+        for limit, name in GRADES:
+            if self.nodes <= limit:
+                return name
+        return "very hard"
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (for logs, benchmarks and the server)."""
+        return {
+            "outcome": self.outcome.value,
+            "moves": list(self.moves),
+            "nodes": self.nodes,
+            "stored": self.stored,
+            "budget_nodes": self.budget_nodes,
+            "difficulty": self.difficulty,
+        }
+
+
+def spec_of(board: Board) -> Spec:
+    """The search's view of the board's rules, read from the engine itself."""
+    opts = board.options
+    return Spec(
+        ncols=board.columns,
+        decks=board.decks,
+        build=board.build,
+        runs_only=board.runs_only,
+        has_stock=board.has_stock,
+        draw=opts.draw,
+        max_recycles=None if opts.max_passes is None else opts.max_passes - 1,
+        f2t=opts.foundation_to_tableau,
+        auto_flip=opts.auto_flip,
+    )
+
+
+def state_of(board: Board) -> State:
+    """The compact position of ``board`` (full information: face-down cards included)."""
+    cols = tuple(
+        tuple(FACE[x] + DOWN for x in col[:down]) + tuple(FACE[x] for x in col[down:])
+        for col, down in zip(board.tableau, board.down, strict=True)
+    )
+    talon = tuple(FACE[x] for x in board.waste) + tuple(FACE[x] for x in reversed(board.stock))
+    piles = tuple(len(p) for p in board.piles)
+    return (cols, tuple(board.down), piles, talon, len(board.waste), board.recycles)
+
+
+def _line(spec: Spec, root: State, path: list[Any], prefix: list[str]) -> list[str]:
+    """Notation of the root's automatic moves and of every move on ``path``."""
+    out = list(prefix)
+    state = root
+    for move in path:
+        state = apply(spec, state, move, out)
+    return out
+
+
+def _checked(board: Board, entries: list[str]) -> tuple[str, ...]:
+    """Replay ``entries`` as the race server does; return the line cut where the game
+    is won (auto-complete may finish it before the line ends) and completed with the
+    final foundation moves when auto-complete is off. Raises :class:`SolverError` if
+    the engine refuses a move or the line does not win."""
+    game = board.copy()
+    line: list[str] = []
+    for entry in entries:
+        if game.is_won():
+            break
+        try:
+            apply_entry(game, entry)
+        except Exception as exc:
+            raise SolverError(f"solver line refused by the engine at {entry!r}: {exc}") from exc
+        line.append(entry)
+    if not game.is_won() and game.can_auto_complete():
+        for move in game.auto_complete():
+            line.append(str(move))
+    if not game.is_won():
+        raise SolverError("solver line does not win on the engine")
+    return tuple(line)
+
+
+#: Nodes of the first run, in the solver's own order.
+FIRST_RUN: Final = 1_000
+#: Unit of the shuffled runs' budgets, which follow the Luby sequence (1,1,2,1,1,2,4,…).
+PROBE_UNIT: Final = 250
+#: Share of the budget the shuffled runs may spend before the last, ordered run.
+PROBE_SHARE: Final = 0.75
+
+
+def luby(i: int) -> int:
+    """The i-th term (1-based) of the Luby sequence 1,1,2,1,1,2,4,1,1,2,1,1,2,4,8,…: the
+    restart schedule within a constant factor of the best fixed one for any
+    heavy-tailed run-time distribution (Luby, Sinclair and Zuckerman, 1993)."""
+    k = 1
+    while (1 << k) - 1 < i:
+        k += 1
+    while (1 << k) - 1 != i:
+        i -= (1 << (k - 1)) - 1
+        k = 1
+        while (1 << k) - 1 < i:
+            k += 1
+    return 1 << (k - 1)
+
+
+def _restarts(
+    spec: Spec, root: State, budget: int, should_stop: Callable[[], bool] | None
+) -> tuple[int, list[Any], int, int]:
+    """Search with restarts: a short run in the solver's own move order; then runs in
+    a random (seeded, so reproducible) order with Luby-sequence budgets while they have
+    spent under :data:`PROBE_SHARE` of the budget; then a last run in the solver's
+    order with everything left.
+
+    Why: the time to a win is heavy-tailed. A depth-first search that commits to a bad
+    early move can spend any budget below it, and the move-order heuristics that win
+    most deals in under a hundred nodes mislead the search in the same way on every
+    run; a randomly ordered run often wins a "hard" deal in a few hundred nodes. Every
+    run is a complete depth-first search from the root with its own transposition
+    table, so any run that exhausts its space is a proof on its own; the last run has
+    the largest budget, for the proofs that need one.
+    """
+    spent = 0
+    stored = 0
+    run = 0
+    probes_until = int(budget * PROBE_SHARE)
+    while True:
+        if run == 0:
+            allowed, shuffle = min(FIRST_RUN, budget), None
+        else:
+            allowed = PROBE_UNIT * luby(run)
+            shuffle = None
+            if spent + allowed <= probes_until:
+                rng = random.Random(run)
+                shuffle = rng.randbytes(SHUFFLE_SIZE) + b"\x01"
+        last = (shuffle is None and run > 0) or allowed >= budget - spent
+        if last:
+            allowed = budget - spent
+        result, path, nodes, size = search(spec, root, allowed, should_stop, shuffle)
+        spent += nodes
+        stored = max(stored, size)
+        if result != OUT_OF_BUDGET or last or (should_stop is not None and should_stop()):
+            return result, path, spent, stored
+        run += 1
+
+
+def solve_board(
+    board: Board,
+    budget_nodes: int = DEFAULT_BUDGET,
+    should_stop: Callable[[], bool] | None = None,
+) -> SolveResult:
+    """Solve the game from ``board``'s position (left unchanged), with full
+    information. ``should_stop`` is polled every 1,024 nodes; a True answer ends the
+    search as ``UNKNOWN`` (pass a clock check for a time budget: this module reads no
+    clock)."""
+    if budget_nodes < 1:
+        raise ValueError("budget_nodes must be at least 1")
+    spec = spec_of(board)
+    start = state_of(board)
+    cols, downs, piles = list(start[0]), list(start[1]), list(start[2])
+    prefix: list[str] = []
+    talon, p = settle(spec, cols, downs, piles, start[3], start[4], prefix)
+    root: State = (tuple(cols), tuple(downs), tuple(piles), talon, p, start[5])
+    if board.is_won():
+        return SolveResult(Outcome.WON, (), 0, 1, budget_nodes)
+    if finished(root):
+        return SolveResult(Outcome.WON, _checked(board, prefix), 0, 1, budget_nodes)
+    result, path, nodes, stored = _restarts(spec, root, budget_nodes, should_stop)
+    if result == FOUND:
+        line = _checked(board, _line(spec, root, path, prefix))
+        return SolveResult(Outcome.WON, line, nodes, stored, budget_nodes)
+    if result == EXHAUSTED:
+        return SolveResult(Outcome.UNWINNABLE, (), nodes, stored, budget_nodes)
+    return SolveResult(Outcome.UNKNOWN, (), nodes, stored, budget_nodes)
+
+
+def solve_deal(
+    variant: str,
+    seed: int,
+    options: Mapping[str, Any] | None = None,
+    budget_nodes: int = DEFAULT_BUDGET,
+) -> SolveResult:
+    """Solve the deal ``(variant, seed, options)`` from its start.
+
+    Top level and plain arguments, so it runs in a ``ProcessPoolExecutor``. Raises the
+    engine's :class:`~solrace.rules.RulesError` for an unknown variant, bad options or
+    a bad seed, exactly as :func:`solrace.rules.deal` does.
+    """
+    return solve_board(deal(variant, seed, dict(options or {})), budget_nodes)
+
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "Outcome",
+    "SolveResult",
+    "SolverError",
+    "solve_board",
+    "solve_deal",
+]
