@@ -429,7 +429,7 @@ def moves_of(spec: Spec, state: State, shuffle: bytes | None = None) -> list[Sea
                     cands.append((q, 1))
         for q, recycled in cands:
             x = talon[q - 1]
-            cost = 0 if q == p else 1
+            cost = 0 if q == p else 1 + recycled  # prefer not to spend a pass
             if x in upnext:
                 add((cost, 1, TALON_F, q, recycled, 0))
             for par in parents[x]:
