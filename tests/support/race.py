@@ -11,6 +11,7 @@ from solrace.protocol import Envelope
 from solrace.race import RacerGame
 from solrace.race.fairness import round_seed
 from solrace.rules import deal
+from solrace.rules.cards import CARDS_PER_DECK, NAMES
 from solrace_client import RaceClient
 
 from .solver import solve
@@ -63,55 +64,158 @@ def _canon(view: Mapping[str, Any]) -> str:
     return json.dumps(view, sort_keys=True)
 
 
+class _History:
+    """One racer's game replayed from the revealed seed and log: the views of every
+    state it passed through, the move count after each entry, and the card names the
+    player had seen after each entry (seen cards stay known: undo takes nothing back)."""
+
+    def __init__(self, variant: str, seed: int, options: Mapping[str, Any], log: list[str]):
+        game = RacerGame(variant, seed, options, track_seen=True)
+        self.owner_views = {_canon(game.view())}
+        self.full_views = [game.board_view()]
+        self.move_counts = [0]
+        self.seen = [self._names(game)]
+        for i, entry in enumerate(log):
+            game.apply(entry, i)
+            self.owner_views.add(_canon(game.view()))
+            self.full_views.append(game.board_view())
+            self.move_counts.append(game.board.move_count)
+            self.seen.append(self._names(game))
+
+    @staticmethod
+    def _names(game: RacerGame) -> set[str]:
+        return {NAMES[c % CARDS_PER_DECK] for c in game.seen or ()}
+
+    def entries_for(self, moves: int) -> int:
+        """How many log entries give ``moves`` (move counts only grow along a log)."""
+        return max(i for i, m in enumerate(self.move_counts) if m <= moves)
+
+
+def fair_match(shown: Mapping[str, Any], full: Mapping[str, Any]) -> bool:
+    """Whether a fair view is ``full`` with some identities withheld (None) and some
+    foundation cards counted as withheld, and nothing else changed."""
+    if set(shown) - {"withheld_foundation"} != set(full):
+        return False
+    for key in ("variant", "options", "stock", "recycles"):
+        if shown[key] != full[key]:
+            return False
+
+    def cards_match(a: list[Any], b: list[Any]) -> bool:
+        return len(a) == len(b) and all(x is None or x == y for x, y in zip(a, b, strict=True))
+
+    if len(shown["tableau"]) != len(full["tableau"]):
+        return False
+    for col, ref in zip(shown["tableau"], full["tableau"], strict=True):
+        if col["down"] != ref["down"] or not cards_match(col["up"], ref["up"]):
+            return False
+    if not cards_match(shown["waste"], full["waste"]):
+        return False
+    withheld = 0
+    for suit, ranks in full["foundations"].items():
+        got = shown["foundations"][suit]
+        pairs = zip(got, ranks, strict=True) if isinstance(ranks, list) else [(got, ranks)]
+        for a, b in pairs:
+            if a > b:
+                return False
+            withheld += b - a
+    return withheld == shown.get("withheld_foundation", 0)
+
+
+def _shown_names(view: Mapping[str, Any]) -> set[str]:
+    names = {c for col in view["tableau"] for c in col["up"] if c is not None}
+    names |= {c for c in view["waste"] if c is not None}
+    for suit, ranks in view["foundations"].items():
+        for count in ranks if isinstance(ranks, list) else [ranks]:
+            names |= {"A23456789TJQK"[r] + suit for r in range(count)}
+    return names
+
+
 def check_no_leaks(
     frames: list[Envelope],
     result: Mapping[str, Any],
     settings: Mapping[str, Any],
     racer: int | None = None,
 ) -> int:
-    """Fail if any frame before ``race_over`` carries the seed or salt, or a card that
-    was face down at the time in the game it is shown for.
+    """Fail if any frame before ``race_over`` carries the seed or salt, or a card its
+    recipient may not learn.
 
-    Every board view in a frame must equal the engine's view of one of the states its
-    racer's game actually passed through (replayed from the revealed seed and logs), so
-    it shows exactly the face-up cards of a real moment; outside board views, no frame
-    may name a card at all. ``racer`` is the recipient's racer id (None for a
-    spectator): its ``moved`` boards must be states of its own game. Returns the
-    number of frames checked.
+    On a racer's own connection (``racer``), its boards (``moved``, ``joined``, its own
+    ``board``) must each equal the racer's view of a state its game really passed
+    through, and it gets no other racer's board. Any other connection — a spectator,
+    which may be a racer watching from a second connection — gets boards that are a
+    real state of their racer's game with identities withheld, and every identity
+    shown must be one that EVERY racer still racing at that point of the stream has
+    already seen in its own game (who races, and how far, is read from the events the
+    connection received before the frame). Outside board views, no frame may name a
+    card at all. Returns the number of frames checked.
     """
     seed, salt = result["seed"], result["salt"]
     variant, options = settings["variant"], settings["options"]
-    allowed: dict[int, set[str]] = {}
-    for standing in result["standings"]:
-        game = RacerGame(variant, seed, options)
-        views = {_canon(game.view()), _canon(game.board_view())}
-        for i, entry in enumerate(standing["log"]):
-            game.apply(entry, i)
-            views.add(_canon(game.view()))
-            views.add(_canon(game.board_view()))
-        allowed[standing["racer"]] = views
+    undo = bool(options.get("undo", False))
+    games = {
+        s["racer"]: _History(variant, seed, options, list(s["log"])) for s in result["standings"]
+    }
+    entries: dict[int, int] = dict.fromkeys(games, 0)
+    status: dict[int, str] = dict.fromkeys(games, "playing")
+    version = 0
+
+    def still_racing(r: int) -> bool:
+        return status[r] == "playing" or (status[r] == "stuck" and undo)
+
     checked = 0
     for envelope in frames:
         if envelope.t == "race_over":
             break
         data = dict(envelope.d)
+        if envelope.v is not None and envelope.v > version:
+            version = envelope.v
+            if envelope.t in ("progress", "finished"):
+                r = data["racer"]
+                entries[r] = max(entries[r], games[r].entries_for(data["moves"]))
+                status[r] = data.get("status", "finished")
+            elif envelope.t == "racer_left" and data["racer"] in status:
+                status[data["racer"]] = "left"
         if envelope.t == "error":
             data.pop("message", None)  # refusal reasons name the player's own visible cards
-        views: list[tuple[int, Any]] = []
+        own: list[tuple[int, Any]] = []
+        fair: list[tuple[int, Any]] = []
         if envelope.t == "moved":
             assert racer is not None, "a spectator received a moved reply"
-            views.append((racer, data.pop("board")))
+            own.append((racer, data.pop("board")))
         elif envelope.t == "board":
-            views.append((data["racer"], data.pop("view")))
-        elif envelope.t in ("joined", "watching"):
+            target = own if racer is not None and data["racer"] == racer else fair
+            target.append((data["racer"], data.pop("view")))
+        elif envelope.t in ("joined", "watching", "resync"):
             snapshot = dict(data.pop("snapshot"))
             you = snapshot.pop("you", None)
             if you and you.get("board"):
-                views.append((you["racer"], you["board"]))
+                own.append((you["racer"], you["board"]))
+            if envelope.t != "joined" or snapshot["version"] > version:
+                version = snapshot["version"]
+                for info in snapshot["racers"]:
+                    if info["racer"] in games:
+                        r = info["racer"]
+                        entries[r] = games[r].entries_for(info["moves"])
+                        counting_down = snapshot["phase"] == "countdown"
+                        status[r] = "playing" if counting_down else info["status"]
             data["snapshot"] = snapshot
-        for owner, view in views:
-            text = _canon(view)
-            assert text in allowed[owner], f"a {envelope.t} frame shows a board no game had"
+        for owner, view in own:
+            assert racer == owner, f"racer {racer} got racer {owner}'s own board"
+            assert _canon(view) in games[owner].owner_views, (
+                f"a {envelope.t} frame shows a board no game had"
+            )
+        for about, view in fair:
+            assert racer is None, f"racer {racer}'s connection got racer {about}'s board"
+            assert any(fair_match(view, full) for full in games[about].full_views), (
+                f"a {envelope.t} frame shows a board no game had"
+            )
+            for r in games:
+                if still_racing(r):
+                    unseen = _shown_names(view) - games[r].seen[entries[r]]
+                    assert not unseen, (
+                        f"racer {about}'s board shows {sorted(unseen)}, "
+                        f"not yet seen by racer {r} who is still racing"
+                    )
         leaked = [s for s in _strings(data) if CARD.match(s)]
         assert not leaked, f"{envelope.t} frame names cards {leaked}"
         assert seed not in set(_numbers(data)), f"{envelope.t} frame carries the seed"

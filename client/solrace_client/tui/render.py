@@ -54,17 +54,25 @@ def total_cards(variant: str) -> int:
     return 104 if variant == "double_yukon" else 52
 
 
-def card_label(name: str) -> str:
-    """`` A♠``, ``10♥``: a card's three cells."""
+#: A face-up card whose identity a spectator's fair view withholds (docs/fairness.md).
+WITHHELD_LABEL = " ? "
+
+
+def card_label(name: str | None) -> str:
+    """`` A♠``, ``10♥``: a card's three cells (`` ? `` for a withheld card)."""
+    if name is None:
+        return WITHHELD_LABEL
     rank, suit = name[0], name[1]
     return f"{RANK_LABEL.get(rank, rank):>2}{SUIT_SYMBOL[suit]}"
 
 
-def card_style(name: str) -> Style:
+def card_style(name: str | None) -> Style:
+    if name is None:
+        return STYLE_BLACK
     return STYLE_RED if name[1] in RED_SUITS else STYLE_BLACK
 
 
-def card_text(name: str, bg: str | None = None) -> Text:
+def card_text(name: str | None, bg: str | None = None) -> Text:
     style = card_style(name)
     if bg is not None:
         style = style + Style(bgcolor=bg)

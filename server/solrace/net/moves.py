@@ -98,6 +98,9 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
     status = applied.status
     now = node.clock()
     progress = _stored(decide_.progress(racer, counts, status), now)
+    # Server-only: the entry itself and the log length after it, so that every node
+    # folds spectators' boards from the events it has, never re-reading logs.
+    progress["e"], progress["n"] = [entry, at], seq + 1
     finish = None
     if status == DONE:
         places = range(1, room.meta.settings.max_racers + 1)

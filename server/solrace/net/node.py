@@ -176,13 +176,19 @@ class Node:
 
     async def check_rooms(self) -> None:
         served = {rid: room for rid, room in self.rooms.items() if room.served()}
-        heads = await self.store.heads({rid: room.state.version for rid, room in served.items()})
+        # What each room had delivered when asked (it may fold more meanwhile).
+        delivered = {
+            rid: (room.state.version, None if room.last_event is None else pack(room.last_event))
+            for rid, room in served.items()
+        }
+        heads = await self.store.heads({rid: v for rid, (v, _) in delivered.items()})
         for room_id, (version, event) in heads.items():
             room = served[room_id]
-            if version < room.state.version:
-                await self.lost_writes(room, f"Redis is at version {version}")
-            elif room.last_event is not None and event != pack(room.last_event):
-                await self.lost_writes(room, f"event {room.state.version} changed")
+            mine, last = delivered[room_id]
+            if version < mine:
+                await self.lost_writes(room, f"Redis is at version {version}, not {mine}")
+            elif last is not None and event != last:
+                await self.lost_writes(room, f"event {mine} is not the one delivered")
         others = {
             r.node
             for room in served.values()
@@ -301,17 +307,19 @@ class Node:
     ) -> None:
         if not room.fold(version, stored, live):
             return
+        kind = stored["t"]
+        if kind == "progress":
+            spectators.fold_move(room, stored)
         if not live:
             return
-        kind = stored["t"]
         if kind == "presence":
             self._presence_folded(room, stored)
         if kind == "started":
             for racer in list(room.racers):
                 await self.game(room, racer)
                 room.send_own_board(racer, room.state.start_at_ms or self.clock())
-        if kind in ("progress", "finished", "started", "racer_left") and room.spectators:
-            await spectators.spectator_boards(self, room, stored)
+        if kind in ("progress", "finished", "started", "racer_left", "race_over"):
+            await spectators.refresh(self, room)
 
     def _presence_folded(self, room: LiveRoom, stored: dict[str, Any]) -> None:
         racer, conn = stored["d"]["racer"], stored.get("conn")

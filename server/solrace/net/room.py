@@ -36,8 +36,10 @@ class LiveRoom:
         self.spectators: set[Session] = set()
         #: Engines of this node's racers (authoritative while the racer is here).
         self.games: dict[int, RacerGame] = {}
-        #: Engines rebuilt from the store for spectators' boards of remote racers.
+        #: Engines folded from stored events, for spectators' boards (spectators.py).
         self.shadows: dict[int, RacerGame] = {}
+        #: The last board view sent to spectators, per racer: only changes are sent.
+        self.sent_boards: dict[int, dict[str, Any]] = {}
         self.timer: asyncio.TimerHandle | None = None
         self.last_used_ms = 0
         #: A racer or spectator has been served here this round: this node then keeps
@@ -64,6 +66,7 @@ class LiveRoom:
         self.state = RoomState(self.meta.room, self.meta.code, self.meta.settings)
         self.games.clear()
         self.shadows.clear()
+        self.sent_boards.clear()
         self.last_event = None
 
     def seed(self) -> int:
@@ -93,6 +96,7 @@ class LiveRoom:
         if stored["t"] == "room_reset":
             self.games.clear()
             self.shadows.clear()
+            self.sent_boards.clear()
         return True
 
     def send_own_board(self, racer: int, at_ms: int) -> None:

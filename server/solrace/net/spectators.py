@@ -1,8 +1,16 @@
-"""What spectators see: each racer's board, delayed by the room's spectator delay.
+"""What spectators see: each racer's board, fair (docs/fairness.md) and delayed.
 
-Boards come from *shadow* engines replayed from the stored move logs only — never from
-a node's live engine, which may hold a move that is not stored yet (and may never be, if
-Redis fails): a spectator must never see a card turned up by a move that did not happen.
+A spectator connection is anonymous, so it may be a racer watching its own race from a
+second connection. Every racer plays the same deal, so a card identity shown on one
+board is a card of every other racer's game: a board therefore shows a card's identity
+only when every racer still racing has seen that card in its own game (the
+intersection of their *seen* sets); other face-up cards go out as ``None``. Once nobody
+can move any more, boards are shown whole.
+
+Boards come from *shadow* engines folded from stored events only — each stored
+``progress`` event carries its move server-side — never from a node's live engine,
+which may hold a move that is not stored yet (and may never be, if Redis fails). A
+shadow is rebuilt from the stored log only when it is missing or out of step.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from solrace.protocol import encode
 from solrace.protocol.messages import board_notice
+from solrace.race import RacerGame
 from solrace.race.state import FINISHED, RACING
 
 from .records import unpack_entries
@@ -22,25 +31,71 @@ if TYPE_CHECKING:
     from .session import Session
 
 
-async def spectator_boards(node: Node, room: LiveRoom, stored: dict[str, Any]) -> None:
-    """Send spectators the board of the racer an event is about, after the delay.
+def fold_move(room: LiveRoom, stored: dict[str, Any]) -> None:
+    """Apply the move a folded ``progress`` event carries to its racer's shadow."""
+    entry, length = stored.get("e"), stored.get("n")
+    if entry is None or length is None:
+        return
+    racer = stored["d"]["racer"]
+    shadow = room.shadows.get(racer)
+    if shadow is None:
+        return
+    if shadow.seq == length - 1:
+        shadow.apply(entry[0], entry[1])
+    elif shadow.seq != length:
+        del room.shadows[racer]  # out of step: rebuilt from the log when next needed
 
-    Boards come from shadows replayed from the *stored* log only, never from a
-    local engine that may hold a move not yet stored (and maybe never stored)."""
-    racers = [stored["d"]["racer"]] if "racer" in stored["d"] else list(room.state.racers)
+
+async def _shadow(node: Node, room: LiveRoom, racer: int) -> RacerGame:
+    """The racer's shadow, brought to the log length the folded events say."""
+    target = room.state.racers[racer].log_length
+    game = room.shadows.get(racer)
+    if game is None or game.seq > target:
+        settings = room.meta.settings
+        game = RacerGame(settings.variant, room.seed(), settings.options, track_seen=True)
+        room.shadows[racer] = game
+    if game.seq < target:
+        raw = await node.store.move_log(room.room_id, room.log_name(racer), game.seq)
+        for entry, at in unpack_entries(raw)[: target - game.seq]:
+            game.apply(entry, at)
+    return game
+
+
+async def shown_cards(node: Node, room: LiveRoom) -> set[int] | None:
+    """Card ids a board may show to anyone but its own player: those every racer who
+    can still move has seen in its own game; None (everything) once nobody can."""
+    state = room.state
+    if state.phase == FINISHED:
+        return None
+    racing = state.playing()
+    if not racing:
+        return None
+    shown: set[int] | None = None
+    for member in racing:
+        seen = (await _shadow(node, room, member.racer)).seen or set()
+        shown = set(seen) if shown is None else shown & seen
+    return shown
+
+
+async def refresh(node: Node, room: LiveRoom) -> None:
+    """Send the room's spectators every racer's board that changed since it was last
+    sent — a move changes its racer's board, and what one racer sees may lift the
+    withholding of a card on every other board."""
+    state = room.state
+    if not room.spectators or state.phase not in (RACING, FINISHED):
+        return
+    shown = await shown_cards(node, room)
     delay = room.meta.settings.spectator_delay_s
-    for racer in racers:
-        view = await shadow_view(node, room, racer)
-        if view is None:
+    for racer in list(state.racers):
+        view = (await _shadow(node, room, racer)).board_view(shown)
+        if room.sent_boards.get(racer) == view:
             continue
-        at = node.clock()
-        frame = encode(board_notice(racer=racer, at_ms=at, view=view, owner=False))
+        room.sent_boards[racer] = view
+        frame = encode(board_notice(racer=racer, at_ms=node.clock(), view=view, owner=False))
         if delay == 0:
-            for session in list(room.spectators):
-                session.send_bytes(frame)
+            _send_to_spectators(room, frame)
         else:
-            loop = asyncio.get_running_loop()
-            loop.call_later(delay, _send_to_spectators, room, frame)
+            asyncio.get_running_loop().call_later(delay, _send_to_spectators, room, frame)
 
 
 def _send_to_spectators(room: LiveRoom, frame: bytes) -> None:
@@ -48,37 +103,26 @@ def _send_to_spectators(room: LiveRoom, frame: bytes) -> None:
         session.send_bytes(frame)
 
 
-async def shadow_view(
-    node: Node, room: LiveRoom, racer: int, until_ms: int | None = None
-) -> dict[str, Any] | None:
-    if room.state.phase not in (RACING, FINISHED) or racer not in room.state.racers:
-        return None
-    log_name = room.log_name(racer)
-    if until_ms is not None:  # a delayed board: replay only what is old enough
-        game = room.new_game()
-        for entry, at in unpack_entries(await node.store.move_log(room.room_id, log_name)):
-            if at > until_ms:
-                break
-            game.apply(entry, at)
-        return game.board_view()
-    # The live shadow reads only the entries it has not applied yet.
-    shadow = room.shadows.get(racer)
-    if shadow is None:
-        shadow = room.shadows[racer] = room.new_game()
-    for entry, at in unpack_entries(await node.store.move_log(room.room_id, log_name, shadow.seq)):
-        shadow.apply(entry, at)
-    return shadow.board_view()
-
-
 async def initial_boards(node: Node, room: LiveRoom, session: Session) -> None:
+    """A new spectator's boards: as they were one spectator delay ago, fair now."""
+    state = room.state
+    if state.phase not in (RACING, FINISHED):
+        return
     delay_ms = room.meta.settings.spectator_delay_s * 1000
     now = node.clock()
-    until = None if delay_ms == 0 else room.state.race_clock(now) - delay_ms
-    for racer in room.state.racers:
-        if until is not None and until < 0:
-            break
-        view = await shadow_view(node, room, racer, until)
-        if view is not None:
-            at = now - delay_ms
-            notice = board_notice(racer=racer, at_ms=at, view=view, owner=False)
-            session.send(notice)
+    until = None if delay_ms == 0 else state.race_clock(now) - delay_ms
+    if until is not None and until < 0:
+        return
+    shown = await shown_cards(node, room)
+    for racer in list(state.racers):
+        game = await _shadow(node, room, racer)
+        if until is not None:  # a delayed board: replay only what is old enough
+            settings = room.meta.settings
+            game = RacerGame(settings.variant, room.seed(), settings.options)
+            raw = await node.store.move_log(room.room_id, room.log_name(racer))
+            for entry, at in unpack_entries(raw)[: state.racers[racer].log_length]:
+                if at > until:
+                    break
+                game.apply(entry, at)
+        view = game.board_view(shown)
+        session.send(board_notice(racer=racer, at_ms=now - delay_ms, view=view, owner=False))

@@ -62,7 +62,8 @@ class EndReason(StrEnum):
 # ------------------------------------------------------------------ static shapes
 class Column(TypedDict):
     down: int
-    up: Sequence[str]
+    #: ``None`` is a face-up card whose identity a fair view withholds.
+    up: Sequence[str | None]
 
 
 class BoardView(TypedDict):
@@ -75,9 +76,11 @@ class BoardView(TypedDict):
     tableau: Sequence[Column]
     foundations: Mapping[str, int | Sequence[int]]
     stock: int
-    waste: Sequence[str]
+    waste: Sequence[str | None]
     recycles: int
     stock_cards: NotRequired[Sequence[str]]
+    #: In a fair view (spectators): foundation cards whose identity is withheld.
+    withheld_foundation: NotRequired[int]
 
 
 class RoomSettings(TypedDict):
@@ -234,6 +237,16 @@ def _cards(where: str, value: object) -> list[str]:
     return list(value)
 
 
+def _cards_or_withheld(where: str, value: object, owner: bool) -> list[str | None]:
+    """Cards of a view; in a view for anyone but the board's player, ``None`` stands
+    for a face-up card whose identity the fair view withholds."""
+    if owner:
+        return list(_cards(where, value))
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValueError(f"{where}: expected an array of cards, got {type_name(value)}")
+    return [None if c is None else _cards(where, [c])[0] for c in value]
+
+
 def _seq(where: str, value: object) -> Sequence[object]:
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise ValueError(f"{where}: expected an array, got {type_name(value)}")
@@ -267,7 +280,7 @@ def board_view_wire(view: Mapping[str, object], *, owner: bool) -> dict[str, obj
     face-down ones exist only as counts.
     """
     where = "board view"
-    _keys(where, view, _BOARD_REQUIRED, frozenset({"stock_cards"}))
+    _keys(where, view, _BOARD_REQUIRED, frozenset({"stock_cards", "withheld_foundation"}))
     tableau: list[dict[str, object]] = []
     for i, column in enumerate(_seq(f"{where}.tableau", view["tableau"])):
         col_where = f"{where}.tableau[{i}]"
@@ -276,7 +289,7 @@ def board_view_wire(view: Mapping[str, object], *, owner: bool) -> dict[str, obj
         tableau.append(
             {
                 "down": _int(f"{col_where}.down", column["down"]),
-                "up": _cards(f"{col_where}.up", column["up"]),
+                "up": _cards_or_withheld(f"{col_where}.up", column["up"], owner),
             }
         )
     foundations = view["foundations"]
@@ -298,9 +311,15 @@ def board_view_wire(view: Mapping[str, object], *, owner: bool) -> dict[str, obj
         "tableau": tableau,
         "foundations": found_out,
         "stock": _int(f"{where}.stock", view["stock"]),
-        "waste": _cards(f"{where}.waste", view["waste"]),
+        "waste": _cards_or_withheld(f"{where}.waste", view["waste"], owner),
         "recycles": _int(f"{where}.recycles", view["recycles"]),
     }
+    if "withheld_foundation" in view:
+        if owner:
+            raise ValueError(f"{where}: an owner's view withholds nothing")
+        out["withheld_foundation"] = _int(
+            f"{where}.withheld_foundation", view["withheld_foundation"]
+        )
     if "stock_cards" in view:
         if not owner:
             raise ValueError(f"{where}: stock_cards may only be sent to the board's owner")

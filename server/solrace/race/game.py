@@ -8,12 +8,13 @@ refuses or fails to store the entry, so a move is never applied in memory but no
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from solrace.rules import Board, IllegalMoveError, Move, NotationError, deal, parse_move, view
 from solrace.rules.log import UNDO
+from solrace.rules.view import seen_cards
 
 from .errors import RaceError
 from .state import DONE, PLAYING, STUCK
@@ -29,11 +30,16 @@ class Applied:
 
 
 class RacerGame:
-    def __init__(self, variant: str, seed: int, options: Mapping[str, Any]) -> None:
+    def __init__(
+        self, variant: str, seed: int, options: Mapping[str, Any], track_seen: bool = False
+    ) -> None:
         self.board: Board = deal(variant, seed, dict(options))
         self.entries: list[str] = []
         # Per entry, how to take it back: pushed moves to pop, or the undone move.
         self._undo_info: list[tuple[int, Move | None]] = []
+        #: With ``track_seen``: every card id the player has seen face up so far (a
+        #: spectator view may show only cards every racer still racing has seen).
+        self.seen: set[int] | None = seen_cards(self.board) if track_seen else None
 
     @classmethod
     def rebuild(
@@ -68,6 +74,7 @@ class RacerGame:
                 raise RaceError("illegal_move", exc.reason) from None
             self._undo_info.append((0, undone))
             self.entries.append(entry)
+            self._saw()
             return Applied(entry, (), self.status())
         try:
             move = parse_move(entry)
@@ -82,7 +89,12 @@ class RacerGame:
             auto = board.auto_complete(at_ms)
         self._undo_info.append((1 + len(auto), None))
         self.entries.append(entry)
+        self._saw()
         return Applied(entry, tuple(str(m) for m in auto), self.status())
+
+    def _saw(self) -> None:
+        if self.seen is not None:
+            self.seen |= seen_cards(self.board)
 
     def revert(self) -> None:
         """Take back the last :meth:`apply` exactly (including its move count)."""
@@ -101,9 +113,10 @@ class RacerGame:
         """The racer's own view of its board."""
         return view(self.board, owner=True)
 
-    def board_view(self) -> dict[str, Any]:
-        """What anyone else (a spectator) may see of this board."""
-        return view(self.board, owner=False)
+    def board_view(self, shown: Container[int] | None = None) -> dict[str, Any]:
+        """What anyone else (a spectator) may see of this board; with ``shown``, the
+        fair view that withholds every other card's identity."""
+        return view(self.board, owner=False, shown=shown)
 
     def progress(self) -> dict[str, int]:
         board = self.board

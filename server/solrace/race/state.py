@@ -62,6 +62,8 @@ class RacerState:
     node: str | None = None
     #: Why the racer left: ``left`` (asked to), ``grace`` (away too long).
     left_reason: str | None = None
+    #: Server-only: entries in the racer's move log as of the folded events.
+    log_length: int = 0
 
     def info(self) -> dict[str, Any]:
         """The protocol's RacerInfo."""
@@ -174,6 +176,10 @@ class RoomState:
         handler = getattr(self, "_on_" + stored["t"], None)
         if handler is not None:
             handler(stored["d"], stored.get("at", 0))
+        if stored["t"] == "progress" and "n" in stored:
+            racer = self.racers.get(stored["d"]["racer"])
+            if racer is not None:
+                racer.log_length = stored["n"]
 
     def _on_racer_joined(self, d: dict[str, Any], at: int) -> None:
         self.racers[d["racer"]] = RacerState(d["racer"], d["name"])

@@ -8,6 +8,7 @@ racer's, nobody a face they could not see at the table.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from .board import Board
@@ -15,19 +16,40 @@ from .cards import CARDS_PER_DECK, NAMES, SUITS
 from .options import options_to_json
 
 
-def view(board: Board, owner: bool = False) -> dict[str, Any]:
+def view(
+    board: Board, owner: bool = False, shown: Container[int] | None = None
+) -> dict[str, Any]:
     """The board as a viewer sees it.
 
     ``owner`` is True for the player's own view; it matters only under thoughtful
     Klondike, where the player (and nobody else) sees the stock's cards.
+
+    ``shown`` makes it a *fair* view (docs/fairness.md): a face-up card whose id is
+    not in ``shown`` is sent as ``None`` in the tableau and waste, and a foundation
+    pile counts only its cards up to the first withheld one, the rest being counted
+    in ``withheld_foundation``. The server passes the cards that every racer still
+    racing has seen in its own game, so a spectator — who may be a racer — learns no
+    identity a racer does not already know.
     """
+
+    def name(card: int) -> str | None:
+        return NAMES[card % CARDS_PER_DECK] if shown is None or card in shown else None
+
     tableau = [
-        {"down": hidden, "up": [NAMES[c % CARDS_PER_DECK] for c in col[hidden:]]}
+        {"down": hidden, "up": [name(c) for c in col[hidden:]]}
         for col, hidden in zip(board.tableau, board.down, strict=True)
     ]
+    withheld = 0
     foundations: dict[str, Any] = {}
     for s, suit in enumerate(SUITS):
-        ranks = [len(board.piles[p]) for p in board._suit_piles[s]]
+        ranks = []
+        for p in board._suit_piles[s]:
+            pile = board.piles[p]
+            count = len(pile)
+            if shown is not None:
+                count = next((i for i, c in enumerate(pile) if c not in shown), count)
+                withheld += len(pile) - count
+            ranks.append(count)
         foundations[suit] = ranks[0] if board.decks == 1 else ranks
     result: dict[str, Any] = {
         "variant": board.variant,
@@ -35,12 +57,27 @@ def view(board: Board, owner: bool = False) -> dict[str, Any]:
         "tableau": tableau,
         "foundations": foundations,
         "stock": len(board.stock),
-        "waste": [NAMES[c % CARDS_PER_DECK] for c in board.waste],
+        "waste": [name(c) for c in board.waste],
         "recycles": board.recycles,
     }
+    if shown is not None:
+        result["withheld_foundation"] = withheld
     if owner and board.options.thoughtful:
         result["stock_cards"] = [NAMES[c % CARDS_PER_DECK] for c in board.stock]
     return result
+
+
+def seen_cards(board: Board) -> set[int]:
+    """Ids of the cards the board's own player sees now: face up in the tableau, the
+    waste, the foundations, and the stock under thoughtful Klondike. A player's
+    knowledge is the union of this over its game (undo takes nothing back)."""
+    ids = {c for col, hidden in zip(board.tableau, board.down, strict=True) for c in col[hidden:]}
+    ids.update(board.waste)
+    for pile in board.piles:
+        ids.update(pile)
+    if board.options.thoughtful:
+        ids.update(board.stock)
+    return ids
 
 
 def hidden_faces(board: Board, owner: bool = False) -> set[str]:
