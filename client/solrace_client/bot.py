@@ -37,6 +37,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from .boardview import board_from_view
 from .connection import RaceClient, ServerError
+from .errors import cannot_reach, refusal_of
 from .results import save_result
 from .strategy import STRATEGIES, Memory, Strategy, position_key
 
@@ -56,6 +57,12 @@ DROPPED: Final = (OSError, ConnectionClosed, InvalidHandshake)
 
 class BotError(Exception):
     """The bot cannot go on: refused by the server, replaced, or unable to reconnect."""
+
+
+class BotCannotStart(BotError):
+    """The bot never got into a room: no server answered, or the entry was refused
+    (``solrace bot`` exits 2 for this — it could not run — and 1 for a race it could
+    not finish)."""
 
 
 @dataclass
@@ -284,10 +291,11 @@ class _Bot:
                 break
             except DROPPED as exc:
                 last = exc
-            except InvalidURI as exc:
-                raise BotError(str(exc)) from None
+            except (InvalidURI, ValueError) as exc:
+                raise BotCannotStart(cannot_reach(url, exc)) from None
         else:
-            raise BotError(f"cannot connect to {', '.join(self.servers)}: {last}")
+            assert last is not None
+            raise BotCannotStart(cannot_reach(", ".join(self.servers), last))
         action, params = self.entry
         try:
             if action == "create":
@@ -299,10 +307,10 @@ class _Bot:
                 reply = await self.live.quick(str(params["variant"]), self.name)
         except ServerError as err:
             await self._drop_client()
-            raise BotError(f"{action} refused: {err}") from None
-        except DROPPED as exc:  # without the reply there is no token to resume with
+            raise BotCannotStart(f"{action} refused: {refusal_of(err.data, action)}") from None
+        except (*DROPPED, ConnectionError) as exc:  # no reply: no token to resume with
             await self._drop_client()
-            raise BotError(f"connection lost during {action}: {exc!r}") from None
+            raise BotCannotStart(f"connection lost during {action}: {exc!r}") from None
         self._entered(reply)
         self.say(f"joined room {self.code} as racer {self.racer}")
         if self.hooks.joined is not None:

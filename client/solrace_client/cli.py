@@ -6,9 +6,11 @@ imported only by the commands that need it, so ``rooms``, ``bot``, ``replay``,
 start. The server comes from ``--server``, else ``SOLRACE_SERVER``, else
 ws://127.0.0.1:8765.
 
-Exit codes: 0 fine; 1 the command ran and the answer is "no" (verification failed,
-the bot could not finish); 2 could not do it at all (server unreachable or refusing,
-unknown race, bad arguments).
+Exit statuses: one table for every command (:mod:`solrace_client.errors`,
+docs/client.md): 0 done; 1 it ran and the answer is no (a race that does not verify, a
+bot that could not finish); 2 it could not run (bad arguments or server URL, server
+unreachable or refusing, unknown race, the UI cannot start); 130 interrupted. Every
+failure is one line on stderr.
 """
 
 from __future__ import annotations
@@ -19,20 +21,34 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from solrace.protocol import limits
 from solrace.rules import VARIANTS, RulesError, new_board
 from solrace.rules.cli import parse_option
 from solrace.rules.options import options_to_json
-from websockets.exceptions import InvalidHandshake, InvalidURI
 
 from . import config
 from .connection import DEFAULT_SERVER, RaceClient, ServerError
+from .errors import (
+    CONNECT_ERRORS,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NO,
+    BadServerURL,
+    cannot_reach,
+    check_server_url,
+    refusal_of,
+)
 
 ENV_SERVER = "SOLRACE_SERVER"
+#: The phases ``solrace rooms`` lists: rooms one can still join or watch race.
+LISTED_PHASES = ("lobby", "countdown", "racing")
+#: Commands that work on this computer only: a --server would do nothing.
+OFFLINE_COMMANDS = ("replay", "verify", "races")
 
 
 def _out() -> Console:
@@ -40,10 +56,10 @@ def _out() -> Console:
 
 
 def _err() -> Console:
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, soft_wrap=True)  # one line, unwrapped
 
 
-def _fail(message: str, code: int = 2) -> int:
+def _fail(message: str, code: int = EXIT_FAILED) -> int:
     _err().print(Text(f"solrace: {message}", style="red"))
     return code
 
@@ -70,8 +86,36 @@ def _duration(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (90, 90s, 15m)") from None
 
 
-def _connect_errors() -> tuple[type[BaseException], ...]:
-    return (OSError, InvalidHandshake, InvalidURI)
+def _within(lo: int, hi: int, parse: Callable[[str], int], unit: str = "") -> Callable[[str], int]:
+    """An argparse type: ``parse`` the text, then check it is in ``lo..hi`` — the
+    server's limits, so a bad value is refused here in words, not by the server."""
+
+    def check(text: str) -> int:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be {lo} to {hi}{unit}, got {value}{unit}")
+        return value
+
+    check.__name__ = parse.__name__
+    return check
+
+
+def normalise_code(text: str) -> str:
+    """A room code as typed (``h77 mlr``) as the server issues it (``H77MLR``): case
+    and white space do not matter (docs/client.md)."""
+    return "".join(text.split()).upper()
+
+
+def _code(text: str) -> str:
+    code = normalise_code(text)
+    if not (1 <= len(code) <= limits.MAX_CODE_LEN and code.isascii() and code.isalnum()):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a room code: letters and digits, like K7QX2M"
+        )
+    return code
 
 
 # ------------------------------------------------------------------ rooms
@@ -142,10 +186,15 @@ def cmd_rooms(args: argparse.Namespace) -> int:
     server = _server(args)
     try:
         rooms = asyncio.run(_list_rooms(server, args.variant))
-    except _connect_errors() as exc:
-        return _fail(f"cannot reach {server}: {exc}")
     except ServerError as err:
-        return _fail(f"the server refused: {err}")
+        return _fail(f"the server refused: {refusal_of(err.data)}")
+    except CONNECT_ERRORS as exc:
+        return _fail(cannot_reach(server, exc))
+    except ConnectionError:
+        return _fail(f"{server} closed the connection before answering")
+    # The server lists finished rooms too (until they expire); they can be neither
+    # joined nor watched racing, so they are not news.
+    rooms = [room for room in rooms if room.get("phase") in LISTED_PHASES]
     out = _out()
     if not rooms:
         what = f"{args.variant} rooms" if args.variant else "rooms"
@@ -169,7 +218,7 @@ def _ui() -> Any:
 def _race(server: str, action: str, name: str, **params: object) -> int:
     tui = _ui()
     if tui is None:
-        return 2
+        return EXIT_FAILED
     run_race: Callable[..., int] = tui.run_race
     return int(run_race(server, action, name, **params))
 
@@ -206,9 +255,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     tui = _ui()
     if tui is None:
-        return 2
+        return EXIT_FAILED
     run_watch: Callable[..., int] = tui.run_watch
     return int(run_watch(_server(args), args.code))
+
+
+def _check_servers(args: argparse.Namespace) -> None:
+    """Every server URL the command will use is a ws:// or wss:// URL (BadServerURL)."""
+    if args.run is cmd_resume and not (getattr(args, "server", None) or os.environ.get(ENV_SERVER)):
+        return  # the saved race's server, checked when it was saved
+    for url in _server(args).split(","):
+        check_server_url(url.strip())
 
 
 # --------------------------------------------------------------- bot
@@ -245,7 +302,7 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
 
 
 def cmd_bot(args: argparse.Namespace) -> int:
-    from .bot import BotError, BotHooks, run_bot
+    from .bot import BotCannotStart, BotError, BotHooks, run_bot
     from .results import race_id
 
     if args.quick + bool(args.code) + args.create != 1:
@@ -291,12 +348,12 @@ def cmd_bot(args: argparse.Namespace) -> int:
                 hooks=BotHooks(joined=on_joined, say=say),
             )
         )
+    except BotCannotStart as exc:
+        return _fail(str(exc))
     except BotError as exc:
-        return _fail(str(exc), 1)
+        return _fail(str(exc), EXIT_NO)
     except ServerError as exc:
-        return _fail(f"the server refused: {exc}", 1)
-    except KeyboardInterrupt:
-        return _fail("interrupted", 1)
+        return _fail(f"the server refused: {refusal_of(exc.data)}", EXIT_NO)
     out = _out()
     out.print(standings_table(result, joined.get("racer")))
     if joined.get("room"):
@@ -321,7 +378,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     saved = _load(args.race)
     if saved is None:
-        return 2
+        return EXIT_FAILED
     if args.print:
         try:
             all_tracks = tracks(saved)
@@ -338,7 +395,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     saved = _load(args.race)
     if saved is None:
-        return 2
+        return EXIT_FAILED
     report = verify_result(saved)
     out = _out()
     out.print(f"verifying race [bold]{saved.race}[/] ({saved.variant}, {saved.path})")
@@ -349,7 +406,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         out.print(Text("OK: the deal was committed in advance and every move is legal", "green"))
         return 0
     out.print(Text(f"FAIL: {len(report.failures)} of {len(report.checks)} checks failed", "red"))
-    return 1
+    return EXIT_NO
 
 
 def cmd_races(args: argparse.Namespace) -> int:
@@ -380,18 +437,29 @@ def cmd_races(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------ the parser
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line, not the usage block: what is wrong and where to read more."""
+        self.exit(EXIT_FAILED, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     server_help = f"server URL (default: ${ENV_SERVER} or {DEFAULT_SERVER})"
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--server", default=argparse.SUPPRESS, help=server_help)
-    parser = argparse.ArgumentParser(
-        prog="solrace", description="Race solitaire against other people from a terminal."
+    parser = _Parser(
+        prog="solrace",
+        description="Race solitaire against other people from a terminal. Exit status: "
+        "0 done, 1 the answer is no (a race that does not verify, a bot that could not "
+        "finish), 2 could not run (bad arguments, server unreachable or refusing, unknown "
+        "race), 130 interrupted.",
     )
     parser.add_argument("--server", default=None, help=server_help)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help_text: str, run: Callable[[argparse.Namespace], int]) -> Any:
-        p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        online = [] if name in OFFLINE_COMMANDS else [common]
+        p = sub.add_parser(name, parents=online, help=help_text, description=help_text)
         p.set_defaults(run=run)
         return p
 
@@ -399,7 +467,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--name", help="your racer name (remembered for next time)")
 
     def add_settings(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--racers", type=int, help="most racers in the room (2-8, default 4)")
+        p.add_argument(
+            "--racers",
+            type=_within(limits.MIN_RACERS, limits.MAX_RACERS, int),
+            help=f"most racers in the room ({limits.MIN_RACERS}-{limits.MAX_RACERS}, "
+            f"default {limits.DEFAULT_MAX_RACERS})",
+        )
         p.add_argument(
             "--option",
             action="append",
@@ -408,7 +481,11 @@ def build_parser() -> argparse.ArgumentParser:
             help="a variant option, e.g. draw=3, undo=false (repeatable)",
         )
         p.add_argument("--private", action="store_true", help="unlisted: join by code only")
-        p.add_argument("--time-limit", type=_duration, help="seconds or 15m (default 15m)")
+        p.add_argument(
+            "--time-limit",
+            type=_within(limits.MIN_TIME_LIMIT_S, limits.MAX_TIME_LIMIT_S, _duration, " s"),
+            help="seconds, or 15m: 1m to 120m (default 15m)",
+        )
 
     p = command("rooms", "list open and running public rooms", cmd_rooms)
     p.add_argument("--variant", choices=sorted(VARIANTS))
@@ -416,11 +493,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("create", "create a room and race in it", cmd_create)
     p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon")
     add_settings(p)
-    p.add_argument("--spectator-delay", type=_duration, help="seconds spectators lag behind")
+    p.add_argument(
+        "--spectator-delay",
+        type=_within(limits.MIN_SPECTATOR_DELAY_S, limits.MAX_SPECTATOR_DELAY_S, _duration, " s"),
+        help="how far spectators lag behind: seconds, or 5m; 0 to 10m (default 0)",
+    )
     add_name(p)
 
     p = command("join", "join a room by its code", cmd_join)
-    p.add_argument("code")
+    p.add_argument("code", type=_code, help="the room's code (case and spaces do not matter)")
     add_name(p)
 
     p = command("quick", "race strangers: join or open a quick room", cmd_quick)
@@ -428,12 +509,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_name(p)
 
     p = command("watch", "watch a room's race (boards delayed by its spectator delay)", cmd_watch)
-    p.add_argument("code")
+    p.add_argument("code", type=_code, help="the room's code (case and spaces do not matter)")
 
     command("resume", "rejoin the race this computer was last in", cmd_resume)
 
     p = command("bot", "let a bot race (join CODE, --quick or --create)", cmd_bot)
-    p.add_argument("code", nargs="?", help="room code to join")
+    p.add_argument("code", nargs="?", type=_code, help="room code to join")
     p.add_argument("--quick", action="store_true", help="quick race of --variant")
     p.add_argument("--create", action="store_true", help="create a room (implies --host-start)")
     p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon")
@@ -469,14 +550,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("race", help="a saved race id (see `solrace races`) or a result file")
 
     p = command("races", "list the finished races saved on this computer", cmd_races)
-    p.add_argument("--limit", type=int, default=30)
+    p.add_argument(
+        "--limit",
+        type=_within(1, 1_000_000, int),
+        default=30,
+        help="list at most this many, newest first (default 30)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
-    return run(args)
+    if args.command in OFFLINE_COMMANDS:
+        if getattr(args, "server", None):
+            return _fail(f"{args.command} works on this computer's saved races: no --server")
+    else:
+        try:
+            _check_servers(args)
+        except BadServerURL as exc:
+            return _fail(str(exc))
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":  # pragma: no cover

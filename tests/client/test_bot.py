@@ -13,7 +13,7 @@ import pytest
 from solrace.rules import deal, view
 from solrace.rules.log import apply_entry
 from solrace_client.boardview import board_from_view
-from solrace_client.bot import BotError, BotHooks, run_bot
+from solrace_client.bot import BotCannotStart, BotHooks, run_bot
 from solrace_client.cli import main
 from solrace_client.results import load_result, race_id
 from solrace_client.strategy import STRATEGIES, Memory, position_key
@@ -165,7 +165,7 @@ async def test_a_bot_cut_off_mid_race_reconnects_to_the_same_server(cluster: Clu
 
 async def test_a_bot_refused_at_the_door_says_why(cluster: Cluster) -> None:
     server = await cluster.node()
-    with pytest.raises(BotError, match="unknown_room"):
+    with pytest.raises(BotCannotStart, match="no room has that code"):
         await run_bot(server.url, code="NOSUCH", name="Ann")
 
 

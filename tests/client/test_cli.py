@@ -115,7 +115,7 @@ def test_join_quick_and_watch_hand_over(ui: FakeUI, monkeypatch: pytest.MonkeyPa
     assert main(["quick", "--variant", "russian", "--name", "Cy"]) == 0
     assert main(["watch", "K7QX2M"]) == 3  # the UI's exit status is the command's
     assert ui.calls == [
-        ("race", ("ws://env:2", "join", "Bob"), {"code": "k7qx2m"}),
+        ("race", ("ws://env:2", "join", "Bob"), {"code": "K7QX2M"}),  # normalised
         ("race", ("ws://env:2", "quick", "Cy"), {"variant": "russian"}),
         ("watch", ("ws://env:2", "K7QX2M"), {}),
     ]

@@ -1,7 +1,8 @@
 """The terminal client (Textual): race and watch.
 
 The command line calls these; each blocks until the player quits and returns an exit
-code (0 fine, 1 cannot reach the server, 2 the server refused: unknown code, bad token…).
+status (:mod:`solrace_client.errors`): 0 fine; 2 could not run — the server cannot be
+reached or refused (unknown code, full room, stale token…), said in one line.
 
     run_race("ws://127.0.0.1:8765", "create", "Ann", variant="yukon", options={},
              max_racers=4, private=False, time_limit_s=900, spectator_delay_s=0)
@@ -13,6 +14,8 @@ code (0 fine, 1 cannot reach the server, 2 the server refused: unknown code, bad
 
 from __future__ import annotations
 
+import sys
+
 from .app import SolraceApp
 
 
@@ -20,15 +23,18 @@ def run_race(server: str, action: str, name: str, **params: object) -> int:
     """Race: ``action`` is ``create`` (params variant, options, max_racers, private,
     time_limit_s, spectator_delay_s), ``join`` (code), ``quick`` (variant) or
     ``resume`` (room, token)."""
-    app = SolraceApp(server, mode="race", action=action, name=name, params=params)
-    app.run()
-    return int(app.return_code or 0)
+    return _run(SolraceApp(server, mode="race", action=action, name=name, params=params))
 
 
 def run_watch(server: str, code: str) -> int:
     """Watch room ``code``: every racer's board, delayed by the room's spectator delay."""
-    app = SolraceApp(server, mode="watch", code=code)
+    return _run(SolraceApp(server, mode="watch", code=code))
+
+
+def _run(app: SolraceApp) -> int:
     app.run()
+    if app.failure:  # one line, after the screen is restored (Textual would wrap it)
+        print(f"solrace: {app.failure}", file=sys.stderr)
     return int(app.return_code or 0)
 
 

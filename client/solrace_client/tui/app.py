@@ -29,6 +29,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from .. import config
 from ..connection import RaceClient, ServerError
+from ..errors import EXIT_FAILED, cannot_reach, refusal_of
 from .controller import Controller
 from .render import (
     board_width,
@@ -122,12 +123,18 @@ class SolraceApp(App[int]):
         self.status_text = Text("connecting…")
         #: Every status line shown, oldest first (tests and bug reports read it).
         self.status_log: list[str] = []
+        #: Why the app gave up before entering a room (one line, printed after it exits).
+        self.failure: str | None = None
         self.focus_index = 0
         self.race_id: str | None = None
         self.verified: bool | None = None
         self._moves: asyncio.Queue[str] = asyncio.Queue()
         self._leaving = False
         self._stopped = False
+        #: Nothing more can happen here (replaced, cannot rejoin): q quits at once.
+        self._ended = False
+        #: This racer is now played in another window, which keeps the saved race.
+        self._replaced = False
         self._saved_result_version: int | None = None
         #: The commitment as announced before the seed was revealed (for verify).
         self._published_commitment: str | None = None
@@ -182,7 +189,8 @@ class SolraceApp(App[int]):
                 if client is not None:
                     await _close_quietly(client)
                 if not entered:
-                    self._give_up(err.message, 2, err.code)
+                    request = "watch" if self.mode == "watch" else self.action
+                    self._give_up(refusal_of(err.data, request), EXIT_FAILED, err.code)
                     return
                 if err.code in TRANSIENT:  # the server's store is down for a moment
                     attempt += 1
@@ -190,7 +198,8 @@ class SolraceApp(App[int]):
                     await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF)) - 1])
                     continue
                 self.online = False
-                self.say(f"cannot rejoin: {err.message} — press q", "bold red")
+                self._ended = True
+                self.say(f"cannot rejoin: {refusal_of(err.data, 'resume')} — press q", "bold red")
                 return
             except (
                 OSError,
@@ -199,11 +208,12 @@ class SolraceApp(App[int]):
                 ConnectionClosed,
                 InvalidHandshake,
                 InvalidURI,
+                ValueError,  # a URL urllib cannot parse (the CLI checks it first)
             ) as exc:
                 if client is not None:
                     await _close_quietly(client)
                 if not entered:
-                    self._give_up(f"cannot reach {self.server}: {_reason(exc)}", 1)
+                    self._give_up(cannot_reach(self.server, exc), EXIT_FAILED)
                     return
                 attempt += 1
                 self.say(f"connection lost — reconnecting ({attempt})…", "bold yellow")
@@ -230,6 +240,7 @@ class SolraceApp(App[int]):
                 return
             received = getattr(client.ws.protocol, "close_rcvd", None)  # the server's close
             if received is not None and received.reason == "replaced":
+                self._ended = self._replaced = True
                 self.say("this race was resumed in another window — press q", "bold red")
                 return
             attempt = 1
@@ -290,7 +301,8 @@ class SolraceApp(App[int]):
             with contextlib.suppress(OSError):
                 config.clear_race()  # the saved race is gone for good
         self._stopped = True
-        self.exit(return_code, return_code=return_code, message=f"solrace: {message}")
+        self.failure = message
+        self.exit(return_code, return_code=return_code)
 
     async def _pump(self, client: RaceClient) -> None:
         """Apply the client's events until its connection closes."""
@@ -729,10 +741,13 @@ class SolraceApp(App[int]):
         self.push_screen(ConfirmScreen("Resign? You stay in the standings."), answered)
 
     def ask_quit(self) -> None:
+        """Ask before a quit that loses something: a race being played (forfeit) or a
+        seat in a lobby. Watching, or a window whose race went elsewhere, just quits."""
         state = self.state
-        if self.mode == "watch" or not state.loaded or self._stopped:
-            question = "Quit?"
-        elif state.phase == "racing" and state.my_status in ("playing", "stuck"):
+        if self.mode == "watch" or self._ended or self._stopped or not state.loaded:
+            self.quit_now()
+            return
+        if state.phase == "racing" and state.my_status in ("playing", "stuck"):
             question = "Quit the race? Leaving forfeits it."
         elif state.phase == "racing":
             question = "Quit? (the standings come when everyone is done)"
@@ -754,7 +769,7 @@ class SolraceApp(App[int]):
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(client.leave(), 2.0)
                 await _close_quietly(client)
-            if self.save and self.mode == "race":
+            if self.save and self.mode == "race" and not self._replaced:
                 with contextlib.suppress(OSError):
                     config.clear_race()
             self._stopped = True
@@ -799,8 +814,3 @@ def _race_id(results: Any, saved: Any, room: str, result: Mapping[str, Any]) -> 
 async def _close_quietly(client: RaceClient) -> None:
     with contextlib.suppress(Exception):
         await asyncio.wait_for(client.close(), 2.0)
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc)
-    return text or type(exc).__name__

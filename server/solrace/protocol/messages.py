@@ -233,10 +233,11 @@ class _Fields:
         return self.matching(name, value, _ROOM_ID, "a room id (letters, digits, '_' or '-')")
 
     def code(self, value: object) -> str:
-        """A room code, as typed by a human: surrounding spaces and case are ignored."""
+        """A room code, as typed by a human: white space (anywhere: ``h77 mlr``) and
+        case are ignored, as docs/client.md promises the people who type them."""
         if not isinstance(value, str):
             raise self.wrong("code", "a string", value)
-        value = value.strip().upper()
+        value = "".join(value.split()).upper()
         if _CODE.fullmatch(value) is None:
             raise self.fail("code", f"must be 1 to {MAX_CODE_LEN} letters or digits")
         return value

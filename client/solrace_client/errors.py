@@ -1,0 +1,162 @@
+"""What the ``solrace`` command says when something goes wrong, and its exit statuses.
+
+One place, so that every command — the plain ones and the terminal UI — uses the same
+words and the same table (docs/client.md, "Exit status"):
+
+====  ======================================================================
+0     done
+1     it ran and the answer is no: a race that does not verify; a bot that
+      could not finish its race (connection lost for good, replaced)
+2     it could not run: bad arguments, a bad server URL, the server cannot be
+      reached or refuses (unknown code, full room…), an unknown race, the UI
+      cannot start
+130   interrupted (Ctrl-C)
+====  ======================================================================
+
+Users see words, never field paths (``create.max_racers``) or exception names.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import ssl
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from websockets.exceptions import InvalidHandshake, InvalidMessage, InvalidStatus, InvalidURI
+
+EXIT_OK: Final = 0
+EXIT_NO: Final = 1
+EXIT_FAILED: Final = 2
+EXIT_INTERRUPTED: Final = 130
+
+#: How to start a server, for the "cannot reach" message.
+START_HINT: Final = "is solrace-server running? (start one with: solrace-server)"
+
+#: Failures of connecting: the server cannot be reached or is not a solrace server.
+CONNECT_ERRORS: Final = (OSError, TimeoutError, InvalidHandshake, InvalidURI)
+
+#: Request fields as the user knows them: the command's flag, in words.
+FIELD_WORDS: Final = {
+    "max_racers": "most racers (--racers)",
+    "time_limit_s": "time limit (--time-limit)",
+    "spectator_delay_s": "spectator delay (--spectator-delay)",
+    "name": "name (--name)",
+    "code": "room code",
+    "variant": "variant (--variant)",
+    "options": "options (--option)",
+    "private": "private (--private)",
+}
+
+#: Refusals of entering a room, in plain words, by (request, code).
+ENTRY_WORDS: Final = {
+    ("join", "unknown_room"): "no room has that code (or it has expired)",
+    ("join", "room_full"): "that room is full",
+    ("join", "wrong_phase"): "that room's race has started: watch it with solrace watch CODE",
+    ("watch", "unknown_room"): "no room has that code (or it has expired)",
+    ("resume", "unknown_room"): "the saved race's room is gone (it has expired)",
+    ("resume", "bad_token"): "you are no longer in the saved race",
+}
+
+
+class BadServerURL(ValueError):
+    """A ``--server``/``$SOLRACE_SERVER`` value that is not a WebSocket URL."""
+
+
+def check_server_url(url: str) -> str:
+    """``url`` if it is a ``ws://``/``wss://`` URL with a host and a valid port, else
+    BadServerURL saying what is wrong (connecting would fail with a traceback)."""
+    example = "e.g. ws://127.0.0.1:8765"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise BadServerURL(f"bad server URL {url!r}: {_lower(str(exc))} ({example})") from None
+    if parts.scheme not in ("ws", "wss") or "://" not in url:
+        raise BadServerURL(
+            f"bad server URL {url!r}: it must start with ws:// or wss:// ({example})"
+        )
+    if not parts.hostname:
+        raise BadServerURL(f"bad server URL {url!r}: no host ({example})")
+    if port == 0:
+        raise BadServerURL(f"bad server URL {url!r}: port 0 is not a port to connect to")
+    return url
+
+
+def cannot_reach(url: str, exc: BaseException) -> str:
+    """One line: why ``url`` could not be reached, and what to do about it."""
+    return f"cannot reach {url}: {connect_reason(url, exc)}"
+
+
+def connect_reason(url: str, exc: BaseException) -> str:
+    host = urlsplit(url).hostname or url
+    if isinstance(exc, InvalidStatus):
+        status = exc.response.status_code
+        body = bytes(exc.response.body or b"").decode(errors="replace").strip()
+        if "unsupported_version" in body:
+            return f"the server does not speak this client's protocol ({body})"
+        return f"it answered HTTP {status}, not as a solrace server — is that the right port?"
+    if isinstance(exc, InvalidMessage):
+        return "it does not answer as a WebSocket server — is that the right port?"
+    if isinstance(exc, InvalidURI):
+        return f"bad server URL ({exc})"
+    if isinstance(exc, InvalidHandshake):
+        return f"the WebSocket handshake failed ({exc or type(exc).__name__})"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"connection refused — {START_HINT}"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host {host!r}"
+    if isinstance(exc, TimeoutError):
+        return f"no answer in time — {START_HINT}"
+    if isinstance(exc, ssl.SSLError) or (
+        isinstance(exc, ConnectionResetError) and url.startswith("wss:")
+    ):
+        return (
+            "the TLS handshake failed — a solrace-server speaks plain ws:// unless a proxy "
+            "adds TLS; try ws://"
+        )
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc or type(exc).__name__} — {START_HINT}"
+    return str(exc) or type(exc).__name__
+
+
+def refusal(code: str, message: str, field: Any = None, request: str | None = None) -> str:
+    """A server's ``error`` reply in words: no field paths, no protocol codes.
+    ``request`` (``join``, ``resume``…) lets a refusal to enter a room say why."""
+    if code == "bad_message":
+        return _field_in_words(message)
+    if request is not None and (request, code) in ENTRY_WORDS:
+        return ENTRY_WORDS[request, code]
+    if code == "unavailable":
+        return "the server is busy (its store is down): try again in a moment"
+    return message
+
+
+def refusal_of(data: Mapping[str, Any], request: str | None = None) -> str:
+    """:func:`refusal` of an ``error`` reply's data (a ServerError's ``data``)."""
+    code, message = str(data.get("code")), str(data.get("message"))
+    return refusal(code, message, data.get("field"), request)
+
+
+_PATH = re.compile(r"^[a-z_]+\.(?P<path>[a-z0-9_.]+): ")
+
+
+def _field_in_words(message: str) -> str:
+    """``create.max_racers: must be an integer in 2..8, got 9`` → ``most racers
+    (--racers): must be an integer in 2..8, got 9``."""
+    match = _PATH.match(message)
+    if match is None:
+        return message
+    path = match.group("path")
+    head, _, rest = path.partition(".")
+    if head == "options" and rest:
+        words = f"option {rest} (--option {rest}=…)"
+    else:
+        words = FIELD_WORDS.get(head, head.replace("_", " "))
+    return f"{words}: {message[match.end() :]}"
+
+
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]

@@ -1,0 +1,174 @@
+"""What a user sees when something is wrong: the installed ``solrace`` command, run as a
+user runs it, answers every bad argument, bad server URL and unreachable server with
+one line on stderr and the exit status of docs/client.md's table — the terminal UI
+commands included — and never a traceback. Room codes are typed as people type them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from solrace_client import RaceClient, ServerError, errors
+from solrace_client.cli import main, normalise_code
+
+from tests.client.test_cli import FakeUI, ui  # noqa: F401  (fixture)
+from tests.net.conftest import Cluster
+
+SOLRACE = Path(sys.executable).parent / "solrace"
+DOCS = Path(__file__).parents[2] / "docs"
+ESCAPES = re.compile(r"\x1b(\[[0-9;?<>=$]*[a-zA-Z~]|\][^\x07]*\x07|[=>])")
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def solrace(*args: str) -> tuple[int, str, str]:
+    """The console script, as a user runs it (no terminal: the UI still starts)."""
+    assert SOLRACE.exists(), f"the console script is not installed: {SOLRACE}"
+    proc = await asyncio.create_subprocess_exec(
+        str(SOLRACE),
+        *args,
+        stdin=subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "SOLRACE_SERVER": ""},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), ESCAPES.sub("", err.decode())
+
+
+def one_line(err: str) -> str:
+    """The error, checked to be exactly one line starting ``solrace``."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("solrace"), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+UI_COMMANDS = [["quick"], ["join", "ABC123"], ["create"], ["watch", "ABC123"]]
+
+
+@pytest.mark.parametrize("command", [["rooms"], ["bot", "--quick"], *UI_COMMANDS])
+async def test_a_bad_server_url_is_one_line_and_status_2(command: list[str]) -> None:
+    for url, says in (
+        ("ws://127.0.0.1:99999", "port out of range"),
+        ("http://127.0.0.1:8765", "must start with ws:// or wss://"),
+        ("ws://[::1", "bad server URL"),
+    ):
+        status, _, err = await solrace(*command, "--server", url)
+        assert status == errors.EXIT_FAILED
+        assert says in one_line(err)
+
+
+@pytest.mark.parametrize("command", [["rooms"], ["bot", "--quick"], *UI_COMMANDS])
+async def test_no_server_is_one_line_status_2_and_suggests_starting_one(
+    command: list[str],
+) -> None:
+    url = f"ws://127.0.0.1:{closed_port()}"
+    status, _, err = await solrace(*command, "--server", url)
+    assert status == errors.EXIT_FAILED
+    line = one_line(err)
+    assert f"cannot reach {url}: connection refused" in line
+    assert "start one with: solrace-server" in line
+
+
+async def test_wss_against_a_plain_server_says_why(cluster: Cluster) -> None:
+    server = await cluster.node()
+    url = server.url.replace("ws://", "wss://")
+    status, _, err = await solrace("rooms", "--server", url)
+    assert status == errors.EXIT_FAILED
+    assert "TLS handshake failed" in one_line(err) and "try ws://" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["create", "--racers", "9"], "--racers: must be 2 to 8, got 9"),
+        (["create", "--time-limit", "5"], "--time-limit: must be 60 to 7200 s"),
+        (["create", "--spectator-delay", "11m"], "--spectator-delay: must be 0 to 600 s"),
+        (["create", "--option", "draw"], "--option"),
+        (["join", "AB-12!"], "is not a room code"),
+        (["--server", "ws://h:1", "verify", "r_x"], "verify works on this computer"),
+        (["replay", "r_x", "--server", "ws://h:1"], "unrecognized arguments: --server"),
+        (["races", "--limit", "0"], "--limit: must be 1 to"),
+        (["frobnicate"], "invalid choice"),
+        (["verify", "r_nosuchrace"], "r_nosuchrace"),
+    ],
+)
+async def test_bad_arguments_are_one_line_and_status_2(argv: list[str], says: str) -> None:
+    status, _, err = await solrace(*argv)
+    assert status == errors.EXIT_FAILED
+    assert says in one_line(err)
+
+
+def test_one_exit_status_table_in_the_docs_matches_the_code() -> None:
+    client = (DOCS / "client.md").read_text()
+    table = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", client, re.M))
+    assert set(table) == {
+        str(errors.EXIT_OK),
+        str(errors.EXIT_NO),
+        str(errors.EXIT_FAILED),
+        str(errors.EXIT_INTERRUPTED),
+    }
+    assert "cannot be reached" in table[str(errors.EXIT_FAILED)]
+    tui = (DOCS / "tui.md").read_text()
+    assert "docs/client.md's table" in tui
+    assert "1 when the server" not in tui  # the old, contradicting statement
+
+
+# ----------------------------------------------------------------- room codes
+def test_codes_are_normalised_as_the_docs_say(ui: FakeUI) -> None:  # noqa: F811
+    assert normalise_code(" h77 mlr ") == "H77MLR"
+    assert main(["join", "h77 mlr", "--name", "Bob", "--server", "ws://h:1"]) == 0
+    assert main(["watch", "k7qx 2m", "--server", "ws://h:1"]) == 3
+    assert [call[1][-1] if call[0] == "watch" else call[2]["code"] for call in ui.calls] == [
+        "H77MLR",
+        "K7QX2M",
+    ]
+
+
+async def test_the_server_ignores_case_and_spaces_in_codes(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann, bob, eve = [await RaceClient.connect(server.url) for _ in range(3)]
+    await ann.create("yukon", "Ann")
+    assert ann.code is not None
+    typed = " ".join(ann.code.lower()[i : i + 3] for i in (0, 3))  # "h77 mlr"
+    joined = await bob.join(typed, "Bob")
+    assert joined["code"] == ann.code
+    watching = await eve.watch(code=f" {typed}\t")
+    assert watching["snapshot"]["code"] == ann.code
+    for client in (ann, bob, eve):
+        await client.close()
+
+
+async def test_refusals_are_shown_in_words_not_field_paths(cluster: Cluster) -> None:
+    server = await cluster.node()
+    client = await RaceClient.connect(server.url)
+    with pytest.raises(ServerError) as racers:
+        await client.create("yukon", "Ann", max_racers=9)
+    assert racers.value.data["message"].startswith("create.max_racers")  # the wire
+    words = errors.refusal_of(racers.value.data, "create")
+    assert words == "most racers (--racers): must be an integer in 2..8, got 9"
+    with pytest.raises(ServerError) as option:
+        await client.create("yukon", "Ann", options={"undo": "maybe" * 10})
+    assert "options." not in errors.refusal_of(option.value.data, "create")
+    assert "option undo" in errors.refusal_of(option.value.data, "create")
+    with pytest.raises(ServerError) as unknown:
+        await client.join("ZZZZZZ", "Bob")
+    assert errors.refusal_of(unknown.value.data, "join") == (
+        "no room has that code (or it has expired)"
+    )
+    await client.close()
