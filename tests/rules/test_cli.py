@@ -242,3 +242,102 @@ def test_cli_perft_agrees_with_the_perft_file(
             continue
         assert main(["perft", str(path), depth]) == 0
         assert capsys.readouterr().out == f"{expected}\n"
+
+
+# ------------------------------------------------------------------ solve and hint
+
+
+def test_cli_deal_pipes_into_solve_and_the_line_wins() -> None:
+    """``solrace-rules deal yukon 42 | solrace-rules solve -`` (the installed console
+    script): exit 0, ``won …`` then one move a line, and the line wins on the engine."""
+    from solrace.rules.log import apply_entry
+
+    exe = str(Path(sys.executable).parent / "solrace-rules")
+    dealt = subprocess.run(
+        [exe, "deal", "yukon", "42"], capture_output=True, text=True, timeout=60, check=False
+    )
+    solved = subprocess.run(
+        [exe, "solve", "-"],
+        input=dealt.stdout,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert solved.returncode == 0, solved.stderr
+    first, *moves = solved.stdout.splitlines()
+    assert first.startswith("won moves=") and f"moves={len(moves)}" in first
+    board = deal("yukon", 42)
+    for entry in moves:
+        apply_entry(board, entry)
+    assert board.is_won()
+
+
+def test_cli_hint_prints_the_first_move_of_a_winning_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "pos.json"
+    path.write_text(dump_position(deal("yukon", 42)))
+    code, out, _ = call(["solve", str(path)], capsys)
+    assert code == 0
+    first_move = out.splitlines()[1]
+    code, out, err = call(["hint", str(path)], capsys)
+    assert code == 0 and out == first_move + "\n" and err == ""
+
+
+UNWINNABLE = {
+    "variant": "yukon",
+    "tableau": [["jh", "QH"], ["KH"], [], [], [], [], []],
+    "foundations": {"C": 13, "D": 13, "H": 10, "S": 13},
+}
+
+
+def test_cli_solve_and_hint_unwinnable_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "lost.json"
+    path.write_text(json.dumps(UNWINNABLE))
+    code, out, _ = call(["solve", str(path)], capsys)
+    assert code == 3 and out.startswith("unwinnable nodes=")
+    code, out, err = call(["hint", str(path)], capsys)
+    assert code == 3 and out == "" and "unwinnable" in err
+
+
+def test_cli_solve_and_hint_unknown_exit_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "pos.json"
+    path.write_text(dump_position(deal("yukon", 5)))
+    code, out, _ = call(["solve", str(path), "--budget", "1"], capsys)
+    assert code == 4 and out == "unknown nodes=1\n"
+    code, out, err = call(["hint", str(path), "--budget", "1"], capsys)
+    assert code == 4 and out == "" and "no winning move known" in err
+
+
+def test_cli_hint_on_a_won_game(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    won = {
+        "variant": "yukon",
+        "tableau": [[], [], [], [], [], [], []],
+        "foundations": {"C": 13, "D": 13, "H": 13, "S": 13},
+    }
+    path = tmp_path / "won.json"
+    path.write_text(json.dumps(won))
+    code, out, err = call(["hint", str(path)], capsys)
+    assert code == 0 and out == "" and "already won" in err
+    code, out, _ = call(["solve", str(path)], capsys)
+    assert code == 0 and out.startswith("won moves=0")
+
+
+def test_cli_solve_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One line on standard error, no traceback: 1 for a missing file or an impossible
+    position, 2 for a bad budget."""
+    code, out, err = call(["solve", str(tmp_path / "missing.json")], capsys)
+    assert code == 1 and out == "" and len(err.splitlines()) == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"variant": "yukon"}')
+    code, out, err = call(["hint", str(bad)], capsys)
+    assert code == 1 and "Traceback" not in err and len(err.splitlines()) == 1
+    code, _, err = call(["solve", str(bad), "--budget", "0"], capsys)
+    assert code == 2 and "budget" in err
+    code, _, err = call(["solve", str(bad), "--budget", "lots"], capsys)
+    assert code == 2 and "not a whole number" in err

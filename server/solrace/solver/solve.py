@@ -153,9 +153,12 @@ def _checked(board: Board, entries: list[str]) -> tuple[str, ...]:
         except Exception as exc:
             raise SolverError(f"solver line refused by the engine at {entry!r}: {exc}") from exc
         line.append(entry)
-    if not game.is_won() and game.can_auto_complete():
-        for move in game.auto_complete():
-            line.append(str(move))
+    while not game.is_won() and game.can_auto_complete():
+        # The first move auto-complete would make; apply_entry then finishes the game
+        # itself when the option is on, and we spell out the rest when it is off.
+        entry = str(game.copy().auto_complete()[0])
+        apply_entry(game, entry)
+        line.append(entry)
     if not game.is_won():
         raise SolverError("solver line does not win on the engine")
     return tuple(line)
