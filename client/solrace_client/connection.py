@@ -124,6 +124,10 @@ class RaceClient:
                     if envelope.v <= self.version:
                         continue  # replayed: already in the snapshot
                     self.version = envelope.v
+                elif envelope.t == "resync":
+                    # The server lost changes: its snapshot replaces what was folded,
+                    # version and next seq included (versions may be reused).
+                    self._resynced(dict(envelope.d["snapshot"]))  # type: ignore[call-overload]
                 elif envelope.t == "board" and envelope.d.get("racer") == self.racer:
                     self.board = dict(envelope.d["view"])  # type: ignore[call-overload]
                 self.events.put_nowait(envelope)
@@ -198,6 +202,14 @@ class RaceClient:
             self.board = you.get("board")
         return reply
 
+    def _resynced(self, snapshot: dict[str, Any]) -> None:
+        self.snapshot = snapshot
+        self.version = snapshot["version"]
+        you = snapshot.get("you")
+        if you:
+            self.seq = you.get("next_seq", 0)
+            self.board = you.get("board")
+
     async def list_rooms(self, variant: str | None = None) -> list[dict[str, Any]]:
         return list((await self.request("list", variant=variant))["rooms"])
 
@@ -223,6 +235,7 @@ class RaceClient:
             room=room or self.room,
             token=token or self.token,
             since=self.version if since == "last" else since,
+            code=self.code,
         )
         return self._entered(reply)
 

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from solrace.store import Store
+from solrace.store import Store, StoredEvent
 
 from tests.support.redis import REDIS_URL
 from tests.support.redis import delete_prefix as _delete_prefix
@@ -58,3 +58,13 @@ async def room_keys(store: Store, room_id: str) -> dict[str, int]:
     async for key in raw.scan_iter(match=pattern, count=1000):
         out[key.decode()] = int(await raw.pttl(key))
     return out
+
+
+def pairs(events: list[StoredEvent]) -> list[tuple[int, bytes]]:
+    """``(version, data)`` of stored events, for comparisons."""
+    return [(e.version, e.data) for e in events]
+
+
+def triples(entries: list[tuple[str, StoredEvent]]) -> list[tuple[str, int, bytes]]:
+    """``(room, version, data)`` of tailed events, for comparisons."""
+    return [(room, e.version, e.data) for room, e in entries]

@@ -8,6 +8,8 @@ import time
 import pytest
 from solrace.store import Store, VersionConflict
 
+from .conftest import pairs, triples
+
 
 async def test_versions_are_gap_free_across_nodes(store: Store, node2: Store) -> None:
     nodes = [store, node2]
@@ -16,7 +18,7 @@ async def test_versions_are_gap_free_across_nodes(store: Store, node2: Store) ->
     )
     assert sorted(versions) == list(range(1, 51))
     assert await store.version("r") == 50
-    events = await node2.events_since("r", 0)
+    events = pairs(await node2.events_since("r", 0))
     assert [v for v, _ in events] == list(range(1, 51))
     # each version carries the event whose append returned that version
     by_version = dict(events)
@@ -26,7 +28,7 @@ async def test_versions_are_gap_free_across_nodes(store: Store, node2: Store) ->
 
 async def test_version_starts_at_zero(store: Store) -> None:
     assert await store.version("empty") == 0
-    assert await store.events_since("empty", 0) == []
+    assert pairs(await store.events_since("empty", 0)) == []
 
 
 async def test_expected_version_conflict(store: Store) -> None:
@@ -34,7 +36,7 @@ async def test_expected_version_conflict(store: Store) -> None:
     with pytest.raises(VersionConflict) as info:
         await store.append_event("r", b"stale decision", expected_version=0)
     assert info.value.current_version == 1
-    assert await store.events_since("r", 0) == [(1, b"join")]
+    assert pairs(await store.events_since("r", 0)) == [(1, b"join")]
     assert await store.append_event("r", b"start", expected_version=1) == 2
 
 
@@ -54,10 +56,10 @@ async def test_only_one_of_racing_decisions_wins(store: Store, node2: Store) -> 
 async def test_events_since_resume_and_limit(store: Store) -> None:
     for i in range(1, 8):
         await store.append_event("r", bytes([i]))
-    assert await store.events_since("r", 3, limit=2) == [(4, b"\x04"), (5, b"\x05")]
-    assert await store.events_since("r", 5) == [(6, b"\x06"), (7, b"\x07")]
-    assert await store.events_since("r", 7) == []
-    assert await store.events_since("r", 100) == []
+    assert pairs(await store.events_since("r", 3, limit=2)) == [(4, b"\x04"), (5, b"\x05")]
+    assert pairs(await store.events_since("r", 5)) == [(6, b"\x06"), (7, b"\x07")]
+    assert pairs(await store.events_since("r", 7)) == []
+    assert pairs(await store.events_since("r", 100)) == []
 
 
 async def test_moves_and_events_share_one_version_sequence(store: Store) -> None:
@@ -65,7 +67,7 @@ async def test_moves_and_events_share_one_version_sequence(store: Store) -> None
     move = await store.append_move("r", "alice", 0, b"m0", b"progress")
     assert move.version == 2
     assert await store.append_event("r", b"chat") == 3
-    assert [v for v, _ in await store.events_since("r", 0)] == [1, 2, 3]
+    assert [v for v, _ in pairs(await store.events_since("r", 0))] == [1, 2, 3]
 
 
 async def test_tail_sees_events_from_another_node(store: Store, node2: Store) -> None:
@@ -75,16 +77,16 @@ async def test_tail_sees_events_from_another_node(store: Store, node2: Store) ->
     assert not waiter.done()  # blocked: nothing after a:1, nothing in b
     await store.append_event("b", b"b1")
     got = await asyncio.wait_for(waiter, 2)
-    assert got == [("b", 1, b"b1")]
+    assert triples(got) == [("b", 1, b"b1")]
 
 
 async def test_tail_returns_backlog_at_once(store: Store) -> None:
     for i in range(3):
         await store.append_event("a", bytes([i]))
     await store.append_event("b", b"x")
-    got = await store.tail({"a": 1, "b": 0}, block_ms=1000)
+    got = triples(await store.tail({"a": 1, "b": 0}, block_ms=1000))
     assert sorted(got) == [("a", 2, b"\x01"), ("a", 3, b"\x02"), ("b", 1, b"x")]
-    assert await store.tail({"a": 0}, block_ms=1000, count=1) == [("a", 1, b"\x00")]
+    assert triples(await store.tail({"a": 0}, block_ms=1000, count=1)) == [("a", 1, b"\x00")]
 
 
 async def test_tail_times_out_empty_and_does_not_block_commands(store: Store) -> None:
@@ -96,8 +98,8 @@ async def test_tail_times_out_empty_and_does_not_block_commands(store: Store) ->
     assert not waiter.done()
     assert await waiter == []
     assert 0.25 <= time.monotonic() - start < 2
-    assert await store.tail({"quiet": 0}, block_ms=0) == []
-    assert await store.tail({}, block_ms=10) == []
+    assert triples(await store.tail({"quiet": 0}, block_ms=0)) == []
+    assert triples(await store.tail({}, block_ms=10)) == []
 
 
 async def test_cancelled_tail_leaves_no_stale_reply(store: Store, node2: Store) -> None:
@@ -109,4 +111,34 @@ async def test_cancelled_tail_leaves_no_stale_reply(store: Store, node2: Store) 
         await waiter
     await store.append_event("q", b"for the cancelled read")
     await store.append_event("r", b"for the new read")
-    assert await node2.tail({"r": 0}, block_ms=1000) == [("r", 1, b"for the new read")]
+    assert triples(await node2.tail({"r": 0}, block_ms=1000)) == [("r", 1, b"for the new read")]
+
+
+async def test_events_are_linked_each_to_the_one_before(store: Store, node2: Store) -> None:
+    """Every event names the id of the event before it, whichever node and script
+    appended it, so a reader can tell when Redis lost events it had read."""
+    await store.append_event("r", b"join")
+    await node2.append_move("r", "a", 0, b"m", b"progress")
+    await store.append_event("r", b"leave", expected_version=2)
+    events = await store.events_since("r", 0)
+    assert [e.prev for e in events] == ["", events[0].chain, events[1].chain]
+    assert len({e.chain for e in events}) == 3 and all(events[i].chain for i in range(3))
+    assert await store.heads(["r", "none"]) == {"r": (3, events[2].chain), "none": (0, "")}
+
+
+async def test_a_rewound_stream_breaks_the_link(store: Store) -> None:
+    """What a Redis that lost its last write looks like to a reader: the version it
+    had read comes back as another event, which does not link to what it read."""
+    await store.append_event("r", b"one")
+    await store.append_event("r", b"two")
+    read = await store.events_since("r", 0)
+    rk = store.keys.room("r")
+    raw = store._redis  # the test plays the lost write
+    await raw.delete(rk.events)
+    await raw.xadd(rk.events, {b"e": b"one", b"p": b"", b"c": read[0].chain.encode()}, id="0-1")
+    await raw.set(rk.ver, 1)
+    await raw.set(rk.chain, read[0].chain)
+    await store.append_event("r", b"another two")
+    (again,) = await store.events_since("r", 1)
+    assert again.version == 2 and again.prev == read[0].chain  # links to what survived
+    assert again.chain != read[1].chain  # ...but is not the event that was read

@@ -9,10 +9,13 @@ import pytest
 from solrace.store import Finish, MoveAppend, Store, StoreError, StoreUnavailable
 from solrace.store._commit import GroupCommit
 
+from .conftest import pairs
+
 
 async def test_accepted_then_stale_then_duplicate(store: Store) -> None:
     first = await store.append_move("r", "alice", 0, b"m0", b"ev0")
-    assert first == MoveAppend(True, 1, 1, None)
+    assert first == MoveAppend(True, 1, 1, None, ("", first.links[1], ""))
+    assert first.links[1]
     # the same move again (client retry): refused, nothing written
     dup = await store.append_move("r", "alice", 0, b"m0", b"ev0")
     assert dup == MoveAppend(False, 1, None, None)
@@ -20,12 +23,12 @@ async def test_accepted_then_stale_then_duplicate(store: Store) -> None:
     ahead = await store.append_move("r", "alice", 5, b"m5", b"ev5")
     assert ahead == MoveAppend(False, 1, None, None)
     second = await store.append_move("r", "alice", 1, b"m1", b"ev1")
-    assert second == MoveAppend(True, 2, 2, None)
+    assert second == MoveAppend(True, 2, 2, None, (first.links[1], second.links[1], ""))
     assert await store.move_log("r", "alice") == [b"m0", b"m1"]
     assert await store.move_log("r", "alice", 1) == [b"m1"]  # from an index on
     assert await store.move_log("r", "alice", 2) == []
     assert await store.log_length("r", "alice") == 2
-    assert await store.events_since("r", 0) == [(1, b"ev0"), (2, b"ev1")]
+    assert pairs(await store.events_since("r", 0)) == [(1, b"ev0"), (2, b"ev1")]
     assert await store.log_length("r", "bob") == 0
     assert await store.move_log("r", "bob") == []
 
@@ -76,7 +79,7 @@ async def test_the_finished_event_is_written_with_the_move(store: Store) -> None
     second = await store.append_move("r", "a", 1, b"m", b"progress a2", _finish("race", 3))
     assert (first.place, first.version, first.finished_version) == (1, 2, 3)
     assert (second.place, second.version, second.finished_version) == (2, 4, 5)
-    assert await store.events_since("r", 0) == [
+    assert pairs(await store.events_since("r", 0)) == [
         (1, b"progress a"),
         (2, b"progress b"),
         (3, b"finished 1"),
@@ -104,7 +107,7 @@ async def test_group_commit_batches(store: Store) -> None:
     assert sorted(r.version for r in results if r.version) == list(range(1, 101))
     assert store.flushed_moves == 100
     assert store.flushes <= 3, store.flushes  # in practice 1
-    events = dict(await store.events_since("r", 0))
+    events = dict(pairs(await store.events_since("r", 0)))
     for i, r in enumerate(results):
         assert r.version is not None
         assert events[r.version] == f"e{i}".encode()

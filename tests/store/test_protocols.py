@@ -7,7 +7,7 @@ import uuid
 import pytest
 from solrace.store import Finish, Store, token_digest
 
-from .conftest import REDIS_URL, _delete_prefix
+from .conftest import REDIS_URL, _delete_prefix, pairs, triples
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
@@ -19,8 +19,8 @@ async def test_same_results_under_both_protocols(protocol: int) -> None:
         assert await store.append_event("r", b"e1") == 1
         move = await store.append_move("r", "a", 0, b"m", b"e2", Finish("race", (b"fin",)))
         assert (move.accepted, move.version, move.place) == (True, 2, 1)
-        assert await store.events_since("r", 0) == [(1, b"e1"), (2, b"e2"), (3, b"fin")]
-        assert await store.tail({"r": 0, "s": 0}, block_ms=100) == [
+        assert pairs(await store.events_since("r", 0)) == [(1, b"e1"), (2, b"e2"), (3, b"fin")]
+        assert triples(await store.tail({"r": 0, "s": 0}, block_ms=100)) == [
             ("r", 1, b"e1"),
             ("r", 2, b"e2"),
             ("r", 3, b"fin"),

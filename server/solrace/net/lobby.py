@@ -269,14 +269,14 @@ async def _missed(node: Node, room: LiveRoom, since: int | None) -> list[bytes]:
     if since is None or since >= version or version - since > MAX_REPLAY_EVENTS:
         return []
     entries = await node.store.events_since(room.room_id, since, limit=version - since)
-    if not entries or entries[0][0] != since + 1:
+    if not entries or entries[0].version != since + 1:
         return []  # older than the stored history: the snapshot stands
     frames = []
-    for v, raw in entries:
-        if v > version:
+    for event in entries:
+        if event.version > version:
             break
-        stored = unpack(raw)
-        frames.append(encode(room_event(stored["t"], v, stored["d"])))
+        stored = unpack(event.data)
+        frames.append(encode(room_event(stored["t"], event.version, stored["d"])))
     return frames
 
 

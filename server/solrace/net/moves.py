@@ -25,7 +25,7 @@ from solrace.race import decisions as decide_
 from solrace.race.state import COUNTDOWN, DONE, FINISHED, PLAYING, RACING
 from solrace.rules import NotationError, parse_move
 from solrace.rules.log import UNDO
-from solrace.store import Finish
+from solrace.store import Finish, MoveAppend
 from solrace.store.errors import StoreUnavailable
 
 from .node import refuse
@@ -133,7 +133,7 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
     # The reply is sent: whatever fails from here on is logged, never a second reply.
     # The tail and the timers catch up with what this node could not fold now.
     try:
-        await _after_move(node, room, racer, result.version, progress, result.place, at, counts)
+        await _after_move(node, room, racer, result, progress, at, counts)
     except (StoreUnavailable, BadMessage):
         log.warning("could not fold a stored move yet", extra={"room": room.room_id})
 
@@ -142,17 +142,18 @@ async def _after_move(
     node: Node,
     room: LiveRoom,
     racer: int,
-    version: int | None,
+    result: MoveAppend,
     progress: dict[str, Any],
-    place: int | None,
     at: int,
     counts: dict[str, int],
 ) -> None:
+    version, place = result.version, result.place
+    before, after_progress, after_finished = result.links
     if version is not None:
-        await node.ingest(room, version, progress)
+        await node.ingest(room, version, progress, (before, after_progress))
     if place is not None and version is not None:
         finished = _stored(decide_.finished(racer, place, at, counts), progress["at"])
-        await node.ingest(room, version + 1, finished)
+        await node.ingest(room, version + 1, finished, (after_progress, after_finished))
         log.info("racer finished", extra={"room": room.room_id, "racer": racer, "place": place})
     if progress["d"]["status"] != PLAYING:
         await node.tick(room)

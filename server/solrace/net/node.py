@@ -138,10 +138,11 @@ class Node:
                 self.store_failed()
                 await asyncio.sleep(0.5)
                 continue
-            for room_id, version, raw in entries:
+            for room_id, event in entries:
                 room = self.rooms.get(room_id)
-                if room is not None and version > room.state.version:
-                    await self.ingest(room, version, unpack(raw))
+                if room is not None and event.version > room.state.version:
+                    links = (event.prev, event.chain)
+                    await self.ingest(room, event.version, unpack(event.data), links)
 
     # ------------------------------------------------------- leases, rewinds
     def store_failed(self) -> None:
@@ -177,17 +178,14 @@ class Node:
     async def check_rooms(self) -> None:
         served = {rid: room for rid, room in self.rooms.items() if room.served()}
         # What each room had delivered when asked (it may fold more meanwhile).
-        delivered = {
-            rid: (room.state.version, None if room.last_event is None else pack(room.last_event))
-            for rid, room in served.items()
-        }
-        heads = await self.store.heads({rid: v for rid, (v, _) in delivered.items()})
-        for room_id, (version, event) in heads.items():
+        delivered = {rid: (room.state.version, room.chain) for rid, room in served.items()}
+        heads = await self.store.heads(list(served))
+        for room_id, (version, chain) in heads.items():
             room = served[room_id]
-            mine, last = delivered[room_id]
+            mine, link = delivered[room_id]
             if version < mine:
                 await self.lost_writes(room, f"Redis is at version {version}, not {mine}")
-            elif last is not None and event != last:
+            elif version == mine and chain != link:
                 await self.lost_writes(room, f"event {mine} is not the one delivered")
         others = {
             r.node
@@ -287,31 +285,48 @@ class Node:
         """Fold what the store has beyond the folded version. ``live`` False folds
         without fanning out (a rebuild after lost writes)."""
         entries = await self.store.events_since(room.room_id, room.state.version)
-        for version, raw in entries:
-            await self._fold_locked(room, version, unpack(raw), live)
+        for event in entries:
+            links = (event.prev, event.chain)
+            if not await self._fold_locked(room, event.version, unpack(event.data), links, live):
+                break  # the room was rebuilt from the store meanwhile
         self.schedule(room)
 
-    async def ingest(self, room: LiveRoom, version: int, stored: dict[str, Any]) -> None:
+    async def ingest(
+        self, room: LiveRoom, version: int, stored: dict[str, Any], links: tuple[str, str]
+    ) -> None:
         """Fold an event this node just appended (or tailed), or catch up if it is not
         the next one. ``stored`` is the decoded event, so the move path never decodes
-        what it has just encoded."""
+        what it has just encoded; ``links`` its chain values before and after."""
         async with room.lock:
             if version == room.state.version + 1:
-                await self._fold_locked(room, version, stored)
+                await self._fold_locked(room, version, stored, links)
                 self.schedule(room)
             elif version > room.state.version:
                 await self.sync_locked(room)
 
     async def _fold_locked(
-        self, room: LiveRoom, version: int, stored: dict[str, Any], live: bool = True
-    ) -> None:
-        if not room.fold(version, stored, live):
-            return
+        self,
+        room: LiveRoom,
+        version: int,
+        stored: dict[str, Any],
+        links: tuple[str, str],
+        live: bool = True,
+    ) -> bool:
+        """Fold one stored event; False if, instead, the room had to be rebuilt
+        because the event does not follow the one folded before it."""
+        prev, chain = links
+        if version == room.state.version + 1 and chain and prev != room.chain:
+            # Redis no longer holds the event this node folded last: it lost writes,
+            # and this version now names another event.
+            await self._resync_locked(room, f"event {room.state.version} is not the one delivered")
+            return False
+        if not room.fold(version, stored, chain, live):
+            return True
         kind = stored["t"]
         if kind == "progress":
             spectators.fold_move(room, stored)
         if not live:
-            return
+            return True
         if kind == "presence":
             self._presence_folded(room, stored)
         if kind == "started":
@@ -320,6 +335,7 @@ class Node:
                 room.send_own_board(racer, room.state.start_at_ms or self.clock())
         if kind in ("progress", "finished", "started", "racer_left", "race_over"):
             await spectators.refresh(self, room)
+        return True
 
     def _presence_folded(self, room: LiveRoom, stored: dict[str, Any]) -> None:
         racer, conn = stored["d"]["racer"], stored.get("conn")
@@ -426,6 +442,9 @@ class Node:
         finals: dict[int, tuple[int, list[str]]] = {}
 
         async def prepare() -> None:
+            # The store has just answered (the room was folded): if it had been down,
+            # re-arm grace before deciding anything about who stayed away too long.
+            self.store_ok()
             # Under the room lock, after folding: if the race may end now, read every
             # racer's log for the standings. A move stored meanwhile bumps the version,
             # so the append below conflicts and this runs again on fresh logs.
@@ -450,7 +469,9 @@ class Node:
 
         try:
             await self.decide(room, decision, prepare)
-        except (StoreUnavailable, BadMessage):
+        except (StoreUnavailable, BadMessage) as exc:
+            if isinstance(exc, StoreUnavailable):
+                self.store_failed()
             log.warning("tick failed; retrying", extra={"room": room.room_id})
             loop = asyncio.get_running_loop()
             loop.call_later(0.5, lambda: self._spawn(self.tick(room)))

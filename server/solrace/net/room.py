@@ -46,9 +46,10 @@ class LiveRoom:
         #: the room's timers and lease checks running even once its connections are
         #: gone, so a race still ends (and ghosts still leave) with nobody connected.
         self.serving = False
-        #: The last event folded, as stored: Redis must still hold exactly it at
-        #: ``state.version``, or it lost acknowledged writes (Node.check_rooms).
-        self.last_event: dict[str, Any] | None = None
+        #: The chain value after the last event folded (store.StoredEvent): the next
+        #: event must link to it, and Redis must still hold it at ``state.version``,
+        #: or Redis lost writes this node delivered (Node.check_rooms).
+        self.chain = ""
 
     @property
     def room_id(self) -> str:
@@ -67,7 +68,7 @@ class LiveRoom:
         self.games.clear()
         self.shadows.clear()
         self.sent_boards.clear()
-        self.last_event = None
+        self.chain = ""
 
     def seed(self) -> int:
         return round_seed(self.meta.secret, self.state.round)
@@ -80,13 +81,14 @@ class LiveRoom:
         return RacerGame(settings.variant, self.seed(), settings.options)
 
     # ------------------------------------------------------------------ fold
-    def fold(self, version: int, stored: dict[str, Any], live: bool = True) -> bool:
+    def fold(self, version: int, stored: dict[str, Any], chain: str, live: bool = True) -> bool:
         """Apply one stored event (decoded) if it is the next and, if ``live``,
-        broadcast it; False if it was already applied. Caller holds the lock."""
+        broadcast it; False if it was already applied. ``chain`` is the store's chain
+        value after it. Caller holds the lock."""
         if version <= self.state.version:
             return False
         self.state.apply(version, stored)
-        self.last_event = stored
+        self.chain = chain
         if live:
             frame = encode(room_event(stored["t"], version, stored["d"]))
             for session in list(self.racers.values()):

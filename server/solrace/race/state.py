@@ -176,6 +176,9 @@ class RoomState:
         handler = getattr(self, "_on_" + stored["t"], None)
         if handler is not None:
             handler(stored["d"], stored.get("at", 0))
+        if stored["t"] == "racer_joined":
+            joined = self.racers[stored["d"]["racer"]]
+            joined.conn, joined.node = stored.get("conn"), stored.get("node")
         if stored["t"] == "progress" and "n" in stored:
             racer = self.racers.get(stored["d"]["racer"])
             if racer is not None:

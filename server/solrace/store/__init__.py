@@ -13,7 +13,7 @@ import hashlib
 
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys, RoomKeys
-from .store import Finish, MoveAppend, Store
+from .store import Finish, MoveAppend, Store, StoredEvent
 
 __all__ = [
     "CodeTaken",
@@ -24,6 +24,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "StoredEvent",
     "VersionConflict",
     "token_digest",
 ]

@@ -56,6 +56,11 @@ class RoomKeys:
         return f"{self.base}:ver"
 
     @property
+    def chain(self) -> str:
+        """The chain value after the last event (see ``lib.lua``, ``append_event``)."""
+        return f"{self.base}:chain"
+
+    @property
     def events(self) -> str:
         """Redis Stream of room events, entry ids ``0-<version>``, field ``e``."""
         return f"{self.base}:events"
@@ -80,7 +85,15 @@ class RoomKeys:
 
     def fixed(self) -> tuple[str, ...]:
         """The keys whose names do not depend on the caller (everything but keyset members)."""
-        return (self.meta, self.code, self.ver, self.events, self.tokens, self.keyset)
+        return (
+            self.meta,
+            self.code,
+            self.ver,
+            self.chain,
+            self.events,
+            self.tokens,
+            self.keyset,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,10 @@ import contextlib
 import hmac
 import importlib.util
 import re
+import secrets
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import fakeredis
 import redis.asyncio
@@ -35,9 +36,23 @@ from ._lua import APPEND_EVENT, APPEND_MOVE, SET_TOKEN, LuaScript
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys
 
-__all__ = ["Finish", "MoveAppend", "Store"]
+__all__ = ["Finish", "MoveAppend", "Store", "StoredEvent"]
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+class StoredEvent(NamedTuple):
+    """One entry of a room's event stream.
+
+    ``chain`` is the event's own random id and ``prev`` the id of the event before it
+    (``lib.lua``): a reader that folded an event with id X and next reads one whose
+    ``prev`` is not X knows the stream lost what it had read.
+    """
+
+    version: int
+    data: bytes
+    prev: str = ""
+    chain: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +69,9 @@ class MoveAppend:
     log_length: int
     version: int | None
     place: int | None
+    #: Event ids (see StoredEvent): of the event before the progress event, of the
+    #: progress event, and of the finished event ("" when there is none).
+    links: tuple[str, str, str] = ("", "", "")
 
     @property
     def finished_version(self) -> int | None:
@@ -105,14 +123,14 @@ def _version_of(entry_id: Any) -> int:
     return int(raw.partition("-")[2])
 
 
-def _event_of(fields: Any) -> bytes:
-    if isinstance(fields, dict):
-        value = fields[b"e"]
-    else:  # flat [field, value, ...] list
-        value = dict(zip(fields[::2], fields[1::2], strict=True))[b"e"]
+def _entry_of(entry_id: Any, fields: Any) -> StoredEvent:
+    if not isinstance(fields, dict):  # flat [field, value, ...] list
+        fields = dict(zip(fields[::2], fields[1::2], strict=True))
+    value = fields.get(b"e")
     if not isinstance(value, bytes):
         raise StoreError("malformed stream entry")
-    return value
+    prev, chain = fields.get(b"p", b""), fields.get(b"c", b"")
+    return StoredEvent(_version_of(entry_id), value, _as_text(prev), _as_text(chain))
 
 
 def _xread_streams(reply: Any) -> list[tuple[Any, list[Any]]]:
@@ -133,6 +151,12 @@ def _xread_streams(reply: Any) -> list[tuple[Any, list[Any]]]:
             entries = [e for inner in entries for e in inner]
         pairs.append((key, entries))
     return pairs
+
+
+def _event_id() -> str:
+    """A new event's id, linking the stream (StoredEvent): random, so an event
+    appended after Redis lost writes never carries the id of one that was lost."""
+    return secrets.token_hex(8)
 
 
 def _check_nonneg(name: str, value: int) -> None:
@@ -386,7 +410,8 @@ class Store:
             _check_nonneg("expected_version", expected_version)
         rk = self.keys.room(room_id)
         expected = "" if expected_version is None else str(expected_version)
-        reply = await self._eval(APPEND_EVENT, (rk.meta, rk.ver, rk.events), (expected, event))
+        keys = (rk.meta, rk.ver, rk.events, rk.chain)
+        reply = await self._eval(APPEND_EVENT, keys, (expected, event, _event_id()))
         ok, version = int(reply[0]), int(reply[1])
         if not ok:
             raise VersionConflict(version, expected_version)
@@ -394,7 +419,7 @@ class Store:
 
     async def events_since(
         self, room_id: str, after_version: int, limit: int | None = None
-    ) -> list[tuple[int, bytes]]:
+    ) -> list[StoredEvent]:
         """Events with version > ``after_version`` in order: how clients resume."""
         _check_nonneg("after_version", after_version)
         if limit is not None and limit <= 0:
@@ -404,7 +429,7 @@ class Store:
             entries: list[Any] = (
                 await self._redis.xrange(key, f"0-{after_version + 1}", "+", count=limit) or []
             )
-        return [(_version_of(eid), _event_of(fields)) for eid, fields in entries]
+        return [_entry_of(eid, fields) for eid, fields in entries]
 
     async def version(self, room_id: str) -> int:
         """The room's current version (0 before the first event)."""
@@ -414,10 +439,10 @@ class Store:
 
     async def tail(
         self, positions: Mapping[str, int], block_ms: int, *, count: int | None = None
-    ) -> list[tuple[str, int, bytes]]:
+    ) -> list[tuple[str, StoredEvent]]:
         """Events after each room's given version, waiting up to ``block_ms`` for some.
 
-        Returns ``(room_id, version, event)`` in version order per room; empty after
+        Returns ``(room_id, event)`` in version order per room; empty after
         the wait if nothing came. ``block_ms=0`` does not wait (unlike Redis' BLOCK 0,
         which waits forever: a store call must not be able to hang). Runs on the
         dedicated blocking connection. How a node fans out events other nodes append.
@@ -439,7 +464,7 @@ class Store:
                     streams, count=count, block=block_ms if block_ms > 0 else None
                 )
         return [
-            (room_of[_as_bytes(key) or b""], _version_of(eid), _event_of(fields))
+            (room_of[_as_bytes(key) or b""], _entry_of(eid, fields))
             for key, entries in _xread_streams(reply)
             for eid, fields in entries
         ]
@@ -467,16 +492,25 @@ class Store:
         """
         _check_nonneg("expected_seq", expected_seq)
         rk = self.keys.room(room_id)
-        keys: tuple[str, ...] = (rk.meta, rk.ver, rk.events, rk.keyset, rk.log(log_name))
-        args: tuple[bytes | int, ...] = (expected_seq, entry, event)
+        keys: tuple[str, ...] = (
+            rk.meta,
+            rk.ver,
+            rk.events,
+            rk.keyset,
+            rk.log(log_name),
+            rk.chain,
+        )
+        args: tuple[bytes | int | str, ...] = (expected_seq, entry, event, _event_id(), _event_id())
         if finish is not None:
             keys += (rk.places(finish.counter),)
             args += finish.events
         reply = await self._commit.call(APPEND_MOVE, keys, args)
-        accepted, length, version, place = (int(x) for x in reply)
+        accepted, length, version, place = (int(x) for x in reply[:4])
         if not accepted:
             return MoveAppend(False, length, None, None)
-        return MoveAppend(True, length, version, place if finish is not None else None)
+        prev, chain, after = (_as_text(x) for x in reply[4:7])
+        placed = place if finish is not None else None
+        return MoveAppend(True, length, version, placed, (prev, chain, after))
 
     async def move_log(self, room_id: str, log_name: str, start: int = 0) -> list[bytes]:
         """The entries of a move log from index ``start`` on, in order: replay them to
@@ -522,30 +556,30 @@ class Store:
             found = await pipe.execute()
         return {node_id for node_id, n in zip(ids, found, strict=True) if int(n)}
 
-    async def heads(self, positions: Mapping[str, int]) -> dict[str, tuple[int, bytes | None]]:
-        """For each room, its current version and the stored event at the given one.
+    async def heads(self, room_ids: Collection[str]) -> dict[str, tuple[int, str]]:
+        """Each room's current version and last event's id (see :class:`StoredEvent`).
 
         How a node checks that Redis still holds what the node has delivered: a
-        version below the node's, or a different event at the node's version, means
-        Redis lost acknowledged writes (e.g. it restarted from an AOF missing its last
-        second) — which must be announced, never papered over.
+        version below the node's, or the same version with another chain, means Redis
+        lost acknowledged writes (e.g. it restarted from an AOF missing its last
+        second) — which must be announced, never papered over. A higher version is
+        checked link by link as the node folds the new events.
         """
-        rooms = sorted(positions)
+        rooms = sorted(room_ids)
         if not rooms:
             return {}
         with redis_errors():
             pipe = self._redis.pipeline(transaction=False)
             for room_id in rooms:
                 rk = self.keys.room(room_id)
-                at = positions[room_id]
                 pipe.get(rk.ver)
-                pipe.xrange(rk.events, f"0-{at}", f"0-{at}")
+                pipe.get(rk.chain)
             replies = await pipe.execute()
-        heads: dict[str, tuple[int, bytes | None]] = {}
+        heads: dict[str, tuple[int, str]] = {}
         for i, room_id in enumerate(rooms):
-            ver, entries = replies[2 * i], replies[2 * i + 1]
-            event = _event_of(entries[0][1]) if entries else None
-            heads[room_id] = (0 if ver is None else int(ver), event)
+            ver, chain = replies[2 * i], replies[2 * i + 1]
+            link = "" if chain is None else _as_text(chain)
+            heads[room_id] = (0 if ver is None else int(ver), link)
         return heads
 
     # -- tokens --------------------------------------------------------------------

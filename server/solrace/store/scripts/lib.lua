@@ -16,13 +16,22 @@ local function inherit_ttl(anchor, keys)
   end
 end
 
--- Append one event to the room stream with the next gap-free version.
+-- Append one event to the room stream with the next gap-free version, linked to the
+-- event before it. `id` is the event's own random id (drawn by the caller); the
+-- entry stores `c` = id and `p` = the id of the event before it, and the chain key
+-- holds the last event's id. A node that folds an entry whose `p` is not the `c` of
+-- the last event it folded knows that Redis lost events it had delivered, even if
+-- new ones have since taken their versions (docs/store.md, "Lost writes").
 -- XADD goes first: it is the only write here that can fail (an id not above the
 -- stream top), and Redis does not roll back a script's earlier writes on error.
--- INCR (not SET) keeps the counter's TTL if the room is expiring.
-local function append_event(ver_key, events_key, event)
+-- INCR (not SET) keeps the counter's TTL if the room is expiring; the chain key's
+-- TTL is restored by the caller's inherit_ttl.
+-- Returns the new version and the ids of the previous and of this event.
+local function append_event(ver_key, events_key, chain_key, event, id)
   local v = tonumber(redis.call('GET', ver_key) or '0') + 1
-  redis.call('XADD', events_key, '0-' .. v, 'e', event)
+  local prev = redis.call('GET', chain_key) or ''
+  redis.call('XADD', events_key, '0-' .. v, 'e', event, 'p', prev, 'c', id)
   redis.call('INCR', ver_key)
-  return v
+  redis.call('SET', chain_key, id)
+  return v, prev, id
 end

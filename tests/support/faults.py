@@ -1,0 +1,121 @@
+"""Fault injection for in-process nodes: a store that fails on command, a node that
+crashes at a chosen point, and a clock that can jump.
+
+A *crash* is what a SIGKILL does to a node, seen from outside: its sockets drop
+without a closing handshake, it writes nothing more (its store is dead, so not even a
+"disconnected" presence), its lease stops being renewed, and the request it was
+handling goes no further.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from solrace.net.node import Node
+from solrace.net.server import RaceServer
+from solrace.store import Store
+from solrace.store.errors import StoreUnavailable
+
+#: Every Store method that talks to Redis.
+STORE_CALLS = (
+    "append_event",
+    "append_move",
+    "create_room",
+    "drop_lease",
+    "events_since",
+    "expire_room",
+    "heads",
+    "live_nodes",
+    "listed_rooms",
+    "load_meta",
+    "load_result",
+    "log_length",
+    "move_log",
+    "ping",
+    "racer_for_token",
+    "renew_lease",
+    "room_for_code",
+    "save_meta",
+    "save_result",
+    "set_token",
+    "tail",
+    "unlist",
+    "version",
+)
+
+Hook = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
+
+
+class StoreFaults:
+    """Wraps one node's Store: ``down`` makes every call fail as an unreachable Redis
+    would (StoreUnavailable, nothing done); ``on_append_move`` runs around the next
+    move append and decides what happens."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.down = False
+        self._move_hook: Hook | None = None
+        for name in STORE_CALLS:
+            setattr(store, name, self._wrap(name, getattr(store, name)))
+
+    def _wrap(self, name: str, call: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+        @functools.wraps(call)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if self.down:
+                if name == "ping":
+                    return False
+                raise StoreUnavailable(f"{name}: Redis is down (injected)")
+            if name == "append_move" and self._move_hook is not None:
+                hook, self._move_hook = self._move_hook, None
+                return await hook(lambda: call(*args, **kwargs))
+            return await call(*args, **kwargs)
+
+        return wrapper
+
+    def on_append_move(self, hook: Hook) -> None:
+        self._move_hook = hook
+
+
+def crash(server: RaceServer, faults: StoreFaults) -> None:
+    """Crash ``server``'s node now (see the module docstring). Synchronous, so it can
+    run inside one of the node's own requests."""
+    node = server.node
+    faults.down = True
+    for task in (node._tail_task, node._watch_task):
+        if task is not None:
+            task.cancel()
+    for room in node.rooms.values():
+        if room.timer is not None:
+            room.timer.cancel()
+    for session in list(node.sessions):
+        transport = session.ws.transport
+        if transport is not None:
+            transport.abort()
+    if server.server is not None:
+        server.server.close(close_connections=False)
+
+
+class Crashed(asyncio.CancelledError):
+    """Raised inside a crashed node's request: nothing after it runs."""
+
+
+class Clock:
+    """Wall-clock milliseconds plus an offset a test can advance: "60 s later" without
+    waiting 60 s. Every node of a test shares one, as real nodes share real time."""
+
+    def __init__(self) -> None:
+        self.offset_ms = 0
+
+    def __call__(self) -> int:
+        return time.time_ns() // 1_000_000 + self.offset_ms
+
+    def advance(self, seconds: float, *nodes: Node) -> None:
+        """Jump ahead; each node re-arms its room timers for the new time."""
+        self.offset_ms += int(seconds * 1000)
+        for node in nodes:
+            for room in node.rooms.values():
+                node.schedule(room)
