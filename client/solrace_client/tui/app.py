@@ -78,7 +78,8 @@ WatchScreen #side { width: WATCH_SIDE; }
 #hints { height: 1; color: #8a9bb0; }
 #move { dock: bottom; height: 3; display: none; }
 HelpScreen, ConfirmScreen { align: center middle; }
-#dialog { width: auto; max-width: 78; height: auto; padding: 0 1;
+HelpScreen { background: #101418; }
+#dialog { width: auto; max-width: 100%; height: auto; padding: 0 1;
           border: round #4f7cac; background: #16202c; }
 """.replace("WATCH_SIDE", str(WATCH_SIDE_WIDTH + 2)).replace("SIDE", str(SIDE_WIDTH + 2))
 
@@ -135,6 +136,11 @@ class SolraceApp(App[int]):
         self._ended = False
         #: This racer is now played in another window, which keeps the saved race.
         self._replaced = False
+        #: Moves typed while disconnected: refused, and said so until reconnected.
+        self._unsent: list[str] = []
+        #: A move sent when the connection dropped (move, seq): played or not is told
+        #: after the resume, from the snapshot's next seq.
+        self._unconfirmed: tuple[str, int] | None = None
         self._saved_result_version: int | None = None
         #: The commitment as announced before the seed was revealed (for verify).
         self._published_commitment: str | None = None
@@ -216,7 +222,7 @@ class SolraceApp(App[int]):
                     self._give_up(cannot_reach(self.server, exc), EXIT_FAILED)
                     return
                 attempt += 1
-                self.say(f"connection lost — reconnecting ({attempt})…", "bold yellow")
+                self.say(self._reconnecting(attempt), "bold yellow")
                 delay = BACKOFF[min(attempt, len(BACKOFF)) - 1]
                 await asyncio.sleep(delay * random.uniform(0.8, 1.2))
                 continue
@@ -229,7 +235,7 @@ class SolraceApp(App[int]):
                 self.say(self._welcome())
             else:
                 self.reconnects += 1
-                self.say("reconnected", "bold green")
+                self.say(*self._reconnected())
             attempt = 0
             await self._sync_screen()
             with contextlib.suppress(ServerError, ConnectionError, TimeoutError, ConnectionClosed):
@@ -244,8 +250,38 @@ class SolraceApp(App[int]):
                 self.say("this race was resumed in another window — press q", "bold red")
                 return
             attempt = 1
-            self.say("connection lost — reconnecting (1)…", "bold yellow")
+            self.say(self._reconnecting(attempt), "bold yellow")
             await asyncio.sleep(BACKOFF[0])
+
+    # ------------------------------------------------ moves while disconnected
+    # A move typed while the connection is down is not queued: after the resume the
+    # board may differ (a move whose reply was lost may have been played), so a queued
+    # move could mean something else. It is refused where the player looks — the status
+    # line says so for as long as the reconnection lasts, and once reconnected.
+
+    def _reconnecting(self, attempt: int) -> str:
+        text = f"connection lost — reconnecting ({attempt})…"
+        if self._unsent:
+            text += f" not sent: {' '.join(self._unsent)}"
+        return text
+
+    def _reconnected(self) -> tuple[str, str]:
+        news = []
+        if self._unconfirmed is not None:
+            move, seq = self._unconfirmed
+            played = int((self.state.you or {}).get("next_seq") or 0) > seq
+            news.append(f"{move} was {'played' if played else 'not played'}")
+            self._unconfirmed = None
+        if self._unsent:
+            news.append(f"not sent while offline: {' '.join(self._unsent)} — play again")
+            self._unsent.clear()
+        if not news:
+            return "reconnected", "bold green"
+        return "reconnected — " + "; ".join(news), "bold yellow"
+
+    def _refuse_offline(self, move: str) -> None:
+        self._unsent.append(move)
+        self.say(f"offline: {move} not sent — reconnecting…", "bold red")
 
     async def _enter(self, client: RaceClient) -> dict[str, Any]:
         if self.mode == "watch":
@@ -501,7 +537,7 @@ class SolraceApp(App[int]):
         state = self.state
         last = ["? help", "q quit"]
         if kind == "play":
-            parts = ["⏎ pick/drop", "f found.", "u undo"]
+            parts = ["⏎ pick/put", "f found.", "u undo"]
             if self.controller.layout.has_stock:
                 parts += ["d draw", "r recycle"]
             parts += [": type", "arrows/hjkl move"]
@@ -657,6 +693,10 @@ class SolraceApp(App[int]):
         if state.my_status not in ("playing", "stuck"):
             self.say(f"you are {state.my_status}: no more moves")
             return
+        if not self.online:
+            self._refuse_offline(move)  # the pick stays, to be put once reconnected
+            self._repaint()
+            return
         self.controller.cancel()
         self._moves.put_nowait(move)
         self._repaint()
@@ -666,8 +706,9 @@ class SolraceApp(App[int]):
             move = await self._moves.get()
             client = self.client
             if client is None or not self.online:
-                self.say(f"{move}: not sent — not connected", "yellow")
+                self._refuse_offline(move)
                 continue
+            seq = client.seq
             try:
                 reply = await client.move(move)
             except ServerError as err:
@@ -677,8 +718,9 @@ class SolraceApp(App[int]):
                 self.say(refusal_text(err.code, err.message, move), "bold red")
                 continue
             except (ConnectionError, TimeoutError, ConnectionClosed, OSError):
-                self._drop_queued_moves()
-                self.say(f"{move}: not confirmed — connection lost", "yellow")
+                self._unsent += self._drop_queued_moves()
+                self._unconfirmed = (move, seq)
+                self.say(f"{move}: not confirmed — connection lost", "bold yellow")
                 continue
             before = self.state.my_status
             self.state.on_moved(reply)
@@ -691,9 +733,11 @@ class SolraceApp(App[int]):
             else:
                 self.say(f"{move} ✓")
 
-    def _drop_queued_moves(self) -> None:
+    def _drop_queued_moves(self) -> list[str]:
+        dropped = []
         while not self._moves.empty():
-            self._moves.get_nowait()
+            dropped.append(self._moves.get_nowait())
+        return dropped
 
     def toggle_ready(self) -> None:
         state = self.state

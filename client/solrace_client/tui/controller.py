@@ -275,7 +275,7 @@ class Controller:
         self._dests, self._to_foundation = frozenset(dests), to_foundation
         what = self.describe(source)
         if not dests and not to_foundation:
-            return Action(message=f"{what}: no legal destination (Esc to drop)")
+            return Action(message=f"{what}: it cannot go anywhere (Esc puts it back)")
         return Action(message=f"{what} picked: choose a column or the foundation")
 
     def describe(self, source: Source) -> str:

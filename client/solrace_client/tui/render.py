@@ -225,7 +225,11 @@ def board_height(view: Mapping[str, Any], compress: bool = False) -> int:
 
 
 def board_width(view: Mapping[str, Any]) -> int:
-    return len(view["tableau"]) * CELL_W
+    """Cells the board needs: its columns, or its top row when that is wider (Klondike
+    draw-3: stock, three waste cards and four foundations take 33 cells, seven columns
+    28) — a narrower board would wrap the foundations onto the next line."""
+    labels, cards = _top_row(view, None)
+    return max(len(view["tableau"]) * CELL_W, labels.cell_len, cards.cell_len)
 
 
 def render_board(
@@ -314,7 +318,7 @@ def render_progress(
         else:
             suffix += status
         moves = info.get("moves")
-        counter = f"{moves} moves  " if moves and width >= 24 else ""
+        counter = f"{moves} move{'' if moves == 1 else 's'}  " if moves and width >= 24 else ""
         room = width - 2 - len(suffix) - len(counter)
         if room < 4:
             counter, room = "", width - 2 - len(suffix)
@@ -364,8 +368,27 @@ def race_clock(
 
 
 # --------------------------------------------------------------------- lobby
-def describe_options(options: Mapping[str, Any]) -> str:
-    """``draw 3 · undo · no auto-flip``: the options in a few words."""
+def wrap_parts(parts: Sequence[str], width: int, sep: str = " · ") -> list[str]:
+    """``parts`` joined by ``sep`` into lines of at most ``width`` cells, breaking only
+    between parts (a part longer than a line is cut, with an ellipsis)."""
+    width = max(8, width)
+    lines: list[str] = []
+    line = ""
+    for part in parts:
+        if len(part) > width:
+            part = part[: width - 1] + "…"
+        if line and len(line) + len(sep) + len(part) > width:
+            lines.append(line + sep.rstrip())
+            line = part
+        else:
+            line = f"{line}{sep}{part}" if line else part
+    if line:
+        lines.append(line)
+    return lines
+
+
+def option_words(options: Mapping[str, Any]) -> list[str]:
+    """``["draw 3", "undo", "no auto flip"]``: the options in a few words each."""
     words = []
     for key, value in sorted(options.items()):
         label = key.replace("_", " ")
@@ -377,23 +400,32 @@ def describe_options(options: Mapping[str, Any]) -> str:
             words.append(f"{label} unlimited")
         else:
             words.append(f"{label} {value}")
-    return " · ".join(words)
+    return words
+
+
+def describe_options(options: Mapping[str, Any]) -> str:
+    """``draw 3 · undo · no auto flip``: the options in a few words."""
+    return " · ".join(option_words(options))
+
+
+def settings_words(settings: Mapping[str, Any]) -> list[str]:
+    parts = [str(settings.get("variant", "?"))]
+    parts.append(f"up to {settings.get('max_racers', '?')} racers")
+    limit = settings.get("time_limit_s")
+    if limit:
+        parts.append(f"{int(limit) // 60} min")
+    if settings.get("private"):
+        parts.append("private")
+    if settings.get("quick"):
+        parts.append("quick race")
+    delay = settings.get("spectator_delay_s")
+    if delay:
+        parts.append(f"spectators {delay} s behind")
+    return parts
 
 
 def describe_settings(settings: Mapping[str, Any]) -> str:
-    parts = [str(settings.get("variant", "?"))]
-    parts.append(f"· up to {settings.get('max_racers', '?')} racers")
-    limit = settings.get("time_limit_s")
-    if limit:
-        parts.append(f"· {int(limit) // 60} min")
-    if settings.get("private"):
-        parts.append("· private")
-    if settings.get("quick"):
-        parts.append("· quick race")
-    delay = settings.get("spectator_delay_s")
-    if delay:
-        parts.append(f"· spectators {delay} s behind")
-    return " ".join(parts)
+    return " · ".join(settings_words(settings))
 
 
 def render_lobby(
@@ -408,10 +440,10 @@ def render_lobby(
     text.append("Room code ", "bold")
     text.append(f" {code or '?'} ", "bold black on yellow1")
     text.append(f"   others join with: solrace join {code or '?'}\n", STYLE_DIM)
-    text.append(describe_settings(settings)[: max(10, width - 1)] + "\n")
-    options = describe_options(settings.get("options") or {})
-    if options:
-        text.append(options[: max(10, width - 1)] + "\n", STYLE_DIM)
+    for line in wrap_parts(settings_words(settings), width - 1):  # wrapped, never cut
+        text.append(line + "\n")
+    for line in wrap_parts(option_words(settings.get("options") or {}), width - 1):
+        text.append(line + "\n", STYLE_DIM)
     text.append("\n")
     text.append("  racer                     ready\n", "bold")
     for info in racers:
@@ -492,6 +524,14 @@ def watch_columns(width: int, view_width: int) -> int:
     return max(1, (width + 2) // (view_width + 2))
 
 
+def cards_up(view: Mapping[str, Any]) -> int:
+    """Cards on a board view's foundations, those a fair view withholds included."""
+    count = int(view.get("withheld_foundation") or 0)
+    for top in (view.get("foundations") or {}).values():
+        count += sum(top) if isinstance(top, list) else int(top)
+    return count
+
+
 def render_watch(
     racers: Sequence[Mapping[str, Any]],
     boards: Mapping[int, tuple[int, Mapping[str, Any]]],
@@ -524,7 +564,9 @@ def render_watch(
         else:
             at_ms, view = entry
             total = total_cards(str(view.get("variant")))
-            info_line = Text(f"{info.get('foundation', 0)}/{total} up", style=STYLE_DIM)
+            # The board's own count, as old as the board (the racer's live progress,
+            # in the side panel, may be ahead of it by the spectator delay).
+            info_line = Text(f"{cards_up(view)}/{total} up", style=STYLE_DIM)
             if now_ms is not None and at_ms:
                 info_line.append(f" · {max(0, (now_ms - at_ms) // 1000)} s ago", STYLE_DIM)
             lines.append(info_line)

@@ -253,4 +253,13 @@ class RoomState:
         info["online"] = bool(d.get("online"))
         if racer == self.me:
             return None
-        return f"{self.name_of(racer)} {'is back' if d.get('online') else 'lost the connection'}"
+        name = self.name_of(racer)
+        if d.get("online"):
+            return f"{name} is back"
+        # A closed connection is not a failure: a bot or a racer who is done simply goes.
+        still_in = self.phase in ("lobby", "countdown", "racing") and info.get("status") in (
+            "waiting",
+            "playing",
+            "stuck",
+        )
+        return f"{name} went offline (30 s to come back)" if still_in else f"{name} went offline"

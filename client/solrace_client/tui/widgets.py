@@ -226,6 +226,8 @@ HELP = {
         ("d  /  r", "draw from the stock  /  turn the waste over"),
         ("u", "undo (counts as a move)"),
         (":", "type a move: 3:4>6  2>F  W>5  W>F  FH>4  D  R  U3  undo"),
+        ("  3:4>6", "the top 4 cards of column 3 onto column 6"),
+        ("  2>F  W>5", "column 2's top card to its foundation; waste onto 5"),
         ("x", "resign (you stay in the standings)"),
         ("q", "quit (asks first; quitting a race forfeits it)"),
     ],

@@ -153,7 +153,9 @@ def test_spectator_keeps_every_racers_latest_board() -> None:
 def test_race_over_reset_and_presence() -> None:
     s = RoomState()
     s.load(snapshot(phase="racing", version=6), racer=1)
-    assert s.apply(ev("presence", 7, racer=2, online=False)) == "Bob lost the connection"
+    assert s.apply(ev("presence", 7, racer=2, online=False)) == (
+        "Bob went offline (30 s to come back)"
+    )
     assert s.racers[2]["online"] is False
     result = {
         "reason": "all_done",

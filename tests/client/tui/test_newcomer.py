@@ -1,0 +1,208 @@
+"""What a new player trips over in the terminal UI (issue 11): at 80×24 every variant's
+board and the lobby fit without wrapping or cutting, the help hides what is under it;
+the words say what happens; q after "press q" and for a spectator just quits; moves
+typed while reconnecting are refused visibly, never lost silently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from solrace.rules import VARIANTS
+from solrace_client import RaceClient
+from solrace_client.tui import app as app_module
+from solrace_client.tui.app import SolraceApp
+from solrace_client.tui.controller import Controller
+from solrace_client.tui.render import (
+    SUIT_SYMBOL,
+    option_words,
+    render_progress,
+    render_watch,
+    settings_words,
+)
+from solrace_client.tui.widgets import ConfirmScreen, LobbyScreen, PlayScreen
+from textual.pilot import Pilot
+
+from tests.net.conftest import SOLVABLE_SECRET, Cluster
+from tests.support.race import winning_moves
+
+from .conftest import keys_for, wait_for_text, wait_until
+
+MOVES = winning_moves(SOLVABLE_SECRET)
+SIZE = (80, 24)
+
+
+async def racing(pilot: Pilot[Any], app: SolraceApp, server_url: str) -> tuple[RaceClient, str]:
+    """Bob joins the app's room and readies; the app (host) starts: the race is on.
+    Returns Bob and the lobby's screen text, as it was just before the start."""
+    await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+    bob = await RaceClient.connect(server_url)
+    await bob.join(app.state.code or "", "Bob")
+    await bob.ready()
+    lobby = await wait_for_text(pilot, "Everyone is ready")
+    await pilot.press("s")
+    await wait_until(
+        pilot,
+        lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
+        "the deal",
+    )
+    await pilot.pause(0.2)
+    return bob, lobby
+
+
+# ------------------------------------------------------------------ layout
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+async def test_every_variant_board_and_lobby_fit_80x24(cluster: Cluster, variant: str) -> None:
+    server = await cluster.node()
+    options = {"draw": 3} if variant == "klondike" else {}  # the widest top row
+    app = SolraceApp(
+        server.url, action="create", name="Ann", params={"variant": variant, "options": options}
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        bob, lobby = await racing(pilot, app, server.url)
+        flat = " ".join(lobby.split())
+        for part in settings_words(app.state.settings) + option_words(
+            app.state.settings["options"]
+        ):
+            assert part in flat, f"{part!r} is cut from the lobby:\n{lobby}"
+        assert all(len(row) <= SIZE[0] for row in lobby.split("\n"))
+
+        screen = app.screen_text()
+        rows = [row.split("│")[0] for row in screen.split("\n")]  # the board's side
+        top, numbers = rows[2], rows[3]
+        for symbol in SUIT_SYMBOL.values():
+            assert symbol in top, f"a foundation wrapped off the top row:\n{screen}"
+        assert numbers.split()[:2] == ["1", "2"], f"the top row wrapped:\n{screen}"
+        board = app.screen.query_one("#board")
+        painted = app.paint_board(board.content_size.width, board.content_size.height)
+        assert max(line.cell_len for line in painted.split("\n")) <= board.content_size.width
+
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+        helped = app.screen_text()
+        assert "Keys" in helped and "Racers" not in helped and "/52" not in helped
+        assert "the top 4 cards of column 3 onto column 6" in helped  # the notation
+        await bob.close()
+
+
+def test_one_move_is_one_move() -> None:
+    racers = [{"racer": 1, "name": "Ann", "status": "playing", "moves": 1, "foundation": 0}]
+    line = render_progress(racers, 52, 1, 40).plain.split("\n")[0]
+    assert "1 move " in line and "1 moves" not in line
+
+
+# ------------------------------------------------------------------- words
+def test_putting_cards_back_is_not_called_dropping() -> None:
+    from solrace.rules import deal, view
+
+    controller = Controller(view(deal("yukon", 7), owner=True))
+    messages = []
+    for column in range(7):
+        controller.cancel()
+        messages.append(controller.number(column).message or "")
+        messages.append(controller.activate().message or "")
+    stuck = [m for m in messages if "cannot go anywhere" in m]
+    assert stuck and all("Esc puts it back" in m for m in stuck)
+    assert not any("drop" in m for m in messages)
+
+
+def test_a_racer_who_goes_offline_is_not_said_to_have_lost_the_connection() -> None:
+    from solrace.protocol import Envelope
+    from solrace_client.tui.state import RoomState
+
+    state = RoomState()
+    racers = [
+        {"racer": r, "name": n, "ready": True, "status": st, "foundation": 0, "moves": 0,
+         "face_down": 0, "place": None}
+        for r, n, st in ((1, "Ann", "playing"), (2, "Bot", "resigned"), (3, "Cy", "playing"))
+    ]  # fmt: skip
+    state.load(
+        {"room": "r_1", "code": "ABC234", "version": 1, "phase": "racing", "host": 1,
+         "settings": {"variant": "yukon", "options": {}}, "racers": racers, "spectators": 0,
+         "now_ms": 1, "start_at_ms": 1, "ends_at_ms": 2, "commitment": "c", "you": None,
+         "result": None},
+        racer=None,
+    )  # fmt: skip
+    done = state.apply(Envelope("presence", v=2, d={"racer": 2, "online": False}))
+    racing_one = state.apply(Envelope("presence", v=3, d={"racer": 3, "online": False}))
+    assert done == "Bot went offline"
+    assert racing_one == "Cy went offline (30 s to come back)"
+    assert "lost" not in f"{done} {racing_one}"
+
+
+def test_a_watched_board_says_how_many_cards_it_shows_not_the_live_count() -> None:
+    from solrace.rules import deal, view
+
+    board = view(deal("yukon", 7), owner=True)
+    board["foundations"] = {"C": 2, "D": 0, "H": 1, "S": 0}
+    live = [{"racer": 1, "name": "Ann", "status": "playing", "foundation": 9}]
+    text = render_watch(live, {1: (1000, board)}, 80, 24, now_ms=31_000).plain
+    assert "3/52 up" in text and "9/52" not in text.split("\n")[1]
+
+
+async def test_a_spectator_quits_with_q_without_being_asked(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    app = SolraceApp(server.url, mode="watch", code=ann.code)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "boards live")
+        await pilot.press("q")
+        await wait_until(pilot, lambda: app.return_code is not None, "the exit")
+        assert not isinstance(app.screen, ConfirmScreen)
+    assert app.return_code == 0
+    await ann.close()
+
+
+async def test_after_press_q_q_quits_without_asking(cluster: Cluster) -> None:
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=SIZE) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        assert app.client is not None and app.client.token
+        other = await RaceClient.connect(server.url)
+        await other.resume(app.state.room, app.client.token, since=None)  # another window
+        await wait_for_text(pilot, "press q")
+        assert "Quit the race" not in app.screen_text()
+        await pilot.press("q")
+        await wait_until(pilot, lambda: app.return_code is not None, "the exit")
+        assert not any(
+            "Leaving forfeits" in str(getattr(s, "question", "")) for s in app.screen_stack
+        )
+        await other.close()
+        await bob.close()
+
+
+# ------------------------------------------------------ moves while offline
+async def test_moves_typed_while_reconnecting_are_refused_visibly(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    down = True
+    connect = RaceClient.connect
+
+    async def flaky_connect(url: str, **kwargs: Any) -> RaceClient:
+        if down:
+            raise ConnectionRefusedError(111, "Connection refused")
+        return await connect(url, **kwargs)
+
+    async with app.run_test(size=SIZE) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        monkeypatch.setattr(app_module.RaceClient, "connect", flaky_connect)
+        assert app.client is not None
+        await app.client.ws.close()  # the network goes down
+        await wait_until(pilot, lambda: not app.online, "offline")
+        await pilot.press(*keys_for(MOVES[0]))
+        await wait_for_text(pilot, f"{MOVES[0]} not sent")
+        await wait_until(
+            pilot, lambda: "reconnecting (2)" in app.status_log[-1], "a later attempt", 15
+        )
+        assert f"not sent: {MOVES[0]}" in app.status_log[-1]  # still said, every attempt
+        down = False
+        await wait_until(
+            pilot, lambda: app.status_log[-1].startswith("reconnected"), "the reconnection", 20
+        )
+        assert f"not sent while offline: {MOVES[0]} — play again" in app.status_log[-1]
+        assert (app.state.you or {}).get("next_seq") == 0  # nothing was played behind
+        await bob.close()
