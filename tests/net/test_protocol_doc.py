@@ -1,0 +1,162 @@
+"""docs/protocol.md says exactly what the server does, for the points a client written
+from the document alone got wrong (issue 11, item 10). Each test names the sentence it
+holds the server to, checks the sentence is still in the document, and checks the
+server against it on real nodes."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import struct
+from pathlib import Path
+
+import pytest
+from solrace_client import RaceClient, ServerError
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
+
+from .conftest import Cluster
+
+DOC = " ".join((Path(__file__).parents[2] / "docs" / "protocol.md").read_text().split())
+
+
+def says(sentence: str) -> None:
+    """The document says ``sentence`` (white space folded)."""
+    assert " ".join(sentence.split()) in DOC, f"docs/protocol.md no longer says: {sentence}"
+
+
+async def test_the_http_400_body_is_as_documented(cluster: Cluster) -> None:
+    says(
+        "exactly `Failed to open a WebSocket connection: unsupported_version: offered "
+        "solrace.v0; this server speaks solrace.v1.` (and a newline)"
+    )
+    server = await cluster.node()
+    with pytest.raises(InvalidStatus) as refused:
+        await connect(server.url, subprotocols=["solrace.v0"])  # type: ignore[list-item]
+    assert refused.value.response.status_code == 400
+    assert bytes(refused.value.response.body or b"") == (
+        b"Failed to open a WebSocket connection: unsupported_version: offered solrace.v0; "
+        b"this server speaks solrace.v1.\n"
+    )
+
+
+async def test_a_bad_option_is_named_by_a_dotted_path(cluster: Cluster) -> None:
+    says("inside `options`, a dotted path: `options.undo`")
+    server = await cluster.node()
+    client = await RaceClient.connect(server.url)
+    with pytest.raises(ServerError) as bad:
+        await client.create("yukon", "Ann", options={"undo": "x" * 40})
+    assert bad.value.code == "bad_message" and bad.value.data["field"] == "options.undo"
+    await client.close()
+
+
+async def _racing_pair(server_url: str) -> tuple[RaceClient, RaceClient]:
+    ann, bob = await RaceClient.connect(server_url), await RaceClient.connect(server_url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    await ann.wait_started()
+    await bob.wait_started()
+    return ann, bob
+
+
+async def test_a_move_onto_its_own_column_is_bad_notation(cluster: Cluster) -> None:
+    says("and so is a tableau move onto its own column (`1:1>1`, not a move in any position)")
+    server = await cluster.node()
+    ann, bob = await _racing_pair(server.url)
+    with pytest.raises(ServerError) as same:
+        await ann.move("1:1>1")
+    assert same.value.code == "bad_notation" and same.value.data["seq"] == 0
+    for client in (ann, bob):
+        await client.close()
+
+
+async def test_a_racer_done_racing_gets_wrong_phase(cluster: Cluster) -> None:
+    says(
+        "A racer whose status is no longer `playing` or `stuck` (resigned, finished, "
+        "timed out) gets `wrong_phase` for `move` and `resign`."
+    )
+    server = await cluster.node()
+    ann, bob = await _racing_pair(server.url)
+    await ann.resign()
+    with pytest.raises(ServerError) as moved:
+        await ann.move("D")
+    with pytest.raises(ServerError) as resigned:
+        await ann.resign()
+    assert (moved.value.code, resigned.value.code) == ("wrong_phase", "wrong_phase")
+    for client in (ann, bob):
+        await client.close()
+
+
+async def test_a_private_room_watched_by_id_is_unknown(cluster: Cluster) -> None:
+    says("watching one by `room` id answers `unknown_room`, as for a room that does not exist.")
+    server = await cluster.node()
+    ann, eve = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", private=True)
+    with pytest.raises(ServerError) as by_id:
+        await eve.watch(room=ann.room)
+    assert by_id.value.code == "unknown_room"
+    assert (await eve.watch(code=ann.code))["room"] == ann.room  # by code it works
+    for client in (ann, eve):
+        await client.close()
+
+
+async def test_the_countdown_may_come_before_the_ok_to_start(cluster: Cluster) -> None:
+    says("The `countdown` event may reach the host **before** the `ok` reply to its `start`")
+    server = await cluster.node()
+    orders = set()
+    for _ in range(3):
+        ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+        await ann.create("yukon", "Ann")
+        await bob.join(ann.code or "", "Bob")
+        await bob.ready()
+        await ann.start()
+        await ann.next_event("countdown")
+        kinds = [e.t for e in ann.received if e.t in ("countdown", "ok")]
+        orders.add(tuple(kinds[-2:]))
+        for client in (ann, bob):
+            await client.close()
+    assert ("countdown", "ok") in orders  # what the document warns of does happen
+
+
+FRAMES = {
+    "str": b"\xdb" + struct.pack(">I", 100_000) + b"ab",
+    "bin": b"\xc6" + struct.pack(">I", 100_000) + b"ab",
+    "ext": b"\xc9" + struct.pack(">I", 100_000) + b"\x01ab",
+    "array": b"\xdd" + struct.pack(">I", 100_000) + b"\x01",
+    "map": b"\xdf" + struct.pack(">I", 100_000) + b"\x01",
+    "nesting": b"\x81\xa1d" + b"\x81\xa1a" * 6 + b"\xc0",
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "close"),
+    [
+        ("str", 1007),
+        ("bin", 1007),
+        ("ext", 1007),
+        ("array", 1009),
+        ("map", 1009),
+        ("nesting", 1009),
+    ],
+)
+async def test_huge_truncated_declarations_close_as_documented(
+    cluster: Cluster, kind: str, close: int
+) -> None:
+    says(
+        "including a string, `bin` or `ext` whose declared length is huge but whose bytes "
+        "are not there (1007, not 1009). An array or map header declaring more items than "
+        "the limits allow, or nesting too deep, is closed 1009 (`too_large`)"
+    )
+    server = await cluster.node()
+    client = await RaceClient.connect(server.url)
+    await client.send_raw(FRAMES[kind])
+    await asyncio.wait_for(client.closed, 5)
+    assert client.close_code == close
+    assert client.ws.close_reason == {1007: "bad_frame", 1009: "too_large"}[close]
+
+
+def test_the_rate_limit_row_names_the_server_flags() -> None:
+    says("the defaults of `solrace-server --rate-per-s/--rate-burst`")
+    assert re.search(r"20 messages/s sustained, bursts of 40", DOC)
