@@ -96,7 +96,8 @@ def test_solving_is_deterministic() -> None:
 def test_tiny_budget_gives_unknown() -> None:
     for variant in VARIANTS:
         result = solve_deal(variant, 1, {}, 1)
-        assert result.outcome is Outcome.UNKNOWN, variant
+        # A deal the deadlock test proves lost at the root needs no node at all.
+        assert result.outcome is not Outcome.WON, variant
         assert result.nodes <= 1 and result.moves == ()
 
 

@@ -4,11 +4,13 @@ Why a representation of its own: the engine's :class:`~solrace.rules.Board` is b
 for checked play (mutable lists, undo records, scores), and hashing it for a
 transposition table would cost more than the search itself. Here a position is a tuple
 of immutable parts, so a child shares every column it does not touch with its parent
-and a transposition key is a few tuple operations:
+and a transposition key is a few byte-string operations:
 
 ``(cols, downs, piles, talon, p, rec)``
 
-- ``cols``: one tuple per column, bottom card first. A card is its *face* (0–51; the
+- ``cols``: one byte string per column, bottom card first (bytes rather than tuples:
+  slicing and joining are as cheap, a sorted join of them is the transposition key,
+  and bytes cache their hash, which halved the cost of the table look-up). A card is its *face* (0–51; the
   two copies of a double deck play identically, so only the face matters); a
   face-down card is stored as ``face + DOWN``, so the column tuple alone says what is
   face down and the key needs no separate count.
@@ -55,8 +57,12 @@ F_TO_TAB: Final = 4  # (pile, 0, dst)
 #: A move in the search: (priority, tie-break, kind, a, b, c). Lower sorts first.
 SearchMove = tuple[int, int, int, int, int, int]
 State = tuple[
-    tuple[tuple[int, ...], ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], int, int
+    tuple[bytes, ...], tuple[int, ...], tuple[int, ...], bytes, int, int
 ]
+#: BYTE[x]: the one-byte string of card x, to append a card to a column.
+BYTE: Final[tuple[bytes, ...]] = tuple(bytes((x,)) for x in range(2 * DOWN))
+#: Separates columns in a transposition key (cards are below 128).
+SEP: Final = b"\xff"
 
 SUIT_LETTERS: Final = "CDHS"
 
@@ -93,10 +99,12 @@ class Spec:
         "has_stock",
         "max_recycles",
         "ncols",
+        "parent_mask",
         "parents",
         "runs_only",
         "safe_need",
         "suit_piles",
+        "up_cache",
         "waste_auto",
     )
 
@@ -134,6 +142,14 @@ class Spec:
             for o in self.parents[x]:
                 fits[o * DOWN + x] = 1
         self.fits = bytes(fits)
+        #: parent_mask[x]: bit o set for every face o that x may be placed on, so one
+        #: AND against the mask of the column tops skips a card with nowhere to go.
+        self.parent_mask: tuple[int, ...] = tuple(
+            sum(1 << o for o in self.parents[x]) if x < 52 else 0
+            for x in range(2 * DOWN)
+        )
+        #: piles → (upnext, safe): see :meth:`up_of`.
+        self.up_cache: dict[tuple[int, ...], tuple[dict[int, int], dict[int, int]]] = {}
         # The classical, stronger safe rule needs run moves (a group that could use the
         # card as a base is a run that can itself go up) and a one-way foundation.
         self.classic_safe = build == BUILD_ALTERNATE and runs_only and not f2t and decks == 1
@@ -196,6 +212,23 @@ class Spec:
                     result[face] = pile
         return result
 
+    def up_of(self, piles: tuple[int, ...]) -> tuple[dict[int, int], dict[int, int]]:
+        """``(upnext, safe)`` for foundation heights ``piles``: face → pile for every
+        face that may go up now, and the subset the safe rule lets go up by itself.
+
+        Memoised: the foundations take only a few thousand distinct height vectors in
+        a whole solve, and this is asked at every node (it was a tenth of the time when
+        recomputed each time)."""
+        hit = self.up_cache.get(piles)
+        if hit is None:
+            upnext = self.upnext(piles)
+            plist = list(piles)
+            safe = {x: t for x, t in upnext.items() if self.is_safe(x, plist)}
+            hit = (upnext, safe)
+            if len(self.up_cache) < 200_000:
+                self.up_cache[piles] = hit
+        return hit
+
     def pile_notation(self, pile: int) -> str:
         suit = pile // self.decks
         number = str(pile % self.decks + 1) if self.decks > 1 else ""
@@ -204,60 +237,73 @@ class Spec:
 
 def settle(
     spec: Spec,
-    cols: list[tuple[int, ...]],
+    cols: list[bytes],
     downs: list[int],
     piles: list[int],
-    talon: tuple[int, ...],
+    talon: bytes,
     p: int,
     out: list[str] | None,
-) -> tuple[tuple[int, ...], int]:
+    touched: tuple[int, ...] | None = None,
+) -> tuple[bytes, int]:
     """Turn up face-down tops and play every *safe* foundation move, to a fixed point.
 
     A flip only adds options (nothing moves onto or off a face-down card), so turning
     a card up at once never loses a win; with ``auto_flip`` off the flip is written out
     as ``Uc``. Foundation moves are made only when :meth:`Spec.is_safe` proves them
     harmless. ``out`` receives the notation of what was done, or is None in the search.
+
+    ``touched``: the columns a move changed, when the rest of the position was already
+    settled. Only they can hold a new face-down top or a newly safe card while the
+    foundations stay as they were, so the other columns are looked at only once a card
+    has gone up (which can make other tops safe). This is what keeps settling cheap.
     """
     ncols = spec.ncols
     flip_notation = out is not None and not spec.auto_flip
-    upnext = spec.upnext(piles)
-    changed = True
-    while changed:
-        changed = False
-        for c in range(ncols):
+    safe = spec.up_of(tuple(piles))[1]
+    scan: tuple[int, ...] | range = range(ncols) if touched is None else touched
+    waste = spec.waste_auto
+    while True:
+        raised = False
+        for c in scan:
             col = cols[c]
+            if not col:
+                continue
+            x = col[-1]
+            if x < DOWN and x not in safe:
+                continue
             while col:
                 x = col[-1]
                 if x >= DOWN:
                     x -= DOWN
-                    col = (*col[:-1], x)
+                    col = col[:-1] + BYTE[x]
                     downs[c] -= 1
                     if flip_notation:
                         out.append(f"U{c + 1}")  # type: ignore[union-attr]
-                t = upnext.get(x, -1)
-                if t < 0 or not spec.is_safe(x, piles):
+                t = safe.get(x, -1)
+                if t < 0:
                     break
                 piles[t] += 1
-                upnext = spec.upnext(piles)
+                safe = spec.up_of(tuple(piles))[1]
                 col = col[:-1]
-                changed = True
+                raised = True
                 if out is not None:
                     out.append(f"{c + 1}>F")
             cols[c] = col
-        if spec.waste_auto:
+        if waste:
             while p:
-                x = talon[p - 1]
-                t = upnext.get(x, -1)
-                if t < 0 or not spec.is_safe(x, piles):
+                t = safe.get(talon[p - 1], -1)
+                if t < 0:
                     break
                 piles[t] += 1
-                upnext = spec.upnext(piles)
+                safe = spec.up_of(tuple(piles))[1]
                 talon = talon[: p - 1] + talon[p:]
                 p -= 1
-                changed = True
+                raised = True
                 if out is not None:
                     out.append("W>F")
-    return talon, p
+        if not raised:
+            return talon, p
+        scan = range(ncols)
 
 
 def finished(state: State) -> bool:
@@ -298,12 +344,14 @@ def apply(spec: Spec, state: State, move: SearchMove, out: list[str] | None) -> 
     downs = list(downs_t)
     piles = list(piles_t)
     kind, a, b, c = move[2], move[3], move[4], move[5]
+    touched: tuple[int, ...] | None = None  # None: the foundations changed, look at all
     if kind == TAB:
         col = cols[a]
         if out is not None:
             out.append(f"{a + 1}:{len(col) - b}>{c + 1}")
         cols[c] = cols[c] + col[b:]
         cols[a] = col[:b]
+        touched = (a, c)
     elif kind == TO_F:
         col = cols[a]
         piles[spec.target_pile(col[-1], piles)] += 1
@@ -322,16 +370,19 @@ def apply(spec: Spec, state: State, move: SearchMove, out: list[str] | None) -> 
             if out is not None:
                 out.append("W>F")
         else:
-            cols[c] = cols[c] + (x,)
+            cols[c] = cols[c] + BYTE[x]
+            touched = (c,)
             if out is not None:
                 out.append(f"W>{c + 1}")
     else:  # F_TO_TAB
         h = piles[a]
         piles[a] = h - 1
-        cols[c] = cols[c] + ((a // spec.decks) * 13 + h - 1,)
+        cols[c] = cols[c] + BYTE[(a // spec.decks) * 13 + h - 1]
+        # Lower foundations make nothing newly safe; only the card brought down is new.
+        touched = (c,)
         if out is not None:
             out.append(f"{spec.pile_notation(a)}>{c + 1}")
-    talon, p = settle(spec, cols, downs, piles, talon, p, out)
+    talon, p = settle(spec, cols, downs, piles, talon, p, out, touched)
     return (tuple(cols), tuple(downs), tuple(piles), talon, p, rec)
 
 
@@ -341,8 +392,8 @@ def key_of(spec: Spec, state: State) -> object:
     cards elsewhere and are left out; recycles matter only with a pass limit."""
     cols, _d, _piles, talon, p, rec = state
     if spec.has_stock:
-        return (tuple(sorted(cols)), talon, p, rec if spec.max_recycles is not None else 0)
-    return tuple(sorted(cols))
+        return (SEP.join(sorted(cols)), talon, p, rec if spec.max_recycles is not None else 0)
+    return SEP.join(sorted(cols))
 
 
 def moves_of(spec: Spec, state: State, shuffle: bytes | None = None) -> list[SearchMove]:
@@ -360,13 +411,17 @@ def moves_of(spec: Spec, state: State, shuffle: bytes | None = None) -> list[Sea
     cols, downs, piles, talon, p, rec = state
     parents = spec.parents
     fits = spec.fits
+    pmask = spec.parent_mask
     tops: dict[int, list[int]] = {}
+    topmask = 0
     empty = -1
     for c, col in enumerate(cols):
         if col:
-            slot = tops.get(col[-1])
+            top = col[-1]
+            slot = tops.get(top)
             if slot is None:
-                tops[col[-1]] = [c]
+                tops[top] = [c]
+                topmask |= 1 << top
             else:
                 slot.append(c)
         elif empty < 0:
@@ -374,7 +429,7 @@ def moves_of(spec: Spec, state: State, shuffle: bytes | None = None) -> list[Sea
     moves: list[SearchMove] = []
     add = moves.append
     runs_only = spec.runs_only
-    upnext = spec.upnext(piles)
+    upnext = spec.up_of(piles)[0]
     for c, col in enumerate(cols):
         n = len(col)
         if not n:
@@ -390,6 +445,10 @@ def moves_of(spec: Spec, state: State, shuffle: bytes | None = None) -> list[Sea
             start = i
         for i in range(start, n):
             x = col[i]
+            # One AND skips a card with no parent on any top (most cards), unless it
+            # is a King that could go to an empty column.
+            if not pmask[x] & topmask and (empty < 0 or not i or RANK[x] != KING):
+                continue
             if i == low:
                 # Uncovers a face-down card, or empties the column.
                 prio, sub = (1, -low) if low else (2, 0)
@@ -400,12 +459,13 @@ def moves_of(spec: Spec, state: State, shuffle: bytes | None = None) -> list[Sea
                 natural = fits[below * DOWN + x]
                 prio = (2 if below in upnext else 6) if natural else 3
                 sub = 0
-            for par in parents[x]:
-                ds = tops.get(par)
-                if ds is not None:
-                    for d in ds:
-                        if d != c:
-                            add((prio, sub, TAB, c, i, d))
+            if pmask[x] & topmask:
+                for par in parents[x]:
+                    ds = tops.get(par)
+                    if ds is not None:
+                        for d in ds:
+                            if d != c:
+                                add((prio, sub, TAB, c, i, d))
             if empty >= 0 and i and RANK[x] == KING:
                 add((prio + 1 if prio > 1 else prio, sub, TAB, c, i, empty))
     if talon:
@@ -480,6 +540,7 @@ def search(
     budget: int,
     should_stop: Callable[[], bool] | None = None,
     shuffle: bytes | None = None,
+    prune: Callable[[State, SearchMove, int], bool] | None = None,
 ) -> tuple[int, list[SearchMove], int, int]:
     """Depth-first search from ``root`` (already settled and not finished).
 
@@ -513,13 +574,13 @@ def search(
         child = apply(spec, states[-1], move, None)
         if has_stock:
             key: object = (
-                tuple(sorted(child[0])),
+                SEP.join(sorted(child[0])),
                 child[3],
                 child[4],
                 child[5] if limited else 0,
             )
         else:
-            key = tuple(sorted(child[0]))
+            key = SEP.join(sorted(child[0]))
         if key in seen:
             continue
         seen.add(key)
@@ -532,6 +593,9 @@ def search(
         if should_stop is not None and not nodes & 1023 and should_stop():
             return OUT_OF_BUDGET, path, nodes, len(seen)
         states.append(child)
-        pending.append(moves_of(spec, child, shuffle))
+        if prune is not None and prune(child, move, len(path)):
+            pending.append([])
+        else:
+            pending.append(moves_of(spec, child, shuffle))
         index.append(0)
     return EXHAUSTED, [], nodes, len(seen)

@@ -20,6 +20,7 @@ from solrace.rules import Board, deal
 from solrace.rules.cards import FACE
 from solrace.rules.log import apply_entry
 
+from .deadlock import dead
 from .search import (
     DOWN,
     EXHAUSTED,
@@ -121,10 +122,10 @@ def spec_of(board: Board) -> Spec:
 def state_of(board: Board) -> State:
     """The compact position of ``board`` (full information: face-down cards included)."""
     cols = tuple(
-        tuple(FACE[x] + DOWN for x in col[:down]) + tuple(FACE[x] for x in col[down:])
+        bytes(FACE[x] + DOWN for x in col[:down]) + bytes(FACE[x] for x in col[down:])
         for col, down in zip(board.tableau, board.down, strict=True)
     )
-    talon = tuple(FACE[x] for x in board.waste) + tuple(FACE[x] for x in reversed(board.stock))
+    talon = bytes(FACE[x] for x in board.waste) + bytes(FACE[x] for x in reversed(board.stock))
     piles = tuple(len(p) for p in board.piles)
     return (cols, tuple(board.down), piles, talon, len(board.waste), board.recycles)
 
@@ -187,6 +188,27 @@ def luby(i: int) -> int:
     return 1 << (k - 1)
 
 
+PRUNE_POLICY = "none"
+
+
+def _pruner(spec: Spec) -> Callable[[State, Any, int], bool] | None:
+    if PRUNE_POLICY == "none":
+        return None
+    if PRUNE_POLICY == "all":
+        return lambda state, move, depth: dead(spec, state)
+    if PRUNE_POLICY.startswith("depth"):
+        lim = int(PRUNE_POLICY[5:])
+        return lambda state, move, depth: depth <= lim and dead(spec, state)
+    if PRUNE_POLICY.startswith("every"):
+        k = int(PRUNE_POLICY[5:])
+        return lambda state, move, depth: depth % k == 0 and dead(spec, state)
+    if PRUNE_POLICY == "bury":
+        return lambda state, move, depth: (
+            (move[2] in (0, 2) and state[1][move[5]] > 0) or move[2] == 1
+        ) and dead(spec, state)
+    raise ValueError(PRUNE_POLICY)
+
+
 def _restarts(
     spec: Spec, root: State, budget: int, should_stop: Callable[[], bool] | None
 ) -> tuple[int, list[Any], int, int]:
@@ -219,7 +241,9 @@ def _restarts(
         last = (shuffle is None and run > 0) or allowed >= budget - spent
         if last:
             allowed = budget - spent
-        result, path, nodes, size = search(spec, root, allowed, should_stop, shuffle)
+        result, path, nodes, size = search(
+            spec, root, allowed, should_stop, shuffle, _pruner(spec)
+        )
         spent += nodes
         stored = max(stored, size)
         if result != OUT_OF_BUDGET or last or (should_stop is not None and should_stop()):
@@ -248,6 +272,8 @@ def solve_board(
         return SolveResult(Outcome.WON, (), 0, 1, budget_nodes)
     if finished(root):
         return SolveResult(Outcome.WON, _checked(board, prefix), 0, 1, budget_nodes)
+    if dead(spec, root):
+        return SolveResult(Outcome.UNWINNABLE, (), 0, 1, budget_nodes)
     result, path, nodes, stored = _restarts(spec, root, budget_nodes, should_stop)
     if result == FOUND:
         line = _checked(board, _line(spec, root, path, prefix))

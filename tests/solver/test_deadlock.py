@@ -1,0 +1,55 @@
+"""The deadlock test (``solrace.solver.deadlock.dead``) must never call a winnable
+position lost: checked against the independent exhaustive search of
+test_soundness.py on many small random positions of every variant, including
+``foundation_to_tableau`` where the exhaustive search can finish."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from solrace.rules import deal, dump_position, load_position
+from solrace.solver.deadlock import dead
+from solrace.solver.solve import spec_of, state_of
+
+from .test_soundness import CASES, small_position, winnable
+
+EXTRA: list[tuple[str, dict[str, Any]]] = [
+    ("klondike", {}),
+    ("klondike", {"draw": 3}),
+]
+
+
+@pytest.mark.parametrize(("variant", "options"), CASES + EXTRA, ids=lambda x: str(x))
+def test_dead_positions_are_really_unwinnable(variant: str, options: dict[str, Any]) -> None:
+    rng = random.Random(f"dead{variant}{sorted(options.items())}")
+    claimed = 0
+    for _ in range(200):
+        board = load_position(small_position(variant, options, rng))
+        if dead(spec_of(board), state_of(board)):
+            claimed += 1
+            assert winnable(board, limit=50_000) is not True, dump_position(board)
+    print(variant, options, "claimed", claimed)
+
+
+def test_dead_finds_the_constructed_lock() -> None:
+    """QH waits for JH (its only way up) and both black Kings are gone: dead."""
+    board = load_position(
+        {
+            "variant": "yukon",
+            "tableau": [["jh", "QH"], ["KH"], [], [], [], [], []],
+            "foundations": {"C": 13, "D": 13, "H": 10, "S": 13},
+        }
+    )
+    assert dead(spec_of(board), state_of(board))
+
+
+def test_dead_never_fires_on_a_won_deal() -> None:
+    """Deals the solver wins are never called dead (a quick whole-deal check)."""
+    from solrace.solver import solve_deal
+
+    for seed in range(40):
+        board = deal("yukon", seed, {})
+        if dead(spec_of(board), state_of(board)):
+            assert not solve_deal("yukon", seed, {}, 3_000).won
