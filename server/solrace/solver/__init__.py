@@ -13,6 +13,7 @@ budget ran out. See ``docs/solver.md``.
 
 from .solve import (
     DEFAULT_BUDGET,
+    SERVER_BUDGET,
     Outcome,
     SolverError,
     SolveResult,
@@ -22,6 +23,7 @@ from .solve import (
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "SERVER_BUDGET",
     "Outcome",
     "SolveResult",
     "SolverError",

@@ -10,9 +10,9 @@ and a transposition key is a few byte-string operations:
 
 - ``cols``: one byte string per column, bottom card first (bytes rather than tuples:
   slicing and joining are as cheap, a sorted join of them is the transposition key,
-  and bytes cache their hash, which halved the cost of the table look-up). A card is its *face* (0–51; the
-  two copies of a double deck play identically, so only the face matters); a
-  face-down card is stored as ``face + DOWN``, so the column tuple alone says what is
+  and bytes cache their hash, which halved the cost of the table look-up). A card is
+  its *face* (0–51; the two copies of a double deck play identically, so only the face
+  matters); a face-down card is stored as ``face + DOWN``, so the column alone says what is
   face down and the key needs no separate count.
 - ``downs``: face-down cards at the bottom of each column (the same fact, kept for
   speed).
@@ -56,9 +56,7 @@ F_TO_TAB: Final = 4  # (pile, 0, dst)
 
 #: A move in the search: (priority, tie-break, kind, a, b, c). Lower sorts first.
 SearchMove = tuple[int, int, int, int, int, int]
-State = tuple[
-    tuple[bytes, ...], tuple[int, ...], tuple[int, ...], bytes, int, int
-]
+State = tuple[tuple[bytes, ...], tuple[int, ...], tuple[int, ...], bytes, int, int]
 #: BYTE[x]: the one-byte string of card x, to append a card to a column.
 BYTE: Final[tuple[bytes, ...]] = tuple(bytes((x,)) for x in range(2 * DOWN))
 #: Separates columns in a transposition key (cards are below 128).
@@ -145,8 +143,7 @@ class Spec:
         #: parent_mask[x]: bit o set for every face o that x may be placed on, so one
         #: AND against the mask of the column tops skips a card with nowhere to go.
         self.parent_mask: tuple[int, ...] = tuple(
-            sum(1 << o for o in self.parents[x]) if x < 52 else 0
-            for x in range(2 * DOWN)
+            sum(1 << o for o in self.parents[x]) if x < 52 else 0 for x in range(2 * DOWN)
         )
         #: piles → (upnext, safe): see :meth:`up_of`.
         self.up_cache: dict[tuple[int, ...], tuple[dict[int, int], dict[int, int]]] = {}
@@ -540,7 +537,6 @@ def search(
     budget: int,
     should_stop: Callable[[], bool] | None = None,
     shuffle: bytes | None = None,
-    prune: Callable[[State, SearchMove, int], bool] | None = None,
 ) -> tuple[int, list[SearchMove], int, int]:
     """Depth-first search from ``root`` (already settled and not finished).
 
@@ -593,9 +589,6 @@ def search(
         if should_stop is not None and not nodes & 1023 and should_stop():
             return OUT_OF_BUDGET, path, nodes, len(seen)
         states.append(child)
-        if prune is not None and prune(child, move, len(path)):
-            pending.append([])
-        else:
-            pending.append(moves_of(spec, child, shuffle))
+        pending.append(moves_of(spec, child, shuffle))
         index.append(0)
     return EXHAUSTED, [], nodes, len(seen)

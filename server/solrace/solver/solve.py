@@ -39,6 +39,15 @@ from .search import (
 #: staying well under a second on a slow core (docs/winnability.md).
 DEFAULT_BUDGET: Final = 100_000
 
+#: The node budget the race server uses to certify a deal (``solve_deal(..., budget_nodes=
+#: SERVER_BUDGET)``). Chosen for the certify latency, not for deciding every deal: the
+#: server discards an ``unknown`` seed and tries the next, so each discarded seed costs
+#: the whole budget, and the p95 of a certification is about one discarded seed plus
+#: one win. Between 20,000 and 40,000 nodes the share of Yukon deals left unknown
+#: hardly moves (13.5 % → 13 % on 200 deals) while the discard doubles in cost
+#: (docs/winnability.md has the measured p50/p95).
+SERVER_BUDGET: Final = 20_000
+
 #: Difficulty grades by nodes searched before the first win (docs/solver.md).
 GRADES: Final = ((300, "easy"), (3_000, "medium"), (30_000, "hard"))
 
@@ -188,34 +197,14 @@ def luby(i: int) -> int:
     return 1 << (k - 1)
 
 
-PRUNE_POLICY = "none"
-
-
-def _pruner(spec: Spec) -> Callable[[State, Any, int], bool] | None:
-    if PRUNE_POLICY == "none":
-        return None
-    if PRUNE_POLICY == "all":
-        return lambda state, move, depth: dead(spec, state)
-    if PRUNE_POLICY.startswith("depth"):
-        lim = int(PRUNE_POLICY[5:])
-        return lambda state, move, depth: depth <= lim and dead(spec, state)
-    if PRUNE_POLICY.startswith("every"):
-        k = int(PRUNE_POLICY[5:])
-        return lambda state, move, depth: depth % k == 0 and dead(spec, state)
-    if PRUNE_POLICY == "bury":
-        return lambda state, move, depth: (
-            (move[2] in (0, 2) and state[1][move[5]] > 0) or move[2] == 1
-        ) and dead(spec, state)
-    raise ValueError(PRUNE_POLICY)
-
-
 def _restarts(
     spec: Spec, root: State, budget: int, should_stop: Callable[[], bool] | None
 ) -> tuple[int, list[Any], int, int]:
     """Search with restarts: a short run in the solver's own move order; then runs in
-    a random (seeded, so reproducible) order with Luby-sequence budgets while they have
-    spent under :data:`PROBE_SHARE` of the budget; then a last run in the solver's
-    order with everything left.
+    a random (seeded, so reproducible) order — fully random on odd runs, the solver's
+    priorities with random tie-breaks on even ones — with Luby-sequence budgets while
+    they have spent under :data:`PROBE_SHARE` of the budget; then a last run in the
+    solver's order with everything left.
 
     Why: the time to a win is heavy-tailed. A depth-first search that commits to a bad
     early move can spend any budget below it, and the move-order heuristics that win
@@ -237,13 +226,14 @@ def _restarts(
             shuffle = None
             if spent + allowed <= probes_until:
                 rng = random.Random(run)
-                shuffle = rng.randbytes(SHUFFLE_SIZE) + b"\x01"
+                # Odd runs ignore the priorities, even runs keep them and only
+                # shuffle ties: on 200 Yukon deals this alternation left 27 unknown
+                # where all-random runs left 31 and tie-shuffles only 34.
+                shuffle = rng.randbytes(SHUFFLE_SIZE) + bytes((run & 1,))
         last = (shuffle is None and run > 0) or allowed >= budget - spent
         if last:
             allowed = budget - spent
-        result, path, nodes, size = search(
-            spec, root, allowed, should_stop, shuffle, _pruner(spec)
-        )
+        result, path, nodes, size = search(spec, root, allowed, should_stop, shuffle)
         spent += nodes
         stored = max(stored, size)
         if result != OUT_OF_BUDGET or last or (should_stop is not None and should_stop()):
@@ -300,6 +290,7 @@ def solve_deal(
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "SERVER_BUDGET",
     "Outcome",
     "SolveResult",
     "SolverError",
