@@ -167,3 +167,25 @@ def test_races_lists_saved_races(synthetic_race: Path, capsys: pytest.CaptureFix
     assert main(["races"]) == 0
     out = capsys.readouterr().out
     assert "r_synthetic" in out and "SYN123" in out and "Ann" in out
+
+
+async def test_rooms_lists_no_finished_rooms(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/client.md: rooms in the lobby, the countdown or racing — not finished ones
+    (the client filters them out whether or not the server lists them)."""
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    await ann.wait_started()
+    await ann.resign()
+    await bob.resign()
+    await ann.next_event("race_over")
+    assert await _run(["rooms", "--server", server.url]) == 0
+    out = capsys.readouterr().out
+    assert ann.code not in out and "no open rooms" in out
+    for client in (ann, bob):
+        await client.close()
