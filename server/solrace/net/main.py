@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 from solrace import __version__
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 from solrace.store import Store, StoreError, StoreUnavailable
+from solrace.store.store import Durability
 
 from . import logs
 from .node import Node
@@ -227,6 +228,7 @@ async def run(args: argparse.Namespace) -> int:
         )
     else:
         log.info("store: redis", extra={"url": _redact(args.redis_url)})
+        report_durability(await store.durability())
     node = Node(
         store,
         name=f"{args.host}:{args.port}",
@@ -251,6 +253,36 @@ async def run(args: argparse.Namespace) -> int:
     await server.drain()
     log.info("stopped")
     return EXIT_OK
+
+
+#: What to do about each durability level short of the promise (docs/deploy.md).
+_DURABILITY_ADVICE = {
+    "aof-everysec": "a crash of the Redis host (power loss, kernel panic) may lose the "
+    "last second of acknowledged moves (nodes detect it and resynchronise clients)",
+    "aof-no": "a crash of the Redis host may lose the last ~30 s of acknowledged moves",
+    "none": "a Redis restart loses acknowledged moves (back to its last snapshot, if any)",
+    "unknown": "make sure it persists with an AOF fsynced on every write",
+}
+
+
+def report_durability(found: Durability) -> None:
+    """Log whether the Redis given can keep "an acknowledged move survives a Redis
+    crash" (AOF, appendfsync always): info if it can, a warning saying what is at
+    risk and how to fix it if it cannot or cannot be checked."""
+    extra = {"durability": found.level}
+    if found.keeps_promise:
+        log.info(
+            "durability: %s: an acknowledged move survives a Redis crash", found.level, extra=extra
+        )
+        return
+    log.warning(
+        "durability: %s (%s): %s; for the guarantee run Redis with appendonly yes, "
+        "appendfsync always (deploy/redis.conf, docs/deploy.md)",
+        found.level,
+        found.detail,
+        _DURABILITY_ADVICE[found.level],
+        extra=extra,
+    )
 
 
 def _redact(url: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http
+import json
 import logging
 from collections.abc import Sequence
 
@@ -65,10 +66,28 @@ class RaceServer:
     async def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
         if path == "/healthz":
-            ok = await self.node.store.ping() and not self.node.draining
+            # 200 "ok" when the store answers and the node is not draining, else 503.
+            # Durability (docs/deploy.md) rides along: a header on every answer, and the
+            # whole report as JSON with ?format=json; it never changes the status.
+            store = self.node.store
+            answers = await store.ping()
+            ok = answers and not self.node.draining
             status = http.HTTPStatus.OK if ok else http.HTTPStatus.SERVICE_UNAVAILABLE
+            durability = await store.durability(max_age_s=10.0)
+            extra = [("Solrace-Durability", durability.level)]
+            if "format=json" in request.path.partition("?")[2].split("&"):
+                report = {
+                    "status": "ok" if ok else "unavailable",
+                    "store": "embedded" if store.embedded else "redis",
+                    "store_answers": answers,
+                    "draining": self.node.draining,
+                    "durability": durability.level,
+                    "durability_detail": durability.detail,
+                }
+                body = json.dumps(report).encode() + b"\n"
+                return _response(status, body, "application/json", extra)
             body = b"ok\n" if ok else b"unavailable\n"
-            return _response(status, body, "text/plain; charset=utf-8")
+            return _response(status, body, "text/plain; charset=utf-8", extra)
         if path == "/metrics":
             return _response(
                 http.HTTPStatus.OK, self.node.metrics.render(), "text/plain; version=0.0.4"
@@ -108,12 +127,18 @@ class RaceServer:
         await self.drain()
 
 
-def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:
+def _response(
+    status: http.HTTPStatus,
+    body: bytes,
+    content_type: str,
+    extra: Sequence[tuple[str, str]] = (),
+) -> Response:
     headers = Headers(
         [
             ("Content-Type", content_type),
             ("Content-Length", str(len(body))),
             ("Connection", "close"),
+            *extra,
         ]
     )
     return Response(status.value, status.phrase, headers, body)

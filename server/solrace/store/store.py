@@ -19,9 +19,10 @@ import hmac
 import importlib.util
 import re
 import secrets
+import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import fakeredis
 import redis.asyncio
@@ -36,7 +37,7 @@ from ._lua import APPEND_EVENT, APPEND_MOVE, SET_TOKEN, LuaScript
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys
 
-__all__ = ["Finish", "MoveAppend", "Store", "StoredEvent"]
+__all__ = ["Durability", "Finish", "MoveAppend", "Store", "StoredEvent"]
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -97,6 +98,41 @@ class Finish:
     def __post_init__(self) -> None:
         if not self.events:
             raise ValueError("a Finish needs the finished event for at least place 1")
+
+
+DurabilityLevel = Literal["aof-always", "aof-everysec", "aof-no", "none", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Durability:
+    """What the Redis behind a store promises about acknowledged writes.
+
+    ``level`` is ``aof-always`` (an acknowledged move survives a Redis crash: the
+    AOF is fsynced before Redis replies), ``aof-everysec`` (a crash of the Redis
+    *host* may lose about the last second), ``aof-no`` (the OS decides when the AOF
+    reaches the disk), ``none`` (no AOF: a restart goes back to the last snapshot,
+    if any; also the embedded store) or ``unknown`` (Redis refused ``CONFIG GET`` —
+    a managed Redis — or did not answer). ``detail`` says why, in words.
+    See docs/deploy.md, "Durability".
+    """
+
+    level: DurabilityLevel
+    detail: str
+
+    @property
+    def keeps_promise(self) -> bool:
+        """True only when an acknowledged move survives a Redis crash."""
+        return self.level == "aof-always"
+
+
+def _config_value(reply: Any, name: str) -> str | None:
+    """``CONFIG GET name`` → its value (a dict in redis-py; bytes or str values)."""
+    if not isinstance(reply, dict):
+        return None
+    for key, value in reply.items():
+        if _as_text(key) == name:
+            return _as_text(value)
+    return None
 
 
 def _no_retry() -> Retry:
@@ -200,6 +236,7 @@ class Store:
         self._fake_server = fake_server
         self._commit = GroupCommit(client, max_batch=max_batch)
         self._closed = False
+        self._durability: tuple[float, Durability] | None = None
 
     def __repr__(self) -> str:
         backend = "embedded (not durable)" if self.embedded else "redis"
@@ -290,6 +327,46 @@ class Store:
                 return bool(await self._redis.ping())
         except StoreUnavailable:
             return False
+
+    async def durability(self, max_age_s: float = 0.0) -> Durability:
+        """What this store's Redis promises about acknowledged writes (:class:`Durability`).
+
+        Asks ``CONFIG GET appendonly`` and ``appendfsync``; never raises. A Redis that
+        refuses CONFIG (managed services often do) gives ``unknown``, as does one that
+        does not answer. An answer younger than ``max_age_s`` is reused (``/healthz``
+        asks on every probe).
+        """
+        now = time.monotonic()
+        if self._durability is not None and now - self._durability[0] < max_age_s:
+            return self._durability[1]
+        found = await self._check_durability()
+        if found.level != "unknown" or self._durability is None:
+            self._durability = (now, found)
+        else:  # keep a known answer through an outage, but ask again next time
+            self._durability = (now - max_age_s, found)
+        return found
+
+    async def _check_durability(self) -> Durability:
+        if self._fake_server is not None:
+            return Durability("none", "embedded in-process store: state lives only in memory")
+        try:
+            with redis_errors():
+                appendonly = _config_value(await self._redis.config_get("appendonly"), "appendonly")
+                fsync = _config_value(await self._redis.config_get("appendfsync"), "appendfsync")
+        except StoreUnavailable:
+            return Durability("unknown", "cannot check: Redis does not answer")
+        except StoreError as exc:
+            words = str(exc).rpartition(": ")[2] or "refused"
+            return Durability("unknown", f"cannot check: Redis refused CONFIG GET ({words})")
+        if appendonly is None or fsync is None:
+            return Durability("unknown", "cannot check: CONFIG GET did not name appendonly")
+        if appendonly != "yes":
+            return Durability("none", "appendonly no: no AOF")
+        if fsync == "always":
+            return Durability("aof-always", "AOF fsynced before every reply")
+        if fsync == "everysec":
+            return Durability("aof-everysec", "AOF fsynced once a second")
+        return Durability("aof-no", f"AOF with appendfsync {fsync}: the OS decides when")
 
     # -- group-commit counters ----------------------------------------------------
 
