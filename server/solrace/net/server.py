@@ -9,6 +9,7 @@ import contextlib
 import http
 import json
 import logging
+import math
 from collections.abc import Sequence
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -69,13 +70,17 @@ class RaceServer:
             # 200 "ok" when the store answers and the node is not draining, else 503.
             # Durability (docs/deploy.md) rides along: a header on every answer, and the
             # whole report as JSON with ?format=json; it never changes the status.
+            query = request.path.partition("?")[2].split("&")
+            if "probe=live" in query:  # liveness: the process answers, whatever Redis does
+                return _response(http.HTTPStatus.OK, b"alive\n", "text/plain; charset=utf-8")
             store = self.node.store
             answers = await store.ping()
             ok = answers and not self.node.draining
             status = http.HTTPStatus.OK if ok else http.HTTPStatus.SERVICE_UNAVAILABLE
-            durability = await store.durability(max_age_s=10.0)
+            # Asked again at most every 10 s; while Redis does not answer, the last answer.
+            durability = await store.durability(max_age_s=10.0 if answers else math.inf)
             extra = [("Solrace-Durability", durability.level)]
-            if "format=json" in request.path.partition("?")[2].split("&"):
+            if "format=json" in query:
                 report = {
                     "status": "ok" if ok else "unavailable",
                     "store": "embedded" if store.embedded else "redis",
