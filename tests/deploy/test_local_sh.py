@@ -1,15 +1,40 @@
-"""deploy/local.sh's own checks (CI runs the whole script after the tests: .ci/run).
-Here: its help, its refusals, and that its nginx template has exactly the
-placeholders it fills in."""
+"""deploy/local.sh: the whole script, run as an operator runs it (Redis with AOF,
+three nodes, nginx, two bots racing through it to a verified end; bounded by
+``timeout 300``), then its help, its refusals, and that its nginx template has
+exactly the placeholders it fills in."""
 
 from __future__ import annotations
 
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 from tests.deploy.conftest import DEPLOY
 
 SCRIPT = DEPLOY / "local.sh"
+
+
+VENV = Path(sys.executable).parent.parent
+
+
+def test_local_sh_runs_two_bots_through_nginx_to_a_verified_race() -> None:
+    done = subprocess.run(
+        ["timeout", "--kill-after=30", "300", "bash", str(SCRIPT), "--venv", str(VENV)],
+        capture_output=True,
+        text=True,
+        timeout=360,
+    )
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert out.count("(durability: aof-always)") == 3  # three nodes on the AOF Redis
+    assert "AOF: always" in out
+    assert "OK: the deal was committed in advance and every move is legal" in out
+    assert re.search(r"local: race over: \S+ verified", out)
+    assert len(re.findall(r"^ +1 upstream=127\.0\.0\.1:\d+$", out, re.M)) >= 1
+    # Nothing left behind: the scratch directory is gone.
+    work = re.search(r"(/\S+/solrace-local\.\w+)/", out)
+    assert work is not None and not Path(work.group(1)).exists()
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
