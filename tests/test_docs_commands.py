@@ -59,8 +59,8 @@ NOT_RUN = {
     "--workers 2 --certify 500 --certify-budget 20000": "docs/winnability.md's study: "
     "10,000 deals, hours of CPU (the table it produced is what that page shows)",
     "python -m solrace.bench solver --json --variant russian --variant alaska --variant "
-    "klondike-draw3-solvitaire --variant klondike --variant klondike-draw3 --variant "
-    "double_yukon --variant australian --deals 2000 --budget 5000 --workers 2 --certify 0": (
+    "australian --variant double_yukon --variant klondike --variant klondike-draw3 --variant "
+    "klondike-draw3-solvitaire --deals 2000 --budget 20000 --workers 2 --certify 0": (
         "docs/winnability.md's study: 2,000 deals of seven variants, hours of CPU"
     ),
 }

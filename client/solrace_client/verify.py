@@ -59,7 +59,8 @@ def verify_result(saved: SavedResult) -> Report:
     report = Report(saved.race)
     result = saved.result
     seed, salt, published = result.get("seed"), result.get("salt"), result.get("commitment")
-    _check_commitment(report, seed, salt, published, saved.published_commitment)
+    certificate = result.get("certificate")
+    _check_commitment(report, seed, salt, published, saved.published_commitment, certificate)
     if not isinstance(seed, int) or isinstance(seed, bool):
         report.add("deal", False, f"the seed {seed!r} is not an integer")
         return report
@@ -68,6 +69,8 @@ def verify_result(saved: SavedResult) -> Report:
     except (RulesError, ValueError) as exc:
         report.add("deal", False, f"cannot deal {saved.variant} with seed {seed}: {exc}")
         return report
+    if certificate is not None:
+        _check_certificate(report, saved, seed, certificate)
     standings = saved.standings
     if not standings:
         report.add("standings", False, "the result lists no racer")
@@ -77,20 +80,45 @@ def verify_result(saved: SavedResult) -> Report:
     return report
 
 
+def _check_certificate(report: Report, saved: SavedResult, seed: int, line: Any) -> None:
+    """The certified deal's winning line must win the revealed deal, move by move."""
+    board = deal(saved.variant, seed, saved.options)
+    try:
+        for i, entry in enumerate(line):
+            apply_entry(board, entry, i)
+    except (RulesError, ValueError, TypeError) as exc:
+        report.add("certificate", False, f"the winning line fails on the deal: {exc}")
+        return
+    won = board.is_won()
+    report.add(
+        "certificate",
+        won,
+        f"the certified line wins the deal in {len(line)} moves"
+        if won
+        else f"the certified line ({len(line)} moves) does not win the deal",
+    )
+
+
 def _check_commitment(
-    report: Report, seed: Any, salt: Any, published: Any, seen: str | None
+    report: Report,
+    seed: Any,
+    salt: Any,
+    published: Any,
+    seen: str | None,
+    certificate: Any = None,
 ) -> None:
-    if isinstance(published, str) and verify(published, seed, salt):
-        report.add("commitment", True, f"sha256(seed ‖ salt) = {str(published)[:16]}…")
+    what = "sha256(seed ‖ salt ‖ sha256(certificate))" if certificate else "sha256(seed ‖ salt)"
+    if isinstance(published, str) and verify(published, seed, salt, certificate):
+        report.add("commitment", True, f"{what} = {str(published)[:16]}…")
     else:
         try:
-            computed = commitment(seed, salt)
+            computed = commitment(seed, salt, certificate)
         except (ValueError, TypeError) as exc:
             computed = f"(cannot compute: {exc})"
         report.add(
             "commitment",
             False,
-            f"sha256(seed ‖ salt) = {computed[:16]}… but the race committed to "
+            f"{what} = {computed[:16]}… but the race committed to "
             f"{str(published)[:16]}…",
         )
     if seen is not None:

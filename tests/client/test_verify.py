@@ -71,6 +71,13 @@ def _tamper_order(data: dict[str, Any]) -> str:
     return "standings order"
 
 
+def _tamper_certificate(data: dict[str, Any]) -> str:
+    """The certified line cut short: it no longer wins, and no longer hashes to what
+    the countdown committed to."""
+    data["result"]["certificate"] = data["result"]["certificate"][:-5]
+    return "certificate"
+
+
 TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "log entry removed": _tamper_log,
     "log entry": _tamper_log_entry,
@@ -103,6 +110,9 @@ async def test_a_real_race_verifies_and_every_tampering_fails(
     assert main(["verify", rid]) == 0
     out = capsys.readouterr().out
     assert "OK: the deal was committed in advance" in out and "FAIL" not in out
+    # A quick room deals a certified winnable deal: verify replays the certificate.
+    assert result["certificate"], "a quick room's deal is certified by default"
+    assert "the certified line wins the deal" in out
     saved = load_result(rid)
     assert saved.path is not None
     for name in ("log entry removed", "seed", "commitment"):
@@ -110,6 +120,11 @@ async def test_a_real_race_verifies_and_every_tampering_fails(
         assert main(["verify", str(path)]) == 1, name
         out = capsys.readouterr().out
         assert "FAIL" in out and what in out, (name, out)
+    path, _ = _tampered(saved.path, _tamper_certificate)
+    assert main(["verify", str(path)]) == 1
+    capsys.readouterr()
+    failed = {c.what for c in verify_result(load_result(path)).failures}
+    assert failed == {"certificate", "commitment"}, failed
 
 
 @pytest.mark.parametrize("name", list(TAMPERS))

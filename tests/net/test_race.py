@@ -49,7 +49,13 @@ async def test_full_race_three_racers_and_a_spectator_to_standings(cluster: Clus
     # Fairness: the revealed seed matches the commitment published at the countdown,
     # and every log replays on that deal to the reported counts.
     settings = watching["snapshot"]["settings"]
-    assert verify(result["commitment"], result["seed"], result["salt"])
+    certificate = result["certificate"]
+    assert verify(result["commitment"], result["seed"], result["salt"], certificate)
+    assert not verify(result["commitment"], result["seed"], result["salt"])  # it counts
+    # The deal was certified winnable: the revealed line wins it.
+    assert watching["snapshot"]["deal"] is None or watching["snapshot"]["deal"]["certified"]
+    won = replay(settings["variant"], result["seed"], settings["options"], certificate)
+    assert won.is_won()
     for standing in result["standings"]:
         board = replay(settings["variant"], result["seed"], settings["options"], standing["log"])
         assert board.foundation_count() == standing["foundation"]

@@ -37,6 +37,8 @@ def settings(quick: bool = False) -> RoomSettings:
         "private": False,
         "spectator_delay_s": 30,
         "quick": quick,
+        "deals": "winnable",
+        "difficulty": None,
     }
 
 
@@ -77,6 +79,7 @@ def result() -> RaceResult:
         "seed": SEED,
         "salt": SALT,
         "commitment": COMMITMENT,
+        "certificate": None,
     }
 
 
@@ -108,6 +111,7 @@ def snapshot(phase: Phase = Phase.RACING, racer_id: int | None = 1) -> Snapshot:
         "commitment": COMMITMENT if started else None,
         "you": None if racer_id is None else you(racer_id),
         "result": result() if phase == Phase.FINISHED else None,
+        "deal": {"certified": True, "moves": 97, "difficulty": "easy"},
     }
 
 

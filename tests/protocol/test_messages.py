@@ -427,8 +427,14 @@ def build_all() -> dict[str, Envelope]:
         "race_over": m.race_over_event(9, samples.result()),
         "room_reset": m.room_reset_event(10, host=1, racers=[samples.racer(1), samples.racer(2)]),
         "presence": m.presence_event(11, racer=2, online=False),
+        "deal_chosen": m.deal_chosen_event(12, certified=True, moves=97, difficulty="easy"),
         "board": m.board_notice(
             racer=2, at_ms=1_764_445_230_000, view=samples.board_view(owner=False), owner=False
+        ),
+        "resync": m.resync_notice(
+            reason="the server lost its last changes to this room",
+            lost_events=3,
+            snapshot=samples.snapshot(racer_id=1),
         ),
     }
 

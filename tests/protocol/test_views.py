@@ -171,3 +171,15 @@ def test_enums_match_the_docs() -> None:
         "waiting", "playing", "finished", "stuck", "resigned", "left", "timeout",
     }  # fmt: skip
     assert {r.value for r in v.EndReason} == {"all_done", "time_limit", "abandoned"}
+
+
+def test_a_fair_view_withholds_identities_and_only_spectators_get_one() -> None:
+    board = deal("yukon", 7)
+    shown = {c for col, d in zip(board.tableau, board.down, strict=True) for c in col[d:][:2]}
+    fair = view(board, owner=False, shown=shown)
+    assert None in fair["tableau"][1]["up"] and fair["withheld_foundation"] == 0
+    assert v.board_view_wire(fair, owner=False)["tableau"] == fair["tableau"]
+    with pytest.raises(ValueError):
+        v.board_view_wire(fair, owner=True)  # an owner's view withholds nothing
+    with pytest.raises(ValueError):
+        v.board_view_wire({**fair, "waste": ["ks"]}, owner=False)  # never a face-down card

@@ -39,10 +39,14 @@ class Room:
         }
 
 
+CERTIFIED = {"certified": True, "moves": 90, "difficulty": "easy"}
+
+
 def _lobby(n: int = 2, **settings: Any) -> Room:
     room = Room(**settings)
     for name in ["Ann", "Bob", "Cy", "Di"][:n]:
         room.apply(d.join(room.state, name))
+    room.apply(d.deal_chosen(room.state, 1, CERTIFIED))  # as the node's certifier does
     return room
 
 
@@ -256,3 +260,72 @@ def test_racer_game_refusals_carry_codes() -> None:
         game.apply("1:5>2", 0)
     assert illegal.value.code == "illegal_move"
     assert game.seq == 0
+
+
+def test_a_winnable_room_counts_down_only_on_a_certified_deal() -> None:
+    room = Room()
+    for name in ("Ann", "Bob"):
+        room.apply(d.join(room.state, name))
+    room.apply(d.ready(room.state, 2, True))
+    with pytest.raises(RaceError, match="certified"):
+        d.start(room.state, 1, room.now, COMMIT)
+    room.apply(d.ready(room.state, 1, True))
+    assert room.tick() == []  # everyone ready, but no deal yet
+    room.apply(d.deal_chosen(room.state, 1, CERTIFIED))
+    assert room.state.deal == CERTIFIED
+    assert d.deal_chosen(room.state, 1, CERTIFIED) == []  # once per round
+    (countdown,) = room.tick()
+    assert countdown["t"] == "countdown"
+
+
+def test_a_random_room_never_waits_for_a_deal() -> None:
+    room = Room(deals="random")
+    for name in ("Ann", "Bob"):
+        room.apply(d.join(room.state, name))
+    room.apply(d.ready(room.state, 2, True))
+    assert d.start(room.state, 1, room.now, COMMIT)[0]["t"] == "countdown"
+
+
+def test_face_down_counts_are_the_dealt_ones_from_started_on() -> None:
+    room = _racing()
+    assert [r.face_down for r in room.state.racers.values()] == [21, 21]
+    room.apply(d.resign(room.state, 2))
+    assert room.state.racers[2].info()["face_down"] == 21
+
+
+def test_a_stuck_racer_races_on_only_if_it_may_undo() -> None:
+    for undo, racing in ((True, True), (False, False)):
+        room = _racing()
+        room.state.settings = RoomSettings(options={"undo": undo})
+        _progress(room, 1, 3, "stuck")
+        assert room.state.can_move(room.state.racers[1]) is racing
+        room.apply(d.resign(room.state, 2))
+        assert (room.tick() == []) is racing  # otherwise nobody can move: race over
+
+
+def test_an_old_connections_offline_never_overrides_a_resume() -> None:
+    room = _racing()
+    room.state.apply(
+        room.state.version + 1,
+        {"t": "presence", "d": {"racer": 1, "online": True}, "at": 0, "conn": "new", "node": "b"},
+    )
+    assert d.presence(room.state, 1, False, "old") == []
+    room.state.apply(
+        room.state.version + 1,
+        {"t": "presence", "d": {"racer": 1, "online": False}, "at": 0, "conn": "old"},
+    )
+    assert room.state.racers[1].online  # a stale offline folds to nothing
+    assert d.presence(room.state, 1, False, "new") == [
+        d.event("presence", racer=1, online=False)
+    ]
+
+
+def test_grace_counts_from_the_last_time_the_store_came_back() -> None:
+    room = _racing()
+    room.apply(d.presence(room.state, 2, False))
+    offline = room.now
+    room.now += d.DISCONNECT_GRACE_MS + 1
+    floor = offline + 60_000  # the node (re)gained its store a minute later
+    events = d.tick(room.state, room.now, lambda: COMMIT, room._result, grace_floor_ms=floor)
+    assert events == []
+    assert d.next_wakeup(room.state, floor) == floor + d.DISCONNECT_GRACE_MS

@@ -42,7 +42,7 @@ from .render import (
     render_watch,
     total_cards,
 )
-from .state import RoomState
+from .state import RoomState, deal_words
 from .widgets import (
     ConfirmScreen,
     ConnectingScreen,
@@ -447,8 +447,14 @@ class SolraceApp(App[int]):
         try:
             from solrace.protocol import verify
 
+            certificate = result.get("certificate")
             self.verified = bool(
-                verify(str(result["commitment"]), int(result["seed"]), str(result["salt"]))
+                verify(
+                    str(result["commitment"]),
+                    int(result["seed"]),
+                    str(result["salt"]),
+                    None if certificate is None else [str(m) for m in certificate],
+                )
             )
         except (KeyError, TypeError, ValueError):
             self.verified = None
@@ -569,8 +575,15 @@ class SolraceApp(App[int]):
 
     def paint_lobby(self, width: int, height: int) -> Text:
         state = self.state
+        deals = str(state.settings.get("deals", "winnable"))
         text = render_lobby(
-            state.racer_list(), state.settings, state.code, state.host, state.me, width
+            state.racer_list(),
+            state.settings,
+            state.code,
+            state.host,
+            state.me,
+            width,
+            deal_words(state.deal, deals),
         )
         if state.phase == "countdown" and state.start_at_ms is not None:
             left = max(0.0, (state.start_at_ms - self.server_now()) / 1000)

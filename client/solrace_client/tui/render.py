@@ -435,7 +435,9 @@ def render_lobby(
     host: int | None,
     me: int | None,
     width: int = 80,
+    deal: str | None = None,
 ) -> Text:
+    """The lobby: code, settings, ``deal`` (how the deal is made, in words), racers."""
     text = Text(no_wrap=True, overflow="crop")
     text.append("Room code ", "bold")
     text.append(f" {code or '?'} ", "bold black on yellow1")
@@ -444,6 +446,8 @@ def render_lobby(
         text.append(line + "\n")
     for line in wrap_parts(option_words(settings.get("options") or {}), width - 1):
         text.append(line + "\n", STYLE_DIM)
+    if deal is not None:
+        text.append(deal[: width - 1] + "\n", "bold green" if "certified," in deal else "")
     text.append("\n")
     text.append("  racer                     ready\n", "bold")
     for info in racers:

@@ -29,6 +29,8 @@ class RoomState:
         self.ends_at_ms: int | None = None
         self.commitment: str | None = None
         self.result: dict[str, Any] | None = None
+        #: The round's deal once chosen (protocol Deal: certified, moves, difficulty).
+        self.deal: dict[str, Any] | None = None
         self.me: int | None = None
         self.you: dict[str, Any] | None = None
         #: Spectators: every racer's latest board, ``racer -> (at_ms, view)``.
@@ -57,6 +59,8 @@ class RoomState:
         self.ends_at_ms = snapshot.get("ends_at_ms")
         self.commitment = snapshot.get("commitment")
         self.result = snapshot.get("result")
+        deal = snapshot.get("deal")
+        self.deal = dict(deal) if deal else None
         you = snapshot.get("you")
         self.you = dict(you) if you else None
         if racer is not None:
@@ -119,6 +123,12 @@ class RoomState:
         return news
 
     def _notice(self, event: Envelope) -> str | None:
+        if event.t == "resync":
+            # The server lost changes: its snapshot replaces everything folded here,
+            # the version included (it may go down).
+            data: dict[str, Any] = dict(event.d or {})
+            self.load(data.get("snapshot") or {}, self.me)
+            return str(data.get("reason") or "the server resynchronised this room")
         if event.t != "board":
             return None
         d = event.d or {}
@@ -233,8 +243,13 @@ class RoomState:
                     info[key] = standing.get(key)
         return "the race is over"
 
+    def _on_deal_chosen(self, d: dict[str, Any]) -> str:
+        self.deal = dict(d)
+        return deal_words(self.deal)
+
     def _on_room_reset(self, d: dict[str, Any]) -> str:
         self.phase = "lobby"
+        self.deal = None
         self.host = d.get("host")
         self.racers = {info["racer"]: dict(info) for info in d.get("racers") or []}
         self.start_at_ms = self.ends_at_ms = None
@@ -263,3 +278,15 @@ class RoomState:
             "stuck",
         )
         return f"{name} went offline (30 s to come back)" if still_in else f"{name} went offline"
+
+
+def deal_words(deal: Mapping[str, Any] | None, deals: str = "winnable") -> str:
+    """``winnable deal (certified, 97 moves, easy)``: how the round's deal was made."""
+    if deal is None:
+        return "certifying a winnable deal…" if deals == "winnable" else "random deal"
+    if not deal.get("certified"):
+        return "random deal (not certified)"
+    parts = [f"certified, {deal.get('moves')} moves"]
+    if deal.get("difficulty"):
+        parts.append(str(deal["difficulty"]))
+    return f"winnable deal ({', '.join(parts)})"

@@ -4,6 +4,7 @@ every change is a stored event first and a broadcast second."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 from collections.abc import Callable
@@ -24,12 +25,11 @@ from solrace.protocol.messages import (
 )
 from solrace.race import RaceError, RoomSettings, validate_settings
 from solrace.race import decisions as decide_
-from solrace.race.fairness import round_commitment
 from solrace.race.state import FINISHED, LEFT, LOBBY, RACING
 from solrace.store import token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
-from . import spectators
+from . import certify, spectators
 from .node import ROOM_TTL_S, refuse
 from .records import RoomMeta, unpack
 from .room import LiveRoom
@@ -69,6 +69,8 @@ async def create(node: Node, session: Session, msg: CreateRoom, request_id: int 
         time_limit_s=msg.time_limit_s,
         private=msg.private,
         spectator_delay_s=msg.spectator_delay_s,
+        deals=msg.deals,
+        difficulty=msg.difficulty,
     )
     room = await _create_room(node, settings)
     await _join(node, session, room, msg.name, request_id)
@@ -316,16 +318,14 @@ async def ready(node: Node, session: Session, flag: bool) -> None:
 
 async def start_race(node: Node, session: Session) -> None:
     room, racer = session.racer_room()
-    now = node.clock()
+    if room.state.phase == LOBBY and not room.state.deal_ready():
+        with contextlib.suppress(TimeoutError):  # refused below as not ready
+            await certify.ready(node, room)
     await _decide_or_refuse(
         node,
         room,
         lambda: decide_.start(
-            room.state,
-            racer,
-            now,
-            round_commitment(room.meta.secret, room.state.round),
-            node.countdown_ms,
+            room.state, racer, node.clock(), room.commitment(), node.countdown_ms
         ),
     )
 

@@ -32,7 +32,7 @@ from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 from solrace.store import Store, StoreError, StoreUnavailable
 from solrace.store.store import Durability
 
-from . import logs
+from . import certify, logs
 from .node import Node
 from .server import RaceServer
 
@@ -251,6 +251,7 @@ async def run(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await server.drain()
+    certify.shutdown()  # the solver workers: a stopping node waits for no deal
     log.info("stopped")
     return EXIT_OK
 

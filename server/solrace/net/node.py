@@ -22,12 +22,12 @@ from solrace.protocol import BadMessage, ErrorCode
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
-from solrace.race.fairness import round_commitment, round_salt, round_seed
+from solrace.race.fairness import round_salt
 from solrace.race.state import COUNTDOWN, RACING
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable, VersionConflict
 
-from . import spectators
+from . import certify, spectators
 from .metrics import Metrics
 from .records import RoomMeta, pack, unpack, unpack_entries
 from .room import LiveRoom
@@ -94,6 +94,8 @@ class Node:
         self._tail_task: asyncio.Task[None] | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Rounds this node is certifying a deal for (certify.py), by (room, round).
+        self.certifying: dict[tuple[str, int], asyncio.Future[None]] = {}
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -102,16 +104,17 @@ class Node:
         self._watch_task = loop.create_task(self._watch_loop())
 
     async def stop(self) -> None:
-        for task in (self._tail_task, self._watch_task):
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+        for loop_task in (self._tail_task, self._watch_task):
+            if loop_task is not None:
+                loop_task.cancel()
+                await asyncio.gather(loop_task, return_exceptions=True)
         for room in self.rooms.values():
             if room.timer is not None:
                 room.timer.cancel()
-        for task in list(self._tasks):
+        pending = [*self._tasks, *self.certifying.values()]
+        for task in pending:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*pending, return_exceptions=True)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -371,6 +374,7 @@ class Node:
             room.timer = None
         if not room.served():
             return
+        certify.ensure(self, room)
         wake = decide_.next_wakeup(room.state, self.grace_floor_ms)
         if wake is None:
             return
@@ -461,7 +465,7 @@ class Node:
             return decide_.tick(
                 state,
                 self.clock(),
-                lambda: round_commitment(room.meta.secret, state.round),
+                room.commitment,
                 lambda table, reason: self._result(room, table, reason, finals),
                 self.countdown_ms,
                 self.grace_floor_ms,
@@ -505,9 +509,10 @@ class Node:
         return {
             "reason": reason,
             "standings": table,
-            "seed": round_seed(secret, round_no),
+            "seed": room.seed(),
             "salt": round_salt(secret, round_no),
-            "commitment": room.state.commitment or round_commitment(secret, round_no),
+            "commitment": room.state.commitment or room.commitment(),
+            "certificate": room.state.certificate,
         }
 
     # ------------------------------------------------------------- engines

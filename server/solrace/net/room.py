@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from solrace.protocol import encode
 from solrace.protocol.messages import board_notice, room_event
 from solrace.race import RacerGame, RoomState
-from solrace.race.fairness import round_seed
+from solrace.race.fairness import round_commitment, round_seed
 from solrace.race.state import FINISHED
 
 from .records import RoomMeta, log_name
@@ -71,7 +71,14 @@ class LiveRoom:
         self.chain = ""
 
     def seed(self) -> int:
-        return round_seed(self.meta.secret, self.state.round)
+        """The seed the round deals (the certified candidate, for a winnable room)."""
+        return round_seed(self.meta.secret, self.state.round, self.state.deal_attempt)
+
+    def commitment(self) -> str:
+        """What the countdown publishes: the seed, the salt and the certificate."""
+        state = self.state
+        secret, attempt = self.meta.secret, state.deal_attempt
+        return round_commitment(secret, state.round, attempt, state.certificate)
 
     def log_name(self, racer: int) -> str:
         return log_name(self.state.round, racer)

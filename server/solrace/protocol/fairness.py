@@ -10,6 +10,12 @@ Byte encoding, fixed so another language can check it: ``seed`` as 8 bytes, unsi
 big-endian; ``salt`` as its 32 raw bytes (it travels as 64 lower-case hex digits); the
 commitment is the SHA-256 of those 40 bytes, as 64 lower-case hex digits. Both parts
 have a fixed length, so no two (seed, salt) pairs can concatenate to the same bytes.
+
+A *certified* deal (docs/fairness.md) also commits to its certificate, the winning
+line a solver found: 32 more bytes, ``sha256`` of the line's moves in canonical
+notation joined by ``\n`` (UTF-8), so the commitment is ``sha256(seed ‖ salt ‖
+sha256(line))``. The certificate is revealed with the seed, and anyone can replay it
+on the deal to check the race was winnable.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Sequence
 from typing import Final
 
 from ._check import is_int_in
@@ -36,8 +43,16 @@ def is_commitment(text: object) -> bool:
     return isinstance(text, str) and _HEX64.fullmatch(text) is not None
 
 
-def commitment(seed: int, salt: str) -> str:
-    """``sha256(seed as 8 bytes big-endian ‖ salt bytes)`` in lower-case hex.
+def certificate_digest(line: Sequence[str]) -> bytes:
+    """``sha256`` of a winning line: its moves joined by ``\n``, UTF-8."""
+    if isinstance(line, str) or not all(isinstance(m, str) and m for m in line):
+        raise ValueError("a certificate is a sequence of moves in notation")
+    return hashlib.sha256("\n".join(line).encode()).digest()
+
+
+def commitment(seed: int, salt: str, certificate: Sequence[str] | None = None) -> str:
+    """``sha256(seed as 8 bytes big-endian ‖ salt bytes [‖ sha256(certificate)])`` in
+    lower-case hex.
 
     ``salt`` is the hex text sent on the wire; the server makes it with
     ``secrets.token_hex(SALT_BYTES)`` (drawing randomness is not this layer's job).
@@ -46,16 +61,22 @@ def commitment(seed: int, salt: str) -> str:
         raise ValueError(f"a seed is an integer 0 <= seed < 2**64, not {seed!r}")
     if not is_salt(salt):
         raise ValueError("a salt is 64 lower-case hex digits")
-    return hashlib.sha256(seed.to_bytes(SEED_BYTES, "big") + bytes.fromhex(salt)).hexdigest()
+    data = seed.to_bytes(SEED_BYTES, "big") + bytes.fromhex(salt)
+    if certificate is not None:
+        data += certificate_digest(certificate)
+    return hashlib.sha256(data).hexdigest()
 
 
-def verify(commitment_hex: str, seed: int, salt: str) -> bool:
-    """Whether the revealed ``seed`` and ``salt`` match the published commitment.
-    Never raises on bad input: a malformed reveal simply does not verify."""
+def verify(
+    commitment_hex: str, seed: int, salt: str, certificate: Sequence[str] | None = None
+) -> bool:
+    """Whether the revealed ``seed``, ``salt`` (and ``certificate``, for a certified
+    deal) match the published commitment. Never raises on bad input: a malformed
+    reveal simply does not verify."""
     if not is_commitment(commitment_hex):
         return False
     try:
-        expected = commitment(seed, salt)
+        expected = commitment(seed, salt, certificate)
     except ValueError:
         return False
     return hmac.compare_digest(expected, commitment_hex)

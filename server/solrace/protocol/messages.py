@@ -59,6 +59,7 @@ from .views import (
     Snapshot,
     board_view_wire,
     code_wire,
+    deal_wire,
     progress_wire,
     racer_wire,
     racers_wire,
@@ -242,6 +243,15 @@ class _Fields:
             raise self.fail("code", f"must be 1 to {MAX_CODE_LEN} letters or digits")
         return value
 
+    def one_of(self, name: str, allowed: Sequence[str], default: str | None) -> Any:
+        """A word from ``allowed`` (or ``default`` when absent)."""
+        value = self.d.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, str) or value not in allowed:
+            raise self.fail(name, f"must be one of {', '.join(allowed)}")
+        return value
+
     def options(self) -> dict[str, OptionValue]:
         value = self.d.get("options")
         if value is None:
@@ -293,7 +303,17 @@ class CreateRoom:
 
     TYPE: ClassVar[str] = "create"
     FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {"variant", "options", "max_racers", "time_limit_s", "private", "spectator_delay_s", "name"}
+        {
+            "variant",
+            "options",
+            "max_racers",
+            "time_limit_s",
+            "private",
+            "spectator_delay_s",
+            "name",
+            "deals",
+            "difficulty",
+        }
     )
     variant: str
     name: str
@@ -302,6 +322,8 @@ class CreateRoom:
     time_limit_s: int = DEFAULT_TIME_LIMIT_S
     private: bool = False
     spectator_delay_s: int = DEFAULT_SPECTATOR_DELAY_S
+    deals: str = "winnable"
+    difficulty: str | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, object]) -> Self:
@@ -321,6 +343,8 @@ class CreateRoom:
                 MAX_SPECTATOR_DELAY_S,
                 DEFAULT_SPECTATOR_DELAY_S,
             ),
+            deals=f.one_of("deals", ("winnable", "random"), "winnable"),
+            difficulty=f.one_of("difficulty", ("easy", "medium", "hard"), None),
         )
 
     def to_data(self) -> dict[str, object]:
@@ -332,6 +356,8 @@ class CreateRoom:
             "private": self.private,
             "spectator_delay_s": self.spectator_delay_s,
             "name": self.name,
+            "deals": self.deals,
+            **({} if self.difficulty is None else {"difficulty": self.difficulty}),
         }
 
 
@@ -616,9 +642,10 @@ EVENT_TYPES: Final = frozenset(
         "race_over",
         "room_reset",
         "presence",
+        "deal_chosen",
     }
 )
-NOTICE_TYPES: Final = frozenset({"board"})
+NOTICE_TYPES: Final = frozenset({"board", "resync"})
 
 
 def _out_int(name: str, value: object, lo: int = 0, hi: int = 2**63 - 1) -> int:
@@ -832,6 +859,16 @@ def room_reset_event(v: int, *, host: int | None, racers: Sequence[RacerInfo]) -
     return _event("room_reset", v, {"host": _opt_racer("host", host), "racers": wire})
 
 
+def deal_chosen_event(
+    v: int, *, certified: bool, moves: int | None, difficulty: str | None
+) -> Envelope:
+    """``deal_chosen``: the round's deal is ready. ``certified``: a solver won it in
+    ``moves`` moves (its line, the certificate, is committed at the countdown and
+    revealed in ``race_over``); ``difficulty`` is derived from that search."""
+    wire = deal_wire({"certified": certified, "moves": moves, "difficulty": difficulty})
+    return _event("deal_chosen", v, wire)
+
+
 def presence_event(v: int, *, racer: int, online: bool) -> Envelope:
     """``presence``: a racer's connection dropped (``online`` false) or came back.
     A racer offline for the disconnect grace during a race is then ``racer_left``."""
@@ -866,6 +903,7 @@ def room_event(t: str, v: int, d: Mapping[str, Any]) -> Envelope:
         "started": started_event,
         "room_reset": room_reset_event,
         "presence": presence_event,
+        "deal_chosen": deal_chosen_event,
     }
     builder = builders.get(t)
     if builder is None:

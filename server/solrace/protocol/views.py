@@ -91,6 +91,17 @@ class RoomSettings(TypedDict):
     private: bool
     spectator_delay_s: int
     quick: bool
+    deals: str
+    difficulty: str | None
+
+
+class Deal(TypedDict):
+    """The round's deal as the lobby may know it: whether a solver certified it
+    winnable, the winning line's length and its difficulty (never a card)."""
+
+    certified: bool
+    moves: int | None
+    difficulty: str | None
 
 
 class Progress(TypedDict):
@@ -145,6 +156,8 @@ class RaceResult(TypedDict):
     seed: int
     salt: str
     commitment: str
+    #: A certified deal's winning line (the certificate), revealed with the seed.
+    certificate: Sequence[str] | None
 
 
 class Snapshot(TypedDict):
@@ -162,6 +175,7 @@ class Snapshot(TypedDict):
     commitment: str | None
     you: You | None
     result: RaceResult | None
+    deal: Deal | None
 
 
 class RoomSummary(TypedDict):
@@ -338,6 +352,31 @@ def settings_wire(settings: Mapping[str, object]) -> dict[str, object]:
         "private": _bool(f"{where}.private", settings["private"]),
         "spectator_delay_s": _int(f"{where}.spectator_delay_s", settings["spectator_delay_s"]),
         "quick": _bool(f"{where}.quick", settings["quick"]),
+        "deals": _choice(f"{where}.deals", settings["deals"], ("winnable", "random")),
+        "difficulty": _opt_choice(
+            f"{where}.difficulty", settings["difficulty"], ("easy", "medium", "hard")
+        ),
+    }
+
+
+def _choice(where: str, value: object, allowed: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{where}: expected one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def _opt_choice(where: str, value: object, allowed: Sequence[str]) -> str | None:
+    return None if value is None else _choice(where, value, allowed)
+
+
+def deal_wire(deal: Mapping[str, object], where: str = "deal") -> dict[str, object]:
+    _keys(where, deal, frozenset(Deal.__annotations__), frozenset())
+    return {
+        "certified": _bool(f"{where}.certified", deal["certified"]),
+        "moves": _opt_int(f"{where}.moves", deal["moves"], 1),
+        "difficulty": _opt_choice(
+            f"{where}.difficulty", deal["difficulty"], ("easy", "medium", "hard", "very hard")
+        ),
     }
 
 
@@ -413,7 +452,17 @@ def result_wire(result: Mapping[str, object]) -> dict[str, object]:
         "seed": _int(f"{where}.seed", result["seed"], 0, _MAX_SEED),
         "salt": salt,
         "commitment": commitment,
+        "certificate": _opt_moves(f"{where}.certificate", result["certificate"]),
     }
+
+
+def _opt_moves(where: str, value: object) -> list[str] | None:
+    if value is None:
+        return None
+    moves = _seq(where, value)
+    if not all(isinstance(m, str) and m for m in moves):
+        raise ValueError(f"{where}: expected moves in notation")
+    return [str(m) for m in moves]
 
 
 def you_wire(you: Mapping[str, object]) -> dict[str, object]:
@@ -463,6 +512,7 @@ def snapshot_wire(snapshot: Mapping[str, object]) -> dict[str, object]:
         "commitment": commitment,
         "you": None if you is None else you_wire(_map(you)),
         "result": None if result is None else result_wire(_map(result)),
+        "deal": None if snapshot["deal"] is None else deal_wire(_map(snapshot["deal"])),
     }
 
 

@@ -83,7 +83,16 @@ def start(
     waiting = [r.name for r in state.racers.values() if not r.ready and r.racer != racer]
     if waiting:
         raise RaceError("not_ready", f"not ready yet: {', '.join(waiting)}")
+    if not state.deal_ready():
+        raise RaceError("not_ready", "the deal is still being certified winnable: a moment")
     return [countdown(now_ms, commitment, countdown_ms)]
+
+
+def deal_chosen(state: RoomState, round_no: int, deal: dict[str, Any]) -> list[Event]:
+    """The round's deal, once (a second node certifying the same round is too late)."""
+    if state.round != round_no or state.deal is not None or state.phase != LOBBY:
+        return []
+    return [event("deal_chosen", **deal)]
 
 
 def countdown(now_ms: int, commitment: str, countdown_ms: int = COUNTDOWN_MS) -> Event:
@@ -211,7 +220,7 @@ def tick(
             all_ready = all(r.ready for r in racers)
             deadline = state.lobby_deadline_ms if state.settings.quick else None
             timer_out = deadline is not None and now_ms >= deadline
-            if all_ready or timer_out:
+            if (all_ready or timer_out) and state.deal_ready():
                 return [countdown(now_ms, commitment(), countdown_ms)]
         return []
     if phase == COUNTDOWN:

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Sequence
 
 from solrace.protocol.fairness import commitment
 
 
-def round_seed(room_secret: bytes, round_no: int) -> int:
-    digest = hmac.new(room_secret, f"seed:{round_no}".encode(), hashlib.sha256).digest()
+def round_seed(room_secret: bytes, round_no: int, attempt: int = 0) -> int:
+    """Round ``round_no``'s seed; ``attempt`` k > 0 names the k-th candidate drawn
+    after it when certifying a winnable deal (docs/fairness.md): the room deals the
+    first candidate a solver wins."""
+    label = f"seed:{round_no}" if attempt == 0 else f"seed:{round_no}:{attempt}"
+    digest = hmac.new(room_secret, label.encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "big")
 
 
@@ -24,5 +29,11 @@ def round_salt(room_secret: bytes, round_no: int) -> str:
     return hmac.new(room_secret, f"salt:{round_no}".encode(), hashlib.sha256).hexdigest()
 
 
-def round_commitment(room_secret: bytes, round_no: int) -> str:
-    return commitment(round_seed(room_secret, round_no), round_salt(room_secret, round_no))
+def round_commitment(
+    room_secret: bytes,
+    round_no: int,
+    attempt: int = 0,
+    certificate: Sequence[str] | None = None,
+) -> str:
+    seed = round_seed(room_secret, round_no, attempt)
+    return commitment(seed, round_salt(room_secret, round_no), certificate)

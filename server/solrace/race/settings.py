@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Final
 
 # The protocol's limits are the rooms' limits: one definition for both layers.
 from solrace.protocol.limits import (
@@ -23,6 +23,11 @@ from solrace.rules.options import options_to_json
 
 from .errors import RaceError
 
+#: ``deals``: ``winnable`` rooms deal only seeds a solver has won (docs/fairness.md).
+DEALS: Final = ("winnable", "random")
+#: ``difficulty`` a winnable room may ask for (solrace.solver's difficulty bands).
+DIFFICULTIES: Final = ("easy", "medium", "hard")
+
 
 @dataclass(frozen=True)
 class RoomSettings:
@@ -33,6 +38,8 @@ class RoomSettings:
     private: bool = False
     spectator_delay_s: int = DEFAULT_SPECTATOR_DELAY_S
     quick: bool = False
+    deals: str = "winnable"
+    difficulty: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -67,6 +74,13 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
     )
     if not isinstance(settings.private, bool) or not isinstance(settings.quick, bool):
         raise RaceError("bad_message", "private and quick must be true or false")
+    if settings.deals not in DEALS:
+        raise RaceError("bad_message", f"deals must be one of {', '.join(DEALS)}")
+    if settings.difficulty is not None:
+        if settings.difficulty not in DIFFICULTIES:
+            raise RaceError("bad_message", f"difficulty must be one of {', '.join(DIFFICULTIES)}")
+        if settings.deals != "winnable":
+            raise RaceError("bad_message", "a difficulty needs winnable deals")
     # Store the options fully resolved, so every node and every verifier agrees.
     resolved = options_to_json(board.options, board.allowed_options)
     return RoomSettings(
@@ -77,4 +91,6 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
         private=settings.private,
         spectator_delay_s=settings.spectator_delay_s,
         quick=settings.quick,
+        deals=settings.deals,
+        difficulty=settings.difficulty,
     )

@@ -95,6 +95,12 @@ class RoomState:
     commitment: str | None = None
     lobby_deadline_ms: int | None = None
     result: dict[str, Any] | None = None
+    #: The round's deal once chosen (the protocol's Deal: certified, moves, difficulty).
+    deal: dict[str, Any] | None = None
+    #: Server-only: which candidate seed the round deals, and the certificate (the
+    #: winning line), from the ``deal_chosen`` event. Secret until the race is over.
+    deal_attempt: int = 0
+    certificate: list[str] | None = None
 
     # ----------------------------------------------------------------- phase
     @property
@@ -145,6 +151,7 @@ class RoomState:
             "commitment": self.commitment,
             "you": None,
             "result": self.result,
+            "deal": self.deal,
         }
 
     def summary(self) -> dict[str, Any]:
@@ -176,6 +183,9 @@ class RoomState:
         handler = getattr(self, "_on_" + stored["t"], None)
         if handler is not None:
             handler(stored["d"], stored.get("at", 0))
+        if stored["t"] == "deal_chosen":
+            self.deal_attempt = stored.get("attempt", 0)
+            self.certificate = stored.get("line")
         if stored["t"] == "racer_joined":
             joined = self.racers[stored["d"]["racer"]]
             joined.conn, joined.node = stored.get("conn"), stored.get("node")
@@ -265,8 +275,18 @@ class RoomState:
                 racer.place = entry["place"]
                 racer.status = entry["status"]
 
+    def _on_deal_chosen(self, d: dict[str, Any], at: int) -> None:
+        self.deal = dict(d)
+
+    def deal_ready(self) -> bool:
+        """A winnable room waits for its certified deal; a random one never waits."""
+        return self.settings.deals != "winnable" or self.deal is not None
+
     def _on_room_reset(self, d: dict[str, Any], at: int) -> None:
         self.round += 1
+        self.deal = None
+        self.deal_attempt = 0
+        self.certificate = None
         self.result = None
         self.start_at_ms = None
         self.started = False

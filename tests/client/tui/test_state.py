@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from solrace.protocol import Envelope
-from solrace_client.tui.state import RoomState
+from solrace_client.tui.render import render_lobby
+from solrace_client.tui.state import RoomState, deal_words
 
 
 def racer(n: int, name: str, **kw: Any) -> dict[str, Any]:
@@ -179,3 +180,27 @@ def test_race_over_reset_and_presence() -> None:
     assert s.phase == "lobby" and s.result is None and s.my_board is None
     s.apply(ev("racer_left", 10, racer=2, host=1))
     assert 2 not in s.racers  # in the lobby a racer who leaves is gone
+
+
+def test_the_lobby_learns_how_the_deal_was_made() -> None:
+    state = RoomState()
+    state.load(snapshot(), racer=1)
+    assert deal_words(state.deal) == "certifying a winnable deal…"
+    news = state.apply(
+        Envelope("deal_chosen", v=3, d={"certified": True, "moves": 97, "difficulty": "easy"})
+    )
+    assert news == "winnable deal (certified, 97 moves, easy)"
+    lobby = render_lobby([], state.settings, state.code, 1, 1, 80, deal_words(state.deal))
+    assert "winnable deal (certified, 97 moves, easy)" in lobby.plain
+    assert deal_words(None, "random") == "random deal"
+
+
+def test_a_resync_replaces_the_state_even_with_a_lower_version() -> None:
+    state = RoomState()
+    state.load(snapshot(version=9), racer=1)
+    fresh = snapshot(version=6, racers=[racer(1, "Ann", ready=True)])
+    news = state.apply(
+        Envelope("resync", d={"reason": "lost 3", "lost_events": 3, "snapshot": fresh})
+    )
+    assert news == "lost 3"
+    assert state.version == 6 and state.racers[1]["ready"] is True

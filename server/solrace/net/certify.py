@@ -1,0 +1,190 @@
+"""Certified deals: a ``winnable`` room deals only a seed a solver has won.
+
+When a round's lobby opens, a node serving the room draws candidate seeds (the
+round's seed, then ``round_seed(secret, round, 1)``, ``2``, ...) and solves each in a
+worker *process* — the solver is pure Python, and in a thread it would hold the GIL and
+delay every other room's moves — until one is won (at the asked difficulty). The
+winning line is the certificate: ``deal_chosen`` announces its length and difficulty
+(server-only: which candidate, and the line), the countdown commits to it with the
+seed, ``race_over`` reveals it, and ``solrace verify`` replays it (docs/fairness.md).
+
+Two nodes may certify the same round; ``decisions.deal_chosen`` keeps the first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import ctypes
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from multiprocessing.pool import Pool
+from typing import TYPE_CHECKING, Any, Final
+
+from solrace.race import decisions as decide_
+from solrace.race.fairness import round_seed
+from solrace.race.state import LOBBY
+from solrace.solver import SERVER_BUDGET, solve_deal
+from solrace.store.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from .node import Node
+    from .room import LiveRoom
+
+log = logging.getLogger("solrace.certify")
+
+#: The solver's node budget per candidate seed (docs/winnability.md: the budget's
+#: share of unknowns and the certification time it gives).
+CERTIFY_BUDGET_NODES: Final = SERVER_BUDGET
+#: Candidates tried before the room falls back to an uncertified deal (announced so).
+MAX_CANDIDATES: Final = 100
+#: How long a host's ``start`` waits for the certificate before it is refused.
+START_WAIT_S: Final = 15.0
+
+#: A requested difficulty accepts these solver bands.
+_BANDS: Final = {"easy": ("easy",), "medium": ("medium",), "hard": ("hard", "very hard")}
+
+_pool: Pool | None = None
+@dataclass(frozen=True)
+class Certificate:
+    """What certifying a round found: the candidate dealt and its winning line (None
+    if no candidate was won within the limits: the deal is then not certified)."""
+
+    attempt: int
+    line: tuple[str, ...] | None
+    difficulty: str | None
+
+
+def certify(
+    variant: str,
+    options: Mapping[str, Any],
+    secret: bytes,
+    round_no: int,
+    difficulty: str | None,
+    budget_nodes: int = CERTIFY_BUDGET_NODES,
+    candidates: int = MAX_CANDIDATES,
+) -> Certificate:
+    """Solve candidate seeds in order until one is won at ``difficulty``. Runs in a
+    worker process: plain arguments, no I/O."""
+    bands = _BANDS.get(difficulty or "", ())
+    for attempt in range(candidates):
+        result = solve_deal(variant, round_seed(secret, round_no, attempt), options, budget_nodes)
+        if result.won and (not bands or result.difficulty in bands):
+            return Certificate(attempt, result.moves, result.difficulty)
+    return Certificate(0, None, None)
+
+
+def _worker_init() -> None:
+    """A solver worker holds no terminal or pipe of the node's (a supervisor waiting
+    for the node's output to close must not wait for it) and dies with the node."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    if sys.platform == "linux":
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def _workers() -> Pool:
+    global _pool
+    if _pool is None:
+        # spawn: a worker never inherits the event loop, sockets or locks. The spawned
+        # helper processes are handed our stderr's descriptor; under a program that
+        # replaced sys.stderr (a Textual app capturing output) there is none, so the
+        # pool is made with the process's own stderr in place.
+        replaced, sys.stderr = sys.stderr, sys.__stderr__ or sys.stderr
+        try:
+            _pool = multiprocessing.get_context("spawn").Pool(1, initializer=_worker_init)
+        finally:
+            sys.stderr = replaced
+        atexit.register(shutdown)
+    return _pool
+
+
+def shutdown() -> None:
+    """Stop the solver workers now (a draining node does not wait for a deal)."""
+    global _pool
+    if _pool is not None:
+        _pool.terminate()
+        _pool = None
+
+
+async def _solve(*args: Any) -> Certificate:
+    """``certify(*args)`` in a worker process, awaited without blocking the loop."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Certificate] = loop.create_future()
+
+    def settle(outcome: Any, failed: bool) -> None:
+        if not future.done():
+            if failed:
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+    def reply(outcome: Any, failed: bool = False) -> None:
+        # Called on the pool's result thread; the loop may be gone by then.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, outcome, failed)
+
+    _workers().apply_async(
+        certify, args, callback=reply, error_callback=lambda e: reply(e, True)
+    )
+    return await future
+
+
+def ensure(node: Node, room: LiveRoom) -> None:
+    """Start certifying the room's round here if it needs it and nobody here does."""
+    state = room.state
+    if state.phase != LOBBY or state.deal_ready():
+        return
+    key = (room.room_id, state.round)
+    if key not in node.certifying:
+        node.certifying[key] = asyncio.ensure_future(_run(node, room, state.round))
+
+
+async def ready(node: Node, room: LiveRoom) -> None:
+    """Wait until the room's round has its deal (certifying it here if need be)."""
+    ensure(node, room)
+    task = node.certifying.get((room.room_id, room.state.round))
+    if task is not None:
+        await asyncio.wait_for(asyncio.shield(task), START_WAIT_S)
+    await node.sync(room)
+
+
+async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
+    key = (room.room_id, round_no)
+    try:
+        settings = room.meta.settings
+        found = await _solve(
+            settings.variant,
+            dict(settings.options),
+            room.meta.secret,
+            round_no,
+            settings.difficulty,
+        )
+        line = None if found.line is None else list(found.line)
+        deal = {
+            "certified": line is not None,
+            "moves": None if line is None else len(line),
+            "difficulty": found.difficulty,
+        }
+        if line is None:
+            log.warning("no winnable deal found: uncertified", extra={"room": room.room_id})
+        await node.decide(
+            room,
+            lambda: decide_.deal_chosen(room.state, round_no, deal),
+            server_only={"attempt": found.attempt, "line": line},
+        )
+        await node.tick(room)
+    except (StoreUnavailable, asyncio.CancelledError):
+        raise
+    except Exception:
+        log.exception("certifying a deal failed", extra={"room": room.room_id})
+    finally:
+        node.certifying.pop(key, None)

@@ -1,0 +1,75 @@
+"""Certified deals over the network: the lobby learns the deal is winnable, the
+countdown commits to the certificate, a racer who plays it wins, and the revealed race
+verifies (docs/fairness.md)."""
+
+from __future__ import annotations
+
+import pytest
+from solrace.net.certify import certify
+from solrace.protocol import verify
+from solrace.race.settings import RoomSettings, validate_settings
+from solrace.rules import replay
+from solrace_client import RaceClient, ServerError
+
+from tests.support.race import check_no_leaks, lobby, play_until_done
+
+from .conftest import SOLVABLE_SECRET, Cluster
+
+
+async def test_a_racer_playing_the_certificate_wins_and_the_race_verifies(
+    cluster: Cluster,
+) -> None:
+    server = await cluster.node()
+    ann, bob = await lobby(server.url)
+    chosen = await ann.wait_for(lambda e: e.t == "deal_chosen", timeout=30)
+    assert chosen.d["certified"] and chosen.d["moves"] > 0
+    assert chosen.d["difficulty"] in ("easy", "medium", "hard", "very hard")
+    # The test knows the room's secret, so it can certify the same round itself.
+    settings = validate_settings(RoomSettings())
+    found = certify("yukon", settings.options, SOLVABLE_SECRET, 1, None)
+    assert found.line is not None and len(found.line) == chosen.d["moves"]
+    await ann.start()
+    for client in (ann, bob):
+        await client.wait_started()
+    last = await play_until_done(ann, found.line)
+    assert last["status"] == "finished"
+    await bob.resign()
+    over = (await ann.next_event("race_over", timeout=10)).d
+    assert [(s["name"], s["place"]) for s in over["standings"]] == [("Ann", 1), ("Bob", 2)]
+    assert over["certificate"] == list(found.line)
+    assert verify(over["commitment"], over["seed"], over["salt"], over["certificate"])
+    snapshot = ann.snapshot or {}
+    won = replay("yukon", over["seed"], snapshot["settings"]["options"], over["certificate"])
+    assert won.is_won()
+    for client in (ann, bob):
+        assert check_no_leaks(client.received, over, snapshot["settings"], client.racer) > 3
+        await client.close()
+
+
+async def test_the_lobby_snapshot_says_how_the_deal_was_made(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", deals="random")
+    assert ann.snapshot is not None
+    assert ann.snapshot["settings"]["deals"] == "random"
+    assert ann.snapshot["deal"] is None  # a random room certifies nothing
+    watcher = await RaceClient.connect(server.url)
+    await ann.close()
+    cy = await RaceClient.connect(server.url)
+    await cy.create("yukon", "Cy", difficulty="easy")
+    await cy.wait_for(lambda e: e.t == "deal_chosen", timeout=30)
+    watching = await watcher.watch(code=cy.code)
+    assert watching["snapshot"]["deal"]["certified"] is True
+    assert watching["snapshot"]["deal"]["difficulty"] == "easy"
+    await cy.close()
+    await watcher.close()
+
+
+async def test_bad_deal_settings_are_refused_in_words(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    with pytest.raises(ServerError, match="deals"):
+        await ann.create("yukon", "Ann", deals="rigged")
+    with pytest.raises(ServerError, match="needs winnable deals"):
+        await ann.create("yukon", "Ann", deals="random", difficulty="hard")
+    await ann.close()
