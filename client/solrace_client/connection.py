@@ -244,8 +244,9 @@ class RaceClient:
     ) -> dict[str, Any]:
         return self._entered(await self.request("watch", code=code, room=room, since=since))
 
-    async def ready(self, flag: bool = True) -> None:
-        await self.request("ready", ready=flag)
+    async def ready(self, flag: bool = True, spectators: str | None = None) -> None:
+        """Set the ready flag; ``spectators="open"`` also agrees to open spectating."""
+        await self.request("ready", ready=flag, spectators=spectators)
 
     async def start(self) -> None:
         await self.request("start")

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from solrace_client import RaceClient
+from solrace_client import RaceClient, ServerError
 
 from tests.support.race import check_no_leaks, play_until_done, racing, winning_moves
 
@@ -102,3 +102,50 @@ async def test_the_leak_check_catches_a_full_board_shown_to_a_racer(cluster: Clu
         check_no_leaks(spy.received, over.d, spy.snapshot["settings"])  # type: ignore[index]
     for client in (ann, bob, spy):
         await client.close()
+
+
+async def _open_room_race(url: str, bob_agrees: bool) -> tuple[RaceClient, RaceClient]:
+    ann, bob = await RaceClient.connect(url), await RaceClient.connect(url)
+    await ann.create("yukon", "Ann", private=True, spectators="open")
+    await bob.join(ann.code or "", "Bob")
+    await ann.ready(spectators="open")
+    await bob.ready(spectators="open" if bob_agrees else None)
+    for client in (ann, bob):  # everyone ready: the room counts down by itself
+        await client.wait_started()
+    return ann, bob
+
+
+@pytest.mark.parametrize("bob_agrees", [True, False])
+async def test_open_spectating_needs_every_racer_to_agree(
+    cluster: Cluster, bob_agrees: bool
+) -> None:
+    server = await cluster.node()
+    ann, bob = await _open_room_race(server.url, bob_agrees)
+    countdown = next(e for e in ann.received if e.t == "countdown")
+    assert countdown.d.get("open_boards", False) is bob_agrees
+    spy = await RaceClient.connect(server.url)
+    await spy.watch(code=ann.code)
+    await play_until_done(ann, winning_moves(SOLVABLE_SECRET)[:20])
+    board = await spy.wait_for(
+        lambda e: e.t == "board"
+        and e.d["racer"] == ann.racer
+        and (e.d["view"] == ann.board or _withheld(e.d["view"]) > 0),
+        timeout=10,
+    )
+    if bob_agrees:
+        assert board.d["view"] == ann.board  # whole: both racers agreed
+    else:
+        assert _withheld(board.d["view"]) > 0  # one did not: the fair view
+    for client in (ann, bob, spy):
+        await client.close()
+
+
+async def test_open_spectating_is_only_for_private_rooms_that_offer_it(cluster: Cluster) -> None:
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    with pytest.raises(ServerError, match="private room"):
+        await ann.create("yukon", "Ann", spectators="open")
+    await ann.create("yukon", "Ann")
+    with pytest.raises(ServerError, match="does not offer open spectating"):
+        await ann.ready(spectators="open")
+    await ann.close()

@@ -39,6 +39,7 @@ def settings(quick: bool = False) -> RoomSettings:
         "quick": quick,
         "deals": "winnable",
         "difficulty": None,
+        "spectators": "fair",
     }
 
 

@@ -329,3 +329,15 @@ def test_grace_counts_from_the_last_time_the_store_came_back() -> None:
     events = d.tick(room.state, room.now, lambda: COMMIT, room._result, grace_floor_ms=floor)
     assert events == []
     assert d.next_wakeup(room.state, floor) == floor + d.DISCONNECT_GRACE_MS
+
+
+def test_open_spectating_needs_an_offer_and_every_racers_consent() -> None:
+    for agree_bob, expected in ((True, True), (False, False)):
+        room = _lobby(spectators="open", private=True)
+        room.apply(d.ready(room.state, 1, True, open_boards=True))
+        room.apply(d.ready(room.state, 2, True, open_boards=agree_bob))
+        (countdown,) = room.tick()
+        room.apply([countdown])
+        assert room.state.open_boards is expected
+    with pytest.raises(RaceError, match="does not offer"):
+        d.ready(_lobby().state, 1, True, open_boards=True)

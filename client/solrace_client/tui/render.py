@@ -421,6 +421,8 @@ def settings_words(settings: Mapping[str, Any]) -> list[str]:
     delay = settings.get("spectator_delay_s")
     if delay:
         parts.append(f"spectators {delay} s behind")
+    if settings.get("spectators") == "open":
+        parts.append("open spectating if every racer agrees")
     return parts
 
 

@@ -71,6 +71,7 @@ async def create(node: Node, session: Session, msg: CreateRoom, request_id: int 
         spectator_delay_s=msg.spectator_delay_s,
         deals=msg.deals,
         difficulty=msg.difficulty,
+        spectators=msg.spectators,
     )
     room = await _create_room(node, settings)
     await _join(node, session, room, msg.name, request_id)
@@ -310,9 +311,11 @@ async def watch(node: Node, session: Session, msg: Watch, request_id: int | None
     node.schedule(room)
 
 
-async def ready(node: Node, session: Session, flag: bool) -> None:
+async def ready(node: Node, session: Session, flag: bool, open_boards: bool = False) -> None:
     room, racer = session.racer_room()
-    await _decide_or_refuse(node, room, lambda: decide_.ready(room.state, racer, flag))
+    await _decide_or_refuse(
+        node, room, lambda: decide_.ready(room.state, racer, flag, open_boards)
+    )
     await node.tick(room)
 
 

@@ -195,7 +195,7 @@ class Session:
         elif isinstance(message, Resume):
             await lobby.resume(node, self, message, request_id)
         elif isinstance(message, SetReady):
-            await lobby.ready(node, self, message.ready)
+            await lobby.ready(node, self, message.ready, message.spectators == "open")
             self.send(ok_reply(request_id))
         elif isinstance(message, StartRace):
             await lobby.start_race(node, self)

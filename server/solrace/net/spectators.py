@@ -65,8 +65,8 @@ async def shown_cards(node: Node, room: LiveRoom) -> set[int] | None:
     """Card ids a board may show to anyone but its own player: those every racer who
     can still move has seen in its own game; None (everything) once nobody can."""
     state = room.state
-    if state.phase == FINISHED:
-        return None
+    if state.phase == FINISHED or state.open_boards:
+        return None  # over, or every racer agreed to open spectating
     racing = state.playing()
     if not racing:
         return None

@@ -313,6 +313,7 @@ class CreateRoom:
             "name",
             "deals",
             "difficulty",
+            "spectators",
         }
     )
     variant: str
@@ -324,6 +325,7 @@ class CreateRoom:
     spectator_delay_s: int = DEFAULT_SPECTATOR_DELAY_S
     deals: str = "winnable"
     difficulty: str | None = None
+    spectators: str = "fair"
 
     @classmethod
     def from_data(cls, d: Mapping[str, object]) -> Self:
@@ -345,6 +347,7 @@ class CreateRoom:
             ),
             deals=f.one_of("deals", ("winnable", "random"), "winnable"),
             difficulty=f.one_of("difficulty", ("easy", "medium", "hard"), None),
+            spectators=f.one_of("spectators", ("fair", "open"), "fair"),
         )
 
     def to_data(self) -> dict[str, object]:
@@ -358,6 +361,7 @@ class CreateRoom:
             "name": self.name,
             "deals": self.deals,
             **({} if self.difficulty is None else {"difficulty": self.difficulty}),
+            "spectators": self.spectators,
         }
 
 
@@ -469,18 +473,25 @@ class Watch:
 
 @dataclass(frozen=True, slots=True)
 class SetReady:
-    """``ready``: say whether this racer is ready to start. Reply: ``ok``."""
+    """``ready``: say whether this racer is ready to start. Reply: ``ok``.
+    ``spectators: "open"`` with ``ready: true`` also agrees to open spectating in a
+    private room that offers it (docs/fairness.md): every racer must agree."""
 
     TYPE: ClassVar[str] = "ready"
-    FIELDS: ClassVar[frozenset[str]] = frozenset({"ready"})
+    FIELDS: ClassVar[frozenset[str]] = frozenset({"ready", "spectators"})
     ready: bool
+    spectators: str | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, object]) -> Self:
-        return cls(ready=_Fields(cls.TYPE, d, cls.FIELDS).boolean("ready"))
+        f = _Fields(cls.TYPE, d, cls.FIELDS)
+        return cls(ready=f.boolean("ready"), spectators=f.one_of("spectators", ("open",), None))
 
     def to_data(self) -> dict[str, object]:
-        return {"ready": self.ready}
+        data: dict[str, object] = {"ready": self.ready}
+        if self.spectators is not None:
+            data["spectators"] = self.spectators
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -800,15 +811,30 @@ def _opt_racer(name: str, value: int | None) -> int | None:
     return None if value is None else _out_int(name, value, 1)
 
 
-def ready_changed_event(v: int, *, racer: int, ready: bool) -> Envelope:
-    if not isinstance(ready, bool):
-        raise ValueError("ready_changed: ready is a boolean")
-    return _event("ready_changed", v, {"racer": _out_int("racer", racer, 1), "ready": ready})
+def ready_changed_event(
+    v: int, *, racer: int, ready: bool, open_boards: bool = False
+) -> Envelope:
+    """``ready_changed``; ``open_boards`` (only when true) says the racer's ready flag
+    names open spectating: it agrees to spectators seeing whole boards."""
+    if not isinstance(ready, bool) or not isinstance(open_boards, bool):
+        raise ValueError("ready_changed: ready and open_boards are booleans")
+    d: dict[str, object] = {"racer": _out_int("racer", racer, 1), "ready": ready}
+    if open_boards:
+        d["open_boards"] = True
+    return _event("ready_changed", v, d)
 
 
-def countdown_event(v: int, *, start_at_ms: int, commitment: str) -> Envelope:
-    """``countdown``: the race starts at ``start_at_ms``; the deal is committed."""
-    d = {"start_at_ms": _out_int("start_at_ms", start_at_ms), "commitment": _commitment(commitment)}
+def countdown_event(
+    v: int, *, start_at_ms: int, commitment: str, open_boards: bool = False
+) -> Envelope:
+    """``countdown``: the race starts at ``start_at_ms``; the deal is committed.
+    ``open_boards`` (only when true): every racer agreed to open spectating."""
+    d: dict[str, object] = {
+        "start_at_ms": _out_int("start_at_ms", start_at_ms),
+        "commitment": _commitment(commitment),
+    }
+    if open_boards is True:
+        d["open_boards"] = True
     return _event("countdown", v, d)
 
 

@@ -93,6 +93,7 @@ class RoomSettings(TypedDict):
     quick: bool
     deals: str
     difficulty: str | None
+    spectators: str
 
 
 class Deal(TypedDict):
@@ -356,6 +357,7 @@ def settings_wire(settings: Mapping[str, object]) -> dict[str, object]:
         "difficulty": _opt_choice(
             f"{where}.difficulty", settings["difficulty"], ("easy", "medium", "hard")
         ),
+        "spectators": _choice(f"{where}.spectators", settings["spectators"], ("fair", "open")),
     }
 
 

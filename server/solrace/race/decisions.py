@@ -56,13 +56,19 @@ def join(state: RoomState, name: str) -> list[Event]:
     return [event("racer_joined", **info)]
 
 
-def ready(state: RoomState, racer: int, flag: bool) -> list[Event]:
+def ready(state: RoomState, racer: int, flag: bool, open_boards: bool = False) -> list[Event]:
+    """A racer's ready flag; ``open_boards`` agrees to open spectating, which only a
+    private room that offers it accepts."""
     member = _member(state, racer)
     if state.phase != LOBBY:
         raise RaceError("wrong_phase", "ready flags only count in the lobby")
-    if member.ready == flag:
+    if open_boards and state.settings.spectators != "open":
+        raise RaceError("bad_message", "this room does not offer open spectating")
+    agrees = flag and open_boards
+    if member.ready == flag and member.open_boards == agrees:
         return []
-    return [event("ready_changed", racer=racer, ready=flag)]
+    extra = {"open_boards": True} if agrees else {}
+    return [event("ready_changed", racer=racer, ready=flag, **extra)]
 
 
 def start(
@@ -85,7 +91,13 @@ def start(
         raise RaceError("not_ready", f"not ready yet: {', '.join(waiting)}")
     if not state.deal_ready():
         raise RaceError("not_ready", "the deal is still being certified winnable: a moment")
-    return [countdown(now_ms, commitment, countdown_ms)]
+    return [countdown(now_ms, commitment, countdown_ms, _open_boards(state))]
+
+
+def _open_boards(state: RoomState) -> bool:
+    """Open spectating only where offered (a private room) and every racer agreed."""
+    racers = state.racers.values()
+    return state.settings.spectators == "open" and all(r.open_boards for r in racers)
 
 
 def deal_chosen(state: RoomState, round_no: int, deal: dict[str, Any]) -> list[Event]:
@@ -95,8 +107,11 @@ def deal_chosen(state: RoomState, round_no: int, deal: dict[str, Any]) -> list[E
     return [event("deal_chosen", **deal)]
 
 
-def countdown(now_ms: int, commitment: str, countdown_ms: int = COUNTDOWN_MS) -> Event:
-    return event("countdown", start_at_ms=now_ms + countdown_ms, commitment=commitment)
+def countdown(
+    now_ms: int, commitment: str, countdown_ms: int = COUNTDOWN_MS, open_boards: bool = False
+) -> Event:
+    extra = {"open_boards": True} if open_boards else {}
+    return event("countdown", start_at_ms=now_ms + countdown_ms, commitment=commitment, **extra)
 
 
 def resign(state: RoomState, racer: int) -> list[Event]:
@@ -221,7 +236,7 @@ def tick(
             deadline = state.lobby_deadline_ms if state.settings.quick else None
             timer_out = deadline is not None and now_ms >= deadline
             if (all_ready or timer_out) and state.deal_ready():
-                return [countdown(now_ms, commitment(), countdown_ms)]
+                return [countdown(now_ms, commitment(), countdown_ms, _open_boards(state))]
         return []
     if phase == COUNTDOWN:
         assert state.start_at_ms is not None

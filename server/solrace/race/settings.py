@@ -40,6 +40,9 @@ class RoomSettings:
     quick: bool = False
     deals: str = "winnable"
     difficulty: str | None = None
+    #: ``fair`` (withheld identities, docs/fairness.md) or ``open``: whole boards, only
+    #: in a private room, and only if every racer's ready flag agrees.
+    spectators: str = "fair"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -81,6 +84,10 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
             raise RaceError("bad_message", f"difficulty must be one of {', '.join(DIFFICULTIES)}")
         if settings.deals != "winnable":
             raise RaceError("bad_message", "a difficulty needs winnable deals")
+    if settings.spectators not in ("fair", "open"):
+        raise RaceError("bad_message", "spectators must be fair or open")
+    if settings.spectators == "open" and not settings.private:
+        raise RaceError("bad_message", "open spectating needs a private room")
     # Store the options fully resolved, so every node and every verifier agrees.
     resolved = options_to_json(board.options, board.allowed_options)
     return RoomSettings(
@@ -93,4 +100,5 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
         quick=settings.quick,
         deals=settings.deals,
         difficulty=settings.difficulty,
+        spectators=settings.spectators,
     )

@@ -44,6 +44,8 @@ class RacerState:
     racer: int
     name: str
     ready: bool = False
+    #: The ready flag names open spectating (``ready`` with ``spectators: "open"``).
+    open_boards: bool = False
     status: str = WAITING
     foundation: int = 0
     moves: int = 0
@@ -95,6 +97,9 @@ class RoomState:
     commitment: str | None = None
     lobby_deadline_ms: int | None = None
     result: dict[str, Any] | None = None
+    #: Spectators see whole boards this round: the room offers it and every racer's
+    #: ready flag agreed when the countdown began (docs/fairness.md).
+    open_boards: bool = False
     #: The round's deal once chosen (the protocol's Deal: certified, moves, difficulty).
     deal: dict[str, Any] | None = None
     #: Server-only: which candidate seed the round deals, and the certificate (the
@@ -231,10 +236,12 @@ class RoomState:
         racer = self.racers.get(d["racer"])
         if racer is not None:
             racer.ready = d["ready"]
+            racer.open_boards = d["ready"] and d.get("open_boards", False)
 
     def _on_countdown(self, d: dict[str, Any], at: int) -> None:
         self.start_at_ms = d["start_at_ms"]
         self.commitment = d["commitment"]
+        self.open_boards = d.get("open_boards", False)
 
     def _on_started(self, d: dict[str, Any], at: int) -> None:
         self.started = True
@@ -284,6 +291,7 @@ class RoomState:
 
     def _on_room_reset(self, d: dict[str, Any], at: int) -> None:
         self.round += 1
+        self.open_boards = False
         self.deal = None
         self.deal_attempt = 0
         self.certificate = None
