@@ -9,6 +9,7 @@ import pytest
 from solrace.net.server import RaceServer
 from solrace_client import RaceClient, ServerError
 
+from tests.support.faults import Clock
 from tests.support.race import fair_match, lobby, play_until_done, racing, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Cluster
@@ -206,3 +207,65 @@ async def test_only_long_idle_rooms_without_connections_are_forgotten(cluster: C
     rooms = await looker.list_rooms()  # reloads from the store
     assert any(r["room"] == room_id for r in rooms)
     await looker.close()
+
+
+async def test_gauges_match_the_store_after_races_end(cluster: Cluster) -> None:
+    """solrace_rooms, _races_running and _connections are read from what the node
+    holds: after two races end and everyone leaves, they are 0, as the store says."""
+    server = await cluster.node()
+    metrics = server.node.metrics
+    pairs = [await racing(server.url) for _ in range(2)]
+    page = metrics.render().decode()
+    assert "solrace_races_running 2.0" in page and "solrace_connections 4.0" in page
+    assert "solrace_rooms 2.0" in page
+    for ann, bob in pairs:
+        await ann.resign()
+        await bob.resign()
+        await ann.next_event("race_over", timeout=10)
+    page = metrics.render().decode()
+    assert "solrace_races_running 0.0" in page
+    for ann, bob in pairs:
+        await ann.close()
+        await bob.close()
+    for _ in range(50):
+        if not server.node.sessions:
+            break
+        await asyncio.sleep(0.05)
+    page = metrics.render().decode()
+    assert "solrace_connections 0.0" in page and "solrace_rooms 0.0" in page
+    store = server.node.store
+    for ann, _ in pairs:  # the store agrees: both races are over and unlisted
+        assert ann.room not in await store.listed_rooms()
+        assert await store.load_result(f"{ann.room}.1") is not None
+
+
+async def test_an_abandoned_lobby_leaves_the_list_and_expires(cluster: Cluster) -> None:
+    """Everyone's connection drops in the lobby: after the grace the racers are gone,
+    the room is unlisted and its keys expire within ten minutes."""
+    clock = Clock()
+    server = await cluster.node(clock=clock)
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    room_id = ann.room or ""
+    store = server.node.store
+    assert room_id in await store.listed_rooms()
+    await ann.close()
+    await bob.close()
+    for _ in range(50):
+        state = server.node.rooms[room_id].state
+        if all(not r.online for r in state.racers.values()):
+            break
+        await asyncio.sleep(0.05)
+    clock.advance(31, server.node)
+    for _ in range(100):
+        if room_id not in await store.listed_rooms():
+            break
+        await asyncio.sleep(0.05)
+    assert room_id not in await store.listed_rooms()
+    assert not server.node.rooms[room_id].state.racers
+    ttl = await store._redis.pttl(store.keys.room(room_id).meta)  # the test reads the TTL
+    assert 0 < ttl <= 600_000
+    lister = await RaceClient.connect(server.url)
+    assert room_id not in [r["room"] for r in await lister.list_rooms()]
+    await lister.close()
