@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from solrace.net.certify import certify
+from solrace.net.records import unpack
 from solrace.protocol import verify
 from solrace.race.settings import RoomSettings, validate_settings
 from solrace.rules import replay
@@ -37,6 +38,8 @@ async def test_a_racer_playing_the_certificate_wins_and_the_race_verifies(
     over = (await ann.next_event("race_over", timeout=10)).d
     assert [(s["name"], s["place"]) for s in over["standings"]] == [("Ann", 1), ("Bob", 2)]
     assert over["certificate"] == list(found.line)
+    saved = unpack(await server.node.store.load_result(f"{ann.room}.1") or b"")
+    assert saved["deal"] == chosen.d  # the kept result says how the deal was made
     assert verify(over["commitment"], over["seed"], over["salt"], over["certificate"])
     snapshot = ann.snapshot or {}
     won = replay("yukon", over["seed"], snapshot["settings"]["options"], over["certificate"])

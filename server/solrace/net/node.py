@@ -431,6 +431,8 @@ class Node:
                     "code": room.meta.code,
                     "round": room.state.round,
                     "settings": room.meta.settings.to_dict(),
+                    # How the deal was made: certified, its line's length, difficulty.
+                    "deal": room.state.deal,
                     "result": ev["d"],
                 }
                 race_id = f"{room.room_id}.{room.state.round}"
