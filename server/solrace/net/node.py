@@ -23,7 +23,7 @@ from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
 from solrace.race.fairness import round_salt
-from solrace.race.state import COUNTDOWN, RACING
+from solrace.race.state import COUNTDOWN, FINISHED, RACING
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable, VersionConflict
 
@@ -180,9 +180,14 @@ class Node:
 
     async def check_rooms(self) -> None:
         served = {rid: room for rid, room in self.rooms.items() if room.served()}
-        # What each room had delivered when asked (it may fold more meanwhile).
-        delivered = {rid: (room.state.version, room.chain) for rid, room in served.items()}
-        heads = await self.store.heads(list(served))
+        # What each room had delivered when asked (it may fold more meanwhile). A
+        # finished room changes no more and its keys expire: it is not checked.
+        delivered = {
+            rid: (room.state.version, room.chain)
+            for rid, room in served.items()
+            if room.state.phase != FINISHED
+        }
+        heads = await self.store.heads(list(delivered))
         for room_id, (version, chain) in heads.items():
             room = served[room_id]
             mine, link = delivered[room_id]

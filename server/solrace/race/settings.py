@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final
 
 # The protocol's limits are the rooms' limits: one definition for both layers.
@@ -89,16 +89,4 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
     if settings.spectators == "open" and not settings.private:
         raise RaceError("bad_message", "open spectating needs a private room")
     # Store the options fully resolved, so every node and every verifier agrees.
-    resolved = options_to_json(board.options, board.allowed_options)
-    return RoomSettings(
-        variant=settings.variant,
-        options=resolved,
-        max_racers=settings.max_racers,
-        time_limit_s=settings.time_limit_s,
-        private=settings.private,
-        spectator_delay_s=settings.spectator_delay_s,
-        quick=settings.quick,
-        deals=settings.deals,
-        difficulty=settings.difficulty,
-        spectators=settings.spectators,
-    )
+    return replace(settings, options=options_to_json(board.options, board.allowed_options))
