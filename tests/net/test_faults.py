@@ -33,7 +33,8 @@ def _finishing_line() -> tuple[list[str], int]:
     moves = winning_moves(SOLVABLE_SECRET)
     game = RacerGame("yukon", round_seed(SOLVABLE_SECRET, 1), {})
     for i, move in enumerate(moves):
-        if game.apply(move, i).status == "finished":
+        game.apply(move, i)
+        if game.status() == "finished":
             return moves, i
     raise AssertionError("the winning line does not finish")
 

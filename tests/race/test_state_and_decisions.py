@@ -237,20 +237,6 @@ def test_round_seeds_commit_and_verify_and_differ_per_round() -> None:
     assert not verify(round_commitment(secret, 1), round_seed(secret, 2), round_salt(secret, 1))
 
 
-def test_racer_game_revert_restores_exactly() -> None:
-    game = RacerGame("klondike", 7, {"draw": 3})
-    before = game.board.snapshot(), game.board.move_count, game.seq
-    for entry in ("D", "D", "undo"):
-        game.apply(entry, 10)
-    after = game.board.snapshot(), game.board.move_count, game.seq
-    game.apply("D", 20)
-    game.revert()
-    assert (game.board.snapshot(), game.board.move_count, game.seq) == after
-    for _ in range(3):
-        game.revert()
-    assert (game.board.snapshot(), game.board.move_count, game.seq) == before
-
-
 def test_racer_game_refusals_carry_codes() -> None:
     game = RacerGame("yukon", 7, {})
     with pytest.raises(RaceError) as notation:

@@ -89,13 +89,13 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=game.seq)
     at = state.race_clock(node.clock())
     try:
-        applied = game.apply(entry, at)
+        game.apply(entry, at)
     except RaceError as exc:
         node.metrics.moves_refused.labels(exc.code).inc()
         field = "move" if exc.code == "bad_notation" else None
         raise refuse(exc, seq=seq, field=field) from None
     counts = game.progress()
-    status = applied.status
+    status = game.status()
     now = node.clock()
     progress = _stored(decide_.progress(racer, counts, status), now)
     # Server-only: the entry itself and the log length after it, so that every node

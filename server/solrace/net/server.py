@@ -4,7 +4,6 @@ the upgrade), protocol-version negotiation, and a graceful drain."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import http
 import json
@@ -128,9 +127,6 @@ class RaceServer:
             await node.store.drop_lease(node.node_id)
         await node.store.close()
 
-    async def stop(self) -> None:
-        await self.drain()
-
 
 def _response(
     status: http.HTTPStatus,
@@ -148,6 +144,3 @@ def _response(
     )
     return Response(status.value, status.phrase, headers, body)
 
-
-async def wait_forever(stop: asyncio.Event) -> None:
-    await stop.wait()

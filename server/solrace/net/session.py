@@ -21,6 +21,7 @@ from solrace.protocol import (
     BadMessage,
     ErrorCode,
     ProtocolError,
+    RateLimited,
     TokenBucket,
     decode,
     encode,
@@ -125,12 +126,13 @@ class Session:
         try:
             async for frame in self.ws:
                 metrics.frames_in.inc()
-                if not self.bucket.take(loop.time()):
-                    log.info("rate limited", extra=self._ids())
-                    await self._close_for(1008, ErrorCode.RATE_LIMITED.value)
-                    return
                 try:
+                    self.bucket.require(loop.time())
                     envelope = decode(frame)
+                except RateLimited as err:
+                    log.info("rate limited", extra=self._ids())
+                    await self._close_for(err.close_code or 1008, err.close_reason)
+                    return
                 except ProtocolError as err:
                     await self._close_for(err.close_code or 1007, err.close_reason)
                     return

@@ -7,12 +7,11 @@
 """
 
 from .errors import RaceError
-from .game import Applied, RacerGame
+from .game import RacerGame
 from .settings import RoomSettings, validate_settings
 from .state import RacerState, RoomState, standings
 
 __all__ = [
-    "Applied",
     "RaceError",
     "RacerGame",
     "RacerState",

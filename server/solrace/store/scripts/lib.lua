@@ -1,4 +1,4 @@
--- Helpers prepended to every solrace store script (see solrace/store/scripts.py).
+-- Helpers prepended to every solrace store script (see solrace/store/_lua.py).
 -- Keep them free of side effects except through the keys passed in by the caller:
 -- every key touched must be one of the script's KEYS (Redis Cluster rule).
 
