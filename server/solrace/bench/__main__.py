@@ -1,4 +1,4 @@
-"""``python -m solrace.bench rules|store|solver --json``"""
+"""``python -m solrace.bench rules|store|solver|server --json``"""
 
 from __future__ import annotations
 
@@ -10,9 +10,14 @@ import sys
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m solrace.bench")
-    parser.add_argument("suite", choices=["rules", "store", "solver"])
+    parser.add_argument("suite", choices=["rules", "store", "solver", "server"])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--seconds", type=float, default=4.0, help="rules: time budget")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="rules: time budget (default 4); server: measured window (default 20)",
+    )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0", help="store")
     parser.add_argument(
         "--variant",
@@ -28,6 +33,14 @@ def main() -> int:
     parser.add_argument("--certify", type=int, default=200, help="solver: certify walks")
     parser.add_argument("--certify-budget", type=int, default=None, help="solver")
     parser.add_argument("--log", default=None, help="solver: progress log file")
+    parser.add_argument("--racers", type=int, default=200, help="server: racers (rooms of 4)")
+    parser.add_argument("--rate", type=float, default=5.0, help="server: moves/s per racer")
+    parser.add_argument(
+        "--warmup", type=float, default=3.0, help="server: seconds before measuring"
+    )
+    parser.add_argument(
+        "--find-max", action="store_true", help="server: step the load up for max_moves_per_s"
+    )
     args = parser.parse_args()
     if args.suite == "solver":
         from .solver import DEFAULT_PRESETS, PRESETS
@@ -55,7 +68,18 @@ def main() -> int:
     elif args.suite == "rules":
         from .rules import run
 
-        result = run(args.seconds)
+        result = run(4.0 if args.seconds is None else args.seconds)
+    elif args.suite == "server":
+        from .server import run as run_server
+
+        result = run_server(
+            args.redis_url,
+            racers=args.racers,
+            rate=args.rate,
+            seconds=20.0 if args.seconds is None else args.seconds,
+            warmup=args.warmup,
+            find_max=args.find_max,
+        )
     else:
         from .store import run as run_store
 

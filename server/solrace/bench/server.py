@@ -1,0 +1,434 @@
+"""Server benchmark: what a move costs ``solrace-server`` next to a bare echo round trip.
+
+Why this shape (issue 9): a node's CPU per accepted move only means something next to
+the floor every WebSocket server pays, so one run measures both under the same paced
+load. A bare websockets + msgpack echo server (a subprocess running this module) and
+``solrace-server`` (on real Redis under a throw-away key prefix, then on the embedded
+store) each run alone, pinned to one core where the OS allows; the load generator runs
+in this process pinned to the other core and reports its own CPU, so it is visibly not
+the bottleneck.
+
+The load: ``racers`` racers in rooms of 4 (``deals: "random"`` so no solver runs,
+``private: true``), one spectator per room; each racer sends a move every
+``1/rate`` seconds, chosen from the legal moves of its own board view
+(:func:`solrace_client.boardview.board_from_view`), never undo. A racer whose game ends
+(won, stuck, refused) stops. Server CPU comes from ``/proc/<pid>/stat`` (utime + stime)
+over the measured window; latency is the time from sending a move to its ``moved`` ack.
+
+``echo_main`` is the echo server: ``python -m solrace.bench.server <port>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+from solrace_client import RaceClient, ServerError
+from solrace_client.boardview import board_from_view
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection, serve
+
+from solrace.protocol import Envelope, encode
+
+ROOM_SIZE = 4
+#: Target of ``max_moves_per_s``: the highest load whose ack p99 stays within this.
+MAX_P99_MS = 50.0
+#: Load multipliers tried by ``--find-max`` (stops at the first whose p99 is over).
+FIND_MAX_STEPS = (1.0, 2.0, 4.0, 8.0)
+STARTUP_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 5.0
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# ------------------------------------------------------------- processes
+def _free_port() -> int:
+    """A loopback port nobody listens on now (the child binds it a moment later)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cores() -> tuple[set[int] | None, set[int] | None]:
+    """(child core, load core), or (None, None) where pinning is impossible: one CPU,
+    or no ``sched_setaffinity`` (not Linux)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None, None
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None, None
+    return {cpus[0]}, {cpus[1]}
+
+
+def _cpu_s(pid: int) -> float:
+    """utime + stime of ``pid`` in seconds (fields 14 and 15 of /proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+@contextlib.contextmanager
+def _child(argv: list[str], port: int, core: set[int] | None) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``argv``, pin it, wait until ``port`` accepts; always stop it (SIGTERM,
+    then SIGKILL after ``STOP_TIMEOUT_S``) so no run leaves a process behind."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        if core is not None:
+            os.sched_setaffinity(proc.pid, core)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{argv[2:]} exited with {proc.returncode}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{argv[2:]} did not listen within {STARTUP_TIMEOUT_S} s")
+            time.sleep(0.05)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(STOP_TIMEOUT_S)
+
+
+# ------------------------------------------------------------------ load
+@dataclass
+class Window:
+    """What the racers record while ``measuring`` (the window after warm-up)."""
+
+    measuring: bool = False
+    latencies: list[float] = field(default_factory=list)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+async def _paced(interval: float, window: Window, act: Callable[[], Awaitable[bool]]) -> None:
+    """Call ``act`` every ``interval`` s (random phase, so racers do not send in
+    lock-step) until ``window.stop`` or ``act`` returns False; a late racer does not
+    burst to catch up, so the offered load never exceeds the target."""
+    loop = asyncio.get_running_loop()
+    due = loop.time() + random.uniform(0, interval)
+    while not window.stop.is_set():
+        delay = due - loop.time()
+        if delay > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(window.stop.wait(), delay)
+            if window.stop.is_set():
+                return
+        else:
+            due = loop.time()
+        due += interval
+        sent = time.perf_counter()
+        if not await act():
+            return
+        if window.measuring:
+            window.latencies.append(time.perf_counter() - sent)
+
+
+def _pick(view: dict[str, Any] | None) -> str | None:
+    """A random legal move of the racer's own board view (never undo), or None."""
+    if view is None:
+        return None
+    moves = board_from_view(view).legal_moves()
+    return str(random.choice(moves)) if moves else None
+
+
+async def _race_room(
+    url: str, room: int, size: int, interval: float, window: Window, started: asyncio.Event
+) -> None:
+    """One room: ``size`` racers and a spectator; plays until ``window.stop``."""
+    clients = [await RaceClient.connect(url, pace=None) for _ in range(size + 1)]
+    try:
+        host, *guests = clients[:size]
+        await host.create("yukon", f"r{room}a", deals="random", private=True)
+        for i, guest in enumerate(guests):
+            await guest.join(host.code or "", f"r{room}{i}")
+        await clients[size].watch(code=host.code)
+        for racer in clients[:size]:
+            await racer.ready()
+        for racer in clients[:size]:
+            await racer.wait_started()
+        started.set()
+
+        def mover(racer: RaceClient) -> Callable[[], Awaitable[bool]]:
+            async def act() -> bool:
+                move = _pick(racer.board)
+                if move is None:
+                    return False
+                try:
+                    reply = await racer.move(move)
+                except ServerError:
+                    return False
+                return reply.get("status") == "playing"
+
+            return act
+
+        await asyncio.gather(*(_paced(interval, window, mover(r)) for r in clients[:size]))
+        await window.stop.wait()
+    finally:
+        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+
+
+async def _echo_room(url: str, size: int, interval: float, window: Window) -> None:
+    """The echo run's room: the same connections and the same paced move frames."""
+    conns: list[ClientConnection] = [await connect(url, compression=None) for _ in range(size + 1)]
+    try:
+
+        def sender(ws: ClientConnection) -> Callable[[], Awaitable[bool]]:
+            ids = iter(range(1, 1 << 62))
+
+            async def act() -> bool:
+                n = next(ids)
+                await ws.send(encode(Envelope("move", id=n, d={"seq": n, "move": "4:3>1"})))
+                await ws.recv()
+                return True
+
+            return act
+
+        await asyncio.gather(*(_paced(interval, window, sender(ws)) for ws in conns[:size]))
+    finally:
+        await asyncio.gather(*(ws.close() for ws in conns), return_exceptions=True)
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
+
+
+async def _drive(
+    url: str, pid: int, racers: int, rate: float, seconds: float, warmup: float, echo: bool
+) -> dict[str, Any]:
+    """Run the load against the server at ``url`` (process ``pid``) and measure it."""
+    window = Window()
+    interval = 1.0 / rate
+    rooms = max(1, racers // ROOM_SIZE)
+    size = min(ROOM_SIZE, racers)
+    tasks: list[asyncio.Task[None]] = []
+    started = [asyncio.Event() for _ in range(rooms)]
+    for r in range(rooms):
+        coro = (
+            _echo_room(url, size, interval, window)
+            if echo
+            else _race_room(url, r, size, interval, window, started[r])
+        )
+        tasks.append(asyncio.create_task(coro))
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not echo and not all(e.is_set() for e in started):
+            for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise RuntimeError("a room could not start its race") from task.exception()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"rooms did not start within {STARTUP_TIMEOUT_S} s")
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(warmup)
+        cpu0, load0, wall0 = _cpu_s(pid), time.process_time(), time.perf_counter()
+        window.measuring = True
+        await asyncio.sleep(seconds)
+        window.measuring = False
+        cpu, load = _cpu_s(pid) - cpu0, time.process_time() - load0
+        wall = time.perf_counter() - wall0
+        rss = _rss_mb(pid)
+    finally:
+        window.stop.set()
+        _, pending = await asyncio.wait(tasks, timeout=STOP_TIMEOUT_S)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    count = len(window.latencies)
+    return {
+        "cpu_us_per_op": round(cpu / count * 1e6, 1) if count else None,
+        "ops_per_s": round(count / wall, 1),
+        "p50_ms": _pct(window.latencies, 0.50),
+        "p99_ms": _pct(window.latencies, 0.99),
+        "rss_mb": rss,
+        "load_cpu_pct": round(load / wall * 100, 1),
+        "server_cpu_pct": round(cpu / wall * 100, 1),
+    }
+
+
+async def _server_figures(
+    argv: list[str],
+    core: set[int] | None,
+    racers: int,
+    rate: float,
+    seconds: float,
+    warmup: float,
+    find_max: bool,
+    echo_us: float | None,
+) -> dict[str, Any]:
+    """One ``solrace-server`` run (and, with ``find_max``, its load steps)."""
+    port = _free_port()
+    url = f"ws://127.0.0.1:{port}"
+    with _child([*argv, "--port", str(port)], port, core) as proc:
+        got = await _drive(url, proc.pid, racers, rate, seconds, warmup, echo=False)
+        best: float | None = None
+        if find_max:
+            for step in FIND_MAX_STEPS:
+                at = (
+                    got
+                    if step == 1.0
+                    else await _drive(
+                        url, proc.pid, racers, rate * step, seconds, warmup, echo=False
+                    )
+                )
+                if at["p99_ms"] is None or at["p99_ms"] > MAX_P99_MS:
+                    break
+                best = max(best or 0.0, at["ops_per_s"])
+    us = got["cpu_us_per_op"]
+    return {
+        "server_cpu_us_per_move": us,
+        "ratio": round(echo_us / us, 3) if echo_us and us else None,
+        "moves_per_s": got["ops_per_s"],
+        "p50_ms": got["p50_ms"],
+        "p99_ms": got["p99_ms"],
+        "max_moves_per_s": best,
+        "rss_mb": got["rss_mb"],
+        "server_cpu_pct": got["server_cpu_pct"],
+        "load_cpu_pct": got["load_cpu_pct"],
+    }
+
+
+async def _delete_prefix(redis_url: str, prefix: str) -> None:
+    import redis.asyncio
+
+    client = redis.asyncio.from_url(redis_url)
+    try:
+        keys = [k async for k in client.scan_iter(match=f"{prefix}*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+async def _run(
+    redis_url: str | None,
+    racers: int,
+    rate: float,
+    seconds: float,
+    warmup: float,
+    find_max: bool,
+) -> dict[str, Any]:
+    child_core, load_core = _cores()
+    before = os.sched_getaffinity(0) if load_core is not None else None
+    if load_core is not None:
+        os.sched_setaffinity(0, load_core)
+    try:
+        port = _free_port()
+        echo_argv = [sys.executable, "-m", "solrace.bench.server", str(port)]
+        with _child(echo_argv, port, child_core) as proc:
+            echo = await _drive(
+                f"ws://127.0.0.1:{port}", proc.pid, racers, rate, seconds, warmup, echo=True
+            )
+        echo_us = echo["cpu_us_per_op"]
+        # Every connection may send a move every 1/rate s plus its requests to set up;
+        # the limit must never close a benchmark connection (it is not what is measured).
+        limit = max(100.0, rate * 4 * max(FIND_MAX_STEPS))
+        server = [
+            sys.executable,
+            "-m",
+            "solrace.net.main",
+            "--host",
+            "127.0.0.1",
+            "--log-level",
+            "error",
+            "--rate-per-s",
+            f"{limit:g}",
+            "--rate-burst",
+            f"{limit:g}",
+        ]
+        result: dict[str, Any] = {
+            "benchmark": "server",
+            "racers": racers,
+            "rate_per_racer": rate,
+            "room_size": min(ROOM_SIZE, racers),
+            "seconds": seconds,
+            "pinned": child_core is not None,
+            "echo_cpu_us_per_rt": echo_us,
+            "echo": {k: echo[k] for k in ("ops_per_s", "p50_ms", "p99_ms", "load_cpu_pct")},
+        }
+        if redis_url is not None:
+            prefix = f"solrace-bench:{uuid.uuid4().hex}:"
+            try:
+                on_redis = await _server_figures(
+                    [*server, "--redis-url", redis_url, "--key-prefix", prefix],
+                    child_core,
+                    racers,
+                    rate,
+                    seconds,
+                    warmup,
+                    find_max,
+                    echo_us,
+                )
+            finally:
+                await _delete_prefix(redis_url, prefix)
+            result.update(on_redis)
+        result["embedded"] = await _server_figures(
+            server, child_core, racers, rate, seconds, warmup, find_max, echo_us
+        )
+        return result
+    finally:
+        if before is not None:
+            os.sched_setaffinity(0, before)
+
+
+def run(
+    redis_url: str | None = "redis://127.0.0.1:6379/0",
+    *,
+    racers: int = 200,
+    rate: float = 5.0,
+    seconds: float = 20.0,
+    warmup: float = 3.0,
+    find_max: bool = False,
+) -> dict[str, Any]:
+    """The benchmark's JSON object; ``redis_url=None`` skips the real-Redis run (its
+    top-level figures are then absent and only ``embedded`` is measured)."""
+    return asyncio.run(_run(redis_url, racers, rate, seconds, warmup, find_max))
+
+
+# ------------------------------------------------------------------ echo
+async def _echo_serve(port: int) -> None:
+    async def handler(ws: ServerConnection) -> None:
+        async for frame in ws:
+            await ws.send(msgpack.packb(msgpack.unpackb(frame)))
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    async with serve(handler, "127.0.0.1", port, compression=None):
+        await stop.wait()
+
+
+def echo_main(port: int) -> int:
+    """The baseline server: decode each msgpack frame and send it back, nothing else."""
+    asyncio.run(_echo_serve(port))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(echo_main(int(sys.argv[1])))

@@ -1,0 +1,41 @@
+"""The server benchmark's load loop at a tiny scale: it starts its processes, races on
+the embedded store, cleans up, and prints every figure docs/performance.md reports.
+
+A smoke test, not a measurement: it checks the shape and sanity of the JSON (so a
+refactor of the node cannot silently break the benchmark), not the numbers."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from solrace.bench.server import run
+
+SERVER_KEYS = {
+    "server_cpu_us_per_move",
+    "ratio",
+    "moves_per_s",
+    "p50_ms",
+    "p99_ms",
+    "max_moves_per_s",
+    "rss_mb",
+    "load_cpu_pct",
+}
+
+
+def test_a_tiny_run_on_the_embedded_store_reports_every_figure() -> None:
+    affinity = os.sched_getaffinity(0)
+    began = time.monotonic()
+    result = run(None, racers=4, rate=5.0, seconds=2.0, warmup=0.5)
+    assert time.monotonic() - began < 30
+    assert os.sched_getaffinity(0) == affinity  # the load's pinning is undone
+    assert result["benchmark"] == "server"
+    assert result["echo_cpu_us_per_rt"] is None or result["echo_cpu_us_per_rt"] >= 0
+    assert result["echo"]["ops_per_s"] > 5  # 4 connections at 5/s for 2 s
+    embedded = result["embedded"]
+    assert embedded.keys() >= SERVER_KEYS
+    assert embedded["moves_per_s"] > 5
+    assert 0 < embedded["p50_ms"] <= embedded["p99_ms"] < 1000
+    assert embedded["max_moves_per_s"] is None  # --find-max was not asked for
+    assert 10 < embedded["rss_mb"] < 2000
+    assert 0 <= embedded["load_cpu_pct"] < 100
