@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
-from solrace.protocol import Envelope
+from solrace.protocol import CloseCode, CloseReason, Envelope
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from .boardview import board_from_view
@@ -442,7 +442,8 @@ class _Bot:
     # ----------------------------------------------------------- reconnect
     async def _reconnect(self) -> None:
         old = self.client
-        if old is not None and old.close_code == 1000 and old.ws.close_reason == "replaced":
+        replaced = (CloseCode.NORMAL, CloseReason.REPLACED)
+        if old is not None and (old.close_code, old.ws.close_reason) == replaced:
             raise BotError("replaced: this racer was resumed on another connection")
         await self._drop_client()
         delay = 0.1

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from solrace.protocol import Envelope
+from solrace.protocol import CloseReason, Envelope
 from textual.app import App
 from textual.screen import ModalScreen
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
@@ -245,7 +245,7 @@ class SolraceApp(App[int]):
             if self._leaving or self._stopped:
                 return
             received = getattr(client.ws.protocol, "close_rcvd", None)  # the server's close
-            if received is not None and received.reason == "replaced":
+            if received is not None and received.reason == CloseReason.REPLACED:
                 self._ended = self._replaced = True
                 self.say("this race was resumed in another window — press q", "bold red")
                 return

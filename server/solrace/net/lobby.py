@@ -10,8 +10,13 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from solrace.protocol import BadMessage, ErrorCode, encode
-from solrace.protocol.limits import MAX_REPLAY_EVENTS, MAX_ROOMS_LISTED, ROOM_CODE_ALPHABET
+from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, encode
+from solrace.protocol.limits import (
+    MAX_REPLAY_EVENTS,
+    MAX_ROOMS_LISTED,
+    ROOM_CODE_ALPHABET,
+    ROOM_CODE_LEN,
+)
 from solrace.protocol.messages import (
     CreateRoom,
     JoinRoom,
@@ -83,7 +88,7 @@ async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
     except RaceError as exc:
         raise refuse(exc, field="options") from None
     for _ in range(10):
-        code = "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(6))
+        code = "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LEN))
         meta = RoomMeta(
             room="r_" + secrets.token_hex(6),
             code=code,
@@ -198,7 +203,7 @@ def _attach_racer(node: Node, session: Session, room: LiveRoom, racer: int) -> N
     old = room.racers.get(racer)
     if old is not None and old is not session:
         old.detach()
-        old.close_later(1000, "replaced")
+        old.close_later(CloseCode.NORMAL, CloseReason.REPLACED)
     room.racers[racer] = session
     room.serving = True
     session.attach_racer(room, racer)

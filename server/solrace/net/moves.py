@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from solrace.protocol import BadMessage, ErrorCode
+from solrace.protocol.errors import RETRY_MOVE_MS
 from solrace.protocol.messages import moved_reply
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
@@ -118,7 +119,7 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
         # store, which holds the truth, and a retry of this move gets its outcome.
         room.games.pop(racer, None)
         node.metrics.moves_refused.labels("unavailable").inc()
-        raise BadMessage(ErrorCode.UNAVAILABLE, seq=seq, retry_after_ms=500) from None
+        raise BadMessage(ErrorCode.UNAVAILABLE, seq=seq, retry_after_ms=RETRY_MOVE_MS) from None
     finally:
         node.inflight -= 1
     if not result.accepted:

@@ -18,7 +18,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from solrace.protocol import BadMessage, ErrorCode
+from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode
+from solrace.protocol.errors import RETRY_BUSY_MS
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
@@ -371,7 +372,7 @@ class Node:
             del room.racers[racer]
             room.games.pop(racer, None)
             session.detach()
-            session.close_later(1000, "replaced")
+            session.close_later(CloseCode.NORMAL, CloseReason.REPLACED)
 
     def schedule(self, room: LiveRoom) -> None:
         if room.timer is not None:
@@ -423,7 +424,9 @@ class Node:
                 await self.sync_locked(room)
                 await self._after_decision(room, events)
                 return
-            raise BadMessage(ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=200)
+            raise BadMessage(
+                ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
+            )
 
     async def _after_decision(self, room: LiveRoom, events: list[dict[str, Any]]) -> None:
         for ev in events:

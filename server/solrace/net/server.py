@@ -14,10 +14,15 @@ from collections.abc import Sequence
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import NegotiationError
-from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
 
-from solrace.protocol import MAX_FRAME_BYTES, SUPPORTED_SUBPROTOCOLS, UnsupportedVersion
+from solrace.protocol import (
+    MAX_FRAME_BYTES,
+    SUPPORTED_SUBPROTOCOLS,
+    CloseCode,
+    CloseReason,
+    UnsupportedVersion,
+)
 from solrace.protocol.handshake import select_subprotocol
 from solrace.store.errors import StoreUnavailable
 
@@ -120,7 +125,7 @@ class RaceServer:
         if self.server is not None:
             self.server.close(close_connections=False)
             for session in list(node.sessions):
-                session.close_later(CloseCode.GOING_AWAY, "draining")
+                session.close_later(CloseCode.GOING_AWAY, CloseReason.DRAINING)
             await self.server.wait_closed()
         await node.stop()
         with contextlib.suppress(StoreUnavailable):

@@ -19,6 +19,8 @@ from websockets.exceptions import ConnectionClosed
 
 from solrace.protocol import (
     BadMessage,
+    CloseCode,
+    CloseReason,
     ErrorCode,
     ProtocolError,
     RateLimited,
@@ -27,6 +29,7 @@ from solrace.protocol import (
     encode,
 )
 from solrace.protocol.envelope import Envelope
+from solrace.protocol.errors import RETRY_MOVE_MS, RETRY_STORE_MS
 from solrace.protocol.messages import (
     CreateRoom,
     JoinRoom,
@@ -86,7 +89,7 @@ class Session:
         transport = self.ws.transport
         if transport is not None and transport.get_write_buffer_size() > MAX_BUFFERED_BYTES:
             log.warning("dropping a connection that does not read", extra=self._ids())
-            self.close_later(1008, "too_slow")
+            self.close_later(CloseCode.POLICY_VIOLATION, CloseReason.TOO_SLOW)
             return
         broadcast([self.ws], frame)
         self.node.metrics.frames_out.inc()
@@ -160,7 +163,9 @@ class Session:
         try:
             message = parse_client_message(envelope)
             if self.node.draining:
-                raise BadMessage(ErrorCode.UNAVAILABLE, "server draining", retry_after_ms=500)
+                raise BadMessage(
+                    ErrorCode.UNAVAILABLE, "server draining", retry_after_ms=RETRY_MOVE_MS
+                )
             await self._dispatch(message, request_id)
         except BadMessage as err:
             self.send(error_reply(err, request_id))
@@ -168,7 +173,7 @@ class Session:
             self.send(error_reply(refuse(err), request_id))
         except StoreUnavailable:
             log.warning("store unavailable", extra=self._ids())
-            unavailable = BadMessage(ErrorCode.UNAVAILABLE, retry_after_ms=1000)
+            unavailable = BadMessage(ErrorCode.UNAVAILABLE, retry_after_ms=RETRY_STORE_MS)
             self.send(error_reply(unavailable, request_id))
         except Exception:
             log.exception("internal error", extra=self._ids())

@@ -18,6 +18,7 @@ from .envelope import Envelope
 from .errors import (
     BadMessage,
     CloseCode,
+    CloseReason,
     ErrorCode,
     MalformedFrame,
     ProtocolError,
@@ -105,6 +106,7 @@ __all__ = [
     "BoardView",
     "ClientMessage",
     "CloseCode",
+    "CloseReason",
     "CreateRoom",
     "EndReason",
     "Envelope",

@@ -40,6 +40,21 @@ class CloseCode(IntEnum):
     INTERNAL_ERROR = 1011  # the server failed in a way that leaves the session unusable
 
 
+class CloseReason(StrEnum):
+    """Close-frame reasons that are not an :class:`ErrorCode` (docs/protocol.md §13)."""
+
+    REPLACED = "replaced"  # 1000: the racer connected again elsewhere; do not reconnect
+    DRAINING = "draining"  # 1001: the node is shutting down; reconnect and resume
+    TOO_SLOW = "too_slow"  # 1008: the client does not read what it is sent
+
+
+#: ``retry_after_ms`` hints of ``unavailable`` refusals: a move whose outcome is
+#: unknown, a store that failed, a room busy with other nodes' decisions.
+RETRY_MOVE_MS: Final = 500
+RETRY_STORE_MS: Final = 1000
+RETRY_BUSY_MS: Final = 200
+
+
 class ErrorCode(StrEnum):
     """Machine-readable error codes, sent as ``d.code`` of ``error`` replies and as the
     reason of protocol close frames.

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from solrace.protocol.limits import MIN_RACERS_TO_START
+
 from .errors import RaceError
 from .state import (
     COUNTDOWN,
@@ -84,7 +86,7 @@ def start(
         raise RaceError("wrong_phase", "the race has already started")
     if racer != state.host:
         raise RaceError("not_host", "only the host can start the race")
-    if len(state.racers) < 2:
+    if len(state.racers) < MIN_RACERS_TO_START:
         raise RaceError("not_ready", "a race needs at least two racers")
     waiting = [r.name for r in state.racers.values() if not r.ready and r.racer != racer]
     if waiting:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from solrace.protocol.limits import MIN_RACERS_TO_START
 from solrace.rules import deal
 
 from .settings import RoomSettings
@@ -217,7 +218,7 @@ class RoomState:
                 racer.place = None
                 racer.left_reason = d.get("reason", LEFT)
         self.host = d["host"]
-        if len(self.racers) < 2:
+        if len(self.racers) < MIN_RACERS_TO_START:
             self.lobby_deadline_ms = None
 
     def _on_presence(self, d: dict[str, Any], at: int, stored: dict[str, Any]) -> None:
