@@ -209,19 +209,6 @@ async def test_the_race_ends_when_its_last_racer_drops_out(cluster: Cluster) -> 
     await watcher.close()
 
 
-async def test_a_stuck_racer_who_can_undo_keeps_the_race_going() -> None:
-    """Covered in tests/race (can_move); here only the wiring: see test_state."""
-    from solrace.race import RoomSettings, RoomState
-    from solrace.race.state import RacerState
-
-    state = RoomState("r", "C", RoomSettings(options={"undo": True}))
-    state.racers[1] = RacerState(1, "Ann", status="stuck")
-    assert state.playing()
-    state = RoomState("r", "C", RoomSettings(options={"undo": False}))
-    state.racers[1] = RacerState(1, "Ann", status="stuck")
-    assert not state.playing()
-
-
 async def test_a_late_offline_never_overrides_a_newer_resume(cluster: Cluster) -> None:
     """Ann resumes on node two; node one (draining) records her old connection
     offline afterwards. She stays online and is never forfeited."""

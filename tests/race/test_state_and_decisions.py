@@ -9,7 +9,7 @@ from solrace.protocol import verify
 from solrace.race import RaceError, RacerGame, RoomSettings, RoomState, standings
 from solrace.race import decisions as d
 from solrace.race.fairness import round_commitment, round_salt, round_seed
-from solrace.race.state import QUICK_LOBBY_MS
+from solrace.race.state import QUICK_LOBBY_MS, RacerState
 
 COMMIT = "ab" * 32
 
@@ -327,3 +327,12 @@ def test_open_spectating_needs_an_offer_and_every_racers_consent() -> None:
         assert room.state.open_boards is expected
     with pytest.raises(RaceError, match="does not offer"):
         d.ready(_lobby().state, 1, True, open_boards=True)
+
+
+def test_a_stuck_racer_counts_as_playing_only_with_undo() -> None:
+    state = RoomState("r", "C", RoomSettings(options={"undo": True}))
+    state.racers[1] = RacerState(1, "Ann", status="stuck")
+    assert state.playing()
+    state = RoomState("r", "C", RoomSettings(options={"undo": False}))
+    state.racers[1] = RacerState(1, "Ann", status="stuck")
+    assert not state.playing()

@@ -81,3 +81,17 @@ async def test_room_is_gone_after_ttl_but_result_stays(store: Store) -> None:
     assert await store.load_result("race-r") == b"standings"
     # the code is free again
     await store.create_room("r2", "CODE", b"m", listed=False, now_ms=2)
+
+
+async def test_delete_all_removes_only_this_prefixs_keys(store: Store) -> None:
+    raw = store._redis  # the test writes a key outside the prefix
+    outsider = f"not-{store.keys.prefix}key"
+    await raw.set(outsider, b"someone else's")
+    try:
+        await store.append_event("r", b"mine")
+        assert await store.delete_all() >= 3  # ver, chain, events
+        assert await store.version("r") == 0
+        assert await store.delete_all() == 0
+        assert await raw.get(outsider) == b"someone else's"
+    finally:
+        await raw.delete(outsider)

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import os
 
-import redis.asyncio
+from solrace.store import Store
 
 REDIS_URL = os.environ.get("SOLRACE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 async def delete_prefix(prefix: str) -> None:
-    client = redis.asyncio.from_url(REDIS_URL)
+    store = await Store.connect(REDIS_URL, prefix)
     try:
-        keys = [k async for k in client.scan_iter(match=f"{prefix}*", count=1000)]
-        if keys:
-            await client.delete(*keys)
+        await store.delete_all()
     finally:
-        await client.aclose()
+        await store.close()

@@ -41,6 +41,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.protocol import Envelope, encode
+from solrace.store import Store
 
 ROOM_SIZE = 4
 #: Target of ``max_moves_per_s``: the highest load whose ack p99 stays within this.
@@ -315,15 +316,11 @@ async def _server_figures(
 
 
 async def _delete_prefix(redis_url: str, prefix: str) -> None:
-    import redis.asyncio
-
-    client = redis.asyncio.from_url(redis_url)
+    store = await Store.connect(redis_url, prefix)
     try:
-        keys = [k async for k in client.scan_iter(match=f"{prefix}*", count=1000)]
-        if keys:
-            await client.delete(*keys)
+        await store.delete_all()
     finally:
-        await client.aclose()
+        await store.close()
 
 
 async def _run(

@@ -51,14 +51,16 @@ def _canonical(entry: str) -> str:
         return entry
 
 
-def _reply(session: Session, request_id: int | None, seq: int, game: RacerGame) -> None:
+def _reply(
+    session: Session, request_id: int | None, seq: int, game: RacerGame, status: str
+) -> None:
     board = game.board
     session.send(
         moved_reply(
             request_id,
             seq=seq,
             board=game.view(),
-            status=game.status(),
+            status=status,
             moves=board.move_count,
             score=board.score,
         )
@@ -80,7 +82,7 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
     if seq < game.seq and _canonical(game.entries[seq]) == _canonical(entry):
         # A retry of a stored move: its outcome, not a refusal (docs/protocol.md §6).
         node.metrics.moves_retried.inc()
-        _reply(session, request_id, seq, game)
+        _reply(session, request_id, seq, game, game.status())
         return
     if state.phase != RACING or not state.can_move(member):
         node.metrics.moves_refused.labels("wrong_phase").inc()
@@ -128,7 +130,7 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
         if result.log_length < seq:
             await node.lost_writes(room, f"move log of racer {racer} is shorter than acked")
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=result.log_length)
-    _reply(session, request_id, seq, game)
+    _reply(session, request_id, seq, game, status)  # status: legal moves generated once
     node.metrics.moves_accepted.inc()
     node.metrics.move_latency.observe(time.perf_counter() - received)
     # The reply is sent: whatever fails from here on is logged, never a second reply.

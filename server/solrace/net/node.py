@@ -342,7 +342,9 @@ class Node:
             for racer in list(room.racers):
                 await self.game(room, racer)
                 room.send_own_board(racer, room.state.start_at_ms or self.clock())
-        if kind in ("progress", "finished", "started", "racer_left", "race_over"):
+        if kind == "progress":
+            await spectators.refresh(self, room, stored["d"]["racer"])
+        elif kind in ("finished", "started", "racer_left", "race_over"):
             await spectators.refresh(self, room)
         return True
 

@@ -40,6 +40,8 @@ class LiveRoom:
         self.shadows: dict[int, RacerGame] = {}
         #: The last board view sent to spectators, per racer: only changes are sent.
         self.sent_boards: dict[int, dict[str, Any]] = {}
+        #: The withholding those boards were built with (spectators.shown_cards).
+        self.sent_shown: set[int] | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.last_used_ms = 0
         #: A racer or spectator has been served here this round: this node then keeps

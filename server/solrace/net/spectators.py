@@ -77,16 +77,22 @@ async def shown_cards(node: Node, room: LiveRoom) -> set[int] | None:
     return shown
 
 
-async def refresh(node: Node, room: LiveRoom) -> None:
-    """Send the room's spectators every racer's board that changed since it was last
-    sent — a move changes its racer's board, and what one racer sees may lift the
-    withholding of a card on every other board."""
+async def refresh(node: Node, room: LiveRoom, mover: int | None = None) -> None:
+    """Send the room's spectators the boards that changed since they were last sent.
+
+    A move (by ``mover``) changes its racer's board; the other boards change only when
+    the cards every racer still racing has seen change (a card turned up by everyone,
+    a racer who stopped racing), so only then are they rebuilt — on most moves a
+    single board is."""
     state = room.state
     if not room.spectators or state.phase not in (RACING, FINISHED):
         return
     shown = await shown_cards(node, room)
     delay = room.meta.settings.spectator_delay_s
-    for racer in list(state.racers):
+    changed = shown != room.sent_shown or not room.sent_boards
+    room.sent_shown = shown
+    racers = [mover] if mover is not None and not changed else list(state.racers)
+    for racer in racers:
         view = (await _shadow(node, room, racer)).board_view(shown)
         if room.sent_boards.get(racer) == view:
             continue

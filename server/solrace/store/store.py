@@ -605,6 +605,16 @@ class Store:
         with redis_errors():
             return int(await self._redis.llen(self.keys.room(room_id).log(log_name)))
 
+    async def delete_all(self) -> int:
+        """Delete every key under this store's prefix (a benchmark's or a test's own
+        keys, never anyone else's: no FLUSHDB). Returns how many were deleted."""
+        with redis_errors():
+            pattern = f"{self.keys.prefix}*"
+            keys = [k async for k in self._redis.scan_iter(match=pattern, count=1000)]
+            if keys:
+                await self._redis.delete(*keys)
+        return len(keys)
+
     # -- node leases ---------------------------------------------------------------
 
     async def renew_lease(self, node_id: str, ttl_ms: int) -> None:
