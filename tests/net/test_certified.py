@@ -21,10 +21,14 @@ from .conftest import SOLVABLE_SECRET, Cluster
 
 async def _deal(client: RaceClient) -> dict[str, Any]:
     """The room's deal: in the client's snapshot if it was chosen before the client
-    entered, else from the ``deal_chosen`` event."""
+    entered, else from the ``deal_chosen`` event (already received — ``lobby`` may
+    have read past it while waiting for the ready flags — or still to come)."""
     known = (client.snapshot or {}).get("deal")
     if known is not None:
         return dict(known)
+    for envelope in client.received:
+        if envelope.t == "deal_chosen":
+            return dict(envelope.d)
     return dict((await client.wait_for(lambda e: e.t == "deal_chosen", timeout=30)).d)
 
 

@@ -3,6 +3,9 @@ and a store failure in the middle of a move."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
@@ -43,6 +46,44 @@ async def test_racers_of_one_room_on_two_nodes_with_a_spectator_on_a_third(
     settings = ann.snapshot["settings"]  # type: ignore[index]
     assert check_no_leaks(watcher.received, over.d, settings) > 10
     for client in (ann, bob, watcher):
+        await client.close()
+
+
+async def test_a_node_tails_a_room_only_once_another_node_serves_it(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alone in a room, a node folds its own appends and reads nothing back; when a
+    second node starts serving the room, the first is woken and tails it, so the
+    second node's events reach the first node's racers, once each and in order."""
+    one = await cluster.node()
+    tailed: list[set[str]] = []
+    real_tail = one.node.store.tail
+
+    async def spy(positions: Mapping[str, int], block_ms: int, **kw: Any) -> Any:
+        tailed.append(set(positions))
+        return await real_tail(positions, block_ms, **kw)
+
+    monkeypatch.setattr(one.node.store, "tail", spy)
+    ann, bob = await racing(one.url)
+    room = ann.room or ""
+    moves = winning_moves(SOLVABLE_SECRET)
+    await play_until_done(ann, moves[:10])
+    await bob.wait_for(lambda e: e.t == "progress" and e.d["moves"] == 10)
+    assert not any(room in rooms for rooms in tailed)  # nothing read back
+    two = await cluster.node()
+    await bob.close()
+    bob_again = await RaceClient.connect(two.url)
+    await bob_again.resume(room=room, token=bob.token, since=bob.version)
+    await play_until_done(bob_again, moves[:5])
+    seen = await ann.wait_for(lambda e: e.t == "progress" and e.d["racer"] == bob.racer)
+    assert seen.d["moves"] >= 1
+    assert any(room in rooms for rooms in tailed)
+    await play_until_done(ann, moves[10:])
+    await bob_again.resign()
+    await ann.next_event("race_over", timeout=10)
+    versions = [e.v for e in ann.received if e.v is not None]
+    assert versions == list(range(versions[0], versions[-1] + 1))  # once each, in order
+    for client in (ann, bob_again):
         await client.close()
 
 

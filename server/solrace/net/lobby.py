@@ -180,6 +180,7 @@ async def _enter_as_racer(
     since ``since``, then attach the session for live events — all under the room
     lock, so no live event can slip in between."""
     async with room.lock:
+        await node.join_room(room)
         await node.sync_locked(room)
         snapshot = await _snapshot(node, room, racer)
         replay = await _missed(node, room, since)
@@ -297,6 +298,7 @@ async def watch(node: Node, session: Session, msg: Watch, request_id: int | None
         if room.meta.settings.private:
             raise BadMessage(ErrorCode.UNKNOWN_ROOM, "private rooms are watched by code")
     async with room.lock:
+        await node.join_room(room)
         await node.sync_locked(room)
         room.spectators.add(session)
         snapshot = await _snapshot(node, room, None)

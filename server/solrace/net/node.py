@@ -94,6 +94,7 @@ class Node:
         self._store_down = False
         self._tail_task: asyncio.Task[None] | None = None
         self._watch_task: asyncio.Task[None] | None = None
+        self._wake_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         #: Rounds this node is certifying a deal for (certify.py), by (room, round).
         self.certifying: dict[tuple[str, int], asyncio.Future[None]] = {}
@@ -103,9 +104,10 @@ class Node:
         loop = asyncio.get_running_loop()
         self._tail_task = loop.create_task(self._tail_loop())
         self._watch_task = loop.create_task(self._watch_loop())
+        self._wake_task = loop.create_task(self._wake_loop())
 
     async def stop(self) -> None:
-        for loop_task in (self._tail_task, self._watch_task):
+        for loop_task in (self._tail_task, self._watch_task, self._wake_task):
             if loop_task is not None:
                 loop_task.cancel()
                 await asyncio.gather(loop_task, return_exceptions=True)
@@ -123,12 +125,16 @@ class Node:
         task.add_done_callback(self._tasks.discard)
 
     async def _tail_loop(self) -> None:
-        """Fold what other nodes append to the streams of rooms served here (and now
-        and then forget rooms long idle here)."""
+        """Fold what other nodes append to the streams of the rooms served here that
+        another node serves too (and now and then forget rooms long idle here). A
+        room served here alone is not tailed: every event in it is this node's own,
+        folded when appended, and reading it back would double the cost of a move."""
         next_sweep = self.clock() + IDLE_ROOM_MS // 10
         while True:
             positions = {
-                rid: room.state.version for rid, room in self.rooms.items() if room.has_sessions()
+                rid: room.state.version
+                for rid, room in self.rooms.items()
+                if room.shared and room.has_sessions()
             }
             if self.clock() >= next_sweep:
                 self._sweep()
@@ -147,6 +153,47 @@ class Node:
                 if room is not None and event.version > room.state.version:
                     links = (event.prev, event.chain)
                     await self.ingest(room, event.version, unpack(event.data), links)
+
+    async def join_room(self, room: LiveRoom) -> None:
+        """Enter the room's set of serving nodes before serving or appending to it.
+
+        If other nodes are in it, this node tails the room and wakes them so they
+        tail it too (Store.join_room_nodes): from then on each sees the other's
+        events. Called under the room lock, before the sync that precedes serving.
+        """
+        if room.joined:
+            return
+        others = await self.store.join_room_nodes(room.room_id, self.node_id)
+        if others:
+            await self.store.wake(others, room.room_id)
+            room.shared = True
+        room.joined = True
+
+    async def _wake_loop(self) -> None:
+        """Start tailing the rooms another node has started serving (Store.wake), after
+        catching up with what it may have appended before this node tailed them."""
+        after = "0-0"
+        while True:
+            try:
+                after, room_ids = await self.store.wakes(self.node_id, after, block_ms=1000)
+            except StoreUnavailable:
+                self.store_failed()
+                await asyncio.sleep(0.5)
+                continue
+            for room_id in room_ids:
+                self._share(room_id)
+
+    def _share(self, room_id: str) -> None:
+        room = self.rooms.get(room_id)
+        if room is not None and not room.shared:
+            room.shared = True
+            self._spawn(self._catch_up(room))
+
+    async def _catch_up(self, room: LiveRoom) -> None:
+        try:
+            await self.sync(room)
+        except StoreUnavailable:
+            self.store_failed()  # the tail and the room checks catch up later
 
     # ------------------------------------------------------- leases, rewinds
     def store_failed(self) -> None:
@@ -196,6 +243,10 @@ class Node:
                 await self.lost_writes(room, f"Redis is at version {version}, not {mine}")
             elif version == mine and chain != link:
                 await self.lost_writes(room, f"event {mine} is not the one delivered")
+            elif version > room.state.version and not room.shared:
+                # Another node appended to a room this node thought it served alone
+                # (its wake-up was lost, e.g. by a Redis restart): tail it from now.
+                self._share(room_id)
         others = {
             r.node
             for room in served.values()
@@ -403,6 +454,7 @@ class Node:
         what the decision needs from the store, under the lock, before each try.
         ``server_only`` fields are stored with the events but never sent."""
         async with room.lock:
+            await self.join_room(room)
             for _ in range(DECIDE_ATTEMPTS):
                 await self.sync_locked(room)
                 if prepare is not None:

@@ -52,6 +52,11 @@ class LiveRoom:
         #: event must link to it, and Redis must still hold it at ``state.version``,
         #: or Redis lost writes this node delivered (Node.check_rooms).
         self.chain = ""
+        #: This node is in the room's set of serving nodes (Node.join_room).
+        self.joined = False
+        #: Another node serves the room too, so this node tails its stream for their
+        #: events. Alone, a node has nothing to read back: it folds its own appends.
+        self.shared = False
 
     @property
     def room_id(self) -> str:

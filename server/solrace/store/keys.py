@@ -71,6 +71,12 @@ class RoomKeys:
         return f"{self.base}:tokens"
 
     @property
+    def nodes(self) -> str:
+        """Set of the node ids that have served the room (Store.join_room_nodes): a
+        node tails the room's stream only when another node is in it."""
+        return f"{self.base}:nodes"
+
+    @property
     def keyset(self) -> str:
         """Set of the room's dynamically named keys (logs, place counters)."""
         return f"{self.base}:keys"
@@ -92,6 +98,7 @@ class RoomKeys:
             self.chain,
             self.events,
             self.tokens,
+            self.nodes,
             self.keyset,
         )
 
@@ -123,6 +130,11 @@ class Keys:
     def lease(self, node_id: str) -> str:
         """A live node's lease (expires unless the node renews it; single-key)."""
         return f"{self.prefix}node:{_check_name('node_id', node_id)}"
+
+    def wake(self, node_id: str) -> str:
+        """A node's wake-up stream: room ids another node has started serving, so the
+        node starts tailing them (Store.wake; single-key)."""
+        return f"{self.prefix}wake:{_check_name('node_id', node_id)}"
 
     def result(self, race_id: str) -> str:
         """A finished race's result (never expires)."""

@@ -33,13 +33,17 @@ from redis.exceptions import NoScriptError
 
 from ._commit import GroupCommit
 from ._errors import redis_errors
-from ._lua import APPEND_EVENT, APPEND_MOVE, SET_TOKEN, LuaScript
+from ._lua import APPEND_EVENT, APPEND_MOVE, JOIN_ROOM_NODES, SET_TOKEN, LuaScript
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys
 
 __all__ = ["Durability", "Finish", "MoveAppend", "Store", "StoredEvent"]
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+#: Entries a node's wake-up stream keeps (Store.wake); it only needs the unread ones.
+WAKE_KEEP = 1000
+#: A wake-up stream expires this long after its last entry.
+WAKE_TTL_MS = 24 * 3600 * 1000
 
 
 class StoredEvent(NamedTuple):
@@ -545,6 +549,58 @@ class Store:
             for key, entries in _xread_streams(reply)
             for eid, fields in entries
         ]
+
+    # -- which nodes serve a room ----------------------------------------------------
+
+    async def join_room_nodes(self, room_id: str, node_id: str) -> set[str]:
+        """Record that ``node_id`` serves the room; return the other nodes that have.
+
+        A node need not read a room's stream back for the events it appended itself:
+        only events of other nodes are news to it. So a node tails a room only once
+        another node serves it too. Joining and reading the set are one atomic step,
+        so of two nodes joining at once the later one sees the earlier and must
+        :meth:`wake` it: between them, every node in a shared room tails it.
+        """
+        rk = self.keys.room(room_id)
+        members = await self._eval(JOIN_ROOM_NODES, (rk.meta, rk.nodes), (node_id,))
+        return {_as_text(m) for m in members or ()} - {node_id}
+
+    async def wake(self, node_ids: Collection[str], room_id: str) -> None:
+        """Tell each of ``node_ids`` that another node now serves ``room_id`` (so it
+        starts tailing the room's stream). One single-key XADD per node; a wake-up
+        stream keeps its last ``WAKE_KEEP`` entries and expires a day after the last
+        one (a node that died leaves nothing behind for long)."""
+        if not node_ids:
+            return
+        with redis_errors():
+            pipe = self._redis.pipeline(transaction=False)
+            for node_id in sorted(node_ids):
+                key = self.keys.wake(node_id)
+                pipe.xadd(key, {b"r": room_id.encode()}, maxlen=WAKE_KEEP, approximate=True)
+                pipe.pexpire(key, WAKE_TTL_MS)
+            await pipe.execute()
+
+    async def wakes(self, node_id: str, after: str, block_ms: int) -> tuple[str, list[str]]:
+        """Room ids written to ``node_id``'s wake-up stream after entry ``after``
+        (``"0-0"`` at first), waiting up to ``block_ms`` for one; and the id to pass
+        as ``after`` next time. Runs on the blocking connection."""
+        _check_nonneg("block_ms", block_ms)
+        key = self.keys.wake(node_id)
+        with redis_errors():
+            async with asyncio.timeout(block_ms / 1000 + self._timeout):
+                reply = await self._blocking.xread(
+                    {key: after}, block=block_ms if block_ms > 0 else None
+                )
+        rooms: list[str] = []
+        for _key, entries in _xread_streams(reply):
+            for entry_id, fields in entries:
+                after = _as_text(entry_id)
+                if not isinstance(fields, dict):
+                    fields = dict(zip(fields[::2], fields[1::2], strict=True))
+                room = fields.get(b"r")
+                if room is not None:
+                    rooms.append(_as_text(room))
+        return after, rooms
 
     # -- moves ---------------------------------------------------------------------
 
