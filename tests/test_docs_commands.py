@@ -216,6 +216,7 @@ def free_port() -> int:
 @contextlib.asynccontextmanager
 async def world(tmp_path: Path) -> AsyncIterator[tuple[World, ServerProcess]]:
     (tmp_path / ".venv").symlink_to(BIN.parent)
+    (tmp_path / "docs").symlink_to(ROOT / "docs")  # the documentation's own tools
     async with solrace_server() as server:
         env = {
             **os.environ,
@@ -301,7 +302,7 @@ async def test_the_screenshot_command(tmp_path: Path) -> None:
     async with world(tmp_path) as (w, _):
         target = Path("/tmp/screenshot.svg")
         target.unlink(missing_ok=True)
-        await w.ok("python -m solrace_client.tui.screenshot /tmp/screenshot.svg", timeout=120)
+        await w.ok("python docs/tools/screenshot.py /tmp/screenshot.svg", timeout=120)
         assert target.read_text().lstrip().startswith("<svg")
 
 
@@ -467,7 +468,7 @@ RUN_LINES = {
     *SOLVER,
     "solrace --help",
     "solrace COMMAND --help",
-    "python -m solrace_client.tui.screenshot /tmp/screenshot.svg",
+    "python docs/tools/screenshot.py /tmp/screenshot.svg",
     ".venv/bin/solrace-server --port 8765 --redis-url redis://127.0.0.1:6379/0 &",
     ".venv/bin/solrace-server --port 8766 --redis-url redis://127.0.0.1:6379/0 &",
     "solrace quick --name Ann                 # terminal 1: joins (or opens) a quick Yukon race",

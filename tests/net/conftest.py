@@ -17,8 +17,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from solrace.net.node import Node
 from solrace.net.server import RaceServer
+from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace_client import pacing
 

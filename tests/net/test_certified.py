@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from solrace.net.certify import certify
-from solrace.net.records import unpack
 from solrace.protocol import verify
 from solrace.race.settings import RoomSettings, validate_settings
+from solrace.rooms.certify import certify
+from solrace.rooms.records import unpack
 from solrace.rules import replay
 from solrace_client import RaceClient, ServerError
 

@@ -79,7 +79,7 @@ async def test_a_racer_watching_its_own_race_sees_no_card_it_has_not_turned_up(
 
 async def test_the_leak_check_catches_a_full_board_shown_to_a_racer(cluster: Cluster) -> None:
     """The check itself: boards shown whole while a racer races fail it."""
-    from solrace.net import spectators
+    from solrace.rooms import spectators
 
     async def everything(node: Any, room: Any) -> None:
         return None

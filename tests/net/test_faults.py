@@ -12,11 +12,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from solrace.net.node import LEASE_MS, LEASE_RENEW_S
 from solrace.net.server import RaceServer
 from solrace.race import RacerGame
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.fairness import round_seed
+from solrace.rooms.node import LEASE_MS, LEASE_RENEW_S
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
 
@@ -345,7 +345,7 @@ async def test_a_redis_rewind_is_detected_and_announced(cluster: Cluster) -> Non
     seen = await watcher.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
     assert seen.d["lost_events"] == 3
     for server in (one, two):
-        metrics = server.node.metrics.render().decode()
+        metrics = server.metrics.render().decode()
         assert "solrace_lost_writes_total 1.0" in metrics
     # The race goes on from what Redis holds: Ann replays her lost moves.
     await bob.wait_for(lambda e: e.t == "resync", timeout=5)

@@ -213,7 +213,7 @@ async def test_gauges_match_the_store_after_races_end(cluster: Cluster) -> None:
     """solrace_rooms, _races_running and _connections are read from what the node
     holds: after two races end and everyone leaves, they are 0, as the store says."""
     server = await cluster.node()
-    metrics = server.node.metrics
+    metrics = server.metrics
     pairs = [await racing(server.url) for _ in range(2)]
     page = metrics.render().decode()
     assert "solrace_races_running 2.0" in page and "solrace_connections 4.0" in page
@@ -228,7 +228,7 @@ async def test_gauges_match_the_store_after_races_end(cluster: Cluster) -> None:
         await ann.close()
         await bob.close()
     for _ in range(50):
-        if not server.node.sessions:
+        if not server.node.peers:
             break
         await asyncio.sleep(0.05)
     page = metrics.render().decode()

@@ -15,8 +15,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from solrace.net.node import Node
 from solrace.net.server import RaceServer
+from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable
 
@@ -85,13 +85,13 @@ def crash(server: RaceServer, faults: StoreFaults) -> None:
     run inside one of the node's own requests."""
     node = server.node
     faults.down = True
-    for task in (node._tail_task, node._watch_task):
+    for task in (node._tail_task, node._watch_task, node._wake_task):
         if task is not None:
             task.cancel()
     for room in node.rooms.values():
         if room.timer is not None:
             room.timer.cancel()
-    for session in list(node.sessions):
+    for session in list(node.peers):
         transport = session.ws.transport
         if transport is not None:
             transport.abort()

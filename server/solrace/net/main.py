@@ -29,11 +29,12 @@ from urllib.parse import urlsplit
 
 from solrace import __version__
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S
+from solrace.rooms import certify
+from solrace.rooms.node import Node
 from solrace.store import Store, StoreError, StoreUnavailable
 from solrace.store.store import Durability
 
-from . import certify, logs
-from .node import Node
+from . import logs
 from .server import RaceServer
 
 log = logging.getLogger("solrace.server")

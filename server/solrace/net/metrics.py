@@ -13,19 +13,22 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from solrace.race.state import RACING
 
 if TYPE_CHECKING:
-    from .node import Node
+    from solrace.rooms.node import Node
 
 
 class Metrics:
+    """Every counter of a node: the room core's (solrace.rooms.counters.RoomMetrics)
+    and the connections' (frames, protocol closes), with gauges read from the node."""
+
     def __init__(self, node: Node) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         # Gauges are read from the node at each scrape, never kept by inc/dec, so they
         # cannot drift from what the node really holds.
         self.connections = Gauge("solrace_connections", "Open WebSocket connections", registry=r)
-        self.connections.set_function(lambda: len(node.sessions))
+        self.connections.set_function(lambda: len(node.peers))
         self.rooms = Gauge("solrace_rooms", "Rooms with a connection on this node", registry=r)
-        self.rooms.set_function(lambda: sum(1 for x in node.rooms.values() if x.has_sessions()))
+        self.rooms.set_function(lambda: sum(1 for x in node.rooms.values() if x.has_peers()))
         self.races = Gauge("solrace_races_running", "Races running on this node", registry=r)
         self.races.set_function(
             lambda: sum(

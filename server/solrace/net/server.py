@@ -24,10 +24,11 @@ from solrace.protocol import (
     UnsupportedVersion,
 )
 from solrace.protocol.handshake import select_subprotocol
+from solrace.rooms import lobby
+from solrace.rooms.node import Node
 from solrace.store.errors import StoreUnavailable
 
-from . import lobby
-from .node import Node
+from .metrics import Metrics
 from .session import Session
 
 log = logging.getLogger("solrace.server")
@@ -43,6 +44,9 @@ def _select(connection: ServerConnection, offered: Sequence[str]) -> str:
 class RaceServer:
     def __init__(self, node: Node, host: str, port: int) -> None:
         self.node = node
+        #: Prometheus metrics (``/metrics``); the node counts into them too.
+        self.metrics = Metrics(node)
+        node.metrics = self.metrics
         self.host = host
         self.port = port
         self.server: Server | None = None
@@ -99,20 +103,20 @@ class RaceServer:
             return _response(status, body, "text/plain; charset=utf-8", extra)
         if path == "/metrics":
             return _response(
-                http.HTTPStatus.OK, self.node.metrics.render(), "text/plain; version=0.0.4"
+                http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4"
             )
         if self.node.draining:
             return _response(http.HTTPStatus.SERVICE_UNAVAILABLE, b"draining\n", "text/plain")
         return None
 
     async def _handler(self, ws: ServerConnection) -> None:
-        session = Session(ws, self.node)
+        session = Session(ws, self.node, self.metrics)
         node = self.node
-        node.sessions.add(session)
+        node.peers.add(session)
         try:
             await session.run()
         finally:
-            node.sessions.discard(session)
+            node.peers.discard(session)
             await lobby.disconnected(node, session)
 
     async def drain(self) -> None:
@@ -120,11 +124,11 @@ class RaceServer:
         connection with 1001 so clients reconnect elsewhere and resume."""
         node = self.node
         node.draining = True
-        log.info("draining", extra={"connections": len(node.sessions)})
+        log.info("draining", extra={"connections": len(node.peers)})
         await node.drained()
         if self.server is not None:
             self.server.close(close_connections=False)
-            for session in list(node.sessions):
+            for session in list(node.peers):
                 session.close_later(CloseCode.GOING_AWAY, CloseReason.DRAINING)
             await self.server.wait_closed()
         await node.stop()

@@ -24,13 +24,12 @@ from solrace.protocol.messages import (
     Resume,
     Watch,
     joined_reply,
-    resync_notice,
     room_event,
     watching_reply,
 )
 from solrace.race import RaceError, RoomSettings, validate_settings
 from solrace.race import decisions as decide_
-from solrace.race.state import FINISHED, LEFT, LOBBY, RACING
+from solrace.race.state import FINISHED, LEFT, LOBBY
 from solrace.store import token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
@@ -38,10 +37,11 @@ from . import certify, spectators
 from .node import ROOM_TTL_S, refuse
 from .records import RoomMeta, unpack
 from .room import LiveRoom
+from .snapshots import snapshot_for
 
 if TYPE_CHECKING:
     from .node import Node
-    from .session import Session
+    from .peer import Peer
 
 log = logging.getLogger("solrace.lobby")
 
@@ -66,7 +66,7 @@ async def list_rooms(node: Node, variant: str | None) -> list[dict[str, Any]]:
     return summaries
 
 
-async def create(node: Node, session: Session, msg: CreateRoom, request_id: int | None) -> None:
+async def create(node: Node, peer: Peer, msg: CreateRoom, request_id: int | None) -> None:
     settings = RoomSettings(
         variant=msg.variant,
         options=dict(msg.options),
@@ -79,7 +79,7 @@ async def create(node: Node, session: Session, msg: CreateRoom, request_id: int 
         spectators=msg.spectators,
     )
     room = await _create_room(node, settings)
-    await _join(node, session, room, msg.name, request_id)
+    await _join(node, peer, room, msg.name, request_id)
 
 
 async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
@@ -110,12 +110,12 @@ async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
     raise BadMessage(ErrorCode.INTERNAL, "could not allocate a room code")
 
 
-async def join(node: Node, session: Session, msg: JoinRoom, request_id: int | None) -> None:
+async def join(node: Node, peer: Peer, msg: JoinRoom, request_id: int | None) -> None:
     room = await node.room_by_code(msg.code)
-    await _join(node, session, room, msg.name, request_id)
+    await _join(node, peer, room, msg.name, request_id)
 
 
-async def quick(node: Node, session: Session, msg: QuickRace, request_id: int | None) -> None:
+async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) -> None:
     try:
         validate_settings(RoomSettings(variant=msg.variant))
     except RaceError as exc:
@@ -133,18 +133,18 @@ async def quick(node: Node, session: Session, msg: QuickRace, request_id: int | 
             and len(state.racers) < state.settings.max_racers
         ):
             try:
-                await _join(node, session, room, msg.name, request_id)
+                await _join(node, peer, room, msg.name, request_id)
                 return
             except BadMessage as exc:
                 if exc.code in (ErrorCode.ROOM_FULL, ErrorCode.WRONG_PHASE):
                     continue
                 raise
     room = await _create_room(node, RoomSettings(variant=msg.variant, quick=True))
-    await _join(node, session, room, msg.name, request_id)
+    await _join(node, peer, room, msg.name, request_id)
 
 
 async def _join(
-    node: Node, session: Session, room: LiveRoom, name: str, request_id: int | None
+    node: Node, peer: Peer, room: LiveRoom, name: str, request_id: int | None
 ) -> None:
     token = secrets.token_urlsafe(24)
     joined: list[int] = []
@@ -156,20 +156,20 @@ async def _join(
 
     try:
         await node.decide(
-            room, decision, server_only={"conn": session.conn_id, "node": node.node_id}
+            room, decision, server_only={"conn": peer.conn_id, "node": node.node_id}
         )
     except RaceError as exc:
         raise refuse(exc) from None
     racer = joined[0]
     await node.store.set_token(room.room_id, str(racer), token_digest(token))
     log.info("racer joined", extra={"room": room.room_id, "racer": racer})
-    await _enter_as_racer(node, session, room, racer, token, request_id, since=None)
+    await _enter_as_racer(node, peer, room, racer, token, request_id, since=None)
     await node.tick(room)
 
 
 async def _enter_as_racer(
     node: Node,
-    session: Session,
+    peer: Peer,
     room: LiveRoom,
     racer: int,
     token: str,
@@ -177,14 +177,14 @@ async def _enter_as_racer(
     since: int | None,
 ) -> None:
     """Send ``joined`` (snapshot at the folded version), then the events missed
-    since ``since``, then attach the session for live events — all under the room
+    since ``since``, then attach the peer for live events — all under the room
     lock, so no live event can slip in between."""
     async with room.lock:
         await node.join_room(room)
         await node.sync_locked(room)
-        snapshot = await _snapshot(node, room, racer)
+        snapshot = await snapshot_for(node, room, racer)
         replay = await _missed(node, room, since)
-        session.send(
+        peer.send(
             joined_reply(
                 request_id,
                 room=room.room_id,
@@ -196,46 +196,22 @@ async def _enter_as_racer(
             )
         )
         for frame in replay:
-            session.send_bytes(frame)
-        _attach_racer(node, session, room, racer)
+            peer.send_bytes(frame)
+        _attach_racer(node, peer, room, racer)
 
 
-def _attach_racer(node: Node, session: Session, room: LiveRoom, racer: int) -> None:
+def _attach_racer(node: Node, peer: Peer, room: LiveRoom, racer: int) -> None:
     old = room.racers.get(racer)
-    if old is not None and old is not session:
+    if old is not None and old is not peer:
         old.detach()
         old.close_later(CloseCode.NORMAL, CloseReason.REPLACED)
-    room.racers[racer] = session
+    room.racers[racer] = peer
     room.serving = True
-    session.attach_racer(room, racer)
+    peer.attach_racer(room, racer)
     node.schedule(room)
 
 
-async def _snapshot(node: Node, room: LiveRoom, racer: int | None) -> dict[str, Any]:
-    state = room.state
-    snapshot = state.snapshot(node.clock(), spectators=len(room.spectators))
-    if racer is not None:
-        you: dict[str, Any] = {
-            "racer": racer,
-            "board": None,
-            "next_seq": 0,
-            "moves": 0,
-            "score": 0,
-            "status": state.racers[racer].status if racer in state.racers else "left",
-        }
-        if state.phase in (RACING, FINISHED):
-            game = await node.game(room, racer)
-            you.update(
-                board=game.view(),
-                next_seq=game.seq,
-                moves=game.board.move_count,
-                score=game.board.score,
-            )
-        snapshot["you"] = you
-    return snapshot
-
-
-async def resume(node: Node, session: Session, msg: Resume, request_id: int | None) -> None:
+async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) -> None:
     name = f"room {msg.code}" if msg.code else "this room"
     try:
         room = await node.room(msg.room)
@@ -260,15 +236,15 @@ async def resume(node: Node, session: Session, msg: Resume, request_id: int | No
             else "you left this race"
         )
         raise BadMessage(ErrorCode.BAD_TOKEN, f"{why}: you can watch {name}")
-    if session.room is not None and (session.room is not room or session.racer != racer):
+    if peer.room is not None and (peer.room is not room or peer.racer != racer):
         raise BadMessage(ErrorCode.ALREADY_IN_ROOM)
     room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
-    await _enter_as_racer(node, session, room, racer, msg.token, request_id, msg.since)
+    await _enter_as_racer(node, peer, room, racer, msg.token, request_id, msg.since)
     log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
     await node.decide(
         room,
         lambda: decide_.resumed(room.state, racer),
-        server_only={"conn": session.conn_id, "node": node.node_id},
+        server_only={"conn": peer.conn_id, "node": node.node_id},
     )
 
 
@@ -289,7 +265,7 @@ async def _missed(node: Node, room: LiveRoom, since: int | None) -> list[bytes]:
     return frames
 
 
-async def watch(node: Node, session: Session, msg: Watch, request_id: int | None) -> None:
+async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> None:
     if msg.code is not None:
         room = await node.room_by_code(msg.code)
     else:
@@ -300,10 +276,10 @@ async def watch(node: Node, session: Session, msg: Watch, request_id: int | None
     async with room.lock:
         await node.join_room(room)
         await node.sync_locked(room)
-        room.spectators.add(session)
-        snapshot = await _snapshot(node, room, None)
+        room.spectators.add(peer)
+        snapshot = await snapshot_for(node, room, None)
         replay = await _missed(node, room, msg.since)
-        session.send(
+        peer.send(
             watching_reply(
                 request_id,
                 room=room.room_id,
@@ -312,22 +288,22 @@ async def watch(node: Node, session: Session, msg: Watch, request_id: int | None
             )
         )
         for frame in replay:
-            session.send_bytes(frame)
-        session.attach_spectator(room)
-        await spectators.initial_boards(node, room, session)
+            peer.send_bytes(frame)
+        peer.attach_spectator(room)
+        await spectators.initial_boards(node, room, peer)
     node.schedule(room)
 
 
-async def ready(node: Node, session: Session, flag: bool, open_boards: bool = False) -> None:
-    room, racer = session.racer_room()
+async def ready(node: Node, peer: Peer, flag: bool, open_boards: bool = False) -> None:
+    room, racer = peer.racer_room()
     await _decide_or_refuse(
         node, room, lambda: decide_.ready(room.state, racer, flag, open_boards)
     )
     await node.tick(room)
 
 
-async def start_race(node: Node, session: Session) -> None:
-    room, racer = session.racer_room()
+async def start_race(node: Node, peer: Peer) -> None:
+    room, racer = peer.racer_room()
     if room.state.phase == LOBBY and not room.state.deal_ready():
         with contextlib.suppress(TimeoutError):  # refused below as not ready
             await certify.ready(node, room)
@@ -340,25 +316,25 @@ async def start_race(node: Node, session: Session) -> None:
     )
 
 
-async def resign(node: Node, session: Session) -> None:
-    room, racer = session.racer_room()
+async def resign(node: Node, peer: Peer) -> None:
+    room, racer = peer.racer_room()
     await _decide_or_refuse(node, room, lambda: decide_.resign(room.state, racer))
     await node.tick(room)
 
 
-async def rematch(node: Node, session: Session) -> None:
-    room, racer = session.racer_room()
+async def rematch(node: Node, peer: Peer) -> None:
+    room, racer = peer.racer_room()
     await _decide_or_refuse(node, room, lambda: decide_.rematch(room.state, racer))
 
 
-async def leave(node: Node, session: Session) -> None:
-    room = session.room
+async def leave(node: Node, peer: Peer) -> None:
+    room = peer.room
     if room is None:
         return
-    racer = session.racer
-    session.detach()
+    racer = peer.racer
+    peer.detach()
     if racer is None:
-        room.spectators.discard(session)
+        room.spectators.discard(peer)
         return
     room.racers.pop(racer, None)
     room.games.pop(racer, None)
@@ -366,22 +342,22 @@ async def leave(node: Node, session: Session) -> None:
     await node.tick(room)
 
 
-async def disconnected(node: Node, session: Session) -> None:
+async def disconnected(node: Node, peer: Peer) -> None:
     """A connection closed without ``leave``: mark the racer offline; the grace
     timer makes it a forfeit if it does not come back."""
-    room, racer = session.room, session.racer
-    session.detach()
+    room, racer = peer.room, peer.racer
+    peer.detach()
     if room is None:
         return
     if racer is None:
-        room.spectators.discard(session)
+        room.spectators.discard(peer)
         return
-    if room.racers.get(racer) is not session:
+    if room.racers.get(racer) is not peer:
         return
     del room.racers[racer]
     room.games.pop(racer, None)
     try:
-        await node.presence(room, racer, False, session.conn_id)
+        await node.presence(room, racer, False, peer.conn_id)
     except (StoreUnavailable, BadMessage):
         # The lease check of another node (or of this one, once the store is back)
         # will not see this: the racer stays "online" until its connection's node
@@ -396,16 +372,3 @@ async def _decide_or_refuse(
         await node.decide(room, decision)
     except RaceError as exc:
         raise refuse(exc) from None
-
-
-async def resync_clients(node: Node, room: LiveRoom, message: str, lost: int) -> None:
-    """After the store lost writes: every connection of the room on this node gets a
-    ``resync`` notice with a fresh snapshot (its own board for a racer) and the reason,
-    then spectators their boards again. Caller holds the room lock and has refolded."""
-    for racer, session in list(room.racers.items()):
-        snapshot = await _snapshot(node, room, racer)
-        session.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))  # type: ignore[arg-type]
-    for session in list(room.spectators):
-        snapshot = await _snapshot(node, room, None)
-        session.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))  # type: ignore[arg-type]
-        await spectators.initial_boards(node, room, session)

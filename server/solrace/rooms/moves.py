@@ -34,8 +34,8 @@ from .records import pack, pack_entry
 
 if TYPE_CHECKING:
     from .node import Node
+    from .peer import Peer
     from .room import LiveRoom
-    from .session import Session
 
 log = logging.getLogger("solrace.moves")
 
@@ -52,10 +52,10 @@ def _canonical(entry: str) -> str:
 
 
 def _reply(
-    session: Session, request_id: int | None, seq: int, game: RacerGame, status: str
+    peer: Peer, request_id: int | None, seq: int, game: RacerGame, status: str
 ) -> None:
     board = game.board
-    session.send(
+    peer.send(
         moved_reply(
             request_id,
             seq=seq,
@@ -67,9 +67,9 @@ def _reply(
     )
 
 
-async def move(node: Node, session: Session, seq: int, entry: str, request_id: int | None) -> None:
+async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | None) -> None:
     received = time.perf_counter()
-    room, racer = session.racer_room()
+    room, racer = peer.racer_room()
     state = room.state
     start_at = state.start_at_ms
     if state.phase == COUNTDOWN and start_at is not None and node.clock() >= start_at:
@@ -82,7 +82,7 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
     if seq < game.seq and _canonical(game.entries[seq]) == _canonical(entry):
         # A retry of a stored move: its outcome, not a refusal (docs/protocol.md §6).
         node.metrics.moves_retried.inc()
-        _reply(session, request_id, seq, game, game.status())
+        _reply(peer, request_id, seq, game, game.status())
         return
     if state.phase != RACING or not state.can_move(member):
         node.metrics.moves_refused.labels("wrong_phase").inc()
@@ -130,7 +130,7 @@ async def move(node: Node, session: Session, seq: int, entry: str, request_id: i
         if result.log_length < seq:
             await node.lost_writes(room, f"move log of racer {racer} is shorter than acked")
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=result.log_length)
-    _reply(session, request_id, seq, game, status)  # status: legal moves generated once
+    _reply(peer, request_id, seq, game, status)  # status: legal moves generated once
     node.metrics.moves_accepted.inc()
     node.metrics.move_latency.observe(time.perf_counter() - received)
     # The reply is sent: whatever fails from here on is logged, never a second reply.

@@ -21,7 +21,7 @@ from solrace.race.state import FINISHED
 from .records import RoomMeta, log_name
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .peer import Peer
 
 log = logging.getLogger("solrace.room")
 
@@ -32,8 +32,8 @@ class LiveRoom:
         self.state = RoomState(meta.room, meta.code, meta.settings)
         self.lock = asyncio.Lock()
         #: Racer connections on this node, by racer id.
-        self.racers: dict[int, Session] = {}
-        self.spectators: set[Session] = set()
+        self.racers: dict[int, Peer] = {}
+        self.spectators: set[Peer] = set()
         #: Engines of this node's racers (authoritative while the racer is here).
         self.games: dict[int, RacerGame] = {}
         #: Engines folded from stored events, for spectators' boards (spectators.py).
@@ -62,12 +62,12 @@ class LiveRoom:
     def room_id(self) -> str:
         return self.meta.room
 
-    def has_sessions(self) -> bool:
+    def has_peers(self) -> bool:
         return bool(self.racers or self.spectators)
 
     def served(self) -> bool:
         """Whether this node runs the room's timers and checks (see ``serving``)."""
-        return self.has_sessions() or (self.serving and self.state.phase != FINISHED)
+        return self.has_peers() or (self.serving and self.state.phase != FINISHED)
 
     def reset(self) -> None:
         """Forget everything folded (Redis lost writes): fold again from version 0."""
@@ -105,10 +105,10 @@ class LiveRoom:
         self.chain = chain
         if live:
             frame = encode(room_event(stored["t"], version, stored["d"]))
-            for session in list(self.racers.values()):
-                session.send_bytes(frame)
-            for session in list(self.spectators):
-                session.send_bytes(frame)
+            for peer in list(self.racers.values()):
+                peer.send_bytes(frame)
+            for peer in list(self.spectators):
+                peer.send_bytes(frame)
         if stored["t"] == "room_reset":
             self.games.clear()
             self.shadows.clear()
@@ -116,8 +116,8 @@ class LiveRoom:
         return True
 
     def send_own_board(self, racer: int, at_ms: int) -> None:
-        session = self.racers.get(racer)
+        peer = self.racers.get(racer)
         game = self.games.get(racer)
-        if session is not None and game is not None:
+        if peer is not None and game is not None:
             notice = board_notice(racer=racer, at_ms=at_ms, view=game.view(), owner=True)
-            session.send_bytes(encode(notice))
+            peer.send_bytes(encode(notice))

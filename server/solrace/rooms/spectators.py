@@ -28,7 +28,7 @@ from .room import LiveRoom
 
 if TYPE_CHECKING:
     from .node import Node
-    from .session import Session
+    from .peer import Peer
 
 
 def fold_move(room: LiveRoom, stored: dict[str, Any]) -> None:
@@ -105,11 +105,11 @@ async def refresh(node: Node, room: LiveRoom, mover: int | None = None) -> None:
 
 
 def _send_to_spectators(room: LiveRoom, frame: bytes) -> None:
-    for session in list(room.spectators):
-        session.send_bytes(frame)
+    for peer in list(room.spectators):
+        peer.send_bytes(frame)
 
 
-async def initial_boards(node: Node, room: LiveRoom, session: Session) -> None:
+async def initial_boards(node: Node, room: LiveRoom, peer: Peer) -> None:
     """A new spectator's boards: as they were one spectator delay ago, fair now."""
     state = room.state
     if state.phase not in (RACING, FINISHED):
@@ -131,4 +131,4 @@ async def initial_boards(node: Node, room: LiveRoom, session: Session) -> None:
                     break
                 game.apply(entry, at)
         view = game.board_view(shown)
-        session.send(board_notice(racer=racer, at_ms=now - delay_ms, view=view, owner=False))
+        peer.send(board_notice(racer=racer, at_ms=now - delay_ms, view=view, owner=False))

@@ -1,7 +1,8 @@
 """Render the terminal client mid-race to an SVG (and, with cairosvg, a PNG).
 
-    python -m solrace_client.tui.screenshot docs/screenshot.svg --png docs/screenshot.png
+    python docs/tools/screenshot.py docs/screenshot.svg --png docs/screenshot.png
 
+A documentation tool, not part of the client (the client never imports the server).
 Starts an in-process server (embedded store), opens the real app headless at 80×24,
 lets two bot opponents join and play, plays a few moves, picks a card so the legal
 destinations light up, and saves the screen. Nothing is written to the user's config.
@@ -17,13 +18,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from solrace.net.server import RaceServer
+from solrace.rooms.node import Node
 from solrace.rules import Move
 from solrace.rules.moves import TABLEAU, TO_FOUNDATION
-
-from ..boardview import board_from_view
-from ..connection import RaceClient
-from .app import SolraceApp
-from .widgets import LobbyScreen, PlayScreen
+from solrace.store import Store
+from solrace_client.boardview import board_from_view
+from solrace_client.connection import RaceClient
+from solrace_client.tui.app import SolraceApp
+from solrace_client.tui.widgets import LobbyScreen, PlayScreen
 
 #: A room secret with a friendly round-1 deal (the one the test suite plays).
 SECRET = bytes([2]) * 32
@@ -74,10 +77,6 @@ async def wait(pilot: Any, predicate: Any, timeout: float = 20.0) -> None:
 
 
 async def shoot(svg: Path, size: tuple[int, int] = (80, 24)) -> None:
-    from solrace.net.node import Node
-    from solrace.net.server import RaceServer
-    from solrace.store import Store
-
     store = await Store.connect(None, prefix="screenshot:")
     node = Node(store, room_secret=lambda: SECRET, countdown_ms=300)
     server = RaceServer(node, "127.0.0.1", 0)

@@ -29,12 +29,13 @@ from solrace.store import Store
 from solrace.store.errors import StoreUnavailable, VersionConflict
 
 from . import certify, spectators
-from .metrics import Metrics
+from .counters import RoomMetrics, Tally
 from .records import RoomMeta, pack, unpack, unpack_entries
 from .room import LiveRoom
+from .snapshots import resync_clients
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .peer import Peer
 
 log = logging.getLogger("solrace.node")
 
@@ -82,8 +83,9 @@ class Node:
         self.rate_burst = rate_burst
         self.countdown_ms = countdown_ms
         self.rooms: dict[str, LiveRoom] = {}
-        self.sessions: set[Session] = set()
-        self.metrics = Metrics(self)
+        self.peers: set[Peer] = set()
+        #: What the core counts; a server swaps in its Prometheus metrics.
+        self.metrics: RoomMetrics = Tally()
         self.inflight = 0
         self.draining = False
         #: This node's id in leases and presence events (unique per process start).
@@ -134,7 +136,7 @@ class Node:
             positions = {
                 rid: room.state.version
                 for rid, room in self.rooms.items()
-                if room.shared and room.has_sessions()
+                if room.shared and room.has_peers()
             }
             if self.clock() >= next_sweep:
                 self._sweep()
@@ -298,8 +300,6 @@ class Node:
             f"the server lost its last changes to this room ({what}); "
             f"continuing from version {after}"
         )
-        from .lobby import resync_clients  # lobby builds snapshots; it imports this module
-
         await resync_clients(self, room, message, lost)
 
     # ---------------------------------------------------------------- rooms
@@ -321,12 +321,12 @@ class Node:
     def _sweep(self) -> None:
         """Forget rooms this node has not served for a while; the store keeps
         everything, and :meth:`room` reloads them on demand. Only long-idle rooms go,
-        so no request in progress can still hold one (which would leave its session
+        so no request in progress can still hold one (which would leave its peer
         attached to a room object the node no longer folds events into)."""
         cutoff = self.clock() - IDLE_ROOM_MS
         for room_id, room in list(self.rooms.items()):
             running = room.state.phase in (COUNTDOWN, RACING) and room.serving
-            if not room.has_sessions() and not running and room.last_used_ms < cutoff:
+            if not room.has_peers() and not running and room.last_used_ms < cutoff:
                 if room.timer is not None:
                     room.timer.cancel()
                 del self.rooms[room_id]
@@ -401,12 +401,12 @@ class Node:
 
     def _presence_folded(self, room: LiveRoom, stored: dict[str, Any]) -> None:
         racer, conn = stored["d"]["racer"], stored.get("conn")
-        session = room.racers.get(racer)
-        if session is None or conn is None:
+        peer = room.racers.get(racer)
+        if peer is None or conn is None:
             return
         if stored["d"]["online"]:
             self._replaced(room, racer, conn)
-        elif session.conn_id == conn and not session.closed:
+        elif peer.conn_id == conn and not peer.closed:
             # Marked offline while connected here (a lease lost in a Redis outage):
             # say again that the racer is here, before its grace can run out.
             self._spawn(self._reassert(room, racer, conn))
@@ -420,12 +420,12 @@ class Node:
     def _replaced(self, room: LiveRoom, racer: int, conn: str) -> None:
         """The racer connected again (``conn``, on whichever node): close its older
         connection here, if any, so two windows never play one racer."""
-        session = room.racers.get(racer)
-        if session is not None and session.conn_id != conn:
+        peer = room.racers.get(racer)
+        if peer is not None and peer.conn_id != conn:
             del room.racers[racer]
             room.games.pop(racer, None)
-            session.detach()
-            session.close_later(CloseCode.NORMAL, CloseReason.REPLACED)
+            peer.detach()
+            peer.close_later(CloseCode.NORMAL, CloseReason.REPLACED)
 
     def schedule(self, room: LiveRoom) -> None:
         if room.timer is not None:

@@ -1,0 +1,89 @@
+"""The counters the room core keeps, as an interface.
+
+The core counts moves, refusals, retries, races and lost writes; where the counts go is
+the adapter's business (Prometheus in ``solrace.net.metrics``). :class:`Tally` keeps
+them in plain numbers, so a node built without a server (unit tests, tools) still
+counts and can be asked.
+"""
+
+from __future__ import annotations
+
+from collections import Counter as _Bag
+from typing import Protocol
+
+
+class Count(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
+class LabelledCount(Protocol):
+    def labels(self, *values: str) -> Count: ...
+
+
+class Observations(Protocol):
+    def observe(self, amount: float) -> None: ...
+
+
+class RoomMetrics(Protocol):
+    """What the room core records (names as in docs/server.md, "Metrics")."""
+
+    @property
+    def races_started(self) -> Count: ...
+
+    @property
+    def moves_accepted(self) -> Count: ...
+
+    @property
+    def moves_refused(self) -> LabelledCount: ...
+
+    @property
+    def moves_retried(self) -> Count: ...
+
+    @property
+    def move_latency(self) -> Observations: ...
+
+    @property
+    def lost_writes(self) -> Count: ...
+
+
+class _Number:
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def inc(self, amount: float = 1) -> None:
+        self.value += amount
+
+
+class _ByLabel:
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, ...], _Number] = {}
+
+    def labels(self, *values: str) -> _Number:
+        return self.values.setdefault(values, _Number())
+
+
+class _Samples:
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+
+    def observe(self, amount: float) -> None:
+        self.samples.append(amount)
+
+
+class Tally:
+    """:class:`RoomMetrics` in plain numbers (the default of a bare node)."""
+
+    def __init__(self) -> None:
+        self.races_started = _Number()
+        self.moves_accepted = _Number()
+        self.moves_refused = _ByLabel()
+        self.moves_retried = _Number()
+        self.move_latency = _Samples()
+        self.lost_writes = _Number()
+
+    def refused(self) -> _Bag[str]:
+        """Refused moves by reason, e.g. ``{"bad_seq": 2}``."""
+        return _Bag({k[0]: int(v.value) for k, v in self.moves_refused.values.items()})
+
+
+__all__ = ["RoomMetrics", "Tally"]

@@ -1,0 +1,69 @@
+"""What the room core needs of a connection: send bytes, close, a connection id.
+
+The core never sees a socket. :class:`Peer` keeps the connection's role in a room
+(idle, racer, spectator) — state the core owns — and leaves the two operations that
+touch the wire to the adapter: ``solrace.net.session.Session`` for WebSockets, a list
+of frames in the tests.
+"""
+
+from __future__ import annotations
+
+import secrets
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+from solrace.protocol import BadMessage, ErrorCode, encode
+from solrace.protocol.envelope import Envelope
+
+if TYPE_CHECKING:
+    from .room import LiveRoom
+
+
+class Peer(ABC):
+    """One client connection as the room core sees it."""
+
+    def __init__(self) -> None:
+        self.room: LiveRoom | None = None
+        self.racer: int | None = None
+        #: True once the connection is closing: nothing more is sent to it.
+        self.closed = False
+        #: Tells this connection from the racer's other ones, on any node.
+        self.conn_id = secrets.token_hex(8)
+
+    # ------------------------------------------------------------- the wire
+    @abstractmethod
+    def send_bytes(self, frame: bytes) -> None:
+        """Queue one encoded frame, in call order, without waiting (a slow reader
+        must never hold up a room); a no-op once ``closed``."""
+
+    @abstractmethod
+    def close_later(self, code: int, reason: str) -> None:
+        """Start closing with a close code and reason; sets ``closed``."""
+
+    def send(self, envelope: Envelope) -> None:
+        self.send_bytes(encode(envelope))
+
+    # ------------------------------------------------------------------ role
+    def attach_racer(self, room: LiveRoom, racer: int) -> None:
+        self.room, self.racer = room, racer
+
+    def attach_spectator(self, room: LiveRoom) -> None:
+        self.room, self.racer = room, None
+
+    def detach(self) -> None:
+        self.room, self.racer = None, None
+
+    def racer_room(self) -> tuple[LiveRoom, int]:
+        """The room and racer this connection plays, or the refusal to send."""
+        if self.room is None:
+            raise BadMessage(ErrorCode.NOT_RACER)
+        if self.racer is None:
+            raise BadMessage(ErrorCode.SPECTATOR_CANNOT_ACT)
+        return self.room, self.racer
+
+    def ids(self) -> dict[str, object]:
+        """Fields that name this connection in log lines."""
+        return {"room": self.room.room_id if self.room else None, "racer": self.racer}
+
+
+__all__ = ["Peer"]

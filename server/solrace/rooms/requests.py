@@ -1,0 +1,129 @@
+"""Client requests: one handler per message type, and exactly one reply per request.
+
+:func:`handle` turns a decoded envelope into a call on the room core and every failure
+into the documented ``error`` reply (docs/protocol.md §9): refusals with their code, a
+store outage as ``unavailable`` with a retry hint, anything unexpected as ``internal``
+(logged with its traceback here, never shown to the user).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from solrace.protocol import BadMessage, ErrorCode
+from solrace.protocol.envelope import Envelope
+from solrace.protocol.errors import RETRY_MOVE_MS, RETRY_STORE_MS
+from solrace.protocol.messages import (
+    CreateRoom,
+    JoinRoom,
+    Leave,
+    ListRooms,
+    Ping,
+    PlayMove,
+    QuickRace,
+    Rematch,
+    Resign,
+    Resume,
+    SetReady,
+    StartRace,
+    Watch,
+    error_reply,
+    ok_reply,
+    parse_client_message,
+    pong_reply,
+    rooms_reply,
+)
+from solrace.race import RaceError
+from solrace.store.errors import StoreUnavailable
+
+from . import lobby, moves
+from .node import Node, refuse
+from .peer import Peer
+
+log = logging.getLogger("solrace.requests")
+
+Handler = Callable[[Node, Peer, Any, int | None], Awaitable[None]]
+
+
+async def _move(node: Node, peer: Peer, msg: PlayMove, request_id: int | None) -> None:
+    await moves.move(node, peer, msg.seq, msg.move, request_id)
+
+
+async def _ping(node: Node, peer: Peer, msg: Ping, request_id: int | None) -> None:
+    peer.send(pong_reply(request_id, now_ms=node.clock()))
+
+
+async def _list(node: Node, peer: Peer, msg: ListRooms, request_id: int | None) -> None:
+    rooms = await lobby.list_rooms(node, msg.variant)
+    peer.send(rooms_reply(request_id, rooms))  # type: ignore[arg-type]
+
+
+def _entering(
+    enter: Callable[[Node, Peer, Any, int | None], Awaitable[None]],
+) -> Handler:
+    """A request that puts an idle connection in a room (create, join, quick, watch)."""
+
+    async def handler(node: Node, peer: Peer, msg: Any, request_id: int | None) -> None:
+        if peer.room is not None:
+            raise BadMessage(ErrorCode.ALREADY_IN_ROOM)
+        await enter(node, peer, msg, request_id)
+
+    return handler
+
+
+def _acknowledged(act: Callable[[Node, Peer, Any], Awaitable[None]]) -> Handler:
+    """A racer's request answered with a plain ``ok`` once done."""
+
+    async def handler(node: Node, peer: Peer, msg: Any, request_id: int | None) -> None:
+        await act(node, peer, msg)
+        peer.send(ok_reply(request_id))
+
+    return handler
+
+
+async def _ready(node: Node, peer: Peer, msg: SetReady) -> None:
+    await lobby.ready(node, peer, msg.ready, msg.spectators == "open")
+
+
+#: Every client request type and its handler (parse_client_message knows no others).
+HANDLERS: dict[type, Handler] = {
+    PlayMove: _move,
+    Ping: _ping,
+    ListRooms: _list,
+    CreateRoom: _entering(lobby.create),
+    JoinRoom: _entering(lobby.join),
+    QuickRace: _entering(lobby.quick),
+    Watch: _entering(lobby.watch),
+    Resume: lobby.resume,
+    SetReady: _acknowledged(_ready),
+    StartRace: _acknowledged(lambda node, peer, _msg: lobby.start_race(node, peer)),
+    Resign: _acknowledged(lambda node, peer, _msg: lobby.resign(node, peer)),
+    Rematch: _acknowledged(lambda node, peer, _msg: lobby.rematch(node, peer)),
+    Leave: _acknowledged(lambda node, peer, _msg: lobby.leave(node, peer)),
+}
+
+
+async def handle(node: Node, peer: Peer, envelope: Envelope) -> None:
+    """Answer one decoded request; never raises (the reply says what went wrong)."""
+    request_id = envelope.id
+    try:
+        message = parse_client_message(envelope)
+        if node.draining:
+            raise BadMessage(ErrorCode.UNAVAILABLE, "server draining", retry_after_ms=RETRY_MOVE_MS)
+        await HANDLERS[type(message)](node, peer, message, request_id)
+    except BadMessage as err:
+        peer.send(error_reply(err, request_id))
+    except RaceError as err:
+        peer.send(error_reply(refuse(err), request_id))
+    except StoreUnavailable:
+        log.warning("store unavailable", extra=peer.ids())
+        unavailable = BadMessage(ErrorCode.UNAVAILABLE, retry_after_ms=RETRY_STORE_MS)
+        peer.send(error_reply(unavailable, request_id))
+    except Exception:
+        log.exception("internal error", extra=peer.ids())
+        peer.send(error_reply(BadMessage(ErrorCode.INTERNAL), request_id))
+
+
+__all__ = ["HANDLERS", "handle"]

@@ -1,0 +1,58 @@
+"""Snapshots of a room for one connection, and re-sending them after lost writes.
+
+Shared by the requests that enter a room (:mod:`.lobby`) and by the node when Redis
+turns out to have lost writes (:meth:`.node.Node.lost_writes`), which is why this is a
+module of its own: neither needs to import the other for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from solrace.protocol.messages import resync_notice
+from solrace.race.state import FINISHED, RACING
+
+from . import spectators
+from .room import LiveRoom
+
+if TYPE_CHECKING:
+    from .node import Node
+
+
+async def snapshot_for(node: Node, room: LiveRoom, racer: int | None) -> dict[str, Any]:
+    """The room's snapshot as ``racer`` (None: a spectator) may see it, with the
+    racer's own board, next sequence number and status under ``you``."""
+    state = room.state
+    snapshot = state.snapshot(node.clock(), spectators=len(room.spectators))
+    if racer is not None:
+        you: dict[str, Any] = {
+            "racer": racer,
+            "board": None,
+            "next_seq": 0,
+            "moves": 0,
+            "score": 0,
+            "status": state.racers[racer].status if racer in state.racers else "left",
+        }
+        if state.phase in (RACING, FINISHED):
+            game = await node.game(room, racer)
+            you.update(
+                board=game.view(),
+                next_seq=game.seq,
+                moves=game.board.move_count,
+                score=game.board.score,
+            )
+        snapshot["you"] = you
+    return snapshot
+
+
+async def resync_clients(node: Node, room: LiveRoom, message: str, lost: int) -> None:
+    """After the store lost writes: every connection of the room on this node gets a
+    ``resync`` notice with a fresh snapshot (its own board for a racer) and the reason,
+    then spectators their boards again. Caller holds the room lock and has refolded."""
+    for racer, peer in list(room.racers.items()):
+        snapshot = await snapshot_for(node, room, racer)
+        peer.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))  # type: ignore[arg-type]
+    for peer in list(room.spectators):
+        snapshot = await snapshot_for(node, room, None)
+        peer.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))  # type: ignore[arg-type]
+        await spectators.initial_boards(node, room, peer)

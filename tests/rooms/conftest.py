@@ -1,0 +1,103 @@
+"""The room core without sockets: a node on a real store (real Redis AND the embedded
+store), driven through :func:`solrace.rooms.requests.handle` by fake peers that keep
+every frame they are sent."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from solrace.protocol import SERVER_FRAME_LIMITS, decode
+from solrace.protocol.envelope import Envelope
+from solrace.rooms import requests
+from solrace.rooms.node import Node
+from solrace.rooms.peer import Peer
+from solrace.store import Store
+
+from tests.net.conftest import SOLVABLE_SECRET
+from tests.support.redis import REDIS_URL, delete_prefix
+
+
+class FakePeer(Peer):
+    """A connection that is a list: frames sent to it, decoded, in order."""
+
+    def __init__(self, node: Node) -> None:
+        super().__init__()
+        self.node = node
+        self.frames: list[Envelope] = []
+        self.closes: list[tuple[int, str]] = []
+        self._next_id = 0
+
+    def send_bytes(self, frame: bytes) -> None:
+        if not self.closed:
+            self.frames.append(decode(frame, limits=SERVER_FRAME_LIMITS))
+
+    def close_later(self, code: int, reason: str) -> None:
+        self.closed = True
+        self.closes.append((code, reason))
+
+    async def ask(self, t: str, **d: Any) -> Envelope:
+        """Send request ``t`` and return its reply (the frame carrying its id)."""
+        self._next_id += 1
+        request_id = self._next_id
+        await requests.handle(self.node, self, Envelope(t, id=request_id, d=d))
+        replies = [f for f in self.frames if f.id == request_id]
+        assert len(replies) == 1, f"{t}: {len(replies)} replies"
+        return replies[0]
+
+    def events(self, *types: str) -> list[Envelope]:
+        return [f for f in self.frames if f.v is not None and (not types or f.t in types)]
+
+    async def until(self, predicate: Callable[[Envelope], bool], timeout: float = 10) -> Envelope:
+        """The first frame (already here or still to come) that ``predicate`` accepts."""
+        async with asyncio.timeout(timeout):
+            while True:
+                for frame in self.frames:
+                    if predicate(frame):
+                        return frame
+                await asyncio.sleep(0.005)
+
+
+class Backend:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.prefix = f"solrace-test:{uuid.uuid4().hex}:"
+        self.nodes: list[Node] = []
+        self._first: Store | None = None
+
+    async def node(self) -> Node:
+        """A started node on this backend (its own store connections, one shared
+        prefix or in-process server), countdowns of 0.1 s, the known test deal."""
+        if self.kind == "embedded":
+            if self._first is None:
+                self._first = await Store.connect(None, prefix=self.prefix)
+                store = self._first
+            else:
+                store = await self._first.sibling()
+        else:
+            store = await Store.connect(REDIS_URL, prefix=self.prefix)
+            if not await store.ping():
+                pytest.fail(f"real Redis is not reachable at {REDIS_URL}")
+        node = Node(store, room_secret=lambda: SOLVABLE_SECRET, countdown_ms=100)
+        node.start()
+        self.nodes.append(node)
+        return node
+
+    async def close(self) -> None:
+        for node in self.nodes:
+            await node.stop()
+            await node.store.close()
+        if self.kind == "redis":
+            await delete_prefix(self.prefix)
+
+
+@pytest.fixture(params=["redis", "embedded"])
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    b = Backend(request.param)
+    try:
+        yield b
+    finally:
+        await b.close()
