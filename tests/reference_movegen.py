@@ -1,7 +1,7 @@
 """An independent, deliberately simple reference move generator.
 
 It exists only to check the real rules engine (``solrace.rules``) and is written
-from the rule book (``../shared/RULES.md``) and ``docs/rules.md`` alone, without
+from the rule book and the engine's stated choices (``docs/rules.md``) alone, without
 looking at the engine. It works directly on the position JSON dict:
 
 - ``legal_moves(pos)`` lists the legal moves in canonical notation;

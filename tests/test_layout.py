@@ -147,3 +147,23 @@ def test_net_holds_only_the_socket_adapter() -> None:
     the room logic lives in solrace.rooms."""
     net = {m.rpartition(".")[2] for m in _under("solrace.net")} - {"net"}
     assert net == {"server", "session", "main", "logs", "metrics"}
+
+
+def test_the_repository_refers_to_no_document_outside_it() -> None:
+    """The rule book and the design brief live in docs/ (docs/rules.md, docs/design.md);
+    nothing points at a file beside the repository."""
+    outside = ("../shared", "RULES.md", "DESIGN.md", "seeds/00")
+    offending = []
+    for base in ("server", "client", "tests", "docs", "deploy", ".ci"):
+        for path in (ROOT / base).rglob("*"):
+            if path.suffix not in (".py", ".md", ".lua", ".sh", ".yaml", ".yml", ".conf", "") or (
+                not path.is_file()
+            ):
+                continue
+            if path == Path(__file__):
+                continue
+            text = path.read_text("utf-8", errors="replace")
+            offending += [f"{path.relative_to(ROOT)}: {word}" for word in outside if word in text]
+    readme = (ROOT / "README.md").read_text("utf-8")
+    offending += [f"README.md: {word}" for word in outside if word in readme]
+    assert offending == []

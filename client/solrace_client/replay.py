@@ -5,7 +5,7 @@ cards included: each racer's game is re-dealt from the seed and its move log rep
 with the engine (the same code that judged the race). A *step* is a log index: step 0
 is the deal, step k the position after the racer's k-th log entry; a racer whose log is
 shorter than the step shows its final position. Face-down cards are written in lower
-case (RULES.md position notation) and dimmed on a terminal.
+case (docs/rules.md position notation) and dimmed on a terminal.
 
 Input is line-based on purpose (``n``, ``p``, a step number, ``q``): it works in any
 terminal, through pipes and in tests, without raw-mode key reading.

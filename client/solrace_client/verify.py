@@ -11,7 +11,7 @@ with the same rules engine the server runs:
 - each standing's ``foundation``, ``moves``, ``score`` and ``status`` are what the
   replayed log gives ("finished" exactly when the game is won, "stuck" only when no
   move is left);
-- the standings are in the order RULES.md prescribes.
+- the standings are in the order docs/rules.md prescribes.
 
 Nothing here trusts the server: a tampered log, seed, salt or commitment fails.
 """
@@ -118,8 +118,7 @@ def _check_commitment(
         report.add(
             "commitment",
             False,
-            f"{what} = {computed[:16]}… but the race committed to "
-            f"{str(published)[:16]}…",
+            f"{what} = {computed[:16]}… but the race committed to {str(published)[:16]}…",
         )
     if seen is not None:
         report.add(
@@ -167,7 +166,7 @@ def _check_racer(
 
 
 def _check_order(report: Report, standings: list[dict[str, Any]]) -> None:
-    """RULES.md: finishers first by finish time; then by foundation (more first), then
+    """docs/rules.md: finishers first by finish time; then by foundation (more first), then
     by the earlier time that count was reached."""
     problems: list[str] = []
     places = [s.get("place") for s in standings]
@@ -184,4 +183,6 @@ def _check_order(report: Report, standings: list[dict[str, Any]]) -> None:
     ranks = [rank(s) for s in standings]
     if ranks != sorted(ranks):
         problems.append("racers are not ranked by finish time, then cards up, then time")
-    report.add("standings order", not problems, "; ".join(problems) or "as RULES.md ranks them")
+    report.add(
+        "standings order", not problems, "; ".join(problems) or "as the rule book ranks them"
+    )

@@ -1,4 +1,4 @@
-"""Faults between the writes of a decision (DESIGN.md, "Faults"): a node killed and
+"""Faults between the writes of a decision (docs/design.md, "Faults"): a node killed and
 Redis failing at each point of a finishing move; a crashed node's racers; outages
 longer than the disconnect grace; a late "offline" after a resume; a Redis that comes
 back without acknowledged writes. Each test states the outcome the rules give and

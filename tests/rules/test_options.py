@@ -1,4 +1,4 @@
-"""``solrace.rules.options``: every room option of RULES.md, its default per variant, and
+"""``solrace.rules.options``: every room option of docs/rules.md, its default per variant, and
 validation (docs/rules.md "Variants and their options")."""
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def assert_illegal(board: Board, notation: str, reason: str) -> None:
 
 
 def test_variant_ids() -> None:
-    """Each variant of RULES.md is its own variant id."""
+    """Each variant of docs/rules.md is its own variant id."""
     assert set(VARIANTS) == {
         "yukon",
         "klondike",

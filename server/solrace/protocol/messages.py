@@ -118,7 +118,7 @@ _OPTION_KEY: Final = re.compile(rf"[a-z][a-z0-9_]{{0,{MAX_OPTION_KEY_LEN - 1}}}"
 _ROOM_ID: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ROOM_ID_LEN}}}")
 _CODE: Final = re.compile(rf"[A-Z0-9]{{1,{MAX_CODE_LEN}}}")
 _TOKEN: Final = re.compile(rf"[A-Za-z0-9_-]{{{MIN_TOKEN_LEN},{MAX_TOKEN_LEN}}}")
-#: The *shape* of canonical notation (RULES.md): cheap first filter so garbage never
+#: The *shape* of canonical notation (docs/rules.md): cheap first filter so garbage never
 #: reaches the store. Whether a column exists, or the move is legal, is the engine's
 #: call (``solrace.rules.parse_move`` and ``Board.play``).
 _COL: Final = r"[1-9][0-9]?"

@@ -1,4 +1,4 @@
-"""A room's state, folded from its event stream (event sourcing, DESIGN.md).
+"""A room's state, folded from its event stream (event sourcing, docs/design.md).
 
 Every node that serves a room keeps one :class:`RoomState`, built by :meth:`apply`-ing
 the room's events in version order, and nothing else changes it. Two nodes that have
@@ -322,7 +322,7 @@ def dealt_face_down(settings: RoomSettings) -> int:
 
 
 def standings(state: RoomState) -> list[dict[str, Any]]:
-    """RULES.md race rules: finishers first, by place (finish order); everyone else
+    """docs/rules.md race rules: finishers first, by place (finish order); everyone else
     after them by cards on foundations (more first), then by the earlier time they
     reached that count. Score and log are filled in by the caller, which has them."""
     racers = list(state.racers.values())

@@ -1,4 +1,4 @@
-"""The rules engine: every variant of RULES.md, pure and synchronous (no I/O, no
+"""The rules engine: every variant of docs/rules.md, pure and synchronous (no I/O, no
 clock, no global randomness; standard library only).
 
     >>> from solrace.rules import deal

@@ -4,7 +4,7 @@ Modelled on python-chess's ``Board``: :meth:`Board.legal_moves` generates,
 :meth:`Board.play` checks one move directly (it never generates the whole move list)
 and applies it, :meth:`Board.push` applies without checking, :meth:`Board.pop` takes a
 move back exactly. :meth:`Board.undo` is the *player's* undo: it pops and counts as a
-move (RULES.md, common rules). Variants are subclasses that set a handful of class
+move (docs/rules.md, common rules). Variants are subclasses that set a handful of class
 attributes; every rule lives here once.
 
 State, chosen for speed: columns are lists of card ids, bottom first, with the number
@@ -115,7 +115,7 @@ class Board:
         self.stock: list[int] = []
         self.waste: list[int] = []
         self.recycles = 0
-        #: Moves made, undos included (RULES.md: each undo counts as a move).
+        #: Moves made, undos included (docs/rules.md: each undo counts as a move).
         self.move_count = 0
         #: Milliseconds since the game started, as last told by the caller.
         self.elapsed_ms = 0
@@ -191,7 +191,7 @@ class Board:
         return self.foundation_count() == self.card_count
 
     def is_stuck(self) -> bool:
-        """No legal move (undo aside) and the foundations are incomplete (RULES.md)."""
+        """No legal move (undo aside) and the foundations are incomplete (docs/rules.md)."""
         return not self.is_won() and not self.legal_moves()
 
     def status(self) -> str:
@@ -253,7 +253,7 @@ class Board:
 
     # ------------------------------------------------------- move generation
     def legal_moves(self) -> list[Move]:
-        """Every legal move, each distinct notation once (RULES.md, notation)."""
+        """Every legal move, each distinct notation once (docs/rules.md, notation)."""
         moves: list[Move] = []
         append = moves.append
         tab = self.tableau
@@ -617,7 +617,7 @@ class Board:
 
     # --------------------------------------------------------- auto-complete
     def can_auto_complete(self) -> bool:
-        """RULES.md auto-complete: every tableau card face up, each column strictly
+        """docs/rules.md auto-complete: every tableau card face up, each column strictly
         descending from bottom to top, stock and waste empty, and cards left to play.
 
         Then the game is certainly won: the lowest remaining card is always on top of

@@ -1,4 +1,4 @@
-"""Moves and the canonical move notation of RULES.md.
+"""Moves and the canonical move notation of docs/rules.md.
 
 A :class:`Move` is an immutable value. Its ``str`` is its canonical notation, and
 :func:`parse_move` reads that notation back; parsing is memoised, because move logs

@@ -1,4 +1,4 @@
-"""Room options of each variant, their defaults and their validation (RULES.md).
+"""Room options of each variant, their defaults and their validation (docs/rules.md).
 
 Options are resolved once, when a board is made, into a frozen :class:`Options`; the
 engine then reads plain attributes. Each variant lists which options a caller may set;
@@ -71,7 +71,7 @@ def resolve_options(
     """Resolve ``given`` against a variant's ``allowed`` options (name → default).
 
     ``fixed`` holds values the variant imposes and a caller cannot set. Vegas scoring
-    changes ``max_passes``'s default (RULES.md, Klondike options), so that default is
+    changes ``max_passes``'s default (docs/rules.md, Klondike options), so that default is
     computed after the others are known.
     """
     given = dict(given or {})

@@ -1,4 +1,4 @@
-"""perft: the number of distinct move sequences of a given length (RULES.md).
+"""perft: the number of distinct move sequences of a given length (docs/rules.md).
 
 The standard check of a move generator: counts computed here must equal counts from
 an independent implementation (``tests/reference_movegen.py``) and ``tests/data/perft.json``.

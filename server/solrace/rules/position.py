@@ -1,9 +1,9 @@
-"""Positions as JSON (RULES.md, "Positions and move notation"), like FEN for chess.
+"""Positions as JSON (docs/rules.md, "Positions and move notation"), like FEN for chess.
 
 :func:`load_position` accepts a JSON string or an already-parsed mapping and refuses
 anything that cannot occur with an :class:`InvalidPositionError` that names the
 problem. :func:`dump_position` writes the canonical form: every option spelled out,
-keys in the order of RULES.md.
+keys in the order of docs/rules.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The variants of RULES.md, each a :class:`~solrace.rules.board.Board` subclass.
+"""The variants of docs/rules.md, each a :class:`~solrace.rules.board.Board` subclass.
 
 A variant is a few class attributes (columns, decks, building rule, options) and its
 layout: how a shuffled deck is dealt. The layouts are part of the deal specification in
@@ -22,7 +22,7 @@ _YUKON_OPTIONS: dict[str, Any] = {
 
 class YukonFamilyBoard(Board):
     """Yukon layout: column 1 one face-up card; column k has k−1 face-down cards and
-    five face-up cards (RULES.md, Yukon layout)."""
+    five face-up cards (docs/rules.md, Yukon layout)."""
 
     allowed_options: ClassVar[dict[str, Any]] = _YUKON_OPTIONS
     face_up_per_column: ClassVar[int] = 5

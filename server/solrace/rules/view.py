@@ -1,4 +1,4 @@
-"""What a viewer may see of a board (DESIGN.md: hidden information is sacred).
+"""What a viewer may see of a board (docs/design.md: hidden information is sacred).
 
 A view never holds a card id, and never the face of a face-down card or of a stock
 card: face-down cards are a count per column, the stock is a count. Views are the only

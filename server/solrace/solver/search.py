@@ -304,7 +304,7 @@ def settle(
 
 
 def finished(state: State) -> bool:
-    """Won, or the auto-complete condition of RULES.md (every card face up, stock and
+    """Won, or the auto-complete condition of docs/rules.md (every card face up, stock and
     waste empty, each column strictly descending): then the rest goes up by itself."""
     cols, downs, _piles, talon, _p, _rec = state
     if talon or any(downs):
