@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from solrace import protocol
+
 from .config import config_dir
 
 #: What may name a saved race (no path separators, no leading dot).
@@ -42,8 +44,9 @@ def results_dir() -> Path:
 
 
 def race_id(room: str, result: Mapping[str, Any]) -> str:
-    """``<room>.<first 8 hex digits of the commitment>``."""
-    return f"{room}.{str(result.get('commitment') or 'nocommit')[:8]}"
+    """The race's id (solrace.protocol.race_id, the scheme the server uses too)."""
+    commitment = result.get("commitment")
+    return protocol.race_id(room, commitment if isinstance(commitment, str) else None)
 
 
 @dataclass

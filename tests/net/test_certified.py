@@ -12,7 +12,7 @@ from solrace.race.settings import RoomSettings, validate_settings
 from solrace.rooms.certify import certify
 from solrace.rooms.records import unpack
 from solrace.rules import replay
-from solrace_client import RaceClient, ServerError
+from solrace_client import RaceClient, ServerError, results
 
 from tests.support.race import check_no_leaks, lobby, play_until_done
 
@@ -53,7 +53,9 @@ async def test_a_racer_playing_the_certificate_wins_and_the_race_verifies(
     over = (await ann.next_event("race_over", timeout=10)).d
     assert [(s["name"], s["place"]) for s in over["standings"]] == [("Ann", 1), ("Bob", 2)]
     assert over["certificate"] == list(found.line)
-    saved = unpack(await server.node.store.load_result(f"{ann.room}.1") or b"")
+    # The server keeps the result under the id the client saves it by (one scheme).
+    kept = await server.node.store.load_result(results.race_id(ann.room or "", over))
+    saved = unpack(kept or b"")
     assert saved["deal"] == chosen  # the kept result says how the deal was made
     assert verify(over["commitment"], over["seed"], over["salt"], over["certificate"])
     snapshot = ann.snapshot or {}

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 from solrace.net.server import RaceServer
+from solrace.protocol import race_id
 from solrace_client import RaceClient, ServerError
 
 from tests.support.faults import Clock
@@ -180,7 +181,7 @@ async def test_a_finished_rooms_keys_expire_and_its_result_is_kept(cluster: Clus
     ttls = [await raw.pttl(key) async for key in raw.scan_iter(match=pattern)]
     assert ttls and all(0 < ttl <= 3_600_000 for ttl in ttls)
     assert ann.room not in await store.listed_rooms()
-    assert await store.load_result(f"{ann.room}.1") is not None
+    assert await store.load_result(race_id(ann.room or "", over.d["commitment"])) is not None
     assert over.d["reason"] == "all_done"
     for client in (ann, bob):
         await client.close()
@@ -236,7 +237,8 @@ async def test_gauges_match_the_store_after_races_end(cluster: Cluster) -> None:
     store = server.node.store
     for ann, _ in pairs:  # the store agrees: both races are over and unlisted
         assert ann.room not in await store.listed_rooms()
-        assert await store.load_result(f"{ann.room}.1") is not None
+        over = next(e for e in ann.received if e.t == "race_over")
+        assert await store.load_result(race_id(ann.room or "", over.d["commitment"])) is not None
 
 
 async def test_an_abandoned_lobby_leaves_the_list_and_expires(cluster: Cluster) -> None:

@@ -25,7 +25,7 @@ from .errors import (
     RateLimited,
     UnsupportedVersion,
 )
-from .fairness import commitment, verify
+from .fairness import commitment, race_id, verify
 from .handshake import parse_subprotocol_header, select_subprotocol
 from .limits import (
     CLIENT_FRAME_LIMITS,
@@ -153,6 +153,7 @@ __all__ = [
     "parse_subprotocol_header",
     "pong_reply",
     "progress_event",
+    "race_id",
     "race_over_event",
     "racer_joined_event",
     "racer_left_event",

@@ -80,3 +80,10 @@ def verify(
     except ValueError:
         return False
     return hmac.compare_digest(expected, commitment_hex)
+
+
+def race_id(room: str, commitment: str | None) -> str:
+    """The id of a race everywhere — the server's stored result, the client's saved
+    file, ``solrace verify RACE``: the room id and the first 8 hex digits of the
+    round's commitment (unique per round: every round draws a new salt)."""
+    return f"{room}.{(commitment or 'nocommit')[:8]}"

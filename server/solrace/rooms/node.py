@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode
+from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, race_id
 from solrace.protocol.errors import RETRY_BUSY_MS
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 from solrace.race import RaceError, RacerGame
@@ -497,8 +497,8 @@ class Node:
                     "deal": room.state.deal,
                     "result": ev["d"],
                 }
-                race_id = f"{room.room_id}.{room.state.round}"
-                await self.store.save_result(race_id, pack(result))
+                race = race_id(room.room_id, ev["d"].get("commitment"))
+                await self.store.save_result(race, pack(result))
                 await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
             elif ev["t"] == "countdown":
                 self.metrics.races_started.inc()
