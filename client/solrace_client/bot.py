@@ -13,13 +13,17 @@ save it (:mod:`solrace_client.results`) and return its data.
 
 It never loops forever: it resigns after ``max_moves`` moves, after ``stall_limit``
 moves in a row that only revisit positions it has been in, or after ``patience`` moves
-without putting a card up or turning one over.
+without putting a card up or turning one over. Nor does it keep a race waiting: stuck
+in a room that allows undo (the server then counts it as able to move), it resigns.
 
 Connections drop; races do not. On a dropped connection the bot reconnects (trying its
 servers in turn, with exponential backoff and jitter) and ``resume``s with its token
 and the last event version it applied; the snapshot then tells it its board and the
 ``seq`` of its next move, so a move whose reply was lost is neither lost nor repeated.
 A connection closed as ``replaced`` (the same racer resumed elsewhere) is final.
+A request refused ``unavailable`` (Redis down: the outcome is unknown) is sent again
+after the pause the server asks for — a move with the same ``seq`` and the same move,
+so it is stored once whether or not the first attempt was (docs/protocol.md §11).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from .boardview import board_from_view
 from .connection import RaceClient, ServerError
 from .errors import cannot_reach, refusal_of
 from .results import save_result
-from .strategy import STRATEGIES, Memory, Strategy, position_key
+from .strategy import STRATEGIES, Choice, Memory, Strategy, position_key
 
 log = logging.getLogger("solrace.bot")
 
@@ -48,6 +52,7 @@ COUNTDOWN: Final = "countdown"
 RACING: Final = "racing"
 FINISHED: Final = "finished"
 PLAYING: Final = "playing"
+STUCK: Final = "stuck"
 #: How long one wait for events lasts once the bot has stopped playing.
 IDLE_WAIT_S: Final = 5.0
 
@@ -76,6 +81,9 @@ class BotHooks:
     joined: Callable[[dict[str, Any]], None] | None = None
     #: Every ``moved`` reply.
     moved: Callable[[dict[str, Any]], None] | None = None
+    #: Every acknowledged move, as ``(seq, notation)``: what the server promised to keep
+    #: (the chaos test checks each one against the race's move logs).
+    accepted: Callable[[int, str], None] | None = None
     #: Human-readable progress ("joined ABC123", "reconnecting …").
     say: Callable[[str], None] | None = None
 
@@ -86,6 +94,11 @@ def _counts(view: Mapping[str, Any]) -> tuple[int, int]:
     for top in view["foundations"].values():
         up += sum(top) if isinstance(top, list) else int(top)
     return up, sum(int(c["down"]) for c in view["tableau"])
+
+
+async def _pause(err: ServerError) -> None:
+    """Wait as long as an ``unavailable`` refusal asks (``retry_after_ms``)."""
+    await asyncio.sleep(int(err.data.get("retry_after_ms") or 200) / 1000)
 
 
 class _Bot:
@@ -148,6 +161,10 @@ class _Bot:
         #: them is progress (a card up and down again is not).
         self.best: tuple[int, int] = (-1, 1 << 30)
         self.refusals = 0
+        #: A move refused ``unavailable`` — outcome unknown — as ``(seq, position,
+        #: choice)``: played again, same seq and same move, while the racer is still
+        #: there (docs/protocol.md §11: the retry gets the stored outcome either way).
+        self.retry: tuple[int, str, Choice] | None = None
 
     # ------------------------------------------------------------ plumbing
     def say(self, text: str) -> None:
@@ -324,6 +341,11 @@ class _Bot:
             await self._lobby()
         elif self.phase == RACING and self.status == PLAYING:
             await self._play_one()
+        elif self.phase == RACING and self.status == STUCK and self._may_undo():
+            # The server counts a racer stuck where undo is allowed as still able to
+            # move (an undo is a move), so the race would wait for its time limit; the
+            # bot never undoes: it resigns.
+            await self._resign()
         else:
             # Done playing: wait for the others (the server ends the race at the
             # latest at its time limit). A dead connection surfaces as a dropped one.
@@ -366,15 +388,22 @@ class _Bot:
             await self._resign()
             return
         here = position_key(client.board)
-        board = board_from_view(client.board)
-        choice = self.strategy(board, self.memory, self.rng)
+        retry, self.retry = self.retry, None
+        if retry is not None and retry[:2] == (client.seq, here):
+            choice: Choice | None = retry[2]
+        else:
+            choice = self.strategy(board_from_view(client.board), self.memory, self.rng)
         if choice is None:  # no legal move: the server says `stuck` with the last reply
-            self.status = "stuck"
+            self.status = STUCK
             return
         notation = str(choice.move)
+        seq = client.seq
         try:
             reply = await client.move(notation)
         except ServerError as err:
+            if err.code == "unavailable":
+                self.retry = (seq, here, choice)
+                self.say(f"move {seq} {notation}: unavailable; retrying it")
             await self._refused(err)
             return
         self.status = str(reply["status"])
@@ -389,12 +418,18 @@ class _Bot:
             self.best = (max(up, best_up), min(down, best_down))
         else:
             self.idle += 1
+        if self.hooks.accepted is not None:
+            self.hooks.accepted(int(reply["seq"]), notation)
         if self.hooks.moved is not None:
             self.hooks.moved(reply)
         if self.status != PLAYING:
             self.say(f"{self.status} after {self.moves_played} moves")
         if self.move_delay:
             await asyncio.sleep(self.move_delay)
+
+    def _may_undo(self) -> bool:
+        board = self.client.board if self.client is not None else None
+        return board is not None and board_from_view(board).options.undo
 
     def _should_resign(self) -> bool:
         return (
@@ -410,6 +445,9 @@ class _Bot:
         try:
             await self.live.resign()
         except ServerError as err:
+            if err.code == "unavailable":  # outcome unknown: resign again after a pause
+                await _pause(err)
+                return
             if err.code not in ("wrong_phase", "not_racer"):
                 raise BotError(f"resign refused: {err}") from None
         self.status = "resigned"
@@ -417,7 +455,7 @@ class _Bot:
     async def _refused(self, err: ServerError) -> None:
         code = err.code
         if code == "unavailable":
-            await asyncio.sleep(int(err.data.get("retry_after_ms") or 200) / 1000)
+            await _pause(err)
         elif code == "bad_seq":
             await self._resync()
         elif code in ("illegal_move", "bad_notation"):
@@ -436,8 +474,16 @@ class _Bot:
             raise BotError(f"move refused: {err}") from None
 
     async def _resync(self) -> None:
-        """Re-read the room's and this racer's state on the same connection."""
-        self._entered(await self.live.resume(self.room, self.token, since=self.version))
+        """Re-read the room's and this racer's state on the same connection (during a
+        Redis outage: after a pause, by the next step, which will need it again)."""
+        try:
+            reply = await self.live.resume(self.room, self.token, since=self.version)
+        except ServerError as err:
+            if err.code != "unavailable":
+                raise
+            await _pause(err)
+            return
+        self._entered(reply)
 
     # ----------------------------------------------------------- reconnect
     async def _reconnect(self) -> None:

@@ -182,9 +182,14 @@ class RaceClient:
         future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         data = {k: v for k, v in d.items() if v is not None}
-        await self.ws.send(encode(Envelope(t, id=request_id, d=data)))
-        async with asyncio.timeout(timeout):
-            reply = await future
+        try:
+            await self.ws.send(encode(Envelope(t, id=request_id, d=data)))
+            async with asyncio.timeout(timeout):
+                reply = await future
+        finally:
+            # A send that failed or a wait given up leaves no future behind for the
+            # reader to fail later ("Future exception was never retrieved").
+            self._pending.pop(request_id, None)
         if reply.t == "error":
             raise ServerError(reply.d)
         return dict(reply.d)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from solrace.rules import deal, view
 from solrace.rules.log import apply_entry
+from solrace.store.errors import StoreUnavailable
 from solrace_client.boardview import board_from_view
 from solrace_client.bot import BotCannotStart, BotHooks, run_bot
 from solrace_client.cli import main
@@ -20,6 +22,7 @@ from solrace_client.strategy import STRATEGIES, Memory, position_key
 from solrace_client.verify import verify_result
 
 from tests.net.conftest import Cluster
+from tests.support.faults import StoreFaults
 
 from .conftest import SEED, bot_race
 
@@ -161,6 +164,80 @@ async def test_a_bot_cut_off_mid_race_reconnects_to_the_same_server(cluster: Clu
     assert any(line.startswith("resumed on") for line in said), said
     assert result["standings"][0]["name"] == "Ann"
     assert result["standings"][0]["status"] == "finished"
+
+
+async def test_a_move_refused_unavailable_is_sent_again_with_the_same_seq_and_move(
+    cluster: Cluster,
+) -> None:
+    """Redis stores a move but its reply is lost: ``unavailable``, outcome unknown. The
+    bot sends that very move again under the same seq (a different one would be
+    ``bad_seq``) and gets the stored outcome (docs/protocol.md §11)."""
+    server = await cluster.node()
+    faults = StoreFaults(server.node.store)
+    said: list[str] = []
+    accepted: list[tuple[int, str]] = []
+
+    def on_accepted(seq: int, move: str) -> None:
+        accepted.append((seq, move))
+        if seq == 4:  # the next move is stored, then its reply is lost
+            faults.on_append_move(reply_lost)
+
+    async def reply_lost(append: Callable[[], Awaitable[Any]]) -> Any:
+        await append()
+        raise StoreUnavailable("reply lost (injected)")
+
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    ann = asyncio.create_task(
+        run_bot(
+            server.url,
+            create={"variant": "yukon", "max_racers": 2},
+            name="Ann",
+            host_start=True,
+            strategy="random",  # ties broken at random: a fresh pick would differ
+            rng_seed=5,
+            max_moves=20,
+            hooks=BotHooks(joined=joined.set_result, accepted=on_accepted, say=said.append),
+        )
+    )
+    code = (await asyncio.wait_for(joined, 10))["code"]
+    bob = run_bot(server.url, code=code, name="Bob", rng_seed=6, max_moves=20)
+    async with asyncio.timeout(30):
+        result, _other = await asyncio.gather(ann, bob)
+    retried = [line for line in said if line.startswith("move 5 ")]
+    assert len(retried) == 1 and retried[0].endswith(": unavailable; retrying it"), said
+    move = retried[0].split()[2].rstrip(":")
+    assert (5, move) in accepted
+    assert [seq for seq, _ in accepted] == list(range(20))  # nothing lost, nothing twice
+    mine = next(s for s in result["standings"] if s["name"] == "Ann")
+    assert mine["log"][5] == move and mine["log"] == [m for _, m in accepted]
+
+
+async def test_a_bot_stuck_where_undo_is_allowed_resigns(cluster: Cluster) -> None:
+    """Undo is allowed (Yukon's default), so the server counts a stuck racer as able
+    to move and the race would wait for its time limit: the bot resigns instead."""
+    server = await cluster.node()
+
+    def no_move(board: Any, memory: Memory, rng: random.Random) -> None:
+        return None  # what the strategies answer when no move is legal
+
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    ann = asyncio.create_task(
+        run_bot(
+            server.url,
+            create={"variant": "yukon", "max_racers": 2},
+            name="Ann",
+            host_start=True,
+            strategy=no_move,
+            hooks=BotHooks(joined=joined.set_result),
+        )
+    )
+    code = (await asyncio.wait_for(joined, 10))["code"]
+    bob = run_bot(server.url, code=code, name="Bob", rng_seed=2, max_moves=30)
+    async with asyncio.timeout(30):  # the room's time limit is 900 s
+        result, _other = await asyncio.gather(ann, bob)
+    assert result["reason"] == "all_done"
+    statuses = {s["name"]: s["status"] for s in result["standings"]}
+    assert statuses["Ann"] == "resigned", statuses
 
 
 async def test_a_bot_refused_at_the_door_says_why(cluster: Cluster) -> None:

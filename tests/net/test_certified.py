@@ -4,16 +4,20 @@ verifies (docs/fairness.md)."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 from typing import Any
 
 import pytest
 from solrace.protocol import verify
 from solrace.race.settings import RoomSettings, validate_settings
+from solrace.rooms import certify as certify_module
 from solrace.rooms.certify import certify
 from solrace.rooms.records import unpack
 from solrace.rules import replay
 from solrace_client import RaceClient, ServerError, results
 
+from tests.support.faults import StoreFaults
 from tests.support.race import check_no_leaks, lobby, play_until_done
 
 from .conftest import SOLVABLE_SECRET, Cluster
@@ -93,3 +97,43 @@ async def test_bad_deal_settings_are_refused_in_words(cluster: Cluster) -> None:
     with pytest.raises(ServerError, match="needs winnable deals"):
         await ann.create("yukon", "Ann", deals="random", difficulty="hard")
     await ann.close()
+
+
+async def test_a_certification_cut_off_by_a_redis_outage_leaves_no_stray_error(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The solver finishes while Redis is down, with nobody waiting for the deal (no
+    ``start`` pending): the deal cannot be stored, and that is no error to report — the
+    next ``start`` certifies again. Before, asyncio logged "Task exception was never
+    retrieved" with a traceback (found by tests/deploy/test_chaos.py)."""
+    server = await cluster.node()
+    faults = StoreFaults(server.node.store)
+    release = asyncio.Event()
+
+    async def slow_solve(*args: Any) -> certify_module.Certificate:
+        await release.wait()
+        return certify_module.Certificate(0, None, None)  # uncertified: quick to deal
+
+    monkeypatch.setattr(certify_module, "_solve", slow_solve)
+    stray: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: stray.append(context))
+    try:
+        ann, bob = await lobby(server.url)
+        faults.down = True
+        release.set()
+        for _ in range(50):
+            if not server.node.certifying:
+                break
+            await asyncio.sleep(0.02)
+        assert not server.node.certifying  # the certification ended (unstored)
+        gc.collect()
+        await asyncio.sleep(0)
+        assert not stray, stray
+    finally:
+        loop.set_exception_handler(None)
+        faults.down = False
+    await ann.start()  # certifies again, now that Redis answers
+    for client in (ann, bob):
+        await client.wait_started()
+        await client.close()

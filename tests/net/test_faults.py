@@ -288,6 +288,41 @@ async def test_a_redis_outage_longer_than_the_grace_rearms_it(cluster: Cluster) 
     await ann.close()
 
 
+async def test_a_connected_racer_marked_offline_is_back_online_even_if_redis_hiccups(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis came back from an outage longer than the lease: another node marks Ann,
+    still connected to node one, offline. Node one must say she is there again — and
+    keep trying when its first attempt fails (its first command after the outage may),
+    or she is forfeited while racing. Found by tests/deploy/test_chaos.py."""
+    clock = Clock()
+    one, two = await cluster.node(clock=clock), await cluster.node(clock=clock)
+    ann, bob = await racing(one.url, two.url)
+    store = one.node.store
+    append_event = store.append_event
+    failures = [StoreUnavailable("Redis connection reset (injected)")]
+
+    async def flaky(*args: Any, **kwargs: Any) -> int:
+        if failures:
+            raise failures.pop()
+        return await append_event(*args, **kwargs)
+
+    monkeypatch.setattr(store, "append_event", flaky)
+    room = two.node.rooms[ann.room or ""]
+    member = room.state.racers[ann.racer or 0]
+    await two.node.presence(room, member.racer, False, member.conn)  # her lease "expired"
+    await bob.wait_for(lambda e: e.t == "presence" and e.d["online"] is False, timeout=5)
+    back = await bob.wait_for(lambda e: e.t == "presence" and e.d["online"] is True, timeout=5)
+    assert back.d == {"racer": ann.racer, "online": True}
+    assert not failures  # node one's first attempt did fail
+    clock.advance(GRACE_S + 1, one.node, two.node)
+    await asyncio.sleep(0.3)
+    assert not [e for e in bob.received if e.t in ("racer_left", "race_over")]
+    assert (await ann.move(winning_moves(SOLVABLE_SECRET)[0]))["seq"] == 0
+    await ann.close()
+    await bob.close()
+
+
 async def test_a_resume_refused_says_why(cluster: Cluster) -> None:
     clock = Clock()
     server = await cluster.node(clock=clock)

@@ -145,7 +145,19 @@ def ensure(node: Node, room: LiveRoom) -> None:
         return
     key = (room.room_id, state.round)
     if key not in node.certifying:
-        node.certifying[key] = asyncio.ensure_future(_run(node, room, state.round))
+        task = asyncio.ensure_future(_run(node, room, state.round))
+        task.add_done_callback(_retrieve)
+        node.certifying[key] = task
+
+
+def _retrieve(task: asyncio.Future[None]) -> None:
+    """A certification that failed because Redis did not answer raises that to whoever
+    waits for it (a ``start``: ``unavailable``, retried). Often nobody does — the
+    solver finished during an outage — and the failure is no news: the next
+    ``start`` certifies again. Retrieving it here keeps asyncio from logging it,
+    with a traceback, as an exception never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def ready(node: Node, room: LiveRoom) -> None:

@@ -50,6 +50,10 @@ DECIDE_ATTEMPTS = 20
 #: nodes serving its rooms mark its racers offline within LEASE_MS + LEASE_RENEW_S.
 LEASE_MS = 5_000
 LEASE_RENEW_S = 1.0
+#: A racer marked offline while connected here is marked online again; a failed
+#: attempt is retried after this, doubling up to the maximum.
+REASSERT_RETRY_S = 0.1
+REASSERT_RETRY_MAX_S = 2.0
 
 
 def wall_ms() -> int:
@@ -412,10 +416,24 @@ class Node:
             self._spawn(self._reassert(room, racer, conn))
 
     async def _reassert(self, room: LiveRoom, racer: int, conn: str) -> None:
-        try:
-            await self.presence(room, racer, True, conn)
-        except (StoreUnavailable, BadMessage):
-            log.warning("could not re-assert presence", extra={"room": room.room_id})
+        """Record ``racer`` online again for as long as ``conn`` is its connection
+        here: an attempt that fails (the first command after a Redis outage may) is
+        retried, or a racer still racing here would be forfeited when its grace ran out."""
+        delay = REASSERT_RETRY_S
+        while True:
+            peer = room.racers.get(racer)
+            if peer is None or peer.conn_id != conn or peer.closed:
+                return  # gone or replaced: its own close or resume says the rest
+            try:
+                await self.presence(room, racer, True, conn)
+                return
+            except (StoreUnavailable, BadMessage) as exc:
+                log.warning(
+                    "could not re-assert presence: retrying",
+                    extra={"room": room.room_id, "racer": racer, "error": str(exc)},
+                )
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, REASSERT_RETRY_MAX_S)
 
     def _replaced(self, room: LiveRoom, racer: int, conn: str) -> None:
         """The racer connected again (``conn``, on whichever node): close its older
