@@ -13,13 +13,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from solrace.rules import Board, load_position
+from solrace.rules import Board, RulesError, load_position, variant_class
 from solrace.rules.cards import NAMES, SUITS, face_of
+
+
+def decks_of(variant: object) -> int:
+    """How many decks a variant deals, as the rules engine says (1 if the variant is
+    unknown to this client's engine: a newer server's variant still renders)."""
+    try:
+        return variant_class(str(variant)).decks
+    except RulesError:
+        return 1
 
 
 def board_from_view(view: Mapping[str, Any]) -> Board:
     """An engine board whose legal moves are those of the viewed board."""
-    decks = 2 if view["variant"] == "double_yukon" else 1
+    decks = decks_of(view["variant"])
     copies = dict.fromkeys(NAMES, decks)
 
     def see(name: str) -> None:

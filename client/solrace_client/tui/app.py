@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import inspect
-import os
 import random
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -27,7 +23,7 @@ from textual.app import App
 from textual.screen import ModalScreen
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from .. import config
+from .. import config, results
 from ..connection import RaceClient, ServerError
 from ..errors import EXIT_FAILED, cannot_reach, refusal_of
 from .controller import Controller
@@ -460,23 +456,20 @@ class SolraceApp(App[int]):
             self.verified = None
         if self.save and self._saved_result_version != state.version:
             self._saved_result_version = state.version
-            try:  # written separately: use it if it is there
-                results: Any = importlib.import_module("..results", __package__)
-            except ImportError:
-                results = None
-            save_result = getattr(results, "save_result", None)
-            if save_result is not None:
-                extra: dict[str, Any] = {}
-                published = self._published_commitment
-                if published and _accepts(save_result, "published_commitment"):
-                    extra["published_commitment"] = published  # seen before the reveal
-                try:
-                    saved = save_result(state.room, result, state.settings, state.code, **extra)
-                except Exception as exc:  # a broken results file must not end the race screen
-                    self.log.warning(f"save_result failed: {exc!r}")
-                    self.say(f"could not save the race for verify: {exc}", "yellow")
-                else:
-                    self.race_id = _race_id(results, saved, state.room or "", result)
+            try:
+                results.save_result(
+                    state.room or "",
+                    result,
+                    state.settings,
+                    state.code,
+                    # the commitment as seen at the countdown, before the reveal
+                    published_commitment=self._published_commitment or None,
+                )
+            except OSError as exc:  # a full disk must not end the race screen
+                self.log.warning(f"save_result failed: {exc!r}")
+                self.say(f"could not save the race for verify: {exc}", "yellow")
+            else:
+                self.race_id = results.race_id(state.room or "", result)
             if self.mode == "race":
                 with contextlib.suppress(OSError):
                     config.clear_race()
@@ -845,27 +838,6 @@ class SolraceApp(App[int]):
         if index < len(self.state.racers):
             self.focus_index = index
         self._repaint()
-
-
-def _accepts(function: Any, parameter: str) -> bool:
-    try:
-        return parameter in inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _race_id(results: Any, saved: Any, room: str, result: Mapping[str, Any]) -> str:
-    """The id ``solrace verify`` takes: what save_result returned (an id, or the saved
-    file, whose name is the id), else the results module's own ``race_id``."""
-    if isinstance(saved, str) and saved:
-        return saved
-    if isinstance(saved, os.PathLike):
-        return Path(saved).name.removesuffix(".json")
-    make = getattr(results, "race_id", None)
-    if make is not None:
-        with contextlib.suppress(Exception):
-            return str(make(room, result))
-    return room
 
 
 async def _close_quietly(client: RaceClient) -> None:

@@ -27,7 +27,7 @@ from solrace.rules.moves import (
     WASTE_TO_TABLEAU,
 )
 
-from ..boardview import board_from_view
+from ..boardview import board_from_view, decks_of
 
 TABLEAU_ZONE = "tableau"
 STOCK = "stock"
@@ -87,7 +87,7 @@ class Layout:
             has_stock = variant_class(view["variant"]).has_stock
         except RulesError:
             has_stock = bool(view.get("stock") or view.get("waste"))
-        decks = 2 if view.get("variant") == "double_yukon" else 1
+        decks = decks_of(view.get("variant"))
         return cls(
             columns=len(tableau),
             has_stock=has_stock,
@@ -114,7 +114,7 @@ def pretty(name: str) -> str:
 
 def pile_suit(view: Mapping[str, Any], pile: int) -> tuple[int, int]:
     """(suit index, foundation number for notation: 0 single deck, 1/2 double)."""
-    if view.get("variant") == "double_yukon":
+    if decks_of(view.get("variant")) == 2:
         return pile // 2, pile % 2 + 1
     return pile, 0
 

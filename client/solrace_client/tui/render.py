@@ -15,8 +15,9 @@ from typing import Any
 
 from rich.style import Style
 from rich.text import Text
-from solrace.rules.cards import SUITS
+from solrace.rules.cards import NAMES, SUITS
 
+from ..boardview import decks_of
 from .controller import (
     FOUNDATION,
     STOCK,
@@ -51,7 +52,8 @@ HEADER_ROWS = 3
 
 
 def total_cards(variant: str) -> int:
-    return 104 if variant == "double_yukon" else 52
+    """Cards in the variant's deal (52 a deck)."""
+    return len(NAMES) * decks_of(variant)
 
 
 #: A face-up card whose identity a spectator's fair view withholds (docs/fairness.md).

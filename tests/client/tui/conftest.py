@@ -4,14 +4,10 @@ isolated config directory, a stand-in for the results module, and pilot helpers.
 from __future__ import annotations
 
 import asyncio
-import sys
-import types
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-import solrace_client
 from solrace.race.fairness import round_seed
 from solrace.rules import deal, view
 from solrace_client.tui.app import SolraceApp
@@ -33,38 +29,6 @@ def config_dir(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     path = tmp_path / "config"
     monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(path))
     return path
-
-
-class ResultsSpy:
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.calls: list[tuple[Any, ...]] = []
-        self.published: list[str | None] = []
-
-    def save_result(
-        self,
-        room: str,
-        result: Any,
-        settings: Any,
-        code: str | None = None,
-        *,
-        published_commitment: str | None = None,
-    ) -> Path:
-        self.calls.append((room, result, settings, code))
-        self.published.append(published_commitment)
-        return self.directory / f"{room}.{result['commitment'][:8]}.json"
-
-
-@pytest.fixture
-def results_spy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ResultsSpy]:
-    """Stands in for ``solrace_client.results`` (written separately), so the tests see
-    the call the standings screen makes."""
-    spy = ResultsSpy(tmp_path)
-    module = types.ModuleType("solrace_client.results")
-    module.save_result = spy.save_result  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "solrace_client.results", module)
-    monkeypatch.setattr(solrace_client, "results", module, raising=False)
-    yield spy
 
 
 async def wait_until(

@@ -7,7 +7,7 @@ import inspect
 from typing import Any
 
 from solrace.rules import deal, parse_move, replay, view
-from solrace_client import RaceClient, config
+from solrace_client import RaceClient, config, results
 from solrace_client.tui import run_race, run_watch
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.render import card_label, plain_cards
@@ -17,7 +17,7 @@ from textual.widgets import Input
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.support.race import winning_moves
 
-from .conftest import SEED, ResultsSpy, first_view, keys_for, wait_for_text, wait_until
+from .conftest import SEED, first_view, keys_for, wait_for_text, wait_until
 
 MOVES = winning_moves(SOLVABLE_SECRET)
 
@@ -59,9 +59,7 @@ def test_entry_points_keep_their_signatures() -> None:
     assert list(inspect.signature(run_watch).parameters) == ["server", "code"]
 
 
-async def test_race_cards_refusal_progress_and_standings(
-    cluster: Cluster, results_spy: ResultsSpy
-) -> None:
+async def test_race_cards_refusal_progress_and_standings(cluster: Cluster) -> None:
     server = await cluster.node()
     app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
     async with app.run_test(size=(80, 24)) as pilot:
@@ -133,15 +131,17 @@ async def test_race_cards_refusal_progress_and_standings(
         result = app.state.result
         assert result is not None
         assert str(result["seed"]) in screen
-        race_id = f"{app.state.room}.{result['commitment'][:8]}"  # as save_result names it
+        race_id = results.race_id(app.state.room or "", result)
         assert f"solrace verify {race_id}" in screen
         rows = [r for r in screen.split("\n") if "Bob" in r or "Ann (you)" in r]
         assert len(rows) == 2 and all("resigned" in r for r in rows)
         assert "2/52" in next(r for r in rows if "Bob" in r)
         assert "✔ matches" in screen  # the revealed seed matches the commitment
-        assert results_spy.calls == [(app.state.room, result, app.state.settings, code)]
+        saved = results.load_result(race_id)  # saved for `solrace verify`, as shown
+        assert saved.room == app.state.room and saved.code == code
+        assert saved.result == result and saved.settings == app.state.settings
         # the commitment as published at the countdown, before the reveal
-        assert results_spy.published == [result["commitment"]]
+        assert saved.published_commitment == result["commitment"]
         assert config.load_race() is None  # the token is forgotten after the race
         # m: a rematch takes everyone back to the lobby (and the token is kept again).
         await pilot.press("m")
