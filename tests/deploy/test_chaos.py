@@ -186,7 +186,8 @@ async def _redis_records(stack: Stack, racers: list[Racer]) -> Records:
             records.logs[r.name] = [move for move, _at in unpack_entries(raw)]
             if r.room in records.results:
                 continue
-            stored = await store.load_result(f"{r.room}.1")
+            assert r.result is not None, f"{r.name}: no result"
+            stored = await store.load_result(race_id(r.room, r.result))  # the same id
             assert stored is not None, f"no stored result for room {r.room}"
             records.results[r.room] = dict(unpack(stored)["result"])
             events = await store.events_since(r.room, 0)
