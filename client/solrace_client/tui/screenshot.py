@@ -2,7 +2,7 @@
 
     python -m solrace_client.tui.screenshot docs/screenshot.svg --png docs/screenshot.png
 
-Starts an in-process server (embedded store), opens the real app headless at 80×24,
+Starts an in-process server (the embedded engine on a throw-away data directory), opens the real app headless at 80×24,
 lets two bot opponents join and play, plays a few moves, picks a card so the legal
 destinations light up, and saves the screen. Nothing is written to the user's config.
 """
@@ -14,6 +14,7 @@ import asyncio
 import importlib
 import random
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,8 @@ async def shoot(svg: Path, size: tuple[int, int] = (80, 24)) -> None:
     from solrace.net.server import RaceServer
     from solrace.store import Store
 
-    store = await Store.connect(None, prefix="screenshot:")
+    scratch = tempfile.TemporaryDirectory(prefix="solrace-screenshot-")
+    store = await Store.start_embedded(scratch.name, prefix="screenshot:")
     node = Node(store, room_secret=lambda: SECRET, countdown_ms=300)
     server = RaceServer(node, "127.0.0.1", 0)
     await server.start()
@@ -122,7 +124,8 @@ async def shoot(svg: Path, size: tuple[int, int] = (80, 24)) -> None:
             if app.client is not None:
                 await app.client.close()
     finally:
-        await server.drain()
+        await server.drain()  # closes the store: the engine stops
+        scratch.cleanup()
 
 
 def to_png(svg: Path, png: Path) -> None:
