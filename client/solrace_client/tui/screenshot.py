@@ -2,9 +2,10 @@
 
     python -m solrace_client.tui.screenshot docs/screenshot.svg --png docs/screenshot.png
 
-Starts an in-process server (the embedded engine on a throw-away data directory), opens the real app headless at 80×24,
-lets two bot opponents join and play, plays a few moves, picks a card so the legal
-destinations light up, and saves the screen. Nothing is written to the user's config.
+Starts an in-process server (on the embedded engine, in a throw-away data directory),
+opens the real app headless at 80×24, lets two bot opponents join and play, plays a few
+moves, picks a card so the legal destinations light up, and saves the screen. Nothing
+is written to the user's config or data directory.
 """
 
 from __future__ import annotations

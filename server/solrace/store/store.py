@@ -261,8 +261,8 @@ class Store:
         non-blocking command, so a dead or hung Redis surfaces as StoreUnavailable
         instead of a hang. Options in the URL's query string override it.
         """
-        if not url:  # once the embedded store; a silent fallback would hide a missing URL
-            raise ValueError("Store.connect needs a Redis URL (else Store.start_embedded(data_dir))")
+        if not url:  # None once meant fakeredis; a silent fallback would hide a missing URL
+            raise ValueError("Store.connect needs a Redis URL (else Store.start_embedded)")
         client = redis.asyncio.from_url(
             url,
             decode_responses=False,
