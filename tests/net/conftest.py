@@ -44,7 +44,10 @@ class Cluster:
 
     async def store(self) -> Store:
         if self.backend == "embedded":
-            if self._first is None:
+            engine = self._first.engine if self._first is not None else None
+            if self._first is None or engine is None or engine.stopped:
+                # The first node, or every node so far has stopped, and the engine with
+                # them: start it again on the same data directory, as a restart would.
                 self._first = await Store.start_embedded(self.data_dir, prefix=self.prefix)
                 store = self._first
             else:

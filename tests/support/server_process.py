@@ -34,8 +34,8 @@ class ServerProcess:
     proc: asyncio.subprocess.Process
     url: str
     lines: list[str] = field(default_factory=list)
-    #: Whether leaving the context must find the process stopped with exit status 0
-    #: (False once a test killed it on purpose).
+    #: Whether leaving the context must stop the process with exit status 0 (False
+    #: once a test killed it on purpose).
     expect_clean_exit: bool = True
 
     @property
@@ -87,7 +87,8 @@ async def solrace_server(
         server = ServerProcess(proc, match.group(1), lines)
         yield server
         if server.expect_clean_exit:
-            proc.send_signal(signal.SIGTERM)
+            if proc.returncode is None:  # else the test stopped it: the status must be 0
+                proc.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(proc.wait(), 15) == 0, server.log
     finally:
         if proc.returncode is None:  # never leave a server behind

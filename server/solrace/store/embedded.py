@@ -301,6 +301,11 @@ class EmbeddedEngine:
     def pid(self) -> int:
         return self.proc.pid
 
+    @property
+    def stopped(self) -> bool:
+        """True once the last user released it (or :meth:`stop` was called)."""
+        return self._stopped
+
     @classmethod
     async def start(
         cls, data_dir: str | os.PathLike[str], *, binary: Path | None = None
