@@ -244,3 +244,27 @@ def test_without_the_wheel_the_engine_comes_from_path_or_a_clear_error(
     fallback.write_text("#!/bin/sh\n")
     fallback.chmod(0o755)
     assert find_engine() == fallback
+
+
+async def test_an_engine_dying_under_the_node_is_logged_and_requests_fail(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await Store.start_embedded(tmp_path, timeout=1.0)
+    try:
+        assert store.engine is not None
+        pid = store.engine.pid
+        os.kill(pid, signal.SIGKILL)
+        assert await _gone(pid)
+        for _ in range(100):
+            if "exited unexpectedly" in caplog.text:
+                break
+            await asyncio.sleep(0.02)
+        assert f"the embedded engine (pid {pid}) exited unexpectedly with status -9" in caplog.text
+        assert f"restarted on {tmp_path}" in caplog.text
+        assert not await store.ping()
+    finally:
+        await store.close()
+    caplog.clear()
+    again = await Store.start_embedded(tmp_path)  # a restart on the directory works
+    await again.close()
+    assert "unexpectedly" not in caplog.text  # a requested stop is not reported

@@ -42,6 +42,7 @@ import contextlib
 import ctypes
 import fcntl
 import importlib.util
+import logging
 import os
 import shutil
 import signal
@@ -59,6 +60,8 @@ __all__ = [
     "default_data_dir",
     "find_engine",
 ]
+
+log = logging.getLogger("solrace.store")
 
 LOCK_NAME = "solrace.lock"
 PID_NAME = "engine.pid"
@@ -291,6 +294,7 @@ class EmbeddedEngine:
         self.stale_pid = stale_pid
         self._users = 1
         self._stopped = False
+        self._watcher: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
@@ -358,6 +362,7 @@ class EmbeddedEngine:
             except BaseException:
                 await self._terminate()
                 raise
+            self._watcher = asyncio.get_running_loop().create_task(self._watch())
             return self
         except BaseException:
             lock.release()
@@ -378,6 +383,21 @@ class EmbeddedEngine:
                 )
             await asyncio.sleep(0.005)
         self.start_ms = (time.perf_counter() - began) * 1000
+
+    async def _watch(self) -> None:
+        """Say so at once if the engine dies under a running node (killed, out of
+        memory, a full disk): every request then fails with ``unavailable`` and
+        /healthz answers 503, and the operator needs to know why and where to look."""
+        status = await self.proc.wait()
+        if not self._stopped:
+            log.error(
+                "the embedded engine (pid %d) exited unexpectedly with status %d (%s): "
+                "requests fail until solrace-server is restarted on %s",
+                self.proc.pid,
+                status,
+                _last_log_line(self.data_dir) or f"see {self.data_dir / LOG_NAME}",
+                self.data_dir,
+            )
 
     def share(self) -> EmbeddedEngine:
         """Count one more user (a sibling store); each user calls :meth:`release`."""
@@ -400,6 +420,8 @@ class EmbeddedEngine:
         self._stopped = True
         try:
             await self._terminate()
+            if self._watcher is not None:
+                await asyncio.gather(self._watcher, return_exceptions=True)
             with contextlib.suppress(OSError):
                 (self.data_dir / PID_NAME).unlink()
         finally:
