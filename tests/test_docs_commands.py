@@ -225,6 +225,7 @@ async def world(tmp_path: Path) -> AsyncIterator[tuple[World, ServerProcess]]:
             "PATH": f"{tmp_path / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
             "SOLRACE_SERVER": server.url,
             "SOLRACE_CONFIG_DIR": str(tmp_path / "config"),
+            "SOLRACE_DATA_DIR": str(tmp_path / "data"),  # a server a command starts
         }
         yield World(tmp_path, env), server
 

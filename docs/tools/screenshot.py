@@ -3,9 +3,10 @@
     python docs/tools/screenshot.py docs/screenshot.svg --png docs/screenshot.png
 
 A documentation tool, not part of the client (the client never imports the server).
-Starts an in-process server (embedded store), opens the real app headless at 80×24,
-lets two bot opponents join and play, plays a few moves, picks a card so the legal
-destinations light up, and saves the screen. Nothing is written to the user's config.
+Starts an in-process server (on the embedded engine, in a throw-away data directory),
+opens the real app headless at 80×24, lets two bot opponents join and play, plays a few
+moves, picks a card so the legal destinations light up, and saves the screen. Nothing
+is written to the user's config or data directory.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import importlib
 import random
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +79,8 @@ async def wait(pilot: Any, predicate: Any, timeout: float = 20.0) -> None:
 
 
 async def shoot(svg: Path, size: tuple[int, int] = (80, 24)) -> None:
-    store = await Store.connect(None, prefix="screenshot:")
+    scratch = tempfile.TemporaryDirectory(prefix="solrace-screenshot-")
+    store = await Store.start_embedded(scratch.name, prefix="screenshot:")
     node = Node(store, room_secret=lambda: SECRET, countdown_ms=300)
     server = RaceServer(node, "127.0.0.1", 0)
     await server.start()
@@ -121,7 +124,8 @@ async def shoot(svg: Path, size: tuple[int, int] = (80, 24)) -> None:
             if app.client is not None:
                 await app.client.close()
     finally:
-        await server.drain()
+        await server.drain()  # closes the store: the engine stops
+        scratch.cleanup()
 
 
 def to_png(svg: Path, png: Path) -> None:

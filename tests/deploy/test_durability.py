@@ -13,6 +13,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import redis
@@ -25,7 +26,7 @@ from tests.support.server_process import solrace_server
 REDIS_CONF = str(DEPLOY / "redis.conf")
 
 
-async def _level(url: str | None) -> tuple[str, str]:
+async def _level(url: str) -> tuple[str, str]:
     store = await Store.connect(url)
     try:
         found = await store.durability()
@@ -83,8 +84,15 @@ async def test_an_unreachable_redis_is_unknown_and_asked_again() -> None:
         await store.close()
 
 
-async def test_the_embedded_store_is_none() -> None:
-    assert (await _level(None))[0] == "none"
+async def test_the_embedded_engine_is_aof_always_and_the_fake_is_none(tmp_path: Path) -> None:
+    embedded = await Store.start_embedded(tmp_path / "data")
+    fake = Store.fake()
+    try:
+        assert (await embedded.durability()).level == "aof-always"
+        assert (await fake.durability()).level == "none"
+    finally:
+        await embedded.close()
+        await fake.close()
 
 
 async def test_the_ci_redis_is_reported_as_configured() -> None:
@@ -150,16 +158,21 @@ async def test_server_on_a_managed_redis_says_it_cannot_check(
         assert headers["Solrace-Durability"] == "unknown"
 
 
-async def test_embedded_healthz_reports_none_and_stays_ok() -> None:
+async def test_embedded_engine_keeps_the_promise_and_healthz_says_so() -> None:
+    """Without a Redis URL the node runs its own engine with AOF fsynced on every write:
+    the same promise as a Redis configured by deploy/redis.conf, checked the same way
+    (CONFIG GET on the engine), logged as info and reported by /healthz."""
     async with solrace_server() as server:
+        line = next(line for line in server.lines if "durability:" in line)
+        assert "INFO" in line and "durability: aof-always" in line
         status, headers, body = await asyncio.to_thread(
             _get, _http(server.url) + "/healthz?format=json"
         )
         assert status == 200
-        assert headers["Solrace-Durability"] == "none"
+        assert headers["Solrace-Durability"] == "aof-always"
         report = json.loads(body)
         assert (report["status"], report["store"], report["durability"]) == (
             "ok",
             "embedded",
-            "none",
+            "aof-always",
         )

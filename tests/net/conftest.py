@@ -1,7 +1,8 @@
-"""Fixtures: servers on real sockets, over real Redis AND the embedded store.
+"""Fixtures: servers on real sockets, over real Redis AND the embedded engine.
 
 ``cluster`` starts as many server nodes as a test asks for, all on one backend (one
-Redis key prefix, or one in-process embedded Redis), so a test can put racers of one
+Redis key prefix, or one embedded engine — the private valkey-server solrace-server runs
+without a Redis URL — on the test's own data directory), so a test can put racers of one
 room on different nodes or restart a node mid-race. Real Redis must be running: if it
 is not, these tests fail, they never skip.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 from solrace.net.server import RaceServer
@@ -30,8 +32,9 @@ SOLVABLE_SECRET = bytes([2]) * 32
 
 
 class Cluster:
-    def __init__(self, backend: str, prefix: str) -> None:
+    def __init__(self, backend: str, prefix: str, data_dir: Path) -> None:
         self.backend = backend
+        self.data_dir = data_dir
         self._unpaced = pytest.MonkeyPatch()  # undone by close() or a default-limit node
         self._unpaced.setattr(pacing, "SERVER_DEFAULT_PACE", None)
         self.prefix = prefix
@@ -41,8 +44,11 @@ class Cluster:
 
     async def store(self) -> Store:
         if self.backend == "embedded":
-            if self._first is None:
-                self._first = await Store.connect(None, prefix=self.prefix)
+            engine = self._first.engine if self._first is not None else None
+            if self._first is None or engine is None or engine.stopped:
+                # The first node, or every node so far has stopped, and the engine with
+                # them: start it again on the same data directory, as a restart would.
+                self._first = await Store.start_embedded(self.data_dir, prefix=self.prefix)
                 store = self._first
             else:
                 store = await self._first.sibling()
@@ -95,13 +101,15 @@ class Cluster:
         self._unpaced.undo()
         for server in list(self.servers):
             await server.drain()
+        for store in self.stores:  # killed nodes' too; the engine stops with the last
+            await store.close()
         if self.backend == "redis":
             await delete_prefix(self.prefix)
 
 
 @pytest.fixture(params=["redis", "embedded"])
-async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
-    c = Cluster(request.param, f"solrace-test:{uuid.uuid4().hex}:")
+async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Cluster]:
+    c = Cluster(request.param, f"solrace-test:{uuid.uuid4().hex}:", tmp_path / "engine")
     try:
         yield c
     finally:

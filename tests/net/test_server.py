@@ -9,6 +9,7 @@ import signal
 import sys
 import urllib.request
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from solrace_client import RaceClient
@@ -26,6 +27,8 @@ class ServerProcess:
 
 
 async def _start(*args: str, env: dict[str, str] | None = None) -> ServerProcess:
+    # Never the user's data directory: a Redis URL, or a data directory of the test's own.
+    assert {"--redis-url", "--data-dir"} & set(args) or "SOLRACE_REDIS_URL" in (env or {})
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -57,8 +60,8 @@ async def _start(*args: str, env: dict[str, str] | None = None) -> ServerProcess
 
 
 @pytest.fixture
-async def embedded_server() -> AsyncIterator[ServerProcess]:
-    server = await _start()
+async def embedded_server(tmp_path: Path) -> AsyncIterator[ServerProcess]:
+    server = await _start("--data-dir", str(tmp_path / "data"))
     yield server
     if server.proc.returncode is None:
         server.proc.kill()
@@ -73,11 +76,14 @@ def _get(url: str) -> tuple[int, str]:
         return exc.code, exc.read().decode()
 
 
-async def test_without_redis_it_says_so_in_its_first_log_line(
-    embedded_server: ServerProcess,
+async def test_without_redis_its_first_log_line_says_where_the_durable_data_lives(
+    embedded_server: ServerProcess, tmp_path: Path
 ) -> None:
-    assert "embedded" in embedded_server.first_line
-    assert "NOT durable" in embedded_server.first_line
+    line = embedded_server.first_line
+    assert "store: embedded valkey-server" in line
+    assert f"data in {tmp_path / 'data'};" in line
+    assert "durable" in line and "NOT durable" not in line
+    assert "durability: aof-always" in embedded_server.lines[1]
 
 
 async def test_healthz_and_metrics_on_the_websocket_port(embedded_server: ServerProcess) -> None:

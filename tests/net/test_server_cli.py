@@ -39,6 +39,12 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         ([], {"SOLRACE_RATE_BURST": "0.5"}, "$SOLRACE_RATE_BURST: must be at least 1"),
         (["--log-level", "loud"], {}, "--log-level: must be one of debug, info"),
         (["--bogus"], {}, "unrecognized arguments: --bogus"),
+        ([], {"SOLRACE_DATA_DIR": " "}, "$SOLRACE_DATA_DIR: must name a directory"),
+        (
+            ["--data-dir", "/dev/null/solrace"],
+            {},
+            "--data-dir: cannot use data directory /dev/null/solrace: Not a directory",
+        ),
     ],
 )
 def test_a_bad_flag_or_variable_is_one_line_and_exit_status_2(
@@ -56,10 +62,16 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
     done = subprocess.run([str(SERVER_SCRIPT), "--help"], capture_output=True, text=True)
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
-    for flag in ("--rate-per-s", "--rate-burst", "--redis-url", "--key-prefix"):
+    for flag in ("--rate-per-s", "--rate-burst", "--redis-url", "--key-prefix", "--data-dir"):
         assert flag in text
-    for variable in ("SOLRACE_RATE_PER_S", "SOLRACE_RATE_BURST", "SOLRACE_REDIS_URL"):
+    for variable in (
+        "SOLRACE_RATE_PER_S",
+        "SOLRACE_RATE_BURST",
+        "SOLRACE_REDIS_URL",
+        "SOLRACE_DATA_DIR",
+    ):
         assert variable in text
+    assert "default $XDG_DATA_HOME/solrace, else ~/.local/share/solrace" in text
     assert "1 could not start, 2 a bad flag or variable" in text
 
 

@@ -1,5 +1,5 @@
 """The room core without sockets: a node on a real store (real Redis AND the embedded
-store), driven through :func:`solrace.rooms.requests.handle` by fake peers that keep
+engine), driven through :func:`solrace.rooms.requests.handle` by fake peers that keep
 every frame they are sent."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,8 +63,9 @@ class FakePeer(Peer):
 
 
 class Backend:
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, data_dir: Path) -> None:
         self.kind = kind
+        self.data_dir = data_dir
         self.prefix = f"solrace-test:{uuid.uuid4().hex}:"
         self.nodes: list[Node] = []
         self._first: Store | None = None
@@ -73,7 +75,7 @@ class Backend:
         prefix or in-process server), countdowns of 0.1 s, the known test deal."""
         if self.kind == "embedded":
             if self._first is None:
-                self._first = await Store.connect(None, prefix=self.prefix)
+                self._first = await Store.start_embedded(self.data_dir, prefix=self.prefix)
                 store = self._first
             else:
                 store = await self._first.sibling()
@@ -95,8 +97,8 @@ class Backend:
 
 
 @pytest.fixture(params=["redis", "embedded"])
-async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
-    b = Backend(request.param)
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    b = Backend(request.param, tmp_path / "engine")
     try:
         yield b
     finally:

@@ -1,4 +1,8 @@
-"""Fixtures: every store test runs against real Redis AND the embedded store.
+"""Fixtures: every store test runs against real Redis AND the embedded engine.
+
+The embedded engine is the real one ``solrace-server`` runs without a Redis URL (a
+private valkey-server, AOF on), started per test on the test's own data directory
+(about 20 ms to start and stop).
 
 Real Redis comes from ``SOLRACE_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``).
 It is shared with other people's runs, so each test gets a random key prefix and
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from solrace.store import Store, StoredEvent
@@ -19,10 +24,10 @@ from tests.support.redis import delete_prefix as _delete_prefix
 
 
 @pytest.fixture(params=["redis", "embedded"])
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
-    """A fresh store: on real Redis under a random prefix, or embedded (fakeredis)."""
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A fresh store: on real Redis under a random prefix, or on an embedded engine."""
     if request.param == "embedded":
-        s = await Store.connect(None, prefix="test:")
+        s = await Store.start_embedded(tmp_path / "engine", prefix="test:")
         try:
             yield s
         finally:

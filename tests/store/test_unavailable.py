@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator
 
 import pytest
@@ -96,8 +97,11 @@ async def test_hung_redis_times_out(silent_server: str) -> None:
         await store.close()
 
 
-async def test_embedded_outage_and_recovery() -> None:
-    store = await Store.connect(None)
+async def test_outage_and_recovery_on_the_fake() -> None:
+    """fakeredis can switch its connection off and on between two commands, which no
+    real engine can (a stopped one may apply a command it never answered): the test
+    double stays for exactly this."""
+    store = Store.fake()
     try:
         assert store.embedded
         assert (await store.append_move("r", "a", 0, b"m", b"e")).accepted
@@ -118,3 +122,25 @@ async def test_embedded_outage_and_recovery() -> None:
         assert await store.log_length("r", "a") == 2
     finally:
         await store.close()
+
+
+async def test_a_cancelled_caller_ends_cancelled_even_when_redis_py_swallows_it(
+    store: Store,
+) -> None:
+    """redis-py sometimes swallows a cancellation that arrives mid-command; a node's
+    background loop then never stopped (Node.stop hung). Each try cancels a loop of
+    store calls at a random moment: the loop must end, cancelled, every time."""
+    rng = random.Random(5)
+
+    async def loop(sibling: Store) -> None:
+        while True:
+            await sibling.renew_lease("n1", 5000)
+
+    for _ in range(30):
+        sibling = await store.sibling()  # fresh connections, as a new node has
+        task = asyncio.create_task(loop(sibling))
+        await asyncio.sleep(rng.random() * 0.003)
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=2)
+        assert done and task.cancelled(), "a cancelled store caller kept running"
+        await sibling.close()

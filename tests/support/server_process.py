@@ -4,15 +4,19 @@ documentation, whose examples must work against exactly that.
 
 Only the port differs: 0 (any free port, read back from the "listening" log line), so
 tests never collide with a server the user runs on 8765. For Redis, a key prefix of
-the test's own, deleted afterwards."""
+the test's own, deleted afterwards; for the embedded engine, a ``--data-dir`` of the
+test's own (a temporary directory removed afterwards unless the test gives one, e.g. to
+restart a server on it), so tests never write to the user's data directory."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
+import shutil
 import signal
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -30,6 +34,9 @@ class ServerProcess:
     proc: asyncio.subprocess.Process
     url: str
     lines: list[str] = field(default_factory=list)
+    #: Whether leaving the context must stop the process with exit status 0 (False
+    #: once a test killed it on purpose).
+    expect_clean_exit: bool = True
 
     @property
     def log(self) -> str:
@@ -44,15 +51,26 @@ async def _read_log(proc: asyncio.subprocess.Process, lines: list[str]) -> None:
 
 @asynccontextmanager
 async def solrace_server(
-    backend: str = "embedded", args: Sequence[str] = (), env: dict[str, str] | None = None
+    backend: str = "embedded",
+    args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    data_dir: Path | None = None,
 ) -> AsyncIterator[ServerProcess]:
     """A running ``solrace-server --port 0 [args]`` (plus ``--redis-url`` for the
-    ``redis`` backend); stopped with SIGTERM afterwards, which must exit 0."""
+    ``redis`` backend, ``--data-dir`` for the embedded one); stopped with SIGTERM
+    afterwards, which must exit 0 — unless the test stopped it itself and cleared
+    ``expect_clean_exit``."""
     assert SERVER_SCRIPT.exists(), f"the console script is not installed: {SERVER_SCRIPT}"
     argv = [str(SERVER_SCRIPT), "--port", "0", *args]
     prefix = f"solrace-doc-test:{uuid.uuid4().hex}:"
+    scratch: str | None = None
     if backend == "redis":
         argv += ["--redis-url", REDIS_URL, "--key-prefix", prefix]
+    elif "--data-dir" not in args and "--redis-url" not in args:
+        if data_dir is None:
+            scratch = tempfile.mkdtemp(prefix="solrace-test-data-")
+            data_dir = Path(scratch)
+        argv += ["--data-dir", str(data_dir)]
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdout=asyncio.subprocess.DEVNULL,
@@ -68,8 +86,10 @@ async def solrace_server(
                 await asyncio.sleep(0.05)
         server = ServerProcess(proc, match.group(1), lines)
         yield server
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 15) == 0, server.log
+        if server.expect_clean_exit:
+            if proc.returncode is None:  # else the test stopped it: the status must be 0
+                proc.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(proc.wait(), 15) == 0, server.log
     finally:
         if proc.returncode is None:  # never leave a server behind
             proc.kill()
@@ -77,3 +97,5 @@ async def solrace_server(
         await asyncio.wait_for(reader, 5)
         if backend == "redis":
             await delete_prefix(prefix)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)

@@ -3,10 +3,10 @@
 Why this shape (issue 9): a node's CPU per accepted move only means something next to
 the floor every WebSocket server pays, so one run measures both under the same paced
 load. A bare websockets + msgpack echo server (a subprocess running this module) and
-``solrace-server`` (on real Redis under a throw-away key prefix, then on the embedded
-store) each run alone, pinned to one core where the OS allows; the load generator runs
-in this process pinned to the other core and reports its own CPU, so it is visibly not
-the bottleneck.
+``solrace-server`` (on real Redis under a throw-away key prefix, then on its embedded
+engine in a throw-away data directory) each run alone, pinned to one core where the OS
+allows; the load generator runs in this process pinned to the other core and reports its
+own CPU, so it is visibly not the bottleneck.
 
 The load: ``racers`` racers in rooms of 4 (``deals: "random"`` so no solver runs,
 ``private: true``), one spectator per room; each racer sends a move every
@@ -14,6 +14,10 @@ The load: ``racers`` racers in rooms of 4 (``deals: "random"`` so no solver runs
 (:func:`solrace_client.boardview.board_from_view`), never undo. A racer whose game ends
 (won, stuck, refused) stops. Server CPU comes from ``/proc/<pid>/stat`` (utime + stime)
 over the measured window; latency is the time from sending a move to its ``moved`` ack.
+On the embedded engine the node's figures stay the node's own, and the engine's CPU (the
+valkey-server child, named by ``DATA_DIR/engine.pid``) is reported next to them
+(``engine_cpu_us_per_move``): together they are what one machine pays per move. On real
+Redis, Redis's CPU is not measured (the machine's Redis is shared with other runs).
 
 ``echo_main`` is the echo server: ``python -m solrace.bench.server <port>``.
 """
@@ -28,10 +32,12 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -42,6 +48,7 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.protocol import Envelope, encode
 from solrace.store import Store
+from solrace.store.embedded import PID_NAME
 
 ROOM_SIZE = 4
 #: Target of ``max_moves_per_s``: the highest load whose ack p99 stays within this.
@@ -222,9 +229,17 @@ def _pct(values: list[float], q: float) -> float | None:
 
 
 async def _drive(
-    url: str, pid: int, racers: int, rate: float, seconds: float, warmup: float, echo: bool
+    url: str,
+    pid: int,
+    racers: int,
+    rate: float,
+    seconds: float,
+    warmup: float,
+    echo: bool,
+    engine_pid: int | None = None,
 ) -> dict[str, Any]:
-    """Run the load against the server at ``url`` (process ``pid``) and measure it."""
+    """Run the load against the server at ``url`` (process ``pid``, and its embedded
+    engine ``engine_pid`` if any) and measure it."""
     window = Window()
     interval = 1.0 / rate
     rooms = max(1, racers // ROOM_SIZE)
@@ -249,10 +264,12 @@ async def _drive(
             await asyncio.sleep(0.05)
         await asyncio.sleep(warmup)
         cpu0, load0, wall0 = _cpu_s(pid), time.process_time(), time.perf_counter()
+        engine0 = _cpu_s(engine_pid) if engine_pid is not None else 0.0
         window.measuring = True
         await asyncio.sleep(seconds)
         window.measuring = False
         cpu, load = _cpu_s(pid) - cpu0, time.process_time() - load0
+        engine = _cpu_s(engine_pid) - engine0 if engine_pid is not None else None
         wall = time.perf_counter() - wall0
         rss = _rss_mb(pid)
     finally:
@@ -264,6 +281,9 @@ async def _drive(
     count = len(window.latencies)
     return {
         "cpu_us_per_op": round(cpu / count * 1e6, 1) if count else None,
+        "engine_cpu_us_per_op": (
+            round(engine / count * 1e6, 1) if engine is not None and count else None
+        ),
         "ops_per_s": round(count / wall, 1),
         "p50_ms": _pct(window.latencies, 0.50),
         "p99_ms": _pct(window.latencies, 0.99),
@@ -282,12 +302,19 @@ async def _server_figures(
     warmup: float,
     find_max: bool,
     echo_us: float | None,
+    data_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """One ``solrace-server`` run (and, with ``find_max``, its load steps)."""
+    """One ``solrace-server`` run (and, with ``find_max``, its load steps); with
+    ``data_dir``, on its embedded engine there, whose CPU is measured too."""
     port = _free_port()
     url = f"ws://127.0.0.1:{port}"
+    if data_dir is not None:
+        argv = [*argv, "--data-dir", str(data_dir)]
     with _child([*argv, "--port", str(port)], port, core) as proc:
-        got = await _drive(url, proc.pid, racers, rate, seconds, warmup, echo=False)
+        engine = int((data_dir / PID_NAME).read_text()) if data_dir is not None else None
+        if engine is not None and core is not None:
+            os.sched_setaffinity(engine, core)  # it may have started before the node was pinned
+        got = await _drive(url, proc.pid, racers, rate, seconds, warmup, False, engine)
         best: float | None = None
         if find_max:
             for step in FIND_MAX_STEPS:
@@ -295,14 +322,14 @@ async def _server_figures(
                     got
                     if step == 1.0
                     else await _drive(
-                        url, proc.pid, racers, rate * step, seconds, warmup, echo=False
+                        url, proc.pid, racers, rate * step, seconds, warmup, False, engine
                     )
                 )
                 if at["p99_ms"] is None or at["p99_ms"] > MAX_P99_MS:
                     break
                 best = max(best or 0.0, at["ops_per_s"])
     us = got["cpu_us_per_op"]
-    return {
+    figures: dict[str, Any] = {
         "server_cpu_us_per_move": us,
         "ratio": round(echo_us / us, 3) if echo_us and us else None,
         "moves_per_s": got["ops_per_s"],
@@ -313,6 +340,9 @@ async def _server_figures(
         "server_cpu_pct": got["server_cpu_pct"],
         "load_cpu_pct": got["load_cpu_pct"],
     }
+    if engine is not None:
+        figures["engine_cpu_us_per_move"] = got["engine_cpu_us_per_op"]
+    return figures
 
 
 async def _delete_prefix(redis_url: str, prefix: str) -> None:
@@ -385,9 +415,10 @@ async def _run(
             finally:
                 await _delete_prefix(redis_url, prefix)
             result.update(on_redis)
-        result["embedded"] = await _server_figures(
-            server, child_core, racers, rate, seconds, warmup, find_max, echo_us
-        )
+        with tempfile.TemporaryDirectory(prefix="solrace-bench-") as data:
+            result["embedded"] = await _server_figures(
+                server, child_core, racers, rate, seconds, warmup, find_max, echo_us, Path(data)
+            )
         return result
     finally:
         if before is not None:

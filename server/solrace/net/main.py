@@ -3,14 +3,16 @@
 Every flag has an environment variable, so containers and process managers configure
 it the same way: ``SOLRACE_HOST``, ``SOLRACE_PORT``, ``SOLRACE_REDIS_URL``,
 ``SOLRACE_LOG_LEVEL``, ``SOLRACE_LOG_FORMAT``, ``SOLRACE_KEY_PREFIX``,
-``SOLRACE_RATE_PER_S``, ``SOLRACE_RATE_BURST``. A flag wins over its variable. Without
-a Redis URL the node runs on the embedded store (the same store code on an in-process
-Redis) and says so first.
+``SOLRACE_RATE_PER_S``, ``SOLRACE_RATE_BURST``, ``SOLRACE_DATA_DIR``. A flag wins over
+its variable. Without a Redis URL the node starts its own engine (a private
+valkey-server, :mod:`solrace.store.embedded`) on ``--data-dir`` and says where the data
+lives first; restarted on the same directory, it resumes the races.
 
 Exit status (docs/server.md): 0 stopped by SIGTERM/SIGINT after draining; 1 could not
-start (the port is taken, …); 2 a bad flag or variable (including a Redis URL that is
-malformed or that Redis refuses, such as a database index it does not have). Every
-failure is one line on stderr, never a traceback.
+start (the port is taken, the data directory is in use by another node, …); 2 a bad flag
+or variable (including a Redis URL that is malformed or that Redis refuses, such as a
+database index it does not have, and a data directory that cannot be created or
+written). Every failure is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 from solrace.rooms import certify
 from solrace.rooms.node import Node
 from solrace.store import Store, StoreError, StoreUnavailable
+from solrace.store.embedded import DataDirUnusable, EngineError, default_data_dir
 from solrace.store.store import Durability
 
 from . import logs
@@ -90,6 +93,12 @@ def _redis_url(text: str) -> str:
     return text
 
 
+def _data_dir(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must name a directory")
+    return os.path.expanduser(text)
+
+
 def _choice(options: Sequence[str]) -> Callable[[str], str]:
     def check(text: str) -> str:
         if text not in options:
@@ -122,7 +131,15 @@ SETTINGS = (
         "SOLRACE_REDIS_URL",
         None,
         _redis_url,
-        "redis://host:port/db; omit for the embedded, non-durable store",
+        "redis://host:port/db; omit to run on the embedded engine under --data-dir",
+    ),
+    Setting(
+        "--data-dir",
+        "SOLRACE_DATA_DIR",
+        None,
+        _data_dir,
+        "where the embedded engine keeps its append-only file when there is no Redis URL "
+        "(default $XDG_DATA_HOME/solrace, else ~/.local/share/solrace)",
     ),
     Setting("--log-level", "SOLRACE_LOG_LEVEL", "info", _choice(LOG_LEVELS), "/".join(LOG_LEVELS)),
     Setting(
@@ -199,16 +216,21 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
 
 
 # ------------------------------------------------------------------- run
-async def open_store(url: str | None, prefix: str) -> Store:
+async def open_store(url: str | None, prefix: str, data_dir: str | None = None) -> Store:
     """The store; a URL Redis refuses (bad database index, wrong password…) is a
     UsageError. An unreachable Redis is not: the node serves and requests fail with
-    ``unavailable`` until it answers."""
+    ``unavailable`` until it answers. Without a URL, the embedded engine on
+    ``data_dir`` (default :func:`default_data_dir`): a directory that cannot be made
+    or written is a UsageError, one in use by another node an EngineError (exit 1)."""
+    if url is None:
+        try:
+            return await Store.start_embedded(data_dir or default_data_dir(), prefix=prefix)
+        except DataDirUnusable as exc:
+            raise UsageError(f"--data-dir: {exc}") from None
     try:
         store = await Store.connect(url, prefix=prefix)
     except ValueError as exc:  # redis-py's URL parser
         raise UsageError(f"--redis-url: {exc}") from None
-    if url is None:
-        return store
     try:
         answers = await store.ping()
     except StoreUnavailable:
@@ -221,15 +243,33 @@ async def open_store(url: str | None, prefix: str) -> Store:
 
 
 async def run(args: argparse.Namespace) -> int:
-    store = await open_store(args.redis_url, args.key_prefix)
-    if store.embedded:
-        log.warning(
-            "store: embedded (in-process Redis): state is NOT durable and lives only as long "
-            "as this process; set --redis-url or SOLRACE_REDIS_URL for Redis"
+    store = await open_store(args.redis_url, args.key_prefix, args.data_dir)
+    try:
+        return await _serve(args, store)
+    finally:
+        await store.close()  # idempotent; stops the embedded engine if drain did not
+
+
+async def _serve(args: argparse.Namespace, store: Store) -> int:
+    engine = store.engine
+    if engine is not None:
+        log.info(
+            "store: embedded %s (pid %d, started in %.0f ms), data in %s; durable: every "
+            "acknowledged move is in its append-only file before the reply, and a restart "
+            "on this directory resumes the races",
+            engine.binary.name,
+            engine.pid,
+            engine.start_ms,
+            engine.data_dir,
+            extra={"data_dir": str(engine.data_dir)},
         )
+        if engine.stale_pid is not None:
+            log.warning("stopped the engine a killed run left behind (pid %d)", engine.stale_pid)
     else:
         log.info("store: redis", extra={"url": _redact(args.redis_url)})
-        report_durability(await store.durability())
+        if args.data_dir is not None:
+            log.warning("--data-dir is ignored: the store is the Redis at --redis-url")
+    report_durability(await store.durability())
     node = Node(
         store,
         name=f"{args.host}:{args.port}",
@@ -313,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         log.error("%s", exc)
         return EXIT_USAGE
-    except OSError as exc:
+    except (OSError, EngineError) as exc:
         log.error("cannot start: %s", exc)
         return EXIT_CANNOT_START
     except KeyboardInterrupt:  # a second Ctrl-C while draining

@@ -4,7 +4,8 @@ Live room state is event-sourced in Redis (see ``docs/store.md``): per room a st
 numbered events, one move log per racer, finishing-place counters and token digests,
 all under the room's cluster hash tag. Payloads are opaque bytes encoded by the caller.
 
->>> store = await Store.connect("redis://127.0.0.1:6379/0")   # or None: embedded
+>>> store = await Store.connect("redis://127.0.0.1:6379/0")
+>>> store = await Store.start_embedded("/var/lib/solrace")  # a private valkey-server, durable
 """
 
 from __future__ import annotations

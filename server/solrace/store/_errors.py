@@ -35,12 +35,33 @@ def translate(exc: BaseException) -> StoreError:
     return err
 
 
+def _still_cancelled() -> None:
+    """Raise CancelledError if the running task was asked to stop during the call.
+
+    redis-py (seen with 8.1 and hiredis, on Redis and on the embedded engine alike)
+    sometimes swallows a cancellation that arrives while a command is on the wire: the
+    command returns, or fails with a connection error, as if nobody had cancelled. A
+    node's background loops (``while True: await store.…``) then never stop, and
+    ``Node.stop`` waits for them forever. A store call made by a cancelled task must end
+    cancelled, so it is re-raised here, at the one place every call goes through.
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 @contextmanager
 def redis_errors() -> Iterator[None]:
-    """Let store errors through; turn redis (and socket) errors into store errors."""
+    """Let store errors through; turn redis (and socket) errors into store errors; a
+    cancelled caller gets CancelledError whatever redis-py did with it."""
     try:
         yield
     except StoreError:
         raise
     except (RedisError, OSError) as exc:
+        _still_cancelled()
         raise translate(exc) from exc
+    _still_cancelled()

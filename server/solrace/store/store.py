@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import hmac
 import importlib.util
+import os
 import re
 import secrets
 import time
@@ -24,7 +25,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-import fakeredis
 import redis.asyncio
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
@@ -34,6 +34,7 @@ from redis.exceptions import NoScriptError
 from ._commit import GroupCommit
 from ._errors import redis_errors
 from ._lua import APPEND_EVENT, APPEND_MOVE, JOIN_ROOM_NODES, SET_TOKEN, LuaScript
+from .embedded import EmbeddedEngine
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys
 
@@ -115,7 +116,7 @@ class Durability:
     AOF is fsynced before Redis replies), ``aof-everysec`` (a crash of the Redis
     *host* may lose about the last second), ``aof-no`` (the OS decides when the AOF
     reaches the disk), ``none`` (no AOF: a restart goes back to the last snapshot,
-    if any; also the embedded store) or ``unknown`` (Redis refused ``CONFIG GET`` —
+    if any; also the fakeredis test double) or ``unknown`` (Redis refused ``CONFIG GET`` —
     a managed Redis — or did not answer). ``detail`` says why, in words.
     See docs/deploy.md, "Durability".
     """
@@ -207,7 +208,8 @@ def _check_nonneg(name: str, value: int) -> None:
 class Store:
     """Room state in Redis: metadata, event streams, move logs, places, tokens.
 
-    Build one with :meth:`connect`. One instance per process (per event loop) is
+    Build one with :meth:`connect` (a Redis URL), :meth:`start_embedded` (a private engine on
+    a data directory) or, in tests, :meth:`fake`. One instance per process (per event loop) is
     meant to be shared by every room on the node: the group commit only batches calls
     made on the same instance.
     """
@@ -234,36 +236,37 @@ class Store:
         self._blocking = blocking_client
         self.keys = Keys(prefix)
         self.embedded = embedded
-        """True when running on the in-process fakeredis server: NOT durable."""
+        """True when this process runs the store's engine itself: the embedded
+        valkey-server (:meth:`start_embedded`) or the fakeredis test double (:meth:`fake`)."""
         self._timeout = timeout
         self._url = url
         self._fake_server = fake_server
+        #: The private engine this store runs on (:meth:`start_embedded`), released by close().
+        self.engine: EmbeddedEngine | None = None
         self._commit = GroupCommit(client, max_batch=max_batch)
         self._closed = False
         self._durability: tuple[float, Durability] | None = None
 
     def __repr__(self) -> str:
-        backend = "embedded (not durable)" if self.embedded else "redis"
+        if self._fake_server is not None:
+            backend = "fake (not durable)"
+        else:
+            backend = "embedded" if self.embedded else "redis"
         return f"<Store {backend} prefix={self.keys.prefix!r}>"
 
     # -- construction --------------------------------------------------------------
 
     @classmethod
-    async def connect(
-        cls, url: str | None, prefix: str = "solrace:", *, timeout: float = 5.0
-    ) -> Store:
-        """A store on Redis at ``url``, or the embedded store when ``url`` is None.
+    async def connect(cls, url: str, prefix: str = "solrace:", *, timeout: float = 5.0) -> Store:
+        """A store on Redis at ``url``.
 
         Does not contact Redis (connections are made on first use); call
         :meth:`ping` to check reachability. ``timeout`` bounds connecting and every
         non-blocking command, so a dead or hung Redis surfaces as StoreUnavailable
         instead of a hang. Options in the URL's query string override it.
-
-        The embedded store runs this very class and the same Lua scripts on an
-        in-process ``fakeredis`` server; state lives only as long as the process.
         """
-        if url is None:
-            return cls._on_fake_server(fakeredis.FakeServer(), prefix, timeout)
+        if not url:  # None once meant fakeredis; a silent fallback would hide a missing URL
+            raise ValueError("Store.connect needs a Redis URL (else Store.start_embedded)")
         client = redis.asyncio.from_url(
             url,
             decode_responses=False,
@@ -283,11 +286,45 @@ class Store:
         return cls(client, blocking, prefix=prefix, timeout=timeout, url=url)
 
     @classmethod
+    async def start_embedded(
+        cls,
+        data_dir: str | os.PathLike[str],
+        prefix: str = "solrace:",
+        *,
+        timeout: float = 5.0,
+    ) -> Store:
+        """A store on a private valkey-server this process starts on ``data_dir``
+        (:mod:`solrace.store.embedded`: Unix socket, AOF fsynced on every write), so
+        state survives a restart on the same directory. The engine stops when the
+        store (and every :meth:`sibling`) is closed. Raises ``EngineError`` (and its
+        ``DataDirUnusable`` / ``DataDirBusy``) with a one-line message."""
+        engine = await EmbeddedEngine.start(data_dir)
+        try:
+            store = await cls.connect(engine.url, prefix, timeout=timeout)
+        except BaseException:
+            await engine.release()
+            raise
+        store.embedded, store.engine = True, engine
+        return store
+
+    @classmethod
+    def fake(cls, prefix: str = "solrace:", *, timeout: float = 5.0) -> Store:
+        """The test double: this class and its Lua scripts on an in-process fakeredis
+        server. Never durable, never a default; for tests that need what a real engine
+        cannot give (e.g. a switchable outage). Needs the ``test`` extra (fakeredis[lua])."""
+        try:
+            import fakeredis
+        except ImportError:
+            raise RuntimeError("Store.fake() needs fakeredis[lua] (the test extra)") from None
+        return cls._on_fake_server(fakeredis.FakeServer(), prefix, timeout)
+
+    @classmethod
     def _on_fake_server(cls, server: Any, prefix: str, timeout: float) -> Store:
         # fakeredis runs Lua through lupa; without it every script would fail at the
-        # first move, so say so at start-up instead.
+        # first move, so say so at once instead.
         if importlib.util.find_spec("lupa") is None:
-            raise RuntimeError("the embedded store needs fakeredis[lua] (the lupa package)")
+            raise RuntimeError("Store.fake() needs fakeredis[lua] (the lupa package)")
+        import fakeredis.aioredis
 
         def client() -> Redis:
             fake: Redis = fakeredis.aioredis.FakeRedis(server=server, retry=_no_retry())
@@ -305,13 +342,17 @@ class Store:
     async def sibling(self) -> Store:
         """Another store on the same backend, as a second node would have.
 
-        Same Redis URL (or the same in-process server when embedded) and prefix, but
+        Same Redis URL (or the same embedded engine or fake server) and prefix, but
         its own connections and its own group-commit queue. Lets tests, and an
         embedded multi-node setup, exercise cross-node behaviour in one process.
         """
         if self._fake_server is not None:
             return self._on_fake_server(self._fake_server, self.keys.prefix, self._timeout)
-        return await self.connect(self._url, self.keys.prefix, timeout=self._timeout)
+        assert self._url is not None
+        sibling = await self.connect(self._url, self.keys.prefix, timeout=self._timeout)
+        if self.engine is not None:  # the engine stops when the last of them closes
+            sibling.embedded, sibling.engine = True, self.engine.share()
+        return sibling
 
     async def close(self) -> None:
         """Flush what is queued, then close both clients. Idempotent."""
@@ -321,8 +362,12 @@ class Store:
         try:
             await self._commit.close()
         finally:
-            await self._redis.aclose()
-            await self._blocking.aclose()
+            try:
+                await self._redis.aclose()
+                await self._blocking.aclose()
+            finally:
+                if self.engine is not None:
+                    await self.engine.release()
 
     async def ping(self) -> bool:
         """True if Redis answers; never raises for an unreachable Redis."""
@@ -352,7 +397,7 @@ class Store:
 
     async def _check_durability(self) -> Durability:
         if self._fake_server is not None:
-            return Durability("none", "embedded in-process store: state lives only in memory")
+            return Durability("none", "fakeredis test double: state lives only in memory")
         try:
             with redis_errors():
                 appendonly = _config_value(await self._redis.config_get("appendonly"), "appendonly")

@@ -1,0 +1,138 @@
+"""``solrace-server`` without a Redis URL, stopped and started again mid-race on the same
+``--data-dir``, lets the racers resume (issue 10, "done when"): the real console script,
+the real embedded engine, the client library's resume and verify.
+
+Stopped two ways: SIGTERM (the node drains, then stops its engine, which fsyncs and
+exits), and SIGKILL of the engine and then of the node (nothing is shut down: what was
+acknowledged must already be in the append-only file)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from solrace.store.embedded import PID_NAME
+from solrace_client import RaceClient, ServerError
+from solrace_client.boardview import board_from_view
+from solrace_client.results import SavedResult, race_id
+from solrace_client.verify import verify_result
+
+from tests.support.server_process import SERVER_SCRIPT, solrace_server
+
+
+async def _play(client: RaceClient, count: int, rng: random.Random) -> list[str]:
+    """Up to ``count`` random legal moves; the ones the server acknowledged."""
+    acked: list[str] = []
+    for _ in range(count):
+        moves = board_from_view(client.board or {}).legal_moves()
+        if not moves:
+            break
+        move = str(rng.choice(moves))
+        reply = await client.move(move)
+        acked.append(move)
+        if reply["status"] != "playing":
+            break
+    return acked
+
+
+def _log_moves(standing: dict[str, Any]) -> list[str]:
+    """A standing's move log as notation (entries may carry more than the move)."""
+    return [str(e["move"] if isinstance(e, dict) else e) for e in standing["log"]]
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill"])
+async def test_a_restarted_server_resumes_the_race_with_every_acknowledged_move(
+    stop: str, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    rng = random.Random(7)
+    async with solrace_server(data_dir=data) as first:
+        ann, bob = await RaceClient.connect(first.url), await RaceClient.connect(first.url)
+        joined = await ann.create("yukon", "Ann")
+        await bob.join(ann.code or "", "Bob")
+        await bob.ready()
+        await ann.start()
+        started = await ann.next_event("started", timeout=30)
+        await ann.wait_for(lambda e: e.t == "board" and e.d.get("racer") == ann.racer)
+        await bob.wait_started()
+        published = str(started.d["commitment"])
+        settings = dict(joined["snapshot"]["settings"])
+        acked = {"Ann": await _play(ann, 8, rng), "Bob": await _play(bob, 5, rng)}
+        boards = {"Ann": ann.board, "Bob": bob.board}
+        tokens = {"Ann": ann.token, "Bob": bob.token}
+        room = ann.room
+        assert room is not None and all(acked.values())
+        engine = int((data / PID_NAME).read_text())
+        if stop == "sigterm":
+            first.proc.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(first.proc.wait(), 15) == 0, first.log
+            assert "stopped" in first.log
+        else:
+            os.kill(engine, signal.SIGKILL)
+            first.proc.kill()
+            await first.proc.wait()
+            first.expect_clean_exit = False
+        for client in (ann, bob):
+            await asyncio.wait_for(client.closed, 10)
+            await client.close()
+
+    async with solrace_server(data_dir=data) as second:
+        assert f"data in {data};" in second.log
+        back: dict[str, RaceClient] = {}
+        for name in ("Ann", "Bob"):
+            client = back[name] = await RaceClient.connect(second.url)
+            resumed = await client.resume(room=room, token=tokens[name], since=None)
+            you = resumed["snapshot"]["you"]
+            assert you["next_seq"] == len(acked[name]), (name, you, second.log)
+            assert you["board"] == boards[name]
+        acked["Ann"] += await _play(back["Ann"], 6, rng)
+        acked["Bob"] += await _play(back["Bob"], 6, rng)
+        for client in back.values():
+            with contextlib.suppress(ServerError):  # already stuck or finished
+                await client.resign()
+        over = await back["Ann"].next_event("race_over", timeout=30)
+        standings = {s["name"]: s for s in over.d["standings"]}
+        for name in ("Ann", "Bob"):
+            assert _log_moves(standings[name]) == acked[name]
+        saved = SavedResult(
+            race=race_id(room, over.d),
+            room=room,
+            settings=settings,
+            result=dict(over.d),
+            published_commitment=published,
+        )
+        report = verify_result(saved)
+        assert report.ok, report.failures
+        for client in back.values():
+            await client.close()
+
+
+async def test_a_second_server_on_the_same_data_dir_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    async with solrace_server(data_dir=data) as first:
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [str(SERVER_SCRIPT), "--port", "0", "--data-dir", str(data)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert done.returncode == 1
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1, done.stderr
+        assert f"cannot start: data directory {data} is in use by another solrace-server" in (
+            lines[0]
+        )
+        assert str(first.proc.pid) in lines[0]
+        client = await RaceClient.connect(first.url)  # the first one still serves
+        assert await client.list_rooms() == []
+        await client.close()
