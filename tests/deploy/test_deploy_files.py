@@ -254,6 +254,13 @@ def test_dockerfile_multi_stage_non_root_healthcheck_and_sigterm(default_port: i
     assert ("ENTRYPOINT", '["solrace-server"]') in final  # exec form: PID 1 gets SIGTERM
     env = " ".join(args for op, args in final if op == "ENV")
     assert f"SOLRACE_PORT={default_port}" in env and "SOLRACE_HOST=0.0.0.0" in env
+    # Without a Redis URL the embedded engine needs a data directory the user can write
+    # (its home is /nonexistent): one is made, owned by the user, and is a volume.
+    data = re.search(r"SOLRACE_DATA_DIR=(\S+)", env)
+    assert data is not None
+    made = " ".join(args for op, args in final if op == "RUN")
+    assert f"mkdir -p {data[1]}" in made and f"chown solrace:solrace {data[1]}" in made
+    assert any(op == "VOLUME" and data[1] in args for op, args in final)
     for op, args in steps:  # every COPY from the context exists (context: the repo root)
         if op == "COPY" and not args.startswith("--from"):
             for source in args.split()[:-1]:
