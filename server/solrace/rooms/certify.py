@@ -61,6 +61,24 @@ class Certificate:
     difficulty: str | None
 
 
+def try_candidate(
+    variant: str,
+    options: Mapping[str, Any],
+    secret: bytes,
+    round_no: int,
+    attempt: int,
+    difficulty: str | None,
+    budget_nodes: int = CERTIFY_BUDGET_NODES,
+) -> Certificate | None:
+    """Solve candidate ``attempt`` of the round: its certificate if it is won at
+    ``difficulty``, else None. Plain arguments, no I/O: it runs in a worker process."""
+    result = solve_deal(variant, round_seed(secret, round_no, attempt), options, budget_nodes)
+    bands = _BANDS.get(difficulty or "", ())
+    if result.won and (not bands or result.difficulty in bands):
+        return Certificate(attempt, result.moves, result.difficulty)
+    return None
+
+
 def certify(
     variant: str,
     options: Mapping[str, Any],
@@ -70,13 +88,12 @@ def certify(
     budget_nodes: int = CERTIFY_BUDGET_NODES,
     candidates: int = MAX_CANDIDATES,
 ) -> Certificate:
-    """Solve candidate seeds in order until one is won at ``difficulty``. Runs in a
-    worker process: plain arguments, no I/O."""
-    bands = _BANDS.get(difficulty or "", ())
+    """Solve candidate seeds in order until one is won at ``difficulty`` (the whole
+    search in one call, as the server makes it candidate by candidate)."""
     for attempt in range(candidates):
-        result = solve_deal(variant, round_seed(secret, round_no, attempt), options, budget_nodes)
-        if result.won and (not bands or result.difficulty in bands):
-            return Certificate(attempt, result.moves, result.difficulty)
+        found = try_candidate(variant, options, secret, round_no, attempt, difficulty, budget_nodes)
+        if found is not None:
+            return found
     return Certificate(0, None, None)
 
 
@@ -115,10 +132,16 @@ def shutdown() -> None:
         _pool = None
 
 
-async def _solve(*args: Any) -> Certificate:
-    """``certify(*args)`` in a worker process, awaited without blocking the loop."""
+async def _solve(*args: Any) -> Certificate | None:
+    """``try_candidate(*args)`` in a worker process, awaited without blocking the loop.
+
+    One candidate per job, not a whole certification: the workers serve every room of
+    the node in turn, so a room whose deal is hard to certify (up to MAX_CANDIDATES
+    candidates) holds the others up by one candidate at most, and a certification
+    nobody needs any more (the room was left, another node chose the deal) stops
+    after the candidate in progress instead of running to its end."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[Certificate] = loop.create_future()
+    future: asyncio.Future[Certificate | None] = loop.create_future()
 
     def settle(outcome: Any, failed: bool) -> None:
         if not future.done():
@@ -133,7 +156,7 @@ async def _solve(*args: Any) -> Certificate:
             loop.call_soon_threadsafe(settle, outcome, failed)
 
     _workers().apply_async(
-        certify, args, callback=reply, error_callback=lambda e: reply(e, True)
+        try_candidate, args, callback=reply, error_callback=lambda e: reply(e, True)
     )
     return await future
 
@@ -169,17 +192,30 @@ async def ready(node: Node, room: LiveRoom) -> None:
     await node.sync(room)
 
 
+def _needed(room: LiveRoom, round_no: int) -> bool:
+    state = room.state
+    return state.round == round_no and state.phase == LOBBY and not state.deal_ready()
+
+
 async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
     key = (room.room_id, round_no)
     try:
         settings = room.meta.settings
-        found = await _solve(
-            settings.variant,
-            dict(settings.options),
-            room.meta.secret,
-            round_no,
-            settings.difficulty,
-        )
+        found = Certificate(0, None, None)
+        for attempt in range(MAX_CANDIDATES):
+            if not _needed(room, round_no):
+                return  # the deal was chosen (maybe by another node), or the round is gone
+            candidate = await _solve(
+                settings.variant,
+                dict(settings.options),
+                room.meta.secret,
+                round_no,
+                attempt,
+                settings.difficulty,
+            )
+            if candidate is not None:
+                found = candidate
+                break
         line = None if found.line is None else list(found.line)
         deal = {
             "certified": line is not None,
