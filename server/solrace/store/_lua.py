@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
-__all__ = ["APPEND_EVENT", "APPEND_MOVE", "SET_TOKEN", "LuaScript"]
+__all__ = ["APPEND_EVENT", "APPEND_MOVE", "EXPIRE_ROOM", "SET_TOKEN", "LuaScript"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,3 +41,4 @@ def _load(name: str) -> LuaScript:
 APPEND_EVENT = _load("append_event")
 APPEND_MOVE = _load("append_move")
 SET_TOKEN = _load("set_token")
+EXPIRE_ROOM = _load("expire_room")
