@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from solrace import __version__
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S
-from solrace.store import Store, StoreError, StoreUnavailable
+from solrace.store import CLUSTER_SCHEMES, Store, StoreError, StoreUnavailable, parse_cluster_url
 from solrace.store.store import Durability
 
 from . import certify, logs
@@ -40,7 +40,7 @@ log = logging.getLogger("solrace.server")
 
 DEFAULT_PORT = 8765
 EXIT_OK, EXIT_CANNOT_START, EXIT_USAGE = 0, 1, 2
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+REDIS_SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 
@@ -81,8 +81,12 @@ def _redis_url(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in REDIS_SCHEMES or "://" not in text:
         raise ValueError(
-            f"not a Redis URL: {text!r} (redis://host:port/db, rediss://…, unix:///path)"
+            f"not a Redis URL: {text!r} (redis://host:port/db, rediss://…, unix:///path, "
+            "redis+cluster://host:port[,host:port…])"
         )
+    if parts.scheme in CLUSTER_SCHEMES:
+        parse_cluster_url(text)  # raises ValueError saying what is wrong
+        return text
     db = parts.path.strip("/")
     if parts.scheme != "unix" and db and not db.isdigit():
         raise ValueError(f"database index {db!r} is not a number (redis://host:port/0)")
@@ -121,7 +125,8 @@ SETTINGS = (
         "SOLRACE_REDIS_URL",
         None,
         _redis_url,
-        "redis://host:port/db; omit for the embedded, non-durable store",
+        "redis://host:port/db, or a Redis Cluster as redis+cluster://host:port[,host:port…] "
+        "(rediss:// and rediss+cluster:// for TLS); omit for the embedded, non-durable store",
     ),
     Setting("--log-level", "SOLRACE_LOG_LEVEL", "info", _choice(LOG_LEVELS), "/".join(LOG_LEVELS)),
     Setting(
@@ -227,7 +232,8 @@ async def run(args: argparse.Namespace) -> int:
             "as this process; set --redis-url or SOLRACE_REDIS_URL for Redis"
         )
     else:
-        log.info("store: redis", extra={"url": _redact(args.redis_url)})
+        backend = "redis cluster" if store.cluster else "redis"
+        log.info("store: %s", backend, extra={"url": _redact(args.redis_url)})
         report_durability(await store.durability())
     node = Node(
         store,
