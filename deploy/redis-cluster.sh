@@ -7,6 +7,7 @@
 #   bash deploy/redis-cluster.sh start DIR PORT... [--replicas R] [--conf FILE]
 #   bash deploy/redis-cluster.sh stop DIR
 #   bash deploy/redis-cluster.sh url PORT...
+#   bash deploy/redis-cluster.sh spare-ports N
 #
 #   start    start one redis-server per PORT (at least 3 masters, plus R replicas per
 #            master when --replicas R: then give 3 * (R + 1) ports), create the cluster,
@@ -14,6 +15,8 @@
 #            (redis+cluster://127.0.0.1:PORT,...)
 #   stop     SHUTDOWN NOSAVE every server started in DIR, then remove DIR
 #   url      print the solrace URL for these ports
+#   spare-ports  print N ports (20000-29999) where nothing listens, nor on PORT+10000
+#            (each node also listens on its cluster bus port, PORT+10000)
 #   --conf FILE   a redis.conf to load first (e.g. deploy/redis.conf for AOF, always)
 #
 # Example (what .ci/run does):
@@ -24,7 +27,7 @@
 # Needs redis-server and redis-cli (Redis >= 7). Exit status: 0 done, 1 failed, 2 usage.
 set -euo pipefail
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "redis-cluster.sh: $*" >&2; exit 1; }
 
 url_of() {  # url_of PORT...: the solrace URL naming every given node
@@ -34,6 +37,19 @@ url_of() {  # url_of PORT...: the solrace URL naming every given node
 }
 
 answers() { redis-cli -p "$1" ping 2>/dev/null | grep -q PONG; }
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+spare_ports() {  # spare_ports N: N free ports whose bus ports are free too
+    local n="$1" found=() port
+    for _ in $(seq 1000); do
+        port=$(( 20000 + RANDOM % 10000 ))
+        case " ${found[*]} " in *" $port "*) continue ;; esac
+        listening "$port" || listening $(( port + 10000 )) || found+=("$port")
+        [ "${#found[@]}" -ge "$n" ] && { echo "${found[*]}"; return 0; }
+    done
+    die "no $n spare ports found"
+}
 
 start() {
     local dir="$1"; shift
@@ -100,6 +116,7 @@ case "$command" in
     start) [ $# -ge 2 ] || { usage >&2; exit 2; }; start "$@" ;;
     stop) [ $# -eq 1 ] || { usage >&2; exit 2; }; stop "$1" ;;
     url) [ $# -ge 1 ] || { usage >&2; exit 2; }; url_of "$@" ;;
+    spare-ports) [ $# -eq 1 ] || { usage >&2; exit 2; }; spare_ports "$1" ;;
     -h|--help) usage ;;
-    *) echo "redis-cluster.sh: unknown command: $command (start, stop, url)" >&2; exit 2 ;;
+    *) echo "redis-cluster.sh: unknown command: $command (start, stop, url, spare-ports)" >&2; exit 2 ;;
 esac
