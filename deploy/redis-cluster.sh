@@ -93,6 +93,21 @@ start() {
         redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok' \
             || die "node $port never reached cluster_state:ok"
     done
+    if [ "$replicas" -gt 0 ]; then
+        # replicas are attached after the masters agree: wait until every node that is
+        # not a master has its replication link up (a failover needs a synced replica)
+        local want=$(( ${#ports[@]} - ${#ports[@]} / (replicas + 1) )) up
+        for _ in $(seq 300); do
+            up=0
+            for port in "${ports[@]}"; do
+                redis-cli -p "$port" info replication | grep -q 'master_link_status:up' \
+                    && up=$(( up + 1 ))
+            done
+            [ "$up" -ge "$want" ] && break
+            sleep 0.1
+        done
+        [ "$up" -ge "$want" ] || die "only $up of $want replicas are in sync"
+    fi
     url_of "${ports[@]}"
 }
 

@@ -22,8 +22,14 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.asyncio.retry import Retry
+from redis.exceptions import (
+    ClusterDownError,
+    SlotNotCoveredError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 __all__ = ["CLUSTER_SCHEMES", "cluster_client", "is_cluster_url", "parse_cluster_url"]
 
@@ -66,21 +72,64 @@ def parse_cluster_url(url: str) -> tuple[str, list[tuple[str, int]]]:
     return first, nodes[1:]
 
 
-class SolraceCluster(RedisCluster):
-    """``RedisCluster`` that learns the slot map before routing a command.
+#: Failures after which the slot map may be wrong: the node is gone (a master killed
+#: and, soon, replaced by its replica) or the cluster says it is reconfiguring.
+_STALE_MAP = (RedisConnectionError, RedisTimeoutError, ClusterDownError, SlotNotCoveredError)
 
-    redis-py 8 decides how to route a command *before* it fetches the slot map: on a
-    client that has none yet (just built, or reset after a connection error or a
-    failover), a command is routed as if it had no key, and concurrent first commands
-    then fail (seen here: ``AttributeError`` on a half-made connection, MOVED).
-    Initializing first — a flag check once the map is known — routes every command by
-    its key.
+
+class SolraceCluster(RedisCluster):
+    """``RedisCluster`` that keeps its slot map fresh through failures.
+
+    Two gaps in redis-py 8's cluster client, both seen on the test cluster:
+
+    - It decides how to route a command *before* it fetches the slot map: on a client
+      that has none yet (just built, or reset after a failure), a command is routed as
+      if it had no key, and concurrent first commands fail (``AttributeError`` on a
+      half-made connection). Initializing first — a flag check once the map is known —
+      routes every command by its key.
+    - A pipeline that fails to reach a node does not mark the slot map stale when no
+      retries are allowed (the store allows none, see ``cluster_client``). After a
+      master is killed, every later pipeline — the group commit — went on to the dead
+      address forever, even once its replica had taken over. ``pipeline()`` here
+      returns a pipeline that marks the map stale on such a failure, as a single
+      command already does, so the next command asks the cluster again.
     """
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         """Run one command; see the class docstring for why ``initialize`` comes first."""
         await self.initialize()
         return await super().execute_command(*args, **kwargs)
+
+    def pipeline(
+        self, transaction: Any | None = None, shard_hint: Any | None = None
+    ) -> ClusterPipeline:
+        """A pipeline that marks the slot map stale when it cannot reach a node."""
+        if shard_hint or transaction:
+            return super().pipeline(transaction, shard_hint)
+        return _Pipeline(self)  # type: ignore[abstract]  # as redis-py builds its own
+
+    def mark_stale(self) -> None:
+        """Ask the cluster for its slot map before the next command (no I/O now)."""
+        self._initialize = True
+
+
+class _Pipeline(ClusterPipeline):
+    """A non-transactional cluster pipeline that reports node failures to its client."""
+
+    cluster_client: SolraceCluster
+
+    async def execute(
+        self, raise_on_error: bool = True, allow_redirections: bool = True
+    ) -> list[Any]:
+        await self.cluster_client.initialize()
+        try:
+            replies: list[Any] = await super().execute(raise_on_error, allow_redirections)
+        except _STALE_MAP:
+            self.cluster_client.mark_stale()
+            raise
+        if any(isinstance(reply, _STALE_MAP) for reply in replies):
+            self.cluster_client.mark_stale()
+        return replies
 
 
 #: Connections per cluster node. redis-py's cluster client raises MaxConnectionsError
