@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.redis import REDIS_URL, delete_prefix
+from tests.support.redis import BACKEND_URLS, delete_prefix
 
 BIN = Path(sys.executable).parent
 SERVER_SCRIPT = BIN / "solrace-server"
@@ -47,12 +47,13 @@ async def solrace_server(
     backend: str = "embedded", args: Sequence[str] = (), env: dict[str, str] | None = None
 ) -> AsyncIterator[ServerProcess]:
     """A running ``solrace-server --port 0 [args]`` (plus ``--redis-url`` for the
-    ``redis`` backend); stopped with SIGTERM afterwards, which must exit 0."""
+    ``redis`` and ``cluster`` backends); stopped with SIGTERM afterwards, which must
+    exit 0."""
     assert SERVER_SCRIPT.exists(), f"the console script is not installed: {SERVER_SCRIPT}"
     argv = [str(SERVER_SCRIPT), "--port", "0", *args]
     prefix = f"solrace-doc-test:{uuid.uuid4().hex}:"
-    if backend == "redis":
-        argv += ["--redis-url", REDIS_URL, "--key-prefix", prefix]
+    if backend in BACKEND_URLS:
+        argv += ["--redis-url", BACKEND_URLS[backend], "--key-prefix", prefix]
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdout=asyncio.subprocess.DEVNULL,
@@ -75,5 +76,5 @@ async def solrace_server(
             proc.kill()
             await proc.wait()
         await asyncio.wait_for(reader, 5)
-        if backend == "redis":
-            await delete_prefix(prefix)
+        if backend in BACKEND_URLS:
+            await delete_prefix(prefix, BACKEND_URLS[backend])
