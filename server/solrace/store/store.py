@@ -20,14 +20,14 @@ import importlib.util
 import re
 import secrets
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import fakeredis
 import redis.asyncio
 from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError
@@ -403,7 +403,7 @@ class Store:
         found: list[tuple[int, str, Durability]] = []
         for node in primaries:
 
-            async def config_get(name: str, node: Any = node) -> Any:
+            async def config_get(name: str, node: ClusterNode = node) -> Any:
                 return await rc.config_get(name, target_nodes=node)
 
             level = await self._check_node_durability(config_get)
@@ -415,7 +415,11 @@ class Store:
             return Durability(weakest.level, f"every master: {weakest.detail}")
         return Durability(weakest.level, f"master {name}: {weakest.detail}")
 
-    async def _check_node_durability(self, config_get: Any) -> Durability:
+    async def _check_node_durability(
+        self, config_get: Callable[[str], Awaitable[Any]]
+    ) -> Durability:
+        """One Redis' promise, asking it with ``config_get`` (a client's method, or a
+        call aimed at one cluster master)."""
         try:
             with redis_errors():
                 appendonly = _config_value(await config_get("appendonly"), "appendonly")
