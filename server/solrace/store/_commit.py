@@ -38,6 +38,9 @@ __all__ = ["GroupCommit"]
 
 Arg = bytes | str | int
 
+#: A call of the batch whose reply has not come (yet).
+_PENDING: Any = object()
+
 
 @dataclass(slots=True)
 class _Call:
@@ -152,7 +155,7 @@ class GroupCommit:
             groups = list(by_node.values())
         else:
             groups = [list(range(len(batch)))]
-        results: list[Any] = [None] * len(batch)
+        results: list[Any] = [_PENDING] * len(batch)
         outcomes = await asyncio.gather(
             *(self._execute_group(batch, group, results) for group in groups),
             return_exceptions=True,
@@ -160,7 +163,10 @@ class GroupCommit:
         for group, outcome in zip(groups, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 for i in group:
-                    results[i] = outcome
+                    # a call whose reply came before the failure keeps it (e.g. the
+                    # calls that ran when SCRIPT LOAD for the others then failed)
+                    if results[i] is _PENDING:
+                        results[i] = outcome
         return results
 
     async def _execute_group(
