@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
+from redis.exceptions import ConnectionError as RedisConnectionError
 from solrace.store import Finish, Keys, Store, StoreUnavailable, parse_cluster_url
 from solrace.store._errors import redis_errors
 from solrace.store.errors import StoreError
@@ -239,3 +241,37 @@ async def test_a_cross_slot_mistake_is_a_store_error(cstore: Store) -> None:
     # StoreError, not as redis-py's own exception.
     with pytest.raises(StoreError), redis_errors():
         await _rc(cstore).execute_command("MGET", "a{1}", "b{2}")
+
+
+async def test_a_failing_master_fails_only_its_own_calls(
+    cstore: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rooms = await rooms_on_every_master(cstore)
+    rc = _rc(cstore)
+    dead = rc.get_node_from_key(cstore.keys.room(rooms[0]).meta)
+    assert dead is not None
+
+    original = ClusterNode.execute_pipeline
+
+    async def execute_pipeline(node: ClusterNode, commands: list[Any]) -> bool:
+        if node.name == dead.name:
+            raise RedisConnectionError("connection lost (test)")
+        return await original(node, commands)
+
+    # the master of rooms[0] drops every pipeline, as a killed one does
+    monkeypatch.setattr(ClusterNode, "execute_pipeline", execute_pipeline)
+    results = await asyncio.gather(
+        *(cstore.append_move(room, "ann.1", 0, b"m", b"p") for room in rooms),
+        return_exceptions=True,
+    )
+    assert isinstance(results[0], StoreUnavailable)
+    assert [r.accepted for r in results[1:] if not isinstance(r, BaseException)] == [True, True]
+    monkeypatch.undo()
+    # the slot map was marked stale: the next batch asks the cluster again, and the
+    # retry of the failed move (same seq) is accepted; the others' retries are refused
+    # with the log length, never applied twice
+    again = await asyncio.gather(
+        *(cstore.append_move(room, "ann.1", 0, b"m", b"p") for room in rooms)
+    )
+    assert [r.accepted for r in again] == [True, False, False]
+    assert [r.log_length for r in again] == [1, 1, 1]
