@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # solrace on one machine, no containers: Redis (a private redis-server with AOF, from
-# deploy/redis.conf), N nodes, nginx in front as the WebSocket load balancer, and two
-# bots racing through it to the end of a race; then the result, checked with
+# deploy/redis.conf, or with --cluster a Redis Cluster of three such masters started
+# with deploy/redis-cluster.sh), N nodes, nginx in front as the WebSocket load
+# balancer, and two bots racing through it to the end of a race; then the result, checked with
 # `solrace verify`. Everything listens on 127.0.0.1 on spare ports, lives in a scratch
 # directory, and is stopped and removed on exit, whatever happens.
 #
-#   bash deploy/local.sh [--nodes N] [--venv DIR] [--keep-running]
+#   bash deploy/local.sh [--nodes N] [--cluster] [--venv DIR] [--keep-running]
 #
 #   --nodes N        nodes behind nginx (default 3, or $SOLRACE_LOCAL_NODES)
+#   --cluster        Redis Cluster (three masters, AOF, appendfsync always) instead of
+#                    one standalone Redis; the nodes get a redis+cluster:// URL
 #   --venv DIR       virtual environment with solrace installed (default: .venv)
 #   --keep-running   after the race, keep everything up until Ctrl-C (try it yourself:
 #                    solrace quick --server ws://127.0.0.1:LB_PORT)
@@ -20,12 +23,14 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 nodes="${SOLRACE_LOCAL_NODES:-3}"
 venv="$repo/.venv"
 keep=0
+cluster=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --nodes) nodes="$2"; shift 2 ;;
+        --cluster) cluster=1; shift ;;
         --venv) venv="$2"; shift 2 ;;
         --keep-running) keep=1; shift ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "local.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -55,10 +60,12 @@ cleanup() {
     done
     if [ "$status" -ne 0 ]; then
         say "failed (status $status); the last lines of each log:"
-        for log in "$work"/*.log "$work"/*.out "$work"/nginx/error.log; do
+        for log in "$work"/*.log "$work"/*.out "$work"/nginx/error.log "$work"/redis-cluster/*/redis.log; do
             [ -s "$log" ] && { echo "--- $log"; tail -n 15 "$log"; }
         done
     fi
+    # the cluster's servers run daemonized, with pid files in its directory
+    [ -d "$work/redis-cluster" ] && bash "$repo/deploy/redis-cluster.sh" stop "$work/redis-cluster"
     rm -rf "$work"
     exit "$status"
 }
@@ -99,14 +106,23 @@ fi
 command -v redis-server >/dev/null || { echo "local.sh: redis-server is not installed (apt-get install redis-server)" >&2; exit 1; }
 
 # ------------------------------------------------------------------ Redis
-redis_port="$(spare_port)"
-mkdir -p "$work/redis"
-redis-server "$repo/deploy/redis.conf" --port "$redis_port" --bind 127.0.0.1 \
-    --dir "$work/redis" --daemonize no --logfile "$work/redis.log" &
-pids+=($!)
-redis_url="redis://127.0.0.1:$redis_port/0"
-wait_until 10 "redis-server" redis-cli -p "$redis_port" ping >/dev/null
-say "redis   127.0.0.1:$redis_port (AOF: $(redis-cli -p "$redis_port" config get appendfsync | tail -n 1))"
+if [ "$cluster" -eq 1 ]; then
+    # three masters, each with deploy/redis.conf (AOF, appendfsync always)
+    read -r -a cluster_ports <<<"$(bash "$repo/deploy/redis-cluster.sh" spare-ports 3)"
+    redis_url="$(bash "$repo/deploy/redis-cluster.sh" start "$work/redis-cluster" \
+        "${cluster_ports[@]}" --conf "$repo/deploy/redis.conf" | tail -n 1)"
+    redis_port="${cluster_ports[0]}"
+    say "redis   cluster of 3 masters ${cluster_ports[*]} ($(redis-cli -p "$redis_port" cluster info | grep -o 'cluster_state:[a-z]*'), AOF: $(redis-cli -p "$redis_port" config get appendfsync | tail -n 1))"
+else
+    redis_port="$(spare_port)"
+    mkdir -p "$work/redis"
+    redis-server "$repo/deploy/redis.conf" --port "$redis_port" --bind 127.0.0.1 \
+        --dir "$work/redis" --daemonize no --logfile "$work/redis.log" &
+    pids+=($!)
+    redis_url="redis://127.0.0.1:$redis_port/0"
+    wait_until 10 "redis-server" redis-cli -p "$redis_port" ping >/dev/null
+    say "redis   127.0.0.1:$redis_port (AOF: $(redis-cli -p "$redis_port" config get appendfsync | tail -n 1))"
+fi
 
 # ------------------------------------------------------------------ nodes
 upstream=""

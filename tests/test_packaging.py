@@ -9,6 +9,8 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+from tests.support.redis import CLUSTER_URL
+
 ROOT = Path(__file__).parents[1]
 
 #: A stand-in for python3 that makes a "virtual environment" whose every tool succeeds
@@ -53,6 +55,9 @@ def _run_ci(tmp_path: Path, rc: int) -> subprocess.CompletedProcess[str]:
         "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}",
         "TMPDIR": str(scratch),
         "FAKE_RC": str(rc),
+        # the cluster the tests already use: the fake run must not start another on
+        # its ports (tests/deploy/test_redis_cluster_sh.py runs that script)
+        "SOLRACE_TEST_CLUSTER_URL": CLUSTER_URL,
     }
     return subprocess.run(
         ["bash", str(ROOT / ".ci" / "run")],

@@ -1,14 +1,18 @@
 """deploy/local.sh: the whole script, run as an operator runs it (Redis with AOF,
 three nodes, nginx, two bots racing through it to a verified end; bounded by
-``timeout 300``), then its help, its refusals, and that its nginx template has
-exactly the placeholders it fills in."""
+``timeout 300``), once on a standalone Redis and once on a Redis Cluster of three
+masters (``--cluster``, issue 10's "done when"), then its help, its refusals, and that
+its nginx template has exactly the placeholders it fills in."""
 
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.deploy.conftest import DEPLOY
 
@@ -37,6 +41,39 @@ def test_local_sh_runs_two_bots_through_nginx_to_a_verified_race() -> None:
     assert work is not None and not Path(work.group(1)).exists()
 
 
+def test_local_sh_cluster_races_through_nginx_on_three_redis_masters() -> None:
+    done = subprocess.run(
+        [
+            "timeout",
+            "--kill-after=30",
+            "300",
+            "bash",
+            str(SCRIPT),
+            "--cluster",
+            "--venv",
+            str(VENV),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=360,
+    )
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    cluster = re.search(
+        r"cluster of 3 masters (\d+) (\d+) (\d+) \(cluster_state:ok, AOF: always\)", out
+    )
+    assert cluster is not None, out[:2000]
+    assert out.count("(durability: aof-always)") == 3  # every master keeps the promise
+    assert "OK: the deal was committed in advance and every move is legal" in out
+    assert re.search(r"local: race over: \S+ verified", out)
+    # Nothing left behind: no Redis answers on the cluster's ports, no scratch directory.
+    for port in cluster.groups():
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", int(port)), timeout=1).close()
+    work = re.search(r"(/\S+/solrace-local\.\w+)/", out)
+    assert work is not None and not Path(work.group(1)).exists()
+
+
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=30)
 
@@ -44,9 +81,9 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_help_says_what_it_starts_and_its_options() -> None:
     done = _run("--help")
     assert done.returncode == 0
-    for words in ("--nodes N", "--venv DIR", "--keep-running", "127.0.0.1", "apt-get"):
+    for words in ("--nodes N", "--cluster", "--venv DIR", "--keep-running", "127.0.0.1"):
         assert words in done.stdout
-    assert "set -euo" not in done.stdout
+    assert "apt-get" in done.stdout and "set -euo" not in done.stdout
 
 
 def test_bad_arguments_are_refused_before_anything_starts() -> None:

@@ -1,10 +1,12 @@
-"""Fixtures: servers on real sockets, over real Redis AND the embedded engine.
+"""Fixtures: servers on real sockets, over real Redis, a real Redis Cluster AND the
+embedded engine.
 
 ``cluster`` starts as many server nodes as a test asks for, all on one backend (one
-Redis key prefix, or one embedded engine — the private valkey-server solrace-server runs
-without a Redis URL — on the test's own data directory), so a test can put racers of one
-room on different nodes or restart a node mid-race. Real Redis must be running: if it
-is not, these tests fail, they never skip.
+Redis or Redis Cluster key prefix, or one embedded engine — the private valkey-server
+solrace-server runs without a Redis URL — on the test's own data directory), so a test
+can put racers of one room on different nodes or restart a node mid-race. Real Redis
+and the test cluster (tests/support/redis.py) must be running: if they are not, these
+tests fail, they never skip.
 
 Nodes lift the rate limit (tests race fast), so clients do not pace themselves either
 (``pacing.SERVER_DEFAULT_PACE`` is None while a cluster lives) — unless a test asks for
@@ -24,7 +26,7 @@ from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace_client import pacing
 
-from tests.support.redis import REDIS_URL, delete_prefix
+from tests.support.redis import BACKEND_URLS, connect_or_fail, delete_prefix
 
 #: A room secret whose round-1 Yukon deal the test solver wins quickly (checked by
 #: the tests that use it: they fail, loudly, if it ever stops being solvable).
@@ -53,9 +55,7 @@ class Cluster:
             else:
                 store = await self._first.sibling()
         else:
-            store = await Store.connect(REDIS_URL, prefix=self.prefix)
-            if not await store.ping():
-                pytest.fail(f"real Redis is not reachable at {REDIS_URL}")
+            store = await connect_or_fail(self.backend, self.prefix)
         self.stores.append(store)
         return store
 
@@ -103,11 +103,11 @@ class Cluster:
             await server.drain()
         for store in self.stores:  # killed nodes' too; the engine stops with the last
             await store.close()
-        if self.backend == "redis":
-            await delete_prefix(self.prefix)
+        if self.backend in BACKEND_URLS:
+            await delete_prefix(self.prefix, BACKEND_URLS[self.backend])
 
 
-@pytest.fixture(params=["redis", "embedded"])
+@pytest.fixture(params=["redis", "cluster", "embedded"])
 async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Cluster]:
     c = Cluster(request.param, f"solrace-test:{uuid.uuid4().hex}:", tmp_path / "engine")
     try:

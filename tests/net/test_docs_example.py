@@ -27,7 +27,7 @@ def test_the_readme_snippet_is_the_example_file() -> None:
     assert readme_python_blocks() == [EXAMPLE.read_text()]
 
 
-@pytest.mark.parametrize("backend", ["embedded", "redis"])
+@pytest.mark.parametrize("backend", ["embedded", "redis", "cluster"])
 async def test_two_racers_example_runs_to_standings_on_a_default_server(backend: str) -> None:
     async with solrace_server(backend) as server:
         proc = await asyncio.create_subprocess_exec(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from solrace_client import RaceClient
 
-from tests.support.redis import REDIS_URL, delete_prefix
+from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix
 
 
 class ServerProcess:
@@ -127,6 +127,22 @@ async def test_configured_by_environment_with_redis() -> None:
     finally:
         server.proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(server.proc.wait(), 10) == 0
+
+
+async def test_configured_by_environment_with_a_redis_cluster() -> None:
+    prefix = f"solrace-test-env:{os.getpid()}:"
+    server = await _start(env={"SOLRACE_REDIS_URL": CLUSTER_URL, "SOLRACE_KEY_PREFIX": prefix})
+    try:
+        assert "store: redis cluster" in server.first_line, server.first_line
+        status, _ = await asyncio.to_thread(_get, server.http + "/healthz")
+        assert status == 200, f"is the test cluster up at {CLUSTER_URL}? {server.lines}"
+        client = await RaceClient.connect(server.url)
+        await client.create("yukon", "Ann")  # MOVED replies made this `internal` before
+        await client.close()
+    finally:
+        server.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(server.proc.wait(), 10) == 0
+        await delete_prefix(prefix, CLUSTER_URL)
 
 
 async def _redis_server(prefix: str) -> ServerProcess:

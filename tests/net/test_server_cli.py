@@ -33,6 +33,9 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         (["--redis-url", "http://127.0.0.1:6379"], {}, "not a Redis URL"),
         (["--redis-url", REDIS_URL.rsplit("/", 1)[0] + "/99"], {}, "DB index is out of range"),
         (["--redis-url", "redis://127.0.0.1:6379/x"], {}, "database index 'x'"),
+        (["--redis-url", "redis+cluster://127.0.0.1"], {}, "'127.0.0.1' is not host:port"),
+        (["--redis-url", "redis+cluster://h:7101/1"], {}, "a Redis Cluster has only database 0"),
+        ([], {"SOLRACE_REDIS_URL": "redis+cluster://"}, "$SOLRACE_REDIS_URL: no cluster node"),
         (["--port", "99999"], {}, "--port: port 99999 is out of range"),
         ([], {"SOLRACE_PORT": "abc"}, "$SOLRACE_PORT: not a port number: 'abc'"),
         (["--rate-per-s", "0"], {}, "--rate-per-s: must be a number > 0"),
@@ -64,6 +67,7 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
     text = " ".join(done.stdout.split())
     for flag in ("--rate-per-s", "--rate-burst", "--redis-url", "--key-prefix", "--data-dir"):
         assert flag in text
+    assert "redis+cluster://host:port[,host:port…]" in text
     for variable in (
         "SOLRACE_RATE_PER_S",
         "SOLRACE_RATE_BURST",

@@ -1,5 +1,5 @@
-"""The room core without sockets: a node on a real store (real Redis AND the embedded
-engine), driven through :func:`solrace.rooms.requests.handle` by fake peers that keep
+"""The room core without sockets: a node on a real store (real Redis, a Redis Cluster
+AND the embedded engine), driven through :func:`solrace.rooms.requests.handle` by fake peers that keep
 every frame they are sent."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from solrace.rooms.peer import Peer
 from solrace.store import Store
 
 from tests.net.conftest import SOLVABLE_SECRET
-from tests.support.redis import REDIS_URL, delete_prefix
+from tests.support.redis import BACKEND_URLS, connect_or_fail, delete_prefix
 
 
 class FakePeer(Peer):
@@ -80,9 +80,7 @@ class Backend:
             else:
                 store = await self._first.sibling()
         else:
-            store = await Store.connect(REDIS_URL, prefix=self.prefix)
-            if not await store.ping():
-                pytest.fail(f"real Redis is not reachable at {REDIS_URL}")
+            store = await connect_or_fail(self.kind, self.prefix)
         node = Node(store, room_secret=lambda: SOLVABLE_SECRET, countdown_ms=100)
         node.start()
         self.nodes.append(node)
@@ -92,11 +90,11 @@ class Backend:
         for node in self.nodes:
             await node.stop()
             await node.store.close()
-        if self.kind == "redis":
-            await delete_prefix(self.prefix)
+        if self.kind in BACKEND_URLS:
+            await delete_prefix(self.prefix, BACKEND_URLS[self.kind])
 
 
-@pytest.fixture(params=["redis", "embedded"])
+@pytest.fixture(params=["redis", "cluster", "embedded"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     b = Backend(request.param, tmp_path / "engine")
     try:

@@ -1,13 +1,17 @@
-"""Fixtures: every store test runs against real Redis AND the embedded engine.
+"""Fixtures: every store test runs against real Redis, a real Redis Cluster AND the
+embedded engine.
 
 The embedded engine is the real one ``solrace-server`` runs without a Redis URL (a
 private valkey-server, AOF on), started per test on the test's own data directory
 (about 20 ms to start and stop).
 
-Real Redis comes from ``SOLRACE_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``).
-It is shared with other people's runs, so each test gets a random key prefix and
-deletes exactly that prefix's keys afterwards (never FLUSHDB). If Redis is not there
-the real-Redis tests fail loudly: a green run must mean the Lua ran on a real server.
+Real Redis comes from ``SOLRACE_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``),
+the cluster from ``SOLRACE_TEST_CLUSTER_URL`` (default
+``redis+cluster://127.0.0.1:7101``, three masters started by ``.ci/run`` with
+``deploy/redis-cluster.sh``). Both are shared with other people's runs, so each test
+gets a random key prefix and deletes exactly that prefix's keys afterwards, on every
+master (never FLUSHDB). If Redis or the cluster is not there the tests on it fail
+loudly: a green run must mean the Lua ran on a real server.
 """
 
 from __future__ import annotations
@@ -19,13 +23,14 @@ from pathlib import Path
 import pytest
 from solrace.store import Store, StoredEvent
 
-from tests.support.redis import REDIS_URL
+from tests.support.redis import BACKEND_URLS, connect_or_fail
 from tests.support.redis import delete_prefix as _delete_prefix
 
 
-@pytest.fixture(params=["redis", "embedded"])
+@pytest.fixture(params=["redis", "cluster", "embedded"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    """A fresh store: on real Redis under a random prefix, or on an embedded engine."""
+    """A fresh store: on real Redis or Redis Cluster under a random prefix, or on an
+    embedded engine."""
     if request.param == "embedded":
         s = await Store.start_embedded(tmp_path / "engine", prefix="test:")
         try:
@@ -34,15 +39,12 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
             await s.close()
         return
     prefix = f"solrace-test:{uuid.uuid4().hex}:"
-    s = await Store.connect(REDIS_URL, prefix=prefix)
-    if not await s.ping():
-        await s.close()
-        pytest.fail(f"real Redis is not reachable at {REDIS_URL} (set SOLRACE_TEST_REDIS_URL)")
+    s = await connect_or_fail(request.param, prefix)
     try:
         yield s
     finally:
         await s.close()
-        await _delete_prefix(prefix)
+        await _delete_prefix(prefix, BACKEND_URLS[request.param])
 
 
 @pytest.fixture

@@ -7,7 +7,9 @@ import uuid
 import pytest
 from solrace.store import Finish, Store, token_digest
 
-from .conftest import REDIS_URL, _delete_prefix, pairs, triples
+from tests.support.redis import REDIS_URL
+
+from .conftest import _delete_prefix, pairs, triples
 
 
 @pytest.mark.parametrize("protocol", [2, 3])

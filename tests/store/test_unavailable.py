@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from solrace.store import Store, StoreUnavailable, token_digest
 
-from .conftest import REDIS_URL
+from tests.support.redis import REDIS_URL
 
 DEAD_URL = "redis://127.0.0.1:1/0"
 

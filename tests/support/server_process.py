@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.redis import REDIS_URL, delete_prefix
+from tests.support.redis import BACKEND_URLS, delete_prefix
 
 BIN = Path(sys.executable).parent
 SERVER_SCRIPT = BIN / "solrace-server"
@@ -57,15 +57,15 @@ async def solrace_server(
     data_dir: Path | None = None,
 ) -> AsyncIterator[ServerProcess]:
     """A running ``solrace-server --port 0 [args]`` (plus ``--redis-url`` for the
-    ``redis`` backend, ``--data-dir`` for the embedded one); stopped with SIGTERM
+    ``redis`` and ``cluster`` backends, ``--data-dir`` for the embedded one); stopped with SIGTERM
     afterwards, which must exit 0 — unless the test stopped it itself and cleared
     ``expect_clean_exit``."""
     assert SERVER_SCRIPT.exists(), f"the console script is not installed: {SERVER_SCRIPT}"
     argv = [str(SERVER_SCRIPT), "--port", "0", *args]
     prefix = f"solrace-doc-test:{uuid.uuid4().hex}:"
     scratch: str | None = None
-    if backend == "redis":
-        argv += ["--redis-url", REDIS_URL, "--key-prefix", prefix]
+    if backend in BACKEND_URLS:
+        argv += ["--redis-url", BACKEND_URLS[backend], "--key-prefix", prefix]
     elif "--data-dir" not in args and "--redis-url" not in args:
         if data_dir is None:
             scratch = tempfile.mkdtemp(prefix="solrace-test-data-")
@@ -95,7 +95,7 @@ async def solrace_server(
             proc.kill()
             await proc.wait()
         await asyncio.wait_for(reader, 5)
-        if backend == "redis":
-            await delete_prefix(prefix)
+        if backend in BACKEND_URLS:
+            await delete_prefix(prefix, BACKEND_URLS[backend])
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)

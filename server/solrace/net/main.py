@@ -33,7 +33,7 @@ from solrace import __version__
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 from solrace.rooms import certify
 from solrace.rooms.node import Node
-from solrace.store import Store, StoreError, StoreUnavailable
+from solrace.store import CLUSTER_SCHEMES, Store, StoreError, StoreUnavailable, parse_cluster_url
 from solrace.store.embedded import DataDirUnusable, EngineError, default_data_dir
 from solrace.store.store import Durability
 
@@ -44,7 +44,7 @@ log = logging.getLogger("solrace.server")
 
 DEFAULT_PORT = 8765
 EXIT_OK, EXIT_CANNOT_START, EXIT_USAGE = 0, 1, 2
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+REDIS_SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 
@@ -85,8 +85,12 @@ def _redis_url(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in REDIS_SCHEMES or "://" not in text:
         raise ValueError(
-            f"not a Redis URL: {text!r} (redis://host:port/db, rediss://…, unix:///path)"
+            f"not a Redis URL: {text!r} (redis://host:port/db, rediss://…, unix:///path, "
+            "redis+cluster://host:port[,host:port…])"
         )
+    if parts.scheme in CLUSTER_SCHEMES:
+        parse_cluster_url(text)  # raises ValueError saying what is wrong
+        return text
     db = parts.path.strip("/")
     if parts.scheme != "unix" and db and not db.isdigit():
         raise ValueError(f"database index {db!r} is not a number (redis://host:port/0)")
@@ -131,7 +135,9 @@ SETTINGS = (
         "SOLRACE_REDIS_URL",
         None,
         _redis_url,
-        "redis://host:port/db; omit to run on the embedded engine under --data-dir",
+        "redis://host:port/db, or a Redis Cluster as redis+cluster://host:port[,host:port…] "
+        "(rediss:// and rediss+cluster:// for TLS); omit to run on the embedded engine "
+        "under --data-dir",
     ),
     Setting(
         "--data-dir",
@@ -266,7 +272,8 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
         if engine.stale_pid is not None:
             log.warning("stopped the engine a killed run left behind (pid %d)", engine.stale_pid)
     else:
-        log.info("store: redis", extra={"url": _redact(args.redis_url)})
+        backend = "redis cluster" if store.cluster else "redis"
+        log.info("store: %s", backend, extra={"url": _redact(args.redis_url)})
         if args.data_dir is not None:
             log.warning("--data-dir is ignored: the store is the Redis at --redis-url")
     report_durability(await store.durability())

@@ -5,6 +5,7 @@ numbered events, one move log per racer, finishing-place counters and token dige
 all under the room's cluster hash tag. Payloads are opaque bytes encoded by the caller.
 
 >>> store = await Store.connect("redis://127.0.0.1:6379/0")
+>>> store = await Store.connect("redis+cluster://10.0.0.1:6379,10.0.0.2:6379")  # a cluster
 >>> store = await Store.start_embedded("/var/lib/solrace")  # a private valkey-server, durable
 """
 
@@ -12,11 +13,13 @@ from __future__ import annotations
 
 import hashlib
 
+from ._cluster import CLUSTER_SCHEMES, parse_cluster_url
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys, RoomKeys
 from .store import Finish, MoveAppend, Store, StoredEvent
 
 __all__ = [
+    "CLUSTER_SCHEMES",
     "CodeTaken",
     "Finish",
     "Keys",
@@ -27,6 +30,7 @@ __all__ = [
     "StoreUnavailable",
     "StoredEvent",
     "VersionConflict",
+    "parse_cluster_url",
     "token_digest",
 ]
 

@@ -12,6 +12,11 @@ Atomicity is per call, not per batch: each EVALSHA is an atomic script, and a
 non-transactional pipeline is just the calls written back to back on one connection,
 executed by Redis in submission order. A batch therefore never needs to be all-or-
 nothing, and one failing call (e.g. WRONGTYPE) does not fail its neighbours.
+
+On Redis Cluster a batch becomes one pipeline per master, sent concurrently (see
+``_execute``): calls on one master keep their submission order (two moves of one
+racer share a room, so a slot, so a master), and a failing master fails only the calls
+it owns.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from ._errors import translate
@@ -31,6 +37,9 @@ from .errors import StoreUnavailable
 __all__ = ["GroupCommit"]
 
 Arg = bytes | str | int
+
+#: A call of the batch whose reply has not come (yet).
+_PENDING: Any = object()
 
 
 @dataclass(slots=True)
@@ -49,7 +58,7 @@ def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
 class GroupCommit:
     """Queue script calls and flush them together; see the module docstring."""
 
-    def __init__(self, client: Redis, max_batch: int = 1024) -> None:
+    def __init__(self, client: Redis | RedisCluster, max_batch: int = 1024) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
         self._client = client
@@ -128,18 +137,59 @@ class GroupCommit:
                 call.future.set_result(reply)
 
     async def _execute(self, batch: list[_Call]) -> list[Any]:
+        """Each call's reply (or exception), in batch order.
+
+        On one Redis the whole batch is one pipeline. On a cluster it is one pipeline
+        per master (grouped by the master that owns each call's slot), sent
+        concurrently: a script may only run on the master of its keys, and a master
+        that fails (connection lost, failover under way) then fails only its own
+        calls — the others' outcomes are known and are reported as they are.
+        """
+        groups: list[list[int]]
+        if isinstance(self._client, RedisCluster):
+            await self._client.initialize()  # the slot map; a no-op once known
+            by_node: dict[str, list[int]] = {}
+            for i, call in enumerate(batch):
+                node = self._client.get_node_from_key(call.keys[0])
+                by_node.setdefault(node.name if node is not None else "", []).append(i)
+            groups = list(by_node.values())
+        else:
+            groups = [list(range(len(batch)))]
+        results: list[Any] = [_PENDING] * len(batch)
+        outcomes = await asyncio.gather(
+            *(self._execute_group(batch, group, results) for group in groups),
+            return_exceptions=True,
+        )
+        for group, outcome in zip(groups, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                for i in group:
+                    # a call whose reply came before the failure keeps it (e.g. the
+                    # calls that ran when SCRIPT LOAD for the others then failed)
+                    if results[i] is _PENDING:
+                        results[i] = outcome
+        return results
+
+    async def _execute_group(
+        self, batch: list[_Call], group: list[int], results: list[Any]
+    ) -> None:
         """One pipeline of EVALSHAs; on NOSCRIPT load the scripts and resend only those.
 
         A NOSCRIPT reply means that call did not run, so resending it cannot apply
-        anything twice. Calls that did run are never resent.
+        anything twice. Calls that did run are never resent. ``SCRIPT LOAD`` goes to
+        every master of a cluster (redis-py routes it so): a master promoted by a
+        failover starts without scripts. EVALSHA is queued with ``execute_command``
+        because redis-py's cluster pipeline refuses its ``evalsha`` method; the cluster
+        pipeline still routes the command by its keys and follows MOVED/ASK (which mean
+        the command did not run) one command at a time, in order.
         """
-        results: list[Any] = [None] * len(batch)
-        todo = list(range(len(batch)))
+        todo = group
         for attempt in (1, 2):
             pipe = self._client.pipeline(transaction=False)
             for i in todo:
                 call = batch[i]
-                pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
+                pipe.execute_command(
+                    "EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args
+                )
             replies = await pipe.execute(raise_on_error=False)
             missing: list[int] = []
             for i, reply in zip(todo, replies, strict=True):
@@ -152,4 +202,3 @@ class GroupCommit:
             for script in {batch[i].script for i in missing}:
                 await self._client.script_load(script.source)
             todo = missing
-        return results

@@ -6,8 +6,16 @@ import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    ClusterError,
+    RedisClusterException,
+    RedisError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .errors import StoreError, StoreUnavailable
@@ -15,7 +23,22 @@ from .errors import StoreError, StoreUnavailable
 __all__ = ["redis_errors", "translate"]
 
 # OSError covers socket errors redis-py did not wrap and asyncio/builtin TimeoutError.
-_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+_UNAVAILABLE: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
+
+# Redis Cluster replies and client errors that mean "the cluster is moving under us"
+# (a failover, a resharding, a node the client cannot reach): CLUSTERDOWN/MASTERDOWN,
+# TRYAGAIN, MOVED/ASK left over after redis-py's own redirects ("TTL exhausted" is a
+# ClusterError), an uncovered slot, or no startup node answering. Each means the command
+# did not run, but a caller cannot always tell which command of a batch got it, so they
+# are reported like an outage: StoreUnavailable, outcome unknown, re-read and retry
+# (every write is idempotent by sequence number or expected version).
+_CLUSTER_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    ClusterDownError,
+    ClusterError,
+    TryAgainError,
+    AskError,  # MovedError is an AskError
+    SlotNotCoveredError,
+)
 
 
 def translate(exc: BaseException) -> StoreError:
@@ -23,11 +46,13 @@ def translate(exc: BaseException) -> StoreError:
     err: StoreError
     if isinstance(exc, StoreUnavailable):
         err = StoreUnavailable(*exc.args)
-    elif isinstance(exc, _UNAVAILABLE):
+    elif isinstance(exc, _UNAVAILABLE + _CLUSTER_UNAVAILABLE):
         err = StoreUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}")
+    elif isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc):
+        err = StoreUnavailable(f"redis cluster unavailable: {exc}")
     elif isinstance(exc, asyncio.CancelledError):
         err = StoreUnavailable("store flush was cancelled (store closing?)")
-    elif isinstance(exc, RedisError):
+    elif isinstance(exc, (RedisError, RedisClusterException)):
         err = StoreError(f"redis error: {type(exc).__name__}: {exc}")
     else:
         err = StoreError(f"unexpected store failure: {type(exc).__name__}: {exc}")
@@ -56,12 +81,16 @@ def _still_cancelled() -> None:
 @contextmanager
 def redis_errors() -> Iterator[None]:
     """Let store errors through; turn redis (and socket) errors into store errors; a
-    cancelled caller gets CancelledError whatever redis-py did with it."""
+    cancelled caller gets CancelledError whatever redis-py did with it.
+
+    ``RedisClusterException`` is not a ``RedisError`` in redis-py (it is what the
+    cluster client raises when no node answers, or for a cross-slot command), so it is
+    caught by name."""
     try:
         yield
     except StoreError:
         raise
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:
         _still_cancelled()
         raise translate(exc) from exc
     _still_cancelled()

@@ -17,7 +17,14 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
-__all__ = ["APPEND_EVENT", "APPEND_MOVE", "JOIN_ROOM_NODES", "SET_TOKEN", "LuaScript"]
+__all__ = [
+    "APPEND_EVENT",
+    "APPEND_MOVE",
+    "EXPIRE_ROOM",
+    "JOIN_ROOM_NODES",
+    "SET_TOKEN",
+    "LuaScript",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,4 +48,5 @@ def _load(name: str) -> LuaScript:
 APPEND_EVENT = _load("append_event")
 APPEND_MOVE = _load("append_move")
 SET_TOKEN = _load("set_token")
+EXPIRE_ROOM = _load("expire_room")
 JOIN_ROOM_NODES = _load("join_room_nodes")

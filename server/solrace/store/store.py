@@ -21,19 +21,21 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import redis.asyncio
 from redis.asyncio import Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError
 
+from ._cluster import cluster_client, is_cluster_url
 from ._commit import GroupCommit
 from ._errors import redis_errors
-from ._lua import APPEND_EVENT, APPEND_MOVE, JOIN_ROOM_NODES, SET_TOKEN, LuaScript
+from ._lua import APPEND_EVENT, APPEND_MOVE, EXPIRE_ROOM, JOIN_ROOM_NODES, SET_TOKEN, LuaScript
 from .embedded import EmbeddedEngine
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys
@@ -106,6 +108,15 @@ class Finish:
 
 
 DurabilityLevel = Literal["aof-always", "aof-everysec", "aof-no", "none", "unknown"]
+
+#: Weakest first: on a cluster the deployment keeps what its weakest master keeps.
+_STRENGTH: dict[str, int] = {
+    "unknown": 0,
+    "none": 1,
+    "aof-no": 2,
+    "aof-everysec": 3,
+    "aof-always": 4,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +227,8 @@ class Store:
 
     def __init__(
         self,
-        client: Redis,
-        blocking_client: Redis,
+        client: Redis | RedisCluster,
+        blocking_client: Redis | RedisCluster,
         *,
         prefix: str = "solrace:",
         embedded: bool = False,
@@ -225,12 +236,15 @@ class Store:
         url: str | None = None,
         fake_server: Any = None,
         max_batch: int = 1024,
+        tail_poll_ms: int = 10,
     ) -> None:
         """Wrap two redis.asyncio clients; prefer :meth:`connect`.
 
         ``client`` carries every command; ``blocking_client`` only blocking XREADs, on
         its own connections, so a node's fan-out loop never sits on a connection the
-        command path needs.
+        command path needs. On Redis Cluster both are ``RedisCluster`` clients (they
+        may be the same one: ``tail`` polls there instead of blocking, every
+        ``tail_poll_ms``; see :meth:`tail`).
         """
         self._redis = client
         self._blocking = blocking_client
@@ -244,15 +258,23 @@ class Store:
         #: The private engine this store runs on (:meth:`start_embedded`), released by close().
         self.engine: EmbeddedEngine | None = None
         self._commit = GroupCommit(client, max_batch=max_batch)
+        self._tail_poll_s = tail_poll_ms / 1000
         self._closed = False
         self._durability: tuple[float, Durability] | None = None
 
     def __repr__(self) -> str:
         if self._fake_server is not None:
             backend = "fake (not durable)"
+        elif self.cluster:
+            backend = "redis cluster"
         else:
             backend = "embedded" if self.embedded else "redis"
         return f"<Store {backend} prefix={self.keys.prefix!r}>"
+
+    @property
+    def cluster(self) -> bool:
+        """True when the store runs on Redis Cluster (a ``redis+cluster://`` URL)."""
+        return isinstance(self._redis, RedisCluster)
 
     # -- construction --------------------------------------------------------------
 
@@ -264,9 +286,22 @@ class Store:
         :meth:`ping` to check reachability. ``timeout`` bounds connecting and every
         non-blocking command, so a dead or hung Redis surfaces as StoreUnavailable
         instead of a hang. Options in the URL's query string override it.
+
+        ``redis+cluster://host:port[,host:port…]`` (or ``rediss+cluster://``) is a Redis
+        Cluster (:mod:`solrace.store._cluster`): one ``RedisCluster`` client, with the
+        same no-retry policy, serves commands and ``tail``. A malformed URL raises
+        ValueError, as redis-py does for a bad ``redis://`` URL.
         """
         if not url:  # None once meant fakeredis; a silent fallback would hide a missing URL
             raise ValueError("Store.connect needs a Redis URL (else Store.start_embedded)")
+        if is_cluster_url(url):
+            rc = cluster_client(
+                url,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=_no_retry(),
+            )
+            return cls(rc, rc, prefix=prefix, timeout=timeout, url=url)
         client = redis.asyncio.from_url(
             url,
             decode_responses=False,
@@ -364,7 +399,8 @@ class Store:
         finally:
             try:
                 await self._redis.aclose()
-                await self._blocking.aclose()
+                if self._blocking is not self._redis:
+                    await self._blocking.aclose()
             finally:
                 if self.engine is not None:
                     await self.engine.release()
@@ -398,10 +434,45 @@ class Store:
     async def _check_durability(self) -> Durability:
         if self._fake_server is not None:
             return Durability("none", "fakeredis test double: state lives only in memory")
+        if isinstance(self._redis, RedisCluster):
+            return await self._check_cluster_durability(self._redis)
+        return await self._check_node_durability(self._redis.config_get)
+
+    async def _check_cluster_durability(self, rc: RedisCluster) -> Durability:
+        """The weakest promise of the cluster's masters: a room lives on one master, so
+        the deployment keeps only the promise every master keeps."""
         try:
             with redis_errors():
-                appendonly = _config_value(await self._redis.config_get("appendonly"), "appendonly")
-                fsync = _config_value(await self._redis.config_get("appendfsync"), "appendfsync")
+                await rc.initialize()
+                primaries = sorted(rc.get_primaries(), key=lambda n: n.name)
+        except StoreUnavailable:
+            return Durability("unknown", "cannot check: the cluster does not answer")
+        except StoreError as exc:
+            return Durability("unknown", f"cannot check: {exc}")
+        found: list[tuple[int, str, Durability]] = []
+        for node in primaries:
+
+            async def config_get(name: str, node: ClusterNode = node) -> Any:
+                return await rc.config_get(name, target_nodes=node)
+
+            level = await self._check_node_durability(config_get)
+            found.append((_STRENGTH[level.level], node.name, level))
+        if not found:
+            return Durability("unknown", "cannot check: the cluster has no master")
+        _, name, weakest = min(found)
+        if all(d.level == weakest.level for _, _, d in found):
+            return Durability(weakest.level, f"every master: {weakest.detail}")
+        return Durability(weakest.level, f"master {name}: {weakest.detail}")
+
+    async def _check_node_durability(
+        self, config_get: Callable[[str], Awaitable[Any]]
+    ) -> Durability:
+        """One Redis' promise, asking it with ``config_get`` (a client's method, or a
+        call aimed at one cluster master)."""
+        try:
+            with redis_errors():
+                appendonly = _config_value(await config_get("appendonly"), "appendonly")
+                fsync = _config_value(await config_get("appendfsync"), "appendfsync")
         except StoreUnavailable:
             return Durability("unknown", "cannot check: Redis does not answer")
         except StoreError as exc:
@@ -493,8 +564,9 @@ class Store:
         (unless ``unlist`` is False: a new room gets a lifetime cap while listed).
 
         Race-free without one script spanning keys it cannot name in advance:
-        step 1 is a MULTI that sets the TTL on the fixed keys (meta first: it is the
-        TTL anchor) and reads the key set in the same atomic step. Any log or counter
+        step 1 is a script (``expire_room.lua``) that sets the TTL on the fixed keys
+        (meta first: it is the TTL anchor) and reads the key set in the same atomic
+        step. Any log or counter
         created before step 1 is in that set (scripts add keys in the same atomic
         step that creates them); any created after it sees the anchor's TTL and
         inherits it inside its script. Step 2 expires the set's members, the join
@@ -505,13 +577,10 @@ class Store:
         if ttl_ms <= 0:
             raise ValueError("ttl_s must be positive")
         rk = self.keys.room(room_id)
+        members, code = await self._eval(EXPIRE_ROOM, rk.fixed(), (ttl_ms,))
         with redis_errors():
-            tx = self._redis.pipeline(transaction=True)
-            for key in rk.fixed():
-                tx.pexpire(key, ttl_ms)
-            tx.smembers(rk.keyset)
-            tx.get(rk.code)
-            *_, members, code = await tx.execute()
+            # Three slots on a cluster (the room's, the code's, the listing's): the
+            # cluster pipeline sends each master its part.
             pipe = self._redis.pipeline(transaction=False)
             for member in sorted(members):
                 pipe.pexpire(member, ttl_ms)
@@ -572,6 +641,13 @@ class Store:
         the wait if nothing came. ``block_ms=0`` does not wait (unlike Redis' BLOCK 0,
         which waits forever: a store call must not be able to hang). Runs on the
         dedicated blocking connection. How a node fans out events other nodes append.
+
+        On Redis Cluster one XREAD may only name streams of one slot, and a blocking
+        read per room would hold one connection per room. So there the rooms are
+        grouped by slot, each poll is one pipeline of non-blocking XREADs per master
+        (sent concurrently), and polls repeat every ``tail_poll_ms`` until some
+        event comes or ``block_ms`` has passed: a cross-node event reaches the node
+        within about ``tail_poll_ms`` (docs/store.md, "Redis Cluster").
         """
         _check_nonneg("block_ms", block_ms)
         if not positions:
@@ -584,6 +660,13 @@ class Store:
             key = self.keys.room(room_id).events
             streams[key] = f"0-{after}"
             room_of[key.encode()] = room_id
+        if isinstance(self._redis, RedisCluster):
+            pairs = await self._poll_cluster(self._redis, streams, block_ms, count)
+            return [
+                (room_of[_as_bytes(key) or b""], _entry_of(eid, fields))
+                for key, entries in pairs
+                for eid, fields in entries
+            ]
         with redis_errors():
             async with asyncio.timeout(block_ms / 1000 + self._timeout):
                 reply = await self._blocking.xread(
@@ -646,6 +729,42 @@ class Store:
                 if room is not None:
                     rooms.append(_as_text(room))
         return after, rooms
+
+    async def _poll_cluster(
+        self, rc: RedisCluster, streams: dict[Any, Any], block_ms: int, count: int | None
+    ) -> list[tuple[Any, list[Any]]]:
+        """``tail`` on a cluster: poll the streams, one XREAD per slot, until one has
+        entries or ``block_ms`` is over (see :meth:`tail`)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + block_ms / 1000
+        with redis_errors():
+            await rc.initialize()
+            by_slot: dict[int, list[Any]] = {}
+            for key in streams:
+                by_slot.setdefault(rc.keyslot(key), []).append(key)
+            while True:
+                pipe = rc.pipeline(transaction=False)
+                for keys in by_slot.values():
+                    # Naming the node saves redis-py a COMMAND GETKEYS round trip per
+                    # XREAD (its keys are "movable"); MOVED is still followed.
+                    node = rc.get_node_from_key(keys[0])
+                    head = ("COUNT", count) if count is not None else ()
+                    pipe.execute_command(
+                        "XREAD",
+                        *head,
+                        "STREAMS",
+                        *keys,
+                        *(streams[k] for k in keys),
+                        target_nodes=node,
+                    )
+                async with asyncio.timeout(self._timeout):
+                    replies = await pipe.execute(raise_on_error=True)
+                pairs = [pair for reply in replies for pair in _xread_streams(reply)]
+                pairs = [(key, entries) for key, entries in pairs if entries]
+                remaining = deadline - loop.time()
+                if pairs or remaining <= 0:
+                    return pairs
+                await asyncio.sleep(min(self._tail_poll_s, remaining))
 
     # -- moves ---------------------------------------------------------------------
 

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# A local Redis Cluster of N masters (no replicas unless --replicas R), for tests and
+# for trying solrace on a cluster: one redis-server per port, all on 127.0.0.1, each
+# with its own directory under DIR (nodes.conf, AOF, log, pid), joined with
+# `redis-cli --cluster create`, and waited for until CLUSTER INFO says cluster_state:ok.
+#
+#   bash deploy/redis-cluster.sh start DIR PORT... [--replicas R] [--conf FILE]
+#   bash deploy/redis-cluster.sh stop DIR
+#   bash deploy/redis-cluster.sh url PORT...
+#   bash deploy/redis-cluster.sh spare-ports N
+#
+#   start    start one redis-server per PORT (at least 3 masters, plus R replicas per
+#            master when --replicas R: then give 3 * (R + 1) ports), create the cluster,
+#            wait for cluster_state:ok, print its solrace URL on the last line
+#            (redis+cluster://127.0.0.1:PORT,...)
+#   stop     SHUTDOWN NOSAVE every server started in DIR, then remove DIR
+#   url      print the solrace URL for these ports
+#   spare-ports  print N ports (20000-29999) where nothing listens, nor on PORT+10000
+#            (each node also listens on its cluster bus port, PORT+10000)
+#   --conf FILE   a redis.conf to load first (e.g. deploy/redis.conf for AOF, always)
+#
+# Example (what .ci/run does):
+#   bash deploy/redis-cluster.sh start /tmp/solrace-cluster 7101 7102 7103
+#   SOLRACE_TEST_CLUSTER_URL=redis+cluster://127.0.0.1:7101 .venv/bin/python -m pytest tests/store
+#   bash deploy/redis-cluster.sh stop /tmp/solrace-cluster
+#
+# Needs redis-server and redis-cli (Redis >= 7). Exit status: 0 done, 1 failed, 2 usage.
+set -euo pipefail
+
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+die() { echo "redis-cluster.sh: $*" >&2; exit 1; }
+
+url_of() {  # url_of PORT...: the solrace URL naming every given node
+    local out="" port
+    for port in "$@"; do out+="${out:+,}127.0.0.1:$port"; done
+    echo "redis+cluster://$out"
+}
+
+answers() { redis-cli -p "$1" ping 2>/dev/null | grep -q PONG; }
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+spare_ports() {  # spare_ports N: N free ports whose bus ports are free too
+    local n="$1" found=() port
+    for _ in $(seq 1000); do
+        port=$(( 20000 + RANDOM % 10000 ))
+        case " ${found[*]} " in *" $port "*) continue ;; esac
+        listening "$port" || listening $(( port + 10000 )) || found+=("$port")
+        [ "${#found[@]}" -ge "$n" ] && { echo "${found[*]}"; return 0; }
+    done
+    die "no $n spare ports found"
+}
+
+start() {
+    local dir="$1"; shift
+    local replicas=0 conf="" ports=() port
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --replicas) replicas="$2"; shift 2 ;;
+            --conf) conf="$2"; shift 2 ;;
+            *[!0-9]*|'') echo "redis-cluster.sh: not a port: $1" >&2; exit 2 ;;
+            *) ports+=("$1"); shift ;;
+        esac
+    done
+    [ "${#ports[@]}" -ge $(( 3 * (replicas + 1) )) ] \
+        || { echo "redis-cluster.sh: need at least $(( 3 * (replicas + 1) )) ports" >&2; exit 2; }
+    command -v redis-server >/dev/null || die "redis-server is not installed"
+    for port in "${ports[@]}"; do
+        ! answers "$port" || die "something already answers on 127.0.0.1:$port"
+    done
+    mkdir -p "$dir"
+    for port in "${ports[@]}"; do
+        mkdir -p "$dir/$port"
+        # shellcheck disable=SC2086  # $conf is empty or one file name
+        redis-server ${conf:+"$conf"} --port "$port" --bind 127.0.0.1 --dir "$dir/$port" \
+            --cluster-enabled yes --cluster-config-file nodes.conf \
+            --cluster-node-timeout 2000 --save "" \
+            --daemonize yes --pidfile "$dir/$port/redis.pid" --logfile "$dir/$port/redis.log"
+    done
+    for port in "${ports[@]}"; do
+        for _ in $(seq 100); do answers "$port" && break; sleep 0.05; done
+        answers "$port" || die "redis-server on port $port did not start (see $dir/$port/redis.log)"
+    done
+    local addrs=()
+    for port in "${ports[@]}"; do addrs+=("127.0.0.1:$port"); done
+    redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes \
+        >"$dir/create.log" 2>&1 || { cat "$dir/create.log" >&2; die "cluster create failed"; }
+    for port in "${ports[@]}"; do
+        for _ in $(seq 200); do
+            redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok' && break
+            sleep 0.05
+        done
+        redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok' \
+            || die "node $port never reached cluster_state:ok"
+    done
+    if [ "$replicas" -gt 0 ]; then
+        # replicas are attached after the masters agree: wait until every node that is
+        # not a master has its replication link up (a failover needs a synced replica)
+        local want=$(( ${#ports[@]} - ${#ports[@]} / (replicas + 1) )) up
+        for _ in $(seq 300); do
+            up=0
+            for port in "${ports[@]}"; do
+                redis-cli -p "$port" info replication | grep -q 'master_link_status:up' \
+                    && up=$(( up + 1 ))
+            done
+            [ "$up" -ge "$want" ] && break
+            sleep 0.1
+        done
+        [ "$up" -ge "$want" ] || die "only $up of $want replicas are in sync"
+    fi
+    url_of "${ports[@]}"
+}
+
+stop() {
+    local dir="$1" pidfile pid
+    [ -d "$dir" ] || return 0
+    for pidfile in "$dir"/*/redis.pid; do
+        [ -f "$pidfile" ] || continue
+        pid="$(cat "$pidfile")"
+        port="$(basename "$(dirname "$pidfile")")"
+        redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    rm -rf "$dir"
+}
+
+[ $# -ge 1 ] || { usage; exit 2; }
+command="$1"; shift
+case "$command" in
+    start) [ $# -ge 2 ] || { usage >&2; exit 2; }; start "$@" ;;
+    stop) [ $# -eq 1 ] || { usage >&2; exit 2; }; stop "$1" ;;
+    url) [ $# -ge 1 ] || { usage >&2; exit 2; }; url_of "$@" ;;
+    spare-ports) [ $# -eq 1 ] || { usage >&2; exit 2; }; spare_ports "$1" ;;
+    -h|--help) usage ;;
+    *) echo "redis-cluster.sh: unknown command: $command (start, stop, url, spare-ports)" >&2; exit 2 ;;
+esac

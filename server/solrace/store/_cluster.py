@@ -1,0 +1,165 @@
+"""Redis Cluster: the ``redis+cluster://`` URL and the client built from it.
+
+A cluster is named by the nodes a client may start from, all in one URL, so that one
+setting (``--redis-url`` / ``SOLRACE_REDIS_URL``) still says everything::
+
+    redis+cluster://[user:password@]host:port[,host:port…][/0][?option=value…]
+    rediss+cluster://…                                   (TLS, like rediss://)
+
+Any one reachable node is enough (the client asks it for the slot map, ``CLUSTER
+SLOTS``); listing more only helps when some are down at start. Query options are the
+ones redis-py accepts in a ``redis://`` URL (``socket_timeout``, ``protocol``, …).
+A cluster has only database 0.
+
+Why a scheme and not a flag: a URL is what every deployment file already passes around
+(env files, ConfigMaps, compose), and a cluster URL must not be mistaken for a
+standalone one — a standalone client pointed at a cluster node answers MOVED to most
+commands, which is exactly the failure this replaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.exceptions import (
+    ClusterDownError,
+    SlotNotCoveredError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+__all__ = ["CLUSTER_SCHEMES", "cluster_client", "is_cluster_url", "parse_cluster_url"]
+
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
+
+
+def is_cluster_url(url: str) -> bool:
+    """True for ``redis+cluster://…`` and ``rediss+cluster://…``."""
+    return urlsplit(url).scheme in CLUSTER_SCHEMES
+
+
+def _host_port(text: str, url: str) -> tuple[str, int]:
+    """``host:port`` or ``[v6]:port`` → (host, port); the port is required."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"cluster node {text!r} is not host:port in {url!r}")
+    return host.removeprefix("[").removesuffix("]"), int(port)
+
+
+def parse_cluster_url(url: str) -> tuple[str, list[tuple[str, int]]]:
+    """Split a cluster URL into a one-node ``redis://`` (or ``rediss://``) URL carrying
+    the credentials, database and options, and the other startup nodes.
+
+    Raises ValueError for anything that is not a usable cluster URL (no node, a node
+    without a port, a database other than 0)."""
+    parts = urlsplit(url)
+    if parts.scheme not in CLUSTER_SCHEMES or "://" not in url:
+        raise ValueError(f"not a Redis Cluster URL: {url!r} (redis+cluster://host:port,…)")
+    credentials, at, hosts = parts.netloc.rpartition("@")
+    nodes = [_host_port(h.strip(), url) for h in hosts.split(",") if h.strip()]
+    if not nodes:
+        raise ValueError(f"no cluster node in {url!r} (redis+cluster://host:port,…)")
+    db = parts.path.strip("/")
+    if db not in ("", "0"):
+        raise ValueError(f"a Redis Cluster has only database 0, not {db!r} ({url!r})")
+    scheme = parts.scheme.removesuffix("+cluster")
+    host, port = nodes[0]
+    netloc = f"{credentials}{at}{f'[{host}]' if ':' in host else host}:{port}"
+    first = urlunsplit((scheme, netloc, "/0", parts.query, ""))
+    return first, nodes[1:]
+
+
+#: Failures after which the slot map may be wrong: the node is gone (a master killed
+#: and, soon, replaced by its replica) or the cluster says it is reconfiguring.
+_STALE_MAP = (RedisConnectionError, RedisTimeoutError, ClusterDownError, SlotNotCoveredError)
+
+
+class SolraceCluster(RedisCluster):
+    """``RedisCluster`` that keeps its slot map fresh through failures.
+
+    Two gaps in redis-py 8's cluster client, both seen on the test cluster:
+
+    - It decides how to route a command *before* it fetches the slot map: on a client
+      that has none yet (just built, or reset after a failure), a command is routed as
+      if it had no key, and concurrent first commands fail (``AttributeError`` on a
+      half-made connection). Initializing first — a flag check once the map is known —
+      routes every command by its key.
+    - A pipeline that fails to reach a node does not mark the slot map stale when no
+      retries are allowed (the store allows none, see ``cluster_client``). After a
+      master is killed, every later pipeline — the group commit — went on to the dead
+      address forever, even once its replica had taken over. ``pipeline()`` here
+      returns a pipeline that marks the map stale on such a failure, as a single
+      command already does, so the next command asks the cluster again.
+    """
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        """Run one command; see the class docstring for why ``initialize`` comes first."""
+        await self.initialize()
+        return await super().execute_command(*args, **kwargs)
+
+    def pipeline(
+        self, transaction: Any | None = None, shard_hint: Any | None = None
+    ) -> ClusterPipeline:
+        """A pipeline that marks the slot map stale when it cannot reach a node."""
+        if shard_hint or transaction:
+            return super().pipeline(transaction, shard_hint)
+        return _Pipeline(self)  # type: ignore[abstract]  # as redis-py builds its own
+
+    def mark_stale(self) -> None:
+        """Ask the cluster for its slot map before the next command (no I/O now)."""
+        self._initialize = True
+
+
+class _Pipeline(ClusterPipeline):
+    """A non-transactional cluster pipeline that reports node failures to its client."""
+
+    cluster_client: SolraceCluster
+
+    async def execute(
+        self, raise_on_error: bool = True, allow_redirections: bool = True
+    ) -> list[Any]:
+        await self.cluster_client.initialize()
+        try:
+            replies: list[Any] = await super().execute(raise_on_error, allow_redirections)
+        except _STALE_MAP:
+            self.cluster_client.mark_stale()
+            raise
+        if any(isinstance(reply, _STALE_MAP) for reply in replies):
+            self.cluster_client.mark_stale()
+        return replies
+
+
+#: Connections per cluster node. redis-py's cluster client raises MaxConnectionsError
+#: (it does not wait) when a node's pool is full, and its default, 100, is reached by
+#: one busy solrace node; the standalone client's pool is unbounded.
+MAX_CONNECTIONS_PER_NODE = 4096
+
+
+def cluster_client(
+    url: str,
+    *,
+    socket_timeout: float | None,
+    socket_connect_timeout: float,
+    retry: Retry,
+) -> RedisCluster:
+    """A ``RedisCluster`` for ``url``; no I/O (the slot map is fetched on first use).
+
+    ``retry`` is the store's no-retry policy: redis-py would otherwise re-send a
+    command after a connection error or CLUSTERDOWN, re-running a script whose reply
+    was lost. MOVED, ASK and TRYAGAIN are still followed: those replies mean the
+    command did not run, so following them cannot apply anything twice.
+    """
+    first, others = parse_cluster_url(url)
+    client: RedisCluster = SolraceCluster.from_url(
+        first,
+        startup_nodes=[ClusterNode(host, port) for host, port in others],
+        max_connections=MAX_CONNECTIONS_PER_NODE,
+        decode_responses=False,
+        socket_timeout=socket_timeout,
+        socket_connect_timeout=socket_connect_timeout,
+        retry=retry,
+    )
+    return client

@@ -1,0 +1,64 @@
+"""deploy/redis-cluster.sh, the local Redis Cluster that .ci/run (and a developer)
+starts: three masters on spare ports that agree on cluster_state:ok, a URL solrace
+accepts, and nothing left behind — no process, no file — after ``stop``."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+from solrace.store import Store
+
+from tests.deploy.conftest import DEPLOY, _answers
+
+SCRIPT = DEPLOY / "redis-cluster.sh"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_start_gives_a_working_cluster_and_stop_removes_it(tmp_path: Path) -> None:
+    ports = _run("spare-ports", "3").stdout.split()
+    assert len(ports) == 3
+    work = tmp_path / "cluster"
+    started = _run("start", str(work), *ports)
+    try:
+        assert started.returncode == 0, started.stderr
+        url = started.stdout.strip().splitlines()[-1]
+        assert url == "redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in ports)
+        for port in ports:
+            info = subprocess.run(
+                ["redis-cli", "-p", port, "cluster", "info"], capture_output=True, text=True
+            ).stdout
+            assert "cluster_state:ok" in info and "cluster_known_nodes:3" in info
+
+        async def race_step() -> None:
+            store = await Store.connect(url, prefix="t:")
+            try:
+                assert await store.append_event("r", b"e") == 1
+                assert await store.version("r") == 1
+            finally:
+                await store.close()
+
+        asyncio.run(race_step())
+        # a second start on the same ports is refused, and leaves the cluster alone
+        again = _run("start", str(tmp_path / "other"), *ports)
+        assert again.returncode == 1 and "already answers" in again.stderr
+    finally:
+        stopped = _run("stop", str(work))
+    assert stopped.returncode == 0, stopped.stderr
+    assert not work.exists()
+    assert not any(_answers(int(p)) for p in ports)
+
+
+def test_usage_and_url() -> None:
+    assert _run().returncode == 2
+    assert _run("start", "/tmp/x", "1", "2").returncode == 2  # fewer than 3 masters
+    assert _run("bogus").returncode == 2
+    assert _run("url", "7101", "7102").stdout.strip() == (
+        "redis+cluster://127.0.0.1:7101,127.0.0.1:7102"
+    )
+    usage = _run("--help").stdout
+    assert "start DIR PORT" in usage and "set -euo" not in usage

@@ -1,0 +1,277 @@
+"""What only a Redis Cluster can get wrong: slots, masters, cross-slot reads.
+
+These run on the test cluster only (``SOLRACE_TEST_CLUSTER_URL``, three masters; the
+parametrized suite runs everything else on it too). Rooms are chosen so that they
+live on *different masters*, which is where a cross-slot command would be refused
+and where the group commit must split its batch."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
+from redis.exceptions import ConnectionError as RedisConnectionError
+from solrace.store import Finish, Keys, Store, StoreUnavailable, parse_cluster_url
+from solrace.store._errors import redis_errors
+from solrace.store.errors import StoreError
+
+from tests.support.redis import CLUSTER_URL, connect_or_fail, delete_prefix
+
+from .conftest import room_keys, triples
+
+
+@pytest.fixture
+async def cstore() -> AsyncIterator[Store]:
+    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    store = await connect_or_fail("cluster", prefix)
+    try:
+        yield store
+    finally:
+        await store.close()
+        await delete_prefix(prefix, CLUSTER_URL)
+
+
+def _rc(store: Store) -> RedisCluster:
+    client = store._redis  # the test asks the cluster where keys live
+    assert isinstance(client, RedisCluster)
+    return client
+
+
+def _master_of(store: Store, key: str) -> str:
+    node = _rc(store).get_node_from_key(key)
+    assert node is not None
+    return str(node.name)
+
+
+async def rooms_on_every_master(store: Store, per_master: int = 1) -> list[str]:
+    """Room ids, ``per_master`` on each master of the cluster (masters in name order)."""
+    await _rc(store).initialize()
+    masters = sorted(n.name for n in _rc(store).get_primaries())
+    assert len(masters) >= 3, f"the test cluster should have 3 masters, has {masters}"
+    found: dict[str, list[str]] = {m: [] for m in masters}
+    i = 0
+    while any(len(rooms) < per_master for rooms in found.values()):
+        room = f"room{i}"
+        rooms = found[_master_of(store, store.keys.room(room).meta)]
+        if len(rooms) < per_master:
+            rooms.append(room)
+        i += 1
+    return [room for m in masters for room in found[m]]
+
+
+def test_every_key_of_a_room_hashes_to_the_room_slot() -> None:
+    rk = Keys("solrace:").room("r_2147d18c011a.3bda1e00")
+    keys = [*rk.fixed(), rk.log("racer-1.0"), rk.places("round-1")]
+    assert {key_slot(k.encode()) for k in keys} == {key_slot(b"room:r_2147d18c011a.3bda1e00")}
+    # and the global keys do not (they are single-key commands only)
+    other = Keys("solrace:")
+    assert key_slot(other.listed.encode()) != key_slot(b"room:r_2147d18c011a.3bda1e00")
+
+
+async def test_keys_a_race_writes_all_live_in_the_room_slot(cstore: Store) -> None:
+    await cstore.create_room("r1", "CODE1", b"meta", listed=True, now_ms=1)
+    await cstore.set_token("r1", "ann", "a" * 64)
+    finish = Finish("round-1", (b"first",))
+    await cstore.append_move("r1", "ann.1", 0, b"m0", b"p0", finish)
+    await cstore.append_event("r1", b"closed")
+    keys = await room_keys(cstore, "r1")
+    assert len(keys) == 9  # meta code ver chain events tokens keys log places
+    slots = {_rc(cstore).keyslot(k) for k in keys}
+    assert slots == {_rc(cstore).keyslot(cstore.keys.room("r1").meta)}
+
+
+async def test_tail_reads_rooms_on_every_master_at_once(cstore: Store) -> None:
+    rooms = await rooms_on_every_master(cstore, per_master=2)
+    node2 = await cstore.sibling()
+    try:
+        waiting = asyncio.create_task(cstore.tail(dict.fromkeys(rooms, 0), block_ms=3000))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # nothing yet: it polls, it does not return empty
+        await node2.append_event(rooms[3], b"late")
+        assert triples(await waiting) == [(rooms[3], 1, b"late")]
+        for i, room in enumerate(rooms):
+            await node2.append_event(room, f"e{i}".encode())
+        got = triples(await cstore.tail(dict.fromkeys(rooms, 0), block_ms=0))
+        expected = [(room, 1, f"e{i}".encode()) for i, room in enumerate(rooms)]
+        expected[3] = (rooms[3], 1, b"late")
+        expected.append((rooms[3], 2, b"e3"))
+        assert sorted(got) == sorted(expected)
+        # positions still count per room
+        positions = {room: 1 for room in rooms}
+        assert triples(await cstore.tail(positions, block_ms=0)) == [(rooms[3], 2, b"e3")]
+    finally:
+        await node2.close()
+
+
+async def test_one_batch_commits_moves_of_rooms_on_different_masters(cstore: Store) -> None:
+    rooms = await rooms_on_every_master(cstore, per_master=2)
+    assert len({_master_of(cstore, cstore.keys.room(r).meta) for r in rooms}) >= 3
+    before = cstore.flushes
+    appends = [
+        cstore.append_move(room, "ann.1", seq, f"{room}:{seq}".encode(), b"progress")
+        for seq in range(3)
+        for room in rooms
+    ]
+    results = await asyncio.gather(*appends)
+    assert all(r.accepted for r in results)
+    assert cstore.flushes == before + 1  # one batch, split per master inside
+    for room in rooms:
+        assert await cstore.move_log(room, "ann.1") == [f"{room}:{s}".encode() for s in range(3)]
+        assert await cstore.version(room) == 3
+    # a duplicate in the next batch is refused on its own master, the others accepted
+    again = await asyncio.gather(
+        *(
+            cstore.append_move(room, "ann.1", 3 if i else 2, b"x", b"p")
+            for i, room in enumerate(rooms)
+        )
+    )
+    assert [r.accepted for r in again] == [False] + [True] * (len(rooms) - 1)
+    assert again[0].log_length == 3
+
+
+async def test_scripts_are_loaded_again_on_masters_that_forgot_them(cstore: Store) -> None:
+    rooms = await rooms_on_every_master(cstore)
+    await _rc(cstore).execute_command("SCRIPT FLUSH", target_nodes=RedisCluster.PRIMARIES)
+    results = await asyncio.gather(
+        *(cstore.append_move(room, "bob.1", 0, b"m", b"p") for room in rooms)
+    )
+    assert all(r.accepted for r in results)
+    await _rc(cstore).execute_command("SCRIPT FLUSH", target_nodes=RedisCluster.PRIMARIES)
+    assert await cstore.append_event(rooms[1], b"e") == 2
+
+
+async def test_expire_room_reaches_keys_on_three_masters(cstore: Store) -> None:
+    # the room, its join code and the listing: find a code whose key is on another
+    # master than the room, so step 2 must go to several masters
+    room = "exp1"
+    room_master = _master_of(cstore, cstore.keys.room(room).meta)
+    code = next(
+        c
+        for c in (f"C{i}" for i in range(1000))
+        if _master_of(cstore, cstore.keys.code(c)) != room_master
+    )
+    await cstore.create_room(room, code, b"meta", listed=True, now_ms=1)
+    await cstore.append_move(room, "ann.1", 0, b"m", b"p")
+    await cstore.expire_room(room, 100.0)
+    ttls = await room_keys(cstore, room)
+    assert ttls and all(0 < ttl <= 100_000 for ttl in ttls.values()), ttls
+    assert 0 < await _rc(cstore).pttl(cstore.keys.code(code)) <= 100_000
+    assert await cstore.listed_rooms() == []
+
+
+async def test_listing_holds_rooms_of_every_master(cstore: Store) -> None:
+    rooms = await rooms_on_every_master(cstore)
+    for i, room in enumerate(rooms):
+        await cstore.create_room(room, f"L{i}", b"m", listed=True, now_ms=100 + i)
+    assert await cstore.listed_rooms() == list(reversed(rooms))
+    await cstore.unlist(rooms[0])
+    assert await cstore.listed_rooms() == list(reversed(rooms[1:]))
+    assert await cstore.room_for_code("L2") == rooms[2]
+
+
+async def test_heads_and_leases_span_masters(cstore: Store) -> None:
+    rooms = await rooms_on_every_master(cstore)
+    for room in rooms:
+        await cstore.append_event(room, b"e")
+    heads = await cstore.heads(rooms)
+    assert sorted(heads) == sorted(rooms) and all(v == 1 and c for v, c in heads.values())
+    nodes = [f"node{i}" for i in range(12)]
+    for node in nodes[::2]:
+        await cstore.renew_lease(node, 10_000)
+    assert await cstore.live_nodes(nodes) == set(nodes[::2])
+    assert len({_master_of(cstore, cstore.keys.lease(n)) for n in nodes}) >= 2
+
+
+async def test_delete_all_empties_the_prefix_on_every_master(cstore: Store) -> None:
+    rooms = await rooms_on_every_master(cstore)
+    for room in rooms:
+        await cstore.append_event(room, b"e")
+    assert await cstore.delete_all() == 3 * 3  # ver, chain, events per room
+    assert all([await cstore.version(room) == 0 for room in rooms])
+
+
+async def test_durability_is_that_of_the_weakest_master(cstore: Store) -> None:
+    found = await cstore.durability()
+    # the test cluster (deploy/redis-cluster.sh without --conf) runs without AOF
+    assert found.level == "none", found
+    assert found.detail.startswith("every master")
+
+
+def test_cluster_urls() -> None:
+    assert parse_cluster_url("redis+cluster://a:1,b:2,[::1]:3") == (
+        "redis://a:1/0",
+        [("b", 2), ("::1", 3)],
+    )
+    assert parse_cluster_url("rediss+cluster://u:pw@h:7000/0?socket_timeout=2") == (
+        "rediss://u:pw@h:7000/0?socket_timeout=2",
+        [],
+    )
+    for bad in (
+        "redis+cluster://",
+        "redis+cluster://host",
+        "redis+cluster://h:1/2",
+        "redis://h:1",
+        "redis+cluster://h:99999",
+    ):
+        with pytest.raises(ValueError):
+            parse_cluster_url(bad)
+
+
+async def test_an_unreachable_cluster_is_unavailable_not_a_crash() -> None:
+    store = await Store.connect("redis+cluster://127.0.0.1:1", prefix="t:", timeout=0.5)
+    try:
+        assert store.cluster
+        assert not await store.ping()
+        with pytest.raises(StoreUnavailable):
+            await store.append_move("r", "a.1", 0, b"m", b"p")
+        with pytest.raises(StoreUnavailable):
+            await store.load_meta("r")
+        assert (await store.durability()).level == "unknown"
+    finally:
+        await store.close()
+
+
+async def test_a_cross_slot_mistake_is_a_store_error(cstore: Store) -> None:
+    # The store never sends one; if a caller's bug did, it must surface as a
+    # StoreError, not as redis-py's own exception.
+    with pytest.raises(StoreError), redis_errors():
+        await _rc(cstore).execute_command("MGET", "a{1}", "b{2}")
+
+
+async def test_a_failing_master_fails_only_its_own_calls(
+    cstore: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rooms = await rooms_on_every_master(cstore)
+    rc = _rc(cstore)
+    dead = rc.get_node_from_key(cstore.keys.room(rooms[0]).meta)
+    assert dead is not None
+
+    original = ClusterNode.execute_pipeline
+
+    async def execute_pipeline(node: ClusterNode, commands: list[Any]) -> bool:
+        if node.name == dead.name:
+            raise RedisConnectionError("connection lost (test)")
+        return await original(node, commands)
+
+    # the master of rooms[0] drops every pipeline, as a killed one does
+    monkeypatch.setattr(ClusterNode, "execute_pipeline", execute_pipeline)
+    results = await asyncio.gather(
+        *(cstore.append_move(room, "ann.1", 0, b"m", b"p") for room in rooms),
+        return_exceptions=True,
+    )
+    assert isinstance(results[0], StoreUnavailable)
+    assert [r.accepted for r in results[1:] if not isinstance(r, BaseException)] == [True, True]
+    monkeypatch.undo()
+    # the slot map was marked stale: the next batch asks the cluster again, and the
+    # retry of the failed move (same seq) is accepted; the others' retries are refused
+    # with the log length, never applied twice
+    again = await asyncio.gather(
+        *(cstore.append_move(room, "ann.1", 0, b"m", b"p") for room in rooms)
+    )
+    assert [r.accepted for r in again] == [True, False, False]
+    assert [r.log_length for r in again] == [1, 1, 1]
