@@ -1,6 +1,6 @@
 """The room core without sockets: a node on a real store (real Redis, a Redis Cluster
-AND the embedded engine), driven through :func:`solrace.rooms.requests.handle` by fake peers that keep
-every frame they are sent."""
+AND the embedded engine), driven through :func:`solrace.rooms.requests.handle` by fake
+peers that keep every frame they are sent."""
 
 from __future__ import annotations
 
