@@ -90,7 +90,8 @@ class RoomKeys:
         return f"{self.base}:places:{_check_name('finish_counter', counter)}"
 
     def fixed(self) -> tuple[str, ...]:
-        """The keys whose names do not depend on the caller (everything but keyset members)."""
+        """The keys whose names do not depend on the caller (everything but keyset members):
+        meta first (the TTL anchor), the key set last (expire_room.lua relies on both)."""
         return (
             self.meta,
             self.code,

@@ -1,7 +1,8 @@
 -- expire_room, step 1: set the TTL on the room's fixed keys and read its key set and
 -- join code, in one atomic step (see Store.expire_room for why this is race-free).
 -- KEYS[1] meta (the TTL anchor: first, as every script checks it)  KEYS[2] code
--- KEYS[3] ver  KEYS[4] chain  KEYS[5] events  KEYS[6] tokens  KEYS[7] keyset
+-- then the other fixed keys (RoomKeys.fixed: ver, chain, events, tokens, nodes), the
+-- key set LAST (KEYS[#KEYS])
 -- ARGV[1] the TTL in milliseconds
 -- Returns {members of the key set, the join code or nil}.
 -- A script rather than MULTI/EXEC: the same atomic step, one round trip, and valid on
@@ -10,4 +11,4 @@
 for _, key in ipairs(KEYS) do
   redis.call('PEXPIRE', key, ARGV[1])
 end
-return {redis.call('SMEMBERS', KEYS[7]), redis.call('GET', KEYS[2])}
+return {redis.call('SMEMBERS', KEYS[#KEYS]), redis.call('GET', KEYS[2])}
