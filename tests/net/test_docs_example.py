@@ -6,8 +6,10 @@ bursts of 40) included, which is what a fast client trips over — on both store
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,11 @@ from tests.support.server_process import solrace_server
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "two_racers.py"
+
+
+def _read(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return bytes(answer.read())
 
 
 def readme_python_blocks() -> list[str]:
@@ -40,6 +47,10 @@ async def test_two_racers_example_runs_to_standings_on_a_default_server(backend:
         out, err = await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode == 0, err.decode() + server.log
         assert "rate limited" not in server.log
+        health = server.url.replace("ws://", "http://") + "/healthz?format=json"
+        report = json.loads(await asyncio.to_thread(_read, health))
+        kinds = {"embedded": "embedded", "redis": "redis", "cluster": "redis-cluster"}
+        assert report["store"] == kinds[backend]  # /healthz names what the node runs on
     text = out.decode()
     assert re.search(r"^room code: [A-Z0-9]{6}$", text, re.M)
     places = re.findall(r"^([12]) (Ann|Bob) (\w+) (\d+) cards up$", text, re.M)

@@ -26,6 +26,7 @@ from solrace.protocol import (
 from solrace.protocol.handshake import select_subprotocol
 from solrace.rooms import lobby
 from solrace.rooms.node import Node
+from solrace.store import Store
 from solrace.store.errors import StoreUnavailable
 
 from .metrics import Metrics
@@ -91,7 +92,7 @@ class RaceServer:
             if "format=json" in query:
                 report = {
                     "status": "ok" if ok else "unavailable",
-                    "store": "embedded" if store.embedded else "redis",
+                    "store": _store_kind(store),
                     "store_answers": answers,
                     "draining": self.node.draining,
                     "durability": durability.level,
@@ -153,3 +154,9 @@ def _response(
     )
     return Response(status.value, status.phrase, headers, body)
 
+
+def _store_kind(store: Store) -> str:
+    """``embedded``, ``redis-cluster`` or ``redis``: what ``/healthz`` says the node runs on."""
+    if store.embedded:
+        return "embedded"
+    return "redis-cluster" if store.cluster else "redis"
