@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from solrace.race.state import RACING
+from solrace.protocol.views import Phase
 
 if TYPE_CHECKING:
     from solrace.rooms.node import Node
@@ -32,7 +32,7 @@ class Metrics:
         self.races = Gauge("solrace_races_running", "Races running on this node", registry=r)
         self.races.set_function(
             lambda: sum(
-                1 for x in node.rooms.values() if x.served() and x.state.phase == RACING
+                1 for x in node.rooms.values() if x.served() and x.state.phase == Phase.RACING
             )
         )
         self.races_started = Counter(

@@ -103,9 +103,7 @@ class RaceServer:
             body = b"ok\n" if ok else b"unavailable\n"
             return _response(status, body, "text/plain; charset=utf-8", extra)
         if path == "/metrics":
-            return _response(
-                http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4"
-            )
+            return _response(http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4")
         if self.node.draining:
             return _response(http.HTTPStatus.SERVICE_UNAVAILABLE, b"draining\n", "text/plain")
         return None

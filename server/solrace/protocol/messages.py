@@ -50,6 +50,7 @@ from .limits import (
     MIN_TOKEN_LEN,
 )
 from .views import (
+    LeaveReason,
     OptionValue,
     Progress,
     RaceResult,
@@ -423,9 +424,7 @@ class Resume:
         token = f.text("token", MAX_TOKEN_LEN)
         f.matching("token", token, _TOKEN, "the token received in joined")
         code = f.code(d["code"]) if d.get("code") is not None else None
-        return cls(
-            room=room, token=token, since=f.opt_integer("since", 0, MAX_VERSION), code=code
-        )
+        return cls(room=room, token=token, since=f.opt_integer("since", 0, MAX_VERSION), code=code)
 
     def to_data(self) -> dict[str, object]:
         data: dict[str, object] = {"room": self.room, "token": self.token}
@@ -794,10 +793,12 @@ def racer_joined_event(v: int, racer: RacerInfo) -> Envelope:
 
 
 #: Why a racer left: it asked to (``left``) or was away longer than the grace.
-LEFT_REASONS: Final = frozenset({"left", "grace"})
+LEFT_REASONS: Final = frozenset(LeaveReason)
 
 
-def racer_left_event(v: int, *, racer: int, host: int | None, reason: str = "left") -> Envelope:
+def racer_left_event(
+    v: int, *, racer: int, host: int | None, reason: str = LeaveReason.LEFT
+) -> Envelope:
     """``racer_left``: ``racer`` left (``reason`` ``left``) or was away longer than the
     disconnect grace (``grace``). In the lobby it is removed; later it stays listed
     with status ``left``. ``host`` is the host after the departure."""
@@ -811,9 +812,7 @@ def _opt_racer(name: str, value: int | None) -> int | None:
     return None if value is None else _out_int(name, value, 1)
 
 
-def ready_changed_event(
-    v: int, *, racer: int, ready: bool, open_boards: bool = False
-) -> Envelope:
+def ready_changed_event(v: int, *, racer: int, ready: bool, open_boards: bool = False) -> Envelope:
     """``ready_changed``; ``open_boards`` (only when true) says the racer's ready flag
     names open spectating: it agrees to spectators seeing whole boards."""
     if not isinstance(ready, bool) or not isinstance(open_boards, bool):

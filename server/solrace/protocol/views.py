@@ -59,6 +59,13 @@ class EndReason(StrEnum):
     ABANDONED = "abandoned"  # every racer left
 
 
+class LeaveReason(StrEnum):
+    """Why ``racer_left`` was sent."""
+
+    LEFT = "left"  # the racer asked
+    GRACE = "grace"  # away longer than the disconnect grace
+
+
 # ------------------------------------------------------------------ static shapes
 class Column(TypedDict):
     down: int

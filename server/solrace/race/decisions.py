@@ -14,22 +14,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from solrace.protocol.limits import MIN_RACERS_TO_START
+from solrace.protocol.views import EndReason, LeaveReason, Phase, RacerStatus
 
 from .errors import RaceError
-from .state import (
-    COUNTDOWN,
-    FINISHED,
-    LEFT,
-    LOBBY,
-    PLAYING,
-    RACING,
-    RESIGNED,
-    STUCK,
-    TIMEOUT,
-    RacerState,
-    RoomState,
-    standings,
-)
+from .state import RacerState, RoomState, standings
 
 Event = dict[str, Any]
 
@@ -50,7 +38,7 @@ def _member(state: RoomState, racer: int) -> RacerState:
 
 def join(state: RoomState, name: str) -> list[Event]:
     """A new racer; its id is the next never-used id of the room."""
-    if state.phase != LOBBY:
+    if state.phase != Phase.LOBBY:
         raise RaceError("wrong_phase", "this race has already started: you can watch it")
     if len(state.racers) >= state.settings.max_racers:
         raise RaceError("room_full", f"the room is full ({state.settings.max_racers} racers)")
@@ -62,7 +50,7 @@ def ready(state: RoomState, racer: int, flag: bool, open_boards: bool = False) -
     """A racer's ready flag; ``open_boards`` agrees to open spectating, which only a
     private room that offers it accepts."""
     member = _member(state, racer)
-    if state.phase != LOBBY:
+    if state.phase != Phase.LOBBY:
         raise RaceError("wrong_phase", "ready flags only count in the lobby")
     if open_boards and state.settings.spectators != "open":
         raise RaceError("bad_message", "this room does not offer open spectating")
@@ -82,7 +70,7 @@ def start(
 ) -> list[Event]:
     """The host starts the countdown; everyone else must be ready."""
     _member(state, racer)
-    if state.phase != LOBBY:
+    if state.phase != Phase.LOBBY:
         raise RaceError("wrong_phase", "the race has already started")
     if racer != state.host:
         raise RaceError("not_host", "only the host can start the race")
@@ -104,7 +92,7 @@ def _open_boards(state: RoomState) -> bool:
 
 def deal_chosen(state: RoomState, round_no: int, deal: dict[str, Any]) -> list[Event]:
     """The round's deal, once (a second node certifying the same round is too late)."""
-    if state.round != round_no or state.deal is not None or state.phase != LOBBY:
+    if state.round != round_no or state.deal is not None or state.phase != Phase.LOBBY:
         return []
     return [event("deal_chosen", **deal)]
 
@@ -118,20 +106,20 @@ def countdown(
 
 def resign(state: RoomState, racer: int) -> list[Event]:
     member = _member(state, racer)
-    if state.phase != RACING or member.status not in (PLAYING, STUCK):
+    if state.phase != Phase.RACING or member.status not in (RacerStatus.PLAYING, RacerStatus.STUCK):
         raise RaceError("wrong_phase", "you can only resign while racing")
-    return [_status(member, RESIGNED)]
+    return [_status(member, RacerStatus.RESIGNED)]
 
 
-def leave(state: RoomState, racer: int, reason: str = LEFT) -> list[Event]:
+def leave(state: RoomState, racer: int, reason: LeaveReason = LeaveReason.LEFT) -> list[Event]:
     """Leaving the lobby removes the racer; from the countdown on it is a forfeit.
     ``reason`` is ``left`` (the racer asked) or ``grace`` (away too long)."""
     member = _member(state, racer)
-    if state.phase in (COUNTDOWN, RACING) and member.status == LEFT:
+    if state.phase in (Phase.COUNTDOWN, Phase.RACING) and member.status == RacerStatus.LEFT:
         return []
     remaining = [r for r in state.racers if r != racer]
-    if state.phase in (COUNTDOWN, RACING):
-        remaining = [r for r in remaining if state.racers[r].status != LEFT]
+    if state.phase in (Phase.COUNTDOWN, Phase.RACING):
+        remaining = [r for r in remaining if state.racers[r].status != RacerStatus.LEFT]
     host = state.host if state.host != racer else (remaining[0] if remaining else None)
     return [event("racer_left", racer=racer, host=host, reason=reason)]
 
@@ -160,10 +148,12 @@ def resumed(state: RoomState, racer: int) -> list[Event]:
 
 def rematch(state: RoomState, racer: int) -> list[Event]:
     _member(state, racer)
-    if state.phase != FINISHED:
+    if state.phase != Phase.FINISHED:
         raise RaceError("wrong_phase", "a rematch follows a finished race")
     staying = [
-        r for r in state.racers.values() if (r.status != LEFT and r.online) or r.racer == racer
+        r
+        for r in state.racers.values()
+        if (r.status != RacerStatus.LEFT and r.online) or r.racer == racer
     ]
     host = state.host if any(r.racer == state.host for r in staying) else racer
     racers = [RacerState(r.racer, r.name).info() for r in staying]
@@ -225,11 +215,11 @@ def tick(
     completes the RaceResult (scores, logs, seed and salt: the node has them).
     """
     phase = state.phase
-    if phase == LOBBY:
+    if phase == Phase.LOBBY:
         for member in state.racers.values():
             ends = grace_ends(member, grace_floor_ms)
             if ends is not None and now_ms >= ends:
-                return leave(state, member.racer, "grace")  # a lobby ghost frees its seat
+                return leave(state, member.racer, LeaveReason.GRACE)  # a lobby ghost frees its seat
         racers = list(state.racers.values())
         if len(racers) >= 2:
             # Any room starts once everyone (its host included) is ready; a quick
@@ -240,7 +230,7 @@ def tick(
             if (all_ready or timer_out) and state.deal_ready():
                 return [countdown(now_ms, commitment(), countdown_ms, _open_boards(state))]
         return []
-    if phase == COUNTDOWN:
+    if phase == Phase.COUNTDOWN:
         assert state.start_at_ms is not None
         if now_ms < state.start_at_ms:
             return []
@@ -253,17 +243,21 @@ def tick(
                 commitment=state.commitment,
             )
         ]
-    if phase != RACING:
+    if phase != Phase.RACING:
         return []
     ends_at = state.ends_at_ms
     if ends_at is not None and now_ms >= ends_at:
-        events = [_status(r, TIMEOUT) for r in state.playing()]
+        events = [_status(r, RacerStatus.TIMEOUT) for r in state.playing()]
         if events:
             return events
     for member in state.racers.values():
         ends = grace_ends(member, grace_floor_ms)
-        if member.status in (PLAYING, STUCK) and ends is not None and now_ms >= ends:
-            return leave(state, member.racer, "grace")
+        if (
+            member.status in (RacerStatus.PLAYING, RacerStatus.STUCK)
+            and ends is not None
+            and now_ms >= ends
+        ):
+            return leave(state, member.racer, LeaveReason.GRACE)
     if not state.playing():
         return [race_over(state, now_ms, result)]
     return []
@@ -275,12 +269,12 @@ def race_over(
     result: Callable[[list[dict[str, Any]], str], dict[str, Any]],
 ) -> Event:
     table = standings(state)
-    if table and all(r["status"] == LEFT for r in table):
-        reason = "abandoned"
-    elif any(r["status"] == TIMEOUT for r in table):
-        reason = "time_limit"
+    if table and all(r["status"] == RacerStatus.LEFT for r in table):
+        reason = EndReason.ABANDONED
+    elif any(r["status"] == RacerStatus.TIMEOUT for r in table):
+        reason = EndReason.TIME_LIMIT
     else:
-        reason = "all_done"
+        reason = EndReason.ALL_DONE
     return event("race_over", **result(table, reason))
 
 
@@ -289,22 +283,22 @@ def next_wakeup(state: RoomState, grace_floor_ms: int = 0) -> int | None:
     A time in the past means "now" (e.g. nobody can move any more: the race ends)."""
     times: list[int] = []
     phase = state.phase
-    if phase == LOBBY and state.settings.quick and state.lobby_deadline_ms is not None:
+    if phase == Phase.LOBBY and state.settings.quick and state.lobby_deadline_ms is not None:
         times.append(state.lobby_deadline_ms)
-    if phase == LOBBY:
+    if phase == Phase.LOBBY:
         for member in state.racers.values():
             ends = grace_ends(member, grace_floor_ms)
             if ends is not None:
                 times.append(ends)
-    if phase == COUNTDOWN and state.start_at_ms is not None:
+    if phase == Phase.COUNTDOWN and state.start_at_ms is not None:
         times.append(state.start_at_ms)
-    if phase == RACING:
+    if phase == Phase.RACING:
         if not state.playing():
             return 0
         if state.ends_at_ms is not None:
             times.append(state.ends_at_ms)
         for member in state.racers.values():
             ends = grace_ends(member, grace_floor_ms)
-            if member.status in (PLAYING, STUCK) and ends is not None:
+            if member.status in (RacerStatus.PLAYING, RacerStatus.STUCK) and ends is not None:
                 times.append(ends)
     return min(times) if times else None

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
+from solrace.protocol.views import RacerStatus
 from solrace.rules import Board, IllegalMoveError, NotationError, deal, parse_move, view
 from solrace.rules.log import UNDO
 from solrace.rules.view import seen_cards
 
 from .errors import RaceError
-from .state import DONE, PLAYING, STUCK
 
 
 class RacerGame:
@@ -53,10 +53,10 @@ class RacerGame:
     def status(self) -> str:
         board = self.board
         if board.is_won():
-            return DONE
+            return RacerStatus.FINISHED
         if not board.legal_moves():
-            return STUCK
-        return PLAYING
+            return RacerStatus.STUCK
+        return RacerStatus.PLAYING
 
     def apply(self, entry: str, at_ms: int) -> None:
         """Check and apply one log entry (a move in notation, or ``undo``); refused

@@ -18,22 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from solrace.protocol.limits import MIN_RACERS_TO_START
+from solrace.protocol.views import Phase, RacerStatus
 from solrace.rules import deal
 
 from .settings import RoomSettings
-
-LOBBY: Final = "lobby"
-COUNTDOWN: Final = "countdown"
-RACING: Final = "racing"
-FINISHED: Final = "finished"
-
-WAITING: Final = "waiting"
-PLAYING: Final = "playing"
-DONE: Final = "finished"
-STUCK: Final = "stuck"
-RESIGNED: Final = "resigned"
-LEFT: Final = "left"
-TIMEOUT: Final = "timeout"
 
 #: A quick room's lobby timer: the countdown starts this long after a second racer
 #: arrives even if not everyone is ready.
@@ -47,7 +35,7 @@ class RacerState:
     ready: bool = False
     #: The ready flag names open spectating (``ready`` with ``spectators: "open"``).
     open_boards: bool = False
-    status: str = WAITING
+    status: str = RacerStatus.WAITING
     foundation: int = 0
     moves: int = 0
     face_down: int = 0
@@ -112,12 +100,12 @@ class RoomState:
     @property
     def phase(self) -> str:
         if self.result is not None:
-            return FINISHED
+            return Phase.FINISHED
         if self.started:
-            return RACING
+            return Phase.RACING
         if self.start_at_ms is not None:
-            return COUNTDOWN
-        return LOBBY
+            return Phase.COUNTDOWN
+        return Phase.LOBBY
 
     @property
     def ends_at_ms(self) -> int | None:
@@ -136,9 +124,9 @@ class RoomState:
 
     def can_move(self, member: RacerState) -> bool:
         """Playing, or stuck in a room that allows undo (an undo is a move)."""
-        if member.status == PLAYING:
+        if member.status == RacerStatus.PLAYING:
             return True
-        return member.status == STUCK and bool(self.settings.options.get("undo", False))
+        return member.status == RacerStatus.STUCK and bool(self.settings.options.get("undo", False))
 
     def snapshot(self, now_ms: int, spectators: int = 0) -> dict[str, Any]:
         """The public part of the protocol's Snapshot (``you`` is added per racer)."""
@@ -211,12 +199,12 @@ class RoomState:
     def _on_racer_left(self, d: dict[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is not None:
-            if self.phase in (LOBBY, FINISHED):
+            if self.phase in (Phase.LOBBY, Phase.FINISHED):
                 del self.racers[d["racer"]]
             else:
-                racer.status = LEFT
+                racer.status = RacerStatus.LEFT
                 racer.place = None
-                racer.left_reason = d.get("reason", LEFT)
+                racer.left_reason = d.get("reason", RacerStatus.LEFT)
         self.host = d["host"]
         if len(self.racers) < MIN_RACERS_TO_START:
             self.lobby_deadline_ms = None
@@ -248,8 +236,8 @@ class RoomState:
         self.started = True
         dealt = dealt_face_down(self.settings)
         for racer in self.racers.values():
-            if racer.status == WAITING:
-                racer.status = PLAYING
+            if racer.status == RacerStatus.WAITING:
+                racer.status = RacerStatus.PLAYING
                 racer.face_down = dealt
 
     def _on_progress(self, d: dict[str, Any], at: int) -> None:
@@ -262,14 +250,14 @@ class RoomState:
         racer.moves = d["moves"]
         racer.face_down = d["face_down"]
         racer.status = d["status"]
-        if d["status"] == DONE and racer.elapsed_ms is None:
+        if d["status"] == RacerStatus.FINISHED and racer.elapsed_ms is None:
             racer.elapsed_ms = self.race_clock(at)
 
     def _on_finished(self, d: dict[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is not None:
             racer.place = d["place"]
-            racer.status = DONE
+            racer.status = RacerStatus.FINISHED
             racer.elapsed_ms = d["elapsed_ms"]
             racer.foundation = d["foundation"]
             racer.moves = d["moves"]
@@ -340,11 +328,11 @@ def standings(state: RoomState) -> list[dict[str, Any]]:
             "place": place,
             "racer": r.racer,
             "name": r.name,
-            "status": TIMEOUT if r.status == PLAYING else r.status,
+            "status": RacerStatus.TIMEOUT if r.status == RacerStatus.PLAYING else r.status,
             "foundation": r.foundation,
             "moves": r.moves,
             "score": 0,
-            "elapsed_ms": r.elapsed_ms if r.status == DONE else None,
+            "elapsed_ms": r.elapsed_ms if r.status == RacerStatus.FINISHED else None,
             "reached_ms": r.reached_ms,
             "log": [],
         }

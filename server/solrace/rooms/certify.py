@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from multiprocessing.pool import Pool
 from typing import TYPE_CHECKING, Any, Final
 
+from solrace.protocol.views import Phase
 from solrace.race import decisions as decide_
 from solrace.race.fairness import round_seed
-from solrace.race.state import LOBBY
 from solrace.solver import SERVER_BUDGET, solve_deal
 from solrace.store.errors import StoreUnavailable
 
@@ -51,6 +51,8 @@ START_WAIT_S: Final = 15.0
 _BANDS: Final = {"easy": ("easy",), "medium": ("medium",), "hard": ("hard", "very hard")}
 
 _pool: Pool | None = None
+
+
 @dataclass(frozen=True)
 class Certificate:
     """What certifying a round found: the candidate dealt and its winning line (None
@@ -164,7 +166,7 @@ async def _solve(*args: Any) -> Certificate | None:
 def ensure(node: Node, room: LiveRoom) -> None:
     """Start certifying the room's round here if it needs it and nobody here does."""
     state = room.state
-    if state.phase != LOBBY or state.deal_ready():
+    if state.phase != Phase.LOBBY or state.deal_ready():
         return
     key = (room.room_id, state.round)
     if key not in node.certifying:
@@ -194,7 +196,7 @@ async def ready(node: Node, room: LiveRoom) -> None:
 
 def _needed(room: LiveRoom, round_no: int) -> bool:
     state = room.state
-    return state.round == round_no and state.phase == LOBBY and not state.deal_ready()
+    return state.round == round_no and state.phase == Phase.LOBBY and not state.deal_ready()
 
 
 async def _run(node: Node, room: LiveRoom, round_no: int) -> None:

@@ -27,9 +27,9 @@ from solrace.protocol.messages import (
     room_event,
     watching_reply,
 )
+from solrace.protocol.views import LeaveReason, Phase, RacerStatus
 from solrace.race import RaceError, RoomSettings, validate_settings
 from solrace.race import decisions as decide_
-from solrace.race.state import FINISHED, LEFT, LOBBY
 from solrace.store import token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
@@ -57,7 +57,7 @@ async def list_rooms(node: Node, variant: str | None) -> list[dict[str, Any]]:
             await node.store.unlist(room_id)  # its keys expired
             continue
         state = room.state
-        if state.phase == FINISHED or not state.racers:
+        if state.phase == Phase.FINISHED or not state.racers:
             continue
         if variant is None or room.meta.settings.variant == variant:
             summaries.append(state.summary())
@@ -129,7 +129,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
         if (
             state.settings.quick
             and state.settings.variant == msg.variant
-            and state.phase == LOBBY
+            and state.phase == Phase.LOBBY
             and len(state.racers) < state.settings.max_racers
         ):
             try:
@@ -143,9 +143,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
     await _join(node, peer, room, msg.name, request_id)
 
 
-async def _join(
-    node: Node, peer: Peer, room: LiveRoom, name: str, request_id: int | None
-) -> None:
+async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: int | None) -> None:
     token = secrets.token_urlsafe(24)
     joined: list[int] = []
 
@@ -155,9 +153,7 @@ async def _join(
         return events
 
     try:
-        await node.decide(
-            room, decision, server_only={"conn": peer.conn_id, "node": node.node_id}
-        )
+        await node.decide(room, decision, server_only={"conn": peer.conn_id, "node": node.node_id})
     except RaceError as exc:
         raise refuse(exc) from None
     racer = joined[0]
@@ -229,10 +225,10 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
         raise BadMessage(ErrorCode.BAD_TOKEN, f"this token is not a racer's of {name}")
     if member is None:
         raise BadMessage(ErrorCode.BAD_TOKEN, f"you are no longer a racer of {name}")
-    if member.status == LEFT:
+    if member.status == RacerStatus.LEFT:
         why = (
             f"you were away longer than the {decide_.DISCONNECT_GRACE_MS // 1000} s grace"
-            if member.left_reason == "grace"
+            if member.left_reason == LeaveReason.GRACE
             else "you left this race"
         )
         raise BadMessage(ErrorCode.BAD_TOKEN, f"{why}: you can watch {name}")
@@ -296,15 +292,13 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
 
 async def ready(node: Node, peer: Peer, flag: bool, open_boards: bool = False) -> None:
     room, racer = peer.racer_room()
-    await _decide_or_refuse(
-        node, room, lambda: decide_.ready(room.state, racer, flag, open_boards)
-    )
+    await _decide_or_refuse(node, room, lambda: decide_.ready(room.state, racer, flag, open_boards))
     await node.tick(room)
 
 
 async def start_race(node: Node, peer: Peer) -> None:
     room, racer = peer.racer_room()
-    if room.state.phase == LOBBY and not room.state.deal_ready():
+    if room.state.phase == Phase.LOBBY and not room.state.deal_ready():
         with contextlib.suppress(TimeoutError):  # refused below as not ready
             await certify.ready(node, room)
     await _decide_or_refuse(

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from solrace.protocol import BadMessage, ErrorCode
 from solrace.protocol.errors import RETRY_MOVE_MS
 from solrace.protocol.messages import moved_reply
+from solrace.protocol.views import Phase, RacerStatus
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
-from solrace.race.state import COUNTDOWN, DONE, FINISHED, PLAYING, RACING
 from solrace.rules import NotationError, parse_move
 from solrace.rules.log import UNDO
 from solrace.store import Finish, MoveAppend
@@ -51,9 +51,7 @@ def _canonical(entry: str) -> str:
         return entry
 
 
-def _reply(
-    peer: Peer, request_id: int | None, seq: int, game: RacerGame, status: str
-) -> None:
+def _reply(peer: Peer, request_id: int | None, seq: int, game: RacerGame, status: str) -> None:
     board = game.board
     peer.send(
         moved_reply(
@@ -72,10 +70,10 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
     room, racer = peer.racer_room()
     state = room.state
     start_at = state.start_at_ms
-    if state.phase == COUNTDOWN and start_at is not None and node.clock() >= start_at:
+    if state.phase == Phase.COUNTDOWN and start_at is not None and node.clock() >= start_at:
         await node.tick(room)  # the start instant has passed: start now
     member = state.racers.get(racer)
-    if state.phase not in (RACING, FINISHED) or member is None:
+    if state.phase not in (Phase.RACING, Phase.FINISHED) or member is None:
         node.metrics.moves_refused.labels("wrong_phase").inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
     game = await node.game(room, racer)
@@ -84,7 +82,7 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
         node.metrics.moves_retried.inc()
         _reply(peer, request_id, seq, game, game.status())
         return
-    if state.phase != RACING or not state.can_move(member):
+    if state.phase != Phase.RACING or not state.can_move(member):
         node.metrics.moves_refused.labels("wrong_phase").inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
     if seq != game.seq:
@@ -105,7 +103,7 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
     # folds spectators' boards from the events it has, never re-reading logs.
     progress["e"], progress["n"] = [entry, at], seq + 1
     finish = None
-    if status == DONE:
+    if status == RacerStatus.FINISHED:
         places = range(1, room.meta.settings.max_racers + 1)
         finish = Finish(
             str(state.round),
@@ -158,7 +156,7 @@ async def _after_move(
         finished = _stored(decide_.finished(racer, place, at, counts), progress["at"])
         await node.ingest(room, version + 1, finished, (after_progress, after_finished))
         log.info("racer finished", extra={"room": room.room_id, "racer": racer, "place": place})
-    if progress["d"]["status"] != PLAYING:
+    if progress["d"]["status"] != RacerStatus.PLAYING:
         await node.tick(room)
 
 

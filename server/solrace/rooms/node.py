@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, race_id
 from solrace.protocol.errors import RETRY_BUSY_MS
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S
+from solrace.protocol.views import Phase
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
 from solrace.race.fairness import round_salt
-from solrace.race.state import COUNTDOWN, FINISHED, RACING
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable, VersionConflict
 
@@ -239,7 +239,7 @@ class Node:
         delivered = {
             rid: (room.state.version, room.chain)
             for rid, room in served.items()
-            if room.state.phase != FINISHED
+            if room.state.phase != Phase.FINISHED
         }
         heads = await self.store.heads(list(delivered))
         for room_id, (version, chain) in heads.items():
@@ -271,9 +271,7 @@ class Node:
                     )
                     await self.presence(room, member.racer, False, member.conn)
 
-    async def presence(
-        self, room: LiveRoom, racer: int, online: bool, conn: str | None
-    ) -> None:
+    async def presence(self, room: LiveRoom, racer: int, online: bool, conn: str | None) -> None:
         """Record a connection of ``racer`` coming (on this node) or going."""
         extra: dict[str, Any] = {"conn": conn}
         if online:
@@ -329,7 +327,7 @@ class Node:
         attached to a room object the node no longer folds events into)."""
         cutoff = self.clock() - IDLE_ROOM_MS
         for room_id, room in list(self.rooms.items()):
-            running = room.state.phase in (COUNTDOWN, RACING) and room.serving
+            running = room.state.phase in (Phase.COUNTDOWN, Phase.RACING) and room.serving
             if not room.has_peers() and not running and room.last_used_ms < cutoff:
                 if room.timer is not None:
                     room.timer.cancel()
@@ -536,7 +534,7 @@ class Node:
             # so the append below conflicts and this runs again on fresh logs.
             state = room.state
             ends = state.ends_at_ms
-            if state.phase == RACING and (
+            if state.phase == Phase.RACING and (
                 not state.playing() or (ends is not None and self.clock() >= ends)
             ):
                 finals.clear()

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from solrace.protocol import encode
 from solrace.protocol.messages import board_notice, room_event
+from solrace.protocol.views import Phase
 from solrace.race import RacerGame, RoomState
 from solrace.race.fairness import round_commitment, round_seed
-from solrace.race.state import FINISHED
 
 from .records import RoomMeta, log_name
 
@@ -67,7 +67,7 @@ class LiveRoom:
 
     def served(self) -> bool:
         """Whether this node runs the room's timers and checks (see ``serving``)."""
-        return self.has_peers() or (self.serving and self.state.phase != FINISHED)
+        return self.has_peers() or (self.serving and self.state.phase != Phase.FINISHED)
 
     def reset(self) -> None:
         """Forget everything folded (Redis lost writes): fold again from version 0."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from solrace.protocol.messages import resync_notice
-from solrace.race.state import FINISHED, RACING
+from solrace.protocol.views import Phase, RacerStatus
 
 from . import spectators
 from .room import LiveRoom
@@ -31,9 +31,9 @@ async def snapshot_for(node: Node, room: LiveRoom, racer: int | None) -> dict[st
             "next_seq": 0,
             "moves": 0,
             "score": 0,
-            "status": state.racers[racer].status if racer in state.racers else "left",
+            "status": state.racers[racer].status if racer in state.racers else RacerStatus.LEFT,
         }
-        if state.phase in (RACING, FINISHED):
+        if state.phase in (Phase.RACING, Phase.FINISHED):
             game = await node.game(room, racer)
             you.update(
                 board=game.view(),

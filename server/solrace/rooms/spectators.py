@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from solrace.protocol import encode
 from solrace.protocol.messages import board_notice
+from solrace.protocol.views import Phase
 from solrace.race import RacerGame
-from solrace.race.state import FINISHED, RACING
 
 from .records import unpack_entries
 from .room import LiveRoom
@@ -65,7 +65,7 @@ async def shown_cards(node: Node, room: LiveRoom) -> set[int] | None:
     """Card ids a board may show to anyone but its own player: those every racer who
     can still move has seen in its own game; None (everything) once nobody can."""
     state = room.state
-    if state.phase == FINISHED or state.open_boards:
+    if state.phase == Phase.FINISHED or state.open_boards:
         return None  # over, or every racer agreed to open spectating
     racing = state.playing()
     if not racing:
@@ -85,7 +85,7 @@ async def refresh(node: Node, room: LiveRoom, mover: int | None = None) -> None:
     a racer who stopped racing), so only then are they rebuilt — on most moves a
     single board is."""
     state = room.state
-    if not room.spectators or state.phase not in (RACING, FINISHED):
+    if not room.spectators or state.phase not in (Phase.RACING, Phase.FINISHED):
         return
     shown = await shown_cards(node, room)
     delay = room.meta.settings.spectator_delay_s
@@ -112,7 +112,7 @@ def _send_to_spectators(room: LiveRoom, frame: bytes) -> None:
 async def initial_boards(node: Node, room: LiveRoom, peer: Peer) -> None:
     """A new spectator's boards: as they were one spectator delay ago, fair now."""
     state = room.state
-    if state.phase not in (RACING, FINISHED):
+    if state.phase not in (Phase.RACING, Phase.FINISHED):
         return
     delay_ms = room.meta.settings.spectator_delay_s * 1000
     now = node.clock()

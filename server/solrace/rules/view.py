@@ -16,9 +16,7 @@ from .cards import CARDS_PER_DECK, NAMES, SUITS
 from .options import options_to_json
 
 
-def view(
-    board: Board, owner: bool = False, shown: Container[int] | None = None
-) -> dict[str, Any]:
+def view(board: Board, owner: bool = False, shown: Container[int] | None = None) -> dict[str, Any]:
     """The board as a viewer sees it.
 
     ``owner`` is True for the player's own view; it matters only under thoughtful
