@@ -162,8 +162,11 @@ async def test_a_bot_cut_off_mid_race_reconnects_to_the_same_server(cluster: Clu
         result, _other = await asyncio.gather(ann, bob)
     assert cut and len(clients) >= 2
     assert any(line.startswith("resumed on") for line in said), said
-    assert result["standings"][0]["name"] == "Ann"
-    assert result["standings"][0]["status"] == "finished"
+    # She played on, on the same seat, after the cut (a greedy bot need not win: on some
+    # runs it gets stuck and resigns, so the place is not the point here).
+    ann_row = next(row for row in result["standings"] if row["name"] == "Ann")
+    assert len(ann_row["log"]) > 6
+    assert ann_row["status"] in ("finished", "stuck", "resigned")  # never left for gone
 
 
 async def test_a_move_refused_unavailable_is_sent_again_with_the_same_seq_and_move(
