@@ -76,3 +76,24 @@ async def test_a_racer_resuming_on_another_node_closes_its_old_connection(
     assert (await again.ask("move", seq=0, move=move)).t == "moved"
     seen = await bob.until(lambda f: f.t == "progress")  # bob's node tails the room now
     assert seen.d["racer"] == 1
+
+
+async def test_a_room_check_tells_its_own_moves_in_flight_from_another_nodes(
+    backend: Backend,
+) -> None:
+    """The once-a-second room check starts tailing a room only when Redis stays ahead
+    of what the node folded: its own move between append and fold is not another
+    node's event (it would have made every busy room "shared" and read back)."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    await ann.ask("create", variant="yukon", name="Ann")
+    assert ann.room is not None
+    room = ann.room
+    folded = room.state.version
+    node._check_alone(room, folded + 1)  # its own append, not folded yet
+    room.state.version = folded + 1  # ... folded by the next check
+    node._check_alone(room, folded + 1)
+    assert not room.shared
+    node._check_alone(room, folded + 2)  # now something nobody here folds
+    node._check_alone(room, folded + 2)
+    assert room.shared

@@ -249,10 +249,8 @@ class Node:
                 await self.lost_writes(room, f"Redis is at version {version}, not {mine}")
             elif version == mine and chain != link:
                 await self.lost_writes(room, f"event {mine} is not the one delivered")
-            elif version > room.state.version and not room.shared:
-                # Another node appended to a room this node thought it served alone
-                # (its wake-up was lost, e.g. by a Redis restart): tail it from now.
-                self._share(room_id)
+            elif not room.shared:
+                self._check_alone(room, version)
         others = {
             r.node
             for room in served.values()
@@ -270,6 +268,17 @@ class Node:
                         extra={"room": room.room_id, "racer": member.racer, "node": member.node},
                     )
                     await self.presence(room, member.racer, False, member.conn)
+
+    def _check_alone(self, room: LiveRoom, version: int) -> None:
+        """A room this node thinks it serves alone: if Redis is ahead of what it has
+        folded two checks running — by more than this node's own appends in flight,
+        which it folds within milliseconds — another node appends to it (its wake-up
+        was lost, e.g. in a Redis restart): tail the room from now on. One check is not
+        enough: a move of this node's own is often between its append and its fold."""
+        behind = version > room.state.version
+        if behind and room.ahead_seen is not None and room.state.version < room.ahead_seen:
+            self._share(room.room_id)
+        room.ahead_seen = version if behind else None
 
     async def presence(self, room: LiveRoom, racer: int, online: bool, conn: str | None) -> None:
         """Record a connection of ``racer`` coming (on this node) or going."""

@@ -57,6 +57,9 @@ class LiveRoom:
         #: Another node serves the room too, so this node tails its stream for their
         #: events. Alone, a node has nothing to read back: it folds its own appends.
         self.shared = False
+        #: The version Redis was at when the last room check found it ahead of what
+        #: this node had folded (None: it was not); see Node._check_alone.
+        self.ahead_seen: int | None = None
 
     @property
     def room_id(self) -> str:
