@@ -89,6 +89,7 @@ class Spec:
     __slots__ = (
         "auto_flip",
         "build",
+        "children",
         "classic_safe",
         "decks",
         "draw",
@@ -134,6 +135,10 @@ class Spec:
         #: parents[x]: the faces x may be placed on.
         self.parents: tuple[tuple[int, ...], ...] = tuple(
             tuple(o for o in range(52) if _fits(build, o, x)) for x in range(52)
+        )
+        #: children[o]: the faces that may be placed on face o.
+        self.children: tuple[tuple[int, ...], ...] = tuple(
+            tuple(x for x in range(52) if o in self.parents[x]) for o in range(52)
         )
         fits = bytearray(DOWN * DOWN)
         for x in range(52):
@@ -531,6 +536,39 @@ def _mix(m: SearchMove) -> int:
     return (m[2] * 1299709 + m[3] * 7919 + m[4] * 104729 + m[5] * 31) & (SHUFFLE_SIZE - 1)
 
 
+def may_lock(spec: Spec, parent: State, move: SearchMove, child: State) -> bool:
+    """Whether ``move`` may have turned a position the deadlock test passes into one
+    it fails, so that the test is worth running on ``child``.
+
+    A move that puts a card ``g`` on a card ``q`` takes ``q`` out of reach until ``g``
+    leaves it again; when another card ``g`` builds on is a top of ``child``, ``g``
+    can always leave, and the test passes on ``child`` whenever it passed on
+    ``parent``. Skipping the test never costs soundness (it only prunes), just
+    pruning: everything else (foundation moves, a King to an empty column, a card
+    put on its only possible base) is tested.
+    """
+    kind = move[2]
+    if kind == TAB:
+        g = parent[0][move[3]][move[4]]
+        if RANK[g] == KING:
+            return True
+    elif kind == TALON_TAB:
+        g = parent[3][move[3] - 1]
+        if RANK[g] == KING:
+            return True
+    elif kind == F_TO_TAB:
+        return False  # a card brought down only adds to what can move
+    else:
+        return True
+    dst = move[5]
+    cols = child[0]
+    for par in spec.parents[g]:
+        for c, col in enumerate(cols):
+            if c != dst and col and col[-1] == par:
+                return False
+    return True
+
+
 def search(
     spec: Spec,
     root: State,
@@ -546,7 +584,13 @@ def search(
     expanded; ``stored`` the transposition table's size.
 
     Iterative rather than recursive: a line can be hundreds of moves deep.
+
+    A child the deadlock test (``deadlock.py``) proves lost is counted and remembered
+    but not expanded; it is tested only when :func:`may_lock` says the move may have
+    locked it.
     """
+    from .deadlock import dead  # deadlock.py imports this module
+
     seen: set[object] = {key_of(spec, root)}
     states: list[State] = [root]
     pending: list[list[SearchMove]] = [moves_of(spec, root, shuffle)]
@@ -581,13 +625,18 @@ def search(
             continue
         seen.add(key)
         nodes += 1
-        path.append(move)
         if finished(child):
+            path.append(move)
             return FOUND, path, nodes, len(seen)
         if nodes >= budget:
+            path.append(move)
             return OUT_OF_BUDGET, path, nodes, len(seen)
         if should_stop is not None and not nodes & 1023 and should_stop():
+            path.append(move)
             return OUT_OF_BUDGET, path, nodes, len(seen)
+        if may_lock(spec, states[-1], move, child) and dead(spec, child):
+            continue
+        path.append(move)
         states.append(child)
         pending.append(moves_of(spec, child, shuffle))
         index.append(0)
