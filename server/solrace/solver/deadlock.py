@@ -43,7 +43,7 @@ the search to call it on the positions a move may have locked (``search.py``).
 
 from __future__ import annotations
 
-from .search import DOWN, KING, RANK, SUIT, Spec, State
+from .search import DOWN, KING, RANK, Spec, State
 
 #: Work-list event kinds (code = card * 4 + kind).
 _T = 0  # the card becomes a top

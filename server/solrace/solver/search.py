@@ -556,10 +556,10 @@ def may_lock(spec: Spec, parent: State, move: SearchMove, child: State) -> bool:
         g = parent[3][move[3] - 1]
         if RANK[g] == KING:
             return True
-    elif kind == F_TO_TAB:
-        return False  # a card brought down only adds to what can move
     else:
-        return True
+        # A card brought down can go straight back up (nothing it covers is lost);
+        # a foundation move takes a possible base out of play.
+        return kind != F_TO_TAB
     dst = move[5]
     cols = child[0]
     for par in spec.parents[g]:
