@@ -43,8 +43,12 @@ the search to call it on the positions a move may have locked (``search.py``).
 
 from __future__ import annotations
 
+from typing import Final
+
 from .search import DOWN, KING, RANK, Spec, State
 
+#: Byte translation of a column card to its face (face-down cards are face + DOWN).
+_FACE: Final = bytes(x % DOWN for x in range(256))
 #: Work-list event kinds (code = card * 4 + kind).
 _T = 0  # the card becomes a top
 _S = 1  # the card moves as the first card of a group
@@ -55,39 +59,29 @@ _A = 3  # a stock or waste card can be played into a column
 def dead(spec: Spec, state: State) -> bool:
     """True only if ``state`` can certainly never be won (see the module docstring)."""
     cols, _downs, piles, talon, _p, _rec = state
-    decks = spec.decks
-    face: list[int] = []
-    below: list[int] = []  # the card under k in its column, -1 at the bottom
-    movable: list[bool] = []  # face up now (may move as a group's first card)
     work: list[int] = []  # the events to set, as card * 4 + kind
     push = work.append
+    below: list[int] = []  # the card under k in its column, -1 at the bottom
     empty = False
+    base = 0
     for col in cols:
-        if not col:
+        n = len(col)
+        if not n:
             empty = True
             continue
-        base = len(face)
         below.append(-1)
-        below.extend(range(base, base + len(col) - 1))
-        for x in col:
-            if x >= DOWN:
-                face.append(x - DOWN)
-                movable.append(False)
-            else:
-                face.append(x)
-                movable.append(True)
-        push((len(face) - 1) * 4 + _T)
-    ncol = len(face)
-    face.extend(talon)
+        below.extend(range(base, base + n - 1))
+        base += n
+        push((base - 1) * 4 + _T)
+    ncol = base
+    laid = b"".join(cols)
+    movable = [x < DOWN for x in laid]  # face up now (may move as a group's first card)
+    face = list(laid.translate(_FACE) + talon)
     total = len(face)
-    reached = [False] * 52
-    for pile, h in enumerate(piles):
-        s = (pile // decks) * 13
-        for r in range(h):
-            reached[s + r] = True
+    reached = spec.reached_of(piles)
     slots: list[list[int]] = [[] for _ in range(52)]
-    for k in range(total):
-        slots[face[k]].append(k)
+    for k, x in enumerate(face):
+        slots[x].append(k)
     children = spec.children
     f2t = spec.f2t
     T = [False] * total

@@ -100,6 +100,7 @@ class Spec:
         "ncols",
         "parent_mask",
         "parents",
+        "reached_cache",
         "runs_only",
         "safe_need",
         "suit_piles",
@@ -151,6 +152,7 @@ class Spec:
             sum(1 << o for o in self.parents[x]) if x < 52 else 0 for x in range(2 * DOWN)
         )
         #: piles → (upnext, safe): see :meth:`up_of`.
+        self.reached_cache: dict[tuple[int, ...], list[bool]] = {}
         self.up_cache: dict[tuple[int, ...], tuple[dict[int, int], dict[int, int]]] = {}
         # The classical, stronger safe rule needs run moves (a group that could use the
         # card as a base is a run that can itself go up) and a one-way foundation.
@@ -184,6 +186,19 @@ class Spec:
         elif self.build == BUILD_SUIT or r == KING:
             alternatives.append(tuple((p, r - 1) for p in self.suit_piles[s]))
         return tuple(alternatives)
+
+    def reached_of(self, piles: tuple[int, ...]) -> list[bool]:
+        """A new list: for each face, whether a card of that face is on a foundation."""
+        hit = self.reached_cache.get(piles)
+        if hit is None:
+            hit = [False] * 52
+            for pile, h in enumerate(piles):
+                s = (pile // self.decks) * 13
+                for r in range(h):
+                    hit[s + r] = True
+            if len(self.reached_cache) < 200_000:
+                self.reached_cache[piles] = hit
+        return hit[:]
 
     def is_safe(self, x: int, piles: list[int]) -> bool:
         for need in self.safe_need[x]:
@@ -569,6 +584,93 @@ def may_lock(spec: Spec, parent: State, move: SearchMove, child: State) -> bool:
     return True
 
 
+class Search:
+    """A depth-first search from ``root`` (already settled and not finished) that can
+    be stopped at a node count and resumed: :meth:`run` continues where the last call
+    stopped. Iterative rather than recursive: a line can be hundreds of moves deep.
+
+    ``nodes`` counts the positions reached for the first time (the transposition table
+    ``seen`` holds their keys); ``path`` is the line to the current position (to a
+    finished one after FOUND).
+
+    A child the deadlock test (``deadlock.py``) proves lost is counted and remembered
+    but not expanded; it is tested only when :func:`may_lock` says the move may have
+    locked it.
+    """
+
+    __slots__ = ("index", "nodes", "path", "pending", "seen", "shuffle", "spec", "states")
+
+    def __init__(self, spec: Spec, root: State, shuffle: bytes | None = None) -> None:
+        self.spec = spec
+        self.shuffle = shuffle
+        self.seen: set[object] = {key_of(spec, root)}
+        self.states: list[State] = [root]
+        self.pending: list[list[SearchMove]] = [moves_of(spec, root, shuffle)]
+        self.index: list[int] = [0]
+        self.path: list[SearchMove] = []
+        self.nodes = 0
+
+    def run(self, limit: int, should_stop: Callable[[], bool] | None = None) -> int:
+        """Search on until FOUND, EXHAUSTED (every position reachable from the root was
+        reached and none is finished: a proof) or OUT_OF_BUDGET (``nodes`` reached
+        ``limit``, or ``should_stop()``, polled every 1,024 nodes, said so)."""
+        from .deadlock import dead  # deadlock.py imports this module
+
+        spec = self.spec
+        shuffle = self.shuffle
+        seen = self.seen
+        states = self.states
+        pending = self.pending
+        index = self.index
+        path = self.path
+        nodes = self.nodes
+        has_stock = spec.has_stock
+        limited = spec.max_recycles is not None
+        try:
+            while states:
+                if nodes >= limit:
+                    return OUT_OF_BUDGET
+                moves = pending[-1]
+                i = index[-1]
+                if i >= len(moves):
+                    states.pop()
+                    pending.pop()
+                    index.pop()
+                    if path:
+                        path.pop()
+                    continue
+                index[-1] = i + 1
+                move = moves[i]
+                child = apply(spec, states[-1], move, None)
+                if has_stock:
+                    key: object = (
+                        SEP.join(sorted(child[0])),
+                        child[3],
+                        child[4],
+                        child[5] if limited else 0,
+                    )
+                else:
+                    key = SEP.join(sorted(child[0]))
+                if key in seen:
+                    continue
+                seen.add(key)
+                nodes += 1
+                if finished(child):
+                    path.append(move)
+                    return FOUND
+                if should_stop is not None and not nodes & 1023 and should_stop():
+                    return OUT_OF_BUDGET
+                if may_lock(spec, states[-1], move, child) and dead(spec, child):
+                    continue
+                path.append(move)
+                states.append(child)
+                pending.append(moves_of(spec, child, shuffle))
+                index.append(0)
+            return EXHAUSTED
+        finally:
+            self.nodes = nodes
+
+
 def search(
     spec: Spec,
     root: State,
@@ -576,68 +678,11 @@ def search(
     should_stop: Callable[[], bool] | None = None,
     shuffle: bytes | None = None,
 ) -> tuple[int, list[SearchMove], int, int]:
-    """Depth-first search from ``root`` (already settled and not finished).
+    """One depth-first search from ``root`` with a node budget (see :class:`Search`).
 
-    Returns ``(result, path, nodes, stored)``: ``result`` is FOUND (``path`` leads to a
-    finished position), EXHAUSTED (every position reachable from ``root`` was expanded
-    and none is finished: a proof) or OUT_OF_BUDGET. ``nodes`` counts positions
-    expanded; ``stored`` the transposition table's size.
-
-    Iterative rather than recursive: a line can be hundreds of moves deep.
-
-    A child the deadlock test (``deadlock.py``) proves lost is counted and remembered
-    but not expanded; it is tested only when :func:`may_lock` says the move may have
-    locked it.
+    Returns ``(result, path, nodes, stored)``: ``path`` leads to a finished position
+    when ``result`` is FOUND; ``stored`` is the transposition table's size.
     """
-    from .deadlock import dead  # deadlock.py imports this module
-
-    seen: set[object] = {key_of(spec, root)}
-    states: list[State] = [root]
-    pending: list[list[SearchMove]] = [moves_of(spec, root, shuffle)]
-    index: list[int] = [0]
-    path: list[SearchMove] = []
-    nodes = 0
-    has_stock = spec.has_stock
-    limited = spec.max_recycles is not None
-    while states:
-        moves = pending[-1]
-        i = index[-1]
-        if i >= len(moves):
-            states.pop()
-            pending.pop()
-            index.pop()
-            if path:
-                path.pop()
-            continue
-        index[-1] = i + 1
-        move = moves[i]
-        child = apply(spec, states[-1], move, None)
-        if has_stock:
-            key: object = (
-                SEP.join(sorted(child[0])),
-                child[3],
-                child[4],
-                child[5] if limited else 0,
-            )
-        else:
-            key = SEP.join(sorted(child[0]))
-        if key in seen:
-            continue
-        seen.add(key)
-        nodes += 1
-        if finished(child):
-            path.append(move)
-            return FOUND, path, nodes, len(seen)
-        if nodes >= budget:
-            path.append(move)
-            return OUT_OF_BUDGET, path, nodes, len(seen)
-        if should_stop is not None and not nodes & 1023 and should_stop():
-            path.append(move)
-            return OUT_OF_BUDGET, path, nodes, len(seen)
-        if may_lock(spec, states[-1], move, child) and dead(spec, child):
-            continue
-        path.append(move)
-        states.append(child)
-        pending.append(moves_of(spec, child, shuffle))
-        index.append(0)
-    return EXHAUSTED, [], nodes, len(seen)
+    run = Search(spec, root, shuffle)
+    result = run.run(budget, should_stop)
+    return result, run.path if result == FOUND else [], run.nodes, len(run.seen)
