@@ -96,6 +96,7 @@ class Spec:
         "f2t",
         "fits",
         "has_stock",
+        "lock_stats",
         "max_recycles",
         "ncols",
         "parent_mask",
@@ -152,6 +153,9 @@ class Spec:
             sum(1 << o for o in self.parents[x]) if x < 52 else 0 for x in range(2 * DOWN)
         )
         #: piles → (upnext, safe): see :meth:`up_of`.
+        #: Over a whole solve: children :func:`may_lock` picked, those the deadlock
+        #: test was run on, and those it proved lost (see ADAPT_RATIO).
+        self.lock_stats = [0, 0, 0]
         self.reached_cache: dict[tuple[int, ...], list[bool]] = {}
         self.up_cache: dict[tuple[int, ...], tuple[dict[int, int], dict[int, int]]] = {}
         # The classical, stronger safe rule needs run moves (a group that could use the
@@ -584,6 +588,15 @@ def may_lock(spec: Spec, parent: State, move: SearchMove, child: State) -> bool:
     return True
 
 
+#: The deadlock test is run on every child :func:`may_lock` picks while it proves at
+#: least one in ADAPT_RATIO of them lost (and on the first ADAPT_WARMUP), else on one
+#: in ADAPT_SAMPLE: where it never fires (Australian, most of Klondike) it would
+#: double the cost of a node for nothing. Skipping it never costs soundness.
+ADAPT_WARMUP: Final = 200
+ADAPT_RATIO: Final = 10
+ADAPT_SAMPLE: Final = 16
+
+
 class Search:
     """A depth-first search from ``root`` (already settled and not finished) that can
     be stopped at a node count and resumed: :meth:`run` continues where the last call
@@ -598,7 +611,16 @@ class Search:
     locked it.
     """
 
-    __slots__ = ("index", "nodes", "path", "pending", "seen", "shuffle", "spec", "states")
+    __slots__ = (
+        "index",
+        "nodes",
+        "path",
+        "pending",
+        "seen",
+        "shuffle",
+        "spec",
+        "states",
+    )
 
     def __init__(self, spec: Spec, root: State, shuffle: bytes | None = None) -> None:
         self.spec = spec
@@ -624,6 +646,8 @@ class Search:
         index = self.index
         path = self.path
         nodes = self.nodes
+        stats = spec.lock_stats
+        tried, tested, found = stats
         has_stock = spec.has_stock
         limited = spec.max_recycles is not None
         try:
@@ -660,8 +684,19 @@ class Search:
                     return FOUND
                 if should_stop is not None and not nodes & 1023 and should_stop():
                     return OUT_OF_BUDGET
-                if may_lock(spec, states[-1], move, child) and dead(spec, child):
-                    continue
+                if may_lock(spec, states[-1], move, child):
+                    # Test while the test pays (it finds a lock in at least one
+                    # candidate in ADAPT_RATIO), else only every ADAPT_SAMPLE-th one.
+                    tried += 1
+                    if (
+                        tried <= ADAPT_WARMUP
+                        or found * ADAPT_RATIO >= tried
+                        or not tried % ADAPT_SAMPLE
+                    ):
+                        tested += 1
+                        if dead(spec, child):
+                            found += 1
+                            continue
                 path.append(move)
                 states.append(child)
                 pending.append(moves_of(spec, child, shuffle))
@@ -669,6 +704,7 @@ class Search:
             return EXHAUSTED
         finally:
             self.nodes = nodes
+            stats[:] = (tried, tested, found)
 
 
 def search(
