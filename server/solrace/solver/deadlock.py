@@ -49,6 +49,8 @@ from .search import DOWN, KING, RANK, Spec, State
 
 #: Byte translation of a column card to its face (face-down cards are face + DOWN).
 _FACE: Final = bytes(x % DOWN for x in range(256))
+#: The faces of the four Kings.
+_KINGS: Final = tuple(s * 13 + 12 for s in range(4))
 #: Work-list event kinds (code = card * 4 + kind).
 _T = 0  # the card becomes a top
 _S = 1  # the card moves as the first card of a group
@@ -92,7 +94,7 @@ def dead(spec: Spec, state: State) -> bool:
     # x builds on is available (so a card of face x has a destination).
     avail = [False] * 52
     based = [False] * 52
-    kings = [k for k in range(total) if RANK[face[k]] == KING]
+    kings = [k for x in _KINGS for k in slots[x]]
     pending = total
     for k in range(ncol, total):
         # A stock or waste card goes up once its predecessor has.
@@ -140,14 +142,18 @@ def dead(spec: Spec, state: State) -> bool:
             x = face[k]
             if RANK[x] == 1 or reached[x - 1]:
                 push(k * 4 + _F)
-            push(k * 4 + _S)
+            if not S[k]:
+                push(k * 4 + _S)
             if not avail[x]:
                 avail[x] = True
                 for c in children[x]:
                     if not based[c]:
                         based[c] = True
                         for j in slots[c]:
-                            push(j * 4 + (_S if j < ncol else _A))
+                            if j >= ncol:
+                                push(j * 4 + _A)
+                            elif movable[j] or T[j]:
+                                push(j * 4 + _S)
         elif kind == _F:
             if F[k]:
                 continue

@@ -595,6 +595,9 @@ def may_lock(spec: Spec, parent: State, move: SearchMove, child: State) -> bool:
 ADAPT_WARMUP: Final = 200
 ADAPT_RATIO: Final = 10
 ADAPT_SAMPLE: Final = 16
+#: What one deadlock test adds to the node count: it costs about as much as expanding
+#: three positions, and a budget should bound time.
+TEST_COST: Final = 1
 
 
 class Search:
@@ -694,6 +697,7 @@ class Search:
                         or not tried % ADAPT_SAMPLE
                     ):
                         tested += 1
+                        nodes += TEST_COST
                         if dead(spec, child):
                             found += 1
                             continue
