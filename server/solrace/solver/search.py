@@ -697,7 +697,8 @@ class Search:
                         or not tried % ADAPT_SAMPLE
                     ):
                         tested += 1
-                        nodes += TEST_COST
+                        if nodes < limit:  # never past the budget
+                            nodes += TEST_COST
                         if dead(spec, child):
                             found += 1
                             continue
