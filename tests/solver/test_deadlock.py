@@ -53,3 +53,42 @@ def test_dead_never_fires_on_a_won_deal() -> None:
         board = deal("yukon", seed, {})
         if dead(spec_of(board), state_of(board)):
             assert not solve_deal("yukon", seed, {}, 3_000).won
+
+
+@pytest.mark.parametrize(
+    ("variant", "options"),
+    [
+        ("yukon", {}),
+        ("yukon", {"foundation_to_tableau": True}),
+        ("russian", {}),
+        ("alaska", {}),
+        ("australian", {}),
+        ("double_yukon", {}),
+        ("klondike", {}),
+        ("klondike", {"draw": 3, "thoughtful": True, "foundation_to_tableau": False}),
+    ],
+    ids=lambda x: str(x),
+)
+def test_dead_never_fires_on_a_position_of_a_winning_line(
+    variant: str, options: dict[str, Any]
+) -> None:
+    """Mid-game positions of real deals, far larger than an exhaustive search can
+    check: every position along a line the engine replays to a win is winnable, so the
+    deadlock test (also run inside the search) must pass on each of them."""
+    from solrace.rules.log import apply_entry
+    from solrace.solver import solve_deal
+
+    checked = wins = 0
+    for seed in range(100):  # Russian wins few deals: go on until four are won
+        result = solve_deal(variant, seed, options, 5_000)
+        if not result.won:
+            continue
+        wins += 1
+        if wins > 4:
+            break
+        board = deal(variant, seed, options)
+        for entry in result.moves:
+            assert not dead(spec_of(board), state_of(board)), (seed, entry)
+            apply_entry(board, entry)
+            checked += 1
+    assert checked > 0

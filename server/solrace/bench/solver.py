@@ -40,6 +40,10 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
 }
 
+#: With a log, running counts are written every this many deals.
+PROGRESS_EVERY = 500
+OUTCOMES = ("won", "unwinnable", "unknown")
+
 DEFAULT_PRESETS = (
     "yukon",
     "russian",
@@ -152,7 +156,14 @@ def run(
             count = (deals_by_preset or {}).get(name, deals)
             jobs = [(variant, options, start + i, budget) for i in range(count)]
             t0 = time.perf_counter()
-            rows = list(pool.map(_solve_one, jobs, chunksize=8))
+            rows = []
+            for row in pool.map(_solve_one, jobs, chunksize=8):
+                rows.append(row)
+                if log is not None and not len(rows) % PROGRESS_EVERY:
+                    # Running counts, so a long study's progress (and a partial
+                    # result) can be read before it ends.
+                    tally = {o: sum(1 for r in rows if r[1] == o) for o in OUTCOMES}
+                    print(name, "progress", len(rows), tally, file=log, flush=True)
             summary = _summary(rows)
             summary["variant"] = variant
             summary["options"] = options

@@ -3,147 +3,202 @@
 Why: an unwinnable deal is only proved by exhausting its search space, and for Yukon
 that space is usually far too large (a few hundred thousand positions and more), so
 without a shortcut almost every unwinnable deal ends as ``unknown``. Most of them are
-unwinnable for a simple reason a human sees at once: a card can never leave its column
-because everything it could go to — its foundation predecessor, every card it could be
-built on — is locked underneath it in the same column (directly or down a chain).
+unwinnable for a reason a human sees once pointed at it: a card can never leave the
+card it lies on, because everything it could go to — its foundation predecessor, every
+card it could be built on — is locked underneath it (directly or down a chain).
 
-The test is a *relaxation*. For every card it asks whether each of a few events can
-ever happen, using only conditions every real line must satisfy:
+The test is a *relaxation*. A card ``k`` lying on card ``b`` stays on ``b`` — whatever
+group moves carry the two of them around — until ``k`` itself is taken off ``b``: it
+goes to a foundation, or it moves as the *first card of a group*. So, for every card,
+it asks whether each of a few events can ever happen, using only conditions every real
+line must satisfy:
 
-- ``F[k]`` — card ``k`` reaches a foundation. Needs its predecessor (same suit, one
-  rank lower) on a foundation first, and ``k`` to be a top card at that moment: it is
-  a top now, or the card above it has gone (``T[k]``), or ``k`` has left its place.
-- ``L[k]`` — card ``k`` leaves its place by a tableau move. Either it is carried by the
-  face-up card directly below it as part of a group (``L`` of that card), or it moves
-  itself (face up now, or turned up once the cards above it have gone) onto a card it
-  builds on that is then a top (``A``), or, a King, to a column that has been emptied.
-- ``A[q]`` — card ``q`` can ever take a card: it is a top now, the card above it has
-  gone, it has moved (then it may be a top where it went), it is in the stock or waste
-  (it can be played out), or with foundation → tableau it has reached a foundation.
-- ``T[k]`` — the card above ``k`` has gone (by either event), so ``k`` is exposed.
+- ``T[k]`` — ``k`` becomes a top card (is exposed; a face-down card is turned up). True
+  now for the tops; later only once the card lying on ``k`` has left it (``S`` or
+  ``F`` of that card). Being carried along with a group changes nothing here.
+- ``S[k]`` — ``k`` moves as the first card of a group: it must be face up (now, or
+  after ``T[k]``) and have a destination: a card it builds on that can be a top at
+  some time (``A``), or, a King not at the bottom of its column, an empty column.
+- ``F[k]`` — ``k`` reaches a foundation: its predecessor (same suit, one rank lower)
+  gets there first, and ``k`` is a top at some time (``T[k]``).
+- ``A[q]`` — ``q`` can take a card at some time: a column card once it is a top
+  (``T[q]``); a stock or waste card once it can be played into a column (it has a
+  destination as in ``S``); with foundation → tableau, a card that reached a
+  foundation (it may come back).
+- an empty column appears once the bottom card of some column leaves (``S`` or
+  ``F``), or if one exists now.
 
-Each event in a real line happens only after the events its condition names (or at
-the same moment, for a carried card, whose carrier's own condition holds earlier), so
-by induction over the line every event of a winning line is in the *least* fixed point
-of these rules. If some card's ``F`` is not in it, no line wins: **unwinnable**. Every
-rule only ever *adds* possibilities compared with the real game (draw order, run
-shape, which twin of a double deck, where a moved card went, all ignored), so the test
-never claims a winnable position is lost; it just misses the subtler dead ends.
+Each event in a real line happens only after the events its condition names, so by
+induction over the line every event of a winning line is in the *least* fixed point of
+these rules. If some card's ``F`` is not in it, no line wins: **unwinnable**. Every rule
+only ever *adds* possibilities compared with the real game (timing, draw order, run
+shape, which twin of a double deck, that a card takes one card at a time, all
+ignored), so the test never claims a winnable position is lost; it just misses the
+subtler dead ends.
+
+The fixed point is computed with a work list: each event is set once and pushes only
+the events it can enable, so a call costs a few dozen microseconds — cheap enough for
+the search to call it on the positions a move may have locked (``search.py``).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from .search import DOWN, KING, RANK, SUIT, Spec, State
+from .search import DOWN, KING, RANK, Spec, State
 
-#: Marks a card that is not in a column (stock, waste).
-_NONE: Final = -1
+#: Byte translation of a column card to its face (face-down cards are face + DOWN).
+_FACE: Final = bytes(x % DOWN for x in range(256))
+#: The faces of the four Kings.
+_KINGS: Final = tuple(s * 13 + 12 for s in range(4))
+#: Work-list event kinds (code = card * 4 + kind).
+_T = 0  # the card becomes a top
+_S = 1  # the card moves as the first card of a group
+_F = 2  # the card reaches a foundation
+_A = 3  # a stock or waste card can be played into a column
 
 
 def dead(spec: Spec, state: State) -> bool:
-    """True only if ``state`` can certainly never be won (see the module docstring).
-
-    Cost: a few passes over the cards (~50–150 µs for 52 cards), so the search calls
-    it at the root and at a sample of nodes rather than everywhere.
-    """
+    """True only if ``state`` can certainly never be won (see the module docstring)."""
     cols, _downs, piles, talon, _p, _rec = state
-    decks = spec.decks
-    # Per-card arrays over column cards (slots 0..n-1) then talon cards.
-    face: list[int] = []
-    above: list[int] = []
-    below_up: list[int] = []
-    is_down: list[bool] = []
-    bottom: list[bool] = []
-    any_empty = False
+    work: list[int] = []  # the events to set, as card * 4 + kind
+    push = work.append
+    below: list[int] = []  # the card under k in its column, -1 at the bottom
+    empty = False
+    base = 0
     for col in cols:
-        if not col:
-            any_empty = True
-            continue
-        base = len(face)
         n = len(col)
-        for i, x in enumerate(col):
-            bottom.append(not i)
-            down = x >= DOWN
-            face.append(x - DOWN if down else x)
-            is_down.append(down)
-            above.append(base + i + 1 if i + 1 < n else _NONE)
-            below_up.append(base + i - 1 if i and col[i - 1] < DOWN else _NONE)
-    ncol = len(face)
-    for x in talon:
-        face.append(x)
+        if not n:
+            empty = True
+            continue
+        below.append(-1)
+        below.extend(range(base, base + n - 1))
+        base += n
+        push((base - 1) * 4 + _T)
+    ncol = base
+    laid = b"".join(cols)
+    movable = [x < DOWN for x in laid]  # face up now (may move as a group's first card)
+    face = list(laid.translate(_FACE) + talon)
     total = len(face)
-    # on_f[f]: a card of face f is on a foundation now.
-    on_f = [False] * 52
-    for pile, h in enumerate(piles):
-        s = pile // decks
-        for r in range(h):
-            on_f[s * 13 + r] = True
-    # Slots by face, for parents and predecessors.
+    reached = spec.reached_of(piles)
     slots: list[list[int]] = [[] for _ in range(52)]
-    for k in range(total):
-        slots[face[k]].append(k)
+    for k, x in enumerate(face):
+        slots[x].append(k)
+    children = spec.children
     f2t = spec.f2t
-    parents = spec.parents
-
+    T = [False] * total
+    S = [False] * total
     F = [False] * total
-    L = [False] * ncol + [True] * (total - ncol)  # a talon card may be played out
-    A = [False] * ncol + [True] * (total - ncol)
-    T = [above[k] == _NONE for k in range(ncol)]
-    # reached[f]: some card of face f is (or may be) on a foundation.
-    reached = on_f[:]
-    empty_col = any_empty
-    pending_f = total
-    changed = True
-    while changed:
-        changed = False
+    A = [False] * total
+    # avail[o]: some card of face o can take a card at some time; based[x]: some face
+    # x builds on is available (so a card of face x has a destination).
+    avail = [False] * 52
+    based = [False] * 52
+    kings = [k for x in _KINGS for k in slots[x]]
+    pending = total
+    for k in range(ncol, total):
+        # A stock or waste card goes up once its predecessor has.
+        x = face[k]
+        if RANK[x] == 1 or reached[x - 1]:
+            push(k * 4 + _F)
+    if f2t:
+        # A foundation card may come back down and take a card.
+        for x in range(52):
+            if reached[x]:
+                avail[x] = True
+                for c in children[x]:
+                    based[c] = True
         for k in range(total):
+            if based[face[k]]:
+                push(k * 4 + (_S if k < ncol else _A))
+    if empty:
+        for j in kings:
+            push(j * 4 + (_S if j < ncol else _A))
+    pop = work.pop
+    while work:
+        code = pop()
+        k = code >> 2
+        kind = code & 3
+        if kind == _S:
+            # Conditions: face up (or exposed) and a destination.
+            if S[k] or not (movable[k] or T[k]):
+                continue
             x = face[k]
-            r = RANK[x]
+            b = below[k]
+            if not based[x] and not (empty and b >= 0 and RANK[x] == KING):
+                continue
+            S[k] = True
+            if b >= 0:
+                if not T[b]:
+                    push(b * 4 + _T)
+            elif not empty:
+                empty = True
+                for j in kings:
+                    push(j * 4 + (_S if j < ncol else _A))
+        elif kind == _T:
+            if T[k]:
+                continue
+            T[k] = True
+            x = face[k]
+            if RANK[x] == 1 or reached[x - 1]:
+                push(k * 4 + _F)
+            if not S[k]:
+                push(k * 4 + _S)
+            if not avail[x]:
+                avail[x] = True
+                for c in children[x]:
+                    if not based[c]:
+                        based[c] = True
+                        for j in slots[c]:
+                            if j >= ncol:
+                                push(j * 4 + _A)
+                            elif movable[j] or T[j]:
+                                push(j * 4 + _S)
+        elif kind == _F:
+            if F[k]:
+                continue
+            x = face[k]
+            if k < ncol and not T[k]:
+                continue
+            if RANK[x] > 1 and not reached[x - 1]:
+                continue
+            F[k] = True
+            pending -= 1
+            if not pending:
+                return False
             if k < ncol:
-                if not T[k]:
-                    a = above[k]
-                    if F[a] or L[a]:
-                        T[k] = True
-                        changed = True
-                t = T[k]
-                if not L[k]:
-                    b = below_up[k]
-                    if b != _NONE and L[b]:
-                        L[k] = True
-                    elif not is_down[k] or t:
-                        if r == KING and empty_col:
-                            L[k] = True
-                        else:
-                            for par in parents[x]:
-                                for q in slots[par]:
-                                    if A[q]:
-                                        L[k] = True
-                                        break
-                                else:
-                                    if f2t and on_f[par]:
-                                        L[k] = True
-                                        break
-                                    continue
-                                break
-                    if L[k]:
-                        changed = True
-                if not A[k] and (t or L[k] or (f2t and F[k])):
-                    A[k] = True
-                    changed = True
-                if not F[k] and (t or L[k]) and (r == 1 or reached[SUIT[x] * 13 + r - 2]):
-                    F[k] = True
-                    reached[x] = True
-                    pending_f -= 1
-                    changed = True
-                if not empty_col and (F[k] or L[k]) and bottom[k]:
-                    empty_col = True
-                    changed = True
-            elif not F[k] and (r == 1 or reached[SUIT[x] * 13 + r - 2]):
-                F[k] = True
+                b = below[k]
+                if b >= 0:
+                    if not T[b]:
+                        push(b * 4 + _T)
+                elif not empty:
+                    empty = True
+                    for j in kings:
+                        push(j * 4 + (_S if j < ncol else _A))
+            if not reached[x]:
                 reached[x] = True
-                pending_f -= 1
-                changed = True
-        if not pending_f:
-            return False
-    return pending_f > 0
+                if RANK[x] < KING:
+                    for j in slots[x + 1]:
+                        push(j * 4 + _F)
+            if f2t and not avail[x]:
+                avail[x] = True
+                for c in children[x]:
+                    if not based[c]:
+                        based[c] = True
+                        for j in slots[c]:
+                            push(j * 4 + (_S if j < ncol else _A))
+        else:  # _A: a stock or waste card can be played into a column
+            if A[k]:
+                continue
+            x = face[k]
+            if not based[x] and not (empty and RANK[x] == KING):
+                continue
+            A[k] = True
+            if not avail[x]:
+                avail[x] = True
+                for c in children[x]:
+                    if not based[c]:
+                        based[c] = True
+                        for j in slots[c]:
+                            push(j * 4 + (_S if j < ncol else _A))
+    return pending > 0

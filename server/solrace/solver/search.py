@@ -89,16 +89,19 @@ class Spec:
     __slots__ = (
         "auto_flip",
         "build",
+        "children",
         "classic_safe",
         "decks",
         "draw",
         "f2t",
         "fits",
         "has_stock",
+        "lock_stats",
         "max_recycles",
         "ncols",
         "parent_mask",
         "parents",
+        "reached_cache",
         "runs_only",
         "safe_need",
         "suit_piles",
@@ -135,6 +138,10 @@ class Spec:
         self.parents: tuple[tuple[int, ...], ...] = tuple(
             tuple(o for o in range(52) if _fits(build, o, x)) for x in range(52)
         )
+        #: children[o]: the faces that may be placed on face o.
+        self.children: tuple[tuple[int, ...], ...] = tuple(
+            tuple(x for x in range(52) if o in self.parents[x]) for o in range(52)
+        )
         fits = bytearray(DOWN * DOWN)
         for x in range(52):
             for o in self.parents[x]:
@@ -146,6 +153,10 @@ class Spec:
             sum(1 << o for o in self.parents[x]) if x < 52 else 0 for x in range(2 * DOWN)
         )
         #: piles → (upnext, safe): see :meth:`up_of`.
+        #: Over a whole solve: children :func:`may_lock` picked, those the deadlock
+        #: test was run on, and those it proved lost (see ADAPT_RATIO).
+        self.lock_stats = [0, 0, 0]
+        self.reached_cache: dict[tuple[int, ...], list[bool]] = {}
         self.up_cache: dict[tuple[int, ...], tuple[dict[int, int], dict[int, int]]] = {}
         # The classical, stronger safe rule needs run moves (a group that could use the
         # card as a base is a run that can itself go up) and a one-way foundation.
@@ -179,6 +190,19 @@ class Spec:
         elif self.build == BUILD_SUIT or r == KING:
             alternatives.append(tuple((p, r - 1) for p in self.suit_piles[s]))
         return tuple(alternatives)
+
+    def reached_of(self, piles: tuple[int, ...]) -> list[bool]:
+        """A new list: for each face, whether a card of that face is on a foundation."""
+        hit = self.reached_cache.get(piles)
+        if hit is None:
+            hit = [False] * 52
+            for pile, h in enumerate(piles):
+                s = (pile // self.decks) * 13
+                for r in range(h):
+                    hit[s + r] = True
+            if len(self.reached_cache) < 200_000:
+                self.reached_cache[piles] = hit
+        return hit[:]
 
     def is_safe(self, x: int, piles: list[int]) -> bool:
         for need in self.safe_need[x]:
@@ -531,6 +555,163 @@ def _mix(m: SearchMove) -> int:
     return (m[2] * 1299709 + m[3] * 7919 + m[4] * 104729 + m[5] * 31) & (SHUFFLE_SIZE - 1)
 
 
+def may_lock(spec: Spec, parent: State, move: SearchMove, child: State) -> bool:
+    """Whether ``move`` may have turned a position the deadlock test passes into one
+    it fails, so that the test is worth running on ``child``.
+
+    A move that puts a card ``g`` on a card ``q`` takes ``q`` out of reach until ``g``
+    leaves it again; when another card ``g`` builds on is a top of ``child``, ``g``
+    can always leave, and the test passes on ``child`` whenever it passed on
+    ``parent``. Skipping the test never costs soundness (it only prunes), just
+    pruning: everything else (foundation moves, a King to an empty column, a card
+    put on its only possible base) is tested.
+    """
+    kind = move[2]
+    if kind == TAB:
+        g = parent[0][move[3]][move[4]]
+        if RANK[g] == KING:
+            return True
+    elif kind == TALON_TAB:
+        g = parent[3][move[3] - 1]
+        if RANK[g] == KING:
+            return True
+    else:
+        # A card brought down can go straight back up (nothing it covers is lost);
+        # a foundation move takes a possible base out of play.
+        return kind != F_TO_TAB
+    dst = move[5]
+    cols = child[0]
+    for par in spec.parents[g]:
+        for c, col in enumerate(cols):
+            if c != dst and col and col[-1] == par:
+                return False
+    return True
+
+
+#: The deadlock test is run on every child :func:`may_lock` picks while it proves at
+#: least one in ADAPT_RATIO of them lost (and on the first ADAPT_WARMUP), else on one
+#: in ADAPT_SAMPLE: where it never fires (Australian, most of Klondike) it would
+#: double the cost of a node for nothing. Skipping it never costs soundness.
+ADAPT_WARMUP: Final = 200
+ADAPT_RATIO: Final = 10
+ADAPT_SAMPLE: Final = 16
+#: What one deadlock test adds to the node count: it costs about as much as expanding
+#: three positions, and a budget should bound time.
+TEST_COST: Final = 1
+
+
+class Search:
+    """A depth-first search from ``root`` (already settled and not finished) that can
+    be stopped at a node count and resumed: :meth:`run` continues where the last call
+    stopped. Iterative rather than recursive: a line can be hundreds of moves deep.
+
+    ``nodes`` counts the positions reached for the first time (the transposition table
+    ``seen`` holds their keys); ``path`` is the line to the current position (to a
+    finished one after FOUND).
+
+    A child the deadlock test (``deadlock.py``) proves lost is counted and remembered
+    but not expanded; it is tested only when :func:`may_lock` says the move may have
+    locked it.
+    """
+
+    __slots__ = (
+        "index",
+        "nodes",
+        "path",
+        "pending",
+        "seen",
+        "shuffle",
+        "spec",
+        "states",
+    )
+
+    def __init__(self, spec: Spec, root: State, shuffle: bytes | None = None) -> None:
+        self.spec = spec
+        self.shuffle = shuffle
+        self.seen: set[object] = {key_of(spec, root)}
+        self.states: list[State] = [root]
+        self.pending: list[list[SearchMove]] = [moves_of(spec, root, shuffle)]
+        self.index: list[int] = [0]
+        self.path: list[SearchMove] = []
+        self.nodes = 0
+
+    def run(self, limit: int, should_stop: Callable[[], bool] | None = None) -> int:
+        """Search on until FOUND, EXHAUSTED (every position reachable from the root was
+        reached and none is finished: a proof) or OUT_OF_BUDGET (``nodes`` reached
+        ``limit``, or ``should_stop()``, polled every 1,024 nodes, said so)."""
+        from .deadlock import dead  # deadlock.py imports this module
+
+        spec = self.spec
+        shuffle = self.shuffle
+        seen = self.seen
+        states = self.states
+        pending = self.pending
+        index = self.index
+        path = self.path
+        nodes = self.nodes
+        stats = spec.lock_stats
+        tried, tested, found = stats
+        has_stock = spec.has_stock
+        limited = spec.max_recycles is not None
+        try:
+            while states:
+                if nodes >= limit:
+                    return OUT_OF_BUDGET
+                moves = pending[-1]
+                i = index[-1]
+                if i >= len(moves):
+                    states.pop()
+                    pending.pop()
+                    index.pop()
+                    if path:
+                        path.pop()
+                    continue
+                index[-1] = i + 1
+                move = moves[i]
+                child = apply(spec, states[-1], move, None)
+                if has_stock:
+                    key: object = (
+                        SEP.join(sorted(child[0])),
+                        child[3],
+                        child[4],
+                        child[5] if limited else 0,
+                    )
+                else:
+                    key = SEP.join(sorted(child[0]))
+                if key in seen:
+                    continue
+                seen.add(key)
+                nodes += 1
+                if finished(child):
+                    path.append(move)
+                    return FOUND
+                if should_stop is not None and not nodes & 1023 and should_stop():
+                    return OUT_OF_BUDGET
+                if may_lock(spec, states[-1], move, child):
+                    # Test while the test pays (it finds a lock in at least one
+                    # candidate in ADAPT_RATIO), else only every ADAPT_SAMPLE-th one.
+                    tried += 1
+                    if (
+                        tried <= ADAPT_WARMUP
+                        or found * ADAPT_RATIO >= tried
+                        or not tried % ADAPT_SAMPLE
+                    ):
+                        tested += 1
+                        if nodes < limit:  # never past the budget
+                            nodes += TEST_COST
+                        if dead(spec, child):
+                            found += 1
+                            continue
+                path.append(move)
+                states.append(child)
+                pending.append(moves_of(spec, child, shuffle))
+                index.append(0)
+            return EXHAUSTED
+        finally:
+            self.nodes = nodes
+            stats[:] = (tried, tested, found)
+
+
 def search(
     spec: Spec,
     root: State,
@@ -538,57 +719,11 @@ def search(
     should_stop: Callable[[], bool] | None = None,
     shuffle: bytes | None = None,
 ) -> tuple[int, list[SearchMove], int, int]:
-    """Depth-first search from ``root`` (already settled and not finished).
+    """One depth-first search from ``root`` with a node budget (see :class:`Search`).
 
-    Returns ``(result, path, nodes, stored)``: ``result`` is FOUND (``path`` leads to a
-    finished position), EXHAUSTED (every position reachable from ``root`` was expanded
-    and none is finished: a proof) or OUT_OF_BUDGET. ``nodes`` counts positions
-    expanded; ``stored`` the transposition table's size.
-
-    Iterative rather than recursive: a line can be hundreds of moves deep.
+    Returns ``(result, path, nodes, stored)``: ``path`` leads to a finished position
+    when ``result`` is FOUND; ``stored`` is the transposition table's size.
     """
-    seen: set[object] = {key_of(spec, root)}
-    states: list[State] = [root]
-    pending: list[list[SearchMove]] = [moves_of(spec, root, shuffle)]
-    index: list[int] = [0]
-    path: list[SearchMove] = []
-    nodes = 0
-    has_stock = spec.has_stock
-    limited = spec.max_recycles is not None
-    while states:
-        moves = pending[-1]
-        i = index[-1]
-        if i >= len(moves):
-            states.pop()
-            pending.pop()
-            index.pop()
-            if path:
-                path.pop()
-            continue
-        index[-1] = i + 1
-        move = moves[i]
-        child = apply(spec, states[-1], move, None)
-        if has_stock:
-            key: object = (
-                SEP.join(sorted(child[0])),
-                child[3],
-                child[4],
-                child[5] if limited else 0,
-            )
-        else:
-            key = SEP.join(sorted(child[0]))
-        if key in seen:
-            continue
-        seen.add(key)
-        nodes += 1
-        path.append(move)
-        if finished(child):
-            return FOUND, path, nodes, len(seen)
-        if nodes >= budget:
-            return OUT_OF_BUDGET, path, nodes, len(seen)
-        if should_stop is not None and not nodes & 1023 and should_stop():
-            return OUT_OF_BUDGET, path, nodes, len(seen)
-        states.append(child)
-        pending.append(moves_of(spec, child, shuffle))
-        index.append(0)
-    return EXHAUSTED, [], nodes, len(seen)
+    run = Search(spec, root, shuffle)
+    result = run.run(budget, should_stop)
+    return result, run.path if result == FOUND else [], run.nodes, len(run.seen)

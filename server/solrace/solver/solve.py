@@ -27,25 +27,25 @@ from .search import (
     FOUND,
     OUT_OF_BUDGET,
     SHUFFLE_SIZE,
+    Search,
     Spec,
     State,
     apply,
     finished,
-    search,
     settle,
 )
 
-#: The node budget used when none is given: enough for nearly every Yukon deal while
-#: staying well under a second on a slow core (docs/winnability.md).
+#: The node budget used when none is given (command line, hints): decides about 95 % of
+#: Yukon deals in at most a few seconds on a slow core (docs/winnability.md).
 DEFAULT_BUDGET: Final = 100_000
 
 #: The node budget the race server uses to certify a deal (``solve_deal(..., budget_nodes=
 #: SERVER_BUDGET)``). Chosen for the certify latency, not for deciding every deal: the
 #: server discards an ``unknown`` seed and tries the next, so each discarded seed costs
 #: the whole budget, and the p95 of a certification is about one discarded seed plus
-#: one win. Between 20,000 and 40,000 nodes the share of Yukon deals left unknown
-#: hardly moves (13.5 % → 13 % on 200 deals) while the discard doubles in cost
-#: (docs/winnability.md has the measured p50/p95).
+#: one win. At 20,000 nodes 7.4 % of Yukon deals stay unknown and the certify p95 is
+#: 0.95 s on the loaded 2-core machine; 100,000 nodes would leave 4.5 % unknown (200
+#: deals) but a discarded seed would cost about 5 s (docs/winnability.md).
 SERVER_BUDGET: Final = 20_000
 
 #: Difficulty grades by nodes searched before the first win (docs/solver.md).
@@ -178,8 +178,9 @@ def _checked(board: Board, entries: list[str]) -> tuple[str, ...]:
 FIRST_RUN: Final = 1_000
 #: Unit of the shuffled runs' budgets, which follow the Luby sequence (1,1,2,1,1,2,4,…).
 PROBE_UNIT: Final = 250
-#: Share of the budget the shuffled runs may spend before the last, ordered run.
-PROBE_SHARE: Final = 0.75
+#: Share of the budget the main (ordered, resumed) search gets; the shuffled probes
+#: get the rest.
+MAIN_SHARE: Final = 0.5
 
 
 def luby(i: int) -> int:
@@ -200,45 +201,47 @@ def luby(i: int) -> int:
 def _restarts(
     spec: Spec, root: State, budget: int, should_stop: Callable[[], bool] | None
 ) -> tuple[int, list[Any], int, int]:
-    """Search with restarts: a short run in the solver's own move order; then runs in
-    a random (seeded, so reproducible) order — fully random on odd runs, the solver's
-    priorities with random tie-breaks on even ones — with Luby-sequence budgets while
-    they have spent under :data:`PROBE_SHARE` of the budget; then a last run in the
-    solver's order with everything left.
+    """A *main* depth-first search in the solver's own move order, resumed between
+    short *probes*: runs in a random (seeded, so reproducible) order — fully random on
+    odd runs, the solver's priorities with random tie-breaks on even ones — with
+    Luby-sequence budgets. The main search starts with :data:`FIRST_RUN` nodes and
+    then keeps its share (:data:`MAIN_SHARE`) of everything spent.
 
     Why: the time to a win is heavy-tailed. A depth-first search that commits to a bad
     early move can spend any budget below it, and the move-order heuristics that win
     most deals in under a hundred nodes mislead the search in the same way on every
-    run; a randomly ordered run often wins a "hard" deal in a few hundred nodes. Every
-    run is a complete depth-first search from the root with its own transposition
-    table, so any run that exhausts its space is a proof on its own; the last run has
-    the largest budget, for the proofs that need one.
+    run; a randomly ordered run often wins a "hard" deal in a few hundred nodes. A
+    proof, on the other hand, needs one run to exhaust its space: every run is a
+    complete depth-first search from the root with its own transposition table, and
+    the main one, never restarted, can exhaust a space of up to half the budget.
     """
-    spent = 0
-    stored = 0
-    run = 0
-    probes_until = int(budget * PROBE_SHARE)
+    main = Search(spec, root)
+    result = main.run(min(FIRST_RUN, budget), should_stop)
+    if result != OUT_OF_BUDGET:
+        return result, main.path, main.nodes, len(main.seen)
+    probed = 0
+    stored = len(main.seen)
+    run = 1
     while True:
-        if run == 0:
-            allowed, shuffle = min(FIRST_RUN, budget), None
-        else:
-            allowed = PROBE_UNIT * luby(run)
-            shuffle = None
-            if spent + allowed <= probes_until:
-                rng = random.Random(run)
-                # Odd runs ignore the priorities, even runs keep them and only
-                # shuffle ties: on 200 Yukon deals this alternation left 27 unknown
-                # where all-random runs left 31 and tie-shuffles only 34.
-                shuffle = rng.randbytes(SHUFFLE_SIZE) + bytes((run & 1,))
-        last = (shuffle is None and run > 0) or allowed >= budget - spent
-        if last:
-            allowed = budget - spent
-        result, path, nodes, size = search(spec, root, allowed, should_stop, shuffle)
-        spent += nodes
-        stored = max(stored, size)
-        if result != OUT_OF_BUDGET or last or (should_stop is not None and should_stop()):
-            return result, path, spent, stored
+        left = budget - main.nodes - probed
+        if left <= 0 or (should_stop is not None and should_stop()):
+            return OUT_OF_BUDGET, [], main.nodes + probed, max(stored, len(main.seen))
+        shuffle = random.Random(run).randbytes(SHUFFLE_SIZE) + bytes((run & 1,))
+        # Odd runs ignore the priorities, even runs keep them and only shuffle ties:
+        # on 200 Yukon deals this alternation left 27 unknown where all-random runs
+        # left 31 and tie-shuffles only 34.
+        probe = Search(spec, root, shuffle)
+        result = probe.run(min(PROBE_UNIT * luby(run), left), should_stop)
+        probed += probe.nodes
+        stored = max(stored, len(probe.seen))
+        if result != OUT_OF_BUDGET:
+            return result, probe.path, main.nodes + probed, stored
         run += 1
+        left = budget - main.nodes - probed
+        target = max(main.nodes, int(probed * MAIN_SHARE / (1 - MAIN_SHARE)))
+        result = main.run(min(target, main.nodes + left), should_stop)
+        if result != OUT_OF_BUDGET:
+            return result, main.path, main.nodes + probed, max(stored, len(main.seen))
 
 
 def solve_board(
