@@ -43,9 +43,12 @@ the search to call it on the positions a move may have locked (``search.py``).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from .search import DOWN, KING, RANK, Spec, State
+from .faces import DOWN, KING, RANK
+
+if TYPE_CHECKING:
+    from .search import Spec, State
 
 #: Byte translation of a column card to its face (face-down cards are face + DOWN).
 _FACE: Final = bytes(x % DOWN for x in range(256))

@@ -34,13 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-DOWN: Final = 64
-KING: Final = 13
-
-#: Indexed by face (0–51), also valid for face + DOWN.
-RANK: Final[tuple[int, ...]] = tuple(f % DOWN % 13 + 1 for f in range(2 * DOWN))
-SUIT: Final[tuple[int, ...]] = tuple(f % DOWN // 13 for f in range(2 * DOWN))
-RED_SUIT: Final = (False, True, True, False)
+from .deadlock import dead
+from .faces import DOWN, KING, RANK, RED_SUIT, SUIT
 
 BUILD_ALTERNATE: Final = 0
 BUILD_SUIT: Final = 1
@@ -639,8 +634,6 @@ class Search:
         """Search on until FOUND, EXHAUSTED (every position reachable from the root was
         reached and none is finished: a proof) or OUT_OF_BUDGET (``nodes`` reached
         ``limit``, or ``should_stop()``, polled every 1,024 nodes, said so)."""
-        from .deadlock import dead  # deadlock.py imports this module
-
         spec = self.spec
         shuffle = self.shuffle
         seen = self.seen

@@ -21,8 +21,8 @@ from solrace.rules.cards import FACE
 from solrace.rules.log import apply_entry
 
 from .deadlock import dead
+from .faces import DOWN
 from .search import (
-    DOWN,
     EXHAUSTED,
     FOUND,
     OUT_OF_BUDGET,
