@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 # The protocol's limits are the rooms' limits: one definition for both layers.
@@ -18,6 +18,7 @@ from solrace.protocol.limits import (
     MIN_SPECTATOR_DELAY_S,
     MIN_TIME_LIMIT_S,
 )
+from solrace.protocol.views import RoomSettings as SettingsWire
 from solrace.rules import RulesError, new_board
 from solrace.rules.options import options_to_json
 
@@ -44,10 +45,20 @@ class RoomSettings:
     #: in a private room, and only if every racer's ready flag agrees.
     spectators: str = "fair"
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["options"] = dict(self.options)
-        return data
+    def to_dict(self) -> SettingsWire:
+        """The protocol's RoomSettings."""
+        return SettingsWire(
+            variant=self.variant,
+            options=dict(self.options),
+            max_racers=self.max_racers,
+            time_limit_s=self.time_limit_s,
+            private=self.private,
+            spectator_delay_s=self.spectator_delay_s,
+            quick=self.quick,
+            deals=self.deals,
+            difficulty=self.difficulty,
+            spectators=self.spectators,
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RoomSettings:

@@ -15,10 +15,18 @@ gives every node the same clock for timers (lobby timer, disconnect grace, reach
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from solrace.protocol.limits import MIN_RACERS_TO_START
-from solrace.protocol.views import Phase, RacerStatus
+from solrace.protocol.views import (
+    Deal,
+    Phase,
+    RaceResult,
+    RacerInfo,
+    RacerStatus,
+    RoomSummary,
+    Snapshot,
+)
 from solrace.rules import deal
 
 from .settings import RoomSettings
@@ -56,7 +64,7 @@ class RacerState:
     #: Server-only: entries in the racer's move log as of the folded events.
     log_length: int = 0
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> RacerInfo:
         """The protocol's RacerInfo."""
         return {
             "racer": self.racer,
@@ -85,12 +93,12 @@ class RoomState:
     started: bool = False
     commitment: str | None = None
     lobby_deadline_ms: int | None = None
-    result: dict[str, Any] | None = None
+    result: RaceResult | None = None
     #: Spectators see whole boards this round: the room offers it and every racer's
     #: ready flag agreed when the countdown began (docs/fairness.md).
     open_boards: bool = False
     #: The round's deal once chosen (the protocol's Deal: certified, moves, difficulty).
-    deal: dict[str, Any] | None = None
+    deal: Deal | None = None
     #: Server-only: which candidate seed the round deals, and the certificate (the
     #: winning line), from the ``deal_chosen`` event. Secret until the race is over.
     deal_attempt: int = 0
@@ -128,7 +136,7 @@ class RoomState:
             return True
         return member.status == RacerStatus.STUCK and bool(self.settings.options.get("undo", False))
 
-    def snapshot(self, now_ms: int, spectators: int = 0) -> dict[str, Any]:
+    def snapshot(self, now_ms: int, spectators: int = 0) -> Snapshot:
         """The public part of the protocol's Snapshot (``you`` is added per racer)."""
         return {
             "room": self.room,
@@ -148,7 +156,7 @@ class RoomState:
             "deal": self.deal,
         }
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RoomSummary:
         """The protocol's RoomSummary, for ``list``."""
         host = self.racers.get(self.host) if self.host is not None else None
         return {
@@ -264,7 +272,8 @@ class RoomState:
             racer.face_down = 0
 
     def _on_race_over(self, d: dict[str, Any], at: int) -> None:
-        self.result = d
+        # Built by decisions.tick from the standings and the reveal: a RaceResult.
+        self.result = cast(RaceResult, d)
         for entry in d["standings"]:
             racer = self.racers.get(entry["racer"])
             if racer is not None:
@@ -272,7 +281,7 @@ class RoomState:
                 racer.status = entry["status"]
 
     def _on_deal_chosen(self, d: dict[str, Any], at: int) -> None:
-        self.deal = dict(d)
+        self.deal = Deal(certified=d["certified"], moves=d["moves"], difficulty=d["difficulty"])
 
     def deal_ready(self) -> bool:
         """A winnable room waits for its certified deal; a random one never waits."""

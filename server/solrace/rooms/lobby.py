@@ -27,7 +27,7 @@ from solrace.protocol.messages import (
     room_event,
     watching_reply,
 )
-from solrace.protocol.views import LeaveReason, Phase, RacerStatus
+from solrace.protocol.views import LeaveReason, Phase, RacerStatus, RoomSummary
 from solrace.race import RaceError, RoomSettings, validate_settings
 from solrace.race import decisions as decide_
 from solrace.store import token_digest
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("solrace.lobby")
 
 
-async def list_rooms(node: Node, variant: str | None) -> list[dict[str, Any]]:
+async def list_rooms(node: Node, variant: str | None) -> list[RoomSummary]:
     """Listed rooms that can still be joined or watched: in the lobby, counting down
     or racing, with at least one racer."""
     summaries = []
@@ -187,7 +187,7 @@ async def _enter_as_racer(
                 code=room.meta.code,
                 racer=racer,
                 token=token,
-                snapshot=snapshot,  # type: ignore[arg-type]
+                snapshot=snapshot,
                 replay=len(replay),
             )
         )
@@ -279,7 +279,7 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
             watching_reply(
                 request_id,
                 room=room.room_id,
-                snapshot=snapshot,  # type: ignore[arg-type]
+                snapshot=snapshot,
                 replay=len(replay),
             )
         )

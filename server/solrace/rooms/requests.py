@@ -57,7 +57,7 @@ async def _ping(node: Node, peer: Peer, msg: Ping, request_id: int | None) -> No
 
 async def _list(node: Node, peer: Peer, msg: ListRooms, request_id: int | None) -> None:
     rooms = await lobby.list_rooms(node, msg.variant)
-    peer.send(rooms_reply(request_id, rooms))  # type: ignore[arg-type]
+    peer.send(rooms_reply(request_id, rooms))
 
 
 def _entering(

@@ -7,10 +7,10 @@ module of its own: neither needs to import the other for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from solrace.protocol.messages import resync_notice
-from solrace.protocol.views import Phase, RacerStatus
+from solrace.protocol.views import Phase, RacerStatus, Snapshot, You
 
 from . import spectators
 from .room import LiveRoom
@@ -19,13 +19,13 @@ if TYPE_CHECKING:
     from .node import Node
 
 
-async def snapshot_for(node: Node, room: LiveRoom, racer: int | None) -> dict[str, Any]:
+async def snapshot_for(node: Node, room: LiveRoom, racer: int | None) -> Snapshot:
     """The room's snapshot as ``racer`` (None: a spectator) may see it, with the
     racer's own board, next sequence number and status under ``you``."""
     state = room.state
     snapshot = state.snapshot(node.clock(), spectators=len(room.spectators))
     if racer is not None:
-        you: dict[str, Any] = {
+        you: You = {
             "racer": racer,
             "board": None,
             "next_seq": 0,
@@ -35,12 +35,10 @@ async def snapshot_for(node: Node, room: LiveRoom, racer: int | None) -> dict[st
         }
         if state.phase in (Phase.RACING, Phase.FINISHED):
             game = await node.game(room, racer)
-            you.update(
-                board=game.view(),
-                next_seq=game.seq,
-                moves=game.board.move_count,
-                score=game.board.score,
-            )
+            you["board"] = game.view()
+            you["next_seq"] = game.seq
+            you["moves"] = game.board.move_count
+            you["score"] = game.board.score
         snapshot["you"] = you
     return snapshot
 
@@ -51,8 +49,8 @@ async def resync_clients(node: Node, room: LiveRoom, message: str, lost: int) ->
     then spectators their boards again. Caller holds the room lock and has refolded."""
     for racer, peer in list(room.racers.items()):
         snapshot = await snapshot_for(node, room, racer)
-        peer.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))  # type: ignore[arg-type]
+        peer.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))
     for peer in list(room.spectators):
         snapshot = await snapshot_for(node, room, None)
-        peer.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))  # type: ignore[arg-type]
+        peer.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))
         await spectators.initial_boards(node, room, peer)
