@@ -87,6 +87,40 @@ async def test_a_node_tails_a_room_only_once_another_node_serves_it(
         await client.close()
 
 
+async def test_a_lost_wake_up_between_joining_and_waking_still_delivers(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Joining a room's node set and waking the other nodes are two writes. If the
+    wake-up is lost between them (the joining node dies, Redis restarts without it),
+    the node alone in the room still learns of the other's events: its room check finds
+    Redis ahead of what it folded, twice running, and tails the room."""
+    one = await cluster.node()
+    ann, bob = await racing(one.url)
+    moves = winning_moves(SOLVABLE_SECRET)
+    await play_until_done(ann, moves[:3])
+    two = await cluster.node()
+
+    async def lost(node_ids: Any, room_id: str) -> None:
+        return None  # the XADD never happened
+
+    monkeypatch.setattr(two.node.store, "wake", lost)
+    await bob.close()
+    bob_again = await RaceClient.connect(two.url)
+    await bob_again.resume(room=bob.room, token=bob.token, since=bob.version)
+    await play_until_done(bob_again, moves[:4])
+    seen = await ann.wait_for(
+        lambda e: e.t == "progress" and e.d["racer"] == bob.racer and e.d["moves"] == 4,
+        timeout=10,
+    )
+    assert seen.d["moves"] == 4
+    room = one.node.rooms[ann.room or ""]
+    assert room.shared  # tailed from now on
+    versions = [e.v for e in ann.received if e.v is not None]
+    assert versions == list(range(versions[0], versions[-1] + 1))  # once each, in order
+    for client in (ann, bob_again):
+        await client.close()
+
+
 async def test_a_node_restarted_mid_race_loses_nothing_acknowledged(cluster: Cluster) -> None:
     first = await cluster.node()
     ann, bob = await racing(first.url)
