@@ -7,10 +7,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from solrace.race.fairness import round_seed
 from solrace.race.settings import RoomSettings, validate_settings
 from solrace.rooms import certify
 from solrace.rooms.records import RoomMeta
 from solrace.rooms.room import LiveRoom
+from solrace.rules import replay
 
 from tests.net.conftest import SOLVABLE_SECRET
 
@@ -51,3 +53,12 @@ def test_candidate_by_candidate_finds_what_the_whole_search_finds() -> None:
         )
     )
     assert first == whole and whole.line is not None
+    # ... and it is a real certificate: the candidates before it are not won, and its
+    # line wins the candidate's deal on the rules engine.
+    for attempt in range(whole.attempt):
+        assert (
+            certify.try_candidate("yukon", settings.options, SOLVABLE_SECRET, 1, attempt, None)
+            is None
+        )
+    seed = round_seed(SOLVABLE_SECRET, 1, whole.attempt)
+    assert replay("yukon", seed, settings.options, list(whole.line)).is_won()

@@ -79,6 +79,7 @@ class LiveRoom:
         self.shadows.clear()
         self.sent_boards.clear()
         self.chain = ""
+        self.ahead_seen = None  # measured against the old fold; start afresh
 
     def seed(self) -> int:
         """The seed the round deals (the certified candidate, for a winnable room)."""
