@@ -1,10 +1,18 @@
 """One WebSocket connection as a :class:`~solrace.rooms.peer.Peer`: its rate limit,
 and the receive loop that turns frames into requests for the room core.
 
-Frames go out with ``websockets``' synchronous ``broadcast`` writer, never ``await
-send``: a write then happens exactly when it is called, so the order in which the node
-emits replies and events is the order on the wire, and one slow client can never stall
-the node. A client whose unread output grows past a limit is disconnected instead.
+Frames go out through the connection's sans-I/O protocol, never ``await send``: a
+frame is framed (``protocol.send_binary``) exactly when the core emits it, so the order
+in which the node emits replies and events is the order on the wire, and one slow
+client can never stall the node. A client whose unread output grows past a limit is
+disconnected instead.
+
+The bytes of all the frames a connection gets in one turn of the event loop go to the
+socket in **one** write, at the end of that turn: a move's reply and its own progress
+event, or the progress events of the moves one group commit acknowledged together, cost
+one system call, not one each (the profile of issue 9: writes were the largest single
+cost of a move, docs/performance.md). Nothing waits longer for it than the rest of the
+loop turn that produced it.
 """
 
 from __future__ import annotations
@@ -12,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from websockets.asyncio.server import ServerConnection, broadcast
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import OPEN
 
 from solrace.protocol import CloseCode, CloseReason, ProtocolError, RateLimited, TokenBucket, decode
 from solrace.rooms import requests
@@ -37,18 +46,43 @@ class Session(Peer):
         loop = asyncio.get_running_loop()
         self.bucket = TokenBucket(loop.time(), node.rate_per_s, node.rate_burst)
         self._closing: asyncio.Future[None] | None = None
+        #: Frames framed since the last write to the socket (see the module docstring).
+        self._unwritten = 0
+        self._loop = loop
 
     # ---------------------------------------------------------------- output
     def send_bytes(self, frame: bytes) -> None:
-        if self.closed:
+        if self.closed or self.ws.protocol.state is not OPEN:
             return
+        self.ws.protocol.send_binary(frame)
+        self._unwritten += 1
+        if self._unwritten == 1:
+            self._loop.call_soon(self._write)
+
+    def _write(self) -> None:
+        """Write what was framed this loop turn in one go (websockets' own writes, e.g.
+        a pong, may have taken it already: the protocol keeps one ordered buffer)."""
+        frames, self._unwritten = self._unwritten, 0
         transport = self.ws.transport
-        if transport is not None and transport.get_write_buffer_size() > MAX_BUFFERED_BYTES:
+        if self.closed or transport is None or transport.is_closing():
+            return
+        if transport.get_write_buffer_size() > MAX_BUFFERED_BYTES:
             log.warning("dropping a connection that does not read", extra=self.ids())
             self.close_later(CloseCode.POLICY_VIOLATION, CloseReason.TOO_SLOW)
             return
-        broadcast([self.ws], frame)
-        self.metrics.frames_out.inc()
+        chunks = self.ws.protocol.data_to_send()
+        if all(chunks):  # no end-of-stream marker: plain bytes, joined into one write
+            if chunks:
+                transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        else:
+            for chunk in chunks:  # as websockets does it (the marker half-closes)
+                if chunk:
+                    transport.write(chunk)
+                elif transport.can_write_eof():
+                    transport.write_eof()
+                else:
+                    transport.close()
+        self.metrics.frames_out.inc(frames)
 
     def close_later(self, code: int, reason: str) -> None:
         self.closed = True

@@ -54,6 +54,8 @@ LEASE_RENEW_S = 1.0
 #: attempt is retried after this, doubling up to the maximum.
 REASSERT_RETRY_S = 0.1
 REASSERT_RETRY_MAX_S = 2.0
+#: A room's armed timer is kept when its new wake-up is this close to the old one.
+TIMER_SLACK_S = 0.005
 
 
 def wall_ms() -> int:
@@ -453,18 +455,33 @@ class Node:
             peer.close_later(CloseCode.NORMAL, CloseReason.REPLACED)
 
     def schedule(self, room: LiveRoom) -> None:
-        if room.timer is not None:
-            room.timer.cancel()
-            room.timer = None
+        """Arm the room's timer for its next wake-up. Most folds (a move) leave that
+        instant where it was: the armed timer is then kept rather than replaced (a
+        jump of the clock moves the instant, and re-arms it)."""
         if not room.served():
+            self._disarm(room)
             return
         certify.ensure(self, room)
         wake = decide_.next_wakeup(room.state, self.grace_floor_ms)
         if wake is None:
+            self._disarm(room)
             return
-        delay = max(0.0, (wake - self.clock()) / 1000) + 0.001
         loop = asyncio.get_running_loop()
-        room.timer = loop.call_later(delay, lambda: self._spawn(self.tick(room)))
+        due = loop.time() + max(0.0, (wake - self.clock()) / 1000) + 0.001
+        if room.timer is not None and abs(room.timer.when() - due) < TIMER_SLACK_S:
+            return
+        self._disarm(room)
+        room.timer = loop.call_at(due, self._fire, room)
+
+    def _fire(self, room: LiveRoom) -> None:
+        room.timer = None
+        self._spawn(self.tick(room))
+
+    @staticmethod
+    def _disarm(room: LiveRoom) -> None:
+        if room.timer is not None:
+            room.timer.cancel()
+            room.timer = None
 
     # ------------------------------------------------------------ decisions
     async def decide(
