@@ -8,6 +8,7 @@ import pytest
 from solrace.protocol import verify
 from solrace.race import RaceError, RacerGame, RoomSettings, RoomState, standings
 from solrace.race import decisions as d
+from solrace.race.events import EventType, RoomEvent, event
 from solrace.race.fairness import round_commitment, round_salt, round_seed
 from solrace.race.state import QUICK_LOBBY_MS, RacerState
 
@@ -21,11 +22,11 @@ class Room:
         self.state = RoomState("r_test", "ABCDEF", RoomSettings(**settings))
         self.now = 1_000_000
 
-    def apply(self, events: list[dict[str, Any]]) -> None:
-        for event in events:
-            self.state.apply(self.state.version + 1, {**event, "at": self.now})
+    def apply(self, events: list[RoomEvent]) -> None:
+        for ev in events:
+            self.state.apply(self.state.version + 1, ev.but(at=self.now))
 
-    def tick(self) -> list[dict[str, Any]]:
+    def tick(self) -> list[RoomEvent]:
         return d.tick(self.state, self.now, lambda: COMMIT, self._result)
 
     @staticmethod
@@ -64,8 +65,8 @@ def _racing(n: int = 2) -> Room:
 def _progress(room: Room, racer: int, foundation: int, status: str = "playing") -> None:
     room.apply(
         [
-            d.event(
-                "progress",
+            event(
+                EventType.PROGRESS,
                 racer=racer,
                 foundation=foundation,
                 moves=foundation,
@@ -107,7 +108,7 @@ def test_start_needs_the_host_and_everyone_else_ready() -> None:
     assert not_ready.value.code == "not_ready" and "Cy" in not_ready.value.message
     room.apply(d.ready(room.state, 3, True))
     (countdown,) = d.start(room.state, 1, room.now, COMMIT)
-    assert countdown["d"] == {"start_at_ms": room.now + d.COUNTDOWN_MS, "commitment": COMMIT}
+    assert countdown.d == {"start_at_ms": room.now + d.COUNTDOWN_MS, "commitment": COMMIT}
 
 
 def test_the_race_starts_at_the_announced_instant_not_before() -> None:
@@ -119,8 +120,8 @@ def test_the_race_starts_at_the_announced_instant_not_before() -> None:
     assert room.tick() == []
     room.now += 1
     (started,) = room.tick()
-    assert started["t"] == "started"
-    assert started["d"]["ends_at_ms"] == started["d"]["start_at_ms"] + 900_000
+    assert started.t == "started"
+    assert started.d["ends_at_ms"] == started.d["start_at_ms"] + 900_000
 
 
 def test_any_room_starts_once_everyone_host_included_is_ready() -> None:
@@ -129,7 +130,7 @@ def test_any_room_starts_once_everyone_host_included_is_ready() -> None:
     room.apply(d.ready(room.state, 3, True))
     assert room.tick() == []  # the host may still start by hand
     room.apply(d.ready(room.state, 1, True))
-    assert [e["t"] for e in room.tick()] == ["countdown"]
+    assert [e.t for e in room.tick()] == ["countdown"]
     room.now += 10 * QUICK_LOBBY_MS
     assert d.next_wakeup(_lobby(2).state) is None  # no lobby timer outside quick rooms
     assert _lobby(2).tick() == []
@@ -140,12 +141,12 @@ def test_quick_rooms_start_when_all_are_ready_or_when_the_lobby_timer_runs_out()
     assert room.tick() == []
     room.apply(d.ready(room.state, 1, True))
     room.apply(d.ready(room.state, 2, True))
-    assert [e["t"] for e in room.tick()] == ["countdown"]
+    assert [e.t for e in room.tick()] == ["countdown"]
     timed = _lobby(2, quick=True)
     timed.now += QUICK_LOBBY_MS - 1
     assert timed.tick() == []
     timed.now += 1
-    assert [e["t"] for e in timed.tick()] == ["countdown"]
+    assert [e.t for e in timed.tick()] == ["countdown"]
     assert d.next_wakeup(_lobby(2, quick=True).state) is not None
 
 
@@ -157,14 +158,14 @@ def test_time_limit_times_out_the_playing_racers_then_ends_the_race() -> None:
     assert room.tick() == []
     room.now += 1
     timeouts = room.tick()
-    assert [(e["d"]["racer"], e["d"]["status"]) for e in timeouts] == [
+    assert [(e.d["racer"], e.d["status"]) for e in timeouts] == [
         (1, "timeout"),
         (2, "timeout"),
     ]
     room.apply(timeouts)
     (over,) = room.tick()
-    assert over["t"] == "race_over" and over["d"]["reason"] == "time_limit"
-    assert [(s["racer"], s["place"]) for s in over["d"]["standings"]] == [(2, 1), (1, 2), (3, 3)]
+    assert over.t == "race_over" and over.d["reason"] == "time_limit"
+    assert [(s["racer"], s["place"]) for s in over.d["standings"]] == [(2, 1), (1, 2), (3, 3)]
 
 
 def test_standings_follow_the_race_rules() -> None:
@@ -176,7 +177,9 @@ def test_standings_follow_the_race_rules() -> None:
     room.now += 1000
     _progress(room, 4, 20)  # Di reaches 20 later
     _progress(room, 1, 52, "finished")
-    room.apply([d.event("finished", racer=1, place=1, elapsed_ms=2000, foundation=52, moves=99)])
+    room.apply(
+        [event(EventType.FINISHED, racer=1, place=1, elapsed_ms=2000, foundation=52, moves=99)]
+    )
     _progress(room, 2, 5, "resigned")
     table = standings(room.state)
     assert [(r["name"], r["place"], r["status"]) for r in table] == [
@@ -194,7 +197,7 @@ def test_the_race_ends_when_nobody_is_playing() -> None:
     assert room.tick() == []
     _progress(room, 2, 3, "stuck")
     (over,) = room.tick()
-    assert over["d"]["reason"] == "all_done"
+    assert over.d["reason"] == "all_done"
     room.apply([over])
     assert room.state.phase == "finished"
     (reset,) = d.rematch(room.state, 2)
@@ -210,7 +213,7 @@ def test_a_racer_offline_past_the_grace_period_leaves() -> None:
     assert room.tick() == []
     room.now += 1
     (left,) = room.tick()
-    assert left == d.event("racer_left", racer=2, host=1, reason="grace")
+    assert left == event(EventType.RACER_LEFT, racer=2, host=1, reason="grace")
     room.apply([left])
     assert room.state.racers[2].status == "left"
 
@@ -220,13 +223,13 @@ def test_everyone_leaving_abandons_the_race() -> None:
     room.apply(d.leave(room.state, 1))
     room.apply(d.leave(room.state, 2))
     (over,) = room.tick()
-    assert over["d"]["reason"] == "abandoned"
+    assert over.d["reason"] == "abandoned"
 
 
 def test_events_must_arrive_in_order() -> None:
     room = _lobby(1)
     with pytest.raises(ValueError):
-        room.state.apply(5, {"t": "ready_changed", "d": {"racer": 1, "ready": True}})
+        room.state.apply(5, event(EventType.READY_CHANGED, racer=1, ready=True))
 
 
 def test_round_seeds_commit_and_verify_and_differ_per_round() -> None:
@@ -261,7 +264,7 @@ def test_a_winnable_room_counts_down_only_on_a_certified_deal() -> None:
     assert room.state.deal == CERTIFIED
     assert d.deal_chosen(room.state, 1, CERTIFIED) == []  # once per round
     (countdown,) = room.tick()
-    assert countdown["t"] == "countdown"
+    assert countdown.t == "countdown"
 
 
 def test_a_random_room_never_waits_for_a_deal() -> None:
@@ -269,7 +272,7 @@ def test_a_random_room_never_waits_for_a_deal() -> None:
     for name in ("Ann", "Bob"):
         room.apply(d.join(room.state, name))
     room.apply(d.ready(room.state, 2, True))
-    assert d.start(room.state, 1, room.now, COMMIT)[0]["t"] == "countdown"
+    assert d.start(room.state, 1, room.now, COMMIT)[0].t == "countdown"
 
 
 def test_face_down_counts_are_the_dealt_ones_from_started_on() -> None:
@@ -293,16 +296,16 @@ def test_an_old_connections_offline_never_overrides_a_resume() -> None:
     room = _racing()
     room.state.apply(
         room.state.version + 1,
-        {"t": "presence", "d": {"racer": 1, "online": True}, "at": 0, "conn": "new", "node": "b"},
+        event(EventType.PRESENCE, racer=1, online=True).but(conn="new", node="b"),
     )
     assert d.presence(room.state, 1, False, "old") == []
     room.state.apply(
         room.state.version + 1,
-        {"t": "presence", "d": {"racer": 1, "online": False}, "at": 0, "conn": "old"},
+        event(EventType.PRESENCE, racer=1, online=False).but(conn="old"),
     )
     assert room.state.racers[1].online  # a stale offline folds to nothing
     assert d.presence(room.state, 1, False, "new") == [
-        d.event("presence", racer=1, online=False)
+        event(EventType.PRESENCE, racer=1, online=False)
     ]
 
 

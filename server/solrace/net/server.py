@@ -15,6 +15,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import NegotiationError
 from websockets.http11 import Request, Response
+from websockets.typing import Subprotocol
 
 from solrace.protocol import (
     MAX_FRAME_BYTES,
@@ -35,9 +36,9 @@ from .session import Session
 log = logging.getLogger("solrace.server")
 
 
-def _select(connection: ServerConnection, offered: Sequence[str]) -> str:
+def _select(connection: ServerConnection, offered: Sequence[Subprotocol]) -> Subprotocol:
     try:
-        return select_subprotocol(offered)
+        return Subprotocol(select_subprotocol(offered))
     except UnsupportedVersion as exc:
         raise NegotiationError(str(exc)) from None
 
@@ -58,8 +59,8 @@ class RaceServer:
             self._handler,
             self.host,
             self.port,
-            subprotocols=list(SUPPORTED_SUBPROTOCOLS),  # type: ignore[arg-type]
-            select_subprotocol=_select,  # type: ignore[arg-type]
+            subprotocols=[Subprotocol(p) for p in SUPPORTED_SUBPROTOCOLS],
+            select_subprotocol=_select,
             process_request=self._http,
             max_size=MAX_FRAME_BYTES,
             compression=None,

@@ -1,16 +1,15 @@
 """A typed façade over msgpack, which ships no type information.
 
 Every call into msgpack goes through here, so the untyped surface is a dozen lines
-with one targeted ``type: ignore`` instead of ``Any`` leaking through the codec.
-``unused-ignore`` is listed too because the project's mypy configuration may already
-silence the missing stubs; the comment is then redundant, not wrong.
+(the project's mypy configuration accepts msgpack's missing stubs) instead of ``Any``
+leaking through the codec.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import msgpack  # type: ignore[import-untyped, unused-ignore]
+import msgpack
 
 #: Raised by the unpacker when nesting exceeds its fixed internal stack.
 StackError: type[Exception] = msgpack.StackError

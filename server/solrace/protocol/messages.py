@@ -50,6 +50,7 @@ from .limits import (
     MIN_TOKEN_LEN,
 )
 from .views import (
+    EventType,
     LeaveReason,
     OptionValue,
     Progress,
@@ -640,21 +641,7 @@ def request(message: ClientMessage, request_id: int | None = None) -> Envelope:
 
 # ====================================================================== server → client
 REPLY_TYPES: Final = frozenset({"rooms", "joined", "watching", "moved", "pong", "ok", "error"})
-EVENT_TYPES: Final = frozenset(
-    {
-        "racer_joined",
-        "racer_left",
-        "ready_changed",
-        "countdown",
-        "started",
-        "progress",
-        "finished",
-        "race_over",
-        "room_reset",
-        "presence",
-        "deal_chosen",
-    }
-)
+EVENT_TYPES: Final = frozenset(EventType)
 NOTICE_TYPES: Final = frozenset({"board", "resync"})
 
 
@@ -903,16 +890,17 @@ def presence_event(v: int, *, racer: int, online: bool) -> Envelope:
 
 
 def room_event(t: str, v: int, d: Mapping[str, Any]) -> Envelope:
-    """The checked envelope of room event ``t`` from its stored data ``d``: the server
-    keeps events as ``{t, d}`` and sends each through its builder, so a malformed or
-    leaking event is a server error here rather than bytes on the wire."""
-    if t == "racer_joined":
+    """The checked envelope of room event ``t`` (an :class:`EventType`) from its data
+    ``d``: the server keeps events as ``solrace.race.events.RoomEvent`` and sends each
+    through its builder, so a malformed or leaking event is a server error here rather
+    than bytes on the wire."""
+    if t == EventType.RACER_JOINED:
         return racer_joined_event(v, cast(RacerInfo, d))
-    if t == "progress":
+    if t == EventType.PROGRESS:
         return progress_event(v, cast(Progress, d))
-    if t == "race_over":
+    if t == EventType.RACE_OVER:
         return race_over_event(v, cast(RaceResult, d))
-    if t == "finished":
+    if t == EventType.FINISHED:
         return finished_event(
             v,
             racer=d["racer"],
@@ -921,19 +909,22 @@ def room_event(t: str, v: int, d: Mapping[str, Any]) -> Envelope:
             foundation=d["foundation"],
             moves=d["moves"],
         )
-    builders: dict[str, Callable[..., Envelope]] = {
-        "racer_left": racer_left_event,
-        "ready_changed": ready_changed_event,
-        "countdown": countdown_event,
-        "started": started_event,
-        "room_reset": room_reset_event,
-        "presence": presence_event,
-        "deal_chosen": deal_chosen_event,
-    }
-    builder = builders.get(t)
+    builder = _BUILDERS.get(t)
     if builder is None:
         raise ValueError(f"unknown room event type {t!r}")
     return builder(v, **d)
+
+
+#: The builders of the events whose data are plain keyword arguments.
+_BUILDERS: Final[dict[str, Callable[..., Envelope]]] = {
+    EventType.RACER_LEFT: racer_left_event,
+    EventType.READY_CHANGED: ready_changed_event,
+    EventType.COUNTDOWN: countdown_event,
+    EventType.STARTED: started_event,
+    EventType.ROOM_RESET: room_reset_event,
+    EventType.PRESENCE: presence_event,
+    EventType.DEAL_CHOSEN: deal_chosen_event,
+}
 
 
 # ---------------------------------------------------------------- notices

@@ -59,6 +59,23 @@ class EndReason(StrEnum):
     ABANDONED = "abandoned"  # every racer left
 
 
+class EventType(StrEnum):
+    """A room event's type (docs/protocol.md §7): the room's history is these, in
+    version order, and nothing else."""
+
+    RACER_JOINED = "racer_joined"
+    RACER_LEFT = "racer_left"
+    READY_CHANGED = "ready_changed"
+    COUNTDOWN = "countdown"
+    STARTED = "started"
+    PROGRESS = "progress"
+    FINISHED = "finished"
+    RACE_OVER = "race_over"
+    ROOM_RESET = "room_reset"
+    PRESENCE = "presence"
+    DEAL_CHOSEN = "deal_chosen"
+
+
 class LeaveReason(StrEnum):
     """Why ``racer_left`` was sent."""
 

@@ -4,8 +4,8 @@ A node decides against the state it has folded up to version v and appends the e
 only if the room is still at v (Redis compare-and-append); if another node got there
 first, it folds the newer events and decides again. So each decision must be right for
 *any* state it is given, and deciding twice from the same state gives the same answer.
-Functions return protocol room events ``{"t", "d"}`` and raise :class:`RaceError` to
-refuse a request.
+Functions return :class:`~solrace.race.events.RoomEvent` lists and raise
+:class:`RaceError` to refuse a request.
 """
 
 from __future__ import annotations
@@ -17,16 +17,13 @@ from solrace.protocol.limits import MIN_RACERS_TO_START
 from solrace.protocol.views import EndReason, LeaveReason, Phase, RacerStatus
 
 from .errors import RaceError
+from .events import EventType, RoomEvent, event, progress
 from .state import RacerState, RoomState, standings
 
-Event = dict[str, Any]
+Event = RoomEvent
 
 COUNTDOWN_MS: Final = 3_000
 DISCONNECT_GRACE_MS: Final = 30_000
-
-
-def event(kind: str, **data: Any) -> Event:
-    return {"t": kind, "d": data}
 
 
 def _member(state: RoomState, racer: int) -> RacerState:
@@ -43,7 +40,7 @@ def join(state: RoomState, name: str) -> list[Event]:
     if len(state.racers) >= state.settings.max_racers:
         raise RaceError("room_full", f"the room is full ({state.settings.max_racers} racers)")
     info = RacerState(state.next_racer, name).info()
-    return [event("racer_joined", **info)]
+    return [event(EventType.RACER_JOINED, **info)]
 
 
 def ready(state: RoomState, racer: int, flag: bool, open_boards: bool = False) -> list[Event]:
@@ -58,7 +55,7 @@ def ready(state: RoomState, racer: int, flag: bool, open_boards: bool = False) -
     if member.ready == flag and member.open_boards == agrees:
         return []
     extra = {"open_boards": True} if agrees else {}
-    return [event("ready_changed", racer=racer, ready=flag, **extra)]
+    return [event(EventType.READY_CHANGED, racer=racer, ready=flag, **extra)]
 
 
 def start(
@@ -94,14 +91,16 @@ def deal_chosen(state: RoomState, round_no: int, deal: dict[str, Any]) -> list[E
     """The round's deal, once (a second node certifying the same round is too late)."""
     if state.round != round_no or state.deal is not None or state.phase != Phase.LOBBY:
         return []
-    return [event("deal_chosen", **deal)]
+    return [event(EventType.DEAL_CHOSEN, **deal)]
 
 
 def countdown(
     now_ms: int, commitment: str, countdown_ms: int = COUNTDOWN_MS, open_boards: bool = False
 ) -> Event:
     extra = {"open_boards": True} if open_boards else {}
-    return event("countdown", start_at_ms=now_ms + countdown_ms, commitment=commitment, **extra)
+    return event(
+        EventType.COUNTDOWN, start_at_ms=now_ms + countdown_ms, commitment=commitment, **extra
+    )
 
 
 def resign(state: RoomState, racer: int) -> list[Event]:
@@ -121,7 +120,7 @@ def leave(state: RoomState, racer: int, reason: LeaveReason = LeaveReason.LEFT) 
     if state.phase in (Phase.COUNTDOWN, Phase.RACING):
         remaining = [r for r in remaining if state.racers[r].status != RacerStatus.LEFT]
     host = state.host if state.host != racer else (remaining[0] if remaining else None)
-    return [event("racer_left", racer=racer, host=host, reason=reason)]
+    return [event(EventType.RACER_LEFT, racer=racer, host=host, reason=reason)]
 
 
 def presence(state: RoomState, racer: int, online: bool, conn: str | None = None) -> list[Event]:
@@ -135,7 +134,7 @@ def presence(state: RoomState, racer: int, online: bool, conn: str | None = None
         return []
     if member.online == online and (not online or member.conn == conn):
         return []
-    return [event("presence", racer=racer, online=online)]
+    return [event(EventType.PRESENCE, racer=racer, online=online)]
 
 
 def resumed(state: RoomState, racer: int) -> list[Event]:
@@ -143,7 +142,7 @@ def resumed(state: RoomState, racer: int) -> list[Event]:
     that the node holding its previous connection (maybe another node) closes it."""
     if racer not in state.racers:
         return []
-    return [event("presence", racer=racer, online=True)]
+    return [event(EventType.PRESENCE, racer=racer, online=True)]
 
 
 def rematch(state: RoomState, racer: int) -> list[Event]:
@@ -157,36 +156,13 @@ def rematch(state: RoomState, racer: int) -> list[Event]:
     ]
     host = state.host if any(r.racer == state.host for r in staying) else racer
     racers = [RacerState(r.racer, r.name).info() for r in staying]
-    return [event("room_reset", host=host, racers=racers)]
+    return [event(EventType.ROOM_RESET, host=host, racers=racers)]
 
 
-def progress(racer: int, counts: dict[str, int], status: str) -> Event:
-    """A racer's move was stored: its new public counts (never a card)."""
-    return event("progress", racer=racer, **counts, status=status, place=None)
-
-
-def finished(racer: int, place: int, elapsed_ms: int, counts: dict[str, int]) -> Event:
-    """A racer completed its foundations and got ``place`` (1 = the winner)."""
-    return event(
-        "finished",
-        racer=racer,
-        place=place,
-        elapsed_ms=elapsed_ms,
-        foundation=counts["foundation"],
-        moves=counts["moves"],
-    )
-
-
-def _status(member: RacerState, status: str) -> Event:
-    return event(
-        "progress",
-        racer=member.racer,
-        foundation=member.foundation,
-        moves=member.moves,
-        face_down=member.face_down,
-        status=status,
-        place=member.place,
-    )
+def _status(member: RacerState, status: RacerStatus) -> Event:
+    """The racer's counts as folded, with a new status (resigned, timed out)."""
+    counts = {"foundation": member.foundation, "moves": member.moves, "face_down": member.face_down}
+    return progress(member.racer, counts, status, member.place)
 
 
 def grace_ends(member: RacerState, grace_floor_ms: int = 0) -> int | None:
@@ -237,7 +213,7 @@ def tick(
         ends = state.start_at_ms + state.settings.time_limit_s * 1000
         return [
             event(
-                "started",
+                EventType.STARTED,
                 start_at_ms=state.start_at_ms,
                 ends_at_ms=ends,
                 commitment=state.commitment,
@@ -275,7 +251,7 @@ def race_over(
         reason = EndReason.TIME_LIMIT
     else:
         reason = EndReason.ALL_DONE
-    return event("race_over", **result(table, reason))
+    return event(EventType.RACE_OVER, **result(table, reason))
 
 
 def next_wakeup(state: RoomState, grace_floor_ms: int = 0) -> int | None:

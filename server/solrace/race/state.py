@@ -6,14 +6,15 @@ applied the same versions hold the same state, which is what lets any node take 
 decision (:mod:`solrace.race.decisions`) and lets Redis arbitrate between nodes with one
 compare-and-append.
 
-A stored event is ``{"t": type, "d": data, "at": server ms}``. ``t`` and ``d`` are
-exactly the protocol's room event (docs/protocol.md §7), broadcast as they are, so they
-never hold a card or — before ``race_over`` — the seed; ``at`` stays on the server and
-gives every node the same clock for timers (lobby timer, disconnect grace, reach times).
+Events are :class:`~solrace.race.events.RoomEvent`: ``t`` and ``d`` are exactly the
+protocol's room event (docs/protocol.md §7), broadcast as they are, so they never hold
+a card or — before ``race_over`` — the seed; ``at`` stays on the server and gives every
+node the same clock for timers (lobby timer, disconnect grace, reach times).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -29,6 +30,7 @@ from solrace.protocol.views import (
 )
 from solrace.rules import deal
 
+from .events import EventType, RoomEvent
 from .settings import RoomSettings
 
 #: A quick room's lobby timer: the countdown starts this long after a second racer
@@ -174,29 +176,31 @@ class RoomState:
         }
 
     # ------------------------------------------------------------------ fold
-    def apply(self, version: int, stored: dict[str, Any]) -> None:
-        """Fold one stored event. Versions must arrive in order, each exactly once."""
+    def apply(self, version: int, event: RoomEvent) -> None:
+        """Fold one event. Versions must arrive in order, each exactly once."""
         if version != self.version + 1:
             raise ValueError(f"room {self.room}: event {version} after {self.version}")
         self.version = version
-        if stored["t"] == "presence":
-            self._on_presence(stored["d"], stored.get("at", 0), stored)
+        d, at = event.d, event.at
+        kind = event.t
+        if kind == EventType.PRESENCE:
+            self._on_presence(d, at, event)
             return
-        handler = getattr(self, "_on_" + stored["t"], None)
+        handler = getattr(self, "_on_" + kind, None)
         if handler is not None:
-            handler(stored["d"], stored.get("at", 0))
-        if stored["t"] == "deal_chosen":
-            self.deal_attempt = stored.get("attempt", 0)
-            self.certificate = stored.get("line")
-        if stored["t"] == "racer_joined":
-            joined = self.racers[stored["d"]["racer"]]
-            joined.conn, joined.node = stored.get("conn"), stored.get("node")
-        if stored["t"] == "progress" and "n" in stored:
-            racer = self.racers.get(stored["d"]["racer"])
+            handler(d, at)
+        if kind == EventType.DEAL_CHOSEN:
+            self.deal_attempt = event.attempt
+            self.certificate = None if event.line is None else list(event.line)
+        elif kind == EventType.RACER_JOINED:
+            joined = self.racers[d["racer"]]
+            joined.conn, joined.node = event.conn, event.node
+        elif kind == EventType.PROGRESS and event.log_length is not None:
+            racer = self.racers.get(d["racer"])
             if racer is not None:
-                racer.log_length = stored["n"]
+                racer.log_length = event.log_length
 
-    def _on_racer_joined(self, d: dict[str, Any], at: int) -> None:
+    def _on_racer_joined(self, d: Mapping[str, Any], at: int) -> None:
         self.racers[d["racer"]] = RacerState(d["racer"], d["name"])
         self.next_racer = max(self.next_racer, d["racer"] + 1)
         if self.host is None:
@@ -204,7 +208,7 @@ class RoomState:
         if self.settings.quick and len(self.racers) == 2:
             self.lobby_deadline_ms = at + QUICK_LOBBY_MS
 
-    def _on_racer_left(self, d: dict[str, Any], at: int) -> None:
+    def _on_racer_left(self, d: Mapping[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is not None:
             if self.phase in (Phase.LOBBY, Phase.FINISHED):
@@ -217,30 +221,30 @@ class RoomState:
         if len(self.racers) < MIN_RACERS_TO_START:
             self.lobby_deadline_ms = None
 
-    def _on_presence(self, d: dict[str, Any], at: int, stored: dict[str, Any]) -> None:
+    def _on_presence(self, d: Mapping[str, Any], at: int, event: RoomEvent) -> None:
         racer = self.racers.get(d["racer"])
         if racer is None:
             return
-        conn = stored.get("conn")
+        conn = event.conn
         if not d["online"] and conn is not None and racer.conn is not None and conn != racer.conn:
             return  # about a connection the racer has already replaced
         racer.online = d["online"]
         racer.offline_since_ms = None if d["online"] else at
         if d["online"]:
-            racer.conn, racer.node = conn, stored.get("node")
+            racer.conn, racer.node = conn, event.node
 
-    def _on_ready_changed(self, d: dict[str, Any], at: int) -> None:
+    def _on_ready_changed(self, d: Mapping[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is not None:
             racer.ready = d["ready"]
             racer.open_boards = d["ready"] and d.get("open_boards", False)
 
-    def _on_countdown(self, d: dict[str, Any], at: int) -> None:
+    def _on_countdown(self, d: Mapping[str, Any], at: int) -> None:
         self.start_at_ms = d["start_at_ms"]
         self.commitment = d["commitment"]
         self.open_boards = d.get("open_boards", False)
 
-    def _on_started(self, d: dict[str, Any], at: int) -> None:
+    def _on_started(self, d: Mapping[str, Any], at: int) -> None:
         self.started = True
         dealt = dealt_face_down(self.settings)
         for racer in self.racers.values():
@@ -248,7 +252,7 @@ class RoomState:
                 racer.status = RacerStatus.PLAYING
                 racer.face_down = dealt
 
-    def _on_progress(self, d: dict[str, Any], at: int) -> None:
+    def _on_progress(self, d: Mapping[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is None:
             return
@@ -261,7 +265,7 @@ class RoomState:
         if d["status"] == RacerStatus.FINISHED and racer.elapsed_ms is None:
             racer.elapsed_ms = self.race_clock(at)
 
-    def _on_finished(self, d: dict[str, Any], at: int) -> None:
+    def _on_finished(self, d: Mapping[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is not None:
             racer.place = d["place"]
@@ -271,7 +275,7 @@ class RoomState:
             racer.moves = d["moves"]
             racer.face_down = 0
 
-    def _on_race_over(self, d: dict[str, Any], at: int) -> None:
+    def _on_race_over(self, d: Mapping[str, Any], at: int) -> None:
         # Built by decisions.tick from the standings and the reveal: a RaceResult.
         self.result = cast(RaceResult, d)
         for entry in d["standings"]:
@@ -280,14 +284,14 @@ class RoomState:
                 racer.place = entry["place"]
                 racer.status = entry["status"]
 
-    def _on_deal_chosen(self, d: dict[str, Any], at: int) -> None:
+    def _on_deal_chosen(self, d: Mapping[str, Any], at: int) -> None:
         self.deal = Deal(certified=d["certified"], moves=d["moves"], difficulty=d["difficulty"])
 
     def deal_ready(self) -> bool:
         """A winnable room waits for its certified deal; a random one never waits."""
         return self.settings.deals != "winnable" or self.deal is not None
 
-    def _on_room_reset(self, d: dict[str, Any], at: int) -> None:
+    def _on_room_reset(self, d: Mapping[str, Any], at: int) -> None:
         self.round += 1
         self.open_boards = False
         self.deal = None

@@ -229,7 +229,8 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
         await node.decide(
             room,
             lambda: decide_.deal_chosen(room.state, round_no, deal),
-            server_only={"attempt": found.attempt, "line": line},
+            attempt=found.attempt,
+            line=None if line is None else tuple(line),
         )
         await node.tick(room)
     except (StoreUnavailable, asyncio.CancelledError):

@@ -8,7 +8,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, encode
 from solrace.protocol.limits import (
@@ -24,18 +24,18 @@ from solrace.protocol.messages import (
     Resume,
     Watch,
     joined_reply,
-    room_event,
     watching_reply,
 )
 from solrace.protocol.views import LeaveReason, Phase, RacerStatus, RoomSummary
 from solrace.race import RaceError, RoomSettings, validate_settings
 from solrace.race import decisions as decide_
+from solrace.race.events import RoomEvent
 from solrace.store import token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
 from . import certify, spectators
 from .node import ROOM_TTL_S, refuse
-from .records import RoomMeta, unpack
+from .records import RoomMeta, unpack_event
 from .room import LiveRoom
 from .snapshots import snapshot_for
 
@@ -147,13 +147,13 @@ async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: i
     token = secrets.token_urlsafe(24)
     joined: list[int] = []
 
-    def decision() -> list[dict[str, Any]]:
+    def decision() -> list[RoomEvent]:
         events = decide_.join(room.state, name)
-        joined[:] = [events[0]["d"]["racer"]]
+        joined[:] = [events[0].racer]
         return events
 
     try:
-        await node.decide(room, decision, server_only={"conn": peer.conn_id, "node": node.node_id})
+        await node.decide(room, decision, conn=peer.conn_id, node=node.node_id)
     except RaceError as exc:
         raise refuse(exc) from None
     racer = joined[0]
@@ -240,7 +240,8 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     await node.decide(
         room,
         lambda: decide_.resumed(room.state, racer),
-        server_only={"conn": peer.conn_id, "node": node.node_id},
+        conn=peer.conn_id,
+        node=node.node_id,
     )
 
 
@@ -256,8 +257,7 @@ async def _missed(node: Node, room: LiveRoom, since: int | None) -> list[bytes]:
     for event in entries:
         if event.version > version:
             break
-        stored = unpack(event.data)
-        frames.append(encode(room_event(stored["t"], event.version, stored["d"])))
+        frames.append(encode(unpack_event(event.data).wire(event.version)))
     return frames
 
 
@@ -360,7 +360,7 @@ async def disconnected(node: Node, peer: Peer) -> None:
 
 
 async def _decide_or_refuse(
-    node: Node, room: LiveRoom, decision: Callable[[], list[dict[str, Any]]]
+    node: Node, room: LiveRoom, decision: Callable[[], list[RoomEvent]]
 ) -> None:
     try:
         await node.decide(room, decision)

@@ -16,21 +16,21 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from solrace.protocol import BadMessage, ErrorCode
 from solrace.protocol.errors import RETRY_MOVE_MS
 from solrace.protocol.messages import moved_reply
 from solrace.protocol.views import Phase, RacerStatus
-from solrace.race import RaceError, RacerGame
-from solrace.race import decisions as decide_
+from solrace.race import RaceError, RacerGame, events
+from solrace.race.events import RoomEvent
 from solrace.rules import NotationError, parse_move
 from solrace.rules.log import UNDO
 from solrace.store import Finish, MoveAppend
 from solrace.store.errors import StoreUnavailable
 
 from .node import refuse
-from .records import pack, pack_entry
+from .records import pack_entry, pack_event
 
 if TYPE_CHECKING:
     from .node import Node
@@ -98,21 +98,26 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
     counts = game.progress()
     status = game.status()
     now = node.clock()
-    progress = _stored(decide_.progress(racer, counts, status), now)
-    # Server-only: the entry itself and the log length after it, so that every node
+    # The move and the log length after it ride along server-side, so that every node
     # folds spectators' boards from the events it has, never re-reading logs.
-    progress["e"], progress["n"] = [entry, at], seq + 1
+    progress = events.progress(racer, counts, status, entry=(entry, at), log_length=seq + 1)
+    progress = progress.but(at=now)
     finish = None
     if status == RacerStatus.FINISHED:
         places = range(1, room.meta.settings.max_racers + 1)
         finish = Finish(
             str(state.round),
-            tuple(pack(_stored(decide_.finished(racer, p, at, counts), now)) for p in places),
+            tuple(pack_event(events.finished(racer, p, at, counts).but(at=now)) for p in places),
         )
     node.inflight += 1
     try:
         result = await node.store.append_move(
-            room.room_id, room.log_name(racer), seq, pack_entry(entry, at), pack(progress), finish
+            room.room_id,
+            room.log_name(racer),
+            seq,
+            pack_entry(entry, at),
+            pack_event(progress),
+            finish,
         )
     except StoreUnavailable:
         # Outcome unknown: forget this engine; the next request rebuilds it from the
@@ -144,7 +149,7 @@ async def _after_move(
     room: LiveRoom,
     racer: int,
     result: MoveAppend,
-    progress: dict[str, Any],
+    progress: RoomEvent,
     at: int,
     counts: dict[str, int],
 ) -> None:
@@ -153,13 +158,8 @@ async def _after_move(
     if version is not None:
         await node.ingest(room, version, progress, (before, after_progress))
     if place is not None and version is not None:
-        finished = _stored(decide_.finished(racer, place, at, counts), progress["at"])
+        finished = events.finished(racer, place, at, counts).but(at=progress.at)
         await node.ingest(room, version + 1, finished, (after_progress, after_finished))
         log.info("racer finished", extra={"room": room.room_id, "racer": racer, "place": place})
-    if progress["d"]["status"] != RacerStatus.PLAYING:
+    if progress.d["status"] != RacerStatus.PLAYING:
         await node.tick(room)
-
-
-def _stored(event: dict[str, Any], at: int) -> dict[str, Any]:
-    """A room event as the store keeps it (``at`` is server-only)."""
-    return {"t": event["t"], "d": event["d"], "at": at}

@@ -24,13 +24,14 @@ from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 from solrace.protocol.views import Phase
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
+from solrace.race.events import EventType, RoomEvent
 from solrace.race.fairness import round_salt
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable, VersionConflict
 
 from . import certify, spectators
 from .counters import RoomMetrics, Tally
-from .records import RoomMeta, pack, unpack, unpack_entries
+from .records import RoomMeta, pack, pack_event, unpack_entries, unpack_event
 from .room import LiveRoom
 from .snapshots import resync_clients
 
@@ -54,6 +55,10 @@ LEASE_RENEW_S = 1.0
 #: attempt is retried after this, doubling up to the maximum.
 REASSERT_RETRY_S = 0.1
 REASSERT_RETRY_MAX_S = 2.0
+#: Events after which every spectator board may change (the withholding does).
+_BOARDS_CHANGE = frozenset(
+    {EventType.FINISHED, EventType.STARTED, EventType.RACER_LEFT, EventType.RACE_OVER}
+)
 #: A room's armed timer is kept when its new wake-up is this close to the old one.
 TIMER_SLACK_S = 0.005
 
@@ -160,7 +165,7 @@ class Node:
                 room = self.rooms.get(room_id)
                 if room is not None and event.version > room.state.version:
                     links = (event.prev, event.chain)
-                    await self.ingest(room, event.version, unpack(event.data), links)
+                    await self.ingest(room, event.version, unpack_event(event.data), links)
 
     async def join_room(self, room: LiveRoom) -> None:
         """Enter the room's set of serving nodes before serving or appending to it.
@@ -284,11 +289,11 @@ class Node:
 
     async def presence(self, room: LiveRoom, racer: int, online: bool, conn: str | None) -> None:
         """Record a connection of ``racer`` coming (on this node) or going."""
-        extra: dict[str, Any] = {"conn": conn}
-        if online:
-            extra["node"] = self.node_id
         await self.decide(
-            room, lambda: decide_.presence(room.state, racer, online, conn), server_only=extra
+            room,
+            lambda: decide_.presence(room.state, racer, online, conn),
+            conn=conn,
+            node=self.node_id if online else None,
         )
 
     async def lost_writes(self, room: LiveRoom, what: str) -> None:
@@ -360,19 +365,21 @@ class Node:
         entries = await self.store.events_since(room.room_id, room.state.version)
         for event in entries:
             links = (event.prev, event.chain)
-            if not await self._fold_locked(room, event.version, unpack(event.data), links, live):
+            if not await self._fold_locked(
+                room, event.version, unpack_event(event.data), links, live
+            ):
                 break  # the room was rebuilt from the store meanwhile
         self.schedule(room)
 
     async def ingest(
-        self, room: LiveRoom, version: int, stored: dict[str, Any], links: tuple[str, str]
+        self, room: LiveRoom, version: int, event: RoomEvent, links: tuple[str, str]
     ) -> None:
         """Fold an event this node just appended (or tailed), or catch up if it is not
-        the next one. ``stored`` is the decoded event, so the move path never decodes
-        what it has just encoded; ``links`` its chain values before and after."""
+        the next one. The move path passes the event it built, so it never decodes
+        what it has just encoded; ``links`` are its chain values before and after."""
         async with room.lock:
             if version == room.state.version + 1:
-                await self._fold_locked(room, version, stored, links)
+                await self._fold_locked(room, version, event, links)
                 self.schedule(room)
             elif version > room.state.version:
                 await self.sync_locked(room)
@@ -381,7 +388,7 @@ class Node:
         self,
         room: LiveRoom,
         version: int,
-        stored: dict[str, Any],
+        event: RoomEvent,
         links: tuple[str, str],
         live: bool = True,
     ) -> bool:
@@ -393,31 +400,31 @@ class Node:
             # and this version now names another event.
             await self._resync_locked(room, f"event {room.state.version} is not the one delivered")
             return False
-        if not room.fold(version, stored, chain, live):
+        if not room.fold(version, event, chain, live):
             return True
-        kind = stored["t"]
-        if kind == "progress":
-            spectators.fold_move(room, stored)
+        kind = event.t
+        if kind == EventType.PROGRESS:
+            spectators.fold_move(room, event)
         if not live:
             return True
-        if kind == "presence":
-            self._presence_folded(room, stored)
-        if kind == "started":
+        if kind == EventType.PRESENCE:
+            self._presence_folded(room, event)
+        if kind == EventType.STARTED:
             for racer in list(room.racers):
                 await self.game(room, racer)
                 room.send_own_board(racer, room.state.start_at_ms or self.clock())
-        if kind == "progress":
-            await spectators.refresh(self, room, stored["d"]["racer"])
-        elif kind in ("finished", "started", "racer_left", "race_over"):
+        if kind == EventType.PROGRESS:
+            await spectators.refresh(self, room, event.racer)
+        elif kind in _BOARDS_CHANGE:
             await spectators.refresh(self, room)
         return True
 
-    def _presence_folded(self, room: LiveRoom, stored: dict[str, Any]) -> None:
-        racer, conn = stored["d"]["racer"], stored.get("conn")
+    def _presence_folded(self, room: LiveRoom, event: RoomEvent) -> None:
+        racer, conn = event.racer, event.conn
         peer = room.racers.get(racer)
         if peer is None or conn is None:
             return
-        if stored["d"]["online"]:
+        if event.d["online"]:
             self._replaced(room, racer, conn)
         elif peer.conn_id == conn and not peer.closed:
             # Marked offline while connected here (a lease lost in a Redis outage):
@@ -487,14 +494,15 @@ class Node:
     async def decide(
         self,
         room: LiveRoom,
-        decision: Callable[[], list[dict[str, Any]]],
+        decision: Callable[[], list[RoomEvent]],
         prepare: Callable[[], Awaitable[None]] | None = None,
-        server_only: dict[str, Any] | None = None,
+        **server_only: Any,
     ) -> None:
         """Append ``decision()``'s events if the room is still where it was when
         deciding; otherwise fold what changed and decide again. ``prepare`` reads
         what the decision needs from the store, under the lock, before each try.
-        ``server_only`` fields are stored with the events but never sent."""
+        ``server_only`` sets RoomEvent fields that are stored but never sent (the
+        connection and node of a presence, the candidate of a deal)."""
         async with room.lock:
             await self.join_room(room)
             for _ in range(DECIDE_ATTEMPTS):
@@ -507,9 +515,8 @@ class Node:
                 expected = room.state.version
                 try:
                     for ev in events:
-                        stored = {"t": ev["t"], "d": ev["d"], "at": self.clock()}
-                        stored.update(server_only or {})
-                        await self.store.append_event(room.room_id, pack(stored), expected)
+                        stamped = ev.but(at=self.clock(), **server_only)
+                        await self.store.append_event(room.room_id, pack_event(stamped), expected)
                         expected += 1
                 except VersionConflict as conflict:
                     if conflict.current_version < room.state.version:
@@ -524,12 +531,12 @@ class Node:
                 ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
             )
 
-    async def _after_decision(self, room: LiveRoom, events: list[dict[str, Any]]) -> None:
+    async def _after_decision(self, room: LiveRoom, events: list[RoomEvent]) -> None:
         for ev in events:
-            if ev["t"] == "racer_left" and not room.state.racers:
+            if ev.t == EventType.RACER_LEFT and not room.state.racers:
                 # Everyone left the lobby: it leaves the list and expires.
                 await self.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
-            elif ev["t"] == "race_over":
+            elif ev.t == EventType.RACE_OVER:
                 result = {
                     "room": room.room_id,
                     "code": room.meta.code,
@@ -537,14 +544,14 @@ class Node:
                     "settings": room.meta.settings.to_dict(),
                     # How the deal was made: certified, its line's length, difficulty.
                     "deal": room.state.deal,
-                    "result": ev["d"],
+                    "result": ev.d,
                 }
-                race = race_id(room.room_id, ev["d"].get("commitment"))
+                race = race_id(room.room_id, ev.d.get("commitment"))
                 await self.store.save_result(race, pack(result))
                 await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
-            elif ev["t"] == "countdown":
+            elif ev.t == EventType.COUNTDOWN:
                 self.metrics.races_started.inc()
-            elif ev["t"] == "room_reset":
+            elif ev.t == EventType.ROOM_RESET:
                 await self.store.expire_room(room.room_id, ROOM_TTL_S, unlist=False)
 
     async def tick(self, room: LiveRoom) -> None:
@@ -566,7 +573,7 @@ class Node:
                 finals.clear()
                 finals.update(await self._finals(room))
 
-        def decision() -> list[dict[str, Any]]:
+        def decision() -> list[RoomEvent]:
             state = room.state
             return decide_.tick(
                 state,

@@ -2,8 +2,8 @@
 
 The store is opaque about payloads; this module is the one place that knows their
 shape: room metadata (``meta``: settings and the room's secret, from which every
-round's seed derives — it never leaves the server), stored events (``{t, d, at}``) and
-move-log entries (``[notation or "undo", race clock ms]``).
+round's seed derives — it never leaves the server), room events (``RoomEvent.stored``)
+and move-log entries (``[notation or "undo", race clock ms]``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, cast
 import msgpack
 
 from solrace.race import RoomSettings
+from solrace.race.events import RoomEvent
 
 
 def pack(value: Any) -> bytes:
@@ -22,6 +23,14 @@ def pack(value: Any) -> bytes:
 
 def unpack(data: bytes) -> Any:
     return msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+
+def pack_event(event: RoomEvent) -> bytes:
+    return pack(event.stored())
+
+
+def unpack_event(data: bytes) -> RoomEvent:
+    return RoomEvent.from_stored(unpack(data))
 
 
 @dataclass(frozen=True)

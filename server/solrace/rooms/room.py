@@ -13,9 +13,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from solrace.protocol import encode
-from solrace.protocol.messages import board_notice, room_event
+from solrace.protocol.messages import board_notice
 from solrace.protocol.views import Phase
 from solrace.race import RacerGame, RoomState
+from solrace.race.events import EventType, RoomEvent
 from solrace.race.fairness import round_commitment, round_seed
 
 from .records import RoomMeta, log_name
@@ -99,21 +100,21 @@ class LiveRoom:
         return RacerGame(settings.variant, self.seed(), settings.options)
 
     # ------------------------------------------------------------------ fold
-    def fold(self, version: int, stored: dict[str, Any], chain: str, live: bool = True) -> bool:
-        """Apply one stored event (decoded) if it is the next and, if ``live``,
-        broadcast it; False if it was already applied. ``chain`` is the store's chain
-        value after it. Caller holds the lock."""
+    def fold(self, version: int, event: RoomEvent, chain: str, live: bool = True) -> bool:
+        """Apply one stored event if it is the next and, if ``live``, broadcast it
+        (encoded once for every connection); False if it was already applied.
+        ``chain`` is the store's chain value after it. Caller holds the lock."""
         if version <= self.state.version:
             return False
-        self.state.apply(version, stored)
+        self.state.apply(version, event)
         self.chain = chain
         if live:
-            frame = encode(room_event(stored["t"], version, stored["d"]))
+            frame = encode(event.wire(version))
             for peer in list(self.racers.values()):
                 peer.send_bytes(frame)
             for peer in list(self.spectators):
                 peer.send_bytes(frame)
-        if stored["t"] == "room_reset":
+        if event.t == EventType.ROOM_RESET:
             self.games.clear()
             self.shadows.clear()
             self.sent_boards.clear()

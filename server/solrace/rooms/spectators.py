@@ -16,12 +16,13 @@ shadow is rebuilt from the stored log only when it is missing or out of step.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from solrace.protocol import encode
 from solrace.protocol.messages import board_notice
 from solrace.protocol.views import Phase
 from solrace.race import RacerGame
+from solrace.race.events import RoomEvent
 
 from .records import unpack_entries
 from .room import LiveRoom
@@ -31,12 +32,12 @@ if TYPE_CHECKING:
     from .peer import Peer
 
 
-def fold_move(room: LiveRoom, stored: dict[str, Any]) -> None:
+def fold_move(room: LiveRoom, event: RoomEvent) -> None:
     """Apply the move a folded ``progress`` event carries to its racer's shadow."""
-    entry, length = stored.get("e"), stored.get("n")
+    entry, length = event.entry, event.log_length
     if entry is None or length is None:
         return
-    racer = stored["d"]["racer"]
+    racer = event.racer
     shadow = room.shadows.get(racer)
     if shadow is None:
         return

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.asyncio.retry import Retry
+from redis.event import EventDispatcher, EventDispatcherInterface
 from redis.exceptions import (
     ClusterDownError,
     SlotNotCoveredError,
@@ -106,7 +107,7 @@ class SolraceCluster(RedisCluster):
         """A pipeline that marks the slot map stale when it cannot reach a node."""
         if shard_hint or transaction:
             return super().pipeline(transaction, shard_hint)
-        return _Pipeline(self)  # type: ignore[abstract]  # as redis-py builds its own
+        return _Pipeline(self)
 
     def mark_stale(self) -> None:
         """Ask the cluster for its slot map before the next command (no I/O now)."""
@@ -117,6 +118,18 @@ class _Pipeline(ClusterPipeline):
     """A non-transactional cluster pipeline that reports node failures to its client."""
 
     cluster_client: SolraceCluster
+
+    @property
+    def _event_dispatcher(self) -> EventDispatcherInterface:
+        """The client's: redis-py's command mixins declare this attribute, and its own
+        cluster pipeline never defines it (so its type reads as abstract)."""
+        return self.cluster_client._event_dispatcher
+
+    @_event_dispatcher.setter
+    def _event_dispatcher(self, dispatcher: EventDispatcherInterface) -> None:
+        if not isinstance(dispatcher, EventDispatcher):
+            raise TypeError("a cluster client's event dispatcher is an EventDispatcher")
+        self.cluster_client._event_dispatcher = dispatcher
 
     async def execute(
         self, raise_on_error: bool = True, allow_redirections: bool = True

@@ -1,0 +1,145 @@
+"""Room events: the one shape the fold, the decisions, the store and the wire share.
+
+A room's history is a sequence of :class:`RoomEvent`. Each has what every client sees
+— its type ``t`` and data ``d``, exactly the protocol's room event (docs/protocol.md
+§7), which never holds a card or, before ``race_over``, the seed — and what only the
+server keeps: ``at`` (the server clock, so every node times the room alike), the
+connection and node a racer joined or came back on, the move a ``progress`` event
+records and its log's length (so any node can fold spectators' boards from events
+alone), and the deal a ``deal_chosen`` event stands for. :meth:`RoomEvent.stored` and
+:meth:`RoomEvent.from_stored` are the store's encoding; :meth:`RoomEvent.wire` is the
+client's, through the protocol's checked builders.
+
+The builders below are the only places an event is made: the decisions
+(:mod:`.decisions`) and the move path use them, never dict literals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from solrace.protocol.envelope import Envelope
+from solrace.protocol.messages import room_event
+from solrace.protocol.views import EventType, RacerStatus
+
+__all__ = ["EventType", "RoomEvent", "event", "finished", "progress"]
+
+#: The stored form's keys for the server-only fields (short: a room's stream holds
+#: one progress event per move).
+_AT, _CONN, _NODE, _ENTRY, _LENGTH, _ATTEMPT, _LINE = (
+    "at",
+    "conn",
+    "node",
+    "e",
+    "n",
+    "attempt",
+    "line",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RoomEvent:
+    """One room event. ``d`` is the protocol's data for ``t``; the rest never leaves
+    the server."""
+
+    t: EventType
+    d: Mapping[str, Any]
+    #: Server clock (Unix ms) when it was appended.
+    at: int = 0
+    #: ``racer_joined``/``presence``: the racer's connection and the node holding it.
+    conn: str | None = None
+    node: str | None = None
+    #: ``progress`` of a move: the move log entry (notation or undo, race clock ms)
+    #: and the log's length after it.
+    entry: tuple[str, int] | None = None
+    log_length: int | None = None
+    #: ``deal_chosen``: the candidate the round deals and its certificate, if any.
+    attempt: int = 0
+    line: tuple[str, ...] | None = field(default=None)
+
+    def but(self, **changes: Any) -> RoomEvent:
+        """A copy with some server-only fields set (``at``, ``conn``, ...)."""
+        return dataclasses.replace(self, **changes)
+
+    def wire(self, version: int) -> Envelope:
+        """The event as clients get it, checked by the protocol's builder."""
+        return room_event(self.t, version, self.d)
+
+    def stored(self) -> dict[str, Any]:
+        """The store's form (msgpack-able): ``{t, d, at}`` plus the fields set."""
+        out: dict[str, Any] = {"t": str(self.t), "d": dict(self.d), _AT: self.at}
+        if self.conn is not None:
+            out[_CONN] = self.conn
+        if self.node is not None:
+            out[_NODE] = self.node
+        if self.entry is not None:
+            out[_ENTRY] = list(self.entry)
+        if self.log_length is not None:
+            out[_LENGTH] = self.log_length
+        if self.t == EventType.DEAL_CHOSEN:
+            out[_ATTEMPT] = self.attempt
+            out[_LINE] = None if self.line is None else list(self.line)
+        return out
+
+    @classmethod
+    def from_stored(cls, raw: Mapping[str, Any]) -> RoomEvent:
+        entry = raw.get(_ENTRY)
+        line = raw.get(_LINE)
+        return cls(
+            EventType(raw["t"]),
+            raw["d"],
+            at=raw.get(_AT, 0),
+            conn=raw.get(_CONN),
+            node=raw.get(_NODE),
+            entry=None if entry is None else (entry[0], entry[1]),
+            log_length=raw.get(_LENGTH),
+            attempt=raw.get(_ATTEMPT) or 0,
+            line=None if line is None else tuple(line),
+        )
+
+    @property
+    def racer(self) -> int:
+        """The racer the event is about (every type but the room-wide ones has one)."""
+        return int(self.d["racer"])
+
+
+def event(kind: EventType, **data: Any) -> RoomEvent:
+    return RoomEvent(kind, data)
+
+
+def progress(
+    racer: int,
+    counts: Mapping[str, int],
+    status: RacerStatus | str,
+    place: int | None = None,
+    *,
+    entry: tuple[str, int] | None = None,
+    log_length: int | None = None,
+) -> RoomEvent:
+    """A racer's public counts changed (a stored move, or a status such as resigned):
+    never a card. A move's event also carries, server-side, the move and the log's
+    length after it."""
+    data = {
+        "racer": racer,
+        "foundation": counts["foundation"],
+        "moves": counts["moves"],
+        "face_down": counts["face_down"],
+        "status": status,
+        "place": place,
+    }
+    return RoomEvent(EventType.PROGRESS, data, entry=entry, log_length=log_length)
+
+
+def finished(racer: int, place: int, elapsed_ms: int, counts: Mapping[str, int]) -> RoomEvent:
+    """A racer completed its foundations and got ``place`` (1 = the winner)."""
+    return event(
+        EventType.FINISHED,
+        racer=racer,
+        place=place,
+        elapsed_ms=elapsed_ms,
+        foundation=counts["foundation"],
+        moves=counts["moves"],
+    )
