@@ -15,6 +15,10 @@ from .board import Board
 from .cards import CARDS_PER_DECK, NAMES, SUITS
 from .options import options_to_json
 
+#: Card names by id, for one deck and for every id of a two-deck game (id % 52).
+_NAMES: tuple[str, ...] = tuple(NAMES)
+_NAMES_BY_ID: tuple[str, ...] = tuple(NAMES[i % CARDS_PER_DECK] for i in range(2 * CARDS_PER_DECK))
+
 
 def view(board: Board, owner: bool = False, shown: Container[int] | None = None) -> dict[str, Any]:
     """The board as a viewer sees it.
@@ -30,13 +34,21 @@ def view(board: Board, owner: bool = False, shown: Container[int] | None = None)
     identity a racer does not already know.
     """
 
-    def name(card: int) -> str | None:
-        return NAMES[card % CARDS_PER_DECK] if shown is None or card in shown else None
-
-    tableau = [
-        {"down": hidden, "up": [name(c) for c in col[hidden:]]}
-        for col, hidden in zip(board.tableau, board.down, strict=True)
-    ]
+    # Built inline, not through a per-card helper: a view is built for every move's
+    # reply and every spectator board, and the calls were most of its cost.
+    names = _NAMES if board.decks == 1 else _NAMES_BY_ID
+    if shown is None:
+        tableau = [
+            {"down": hidden, "up": [names[c] for c in col[hidden:]]}
+            for col, hidden in zip(board.tableau, board.down, strict=True)
+        ]
+        waste: list[str | None] = [names[c] for c in board.waste]
+    else:
+        tableau = [
+            {"down": hidden, "up": [names[c] if c in shown else None for c in col[hidden:]]}
+            for col, hidden in zip(board.tableau, board.down, strict=True)
+        ]
+        waste = [names[c] if c in shown else None for c in board.waste]
     withheld = 0
     foundations: dict[str, Any] = {}
     for s, suit in enumerate(SUITS):
@@ -55,7 +67,7 @@ def view(board: Board, owner: bool = False, shown: Container[int] | None = None)
         "tableau": tableau,
         "foundations": foundations,
         "stock": len(board.stock),
-        "waste": [name(c) for c in board.waste],
+        "waste": waste,
         "recycles": board.recycles,
     }
     if shown is not None:
