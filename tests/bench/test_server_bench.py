@@ -20,6 +20,7 @@ SERVER_KEYS = {
     "max_moves_per_s",
     "rss_mb",
     "load_cpu_pct",
+    "other_cpu_pct",
 }
 
 
@@ -40,3 +41,5 @@ def test_a_tiny_run_on_the_embedded_store_reports_every_figure() -> None:
     assert embedded["max_moves_per_s"] is None  # --find-max was not asked for
     assert 10 < embedded["rss_mb"] < 2000
     assert 0 <= embedded["load_cpu_pct"] < 100
+    # what else the machine ran: at most every core, whatever the machine is doing
+    assert -5 <= embedded["other_cpu_pct"] <= 100 * (os.cpu_count() or 1) + 5

@@ -87,6 +87,16 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def _machine_busy_s() -> float:
+    """CPU seconds every core of the machine spent busy so far (/proc/stat), so a run
+    can say how much of the machine its own processes did not use: another workload
+    on the server's pinned core inflates latency without showing in the node's CPU."""
+    with open("/proc/stat", encoding="ascii") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / CLK_TCK
+
+
 def _rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status", encoding="ascii") as f:
         for line in f:
@@ -276,11 +286,13 @@ async def _drive(
         await asyncio.sleep(warmup)
         tune_gc()  # the load's own collector pauses must not count as server latency
         cpu0, load0, wall0 = _cpu_s(pid), time.process_time(), time.perf_counter()
+        busy0 = _machine_busy_s()
         engine0 = _cpu_s(engine_pid) if engine_pid is not None else 0.0
         window.measuring = True
         await asyncio.sleep(seconds)
         window.measuring = False
         cpu, load = _cpu_s(pid) - cpu0, time.process_time() - load0
+        busy = _machine_busy_s() - busy0
         engine = _cpu_s(engine_pid) - engine0 if engine_pid is not None else None
         wall = time.perf_counter() - wall0
         rss = _rss_mb(pid)
@@ -302,6 +314,9 @@ async def _drive(
         "rss_mb": rss,
         "load_cpu_pct": round(load / wall * 100, 1),
         "server_cpu_pct": round(cpu / wall * 100, 1),
+        # Everything else the machine ran meanwhile (Redis, its engine, other work), in
+        # % of one core: high means the figures were taken on a busy machine.
+        "other_cpu_pct": round((busy - cpu - load - (engine or 0.0)) / wall * 100, 1),
     }
 
 
@@ -351,6 +366,7 @@ async def _server_figures(
         "rss_mb": got["rss_mb"],
         "server_cpu_pct": got["server_cpu_pct"],
         "load_cpu_pct": got["load_cpu_pct"],
+        "other_cpu_pct": got["other_cpu_pct"],
     }
     if engine is not None:
         figures["engine_cpu_us_per_move"] = got["engine_cpu_us_per_op"]
@@ -409,7 +425,10 @@ async def _run(
             "seconds": seconds,
             "pinned": child_core is not None,
             "echo_cpu_us_per_rt": echo_us,
-            "echo": {k: echo[k] for k in ("ops_per_s", "p50_ms", "p99_ms", "load_cpu_pct")},
+            "echo": {
+                k: echo[k]
+                for k in ("ops_per_s", "p50_ms", "p99_ms", "load_cpu_pct", "other_cpu_pct")
+            },
         }
         if redis_url is not None:
             prefix = f"solrace-bench:{uuid.uuid4().hex}:"
