@@ -72,6 +72,24 @@ def test_refused_views(change: Any, why: str) -> None:
         v.board_view_wire(mutated(change), owner=True)
 
 
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda b: b["tableau"][1]["up"].append("ks"), "a face-down card beside withheld ones"),
+        (lambda b: b["tableau"][1]["up"].append(["KS"]), "a list (unhashable) among cards"),
+        (lambda b: b["waste"].append(7), "a card id instead of a name"),
+    ],
+)
+def test_refused_fair_views(change: Any, why: str) -> None:
+    """The same gate for a spectator's view, where ``None`` is allowed and nothing else
+    but face-up cards is."""
+    raw = mutated(lambda b: b["tableau"][1]["up"].insert(0, None))
+    assert v.board_view_wire(raw, owner=False)["tableau"] == raw["tableau"]
+    change(raw)
+    with pytest.raises(ValueError, match="face-up card"):
+        v.board_view_wire(raw, owner=False)
+
+
 # ---------------------------------------------------------------- snapshots
 @pytest.mark.parametrize("phase", list(Phase))
 @pytest.mark.parametrize("racer_id", [1, None])

@@ -224,7 +224,10 @@ _FACE_UP: Final = re.compile(r"[A2-9TJQK][CDHS]")
 _SUITS: Final = ("C", "D", "H", "S")
 #: The 52 strings ``_FACE_UP`` matches: a set lookup checks a card of every outgoing
 #: board in a fraction of a regex match's time (the gate runs on every frame).
-_FACE_UP_CARDS: Final = frozenset(r + s for r in "A23456789TJQK" for s in _SUITS)
+_FACE_UP_CARDS: Final[frozenset[str | None]] = frozenset(
+    r + s for r in "A23456789TJQK" for s in _SUITS
+)
+_CARDS_OR_WITHHELD: Final[frozenset[str | None]] = _FACE_UP_CARDS | {None}
 _MAX_RANK: Final = 13
 _MAX_COUNT: Final = 2**31 - 1
 _MAX_SEED: Final = 2**64 - 1
@@ -278,11 +281,21 @@ def _not_a_card(where: object, card: object) -> ValueError:
     return ValueError(f"{where}: {card!r} is not a face-up card; views never hold others")
 
 
+def _all_in(allowed: frozenset[str | None], cards: Sequence[object]) -> bool:
+    """Every item is in ``allowed``, checked in one C-level pass (the usual case);
+    False on anything unhashable, which the item-by-item check then names."""
+    try:
+        return allowed.issuperset(cards)
+    except TypeError:
+        return False
+
+
 def _cards(where: object, value: object) -> list[str]:
     cards = _seq(where, value, "an array of cards")
-    for card in cards:
-        if not _is_card(card):
-            raise _not_a_card(where, card)
+    if not _all_in(_FACE_UP_CARDS, cards):
+        for card in cards:
+            if not _is_card(card):
+                raise _not_a_card(where, card)
     return cast("list[str]", list(cards))  # every item checked just above
 
 
@@ -292,9 +305,10 @@ def _cards_or_withheld(where: object, value: object, owner: bool) -> list[str | 
     if owner:
         return list(_cards(where, value))
     cards = _seq(where, value, "an array of cards")
-    for card in cards:
-        if card is not None and not _is_card(card):
-            raise _not_a_card(where, card)
+    if not _all_in(_CARDS_OR_WITHHELD, cards):
+        for card in cards:
+            if card is not None and not _is_card(card):
+                raise _not_a_card(where, card)
     return cast("list[str | None]", list(cards))  # every item checked just above
 
 
@@ -321,6 +335,7 @@ def options_wire(where: str, options: object) -> dict[str, OptionValue]:
 
 
 _COLUMN_KEYS: Final = frozenset({"down", "up"})
+_SUIT_KEYS: Final = frozenset(_SUITS)
 
 
 class _Where:
@@ -351,16 +366,22 @@ def board_view_wire(view: Mapping[str, object], *, owner: bool) -> dict[str, obj
     where = "board view"
     _keys(where, view, _BOARD_REQUIRED, frozenset({"stock_cards", "withheld_foundation"}))
     tableau: list[dict[str, object]] = []
+    allowed = _FACE_UP_CARDS if owner else _CARDS_OR_WITHHELD
+    # The usual case first, in as few Python steps as possible (every outgoing board
+    # comes through here); anything unusual goes through the checks that say why.
     for i, column in enumerate(_seq(f"{where}.tableau", view["tableau"])):
-        if type(column) is not dict or column.keys() != _COLUMN_KEYS:  # rare: say why
+        if type(column) is not dict or column.keys() != _COLUMN_KEYS:
             _keys(f"{where}.tableau[{i}]", column, _COLUMN_KEYS, frozenset())
-        assert isinstance(column, Mapping)
+        column = cast("Mapping[str, object]", column)
         down, up = column["down"], column["up"]
         if not is_int_in(down, 0, _MAX_COUNT):
             _int(f"{where}.tableau[{i}].down", down)
-        tableau.append({"down": down, "up": _cards_or_withheld(_Where(where, i), up, owner)})
+        if type(up) is list and _all_in(allowed, up):
+            tableau.append({"down": down, "up": up.copy()})
+        else:
+            tableau.append({"down": down, "up": _cards_or_withheld(_Where(where, i), up, owner)})
     foundations = view["foundations"]
-    if not isinstance(foundations, Mapping) or set(foundations) != set(_SUITS):
+    if not isinstance(foundations, Mapping) or foundations.keys() != _SUIT_KEYS:
         raise ValueError(f"{where}.foundations: expected a map with keys C, D, H, S")
     found_out: dict[str, object] = {}
     for suit in _SUITS:
