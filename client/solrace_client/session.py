@@ -75,12 +75,15 @@ class Unreachable(Exception):
 class SessionOver(Exception):
     """The session cannot go on: ``replaced`` (this racer was resumed on another
     connection), ``refused`` (the server will not let it back: ``code``), ``closed``
-    (by its user), or out of reconnect attempts."""
+    (by its user), or ``gave_up`` (out of reconnect attempts). ``error``: the last
+    failure, the server's refusal for ``refused``."""
 
-    def __init__(self, message: str, *, reason: str, code: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, reason: str, error: BaseException | None = None
+    ) -> None:
         super().__init__(message)
         self.reason = reason
-        self.code = code
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -227,14 +230,14 @@ class Session:
 
     async def reconnect(self, error: BaseException | None) -> Rejoined:
         """Reconnect and re-enter, until it works or cannot (:class:`SessionOver`)."""
-        old, self.client = self.client, None
-        if old is not None:
-            if _replaced(old):
-                await _close_quietly(old)
-                raise SessionOver(
-                    "replaced: this racer was resumed on another connection", reason="replaced"
-                )
+        old = self.client
+        if old is not None and _replaced(old):  # final: the closed connection stays
             await _close_quietly(old)
+            raise SessionOver(
+                "replaced: this racer was resumed on another connection", reason="replaced"
+            )
+        self.client = None
+        await _close_quietly(old)
         attempt = 0
         last = error
         while self.backoff.attempts is None or attempt < self.backoff.attempts:
@@ -254,7 +257,7 @@ class Session:
                 if err.code not in TRANSIENT:
                     await _close_quietly(client)
                     raise SessionOver(
-                        f"cannot rejoin: {err}", reason="refused", code=err.code
+                        f"cannot rejoin: {err}", reason="refused", error=err
                     ) from None
             except DROPPED as exc:
                 last = exc
@@ -268,7 +271,9 @@ class Session:
                 return Rejoined(reply, reconnected=True)
             if client is not None:
                 await _close_quietly(client)
-        raise SessionOver(f"could not reconnect after {attempt} attempts: {last}", reason="gave_up")
+        raise SessionOver(
+            f"could not reconnect after {attempt} attempts: {last}", reason="gave_up", error=last
+        )
 
     async def _reenter(self, client: RaceClient) -> dict[str, Any]:
         view = self.view
