@@ -136,6 +136,9 @@ class SolraceApp(App[int]):
         #: after the resume, from the snapshot's next seq.
         self._unconfirmed: tuple[str, int] | None = None
         self._saved_result_version: int | None = None
+        #: The phase the screen was last chosen for (the view may be ahead of the event
+        #: being shown: it folds frames as they arrive).
+        self._shown_phase: str | None = None
 
     @property
     def state(self) -> RoomView:
@@ -349,9 +352,9 @@ class SolraceApp(App[int]):
             self.controller.set_view(None)
         if news:
             self.say(news, "bold" if event.t in ("started", "race_over", "finished") else "")
-        if event.t in ("countdown", "started", "race_over", "room_reset", "resync"):
+        if state.phase != self._shown_phase:
+            await self._sync_screen()
             self._save_token()
-        await self._sync_screen()
         self._repaint()
 
     async def _resync(self) -> None:
@@ -448,6 +451,7 @@ class SolraceApp(App[int]):
         return WatchScreen if self.mode == "watch" else PlayScreen
 
     async def _sync_screen(self) -> None:
+        self._shown_phase = self.state.phase
         wanted = self._wanted()
         base = next((s for s in reversed(self.screen_stack) if isinstance(s, PhaseScreen)), None)
         if isinstance(base, wanted):
