@@ -78,9 +78,7 @@ class SessionOver(Exception):
     (by its user), or ``gave_up`` (out of reconnect attempts). ``error``: the last
     failure, the server's refusal for ``refused``."""
 
-    def __init__(
-        self, message: str, *, reason: str, error: BaseException | None = None
-    ) -> None:
+    def __init__(self, message: str, *, reason: str, error: BaseException | None = None) -> None:
         super().__init__(message)
         self.reason = reason
         self.error = error

@@ -198,7 +198,7 @@ class SolraceApp(App[int]):
     async def _network(self) -> None:
         session = self.session
         try:
-            reply = await session.enter(self._enter)
+            await session.enter(self._enter)
         except ServerError as err:
             request = "watch" if self.mode == "watch" else self.action
             self._give_up(refusal_of(err.data, request), EXIT_FAILED, err.code)
@@ -209,7 +209,7 @@ class SolraceApp(App[int]):
         except (*DROPPED, InvalidURI, ValueError) as exc:
             self._give_up(cannot_reach(self.server, exc), EXIT_FAILED)
             return
-        await self._rejoined(reply, first=True)
+        await self._rejoined(first=True)
         while not self._stopped:
             try:
                 item = await session.next()
@@ -217,7 +217,7 @@ class SolraceApp(App[int]):
                 self._over(over)
                 return
             if isinstance(item, Rejoined):
-                await self._rejoined(item.reply, first=False, reconnected=item.reconnected)
+                await self._rejoined(first=False, reconnected=item.reconnected)
             elif item is not None:
                 try:
                     await self._on_event(item)
@@ -225,9 +225,7 @@ class SolraceApp(App[int]):
                     self.log.error(f"event {item.t}: {exc!r}")
                     self.say(f"could not show {item.t}: {exc}", "yellow")
 
-    async def _rejoined(
-        self, reply: Mapping[str, Any], *, first: bool, reconnected: bool = False
-    ) -> None:
+    async def _rejoined(self, *, first: bool, reconnected: bool = False) -> None:
         """The view was loaded from a snapshot: entry, resume, or a resync."""
         self._loaded()
         if first:
@@ -360,10 +358,10 @@ class SolraceApp(App[int]):
     async def _resync(self) -> None:
         """After a refused seq: a fresh snapshot on this connection."""
         try:
-            reply = await self.session.resync()
+            await self.session.resync()
         except (ServerError, *DROPPED):
             return  # the session reconnects if the connection is gone
-        await self._rejoined(reply, first=False)
+        await self._rejoined(first=False)
 
     async def _sync_clock(self, client: RaceClient) -> None:
         """The server's clock offset from the quickest of three pings."""
@@ -801,4 +799,3 @@ class SolraceApp(App[int]):
         if index < len(self.state.racers):
             self.focus_index = index
         self._repaint()
-
