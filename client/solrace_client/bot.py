@@ -287,6 +287,9 @@ class _Bot:
         self._drain()
         if self.result is not None:
             return
+        if self.view.needs_resync:  # events went missing: the room as the server has it
+            await self._resync()
+            return
         phase = self.view.phase
         if phase in (LOBBY, COUNTDOWN):
             await self._lobby()

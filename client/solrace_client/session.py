@@ -200,6 +200,8 @@ class Session:
         client = self.client
         if client is None:
             return await self.reconnect(None)
+        if self.view.needs_resync:
+            return await self._resync_or_reconnect()
         try:
             envelope = await _receive(client, timeout)
         except ConnectionError as exc:
@@ -207,11 +209,21 @@ class Session:
         if envelope is None:
             return None
         if self.view.needs_resync:
-            try:
-                return Rejoined(await self.resync(), reconnected=False)
-            except DROPPED as exc:
-                return await self.reconnect(exc)
+            return await self._resync_or_reconnect()
         return envelope
+
+    async def _resync_or_reconnect(self) -> Rejoined | None:
+        """After a gap: a fresh snapshot; None when the server asks to wait (the next
+        call tries again), a reconnect when the connection went meanwhile."""
+        try:
+            return Rejoined(await self.resync(), reconnected=False)
+        except ServerError as err:
+            if err.code not in TRANSIENT:
+                raise SessionOver(f"cannot resync: {err}", reason="refused", error=err) from None
+            await asyncio.sleep(int(err.data.get("retry_after_ms") or 200) / 1000)
+            return None
+        except DROPPED as exc:
+            return await self.reconnect(exc)
 
     async def resync(self) -> dict[str, Any]:
         """A fresh snapshot on the current connection (after a gap, a refused ``seq``):
