@@ -16,11 +16,13 @@ moves in a row that only revisit positions it has been in, or after ``patience``
 without putting a card up or turning one over. Nor does it keep a race waiting: stuck
 in a room that allows undo (the server then counts it as able to move), it resigns.
 
-Connections drop; races do not. On a dropped connection the bot reconnects (trying its
-servers in turn, with exponential backoff and jitter) and ``resume``s with its token
-and the last event version it applied; the snapshot then tells it its board and the
-``seq`` of its next move, so a move whose reply was lost is neither lost nor repeated.
-A connection closed as ``replaced`` (the same racer resumed elsewhere) is final.
+Connections drop; races do not. The bot plays through a
+:class:`~solrace_client.session.Session`, which reconnects (trying its servers in turn,
+with exponential backoff and jitter) and ``resume``s with the token and the last event
+version folded; the snapshot then tells it its board and the ``seq`` of its next move,
+so a move whose reply was lost is neither lost nor repeated. A connection closed as
+``replaced`` (the same racer resumed elsewhere) is final. The room itself is the
+session's :class:`~solrace_client.roomview.RoomView`: the bot folds nothing of its own.
 A request refused ``unavailable`` (Redis down: the outcome is unknown) is sent again
 after the pause the server asks for — a move with the same ``seq`` and the same move,
 so it is stored once whether or not the first attempt was (docs/protocol.md §11).
@@ -29,20 +31,18 @@ so it is stored once whether or not the first attempt was (docs/protocol.md §11
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
-
-from solrace.protocol import CloseCode, CloseReason, Envelope
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from typing import Any, Final
 
 from .boardview import board_from_view
 from .connection import RaceClient, ServerError
 from .errors import cannot_reach, refusal_of
 from .results import save_result
+from .roomview import RoomView
+from .session import DROPPED, Backoff, Rejoined, Session, SessionOver, Unreachable
 from .strategy import STRATEGIES, Choice, Memory, Strategy, position_key
 
 log = logging.getLogger("solrace.bot")
@@ -55,9 +55,6 @@ PLAYING: Final = "playing"
 STUCK: Final = "stuck"
 #: How long one wait for events lasts once the bot has stopped playing.
 IDLE_WAIT_S: Final = 5.0
-
-#: Failures that mean "this connection is gone": reconnect and resume.
-DROPPED: Final = (OSError, ConnectionClosed, InvalidHandshake)
 
 
 class BotError(Exception):
@@ -102,6 +99,9 @@ async def _pause(err: ServerError) -> None:
 
 
 class _Bot:
+    """One bot's race. The room is the session's view (:mod:`solrace_client.roomview`);
+    the bot keeps only what is its own: how it plays, and what it has seen happen."""
+
     def __init__(
         self,
         servers: Sequence[str],
@@ -120,12 +120,10 @@ class _Bot:
         reconnect_attempts: int,
         hooks: BotHooks,
     ) -> None:
-        self.servers = list(servers)
         self.entry = entry
         self.name = name
         self.strategy = strategy
         self.rng = rng
-        self.jitter = random.Random()
         self.want_ready = ready
         self.host_start = host_start
         self.min_racers = min_racers
@@ -133,25 +131,27 @@ class _Bot:
         self.stall_limit = stall_limit
         self.patience = patience
         self.move_delay = move_delay
-        self.reconnect_attempts = reconnect_attempts
         self.hooks = hooks
+        self.session = Session(
+            servers,
+            backoff=Backoff(first_s=0.1, max_s=5.0, jitter=0.5, attempts=reconnect_attempts),
+            connected=hooks.connected,
+            lost=self._lost,
+        )
 
-        self.client: RaceClient | None = None
-        self.server_index = 0
-        self.room: str | None = None
-        self.code: str | None = None
-        self.token: str | None = None
-        self.racer: int | None = None
-        self.version = 0
-        self.phase = LOBBY
-        self.status = "waiting"
-        self.settings: dict[str, Any] = {}
-        self.host: int | None = None
-        self.roster: dict[int, bool] = {}
-        self.published: str | None = None
+        #: The race this bot raced in has begun (a room seen back in its lobby after
+        #: that, with no result seen, means the race ended unseen).
         self.raced = False
+        #: The race's result, taken from ``race_over`` (or a snapshot of the finished
+        #: room) when it arrives: a rematch may reset the room right after.
         self.result: dict[str, Any] | None = None
         self.start_tried_at = -1
+        #: Ready was asked for in this lobby (its event may not be here yet).
+        self.asked_ready = False
+        #: The strategy found no move here, or the bot resigned: what the bot knows
+        #: before the server's events say so.
+        self.no_move = False
+        self.resigned = False
 
         self.memory = Memory()
         self.moves_played = 0
@@ -172,164 +172,114 @@ class _Bot:
             self.hooks.say(text)
         log.info("%s: %s", self.name, text)
 
+    def _lost(self, attempt: int, error: BaseException | None) -> None:
+        if attempt == 1:
+            why = (error and str(error)) or (type(error).__name__ if error else "closed")
+            self.say(f"connection lost ({why}); reconnecting")
+
+    @property
+    def view(self) -> RoomView:
+        return self.session.view
+
     @property
     def live(self) -> RaceClient:
-        if self.client is None:
-            raise ConnectionError("not connected")
-        return self.client
+        return self.session.live
 
-    async def _connect(self, url: str) -> RaceClient:
-        client = await RaceClient.connect(url, open_timeout=5)
-        if self.hooks.connected is not None:
-            self.hooks.connected(client)
-        return client
+    @property
+    def status(self) -> str:
+        """This racer's status, as far as the bot knows."""
+        if self.resigned:
+            return "resigned"
+        status = self.view.my_status or "left"
+        return STUCK if status == PLAYING and self.no_move else status
 
-    async def _drop_client(self) -> None:
-        client, self.client = self.client, None
-        if client is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(client.close(), 2)
-
-    async def _next(self, timeout: float) -> Envelope | None:
-        """The next event or notice, None after ``timeout``; raises ConnectionError
-        once the connection is closed and everything it delivered has been read."""
-        client = self.live
-        if not client.events.empty():
-            return client.events.get_nowait()
-        if client.closed.done():
-            raise ConnectionError("connection closed")
-        getter = asyncio.ensure_future(client.events.get())
-        try:
-            waiters: set[asyncio.Future[Any]] = {getter, client.closed}
-            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not getter.done():
-                getter.cancel()
-        if getter.done() and not getter.cancelled():
-            return getter.result()
-        if client.closed.done():
-            raise ConnectionError("connection closed")
-        return None
-
-    async def _wait_event(self, timeout: float) -> Envelope | None:
-        envelope = await self._next(timeout)
-        if envelope is not None:
-            self._apply(envelope)
-        return envelope
+    async def _wait_event(self, timeout: float) -> Any:
+        item = await self.session.next(timeout)
+        if item is not None:
+            self._take(item)
+        return item
 
     def _drain(self) -> None:
-        """Apply whatever has arrived, without waiting."""
-        client = self.client
+        """Take whatever has arrived, without waiting."""
+        client = self.session.client
         while client is not None and not client.events.empty():
-            self._apply(client.events.get_nowait())
+            self._take(client.events.get_nowait())
 
     # --------------------------------------------------------------- state
-    def _entered(self, reply: Mapping[str, Any]) -> None:
-        """Take the state of a ``joined`` reply's snapshot (entry or resume)."""
-        snapshot = reply["snapshot"]
-        self.room = str(reply["room"])
-        self.code = str(snapshot["code"])
-        self.token = str(reply["token"])
-        self.racer = int(reply["racer"])
-        self.version = int(snapshot["version"])
-        self.settings = dict(snapshot["settings"])
-        self.host = snapshot.get("host")
-        self.roster = {int(r["racer"]): bool(r["ready"]) for r in snapshot["racers"]}
-        if snapshot.get("commitment"):
-            self.published = str(snapshot["commitment"])
-        mine = [r for r in snapshot["racers"] if r["racer"] == self.racer]
-        you = snapshot.get("you") or {}
-        self.status = str(you.get("status") or (mine[0]["status"] if mine else "left"))
-        if you.get("board"):
-            self.memory.arrive(you["board"])
-        phase = str(snapshot["phase"])
-        if phase == FINISHED and snapshot.get("result"):
-            self.result = dict(snapshot["result"])
-        elif self.raced and phase in (LOBBY, COUNTDOWN):
-            raise BotError("the race ended while the bot was away and the room moved on")
-        self.phase = phase
-        if phase == RACING:
-            self.raced = True
-
-    def _apply(self, envelope: Envelope) -> None:
-        t, d = envelope.t, cast(Mapping[str, Any], envelope.d)
-        if envelope.v is not None:
-            self.version = max(self.version, envelope.v)
-        if t == "racer_joined":
-            self.roster[int(d["racer"])] = bool(d["ready"])
-        elif t == "racer_left":
-            if self.phase == LOBBY:
-                self.roster.pop(int(d["racer"]), None)
-            self.host = d.get("host")
-            if d["racer"] == self.racer:
-                self.status = "left"
-        elif t == "ready_changed":
-            self.roster[int(d["racer"])] = bool(d["ready"])
+    def _take(self, item: Any) -> None:
+        """What the bot learns from one event, notice or fresh snapshot (the view has
+        folded it already)."""
+        if isinstance(item, Rejoined):
+            if item.reconnected:
+                where = self.session.server
+                self.say(f"resumed on {where} at version {self.view.version}")
+            self._loaded()
+            return
+        t, d = item.t, item.d
+        if t == "resync":
+            self._loaded()
         elif t == "countdown":
-            self.phase = COUNTDOWN
-            self.published = str(d["commitment"])
             self.say("countdown")
         elif t == "started":
-            self.phase = RACING
             self.raced = True
-            self.published = str(d["commitment"])
-            self.status = PLAYING
             self.say("started")
-        elif t in ("progress", "finished") and d.get("racer") == self.racer:
-            self.status = str(d["status"])
-        elif t == "race_over":
-            self.phase = FINISHED
+        elif t == "race_over" and self.result is None:
             self.result = dict(d)
-        elif t == "room_reset" and self.result is None:
-            if self.raced:
+        elif t == "room_reset":
+            if self.raced and self.result is None:
                 raise BotError("the race ended unseen and the room moved on to a rematch")
-            self.phase = LOBBY
-            self.host = d.get("host")
-            self.roster = {int(r["racer"]): bool(r["ready"]) for r in d["racers"]}
+            self.asked_ready = False
+
+    def _loaded(self) -> None:
+        """A snapshot replaced the view (entry, resume, resync)."""
+        view = self.view
+        self.no_move = self.resigned = False
+        board = view.my_board
+        if board:
+            self.memory.arrive(board)
+        if view.phase == FINISHED and view.result and self.result is None:
+            self.result = dict(view.result)
+        elif self.raced and view.phase in (LOBBY, COUNTDOWN) and self.result is None:
+            raise BotError("the race ended while the bot was away and the room moved on")
+        if view.phase == RACING:
+            self.raced = True
 
     # ---------------------------------------------------------------- run
     async def run(self) -> dict[str, Any]:
         await self._enter()
-        while self.result is None:
-            try:
-                await self._step()
-            except DROPPED as exc:
-                self.say(f"connection lost ({exc or type(exc).__name__}); reconnecting")
-                await self._reconnect()
-        await self._drop_client()
+        try:
+            while self.result is None:
+                try:
+                    await self._step()
+                except DROPPED as exc:
+                    self._take(await self.session.reconnect(exc))
+        except SessionOver as over:
+            raise BotError(str(over)) from None
+        finally:
+            await self.session.close()
         return self.result if self.result is not None else {}
 
     async def _enter(self) -> None:
-        last: BaseException | None = None
-        for attempt, url in enumerate(self.servers):
-            try:
-                self.client = await self._connect(url)
-                self.server_index = attempt
-                break
-            except DROPPED as exc:
-                last = exc
-            except (InvalidURI, ValueError) as exc:
-                raise BotCannotStart(cannot_reach(url, exc)) from None
-        else:
-            assert last is not None
-            raise BotCannotStart(cannot_reach(", ".join(self.servers), last))
         action, params = self.entry
-        try:
+
+        async def request(client: RaceClient) -> dict[str, Any]:
             if action == "create":
                 settings = dict(params)
-                reply = await self.live.create(settings.pop("variant"), self.name, **settings)
-            elif action == "join":
-                reply = await self.live.join(str(params["code"]), self.name)
-            else:
-                reply = await self.live.quick(str(params["variant"]), self.name)
+                return await client.create(settings.pop("variant"), self.name, **settings)
+            if action == "join":
+                return await client.join(str(params["code"]), self.name)
+            return await client.quick(str(params["variant"]), self.name)
+
+        try:
+            reply = await self.session.enter(request)
+        except Unreachable as err:
+            raise BotCannotStart(cannot_reach(", ".join(err.servers), err.error)) from None
         except ServerError as err:
-            await self._drop_client()
             raise BotCannotStart(f"{action} refused: {refusal_of(err.data, action)}") from None
-        except (*DROPPED, ConnectionError) as exc:  # no reply: no token to resume with
-            await self._drop_client()
+        except DROPPED as exc:  # no reply: no token to resume with
             raise BotCannotStart(f"connection lost during {action}: {exc!r}") from None
-        self._entered(reply)
-        self.say(f"joined room {self.code} as racer {self.racer}")
+        self._loaded()
+        self.say(f"joined room {self.view.code} as racer {self.view.me}")
         if self.hooks.joined is not None:
             self.hooks.joined(reply)
 
@@ -337,26 +287,34 @@ class _Bot:
         self._drain()
         if self.result is not None:
             return
-        if self.phase in (LOBBY, COUNTDOWN):
+        if self.view.needs_resync:  # events went missing: the room as the server has it
+            await self._resync()
+            return
+        phase = self.view.phase
+        if phase in (LOBBY, COUNTDOWN):
             await self._lobby()
-        elif self.phase == RACING and self.status == PLAYING:
+        elif phase == RACING and self.status == PLAYING:
             await self._play_one()
-        elif self.phase == RACING and self.status == STUCK and self._may_undo():
+        elif phase == RACING and self.status == STUCK and self._may_undo():
             # The server counts a racer stuck where undo is allowed as still able to
             # move (an undo is a move), so the race would wait for its time limit; the
             # bot never undoes: it resigns.
             await self._resign()
         else:
             # Done playing: wait for the others (the server ends the race at the
-            # latest at its time limit). A dead connection surfaces as a dropped one.
+            # latest at its time limit). A dead connection is reconnected on the way.
             await self._wait_event(timeout=IDLE_WAIT_S)
 
+    def _ready_flags(self) -> dict[int, bool]:
+        return {racer: bool(info.get("ready")) for racer, info in self.view.racers.items()}
+
     async def _lobby(self) -> None:
-        if self.phase == LOBBY and self.racer is not None:
-            if self.want_ready and not self.roster.get(self.racer):
+        view = self.view
+        if view.phase == LOBBY and view.me is not None:
+            if self.want_ready and not self.asked_ready and not self._ready_flags().get(view.me):
                 try:
                     await self.live.ready()
-                    self.roster[self.racer] = True
+                    self.asked_ready = True
                 except ServerError as err:
                     if err.code != "wrong_phase":
                         raise BotError(f"ready refused: {err}") from None
@@ -364,12 +322,14 @@ class _Bot:
         await self._wait_event(timeout=5)
 
     async def _maybe_start(self) -> None:
-        if not self.host_start or self.host != self.racer or self.start_tried_at == self.version:
+        view = self.view
+        if not self.host_start or view.host != view.me or self.start_tried_at == view.version:
             return
-        others = [ready for racer, ready in self.roster.items() if racer != self.racer]
-        if len(self.roster) < self.min_racers or not all(others):
+        flags = self._ready_flags()
+        others = [ready for racer, ready in flags.items() if racer != view.me]
+        if len(flags) < self.min_racers or not all(others):
             return
-        self.start_tried_at = self.version
+        self.start_tried_at = view.version
         try:
             await self.live.start()
             self.say("started the room")
@@ -379,34 +339,34 @@ class _Bot:
 
     # ---------------------------------------------------------------- play
     async def _play_one(self) -> None:
-        client = self.live
-        if client.board is None:  # the first board comes as a notice after `started`
-            if await self._wait_event(timeout=5) is None and client.board is None:
+        view = self.view
+        board = view.my_board
+        if board is None:  # the first board comes as a notice after `started`
+            if await self._wait_event(timeout=5) is None and view.my_board is None:
                 await self._resync()
             return
         if self._should_resign():
             await self._resign()
             return
-        here = position_key(client.board)
+        here = position_key(board)
+        seq = view.next_seq
         retry, self.retry = self.retry, None
-        if retry is not None and retry[:2] == (client.seq, here):
+        if retry is not None and retry[:2] == (seq, here):
             choice: Choice | None = retry[2]
         else:
-            choice = self.strategy(board_from_view(client.board), self.memory, self.rng)
+            choice = self.strategy(board_from_view(board), self.memory, self.rng)
         if choice is None:  # no legal move: the server says `stuck` with the last reply
-            self.status = STUCK
+            self.no_move = True
             return
         notation = str(choice.move)
-        seq = client.seq
         try:
-            reply = await client.move(notation)
+            reply = await self.live.move(notation)
         except ServerError as err:
             if err.code == "unavailable":
                 self.retry = (seq, here, choice)
                 self.say(f"move {seq} {notation}: unavailable; retrying it")
             await self._refused(err)
             return
-        self.status = str(reply["status"])
         self.memory.leave(here, notation)
         self.memory.arrive(reply["board"])
         self.moves_played += 1
@@ -422,13 +382,13 @@ class _Bot:
             self.hooks.accepted(int(reply["seq"]), notation)
         if self.hooks.moved is not None:
             self.hooks.moved(reply)
-        if self.status != PLAYING:
-            self.say(f"{self.status} after {self.moves_played} moves")
+        if reply["status"] != PLAYING:
+            self.say(f"{reply['status']} after {self.moves_played} moves")
         if self.move_delay:
             await asyncio.sleep(self.move_delay)
 
     def _may_undo(self) -> bool:
-        board = self.client.board if self.client is not None else None
+        board = self.view.my_board
         return board is not None and board_from_view(board).options.undo
 
     def _should_resign(self) -> bool:
@@ -450,7 +410,7 @@ class _Bot:
                 return
             if err.code not in ("wrong_phase", "not_racer"):
                 raise BotError(f"resign refused: {err}") from None
-        self.status = "resigned"
+        self.resigned = True
 
     async def _refused(self, err: ServerError) -> None:
         code = err.code
@@ -468,7 +428,7 @@ class _Bot:
             await self._resync()
         elif code == "wrong_phase":
             self._drain()
-            if self.phase == RACING and self.result is None:
+            if self.view.phase == RACING and self.result is None:
                 await self._resync()
         else:
             raise BotError(f"move refused: {err}") from None
@@ -477,46 +437,13 @@ class _Bot:
         """Re-read the room's and this racer's state on the same connection (during a
         Redis outage: after a pause, by the next step, which will need it again)."""
         try:
-            reply = await self.live.resume(self.room, self.token, since=self.version)
+            await self.session.resync()
         except ServerError as err:
             if err.code != "unavailable":
                 raise
             await _pause(err)
             return
-        self._entered(reply)
-
-    # ----------------------------------------------------------- reconnect
-    async def _reconnect(self) -> None:
-        old = self.client
-        replaced = (CloseCode.NORMAL, CloseReason.REPLACED)
-        if old is not None and (old.close_code, old.ws.close_reason) == replaced:
-            raise BotError("replaced: this racer was resumed on another connection")
-        await self._drop_client()
-        delay = 0.1
-        last: BaseException | None = None
-        for attempt in range(self.reconnect_attempts):
-            index = (self.server_index + attempt) % len(self.servers)
-            client: RaceClient | None = None
-            try:
-                client = await self._connect(self.servers[index])
-                reply = await client.resume(self.room, self.token, since=self.version)
-            except ServerError as err:
-                last = err
-                if err.code in ("unknown_room", "bad_token"):
-                    raise BotError(f"cannot resume: {err}") from None
-            except DROPPED as exc:
-                last = exc
-            else:
-                self.client, self.server_index = client, index
-                self._entered(reply)
-                self.say(f"resumed on {self.servers[index]} at version {self.version}")
-                return
-            if client is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(client.close(), 2)
-            await asyncio.sleep(delay * (0.5 + self.jitter.random()))
-            delay = min(delay * 2, 5.0)
-        raise BotError(f"could not reconnect after {self.reconnect_attempts} attempts: {last}")
+        self._loaded()
 
 
 async def run_bot(
@@ -582,13 +509,15 @@ async def run_bot(
         reconnect_attempts=reconnect_attempts,
         hooks=hooks or BotHooks(),
     )
-    try:
-        result = await bot.run()
-    finally:
-        await bot._drop_client()
-    if save and bot.room is not None:
+    result = await bot.run()
+    view = bot.view
+    if save and view.room is not None:
         path = save_result(
-            bot.room, result, bot.settings, bot.code, published_commitment=bot.published
+            view.room,
+            result,
+            view.settings,
+            view.code,
+            published_commitment=view.published_commitment,
         )
         bot.say(f"result saved to {path}")
     return result

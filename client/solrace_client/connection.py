@@ -3,8 +3,11 @@ the bot and the tests are built on.
 
 One :class:`RaceClient` is one WebSocket connection. Requests are coroutines that
 return the reply's data or raise :class:`ServerError`; room events and notices are
-queued in arrival order for :meth:`RaceClient.next_event`. The client keeps what a
-resume needs: room, token, last event version, and the next move ``seq``.
+queued in arrival order for :meth:`RaceClient.next_event`. Every frame is folded, as it
+arrives, into the client's :class:`~solrace_client.roomview.RoomView` (``client.view``):
+the room, its version, this racer's board and the ``seq`` of its next move. With the
+token, that is what a resume needs. A connection that drops is not repaired here:
+:class:`~solrace_client.session.Session` reconnects and resumes, onto the same view.
 
 Requests are paced (:mod:`solrace_client.pacing`) to stay inside the rate limit every
 server applies by default, so a program may play as fast as it likes without being
@@ -39,6 +42,7 @@ from websockets.exceptions import ConnectionClosed
 
 from . import pacing
 from .pacing import Pace, Pacer
+from .roomview import Fold, RoomView
 
 DEFAULT_SERVER = "ws://127.0.0.1:8765"
 #: ``connect``'s default pace: :data:`pacing.SERVER_DEFAULT_PACE`, read when connecting.
@@ -56,8 +60,13 @@ class ServerError(Exception):
 
 
 class RaceClient:
-    def __init__(self, ws: ClientConnection, pace: Pace | None = None) -> None:
+    def __init__(
+        self, ws: ClientConnection, pace: Pace | None = None, view: RoomView | None = None
+    ) -> None:
         self.ws = ws
+        #: The room folded from this connection's frames (a session passes the same
+        #: view to each connection it opens).
+        self.view = view if view is not None else RoomView()
         self._pacer = Pacer(pace) if pace is not None else None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Envelope]] = {}
@@ -68,10 +77,6 @@ class RaceClient:
         self.code: str | None = None
         self.racer: int | None = None
         self.token: str | None = None
-        self.version = 0
-        self.seq = 0
-        self.board: dict[str, Any] | None = None
-        self.snapshot: dict[str, Any] | None = None
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
@@ -81,6 +86,7 @@ class RaceClient:
         url: str = DEFAULT_SERVER,
         *,
         pace: Pace | Literal["server-default"] | None = SERVER_DEFAULT,
+        view: RoomView | None = None,
         **kwargs: Any,
     ) -> RaceClient:
         """Connect to ``url``. Requests are paced to ``pace``: by default inside the
@@ -94,7 +100,7 @@ class RaceClient:
             compression=None,
             **kwargs,
         )
-        return cls(ws, pace if isinstance(pace, Pace) else None)
+        return cls(ws, pace if isinstance(pace, Pace) else None, view)
 
     async def close(self) -> None:
         await self.ws.close()
@@ -104,6 +110,31 @@ class RaceClient:
     def close_code(self) -> int | None:
         return self.ws.close_code
 
+    # The view's state under the names the library has always had.
+    @property
+    def version(self) -> int:
+        """The last room event version folded."""
+        return self.view.version
+
+    @property
+    def seq(self) -> int:
+        """The ``seq`` of this racer's next move."""
+        return self.view.next_seq
+
+    @seq.setter
+    def seq(self, seq: int) -> None:
+        self.view.next_seq = seq
+
+    @property
+    def board(self) -> dict[str, Any] | None:
+        """This racer's own board view."""
+        return self.view.my_board
+
+    @property
+    def snapshot(self) -> dict[str, Any] | None:
+        """The snapshot last loaded (entry, resume, watch or resync)."""
+        return self.view.snapshot
+
     # ------------------------------------------------------------------ input
     async def _read(self) -> None:
         try:
@@ -111,25 +142,19 @@ class RaceClient:
                 envelope = decode(frame, limits=SERVER_FRAME_LIMITS)
                 self.received.append(envelope)
                 if envelope.id is not None and envelope.t in REPLY_TYPES:
+                    # Folded here, in arrival order: the events after a snapshot are
+                    # compared with its version, and a ``moved`` reply never overwrites
+                    # an event that came after it.
                     if envelope.t in ("joined", "watching"):
-                        # Set here, before the frames that follow are read: events
-                        # after the snapshot must be compared with its version.
-                        snapshot = envelope.d["snapshot"]
-                        self.version = snapshot["version"]  # type: ignore[index]
+                        self.view.load(envelope.d["snapshot"], envelope.d.get("racer"))  # type: ignore[arg-type]
+                    elif envelope.t == "moved":
+                        self.view.on_moved(envelope.d)
                     future = self._pending.pop(envelope.id, None)
                     if future is not None and not future.done():
                         future.set_result(envelope)
                     continue
-                if envelope.v is not None:
-                    if envelope.v <= self.version:
-                        continue  # replayed: already in the snapshot
-                    self.version = envelope.v
-                elif envelope.t == "resync":
-                    # The server lost changes: its snapshot replaces what was folded,
-                    # version and next seq included (versions may be reused).
-                    self._resynced(dict(envelope.d["snapshot"]))  # type: ignore[call-overload]
-                elif envelope.t == "board" and envelope.d.get("racer") == self.racer:
-                    self.board = dict(envelope.d["view"])  # type: ignore[call-overload]
+                if self.view.apply(envelope) is Fold.OLD:
+                    continue  # replayed: already in the snapshot
                 self.events.put_nowait(envelope)
         except ConnectionClosed:
             pass
@@ -195,25 +220,13 @@ class RaceClient:
         return dict(reply.d)
 
     def _entered(self, reply: dict[str, Any]) -> dict[str, Any]:
-        snapshot = reply["snapshot"]
-        self.snapshot = snapshot
+        """Who this connection is in the room (the reader has loaded the snapshot)."""
         self.room = reply["room"]
-        self.code = snapshot["code"]
+        self.code = reply["snapshot"]["code"]
         if "racer" in reply:
             self.racer = reply["racer"]
             self.token = reply["token"]
-            you = snapshot.get("you") or {}
-            self.seq = you.get("next_seq", 0)
-            self.board = you.get("board")
         return reply
-
-    def _resynced(self, snapshot: dict[str, Any]) -> None:
-        self.snapshot = snapshot
-        self.version = snapshot["version"]
-        you = snapshot.get("you")
-        if you:
-            self.seq = you.get("next_seq", 0)
-            self.board = you.get("board")
 
     async def list_rooms(self, variant: str | None = None) -> list[dict[str, Any]]:
         return list((await self.request("list", variant=variant))["rooms"])
@@ -257,11 +270,9 @@ class RaceClient:
         await self.request("start")
 
     async def move(self, move: str) -> dict[str, Any]:
-        """Play ``move`` (notation or "undo") with the next seq; keeps ``board``."""
-        reply = await self.request("move", seq=self.seq, move=move)
-        self.seq = reply["seq"] + 1
-        self.board = reply["board"]
-        return reply
+        """Play ``move`` (notation or "undo") with the next seq; the reply is folded
+        into the view (``board``, ``seq``) when it arrives."""
+        return await self.request("move", seq=self.seq, move=move)
 
     async def undo(self) -> dict[str, Any]:
         return await self.move("undo")

@@ -105,7 +105,14 @@ async def shoot(svg: Path, size: tuple[int, int] = (80, 24)) -> None:
                 if move is None:
                     break
                 app.send_move(move)
-                await wait(pilot, lambda n=n: (app.state.you or {}).get("next_seq") == n)
+                # The view has the reply as it arrives; the board on screen once the
+                # app has taken it too.
+                await wait(
+                    pilot,
+                    lambda n=n: (
+                        app.state.next_seq == n and app.controller.view == app.state.my_board
+                    ),
+                )
             clients = await asyncio.gather(*bots)
             await pilot.pause(0.5)
             # Pick a group that has somewhere to go, so its destinations light up.

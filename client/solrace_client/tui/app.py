@@ -1,32 +1,36 @@
 """The terminal client: one Textual app for racing and for watching.
 
-The app owns one :class:`~solrace_client.connection.RaceClient` at a time. A worker
-(``_network``) connects, enters the room (create/join/quick/resume, or watch), then
-feeds room events into :class:`~.state.RoomState`; when the connection drops it
-reconnects with backoff and resumes with the token and the last event version, so the
-player's game is never lost (the server is authoritative: after a resume the board is
-the snapshot's). A second worker (``_mover``) sends moves one at a time.
+The app plays through one :class:`~solrace_client.session.Session`. A worker
+(``_network``) enters the room (create/join/quick/resume, or watch), then reads the
+session's stream: events, already folded into the session's
+:class:`~solrace_client.roomview.RoomView` (``app.state``), become news lines and
+repaints; when the connection drops the session reconnects with backoff and resumes
+with the token and the last event version, so the player's game is never lost (the
+server is authoritative: after a resume the board is the snapshot's). A second worker
+(``_mover``) sends moves one at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
-from solrace.protocol import CloseReason, Envelope
+from solrace.protocol import Envelope
 from textual.app import App
 from textual.screen import ModalScreen
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.exceptions import ConnectionClosed, InvalidURI
 
 from .. import config, results
 from ..connection import RaceClient, ServerError
 from ..errors import EXIT_FAILED, cannot_reach, refusal_of
+from ..roomview import RoomView
+from ..session import DROPPED, TRANSIENT, Backoff, Rejoined, Session, SessionOver, Unreachable
 from .controller import Controller
+from .news import News, deal_words
 from .render import (
     board_width,
     race_clock,
@@ -38,7 +42,6 @@ from .render import (
     render_watch,
     total_cards,
 )
-from .state import RoomState, deal_words
 from .widgets import (
     ConfirmScreen,
     ConnectingScreen,
@@ -51,11 +54,8 @@ from .widgets import (
 
 ACTIONS = ("create", "join", "quick", "resume")
 CREATE_SETTINGS = ("options", "max_racers", "private", "time_limit_s", "spectator_delay_s")
-#: Seconds to wait before reconnect attempt n (1-based), before jitter.
-BACKOFF = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
-CONNECT_TIMEOUT_S = 5.0
-#: Refusals of a resume that mean "try again shortly", not "you are out".
-TRANSIENT = ("unavailable", "internal")
+#: Reconnect attempts: 0.2 s, doubled up to 8 s, ± 20 %, for as long as the app runs.
+BACKOFF = Backoff(first_s=0.2, max_s=8.0, jitter=0.2)
 SIDE_WIDTH = 28
 MIN_SIDE_WIDTH, MAX_SIDE_WIDTH = 16, 60
 WATCH_SIDE_WIDTH = 19  # two Yukon boards (2 × 28 + 2) and this fit in 80 columns
@@ -111,12 +111,10 @@ class SolraceApp(App[int]):
         self.watch_code = code
         #: Save the token/result to the user's config (off in some tests).
         self.save = save
-        self.client: RaceClient | None = None
-        self.state = RoomState()
+        self.session = Session(server, backoff=BACKOFF, lost=self._lost)
+        self.news = News()
         self.controller = Controller()
         self.clock_offset_ms = 0
-        self.online = False
-        self.reconnects = 0
         self.status_text = Text("connecting…")
         #: Every status line shown, oldest first (tests and bug reports read it).
         self.status_log: list[str] = []
@@ -138,8 +136,27 @@ class SolraceApp(App[int]):
         #: after the resume, from the snapshot's next seq.
         self._unconfirmed: tuple[str, int] | None = None
         self._saved_result_version: int | None = None
-        #: The commitment as announced before the seed was revealed (for verify).
-        self._published_commitment: str | None = None
+        #: The phase the screen was last chosen for (the view may be ahead of the event
+        #: being shown: it folds frames as they arrive).
+        self._shown_phase: str | None = None
+
+    @property
+    def state(self) -> RoomView:
+        """The room, as the session's connections fold it."""
+        return self.session.view
+
+    @property
+    def client(self) -> RaceClient | None:
+        """The current connection (None while reconnecting)."""
+        return self.session.client
+
+    @property
+    def online(self) -> bool:
+        return self.session.online
+
+    @property
+    def reconnects(self) -> int:
+        return self.session.reconnects
 
     # ---------------------------------------------------------------- start
     def on_mount(self) -> None:
@@ -151,8 +168,7 @@ class SolraceApp(App[int]):
 
     async def on_unmount(self) -> None:
         self._stopped = True
-        if self.client is not None:
-            await _close_quietly(self.client)
+        await self.session.close()
 
     def server_now(self) -> int:
         return int(time.time() * 1000) + self.clock_offset_ms
@@ -180,74 +196,68 @@ class SolraceApp(App[int]):
 
     # -------------------------------------------------------------- network
     async def _network(self) -> None:
-        attempt = 0
-        entered = False
+        session = self.session
+        try:
+            await session.enter(self._enter)
+        except ServerError as err:
+            request = "watch" if self.mode == "watch" else self.action
+            self._give_up(refusal_of(err.data, request), EXIT_FAILED, err.code)
+            return
+        except Unreachable as err:
+            self._give_up(cannot_reach(self.server, err.error), EXIT_FAILED)
+            return
+        except (*DROPPED, InvalidURI, ValueError) as exc:
+            self._give_up(cannot_reach(self.server, exc), EXIT_FAILED)
+            return
+        await self._rejoined(first=True)
         while not self._stopped:
-            client: RaceClient | None = None
             try:
-                client = await asyncio.wait_for(RaceClient.connect(self.server), CONNECT_TIMEOUT_S)
-                reply = await (self._reenter(client) if entered else self._enter(client))
-            except ServerError as err:
-                if client is not None:
-                    await _close_quietly(client)
-                if not entered:
-                    request = "watch" if self.mode == "watch" else self.action
-                    self._give_up(refusal_of(err.data, request), EXIT_FAILED, err.code)
-                    return
-                if err.code in TRANSIENT:  # the server's store is down for a moment
-                    attempt += 1
-                    self.say(f"server busy — retrying ({attempt})…", "bold yellow")
-                    await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF)) - 1])
-                    continue
-                self.online = False
-                self._ended = True
-                self.say(f"cannot rejoin: {refusal_of(err.data, 'resume')} — press q", "bold red")
+                item = await session.next()
+            except SessionOver as over:
+                self._over(over)
                 return
-            except (
-                OSError,
-                TimeoutError,
-                ConnectionError,
-                ConnectionClosed,
-                InvalidHandshake,
-                InvalidURI,
-                ValueError,  # a URL urllib cannot parse (the CLI checks it first)
-            ) as exc:
-                if client is not None:
-                    await _close_quietly(client)
-                if not entered:
-                    self._give_up(cannot_reach(self.server, exc), EXIT_FAILED)
-                    return
-                attempt += 1
-                self.say(self._reconnecting(attempt), "bold yellow")
-                delay = BACKOFF[min(attempt, len(BACKOFF)) - 1]
-                await asyncio.sleep(delay * random.uniform(0.8, 1.2))
-                continue
-            self.client = client
-            self.online = True
-            first = not entered
-            entered = True
-            self._loaded(reply)
-            if first:
-                self.say(self._welcome())
-            else:
-                self.reconnects += 1
-                self.say(*self._reconnected())
-            attempt = 0
-            await self._sync_screen()
+            if isinstance(item, Rejoined):
+                await self._rejoined(first=False, reconnected=item.reconnected)
+            elif item is not None:
+                try:
+                    await self._on_event(item)
+                except Exception as exc:  # a bad event must not take the race down with it
+                    self.log.error(f"event {item.t}: {exc!r}")
+                    self.say(f"could not show {item.t}: {exc}", "yellow")
+
+    async def _rejoined(self, *, first: bool, reconnected: bool = False) -> None:
+        """The view was loaded from a snapshot: entry, resume, or a resync."""
+        self._loaded()
+        if first:
+            self.say(self._welcome())
+        elif reconnected:
+            self.say(*self._reconnected())
+        await self._sync_screen()
+        self._repaint()
+        client = self.client
+        if client is not None and (first or reconnected):
             with contextlib.suppress(ServerError, ConnectionError, TimeoutError, ConnectionClosed):
                 await self._sync_clock(client)
-            await self._pump(client)
-            self.online = False
-            if self._leaving or self._stopped:
-                return
-            received = getattr(client.ws.protocol, "close_rcvd", None)  # the server's close
-            if received is not None and received.reason == CloseReason.REPLACED:
-                self._ended = self._replaced = True
-                self.say("this race was resumed in another window — press q", "bold red")
-                return
-            attempt = 1
+
+    def _over(self, over: SessionOver) -> None:
+        """The session cannot go on: say why, and let q quit."""
+        if over.reason == "closed" or self._leaving or self._stopped:
+            return
+        self._ended = True
+        if over.reason == "replaced":
+            self._replaced = True
+            self.say("this race was resumed in another window — press q", "bold red")
+        elif isinstance(over.error, ServerError):
+            refusal = refusal_of(over.error.data, "resume")
+            self.say(f"cannot rejoin: {refusal} — press q", "bold red")
+        else:
+            self.say(f"{over} — press q", "bold red")
+
+    def _lost(self, attempt: int, error: BaseException | None) -> None:
+        if isinstance(error, ServerError) and error.code in TRANSIENT:
+            self.say(f"server busy — retrying ({attempt})…", "bold yellow")  # the store is down
+        else:
             self.say(self._reconnecting(attempt), "bold yellow")
-            await asyncio.sleep(BACKOFF[0])
 
     # ------------------------------------------------ moves while disconnected
     # A move typed while the connection is down is not queued: after the resume the
@@ -293,19 +303,9 @@ class SolraceApp(App[int]):
         # resume with no state of ours: the snapshot alone is the state (since = nil)
         return await client.resume(room=str(p["room"]), token=str(p["token"]), since=None)
 
-    async def _reenter(self, client: RaceClient) -> dict[str, Any]:
-        state = self.state
-        if self.mode == "watch":  # by code: a private room cannot be watched by id
-            return await client.watch(code=state.code or self.watch_code, since=state.version)
-        old = self.client
-        room = state.room or (old.room if old else None)
-        token = old.token if old else None
-        return await client.resume(room=room, token=token, since=state.version)
-
-    def _loaded(self, reply: Mapping[str, Any]) -> None:
-        self.state.load(reply["snapshot"], racer=reply.get("racer"))
-        if self.state.phase in ("countdown", "racing"):
-            self._published_commitment = self.state.commitment
+    def _loaded(self) -> None:
+        """Everything the app derives from the view, after a fresh snapshot."""
+        self.news.reset(self.state)
         self.controller.set_view(self.state.my_board)
         self.fit_play()
         self._save_token()
@@ -336,39 +336,11 @@ class SolraceApp(App[int]):
         self.failure = message
         self.exit(return_code, return_code=return_code)
 
-    async def _pump(self, client: RaceClient) -> None:
-        """Apply the client's events until its connection closes."""
-        while True:
-            if client.events.empty():
-                if client.closed.done():
-                    return
-                getter = asyncio.ensure_future(client.events.get())
-                waiting: list[asyncio.Future[Any]] = [getter, client.closed]
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if getter not in done:
-                    getter.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await getter
-                    if getter.cancelled():
-                        continue
-                event = getter.result()
-            else:
-                event = client.events.get_nowait()
-            try:
-                await self._on_event(client, event)
-            except Exception as exc:  # a bad event must not take the race down with it
-                self.log.error(f"event {event.t}: {exc!r}")
-                self.say(f"could not show {event.t}: {exc}", "yellow")
-
-    async def _on_event(self, client: RaceClient, event: Envelope) -> None:
+    async def _on_event(self, event: Envelope) -> None:
         state = self.state
-        phase = state.phase
-        news = state.apply(event)
-        if event.t in ("countdown", "started") and event.d.get("commitment"):
-            self._published_commitment = str(event.d["commitment"])
-        if state.gap:
-            await self._resync(client)
-            return
+        news = self.news.line(event, state)
+        if event.t == "resync":
+            self._loaded()
         if event.t == "board" and event.d.get("racer") == state.me:
             self.controller.set_view(state.my_board)
             self.fit_play()
@@ -376,34 +348,25 @@ class SolraceApp(App[int]):
             self._race_over()
         if event.t == "room_reset":
             self.controller.set_view(None)
-            self._save_token()
         if news:
             self.say(news, "bold" if event.t in ("started", "race_over", "finished") else "")
-        if state.phase != phase:
+        if state.phase != self._shown_phase:
             await self._sync_screen()
             self._save_token()
         self._repaint()
 
-    async def _resync(self, client: RaceClient) -> None:
-        """After a gap or a bad seq: fetch a fresh snapshot on this connection."""
+    async def _resync(self) -> None:
+        """After a refused seq: a fresh snapshot on this connection."""
         try:
-            if self.mode == "watch":
-                await client.leave()
-                code = self.state.code or self.watch_code
-                reply = await client.watch(code=code, since=self.state.version)
-            else:
-                reply = await client.resume(since=self.state.version)
-        except (ServerError, ConnectionError, TimeoutError, ConnectionClosed):
-            return  # the reconnect loop takes over if the connection is gone
-        self._loaded(reply)
-        await self._sync_screen()
-        self._repaint()
+            await self.session.resync()
+        except (ServerError, *DROPPED):
+            return  # the session reconnects if the connection is gone
+        await self._rejoined(first=False)
 
     async def _sync_clock(self, client: RaceClient) -> None:
         """The server's clock offset from the quickest of three pings."""
-        snapshot = client.snapshot or {}
-        if snapshot.get("now_ms"):
-            self.clock_offset_ms = int(snapshot["now_ms"]) - int(time.time() * 1000)
+        if self.state.now_ms:
+            self.clock_offset_ms = int(self.state.now_ms) - int(time.time() * 1000)
         best: tuple[float, int] | None = None
         for _ in range(3):
             sent = time.time()
@@ -416,8 +379,8 @@ class SolraceApp(App[int]):
             self.clock_offset_ms = best[1]
 
     def _save_token(self) -> None:
-        client = self.client
-        if not self.save or self.mode != "race" or client is None or not client.token:
+        token = self.session.token
+        if not self.save or self.mode != "race" or not token:
             return
         if self.state.phase == "finished":
             return
@@ -425,10 +388,10 @@ class SolraceApp(App[int]):
             config.save_race(
                 config.SavedRace(
                     server=self.server,
-                    room=self.state.room or client.room or "",
+                    room=self.state.room or self.session.room or "",
                     code=self.state.code or "",
                     racer=self.state.me or 0,
-                    token=client.token,
+                    token=token,
                     name=self.state.name_of(self.state.me) if self.state.me else self.name_,
                     version=self.state.version,
                 )
@@ -463,7 +426,7 @@ class SolraceApp(App[int]):
                     state.settings,
                     state.code,
                     # the commitment as seen at the countdown, before the reveal
-                    published_commitment=self._published_commitment or None,
+                    published_commitment=state.published_commitment or None,
                 )
             except OSError as exc:  # a full disk must not end the race screen
                 self.log.warning(f"save_result failed: {exc!r}")
@@ -486,6 +449,7 @@ class SolraceApp(App[int]):
         return WatchScreen if self.mode == "watch" else PlayScreen
 
     async def _sync_screen(self) -> None:
+        self._shown_phase = self.state.phase
         wanted = self._wanted()
         base = next((s for s in reversed(self.screen_stack) if isinstance(s, PhaseScreen)), None)
         if isinstance(base, wanted):
@@ -714,13 +678,13 @@ class SolraceApp(App[int]):
             if client is None or not self.online:
                 self._refuse_offline(move)
                 continue
-            seq = client.seq
+            seq, before = client.seq, self.state.my_status
             try:
-                reply = await client.move(move)
+                reply = await client.move(move)  # folded into the view as it arrives
             except ServerError as err:
                 self._drop_queued_moves()
                 if err.code == "bad_seq":
-                    await self._resync(client)
+                    await self._resync()
                 self.say(refusal_text(err.code, err.message, move), "bold red")
                 continue
             except (ConnectionError, TimeoutError, ConnectionClosed, OSError):
@@ -728,8 +692,6 @@ class SolraceApp(App[int]):
                 self._unconfirmed = (move, seq)
                 self.say(f"{move}: not confirmed — connection lost", "bold yellow")
                 continue
-            before = self.state.my_status
-            self.state.on_moved(reply)
             self.controller.set_view(reply.get("board"))
             status = reply.get("status")
             if status != before and status == "finished":
@@ -814,11 +776,10 @@ class SolraceApp(App[int]):
         async def run() -> None:
             self._leaving = True
             client = self.client
-            if client is not None:
-                if self.online and self.state.phase != "finished":
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(client.leave(), 2.0)
-                await _close_quietly(client)
+            if client is not None and self.online and self.state.phase != "finished":
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(client.leave(), 2.0)
+            await self.session.close()
             if self.save and self.mode == "race" and not self._replaced:
                 with contextlib.suppress(OSError):
                     config.clear_race()
@@ -838,8 +799,3 @@ class SolraceApp(App[int]):
         if index < len(self.state.racers):
             self.focus_index = index
         self._repaint()
-
-
-async def _close_quietly(client: RaceClient) -> None:
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(client.close(), 2.0)

@@ -242,13 +242,20 @@ async def test_watch_shows_every_board_and_the_delay(cluster: Cluster) -> None:
             lambda: fairly_shown(app.state.boards[ann.racer or 0][1], ann.board),
             "Ann's board after her move",
         )
+        tops = [
+            card_label(column["up"][-1])
+            for column in app.state.boards[ann.racer or 0][1]["tableau"]
+            if column["up"] and column["up"][-1] is not None  # None: withheld
+        ]
+        # The view folds frames as they arrive; the screen shows them at its next paint.
+        await wait_until(
+            pilot, lambda: all(top in app.screen_text() for top in tops), "Ann's board shown"
+        )
         screen = app.screen_text()
         assert_fits(screen)
         title = screen.split("\n")[1]
         assert "Ann" in title and "Bob" in title  # side by side
-        for column in app.state.boards[ann.racer or 0][1]["tableau"]:
-            if column["up"] and column["up"][-1] is not None:  # None: withheld
-                assert card_label(column["up"][-1]) in screen
+        assert tops and all(top in screen for top in tops)
         # A spectator reconnects too (by code: the room is private) and gets the boards.
         old = app.client
         assert old is not None

@@ -106,30 +106,6 @@ def test_putting_cards_back_is_not_called_dropping() -> None:
     assert not any("drop" in m for m in messages)
 
 
-def test_a_racer_who_goes_offline_is_not_said_to_have_lost_the_connection() -> None:
-    from solrace.protocol import Envelope
-    from solrace_client.tui.state import RoomState
-
-    state = RoomState()
-    racers = [
-        {"racer": r, "name": n, "ready": True, "status": st, "foundation": 0, "moves": 0,
-         "face_down": 0, "place": None}
-        for r, n, st in ((1, "Ann", "playing"), (2, "Bot", "resigned"), (3, "Cy", "playing"))
-    ]  # fmt: skip
-    state.load(
-        {"room": "r_1", "code": "ABC234", "version": 1, "phase": "racing", "host": 1,
-         "settings": {"variant": "yukon", "options": {}}, "racers": racers, "spectators": 0,
-         "now_ms": 1, "start_at_ms": 1, "ends_at_ms": 2, "commitment": "c", "you": None,
-         "result": None},
-        racer=None,
-    )  # fmt: skip
-    done = state.apply(Envelope("presence", v=2, d={"racer": 2, "online": False}))
-    racing_one = state.apply(Envelope("presence", v=3, d={"racer": 3, "online": False}))
-    assert done == "Bot went offline"
-    assert racing_one == "Cy went offline (30 s to come back)"
-    assert "lost" not in f"{done} {racing_one}"
-
-
 def test_a_watched_board_says_how_many_cards_it_shows_not_the_live_count() -> None:
     from solrace.rules import deal, view
 

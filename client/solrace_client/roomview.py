@@ -1,0 +1,335 @@
+"""The room as a client knows it: a snapshot, kept current by the room's events
+(docs/protocol.md §7, §10), plus the boards that notices and ``moved`` replies bring.
+
+This is the client's one fold. :class:`~solrace_client.connection.RaceClient` feeds
+every frame into its :class:`RoomView` as it arrives, so the terminal client, the bot
+and programs using the library all read the same state, folded the same way. Pure: no
+I/O, no clock.
+
+Each change mirrors the server's own fold (:mod:`solrace.race.state`), so after the
+same events the view says what a fresh snapshot would — the tests check exactly that.
+Versions follow the protocol's client algorithm: an event at or below the known version
+is already in the state (a replayed one) and is skipped; the next version is folded; any
+other is a gap, which is *not* folded — the view sets :attr:`RoomView.needs_resync` and
+folds nothing more until a snapshot is loaded again (folding past a gap would show a room
+that never existed).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from solrace.protocol import Envelope
+from solrace.rules import deal as deal_board
+
+
+class Fold(StrEnum):
+    """What :meth:`RoomView.apply` did with one envelope."""
+
+    APPLIED = "applied"  # the next version: folded
+    OLD = "old"  # at or below the known version: already in the state, skipped
+    GAP = "gap"  # versions are missing: not folded; the view needs a resync
+    NOTICE = "notice"  # not versioned (``board``, ``resync``, anything else): taken as is
+
+
+#: A racer's entry: the protocol's RacerInfo, plus ``online`` once a ``presence`` event
+#: said so and ``elapsed_ms`` once it finished.
+Racer = dict[str, Any]
+
+
+class RoomView:
+    """One room, folded from a snapshot and the events after it."""
+
+    def __init__(self) -> None:
+        self.room: str | None = None
+        self.code: str | None = None
+        self.version = 0
+        self.phase: str | None = None
+        self.settings: dict[str, Any] = {}
+        self.host: int | None = None
+        self.racers: dict[int, Racer] = {}
+        self.spectators = 0
+        #: The server's clock in the last snapshot (for the clock offset).
+        self.now_ms: int | None = None
+        self.start_at_ms: int | None = None
+        self.ends_at_ms: int | None = None
+        self.commitment: str | None = None
+        #: The commitment as announced before the seed was revealed (countdown, start, or
+        #: a snapshot taken then): what ``verify`` checks the revealed seed against.
+        self.published_commitment: str | None = None
+        self.result: dict[str, Any] | None = None
+        #: The round's deal once chosen (protocol Deal: certified, moves, difficulty).
+        self.deal: dict[str, Any] | None = None
+        #: This racer (None for a spectator).
+        self.me: int | None = None
+        #: This racer's own game (protocol You: board, next_seq, moves, score, status).
+        self.you: dict[str, Any] | None = None
+        #: Every other racer's latest board, ``racer -> (at_ms, view)`` (spectators).
+        self.boards: dict[int, tuple[int, dict[str, Any]]] = {}
+        #: Every name ever seen, so a racer gone from the lobby can still be named.
+        self.names: dict[int, str] = {}
+        #: The snapshot last loaded, as it came.
+        self.snapshot: dict[str, Any] | None = None
+        self.loaded = False
+        #: A gap was seen: load a fresh snapshot (``resume``/``watch`` with ``since``).
+        self.needs_resync = False
+
+    # ------------------------------------------------------------ snapshot
+    def load(self, snapshot: Mapping[str, Any], racer: int | None = None) -> None:
+        """Replace everything with ``snapshot`` (an entry, resume, watch or resync
+        reply's); ``racer`` is who this client is, when the reply says so. The version
+        may go down: after a resync the server reuses versions."""
+        snap: dict[str, Any] = copy.deepcopy(dict(snapshot))
+        self.snapshot = snap
+        self.room = snap.get("room")
+        self.code = snap.get("code")
+        self.version = int(snap.get("version") or 0)
+        self.phase = snap.get("phase")
+        self.settings = dict(snap.get("settings") or {})
+        self.host = snap.get("host")
+        online = {r: info["online"] for r, info in self.racers.items() if "online" in info}
+        self.racers = {}
+        for info in snap.get("racers") or []:
+            entry = dict(info)
+            if entry["racer"] in online:
+                entry["online"] = online[entry["racer"]]
+            self.racers[entry["racer"]] = entry
+            self.names[entry["racer"]] = str(entry.get("name"))
+        self.spectators = int(snap.get("spectators") or 0)
+        self.now_ms = snap.get("now_ms")
+        self.start_at_ms = snap.get("start_at_ms")
+        self.ends_at_ms = snap.get("ends_at_ms")
+        self.commitment = snap.get("commitment")
+        if self.phase in ("countdown", "racing") and self.commitment:
+            self.published_commitment = self.commitment
+        self.result = snap.get("result")
+        deal = snap.get("deal")
+        self.deal = dict(deal) if deal else None
+        you = snap.get("you")
+        self.you = dict(you) if you else None
+        if racer is not None:
+            self.me = racer
+        elif self.you is not None:
+            self.me = self.you.get("racer")
+        self.needs_resync = False
+        self.loaded = True
+
+    # ------------------------------------------------------------ queries
+    @property
+    def variant(self) -> str:
+        return str(self.settings.get("variant") or "yukon")
+
+    @property
+    def my_board(self) -> dict[str, Any] | None:
+        board = self.you.get("board") if self.you else None
+        return dict(board) if board is not None else None
+
+    @property
+    def next_seq(self) -> int:
+        """The ``seq`` of this racer's next move."""
+        return int((self.you or {}).get("next_seq") or 0)
+
+    @next_seq.setter
+    def next_seq(self, seq: int) -> None:
+        self._you()["next_seq"] = seq
+
+    @property
+    def my_status(self) -> str | None:
+        if self.you and self.you.get("status"):
+            return str(self.you["status"])
+        if self.me is not None and self.me in self.racers:
+            return str(self.racers[self.me].get("status"))
+        return None
+
+    def name_of(self, racer: int | None) -> str:
+        if racer is None:
+            return "?"
+        name = self.names.get(racer)
+        return name if name is not None else f"racer {racer}"
+
+    def racer_list(self) -> list[Racer]:
+        return list(self.racers.values())
+
+    def ranked(self) -> list[Racer]:
+        """Racers in race order: finishers by place, then by foundation cards."""
+
+        def key(info: Racer) -> tuple[int, int, int]:
+            place = info.get("place")
+            return (0 if place else 1, place or 0, -int(info.get("foundation") or 0))
+
+        return sorted(self.racers.values(), key=key)
+
+    # ------------------------------------------------------------- events
+    def apply(self, envelope: Envelope) -> Fold:
+        """Fold one event or notice, in arrival order."""
+        if envelope.v is None:
+            self._notice(envelope)
+            return Fold.NOTICE
+        if envelope.v <= self.version:
+            return Fold.OLD
+        if envelope.v != self.version + 1 or self.needs_resync or not self.loaded:
+            self.needs_resync = True
+            return Fold.GAP
+        self.version = envelope.v
+        handler = getattr(self, f"_on_{envelope.t}", None)
+        if handler is not None:
+            handler(dict(envelope.d or {}))
+        return Fold.APPLIED
+
+    def _notice(self, envelope: Envelope) -> None:
+        d: Mapping[str, Any] = envelope.d or {}
+        if envelope.t == "resync":
+            # The server lost changes: its snapshot replaces everything folded here.
+            self.load(d.get("snapshot") or {}, self.me)
+            return
+        if envelope.t != "board":
+            return
+        racer, view = d.get("racer"), d.get("view")
+        if not isinstance(racer, int) or not isinstance(view, Mapping):
+            return
+        if racer == self.me:
+            self._you()["board"] = dict(view)
+        else:
+            at_ms = d.get("at_ms")
+            self.boards[racer] = (at_ms if isinstance(at_ms, int) else 0, dict(view))
+
+    def on_moved(self, reply: Mapping[str, Any]) -> None:
+        """This racer's move was accepted (a ``moved`` reply, folded where it arrives
+        among the events, so a later event is never overwritten by it)."""
+        you = self._you()
+        you.update(
+            board=reply.get("board"),
+            status=reply.get("status"),
+            moves=reply.get("moves"),
+            score=reply.get("score"),
+            next_seq=int(reply.get("seq", 0)) + 1,
+        )
+        mine = self.racers.get(self.me) if self.me is not None else None
+        if mine is not None:
+            mine["moves"] = reply.get("moves")
+            mine["status"] = reply.get("status")
+
+    def _you(self) -> dict[str, Any]:
+        if self.you is None:
+            self.you = {"racer": self.me, "board": None, "next_seq": 0}
+        return self.you
+
+    def _set_my_status(self, racer: object, status: object) -> None:
+        if racer == self.me and self.you is not None and status:
+            self.you["status"] = status
+
+    def _on_racer_joined(self, d: dict[str, Any]) -> None:
+        self.racers[d["racer"]] = d
+        self.names[d["racer"]] = str(d.get("name"))
+        if self.host is None:
+            self.host = d["racer"]
+
+    def _on_racer_left(self, d: dict[str, Any]) -> None:
+        racer = d["racer"]
+        if racer in self.racers:
+            if self.phase in ("lobby", "finished"):
+                del self.racers[racer]
+            else:
+                self.racers[racer].update(status="left", place=None)
+        self._set_my_status(racer, "left")
+        self.host = d.get("host")
+
+    def _on_presence(self, d: dict[str, Any]) -> None:
+        info = self.racers.get(d["racer"])
+        if info is not None:
+            info["online"] = bool(d.get("online"))
+
+    def _on_ready_changed(self, d: dict[str, Any]) -> None:
+        info = self.racers.get(d["racer"])
+        if info is not None:
+            info["ready"] = bool(d.get("ready"))
+
+    def _on_countdown(self, d: dict[str, Any]) -> None:
+        self.phase = "countdown"
+        self.start_at_ms = d.get("start_at_ms")
+        self.commitment = self.published_commitment = d.get("commitment")
+
+    def _on_started(self, d: dict[str, Any]) -> None:
+        self.phase = "racing"
+        self.start_at_ms = d.get("start_at_ms")
+        self.ends_at_ms = d.get("ends_at_ms")
+        self.commitment = self.published_commitment = d.get("commitment")
+        dealt = self._dealt_face_down()
+        for info in self.racers.values():
+            if info.get("status") == "waiting":
+                info.update(status="playing", face_down=dealt)
+        if self.me is not None:
+            self._you().update(status="playing", moves=0, score=0, next_seq=0)
+
+    def _dealt_face_down(self) -> int:
+        """Face-down cards of a fresh deal: the same for every seed (as the server
+        counts them from ``started`` on)."""
+        try:
+            board = deal_board(self.variant, 0, dict(self.settings.get("options") or {}))
+        except (KeyError, TypeError, ValueError):
+            return 0
+        return board.face_down_count()
+
+    def _on_progress(self, d: dict[str, Any]) -> None:
+        info = self.racers.get(d["racer"])
+        if info is None:
+            return
+        for key in ("foundation", "moves", "face_down", "status"):
+            if key in d:
+                info[key] = d[key]
+        self._set_my_status(d.get("racer"), d.get("status"))
+        if d.get("racer") == self.me and self.you is not None and "moves" in d:
+            self.you["moves"] = d["moves"]
+
+    def _on_finished(self, d: dict[str, Any]) -> None:
+        info = self.racers.get(d["racer"])
+        if info is not None:
+            info.update(
+                place=d.get("place"),
+                status="finished",
+                elapsed_ms=d.get("elapsed_ms"),
+                foundation=d.get("foundation"),
+                moves=d.get("moves"),
+                face_down=0,
+            )
+        self._set_my_status(d.get("racer"), "finished")
+
+    def _on_race_over(self, d: dict[str, Any]) -> None:
+        self.phase = "finished"
+        self.result = d
+        for standing in d.get("standings") or []:
+            info = self.racers.get(standing.get("racer"))
+            if info is not None:
+                info.update(place=standing.get("place"), status=standing.get("status"))
+            self._set_my_status(standing.get("racer"), standing.get("status"))
+
+    def _on_deal_chosen(self, d: dict[str, Any]) -> None:
+        self.deal = d
+
+    def _on_room_reset(self, d: dict[str, Any]) -> None:
+        self.phase = "lobby"
+        self.deal = self.result = None
+        self.start_at_ms = self.ends_at_ms = None
+        self.commitment = None
+        self.host = d.get("host")
+        old = self.racers
+        self.racers = {}
+        for info in d.get("racers") or []:
+            entry = dict(info)
+            if "online" in old.get(entry["racer"], {}):
+                entry["online"] = old[entry["racer"]]["online"]
+            self.racers[entry["racer"]] = entry
+            self.names[entry["racer"]] = str(entry.get("name"))
+        self.boards.clear()
+        if self.you is not None:
+            self.you = {
+                "racer": self.me,
+                "board": None,
+                "next_seq": 0,
+                "moves": 0,
+                "score": 0,
+                "status": "waiting",
+            }

@@ -1,0 +1,339 @@
+"""A place in one room that outlives its connections: the client's one reconnect loop.
+
+Connections drop; races do not. A :class:`Session` enters a room once, then owns the
+room's :class:`~solrace_client.roomview.RoomView` across every connection it opens:
+
+- when the connection drops it reconnects — trying its servers in turn, with exponential
+  backoff and jitter (:class:`Backoff`) — and ``resume``s with the token and the last
+  version folded (a spectator ``watch``es again by code), so the snapshot tells it its
+  board and the ``seq`` of its next move: a move whose reply was lost is neither lost
+  nor repeated;
+- when the fold reports a gap (:attr:`RoomView.needs_resync`) it asks for a fresh
+  snapshot on the same connection rather than show a room that never existed.
+
+Its user — the terminal client, the bot, a program — reads one stream
+(:meth:`Session.next`): the room's events and notices, already folded into
+:attr:`Session.view`, and a :class:`Rejoined` each time the view was loaded again.
+A connection closed as ``replaced`` (the same racer resumed elsewhere), a resume the
+server refuses for good, or running out of attempts ends the session
+(:class:`SessionOver`); a refusal that says "try again shortly" (``unavailable``,
+``internal``: the server's store is down for a moment) does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from solrace.protocol import CloseReason, Envelope
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from .connection import RaceClient, ServerError
+from .roomview import RoomView
+
+#: Failures that mean "this connection is gone": reconnect and resume.
+DROPPED: Final = (OSError, TimeoutError, ConnectionError, ConnectionClosed, InvalidHandshake)
+#: Refusals of a resume that mean "try again shortly", not "you are out".
+TRANSIENT: Final = ("unavailable", "internal")
+CONNECT_TIMEOUT_S: Final = 5.0
+
+#: The request that enters the room on a fresh connection (create, join, quick, resume
+#: or watch), returning the reply.
+Entry = Callable[[RaceClient], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How long to wait before reconnect attempt ``n``: ``first_s`` doubled each time
+    up to ``max_s``, times a random factor in ``1 ± jitter`` (so clients cut off
+    together do not come back together). ``attempts``: how many before giving up
+    (None: for as long as the user keeps the session)."""
+
+    first_s: float = 0.2
+    max_s: float = 8.0
+    jitter: float = 0.2
+    attempts: int | None = None
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        base = min(self.first_s * 2.0 ** max(attempt - 1, 0), self.max_s)
+        return base * rng.uniform(1 - self.jitter, 1 + self.jitter)
+
+
+class Unreachable(Exception):
+    """No server answered the first connection (``servers`` were tried in turn)."""
+
+    def __init__(self, servers: Sequence[str], error: BaseException) -> None:
+        super().__init__(f"{', '.join(servers)}: {error!r}")
+        self.servers = list(servers)
+        self.error = error
+
+
+class SessionOver(Exception):
+    """The session cannot go on: ``replaced`` (this racer was resumed on another
+    connection), ``refused`` (the server will not let it back: ``code``), ``closed``
+    (by its user), or ``gave_up`` (out of reconnect attempts). ``error``: the last
+    failure, the server's refusal for ``refused``."""
+
+    def __init__(self, message: str, *, reason: str, error: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.error = error
+
+
+@dataclass(frozen=True)
+class Rejoined:
+    """The view was loaded again from ``reply``'s snapshot: after a reconnect
+    (``reconnected``) or, on the same connection, after a gap."""
+
+    reply: dict[str, Any]
+    reconnected: bool
+
+
+class Session:
+    """One racer's (or spectator's) place in one room, across connections."""
+
+    def __init__(
+        self,
+        servers: str | Sequence[str],
+        *,
+        backoff: Backoff | None = None,
+        connected: Callable[[RaceClient], None] | None = None,
+        lost: Callable[[int, BaseException | None], None] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.servers = [servers] if isinstance(servers, str) else list(servers)
+        if not self.servers:
+            raise ValueError("no server to connect to")
+        self.backoff = backoff or Backoff()
+        #: Called with every new connection, before it is used.
+        self.connected = connected
+        #: Called before each reconnect attempt: ``(attempt, why the last one failed)``.
+        self.lost = lost
+        self.rng = rng or random.Random()
+        self.view = RoomView()
+        self.client: RaceClient | None = None
+        self.server_index = 0
+        self.reconnects = 0
+        self.closed = False
+        self.room: str | None = None
+        self.token: str | None = None
+
+    # ------------------------------------------------------------- queries
+    @property
+    def live(self) -> RaceClient:
+        """The current connection; ConnectionError while there is none."""
+        if self.client is None:
+            raise ConnectionError("not connected")
+        return self.client
+
+    @property
+    def online(self) -> bool:
+        return self.client is not None and not self.client.closed.done()
+
+    @property
+    def watching(self) -> bool:
+        return self.token is None
+
+    @property
+    def server(self) -> str:
+        return self.servers[self.server_index]
+
+    # ----------------------------------------------------------- lifecycle
+    async def enter(self, entry: Entry) -> dict[str, Any]:
+        """Connect (the servers in turn) and enter the room with ``entry``. Raises
+        :class:`Unreachable`, :class:`ServerError` (refused), or a connection error
+        (lost before the reply: there is no token to resume with)."""
+        last: BaseException | None = None
+        for index, url in enumerate(self.servers):
+            try:
+                client = await self._connect(url)
+            except DROPPED as exc:
+                last = exc
+                continue
+            except (InvalidURI, ValueError) as exc:  # not a URL at all
+                raise Unreachable([url], exc) from None
+            self.server_index = index
+            break
+        else:
+            assert last is not None
+            raise Unreachable(self.servers, last)
+        try:
+            reply = await entry(client)
+        except BaseException:
+            await _close_quietly(client)
+            raise
+        self.client = client
+        self._entered(client)
+        return reply
+
+    async def close(self) -> None:
+        """End the session (its user is done); ``next`` then raises SessionOver."""
+        self.closed = True
+        client, self.client = self.client, None
+        if client is not None:
+            await _close_quietly(client)
+
+    def _entered(self, client: RaceClient) -> None:
+        self.room = client.room or self.room
+        self.token = client.token or self.token
+
+    async def _connect(self, url: str) -> RaceClient:
+        client = await asyncio.wait_for(
+            RaceClient.connect(url, view=self.view, open_timeout=CONNECT_TIMEOUT_S),
+            CONNECT_TIMEOUT_S,
+        )
+        if self.connected is not None:
+            self.connected(client)
+        return client
+
+    # -------------------------------------------------------------- stream
+    async def next(self, timeout: float | None = None) -> Envelope | Rejoined | None:
+        """The next event or notice (already folded into :attr:`view`), or a
+        :class:`Rejoined` once the view was loaded again; None after ``timeout``.
+        Reconnects and resynchronises on the way."""
+        if self.closed:
+            raise SessionOver("the session was closed", reason="closed")
+        client = self.client
+        if client is None:
+            return await self.reconnect(None)
+        if self.view.needs_resync:
+            return await self._resync_or_reconnect()
+        try:
+            envelope = await _receive(client, timeout)
+        except ConnectionError as exc:
+            return await self.reconnect(exc)
+        if envelope is None:
+            return None
+        if self.view.needs_resync:
+            return await self._resync_or_reconnect()
+        return envelope
+
+    async def _resync_or_reconnect(self) -> Rejoined | None:
+        """After a gap: a fresh snapshot; None when the server asks to wait (the next
+        call tries again), a reconnect when the connection went meanwhile."""
+        try:
+            return Rejoined(await self.resync(), reconnected=False)
+        except ServerError as err:
+            if err.code not in TRANSIENT:
+                raise SessionOver(f"cannot resync: {err}", reason="refused", error=err) from None
+            await asyncio.sleep(int(err.data.get("retry_after_ms") or 200) / 1000)
+            return None
+        except DROPPED as exc:
+            return await self.reconnect(exc)
+
+    async def resync(self) -> dict[str, Any]:
+        """A fresh snapshot on the current connection (after a gap, a refused ``seq``):
+        a racer resumes, a spectator watches again. Raises ServerError or a connection
+        error; events it makes stale are dropped from the queue."""
+        client, view = self.live, self.view
+        if self.watching:
+            await client.leave()
+            reply = await client.watch(code=view.code, since=view.version)
+        else:
+            reply = await client.resume(self.room, self.token, since=view.version)
+        _drop_folded(client, view.version)
+        return reply
+
+    async def reconnect(self, error: BaseException | None) -> Rejoined:
+        """Reconnect and re-enter, until it works or cannot (:class:`SessionOver`)."""
+        old = self.client
+        if old is not None and _replaced(old):  # final: the closed connection stays
+            await _close_quietly(old)
+            raise SessionOver(
+                "replaced: this racer was resumed on another connection", reason="replaced"
+            )
+        self.client = None
+        await _close_quietly(old)
+        attempt = 0
+        last = error
+        while self.backoff.attempts is None or attempt < self.backoff.attempts:
+            if self.closed:
+                raise SessionOver("the session was closed", reason="closed")
+            attempt += 1
+            if self.lost is not None:
+                self.lost(attempt, last)
+            await asyncio.sleep(self.backoff.delay(attempt, self.rng))
+            index = (self.server_index + attempt - 1) % len(self.servers)
+            client: RaceClient | None = None
+            try:
+                client = await self._connect(self.servers[index])
+                reply = await self._reenter(client)
+            except ServerError as err:
+                last = err
+                if err.code not in TRANSIENT:
+                    await _close_quietly(client)
+                    raise SessionOver(
+                        f"cannot rejoin: {err}", reason="refused", error=err
+                    ) from None
+            except DROPPED as exc:
+                last = exc
+            else:
+                if self.closed:
+                    await _close_quietly(client)
+                    raise SessionOver("the session was closed", reason="closed")
+                self.client, self.server_index = client, index
+                self._entered(client)
+                self.reconnects += 1
+                return Rejoined(reply, reconnected=True)
+            if client is not None:
+                await _close_quietly(client)
+        raise SessionOver(
+            f"could not reconnect after {attempt} attempts: {last}", reason="gave_up", error=last
+        )
+
+    async def _reenter(self, client: RaceClient) -> dict[str, Any]:
+        view = self.view
+        if self.watching:  # by code: a private room cannot be watched by id
+            return await client.watch(code=view.code, since=view.version)
+        return await client.resume(self.room, self.token, since=view.version)
+
+
+async def _receive(client: RaceClient, timeout: float | None) -> Envelope | None:
+    """The next queued envelope, None after ``timeout``; ConnectionError once the
+    connection is closed and everything it delivered has been read."""
+    if not client.events.empty():
+        return client.events.get_nowait()
+    if client.closed.done():
+        raise ConnectionError("connection closed")
+    getter = asyncio.ensure_future(client.events.get())
+    try:
+        waiters: set[asyncio.Future[Any]] = {getter, client.closed}
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not getter.done():
+            getter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await getter
+    if getter.done() and not getter.cancelled():
+        return getter.result()
+    if client.closed.done():
+        raise ConnectionError("connection closed")
+    return None
+
+
+def _drop_folded(client: RaceClient, version: int) -> None:
+    """Forget queued events a fresh snapshot at ``version`` already holds (the ones
+    that arrived before it, unfolded after a gap)."""
+    kept = []
+    while not client.events.empty():
+        envelope = client.events.get_nowait()
+        if envelope.v is None or envelope.v > version:
+            kept.append(envelope)
+    for envelope in kept:
+        client.events.put_nowait(envelope)
+
+
+def _replaced(client: RaceClient) -> bool:
+    """The server closed this connection because the racer resumed on another."""
+    received = getattr(client.ws.protocol, "close_rcvd", None)
+    return received is not None and received.reason == CloseReason.REPLACED
+
+
+async def _close_quietly(client: RaceClient | None) -> None:
+    if client is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.close(), 2.0)

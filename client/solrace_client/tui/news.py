@@ -1,0 +1,127 @@
+"""What each room event means to the player, in one line for the status bar.
+
+Words only: the room itself is folded once, by the connection, into the session's
+:class:`~solrace_client.roomview.RoomView`. An event reaches the app after the view has
+folded it (and possibly later events), so the line is made from the event's own data
+and the view's names and phase; the one comparison it needs — did this racer's status
+just change? — is kept here, from the events the player has been told about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from solrace.protocol import Envelope
+
+from ..roomview import RoomView
+
+_ENDED = {"stuck": "are stuck", "resigned": "resigned", "timeout": "ran out of time"}
+
+
+class News:
+    """Turns events into news lines; :meth:`reset` after each fresh snapshot."""
+
+    def __init__(self) -> None:
+        #: Each racer's status as last told (or as the last snapshot had it).
+        self.statuses: dict[int, str] = {}
+
+    def reset(self, view: RoomView) -> None:
+        self.statuses = {r: str(info.get("status")) for r, info in view.racers.items()}
+
+    def line(self, event: Envelope, view: RoomView) -> str | None:
+        """The news ``event`` brings, if any (None for a replayed or gap event: the
+        session resynchronises and the app repaints from the snapshot)."""
+        d: Mapping[str, Any] = event.d or {}
+        if event.t == "resync":
+            self.reset(view)
+            return str(d.get("reason") or "the server resynchronised this room")
+        if event.v is None or event.v > view.version:
+            return None
+        handler = getattr(self, f"_on_{event.t}", None)
+        if handler is None:
+            return None
+        news: str | None = handler(d, view)
+        return news
+
+    def _on_racer_joined(self, d: Mapping[str, Any], view: RoomView) -> str:
+        self.statuses[d["racer"]] = str(d.get("status"))
+        return f"{d.get('name')} joined"
+
+    def _on_racer_left(self, d: Mapping[str, Any], view: RoomView) -> str:
+        self.statuses[d["racer"]] = "left"
+        return f"{view.name_of(d.get('racer'))} left"
+
+    def _on_ready_changed(self, d: Mapping[str, Any], view: RoomView) -> str | None:
+        racer = d.get("racer")
+        if racer == view.me:
+            return None
+        return f"{view.name_of(racer)} is {'ready' if d.get('ready') else 'not ready'}"
+
+    def _on_countdown(self, d: Mapping[str, Any], view: RoomView) -> str:
+        return "the countdown has begun"
+
+    def _on_started(self, d: Mapping[str, Any], view: RoomView) -> str:
+        for racer, status in self.statuses.items():
+            if status == "waiting":
+                self.statuses[racer] = "playing"
+        return "go!"
+
+    def _on_progress(self, d: Mapping[str, Any], view: RoomView) -> str | None:
+        racer, status = d.get("racer"), d.get("status")
+        if not isinstance(racer, int) or racer not in view.names:
+            return None
+        before = self.statuses.get(racer)
+        if status:
+            self.statuses[racer] = str(status)
+        if status == before or status not in _ENDED:
+            return None
+        if racer == view.me:
+            return f"you {_ENDED[str(status)]}"
+        words = "is stuck" if status == "stuck" else _ENDED[str(status)]
+        return f"{view.name_of(racer)} {words}"
+
+    def _on_finished(self, d: Mapping[str, Any], view: RoomView) -> str:
+        racer = d.get("racer")
+        if isinstance(racer, int):
+            self.statuses[racer] = "finished"
+        who = "you" if racer == view.me else view.name_of(racer)
+        return f"{who} finished — place {d.get('place')}"
+
+    def _on_race_over(self, d: Mapping[str, Any], view: RoomView) -> str:
+        return "the race is over"
+
+    def _on_deal_chosen(self, d: Mapping[str, Any], view: RoomView) -> str:
+        return deal_words(d)
+
+    def _on_room_reset(self, d: Mapping[str, Any], view: RoomView) -> str:
+        self.statuses = {int(r["racer"]): "waiting" for r in d.get("racers") or []}
+        return "rematch: back in the lobby"
+
+    def _on_presence(self, d: Mapping[str, Any], view: RoomView) -> str | None:
+        racer = d.get("racer")
+        if racer == view.me or not isinstance(racer, int) or racer not in view.racers:
+            return None
+        name = view.name_of(racer)
+        if d.get("online"):
+            return f"{name} is back"
+        # A closed connection is not a failure: a bot or a racer who is done simply goes.
+        status = self.statuses.get(racer, view.racers[racer].get("status"))
+        still_in = view.phase in ("lobby", "countdown", "racing") and status in (
+            "waiting",
+            "playing",
+            "stuck",
+        )
+        return f"{name} went offline (30 s to come back)" if still_in else f"{name} went offline"
+
+
+def deal_words(deal: Mapping[str, Any] | None, deals: str = "winnable") -> str:
+    """``winnable deal (certified, 97 moves, easy)``: how the round's deal was made."""
+    if deal is None:
+        return "certifying a winnable deal…" if deals == "winnable" else "random deal"
+    if not deal.get("certified"):
+        return "random deal (not certified)"
+    parts = [f"certified, {deal.get('moves')} moves"]
+    if deal.get("difficulty"):
+        parts.append(str(deal["difficulty"]))
+    return f"winnable deal ({', '.join(parts)})"

@@ -1,0 +1,327 @@
+"""The client's one fold: a snapshot plus events, replays skipped, gaps refused, and —
+against a real server — the same room a fresh snapshot shows after the same events."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from solrace.protocol import Envelope
+from solrace.protocol.views import RacerInfo, You
+from solrace_client import RaceClient
+from solrace_client.roomview import Fold, RoomView
+
+from tests.net.conftest import SOLVABLE_SECRET, Cluster
+from tests.support.race import close_all, lobby, play_until_done, winning_moves
+
+
+def racer(n: int, name: str, **kw: Any) -> dict[str, Any]:
+    info = {
+        "racer": n,
+        "name": name,
+        "ready": False,
+        "status": "waiting",
+        "foundation": 0,
+        "moves": 0,
+        "face_down": 0,
+        "place": None,
+    }
+    info.update(kw)
+    return info
+
+
+def snapshot(**kw: Any) -> dict[str, Any]:
+    snap = {
+        "room": "r_1",
+        "code": "ABC234",
+        "version": 2,
+        "phase": "lobby",
+        "settings": {
+            "variant": "yukon",
+            "options": {},
+            "max_racers": 4,
+            "time_limit_s": 900,
+            "private": False,
+            "spectator_delay_s": 0,
+            "quick": False,
+        },
+        "host": 1,
+        "racers": [racer(1, "Ann"), racer(2, "Bob")],
+        "spectators": 0,
+        "now_ms": 1,
+        "start_at_ms": None,
+        "ends_at_ms": None,
+        "commitment": None,
+        "you": {
+            "racer": 1,
+            "board": None,
+            "next_seq": 0,
+            "moves": 0,
+            "score": 0,
+            "status": "waiting",
+        },
+        "result": None,
+        "deal": None,
+    }
+    snap.update(kw)
+    return snap
+
+
+def ev(t: str, v: int | None, **d: Any) -> Envelope:
+    return Envelope(t, v=v, d=d)
+
+
+def progress(v: int, racer: int, **kw: Any) -> Envelope:
+    d = {"racer": racer, "foundation": 0, "moves": 1, "face_down": 21, "status": "playing"}
+    d.update(kw)
+    return ev("progress", v, place=None, **d)
+
+
+def test_events_in_order_update_the_room() -> None:
+    s = RoomView()
+    s.load(snapshot(), racer=1)
+    assert s.me == 1 and s.phase == "lobby" and s.code == "ABC234"
+    assert s.apply(ev("racer_joined", 3, **racer(3, "Cy"))) is Fold.APPLIED
+    assert s.apply(ev("ready_changed", 4, racer=2, ready=True)) is Fold.APPLIED
+    assert s.racers[2]["ready"] is True and s.racers[3]["name"] == "Cy"
+    s.apply(ev("countdown", 5, start_at_ms=100, commitment="c"))
+    assert s.phase == "countdown" and s.start_at_ms == 100 and s.published_commitment == "c"
+    s.apply(ev("started", 6, start_at_ms=100, ends_at_ms=900_100, commitment="c"))
+    assert s.phase == "racing" and s.my_status == "playing" and s.ends_at_ms == 900_100
+    # As the server counts them: every racer starts with a fresh deal's face-down cards.
+    assert all(r["status"] == "playing" and r["face_down"] == 21 for r in s.racers.values())
+    s.apply(progress(7, 2, foundation=3, moves=9, face_down=18))
+    assert s.racers[2]["foundation"] == 3 and s.racers[2]["face_down"] == 18
+    s.apply(progress(8, 3, status="resigned"))
+    assert s.racers[3]["status"] == "resigned"
+    s.apply(
+        ev(
+            "finished",
+            9,
+            racer=2,
+            place=1,
+            elapsed_ms=5,
+            foundation=52,
+            moves=99,
+            face_down=0,
+            status="finished",
+        )
+    )
+    assert s.racers[2]["place"] == 1 and s.racers[2]["status"] == "finished"
+    assert s.ranked()[0]["name"] == "Bob"
+    assert s.version == 9 and not s.needs_resync
+
+
+def test_replayed_events_are_skipped() -> None:
+    s = RoomView()
+    s.load(snapshot(version=5), racer=1)
+    assert s.apply(ev("racer_joined", 4, **racer(9, "Old"))) is Fold.OLD
+    assert s.apply(ev("racer_joined", 5, **racer(9, "Old"))) is Fold.OLD
+    assert 9 not in s.racers and s.version == 5 and not s.needs_resync
+    assert s.apply(ev("ready_changed", 6, racer=2, ready=True)) is Fold.APPLIED
+    # The same event again (a duplicate frame) changes nothing.
+    assert s.apply(ev("ready_changed", 6, racer=2, ready=False)) is Fold.OLD
+    assert s.racers[2]["ready"] is True and s.version == 6
+
+
+def test_a_gap_is_not_folded_and_asks_for_a_resync() -> None:
+    s = RoomView()
+    s.load(snapshot(version=5), racer=1)
+    assert s.apply(ev("ready_changed", 7, racer=2, ready=True)) is Fold.GAP
+    assert s.needs_resync and s.racers[2]["ready"] is False and s.version == 5
+    # Not even the missing version is folded once a gap was seen: the events between
+    # may have been lost anywhere, only a snapshot knows the room again.
+    assert s.apply(ev("ready_changed", 6, racer=1, ready=True)) is Fold.GAP
+    assert s.racers[1]["ready"] is False and s.version == 5
+    s.load(snapshot(version=7, racers=[racer(1, "Ann"), racer(2, "Bob", ready=True)]), racer=1)
+    assert not s.needs_resync and s.racers[2]["ready"] is True
+    assert s.apply(ev("ready_changed", 8, racer=1, ready=True)) is Fold.APPLIED
+
+
+def test_own_board_from_notices_and_moved_replies() -> None:
+    s = RoomView()
+    s.load(snapshot(phase="racing", version=6), racer=1)
+    board = {"variant": "yukon", "tableau": []}
+    assert s.apply(Envelope("board", d={"racer": 1, "at_ms": 5, "view": board})) is Fold.NOTICE
+    assert s.my_board == board and s.boards == {}
+    s.on_moved({"seq": 0, "board": {"x": 1}, "status": "stuck", "moves": 1, "score": 10})
+    assert s.my_board == {"x": 1} and s.my_status == "stuck" and s.next_seq == 1
+    assert s.racers[1]["moves"] == 1 and s.racers[1]["status"] == "stuck"
+
+
+def test_spectator_keeps_every_racers_latest_board() -> None:
+    s = RoomView()
+    s.load(snapshot(you=None, phase="racing"))
+    s.apply(Envelope("board", d={"racer": 2, "at_ms": 5, "view": {"v": 1}}))
+    s.apply(Envelope("board", d={"racer": 2, "at_ms": 9, "view": {"v": 2}}))
+    assert s.boards[2] == (9, {"v": 2}) and s.me is None and s.my_board is None
+
+
+def test_race_over_reset_presence_and_leaving() -> None:
+    s = RoomView()
+    s.load(snapshot(phase="racing", version=6), racer=1)
+    s.apply(ev("presence", 7, racer=2, online=False))
+    assert s.racers[2]["online"] is False
+    s.load(snapshot(phase="racing", version=7), racer=1)
+    assert s.racers[2]["online"] is False  # a snapshot does not say; the view remembers
+    result = {
+        "reason": "all_done",
+        "seed": 1,
+        "salt": "0" * 64,
+        "commitment": "c",
+        "certificate": None,
+        "standings": [
+            {"place": 1, "racer": 2, "name": "Bob", "status": "finished"},
+            {"place": 2, "racer": 1, "name": "Ann", "status": "timeout"},
+        ],
+    }
+    s.apply(ev("race_over", 8, **result))
+    assert s.phase == "finished" and s.result == result and s.racers[2]["place"] == 1
+    assert s.my_status == "timeout"
+    s.apply(ev("room_reset", 9, host=1, racers=[racer(1, "Ann"), racer(2, "Bob")]))
+    assert s.phase == "lobby" and s.result is None and s.my_board is None
+    assert s.racers[2]["online"] is False and s.you is not None and s.you["next_seq"] == 0
+    s.apply(ev("racer_left", 10, racer=2, host=1, reason="left"))
+    assert 2 not in s.racers and s.name_of(2) == "Bob"  # gone from the lobby, still named
+
+
+def test_a_racer_who_leaves_mid_race_stays_listed() -> None:
+    s = RoomView()
+    s.load(snapshot(phase="racing", version=6), racer=1)
+    s.apply(ev("racer_left", 7, racer=2, host=1, reason="grace"))
+    assert s.racers[2]["status"] == "left" and s.racers[2]["place"] is None
+
+
+def test_a_deal_chosen_is_kept_and_a_reset_forgets_it() -> None:
+    s = RoomView()
+    s.load(snapshot(), racer=1)
+    s.apply(ev("deal_chosen", 3, certified=True, moves=97, difficulty="easy"))
+    assert s.deal == {"certified": True, "moves": 97, "difficulty": "easy"}
+    s.apply(ev("room_reset", 4, host=1, racers=[racer(1, "Ann")]))
+    assert s.deal is None
+
+
+def test_a_resync_replaces_the_state_even_with_a_lower_version() -> None:
+    s = RoomView()
+    s.load(snapshot(version=9), racer=1)
+    s.apply(ev("ready_changed", 11, racer=2, ready=True))
+    assert s.needs_resync
+    fresh = snapshot(version=6, racers=[racer(1, "Ann", ready=True)])
+    notice = Envelope("resync", d={"reason": "lost 3", "lost_events": 3, "snapshot": fresh})
+    assert s.apply(notice) is Fold.NOTICE
+    assert s.version == 6 and s.racers[1]["ready"] is True and 2 not in s.racers
+    assert not s.needs_resync and s.me == 1
+    assert s.apply(ev("ready_changed", 7, racer=1, ready=False)) is Fold.APPLIED
+
+
+# ---------------------------------------------- against the server's own snapshots
+def public(room: Mapping[str, Any]) -> dict[str, Any]:
+    """What a snapshot says about the room, in the view's terms (racers keyed by id,
+    only the protocol's RacerInfo fields; the spectator count and clock left out)."""
+    keys = set(RacerInfo.__annotations__)
+    return {
+        "room": room["room"],
+        "code": room["code"],
+        "version": room["version"],
+        "phase": room["phase"],
+        "settings": dict(room["settings"]),
+        "host": room["host"],
+        "racers": {r["racer"]: {k: r[k] for k in keys} for r in room["racers"]},
+        "start_at_ms": room["start_at_ms"],
+        "ends_at_ms": room["ends_at_ms"],
+        "commitment": room["commitment"],
+        "result": room["result"],
+        "deal": room["deal"],
+    }
+
+
+def folded(view: RoomView) -> dict[str, Any]:
+    """The same, from a view."""
+    return public(
+        {
+            "room": view.room,
+            "code": view.code,
+            "version": view.version,
+            "phase": view.phase,
+            "settings": view.settings,
+            "host": view.host,
+            "racers": view.racer_list(),
+            "start_at_ms": view.start_at_ms,
+            "ends_at_ms": view.ends_at_ms,
+            "commitment": view.commitment,
+            "result": view.result,
+            "deal": view.deal,
+        }
+    )
+
+
+def you_of(you: Mapping[str, Any] | None) -> dict[str, Any]:
+    assert you is not None
+    return {k: you[k] for k in You.__annotations__}
+
+
+async def fresh_watch(url: str, code: str) -> dict[str, Any]:
+    """A fresh spectator's snapshot of the room (a new connection, no state)."""
+    spy = await RaceClient.connect(url)
+    try:
+        return dict((await spy.watch(code=code))["snapshot"])
+    finally:
+        await spy.close()
+
+
+async def test_a_whole_race_folds_to_what_the_server_says(cluster: Cluster) -> None:
+    """Two racers and a spectator: at the start, mid-race and after race_over, the
+    views folded from the events equal fresh snapshots of the room."""
+    server = await cluster.node()
+    url = server.url
+    ann, bob = await lobby(url)
+    watcher = await RaceClient.connect(url)
+    await watcher.watch(code=ann.code)
+    code = ann.code or ""
+    before = copy.deepcopy(folded(watcher.view))
+    await ann.start()
+    await ann.wait_started()
+    await bob.wait_started()
+    await watcher.next_event("started")
+    assert folded(watcher.view) != before  # the fold did something
+    started = await fresh_watch(url, code)
+    for client in (ann, bob, watcher):
+        assert folded(client.view) == public(started), client.view.me
+
+    moves = winning_moves(SOLVABLE_SECRET)
+    await play_until_done(ann, moves[:12])
+    await play_until_done(bob, moves[:3])
+    # Everything the moves caused has arrived once the watcher sees Bob's last progress
+    # (Ann's came first: she played first, through the same node).
+    await watcher.wait_for(lambda e: e.t == "progress" and e.d["racer"] == bob.racer)
+    await asyncio.sleep(0.2)
+    mid = await fresh_watch(url, code)
+    assert mid["phase"] == "racing"
+    for client in (ann, bob, watcher):
+        assert folded(client.view) == public(mid), client.view.me
+        assert not client.view.needs_resync
+
+    reply = await play_until_done(ann, moves[12:])
+    assert reply["status"] == "finished"
+    await bob.resign()
+    over = await watcher.next_event("race_over", timeout=30)
+    await ann.next_event("race_over", timeout=30)
+    await bob.next_event("race_over", timeout=30)
+    end = await fresh_watch(url, code)
+    assert end["phase"] == "finished" and end["result"] == over.d
+    for client in (ann, bob, watcher):
+        assert folded(client.view) == public(end), client.view.me
+    standings = {s["racer"]: s for s in end["result"]["standings"]}
+    assert ann.view.racers[ann.racer or 0]["place"] == standings[ann.racer]["place"] == 1
+
+    # Each racer's own game as the view has it (board, next seq, moves, score, status)
+    # is the one the server resumes it with.
+    for client in (ann, bob):
+        mine = you_of(client.view.you)
+        again = await RaceClient.connect(url)
+        resumed = await again.resume(room=client.room, token=client.token, since=None)
+        assert mine == you_of(resumed["snapshot"]["you"])
+        await again.close()
+    await close_all(ann, bob, watcher)

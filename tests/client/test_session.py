@@ -1,0 +1,162 @@
+"""The client's one reconnecting session, against real servers: a cut connection is
+resumed onto the same view, a gap is resynchronised on the same connection, and the
+view then equals a fresh snapshot of the room."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from solrace.protocol import Envelope
+from solrace_client import RaceClient
+from solrace_client.session import Backoff, Rejoined, Session, SessionOver, Unreachable
+
+from tests.client.test_roomview import folded, fresh_watch, public, you_of
+from tests.net.conftest import SOLVABLE_SECRET, Cluster
+from tests.support.race import winning_moves
+
+MOVES = winning_moves(SOLVABLE_SECRET)
+QUICK = Backoff(first_s=0.05, max_s=0.2, jitter=0.2)
+
+
+async def until(session: Session, wanted: Any, timeout: float = 10.0) -> Envelope | Rejoined:
+    """Read the session's stream until ``wanted(item)``."""
+    for _ in range(1000):
+        item = await session.next(timeout)
+        assert item is not None, "nothing came"
+        if wanted(item):
+            return item
+    raise AssertionError("never came")
+
+
+async def settled(session: Session) -> None:
+    """Read the stream until it is quiet (the presence events a resume causes come
+    after its reply)."""
+    while await session.next(0.3) is not None:
+        pass
+
+
+async def racing_session(url: str, **kw: Any) -> tuple[Session, RaceClient]:
+    """Ann races through a session, Bob on a plain client; both hold their boards."""
+    session = Session(url, **kw)
+    await session.enter(lambda client: client.create("yukon", "Ann"))
+    bob = await RaceClient.connect(url)
+    await bob.join(session.view.code or "", "Bob")
+    await bob.ready()
+    await until(session, lambda i: isinstance(i, Envelope) and i.t == "ready_changed")
+    await session.live.start()
+    await until(session, lambda i: isinstance(i, Envelope) and i.t == "board")
+    await bob.wait_started()
+    assert session.view.phase == "racing" and session.view.my_board is not None
+    return session, bob
+
+
+async def test_a_cut_connection_is_resumed_onto_the_same_view(cluster: Cluster) -> None:
+    server = await cluster.node()
+    lost: list[tuple[int, BaseException | None]] = []
+    session, bob = await racing_session(
+        server.url, backoff=QUICK, lost=lambda n, e: lost.append((n, e))
+    )
+    view = session.view
+    for move in MOVES[:3]:
+        await session.live.move(move)
+    board = view.my_board
+    old = session.live
+    old.ws.transport.abort()  # the network drops: no close handshake
+    for move in MOVES[:4]:  # the room goes on meanwhile
+        await bob.move(move)
+    item = await until(session, lambda i: isinstance(i, Rejoined))
+    assert isinstance(item, Rejoined) and item.reconnected
+    assert session.client is not old and session.client is not None
+    assert session.client.view is view and session.reconnects == 1
+    assert lost and lost[0][0] == 1
+    await settled(session)
+    # The view is the room as the server has it now, Bob's moves included.
+    assert view.racers[bob.racer or 0]["moves"] == 4
+    assert folded(view) == public(await fresh_watch(server.url, view.code or ""))
+    assert view.next_seq == 3 and view.my_board == board
+    # Play goes on from seq 3, on the same seat.
+    moved = await session.live.move(MOVES[3])
+    assert moved["seq"] == 3 and view.next_seq == 4
+    again = await RaceClient.connect(server.url)
+    resumed = await again.resume(room=session.room, token=session.token, since=None)
+    assert you_of(view.you) == you_of(resumed["snapshot"]["you"])
+    await again.close()
+    await bob.close()
+    await session.close()
+
+
+async def test_a_gap_is_resynchronised_on_the_same_connection(cluster: Cluster) -> None:
+    server = await cluster.node()
+    session, bob = await racing_session(server.url)
+    view, client = session.view, session.live
+    await bob.move(MOVES[0])
+    await until(session, lambda i: isinstance(i, Envelope) and i.t == "progress")
+    view.version -= 2  # as if the last two events had never arrived
+    await bob.move(MOVES[1])
+    item = await until(session, lambda i: isinstance(i, Rejoined))
+    assert isinstance(item, Rejoined) and not item.reconnected
+    assert session.client is client  # no reconnect: the same connection asked again
+    assert not view.needs_resync
+    await settled(session)
+    assert folded(view) == public(await fresh_watch(server.url, view.code or ""))
+    assert view.racers[bob.racer or 0]["moves"] == 2
+    await bob.close()
+    await session.close()
+
+
+async def test_a_replaced_session_ends(cluster: Cluster) -> None:
+    server = await cluster.node()
+    session, bob = await racing_session(server.url, backoff=QUICK)
+    other = await RaceClient.connect(server.url)
+    await other.resume(room=session.room, token=session.token, since=None)  # another window
+    with pytest.raises(SessionOver) as over:
+        await until(session, lambda i: False)
+    assert over.value.reason == "replaced"
+    await other.close()
+    await bob.close()
+    await session.close()
+
+
+async def test_a_session_gives_up_after_its_attempts(cluster: Cluster) -> None:
+    server = await cluster.node()
+    lost: list[int] = []
+    backoff = Backoff(first_s=0.01, max_s=0.02, attempts=3)
+    session, bob = await racing_session(
+        server.url, backoff=backoff, lost=lambda n, e: lost.append(n)
+    )
+    await cluster.kill(server)
+    with pytest.raises(SessionOver) as over:
+        await until(session, lambda i: False)
+    assert over.value.reason == "gave_up" and lost == [1, 2, 3]
+    await bob.close()
+    await session.close()
+
+
+async def test_a_closed_session_reads_nothing_more(cluster: Cluster) -> None:
+    server = await cluster.node()
+    session = Session(server.url)
+    await session.enter(lambda client: client.create("yukon", "Ann"))
+    await session.close()
+    assert not session.online
+    with pytest.raises(SessionOver) as over:
+        await session.next(1)
+    assert over.value.reason == "closed"
+
+
+async def test_no_server_answering_is_unreachable() -> None:
+    session = Session(["ws://127.0.0.1:9", "ws://127.0.0.1:9/other"])
+    with pytest.raises(Unreachable) as err:
+        await session.enter(lambda client: client.create("yukon", "Ann"))
+    assert err.value.servers == ["ws://127.0.0.1:9", "ws://127.0.0.1:9/other"]
+    assert isinstance(err.value.error, OSError)
+
+
+def test_backoff_doubles_up_to_its_ceiling_within_its_jitter() -> None:
+    backoff = Backoff(first_s=0.2, max_s=1.0, jitter=0.25)
+    rng = random.Random(1)
+    for attempt, base in ((1, 0.2), (2, 0.4), (3, 0.8), (4, 1.0), (9, 1.0)):
+        delays = [backoff.delay(attempt, rng) for _ in range(50)]
+        assert all(base * 0.75 <= d <= base * 1.25 for d in delays)
+        assert max(delays) - min(delays) > 0  # jittered

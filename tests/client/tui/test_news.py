@@ -1,0 +1,113 @@
+"""The status bar's news lines: what each event, once folded, means to the player."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solrace.protocol import Envelope
+from solrace_client.roomview import RoomView
+from solrace_client.tui.news import News, deal_words
+from solrace_client.tui.render import render_lobby
+
+from tests.client.test_roomview import ev, progress, racer, snapshot
+
+
+def told(view: RoomView, news: News, event: Envelope) -> str | None:
+    """Fold ``event`` as the connection does, then ask for its line as the app does."""
+    view.apply(event)
+    return news.line(event, view)
+
+
+def loaded(**kw: Any) -> tuple[RoomView, News]:
+    view, news = RoomView(), News()
+    view.load(snapshot(**kw), racer=1)
+    news.reset(view)
+    return view, news
+
+
+def test_a_race_in_news_lines() -> None:
+    view, news = loaded()
+    assert told(view, news, ev("racer_joined", 3, **racer(3, "Cy"))) == "Cy joined"
+    assert told(view, news, ev("ready_changed", 4, racer=2, ready=True)) == "Bob is ready"
+    assert told(view, news, ev("ready_changed", 5, racer=1, ready=True)) is None  # me
+    assert (
+        told(view, news, ev("countdown", 6, start_at_ms=100, commitment="c"))
+        == "the countdown has begun"
+    )
+    started = ev("started", 7, start_at_ms=100, ends_at_ms=900_100, commitment="c")
+    assert told(view, news, started) == "go!"
+    assert told(view, news, progress(8, 2, foundation=3)) is None
+    assert told(view, news, progress(9, 3, status="resigned")) == "Cy resigned"
+    assert told(view, news, progress(10, 2, status="stuck")) == "Bob is stuck"
+    assert told(view, news, progress(11, 2, status="stuck", moves=2)) is None  # still stuck
+    assert told(view, news, progress(12, 1, status="stuck")) == "you are stuck"
+    finished = ev(
+        "finished",
+        13,
+        racer=2,
+        place=1,
+        elapsed_ms=5,
+        foundation=52,
+        moves=99,
+        face_down=0,
+        status="finished",
+    )
+    assert told(view, news, finished) == "Bob finished — place 1"
+    assert told(view, news, ev("racer_left", 14, racer=3, host=1, reason="left")) == "Cy left"
+
+
+def test_a_line_comes_from_the_event_even_when_the_view_is_ahead() -> None:
+    """The connection folds frames as they arrive, so the app may hear of an event
+    after later ones were folded: Bob's resignation is still news."""
+    view, news = loaded(phase="racing", version=6)
+    first, second = progress(7, 2, status="resigned"), progress(8, 2, moves=2, status="resigned")
+    view.apply(first)
+    view.apply(second)
+    assert news.line(first, view) == "Bob resigned"
+    assert news.line(second, view) is None
+
+
+def test_a_gap_event_is_no_news() -> None:
+    view, news = loaded(version=5)
+    assert told(view, news, ev("racer_joined", 7, **racer(3, "Cy"))) is None
+    assert view.needs_resync
+
+
+def test_presence_rematch_and_resync() -> None:
+    view, news = loaded(phase="racing", version=6)
+    assert told(view, news, ev("presence", 7, racer=2, online=False)) == (
+        "Bob went offline (30 s to come back)"
+    )
+    assert told(view, news, ev("presence", 8, racer=2, online=True)) == "Bob is back"
+    reset = ev("room_reset", 9, host=1, racers=[racer(1, "Ann"), racer(2, "Bob")])
+    assert told(view, news, reset) == "rematch: back in the lobby"
+    fresh = snapshot(version=6)
+    notice = Envelope("resync", d={"reason": "lost 3", "lost_events": 3, "snapshot": fresh})
+    assert told(view, news, notice) == "lost 3"
+
+
+def test_a_racer_who_goes_offline_is_not_said_to_have_lost_the_connection() -> None:
+    racers = [
+        racer(1, "Ann", status="playing"),
+        racer(2, "Bot", status="resigned"),
+        racer(3, "Cy", status="playing"),
+    ]
+    view, news = loaded(phase="racing", version=1, racers=racers, you=None)
+    done = told(view, news, ev("presence", 2, racer=2, online=False))
+    racing_one = told(view, news, ev("presence", 3, racer=3, online=False))
+    assert done == "Bot went offline"
+    assert racing_one == "Cy went offline (30 s to come back)"
+    assert "lost" not in f"{done} {racing_one}"
+
+
+def test_the_lobby_learns_how_the_deal_was_made() -> None:
+    view, news = loaded()
+    assert deal_words(view.deal) == "certifying a winnable deal…"
+    chosen = Envelope("deal_chosen", v=3, d={"certified": True, "moves": 97, "difficulty": "easy"})
+    assert told(view, news, chosen) == "winnable deal (certified, 97 moves, easy)"
+    lobby = render_lobby([], view.settings, view.code, 1, 1, 80, deal_words(view.deal))
+    assert "winnable deal (certified, 97 moves, easy)" in lobby.plain
+    assert deal_words(None, "random") == "random deal"
+    assert deal_words({"certified": False, "moves": None, "difficulty": None}) == (
+        "random deal (not certified)"
+    )
