@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import random
 import signal
@@ -284,19 +285,24 @@ async def _drive(
                 raise RuntimeError(f"rooms did not start within {STARTUP_TIMEOUT_S} s")
             await asyncio.sleep(0.05)
         await asyncio.sleep(warmup)
-        tune_gc()  # the load's own collector pauses must not count as server latency
+        # The load's own collector pauses must not count as server latency: collect
+        # now, then not at all while measuring (its garbage is acyclic, freed as it goes).
+        tune_gc()
+        gc.disable()
         cpu0, load0, wall0 = _cpu_s(pid), time.process_time(), time.perf_counter()
         busy0 = _machine_busy_s()
         engine0 = _cpu_s(engine_pid) if engine_pid is not None else 0.0
         window.measuring = True
         await asyncio.sleep(seconds)
         window.measuring = False
+        gc.enable()
         cpu, load = _cpu_s(pid) - cpu0, time.process_time() - load0
         busy = _machine_busy_s() - busy0
         engine = _cpu_s(engine_pid) - engine0 if engine_pid is not None else None
         wall = time.perf_counter() - wall0
         rss = _rss_mb(pid)
     finally:
+        gc.enable()
         window.stop.set()
         _, pending = await asyncio.wait(tasks, timeout=STOP_TIMEOUT_S)
         for task in pending:
