@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from solrace.solver import accel
@@ -18,7 +19,7 @@ from solrace.solver._accel_path import STAMP, usable
 # Deals of every variant and a few options, at budgets that give won, unwinnable and
 # unknown answers (Yukon 17 stays unknown at 20,000 nodes; most Russian deals are
 # proved unwinnable; Klondike covers the stock macros and foundation → tableau).
-JOBS: list[tuple[str, dict[str, object], int, int]] = [
+JOBS: list[tuple[str, dict[str, Any], int, int]] = [
     *(("yukon", {}, seed, 20_000) for seed in (0, 1, 2, 17, 116, 156)),
     ("yukon", {"auto_flip": False, "foundation_to_tableau": True}, 3, 5_000),
     *(("russian", {}, seed, 5_000) for seed in range(4)),
