@@ -46,10 +46,20 @@ print(json.dumps(out))
 """
 
 
+def _base_env() -> dict[str, str]:
+    """This process's environment without the accelerator switches (the test may itself
+    run with SOLRACE_SOLVER_PURE=1)."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SOLRACE_SOLVER_PURE", "SOLRACE_SOLVER_COMPILED")
+    }
+
+
 def _solve_all(env: dict[str, str]) -> list[object]:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, json.dumps(JOBS)],
-        env={**os.environ, **env},
+        env={**_base_env(), **env},
         capture_output=True,
         text=True,
         check=True,
