@@ -69,6 +69,9 @@ NOT_RUN = {
     "russian --variant double_yukon --variant alaska --variant klondike --variant "
     "klondike-draw3 --variant australian --deals 2000 --budget 20000 --workers 1 --certify 0 "
     "--log others.log": "docs/winnability.md's study: 2,000 deals of seven presets",
+    "python -m solrace.bench solver --json --variant klondike-draw3-solvitaire --deals 2000 "
+    "--budget 200000 --workers 1 --certify 0 --log ks200k.log": "docs/winnability.md's "
+    "Klondike check at 200,000 nodes: 2,000 deals",
     "python -m solrace.bench solver --json --variant yukon --deals 0 --budget 20000 "
     "--workers 1 --certify 300 --certify-budget 20000": (
         "docs/winnability.md's certify measure with the accelerator: 300 walks"
