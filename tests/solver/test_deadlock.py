@@ -45,6 +45,40 @@ def test_dead_finds_the_constructed_lock() -> None:
     assert dead(spec_of(board), state_of(board))
 
 
+def test_dead_a_cards_only_base_lies_above_it_in_its_column() -> None:
+    """Russian, spades up to 10: JS must go up next, but QS lies on it, and QS can
+    leave only for KS, under JS; JS can leave only for QS, which lies on JS itself
+    (the group JS-QS cannot be moved onto its own QS). Lost; the test without the
+    "own column" rule let JS use QS and called it open."""
+    board = load_position(
+        {
+            "variant": "russian",
+            "tableau": [["KS", "JS", "QS"], [], [], [], [], [], []],
+            "foundations": {"C": 13, "D": 13, "H": 13, "S": 10},
+        }
+    )
+    assert winnable(board, limit=50_000) is False
+    assert dead(spec_of(board), state_of(board))
+
+
+def test_a_base_above_a_card_serves_it_once_it_has_left_the_column() -> None:
+    """Yukon: QD must leave its column so that the face-down JD under it can go up,
+    and its only base is KS, which lies above it in that same column (on TD). Once KS
+    has moved to an empty column, QD can go onto it: winnable (exhaustive search), so
+    the test must pass. A version of the own-column rule that never lets a card use a
+    base that lay above it (no release when a card between them leaves) calls it
+    lost; the rule without that release fails this test."""
+    board = load_position(
+        {
+            "variant": "yukon",
+            "tableau": [[], ["QS", "KD"], [], [], ["js", "jd", "QD", "TD", "KS"], [], []],
+            "foundations": {"C": 13, "D": 9, "H": 13, "S": 10},
+        }
+    )
+    assert winnable(board, limit=50_000) is True
+    assert not dead(spec_of(board), state_of(board))
+
+
 def test_dead_never_fires_on_a_won_deal() -> None:
     """Deals the solver wins are never called dead (a quick whole-deal check)."""
     from solrace.solver import solve_deal

@@ -11,7 +11,15 @@ proof (the whole soundly reduced search space was exhausted); ``unknown`` means 
 budget ran out. See ``docs/solver.md``.
 """
 
-from .solve import (
+from ._accel_path import usable as _usable
+
+# The optional compiled accelerator (solver/accel.py): when a build of the current
+# sources exists, the search core loads from it. Same code, same answers.
+_compiled = _usable()
+if _compiled is not None:
+    __path__.insert(0, str(_compiled))
+
+from .solve import (  # noqa: E402  (after the search path is set)
     DEFAULT_BUDGET,
     SERVER_BUDGET,
     Outcome,

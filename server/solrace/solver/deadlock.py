@@ -19,6 +19,12 @@ line must satisfy:
 - ``S[k]`` — ``k`` moves as the first card of a group: it must be face up (now, or
   after ``T[k]``) and have a destination: a card it builds on that can be a top at
   some time (``A``), or, a King not at the bottom of its column, an empty column.
+  *Own column*: a base ``q`` that lies above ``k`` in ``k``'s column counts only once
+  it can have left that column — some card between ``k`` and ``q`` (``q`` included)
+  moves as the first card of a group (``S``), or, with foundation → tableau, ``q``
+  reaches a foundation. Until then ``q`` is part of the group ``k`` would lead, and a
+  group cannot be put on one of its own cards. (Nothing can come between ``k`` and
+  ``q`` meanwhile: cards are only ever put on the top, which is ``q`` or above it.)
 - ``F[k]`` — ``k`` reaches a foundation: its predecessor (same suit, one rank lower)
   gets there first, and ``k`` is a top at some time (``T[k]``).
 - ``A[q]`` — ``q`` can take a card at some time: a column card once it is a top
@@ -67,6 +73,7 @@ def dead(spec: Spec, state: State) -> bool:
     work: list[int] = []  # the events to set, as card * 4 + kind
     push = work.append
     below: list[int] = []  # the card under k in its column, -1 at the bottom
+    top: list[int] = []  # the top card of k's column
     empty = False
     base = 0
     for col in cols:
@@ -77,6 +84,7 @@ def dead(spec: Spec, state: State) -> bool:
         below.append(-1)
         below.extend(range(base, base + n - 1))
         base += n
+        top.extend([base - 1] * n)
         push((base - 1) * 4 + _T)
     ncol = base
     laid = b"".join(cols)
@@ -88,6 +96,11 @@ def dead(spec: Spec, state: State) -> bool:
     for k, x in enumerate(face):
         slots[x].append(k)
     children = spec.children
+    parents = spec.parents
+    # Cards whose only bases so far lie above them in their own column: tried again
+    # whenever a card moves off (S) or a new base appears.
+    waiting: list[int] = []
+    waits = [False] * total
     f2t = spec.f2t
     T = [False] * total
     S = [False] * total
@@ -128,9 +141,37 @@ def dead(spec: Spec, state: State) -> bool:
                 continue
             x = face[k]
             b = below[k]
-            if not based[x] and not (empty and b >= 0 and RANK[x] == KING):
-                continue
+            if not (empty and b >= 0 and RANK[x] == KING):
+                if not based[x]:
+                    continue
+                # A base lying above k in k's own column is no destination for k
+                # until it has left that column (module docstring, "own column").
+                ok = False
+                for o in parents[x]:
+                    if f2t and reached[o]:
+                        ok = True
+                        break
+                    for j in slots[o]:
+                        if j >= ncol:
+                            if A[j]:
+                                ok = True
+                                break
+                        elif T[j] and (j < k or j > top[k] or True in S[k + 1 : j + 1]):
+                            ok = True
+                            break
+                    if ok:
+                        break
+                if not ok:
+                    if not waits[k]:
+                        waits[k] = True
+                        waiting.append(k)
+                    continue
             S[k] = True
+            if waiting:
+                # k leaving may release a base above a waiting card.
+                for j in waiting:
+                    if not S[j]:
+                        push(j * 4 + _S)
             if b >= 0:
                 if not T[b]:
                     push(b * 4 + _T)
@@ -157,6 +198,12 @@ def dead(spec: Spec, state: State) -> bool:
                                 push(j * 4 + _A)
                             elif movable[j] or T[j]:
                                 push(j * 4 + _S)
+            if waiting:
+                # k may be a base a waiting card can use (another twin, or its other
+                # base when one lies above it).
+                for j in waiting:
+                    if not S[j]:
+                        push(j * 4 + _S)
         elif kind == _F:
             if F[k]:
                 continue
@@ -183,13 +230,17 @@ def dead(spec: Spec, state: State) -> bool:
                 if RANK[x] < KING:
                     for j in slots[x + 1]:
                         push(j * 4 + _F)
-            if f2t and not avail[x]:
-                avail[x] = True
-                for c in children[x]:
-                    if not based[c]:
-                        based[c] = True
-                        for j in slots[c]:
-                            push(j * 4 + (_S if j < ncol else _A))
+            if f2t:
+                if not avail[x]:
+                    avail[x] = True
+                    for c in children[x]:
+                        if not based[c]:
+                            based[c] = True
+                            for j in slots[c]:
+                                push(j * 4 + (_S if j < ncol else _A))
+                for j in waiting:
+                    if not S[j]:
+                        push(j * 4 + _S)
         else:  # _A: a stock or waste card can be played into a column
             if A[k]:
                 continue
@@ -204,4 +255,7 @@ def dead(spec: Spec, state: State) -> bool:
                         based[c] = True
                         for j in slots[c]:
                             push(j * 4 + (_S if j < ncol else _A))
+            for j in waiting:
+                if not S[j]:
+                    push(j * 4 + _S)
     return pending > 0

@@ -43,9 +43,11 @@ DEFAULT_BUDGET: Final = 100_000
 #: SERVER_BUDGET)``). Chosen for the certify latency, not for deciding every deal: the
 #: server discards an ``unknown`` seed and tries the next, so each discarded seed costs
 #: the whole budget, and the p95 of a certification is about one discarded seed plus
-#: one win. At 20,000 nodes 7.4 % of Yukon deals stay unknown and the certify p95 is
-#: 0.95 s on the loaded 2-core machine; 100,000 nodes would leave 4.5 % unknown (200
-#: deals) but a discarded seed would cost about 5 s (docs/winnability.md).
+#: one win. At 20,000 nodes 7.1 % of Yukon deals stay unknown and the certify p95 is
+#: 0.44 s in pure Python on the loaded 2-core machine (0.18 s with the optional
+#: compiled accelerator, which is not assumed: a server without it must meet the
+#: latency too); 100,000 nodes would leave about 5 % unknown but a discarded seed would
+#: cost several seconds (docs/winnability.md).
 SERVER_BUDGET: Final = 20_000
 
 #: Difficulty grades by nodes searched before the first win (docs/solver.md).
@@ -179,8 +181,11 @@ FIRST_RUN: Final = 1_000
 #: Unit of the shuffled runs' budgets, which follow the Luby sequence (1,1,2,1,1,2,4,…).
 PROBE_UNIT: Final = 250
 #: Share of the budget the main (ordered, resumed) search gets; the shuffled probes
-#: get the rest.
-MAIN_SHARE: Final = 0.5
+#: get the rest. 0.3 rather than the former 0.5: at 20,000 nodes it left fewer
+#: unknowns in every variant tried (Yukon seeds 0-999: 85 against 89; Double Yukon
+#: 0-299: 5 against 10; Alaska 0-199: 18 against 22; Solvitaire's Klondike 0-199:
+#: 27 against 30), and no fewer proofs (docs/winnability.md).
+MAIN_SHARE: Final = 0.3
 
 
 def luby(i: int) -> int:
