@@ -50,7 +50,7 @@ def build(target: Path | None = None) -> Path:
     :func:`compiled_dir`), replacing what was there. Needs mypy (mypyc) and a C
     compiler; takes about 15 s."""
     from mypyc.build import mypycify  # only here: the solver itself never needs mypyc
-    from setuptools import setup  # type: ignore[import-untyped]
+    from setuptools import setup
 
     target = target or compiled_dir()
     stamp = source_stamp()

@@ -293,8 +293,8 @@ def settle(
                     x -= DOWN
                     col = col[:-1] + BYTE[x]
                     downs[c] -= 1
-                    if flip_notation:
-                        out.append(f"U{c + 1}")  # type: ignore[union-attr]
+                    if flip_notation and out is not None:
+                        out.append(f"U{c + 1}")
                 t = safe.get(x, -1)
                 if t < 0:
                     break
