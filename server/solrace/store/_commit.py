@@ -156,10 +156,18 @@ class GroupCommit:
         else:
             groups = [list(range(len(batch)))]
         results: list[Any] = [_PENDING] * len(batch)
-        outcomes = await asyncio.gather(
-            *(self._execute_group(batch, group, results) for group in groups),
-            return_exceptions=True,
-        )
+        outcomes: list[BaseException | None]
+        if len(groups) == 1:  # one Redis: no task to gather (one per flush was measurable)
+            try:
+                await self._execute_group(batch, groups[0], results)
+                outcomes = [None]
+            except Exception as exc:
+                outcomes = [exc]
+        else:
+            outcomes = await asyncio.gather(
+                *(self._execute_group(batch, group, results) for group in groups),
+                return_exceptions=True,
+            )
         for group, outcome in zip(groups, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 for i in group:
