@@ -14,22 +14,10 @@ from solrace_client import RaceClient
 from solrace_client.roomview import Fold, RoomView
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
+from tests.protocol.samples import racer
 from tests.support.race import close_all, lobby, play_until_done, winning_moves
 
-
-def racer(n: int, name: str, **kw: Any) -> dict[str, Any]:
-    info = {
-        "racer": n,
-        "name": name,
-        "ready": False,
-        "status": "waiting",
-        "foundation": 0,
-        "moves": 0,
-        "face_down": 0,
-        "place": None,
-    }
-    info.update(kw)
-    return info
+from .conftest import YUKON
 
 
 def snapshot(**kw: Any) -> dict[str, Any]:
@@ -38,15 +26,7 @@ def snapshot(**kw: Any) -> dict[str, Any]:
         "code": "ABC234",
         "version": 2,
         "phase": "lobby",
-        "settings": {
-            "variant": "yukon",
-            "options": {},
-            "max_racers": 4,
-            "time_limit_s": 900,
-            "private": False,
-            "spectator_delay_s": 0,
-            "quick": False,
-        },
+        "settings": dict(YUKON),
         "host": 1,
         "racers": [racer(1, "Ann"), racer(2, "Bob")],
         "spectators": 0,
