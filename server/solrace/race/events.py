@@ -118,10 +118,11 @@ def progress(
     *,
     entry: tuple[str, int] | None = None,
     log_length: int | None = None,
+    at: int = 0,
 ) -> RoomEvent:
     """A racer's public counts changed (a stored move, or a status such as resigned):
     never a card. A move's event also carries, server-side, the move and the log's
-    length after it."""
+    length after it, and the server time it is appended at."""
     data = {
         "racer": racer,
         "foundation": counts["foundation"],
@@ -130,7 +131,7 @@ def progress(
         "status": status,
         "place": place,
     }
-    return RoomEvent(EventType.PROGRESS, data, entry=entry, log_length=log_length)
+    return RoomEvent(EventType.PROGRESS, data, at=at, entry=entry, log_length=log_length)
 
 
 def finished(racer: int, place: int, elapsed_ms: int, counts: Mapping[str, int]) -> RoomEvent:

@@ -100,8 +100,7 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
     now = node.clock()
     # The move and the log length after it ride along server-side, so that every node
     # folds spectators' boards from the events it has, never re-reading logs.
-    progress = events.progress(racer, counts, status, entry=(entry, at), log_length=seq + 1)
-    progress = progress.but(at=now)
+    progress = events.progress(racer, counts, status, entry=(entry, at), log_length=seq + 1, at=now)
     finish = None
     if status == RacerStatus.FINISHED:
         places = range(1, room.meta.settings.max_racers + 1)
