@@ -37,7 +37,7 @@ from ._cluster import cluster_client, is_cluster_url
 from ._commit import GroupCommit
 from ._errors import redis_errors
 from ._lua import APPEND_EVENT, APPEND_MOVE, EXPIRE_ROOM, JOIN_ROOM_NODES, SET_TOKEN, LuaScript
-from ._resp import pack_with_hiredis
+from ._resp import speed_up
 from .embedded import EmbeddedEngine
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys
@@ -328,7 +328,7 @@ class Store:
             retry=_no_retry(),
         )
         for pool in (client.connection_pool, blocking.connection_pool):
-            pack_with_hiredis(pool)
+            speed_up(pool)
         return cls(client, blocking, prefix=prefix, timeout=timeout, url=url)
 
     @classmethod
