@@ -219,7 +219,8 @@ class _LeanRacer:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         await self.ws.send(encode(Envelope(t, id=request_id, d=d)))
-        reply = await asyncio.wait_for(future, STARTUP_TIMEOUT_S)
+        async with asyncio.timeout(STARTUP_TIMEOUT_S):  # no task per request, as wait_for
+            reply = await future
         if reply.get("t") == "error":
             raise ServerError(reply.get("d") or {})
         data: dict[str, Any] = reply.get("d") or {}
