@@ -15,8 +15,9 @@
 #            (redis+cluster://127.0.0.1:PORT,...)
 #   stop     SHUTDOWN NOSAVE every server started in DIR, then remove DIR
 #   url      print the solrace URL for these ports
-#   spare-ports  print N ports (20000-29999) where nothing listens, nor on PORT+10000
-#            (each node also listens on its cluster bus port, PORT+10000)
+#   spare-ports  print N ports where nothing listens, nor on PORT+10000 (each node
+#            also listens on its cluster bus port, PORT+10000); both stay below the
+#            kernel's ephemeral range, so an outgoing connection cannot hold either
 #   --conf FILE   a redis.conf to load first (e.g. deploy/redis.conf for AOF, always)
 #
 # Example (what .ci/run does):
@@ -41,10 +42,18 @@ answers() { redis-cli -p "$1" ping 2>/dev/null | grep -q PONG; }
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 spare_ports() {  # spare_ports N: N free ports whose bus ports are free too
-    local n="$1" found=() port
+    # A bus port inside the ephemeral range (32768-60999 by default) can be taken at
+    # any moment by a client socket's local end, and redis-server then fails to bind:
+    # pick PORT and PORT+10000 both below the range's first port.
+    local n="$1" found=() port low span
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    span=$(( low - 10000 - 10000 ))
+    [ "$span" -gt 0 ] || die "the ephemeral port range starts too low ($low) for spare ports"
     for _ in $(seq 1000); do
-        port=$(( 20000 + RANDOM % 10000 ))
-        case " ${found[*]} " in *" $port "*) continue ;; esac
+        port=$(( 10000 + RANDOM % span ))
+        case " ${found[*]} " in  # neither this port nor its bus port is a pick's
+            *" $port "*|*" $(( port + 10000 )) "*|*" $(( port - 10000 )) "*) continue ;;
+        esac
         listening "$port" || listening $(( port + 10000 )) || found+=("$port")
         [ "${#found[@]}" -ge "$n" ] && { echo "${found[*]}"; return 0; }
     done
@@ -78,8 +87,9 @@ start() {
             --daemonize yes --pidfile "$dir/$port/redis.pid" --logfile "$dir/$port/redis.log"
     done
     for port in "${ports[@]}"; do
-        for _ in $(seq 100); do answers "$port" && break; sleep 0.05; done
-        answers "$port" || die "redis-server on port $port did not start (see $dir/$port/redis.log)"
+        for _ in $(seq 200); do answers "$port" && break; sleep 0.05; done
+        answers "$port" || die "redis-server on port $port did not start; the end of" \
+            "$dir/$port/redis.log: $(tail -n 3 "$dir/$port/redis.log" 2>/dev/null | tr '\n' ' ')"
     done
     local addrs=()
     for port in "${ports[@]}"; do addrs+=("127.0.0.1:$port"); done

@@ -62,3 +62,15 @@ def test_usage_and_url() -> None:
     )
     usage = _run("--help").stdout
     assert "start DIR PORT" in usage and "set -euo" not in usage
+
+
+def test_spare_ports_and_their_bus_ports_stay_below_the_ephemeral_range() -> None:
+    """A bus port in the ephemeral range can be held by any client socket's local end
+    (CI once lost a failover test that way: the node could not bind); picks must not
+    collide with each other's bus ports either."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(5):
+        ports = [int(p) for p in _run("spare-ports", "6").stdout.split()]
+        assert len(set(ports)) == 6
+        assert all(p > 1024 and p + 10000 < low for p in ports)
+        assert not {p + 10000 for p in ports} & set(ports)
