@@ -85,10 +85,22 @@ def _cores() -> tuple[set[int] | None, set[int] | None]:
 
 
 def _cpu_s(pid: int) -> float:
-    """utime + stime of ``pid`` in seconds (fields 14 and 15 of /proc/<pid>/stat)."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    """CPU time of ``pid`` (all its threads) in seconds, from the scheduler's own clock
+    (/proc/<pid>/task/*/schedstat, nanoseconds). utime + stime are sampled per clock
+    tick (10 ms): too coarse for a small process in a short run (the embedded engine of
+    a tiny run used less than a tick and read 0). Without schedstat, utime + stime."""
+    if not os.path.exists(f"/proc/{pid}/schedstat"):
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with (
+            contextlib.suppress(FileNotFoundError, ProcessLookupError),  # a thread ended
+            open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as f,
+        ):
+            total += int(f.read().split()[0])
+    return total / 1e9
 
 
 def _machine_busy_s() -> float:

@@ -31,6 +31,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from ._errors import translate
+from ._link import RespLink
 from ._lua import LuaScript
 from .errors import StoreUnavailable
 
@@ -58,10 +59,15 @@ def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
 class GroupCommit:
     """Queue script calls and flush them together; see the module docstring."""
 
-    def __init__(self, client: Redis | RedisCluster, max_batch: int = 1024) -> None:
+    def __init__(
+        self, client: Redis | RedisCluster, max_batch: int = 1024, link: RespLink | None = None
+    ) -> None:
+        """Flush through ``link`` when given (one Redis: :mod:`._link`), else through
+        ``client``'s pipelines; ``client`` loads scripts either way."""
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
         self._client = client
+        self._link = link
         self._max_batch = max_batch
         self._queue: deque[_Call] = deque()
         self._task: asyncio.Task[None] | None = None
@@ -93,8 +99,12 @@ class GroupCommit:
         """Refuse new calls and wait until everything queued has been flushed."""
         self._closed = True
         task = self._task
-        if task is not None:
-            await asyncio.shield(task)
+        try:
+            if task is not None:
+                await asyncio.shield(task)
+        finally:
+            if self._link is not None:
+                await self._link.close()
 
     async def _run(self) -> None:
         try:
@@ -146,7 +156,7 @@ class GroupCommit:
         calls — the others' outcomes are known and are reported as they are.
         """
         groups: list[list[int]]
-        if isinstance(self._client, RedisCluster):
+        if self._link is None and isinstance(self._client, RedisCluster):
             await self._client.initialize()  # the slot map; a no-op once known
             by_node: dict[str, list[int]] = {}
             for i, call in enumerate(batch):
@@ -192,13 +202,7 @@ class GroupCommit:
         """
         todo = group
         for attempt in (1, 2):
-            pipe = self._client.pipeline(transaction=False)
-            for i in todo:
-                call = batch[i]
-                pipe.execute_command(
-                    "EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args
-                )
-            replies = await pipe.execute(raise_on_error=False)
+            replies = await self._send(batch, todo)
             missing: list[int] = []
             for i, reply in zip(todo, replies, strict=True):
                 if attempt == 1 and isinstance(reply, NoScriptError):
@@ -210,3 +214,20 @@ class GroupCommit:
             for script in {batch[i].script for i in missing}:
                 await self._client.script_load(script.source)
             todo = missing
+
+    async def _send(self, batch: list[_Call], todo: list[int]) -> list[Any]:
+        """The EVALSHAs of ``todo`` in one round trip; replies (errors as exceptions)
+        in order."""
+        if self._link is not None:
+            return await self._link.execute(
+                [
+                    ("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
+                    for call in (batch[i] for i in todo)
+                ]
+            )
+        pipe = self._client.pipeline(transaction=False)
+        for i in todo:
+            call = batch[i]
+            pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
+        replies: list[Any] = await pipe.execute(raise_on_error=False)
+        return replies

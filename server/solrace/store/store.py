@@ -36,6 +36,7 @@ from redis.exceptions import NoScriptError
 from ._cluster import cluster_client, is_cluster_url
 from ._commit import GroupCommit
 from ._errors import redis_errors
+from ._link import RespLink
 from ._lua import APPEND_EVENT, APPEND_MOVE, EXPIRE_ROOM, JOIN_ROOM_NODES, SET_TOKEN, LuaScript
 from ._resp import speed_up
 from .embedded import EmbeddedEngine
@@ -266,7 +267,15 @@ class Store:
         self._fake_server = fake_server
         #: The private engine this store runs on (:meth:`start_embedded`), released by close().
         self.engine: EmbeddedEngine | None = None
-        self._commit = GroupCommit(client, max_batch=max_batch)
+        self._commit = GroupCommit(
+            client,
+            max_batch=max_batch,
+            link=(
+                RespLink.for_pool(client.connection_pool)
+                if fake_server is None and not isinstance(client, RedisCluster)
+                else None
+            ),
+        )
         self._tail_poll_s = tail_poll_ms / 1000
         self._closed = False
         self._durability: tuple[float, Durability] | None = None

@@ -1,0 +1,209 @@
+"""store/_link.py: the group commit's own pipelined connection — replies in order and
+of redis-py's types, overlapping flushes, and every way the connection can fail (no
+answer, a drop mid-flight, bytes that are not RESP, a refused handshake), after
+which the next flush connects again."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+import redis.asyncio
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from solrace.store import Store, StoreUnavailable
+from solrace.store._link import RespLink
+
+from tests.support.redis import BACKEND_URLS
+
+REDIS = BACKEND_URLS["redis"]
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def _link(url: str = REDIS, **overrides: float) -> RespLink:
+    pool = redis.asyncio.ConnectionPool.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    link = RespLink.for_pool(pool)
+    assert link is not None
+    for name, value in overrides.items():
+        setattr(link, f"_{name}", value)
+    return link
+
+
+async def _serve(handle: Handler) -> tuple[asyncio.Server, str]:
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"redis://127.0.0.1:{server.sockets[0].getsockname()[1]}/0"
+
+
+async def test_replies_come_in_order_with_redis_py_error_types() -> None:
+    key = f"solrace-test:link:{uuid.uuid4().hex}"
+    link = _link()
+    try:
+        replies = await link.execute(
+            [
+                ("SET", key, "v"),
+                ("EVALSHA", "0" * 40, 0),  # no such script
+                ("INCR", key),  # not a number
+                ("GET", key),
+            ]
+        )
+        assert replies[0] == b"OK"
+        assert isinstance(replies[1], NoScriptError)
+        assert isinstance(replies[2], ResponseError) and "not an integer" in str(replies[2])
+        assert replies[3] == b"v"
+        # flushes in flight together resolve each with its own replies
+        got = await asyncio.gather(*(link.execute([("INCRBY", key + "n", i)]) for i in range(1, 6)))
+        assert got == [[1], [3], [6], [10], [15]]
+    finally:
+        await link.execute([("DEL", key, key + "n")])
+        await link.close()
+    with pytest.raises(RedisConnectionError, match="closed"):
+        await link.execute([("PING",)])
+
+
+async def test_the_url_decides_database_and_credentials() -> None:
+    key = f"solrace-test:link:{uuid.uuid4().hex}"
+    link = _link(REDIS.rsplit("/", 1)[0] + "/5")
+    other = redis.asyncio.from_url(REDIS.rsplit("/", 1)[0] + "/5")
+    try:
+        await link.execute([("SET", key, "on-5")])
+        assert await other.get(key) == b"on-5"
+    finally:
+        await other.delete(key)
+        await other.aclose()
+        await link.close()
+    # the test Redis has no password: AUTH is refused, and so is the connection
+    refused = _link(REDIS.replace("redis://", "redis://:wrong@"))
+    with pytest.raises(RedisConnectionError, match="refused"):
+        await refused.execute([("PING",)])
+    assert RespLink.for_pool(redis.asyncio.ConnectionPool.from_url("rediss://h:1/0")) is None
+
+
+async def test_a_unix_socket_url_is_served_too(tmp_path: Path) -> None:
+    store = await Store.start_embedded(tmp_path / "data")
+    try:
+        assert store._commit._link is not None and store._commit._link._path is not None
+        assert await store.append_move("r", "p0", 0, b"m", b"e") is not None
+    finally:
+        await store.close()
+
+
+async def test_no_answer_times_out_and_the_next_flush_connects_again() -> None:
+    """A Redis that takes the handshake, then never answers: both flushes in flight
+    fail with the link's timeout, and the next flush opens a new connection."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        await reader.readuntil(b"solrace-commit\r\n")
+        writer.write(b"+OK\r\n")
+        await reader.read()
+
+    server, url = await _serve(mute)
+    link = _link(url, timeout=0.2)
+    try:
+        first = asyncio.ensure_future(link.execute([("PING",)]))
+        second = asyncio.ensure_future(link.execute([("PING",)]))
+        for flight in (first, second):
+            with pytest.raises(RedisTimeoutError):
+                await flight
+        assert len(held) == 1
+        with pytest.raises(RedisTimeoutError):
+            await link.execute([("PING",)])
+        assert len(held) == 2
+    finally:
+        await link.close()
+        for w in held:
+            w.close()
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [(b"", "lost"), (b"?not resp\r\n", "unparsable")],
+)
+async def test_a_broken_connection_fails_its_flushes(answer: bytes, error: str) -> None:
+    """The server takes the handshake, reads one command, then hangs up (``b""``),
+    answers garbage, or answers twice: the flush fails as a connection error."""
+
+    async def broken(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"solrace-commit\r\n")
+        writer.write(b"+OK\r\n")
+        await reader.readuntil(b"PING\r\n")
+        if answer:
+            writer.write(answer)
+            await writer.drain()
+            await reader.read()
+        writer.close()
+
+    server, url = await _serve(broken)
+    link = _link(url)
+    try:
+        with pytest.raises(RedisConnectionError, match=error):
+            await asyncio.wait_for(link.execute([("PING",)]), 2)
+    finally:
+        await link.close()
+        server.close()
+
+
+async def test_a_reply_nobody_asked_for_drops_the_connection() -> None:
+    """A server that answers one PING twice: the flush gets the first reply, the
+    second drops the connection (the stream is out of step), and the next flush
+    connects again."""
+    connections: list[asyncio.StreamWriter] = []
+
+    async def chatty(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer)
+        await reader.readuntil(b"solrace-commit\r\n")
+        writer.write(b"+OK\r\n")
+        while await reader.readuntil(b"PING\r\n"):
+            writer.write(b"+PONG\r\n+PONG\r\n")
+
+    server, url = await _serve(chatty)
+    link = _link(url)
+    try:
+        assert await link.execute([("PING",)]) == [b"PONG"]
+        await asyncio.sleep(0.05)
+        assert await link.execute([("PING",)]) == [b"PONG"]
+        assert len(connections) == 2
+    finally:
+        await link.close()
+        for w in connections:
+            w.close()
+        server.close()
+
+
+async def test_a_move_in_flight_when_the_link_dies_is_unavailable_and_never_applied() -> None:
+    """Redis holds the move's script (CLIENT PAUSE WRITE) and the commit's connection
+    is killed meanwhile: the caller gets StoreUnavailable, nothing was written, and the
+    next move goes through on a new connection."""
+    store = await Store.connect(REDIS, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+    admin = redis.asyncio.from_url(REDIS)
+    try:
+        assert (await store.append_move("r", "p0", 0, b"m0", b"e0")).accepted
+        [link_id] = [
+            c["id"]
+            for c in await admin.client_list()
+            if c["name"] == "solrace-commit" and c["db"] == "0" and int(c["age"]) < 60
+        ][-1:]
+        await admin.execute_command("CLIENT", "PAUSE", "2000", "WRITE")
+        try:
+            moving = asyncio.ensure_future(store.append_move("r", "p0", 1, b"m1", b"e1"))
+            await asyncio.sleep(0.2)
+            assert not moving.done()  # held by the pause
+            assert await admin.client_kill_filter(_id=link_id) == 1
+            with pytest.raises(StoreUnavailable):
+                await asyncio.wait_for(moving, 2)
+        finally:
+            await admin.execute_command("CLIENT", "UNPAUSE")
+        assert await store.move_log("r", "p0") == [b"m0"]
+        again = await store.append_move("r", "p0", 1, b"m1", b"e1")
+        assert again.accepted and await store.move_log("r", "p0") == [b"m0", b"m1"]
+    finally:
+        await store.delete_all()
+        await store.close()
+        await admin.aclose()
