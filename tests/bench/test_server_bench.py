@@ -6,10 +6,11 @@ refactor of the node cannot silently break the benchmark), not the numbers."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
-from solrace.bench.server import run
+from solrace.bench.server import Window, _paced, run
 
 SERVER_KEYS = {
     "server_cpu_us_per_move",
@@ -48,3 +49,25 @@ def test_a_tiny_run_on_the_embedded_store_reports_every_figure() -> None:
     engine_pct = embedded["engine_cpu_us_per_move"] * embedded["moves_per_s"] / 1e4
     used = embedded["server_cpu_pct"] + embedded["load_cpu_pct"] + embedded["other_cpu_pct"]
     assert used + engine_pct <= cores + 10
+
+
+async def _first_sends(aligned: bool, racers: int = 20) -> list[float]:
+    window = Window(aligned=aligned)
+    loop = asyncio.get_running_loop()
+    sent: list[float] = []
+
+    async def act() -> bool:
+        sent.append(loop.time())
+        return False  # one send each
+
+    await asyncio.gather(*(_paced(0.5, window, act) for _ in range(racers)))
+    return sent
+
+
+async def test_racers_send_at_a_random_phase_unless_aligned() -> None:
+    """A random phase spreads 20 racers' sends over their interval (one wake-up of the
+    server per move); --aligned makes them one burst (one wake-up for all)."""
+    spread = await _first_sends(aligned=False)
+    assert max(spread) - min(spread) > 0.05
+    burst = await _first_sends(aligned=True)
+    assert max(burst) - min(burst) < 0.02

@@ -41,6 +41,11 @@ def main() -> int:
     parser.add_argument(
         "--find-max", action="store_true", help="server: step the load up for max_moves_per_s"
     )
+    parser.add_argument(
+        "--aligned",
+        action="store_true",
+        help="server: every racer sends at the same instants (bursts), not at a random phase",
+    )
     args = parser.parse_args()
     if args.suite == "solver":
         from .solver import DEFAULT_PRESETS, PRESETS
@@ -79,6 +84,7 @@ def main() -> int:
             seconds=20.0 if args.seconds is None else args.seconds,
             warmup=args.warmup,
             find_max=args.find_max,
+            aligned=args.aligned,
         )
     else:
         from .store import run as run_store

@@ -156,6 +156,9 @@ class Window:
     """What the racers record while ``measuring`` (the window after warm-up)."""
 
     measuring: bool = False
+    #: Every racer sends at the same instants (``--aligned``) instead of at a random
+    #: phase: arrivals come in bursts, so a server wakes once per burst, not per move.
+    aligned: bool = False
     latencies: list[float] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -165,7 +168,7 @@ async def _paced(interval: float, window: Window, act: Callable[[], Awaitable[bo
     lock-step) until ``window.stop`` or ``act`` returns False; a late racer does not
     burst to catch up, so the offered load never exceeds the target."""
     loop = asyncio.get_running_loop()
-    due = loop.time() + random.uniform(0, interval)
+    due = loop.time() + (0.0 if window.aligned else random.uniform(0, interval))
     while not window.stop.is_set():
         delay = due - loop.time()
         if delay > 0:
@@ -321,10 +324,11 @@ async def _drive(
     warmup: float,
     echo: bool,
     engine_pid: int | None = None,
+    aligned: bool = False,
 ) -> dict[str, Any]:
     """Run the load against the server at ``url`` (process ``pid``, and its embedded
     engine ``engine_pid`` if any) and measure it."""
-    window = Window()
+    window = Window(aligned=aligned)
     interval = 1.0 / rate
     rooms = max(1, racers // ROOM_SIZE)
     size = min(ROOM_SIZE, racers)
@@ -398,6 +402,7 @@ async def _server_figures(
     find_max: bool,
     echo_us: float | None,
     data_dir: Path | None = None,
+    aligned: bool = False,
 ) -> dict[str, Any]:
     """One ``solrace-server`` run (and, with ``find_max``, its load steps); with
     ``data_dir``, on its embedded engine there, whose CPU is measured too."""
@@ -409,7 +414,7 @@ async def _server_figures(
         engine = int((data_dir / PID_NAME).read_text()) if data_dir is not None else None
         if engine is not None and core is not None:
             os.sched_setaffinity(engine, core)  # it may have started before the node was pinned
-        got = await _drive(url, proc.pid, racers, rate, seconds, warmup, False, engine)
+        got = await _drive(url, proc.pid, racers, rate, seconds, warmup, False, engine, aligned)
         best: float | None = None
         if find_max:
             for step in FIND_MAX_STEPS:
@@ -417,7 +422,7 @@ async def _server_figures(
                     got
                     if step == 1.0
                     else await _drive(
-                        url, proc.pid, racers, rate * step, seconds, warmup, False, engine
+                        url, proc.pid, racers, rate * step, seconds, warmup, False, engine, aligned
                     )
                 )
                 if at["p99_ms"] is None or at["p99_ms"] > MAX_P99_MS:
@@ -456,6 +461,7 @@ async def _run(
     seconds: float,
     warmup: float,
     find_max: bool,
+    aligned: bool = False,
 ) -> dict[str, Any]:
     child_core, load_core = _cores()
     before = os.sched_getaffinity(0) if load_core is not None else None
@@ -466,7 +472,14 @@ async def _run(
         echo_argv = [sys.executable, "-m", "solrace.bench.server", str(port)]
         with _child(echo_argv, port, child_core) as proc:
             echo = await _drive(
-                f"ws://127.0.0.1:{port}", proc.pid, racers, rate, seconds, warmup, echo=True
+                f"ws://127.0.0.1:{port}",
+                proc.pid,
+                racers,
+                rate,
+                seconds,
+                warmup,
+                echo=True,
+                aligned=aligned,
             )
         echo_us = echo["cpu_us_per_op"]
         # Every connection may send a move every 1/rate s plus its requests to set up;
@@ -491,6 +504,7 @@ async def _run(
             "rate_per_racer": rate,
             "room_size": min(ROOM_SIZE, racers),
             "seconds": seconds,
+            "aligned": aligned,
             "pinned": child_core is not None,
             "echo_cpu_us_per_rt": echo_us,
             "echo": {
@@ -510,13 +524,23 @@ async def _run(
                     warmup,
                     find_max,
                     echo_us,
+                    aligned=aligned,
                 )
             finally:
                 await _delete_prefix(redis_url, prefix)
             result.update(on_redis)
         with tempfile.TemporaryDirectory(prefix="solrace-bench-") as data:
             result["embedded"] = await _server_figures(
-                server, child_core, racers, rate, seconds, warmup, find_max, echo_us, Path(data)
+                server,
+                child_core,
+                racers,
+                rate,
+                seconds,
+                warmup,
+                find_max,
+                echo_us,
+                Path(data),
+                aligned=aligned,
             )
         return result
     finally:
@@ -532,10 +556,12 @@ def run(
     seconds: float = 20.0,
     warmup: float = 3.0,
     find_max: bool = False,
+    aligned: bool = False,
 ) -> dict[str, Any]:
     """The benchmark's JSON object; ``redis_url=None`` skips the real-Redis run (its
-    top-level figures are then absent and only ``embedded`` is measured)."""
-    return asyncio.run(_run(redis_url, racers, rate, seconds, warmup, find_max))
+    top-level figures are then absent and only ``embedded`` is measured). ``aligned``:
+    see :class:`Window` (the default, a random phase per racer, is what users do)."""
+    return asyncio.run(_run(redis_url, racers, rate, seconds, warmup, find_max, aligned))
 
 
 # ------------------------------------------------------------------ echo

@@ -320,15 +320,20 @@ def _seq(where: object, value: object, what: str = "an array") -> Sequence[objec
     return value
 
 
+_OPTION_SCALARS: Final = (bool, int, str)
+
+
 def options_wire(where: str, options: object) -> dict[str, OptionValue]:
     """Room options: string keys, scalar values (bool, int, str or nil)."""
-    if not isinstance(options, Mapping):
+    # type() first: the ABC check of isinstance(…, Mapping) costs more than the rest
+    # on the common case, a plain dict (every outgoing board carries its options)
+    if type(options) is not dict and not isinstance(options, Mapping):
         raise ValueError(f"{where}: expected a map, got {type_name(options)}")
     out: dict[str, OptionValue] = {}
     for key, value in options.items():
         if not isinstance(key, str):
             raise ValueError(f"{where}: option keys are strings, got {type_name(key)}")
-        if not (value is None or isinstance(value, bool | int | str)):
+        if not (value is None or isinstance(value, _OPTION_SCALARS)):
             raise ValueError(f"{where}.{key}: option values are scalars, got {type_name(value)}")
         out[key] = value
     return out
