@@ -207,3 +207,23 @@ async def test_a_move_in_flight_when_the_link_dies_is_unavailable_and_never_appl
         await store.delete_all()
         await store.close()
         await admin.aclose()
+
+
+async def test_a_refused_client_name_costs_only_the_name() -> None:
+    """An ACL may forbid CLIENT SETNAME: the link works without its name."""
+
+    async def strict(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"solrace-commit\r\n")
+        writer.write(b"-NOPERM this user has no permissions to run the 'client' command\r\n")
+        await reader.readuntil(b"PING\r\n")
+        writer.write(b"+PONG\r\n")
+        await reader.read()
+        writer.close()
+
+    server, url = await _serve(strict)
+    link = _link(url)
+    try:
+        assert await asyncio.wait_for(link.execute([("PING",)]), 2) == [b"PONG"]
+    finally:
+        await link.close()
+        server.close()

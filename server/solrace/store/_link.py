@@ -222,7 +222,9 @@ class RespLink:
         if self._db:
             commands.append(("SELECT", self._db))
         commands.append(("CLIENT", "SETNAME", CLIENT_NAME))
-        for reply in await self._send(protocol, [_pack(c) for c in commands]):
+        replies = await self._send(protocol, [_pack(c) for c in commands])
+        # A refused name (an ACL without CLIENT SETNAME) costs only the name.
+        for reply in replies[:-1]:
             if isinstance(reply, Exception):  # e.g. AuthenticationError, a ConnectionError
                 protocol.fail(RedisConnectionError(f"Redis refused the connection: {reply}"))
                 raise RedisConnectionError(f"Redis refused the connection: {reply}")
