@@ -24,7 +24,7 @@ def main() -> int:
         action="append",
         default=None,
         help="solver: a preset (repeatable): yukon, russian, alaska, australian, double_yukon,"
-        " klondike, klondike-draw3, klondike-draw3-solvitaire",
+        " klondike, klondike-draw3, klondike-draw3-solvitaire, klondike-draw3-thoughtful",
     )
     parser.add_argument("--deals", type=int, default=200, help="solver: deals per preset")
     parser.add_argument("--budget", type=int, default=100_000, help="solver: node budget")

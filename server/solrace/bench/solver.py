@@ -32,9 +32,14 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "double_yukon": ("double_yukon", {}),
     "klondike": ("klondike", {}),
     "klondike-draw3": ("klondike", {"draw": 3}),
-    # Solvitaire's "klondike": every card face up, draw 3, unlimited redeals,
-    # foundations not removable (its default) — the rules of the published 81.945 %.
-    "klondike-draw3-solvitaire": (
+    # Solvitaire's "klondike": draw 3, unlimited redeals, foundations not removable
+    # (its default), every card known — the rules of the published 81.945 %. Known,
+    # not face up: a dealt face-down card still moves only once it is uncovered, which
+    # is the engine's default deal (the solver sees every card of any deal). The
+    # engine's ``thoughtful`` deals every card face up, and a face-up run may then go
+    # through cards Solvitaire keeps face down: a more permissive game (below).
+    "klondike-draw3-solvitaire": ("klondike", {"draw": 3, "foundation_to_tableau": False}),
+    "klondike-draw3-thoughtful": (
         "klondike",
         {"draw": 3, "thoughtful": True, "foundation_to_tableau": False},
     ),
