@@ -225,22 +225,37 @@ def _restarts(
     if result != OUT_OF_BUDGET:
         return result, main.path, main.nodes, len(main.seen)
     probed = 0
+    probing = True
     stored = len(main.seen)
     run = 1
     while True:
         left = budget - main.nodes - probed
+        if not probing:
+            # A reduced probe exhausted its space: every other probe would search
+            # the same reduced space, so the main search gets the rest.
+            result = main.run(main.nodes + left, should_stop) if left > 0 else OUT_OF_BUDGET
+            return (
+                result,
+                main.path if result == FOUND else [],
+                main.nodes + probed,
+                max(stored, len(main.seen)),
+            )
         if left <= 0 or (should_stop is not None and should_stop()):
             return OUT_OF_BUDGET, [], main.nodes + probed, max(stored, len(main.seen))
         shuffle = random.Random(run).randbytes(SHUFFLE_SIZE) + bytes((run & 1,))
         # Odd runs ignore the priorities, even runs keep them and only shuffle ties:
         # on 200 Yukon deals this alternation left 27 unknown where all-random runs
         # left 31 and tie-shuffles only 34.
-        probe = Search(spec, root, shuffle)
+        probe = Search(spec, root, shuffle, reduced=True)
         result = probe.run(min(PROBE_UNIT * luby(run), left), should_stop)
         probed += probe.nodes
         stored = max(stored, len(probe.seen))
-        if result != OUT_OF_BUDGET:
+        if result == FOUND:
             return result, probe.path, main.nodes + probed, stored
+        if result == EXHAUSTED:
+            # No proof: a reduced run leaves moves out (Search).
+            probing = False
+            continue
         run += 1
         left = budget - main.nodes - probed
         target = max(main.nodes, int(probed * MAIN_SHARE / (1 - MAIN_SHARE)))
