@@ -480,6 +480,8 @@ def moves_of(
                 natural = fits[below * DOWN + x]
                 prio = (2 if below in upnext else OFF_NATURAL_PRIO) if natural else 3
                 sub = 0
+                if reduced and prio == OFF_NATURAL_PRIO:
+                    continue  # not in the reduced game (Search), nor to an empty column
             if pmask[x] & topmask:
                 for par in parents[x]:
                     ds = tops.get(par)
@@ -538,8 +540,6 @@ def moves_of(
                         add((7, 0, F_TO_TAB, pile, 0, d))
             if empty >= 0 and h == KING:
                 add((7, 0, F_TO_TAB, pile, 0, empty))
-    if reduced:
-        moves = [m for m in moves if m[0] != OFF_NATURAL_PRIO]
     if shuffle is None:
         moves.sort()
     elif shuffle[SHUFFLE_SIZE]:  # a run that ignores the priorities altogether
