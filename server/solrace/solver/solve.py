@@ -44,8 +44,8 @@ DEFAULT_BUDGET: Final = 100_000
 #: SERVER_BUDGET)``). Chosen for the certify latency, not for deciding every deal: the
 #: server discards an ``unknown`` seed and tries the next, so each discarded seed costs
 #: the whole budget, and the p95 of a certification is about one discarded seed plus
-#: one win. At 20,000 nodes 7.1 % of Yukon deals stay unknown and the certify p95 is
-#: 0.44 s in pure Python on the loaded 2-core machine (0.18 s with the optional
+#: one win. At 20,000 nodes 6.4 % of Yukon deals stay unknown and the certify p95 is
+#: 0.47 s in pure Python on the shared 2-core machine (0.20 s with the optional
 #: compiled accelerator, which is not assumed: a server without it must meet the
 #: latency too); 100,000 nodes would leave about 5 % unknown but a discarded seed would
 #: cost several seconds (docs/winnability.md).
@@ -218,8 +218,11 @@ def _restarts(
     most deals in under a hundred nodes mislead the search in the same way on every
     run; a randomly ordered run often wins a "hard" deal in a few hundred nodes. A
     proof, on the other hand, needs one run to exhaust its space: every run is a
-    complete depth-first search from the root with its own transposition table, and
-    the main one, never restarted, can exhaust a space of up to half the budget.
+    depth-first search from the root with its own transposition table, and the main
+    one, never restarted and never reduced, can exhaust a space of up to its share of
+    the budget. The probes search the reduced game (:class:`Search`, except in Alaska),
+    so a probe that exhausts proves nothing: probing stops and the main search gets
+    the rest of the budget.
     """
     main = Search(spec, root)
     result = main.run(min(FIRST_RUN, budget), should_stop)
