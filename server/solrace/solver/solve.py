@@ -260,6 +260,8 @@ def _restarts(
         if result == FOUND:
             return result, probe.path, main.nodes + probed, stored
         if result == EXHAUSTED:
+            if not reduced:
+                return result, [], main.nodes + probed, stored  # a proof, as the main's
             # No proof: a reduced run leaves moves out (Search).
             probing = False
             continue
