@@ -23,6 +23,7 @@ from solrace.rules.log import apply_entry
 from .deadlock import dead
 from .faces import DOWN
 from .search import (
+    BUILD_SUIT_UP_OR_DOWN,
     EXHAUSTED,
     FOUND,
     OUT_OF_BUDGET,
@@ -43,8 +44,8 @@ DEFAULT_BUDGET: Final = 100_000
 #: SERVER_BUDGET)``). Chosen for the certify latency, not for deciding every deal: the
 #: server discards an ``unknown`` seed and tries the next, so each discarded seed costs
 #: the whole budget, and the p95 of a certification is about one discarded seed plus
-#: one win. At 20,000 nodes 7.1 % of Yukon deals stay unknown and the certify p95 is
-#: 0.44 s in pure Python on the loaded 2-core machine (0.18 s with the optional
+#: one win. At 20,000 nodes 6.4 % of Yukon deals stay unknown and the certify p95 is
+#: 0.47 s in pure Python on the shared 2-core machine (0.20 s with the optional
 #: compiled accelerator, which is not assumed: a server without it must meet the
 #: latency too); 100,000 nodes would leave about 5 % unknown but a discarded seed would
 #: cost several seconds (docs/winnability.md).
@@ -217,30 +218,53 @@ def _restarts(
     most deals in under a hundred nodes mislead the search in the same way on every
     run; a randomly ordered run often wins a "hard" deal in a few hundred nodes. A
     proof, on the other hand, needs one run to exhaust its space: every run is a
-    complete depth-first search from the root with its own transposition table, and
-    the main one, never restarted, can exhaust a space of up to half the budget.
+    depth-first search from the root with its own transposition table, and the main
+    one, never restarted and never reduced, can exhaust a space of up to its share of
+    the budget. The probes search the reduced game (:class:`Search`, except in Alaska),
+    so a probe that exhausts proves nothing: probing stops and the main search gets
+    the rest of the budget.
     """
     main = Search(spec, root)
     result = main.run(min(FIRST_RUN, budget), should_stop)
     if result != OUT_OF_BUDGET:
         return result, main.path, main.nodes, len(main.seen)
     probed = 0
+    probing = True
+    # Alaska builds up or down: a card has a natural base on either side, and taking
+    # it off one is needed too often (seeds 0-199: 17 unknown instead of 8).
+    reduced = spec.build != BUILD_SUIT_UP_OR_DOWN
     stored = len(main.seen)
     run = 1
     while True:
         left = budget - main.nodes - probed
+        if not probing:
+            # A reduced probe exhausted its space: every other probe would search
+            # the same reduced space, so the main search gets the rest.
+            result = main.run(main.nodes + left, should_stop) if left > 0 else OUT_OF_BUDGET
+            return (
+                result,
+                main.path if result == FOUND else [],
+                main.nodes + probed,
+                max(stored, len(main.seen)),
+            )
         if left <= 0 or (should_stop is not None and should_stop()):
             return OUT_OF_BUDGET, [], main.nodes + probed, max(stored, len(main.seen))
         shuffle = random.Random(run).randbytes(SHUFFLE_SIZE) + bytes((run & 1,))
         # Odd runs ignore the priorities, even runs keep them and only shuffle ties:
         # on 200 Yukon deals this alternation left 27 unknown where all-random runs
         # left 31 and tie-shuffles only 34.
-        probe = Search(spec, root, shuffle)
+        probe = Search(spec, root, shuffle, reduced=reduced)
         result = probe.run(min(PROBE_UNIT * luby(run), left), should_stop)
         probed += probe.nodes
         stored = max(stored, len(probe.seen))
-        if result != OUT_OF_BUDGET:
+        if result == FOUND:
             return result, probe.path, main.nodes + probed, stored
+        if result == EXHAUSTED:
+            if not reduced:
+                return result, [], main.nodes + probed, stored  # a proof, as the main's
+            # No proof: a reduced run leaves moves out (Search).
+            probing = False
+            continue
         run += 1
         left = budget - main.nodes - probed
         target = max(main.nodes, int(probed * MAIN_SHARE / (1 - MAIN_SHARE)))
