@@ -65,13 +65,17 @@ NOT_RUN = {
     "python -m solrace.solver.accel build": "builds the optional accelerator into the "
     "package itself, which would switch every later solve of this environment to it; "
     "tests/solver/test_accel.py builds it into a scratch directory and checks its answers",
-    "python -m solrace.bench solver --json --variant klondike-draw3-solvitaire --variant "
+    "python -m solrace.bench solver --json --variant klondike-draw3-thoughtful --variant "
     "russian --variant double_yukon --variant alaska --variant klondike --variant "
     "klondike-draw3 --variant australian --deals 2000 --budget 20000 --workers 1 --certify 0 "
     "--log others.log": "docs/winnability.md's study: 2,000 deals of seven presets",
     "python -m solrace.bench solver --json --variant klondike-draw3-solvitaire --deals 2000 "
-    "--budget 200000 --workers 1 --certify 0 --log ks200k.log": "docs/winnability.md's "
-    "Klondike check at 200,000 nodes: 2,000 deals",
+    "--budget 20000 --workers 1 --certify 0": "docs/winnability.md's Klondike check at the "
+    "server budget: 2,000 deals",
+    "python -m solrace.bench solver --json --variant klondike-draw3-solvitaire --variant "
+    "klondike-draw3-thoughtful --deals 2000 --budget 200000 --workers 1 --certify 0 "
+    "--log ks200k.log": "docs/winnability.md's Klondike check at 200,000 nodes: 2,000 "
+    "deals of two presets",
     "python -m solrace.bench solver --json --variant yukon --deals 0 --budget 20000 "
     "--workers 1 --certify 300 --certify-budget 20000": (
         "docs/winnability.md's certify measure with the accelerator: 300 walks"
