@@ -37,7 +37,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,19 @@ def _child(argv: list[str], port: int, core: set[int] | None) -> Iterator[subpro
 
 
 # ------------------------------------------------------------------ load
+@dataclass(frozen=True)
+class Load:
+    """The paced load of one run: ``racers`` in rooms of four (and a spectator each),
+    each sending a move every ``1 / rate`` s, measured for ``seconds`` after
+    ``warmup``; ``aligned``: see :class:`Window`."""
+
+    racers: int
+    rate: float
+    seconds: float
+    warmup: float
+    aligned: bool = False
+
+
 @dataclass
 class Window:
     """What the racers record while ``measuring`` (the window after warm-up)."""
@@ -318,20 +331,16 @@ def _pct(values: list[float], q: float) -> float | None:
 async def _drive(
     url: str,
     pid: int,
-    racers: int,
-    rate: float,
-    seconds: float,
-    warmup: float,
+    load: Load,
     echo: bool,
     engine_pid: int | None = None,
-    aligned: bool = False,
 ) -> dict[str, Any]:
     """Run the load against the server at ``url`` (process ``pid``, and its embedded
     engine ``engine_pid`` if any) and measure it."""
-    window = Window(aligned=aligned)
-    interval = 1.0 / rate
-    rooms = max(1, racers // ROOM_SIZE)
-    size = min(ROOM_SIZE, racers)
+    window = Window(aligned=load.aligned)
+    interval = 1.0 / load.rate
+    rooms = max(1, load.racers // ROOM_SIZE)
+    size = min(ROOM_SIZE, load.racers)
     tasks: list[asyncio.Task[None]] = []
     started = [asyncio.Event() for _ in range(rooms)]
     for r in range(rooms):
@@ -350,7 +359,7 @@ async def _drive(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"rooms did not start within {STARTUP_TIMEOUT_S} s")
             await asyncio.sleep(0.05)
-        await asyncio.sleep(warmup)
+        await asyncio.sleep(load.warmup)
         # The load's own collector pauses must not count as server latency: collect
         # now, then not at all while measuring (its garbage is acyclic, freed as it goes).
         tune_gc()
@@ -359,10 +368,10 @@ async def _drive(
         busy0 = _machine_busy_s()
         engine0 = _cpu_s(engine_pid) if engine_pid is not None else 0.0
         window.measuring = True
-        await asyncio.sleep(seconds)
+        await asyncio.sleep(load.seconds)
         window.measuring = False
         gc.enable()
-        cpu, load = _cpu_s(pid) - cpu0, time.process_time() - load0
+        cpu, load_cpu = _cpu_s(pid) - cpu0, time.process_time() - load0
         busy = _machine_busy_s() - busy0
         engine = _cpu_s(engine_pid) - engine0 if engine_pid is not None else None
         wall = time.perf_counter() - wall0
@@ -384,25 +393,21 @@ async def _drive(
         "p50_ms": _pct(window.latencies, 0.50),
         "p99_ms": _pct(window.latencies, 0.99),
         "rss_mb": rss,
-        "load_cpu_pct": round(load / wall * 100, 1),
+        "load_cpu_pct": round(load_cpu / wall * 100, 1),
         "server_cpu_pct": round(cpu / wall * 100, 1),
         # Everything else the machine ran meanwhile (Redis, its engine, other work), in
         # % of one core: high means the figures were taken on a busy machine.
-        "other_cpu_pct": round((busy - cpu - load - (engine or 0.0)) / wall * 100, 1),
+        "other_cpu_pct": round((busy - cpu - load_cpu - (engine or 0.0)) / wall * 100, 1),
     }
 
 
 async def _server_figures(
     argv: list[str],
     core: set[int] | None,
-    racers: int,
-    rate: float,
-    seconds: float,
-    warmup: float,
+    load: Load,
     find_max: bool,
     echo_us: float | None,
     data_dir: Path | None = None,
-    aligned: bool = False,
 ) -> dict[str, Any]:
     """One ``solrace-server`` run (and, with ``find_max``, its load steps); with
     ``data_dir``, on its embedded engine there, whose CPU is measured too."""
@@ -414,7 +419,7 @@ async def _server_figures(
         engine = int((data_dir / PID_NAME).read_text()) if data_dir is not None else None
         if engine is not None and core is not None:
             os.sched_setaffinity(engine, core)  # it may have started before the node was pinned
-        got = await _drive(url, proc.pid, racers, rate, seconds, warmup, False, engine, aligned)
+        got = await _drive(url, proc.pid, load, False, engine)
         best: float | None = None
         if find_max:
             for step in FIND_MAX_STEPS:
@@ -422,7 +427,7 @@ async def _server_figures(
                     got
                     if step == 1.0
                     else await _drive(
-                        url, proc.pid, racers, rate * step, seconds, warmup, False, engine, aligned
+                        url, proc.pid, replace(load, rate=load.rate * step), False, engine
                     )
                 )
                 if at["p99_ms"] is None or at["p99_ms"] > MAX_P99_MS:
@@ -454,15 +459,7 @@ async def _delete_prefix(redis_url: str, prefix: str) -> None:
         await store.close()
 
 
-async def _run(
-    redis_url: str | None,
-    racers: int,
-    rate: float,
-    seconds: float,
-    warmup: float,
-    find_max: bool,
-    aligned: bool = False,
-) -> dict[str, Any]:
+async def _run(redis_url: str | None, load: Load, find_max: bool) -> dict[str, Any]:
     child_core, load_core = _cores()
     before = os.sched_getaffinity(0) if load_core is not None else None
     if load_core is not None:
@@ -471,20 +468,11 @@ async def _run(
         port = _free_port()
         echo_argv = [sys.executable, "-m", "solrace.bench.server", str(port)]
         with _child(echo_argv, port, child_core) as proc:
-            echo = await _drive(
-                f"ws://127.0.0.1:{port}",
-                proc.pid,
-                racers,
-                rate,
-                seconds,
-                warmup,
-                echo=True,
-                aligned=aligned,
-            )
+            echo = await _drive(f"ws://127.0.0.1:{port}", proc.pid, load, echo=True)
         echo_us = echo["cpu_us_per_op"]
         # Every connection may send a move every 1/rate s plus its requests to set up;
         # the limit must never close a benchmark connection (it is not what is measured).
-        limit = max(100.0, rate * 4 * max(FIND_MAX_STEPS))
+        limit = max(100.0, load.rate * 4 * max(FIND_MAX_STEPS))
         server = [
             sys.executable,
             "-m",
@@ -500,11 +488,11 @@ async def _run(
         ]
         result: dict[str, Any] = {
             "benchmark": "server",
-            "racers": racers,
-            "rate_per_racer": rate,
-            "room_size": min(ROOM_SIZE, racers),
-            "seconds": seconds,
-            "aligned": aligned,
+            "racers": load.racers,
+            "rate_per_racer": load.rate,
+            "room_size": min(ROOM_SIZE, load.racers),
+            "seconds": load.seconds,
+            "aligned": load.aligned,
             "pinned": child_core is not None,
             "echo_cpu_us_per_rt": echo_us,
             "echo": {
@@ -518,29 +506,16 @@ async def _run(
                 on_redis = await _server_figures(
                     [*server, "--redis-url", redis_url, "--key-prefix", prefix],
                     child_core,
-                    racers,
-                    rate,
-                    seconds,
-                    warmup,
+                    load,
                     find_max,
                     echo_us,
-                    aligned=aligned,
                 )
             finally:
                 await _delete_prefix(redis_url, prefix)
             result.update(on_redis)
         with tempfile.TemporaryDirectory(prefix="solrace-bench-") as data:
             result["embedded"] = await _server_figures(
-                server,
-                child_core,
-                racers,
-                rate,
-                seconds,
-                warmup,
-                find_max,
-                echo_us,
-                Path(data),
-                aligned=aligned,
+                server, child_core, load, find_max, echo_us, Path(data)
             )
         return result
     finally:
@@ -561,7 +536,8 @@ def run(
     """The benchmark's JSON object; ``redis_url=None`` skips the real-Redis run (its
     top-level figures are then absent and only ``embedded`` is measured). ``aligned``:
     see :class:`Window` (the default, a random phase per racer, is what users do)."""
-    return asyncio.run(_run(redis_url, racers, rate, seconds, warmup, find_max, aligned))
+    load = Load(racers, rate, seconds, warmup, aligned)
+    return asyncio.run(_run(redis_url, load, find_max))
 
 
 # ------------------------------------------------------------------ echo
