@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from solrace.rooms.records import log_name
 from solrace.rules import deal, view
 from solrace.rules.log import apply_entry
 from solrace.store.errors import StoreUnavailable
@@ -182,8 +183,8 @@ async def test_a_move_refused_unavailable_is_sent_again_with_the_same_seq_and_mo
 
     def on_accepted(seq: int, move: str) -> None:
         accepted.append((seq, move))
-        if seq == 4:  # the next move is stored, then its reply is lost
-            faults.on_append_move(reply_lost)
+        if seq == 4:  # Ann's next move (round 1) is stored, then its reply is lost (not Bob's)
+            faults.on_append_move(reply_lost, log=log_name(1, joined.result()["racer"]))
 
     async def reply_lost(append: Callable[[], Awaitable[Any]]) -> Any:
         await append()

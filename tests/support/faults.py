@@ -59,6 +59,7 @@ class StoreFaults:
         self.store = store
         self.down = False
         self._move_hook: Hook | None = None
+        self._move_log: str | None = None
         for name in STORE_CALLS:
             setattr(store, name, self._wrap(name, getattr(store, name)))
 
@@ -69,15 +70,21 @@ class StoreFaults:
                 if name == "ping":
                     return False
                 raise StoreUnavailable(f"{name}: Redis is down (injected)")
-            if name == "append_move" and self._move_hook is not None:
+            if (
+                name == "append_move"
+                and self._move_hook is not None
+                and (self._move_log is None or args[1] == self._move_log)
+            ):
                 hook, self._move_hook = self._move_hook, None
                 return await hook(lambda: call(*args, **kwargs))
             return await call(*args, **kwargs)
 
         return wrapper
 
-    def on_append_move(self, hook: Hook) -> None:
-        self._move_hook = hook
+    def on_append_move(self, hook: Hook, log: str | None = None) -> None:
+        """Let ``hook`` decide the next move append (only the next one to move log
+        ``log``, when given: another racer's move may come first)."""
+        self._move_hook, self._move_log = hook, log
 
 
 def crash(server: RaceServer, faults: StoreFaults) -> None:
