@@ -125,14 +125,16 @@ class Node:
                 loop_task.cancel()
                 await asyncio.gather(loop_task, return_exceptions=True)
         for room in self.rooms.values():
-            if room.timer is not None:
-                room.timer.cancel()
+            for timer in (room.timer, room.boards_due):
+                if timer is not None:
+                    timer.cancel()
         pending = [*self._tasks, *self.certifying.values()]
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def spawn(self, coro: Awaitable[Any]) -> None:
+        """Run ``coro`` as a task the node keeps (and cancels when it stops)."""
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -200,7 +202,7 @@ class Node:
         room = self.rooms.get(room_id)
         if room is not None and not room.shared:
             room.shared = True
-            self._spawn(self._catch_up(room))
+            self.spawn(self._catch_up(room))
 
     async def _catch_up(self, room: LiveRoom) -> None:
         try:
@@ -345,8 +347,9 @@ class Node:
         for room_id, room in list(self.rooms.items()):
             running = room.state.phase in (Phase.COUNTDOWN, Phase.RACING) and room.serving
             if not room.has_peers() and not running and room.last_used_ms < cutoff:
-                if room.timer is not None:
-                    room.timer.cancel()
+                for timer in (room.timer, room.boards_due):
+                    if timer is not None:
+                        timer.cancel()
                 del self.rooms[room_id]
 
     async def room_by_code(self, code: str) -> LiveRoom:
@@ -429,7 +432,7 @@ class Node:
         elif peer.conn_id == conn and not peer.closed:
             # Marked offline while connected here (a lease lost in a Redis outage):
             # say again that the racer is here, before its grace can run out.
-            self._spawn(self._reassert(room, racer, conn))
+            self.spawn(self._reassert(room, racer, conn))
 
     async def _reassert(self, room: LiveRoom, racer: int, conn: str) -> None:
         """Record ``racer`` online again for as long as ``conn`` is its connection
@@ -482,7 +485,7 @@ class Node:
 
     def _fire(self, room: LiveRoom) -> None:
         room.timer = None
-        self._spawn(self.tick(room))
+        self.spawn(self.tick(room))
 
     @staticmethod
     def _disarm(room: LiveRoom) -> None:
@@ -591,7 +594,7 @@ class Node:
                 self.store_failed()
             log.warning("tick failed; retrying", extra={"room": room.room_id})
             loop = asyncio.get_running_loop()
-            loop.call_later(0.5, lambda: self._spawn(self.tick(room)))
+            loop.call_later(0.5, lambda: self.spawn(self.tick(room)))
 
     async def _finals(self, room: LiveRoom) -> dict[int, tuple[int, list[str]]]:
         """Every racer's score and move log, for the standings."""

@@ -43,6 +43,12 @@ class LiveRoom:
         self.sent_boards: dict[int, dict[str, Any]] = {}
         #: The withholding those boards were built with (spectators.shown_cards).
         self.sent_shown: set[int] | None = None
+        #: Racers whose board changed since the spectators' last boards went out, the
+        #: loop time they went out, and the timer of the next batch if one is due
+        #: (spectators.refresh: at most one batch per BOARD_INTERVAL_S).
+        self.unsent_boards: set[int] = set()
+        self.boards_sent_at = float("-inf")
+        self.boards_due: asyncio.TimerHandle | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.last_used_ms = 0
         #: A racer or spectator has been served here this round: this node then keeps

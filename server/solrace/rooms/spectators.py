@@ -16,7 +16,7 @@ shadow is rebuilt from the stored log only when it is missing or out of step.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from solrace.protocol import encode
 from solrace.protocol.messages import board_notice
@@ -30,6 +30,9 @@ from .room import LiveRoom
 if TYPE_CHECKING:
     from .node import Node
     from .peer import Peer
+
+#: Spectators get a room's changed boards at most this often (refresh).
+BOARD_INTERVAL_S: Final = 0.1
 
 
 def fold_move(room: LiveRoom, event: RoomEvent) -> None:
@@ -79,21 +82,52 @@ async def shown_cards(node: Node, room: LiveRoom) -> set[int] | None:
 
 
 async def refresh(node: Node, room: LiveRoom, mover: int | None = None) -> None:
-    """Send the room's spectators the boards that changed since they were last sent.
+    """Send the room's spectators the boards that changed since they were last sent,
+    at most one batch every ``BOARD_INTERVAL_S``. Caller holds the room's lock.
 
-    A move (by ``mover``) changes its racer's board; the other boards change only when
-    the cards every racer still racing has seen change (a card turned up by everyone,
-    a racer who stopped racing), so only then are they rebuilt — on most moves a
-    single board is."""
+    A move (by ``mover``) changes its racer's board; without a mover every board may
+    have changed (a phase change, a racer who stopped racing). If the last batch went
+    out at least an interval ago, this one goes now; else it goes when the interval
+    ends, with every board changed meanwhile as it is then. A fast racer's spectators
+    thus get its latest board ten times a second rather than one per move, and a
+    node under load builds, checks and encodes one board per racer per interval."""
     state = room.state
+    if not room.spectators or state.phase not in (Phase.RACING, Phase.FINISHED):
+        return
+    if mover is None:
+        room.unsent_boards.update(state.racers)
+    else:
+        room.unsent_boards.add(mover)
+    if room.boards_due is not None:
+        return  # the next batch is already due: it takes these boards too
+    loop = asyncio.get_running_loop()
+    wait = room.boards_sent_at + BOARD_INTERVAL_S - loop.time()
+    if wait <= 0:
+        await _send_boards(node, room)
+    else:
+        room.boards_due = loop.call_later(wait, lambda: node.spawn(_send_boards_later(node, room)))
+
+
+async def _send_boards_later(node: Node, room: LiveRoom) -> None:
+    async with room.lock:
+        room.boards_due = None
+        await _send_boards(node, room)
+
+
+async def _send_boards(node: Node, room: LiveRoom) -> None:
+    """Build, check and send the boards of ``room.unsent_boards`` — every racer's when
+    the withholding changed (the cards every racer still racing has seen: a card
+    turned up by everyone, a racer who stopped racing). Caller holds the lock."""
+    state = room.state
+    racers, room.unsent_boards = room.unsent_boards, set()
+    room.boards_sent_at = asyncio.get_running_loop().time()
     if not room.spectators or state.phase not in (Phase.RACING, Phase.FINISHED):
         return
     shown = await shown_cards(node, room)
     delay = room.meta.settings.spectator_delay_s
     changed = shown != room.sent_shown or not room.sent_boards
     room.sent_shown = shown
-    racers = [mover] if mover is not None and not changed else list(state.racers)
-    for racer in racers:
+    for racer in list(state.racers) if changed else sorted(racers & state.racers.keys()):
         view = (await _shadow(node, room, racer)).board_view(shown)
         if room.sent_boards.get(racer) == view:
             continue
