@@ -11,7 +11,7 @@ import random
 from typing import Any
 
 import pytest
-from solrace.rules import deal, dump_position, load_position
+from solrace.rules import deal, load_position
 from solrace.rules.log import apply_entry
 from solrace.solver import Outcome, solve_board, solve_deal
 from solrace.solver import solve as solve_module
@@ -28,7 +28,7 @@ from solrace.solver.search import (
 )
 from solrace.solver.solve import spec_of, state_of
 
-from .test_soundness import CASES, small_position, winnable
+from .test_soundness import CASES, check_against_exhaustive_search, winnable
 
 #: Winnable, but only with a move off a natural base: the solver's line moves KH and
 #: the KD group to empty columns, the KC group on to a third, then takes JC off QD
@@ -87,17 +87,7 @@ def test_probes_first_still_match_exhaustive_search(
     outcome must agree with the engine's exhaustive search."""
     monkeypatch.setattr(solve_module, "FIRST_RUN", 1)
     rng = random.Random(f"reduced{variant}{sorted(options.items())}")
-    checked = 0
-    for _ in range(12):
-        board = load_position(small_position(variant, options, rng))
-        truth = winnable(board)
-        if truth is None:
-            continue
-        checked += 1
-        result = solve_board(board, 200_000)
-        assert result.outcome is not Outcome.UNKNOWN
-        assert (result.outcome is Outcome.WON) == truth, dump_position(board)
-    assert checked >= 6
+    check_against_exhaustive_search(variant, options, rng, 12)
 
 
 @pytest.mark.parametrize("variant", ["yukon", "alaska", "double_yukon", "russian", "klondike"])
