@@ -102,6 +102,11 @@ class _RespProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.fail(RedisConnectionError(f"connection to Redis lost: {exc or 'closed by server'}"))
 
+    def time_out(self) -> None:
+        """A flush's reply did not come in time (its error is built only then, not
+        for every flush)."""
+        self.fail(RedisTimeoutError("Timeout reading from Redis"))
+
     def fail(self, exc: BaseException) -> None:
         """Fail every flush in flight and drop the connection (once)."""
         if self.failure is None:
@@ -174,9 +179,7 @@ class RespLink:
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         flush = _Flush(len(packed), future)
         if self._timeout is not None:
-            flush.timer = asyncio.get_running_loop().call_later(
-                self._timeout, protocol.fail, RedisTimeoutError("Timeout reading from Redis")
-            )
+            flush.timer = asyncio.get_running_loop().call_later(self._timeout, protocol.time_out)
         protocol.flushes.append(flush)
         protocol.transport.write(packed[0] if len(packed) == 1 else b"".join(packed))
         return future
