@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from solrace.rules import Board, RulesError, load_position, variant_class
-from solrace.rules.cards import NAMES, SUITS, face_of
+from solrace.rules.cards import CARDS_PER_DECK, NAMES, NAMES_DOWN, SUITS, face_of
+
+_FACE = {name: face for face, name in enumerate(NAMES)}
 
 
 def decks_of(variant: object) -> int:
@@ -29,28 +31,22 @@ def decks_of(variant: object) -> int:
 def board_from_view(view: Mapping[str, Any]) -> Board:
     """An engine board whose legal moves are those of the viewed board."""
     decks = decks_of(view["variant"])
-    copies = dict.fromkeys(NAMES, decks)
-
-    def see(name: str) -> None:
-        copies[name] -= 1
-
-    for column in view["tableau"]:
-        for name in column["up"]:
-            see(name)
-    for name in view["waste"]:
-        see(name)
+    # Copies of each face not in sight, counted by face index: one look-up per card
+    # (a client rebuilds its board this way for every move it considers).
+    unseen_copies = [decks] * CARDS_PER_DECK
     stock_cards = list(view.get("stock_cards") or [])
-    for name in stock_cards:
-        see(name)
+    for names in (*(column["up"] for column in view["tableau"]), view["waste"], stock_cards):
+        for name in names:
+            unseen_copies[_FACE[name]] -= 1
     foundations = view["foundations"]
     for s, suit in enumerate(SUITS):
         tops = foundations[suit] if decks > 1 else [foundations[suit]]
         for top in tops:
             for rank in range(1, top + 1):
-                see(NAMES[face_of(s, rank)])
-    unseen = [name.lower() for name, n in copies.items() for _ in range(n)]
-    if any(n < 0 for n in copies.values()):
+                unseen_copies[face_of(s, rank)] -= 1
+    if any(n < 0 for n in unseen_copies):
         raise ValueError("the view shows a card more often than the deck holds it")
+    unseen = [NAMES_DOWN[face] for face, n in enumerate(unseen_copies) for _ in range(n)]
     tableau = []
     for column in view["tableau"]:
         hidden = [unseen.pop() for _ in range(column["down"])]

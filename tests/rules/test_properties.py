@@ -14,7 +14,8 @@ Each example deals a random seed and plays up to 60 random entries (legal moves,
 - views never show a face-down tableau card or (except a thoughtful owner's) a stock
   card, and hold card names only, never ids (checked against an independent hidden set,
   and with copies counted for two decks);
-- the position JSON round-trips; status, win and stuck agree with the move list;
+- the position JSON round-trips; status, win, stuck and ``has_legal_move`` agree with
+  the move list;
 - at the end, ``replay`` of the log rebuilds the same ``snapshot()``.
 
 A second property builds random auto-completable positions and checks that auto-complete
@@ -195,6 +196,7 @@ def check_moves(board: Board, rng: random.Random, exhaustive: bool) -> None:
             board.play(text)
     assert board.snapshot() == before and board.move_count == count
     # Status agrees with the move list.
+    assert board.has_legal_move() == bool(moves)
     if board.is_won():
         assert moves == [] and board.status() == WON
     elif not moves:

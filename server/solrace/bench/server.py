@@ -44,16 +44,15 @@ from typing import Any
 import msgpack
 from solrace_client import ServerError
 from solrace_client.boardview import board_from_view
-from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
-from websockets.exceptions import ConnectionClosed
-from websockets.typing import Subprotocol
 
 from solrace.net.main import tune_gc
 from solrace.protocol import Envelope, encode
 from solrace.protocol.limits import SUBPROTOCOL
 from solrace.store import Store
 from solrace.store.embedded import PID_NAME
+
+from .wire import WireClient
 
 ROOM_SIZE = 4
 #: Target of ``max_moves_per_s``: the highest load whose ack p99 stays within this.
@@ -210,43 +209,45 @@ def _pick(view: dict[str, Any] | None) -> str | None:
 class _LeanRacer:
     """One load connection that does only what the load needs: send requests, match
     replies, keep its own board. Frames are read with plain msgpack — no envelope
-    checks, no room fold — because the load generator must not be the bottleneck
-    (a :class:`RaceClient` per connection, checking and folding every frame, used 80 %
-    of the load's core at twice the default rate). The server is what is measured."""
+    checks, no room fold — straight from the socket's read callback
+    (:class:`~solrace.bench.wire.WireClient`), because the load generator must not be
+    the bottleneck (a :class:`RaceClient` per connection, checking and folding every
+    frame, used 80 % of the load's core at twice the default rate). The server is what
+    is measured."""
 
-    def __init__(self, ws: ClientConnection) -> None:
-        self.ws = ws
+    def __init__(self) -> None:
+        self.conn: WireClient | None = None
         self.board: dict[str, Any] | None = None
         self.racer: int | None = None
         self.started = asyncio.Event()
         self._ids = iter(range(1, 1 << 62))
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._reader = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
     async def connect(cls, url: str) -> _LeanRacer:
-        return cls(await connect(url, subprotocols=[Subprotocol(SUBPROTOCOL)], compression=None))
+        racer = cls()
+        racer.conn = await WireClient.connect(url, racer._message, [SUBPROTOCOL])
+        return racer
 
-    async def _read(self) -> None:
-        with contextlib.suppress(ConnectionClosed):
-            async for frame in self.ws:
-                msg = msgpack.unpackb(frame, raw=False)
-                t, d = msg.get("t"), msg.get("d") or {}
-                future = self._pending.pop(msg.get("id") or 0, None)
-                if t == "moved":
-                    self.board = d["board"]
-                elif t == "board" and d.get("racer") == self.racer and self.racer is not None:
-                    self.board = d["view"]
-                    self.started.set()
-                if future is not None and not future.done():
-                    future.set_result(msg)
+    def _message(self, frame: bytes) -> None:
+        msg = msgpack.unpackb(frame, raw=False)
+        t, d = msg.get("t"), msg.get("d") or {}
+        future = self._pending.pop(msg.get("id") or 0, None)
+        if t == "moved":
+            self.board = d["board"]
+        elif t == "board" and d.get("racer") == self.racer and self.racer is not None:
+            self.board = d["view"]
+            self.started.set()
+        if future is not None and not future.done():
+            future.set_result(msg)
 
     async def ask(self, t: str, **d: Any) -> dict[str, Any]:
         """Send request ``t``; its reply's data (a refusal raises ServerError)."""
+        assert self.conn is not None
         request_id = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
-        await self.ws.send(encode(Envelope(t, id=request_id, d=d)))
+        self.conn.send(encode(Envelope(t, id=request_id, d=d)))
         async with asyncio.timeout(STARTUP_TIMEOUT_S):  # no task per request, as wait_for
             reply = await future
         if reply.get("t") == "error":
@@ -255,8 +256,8 @@ class _LeanRacer:
         return data
 
     async def close(self) -> None:
-        await self.ws.close()
-        await asyncio.gather(self._reader, return_exceptions=True)
+        if self.conn is not None:
+            await self.conn.close()
 
 
 async def _race_room(
@@ -302,23 +303,35 @@ async def _race_room(
 
 async def _echo_room(url: str, size: int, interval: float, window: Window) -> None:
     """The echo run's room: the same connections and the same paced move frames."""
-    conns: list[ClientConnection] = [await connect(url, compression=None) for _ in range(size + 1)]
+    replies: list[asyncio.Future[bytes] | None] = [None] * (size + 1)
+
+    def on_reply(i: int) -> Callable[[bytes], None]:
+        def got(frame: bytes) -> None:
+            future = replies[i]
+            if future is not None and not future.done():
+                future.set_result(frame)
+
+        return got
+
+    conns = [await WireClient.connect(url, on_reply(i)) for i in range(size + 1)]
     try:
 
-        def sender(ws: ClientConnection) -> Callable[[], Awaitable[bool]]:
+        def sender(i: int) -> Callable[[], Awaitable[bool]]:
             ids = iter(range(1, 1 << 62))
 
             async def act() -> bool:
                 n = next(ids)
-                await ws.send(encode(Envelope("move", id=n, d={"seq": n, "move": "4:3>1"})))
-                await ws.recv()
+                future = replies[i] = asyncio.get_running_loop().create_future()
+                conns[i].send(encode(Envelope("move", id=n, d={"seq": n, "move": "4:3>1"})))
+                async with asyncio.timeout(STARTUP_TIMEOUT_S):
+                    await future
                 return True
 
             return act
 
-        await asyncio.gather(*(_paced(interval, window, sender(ws)) for ws in conns[:size]))
+        await asyncio.gather(*(_paced(interval, window, sender(i)) for i in range(size)))
     finally:
-        await asyncio.gather(*(ws.close() for ws in conns), return_exceptions=True)
+        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
 
 
 def _pct(values: list[float], q: float) -> float | None:

@@ -33,6 +33,9 @@ class RacerGame:
         #: With ``track_seen``: every card id the player has seen face up so far (a
         #: spectator view may show only cards every racer still racing has seen).
         self.seen: set[int] | None = seen_cards(self.board) if track_seen else None
+        #: Face-down and stock cards when ``seen`` was last brought up to date: only a
+        #: move that lowers one of them (a card turned up, a draw) shows a new card.
+        self._hidden_when_seen = self._hidden()
 
     @classmethod
     def rebuild(
@@ -54,7 +57,7 @@ class RacerGame:
         board = self.board
         if board.is_won():
             return RacerStatus.FINISHED
-        if not board.legal_moves():
+        if not board.has_legal_move():
             return RacerStatus.STUCK
         return RacerStatus.PLAYING
 
@@ -83,8 +86,15 @@ class RacerGame:
         self.entries.append(entry)
         self._saw()
 
+    def _hidden(self) -> tuple[int, int]:
+        return self.board.face_down_count(), len(self.board.stock)
+
     def _saw(self) -> None:
-        if self.seen is not None:
+        if self.seen is None:
+            return
+        hidden, before = self._hidden(), self._hidden_when_seen
+        self._hidden_when_seen = hidden
+        if hidden[0] < before[0] or hidden[1] < before[1]:
             self.seen |= seen_cards(self.board)
 
     def view(self) -> dict[str, Any]:

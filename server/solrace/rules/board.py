@@ -15,7 +15,7 @@ piles of card ids; a pile's top rank is its length.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Final
 
 from .cards import (
@@ -192,12 +192,12 @@ class Board:
 
     def is_stuck(self) -> bool:
         """No legal move (undo aside) and the foundations are incomplete (docs/rules.md)."""
-        return not self.is_won() and not self.legal_moves()
+        return not self.is_won() and not self.has_legal_move()
 
     def status(self) -> str:
         if self.is_won():
             return WON
-        if not self.legal_moves():
+        if not self.has_legal_move():
             return STUCK
         return PLAYING
 
@@ -254,8 +254,15 @@ class Board:
     # ------------------------------------------------------- move generation
     def legal_moves(self) -> list[Move]:
         """Every legal move, each distinct notation once (docs/rules.md, notation)."""
-        moves: list[Move] = []
-        append = moves.append
+        return list(self._moves())
+
+    def has_legal_move(self) -> bool:
+        """Whether any move (undo aside) is legal: the status check after every move
+        of a race needs only the first one, not the list."""
+        return next(self._moves(), None) is not None
+
+    def _moves(self) -> Iterator[Move]:
+        """The legal moves one by one, in :meth:`legal_moves`'s order."""
         tab = self.tableau
         down = self.down
         ncol = self.columns
@@ -284,7 +291,7 @@ class Board:
             lowest = down[c]
             if lowest >= n:
                 if n and not self._auto_flip:
-                    append(Move(FLIP, c))
+                    yield Move(FLIP, c)
                 continue
             if runs_only:
                 i = n - 1
@@ -297,32 +304,32 @@ class Board:
                 if targets is not None:
                     for d in targets:
                         if d != c:
-                            append(Move(TABLEAU, c, n - i, d))
+                            yield Move(TABLEAU, c, n - i, d)
                 if empties and RANK[card] == KING:
                     for d in empties:
                         if d != c:
-                            append(Move(TABLEAU, c, n - i, d))
+                            yield Move(TABLEAU, c, n - i, d)
             top = col[-1]
             if single:
                 if len(piles[SUIT[top]]) == RANK[top] - 1:
-                    append(Move(TO_FOUNDATION, c))
+                    yield Move(TO_FOUNDATION, c)
             elif self._target_pile(top) >= 0:
-                append(Move(TO_FOUNDATION, c))
+                yield Move(TO_FOUNDATION, c)
         if self.has_stock:
             waste = self.waste
             if waste:
                 card = waste[-1]
                 for d in want.get(FACE[card], ()):
-                    append(Move(WASTE_TO_TABLEAU, 0, 0, d))
+                    yield Move(WASTE_TO_TABLEAU, 0, 0, d)
                 if RANK[card] == KING:
                     for d in empties:
-                        append(Move(WASTE_TO_TABLEAU, 0, 0, d))
+                        yield Move(WASTE_TO_TABLEAU, 0, 0, d)
                 if self._target_pile(card) >= 0:
-                    append(Move(WASTE_TO_FOUNDATION))
+                    yield Move(WASTE_TO_FOUNDATION)
             if self.stock:
-                append(Move(DRAW))
+                yield Move(DRAW)
             elif waste and (self._max_recycles is None or self.recycles < self._max_recycles):
-                append(Move(RECYCLE))
+                yield Move(RECYCLE)
         if self._f2t and not self.is_won():  # RULES: a won game has no legal moves
             decks = self.decks
             for p, pile in enumerate(piles):
@@ -331,11 +338,10 @@ class Board:
                 card = pile[-1]
                 suit, number = (p, 0) if single else (p // decks, p % decks + 1)
                 for d in want.get(FACE[card], ()):
-                    append(Move(FOUNDATION_TO_TABLEAU, suit, number, d))
+                    yield Move(FOUNDATION_TO_TABLEAU, suit, number, d)
                 if RANK[card] == KING:
                     for d in empties:
-                        append(Move(FOUNDATION_TO_TABLEAU, suit, number, d))
-        return moves
+                        yield Move(FOUNDATION_TO_TABLEAU, suit, number, d)
 
     def is_legal(self, move: Move) -> bool:
         return self.refusal(move) is None

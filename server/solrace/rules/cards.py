@@ -45,6 +45,12 @@ def card_name(card: int) -> str:
 NAMES: Final[tuple[str, ...]] = tuple(card_name(f) for f in range(CARDS_PER_DECK))
 NAMES_DOWN: Final[tuple[str, ...]] = tuple(n.lower() for n in NAMES)
 _FACE_BY_NAME: Final[dict[str, int]] = {n: f for f, n in enumerate(NAMES)}
+#: Every valid card text and what :func:`parse_card` makes of it: one look-up for the
+#: usual case (positions and views are read card by card).
+CARD_TEXTS: Final[dict[str, tuple[int, bool]]] = {
+    **{n: (f, True) for f, n in enumerate(NAMES)},
+    **{n: (f, False) for f, n in enumerate(NAMES_DOWN)},
+}
 
 
 def parse_card(text: str) -> tuple[int, bool]:
@@ -53,6 +59,9 @@ def parse_card(text: str) -> tuple[int, bool]:
     Mixed case such as ``"Kh"`` is refused: the case is the face-up flag, so it must be
     unambiguous.
     """
+    parsed = CARD_TEXTS.get(text) if type(text) is str else None
+    if parsed is not None:
+        return parsed
     if not isinstance(text, str) or len(text) != 2:
         raise NotationError(f"not a card: {text!r} (expected rank and suit, like 7H or ks)")
     upper = text.upper()
