@@ -359,6 +359,16 @@ class _Where:
 _BOARD_REQUIRED: Final = frozenset(
     {"variant", "options", "tableau", "foundations", "stock", "waste", "recycles"}
 )
+_BOARD_OPTIONAL: Final = frozenset({"stock_cards", "withheld_foundation"})
+_BOARD_KEYS: Final = _BOARD_REQUIRED | _BOARD_OPTIONAL
+# Where-texts of a board view's fields, made once (the gate runs on every board).
+_BOARD: Final = "board view"
+_BOARD_VARIANT: Final = f"{_BOARD}.variant"
+_BOARD_TABLEAU: Final = f"{_BOARD}.tableau"
+_BOARD_OPTIONS: Final = f"{_BOARD}.options"
+_BOARD_STOCK: Final = f"{_BOARD}.stock"
+_BOARD_WASTE: Final = f"{_BOARD}.waste"
+_BOARD_RECYCLES: Final = f"{_BOARD}.recycles"
 
 
 def board_view_wire(view: Mapping[str, object], *, owner: bool) -> dict[str, object]:
@@ -368,18 +378,20 @@ def board_view_wire(view: Mapping[str, object], *, owner: bool) -> dict[str, obj
     view carry ``stock_cards`` (thoughtful Klondike). Every card must be face up; the
     face-down ones exist only as counts.
     """
-    where = "board view"
-    _keys(where, view, _BOARD_REQUIRED, frozenset({"stock_cards", "withheld_foundation"}))
+    where = _BOARD
+    if type(view) is not dict or not _BOARD_REQUIRED <= view.keys() <= _BOARD_KEYS:
+        _keys(where, view, _BOARD_REQUIRED, _BOARD_OPTIONAL)
     tableau: list[dict[str, object]] = []
     allowed = _FACE_UP_CARDS if owner else _CARDS_OR_WITHHELD
     # The usual case first, in as few Python steps as possible (every outgoing board
-    # comes through here); anything unusual goes through the checks that say why.
-    for i, column in enumerate(_seq(f"{where}.tableau", view["tableau"])):
+    # comes through here; error texts are formatted only when one is raised); anything
+    # unusual goes through the checks that say why.
+    for i, column in enumerate(_seq(_BOARD_TABLEAU, view["tableau"])):
         if type(column) is not dict or column.keys() != _COLUMN_KEYS:
             _keys(f"{where}.tableau[{i}]", column, _COLUMN_KEYS, frozenset())
         column = cast("Mapping[str, object]", column)
         down, up = column["down"], column["up"]
-        if not is_int_in(down, 0, _MAX_COUNT):
+        if type(down) is not int or not 0 <= down <= _MAX_COUNT:
             _int(f"{where}.tableau[{i}].down", down)
         if type(up) is list and _all_in(allowed, up):
             tableau.append({"down": down, "up": up.copy()})
@@ -391,7 +403,9 @@ def board_view_wire(view: Mapping[str, object], *, owner: bool) -> dict[str, obj
     found_out: dict[str, object] = {}
     for suit in _SUITS:
         ranks = foundations[suit]
-        if is_int(ranks):
+        if type(ranks) is int and 0 <= ranks <= _MAX_RANK:
+            found_out[suit] = ranks
+        elif is_int(ranks):
             found_out[suit] = _int(f"{where}.foundations.{suit}", ranks, 0, _MAX_RANK)
         else:
             found_out[suit] = [
@@ -399,13 +413,13 @@ def board_view_wire(view: Mapping[str, object], *, owner: bool) -> dict[str, obj
                 for r in _seq(f"{where}.foundations.{suit}", ranks)
             ]
     out: dict[str, object] = {
-        "variant": _str(f"{where}.variant", view["variant"]),
-        "options": options_wire(f"{where}.options", view["options"]),
+        "variant": _str(_BOARD_VARIANT, view["variant"]),
+        "options": options_wire(_BOARD_OPTIONS, view["options"]),
         "tableau": tableau,
         "foundations": found_out,
-        "stock": _int(f"{where}.stock", view["stock"]),
-        "waste": _cards_or_withheld(f"{where}.waste", view["waste"], owner),
-        "recycles": _int(f"{where}.recycles", view["recycles"]),
+        "stock": _int(_BOARD_STOCK, view["stock"]),
+        "waste": _cards_or_withheld(_BOARD_WASTE, view["waste"], owner),
+        "recycles": _int(_BOARD_RECYCLES, view["recycles"]),
     }
     if "withheld_foundation" in view:
         if owner:
