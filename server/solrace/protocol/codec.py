@@ -22,6 +22,7 @@ The data model is JSON's: nil, bool, int, float, str, array, map with str keys.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 from . import _msgpack
@@ -39,6 +40,7 @@ from .limits import (
 Frame = bytes | bytearray | memoryview | str
 
 _SCALARS: Final = (bool, int, float, str, type(None))
+_SCALAR_TYPES: Final = frozenset(_SCALARS)
 
 
 def encode(envelope: Envelope) -> bytes:
@@ -124,17 +126,23 @@ def _unpack(data: bytes, limits: FrameLimits) -> object:
 def _check_tree(value: object, max_depth: int) -> None:
     """Refuse types outside the data model and containers nested deeper than
     ``max_depth`` (msgpack's own bound is a fixed 1024, far too deep). Iterative, so a
-    hostile frame cannot exhaust Python's recursion limit."""
+    hostile frame cannot exhaust Python's recursion limit. Scalars are told apart by
+    their exact type first (every frame a client sends comes through here)."""
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, _SCALARS):
+        kind = type(item)
+        if kind in _SCALAR_TYPES:
             continue
         if isinstance(item, list | dict):
             if depth > max_depth:
                 raise _too_large(f"nesting deeper than {max_depth}")
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
+            children: Iterable[object] = item.values() if isinstance(item, dict) else item
+            for child in children:
+                if type(child) not in _SCALAR_TYPES:
+                    stack.append((child, depth + 1))
+            continue
+        if isinstance(item, _SCALARS):
             continue
         raise MalformedFrame(f"{type_name(item)} values are not allowed")
 
@@ -142,8 +150,8 @@ def _check_tree(value: object, max_depth: int) -> None:
 def _envelope(value: object) -> Envelope:
     if not isinstance(value, dict):
         raise MalformedFrame(f"a frame must be a map (an envelope), not {type_name(value)}")
-    unknown = sorted(set(value) - ENVELOPE_KEYS)
-    if unknown:
+    if not value.keys() <= ENVELOPE_KEYS:
+        unknown = sorted(set(value) - ENVELOPE_KEYS)
         raise MalformedFrame(f"unknown envelope key {unknown[0][:32]!r} (allowed: t, id, v, d)")
     t = value.get("t")
     if not isinstance(t, str) or not 1 <= len(t) <= MAX_TYPE_LEN:

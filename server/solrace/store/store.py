@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import importlib.util
 import itertools
@@ -46,6 +47,16 @@ from .keys import Keys
 __all__ = ["Durability", "Finish", "MoveAppend", "Store", "StoredEvent"]
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+#: Racers whose move-append key names are kept ready (a live racer's every move needs
+#: the same six names; built and checked once instead of per move).
+_MOVE_KEYS_CACHED = 4096
+
+
+@functools.lru_cache(maxsize=_MOVE_KEYS_CACHED)
+def _move_keys(keys: Keys, room_id: str, log_name: str) -> tuple[str, ...]:
+    """The keys of ``append_move.lua`` but the place counter, in its order."""
+    rk = keys.room(room_id)
+    return (rk.meta, rk.ver, rk.events, rk.keyset, rk.log(log_name), rk.chain)
 #: Entries a node's wake-up stream keeps (Store.wake); it only needs the unread ones.
 WAKE_KEEP = 1000
 #: A wake-up stream expires this long after its last entry.
@@ -808,18 +819,10 @@ class Store:
         returns accepted; on StoreUnavailable the outcome is unknown (re-read the log).
         """
         _check_nonneg("expected_seq", expected_seq)
-        rk = self.keys.room(room_id)
-        keys: tuple[str, ...] = (
-            rk.meta,
-            rk.ver,
-            rk.events,
-            rk.keyset,
-            rk.log(log_name),
-            rk.chain,
-        )
+        keys = _move_keys(self.keys, room_id, log_name)
         args: tuple[bytes | int | str, ...] = (expected_seq, entry, event, _event_id(), _event_id())
         if finish is not None:
-            keys += (rk.places(finish.counter),)
+            keys += (self.keys.room(room_id).places(finish.counter),)
             args += finish.events
         reply = await self._commit.call(APPEND_MOVE, keys, args)
         accepted, length, version, place = (int(x) for x in reply[:4])
