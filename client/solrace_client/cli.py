@@ -233,6 +233,10 @@ def cmd_create(args: argparse.Namespace) -> int:
         settings["spectator_delay_s"] = args.spectator_delay
     if args.private:
         settings["private"] = True
+    if args.deals is not None:
+        settings["deals"] = args.deals
+    if args.difficulty is not None:
+        settings["difficulty"] = args.difficulty
     return _race(_server(args), "create", _name(args), **settings)
 
 
@@ -497,6 +501,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--spectator-delay",
         type=_within(limits.MIN_SPECTATOR_DELAY_S, limits.MAX_SPECTATOR_DELAY_S, _duration, " s"),
         help="how far spectators lag behind: seconds, or 5m; 0 to 10m (default 0)",
+    )
+    p.add_argument(
+        "--deals",
+        choices=("winnable", "random"),
+        help="winnable: only a deal the server's solver has won (the default, but random"
+        " in australian); random: any deal",
+    )
+    p.add_argument(
+        "--difficulty",
+        choices=("easy", "medium", "hard"),
+        help="a winnable deal of this difficulty (docs/solver.md)",
     )
     add_name(p)
 

@@ -108,6 +108,22 @@ def test_create_hands_the_settings_to_the_ui(ui: FakeUI) -> None:
     assert config.default_name() == "Ann"  # remembered
 
 
+def test_create_asks_for_deals_and_a_difficulty_only_when_told(
+    ui: FakeUI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["create", "--variant", "australian", "--name", "Ann", "--server", "ws://h:1"]
+    assert main(base) == 0  # the server's default for the variant applies
+    assert main([*base, "--deals", "winnable", "--difficulty", "hard"]) == 0
+    assert [call[2] for call in ui.calls] == [
+        {"variant": "australian", "options": {}},
+        {"variant": "australian", "options": {}, "deals": "winnable", "difficulty": "hard"},
+    ]
+    with pytest.raises(SystemExit) as exited:
+        main([*base, "--deals", "rigged"])
+    assert exited.value.code == 2
+    assert "invalid choice: 'rigged'" in capsys.readouterr().err
+
+
 def test_join_quick_and_watch_hand_over(ui: FakeUI, monkeypatch: pytest.MonkeyPatch) -> None:
     config.save_name("Bob")
     monkeypatch.setenv("SOLRACE_SERVER", "ws://env:2")

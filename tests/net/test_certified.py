@@ -89,6 +89,37 @@ async def test_the_lobby_snapshot_says_how_the_deal_was_made(cluster: Cluster) -
     await watcher.close()
 
 
+async def test_deals_default_to_winnable_where_the_solver_certifies_in_budget(
+    cluster: Cluster,
+) -> None:
+    """A creator who does not say gets certified deals, quick rooms included — except
+    in Australian, whose deals the solver mostly leaves unknown (RANDOM_BY_DEFAULT):
+    there the default is random, and asking for winnable deals or a difficulty still
+    certifies."""
+    server = await cluster.node()
+    asked: list[tuple[str, dict[str, str]]] = [
+        ("yukon", {}),
+        ("australian", {}),
+        ("australian", {"deals": "winnable"}),
+        ("australian", {"difficulty": "hard"}),
+    ]
+    got = []
+    for variant, settings in asked:
+        client = await RaceClient.connect(server.url)
+        await client.create(variant, "Ann", **settings)
+        assert client.snapshot is not None
+        got.append(client.snapshot["settings"]["deals"])
+        await client.close()
+    assert got == ["winnable", "random", "winnable", "winnable"]
+    for variant, deals in (("yukon", "winnable"), ("australian", "random")):
+        client = await RaceClient.connect(server.url)
+        await client.quick(variant, "Bo")
+        assert client.snapshot is not None
+        assert client.snapshot["settings"]["quick"] is True
+        assert client.snapshot["settings"]["deals"] == deals
+        await client.close()
+
+
 async def test_bad_deal_settings_are_refused_in_words(cluster: Cluster) -> None:
     server = await cluster.node()
     ann = await RaceClient.connect(server.url)

@@ -12,12 +12,13 @@ The load: ``racers`` racers in rooms of 4 (``deals: "random"`` so no solver runs
 ``private: true``), one spectator per room; each racer sends a move every
 ``1/rate`` seconds, chosen from the legal moves of its own board view
 (:func:`solrace_client.boardview.board_from_view`), never undo. A racer whose game ends
-(won, stuck, refused) stops. Server CPU comes from ``/proc/<pid>/stat`` (utime + stime)
-over the measured window; latency is the time from sending a move to its ``moved`` ack.
-On the embedded engine the node's figures stay the node's own, and the engine's CPU (the
-valkey-server child, named by ``DATA_DIR/engine.pid``) is reported next to them
-(``engine_cpu_us_per_move``): together they are what one machine pays per move. On real
-Redis, Redis's CPU is not measured (the machine's Redis is shared with other runs).
+(won, stuck, refused) stops. Server CPU comes from the scheduler's clock
+(``/proc/<pid>/task/*/schedstat``, :func:`_cpu_s`) over the measured window; latency
+is the time from sending a move to its ``moved`` ack. On the embedded engine the node's
+figures stay the node's own, and the engine's CPU (the valkey-server child, named by
+``DATA_DIR/engine.pid``) is reported next to them (``engine_cpu_us_per_move``):
+together they are what one machine pays per move. On real Redis, Redis's CPU is not
+measured (the machine's Redis is shared with other runs).
 
 ``echo_main`` is the echo server: ``python -m solrace.bench.server <port>``.
 """

@@ -325,7 +325,8 @@ class CreateRoom:
     time_limit_s: int = DEFAULT_TIME_LIMIT_S
     private: bool = False
     spectator_delay_s: int = DEFAULT_SPECTATOR_DELAY_S
-    deals: str = "winnable"
+    #: None: the variant's default (``solrace.race.settings.default_deals``).
+    deals: str | None = None
     difficulty: str | None = None
     spectators: str = "fair"
 
@@ -347,7 +348,7 @@ class CreateRoom:
                 MAX_SPECTATOR_DELAY_S,
                 DEFAULT_SPECTATOR_DELAY_S,
             ),
-            deals=f.one_of("deals", ("winnable", "random"), "winnable"),
+            deals=f.one_of("deals", ("winnable", "random"), None),
             difficulty=f.one_of("difficulty", ("easy", "medium", "hard"), None),
             spectators=f.one_of("spectators", ("fair", "open"), "fair"),
         )
@@ -361,7 +362,7 @@ class CreateRoom:
             "private": self.private,
             "spectator_delay_s": self.spectator_delay_s,
             "name": self.name,
-            "deals": self.deals,
+            **({} if self.deals is None else {"deals": self.deals}),
             **({} if self.difficulty is None else {"difficulty": self.difficulty}),
             "spectators": self.spectators,
         }

@@ -26,6 +26,20 @@ from .errors import RaceError
 
 #: ``deals``: ``winnable`` rooms deal only seeds a solver has won (docs/fairness.md).
 DEALS: Final = ("winnable", "random")
+#: Variants whose rooms deal ``random`` unless asked otherwise: the solver leaves most
+#: of their deals ``unknown`` at the server's budget, so certifying one walks many
+#: seeds (Australian, pure Python: 8 seeds on average, p50 4.6 s and p95 18 s a
+#: certificate, longer than a host's start waits; docs/winnability.md).
+RANDOM_BY_DEFAULT: Final = frozenset({"australian"})
+
+
+def default_deals(variant: str, difficulty: str | None = None) -> str:
+    """A room's ``deals`` when its creator does not say: ``winnable`` for every variant
+    the solver certifies within budget (and whenever a difficulty is asked for, which
+    only a certified deal has), ``random`` for the others."""
+    if difficulty is not None or variant not in RANDOM_BY_DEFAULT:
+        return "winnable"
+    return "random"
 #: ``difficulty`` a winnable room may ask for (solrace.solver's difficulty bands).
 DIFFICULTIES: Final = ("easy", "medium", "hard")
 

@@ -30,6 +30,7 @@ from solrace.protocol.views import LeaveReason, Phase, RacerStatus, RoomSummary
 from solrace.race import RaceError, RoomSettings, validate_settings
 from solrace.race import decisions as decide_
 from solrace.race.events import RoomEvent
+from solrace.race.settings import default_deals
 from solrace.store import token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
@@ -74,7 +75,7 @@ async def create(node: Node, peer: Peer, msg: CreateRoom, request_id: int | None
         time_limit_s=msg.time_limit_s,
         private=msg.private,
         spectator_delay_s=msg.spectator_delay_s,
-        deals=msg.deals,
+        deals=msg.deals or default_deals(msg.variant, msg.difficulty),
         difficulty=msg.difficulty,
         spectators=msg.spectators,
     )
@@ -139,7 +140,8 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
                 if exc.code in (ErrorCode.ROOM_FULL, ErrorCode.WRONG_PHASE):
                     continue
                 raise
-    room = await _create_room(node, RoomSettings(variant=msg.variant, quick=True))
+    settings = RoomSettings(variant=msg.variant, quick=True, deals=default_deals(msg.variant))
+    room = await _create_room(node, settings)
     await _join(node, peer, room, msg.name, request_id)
 
 
