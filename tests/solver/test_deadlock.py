@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 from solrace.rules import deal, dump_position, load_position
-from solrace.solver.deadlock import dead
+from solrace.rules.cards import NAMES, SUITS, face_of
+from solrace.solver.deadlock import dead, relaxed_dead, split_dead
+from solrace.solver.search import FOUND, OUT_OF_BUDGET, SHUFFLE_SIZE, Search, State, settle
 from solrace.solver.solve import spec_of, state_of
 
 from .test_soundness import CASES, small_position, winnable
@@ -126,3 +128,109 @@ def test_dead_never_fires_on_a_position_of_a_winning_line(
             apply_entry(board, entry)
             checked += 1
     assert checked > 0
+
+
+#: Yukon: QH (on the face-down KD) and QD (face down under JD and KD) both need KC,
+#: their only base left (KS is up). QD must move so that TD under it can go up; QH
+#: must move so that KD, JD and QD can turn up. Whichever lies on KC first stays there
+#: until it goes up — QH needs JH (at the bottom) up first, QD needs TD (under it) —
+#: so the other can never get off: lost. The relaxation alone passes it (each queen
+#: may use KC "at some time").
+BASE_CONFLICT: dict[str, Any] = {
+    "variant": "yukon",
+    "tableau": [[], [], [], ["jh", "kh", "td", "qd", "jd", "kd", "QH"], ["qc", "KC"], [], []],
+    "foundations": {"C": 11, "D": 9, "H": 10, "S": 13},
+}
+
+
+def test_the_occupancy_split_proves_a_base_conflict() -> None:
+    board = load_position(BASE_CONFLICT)
+    assert winnable(board, limit=50_000) is False
+    spec, state = spec_of(board), state_of(board)
+    assert not relaxed_dead(spec, state)
+    assert split_dead(spec, state, 0)[0]
+    assert dead(spec, state)
+
+
+def _larger_position(variant: str, options: dict[str, Any], rng: random.Random) -> Any:
+    """A legal position with up to 5 ranks of each suit left, in 2-5 columns: large
+    enough for bases to be fought over, small enough for the exhaustive search."""
+    heights = [13 - rng.randint(0, 5) for _ in range(4)]
+    left = [NAMES[face_of(s, r)] for s in range(4) for r in range(heights[s] + 1, 14)]
+    rng.shuffle(left)
+    columns: list[list[str]] = [[] for _ in range(7)]
+    used = rng.sample(range(7), k=rng.randint(2, 5))
+    for card in left:
+        columns[rng.choice(used)].append(card)
+    for col in columns:
+        if col:
+            hidden = rng.randint(0, len(col) - 1)
+            col[:hidden] = [c.lower() for c in col[:hidden]]
+    return load_position(
+        {
+            "variant": variant,
+            "options": options,
+            "tableau": columns,
+            "foundations": {SUITS[s]: heights[s] for s in range(4)},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("variant", "options", "least"),
+    [
+        ("yukon", {}, 3),
+        ("alaska", {}, 1),
+        ("klondike", {"foundation_to_tableau": False}, 0),
+    ],
+    ids=lambda x: str(x),
+)
+def test_occupancy_claims_are_checked_by_exhaustive_search(
+    variant: str, options: dict[str, Any], least: int
+) -> None:
+    """Every position the occupancy split (and not the relaxation alone) calls lost,
+    among random positions larger than the other tests', is lost by the engine's
+    exhaustive search."""
+    rng = random.Random(f"split{variant}")
+    claimed = 0
+    for _ in range(3_000):
+        board = _larger_position(variant, options, rng)
+        spec, state = spec_of(board), state_of(board)
+        if relaxed_dead(spec, state) or not split_dead(spec, state, 0)[0]:
+            continue
+        claimed += 1
+        assert winnable(board, limit=50_000) is not True, dump_position(board)
+    assert claimed >= least
+
+
+@pytest.mark.parametrize(
+    ("variant", "seeds"),
+    [("yukon", (9, 17)), ("alaska", (11, 25))],
+    ids=lambda x: str(x),
+)
+def test_occupancy_claims_mid_game_are_never_won(variant: str, seeds: tuple[int, ...]) -> None:
+    """Mid-game positions of real deals, reached by a randomly ordered search: where
+    the split calls one lost, a search from it with the relaxation alone must not win
+    it. (Alaska seed 25 caught a first version that let a King's escape to an empty
+    column go unseen: a King on a Queen can leave it without going up.)"""
+    claims = 0
+    for seed in seeds:
+        board = deal(variant, seed, {})
+        spec = spec_of(board)
+        start = state_of(board)
+        cols, downs, piles = list(start[0]), list(start[1]), list(start[2])
+        talon, p = settle(spec, cols, downs, piles, start[3], start[4], None)
+        root: State = (tuple(cols), tuple(downs), tuple(piles), talon, p, start[5])
+        shuffle = random.Random(seed).randbytes(SHUFFLE_SIZE) + bytes((seed & 1,))
+        walk = Search(spec, root, shuffle)
+        found = 0
+        while walk.nodes < 3_000 and found < 5:
+            if walk.run(walk.nodes + 20) != OUT_OF_BUDGET:
+                break
+            state = walk.states[-1]
+            if relaxed_dead(spec, state) or not split_dead(spec, state, 0)[0]:
+                continue
+            found += 1
+            assert Search(spec, state).run(5_000) != FOUND, (seed, state)
+        claims += found
+    assert claims > 0

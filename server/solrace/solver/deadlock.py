@@ -45,6 +45,21 @@ subtler dead ends.
 The fixed point is computed with a work list: each event is set once and pushes only
 the events it can enable, so a call costs a few dozen microseconds — cheap enough for
 the search to call it on the positions a move may have locked (``search.py``).
+
+*Occupancy* (:func:`split_dead`; single deck, no foundation → tableau). The fixed point
+lets every card use every base "at some time"; but a base takes one card at a time,
+and a card stays on it until it leaves: goes up, or moves as a group's first card on
+to another base (a King also to an empty column). Take a column card ``q`` that two
+cards ``i`` and ``j``, neither a King, can be built on. In every line, either ``j``
+never arrives on ``q`` or ``i`` is there first (from the start, or arriving earlier)
+— case A — or the same with ``i`` and ``j`` swapped — case B. In case A, when ``j``
+arrives ``i`` has left ``q``: ``F[i]`` happened before, or one of ``i``'s other bases
+was a top before. So adding "``j`` may use ``q`` only after ``F[i]`` or ``T`` of one
+of ``i``'s other bases" to the rules gives a fixed point that still contains every
+event of every case-A line, and likewise for B. If some card's ``F`` is missing
+from both, no line wins. Each case is one more fixed point, so the split costs about
+twenty times the plain test: :func:`dead` (the root of every solve, the tests) tries
+every such base, and the search uses the plain test only (:func:`relaxed_dead`).
 """
 
 from __future__ import annotations
@@ -67,8 +82,15 @@ _F = 2  # the card reaches a foundation
 _A = 3  # a stock or waste card can be played into a column
 
 
-def dead(spec: Spec, state: State) -> bool:
-    """True only if ``state`` can certainly never be won (see the module docstring)."""
+def _closure(spec: Spec, state: State, gk: int, gq: int, gi: int, gother: tuple[int, ...]) -> bool:
+    """The least fixed point of the module docstring's rules; True if some card's ``F``
+    is not in it (the position is lost).
+
+    ``gq >= 0`` adds one *occupancy* condition (module docstring): card ``gk`` may move
+    onto card ``gq`` only after card ``gi`` has reached a foundation (``F``) or one of
+    the cards ``gother`` (``gi``'s other bases) has been a top (``T``; ``A`` for a
+    stock or waste card). Cards are indices into the columns joined bottom to top,
+    then the talon."""
     cols, _downs, piles, talon, _p, _rec = state
     work: list[int] = []  # the events to set, as card * 4 + kind
     push = work.append
@@ -152,6 +174,15 @@ def dead(spec: Spec, state: State) -> bool:
                         ok = True
                         break
                     for j in slots[o]:
+                        if j == gq and k == gk and not F[gi]:
+                            # Occupancy: gq is gk's base only once gi has left it.
+                            free = False
+                            for o2 in gother:
+                                if T[o2] if o2 < ncol else A[o2]:
+                                    free = True
+                                    break
+                            if not free:
+                                continue
                         if j >= ncol:
                             if A[j]:
                                 ok = True
@@ -225,6 +256,8 @@ def dead(spec: Spec, state: State) -> bool:
                     empty = True
                     for j in kings:
                         push(j * 4 + (_S if j < ncol else _A))
+            if k == gi and gk < ncol and not S[gk]:
+                push(gk * 4 + _S)  # gk may now use gq (occupancy)
             if not reached[x]:
                 reached[x] = True
                 if RANK[x] < KING:
@@ -259,3 +292,98 @@ def dead(spec: Spec, state: State) -> bool:
                 if not S[j]:
                     push(j * 4 + _S)
     return pending > 0
+
+
+def dead(spec: Spec, state: State) -> bool:
+    """True only if ``state`` can certainly never be won (see the module docstring):
+    the relaxation's fixed point, then, if that leaves every card a way up, the
+    occupancy case split on every base two cards compete for."""
+    return relaxed_dead(spec, state) or split_dead(spec, state, 0)[0]
+
+
+def relaxed_dead(spec: Spec, state: State) -> bool:
+    """The relaxation alone (no occupancy split): one fixed point."""
+    return _closure(spec, state, -1, -1, -1, ())
+
+
+def split_dead(spec: Spec, state: State, cap: int) -> tuple[bool, int]:
+    """The occupancy case split (module docstring), for a position the relaxation
+    passes: ``(lost, fixed points computed)``.
+
+    For a column card ``q`` that two cards ``i`` and ``j`` (no King) could be put on,
+    every line puts ``i`` there first (or never ``j``) or ``j`` first (or never
+    ``i``); whichever comes first must have left ``q`` — gone up, or moved on to one of
+    its other bases — before the other arrives. If the fixed point is lost under each
+    of the two conditions, so is the position.
+
+    Only single-deck games without foundation → tableau (twins and cards coming back
+    would need more cases). Bases that cannot matter are skipped: those with a King
+    among the two cards (it may leave for an empty column), those one of the two lies
+    on now (the plain rules already make the other wait), those where a card's other
+    base is a top now (its case is the plain fixed point). The rest are tried most
+    promising first — the other bases face down, ``q`` a top — and only the first
+    ``cap`` of them when ``cap`` > 0; each case costs one fixed point.
+    """
+    if spec.decks != 1 or spec.f2t:
+        return False, 0
+    cols = state[0]
+    talon = state[3]
+    laid = b"".join(cols)
+    ncol = len(laid)
+    face = laid.translate(_FACE) + talon
+    total = len(face)
+    slots: list[list[int]] = [[] for _ in range(52)]
+    for k in range(total):
+        slots[face[k]].append(k)
+    ontop = [-1] * total  # the card lying directly on a column card, -1 for a top
+    base = 0
+    for col in cols:
+        n = len(col)
+        if not n:
+            continue
+        for k in range(base, base + n - 1):
+            ontop[k] = k + 1
+        base += n
+    children = spec.children
+    parents = spec.parents
+    cands: list[tuple[int, int, int, int, tuple[int, ...], tuple[int, ...]]] = []
+    for q in range(ncol):
+        kids = [j for c in children[face[q]] for j in slots[c]]
+        if len(kids) != 2:
+            continue
+        i = kids[0]
+        j = kids[1]
+        if RANK[face[i]] == KING or RANK[face[j]] == KING or ontop[q] in (i, j):
+            continue
+        other_i = tuple([o for p in parents[face[i]] for o in slots[p] if o != q])
+        other_j = tuple([o for p in parents[face[j]] for o in slots[p] if o != q])
+        hidden = True  # every other base face down (or in the talon)
+        skip = False
+        for o in other_i + other_j:
+            if o < ncol:
+                if ontop[o] < 0:
+                    skip = True
+                    break
+                if laid[o] < DOWN:
+                    hidden = False
+        if skip:
+            continue
+        top = ontop[q] < 0
+        if hidden:
+            score = 0 if top else (1 if laid[q] < DOWN else 2)
+        elif top:
+            score = 3
+        else:
+            continue  # measured: such a base (other bases face up) never decided a split
+        cands.append((score, q, i, j, other_i, other_j))
+    cands.sort()
+    if cap > 0:
+        del cands[cap:]
+    cost = 0
+    for _score, q, i, j, other_i, other_j in cands:
+        cost += 1
+        if _closure(spec, state, j, q, i, other_i):
+            cost += 1
+            if _closure(spec, state, i, q, j, other_j):
+                return True, cost
+    return False, cost

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from .deadlock import dead
+from .deadlock import relaxed_dead
 from .faces import DOWN, KING, RANK, RED_SUIT, SUIT
 
 BUILD_ALTERNATE: Final = 0
@@ -711,7 +711,7 @@ class Search:
                         tested += 1
                         if nodes < limit:  # never past the budget
                             nodes += TEST_COST
-                        if dead(spec, child):
+                        if relaxed_dead(spec, child):
                             found += 1
                             continue
                 path.append(move)
