@@ -16,7 +16,6 @@ shadow is rebuilt from the stored log only when it is missing or out of step.
 from __future__ import annotations
 
 import asyncio
-import math
 from typing import TYPE_CHECKING, Final
 
 from solrace.protocol import encode
@@ -34,11 +33,6 @@ if TYPE_CHECKING:
 
 #: Spectators get a room's changed boards at most this often (refresh).
 BOARD_INTERVAL_S: Final = 0.1
-#: A batch that has to wait goes out on the first multiple of this (on the event
-#: loop's clock) after its interval ends, so that the batches of many rooms go out in
-#: one wake-up of the node rather than one each (a wake-up of an idle node costs more
-#: than the batch it sends, docs/performance.md).
-BOARD_TICK_S: Final = 0.05
 
 
 def fold_move(room: LiveRoom, event: RoomEvent) -> None:
@@ -94,10 +88,9 @@ async def refresh(node: Node, room: LiveRoom, mover: int | None = None) -> None:
     A move (by ``mover``) changes its racer's board; without a mover every board may
     have changed (a phase change, a racer who stopped racing). If the last batch went
     out at least an interval ago, this one goes now; else it goes when the interval
-    ends (on the next ``BOARD_TICK_S``), with every board changed meanwhile as it is
-    then. A fast racer's spectators thus get its latest board up to ten times a second
-    rather than one per move, and a node under load builds, checks and encodes one
-    board per racer per interval."""
+    ends, with every board changed meanwhile as it is then. A fast racer's spectators
+    thus get its latest board ten times a second rather than one per move, and a
+    node under load builds, checks and encodes one board per racer per interval."""
     state = room.state
     if not room.spectators or state.phase not in (Phase.RACING, Phase.FINISHED):
         return
@@ -108,12 +101,11 @@ async def refresh(node: Node, room: LiveRoom, mover: int | None = None) -> None:
     if room.boards_due is not None:
         return  # the next batch is already due: it takes these boards too
     loop = asyncio.get_running_loop()
-    ends = room.boards_sent_at + BOARD_INTERVAL_S
-    if ends <= loop.time():
+    wait = room.boards_sent_at + BOARD_INTERVAL_S - loop.time()
+    if wait <= 0:
         await _send_boards(node, room)
     else:
-        due = math.ceil(ends / BOARD_TICK_S) * BOARD_TICK_S
-        room.boards_due = loop.call_at(due, lambda: node.spawn(_send_boards_later(node, room)))
+        room.boards_due = loop.call_later(wait, lambda: node.spawn(_send_boards_later(node, room)))
 
 
 async def _send_boards_later(node: Node, room: LiveRoom) -> None:
