@@ -32,6 +32,9 @@ DEALS: Final = ("winnable", "random")
 #: certificate, longer than a host's start waits; docs/winnability.md).
 RANDOM_BY_DEFAULT: Final = frozenset({"australian"})
 
+#: ``difficulty`` a winnable room may ask for (solrace.solver's difficulty bands).
+DIFFICULTIES: Final = ("easy", "medium", "hard")
+
 
 def default_deals(variant: str, difficulty: str | None = None) -> str:
     """A room's ``deals`` when its creator does not say: ``winnable`` for every variant
@@ -40,8 +43,6 @@ def default_deals(variant: str, difficulty: str | None = None) -> str:
     if difficulty is not None or variant not in RANDOM_BY_DEFAULT:
         return "winnable"
     return "random"
-#: ``difficulty`` a winnable room may ask for (solrace.solver's difficulty bands).
-DIFFICULTIES: Final = ("easy", "medium", "hard")
 
 
 @dataclass(frozen=True)

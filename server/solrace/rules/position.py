@@ -13,17 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .board import Board
-from .cards import (
-    CARD_TEXTS,
-    CARDS_PER_DECK,
-    NAMES,
-    NAMES_DOWN,
-    RANK,
-    SUIT,
-    SUITS,
-    face_of,
-    parse_card,
-)
+from .cards import CARDS_PER_DECK, NAMES, NAMES_DOWN, RANK, SUIT, SUITS, face_of, parse_card
 from .errors import InvalidPositionError, NotationError, RulesError
 from .options import options_to_json
 from .variants import variant_class
@@ -116,7 +106,6 @@ class _Loader:
             raise InvalidPositionError(f"{board.variant} has {board.columns} tableau columns")
         tableau: list[list[int]] = []
         down: list[int] = []
-        copies_seen, decks = self.copies_seen, board.decks
         for c, column in enumerate(tableau_data):
             where = f"column {c + 1}"
             if not isinstance(column, list):
@@ -124,16 +113,7 @@ class _Loader:
             cards: list[int] = []
             hidden = 0
             for i, text in enumerate(column):
-                # Inline for the usual card (a client rebuilds a board per move this
-                # way); anything unusual goes through card(), which names the problem.
-                parsed = CARD_TEXTS.get(text) if type(text) is str else None
-                if parsed is not None and copies_seen[parsed[0]] < decks:
-                    face, up = parsed
-                    seen = copies_seen[face]
-                    copies_seen[face] = seen + 1
-                    card = face + seen * CARDS_PER_DECK
-                else:
-                    card, up = self.card(text, where)
+                card, up = self.card(text, where)
                 if not up:
                     if not may_hide:
                         raise InvalidPositionError(

@@ -57,6 +57,8 @@ def _move_keys(keys: Keys, room_id: str, log_name: str) -> tuple[str, ...]:
     """The keys of ``append_move.lua`` but the place counter, in its order."""
     rk = keys.room(room_id)
     return (rk.meta, rk.ver, rk.events, rk.keyset, rk.log(log_name), rk.chain)
+
+
 #: Entries a node's wake-up stream keeps (Store.wake); it only needs the unread ones.
 WAKE_KEEP = 1000
 #: A wake-up stream expires this long after its last entry.
