@@ -148,7 +148,7 @@ def test_the_occupancy_split_proves_a_base_conflict() -> None:
     assert winnable(board, limit=50_000) is False
     spec, state = spec_of(board), state_of(board)
     assert not relaxed_dead(spec, state)
-    assert split_dead(spec, state, 0)[0]
+    assert split_dead(spec, state)
     assert dead(spec, state)
 
 
@@ -196,7 +196,7 @@ def test_occupancy_claims_are_checked_by_exhaustive_search(
     for _ in range(3_000):
         board = _larger_position(variant, options, rng)
         spec, state = spec_of(board), state_of(board)
-        if relaxed_dead(spec, state) or not split_dead(spec, state, 0)[0]:
+        if relaxed_dead(spec, state) or not split_dead(spec, state):
             continue
         claimed += 1
         assert winnable(board, limit=50_000) is not True, dump_position(board)
@@ -228,7 +228,7 @@ def test_occupancy_claims_mid_game_are_never_won(variant: str, seeds: tuple[int,
             if walk.run(walk.nodes + 20) != OUT_OF_BUDGET:
                 break
             state = walk.states[-1]
-            if relaxed_dead(spec, state) or not split_dead(spec, state, 0)[0]:
+            if relaxed_dead(spec, state) or not split_dead(spec, state):
                 continue
             found += 1
             assert Search(spec, state).run(5_000) != FOUND, (seed, state)

@@ -298,7 +298,7 @@ def dead(spec: Spec, state: State) -> bool:
     """True only if ``state`` can certainly never be won (see the module docstring):
     the relaxation's fixed point, then, if that leaves every card a way up, the
     occupancy case split on every base two cards compete for."""
-    return relaxed_dead(spec, state) or split_dead(spec, state, 0)[0]
+    return relaxed_dead(spec, state) or split_dead(spec, state)
 
 
 def relaxed_dead(spec: Spec, state: State) -> bool:
@@ -306,9 +306,9 @@ def relaxed_dead(spec: Spec, state: State) -> bool:
     return _closure(spec, state, -1, -1, -1, ())
 
 
-def split_dead(spec: Spec, state: State, cap: int) -> tuple[bool, int]:
+def split_dead(spec: Spec, state: State) -> bool:
     """The occupancy case split (module docstring), for a position the relaxation
-    passes: ``(lost, fixed points computed)``.
+    passes: True if it proves the position lost.
 
     For a column card ``q`` that two cards ``i`` and ``j`` (no King) could be put on,
     every line puts ``i`` there first (or never ``j``) or ``j`` first (or never
@@ -321,11 +321,11 @@ def split_dead(spec: Spec, state: State, cap: int) -> tuple[bool, int]:
     among the two cards (it may leave for an empty column), those one of the two lies
     on now (the plain rules already make the other wait), those where a card's other
     base is a top now (its case is the plain fixed point). The rest are tried most
-    promising first — the other bases face down, ``q`` a top — and only the first
-    ``cap`` of them when ``cap`` > 0; each case costs one fixed point.
+    promising first — the other bases face down, ``q`` a top — so that a proof, if
+    there is one, comes early; each case costs one fixed point.
     """
     if spec.decks != 1 or spec.f2t:
-        return False, 0
+        return False
     cols = state[0]
     talon = state[3]
     laid = b"".join(cols)
@@ -377,13 +377,7 @@ def split_dead(spec: Spec, state: State, cap: int) -> tuple[bool, int]:
             continue  # measured: such a base (other bases face up) never decided a split
         cands.append((score, q, i, j, other_i, other_j))
     cands.sort()
-    if cap > 0:
-        del cands[cap:]
-    cost = 0
     for _score, q, i, j, other_i, other_j in cands:
-        cost += 1
-        if _closure(spec, state, j, q, i, other_i):
-            cost += 1
-            if _closure(spec, state, i, q, j, other_j):
-                return True, cost
-    return False, cost
+        if _closure(spec, state, j, q, i, other_i) and _closure(spec, state, i, q, j, other_j):
+            return True
+    return False
