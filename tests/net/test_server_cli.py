@@ -4,13 +4,18 @@ and exit status 2 (never a traceback); the rate limit is a flag and a variable."
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import signal
 import subprocess
+import uuid
 
 import pytest
+from solrace.net import main as server_main
+from solrace.net.server import RaceServer
 from solrace_client import RaceClient
 
-from tests.support.redis import REDIS_URL
+from tests.support.redis import REDIS_URL, delete_prefix
 from tests.support.server_process import SERVER_SCRIPT, solrace_server
 
 
@@ -76,7 +81,46 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
     ):
         assert variable in text
     assert "default $XDG_DATA_HOME/solrace, else ~/.local/share/solrace" in text
-    assert "1 could not start, 2 a bad flag or variable" in text
+    assert "1 could not start, 2 a bad flag or variable, 3 the drain failed" in text
+
+
+async def test_a_drain_that_fails_exits_3_with_its_traceback_not_cannot_start(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node that started and then fails while draining did not fail to start: its
+    status is 3 and its log names the error with a traceback (an OSError used to be
+    reported as "cannot start" with status 1, and no traceback to tell what broke)."""
+
+    async def broken_drain(self: RaceServer) -> None:
+        raise ConnectionResetError("the peer reset the connection")
+
+    monkeypatch.setattr(RaceServer, "drain", broken_drain)
+    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    argv = ["--port", "0", "--redis-url", REDIS_URL, "--key-prefix", prefix]
+    args = server_main.resolve(server_main.build_parser().parse_args(argv))
+    store = await server_main.open_store(args.redis_url, args.key_prefix, args.data_dir)
+    loop = asyncio.get_running_loop()
+    caplog.set_level(logging.INFO)
+    serving = asyncio.create_task(server_main._serve(args, store))
+    try:
+        async with asyncio.timeout(20):
+            while "listening" not in caplog.text:
+                assert not serving.done(), caplog.text
+                await asyncio.sleep(0.02)
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # the node's handler
+        os.kill(os.getpid(), signal.SIGTERM)
+        status = await asyncio.wait_for(serving, 20)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        serving.cancel()
+        await store.close()
+        await delete_prefix(prefix)
+    assert status == server_main.EXIT_DRAIN_FAILED == 3
+    failed = [r for r in caplog.records if r.getMessage().startswith("the drain failed")]
+    assert len(failed) == 1 and failed[0].exc_info is not None
+    assert "ConnectionResetError: the peer reset the connection" in caplog.text
+    assert "cannot start" not in caplog.text
 
 
 async def _flood(url: str, count: int) -> int | None:

@@ -12,7 +12,8 @@ Exit status (docs/server.md): 0 stopped by SIGTERM/SIGINT after draining; 1 coul
 start (the port is taken, the data directory is in use by another node, …); 2 a bad flag
 or variable (including a Redis URL that is malformed or that Redis refuses, such as a
 database index it does not have, and a data directory that cannot be created or
-written). Every failure is one line on stderr, never a traceback.
+written); 3 the drain after SIGTERM/SIGINT failed (a defect: the log holds its
+traceback). Every failure to start is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from .server import RaceServer
 log = logging.getLogger("solrace.server")
 
 DEFAULT_PORT = 8765
-EXIT_OK, EXIT_CANNOT_START, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_CANNOT_START, EXIT_USAGE, EXIT_DRAIN_FAILED = 0, 1, 2, 3
 REDIS_SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
@@ -187,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         "port. Every flag has an environment variable ("
         + ", ".join(s.variable for s in SETTINGS)
         + "); a flag wins over its variable. Exit status: 0 stopped (SIGTERM/SIGINT), "
-        "1 could not start, 2 a bad flag or variable.",
+        "1 could not start, 2 a bad flag or variable, 3 the drain failed.",
     )
     for setting in SETTINGS:
         default = f", default {setting.default}" if setting.default else ""
@@ -317,8 +318,15 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    await server.drain()
-    certify.shutdown()  # the solver workers: a stopping node waits for no deal
+    try:
+        await server.drain()
+    except Exception:
+        # Not "cannot start" (the error handlers of main are for startup): say what
+        # failed, with its traceback, and exit with a status of its own.
+        log.exception("the drain failed; stopping anyway")
+        return EXIT_DRAIN_FAILED
+    finally:
+        certify.shutdown()  # the solver workers: a stopping node waits for no deal
     log.info("stopped")
     return EXIT_OK
 
