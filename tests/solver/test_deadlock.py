@@ -115,7 +115,11 @@ def test_dead_never_fires_on_a_position_of_a_winning_line(
     from solrace.solver import solve_deal
 
     checked = wins = 0
-    for seed in range(100):  # Russian wins few deals: go on until four are won
+    # Russian wins few deals: go on until four are won. Australian wins about one in a
+    # hundred at this budget (seed 83 of 0-99), so it starts there instead of spending
+    # 20 s of CI on the losses before it.
+    first = 83 if variant == "australian" else 0
+    for seed in range(first, 100):
         result = solve_deal(variant, seed, options, 5_000)
         if not result.won:
             continue
