@@ -84,17 +84,27 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
     assert "1 could not start, 2 a bad flag or variable, 3 the drain failed" in text
 
 
+@pytest.mark.parametrize(
+    ("broken", "says"),
+    [("drain", "the drain failed"), ("workers", "stopping the solver workers failed")],
+)
 async def test_a_drain_that_fails_exits_3_with_its_traceback_not_cannot_start(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    broken: str, says: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A node that started and then fails while draining did not fail to start: its
+    """A node that started and then fails while stopping did not fail to start: its
     status is 3 and its log names the error with a traceback (an OSError used to be
     reported as "cannot start" with status 1, and no traceback to tell what broke)."""
 
     async def broken_drain(self: RaceServer) -> None:
         raise ConnectionResetError("the peer reset the connection")
 
-    monkeypatch.setattr(RaceServer, "drain", broken_drain)
+    def broken_workers() -> None:
+        raise ConnectionResetError("the peer reset the connection")
+
+    if broken == "drain":
+        monkeypatch.setattr(RaceServer, "drain", broken_drain)
+    else:
+        monkeypatch.setattr(server_main.certify, "shutdown", broken_workers)
     prefix = f"solrace-test:{uuid.uuid4().hex}:"
     argv = ["--port", "0", "--redis-url", REDIS_URL, "--key-prefix", prefix]
     args = server_main.resolve(server_main.build_parser().parse_args(argv))
@@ -117,7 +127,7 @@ async def test_a_drain_that_fails_exits_3_with_its_traceback_not_cannot_start(
         await store.close()
         await delete_prefix(prefix)
     assert status == server_main.EXIT_DRAIN_FAILED == 3
-    failed = [r for r in caplog.records if r.getMessage().startswith("the drain failed")]
+    failed = [r for r in caplog.records if r.getMessage().startswith(says)]
     assert len(failed) == 1 and failed[0].exc_info is not None
     assert "ConnectionResetError: the peer reset the connection" in caplog.text
     assert "cannot start" not in caplog.text

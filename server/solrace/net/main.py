@@ -318,15 +318,21 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    # Not "cannot start" (main's error handlers are for startup): a step that fails
+    # is logged with its traceback, the next one still runs, and the status says so.
+    failed = False
     try:
         await server.drain()
     except Exception:
-        # Not "cannot start" (the error handlers of main are for startup): say what
-        # failed, with its traceback, and exit with a status of its own.
         log.exception("the drain failed; stopping anyway")
-        return EXIT_DRAIN_FAILED
-    finally:
+        failed = True
+    try:
         certify.shutdown()  # the solver workers: a stopping node waits for no deal
+    except Exception:
+        log.exception("stopping the solver workers failed")
+        failed = True
+    if failed:
+        return EXIT_DRAIN_FAILED
     log.info("stopped")
     return EXIT_OK
 
