@@ -129,8 +129,8 @@ async def test_a_second_server_on_the_same_data_dir_is_refused_in_one_line(
         assert done.returncode == 1
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1, done.stderr
-        assert f"cannot start: data directory {data} is in use by another solrace-server" in (
-            lines[0]
+        assert (
+            f"cannot start: data directory {data} is in use by another solrace-server" in (lines[0])
         )
         assert str(first.proc.pid) in lines[0]
         client = await RaceClient.connect(first.url)  # the first one still serves

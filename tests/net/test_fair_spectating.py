@@ -129,9 +129,11 @@ async def test_open_spectating_needs_every_racer_to_agree(
     await spy.watch(code=ann.code)
     await play_until_done(ann, winning_moves(SOLVABLE_SECRET)[:20])
     board = await spy.wait_for(
-        lambda e: e.t == "board"
-        and e.d["racer"] == ann.racer
-        and (e.d["view"] == ann.board or _withheld(e.d["view"]) > 0),
+        lambda e: (
+            e.t == "board"
+            and e.d["racer"] == ann.racer
+            and (e.d["view"] == ann.board or _withheld(e.d["view"]) > 0)
+        ),
         timeout=10,
     )
     if bob_agrees:

@@ -63,11 +63,12 @@ def test_salt_shape() -> None:
 def test_a_certified_commitment_binds_the_certificate() -> None:
     line = ["3:2>F", "D", "W>5"]
     c = commitment(7, SALT, line)
-    assert c == hashlib.sha256(
-        (7).to_bytes(8, "big")
-        + bytes.fromhex(SALT)
-        + hashlib.sha256(b"3:2>F\nD\nW>5").digest()
-    ).hexdigest()
+    assert (
+        c
+        == hashlib.sha256(
+            (7).to_bytes(8, "big") + bytes.fromhex(SALT) + hashlib.sha256(b"3:2>F\nD\nW>5").digest()
+        ).hexdigest()
+    )
     assert verify(c, 7, SALT, line)
     assert not verify(c, 7, SALT)  # the certificate is part of the commitment
     assert not verify(c, 7, SALT, line[:-1])

@@ -61,9 +61,7 @@ async def test_writes_after_expiry_inherit_the_ttl(store: Store) -> None:
     await store.save_meta("r", b"meta v2")
     ttls = await room_keys(store, "r")
     rk = store.keys.room("r")
-    assert {rk.ver, rk.chain, rk.events, rk.log("late"), rk.places("race"), rk.tokens} <= set(
-        ttls
-    )
+    assert {rk.ver, rk.chain, rk.events, rk.log("late"), rk.places("race"), rk.tokens} <= set(ttls)
     assert all(0 < ttl <= 100_000 for ttl in ttls.values()), ttls
 
 
