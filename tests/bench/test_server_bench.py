@@ -56,12 +56,28 @@ async def _first_sends(aligned: bool, racers: int = 20) -> list[float]:
     loop = asyncio.get_running_loop()
     sent: list[float] = []
 
-    async def act() -> bool:
+    async def act() -> tuple[bool, float]:
         sent.append(loop.time())
-        return False  # one send each
+        return False, 0.0  # one send each
 
     await asyncio.gather(*(_paced(0.5, window, act) for _ in range(racers)))
     return sent
+
+
+async def test_the_latency_kept_is_the_round_trip_not_the_racers_own_time() -> None:
+    """A racer that takes 30 ms to choose its move and whose reply came 2 ms after
+    its frame was written records 2 ms: the server's round trip, not the load's."""
+    window = Window(measuring=True)
+    calls = 0
+
+    async def act() -> tuple[bool, float]:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.03)  # choosing the move, waiting for the task to wake
+        return calls < 3, 0.002
+
+    await _paced(0.001, window, act)
+    assert window.latencies == [0.002, 0.002]
 
 
 async def test_racers_send_at_a_random_phase_unless_aligned() -> None:

@@ -176,10 +176,18 @@ class Window:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-async def _paced(interval: float, window: Window, act: Callable[[], Awaitable[bool]]) -> None:
+#: What one paced action reports: whether to go on, and the round trip it measured
+#: (from just before its frame was written to the socket until its reply was read
+#: from it, in seconds).
+Act = Callable[[], Awaitable[tuple[bool, float]]]
+
+
+async def _paced(interval: float, window: Window, act: Act) -> None:
     """Call ``act`` every ``interval`` s (random phase, so racers do not send in
-    lock-step) until ``window.stop`` or ``act`` returns False; a late racer does not
-    burst to catch up, so the offered load never exceeds the target."""
+    lock-step) until ``window.stop`` or ``act`` says to stop; a late racer does not
+    burst to catch up, so the offered load never exceeds the target. The latency kept
+    is the one ``act`` measured: the server's round trip, not the racer's own time to
+    choose its move or the wake-up of its task after the reply was read."""
     loop = asyncio.get_running_loop()
     due = loop.time() + (0.0 if window.aligned else random.uniform(0, interval))
     while not window.stop.is_set():
@@ -192,11 +200,11 @@ async def _paced(interval: float, window: Window, act: Callable[[], Awaitable[bo
         else:
             due = loop.time()
         due += interval
-        sent = time.perf_counter()
-        if not await act():
+        go_on, latency = await act()
+        if not go_on:
             return
         if window.measuring:
-            window.latencies.append(time.perf_counter() - sent)
+            window.latencies.append(latency)
 
 
 def _pick(view: dict[str, Any] | None) -> str | None:
@@ -221,8 +229,10 @@ class _LeanRacer:
         self.board: dict[str, Any] | None = None
         self.racer: int | None = None
         self.started = asyncio.Event()
+        #: The round trip of the last request: its frame written to its reply read.
+        self.last_rtt = 0.0
         self._ids = iter(range(1, 1 << 62))
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, asyncio.Future[tuple[dict[str, Any], float]]] = {}
 
     @classmethod
     async def connect(cls, url: str) -> _LeanRacer:
@@ -231,6 +241,7 @@ class _LeanRacer:
         return racer
 
     def _message(self, frame: bytes) -> None:
+        read = time.perf_counter()
         msg = msgpack.unpackb(frame, raw=False)
         t, d = msg.get("t"), msg.get("d") or {}
         future = self._pending.pop(msg.get("id") or 0, None)
@@ -240,17 +251,21 @@ class _LeanRacer:
             self.board = d["view"]
             self.started.set()
         if future is not None and not future.done():
-            future.set_result(msg)
+            future.set_result((msg, read))
 
     async def ask(self, t: str, **d: Any) -> dict[str, Any]:
         """Send request ``t``; its reply's data (a refusal raises ServerError)."""
         assert self.conn is not None
         request_id = next(self._ids)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[tuple[dict[str, Any], float]]
+        future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
-        self.conn.send(encode(Envelope(t, id=request_id, d=d)))
+        frame = encode(Envelope(t, id=request_id, d=d))
+        sent = time.perf_counter()
+        self.conn.send(frame)
         async with asyncio.timeout(STARTUP_TIMEOUT_S):  # no task per request, as wait_for
-            reply = await future
+            reply, read = await future
+        self.last_rtt = read - sent
         if reply.get("t") == "error":
             raise ServerError(reply.get("d") or {})
         data: dict[str, Any] = reply.get("d") or {}
@@ -281,18 +296,18 @@ async def _race_room(
             await asyncio.wait_for(racer.started.wait(), STARTUP_TIMEOUT_S)
         started.set()
 
-        def mover(racer: _LeanRacer) -> Callable[[], Awaitable[bool]]:
+        def mover(racer: _LeanRacer) -> Act:
             seq = iter(range(1 << 62))
 
-            async def act() -> bool:
+            async def act() -> tuple[bool, float]:
                 move = _pick(racer.board)
                 if move is None:
-                    return False
+                    return False, 0.0
                 try:
                     reply = await racer.ask("move", seq=next(seq), move=move)
                 except ServerError:
-                    return False
-                return bool(reply.get("status") == "playing")
+                    return False, 0.0
+                return reply.get("status") == "playing", racer.last_rtt
 
             return act
 
@@ -304,29 +319,31 @@ async def _race_room(
 
 async def _echo_room(url: str, size: int, interval: float, window: Window) -> None:
     """The echo run's room: the same connections and the same paced move frames."""
-    replies: list[asyncio.Future[bytes] | None] = [None] * (size + 1)
+    replies: list[asyncio.Future[float] | None] = [None] * (size + 1)
 
     def on_reply(i: int) -> Callable[[bytes], None]:
         def got(frame: bytes) -> None:
             future = replies[i]
             if future is not None and not future.done():
-                future.set_result(frame)
+                future.set_result(time.perf_counter())
 
         return got
 
     conns = [await WireClient.connect(url, on_reply(i)) for i in range(size + 1)]
     try:
 
-        def sender(i: int) -> Callable[[], Awaitable[bool]]:
+        def sender(i: int) -> Act:
             ids = iter(range(1, 1 << 62))
 
-            async def act() -> bool:
+            async def act() -> tuple[bool, float]:
                 n = next(ids)
                 future = replies[i] = asyncio.get_running_loop().create_future()
-                conns[i].send(encode(Envelope("move", id=n, d={"seq": n, "move": "4:3>1"})))
+                frame = encode(Envelope("move", id=n, d={"seq": n, "move": "4:3>1"}))
+                sent = time.perf_counter()
+                conns[i].send(frame)
                 async with asyncio.timeout(STARTUP_TIMEOUT_S):
-                    await future
-                return True
+                    read = await future
+                return True, read - sent
 
             return act
 
