@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 from solrace.protocol import limits
 from solrace.rules import VARIANTS, RulesError, new_board
-from solrace.rules.cli import parse_option
+from solrace.rules.cli import parse_option, reader_gone
 from solrace.rules.options import options_to_json
 
 from . import config
@@ -51,8 +51,18 @@ LISTED_PHASES = ("lobby", "countdown", "racing")
 OFFLINE_COMMANDS = ("replay", "verify", "races")
 
 
+class _Output(Console):
+    """Standard output. A reader that went away (``| head``) is not a failure: rich
+    would exit with 1 ("the answer is no"); it is left to :func:`main` instead, which
+    ends quietly with its own status."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def _out() -> Console:
-    return Console(highlight=False)
+    return _Output(highlight=False)
 
 
 def _err() -> Console:
@@ -456,7 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Race solitaire against other people from a terminal. Exit status: "
         "0 done, 1 the answer is no (a race that does not verify, a bot that could not "
         "finish), 2 could not run (bad arguments, server unreachable or refusing, unknown "
-        "race), 130 interrupted.",
+        "race), 130 interrupted, 141 the reader of its output went away (| head).",
     )
     parser.add_argument("--server", default=None, help=server_help)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -587,6 +597,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(str(exc))
     try:
         return run(args)
+    except BrokenPipeError:
+        return reader_gone()  # `solrace races | head`: quietly, 141
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
 

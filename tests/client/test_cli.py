@@ -5,6 +5,8 @@ UI (with a stand-in UI module), ``resume`` from the saved race, names remembered
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 
 import pytest
 import solrace_client
+from solrace.rules.cli import EXIT_READER_GONE
 from solrace.rules.cli import parse_option as _option
 from solrace_client import RaceClient, config
 from solrace_client.cli import _duration, build_parser, main
@@ -177,6 +180,27 @@ def test_bot_needs_exactly_one_way_in(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["bot", "--server", "ws://127.0.0.1:9"]) == 2
     assert main(["bot", "ABC", "--quick", "--server", "ws://127.0.0.1:9"]) == 2
     assert "give a room CODE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["races"], ["verify", "r_synthetic"]])
+def test_a_reader_that_went_away_ends_a_command_quietly_with_141(
+    argv: list[str], synthetic_race: Path, config_dir: Path
+) -> None:
+    """``solrace races | head -1``: once head has its line, the command stops with no
+    message and 141 (rich alone would exit 1, which says "the answer is no")."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads: the first write fails with EPIPE
+    try:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "solrace"), *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "SOLRACE_CONFIG_DIR": str(config_dir)},
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == EXIT_READER_GONE == 141, done.stderr
+    assert done.stderr == b""
 
 
 def test_races_lists_saved_races(synthetic_race: Path, capsys: pytest.CaptureFixture[str]) -> None:

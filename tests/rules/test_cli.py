@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from solrace.rules import deal, divide, dump_position, load_position, perft, position_dict
-from solrace.rules.cli import main
+from solrace.rules.cli import EXIT_READER_GONE, main
 
 from tests.rules.test_support import position
 
@@ -341,3 +342,26 @@ def test_cli_solve_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert code == 2 and "budget" in err
     code, _, err = call(["solve", str(bad), "--budget", "lots"], capsys)
     assert code == 2 and "not a whole number" in err
+
+
+def _to_a_closed_pipe(argv: list[str], stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """Run ``argv`` with its standard output on a pipe nobody reads any more (what
+    ``| head`` leaves once it has its lines): the first write fails with EPIPE."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(argv, input=stdin, stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("command", ["deal", "solve"])
+def test_a_reader_that_went_away_ends_the_command_quietly_with_141(command: str) -> None:
+    """``solrace-rules deal yukon 42 | solrace-rules solve - | head -3`` printed
+    "solrace-rules: [Errno 32] Broken pipe" when head had its lines."""
+    exe = str(Path(sys.executable).parent / "solrace-rules")
+    position = dump_position(deal("yukon", 42, {})).encode()
+    argv = [exe, "deal", "yukon", "42"] if command == "deal" else [exe, "solve", "-"]
+    done = _to_a_closed_pipe(argv, position)
+    assert done.returncode == EXIT_READER_GONE == 141
+    assert done.stderr == b""

@@ -9,16 +9,18 @@
 Exit status: 0 on success, 1 for an illegal move or impossible position, 2 for a
 usage or notation error. ``solve`` and ``hint``: 0 when a winning line is known (or
 the game is already won), 3 when the position is proved unwinnable, 4 when the node
-budget ran out first (unknown).
+budget ran out first (unknown). A reader that stops reading (``| head``) ends the
+command quietly with 141, the status of a process a closed pipe stops (128 + SIGPIPE).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from .board import Board
 from .deal import deal
@@ -183,10 +185,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IllegalMoveError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        return reader_gone()
     except (RulesError, OSError) as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+#: The status of a command whose output's reader went away (``| head``): what a shell
+#: reports for a process a closed pipe stops (128 + SIGPIPE).
+EXIT_READER_GONE: Final = 128 + 13
+
+
+def reader_gone() -> int:
+    """End quietly when standard output's reader has gone (``| head`` has what it
+    wanted): no message — nothing is wrong — and standard output pointed at
+    ``/dev/null``, so that the interpreter's last flush at exit does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_READER_GONE
 
 
 if __name__ == "__main__":  # pragma: no cover
