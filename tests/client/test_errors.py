@@ -122,6 +122,7 @@ def test_one_exit_status_table_in_the_docs_matches_the_code() -> None:
         str(errors.EXIT_NO),
         str(errors.EXIT_FAILED),
         str(errors.EXIT_INTERRUPTED),
+        str(errors.EXIT_READER_GONE),
     }
     assert "cannot be reached" in table[str(errors.EXIT_FAILED)]
     tui = (DOCS / "tui.md").read_text()
