@@ -365,3 +365,28 @@ def test_a_reader_that_went_away_ends_the_command_quietly_with_141(command: str)
     done = _to_a_closed_pipe(argv, position)
     assert done.returncode == EXIT_READER_GONE == 141
     assert done.stderr == b""
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "cannot read {path}: No such file or directory"),
+        ("dir", "cannot read {path}: Is a directory"),
+        (b"\x7fELF\x02\x01\x01\x00\xd0\xff", "{path} is not a position: not UTF-8 text"),
+    ],
+    ids=["missing", "directory", "binary"],
+)
+def test_a_file_that_is_not_a_position_is_one_line_with_its_name(
+    tmp_path: Path, content: bytes | str | None, says: str
+) -> None:
+    """A binary file given by mistake printed a UnicodeDecodeError traceback; a missing
+    one "[Errno 2] No such file or directory: ..." ."""
+    path = tmp_path / "position.json"
+    if content == "dir":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    for command in ("solve", "hint", "moves"):
+        done = subprocess.run([*CLI, command, str(path)], capture_output=True, text=True)
+        assert done.returncode == 1
+        assert done.stderr == f"solrace-rules: {says.format(path=path)}\n"

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from .board import Board
 from .deal import deal
-from .errors import IllegalMoveError, NotationError, RulesError
+from .errors import IllegalMoveError, InvalidPositionError, NotationError, RulesError
 from .log import apply_entry
 from .perft import divide, perft
 from .position import dump_position, load_position
@@ -66,11 +66,15 @@ EXIT_UNKNOWN = 4
 
 
 def _read_board(source: str) -> Board:
-    if source == "-":
-        text = sys.stdin.read()
-    else:
-        with open(source, encoding="utf-8") as handle:
-            text = handle.read()
+    try:
+        if source == "-":
+            text = sys.stdin.read()
+        else:
+            with open(source, encoding="utf-8") as handle:
+                text = handle.read()
+    except UnicodeDecodeError:  # e.g. a binary file given by mistake
+        name = "standard input" if source == "-" else source
+        raise InvalidPositionError(f"{name} is not a position: not UTF-8 text") from None
     return load_position(text)
 
 
@@ -187,7 +191,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return reader_gone()
-    except (RulesError, OSError) as exc:
+    except OSError as exc:  # a file that cannot be read: its name and why, no errno
+        why = exc.strerror or str(exc)
+        said = why if exc.filename is None else f"cannot read {exc.filename}: {why}"
+        print(f"solrace-rules: {said}", file=sys.stderr)
+        return 1
+    except RulesError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
         return 1
     return 0
