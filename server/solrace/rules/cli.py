@@ -16,6 +16,7 @@ command quietly with 141, the status of a process a closed pipe stops (128 + SIG
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -63,6 +64,21 @@ def _budget(text: str) -> int:
 
 EXIT_UNWINNABLE = 3
 EXIT_UNKNOWN = 4
+#: The status of a command whose output's reader went away (``| head``): what a shell
+#: reports for a process a closed pipe stops (128 + SIGPIPE).
+EXIT_READER_GONE: Final = 128 + 13
+
+
+def reader_gone() -> int:
+    """End quietly when standard output's reader has gone (``| head`` has what it
+    wanted): no message — nothing is wrong — and standard output pointed at
+    ``/dev/null``, so that the interpreter's last flush at exit does not fail again
+    (where standard output is no file descriptor, e.g. captured, there is none to fail)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_READER_GONE
 
 
 def _read_board(source: str) -> Board:
@@ -200,21 +216,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"solrace-rules: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-#: The status of a command whose output's reader went away (``| head``): what a shell
-#: reports for a process a closed pipe stops (128 + SIGPIPE).
-EXIT_READER_GONE: Final = 128 + 13
-
-
-def reader_gone() -> int:
-    """End quietly when standard output's reader has gone (``| head`` has what it
-    wanted): no message — nothing is wrong — and standard output pointed at
-    ``/dev/null``, so that the interpreter's last flush at exit does not fail again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return EXIT_READER_GONE
 
 
 if __name__ == "__main__":  # pragma: no cover
