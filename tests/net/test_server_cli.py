@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 from solrace.net import main as server_main
@@ -154,3 +155,29 @@ async def test_the_rate_limit_is_a_flag_and_a_variable() -> None:
     async with solrace_server() as server:
         assert "rate=20/s burst 40" in server.log
         assert await _flood(server.url, 100) == 1008  # the default limit
+
+
+@pytest.mark.parametrize("backend", ["embedded", "redis"])
+async def test_a_taken_port_cannot_start_in_one_error_line_that_names_it(
+    backend: str, tmp_path: Path
+) -> None:
+    """docs/server.md: exit 1 when the port is taken. The error names the port and the
+    way out, with no errno, and no "store unavailable" warning from node loops left
+    running while the store closed (there was one)."""
+    async with solrace_server(backend) as first:
+        port = first.url.rsplit(":", 1)[1]
+        store = (
+            ["--data-dir", str(tmp_path)] if backend == "embedded" else ["--redis-url", REDIS_URL]
+        )
+        done = await asyncio.to_thread(
+            _run, ["--port", port, *store, "--key-prefix", f"solrace-test:{uuid.uuid4().hex}:"], {}
+        )
+    assert done.returncode == 1
+    problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
+    problems = [line for line in problems if "durability: none" not in line]  # the dev Redis
+    assert len(problems) == 1, done.stderr
+    assert problems[0].endswith(
+        f"ERROR solrace.server: cannot start: 127.0.0.1:{port}: Address already in use "
+        "(another server there? --port chooses another)"
+    ), done.stderr
+    assert "Traceback" not in done.stderr

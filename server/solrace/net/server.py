@@ -9,6 +9,7 @@ import http
 import json
 import logging
 import math
+import os
 from collections.abc import Sequence
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -54,19 +55,29 @@ class RaceServer:
         self.server: Server | None = None
 
     async def start(self) -> None:
+        """Start the node and listen. A port that cannot be had is an OSError that says
+        which and why, and the node is stopped first: its loops must not outlive it
+        (they would report the closing store as unavailable)."""
         self.node.start()
-        self.server = await serve(
-            self._handler,
-            self.host,
-            self.port,
-            subprotocols=[Subprotocol(p) for p in SUPPORTED_SUBPROTOCOLS],
-            select_subprotocol=_select,
-            process_request=self._http,
-            max_size=MAX_FRAME_BYTES,
-            compression=None,
-            ping_interval=20,
-            ping_timeout=20,
-        )
+        try:
+            self.server = await serve(
+                self._handler,
+                self.host,
+                self.port,
+                subprotocols=[Subprotocol(p) for p in SUPPORTED_SUBPROTOCOLS],
+                select_subprotocol=_select,
+                process_request=self._http,
+                max_size=MAX_FRAME_BYTES,
+                compression=None,
+                ping_interval=20,
+                ping_timeout=20,
+            )
+        except OSError as exc:
+            await self.node.stop()
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise OSError(
+                f"{self.host}:{self.port}: {why} (another server there? --port chooses another)"
+            ) from None
         if self.port == 0:
             self.port = self.server.sockets[0].getsockname()[1]
 
