@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any, Final
@@ -71,13 +70,11 @@ EXIT_READER_GONE: Final = 128 + 13
 
 def reader_gone() -> int:
     """End quietly when standard output's reader has gone (``| head`` has what it
-    wanted): no message — nothing is wrong — and standard output pointed at
-    ``/dev/null``, so that the interpreter's last flush at exit does not fail again
-    (where standard output is no file descriptor, e.g. captured, there is none to fail)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    wanted): no message — nothing is wrong — and standard output closed (its last
+    flush fails once more, silently here), so that the interpreter's flush at exit
+    has nothing left to fail on."""
     with contextlib.suppress(OSError, ValueError):
-        os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+        sys.stdout.close()
     return EXIT_READER_GONE
 
 
