@@ -5,6 +5,7 @@ the upgrade), protocol-version negotiation, and a graceful drain."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import http
 import json
 import logging
@@ -75,9 +76,9 @@ class RaceServer:
         except OSError as exc:
             await self.node.stop()
             why = os.strerror(exc.errno) if exc.errno else str(exc)
-            raise OSError(
-                f"{self.host}:{self.port}: {why} (another server there? --port chooses another)"
-            ) from None
+            if exc.errno == errno.EADDRINUSE:
+                why += " (another server there? --port chooses another)"
+            raise OSError(f"{self.host}:{self.port}: {why}") from None
         if self.port == 0:
             self.port = self.server.sockets[0].getsockname()[1]
 
