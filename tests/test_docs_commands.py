@@ -69,6 +69,11 @@ NOT_RUN = {
     "russian --variant double_yukon --variant alaska --variant klondike --variant "
     "klondike-draw3 --variant australian --deals 2000 --budget 20000 --workers 1 --certify 0 "
     "--log others.log": "docs/winnability.md's study: 2,000 deals of seven presets",
+    "python -m solrace.bench solver --json --variant klondike-draw3-thoughtful --variant "
+    "russian --variant double_yukon --variant alaska --variant klondike --variant "
+    "klondike-draw3 --variant klondike-draw3-solvitaire --variant australian --deals 2000 "
+    "--budget 20000 --workers 2 --certify 0 --log others.log": "docs/winnability.md's study "
+    "of the other presets on today's solver: 2,000 deals of eight presets",
     "python -m solrace.bench solver --json --variant klondike-draw3-solvitaire --deals 2000 "
     "--budget 20000 --workers 1 --certify 0": "docs/winnability.md's Klondike check at the "
     "server budget: 2,000 deals",
