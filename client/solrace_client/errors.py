@@ -25,15 +25,15 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from solrace.rules.cli import EXIT_READER_GONE as RULES_EXIT_READER_GONE
+from solrace.rules.cli import EXIT_READER_GONE as EXIT_READER_GONE
 from websockets.exceptions import InvalidHandshake, InvalidMessage, InvalidStatus, InvalidURI
 
 EXIT_OK: Final = 0
 EXIT_NO: Final = 1
 EXIT_FAILED: Final = 2
 EXIT_INTERRUPTED: Final = 130
-#: The reader of standard output went away (``| head``): 141, as ``solrace-rules`` ends.
-EXIT_READER_GONE: Final = RULES_EXIT_READER_GONE
+# EXIT_READER_GONE (141, imported above): the reader of standard output went away
+# (``| head``); the one definition is the rules CLI's, which ends the same way.
 
 #: How to start a server, for the "cannot reach" message.
 START_HINT: Final = "is solrace-server running? (start one with: solrace-server)"

@@ -229,8 +229,6 @@ class _LeanRacer:
         self.board: dict[str, Any] | None = None
         self.racer: int | None = None
         self.started = asyncio.Event()
-        #: The round trip of the last request: its frame written to its reply read.
-        self.last_rtt = 0.0
         self._ids = iter(range(1, 1 << 62))
         self._pending: dict[int, asyncio.Future[tuple[dict[str, Any], float]]] = {}
 
@@ -255,6 +253,11 @@ class _LeanRacer:
 
     async def ask(self, t: str, **d: Any) -> dict[str, Any]:
         """Send request ``t``; its reply's data (a refusal raises ServerError)."""
+        return (await self.timed_ask(t, **d))[0]
+
+    async def timed_ask(self, t: str, **d: Any) -> tuple[dict[str, Any], float]:
+        """:meth:`ask`, with the round trip: from its frame written to the socket to
+        its reply read from it, in seconds."""
         assert self.conn is not None
         request_id = next(self._ids)
         future: asyncio.Future[tuple[dict[str, Any], float]]
@@ -265,11 +268,10 @@ class _LeanRacer:
         self.conn.send(frame)
         async with asyncio.timeout(STARTUP_TIMEOUT_S):  # no task per request, as wait_for
             reply, read = await future
-        self.last_rtt = read - sent
         if reply.get("t") == "error":
             raise ServerError(reply.get("d") or {})
         data: dict[str, Any] = reply.get("d") or {}
-        return data
+        return data, read - sent
 
     async def close(self) -> None:
         if self.conn is not None:
@@ -304,10 +306,10 @@ async def _race_room(
                 if move is None:
                     return False, 0.0
                 try:
-                    reply = await racer.ask("move", seq=next(seq), move=move)
+                    reply, rtt = await racer.timed_ask("move", seq=next(seq), move=move)
                 except ServerError:
                     return False, 0.0
-                return reply.get("status") == "playing", racer.last_rtt
+                return reply.get("status") == "playing", rtt
 
             return act
 
