@@ -32,6 +32,7 @@ def test_a_tiny_run_on_the_embedded_store_reports_every_figure() -> None:
     assert time.monotonic() - began < 30
     assert os.sched_getaffinity(0) == affinity  # the load's pinning is undone
     assert result["benchmark"] == "server"
+    assert result["loop"] == "uvloop"  # auto, as solrace-server: the echo's loop is the node's
     assert result["echo_cpu_us_per_rt"] is None or result["echo_cpu_us_per_rt"] >= 0
     assert result["echo"]["ops_per_s"] > 5  # 4 connections at 5/s for 2 s
     embedded = result["embedded"]

@@ -15,6 +15,7 @@ import pytest
 from solrace.net import main as server_main
 from solrace.net.server import RaceServer
 from solrace_client import RaceClient
+from solrace_client.boardview import board_from_view
 
 from tests.support.redis import REDIS_URL, delete_prefix
 from tests.support.server_process import SERVER_SCRIPT, solrace_server
@@ -47,6 +48,8 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         (["--rate-per-s", "0"], {}, "--rate-per-s: must be a number > 0"),
         ([], {"SOLRACE_RATE_BURST": "0.5"}, "$SOLRACE_RATE_BURST: must be at least 1"),
         (["--log-level", "loud"], {}, "--log-level: must be one of debug, info"),
+        (["--loop", "fast"], {}, "--loop: must be one of auto, uvloop, asyncio, got 'fast'"),
+        ([], {"SOLRACE_LOOP": "trio"}, "$SOLRACE_LOOP: must be one of auto, uvloop, asyncio"),
         (["--bogus"], {}, "unrecognized arguments: --bogus"),
         ([], {"SOLRACE_DATA_DIR": " "}, "$SOLRACE_DATA_DIR: must name a directory"),
         (
@@ -71,7 +74,14 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
     done = subprocess.run([str(SERVER_SCRIPT), "--help"], capture_output=True, text=True)
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
-    for flag in ("--rate-per-s", "--rate-burst", "--redis-url", "--key-prefix", "--data-dir"):
+    for flag in (
+        "--rate-per-s",
+        "--rate-burst",
+        "--redis-url",
+        "--key-prefix",
+        "--data-dir",
+        "--loop",
+    ):
         assert flag in text
     assert "redis+cluster://host:port[,host:port…]" in text
     for variable in (
@@ -79,6 +89,7 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
         "SOLRACE_RATE_BURST",
         "SOLRACE_REDIS_URL",
         "SOLRACE_DATA_DIR",
+        "SOLRACE_LOOP",
     ):
         assert variable in text
     assert "default $XDG_DATA_HOME/solrace, else ~/.local/share/solrace" in text
@@ -181,3 +192,29 @@ async def test_a_taken_port_cannot_start_in_one_error_line_that_names_it(
         "(another server there? --port chooses another)"
     ), done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("args", "loop"), [([], "uvloop"), (["--loop", "asyncio"], "asyncio")])
+async def test_the_node_runs_a_race_on_uvloop_by_default_and_on_asyncio_on_request(
+    args: list[str], loop: str
+) -> None:
+    """The listening line names the loop; on either, a room is created, a race starts
+    and moves are stored through the group commit (on uvloop, the Redis link once
+    failed every move: tests/store/test_link.py)."""
+    async with solrace_server("redis", args=args) as server:
+        assert f"loop={loop}" in server.log
+        host = await RaceClient.connect(server.url)
+        guest = await RaceClient.connect(server.url)
+        try:
+            await host.create("yukon", "host", deals="random")
+            await guest.join(host.code or "", "guest")
+            await guest.ready()
+            await host.start()
+            board = await host.wait_started()
+            assert board is not None
+            first = board_from_view(board).legal_moves()[0]
+            reply = await host.move(str(first))
+            assert reply["seq"] == 0 and reply["moves"] >= 1
+        finally:
+            await host.close()
+            await guest.close()

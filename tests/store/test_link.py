@@ -227,3 +227,26 @@ async def test_a_refused_client_name_costs_only_the_name() -> None:
     finally:
         await link.close()
         server.close()
+
+
+def test_the_link_runs_on_uvloop_whose_transports_are_not_asyncio_transports() -> None:
+    """``solrace-server`` runs on uvloop where it is installed (solrace/net/loop.py).
+    uvloop's TCP transport is not an ``asyncio.Transport`` subclass; the link asserted
+    it was, so on uvloop every move failed with ``internal`` before this was fixed.
+    The same group-commit flush, on uvloop, against the real Redis."""
+    import uvloop
+
+    from solrace.net.loop import UVLOOP, run
+
+    async def flush() -> tuple[str, list[object]]:
+        key = f"solrace-test:link:{uuid.uuid4().hex}"
+        link = _link()
+        try:
+            replies = await link.execute([("SET", key, "v"), ("GET", key), ("DEL", key)])
+        finally:
+            await link.close()
+        return type(asyncio.get_running_loop()).__module__, replies
+
+    module, replies = run(UVLOOP, flush())
+    assert module == uvloop.Loop.__module__
+    assert replies == [b"OK", b"v", 1]

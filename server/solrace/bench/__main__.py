@@ -7,6 +7,8 @@ import json
 import platform
 import sys
 
+from solrace.net.loop import AUTO, LOOPS, LoopUnavailable, resolve_loop
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m solrace.bench")
@@ -46,7 +48,18 @@ def main() -> int:
         action="store_true",
         help="server: every racer sends at the same instants (bursts), not at a random phase",
     )
+    parser.add_argument(
+        "--loop",
+        choices=LOOPS,
+        default=AUTO,
+        help="server: event loop of the echo, the node and the load (auto: uvloop if installed)",
+    )
     args = parser.parse_args()
+    if args.suite == "server":
+        try:
+            resolve_loop(args.loop)
+        except LoopUnavailable as exc:
+            parser.error(f"--loop: {exc}")
     if args.suite == "solver":
         from .solver import DEFAULT_PRESETS, PRESETS
         from .solver import run as run_solver
@@ -85,6 +98,7 @@ def main() -> int:
             warmup=args.warmup,
             find_max=args.find_max,
             aligned=args.aligned,
+            loop=args.loop,
         )
     else:
         from .store import run as run_store

@@ -20,7 +20,11 @@ figures stay the node's own, and the engine's CPU (the valkey-server child, name
 together they are what one machine pays per move. On real Redis, Redis's CPU is not
 measured (the machine's Redis is shared with other runs).
 
-``echo_main`` is the echo server: ``python -m solrace.bench.server <port>``.
+The echo, the node and the load all run on one event loop, ``loop`` (default ``auto``:
+uvloop where installed, as ``solrace-server`` does; :mod:`solrace.net.loop`), named in
+the JSON: the ratio then compares the node's code with the echo's, not two loops.
+
+``echo_main`` is the echo server: ``python -m solrace.bench.server <port> [<loop>]``.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ from solrace_client import ServerError
 from solrace_client.boardview import board_from_view
 from websockets.asyncio.server import ServerConnection, serve
 
+from solrace.net.loop import AUTO, resolve_loop
+from solrace.net.loop import run as run_on_loop
 from solrace.net.main import tune_gc
 from solrace.protocol import Envelope, encode
 from solrace.protocol.limits import SUBPROTOCOL
@@ -492,14 +498,14 @@ async def _delete_prefix(redis_url: str, prefix: str) -> None:
         await store.close()
 
 
-async def _run(redis_url: str | None, load: Load, find_max: bool) -> dict[str, Any]:
+async def _run(redis_url: str | None, load: Load, find_max: bool, loop: str) -> dict[str, Any]:
     child_core, load_core = _cores()
     before = os.sched_getaffinity(0) if load_core is not None else None
     if load_core is not None:
         os.sched_setaffinity(0, load_core)
     try:
         port = _free_port()
-        echo_argv = [sys.executable, "-m", "solrace.bench.server", str(port)]
+        echo_argv = [sys.executable, "-m", "solrace.bench.server", str(port), loop]
         with _child(echo_argv, port, child_core) as proc:
             echo = await _drive(f"ws://127.0.0.1:{port}", proc.pid, load, echo=True)
         echo_us = echo["cpu_us_per_op"]
@@ -518,6 +524,8 @@ async def _run(redis_url: str | None, load: Load, find_max: bool) -> dict[str, A
             f"{limit:g}",
             "--rate-burst",
             f"{limit:g}",
+            "--loop",
+            loop,
         ]
         result: dict[str, Any] = {
             "benchmark": "server",
@@ -526,6 +534,7 @@ async def _run(redis_url: str | None, load: Load, find_max: bool) -> dict[str, A
             "room_size": min(ROOM_SIZE, load.racers),
             "seconds": load.seconds,
             "aligned": load.aligned,
+            "loop": loop,
             "pinned": child_core is not None,
             "echo_cpu_us_per_rt": echo_us,
             "echo": {
@@ -565,12 +574,16 @@ def run(
     warmup: float = 3.0,
     find_max: bool = False,
     aligned: bool = False,
+    loop: str = AUTO,
 ) -> dict[str, Any]:
     """The benchmark's JSON object; ``redis_url=None`` skips the real-Redis run (its
     top-level figures are then absent and only ``embedded`` is measured). ``aligned``:
-    see :class:`Window` (the default, a random phase per racer, is what users do)."""
+    see :class:`Window` (the default, a random phase per racer, is what users do).
+    ``loop``: the event loop of the echo, the node and the load (``--loop`` of
+    ``solrace-server``); raises ``ValueError`` for one that is not installed."""
     load = Load(racers, rate, seconds, warmup, aligned)
-    return asyncio.run(_run(redis_url, load, find_max))
+    resolved = resolve_loop(loop)
+    return run_on_loop(resolved, _run(redis_url, load, find_max, resolved))
 
 
 # ------------------------------------------------------------------ echo
@@ -586,11 +599,11 @@ async def _echo_serve(port: int) -> None:
         await stop.wait()
 
 
-def echo_main(port: int) -> int:
+def echo_main(port: int, loop: str = AUTO) -> int:
     """The baseline server: decode each msgpack frame and send it back, nothing else."""
-    asyncio.run(_echo_serve(port))
+    run_on_loop(loop, _echo_serve(port))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(echo_main(int(sys.argv[1])))
+    sys.exit(echo_main(int(sys.argv[1]), *sys.argv[2:3]))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from websockets.client import ClientProtocol
 from websockets.frames import CloseCode, Frame, Opcode
@@ -84,8 +85,8 @@ class WireClient(asyncio.Protocol):
 
     # ------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport, though not an asyncio.Transport subclass on uvloop.
+        self._transport = cast("asyncio.Transport", transport)
         self._protocol.send_request(self._protocol.connect())
         self._flush()
 

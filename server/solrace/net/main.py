@@ -3,8 +3,8 @@
 Every flag has an environment variable, so containers and process managers configure
 it the same way: ``SOLRACE_HOST``, ``SOLRACE_PORT``, ``SOLRACE_REDIS_URL``,
 ``SOLRACE_LOG_LEVEL``, ``SOLRACE_LOG_FORMAT``, ``SOLRACE_KEY_PREFIX``,
-``SOLRACE_RATE_PER_S``, ``SOLRACE_RATE_BURST``, ``SOLRACE_DATA_DIR``. A flag wins over
-its variable. Without a Redis URL the node starts its own engine (a private
+``SOLRACE_RATE_PER_S``, ``SOLRACE_RATE_BURST``, ``SOLRACE_DATA_DIR``, ``SOLRACE_LOOP``. A
+flag wins over its variable. Without a Redis URL the node starts its own engine (a private
 valkey-server, :mod:`solrace.store.embedded`) on ``--data-dir`` and says where the data
 lives first; restarted on the same directory, it resumes the races.
 
@@ -40,6 +40,8 @@ from solrace.store.embedded import DataDirUnusable, EngineError, default_data_di
 from solrace.store.store import Durability
 
 from . import logs
+from .loop import LOOPS, resolve_loop
+from .loop import run as run_on_loop
 from .server import RaceServer
 
 log = logging.getLogger("solrace.server")
@@ -171,6 +173,13 @@ SETTINGS = (
         f"{RATE_BURST:g}",
         _burst,
         "messages a connection may send at once on top of the sustained rate",
+    ),
+    Setting(
+        "--loop",
+        "SOLRACE_LOOP",
+        "auto",
+        resolve_loop,
+        f"event loop: {', '.join(LOOPS)} (auto: uvloop when installed, else asyncio)",
     ),
 )
 
@@ -311,6 +320,7 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
             "url": server.url,
             "version": __version__,
             "rate": f"{args.rate_per_s:g}/s burst {args.rate_burst:g}",
+            "loop": args.loop,
         },
     )
     stop = asyncio.Event()
@@ -389,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     logs.configure(args.log_level, args.log_format)
     try:
-        return asyncio.run(run(args))
+        return run_on_loop(args.loop, run(args))
     except UsageError as exc:
         log.error("%s", exc)
         return EXIT_USAGE

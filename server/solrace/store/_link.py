@@ -27,7 +27,7 @@ import asyncio
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import hiredis
 from redis._parsers.base import BaseParser
@@ -70,8 +70,9 @@ class _RespProtocol(asyncio.Protocol):
         self.failure: BaseException | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport by contract; not an ``asyncio.Transport`` subclass on every
+        # event loop (uvloop's is not), so the type is asserted, not checked.
+        self.transport = cast("asyncio.Transport", transport)
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
