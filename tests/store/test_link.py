@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio
+import uvloop
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from solrace.net.loop import UVLOOP
+from solrace.net.loop import run as run_on_loop
 from solrace.store import Store, StoreUnavailable
 from solrace.store._link import RespLink
 
@@ -234,9 +237,6 @@ def test_the_link_runs_on_uvloop_whose_transports_are_not_asyncio_transports() -
     uvloop's TCP transport is not an ``asyncio.Transport`` subclass; the link asserted
     it was, so on uvloop every move failed with ``internal`` before this was fixed.
     The same group-commit flush, on uvloop, against the real Redis."""
-    import uvloop
-
-    from solrace.net.loop import UVLOOP, run
 
     async def flush() -> tuple[str, list[object]]:
         key = f"solrace-test:link:{uuid.uuid4().hex}"
@@ -247,6 +247,6 @@ def test_the_link_runs_on_uvloop_whose_transports_are_not_asyncio_transports() -
             await link.close()
         return type(asyncio.get_running_loop()).__module__, replies
 
-    module, replies = run(UVLOOP, flush())
+    module, replies = run_on_loop(UVLOOP, flush())
     assert module == uvloop.Loop.__module__
     assert replies == [b"OK", b"v", 1]
