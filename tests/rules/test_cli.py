@@ -137,10 +137,12 @@ def test_cli_options_parsed_as_json_values(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_cli_option_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    """An option the variant does not have or a value it refuses is a usage error (2),
+    as a malformed one is."""
     code, _, err = call(["deal", "yukon", "5", "-o", "draw=3"], capsys)
-    assert code == 1 and "variant yukon has no option 'draw'" in err
+    assert code == 2 and "variant yukon has no option 'draw'" in err
     code, _, err = call(["deal", "klondike", "5", "-o", "draw=2"], capsys)
-    assert code == 1 and "option draw must be 1 or 3" in err
+    assert code == 2 and "option draw must be 1 or 3" in err
     code, _, err = call(["deal", "klondike", "5", "-o", "draw"], capsys)
     assert code == 2 and "an option is key=value" in err
     code, _, err = call(["deal", "klondike", "5", "-o", "=3"], capsys)
@@ -148,20 +150,21 @@ def test_cli_option_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_seeds(capsys: pytest.CaptureFixture[str]) -> None:
-    """Seeds in decimal or 0x…; out of range → 1; not a number → 2."""
+    """Seeds in decimal or 0x…; out of range, not a number, or an unknown variant: a
+    usage error, 2 (out of range and unknown variants were 1, "not a number" 2)."""
     code, out, _ = call(["deal", "yukon", "0x2a"], capsys)
     assert code == 0 and json.loads(out) == position_dict(deal("yukon", 42))
     code, out, _ = call(["deal", "yukon", str(2**64 - 1), "--indent", "2"], capsys)
     assert code == 0 and json.loads(out) == position_dict(deal("yukon", 2**64 - 1))
     assert "\n  " in out
     code, _, err = call(["deal", "yukon", str(2**64)], capsys)
-    assert code == 1 and "a seed is a whole number" in err
+    assert code == 2 and "a seed is a whole number" in err
     code, _, err = call(["deal", "yukon", "-1"], capsys)
-    assert code in (1, 2)
+    assert code == 2 and "a seed is a whole number 0 ≤ seed < 2**64, not -1" in err
     code, _, err = call(["deal", "yukon", "forty"], capsys)
     assert code == 2 and "not a whole number" in err
     code, _, err = call(["deal", "spider", "1"], capsys)
-    assert code == 1 and "unknown variant" in err
+    assert code == 2 and "unknown variant" in err
 
 
 def test_cli_play_undo_and_auto_complete(
@@ -208,6 +211,31 @@ def test_cli_bad_position_and_missing_file(
     monkeypatch.setattr(sys, "stdin", io.StringIO("{oops"))
     code, _, err = call(["moves", "-"], capsys)
     assert code == 1 and "not JSON" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ([], "solrace-rules: the following arguments are required: command"),
+        (["fly"], "solrace-rules: argument command: invalid choice: 'fly'"),
+        (["perft", "x.json"], "solrace-rules perft: the following arguments are required: depth"),
+        (["perft", "x.json", "-2"], "argument depth: a depth is 0 or more, not -2"),
+        (["perft", "x.json", "two"], "argument depth: not a whole number: 'two'"),
+        (["deal", "yukon", "1", "--indent", "99"], "an indent is 0 to 16 spaces, not 99"),
+        (["deal", "yukon", "x"], "solrace-rules deal: argument seed: not a whole number: 'x'"),
+        (["deal", "yukon", "-1"], "solrace-rules: a seed is a whole number 0 ≤ seed < 2**64"),
+        (["solve", "x.json", "--budget", "0"], "a budget is at least 1 node, not 0"),
+    ],
+)
+def test_every_usage_error_is_one_line_and_status_2(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not argparse's usage block and message (two lines), nor a traceback: a negative
+    perft depth reached the engine and printed one; a huge --indent was accepted."""
+    code, out, err = call(argv, capsys)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1, err
+    assert says in err
 
 
 def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,10 +7,12 @@
     solrace-rules hint position.json
 
 Exit status: 0 on success, 1 for an illegal move or impossible position, 2 for a
-usage or notation error. ``solve`` and ``hint``: 0 when a winning line is known (or
-the game is already won), 3 when the position is proved unwinnable, 4 when the node
-budget ran out first (unknown). A reader that stops reading (``| head``) ends the
-command quietly with 141, the status of a process a closed pipe stops (128 + SIGPIPE).
+usage or notation error — every argument the command cannot use, ``deal``'s variant,
+seed and options included — said in one line. ``solve`` and ``hint``: 0 when a
+winning line is known (or the game is already won), 3 when the position is proved
+unwinnable, 4 when the node budget ran out first (unknown). A reader that stops
+reading (``| head``) ends the command quietly with 141, the status of a process a
+closed pipe stops (128 + SIGPIPE).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from .board import Board
 from .deal import deal
@@ -44,23 +46,44 @@ def parse_option(text: str) -> tuple[str, Any]:
     return key, value
 
 
-def _seed(text: str) -> int:
+#: The widest ``--indent`` (spaces a level) the position JSON is printed with.
+MAX_INDENT: Final = 16
+
+
+def _whole(text: str) -> int:
     try:
         return int(text, 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
+def _seed(text: str) -> int:
+    return _whole(text)  # its range is the engine's to check (deal's RulesError)
+
+
 def _budget(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    value = _whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"a budget is at least 1 node, not {value}")
     return value
 
 
+def _depth(text: str) -> int:
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a depth is 0 or more, not {value}")
+    return value
+
+
+def _indent(text: str) -> int:
+    value = _whole(text)
+    if not 0 <= value <= MAX_INDENT:
+        raise argparse.ArgumentTypeError(f"an indent is 0 to {MAX_INDENT} spaces, not {value}")
+    return value
+
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
 EXIT_UNWINNABLE = 3
 EXIT_UNKNOWN = 4
 #: The status of a command whose output's reader went away (``| head``): what a shell
@@ -91,26 +114,37 @@ def _read_board(source: str) -> Board:
     return load_position(text)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Subcommands' parsers are of this class too (``add_subparsers`` default)."""
+
+    def error(self, message: str) -> NoReturn:
+        """One line, not the usage block: what is wrong and where to read more."""
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="solrace-rules", description="The solrace rules engine on the command line."
+    parser = _Parser(
+        prog="solrace-rules",
+        description="The solrace rules engine on the command line. Exit status: 0 done, "
+        "1 an illegal move or impossible position, 2 a usage or notation error "
+        "(solve and hint: see their --help).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("deal", help="print the position JSON of a deal")
     p.add_argument("variant")
     p.add_argument("seed", type=_seed, help="0 ≤ seed < 2**64 (decimal or 0x…)")
     p.add_argument("--option", "-o", action="append", type=parse_option, default=[], metavar="K=V")
-    p.add_argument("--indent", type=int, default=None)
+    p.add_argument("--indent", type=_indent, default=None, help=f"0-{MAX_INDENT} spaces")
     p = sub.add_parser("moves", help="print the legal moves, one a line, sorted")
     p.add_argument("position", help="position JSON file, or - for standard input")
     p = sub.add_parser("perft", help="print perft(DEPTH)")
     p.add_argument("position")
-    p.add_argument("depth", type=int)
+    p.add_argument("depth", type=_depth)
     p.add_argument("--divide", action="store_true", help="print the count per first move")
     p = sub.add_parser("play", help="print the position after the moves, or the error")
     p.add_argument("position")
     p.add_argument("moves", nargs="+", metavar="MOVE", help='moves in notation, or "undo"')
-    p.add_argument("--indent", type=int, default=None)
+    p.add_argument("--indent", type=_indent, default=None, help=f"0-{MAX_INDENT} spaces")
     solve_epilog = (
         "Exit status: 0 won (or already won), 3 unwinnable (proved), 4 unknown (budget "
         "spent), 1 impossible position, 2 usage error."
@@ -177,7 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     try:
         if args.command == "deal":
-            board = deal(args.variant, args.seed, dict(args.option))
+            try:
+                board = deal(args.variant, args.seed, dict(args.option))
+            except RulesError as exc:  # the variant, seed or an option as given
+                print(f"solrace-rules: {exc}", file=sys.stderr)
+                return EXIT_USAGE
             out.write(dump_position(board, args.indent) + "\n")
         elif args.command == "moves":
             board = _read_board(args.position)
@@ -198,20 +236,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _solve(args, out)
     except NotationError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except IllegalMoveError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except BrokenPipeError:
         return reader_gone()
     except OSError as exc:  # a file that cannot be read: its name and why, no errno
         why = exc.strerror or str(exc)
         said = why if exc.filename is None else f"cannot read {exc.filename}: {why}"
         print(f"solrace-rules: {said}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except RulesError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     return 0
 
 
