@@ -16,8 +16,7 @@ import uvloop
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from solrace.net.loop import UVLOOP
-from solrace.net.loop import run as run_on_loop
+from solrace.net.main import UVLOOP, run_on_loop
 from solrace.store import Store, StoreUnavailable
 from solrace.store._link import RespLink
 
@@ -233,7 +232,7 @@ async def test_a_refused_client_name_costs_only_the_name() -> None:
 
 
 def test_the_link_runs_on_uvloop_whose_transports_are_not_asyncio_transports() -> None:
-    """``solrace-server`` runs on uvloop where it is installed (solrace/net/loop.py).
+    """``solrace-server`` runs on uvloop where it is installed (solrace/net/main.py).
     uvloop's TCP transport is not an ``asyncio.Transport`` subclass; the link asserted
     it was, so on uvloop every move failed with ``internal`` before this was fixed.
     The same group-commit flush, on uvloop, against the real Redis."""

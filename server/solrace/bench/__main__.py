@@ -7,7 +7,7 @@ import json
 import platform
 import sys
 
-from solrace.net.loop import AUTO, LOOPS, LoopUnavailable, resolve_loop
+from solrace.net.main import AUTO, LOOPS, LoopUnavailable, resolve_loop
 
 
 def main() -> int:

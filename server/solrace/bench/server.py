@@ -21,7 +21,7 @@ together they are what one machine pays per move. On real Redis, Redis's CPU is 
 measured (the machine's Redis is shared with other runs).
 
 The echo, the node and the load all run on one event loop, ``loop`` (default ``auto``:
-uvloop where installed, as ``solrace-server`` does; :mod:`solrace.net.loop`), named in
+uvloop where installed, as ``solrace-server`` does: ``solrace.net.main.run_on_loop``), named in
 the JSON: the ratio then compares the node's code with the echo's, not two loops.
 
 ``echo_main`` is the echo server: ``python -m solrace.bench.server <port> [<loop>]``.
@@ -51,9 +51,7 @@ from solrace_client import ServerError
 from solrace_client.boardview import board_from_view
 from websockets.asyncio.server import ServerConnection, serve
 
-from solrace.net.loop import AUTO, resolve_loop
-from solrace.net.loop import run as run_on_loop
-from solrace.net.main import tune_gc
+from solrace.net.main import AUTO, resolve_loop, run_on_loop, tune_gc
 from solrace.protocol import Envelope, encode
 from solrace.protocol.limits import SUBPROTOCOL
 from solrace.store import Store

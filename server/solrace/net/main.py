@@ -4,7 +4,8 @@ Every flag has an environment variable, so containers and process managers confi
 it the same way: ``SOLRACE_HOST``, ``SOLRACE_PORT``, ``SOLRACE_REDIS_URL``,
 ``SOLRACE_LOG_LEVEL``, ``SOLRACE_LOG_FORMAT``, ``SOLRACE_KEY_PREFIX``,
 ``SOLRACE_RATE_PER_S``, ``SOLRACE_RATE_BURST``, ``SOLRACE_DATA_DIR``, ``SOLRACE_LOOP``. A
-flag wins over its variable. Without a Redis URL the node starts its own engine (a private
+flag wins over its variable. The node runs on uvloop where it is installed (``--loop``,
+below: the event loop). Without a Redis URL the node starts its own engine (a private
 valkey-server, :mod:`solrace.store.embedded`) on ``--data-dir`` and says where the data
 lives first; restarted on the same directory, it resumes the races.
 
@@ -21,14 +22,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import importlib.util
 import logging
 import math
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from solrace import __version__
@@ -40,8 +42,6 @@ from solrace.store.embedded import DataDirUnusable, EngineError, default_data_di
 from solrace.store.store import Durability
 
 from . import logs
-from .loop import LOOPS, resolve_loop
-from .loop import run as run_on_loop
 from .server import RaceServer
 
 log = logging.getLogger("solrace.server")
@@ -51,6 +51,62 @@ EXIT_OK, EXIT_CANNOT_START, EXIT_USAGE, EXIT_DRAIN_FAILED = 0, 1, 2, 3
 REDIS_SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
+
+
+# ------------------------------------------------------------- the event loop
+# uvloop where it is installed, else asyncio's own (docs/performance.md, round 7): a
+# node's CPU goes mostly to the event loop's socket reads and writes — a move is one
+# frame in, the ``moved`` reply and the fan-out out, the group commit's Redis round
+# trip — and uvloop (libuv, in C) does that work for 9–14 % less CPU a move than
+# asyncio's selector loop, with the same code on top: websockets, redis-py and the
+# store's own Redis link use only the standard loop and transport interfaces. It is a
+# dependency wherever it has wheels (not Windows, not PyPy: ``pyproject.toml``), so
+# ``auto`` is the loop a user gets; ``asyncio`` remains for comparison and for
+# platforms without it. The server benchmark runs its echo server on the same loop as
+# the node it is compared with, so its ratio compares code, not loops.
+
+T = TypeVar("T")
+
+AUTO, UVLOOP, ASYNCIO = "auto", "uvloop", "asyncio"
+#: The values of ``--loop`` / ``SOLRACE_LOOP``.
+LOOPS: Final = (AUTO, UVLOOP, ASYNCIO)
+
+
+class LoopUnavailable(ValueError):
+    """The loop asked for is not installed here."""
+
+
+def uvloop_installed() -> bool:
+    return importlib.util.find_spec("uvloop") is not None
+
+
+def resolve_loop(name: str, *, have_uvloop: bool | None = None) -> str:
+    """The loop ``name`` means here: ``auto`` is uvloop when installed, else asyncio.
+    Raises :class:`LoopUnavailable` for ``uvloop`` when it is not installed, and
+    ``ValueError`` for a name not in :data:`LOOPS`."""
+    if name not in LOOPS:
+        raise ValueError(f"must be one of {', '.join(LOOPS)}, got {name!r}")
+    installed = uvloop_installed() if have_uvloop is None else have_uvloop
+    if name == AUTO:
+        return UVLOOP if installed else ASYNCIO
+    if name == UVLOOP and not installed:
+        raise LoopUnavailable("uvloop is not installed here (pip install uvloop), use asyncio")
+    return name
+
+
+def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
+    """A new-loop factory for ``asyncio.Runner`` for a resolved loop name."""
+    if resolve_loop(name) == UVLOOP:
+        import uvloop
+
+        return uvloop.new_event_loop
+    return asyncio.new_event_loop
+
+
+def run_on_loop(name: str, main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` on the loop ``name`` resolves to."""
+    with asyncio.Runner(loop_factory=loop_factory(name)) as runner:
+        return runner.run(main)
 
 
 class UsageError(Exception):
