@@ -65,7 +65,7 @@ MAX_P99_MS = 50.0
 #: Load multipliers tried by ``--find-max`` (stops at the first whose p99 is over):
 #: quarter steps up to twice the default load, where a node saturates on the 2-core
 #: machines of docs/performance.md (doubling alone reported the default load itself
-#: for a node that carried 1.5 times it), then doubling.
+#: for a node that carried 1.25 times it), then doubling.
 FIND_MAX_STEPS = (1.0, 1.25, 1.5, 1.75, 2.0, 4.0, 8.0)
 STARTUP_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
