@@ -263,3 +263,17 @@ def test_run_runs_the_coroutine_on_the_loop_named(name: str, loop_type: type) ->
     if name == ASYNCIO:
         assert not isinstance(loop, uvloop.Loop)
     assert loop.is_closed()  # run() closes the loop it made, as asyncio.run does
+
+
+def test_a_host_that_names_no_address_cannot_start_in_one_line_that_says_so(
+    tmp_path: Path,
+) -> None:
+    """A name the resolver does not know failed as "Unknown error -2": a resolver's
+    code read as an errno. Its own message now, and what --host must name."""
+    done = _run(["--host", "example.invalid", "--data-dir", str(tmp_path)], {})
+    assert done.returncode == 1
+    problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
+    assert len(problems) == 1, done.stderr
+    assert "ERROR solrace.server: cannot start: example.invalid:0: " in problems[0]
+    assert problems[0].endswith("(--host takes an address or name of this machine)")
+    assert "Unknown error" not in done.stderr and "Traceback" not in done.stderr

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import socket
 from collections.abc import Sequence
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -75,7 +76,10 @@ class RaceServer:
             )
         except OSError as exc:
             await self.node.stop()
-            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            if isinstance(exc, socket.gaierror):  # its codes are not errnos
+                why = f"{exc.strerror} (--host takes an address or name of this machine)"
+            else:
+                why = os.strerror(exc.errno) if exc.errno else str(exc)
             if exc.errno == errno.EADDRINUSE:
                 why += " (another server there? --port chooses another)"
             raise OSError(f"{self.host}:{self.port}: {why}") from None
