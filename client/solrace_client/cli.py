@@ -208,7 +208,8 @@ def cmd_rooms(args: argparse.Namespace) -> int:
     out = _out()
     if not rooms:
         what = f"{args.variant} rooms" if args.variant else "rooms"
-        out.print(f"no open {what} on {server}; start one with: solrace create --variant yukon")
+        hint = f"no open {what} on {server}; start one with: solrace create --variant yukon"
+        out.print(hint, soft_wrap=True)  # a command to copy: never cut in two
         return 0
     out.print(rooms_table(rooms))
     return 0
@@ -372,7 +373,10 @@ def cmd_bot(args: argparse.Namespace) -> int:
     out.print(standings_table(result, joined.get("racer")))
     if joined.get("room"):
         rid = race_id(joined["room"], result)
-        out.print(f"saved as race [bold]{rid}[/]: solrace replay {rid} · solrace verify {rid}")
+        out.print(
+            f"saved as race [bold]{rid}[/]: solrace replay {rid} · solrace verify {rid}",
+            soft_wrap=True,
+        )
     return 0
 
 

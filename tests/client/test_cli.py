@@ -56,7 +56,11 @@ async def test_rooms_says_when_there_are_none(
 ) -> None:
     server = await cluster.node()
     assert await _run(["--server", server.url, "rooms"]) == 0
-    assert "no open rooms" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "no open rooms" in out
+    # the command to copy stays on one line, whatever the width (it was cut at 80)
+    assert out.rstrip("\n").endswith("; start one with: solrace create --variant yukon")
+    assert out.count("\n") == 1
 
 
 def test_rooms_without_a_server_fails_with_2(capsys: pytest.CaptureFixture[str]) -> None:
