@@ -14,8 +14,10 @@ reached or refused (unknown code, full room, stale token…), said in one line.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
+from ..errors import EXIT_FAILED
 from .app import SolraceApp
 
 
@@ -31,10 +33,34 @@ def run_watch(server: str, code: str) -> int:
     return _run(SolraceApp(server, mode="watch", code=code))
 
 
+#: Say "connecting" when entering the room takes longer than this (a slow or silent
+#: server); a quick entry prints nothing before the screen opens.
+CONNECTING_NOTICE_S = 1.0
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _run(app: SolraceApp) -> int:
-    app.run()
+    return asyncio.run(_enter_then_run(app))
+
+
+async def _enter_then_run(app: SolraceApp) -> int:
+    """Enter the room first and open the screen only then: a refusal or an unreachable
+    server is one line on standard error, never a screen that opens and vanishes."""
+    notice = asyncio.get_running_loop().call_later(
+        CONNECTING_NOTICE_S, _say, f"solrace: connecting to {app.server}…"
+    )
+    try:
+        entered = await app.enter()
+    finally:
+        notice.cancel()
+    if entered:
+        await app.run_async()
     if app.failure:  # one line, after the screen is restored (Textual would wrap it)
         print(f"solrace: {app.failure}", file=sys.stderr)
+        return int(app.return_code or EXIT_FAILED)
     return int(app.return_code or 0)
 
 

@@ -195,19 +195,29 @@ class SolraceApp(App[int]):
         return "\n".join(s.text for s in self.screen._compositor.render_strips())
 
     # -------------------------------------------------------------- network
-    async def _network(self) -> None:
-        session = self.session
+    async def enter(self) -> bool:
+        """Connect and enter the room; False (and :attr:`failure` says why, in one line)
+        when that failed. :func:`solrace_client.tui.run_race` calls it *before* the
+        screen is taken over, so that an unknown code or an unreachable server is one
+        line in the terminal, not a full-screen flash; the app calls it itself when it
+        was started without it (tests run it that way)."""
+        if self.session.client is not None:
+            return True
         try:
-            await session.enter(self._enter)
+            await self.session.enter(self._enter)
         except ServerError as err:
             request = "watch" if self.mode == "watch" else self.action
-            self._give_up(refusal_of(err.data, request), EXIT_FAILED, err.code)
-            return
+            self._entry_failed(refusal_of(err.data, request), err.code)
         except Unreachable as err:
-            self._give_up(cannot_reach(self.server, err.error), EXIT_FAILED)
-            return
+            self._entry_failed(cannot_reach(self.server, err.error))
         except (*DROPPED, InvalidURI, ValueError) as exc:
-            self._give_up(cannot_reach(self.server, exc), EXIT_FAILED)
+            self._entry_failed(cannot_reach(self.server, exc))
+        return self.failure is None
+
+    async def _network(self) -> None:
+        session = self.session
+        if not await self.enter():
+            self.exit(EXIT_FAILED, return_code=EXIT_FAILED)
             return
         await self._rejoined(first=True)
         while not self._stopped:
@@ -326,15 +336,14 @@ class SolraceApp(App[int]):
             return "back in the race"
         return f"room {state.code}"
 
-    def _give_up(self, message: str, return_code: int, error: str | None = None) -> None:
-        """The first connection or the entry request failed: nothing to play; exit."""
+    def _entry_failed(self, message: str, error: str | None = None) -> None:
+        """The first connection or the entry request failed: nothing to play."""
         stale = error in ("bad_token", "unknown_room")
         if self.mode == "race" and self.action == "resume" and self.save and stale:
             with contextlib.suppress(OSError):
                 config.clear_race()  # the saved race is gone for good
         self._stopped = True
         self.failure = message
-        self.exit(return_code, return_code=return_code)
 
     async def _on_event(self, event: Envelope) -> None:
         state = self.state

@@ -5,6 +5,11 @@ typed while reconnecting are refused visibly, never lost silently."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import pty
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -191,3 +196,87 @@ async def test_moves_typed_while_reconnecting_are_refused_visibly(
         assert f"not sent while offline: {MOVES[0]} — play again" in app.status_log[-1]
         assert (app.state.you or {}).get("next_seq") == 0  # nothing was played behind
         await bob.close()
+
+
+# ------------------------------------------------------- entry before the screen
+ALTERNATE_SCREEN = b"\x1b[?1049h"
+
+
+async def _spawn(argv: list[str]) -> tuple[asyncio.subprocess.Process, int]:
+    """``solrace`` on a pseudo-terminal, as a player starts it: the process and the
+    terminal's master side."""
+    master, slave = pty.openpty()
+    proc = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "solrace"),
+        *argv,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"},
+    )
+    os.close(slave)
+    return proc, master
+
+
+async def _read(master: int) -> bytes:
+    """The terminal's next output; b"" once the process has closed it."""
+
+    def read() -> bytes:
+        try:
+            return os.read(master, 65536)
+        except OSError:  # the other side closed: the process is gone
+            return b""
+
+    return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, read), 30)
+
+
+async def _until_exit(argv: list[str]) -> tuple[int, str]:
+    """Run ``solrace`` to its end: its exit status and all it wrote to the terminal."""
+    proc, master = await _spawn(argv)
+    out = bytearray()
+    try:
+        while chunk := await _read(master):
+            out += chunk
+        code = await asyncio.wait_for(proc.wait(), 30)
+    finally:
+        os.close(master)
+        if proc.returncode is None:
+            proc.kill()
+    assert ALTERNATE_SCREEN not in out, "the full screen opened before the entry failed"
+    return code, out.decode(errors="replace")
+
+
+async def test_an_unknown_code_is_one_line_without_opening_the_screen(cluster: Cluster) -> None:
+    """``solrace join CODE`` (and ``watch``) with a code no room has used to open the
+    full screen and close it again before saying why; now the room is entered first."""
+    server = await cluster.node()
+    for command in (["join", "NOSUCH", "--name", "Bob"], ["watch", "NOSUCH"]):
+        code, text = await _until_exit([*command, "--server", server.url])
+        lines = [line for line in text.splitlines() if line.strip()]
+        assert code == 2, text
+        assert lines == ["solrace: no room has that code (or it has expired)"], text
+
+
+async def test_an_unreachable_server_is_one_line_without_opening_the_screen() -> None:
+    argv = ["join", "ABC123", "--name", "Bob", "--server", "ws://127.0.0.1:9"]
+    code, text = await _until_exit(argv)
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert code == 2, text
+    assert len(lines) == 1 and lines[0].startswith("solrace: cannot reach ws://127.0.0.1:9")
+
+
+async def test_a_room_entered_first_still_gets_the_screen(cluster: Cluster) -> None:
+    """The other side of the change: once the room is entered, the UI takes the screen."""
+    server = await cluster.node()
+    proc, master = await _spawn(["create", "--name", "Ann", "--server", server.url])
+    out = bytearray()
+    try:
+        while ALTERNATE_SCREEN not in out:
+            chunk = await _read(master)
+            assert chunk, out.decode(errors="replace")
+            out += chunk
+        assert b"solrace:" not in out  # no failure, and no "connecting" on a quick entry
+    finally:
+        proc.kill()
+        await proc.wait()
+        os.close(master)
