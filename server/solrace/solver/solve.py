@@ -44,11 +44,9 @@ DEFAULT_BUDGET: Final = 100_000
 #: SERVER_BUDGET)``). Chosen for the certify latency, not for deciding every deal: the
 #: server discards an ``unknown`` seed and tries the next, so each discarded seed costs
 #: the whole budget, and the p95 of a certification is about one discarded seed plus
-#: one win. At 20,000 nodes 6.4 % of Yukon deals stay unknown and the certify p95 is
-#: 0.47 s in pure Python on the shared 2-core machine (0.20 s with the optional
-#: compiled accelerator, which is not assumed: a server without it must meet the
-#: latency too); 100,000 nodes would leave about 5 % unknown but a discarded seed would
-#: cost several seconds (docs/winnability.md).
+#: one win. The optional compiled accelerator is not assumed: a server without it must
+#: meet the latency too. The unknown share and certify times it gives are measured in
+#: docs/winnability.md ("Server budget"), not restated here.
 SERVER_BUDGET: Final = 20_000
 
 #: Difficulty grades by nodes searched before the first win (docs/solver.md).
