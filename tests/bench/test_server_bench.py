@@ -10,7 +10,9 @@ import asyncio
 import os
 import time
 
-from solrace.bench.server import Window, _paced, run
+import pytest
+from solrace.bench import server as server_bench
+from solrace.bench.server import FIND_MAX_STEPS, MAX_P99_MS, Window, _paced, run
 
 SERVER_KEYS = {
     "server_cpu_us_per_move",
@@ -50,6 +52,36 @@ def test_a_tiny_run_on_the_embedded_store_reports_every_figure() -> None:
     engine_pct = embedded["engine_cpu_us_per_move"] * embedded["moves_per_s"] / 1e4
     used = embedded["server_cpu_pct"] + embedded["load_cpu_pct"] + embedded["other_cpu_pct"]
     assert used + engine_pct <= cores + 10
+
+
+def test_find_max_lists_every_step_it_climbed_and_what_each_cost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A load far below any node's ceiling passes every step: ``max_moves_per_s`` is the
+    last step's rate, and ``find_max`` lists each step with the CPU shares that tell
+    what would have bounded it (node, load, engine, the rest of the machine). Three
+    steps rather than the ten of a real climb (each starts its own races)."""
+    assert FIND_MAX_STEPS[0] == 1.0  # the default run is the first step
+    monkeypatch.setattr(server_bench, "FIND_MAX_STEPS", (1.0, 1.5, 3.0))
+    result = run(None, racers=4, rate=5.0, seconds=0.6, warmup=0.2, find_max=True)
+    embedded = result["embedded"]
+    climb = embedded["find_max"]
+    assert [step["x"] for step in climb] == [1.0, 1.5, 3.0]
+    for step in climb:
+        assert step.keys() == {
+            "x",
+            "moves_per_s",
+            "p99_ms",
+            "server_cpu_pct",
+            "load_cpu_pct",
+            "other_cpu_pct",
+            "engine_cpu_pct",
+        }
+        assert step["p99_ms"] <= MAX_P99_MS
+    # the rate follows the steps: 4 racers at 5 moves/s × x
+    assert climb[-1]["moves_per_s"] > 2 * climb[0]["moves_per_s"]
+    assert embedded["max_moves_per_s"] == max(step["moves_per_s"] for step in climb)
+    assert climb[0]["moves_per_s"] == embedded["moves_per_s"]  # step 1 is the default run
 
 
 async def _first_sends(aligned: bool, racers: int = 20) -> list[float]:

@@ -65,8 +65,9 @@ MAX_P99_MS = 50.0
 #: Load multipliers tried by ``--find-max`` (stops at the first whose p99 is over):
 #: quarter steps up to twice the default load, where a node saturates on the 2-core
 #: machines of docs/performance.md (doubling alone reported the default load itself
-#: for a node that carried 1.25 times it), then doubling.
-FIND_MAX_STEPS = (1.0, 1.25, 1.5, 1.75, 2.0, 4.0, 8.0)
+#: for a node that carried 1.25 times it), half steps to three times, where the whole
+#: 2-core machine (node, load and Redis) is full on the slower ones, then larger ones.
+FIND_MAX_STEPS = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0)
 STARTUP_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -461,6 +462,7 @@ async def _server_figures(
             os.sched_setaffinity(engine, core)  # it may have started before the node was pinned
         got = await _drive(url, proc.pid, load, False, engine)
         best: float | None = None
+        climb: list[dict[str, Any]] = []
         if find_max:
             for step in FIND_MAX_STEPS:
                 at = (
@@ -470,6 +472,7 @@ async def _server_figures(
                         url, proc.pid, replace(load, rate=load.rate * step), False, engine
                     )
                 )
+                climb.append(_step_figures(step, at))
                 if at["p99_ms"] is None or at["p99_ms"] > MAX_P99_MS:
                     break
                 best = max(best or 0.0, at["ops_per_s"])
@@ -488,6 +491,26 @@ async def _server_figures(
     }
     if engine is not None:
         figures["engine_cpu_us_per_move"] = got["engine_cpu_us_per_op"]
+    if find_max:
+        figures["find_max"] = climb
+    return figures
+
+
+def _step_figures(step: float, at: dict[str, Any]) -> dict[str, Any]:
+    """One step of ``--find-max``, enough to tell what bounded the climb: the node's
+    core (``server_cpu_pct`` near 100), the load's, or the whole machine (the three CPU
+    shares, with the embedded engine's, near 100 × the cores)."""
+    figures = {
+        "x": step,
+        "moves_per_s": at["ops_per_s"],
+        "p99_ms": at["p99_ms"],
+        "server_cpu_pct": at["server_cpu_pct"],
+        "load_cpu_pct": at["load_cpu_pct"],
+        "other_cpu_pct": at["other_cpu_pct"],
+    }
+    if at["engine_cpu_us_per_op"] is not None:
+        engine_pct = at["engine_cpu_us_per_op"] * at["ops_per_s"] / 1e4
+        figures["engine_cpu_pct"] = round(engine_pct, 1)
     return figures
 
 
