@@ -120,3 +120,26 @@ async def test_racers_send_at_a_random_phase_unless_aligned() -> None:
     assert max(spread) - min(spread) > 0.05
     burst = await _first_sends(aligned=True)
     assert max(burst) - min(burst) < 0.02
+
+
+async def test_a_round_trip_in_flight_when_the_window_opens_is_not_counted() -> None:
+    """The load collects its garbage just before the window opens, stalling its own loop;
+    a round trip that began before the window (and waited out that stall) is the load's
+    pause, not the server's latency, and one that ends after it closes is not counted
+    either."""
+    window = Window()
+    calls = 0
+
+    async def act() -> tuple[bool, float]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            window.measuring = True  # the window opens while this one is in flight
+            return True, 0.040
+        if calls == 3:
+            window.measuring = False  # and closes while this one is
+            return True, 0.050
+        return calls < 4, 0.002
+
+    await _paced(0.001, window, act)
+    assert window.latencies == [0.002]

@@ -69,6 +69,12 @@ MAX_P99_MS = 50.0
 #: 2-core machine (node, load and Redis) is full on the slower ones, then larger ones.
 FIND_MAX_STEPS = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0)
 STARTUP_TIMEOUT_S = 20.0
+#: Pause between the load's own garbage collection and the measuring window: that
+#: collection stalled the load's loop for 25-42 ms at 1.5 x the default load (gen-2,
+#: measured with gc.callbacks), and the round trips it held up were counted as the
+#: server's: over 1 % of a 10 s window at that rate, enough to move p99 from under
+#: 10 ms to 40-100 ms from one run to the next.
+SETTLE_S = 0.5
 STOP_TIMEOUT_S = 5.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -195,7 +201,8 @@ async def _paced(interval: float, window: Window, act: Act) -> None:
     lock-step) until ``window.stop`` or ``act`` says to stop; a late racer does not
     burst to catch up, so the offered load never exceeds the target. The latency kept
     is the one ``act`` measured: the server's round trip, not the racer's own time to
-    choose its move or the wake-up of its task after the reply was read."""
+    choose its move or the wake-up of its task after the reply was read; and only for
+    an action that began and ended inside the measuring window."""
     loop = asyncio.get_running_loop()
     due = loop.time() + (0.0 if window.aligned else random.uniform(0, interval))
     while not window.stop.is_set():
@@ -208,10 +215,13 @@ async def _paced(interval: float, window: Window, act: Act) -> None:
         else:
             due = loop.time()
         due += interval
+        # Only a round trip wholly inside the window counts: one in flight when it
+        # opened also waited out whatever the load did just before (its collection).
+        counted = window.measuring
         go_on, latency = await act()
         if not go_on:
             return
-        if window.measuring:
+        if counted and window.measuring:
             window.latencies.append(latency)
 
 
@@ -403,8 +413,11 @@ async def _drive(
         await asyncio.sleep(load.warmup)
         # The load's own collector pauses must not count as server latency: collect
         # now, then not at all while measuring (its garbage is acyclic, freed as it goes).
+        # The collection stalls the load's loop for tens of milliseconds: let the moves
+        # it held up and the late ones it bunched go through before the window opens.
         tune_gc()
         gc.disable()
+        await asyncio.sleep(SETTLE_S)
         cpu0, load0, wall0 = _cpu_s(pid), time.process_time(), time.perf_counter()
         busy0 = _machine_busy_s()
         engine0 = _cpu_s(engine_pid) if engine_pid is not None else 0.0
