@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from solrace_client import RaceClient
 
+from tests.net.conftest import Cluster
 from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix
 
 
@@ -228,3 +229,35 @@ async def test_a_killed_server_process_loses_no_acknowledged_move() -> None:
     finally:
         await _stop(first)
         await delete_prefix(prefix)
+
+
+async def test_a_closed_connection_is_freed_at_once_not_left_for_the_cyclic_collector(
+    cluster: Cluster,
+) -> None:
+    """websockets' handshake left a closure over the connection on its protocol: every
+    closed connection stayed in a reference cycle until a full collection, which under
+    load stalled the node for 60-330 ms (docs/performance.md, round 8). With the cycle
+    broken, the connection's last reference goes when it closes — abrupt or clean."""
+    import gc
+    import weakref
+
+    server = await cluster.node()
+    gc.collect()
+    gc.disable()
+    try:
+        for abrupt in (False, True):
+            client = await RaceClient.connect(server.url)
+            await client.create("yukon", "Ann", deals="random")
+            (session,) = server.node.peers
+            freed = weakref.ref(session.ws)
+            del session
+            if abrupt:
+                client.ws.transport.abort()  # a dropped network: no close frame
+            await client.close()
+            for _ in range(200):
+                if freed() is None:
+                    break
+                await asyncio.sleep(0.01)
+            assert freed() is None, f"a {'dropped' if abrupt else 'closed'} connection lives on"
+    finally:
+        gc.enable()

@@ -333,6 +333,13 @@ async def _race_room(
 
         await asyncio.gather(*(_paced(interval, window, mover(r)) for r in clients[:size]))
         await window.stop.wait()
+        # End the race as players do, so that the node is done with the room: a room
+        # whose racers only vanish runs on (timers, state) until their grace ends, and
+        # with --find-max each step's rooms would still weigh on the next step's.
+        await asyncio.gather(
+            *(asyncio.wait_for(r.ask("leave"), STOP_TIMEOUT_S) for r in clients[:size]),
+            return_exceptions=True,
+        )
     finally:
         await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
 

@@ -126,6 +126,13 @@ class RaceServer:
         return None
 
     async def _handler(self, ws: ServerConnection) -> None:
+        # websockets keeps the handshake's subprotocol callback on the connection's
+        # protocol, a closure over the connection itself: a reference cycle that keeps
+        # every closed connection (~50 objects) for the cyclic collector, which then
+        # stalled the node for 60-330 ms at a time under load (docs/performance.md,
+        # round 8). The handshake is over: drop the callback, and refcounting frees a
+        # connection as soon as it closes.
+        vars(ws.protocol).pop("select_subprotocol", None)
         session = Session(ws, self.node, self.metrics)
         node = self.node
         node.peers.add(session)
