@@ -61,6 +61,15 @@ class BotError(Exception):
     """The bot cannot go on: refused by the server, replaced, or unable to reconnect."""
 
 
+class ResultNotSaved(Exception):
+    """The race ran to its end but its result could not be saved (an unwritable or full
+    config directory): ``result`` is the race's result all the same."""
+
+    def __init__(self, result: dict[str, Any], error: OSError) -> None:
+        super().__init__(f"could not save the result: {error}")
+        self.result = result
+
+
 class BotCannotStart(BotError):
     """The bot never got into a room: no server answered, or the entry was refused
     (``solrace bot`` exits 2 for this — it could not run — and 1 for a race it could
@@ -275,7 +284,9 @@ class _Bot:
         except Unreachable as err:
             raise BotCannotStart(cannot_reach(", ".join(err.servers), err.error)) from None
         except ServerError as err:
-            raise BotCannotStart(f"{action} refused: {refusal_of(err.data, action)}") from None
+            code = params.get("code")
+            refused = refusal_of(err.data, action, code and str(code))
+            raise BotCannotStart(f"{action} refused: {refused}") from None
         except DROPPED as exc:  # no reply: no token to resume with
             raise BotCannotStart(f"connection lost during {action}: {exc!r}") from None
         self._loaded()
@@ -512,12 +523,15 @@ async def run_bot(
     result = await bot.run()
     view = bot.view
     if save and view.room is not None:
-        path = save_result(
-            view.room,
-            result,
-            view.settings,
-            view.code,
-            published_commitment=view.published_commitment,
-        )
+        try:
+            path = save_result(
+                view.room,
+                result,
+                view.settings,
+                view.code,
+                published_commitment=view.published_commitment,
+            )
+        except OSError as exc:  # the race was run: its standings still count
+            raise ResultNotSaved(result, exc) from exc
         bot.say(f"result saved to {path}")
     return result

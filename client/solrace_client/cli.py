@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -27,12 +28,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from solrace.protocol import limits
+from solrace.protocol.messages import display_name
 from solrace.rules import VARIANTS, RulesError, new_board
-from solrace.rules.cli import parse_option, reader_gone
+from solrace.rules.cli import OUTPUT_ERRNOS, output_unusable, parse_option, reader_gone
 from solrace.rules.options import options_to_json
 
 from . import config
-from .connection import DEFAULT_SERVER, RaceClient, ServerError
+from .connection import DEFAULT_SERVER, RaceClient, ServerError, server_list
 from .errors import (
     CONNECT_ERRORS,
     EXIT_FAILED,
@@ -62,7 +64,9 @@ class _Output(Console):
 
 
 def _out() -> Console:
-    return _Output(highlight=False)
+    # soft wrap: a line longer than the terminal (or than 80 columns when piped) is
+    # written whole, never broken in a path or a sentence (tables keep their width)
+    return _Output(highlight=False, soft_wrap=True)
 
 
 def _err() -> Console:
@@ -74,16 +78,39 @@ def _fail(message: str, code: int = EXIT_FAILED) -> int:
     return code
 
 
+def _server_given(args: argparse.Namespace) -> str | None:
+    """``--server`` as given (even empty: then it is refused, never replaced), else a
+    non-empty ``$SOLRACE_SERVER``, else None."""
+    given = getattr(args, "server", None)
+    if given is not None:
+        return str(given)
+    return os.environ.get(ENV_SERVER) or None
+
+
 def _server(args: argparse.Namespace) -> str:
-    return str(getattr(args, "server", None) or os.environ.get(ENV_SERVER) or DEFAULT_SERVER)
+    given = _server_given(args)
+    return DEFAULT_SERVER if given is None else given
 
 
 def _name(args: argparse.Namespace) -> str:
-    """``--name``, remembered for next time; else the remembered one."""
-    if args.name:
-        config.save_name(args.name)
+    """``--name`` (already checked by :func:`_racer_name`), remembered for next time;
+    else the remembered one."""
+    if args.name is not None:
+        try:
+            config.save_name(args.name)
+        except OSError as exc:  # the race can go on; only the memory of the name is lost
+            _fail(f"could not remember the name in {config.config_dir()}: {exc.strerror or exc}")
         return str(args.name)
     return config.default_name()
+
+
+def _racer_name(text: str) -> str:
+    """An argparse type: the name as the server would keep it, or the server's own
+    reason for refusing it — checked here so a refused name is never remembered."""
+    try:
+        return display_name(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
 
 
 def _duration(text: str) -> int:
@@ -111,6 +138,17 @@ def _within(lo: int, hi: int, parse: Callable[[str], int], unit: str = "") -> Ca
 
     check.__name__ = parse.__name__
     return check
+
+
+def _seconds_at_least_0(text: str) -> float:
+    """An argparse type: a finite number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value
 
 
 def normalise_code(text: str) -> str:
@@ -157,7 +195,8 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
         caption="limit: race time limit · watch delay: how far spectators lag behind",
         caption_justify="left",
     )
-    table.add_column("code", style="bold cyan", no_wrap=True)
+    # the one field people need to type: never shrunk to "…", whatever the width
+    table.add_column("code", style="bold cyan", no_wrap=True, min_width=limits.ROOM_CODE_LEN)
     table.add_column("variant", no_wrap=True)
     table.add_column("phase", no_wrap=True)
     table.add_column("racers", justify="right", no_wrap=True)
@@ -184,12 +223,21 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
     return table
 
 
-async def _list_rooms(server: str, variant: str | None) -> list[dict[str, Any]]:
-    client = await RaceClient.connect(server, open_timeout=5)
-    try:
-        return await client.list_rooms(variant)
-    finally:
-        await client.close()
+async def _list_rooms(servers: str, variant: str | None) -> list[dict[str, Any]]:
+    """The rooms, from the first of ``servers`` (comma-separated) that answers."""
+    urls = server_list(servers)
+    for url in urls:
+        try:
+            client = await RaceClient.connect(url, open_timeout=5)
+        except CONNECT_ERRORS:
+            if url == urls[-1]:
+                raise
+            continue
+        try:
+            return await client.list_rooms(variant)
+        finally:
+            await client.close()
+    raise ValueError("no server to connect to")
 
 
 def cmd_rooms(args: argparse.Namespace) -> int:
@@ -244,6 +292,8 @@ def cmd_create(args: argparse.Namespace) -> int:
         settings["spectator_delay_s"] = args.spectator_delay
     if args.private:
         settings["private"] = True
+    if args.deals == "random" and args.difficulty is not None:
+        return _fail("--difficulty needs winnable deals: leave out --deals random")
     if args.deals is not None:
         settings["deals"] = args.deals
     if args.difficulty is not None:
@@ -262,8 +312,11 @@ def cmd_quick(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     saved = config.load_race()
     if saved is None:
+        path = config.race_path()
+        if path.exists():
+            return _fail(f"the saved race in {path} is unreadable: start or join a new race")
         return _fail(f"no race to resume (nothing saved in {config.config_dir()})")
-    server = getattr(args, "server", None) or os.environ.get(ENV_SERVER) or saved.server
+    server = _server_given(args) or saved.server
     return _race(server, "resume", saved.name, room=saved.room, token=saved.token)
 
 
@@ -277,10 +330,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def _check_servers(args: argparse.Namespace) -> None:
     """Every server URL the command will use is a ws:// or wss:// URL (BadServerURL)."""
-    if args.run is cmd_resume and not (getattr(args, "server", None) or os.environ.get(ENV_SERVER)):
+    if args.run is cmd_resume and _server_given(args) is None:
         return  # the saved race's server, checked when it was saved
-    for url in _server(args).split(","):
-        check_server_url(url.strip())
+    urls = server_list(_server(args))
+    if not urls:
+        raise BadServerURL("no server URL given (e.g. ws://127.0.0.1:8765)")
+    for url in urls:
+        check_server_url(url)
 
 
 # --------------------------------------------------------------- bot
@@ -317,12 +373,18 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
 
 
 def cmd_bot(args: argparse.Namespace) -> int:
-    from .bot import BotCannotStart, BotError, BotHooks, run_bot
+    from .bot import BotCannotStart, BotError, BotHooks, ResultNotSaved, run_bot
     from .results import race_id
 
     if args.quick + bool(args.code) + args.create != 1:
         return _fail("give a room CODE, or --quick, or --create")
-    servers = [s.strip() for s in _server(args).split(",") if s.strip()]
+    room_size = args.racers if args.racers is not None else limits.DEFAULT_MAX_RACERS
+    if args.create and args.min_racers > room_size:
+        return _fail(
+            f"--min-racers {args.min_racers} is more than the room's {room_size} racers "
+            "(--racers): it could never start"
+        )
+    servers = server_list(_server(args))
     err = _err()
     joined: dict[str, Any] = {}
 
@@ -345,6 +407,7 @@ def cmd_bot(args: argparse.Namespace) -> int:
         if args.private:
             create["private"] = True
     name = args.name or f"{args.strategy}-bot"
+    saved = True
     try:
         result = asyncio.run(
             run_bot(
@@ -369,9 +432,12 @@ def cmd_bot(args: argparse.Namespace) -> int:
         return _fail(str(exc), EXIT_NO)
     except ServerError as exc:
         return _fail(f"the server refused: {refusal_of(exc.data)}", EXIT_NO)
+    except ResultNotSaved as exc:  # the race counts; only replay and verify lose it
+        result, saved = exc.result, False
+        _fail(f"{exc} (in {config.config_dir()}): replay and verify will not know it")
     out = _out()
     out.print(standings_table(result, joined.get("racer")))
-    if joined.get("room"):
+    if joined.get("room") and saved:
         rid = race_id(joined["room"], result)
         out.print(
             f"saved as race [bold]{rid}[/]: solrace replay {rid} · solrace verify {rid}",
@@ -397,6 +463,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     saved = _load(args.race)
     if saved is None:
         return EXIT_FAILED
+    if args.racer and not args.print:
+        return _fail("--racer goes with --print (the stepper shows every racer)")
     if args.print:
         try:
             all_tracks = tracks(saved)
@@ -435,7 +503,8 @@ def cmd_races(args: argparse.Namespace) -> int:
     if not found:
         out.print(f"no saved races in {results_dir()}")
         return 0
-    table = Table(title=f"saved races ({results_dir()})", title_justify="left")
+    out.print(f"saved races ({results_dir()})")  # a path: on one line, not in the table
+    table = Table()
     for column in ("race", "code", "variant", "reason", "winner", "racers"):
         table.add_column(column, no_wrap=column == "race")
     for saved in found[: args.limit]:
@@ -465,6 +534,9 @@ def build_parser() -> argparse.ArgumentParser:
     server_help = f"server URL (default: ${ENV_SERVER} or {DEFAULT_SERVER})"
     common = _Parser(add_help=False)
     common.add_argument("--server", default=argparse.SUPPRESS, help=server_help)
+    # offline commands take no server; accepting the flag (unlisted) lets main say so
+    offline = _Parser(add_help=False)
+    offline.add_argument("--server", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     parser = _Parser(
         prog="solrace",
         description="Race solitaire against other people from a terminal. Exit status: "
@@ -476,13 +548,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help_text: str, run: Callable[[argparse.Namespace], int]) -> Any:
-        online = [] if name in OFFLINE_COMMANDS else [common]
-        p = sub.add_parser(name, parents=online, help=help_text, description=help_text)
+        parents = [offline] if name in OFFLINE_COMMANDS else [common]
+        p = sub.add_parser(name, parents=parents, help=help_text, description=help_text)
         p.set_defaults(run=run)
         return p
 
     def add_name(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--name", help="your racer name (remembered for next time)")
+        p.add_argument(
+            "--name", type=_racer_name, help="your racer name (remembered for next time)"
+        )
 
     def add_settings(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -549,7 +623,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon")
     add_settings(p)
     p.add_argument("--strategy", choices=("greedy", "random"), default="greedy")
-    p.add_argument("--name", help="the bot's racer name (default: <strategy>-bot)")
+    p.add_argument(
+        "--name", type=_racer_name, help="the bot's racer name (default: <strategy>-bot)"
+    )
     p.add_argument(
         "--ready",
         action=argparse.BooleanOptionalAction,
@@ -557,11 +633,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="declare ready in the lobby (default: yes)",
     )
     p.add_argument("--host-start", action="store_true", help="start the room when hosting it")
-    p.add_argument("--min-racers", type=int, default=2, help="racers needed to --host-start")
-    p.add_argument("--max-moves", type=int, default=3000, help="resign after this many moves")
+    p.add_argument(
+        "--min-racers",
+        type=_within(limits.MIN_RACERS, limits.MAX_RACERS, int),
+        default=limits.MIN_RACERS,
+        help=f"racers needed to --host-start (default {limits.MIN_RACERS})",
+    )
+    p.add_argument(
+        "--max-moves",
+        type=_within(1, 1_000_000, int),
+        default=3000,
+        help="resign after this many moves (default 3000)",
+    )
     p.add_argument(
         "--delay",
-        type=float,
+        type=_seconds_at_least_0,
         default=0.1,
         help="seconds between moves, to be watchable (default 0.1; requests are always "
         "paced inside the server's rate limit)",
@@ -592,19 +678,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
     if args.command in OFFLINE_COMMANDS:
-        if getattr(args, "server", None):
+        if getattr(args, "server", None) is not None:
             return _fail(f"{args.command} works on this computer's saved races: no --server")
     else:
         try:
             _check_servers(args)
         except BadServerURL as exc:
             return _fail(str(exc))
+    if sys.stdout is None:  # started with standard output closed (`solrace races >&-`)
+        return output_unusable("solrace", "standard output is closed", EXIT_FAILED)
     try:
-        return run(args)
+        status = run(args)
+        sys.stdout.flush()  # a full disk fails here, inside the try, not at exit
+        return status
     except BrokenPipeError:
         return reader_gone()  # `solrace races | head`: quietly, 141
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
+    except ConnectionError as exc:  # a server that went away mid-command
+        return _fail(f"the connection to the server failed: {exc.strerror or exc}")
+    except OSError as exc:  # a file, or the output, that cannot be used
+        why = exc.strerror or str(exc)
+        if exc.filename is None and exc.errno in OUTPUT_ERRNOS:
+            return output_unusable("solrace", why, EXIT_FAILED)
+        return _fail(why if exc.filename is None else f"{exc.filename}: {why}")
 
 
 if __name__ == "__main__":  # pragma: no cover

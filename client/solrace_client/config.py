@@ -9,6 +9,9 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from solrace.protocol.limits import MAX_NAME_LEN
+from solrace.protocol.messages import display_name
+
 
 def config_dir() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(Path.home(), ".config")
@@ -26,14 +29,15 @@ class SavedRace:
     version: int = 0
 
 
-def _path() -> Path:
+def race_path() -> Path:
+    """Where the current race is saved for ``resume``."""
     return config_dir() / "race.json"
 
 
 def save_race(race: SavedRace) -> None:
     directory = config_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    path = _path()
+    path = race_path()
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -43,22 +47,33 @@ def save_race(race: SavedRace) -> None:
 
 def load_race() -> SavedRace | None:
     try:
-        data = json.loads(_path().read_text(encoding="utf-8"))
+        data = json.loads(race_path().read_text(encoding="utf-8"))
         return SavedRace(**data)
     except (OSError, ValueError, TypeError):
         return None
 
 
 def clear_race() -> None:
-    _path().unlink(missing_ok=True)
+    race_path().unlink(missing_ok=True)
 
 
 def default_name() -> str:
+    """The remembered name, else the login name, else "racer": the first of them the
+    server would take (a name saved by an older client that the server refuses must
+    not make every later command fail over a ``--name`` nobody gave)."""
+    candidates = []
     try:
         data = json.loads((config_dir() / "profile.json").read_text(encoding="utf-8"))
-        return str(data["name"])
+        candidates.append(str(data["name"]))
     except (OSError, ValueError, KeyError, TypeError):
-        return os.environ.get("USER", "racer")[:24] or "racer"
+        pass
+    candidates.append(os.environ.get("USER", "")[:MAX_NAME_LEN])
+    for name in candidates:
+        try:
+            return display_name(name)
+        except ValueError:
+            continue
+    return "racer"
 
 
 def save_name(name: str) -> None:

@@ -45,6 +45,14 @@ from .pacing import Pace, Pacer
 from .roomview import Fold, RoomView
 
 DEFAULT_SERVER = "ws://127.0.0.1:8765"
+
+
+def server_list(servers: str) -> list[str]:
+    """``--server``/``$SOLRACE_SERVER`` as the URLs to try in turn: one URL, or several
+    separated by commas (nodes of one deployment; the first that answers is used)."""
+    return [url.strip() for url in servers.split(",") if url.strip()]
+
+
 #: ``connect``'s default pace: :data:`pacing.SERVER_DEFAULT_PACE`, read when connecting.
 SERVER_DEFAULT: Final = "server-default"
 

@@ -53,11 +53,12 @@ FIELD_WORDS: Final = {
     "private": "private (--private)",
 }
 
-#: Refusals of entering a room, in plain words, by (request, code).
+#: Refusals of entering a room, in plain words, by (request, code); ``{code}`` is the
+#: room code the user gave (``CODE`` when the caller does not know it).
 ENTRY_WORDS: Final = {
     ("join", "unknown_room"): "no room has that code (or it has expired)",
     ("join", "room_full"): "that room is full",
-    ("join", "wrong_phase"): "that room's race has started: watch it with solrace watch CODE",
+    ("join", "wrong_phase"): "that room's race has started: watch it with solrace watch {code}",
     ("watch", "unknown_room"): "no room has that code (or it has expired)",
     ("resume", "unknown_room"): "the saved race's room is gone (it has expired)",
     ("resume", "bad_token"): "you are no longer in the saved race",
@@ -125,22 +126,31 @@ def connect_reason(url: str, exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def refusal(code: str, message: str, field: Any = None, request: str | None = None) -> str:
+def refusal(
+    code: str,
+    message: str,
+    field: Any = None,
+    request: str | None = None,
+    room_code: str | None = None,
+) -> str:
     """A server's ``error`` reply in words: no field paths, no protocol codes.
-    ``request`` (``join``, ``resume``…) lets a refusal to enter a room say why."""
+    ``request`` (``join``, ``resume``…) lets a refusal to enter a room say why, with
+    the ``room_code`` the user gave where the words name it."""
     if code == "bad_message":
         return _field_in_words(message)
     if request is not None and (request, code) in ENTRY_WORDS:
-        return ENTRY_WORDS[request, code]
+        return ENTRY_WORDS[request, code].format(code=room_code or "CODE")
     if code == "unavailable":
         return "the server is busy (its store is down): try again in a moment"
     return message
 
 
-def refusal_of(data: Mapping[str, Any], request: str | None = None) -> str:
+def refusal_of(
+    data: Mapping[str, Any], request: str | None = None, room_code: str | None = None
+) -> str:
     """:func:`refusal` of an ``error`` reply's data (a ServerError's ``data``)."""
     code, message = str(data.get("code")), str(data.get("message"))
-    return refusal(code, message, data.get("field"), request)
+    return refusal(code, message, data.get("field"), request, room_code)
 
 
 _PATH = re.compile(r"^[a-z_]+\.(?P<path>[a-z0-9_.]+): ")

@@ -185,10 +185,12 @@ _PREVIOUS = {"p", "prev", "previous", "\x1b[d", "←"}
 def step_through(
     saved: SavedResult,
     console: Console,
-    read: Callable[[str], str] = input,
+    read: Callable[[str], str] | None = None,
     start: int = 0,
 ) -> int:
-    """The interactive stepper: show a step, read a command line, repeat."""
+    """The interactive stepper: show a step, read a command line (``read``, by default
+    :func:`input`), repeat."""
+    read = read or input
     all_tracks = tracks(saved)
     last = last_step(all_tracks)
     step = max(0, min(start, last))
@@ -199,8 +201,9 @@ def step_through(
         console.print(Text(HELP, style="dim"))
         try:
             command = read(f"step {step}/{last}> ").strip().lower()
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:  # the end of piped commands: done
             return 0
+        # KeyboardInterrupt (Ctrl-C) goes up: the command line ends it with 130
         if command in _NEXT:
             step = min(last, step + 1)
         elif command in _PREVIOUS:

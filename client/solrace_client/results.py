@@ -95,8 +95,12 @@ class SavedResult:
             room = str(data["room"])
             result = dict(data["result"])
             settings = dict(data["settings"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a saved race result: missing {exc}") from None
+        except KeyError as exc:
+            where = "" if path is None else f"{path}: "
+            raise ValueError(f"{where}not a saved race result: missing {exc}") from None
+        except (TypeError, ValueError):
+            where = "" if path is None else f"{path}: "
+            raise ValueError(f"{where}not a saved race result: malformed") from None
         published = data.get("published_commitment")
         return cls(
             race=str(data.get("race") or race_id(room, result)),
@@ -164,12 +168,16 @@ def load_result(ref: str | os.PathLike[str]) -> SavedResult:
         if len(matches) > 1:
             names = ", ".join(sorted(p.stem for p in matches))
             raise ResultNotFound(f"{text!r} matches several saved races: {names}")
+    if candidate.is_dir():
+        raise ResultNotFound(f"{text} is a directory, not a race result file")
     raise ResultNotFound(f"no saved race {text!r} in {results_dir()} and no such file")
 
 
 def _read(path: Path) -> SavedResult:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:  # a hostile file: arrays nested a hundred thousand deep
+        raise ValueError(f"{path}: not a race result: JSON nested too deeply") from None
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: cannot read a race result: {exc}") from None
     if not isinstance(data, Mapping):

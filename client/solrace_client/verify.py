@@ -139,7 +139,8 @@ def _check_racer(
         try:
             apply_entry(board, str(entry))
         except RulesError as exc:
-            report.add(f"{who}: log", False, f"entry {i + 1} of {len(log)} {entry!r}: {exc}")
+            why = str(exc).removeprefix(f"{entry!r}: ")  # the engine's words may name it too
+            report.add(f"{who}: log", False, f"entry {i + 1} of {len(log)} {entry!r}: {why}")
             return
     report.add(f"{who}: log", True, f"{len(log)} moves, all legal")
     problems: list[str] = []

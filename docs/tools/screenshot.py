@@ -148,14 +148,34 @@ def to_png(svg: Path, png: Path) -> None:
     cairosvg.svg2png(bytestring=text.encode(), write_to=str(png), output_width=1600)
 
 
+def _size(text: str) -> tuple[int, int]:
+    """An argparse type: ``COLSxROWS``, as large as the UI's smallest screen or more."""
+    cols, sep, rows = text.lower().partition("x")
+    if not (sep and cols.isdigit() and rows.isdigit()):
+        raise argparse.ArgumentTypeError(f"not COLSxROWS: {text!r} (e.g. 80x24)")
+    if int(cols) < 40 or int(rows) < 12:
+        raise argparse.ArgumentTypeError(f"at least 40x12, got {text}")
+    return int(cols), int(rows)
+
+
+def _writable(text: str) -> Path:
+    """An argparse type: a file path whose directory exists (checked before the run)."""
+    path = Path(text)
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"no such directory: {path.parent}")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("svg", type=Path, help="where to write the SVG screenshot")
-    parser.add_argument("--png", type=Path, help="also write a PNG (needs cairosvg)")
-    parser.add_argument("--size", default="80x24", help="terminal size, COLSxROWS")
+    parser.add_argument("svg", type=_writable, help="where to write the SVG screenshot")
+    parser.add_argument("--png", type=_writable, help="also write a PNG (needs cairosvg)")
+    parser.add_argument("--size", type=_size, default="80x24", help="terminal size, COLSxROWS")
     args = parser.parse_args(argv)
-    cols, rows = (int(n) for n in args.size.lower().split("x"))
-    asyncio.run(shoot(args.svg, (cols, rows)))
+    try:
+        asyncio.run(shoot(args.svg, args.size))
+    except OSError as exc:  # e.g. the file cannot be written after all
+        sys.exit(f"screenshot: {exc.filename or args.svg}: {exc.strerror or exc}")
     print(f"wrote {args.svg}")
     if args.png:
         to_png(args.svg, args.png)

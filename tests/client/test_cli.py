@@ -233,3 +233,149 @@ async def test_rooms_lists_no_finished_rooms(
     assert ann.code not in out and "no open rooms" in out
     for client in (ann, bob):
         await client.close()
+
+
+# ------------------------------------------------- defects a newcomer ran into (review)
+def _solrace(*argv: str, **run: Any) -> subprocess.CompletedProcess[str]:
+    """The console script, as a user runs it (its own stdin, stdout, stderr)."""
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "solrace"), *argv],
+        capture_output=run.pop("capture_output", True),
+        text=True,
+        timeout=60,
+        **run,
+    )
+
+
+def _one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+def test_a_name_the_server_would_refuse_is_refused_here_and_never_remembered(
+    ui: FakeUI, capsys: pytest.CaptureFixture[str], config_dir: Path
+) -> None:
+    """A refused --name used to be saved anyway, and every later command then failed
+    over a --name nobody had given."""
+    for bad in ("x" * 25, "", "   ", "Ann\u202e"):
+        with pytest.raises(SystemExit) as exited:
+            main(["quick", "--name", bad, "--server", "ws://h:1"])
+        assert exited.value.code == 2
+        assert "--name" in _one_line(capsys.readouterr().err)
+    assert not (config_dir / "profile.json").exists()
+    assert ui.calls == []
+    # a bad name an older client saved is passed over, not sent
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "profile.json").write_text('{"name": "' + "y" * 40 + '"}')
+    assert config.default_name() != "y" * 40
+    assert main(["quick", "--server", "ws://h:1"]) == 0
+    assert ui.calls[-1][1][2] == config.default_name()
+    # and a good one is trimmed as the server keeps it
+    assert main(["quick", "--name", "  Ann   Lee ", "--server", "ws://h:1"]) == 0
+    assert ui.calls[-1][1][2] == "Ann Lee" == config.default_name()
+
+
+async def test_several_servers_are_tried_in_turn_and_an_empty_one_is_refused(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = await cluster.node()
+    both = f"ws://127.0.0.1:9,{server.url}"  # the first is down: the second answers
+    assert await _run(["rooms", "--server", both]) == 0
+    assert "no open rooms" in capsys.readouterr().out
+    assert await _run(["rooms", "--server", ""]) == 2
+    assert "no server URL given" in _one_line(capsys.readouterr().err)
+    assert await _run(["rooms", "--server", "ws://127.0.0.1:9,ws://127.0.0.1:10"]) == 2
+    assert "cannot reach" in _one_line(capsys.readouterr().err)
+
+
+def test_bot_settings_that_make_no_sense_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    server = ["--server", "ws://127.0.0.1:9"]
+    for argv in (
+        ["bot", "--quick", "--min-racers", "0"],
+        ["bot", "--quick", "--max-moves", "-5"],
+        ["bot", "--quick", "--delay", "-1"],
+        ["bot", "--quick", "--delay", "nan"],
+    ):
+        with pytest.raises(SystemExit) as exited:
+            main([*argv, *server])
+        assert exited.value.code == 2
+        _one_line(capsys.readouterr().err)
+    assert main(["bot", "--create", "--racers", "2", "--min-racers", "3", *server]) == 2
+    assert "could never start" in _one_line(capsys.readouterr().err)
+
+
+def test_a_corrupt_saved_race_is_called_unreadable_not_missing(
+    ui: FakeUI, capsys: pytest.CaptureFixture[str], config_dir: Path
+) -> None:
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "race.json").write_text("{bad")
+    assert main(["resume"]) == 2
+    assert "unreadable" in _one_line(capsys.readouterr().err)
+
+
+def test_verify_and_replay_refuse_odd_files_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], synthetic_race: Path
+) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    assert main(["verify", str(deep)]) == 2
+    assert "nested too deeply" in _one_line(capsys.readouterr().err)
+    assert main(["replay", str(deep), "--print"]) == 2
+    assert "nested too deeply" in _one_line(capsys.readouterr().err)
+    assert main(["verify", str(tmp_path)]) == 2
+    assert "is a directory" in _one_line(capsys.readouterr().err)
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"race": 5, "result": "x"}')
+    assert main(["verify", str(odd)]) == 2
+    assert str(odd) in _one_line(capsys.readouterr().err)
+    assert main(["replay", str(synthetic_race), "--racer", "Ann"]) == 2
+    assert "--racer goes with --print" in _one_line(capsys.readouterr().err)
+    assert main(["verify", str(synthetic_race), "--server", "ws://h:1"]) == 2
+    assert "no --server" in _one_line(capsys.readouterr().err)
+
+
+def test_output_that_cannot_be_written_is_one_line(synthetic_race: Path) -> None:
+    """A full disk (/dev/full) or a closed standard output: one line, status 2, no
+    traceback and no "Exception ignored" after it."""
+    with open("/dev/full", "w") as full:
+        done = _solrace("races", stdout=full, capture_output=False, stderr=subprocess.PIPE)
+    assert done.returncode == 2
+    assert "cannot write the output: No space left on device" in _one_line(done.stderr)
+    closed = _solrace(
+        "races",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        capture_output=False,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert closed.returncode == 2
+    assert "standard output is closed" in _one_line(closed.stderr)
+
+
+def test_the_race_screen_without_a_terminal_says_so_in_one_line() -> None:
+    """`solrace create </dev/null 2>log` used to draw into the log until killed."""
+    done = _solrace("create", "--server", "ws://127.0.0.1:9", stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "needs a terminal" in _one_line(done.stderr)
+    assert done.stdout == ""
+
+
+def test_an_unusable_config_directory_is_a_warning_not_a_traceback(
+    ui: FakeUI, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", "/dev/null/solrace")
+    assert main(["quick", "--name", "Ann", "--server", "ws://h:1"]) == 0  # the UI's status
+    assert "could not remember the name" in _one_line(capsys.readouterr().err)
+    assert ui.calls[-1][1][2] == "Ann"
+
+
+def test_a_stepper_interrupted_with_ctrl_c_exits_130(
+    synthetic_race: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(prompt: str) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("builtins.input", interrupted)
+    assert main(["replay", str(synthetic_race)]) == 130
+    assert "interrupted" in capsys.readouterr().err

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pty
 import re
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,19 +34,48 @@ def closed_port() -> int:
 
 
 async def solrace(*args: str) -> tuple[int, str, str]:
-    """The console script, as a user runs it (no terminal: the UI still starts)."""
+    """The console script, as a user runs it: standard input and output on a terminal
+    (a pseudo-terminal, so the UI commands go as far as they would for a player), its
+    errors read apart. Returns the status, what reached the terminal, and the errors."""
     assert SOLRACE.exists(), f"the console script is not installed: {SOLRACE}"
+    master, slave = pty.openpty()
     proc = await asyncio.create_subprocess_exec(
         str(SOLRACE),
         *args,
-        stdin=subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
+        stdin=slave,
+        stdout=slave,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "SOLRACE_SERVER": ""},
+        env={**os.environ, "SOLRACE_SERVER": "", "TERM": "xterm-256color"},
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), ESCAPES.sub("", err.decode())
+    os.close(slave)
+    loop = asyncio.get_running_loop()
+
+    def drain() -> bytes:
+        out = bytearray()
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the process closed the terminal: it is done with it
+                return bytes(out)
+            if not chunk:
+                return bytes(out)
+            out += chunk
+
+    try:
+        shown = loop.run_in_executor(None, drain)
+        assert proc.stderr is not None
+        err = await asyncio.wait_for(proc.stderr.read(), 60)
+        await asyncio.wait_for(proc.wait(), 60)
+        out = await asyncio.wait_for(shown, 60)
+    finally:
+        os.close(master)
+        if proc.returncode is None:
+            proc.kill()
+    return (
+        proc.returncode,
+        ESCAPES.sub("", out.decode(errors="replace")),
+        ESCAPES.sub("", err.decode()),
+    )
 
 
 def one_line(err: str) -> str:
@@ -102,7 +131,7 @@ async def test_wss_against_a_plain_server_says_why(cluster: Cluster) -> None:
         (["create", "--option", "draw"], "--option"),
         (["join", "AB-12!"], "is not a room code"),
         (["--server", "ws://h:1", "verify", "r_x"], "verify works on this computer"),
-        (["replay", "r_x", "--server", "ws://h:1"], "unrecognized arguments: --server"),
+        (["replay", "r_x", "--server", "ws://h:1"], "replay works on this computer"),
         (["races", "--limit", "0"], "--limit: must be 1 to"),
         (["frobnicate"], "invalid choice"),
         (["verify", "r_nosuchrace"], "r_nosuchrace"),
@@ -173,3 +202,10 @@ async def test_refusals_are_shown_in_words_not_field_paths(cluster: Cluster) -> 
         "no room has that code (or it has expired)"
     )
     await client.close()
+
+
+def test_a_refusal_names_the_code_the_user_gave() -> None:
+    """It said "watch it with solrace watch CODE", the placeholder left in."""
+    said = errors.refusal("wrong_phase", "racing", None, "join", "YWT9VB")
+    assert said == "that room's race has started: watch it with solrace watch YWT9VB"
+    assert "CODE" in errors.refusal("wrong_phase", "racing", None, "join")  # unknown: a hint

@@ -68,6 +68,13 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
             {},
             "--data-dir: cannot use data directory /dev/null/solrace: Not a directory",
         ),
+        (
+            ["--data-dir", __file__],
+            {},
+            f"--data-dir: cannot use data directory {__file__}: it is a file, not a directory",
+        ),
+        (["--host", ""], {}, "--host: must not be empty (0.0.0.0 listens on every IPv4 address)"),
+        ([], {"SOLRACE_HOST": " "}, "$SOLRACE_HOST: must not be empty"),
     ],
 )
 def test_a_bad_flag_or_variable_is_one_line_and_exit_status_2(

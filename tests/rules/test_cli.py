@@ -418,3 +418,31 @@ def test_a_file_that_is_not_a_position_is_one_line_with_its_name(
         done = subprocess.run([*CLI, command, str(path)], capture_output=True, text=True)
         assert done.returncode == 1
         assert done.stderr == f"solrace-rules: {says.format(path=path)}\n"
+
+
+def test_a_hostile_file_and_an_unwritable_output_are_one_line(tmp_path: Path) -> None:
+    """JSON nested a hundred thousand deep ended in RecursionError; a full disk or a
+    closed standard output ended in a traceback (or AttributeError on None)."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    done = run("moves", str(deep))
+    assert done.returncode == 1
+    assert done.stderr.strip() == "solrace-rules: not a position: JSON nested too deeply"
+    script = str(Path(sys.executable).parent / "solrace-rules")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [script, "deal", "yukon", "1"], stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "solrace-rules: cannot write the output: No space left on device"
+    )
+    done = subprocess.run(
+        [script, "deal", "yukon", "1"],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert done.returncode == 1
+    said = "solrace-rules: cannot write the output: standard output is closed"
+    assert done.stderr.strip() == said

@@ -43,6 +43,14 @@ def _say(line: str) -> None:
 
 
 def _run(app: SolraceApp) -> int:
+    if not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
+        # Textual would draw into a pipe or a log file and wait for keys that never come
+        what = "watch screen" if app.mode == "watch" else "race screen"
+        _say(
+            f"solrace: the {what} needs a terminal (standard input and output are not one)"
+            + ("; `solrace bot` races without one" if app.mode == "race" else "")
+        )
+        return EXIT_FAILED
     return asyncio.run(_enter_then_run(app))
 
 

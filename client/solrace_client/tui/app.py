@@ -16,16 +16,18 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from solrace.protocol import Envelope
+from solrace.protocol.messages import CreateRoom
 from textual.app import App
+from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from websockets.exceptions import ConnectionClosed, InvalidURI
 
 from .. import config, results
-from ..connection import RaceClient, ServerError
+from ..connection import RaceClient, ServerError, server_list
 from ..errors import EXIT_FAILED, cannot_reach, refusal_of
 from ..roomview import RoomView
 from ..session import DROPPED, TRANSIENT, Backoff, Rejoined, Session, SessionOver, Unreachable
@@ -53,7 +55,9 @@ from .widgets import (
 )
 
 ACTIONS = ("create", "join", "quick", "resume")
-CREATE_SETTINGS = ("options", "max_racers", "private", "time_limit_s", "spectator_delay_s")
+#: What ``create`` passes on from its params: every setting the protocol's request has
+#: (``deals`` and ``difficulty`` were once missing here and silently dropped).
+CREATE_SETTINGS = tuple(sorted(CreateRoom.FIELDS - {"variant", "name"}))
 #: Reconnect attempts: 0.2 s, doubled up to 8 s, ± 20 %, for as long as the app runs.
 BACKOFF = Backoff(first_s=0.2, max_s=8.0, jitter=0.2)
 SIDE_WIDTH = 28
@@ -86,6 +90,11 @@ class SolraceApp(App[int]):
     CSS = CSS
     TITLE = "solrace"
     AUTO_FOCUS = None  # keys go to the screens' bindings; the move box takes focus on ":"
+    #: Ctrl-C and Ctrl-Q are q, on every screen and in the move box: they ask before a
+    #: quit that forfeits (Textual's own would quit at once, or only say how to).
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c,ctrl+q", "quit_race", "quit", show=False, priority=True),
+    ]
 
     def __init__(
         self,
@@ -111,7 +120,7 @@ class SolraceApp(App[int]):
         self.watch_code = code
         #: Save the token/result to the user's config (off in some tests).
         self.save = save
-        self.session = Session(server, backoff=BACKOFF, lost=self._lost)
+        self.session = Session(server_list(server), backoff=BACKOFF, lost=self._lost)
         self.news = News()
         self.controller = Controller()
         self.clock_offset_ms = 0
@@ -136,6 +145,8 @@ class SolraceApp(App[int]):
         #: after the resume, from the snapshot's next seq.
         self._unconfirmed: tuple[str, int] | None = None
         self._saved_result_version: int | None = None
+        #: Saving the race for ``resume`` failed once (said on the status line).
+        self._resume_unsaved = False
         #: The phase the screen was last chosen for (the view may be ahead of the event
         #: being shown: it folds frames as they arrive).
         self._shown_phase: str | None = None
@@ -207,9 +218,10 @@ class SolraceApp(App[int]):
             await self.session.enter(self._enter)
         except ServerError as err:
             request = "watch" if self.mode == "watch" else self.action
-            self._entry_failed(refusal_of(err.data, request), err.code)
+            code = self.watch_code if self.mode == "watch" else self.params.get("code")
+            self._entry_failed(refusal_of(err.data, request, code and str(code)), err.code)
         except Unreachable as err:
-            self._entry_failed(cannot_reach(self.server, err.error))
+            self._entry_failed(cannot_reach(", ".join(err.servers), err.error))
         except (*DROPPED, InvalidURI, ValueError) as exc:
             self._entry_failed(cannot_reach(self.server, exc))
         return self.failure is None
@@ -393,7 +405,7 @@ class SolraceApp(App[int]):
             return
         if self.state.phase == "finished":
             return
-        with contextlib.suppress(OSError):
+        try:
             config.save_race(
                 config.SavedRace(
                     server=self.server,
@@ -405,6 +417,10 @@ class SolraceApp(App[int]):
                     version=self.state.version,
                 )
             )
+        except OSError as exc:  # the race goes on; say once that resume will not work
+            if not self._resume_unsaved:
+                self._resume_unsaved = True
+                self.say(f"could not save the race for resume: {exc.strerror or exc}", "yellow")
 
     def _race_over(self) -> None:
         state = self.state
@@ -760,6 +776,12 @@ class SolraceApp(App[int]):
                 self._request("resign")
 
         self.push_screen(ConfirmScreen("Resign? You stay in the standings."), answered)
+
+    def action_quit_race(self) -> None:
+        if isinstance(self.screen, ConfirmScreen):
+            self.quit_now()  # Ctrl-C again while asked: the player insists
+            return
+        self.ask_quit()
 
     def ask_quit(self) -> None:
         """Ask before a quit that loses something: a race being played (forfeit) or a

@@ -114,6 +114,13 @@ class UsageError(Exception):
 
 
 # ------------------------------------------------------------------ values
+def _host(text: str) -> str:
+    """A listen address; an empty one is refused, not taken as "every address"."""
+    if not text.strip():
+        raise ValueError("must not be empty (0.0.0.0 listens on every IPv4 address)")
+    return text
+
+
 def _port(text: str) -> int:
     try:
         port = int(text)
@@ -188,16 +195,16 @@ class Setting:
 
 
 SETTINGS = (
-    Setting("--host", "SOLRACE_HOST", "127.0.0.1", str, "listen address"),
+    Setting("--host", "SOLRACE_HOST", "127.0.0.1", _host, "listen address"),
     Setting("--port", "SOLRACE_PORT", str(DEFAULT_PORT), _port, "WebSocket and HTTP port (0: any)"),
     Setting(
         "--redis-url",
         "SOLRACE_REDIS_URL",
         None,
         _redis_url,
-        "redis://host:port/db, or a Redis Cluster as redis+cluster://host:port[,host:port…] "
-        "(rediss:// and rediss+cluster:// for TLS); omit to run on the embedded engine "
-        "under --data-dir",
+        "redis://host:port/db, unix:///path, or a Redis Cluster as "
+        "redis+cluster://host:port[,host:port…] (rediss:// and rediss+cluster:// for "
+        "TLS); omit to run on the embedded engine under --data-dir",
     ),
     Setting(
         "--data-dir",

@@ -133,6 +133,22 @@ _ZWJ: Final = "\u200d"
 
 
 # ====================================================================== validation
+def display_name(raw: str) -> str:
+    """A racer's display name as rooms keep it: white space trimmed and runs of it made
+    one space, 1..MAX_NAME_LEN characters, no control or invisible formatting characters
+    (which could spoof another racer's name or reorder text with bidirectional
+    overrides). ValueError says why a name is refused: the server's check, which the
+    command line runs too before it sends or remembers a name."""
+    value = " ".join(raw.split())
+    if not 1 <= len(value) <= MAX_NAME_LEN:
+        raise ValueError(f"must be 1 to {MAX_NAME_LEN} characters after trimming")
+    for char in value:
+        category = unicodedata.category(char)
+        if category[0] == "C" and char != _ZWJ:
+            raise ValueError(f"must not contain the character U+{ord(char):04X}")
+    return value
+
+
 class _Fields:
     """Reads the ``d`` of one request type, raising precise :class:`BadMessage`.
 
@@ -212,20 +228,14 @@ class _Fields:
         return value
 
     def name(self) -> str:
-        """A display name: trimmed, 1..MAX_NAME_LEN characters, no control or
-        invisible formatting characters (which could spoof another racer's name or
-        reorder text with bidirectional overrides)."""
+        """A display name (:func:`display_name`)."""
         raw = self.required("name")
         if not isinstance(raw, str):
             raise self.wrong("name", "a string", raw)
-        value = " ".join(raw.split())
-        if not 1 <= len(value) <= MAX_NAME_LEN:
-            raise self.fail("name", f"must be 1 to {MAX_NAME_LEN} characters after trimming")
-        for char in value:
-            category = unicodedata.category(char)
-            if category[0] == "C" and char != _ZWJ:
-                raise self.fail("name", f"must not contain the character U+{ord(char):04X}")
-        return value
+        try:
+            return display_name(raw)
+        except ValueError as err:
+            raise self.fail("name", str(err)) from None
 
     def variant(self, name: str = "variant") -> str:
         value = self.text(name, MAX_VARIANT_LEN)

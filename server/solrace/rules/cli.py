@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import sys
 from collections.abc import Sequence
@@ -41,7 +42,7 @@ def parse_option(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(f"an option is key=value, not {text!r}")
     try:
         value: Any = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         value = raw
     return key, value
 
@@ -95,6 +96,22 @@ def reader_gone() -> int:
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.close()
     return EXIT_READER_GONE
+
+
+#: Errors of writing standard output (a full disk, a closed or broken descriptor),
+#: as opposed to reading a file or standard input, which say what they read.
+OUTPUT_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
+
+
+def output_unusable(prog: str, why: str, status: int) -> int:
+    """Standard output cannot be written (closed: ``cmd >&-``; full: ``> /dev/full``):
+    one line on standard error, and standard output closed (its last flush fails once
+    more, silently here) so that the interpreter's flush at exit has nothing left to
+    fail on — no traceback, no "Exception ignored" after the line."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stdout.close()
+    print(f"{prog}: cannot write the output: {why}", file=sys.stderr)
+    return status
 
 
 def _read_board(source: str) -> Board:
@@ -206,6 +223,9 @@ def _solve(args: argparse.Namespace, out: Any) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = sys.stdout
+    if out is None:  # started with standard output closed
+        return output_unusable("solrace-rules", "standard output is closed", EXIT_FAILED)
+    status = 0
     try:
         if args.command == "deal":
             try:
@@ -230,7 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 apply_entry(board, entry)
             out.write(dump_position(board, args.indent) + "\n")
         elif args.command in ("solve", "hint"):
-            return _solve(args, out)
+            status = _solve(args, out)
+        out.flush()  # a full disk fails here, inside the try, not at exit
     except NotationError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -241,13 +262,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return reader_gone()
     except OSError as exc:  # a file that cannot be read: its name and why, no errno
         why = exc.strerror or str(exc)
+        if exc.filename is None and exc.errno in OUTPUT_ERRNOS:
+            return output_unusable("solrace-rules", why, EXIT_FAILED)
         said = why if exc.filename is None else f"cannot read {exc.filename}: {why}"
         print(f"solrace-rules: {said}", file=sys.stderr)
         return EXIT_FAILED
     except RulesError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    return 0
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -56,6 +56,8 @@ def load_position(data: str | bytes | Mapping[str, Any]) -> Board:
             data = json.loads(data)
         except ValueError as exc:
             raise InvalidPositionError(f"not JSON: {exc}") from None
+        except RecursionError:  # a hostile file: arrays nested a hundred thousand deep
+            raise InvalidPositionError("not a position: JSON nested too deeply") from None
     if not isinstance(data, Mapping):
         raise InvalidPositionError("a position is a JSON object")
     unknown = set(data) - set(_KEYS)

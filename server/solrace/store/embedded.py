@@ -132,9 +132,10 @@ class _Lock:
             data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
-            raise DataDirUnusable(
-                f"cannot use data directory {data_dir}: {exc.strerror or exc}"
-            ) from None
+            why = exc.strerror or str(exc)
+            if data_dir.exists() and not data_dir.is_dir():  # mkdir says "File exists"
+                why = "it is a file, not a directory"
+            raise DataDirUnusable(f"cannot use data directory {data_dir}: {why}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -419,3 +419,44 @@ async def test_a_race_against_the_bot_to_the_standings(cluster: Cluster) -> None
         assert "Robot" in screen and f"{robot['foundation']}/52" in screen
         assert "Ann (you)" in screen and "resigned" in screen
         await pilot.press("q")
+
+
+async def test_create_passes_every_setting_the_command_line_takes(cluster: Cluster) -> None:
+    """``solrace create --deals random --spectator-delay 5 …`` (and ``--difficulty``)
+    reach the server: the params are built by the command line's own parser and
+    handler (the UI's entry is stood in for by this app), and the room's settings say
+    so. ``deals`` and ``difficulty`` were once dropped on the way, silently."""
+    import pytest
+    from solrace_client import cli
+
+    server = await cluster.node()
+    handed: list[dict[str, Any]] = []
+
+    def capture(server_url: str, action: str, name: str, **params: object) -> int:
+        handed.append(params)
+        return 0
+
+    first = ["create", "--variant", "klondike", "--racers", "3", "--private", "--option"]
+    first += ["draw=3", "--time-limit", "10m", "--spectator-delay", "5", "--deals", "random"]
+    second = ["create", "--difficulty", "easy"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli, "_ui", lambda: type("UI", (), {"run_race": staticmethod(capture)}))
+        for argv in (first, second):
+            assert cli.main([*argv, "--name", "Ann", "--server", server.url]) == 0
+        # a difficulty is a band of winnable deals: refused with random ones, here
+        assert cli.main([*first, "--difficulty", "hard", "--server", server.url]) == 2
+    rooms = []
+
+    async def lobby_settings(params: dict[str, Any]) -> dict[str, Any]:
+        app = SolraceApp(server.url, action="create", name="Ann", params=params)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+            return dict(app.state.settings)
+
+    for params in handed:
+        rooms.append(await lobby_settings(params))
+    klondike, yukon = rooms
+    assert klondike["variant"] == "klondike" and klondike["options"]["draw"] == 3
+    assert (klondike["max_racers"], klondike["private"], klondike["time_limit_s"]) == (3, True, 600)
+    assert (klondike["spectator_delay_s"], klondike["deals"]) == (5, "random")
+    assert (yukon["deals"], yukon["difficulty"]) == ("winnable", "easy")

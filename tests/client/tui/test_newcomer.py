@@ -280,3 +280,23 @@ async def test_a_room_entered_first_still_gets_the_screen(cluster: Cluster) -> N
         proc.kill()
         await proc.wait()
         os.close(master)
+
+
+async def test_ctrl_c_and_ctrl_q_ask_like_q_and_twice_quits(cluster: Cluster) -> None:
+    """Textual's own Ctrl-C only said "press ctrl+q", and its Ctrl-Q quit at once, past
+    the question that q asks before a player loses a seat or forfeits a race."""
+    server = await cluster.node()
+
+    async def quit_with(key: str) -> int | None:
+        app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+            await pilot.press(key)
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "asked")
+            assert app.return_code is None  # asked, not gone
+            await pilot.press(key)
+            await wait_until(pilot, lambda: app.return_code is not None, "the exit")
+        return app.return_code
+
+    for key in ("ctrl+c", "ctrl+q"):
+        assert await quit_with(key) == 0
