@@ -57,9 +57,13 @@ PLAYING: Final = "playing"
 WON: Final = "won"
 STUCK: Final = "stuck"
 
-# An undo record: the move, whether it turned a card up, the foundation pile it used
-# (or how many cards a draw took), and the score before it.
-_Record = tuple[Move, bool, int, int]
+# An undo record: whether the move turned a card up, the foundation pile it used (or
+# how many cards a draw took), and the score before it. The move itself is kept apart
+# (``_played``): Move is a named tuple, which the cyclic collector never stops
+# tracking, nor a tuple holding one, so a record holding it kept every record of every
+# game a server holds (tens of thousands) in each of its collections, up to 145 ms a
+# time (docs/performance.md, round 8); a tuple of ints is untracked after its first.
+_Record = tuple[bool, int, int]
 
 
 def _fits(build: int, onto: int, card: int) -> bool:
@@ -120,6 +124,8 @@ class Board:
         #: Milliseconds since the game started, as last told by the caller.
         self.elapsed_ms = 0
         self._history: list[_Record] = []
+        #: The moves of the undo records, in the same order (see _Record).
+        self._played: list[Move] = []
         self._auto_flip = opts.auto_flip
         self._f2t = opts.foundation_to_tableau
         self._draw = opts.draw
@@ -161,6 +167,7 @@ class Board:
         self.waste = waste
         self.recycles = recycles
         self._history = []
+        self._played = []
         on_foundations = sum(len(p) for p in piles)
         if self._scoring == _SCORING_VEGAS:
             self._score = -52 * self.decks + 5 * on_foundations
@@ -204,7 +211,7 @@ class Board:
     @property
     def history(self) -> list[Move]:
         """The moves on the stack that :meth:`pop` and :meth:`undo` take back."""
-        return [record[0] for record in self._history]
+        return list(self._played)
 
     def can_undo(self) -> bool:
         return self.options.undo and bool(self._history)
@@ -232,6 +239,7 @@ class Board:
         other.stock = list(self.stock)
         other.waste = list(self.waste)
         other._history = list(self._history)
+        other._played = list(self._played)
         return other
 
     def _target_pile(self, card: int) -> int:
@@ -583,13 +591,15 @@ class Board:
             self.down[move.src] -= 1
             self._score += self._pts_flip
             flipped = True
-        self._history.append((move, flipped, extra, before))
+        self._history.append((flipped, extra, before))
+        self._played.append(move)
 
     def pop(self) -> Move:
         """Take back the last move exactly (position and score) without counting it."""
         if not self._history:
             raise RulesError("no move to take back")
-        move, flipped, extra, before = self._history.pop()
+        flipped, extra, before = self._history.pop()
+        move = self._played.pop()
         kind = move.kind
         if kind == TABLEAU:
             if flipped:
