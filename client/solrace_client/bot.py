@@ -66,7 +66,7 @@ class ResultNotSaved(Exception):
     config directory): ``result`` is the race's result all the same."""
 
     def __init__(self, result: dict[str, Any], error: OSError) -> None:
-        super().__init__(f"could not save the result: {error}")
+        super().__init__(f"could not save the result: {error.strerror or error}")
         self.result = result
 
 

@@ -246,8 +246,8 @@ def cmd_rooms(args: argparse.Namespace) -> int:
         rooms = asyncio.run(_list_rooms(server, args.variant))
     except ServerError as err:
         return _fail(f"the server refused: {refusal_of(err.data)}")
-    except CONNECT_ERRORS as exc:
-        return _fail(cannot_reach(server, exc))
+    except CONNECT_ERRORS as exc:  # every server tried: the last one's reason
+        return _fail(cannot_reach(", ".join(server_list(server)), exc))
     except ConnectionError:
         return _fail(f"{server} closed the connection before answering")
     # The server lists finished rooms too (until they expire); they can be neither
