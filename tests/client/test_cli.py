@@ -20,6 +20,7 @@ from solrace_client import RaceClient, config
 from solrace_client.cli import _duration, build_parser, main
 
 from tests.net.conftest import Cluster
+from tests.support import terminal
 
 
 async def _run(argv: list[str]) -> int:
@@ -239,7 +240,7 @@ async def test_rooms_lists_no_finished_rooms(
 def _solrace(*argv: str, **run: Any) -> subprocess.CompletedProcess[str]:
     """The console script, as a user runs it (its own stdin, stdout, stderr)."""
     return subprocess.run(
-        [str(Path(sys.executable).parent / "solrace"), *argv],
+        [str(terminal.SOLRACE), *argv],
         capture_output=run.pop("capture_output", True),
         text=True,
         timeout=60,

@@ -6,12 +6,8 @@ commands included — and never a traceback. Room codes are typed as people type
 
 from __future__ import annotations
 
-import asyncio
-import os
-import pty
 import re
 import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +16,8 @@ from solrace_client.cli import main, normalise_code
 
 from tests.client.test_cli import FakeUI, ui  # noqa: F401  (fixture)
 from tests.net.conftest import Cluster
+from tests.support import terminal
 
-SOLRACE = Path(sys.executable).parent / "solrace"
 DOCS = Path(__file__).parents[2] / "docs"
 ESCAPES = re.compile(r"\x1b(\[[0-9;?<>=$]*[a-zA-Z~]|\][^\x07]*\x07|[=>])")
 
@@ -34,48 +30,10 @@ def closed_port() -> int:
 
 
 async def solrace(*args: str) -> tuple[int, str, str]:
-    """The console script, as a user runs it: standard input and output on a terminal
-    (a pseudo-terminal, so the UI commands go as far as they would for a player), its
-    errors read apart. Returns the status, what reached the terminal, and the errors."""
-    assert SOLRACE.exists(), f"the console script is not installed: {SOLRACE}"
-    master, slave = pty.openpty()
-    proc = await asyncio.create_subprocess_exec(
-        str(SOLRACE),
-        *args,
-        stdin=slave,
-        stdout=slave,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "SOLRACE_SERVER": "", "TERM": "xterm-256color"},
-    )
-    os.close(slave)
-    loop = asyncio.get_running_loop()
-
-    def drain() -> bytes:
-        out = bytearray()
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the process closed the terminal: it is done with it
-                return bytes(out)
-            if not chunk:
-                return bytes(out)
-            out += chunk
-
-    try:
-        shown = loop.run_in_executor(None, drain)
-        assert proc.stderr is not None
-        err = await asyncio.wait_for(proc.stderr.read(), 60)
-        await asyncio.wait_for(proc.wait(), 60)
-        out = await asyncio.wait_for(shown, 60)
-    finally:
-        os.close(master)
-        if proc.returncode is None:
-            proc.kill()
-    return (
-        proc.returncode,
-        ESCAPES.sub("", out.decode(errors="replace")),
-        ESCAPES.sub("", err.decode()),
-    )
+    """The console script on a terminal, as a player runs it (tests/support/terminal.py):
+    its status, what reached the terminal and its errors, escapes removed."""
+    code, shown, err = await terminal.run(list(args))
+    return code, ESCAPES.sub("", shown.decode(errors="replace")), ESCAPES.sub("", err)
 
 
 def one_line(err: str) -> str:

@@ -5,11 +5,7 @@ typed while reconnecting are refused visibly, never lost silently."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import pty
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +25,7 @@ from solrace_client.tui.widgets import ConfirmScreen, LobbyScreen, PlayScreen
 from textual.pilot import Pilot
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
+from tests.support import terminal
 from tests.support.race import winning_moves
 
 from .conftest import keys_for, wait_for_text, wait_until
@@ -199,51 +196,11 @@ async def test_moves_typed_while_reconnecting_are_refused_visibly(
 
 
 # ------------------------------------------------------- entry before the screen
-ALTERNATE_SCREEN = b"\x1b[?1049h"
-
-
-async def _spawn(argv: list[str]) -> tuple[asyncio.subprocess.Process, int]:
-    """``solrace`` on a pseudo-terminal, as a player starts it: the process and the
-    terminal's master side."""
-    master, slave = pty.openpty()
-    proc = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).parent / "solrace"),
-        *argv,
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"},
-    )
-    os.close(slave)
-    return proc, master
-
-
-async def _read(master: int) -> bytes:
-    """The terminal's next output; b"" once the process has closed it."""
-
-    def read() -> bytes:
-        try:
-            return os.read(master, 65536)
-        except OSError:  # the other side closed: the process is gone
-            return b""
-
-    return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, read), 30)
-
-
 async def _until_exit(argv: list[str]) -> tuple[int, str]:
-    """Run ``solrace`` to its end: its exit status and all it wrote to the terminal."""
-    proc, master = await _spawn(argv)
-    out = bytearray()
-    try:
-        while chunk := await _read(master):
-            out += chunk
-        code = await asyncio.wait_for(proc.wait(), 30)
-    finally:
-        os.close(master)
-        if proc.returncode is None:
-            proc.kill()
-    assert ALTERNATE_SCREEN not in out, "the full screen opened before the entry failed"
-    return code, out.decode(errors="replace")
+    """Run ``solrace`` on a terminal to its end: its status and all it wrote there."""
+    code, shown, _ = await terminal.run(argv, errors_apart=False)
+    assert terminal.ALTERNATE_SCREEN not in shown, "the screen opened before the entry failed"
+    return code, shown.decode(errors="replace")
 
 
 async def test_an_unknown_code_is_one_line_without_opening_the_screen(cluster: Cluster) -> None:
@@ -268,11 +225,12 @@ async def test_an_unreachable_server_is_one_line_without_opening_the_screen() ->
 async def test_a_room_entered_first_still_gets_the_screen(cluster: Cluster) -> None:
     """The other side of the change: once the room is entered, the UI takes the screen."""
     server = await cluster.node()
-    proc, master = await _spawn(["create", "--name", "Ann", "--server", server.url])
+    argv = ["create", "--name", "Ann", "--server", server.url]
+    proc, master = await terminal.spawn(argv, errors_apart=False)
     out = bytearray()
     try:
-        while ALTERNATE_SCREEN not in out:
-            chunk = await _read(master)
+        while terminal.ALTERNATE_SCREEN not in out:
+            chunk = await terminal.read(master)
             assert chunk, out.decode(errors="replace")
             out += chunk
         assert b"solrace:" not in out  # no failure, and no "connecting" on a quick entry

@@ -1,0 +1,72 @@
+"""The ``solrace`` console script run as a player runs it: on a terminal (a
+pseudo-terminal, so the UI commands go as far as they would for a person), with its
+standard error read apart or on the terminal too."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+SOLRACE = Path(sys.executable).parent / "solrace"
+#: What the full-screen UI writes first: the switch to the terminal's alternate screen.
+ALTERNATE_SCREEN = b"\x1b[?1049h"
+TIMEOUT_S = 60.0
+
+
+async def spawn(argv: list[str], *, errors_apart: bool) -> tuple[asyncio.subprocess.Process, int]:
+    """``solrace argv`` with standard input and output on a new pseudo-terminal (and
+    standard error too unless ``errors_apart``, then a pipe): the process and the
+    terminal's master side, which the caller closes."""
+    assert SOLRACE.exists(), f"the console script is not installed: {SOLRACE}"
+    master, slave = pty.openpty()
+    proc = await asyncio.create_subprocess_exec(
+        str(SOLRACE),
+        *argv,
+        stdin=slave,
+        stdout=slave,
+        stderr=subprocess.PIPE if errors_apart else slave,
+        env={**os.environ, "SOLRACE_SERVER": "", "TERM": "xterm-256color"},
+    )
+    os.close(slave)
+    return proc, master
+
+
+async def read(master: int) -> bytes:
+    """The terminal's next output; b"" once the process has closed its side."""
+
+    def once() -> bytes:
+        try:
+            return os.read(master, 65536)
+        except OSError:  # the other side closed: the process is done with it
+            return b""
+
+    return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, once), TIMEOUT_S)
+
+
+async def run(argv: list[str], *, errors_apart: bool = True) -> tuple[int, bytes, str]:
+    """Run ``solrace argv`` to its end: its exit status, everything it wrote to the
+    terminal, and its standard error when read apart ("" otherwise)."""
+    proc, master = await spawn(argv, errors_apart=errors_apart)
+    shown = bytearray()
+
+    async def drain() -> None:
+        while chunk := await read(master):
+            shown.extend(chunk)
+
+    try:
+        drained = asyncio.ensure_future(drain())
+        err = b""
+        if proc.stderr is not None:
+            err = await asyncio.wait_for(proc.stderr.read(), TIMEOUT_S)
+        code = await asyncio.wait_for(proc.wait(), TIMEOUT_S)
+        await drained
+    finally:
+        os.close(master)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return code, bytes(shown), err.decode(errors="replace")
