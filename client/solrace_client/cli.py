@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -224,20 +225,21 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
 
 
 async def _list_rooms(servers: str, variant: str | None) -> list[dict[str, Any]]:
-    """The rooms, from the first of ``servers`` (comma-separated) that answers."""
-    urls = server_list(servers)
-    for url in urls:
-        try:
-            client = await RaceClient.connect(url, open_timeout=5)
-        except CONNECT_ERRORS:
-            if url == urls[-1]:
-                raise
-            continue
-        try:
-            return await client.list_rooms(variant)
-        finally:
-            await client.close()
-    raise ValueError("no server to connect to")
+    """The rooms, from the first of ``servers`` (comma-separated; never empty, main
+    checks) that answers; when none does, the last one's error."""
+    *others, last = server_list(servers)
+    for url in others:
+        with contextlib.suppress(*CONNECT_ERRORS):
+            return await _rooms_of(url, variant)
+    return await _rooms_of(last, variant)
+
+
+async def _rooms_of(url: str, variant: str | None) -> list[dict[str, Any]]:
+    client = await RaceClient.connect(url, open_timeout=5)
+    try:
+        return await client.list_rooms(variant)
+    finally:
+        await client.close()
 
 
 def cmd_rooms(args: argparse.Namespace) -> int:

@@ -67,7 +67,7 @@ async def _enter_then_run(app: SolraceApp) -> int:
     if entered:
         await app.run_async()
     if app.failure:  # one line, after the screen is restored (Textual would wrap it)
-        print(f"solrace: {app.failure}", file=sys.stderr)
+        _say(f"solrace: {app.failure}")
         return int(app.return_code or EXIT_FAILED)
     return int(app.return_code or 0)
 
