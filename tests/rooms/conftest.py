@@ -14,7 +14,7 @@ import pytest
 from solrace.protocol import SERVER_FRAME_LIMITS, decode
 from solrace.protocol.envelope import Envelope
 from solrace.rooms import requests
-from solrace.rooms.node import Node
+from solrace.rooms.node import Node, wall_ms
 from solrace.rooms.peer import Peer
 from solrace.store import Store
 
@@ -70,9 +70,10 @@ class Backend:
         self.nodes: list[Node] = []
         self._first: Store | None = None
 
-    async def node(self) -> Node:
+    async def node(self, clock: Callable[[], int] = wall_ms) -> Node:
         """A started node on this backend (its own store connections, one shared
-        prefix or in-process server), countdowns of 0.1 s, the known test deal."""
+        prefix or in-process server), countdowns of 0.1 s, the known test deal;
+        ``clock`` lets a test run one node's clock ahead of another's."""
         if self.kind == "embedded":
             if self._first is None:
                 self._first = await Store.start_embedded(self.data_dir, prefix=self.prefix)
@@ -81,7 +82,7 @@ class Backend:
                 store = await self._first.sibling()
         else:
             store = await connect_or_fail(self.kind, self.prefix)
-        node = Node(store, room_secret=lambda: SOLVABLE_SECRET, countdown_ms=100)
+        node = Node(store, room_secret=lambda: SOLVABLE_SECRET, countdown_ms=100, clock=clock)
         node.start()
         self.nodes.append(node)
         return node

@@ -3,8 +3,11 @@ socket anywhere (the same core runs behind solrace.net in the other tests)."""
 
 from __future__ import annotations
 
-from solrace.protocol import CloseReason
+from solrace.protocol import CloseReason, race_id
 from solrace.rooms.counters import Tally
+from solrace.rooms.node import wall_ms
+from solrace_client.results import SavedResult
+from solrace_client.verify import verify_result
 
 from tests.support.race import winning_moves
 
@@ -97,3 +100,48 @@ async def test_a_room_check_tells_its_own_moves_in_flight_from_another_nodes(
     node._check_alone(room, folded + 2)  # now something nobody here folds
     node._check_alone(room, folded + 2)
     assert room.shared
+
+
+async def test_places_follow_finish_times_when_the_nodes_clocks_differ(backend: Backend) -> None:
+    """Bob's node's clock runs 2 s ahead of Ann's. Bob finishes first; Ann finishes
+    just after, at a time her node's clock puts 2 s earlier. Places are decided by the
+    order finishes are stored, so without the store's finish-time floor Ann would be
+    second with the faster time, and `solrace verify` would fail the race. With it,
+    her finish is stored at Bob's time: second place, a tie on time, verify OK."""
+    behind = await backend.node()
+    ahead = await backend.node(clock=lambda: wall_ms() + 2000)
+    ann, bob = FakePeer(behind), FakePeer(ahead)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    settings = dict(created.d["snapshot"]["settings"])  # type: ignore[index]
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    started = await ann.until(lambda f: f.t == "started")
+    await bob.until(lambda f: f.t == "started")
+    moves = winning_moves(SOLVABLE_SECRET)
+    for seq, move in enumerate(moves[:-1]):  # Ann: all but her finishing move
+        assert (await ann.ask("move", seq=seq, move=move)).d["status"] == "playing"
+    for seq, move in enumerate(moves):
+        bob_reply = await bob.ask("move", seq=seq, move=move)
+    assert bob_reply.d["status"] == "finished"
+    last = await ann.ask("move", seq=len(moves) - 1, move=moves[-1])
+    assert last.t == "moved" and last.d["status"] == "finished", last.d
+    over = await ann.until(lambda f: f.t == "race_over")
+    standings = over.d["standings"]
+    assert isinstance(standings, list)
+    assert [(s["name"], s["place"]) for s in standings] == [("Bob", 1), ("Ann", 2)]
+    assert standings[1]["elapsed_ms"] == standings[0]["elapsed_ms"], standings
+    counted = behind.metrics
+    assert isinstance(counted, Tally) and counted.finishes_floored.value == 1
+    room = ann.room
+    assert room is not None
+    saved = SavedResult(
+        race=race_id(room.room_id, str(started.d["commitment"])),
+        room=room.room_id,
+        settings=settings,
+        result=dict(over.d),
+        published_commitment=str(started.d["commitment"]),
+    )
+    report = verify_result(saved)
+    assert report.ok, report.failures

@@ -66,7 +66,7 @@ async def rooms_on_every_master(store: Store, per_master: int = 1) -> list[str]:
 
 def test_every_key_of_a_room_hashes_to_the_room_slot() -> None:
     rk = Keys("solrace:").room("r_2147d18c011a.3bda1e00")
-    keys = [*rk.fixed(), rk.log("racer-1.0"), rk.places("round-1")]
+    keys = [*rk.fixed(), rk.log("racer-1.0"), rk.places("round-1"), rk.finish_time("round-1")]
     assert {key_slot(k.encode()) for k in keys} == {key_slot(b"room:r_2147d18c011a.3bda1e00")}
     # and the global keys do not (they are single-key commands only)
     other = Keys("solrace:")
@@ -76,11 +76,11 @@ def test_every_key_of_a_room_hashes_to_the_room_slot() -> None:
 async def test_keys_a_race_writes_all_live_in_the_room_slot(cstore: Store) -> None:
     await cstore.create_room("r1", "CODE1", b"meta", listed=True, now_ms=1)
     await cstore.set_token("r1", "ann", "a" * 64)
-    finish = Finish("round-1", (b"first",))
+    finish = Finish("round-1", (b"first",), 1000)
     await cstore.append_move("r1", "ann.1", 0, b"m0", b"p0", finish)
     await cstore.append_event("r1", b"closed")
     keys = await room_keys(cstore, "r1")
-    assert len(keys) == 9  # meta code ver chain events tokens keys log places
+    assert len(keys) == 10  # meta code ver chain events tokens keys log places finish_at
     slots = {_rc(cstore).keyslot(k) for k in keys}
     assert slots == {_rc(cstore).keyslot(cstore.keys.room("r1").meta)}
 

@@ -9,13 +9,14 @@ from solrace.store import Keys
 
 def test_room_keys_share_one_cluster_slot() -> None:
     rk = Keys("solrace:").room("r-42")
-    names = [*rk.fixed(), rk.log("alice"), rk.places("race")]
+    names = [*rk.fixed(), rk.log("alice"), rk.places("race"), rk.finish_time("race")]
     assert all(n.startswith("solrace:{room:r-42}:") for n in names)
     assert len({key_slot(n.encode()) for n in names}) == 1
     assert rk.meta == "solrace:{room:r-42}:meta"
     assert rk.events == "solrace:{room:r-42}:events"
     assert rk.log("alice") == "solrace:{room:r-42}:log:alice"
     assert rk.places("race") == "solrace:{room:r-42}:places:race"
+    assert rk.finish_time("race") == "solrace:{room:r-42}:finish_at:race"
 
 
 def test_global_keys_carry_prefix_and_no_tag() -> None:

@@ -68,8 +68,32 @@ async def test_places_are_handed_out_exactly_once(store: Store, node2: Store) ->
     assert other.place == 1
 
 
-def _finish(counter: str, places: int) -> Finish:
-    return Finish(counter, tuple(f"finished {p}".encode() for p in range(1, places + 1)))
+def _finish(counter: str, places: int, at_ms: int = 0) -> Finish:
+    return Finish(counter, tuple(f"finished {p}".encode() for p in range(1, places + 1)), at_ms)
+
+
+async def test_a_finish_earlier_than_the_one_stored_before_it_is_refused_with_a_floor(
+    store: Store, node2: Store
+) -> None:
+    """Places agree with finish times: node 2 stores a finish at 5,000 ms; node 1's
+    finish, checked at 4,990 ms on its own clock but stored second, is refused with the
+    floor 5,000 and nothing written; offered again at the floor it takes place 2."""
+    first = await node2.append_move("r", "b", 0, b"m", b"progress b", _finish("race", 3, 5000))
+    assert first.place == 1
+    early = await store.append_move("r", "a", 0, b"m@4990", b"progress a", _finish("race", 3, 4990))
+    assert early == MoveAppend(False, 0, None, None, finish_floor=5000)
+    assert await store.log_length("r", "a") == 0 and await store.version("r") == 2
+    again = await store.append_move("r", "a", 0, b"m@5000", b"progress a", _finish("race", 3, 5000))
+    assert (again.accepted, again.place) == (True, 2)  # a tie keeps the stored order
+    later = await node2.append_move("r", "c", 0, b"m", b"progress c", _finish("race", 3, 7000))
+    assert later.place == 3
+    assert await store.move_log("r", "a") == [b"m@5000"]
+    # the floor is per counter (a best-of series counts each round from its own start)
+    other = await store.append_move("r", "d", 0, b"m", b"e", _finish("race2", 1, 10))
+    assert other.place == 1
+    # a stale sequence number is refused as before, with no floor
+    stale = await store.append_move("r", "a", 0, b"m", b"e", _finish("race", 3, 1))
+    assert stale == MoveAppend(False, 1, None, None)
 
 
 async def test_the_finished_event_is_written_with_the_move(store: Store) -> None:

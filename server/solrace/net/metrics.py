@@ -55,6 +55,11 @@ class Metrics:
             "Retries of stored moves answered with their stored outcome",
             registry=r,
         )
+        self.finishes_floored = Counter(
+            "solrace_finishes_floored",
+            "Finishes given the later time of a finish stored before them",
+            registry=r,
+        )
         self.lost_writes = Counter(
             "solrace_lost_writes",
             "Times Redis held less than this node had acknowledged or delivered",

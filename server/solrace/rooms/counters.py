@@ -40,6 +40,9 @@ class RoomMetrics(Protocol):
     def moves_retried(self) -> Count: ...
 
     @property
+    def finishes_floored(self) -> Count: ...
+
+    @property
     def move_latency(self) -> Observations: ...
 
     @property
@@ -78,6 +81,7 @@ class Tally:
         self.moves_accepted = _Number()
         self.moves_refused = _ByLabel()
         self.moves_retried = _Number()
+        self.finishes_floored = _Number()
         self.move_latency = _Samples()
         self.lost_writes = _Number()
 

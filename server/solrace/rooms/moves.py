@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from solrace.protocol import BadMessage, ErrorCode
@@ -68,6 +69,55 @@ def _reply(peer: Peer, request_id: int | None, seq: int, game: RacerGame, status
 async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | None) -> None:
     received = time.perf_counter()
     room, racer = peer.racer_room()
+    floor = 0
+    while True:
+        stored = await _store(node, peer, room, racer, seq, entry, request_id, floor)
+        if stored is None:
+            return  # a retry of a stored move, answered
+        if stored.result.finish_floor is None:
+            break
+        # Another node stored a finish with a later time than ours: places must agree
+        # with times, so this finish is offered again no earlier than that one.
+        room.games.pop(racer, None)
+        floor = stored.result.finish_floor
+        node.metrics.finishes_floored.inc()
+    result, game = stored.result, stored.game
+    _reply(peer, request_id, seq, game, stored.status)  # status: legal moves generated once
+    node.metrics.moves_accepted.inc()
+    node.metrics.move_latency.observe(time.perf_counter() - received)
+    # The reply is sent: whatever fails from here on is logged, never a second reply.
+    # The tail and the timers catch up with what this node could not fold now.
+    try:
+        await _after_move(node, room, racer, result, stored.progress, stored.at, stored.counts)
+    except (StoreUnavailable, BadMessage):
+        log.warning("could not fold a stored move yet", extra={"room": room.room_id})
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """A move the store has answered: accepted, or refused for its finish time."""
+
+    result: MoveAppend
+    game: RacerGame
+    progress: RoomEvent
+    at: int
+    counts: dict[str, int]
+    status: str
+
+
+async def _store(
+    node: Node,
+    peer: Peer,
+    room: LiveRoom,
+    racer: int,
+    seq: int,
+    entry: str,
+    request_id: int | None,
+    floor: int,
+) -> _Stored | None:
+    """Check the move on the racer's engine and append it, its time no earlier than
+    ``floor``. None when it was a retry of a stored move (answered here); raises the
+    refusal otherwise."""
     state = room.state
     start_at = state.start_at_ms
     if state.phase == Phase.COUNTDOWN and start_at is not None and node.clock() >= start_at:
@@ -81,14 +131,14 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
         # A retry of a stored move: its outcome, not a refusal (docs/protocol.md §6).
         node.metrics.moves_retried.inc()
         _reply(peer, request_id, seq, game, game.status())
-        return
+        return None
     if state.phase != Phase.RACING or not state.can_move(member):
         node.metrics.moves_refused.labels("wrong_phase").inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
     if seq != game.seq:
         node.metrics.moves_refused.labels("bad_seq").inc()
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=game.seq)
-    at = state.race_clock(node.clock())
+    at = max(state.race_clock(node.clock()), floor)
     try:
         game.apply(entry, at)
     except RaceError as exc:
@@ -107,6 +157,7 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
         finish = Finish(
             str(state.round),
             tuple(pack_event(events.finished(racer, p, at, counts).but(at=now)) for p in places),
+            at,
         )
     node.inflight += 1
     try:
@@ -126,21 +177,13 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
         raise BadMessage(ErrorCode.UNAVAILABLE, seq=seq, retry_after_ms=RETRY_MOVE_MS) from None
     finally:
         node.inflight -= 1
-    if not result.accepted:
+    if not result.accepted and result.finish_floor is None:
         room.games.pop(racer, None)
         node.metrics.moves_refused.labels("bad_seq").inc()
         if result.log_length < seq:
             await node.lost_writes(room, f"move log of racer {racer} is shorter than acked")
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=result.log_length)
-    _reply(peer, request_id, seq, game, status)  # status: legal moves generated once
-    node.metrics.moves_accepted.inc()
-    node.metrics.move_latency.observe(time.perf_counter() - received)
-    # The reply is sent: whatever fails from here on is logged, never a second reply.
-    # The tail and the timers catch up with what this node could not fold now.
-    try:
-        await _after_move(node, room, racer, result, progress, at, counts)
-    except (StoreUnavailable, BadMessage):
-        log.warning("could not fold a stored move yet", extra={"room": room.room_id})
+    return _Stored(result, game, progress, at, counts, status)
 
 
 async def _after_move(

@@ -78,7 +78,7 @@ class RoomKeys:
 
     @property
     def keyset(self) -> str:
-        """Set of the room's dynamically named keys (logs, place counters)."""
+        """Set of the room's dynamically named keys (logs, place counters, finish times)."""
         return f"{self.base}:keys"
 
     def log(self, log_name: str) -> str:
@@ -88,6 +88,11 @@ class RoomKeys:
     def places(self, counter: str) -> str:
         """A finishing-place counter (INCR gives 1 to the winner)."""
         return f"{self.base}:places:{_check_name('finish_counter', counter)}"
+
+    def finish_time(self, counter: str) -> str:
+        """The finish time (race clock, ms) of the last place handed out on a counter:
+        no later place may be recorded with an earlier time (append_move.lua)."""
+        return f"{self.base}:finish_at:{_check_name('finish_counter', counter)}"
 
     def fixed(self) -> tuple[str, ...]:
         """The keys whose names do not depend on the caller (everything but keyset members):

@@ -84,7 +84,11 @@ class MoveAppend:
     """Outcome of :meth:`Store.append_move`.
 
     ``accepted`` False means nothing was written: ``log_length`` is then the log's
-    current length, i.e. the sequence number the next move must carry. When accepted,
+    current length, i.e. the sequence number the next move must carry — unless
+    ``finish_floor`` is set: then the sequence number was right but a finish stored
+    before this one has a later time (another node's clock, a slower commit), and the
+    move must be offered again with a finish time of at least ``finish_floor``, so
+    that places and finish times always agree. When accepted,
     ``log_length`` is the new length, ``version`` the room version of the appended
     event and ``place`` the finishing place if a ``finish_counter`` was given.
     """
@@ -96,6 +100,8 @@ class MoveAppend:
     #: Event ids (see StoredEvent): of the event before the progress event, of the
     #: progress event, and of the finished event ("" when there is none).
     links: tuple[str, str, str] = ("", "", "")
+    #: Refused for its finish time: the earliest time this finish may be given.
+    finish_floor: int | None = None
 
     @property
     def finished_version(self) -> int | None:
@@ -113,14 +119,18 @@ class Finish:
     the ``finished`` event to store if the racer gets place ``i + 1``. The place is
     only known inside the script, so the caller offers one event per possible place
     and the script stores the right one in the same atomic step as the move.
+    ``at_ms`` is the finish time the events carry (race clock): the script refuses it
+    if an earlier place was given a later one (:attr:`MoveAppend.finish_floor`).
     """
 
     counter: str
     events: tuple[bytes, ...]
+    at_ms: int
 
     def __post_init__(self) -> None:
         if not self.events:
             raise ValueError("a Finish needs the finished event for at least place 1")
+        _check_nonneg("at_ms", self.at_ms)
 
 
 DurabilityLevel = Literal["aof-always", "aof-everysec", "aof-no", "none", "unknown"]
@@ -815,21 +825,25 @@ class Store:
         In the same atomic script: append ``event`` to the room stream, and with
         ``finish`` hand out the next finishing place (1 = winner) exactly once and
         append that place's ``finished`` event — so a finisher's place can never be
-        lost between two writes. A stale or duplicate sequence number writes nothing
-        (``accepted=False``). Calls are group-committed: everything queued while a
-        flush is pending goes in one pipeline. Acknowledge the move only after this
+        lost between two writes — unless an earlier place has a later finish time
+        (then nothing is written and ``finish_floor`` says the least time). A stale or
+        duplicate sequence number writes nothing (``accepted=False``). Calls are
+        group-committed: everything queued while a flush is pending goes in one
+        pipeline. Acknowledge the move only after this
         returns accepted; on StoreUnavailable the outcome is unknown (re-read the log).
         """
         _check_nonneg("expected_seq", expected_seq)
         keys = _move_keys(self.keys, room_id, log_name)
         args: tuple[bytes | int | str, ...] = (expected_seq, entry, event, _event_id(), _event_id())
         if finish is not None:
-            keys += (self.keys.room(room_id).places(finish.counter),)
-            args += finish.events
+            rk = self.keys.room(room_id)
+            keys += (rk.places(finish.counter), rk.finish_time(finish.counter))
+            args += (finish.at_ms, *finish.events)
         reply = await self._commit.call(APPEND_MOVE, keys, args)
         accepted, length, version, place = (int(x) for x in reply[:4])
         if not accepted:
-            return MoveAppend(False, length, None, None)
+            floor = int(reply[7])
+            return MoveAppend(False, length, None, None, finish_floor=floor if floor else None)
         prev, chain, after = (_as_text(x) for x in reply[4:7])
         placed = place if finish is not None else None
         return MoveAppend(True, length, version, placed, (prev, chain, after))

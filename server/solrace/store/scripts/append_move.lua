@@ -1,22 +1,29 @@
 -- append_move: append one racer's move and its room event(s), atomically.
 -- KEYS[1] meta (TTL anchor)  KEYS[2] ver  KEYS[3] events  KEYS[4] keyset
--- KEYS[5] log  KEYS[6] chain  [KEYS[7] places counter, only when this move finishes]
+-- KEYS[5] log  KEYS[6] chain
+-- [KEYS[7] places counter, KEYS[8] last finish time: only when this move finishes]
 -- ARGV[1] expected log length (the move's sequence number)
 -- ARGV[2] log entry bytes  ARGV[3] progress event bytes (all opaque)
 -- ARGV[4], ARGV[5] the ids of the progress and of the finished event (lib.lua)
--- ARGV[6..] with KEYS[7]: the `finished` event for place 1, 2, ... (ARGV[5 + place]).
+-- ARGV[6] with KEYS[7]: this finish's time (race clock, ms)
+-- ARGV[7..] with KEYS[7]: the `finished` event for place 1, 2, ... (ARGV[6 + place]).
 --   The caller cannot know its place before the script runs, so it passes one
 --   finished event per possible place; the script picks the one for the place it
 --   hands out. Place, progress and finished event are then ONE atomic write: no
 --   crash or Redis failure can leave a finisher without its place (docs/store.md).
+-- Places follow finish times: a finish whose time is earlier than the finish stored
+--   before it (another node's clock ran ahead, or its commit was slower) is refused
+--   with that time as a floor, and the caller retries at the floor. So a later place
+--   never shows a faster time, whatever the nodes' clocks (docs/store.md).
 -- Returns {accepted (1/0), log length, version of the progress event (0 if refused),
 --          place (0 if none), the id of the event before the progress event, the
---          progress event's id, the finished event's id ('' where none)}.
+--          progress event's id, the finished event's id ('' where none),
+--          the finish-time floor (0 unless refused for it)}.
 -- A finished event, when written, is version + 1.
 local len = redis.call('LLEN', KEYS[5])
 if len ~= tonumber(ARGV[1]) then
   -- stale or duplicate sequence number: write nothing, report where the log is
-  return {0, len, 0, 0, '', '', ''}
+  return {0, len, 0, 0, '', '', '', 0}
 end
 local place = 0
 local finished = nil
@@ -24,7 +31,11 @@ if #KEYS >= 7 then
   -- Check everything that could fail before the first write: Redis does not roll
   -- back a script's earlier writes when a later command errors.
   place = tonumber(redis.call('GET', KEYS[7]) or '0') + 1
-  finished = ARGV[5 + place]
+  local floor = tonumber(redis.call('GET', KEYS[8]) or '0')
+  if tonumber(ARGV[6]) < floor then
+    return {0, len, 0, 0, '', '', '', floor}
+  end
+  finished = ARGV[6 + place]
   if finished == nil then
     return redis.error_reply('append_move: no finished event for place ' .. place)
   end
@@ -40,13 +51,15 @@ if len == 1 then
 end
 if finished ~= nil then
   redis.call('INCR', KEYS[7])
+  redis.call('SET', KEYS[8], ARGV[6])
   written[#written + 1] = KEYS[7]
-  if place == 1 then
-    redis.call('SADD', KEYS[4], KEYS[7])
-    written[#written + 1] = KEYS[4]
-  end
+  -- every finish (not only the first) names both in the key set: a counter written
+  -- by an older server had no time key beside it, and expire_room must find both
+  redis.call('SADD', KEYS[4], KEYS[7], KEYS[8])
+  written[#written + 1] = KEYS[8]
+  written[#written + 1] = KEYS[4]
   local _v, _p
   _v, _p, after_finished = append_event(KEYS[2], KEYS[3], KEYS[6], finished, ARGV[5])
 end
 inherit_ttl(KEYS[1], written)
-return {1, len, v, place, prev, chain, after_finished}
+return {1, len, v, place, prev, chain, after_finished, 0}
