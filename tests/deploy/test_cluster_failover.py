@@ -53,7 +53,9 @@ async def _race_through_a_failover(url: str, cluster_dir: Path) -> dict[str, flo
                 os.kill(pid, signal.SIGKILL)
                 killed_at = time.monotonic()
             try:
-                result = await store.append_move("r", "ann.1", seq, f"m{seq}".encode(), b"p")
+                result = await store.append_move(
+                    "r", "ann.1", seq, f"m{seq}".encode(), b"p", round_no=1
+                )
             except StoreUnavailable:
                 unavailable += 1
                 assert time.monotonic() - (killed_at or time.monotonic()) < 30, "no failover"

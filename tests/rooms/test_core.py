@@ -3,12 +3,16 @@ socket anywhere (the same core runs behind solrace.net in the other tests)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from solrace.protocol import CloseReason, race_id
 from solrace.rooms.counters import Tally
 from solrace.rooms.node import wall_ms
 from solrace_client.results import SavedResult
 from solrace_client.verify import verify_result
 
+from tests.support.faults import Clock, StoreFaults
 from tests.support.race import winning_moves
 
 from .conftest import SOLVABLE_SECRET, Backend, FakePeer
@@ -145,3 +149,59 @@ async def test_places_follow_finish_times_when_the_nodes_clocks_differ(backend: 
     )
     report = verify_result(saved)
     assert report.ok, report.failures
+
+
+async def test_a_finishing_move_in_flight_when_the_race_ends_is_refused_not_stored(
+    backend: Backend,
+) -> None:
+    """Ann's finishing move passes the node's checks; while it is on its way to the
+    store the time limit passes and the race is decided over (here by the same node;
+    on several nodes, by any). The race_over closes the round in the same write, so
+    the move is refused — "the race is over" — and the result, Redis and Ann's reply
+    agree: she timed out one move short. Before, the move was stored after the result
+    and acknowledged as a finish the result does not know."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    faults = StoreFaults(node.store)
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    settings = dict(created.d["snapshot"]["settings"])  # type: ignore[index]
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    started = await ann.until(lambda f: f.t == "started")
+    moves = winning_moves(SOLVABLE_SECRET)
+    for seq, move in enumerate(moves[:-1]):
+        assert (await ann.ask("move", seq=seq, move=move)).d["status"] == "playing"
+    room = ann.room
+    assert room is not None
+
+    async def race_ends_first(append: Callable[[], Awaitable[Any]]) -> Any:
+        clock.advance(int(settings["time_limit_s"]) + 1, node)
+        await node.tick(room)
+        await bob.until(lambda f: f.t == "race_over")
+        return await append()
+
+    faults.on_append_move(race_ends_first)
+    last = await ann.ask("move", seq=len(moves) - 1, move=moves[-1])
+    assert (last.t, last.d["code"], last.d["message"]) == (
+        "error",
+        "wrong_phase",
+        "the race is over",
+    )
+    over = await ann.until(lambda f: f.t == "race_over")
+    standings = {s["name"]: s for s in over.d["standings"]}  # type: ignore[union-attr]
+    assert (
+        standings["Ann"]["status"] == "timeout" and len(standings["Ann"]["log"]) == len(moves) - 1
+    )
+    assert await node.store.log_length(room.room_id, room.log_name(1)) == len(moves) - 1
+    assert over.v == max(f.v or 0 for f in ann.frames)  # nothing was stored after it
+    saved = SavedResult(
+        race=race_id(room.room_id, str(started.d["commitment"])),
+        room=room.room_id,
+        settings=settings,
+        result=dict(over.d),
+        published_commitment=str(started.d["commitment"]),
+    )
+    assert verify_result(saved).ok

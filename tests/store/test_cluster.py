@@ -77,7 +77,7 @@ async def test_keys_a_race_writes_all_live_in_the_room_slot(cstore: Store) -> No
     await cstore.create_room("r1", "CODE1", b"meta", listed=True, now_ms=1)
     await cstore.set_token("r1", "ann", "a" * 64)
     finish = Finish("round-1", (b"first",), 1000)
-    await cstore.append_move("r1", "ann.1", 0, b"m0", b"p0", finish)
+    await cstore.append_move("r1", "ann.1", 0, b"m0", b"p0", finish, round_no=1)
     await cstore.append_event("r1", b"closed")
     keys = await room_keys(cstore, "r1")
     assert len(keys) == 10  # meta code ver chain events tokens keys log places finish_at
@@ -113,7 +113,7 @@ async def test_one_batch_commits_moves_of_rooms_on_different_masters(cstore: Sto
     assert len({_master_of(cstore, cstore.keys.room(r).meta) for r in rooms}) >= 3
     before = cstore.flushes
     appends = [
-        cstore.append_move(room, "ann.1", seq, f"{room}:{seq}".encode(), b"progress")
+        cstore.append_move(room, "ann.1", seq, f"{room}:{seq}".encode(), b"progress", round_no=1)
         for seq in range(3)
         for room in rooms
     ]
@@ -126,7 +126,7 @@ async def test_one_batch_commits_moves_of_rooms_on_different_masters(cstore: Sto
     # a duplicate in the next batch is refused on its own master, the others accepted
     again = await asyncio.gather(
         *(
-            cstore.append_move(room, "ann.1", 3 if i else 2, b"x", b"p")
+            cstore.append_move(room, "ann.1", 3 if i else 2, b"x", b"p", round_no=1)
             for i, room in enumerate(rooms)
         )
     )
@@ -138,7 +138,7 @@ async def test_scripts_are_loaded_again_on_masters_that_forgot_them(cstore: Stor
     rooms = await rooms_on_every_master(cstore)
     await _rc(cstore).execute_command("SCRIPT FLUSH", target_nodes=RedisCluster.PRIMARIES)
     results = await asyncio.gather(
-        *(cstore.append_move(room, "bob.1", 0, b"m", b"p") for room in rooms)
+        *(cstore.append_move(room, "bob.1", 0, b"m", b"p", round_no=1) for room in rooms)
     )
     assert all(r.accepted for r in results)
     await _rc(cstore).execute_command("SCRIPT FLUSH", target_nodes=RedisCluster.PRIMARIES)
@@ -156,7 +156,7 @@ async def test_expire_room_reaches_keys_on_three_masters(cstore: Store) -> None:
         if _master_of(cstore, cstore.keys.code(c)) != room_master
     )
     await cstore.create_room(room, code, b"meta", listed=True, now_ms=1)
-    await cstore.append_move(room, "ann.1", 0, b"m", b"p")
+    await cstore.append_move(room, "ann.1", 0, b"m", b"p", round_no=1)
     await cstore.expire_room(room, 100.0)
     ttls = await room_keys(cstore, room)
     assert ttls and all(0 < ttl <= 100_000 for ttl in ttls.values()), ttls
@@ -228,7 +228,7 @@ async def test_an_unreachable_cluster_is_unavailable_not_a_crash() -> None:
         assert store.cluster
         assert not await store.ping()
         with pytest.raises(StoreUnavailable):
-            await store.append_move("r", "a.1", 0, b"m", b"p")
+            await store.append_move("r", "a.1", 0, b"m", b"p", round_no=1)
         with pytest.raises(StoreUnavailable):
             await store.load_meta("r")
         assert (await store.durability()).level == "unknown"
@@ -261,7 +261,7 @@ async def test_a_failing_master_fails_only_its_own_calls(
     # the master of rooms[0] drops every pipeline, as a killed one does
     monkeypatch.setattr(ClusterNode, "execute_pipeline", execute_pipeline)
     results = await asyncio.gather(
-        *(cstore.append_move(room, "ann.1", 0, b"m", b"p") for room in rooms),
+        *(cstore.append_move(room, "ann.1", 0, b"m", b"p", round_no=1) for room in rooms),
         return_exceptions=True,
     )
     assert isinstance(results[0], StoreUnavailable)
@@ -271,7 +271,7 @@ async def test_a_failing_master_fails_only_its_own_calls(
     # retry of the failed move (same seq) is accepted; the others' retries are refused
     # with the log length, never applied twice
     again = await asyncio.gather(
-        *(cstore.append_move(room, "ann.1", 0, b"m", b"p") for room in rooms)
+        *(cstore.append_move(room, "ann.1", 0, b"m", b"p", round_no=1) for room in rooms)
     )
     assert [r.accepted for r in again] == [True, False, False]
     assert [r.log_length for r in again] == [1, 1, 1]

@@ -81,8 +81,8 @@ async def test_socket_only_aof_always_and_the_data_survives_a_restart(tmp_path: 
             "save": "",
             "dir": str(data),
         }
-        assert (await store.append_move("r", "a", 0, b"m0", b"e")).accepted
-        assert (await store.append_move("r", "a", 1, b"m1", b"e")).accepted
+        assert (await store.append_move("r", "a", 0, b"m0", b"e", round_no=1)).accepted
+        assert (await store.append_move("r", "a", 1, b"m1", b"e", round_no=1)).accepted
         assert (data / "appendonlydir").is_dir()
         assert oct(data.stat().st_mode & 0o777) == oct(0o700)
     finally:

@@ -64,7 +64,7 @@ async def test_events_since_resume_and_limit(store: Store) -> None:
 
 async def test_moves_and_events_share_one_version_sequence(store: Store) -> None:
     assert await store.append_event("r", b"start") == 1
-    move = await store.append_move("r", "alice", 0, b"m0", b"progress")
+    move = await store.append_move("r", "alice", 0, b"m0", b"progress", round_no=1)
     assert move.version == 2
     assert await store.append_event("r", b"chat") == 3
     assert [v for v, _ in pairs(await store.events_since("r", 0))] == [1, 2, 3]
@@ -118,7 +118,7 @@ async def test_events_are_linked_each_to_the_one_before(store: Store, node2: Sto
     """Every event names the id of the event before it, whichever node and script
     appended it, so a reader can tell when Redis lost events it had read."""
     await store.append_event("r", b"join")
-    await node2.append_move("r", "a", 0, b"m", b"progress")
+    await node2.append_move("r", "a", 0, b"m", b"progress", round_no=1)
     await store.append_event("r", b"leave", expected_version=2)
     events = await store.events_since("r", 0)
     assert [e.prev for e in events] == ["", events[0].chain, events[1].chain]

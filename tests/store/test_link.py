@@ -89,7 +89,7 @@ async def test_a_unix_socket_url_is_served_too(tmp_path: Path) -> None:
     store = await Store.start_embedded(tmp_path / "data")
     try:
         assert store._commit._link is not None and store._commit._link._path is not None
-        assert await store.append_move("r", "p0", 0, b"m", b"e") is not None
+        assert await store.append_move("r", "p0", 0, b"m", b"e", round_no=1) is not None
     finally:
         await store.close()
 
@@ -186,7 +186,7 @@ async def test_a_move_in_flight_when_the_link_dies_is_unavailable_and_never_appl
     store = await Store.connect(REDIS, prefix=f"solrace-test:{uuid.uuid4().hex}:")
     admin = redis.asyncio.from_url(REDIS)
     try:
-        assert (await store.append_move("r", "p0", 0, b"m0", b"e0")).accepted
+        assert (await store.append_move("r", "p0", 0, b"m0", b"e0", round_no=1)).accepted
         [link_id] = [
             c["id"]
             for c in await admin.client_list()
@@ -194,7 +194,9 @@ async def test_a_move_in_flight_when_the_link_dies_is_unavailable_and_never_appl
         ][-1:]
         await admin.execute_command("CLIENT", "PAUSE", "2000", "WRITE")
         try:
-            moving = asyncio.ensure_future(store.append_move("r", "p0", 1, b"m1", b"e1"))
+            moving = asyncio.ensure_future(
+                store.append_move("r", "p0", 1, b"m1", b"e1", round_no=1)
+            )
             await asyncio.sleep(0.2)
             assert not moving.done()  # held by the pause
             assert await admin.client_kill_filter(_id=link_id) == 1
@@ -203,7 +205,7 @@ async def test_a_move_in_flight_when_the_link_dies_is_unavailable_and_never_appl
         finally:
             await admin.execute_command("CLIENT", "UNPAUSE")
         assert await store.move_log("r", "p0") == [b"m0"]
-        again = await store.append_move("r", "p0", 1, b"m1", b"e1")
+        again = await store.append_move("r", "p0", 1, b"m1", b"e1", round_no=1)
         assert again.accepted and await store.move_log("r", "p0") == [b"m0", b"m1"]
     finally:
         await store.delete_all()

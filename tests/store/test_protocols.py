@@ -19,7 +19,9 @@ async def test_same_results_under_both_protocols(protocol: int) -> None:
     store = await Store.connect(f"{REDIS_URL}{sep}protocol={protocol}", prefix=prefix)
     try:
         assert await store.append_event("r", b"e1") == 1
-        move = await store.append_move("r", "a", 0, b"m", b"e2", Finish("race", (b"fin",), 1000))
+        move = await store.append_move(
+            "r", "a", 0, b"m", b"e2", Finish("race", (b"fin",), 1000), round_no=1
+        )
         assert (move.accepted, move.version, move.place) == (True, 2, 1)
         assert pairs(await store.events_since("r", 0)) == [(1, b"e1"), (2, b"e2"), (3, b"fin")]
         assert triples(await store.tail({"r": 0, "s": 0}, block_ms=100)) == [

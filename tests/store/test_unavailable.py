@@ -26,7 +26,7 @@ async def test_real_redis_is_reachable() -> None:
 
 async def _every_call(store: Store) -> list[object]:
     calls = [
-        *(store.append_move("r", f"p{i}", 0, b"m", b"e") for i in range(20)),
+        *(store.append_move("r", f"p{i}", 0, b"m", b"e", round_no=1) for i in range(20)),
         store.append_event("r", b"e"),
         store.append_event("r", b"e", expected_version=0),
         store.create_room("r", "CODE", b"m", True, 1),
@@ -85,7 +85,7 @@ async def test_hung_redis_times_out(silent_server: str) -> None:
     try:
         results = await asyncio.wait_for(
             asyncio.gather(
-                *(store.append_move("r", f"p{i}", 0, b"m", b"e") for i in range(10)),
+                *(store.append_move("r", f"p{i}", 0, b"m", b"e", round_no=1) for i in range(10)),
                 store.tail({"r": 0}, block_ms=100),
                 store.version("r"),
                 return_exceptions=True,
@@ -104,12 +104,12 @@ async def test_outage_and_recovery_on_the_fake() -> None:
     store = Store.fake()
     try:
         assert store.embedded
-        assert (await store.append_move("r", "a", 0, b"m", b"e")).accepted
+        assert (await store.append_move("r", "a", 0, b"m", b"e", round_no=1)).accepted
         store._fake_server.connected = False
         assert not await store.ping()
         results = await asyncio.wait_for(
             asyncio.gather(
-                *(store.append_move("r", "a", 1, b"m", b"e") for _ in range(5)),
+                *(store.append_move("r", "a", 1, b"m", b"e", round_no=1) for _ in range(5)),
                 return_exceptions=True,
             ),
             5,
@@ -118,7 +118,7 @@ async def test_outage_and_recovery_on_the_fake() -> None:
         store._fake_server.connected = True
         assert await store.ping()
         # the outage wrote nothing; the flusher is alive again
-        assert (await store.append_move("r", "a", 1, b"m", b"e")).accepted
+        assert (await store.append_move("r", "a", 1, b"m", b"e", round_no=1)).accepted
         assert await store.log_length("r", "a") == 2
     finally:
         await store.close()

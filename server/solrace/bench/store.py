@@ -45,7 +45,9 @@ async def _run(store: Store, moves: int, concurrency: int) -> dict[str, float]:
 
     async def racer(r: int) -> None:
         for seq in range(per_racer):
-            await store.append_move(room, f"1:{r}", seq, b"\x92\xa3D\x00", b"\x81\xa1t\xa1p")
+            await store.append_move(
+                room, f"1:{r}", seq, b"\x92\xa3D\x00", b"\x81\xa1t\xa1p", round_no=1
+            )
 
     engine = store.engine.pid if store.engine is not None else None
     flushes_before = store.flushes

@@ -122,6 +122,9 @@ async def _store(
     start_at = state.start_at_ms
     if state.phase == Phase.COUNTDOWN and start_at is not None and node.clock() >= start_at:
         await node.tick(room)  # the start instant has passed: start now
+    ends_at = state.ends_at_ms
+    if state.phase == Phase.RACING and ends_at is not None and node.clock() >= ends_at:
+        await node.tick(room)  # the time limit has passed: no move after it is taken
     member = state.racers.get(racer)
     if state.phase not in (Phase.RACING, Phase.FINISHED) or member is None:
         node.metrics.moves_refused.labels("wrong_phase").inc()
@@ -168,6 +171,7 @@ async def _store(
             pack_entry(entry, at),
             pack_event(progress),
             finish,
+            round_no=state.round,
         )
     except StoreUnavailable:
         # Outcome unknown: forget this engine; the next request rebuilds it from the
@@ -177,6 +181,13 @@ async def _store(
         raise BadMessage(ErrorCode.UNAVAILABLE, seq=seq, retry_after_ms=RETRY_MOVE_MS) from None
     finally:
         node.inflight -= 1
+    if result.race_over:
+        # Another node (or this one, while the move was in flight) ended the race:
+        # the result stands without this move. Fold the end, then say so.
+        room.games.pop(racer, None)
+        node.metrics.moves_refused.labels("wrong_phase").inc()
+        await node.sync(room)
+        raise BadMessage(ErrorCode.WRONG_PHASE, "the race is over", seq=seq)
     if not result.accepted and result.finish_floor is None:
         room.games.pop(racer, None)
         node.metrics.moves_refused.labels("bad_seq").inc()

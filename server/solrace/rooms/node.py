@@ -519,7 +519,11 @@ class Node:
                 try:
                     for ev in events:
                         stamped = ev.but(at=self.clock(), **server_only)
-                        await self.store.append_event(room.room_id, pack_event(stamped), expected)
+                        # A race_over closes its round for moves in the same write.
+                        ends = room.state.round if ev.t == EventType.RACE_OVER else None
+                        await self.store.append_event(
+                            room.room_id, pack_event(stamped), expected, ends_round=ends
+                        )
                         expected += 1
                 except VersionConflict as conflict:
                     if conflict.current_version < room.state.version:

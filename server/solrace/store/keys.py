@@ -77,6 +77,13 @@ class RoomKeys:
         return f"{self.base}:nodes"
 
     @property
+    def over(self) -> str:
+        """The last round whose race is over (a number; absent = none): written with
+        the ``race_over`` event, read by every move append, which refuses that round's
+        moves from then on."""
+        return f"{self.base}:over"
+
+    @property
     def keyset(self) -> str:
         """Set of the room's dynamically named keys (logs, place counters, finish times)."""
         return f"{self.base}:keys"
@@ -105,6 +112,7 @@ class RoomKeys:
             self.events,
             self.tokens,
             self.nodes,
+            self.over,
             self.keyset,
         )
 

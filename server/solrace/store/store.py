@@ -56,7 +56,7 @@ _MOVE_KEYS_CACHED = 4096
 def _move_keys(keys: Keys, room_id: str, log_name: str) -> tuple[str, ...]:
     """The keys of ``append_move.lua`` but the place counter, in its order."""
     rk = keys.room(room_id)
-    return (rk.meta, rk.ver, rk.events, rk.keyset, rk.log(log_name), rk.chain)
+    return (rk.meta, rk.ver, rk.events, rk.keyset, rk.log(log_name), rk.chain, rk.over)
 
 
 #: Entries a node's wake-up stream keeps (Store.wake); it only needs the unread ones.
@@ -102,6 +102,8 @@ class MoveAppend:
     links: tuple[str, str, str] = ("", "", "")
     #: Refused for its finish time: the earliest time this finish may be given.
     finish_floor: int | None = None
+    #: Refused because the move's round has its ``race_over`` stored.
+    race_over: bool = False
 
     @property
     def finished_version(self) -> int | None:
@@ -242,6 +244,13 @@ def _event_id() -> str:
     process and a counter — so an event appended after Redis lost writes never carries
     the id of one that was lost."""
     return f"{_EVENT_ID_PREFIX}{next(_event_serial):x}"
+
+
+def _check_round(round_no: int) -> int:
+    """Rounds count from 1 (0 would read as "no round is over" in the scripts)."""
+    if round_no < 1:
+        raise ValueError(f"round_no must be >= 1, not {round_no}")
+    return round_no
 
 
 def _check_nonneg(name: str, value: int) -> None:
@@ -636,20 +645,28 @@ class Store:
     # -- events --------------------------------------------------------------------
 
     async def append_event(
-        self, room_id: str, event: bytes, expected_version: int | None = None
+        self,
+        room_id: str,
+        event: bytes,
+        expected_version: int | None = None,
+        *,
+        ends_round: int | None = None,
     ) -> int:
         """Append a room-level event; return its version (1, 2, 3, ... gap-free).
 
         With ``expected_version``, the append happens only if the room is still at
         that version, else VersionConflict(current) and nothing is written: two nodes
         deciding from the same state (both start the countdown) cannot both win.
+        With ``ends_round`` (the event is that round's ``race_over``), the same atomic
+        step closes the round: :meth:`append_move` refuses its moves from then on.
         """
         if expected_version is not None:
             _check_nonneg("expected_version", expected_version)
         rk = self.keys.room(room_id)
         expected = "" if expected_version is None else str(expected_version)
-        keys = (rk.meta, rk.ver, rk.events, rk.chain)
-        reply = await self._eval(APPEND_EVENT, keys, (expected, event, _event_id()))
+        ends = "" if ends_round is None else str(_check_round(ends_round))
+        keys = (rk.meta, rk.ver, rk.events, rk.chain, rk.over)
+        reply = await self._eval(APPEND_EVENT, keys, (expected, event, _event_id(), ends))
         ok, version = int(reply[0]), int(reply[1])
         if not ok:
             raise VersionConflict(version, expected_version)
@@ -819,8 +836,11 @@ class Store:
         entry: bytes,
         event: bytes,
         finish: Finish | None = None,
+        *,
+        round_no: int,
     ) -> MoveAppend:
-        """Append ``entry`` to a move log iff the log has exactly ``expected_seq`` entries.
+        """Append ``entry`` to a move log iff the log has exactly ``expected_seq`` entries
+        and round ``round_no``'s race is not over (``race_over`` then, nothing written).
 
         In the same atomic script: append ``event`` to the room stream, and with
         ``finish`` hand out the next finishing place (1 = winner) exactly once and
@@ -834,7 +854,14 @@ class Store:
         """
         _check_nonneg("expected_seq", expected_seq)
         keys = _move_keys(self.keys, room_id, log_name)
-        args: tuple[bytes | int | str, ...] = (expected_seq, entry, event, _event_id(), _event_id())
+        args: tuple[bytes | int | str, ...] = (
+            expected_seq,
+            entry,
+            event,
+            _event_id(),
+            _event_id(),
+            _check_round(round_no),
+        )
         if finish is not None:
             rk = self.keys.room(room_id)
             keys += (rk.places(finish.counter), rk.finish_time(finish.counter))
@@ -842,8 +869,10 @@ class Store:
         reply = await self._commit.call(APPEND_MOVE, keys, args)
         accepted, length, version, place = (int(x) for x in reply[:4])
         if not accepted:
-            floor = int(reply[7])
-            return MoveAppend(False, length, None, None, finish_floor=floor if floor else None)
+            floor, over = int(reply[7]), bool(int(reply[8]))
+            return MoveAppend(
+                False, length, None, None, finish_floor=floor if floor else None, race_over=over
+            )
         prev, chain, after = (_as_text(x) for x in reply[4:7])
         placed = place if finish is not None else None
         return MoveAppend(True, length, version, placed, (prev, chain, after))

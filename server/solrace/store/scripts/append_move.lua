@@ -1,12 +1,16 @@
 -- append_move: append one racer's move and its room event(s), atomically.
 -- KEYS[1] meta (TTL anchor)  KEYS[2] ver  KEYS[3] events  KEYS[4] keyset
--- KEYS[5] log  KEYS[6] chain
--- [KEYS[7] places counter, KEYS[8] last finish time: only when this move finishes]
+-- KEYS[5] log  KEYS[6] chain  KEYS[7] over (the last round whose race is over)
+-- [KEYS[8] places counter, KEYS[9] last finish time: only when this move finishes]
 -- ARGV[1] expected log length (the move's sequence number)
 -- ARGV[2] log entry bytes  ARGV[3] progress event bytes (all opaque)
 -- ARGV[4], ARGV[5] the ids of the progress and of the finished event (lib.lua)
--- ARGV[6] with KEYS[7]: this finish's time (race clock, ms)
--- ARGV[7..] with KEYS[7]: the `finished` event for place 1, 2, ... (ARGV[6 + place]).
+-- ARGV[6] the round the move belongs to
+-- ARGV[7] with KEYS[8]: this finish's time (race clock, ms)
+-- ARGV[8..] with KEYS[8]: the `finished` event for place 1, 2, ... (ARGV[7 + place]).
+-- A move of a round whose race_over is stored is refused: a move still in flight
+--   when another node (or this one) ended the race can never be stored after the
+--   result, acknowledged to its racer and missing from the result (docs/store.md).
 --   The caller cannot know its place before the script runs, so it passes one
 --   finished event per possible place; the script picks the one for the place it
 --   hands out. Place, progress and finished event are then ONE atomic write: no
@@ -18,24 +22,28 @@
 -- Returns {accepted (1/0), log length, version of the progress event (0 if refused),
 --          place (0 if none), the id of the event before the progress event, the
 --          progress event's id, the finished event's id ('' where none),
---          the finish-time floor (0 unless refused for it)}.
+--          the finish-time floor (0 unless refused for it), 1 if refused because
+--          the race is over (else 0)}.
 -- A finished event, when written, is version + 1.
 local len = redis.call('LLEN', KEYS[5])
+if tonumber(redis.call('GET', KEYS[7]) or '0') >= tonumber(ARGV[6]) then
+  return {0, len, 0, 0, '', '', '', 0, 1}
+end
 if len ~= tonumber(ARGV[1]) then
   -- stale or duplicate sequence number: write nothing, report where the log is
-  return {0, len, 0, 0, '', '', '', 0}
+  return {0, len, 0, 0, '', '', '', 0, 0}
 end
 local place = 0
 local finished = nil
-if #KEYS >= 7 then
+if #KEYS >= 8 then
   -- Check everything that could fail before the first write: Redis does not roll
   -- back a script's earlier writes when a later command errors.
-  place = tonumber(redis.call('GET', KEYS[7]) or '0') + 1
-  local floor = tonumber(redis.call('GET', KEYS[8]) or '0')
-  if tonumber(ARGV[6]) < floor then
-    return {0, len, 0, 0, '', '', '', floor}
+  place = tonumber(redis.call('GET', KEYS[8]) or '0') + 1
+  local floor = tonumber(redis.call('GET', KEYS[9]) or '0')
+  if tonumber(ARGV[7]) < floor then
+    return {0, len, 0, 0, '', '', '', floor, 0}
   end
-  finished = ARGV[6 + place]
+  finished = ARGV[7 + place]
   if finished == nil then
     return redis.error_reply('append_move: no finished event for place ' .. place)
   end
@@ -50,16 +58,16 @@ if len == 1 then
   written[#written + 1] = KEYS[4]
 end
 if finished ~= nil then
-  redis.call('INCR', KEYS[7])
-  redis.call('SET', KEYS[8], ARGV[6])
-  written[#written + 1] = KEYS[7]
+  redis.call('INCR', KEYS[8])
+  redis.call('SET', KEYS[9], ARGV[7])
+  written[#written + 1] = KEYS[8]
   -- every finish (not only the first) names both in the key set: a counter written
   -- by an older server had no time key beside it, and expire_room must find both
-  redis.call('SADD', KEYS[4], KEYS[7], KEYS[8])
-  written[#written + 1] = KEYS[8]
+  redis.call('SADD', KEYS[4], KEYS[8], KEYS[9])
+  written[#written + 1] = KEYS[9]
   written[#written + 1] = KEYS[4]
   local _v, _p
   _v, _p, after_finished = append_event(KEYS[2], KEYS[3], KEYS[6], finished, ARGV[5])
 end
 inherit_ttl(KEYS[1], written)
-return {1, len, v, place, prev, chain, after_finished, 0}
+return {1, len, v, place, prev, chain, after_finished, 0, 0}
