@@ -205,3 +205,30 @@ async def test_a_finishing_move_in_flight_when_the_race_ends_is_refused_not_stor
         published_commitment=str(started.d["commitment"]),
     )
     assert verify_result(saved).ok
+
+
+async def test_no_move_is_taken_after_the_time_limit_even_before_the_timer_fires(
+    backend: Backend,
+) -> None:
+    """The clock passes the time limit and the room's timer has not fired yet (it is
+    not re-armed here): the next move is refused, ends the race, and is not stored."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    limit_s = int(created.d["snapshot"]["settings"]["time_limit_s"])  # type: ignore[index]
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda f: f.t == "started")
+    moves = winning_moves(SOLVABLE_SECRET)
+    assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
+    clock.advance(limit_s)  # exactly at the limit: the race is over
+    late = await ann.ask("move", seq=1, move=moves[1])
+    assert (late.t, late.d["code"]) == ("error", "wrong_phase"), late.d
+    over = await bob.until(lambda f: f.t == "race_over")
+    assert over.d["reason"] == "time_limit"
+    room = ann.room
+    assert room is not None
+    assert await node.store.log_length(room.room_id, room.log_name(1)) == 1
