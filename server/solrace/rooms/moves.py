@@ -14,6 +14,7 @@ client can always retry; a different move under a used number is still refused.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -186,7 +187,8 @@ async def _store(
         # the result stands without this move. Fold the end, then say so.
         room.games.pop(racer, None)
         node.metrics.moves_refused.labels("wrong_phase").inc()
-        await node.sync(room)
+        with contextlib.suppress(StoreUnavailable):  # the refusal stands; the tail catches up
+            await node.sync(room)
         raise BadMessage(ErrorCode.WRONG_PHASE, "the race is over", seq=seq)
     if not result.accepted and result.finish_floor is None:
         room.games.pop(racer, None)
