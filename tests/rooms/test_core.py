@@ -3,12 +3,15 @@ socket anywhere (the same core runs behind solrace.net in the other tests)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from solrace.protocol import CloseReason, race_id
 from solrace.rooms.counters import Tally
-from solrace.rooms.node import wall_ms
+from solrace.rooms.node import FINISHED_ROOM_TTL_S, Node, wall_ms
+from solrace.rooms.records import unpack
+from solrace.store.errors import StoreUnavailable
 from solrace_client.results import SavedResult
 from solrace_client.verify import verify_result
 
@@ -232,3 +235,77 @@ async def test_no_move_is_taken_after_the_time_limit_even_before_the_timer_fires
     room = ann.room
     assert room is not None
     assert await node.store.log_length(room.room_id, room.log_name(1)) == 1
+
+
+async def _archived(node: Node, race: str, room_id: str) -> tuple[bytes | None, int]:
+    """The race's archived result (None until saved) and the room's TTL in ms."""
+    store = node.store
+    return await store.load_result(race), int(
+        await store._redis.pttl(store.keys.room(room_id).meta)
+    )
+
+
+async def test_a_finished_race_is_archived_even_if_redis_fails_right_after_its_race_over(
+    backend: Backend,
+) -> None:
+    """The race_over is stored, then Redis fails the next write (the result's archive).
+    The node retries: the result is archived and the room set to expire within the hour.
+    Before, nothing did (the tick that wrote the race_over had nothing left to decide):
+    no archived result, and the room kept to its 24-hour lifetime cap."""
+    ann, bob = await _race(backend)
+    node = ann.node
+    real = node.store.save_result
+    failures: list[str] = []
+
+    async def fails_once(race: str, data: bytes) -> None:
+        if not failures:
+            failures.append(race)
+            raise StoreUnavailable("save_result: Redis is down (injected)")
+        await real(race, data)
+
+    node.store.save_result = fails_once  # type: ignore[method-assign]
+    await ann.ask("resign")
+    await bob.ask("resign")
+    over = await bob.until(lambda f: f.t == "race_over")
+    room = ann.room
+    assert room is not None and failures
+    race = race_id(room.room_id, str(over.d["commitment"]))
+    async with asyncio.timeout(10):
+        while (archived := await _archived(node, race, room.room_id))[0] is None:
+            await asyncio.sleep(0.05)
+    assert unpack(archived[0])["result"] == over.d
+    assert 0 < archived[1] <= FINISHED_ROOM_TTL_S * 1000
+
+
+async def test_a_race_over_its_node_could_not_archive_is_archived_by_another_node(
+    backend: Backend,
+) -> None:
+    """Ann's node decides the race is over and stores the race_over, then loses Redis
+    for good (as a node that dies there would). Bob's node folds the race_over and
+    archives the race itself."""
+    deciding, other = await backend.node(), await backend.node()
+    ann, bob = FakePeer(deciding), FakePeer(other)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    await bob.until(lambda f: f.t == "started")
+    assert (await bob.ask("resign")).t == "ok"
+    await ann.until(lambda f: f.t == "progress" and f.d["status"] == "resigned")
+
+    async def unreachable(*_args: Any) -> Any:
+        raise StoreUnavailable("Redis is down (injected)")
+
+    for call in ("load_result", "save_result", "expire_room"):
+        setattr(deciding.store, call, unreachable)
+    await ann.ask("resign")
+    over = await bob.until(lambda f: f.t == "race_over")
+    room = bob.room
+    assert room is not None
+    race = race_id(room.room_id, str(over.d["commitment"]))
+    async with asyncio.timeout(10):
+        while (archived := await _archived(other, race, room.room_id))[0] is None:
+            await asyncio.sleep(0.05)
+    assert unpack(archived[0])["result"] == over.d
+    assert 0 < archived[1] <= FINISHED_ROOM_TTL_S * 1000

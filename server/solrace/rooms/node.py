@@ -15,8 +15,8 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, race_id
 from solrace.protocol.errors import RETRY_BUSY_MS
@@ -55,6 +55,10 @@ LEASE_RENEW_S = 1.0
 #: attempt is retried after this, doubling up to the maximum.
 REASSERT_RETRY_S = 0.1
 REASSERT_RETRY_MAX_S = 2.0
+#: A finished race's archiving (its result saved, its room set to expire) that Redis
+#: failed is retried after this, doubling up to the maximum.
+ARCHIVE_RETRY_S = 0.2
+ARCHIVE_RETRY_MAX_S = 5.0
 #: Events after which every spectator board may change (the withholding does).
 _BOARDS_CHANGE = frozenset(
     {EventType.FINISHED, EventType.STARTED, EventType.RACER_LEFT, EventType.RACE_OVER}
@@ -70,6 +74,14 @@ def wall_ms() -> int:
 def refuse(error: RaceError, **extra: Any) -> BadMessage:
     """The protocol refusal for a race-layer refusal (same code, same words)."""
     return BadMessage(ErrorCode(error.code), error.message, **extra)
+
+
+class _Archive(NamedTuple):
+    """A finished race's archive: its id, its round, its result record (packed)."""
+
+    race: str
+    round: int
+    record: bytes
 
 
 class Node:
@@ -410,6 +422,11 @@ class Node:
             spectators.fold_move(room, event)
         if not live:
             return True
+        if kind == EventType.RACE_OVER:
+            # Every node that folds a race's end makes sure it is archived: the node
+            # that decided it does at once (Node._after_decision), and if it died or
+            # Redis failed between the race_over and the archive, another one does.
+            self.spawn(self._archive(room, self._archive_record(room, event.d)))
         if kind == EventType.PRESENCE:
             self._presence_folded(room, event)
         if kind == EventType.STARTED:
@@ -543,23 +560,64 @@ class Node:
             if ev.t == EventType.RACER_LEFT and not room.state.racers:
                 # Everyone left the lobby: it leaves the list and expires.
                 await self.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
-            elif ev.t == EventType.RACE_OVER:
-                result = {
-                    "room": room.room_id,
-                    "code": room.meta.code,
-                    "round": room.state.round,
-                    "settings": room.meta.settings.to_dict(),
-                    # How the deal was made: certified, its line's length, difficulty.
-                    "deal": room.state.deal,
-                    "result": ev.d,
-                }
-                race = race_id(room.room_id, ev.d.get("commitment"))
-                await self.store.save_result(race, pack(result))
-                await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
+            elif ev.t == EventType.RACE_OVER and room.state.result is not None:
+                record = self._archive_record(room, room.state.result)
+                try:
+                    await self._archive_once(room, record)
+                except StoreUnavailable:
+                    self.spawn(self._archive(room, record))  # the race_over is stored
             elif ev.t == EventType.COUNTDOWN:
                 self.metrics.races_started.inc()
             elif ev.t == EventType.ROOM_RESET:
                 await self.store.expire_room(room.room_id, ROOM_TTL_S, unlist=False)
+
+    def _archive_record(self, room: LiveRoom, result: Mapping[str, Any]) -> _Archive:
+        """What archiving the race that ``result`` (a race_over's data) ends writes,
+        taken from the room as folded up to that race_over."""
+        record = {
+            "room": room.room_id,
+            "code": room.meta.code,
+            "round": room.state.round,
+            "settings": room.meta.settings.to_dict(),
+            # How the deal was made: certified, its line's length, difficulty.
+            "deal": room.state.deal,
+            "result": dict(result),
+        }
+        race = race_id(room.room_id, result.get("commitment"))
+        return _Archive(race, room.state.round, pack(record))
+
+    async def _archive_once(self, room: LiveRoom, archive: _Archive) -> None:
+        """Archive a finished race unless this node has claimed it already: the room
+        set to expire, then its result saved — in that order, so that a saved result
+        means both are done and a node that finds it saved has nothing to do. A room
+        already on its next round keeps its own expiry. Raises StoreUnavailable
+        (the claim released) if Redis fails."""
+        if archive.race in room.archived:
+            return
+        room.archived.add(archive.race)
+        try:
+            if await self.store.load_result(archive.race) is None:
+                if room.state.round == archive.round:
+                    await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
+                await self.store.save_result(archive.race, archive.record)
+        except StoreUnavailable:
+            room.archived.discard(archive.race)
+            raise
+
+    async def _archive(self, room: LiveRoom, archive: _Archive) -> None:
+        """:meth:`_archive_once` until Redis lets it (a task the node keeps)."""
+        delay = ARCHIVE_RETRY_S
+        while True:
+            try:
+                await self._archive_once(room, archive)
+                return
+            except StoreUnavailable:
+                log.warning(
+                    "could not archive a finished race yet: retrying",
+                    extra={"room": room.room_id, "race": archive.race},
+                )
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, ARCHIVE_RETRY_MAX_S)
 
     async def tick(self, room: LiveRoom) -> None:
         """The clock's decisions for a room (start, time limit, grace, end)."""

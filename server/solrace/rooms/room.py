@@ -67,6 +67,8 @@ class LiveRoom:
         #: The version Redis was at when the last room check found it ahead of what
         #: this node had folded (None: it was not); see Node._check_alone.
         self.ahead_seen: int | None = None
+        #: Races of this room whose archiving this node has claimed (Node.archive).
+        self.archived: set[str] = set()
 
     @property
     def room_id(self) -> str:
