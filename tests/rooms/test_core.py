@@ -230,6 +230,7 @@ async def test_no_move_is_taken_after_the_time_limit_even_before_the_timer_fires
     clock.advance(limit_s)  # exactly at the limit: the race is over
     late = await ann.ask("move", seq=1, move=moves[1])
     assert (late.t, late.d["code"]) == ("error", "wrong_phase"), late.d
+    assert late.d["message"] in ("the time limit has passed", "you are not racing now")
     over = await bob.until(lambda f: f.t == "race_over")
     assert over.d["reason"] == "time_limit"
     room = ann.room

@@ -124,8 +124,9 @@ async def _store(
     if state.phase == Phase.COUNTDOWN and start_at is not None and node.clock() >= start_at:
         await node.tick(room)  # the start instant has passed: start now
     ends_at = state.ends_at_ms
-    if state.phase == Phase.RACING and ends_at is not None and node.clock() >= ends_at:
-        await node.tick(room)  # the time limit has passed: no move after it is taken
+    too_late = state.phase == Phase.RACING and ends_at is not None and node.clock() >= ends_at
+    if too_late:
+        await node.tick(room)  # the time limit has passed: end the race now
     member = state.racers.get(racer)
     if state.phase not in (Phase.RACING, Phase.FINISHED) or member is None:
         node.metrics.moves_refused.labels("wrong_phase").inc()
@@ -136,6 +137,9 @@ async def _store(
         node.metrics.moves_retried.inc()
         _reply(peer, request_id, seq, game, game.status())
         return None
+    if too_late:  # even if the tick could not store the race's end yet
+        node.metrics.moves_refused.labels("wrong_phase").inc()
+        raise BadMessage(ErrorCode.WRONG_PHASE, "the time limit has passed", seq=seq)
     if state.phase != Phase.RACING or not state.can_move(member):
         node.metrics.moves_refused.labels("wrong_phase").inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
