@@ -76,7 +76,7 @@ def verify_result(saved: SavedResult) -> Report:
         report.add("standings", False, "the result lists no racer")
     for standing in standings:
         _check_racer(report, saved, seed, standing)
-    _check_order(report, standings)
+    _check_order(report, standings, saved.settings.get("time_limit_s"))
     return report
 
 
@@ -166,13 +166,21 @@ def _check_racer(
     )
 
 
-def _check_order(report: Report, standings: list[dict[str, Any]]) -> None:
-    """docs/rules.md: finishers first by finish time; then by foundation (more first), then
-    by the earlier time that count was reached."""
+def _check_order(report: Report, standings: list[dict[str, Any]], time_limit_s: Any) -> None:
+    """docs/rules.md: finishers first by finish time, each within the time limit; then
+    by foundation (more first), then by the earlier time that count was reached."""
     problems: list[str] = []
     places = [s.get("place") for s in standings]
     if places != list(range(1, len(standings) + 1)):
         problems.append(f"places are {places}, not 1..{len(standings)} in order")
+    if isinstance(time_limit_s, int) and not isinstance(time_limit_s, bool):
+        late = [
+            f"{s.get('name')} at {int(s.get('elapsed_ms') or 0) / 1000:.1f} s"
+            for s in standings
+            if s.get("status") == "finished" and int(s.get("elapsed_ms") or 0) > time_limit_s * 1000
+        ]
+        if late:
+            problems.append(f"finished after the {time_limit_s} s time limit: {', '.join(late)}")
     never = 1 << 62
 
     def rank(s: Mapping[str, Any]) -> tuple[int, int, int]:

@@ -71,6 +71,12 @@ def _tamper_order(data: dict[str, Any]) -> str:
     return "standings order"
 
 
+def _tamper_late_finish(data: dict[str, Any]) -> str:
+    """The winner's finish moved past the room's time limit: no move after it counts."""
+    data["result"]["standings"][0]["elapsed_ms"] = data["settings"]["time_limit_s"] * 1000 + 1
+    return "standings order"
+
+
 def _tamper_certificate(data: dict[str, Any]) -> str:
     """The certified line cut short: it no longer wins, and no longer hashes to what
     the countdown committed to."""
@@ -88,6 +94,7 @@ TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "foundation count": _tamper_foundation,
     "status": _tamper_status,
     "standings order": _tamper_order,
+    "finish after the time limit": _tamper_late_finish,
 }
 
 
@@ -154,3 +161,9 @@ def test_a_seed_that_is_not_a_number_fails_cleanly(synthetic_race: Path) -> None
 def test_verify_of_an_unknown_race_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "r_nothing.deadbeef"]) == 2
     assert "no saved race" in capsys.readouterr().err
+
+
+def test_a_finish_after_the_time_limit_is_named(synthetic_race: Path) -> None:
+    path, _ = _tampered(synthetic_race, _tamper_late_finish)
+    (order,) = [c for c in verify_result(load_result(path)).failures if c.what == "standings order"]
+    assert "finished after the" in order.detail and "time limit" in order.detail, order.detail
