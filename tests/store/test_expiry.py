@@ -60,12 +60,13 @@ async def test_writes_after_expiry_inherit_the_ttl(store: Store) -> None:
     await store.expire_room("r", 100)  # before any event, log or token exists
     await store.append_event("r", b"late event")
     await store.append_move("r", "late", 0, b"m", b"e", Finish("race", (b"fin",), 1000), round_no=1)
+    await store.append_event("r", b"late race_over", ends_round=1)
     await store.set_token("r", "late", token_digest("t"))
     await store.save_meta("r", b"meta v2")
     ttls = await room_keys(store, "r")
     rk = store.keys.room("r")
-    assert {rk.ver, rk.chain, rk.events, rk.log("late"), rk.places("race"), rk.finish_time("race")}
-    assert {rk.tokens} <= set(ttls)
+    late = [rk.ver, rk.chain, rk.events, rk.log("late"), rk.places("race"), rk.tokens]
+    assert {*late, rk.finish_time("race"), rk.over} <= set(ttls)
     assert all(0 < ttl <= 100_000 for ttl in ttls.values()), ttls
 
 

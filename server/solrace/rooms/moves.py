@@ -123,10 +123,6 @@ async def _store(
     start_at = state.start_at_ms
     if state.phase == Phase.COUNTDOWN and start_at is not None and node.clock() >= start_at:
         await node.tick(room)  # the start instant has passed: start now
-    ends_at = state.ends_at_ms
-    too_late = state.phase == Phase.RACING and ends_at is not None and node.clock() >= ends_at
-    if too_late:
-        await node.tick(room)  # the time limit has passed: end the race now
     member = state.racers.get(racer)
     if state.phase not in (Phase.RACING, Phase.FINISHED) or member is None:
         node.metrics.moves_refused.labels("wrong_phase").inc()
@@ -137,16 +133,22 @@ async def _store(
         node.metrics.moves_retried.inc()
         _reply(peer, request_id, seq, game, game.status())
         return None
-    if too_late:  # even if the tick could not store the race's end yet
-        node.metrics.moves_refused.labels("wrong_phase").inc()
-        raise BadMessage(ErrorCode.WRONG_PHASE, "the time limit has passed", seq=seq)
     if state.phase != Phase.RACING or not state.can_move(member):
         node.metrics.moves_refused.labels("wrong_phase").inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
     if seq != game.seq:
         node.metrics.moves_refused.labels("bad_seq").inc()
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=game.seq)
-    at = max(state.race_clock(node.clock()), floor)
+    checked = node.clock()  # the move's one clock reading: its time and the limit's
+    ends_at = state.ends_at_ms
+    if not floor and ends_at is not None and checked >= ends_at:
+        # (A finish offered again at a floor was in time: the floor is an earlier
+        # finish's.) The room's timer ends the race now, if it has not yet; one timer
+        # per room, however many late moves come in while Redis is down.
+        node.schedule(room)
+        node.metrics.moves_refused.labels("wrong_phase").inc()
+        raise BadMessage(ErrorCode.WRONG_PHASE, "the time limit has passed", seq=seq)
+    at = max(state.race_clock(checked), floor)
     try:
         game.apply(entry, at)
     except RaceError as exc:

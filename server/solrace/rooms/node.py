@@ -55,8 +55,8 @@ LEASE_RENEW_S = 1.0
 #: attempt is retried after this, doubling up to the maximum.
 REASSERT_RETRY_S = 0.1
 REASSERT_RETRY_MAX_S = 2.0
-#: A finished race's archiving (its result saved, its room set to expire) that Redis
-#: failed is retried after this, doubling up to the maximum.
+#: Saving a finished race's result (Node._archive), when Redis failed it, is retried
+#: after this, doubling up to the maximum.
 ARCHIVE_RETRY_S = 0.2
 ARCHIVE_RETRY_MAX_S = 5.0
 #: Events after which every spectator board may change (the withholding does).
@@ -77,10 +77,9 @@ def refuse(error: RaceError, **extra: Any) -> BadMessage:
 
 
 class _Archive(NamedTuple):
-    """A finished race's archive: its id, its round, its result record (packed)."""
+    """A finished race's archive: its id and its result record (packed)."""
 
     race: str
-    round: int
     record: bytes
 
 
@@ -423,9 +422,9 @@ class Node:
         if not live:
             return True
         if kind == EventType.RACE_OVER:
-            # Every node that folds a race's end makes sure it is archived: the node
-            # that decided it does at once (Node._after_decision), and if it died or
-            # Redis failed between the race_over and the archive, another one does.
+            # Every node that folds a race's end makes sure its result is archived:
+            # the node that decided it does at once (Node._after_decision); if it died
+            # or Redis failed between the race_over and the archive, another one does.
             self.spawn(self._archive(room, self._archive_record(room, event.d)))
         if kind == EventType.PRESENCE:
             self._presence_folded(room, event)
@@ -563,6 +562,9 @@ class Node:
             elif ev.t == EventType.RACE_OVER and room.state.result is not None:
                 record = self._archive_record(room, room.state.result)
                 try:
+                    # Only the deciding node sets the expiry: under the room's lock, at
+                    # the race_over, it cannot cut short a rematch it has not folded.
+                    await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
                     await self._archive_once(room, record)
                 except StoreUnavailable:
                     self.spawn(self._archive(room, record))  # the race_over is stored
@@ -584,21 +586,21 @@ class Node:
             "result": dict(result),
         }
         race = race_id(room.room_id, result.get("commitment"))
-        return _Archive(race, room.state.round, pack(record))
+        return _Archive(race, pack(record))
 
     async def _archive_once(self, room: LiveRoom, archive: _Archive) -> None:
-        """Archive a finished race unless this node has claimed it already: the room
-        set to expire, then its result saved — in that order, so that a saved result
-        means both are done and a node that finds it saved has nothing to do. A room
-        already on its next round keeps its own expiry. Raises StoreUnavailable
-        (the claim released) if Redis fails."""
+        """Save a finished race's result unless it is saved or this node has claimed
+        it already. Raises StoreUnavailable (the claim released) if Redis fails.
+
+        Any node may do this, late: the result is the race_over's, whatever happened
+        since. The room's shorter expiry is not retried here: a node that has not
+        folded a rematch decided elsewhere would cut the new round short, so after
+        such a fault the room keeps its lifetime cap (ROOM_TTL_S) instead."""
         if archive.race in room.archived:
             return
         room.archived.add(archive.race)
         try:
             if await self.store.load_result(archive.race) is None:
-                if room.state.round == archive.round:
-                    await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
                 await self.store.save_result(archive.race, archive.record)
         except StoreUnavailable:
             room.archived.discard(archive.race)

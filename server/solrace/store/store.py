@@ -54,7 +54,8 @@ _MOVE_KEYS_CACHED = 4096
 
 @functools.lru_cache(maxsize=_MOVE_KEYS_CACHED)
 def _move_keys(keys: Keys, room_id: str, log_name: str) -> tuple[str, ...]:
-    """The keys of ``append_move.lua`` but the place counter, in its order."""
+    """The keys of ``append_move.lua`` but those of a finish (places, finish_at), in
+    its order."""
     rk = keys.room(room_id)
     return (rk.meta, rk.ver, rk.events, rk.keyset, rk.log(log_name), rk.chain, rk.over)
 
