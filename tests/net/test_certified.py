@@ -18,7 +18,7 @@ from solrace.rules import replay
 from solrace_client import RaceClient, ServerError, results
 
 from tests.support.faults import StoreFaults
-from tests.support.race import check_no_leaks, lobby, play_until_done
+from tests.support.race import archived_result, check_no_leaks, lobby, play_until_done
 
 from .conftest import SOLVABLE_SECRET, Cluster
 
@@ -58,8 +58,8 @@ async def test_a_racer_playing_the_certificate_wins_and_the_race_verifies(
     assert [(s["name"], s["place"]) for s in over["standings"]] == [("Ann", 1), ("Bob", 2)]
     assert over["certificate"] == list(found.line)
     # The server keeps the result under the id the client saves it by (one scheme).
-    kept = await server.node.store.load_result(results.race_id(ann.room or "", over))
-    saved = unpack(kept or b"")
+    kept = await archived_result(server.node.store, results.race_id(ann.room or "", over))
+    saved = unpack(kept)
     assert saved["deal"] == chosen  # the kept result says how the deal was made
     assert verify(over["commitment"], over["seed"], over["salt"], over["certificate"])
     snapshot = ann.snapshot or {}

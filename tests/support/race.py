@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -12,6 +13,7 @@ from solrace.race import RacerGame
 from solrace.race.fairness import round_seed
 from solrace.rules import deal
 from solrace.rules.cards import CARDS_PER_DECK, NAMES
+from solrace.store import Store
 from solrace_client import RaceClient
 
 from .solver import solve
@@ -255,3 +257,12 @@ async def lobby(
 async def close_all(*clients: RaceClient) -> None:
     for client in clients:
         await client.close()
+
+
+async def archived_result(store: Store, race: str, timeout: float = 10) -> bytes:
+    """The race's archived result, once saved: the node archives it after it has sent
+    the race_over, so a client can see the end a moment before the archive holds it."""
+    async with asyncio.timeout(timeout):
+        while (kept := await store.load_result(race)) is None:
+            await asyncio.sleep(0.02)
+    return kept

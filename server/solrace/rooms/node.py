@@ -561,12 +561,14 @@ class Node:
                 await self.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
             elif ev.t == EventType.RACE_OVER and room.state.result is not None:
                 record = self._archive_record(room, room.state.result)
+                room.archived.add(record.race)  # claimed: the fold's own check stands by
                 try:
                     # Only the deciding node sets the expiry: under the room's lock, at
                     # the race_over, it cannot cut short a rematch it has not folded.
                     await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
-                    await self._archive_once(room, record)
+                    await self.store.save_result(record.race, record.record)
                 except StoreUnavailable:
+                    room.archived.discard(record.race)
                     self.spawn(self._archive(room, record))  # the race_over is stored
             elif ev.t == EventType.COUNTDOWN:
                 self.metrics.races_started.inc()
