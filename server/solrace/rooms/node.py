@@ -52,13 +52,12 @@ DECIDE_ATTEMPTS = 20
 LEASE_MS = 5_000
 LEASE_RENEW_S = 1.0
 #: A racer marked offline while connected here is marked online again; a failed
-#: attempt is retried after this, doubling up to the maximum.
+#: attempt is retried after this, doubling up to RETRY_MAX_S.
 REASSERT_RETRY_S = 0.1
-REASSERT_RETRY_MAX_S = 2.0
 #: Saving a finished race's result (Node._archive), when Redis failed it, is retried
-#: after this, doubling up to the maximum.
+#: after this, doubling up to RETRY_MAX_S.
 ARCHIVE_RETRY_S = 0.2
-ARCHIVE_RETRY_MAX_S = 5.0
+RETRY_MAX_S = 2.0
 #: Events after which every spectator board may change (the withholding does).
 _BOARDS_CHANGE = frozenset(
     {EventType.FINISHED, EventType.STARTED, EventType.RACER_LEFT, EventType.RACE_OVER}
@@ -74,6 +73,23 @@ def wall_ms() -> int:
 def refuse(error: RaceError, **extra: Any) -> BadMessage:
     """The protocol refusal for a race-layer refusal (same code, same words)."""
     return BadMessage(ErrorCode(error.code), error.message, **extra)
+
+
+async def _until_done(
+    attempt: Callable[[], Awaitable[None]], what: str, extra: dict[str, Any], first_s: float
+) -> None:
+    """Run ``attempt`` until Redis lets it finish: after a failure (logged as ``what``)
+    wait ``first_s``, doubling up to RETRY_MAX_S. For a write that must happen once the
+    node has decided it, where no request is waiting to be told it failed."""
+    delay = first_s
+    while True:
+        try:
+            await attempt()
+            return
+        except (StoreUnavailable, BadMessage) as exc:
+            log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
+        await asyncio.sleep(delay)
+        delay = min(2 * delay, RETRY_MAX_S)
 
 
 class _Archive(NamedTuple):
@@ -454,21 +470,15 @@ class Node:
         """Record ``racer`` online again for as long as ``conn`` is its connection
         here: an attempt that fails (the first command after a Redis outage may) is
         retried, or a racer still racing here would be forfeited when its grace ran out."""
-        delay = REASSERT_RETRY_S
-        while True:
+
+        async def attempt() -> None:
             peer = room.racers.get(racer)
             if peer is None or peer.conn_id != conn or peer.closed:
                 return  # gone or replaced: its own close or resume says the rest
-            try:
-                await self.presence(room, racer, True, conn)
-                return
-            except (StoreUnavailable, BadMessage) as exc:
-                log.warning(
-                    "could not re-assert presence: retrying",
-                    extra={"room": room.room_id, "racer": racer, "error": str(exc)},
-                )
-            await asyncio.sleep(delay)
-            delay = min(2 * delay, REASSERT_RETRY_MAX_S)
+            await self.presence(room, racer, True, conn)
+
+        extra = {"room": room.room_id, "racer": racer}
+        await _until_done(attempt, "could not re-assert presence", extra, REASSERT_RETRY_S)
 
     def _replaced(self, room: LiveRoom, racer: int, conn: str) -> None:
         """The racer connected again (``conn``, on whichever node): close its older
@@ -610,18 +620,13 @@ class Node:
 
     async def _archive(self, room: LiveRoom, archive: _Archive) -> None:
         """:meth:`_archive_once` until Redis lets it (a task the node keeps)."""
-        delay = ARCHIVE_RETRY_S
-        while True:
-            try:
-                await self._archive_once(room, archive)
-                return
-            except StoreUnavailable:
-                log.warning(
-                    "could not archive a finished race yet: retrying",
-                    extra={"room": room.room_id, "race": archive.race},
-                )
-            await asyncio.sleep(delay)
-            delay = min(2 * delay, ARCHIVE_RETRY_MAX_S)
+        extra = {"room": room.room_id, "race": archive.race}
+        await _until_done(
+            lambda: self._archive_once(room, archive),
+            "could not archive a finished race",
+            extra,
+            ARCHIVE_RETRY_S,
+        )
 
     async def tick(self, room: LiveRoom) -> None:
         """The clock's decisions for a room (start, time limit, grace, end)."""
