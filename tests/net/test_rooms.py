@@ -11,7 +11,14 @@ from solrace.protocol import race_id
 from solrace_client import RaceClient, ServerError
 
 from tests.support.faults import Clock
-from tests.support.race import fair_match, lobby, play_until_done, racing, winning_moves
+from tests.support.race import (
+    archived_result,
+    fair_match,
+    lobby,
+    play_until_done,
+    racing,
+    winning_moves,
+)
 
 from .conftest import SOLVABLE_SECRET, Cluster
 
@@ -176,12 +183,13 @@ async def test_a_finished_rooms_keys_expire_and_its_result_is_kept(cluster: Clus
     await bob.resign()
     over = await ann.next_event("race_over", timeout=10)
     store = server.node.store
+    # The node archives after it has sent the race_over (expiry first, then result).
+    assert await archived_result(store, race_id(ann.room or "", over.d["commitment"]))
     raw = store._redis  # the test inspects the real keys
     pattern = store.keys.room(ann.room or "").base.replace("{", "\\{").replace("}", "\\}") + "*"
     ttls = [await raw.pttl(key) async for key in raw.scan_iter(match=pattern)]
     assert ttls and all(0 < ttl <= 3_600_000 for ttl in ttls)
     assert ann.room not in await store.listed_rooms()
-    assert await store.load_result(race_id(ann.room or "", over.d["commitment"])) is not None
     assert over.d["reason"] == "all_done"
     for client in (ann, bob):
         await client.close()
@@ -236,9 +244,9 @@ async def test_gauges_match_the_store_after_races_end(cluster: Cluster) -> None:
     assert "solrace_connections 0.0" in page and "solrace_rooms 0.0" in page
     store = server.node.store
     for ann, _ in pairs:  # the store agrees: both races are over and unlisted
-        assert ann.room not in await store.listed_rooms()
         over = next(e for e in ann.received if e.t == "race_over")
-        assert await store.load_result(race_id(ann.room or "", over.d["commitment"])) is not None
+        assert await archived_result(store, race_id(ann.room or "", over.d["commitment"]))
+        assert ann.room not in await store.listed_rooms()
 
 
 async def test_an_abandoned_lobby_leaves_the_list_and_expires(cluster: Cluster) -> None:

@@ -93,10 +93,11 @@ async def _until_done(
 
 
 class _Archive(NamedTuple):
-    """A finished race's archive: its id and its result record (packed)."""
+    """A finished race's archive: its id and its result record, packed only when it
+    is saved (every node folding the race_over builds one; usually it is saved)."""
 
     race: str
-    record: bytes
+    record: dict[str, Any]
 
 
 class Node:
@@ -576,7 +577,7 @@ class Node:
                     # Only the deciding node sets the expiry: under the room's lock, at
                     # the race_over, it cannot cut short a rematch it has not folded.
                     await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
-                    await self.store.save_result(record.race, record.record)
+                    await self.store.save_result(record.race, pack(record.record))
                 except StoreUnavailable:
                     room.archived.discard(record.race)
                     self.spawn(self._archive(room, record))  # the race_over is stored
@@ -598,7 +599,7 @@ class Node:
             "result": dict(result),
         }
         race = race_id(room.room_id, result.get("commitment"))
-        return _Archive(race, pack(record))
+        return _Archive(race, record)
 
     async def _archive_once(self, room: LiveRoom, archive: _Archive) -> None:
         """Save a finished race's result unless it is saved or this node has claimed
@@ -613,7 +614,7 @@ class Node:
         room.archived.add(archive.race)
         try:
             if await self.store.load_result(archive.race) is None:
-                await self.store.save_result(archive.race, archive.record)
+                await self.store.save_result(archive.race, pack(archive.record))
         except StoreUnavailable:
             room.archived.discard(archive.race)
             raise
