@@ -154,14 +154,27 @@ async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: i
         joined[:] = [events[0].racer]
         return events
 
+    async def keep_token(events: list[RoomEvent]) -> None:
+        # Before the racer_joined: a token stored for a racer the append then did not
+        # create names nobody (it was never sent); a racer stored without its token
+        # could never resume.
+        await node.store.set_token(room.room_id, str(events[0].racer), token_digest(token))
+
     try:
-        await node.decide(room, decision, conn=peer.conn_id, node=node.node_id)
+        await node.decide(room, decision, stage=keep_token, conn=peer.conn_id, node=node.node_id)
+        log.info("racer joined", extra={"room": room.room_id, "racer": joined[0]})
+        await _enter_as_racer(node, peer, room, joined[0], token, request_id, since=None)
     except RaceError as exc:
         raise refuse(exc) from None
-    racer = joined[0]
-    await node.store.set_token(room.room_id, str(racer), token_digest(token))
-    log.info("racer joined", extra={"room": room.room_id, "racer": racer})
-    await _enter_as_racer(node, peer, room, racer, token, request_id, since=None)
+    except (StoreUnavailable, BadMessage):
+        # The racer may be stored (Redis failed after its racer_joined), online on this
+        # connection, which is refused and never attached, so its close would record
+        # nothing: record it offline, so that its grace frees the seat instead of a
+        # ghost holding the lobby for ever. If it was not stored, this writes nothing
+        # (an offline about another connection is no news: decisions.presence).
+        if joined:
+            await node.record_offline(room, joined[0], peer.conn_id)
+        raise
     await node.tick(room)
 
 
@@ -239,12 +252,17 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
     await _enter_as_racer(node, peer, room, racer, msg.token, request_id, msg.since)
     log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
-    await node.decide(
-        room,
-        lambda: decide_.resumed(room.state, racer),
-        conn=peer.conn_id,
-        node=node.node_id,
-    )
+    try:
+        await node.decide(
+            room,
+            lambda: decide_.resumed(room.state, racer),
+            conn=peer.conn_id,
+            node=node.node_id,
+        )
+    except (StoreUnavailable, BadMessage):
+        # ``joined`` is sent and the racer plays here: the request succeeded. Its
+        # presence is recorded as soon as Redis lets it, before its grace can end.
+        node.spawn(node.reassert(room, racer, peer.conn_id))
 
 
 async def _missed(node: Node, room: LiveRoom, since: int | None) -> list[bytes]:
@@ -328,13 +346,18 @@ async def leave(node: Node, peer: Peer) -> None:
     if room is None:
         return
     racer = peer.racer
-    peer.detach()
     if racer is None:
+        peer.detach()
         room.spectators.discard(peer)
         return
-    room.racers.pop(racer, None)
-    room.games.pop(racer, None)
+    # Stored first, detached after: a leave Redis fails is refused and the racer is
+    # still in the room, so its retry is stored (detached first, the retry would find
+    # no room and say ``ok`` for a leave nobody recorded).
     await _decide_or_refuse(node, room, lambda: decide_.leave(room.state, racer))
+    if room.racers.get(racer) is peer:
+        del room.racers[racer]
+    room.games.pop(racer, None)
+    peer.detach()
     await node.tick(room)
 
 
@@ -352,13 +375,7 @@ async def disconnected(node: Node, peer: Peer) -> None:
         return
     del room.racers[racer]
     room.games.pop(racer, None)
-    try:
-        await node.presence(room, racer, False, peer.conn_id)
-    except (StoreUnavailable, BadMessage):
-        # The lease check of another node (or of this one, once the store is back)
-        # will not see this: the racer stays "online" until its connection's node
-        # loses its lease. Record it on the next chance instead.
-        log.warning("could not record disconnect", extra={"room": room.room_id})
+    await node.record_offline(room, racer, peer.conn_id)
 
 
 async def _decide_or_refuse(

@@ -57,7 +57,12 @@ REASSERT_RETRY_S = 0.1
 #: Saving a finished race's result (Node._archive), when Redis failed it, is retried
 #: after this, doubling up to RETRY_MAX_S.
 ARCHIVE_RETRY_S = 0.2
+#: Any other write a node has decided and must make (Node.insist) is retried after this.
+WRITE_RETRY_S = 0.1
 RETRY_MAX_S = 2.0
+#: How often a node looks for races whose result no node archived (Node._unarchived):
+#: at its start, then this often.
+UNARCHIVED_SWEEP_S = 60.0
 #: Events after which every spectator board may change (the withholding does).
 _BOARDS_CHANGE = frozenset(
     {EventType.FINISHED, EventType.STARTED, EventType.RACER_LEFT, EventType.RACE_OVER}
@@ -90,6 +95,12 @@ async def _until_done(
             log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
         await asyncio.sleep(delay)
         delay = min(2 * delay, RETRY_MAX_S)
+
+
+def _last_race(room: LiveRoom) -> str | None:
+    """The id of the last race the room ended, if any."""
+    result = room.state.result
+    return None if result is None else race_id(room.room_id, result.get("commitment"))
 
 
 class _Archive(NamedTuple):
@@ -166,6 +177,32 @@ class Node:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def insist(
+        self, attempt: Callable[[], Awaitable[None]], what: str, extra: dict[str, Any]
+    ) -> None:
+        """Make a write that follows from a decision already stored: now, or, if Redis
+        fails it, in a task that retries until Redis lets it (:func:`_until_done`).
+        Never raises StoreUnavailable: the decision stands, so the request that made
+        it must not be told it failed, and a write given up on leaves the room wrong
+        (a racer online for ever, a room whose keys expire mid-race)."""
+        try:
+            await attempt()
+        except (StoreUnavailable, BadMessage) as exc:
+            log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
+            self.spawn(_until_done(attempt, what, extra, WRITE_RETRY_S))
+
+    async def record_offline(self, room: LiveRoom, racer: int, conn: str) -> None:
+        """Record that ``racer``'s connection ``conn`` is gone, retrying until Redis
+        lets it: a racer recorded online with no connection anywhere would never start
+        its disconnect grace, so a race (or a lobby) would wait for it for ever. Safe to
+        retry late: an offline about a connection the racer has since replaced (a
+        resume, on any node) writes nothing (decisions.presence)."""
+        await self.insist(
+            lambda: self.presence(room, racer, False, conn),
+            "could not record a racer offline",
+            {"room": room.room_id, "racer": racer},
+        )
 
     async def _tail_loop(self) -> None:
         """Fold what other nodes append to the streams of the rooms served here that
@@ -258,11 +295,15 @@ class Node:
         """Renew this node's lease; for the rooms served here, mark offline the racers
         of nodes whose lease has run out, and check that Redis still holds what this
         node delivered."""
+        next_sweep = 0.0
         while True:
             try:
                 await self.store.renew_lease(self.node_id, LEASE_MS)
                 self.store_ok()
                 await self.check_rooms()
+                if time.monotonic() >= next_sweep:
+                    await self._unarchived()
+                    next_sweep = time.monotonic() + UNARCHIVED_SWEEP_S
             except StoreUnavailable:
                 self.store_failed()
             except Exception:  # the loop must survive anything one room does
@@ -305,6 +346,27 @@ class Node:
                         extra={"room": room.room_id, "racer": member.racer, "node": member.node},
                     )
                     await self.presence(room, member.racer, False, member.conn)
+
+    async def _unarchived(self) -> None:
+        """Archive the races whose result no node saved: a room is noted before its
+        race_over is decided (Store.mark_unarchived) and the note cleared once the
+        result is saved, so a note left behind means every node that could archive it
+        died (or lost Redis for good) in between. Loading the room folds its events,
+        which archives every race it ended (:meth:`_archive`) and decides a race_over
+        that is due; a note is cleared here only once the room's last result is saved
+        or its keys are gone."""
+        for room_id in await self.store.unarchived_rooms():
+            try:
+                room = await self.room(room_id)
+            except BadMessage as exc:
+                if exc.code == ErrorCode.UNKNOWN_ROOM:
+                    await self.store.clear_unarchived(room_id)  # its keys expired
+                continue
+            race = _last_race(room)
+            if race is None or room.state.phase != Phase.FINISHED:
+                continue  # a race still running: its node archives it, or a later sweep
+            if await self.store.load_result(race) is not None:
+                await self.store.clear_unarchived(room_id)
 
     def _check_alone(self, room: LiveRoom, version: int) -> None:
         """A room this node thinks it serves alone: if Redis is ahead of what it has
@@ -465,9 +527,9 @@ class Node:
         elif peer.conn_id == conn and not peer.closed:
             # Marked offline while connected here (a lease lost in a Redis outage):
             # say again that the racer is here, before its grace can run out.
-            self.spawn(self._reassert(room, racer, conn))
+            self.spawn(self.reassert(room, racer, conn))
 
-    async def _reassert(self, room: LiveRoom, racer: int, conn: str) -> None:
+    async def reassert(self, room: LiveRoom, racer: int, conn: str) -> None:
         """Record ``racer`` online again for as long as ``conn`` is its connection
         here: an attempt that fails (the first command after a Redis outage may) is
         retried, or a racer still racing here would be forfeited when its grace ran out."""
@@ -526,11 +588,14 @@ class Node:
         room: LiveRoom,
         decision: Callable[[], list[RoomEvent]],
         prepare: Callable[[], Awaitable[None]] | None = None,
+        stage: Callable[[list[RoomEvent]], Awaitable[None]] | None = None,
         **server_only: Any,
     ) -> None:
         """Append ``decision()``'s events if the room is still where it was when
         deciding; otherwise fold what changed and decide again. ``prepare`` reads
-        what the decision needs from the store, under the lock, before each try.
+        what the decision needs from the store, under the lock, before each try;
+        ``stage`` writes what must be stored before the events are (a joining racer's
+        token: a racer stored without one could never resume, nor be told to go).
         ``server_only`` sets RoomEvent fields that are stored but never sent (the
         connection and node of a presence, the candidate of a deal)."""
         async with room.lock:
@@ -542,6 +607,8 @@ class Node:
                 events = decision()
                 if not events:
                     return
+                if stage is not None:
+                    await stage(events)
                 expected = room.state.version
                 try:
                     for ev in events:
@@ -566,10 +633,17 @@ class Node:
             )
 
     async def _after_decision(self, room: LiveRoom, events: list[RoomEvent]) -> None:
+        """The writes that follow a stored decision. None of them may fail the request
+        that made it (it was made): a write Redis fails is retried (:meth:`insist`)."""
+        extra = {"room": room.room_id}
         for ev in events:
             if ev.t == EventType.RACER_LEFT and not room.state.racers:
                 # Everyone left the lobby: it leaves the list and expires.
-                await self.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
+                async def expire_empty() -> None:
+                    if not room.state.racers:  # nobody joined since
+                        await self.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
+
+                await self.insist(expire_empty, "could not expire an empty lobby", extra)
             elif ev.t == EventType.RACE_OVER and room.state.result is not None:
                 record = self._archive_record(room, room.state.result)
                 room.archived.add(record.race)  # claimed: the fold's own check stands by
@@ -578,13 +652,19 @@ class Node:
                     # the race_over, it cannot cut short a rematch it has not folded.
                     await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
                     await self.store.save_result(record.race, pack(record.record))
+                    await self.store.clear_unarchived(room.room_id)
                 except StoreUnavailable:
                     room.archived.discard(record.race)
                     self.spawn(self._archive(room, record))  # the race_over is stored
             elif ev.t == EventType.COUNTDOWN:
                 self.metrics.races_started.inc()
             elif ev.t == EventType.ROOM_RESET:
-                await self.store.expire_room(room.room_id, ROOM_TTL_S, unlist=False)
+                # The new round gets the lifetime cap back (the race_over shortened it).
+                await self.insist(
+                    lambda: self.store.expire_room(room.room_id, ROOM_TTL_S, unlist=False),
+                    "could not extend a rematch's expiry",
+                    extra,
+                )
 
     def _archive_record(self, room: LiveRoom, result: Mapping[str, Any]) -> _Archive:
         """What archiving the race that ``result`` (a race_over's data) ends writes,
@@ -615,6 +695,8 @@ class Node:
         try:
             if await self.store.load_result(archive.race) is None:
                 await self.store.save_result(archive.race, pack(archive.record))
+            if _last_race(room) == archive.race:
+                await self.store.clear_unarchived(room.room_id)
         except StoreUnavailable:
             room.archived.discard(archive.race)
             raise
@@ -647,6 +729,9 @@ class Node:
             ):
                 finals.clear()
                 finals.update(await self._finals(room))
+                # Noted before the race_over is stored, so that a node started later
+                # archives its result even if this one dies in between (_unarchived).
+                await self.store.mark_unarchived(room.room_id)
 
         def decision() -> list[RoomEvent]:
             state = room.state

@@ -141,6 +141,13 @@ class Keys:
         """Sorted set of listed open rooms, score = creation time in ms."""
         return f"{self.prefix}rooms:listed"
 
+    @property
+    def unarchived(self) -> str:
+        """Set of rooms whose race may end (or has ended) without its result archived
+        yet: written before a race_over, removed once the result is saved; every node
+        sweeps it at start (single-key)."""
+        return f"{self.prefix}rooms:unarchived"
+
     def lease(self, node_id: str) -> str:
         """A live node's lease (expires unless the node renews it; single-key)."""
         return f"{self.prefix}node:{_check_name('node_id', node_id)}"

@@ -1000,6 +1000,26 @@ class Store:
         with redis_errors():
             return _as_bytes(await self._redis.get(self.keys.result(race_id)))
 
+    async def mark_unarchived(self, room_id: str) -> None:
+        """Note that room ``room_id`` may end a race whose result is not archived yet.
+        Written before the race_over, so that a node started later finds the room
+        even if every node that folded its end died before archiving it."""
+        with redis_errors():
+            await self._redis.sadd(self.keys.unarchived, room_id)
+
+    async def unarchived_rooms(self, limit: int = 100) -> list[str]:
+        """Up to ``limit`` rooms noted by :meth:`mark_unarchived` and not cleared."""
+        if limit <= 0:
+            return []
+        with redis_errors():
+            members: Any = await self._redis.srandmember(self.keys.unarchived, limit)
+        return sorted(_as_text(m) for m in members or ())
+
+    async def clear_unarchived(self, room_id: str) -> None:
+        """The room's results are archived (or its keys are gone): forget the note."""
+        with redis_errors():
+            await self._redis.srem(self.keys.unarchived, room_id)
+
     # -- internals -----------------------------------------------------------------
 
     async def _eval(

@@ -1,0 +1,383 @@
+"""Redis failing in the middle of a decision that takes more than one write.
+
+A resume (the ``joined`` reply, then the presence), a join (the token, then the
+racer_joined, then the fold), a leave, a disconnect, a rematch (the room_reset, then
+the keys' lifetime) and a race's end (the race_over, then the archive) each write more
+than once. Redis failing between those writes, or the node dying there, must leave the
+room as if the decision was made whole or not at all, and the request's one reply must
+say which: a stored decision is never answered as failed, a refused one left nothing
+behind, and what must follow a stored decision is written as soon as Redis answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from solrace.protocol import race_id
+from solrace.protocol.envelope import Envelope
+from solrace.protocol.views import EventType, LeaveReason, RacerStatus
+from solrace.race.decisions import DISCONNECT_GRACE_MS
+from solrace.race.events import RoomEvent
+from solrace.rooms import lobby, requests
+from solrace.rooms.node import FINISHED_ROOM_TTL_S, ROOM_TTL_S, Node
+from solrace.rooms.records import unpack, unpack_event
+from solrace.rooms.room import LiveRoom
+from solrace.store import Store, token_digest
+from solrace.store.errors import StoreUnavailable
+
+from tests.net.conftest import SOLVABLE_SECRET
+from tests.support.faults import Clock, Crashed, StoreFaults
+from tests.support.race import archived_result, winning_moves
+
+from .conftest import Backend, FakePeer
+from .test_core import _race_on, _room_ttl_ms
+
+T = TypeVar("T")
+
+GRACE_S = DISCONNECT_GRACE_MS / 1000
+
+
+def _event_type(data: bytes) -> str:
+    return str(unpack_event(data).t)
+
+
+def _storing(kind: str) -> Callable[..., bool]:
+    """For :func:`_fail_once` on ``append_event``: the call stores a ``kind`` event."""
+    return lambda _room, data, *_rest, **_kw: _event_type(data) == kind
+
+
+def _fail_once(
+    store: Store, call: str, when: Callable[..., bool] = lambda *_a, **_kw: True
+) -> list[tuple[Any, ...]]:
+    """Make the next call of Store.``call`` that ``when`` accepts (given the call's
+    arguments) fail as an unreachable Redis would: StoreUnavailable, nothing written.
+    Returns the failed call's arguments, once it has failed: the test checks it hit."""
+    real = getattr(store, call)
+    failed: list[tuple[Any, ...]] = []
+
+    async def flaky(*args: Any, **kwargs: Any) -> Any:
+        if not failed and when(*args, **kwargs):
+            failed.append(args)
+            raise StoreUnavailable(f"{call}: Redis is down (injected)")
+        return await real(*args, **kwargs)
+
+    setattr(store, call, flaky)
+    return failed
+
+
+def _stored_types(store: Store) -> list[str]:
+    """From now on, the type of every event ``store`` appends (once Redis took it)."""
+    append = store.append_event
+    types: list[str] = []
+
+    async def recording(*args: Any, **kwargs: Any) -> Any:
+        version = await append(*args, **kwargs)
+        types.append(_event_type(args[1]))
+        return version
+
+    setattr(store, "append_event", recording)  # noqa: B010 (a method of the instance)
+    return types
+
+
+async def _stored(node: Node, room: LiveRoom) -> list[RoomEvent]:
+    """Every event Redis holds for the room."""
+    return [unpack_event(e.data) for e in await node.store.events_since(room.room_id, 0)]
+
+
+async def _poll(
+    probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], what: str, timeout: float = 5
+) -> T:
+    """``probe()`` again and again until ``done`` accepts its value, or fail."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not done(value := await probe()):
+        assert loop.time() < deadline, f"{what}: still {value!r} after {timeout} s"
+        await asyncio.sleep(0.02)
+    return value
+
+
+def _is(t: str, **fields: object) -> Callable[[Envelope], bool]:
+    return lambda f: f.t == t and all(f.d.get(k) == v for k, v in fields.items())
+
+
+async def _frame(
+    peer: FakePeer,
+    what: str,
+    predicate: Callable[[Envelope], bool],
+    *,
+    after: int = 0,
+    timeout: float = 5,
+) -> Envelope:
+    """The first frame from ``peer.frames[after]`` on that ``predicate`` accepts."""
+
+    async def first() -> Envelope | None:
+        return next((f for f in peer.frames[after:] if predicate(f)), None)
+
+    found = await _poll(first, lambda f: f is not None, f"{what}: not sent", timeout)
+    assert found is not None
+    return found
+
+
+async def _replies(peer: FakePeer, t: str, **d: Any) -> list[Envelope]:
+    """Send request ``t`` and return EVERY reply carrying its id (there must be one)."""
+    peer._next_id += 1
+    request_id = peer._next_id
+    await requests.handle(peer.node, peer, Envelope(t, id=request_id, d=d))
+    return [f for f in peer.frames if f.id == request_id]
+
+
+async def _past_grace(clock: Clock, node: Node, room: LiveRoom) -> None:
+    """Jump past the disconnect grace and let the node decide. Grace counts from the
+    node's last store recovery (Node.store_ok), so the node sees Redis answer first."""
+
+    async def store_down() -> bool:
+        return node._store_down
+
+    await _poll(store_down, lambda down: not down, "the node still sees Redis down")
+    clock.advance(GRACE_S + 1, node)
+    await node.tick(room)
+
+
+def _status(over: Envelope, name: str) -> object:
+    standings = over.d["standings"]
+    assert isinstance(standings, list)
+    return next(s["status"] for s in standings if s["name"] == name)
+
+
+async def test_a_resume_whose_presence_write_fails_is_joined_once_and_recorded_online(
+    backend: Backend,
+) -> None:
+    """Bob drops (recorded offline) and resumes: ``joined`` is sent, then Redis fails
+    the presence that records him online. The resume succeeded (he plays), so it gets
+    that one reply and no error after it, and the node records him online as soon as
+    Redis answers: his grace, still running from the drop, must not forfeit him."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room, bob_id = bob.room, bob.racer
+    assert room is not None and bob_id is not None
+    token = (await bob.until(lambda f: f.t == "joined")).d["token"]
+    bob.closed = True
+    await lobby.disconnected(node, bob)
+    await _frame(ann, "Bob offline", _is("presence", racer=bob_id, online=False))
+    mark = len(ann.frames)
+
+    again = FakePeer(node)
+
+    def after_joined(*args: Any, **kwargs: Any) -> bool:
+        sent = any(f.t == "joined" for f in again.frames)
+        return sent and _storing(EventType.PRESENCE)(*args, **kwargs)
+
+    failed = _fail_once(node.store, "append_event", after_joined)
+    got = await _replies(again, "resume", room=room.room_id, token=token)
+    assert failed, "the presence after the joined reply was never written"
+    assert [f.t for f in got] == ["joined"], [(f.t, dict(f.d)) for f in got]
+    moved = await again.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])
+    assert moved.t == "moved", moved.d
+    await _frame(ann, "Bob online again", _is("presence", racer=bob_id, online=True), after=mark)
+    member = room.state.racers[bob_id]
+    assert member.online and member.conn == again.conn_id
+
+    await _past_grace(clock, node, room)
+    assert not [f for f in ann.frames if _is("racer_left", racer=bob_id)(f)]
+    assert room.state.racers[bob_id].status == RacerStatus.PLAYING
+
+
+async def test_a_join_whose_token_write_fails_stores_nothing(backend: Backend) -> None:
+    """The token is written before the racer_joined: if Redis fails it, the join is
+    refused and no racer was stored (one stored without a token could never resume,
+    nor close its connection: a ghost holding the lobby). The retry joins."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    room = ann.room
+    assert room is not None
+    failed = _fail_once(node.store, "set_token")
+    refused = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert failed
+    assert (refused.t, refused.d.get("code")) == ("error", "unavailable"), refused.d
+    assert bob.room is None
+    stored = await _stored(node, room)
+    assert [e.racer for e in stored if e.t == EventType.RACER_JOINED] == [1]
+    await node.sync(room)
+    assert list(room.state.racers) == [1]
+
+    again = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert again.t == "joined", again.d
+    assert list(room.state.racers) == [1, again.d["racer"]]
+    digest = token_digest(str(again.d["token"]))
+    assert await node.store.racer_for_token(room.room_id, digest) == str(again.d["racer"])
+
+
+async def test_a_join_failing_after_its_racer_is_stored_leaves_no_ghost_in_the_lobby(
+    backend: Backend,
+) -> None:
+    """Bob's racer_joined is stored, then Redis fails the read that folds it: his join
+    is refused, and his connection is never attached, so its close records nothing.
+    The node records the racer it stored offline (retrying until Redis answers), so
+    the grace frees the seat; Bob joining again can ready up and the race starts."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    room = ann.room
+    assert room is not None
+    mark = len(ann.frames)
+    stored = _stored_types(node.store)
+    failed = _fail_once(
+        node.store, "events_since", lambda *_a, **_kw: EventType.RACER_JOINED in stored
+    )
+    refused = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert failed, "no read of the room's events followed the racer_joined"
+    assert refused.t == "error", refused.d
+    assert bob.room is None
+
+    ghost = await _frame(ann, "Bob's racer_joined", _is("racer_joined", name="Bob"), after=mark)
+    ghost_id = ghost.d["racer"]
+    await _frame(ann, "the ghost offline", _is("presence", racer=ghost_id, online=False))
+    await _past_grace(clock, node, room)
+    left = await _frame(ann, "the ghost's racer_left", _is("racer_left", racer=ghost_id))
+    assert left.d["reason"] == LeaveReason.GRACE
+
+    again = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert again.t == "joined", again.d
+    assert list(room.state.racers) == [1, again.d["racer"]]
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    start = await ann.ask("start")
+    assert start.t == "ok", start.d
+
+
+async def test_a_leave_redis_fails_is_refused_and_its_retry_recorded(backend: Backend) -> None:
+    """Ann resigned; Bob leaves mid-race and Redis fails the racer_left. The leave is
+    refused and Bob is still in the room, so his retry is stored: he has left, and the
+    race, with nobody playing, ends at once (not at its time limit)."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room, bob_id = bob.room, bob.racer
+    assert room is not None and bob_id is not None
+    assert (await ann.ask("resign")).t == "ok"
+    failed = _fail_once(node.store, "append_event", _storing(EventType.RACER_LEFT))
+    first = await bob.ask("leave")
+    assert failed
+    assert (first.t, first.d.get("code")) == ("error", "unavailable"), first.d
+    assert bob.room is not None, "a leave that was refused took the racer out of the room"
+
+    assert (await bob.ask("leave")).t == "ok"
+    left = await _frame(ann, "Bob's racer_left", _is("racer_left", racer=bob_id))
+    assert left.d["reason"] == LeaveReason.LEFT
+    assert any(e.t == EventType.RACER_LEFT and e.racer == bob_id for e in await _stored(node, room))
+    over = await _frame(ann, "the race_over", _is("race_over"))
+    assert _status(over, "Bob") == RacerStatus.LEFT
+
+
+async def test_a_disconnect_redis_fails_to_record_is_recorded_and_forfeits(
+    backend: Backend,
+) -> None:
+    """Ann resigned; Bob's connection closes while Redis fails the presence that
+    records him offline. The node records it once Redis answers, so his grace runs:
+    he leaves when it ends, and the race he held open is over."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room, bob_id = bob.room, bob.racer
+    assert room is not None and bob_id is not None
+    assert (await ann.ask("resign")).t == "ok"
+    failed = _fail_once(node.store, "append_event", _storing(EventType.PRESENCE))
+    bob.closed = True
+    await lobby.disconnected(node, bob)
+    assert failed
+    await _frame(ann, "Bob offline", _is("presence", racer=bob_id, online=False))
+    assert not room.state.racers[bob_id].online
+
+    await _past_grace(clock, node, room)
+    left = await _frame(ann, "Bob's racer_left", _is("racer_left", racer=bob_id))
+    assert left.d["reason"] == LeaveReason.GRACE
+    over = await _frame(ann, "the race_over", _is("race_over"))
+    assert _status(over, "Bob") == RacerStatus.LEFT
+
+
+async def test_a_rematch_whose_expiry_write_fails_is_ok_and_gets_its_lifetime_back(
+    backend: Backend,
+) -> None:
+    """The room_reset is stored, then Redis fails the write giving the room's keys
+    their lifetime cap back (the race_over cut it to an hour). The rematch happened,
+    so it is answered ``ok``, and the node retries: a new round of up to two hours
+    must not live in keys that expire within the hour."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann", time_limit_s=7200)
+    assert created.t == "joined", created.d
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda f: f.t == "started")
+    assert (await ann.ask("resign")).t == "ok"
+    assert (await bob.ask("resign")).t == "ok"
+    over = await ann.until(lambda f: f.t == "race_over")
+    room = ann.room
+    assert room is not None
+    await archived_result(node.store, race_id(room.room_id, str(over.d["commitment"])))
+    assert 0 < await _room_ttl_ms(node, room.room_id) <= FINISHED_ROOM_TTL_S * 1000
+
+    failed = _fail_once(node.store, "expire_room", lambda _room, ttl, **_kw: ttl == ROOM_TTL_S)
+    rematch = await ann.ask("rematch")
+    assert failed
+    assert rematch.t == "ok", rematch.d
+    await _frame(ann, "the room_reset", _is("room_reset"))
+
+    async def ttl_ms() -> int:
+        return await _room_ttl_ms(node, room.room_id)
+
+    kept = await _poll(ttl_ms, lambda ms: ms > 7200 * 1000, "the room's TTL (ms)")
+    assert kept > (ROOM_TTL_S - 60) * 1000
+
+
+async def test_a_race_over_its_lone_node_died_before_archiving_is_archived_by_the_next(
+    backend: Backend,
+) -> None:
+    """The only node stores a race_over and is killed before it archives the result.
+    Nobody will ask for the finished room again, so a node started later must find the
+    race by itself (the note written before the race_over) and archive its result."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room = ann.room
+    assert room is not None
+    assert (await ann.ask("resign")).t == "ok"
+    faults = StoreFaults(node.store)
+    crashed: list[str] = []
+
+    def dies_at(call: str) -> None:
+        real = getattr(node.store, call)
+
+        async def crash(*args: Any, **kwargs: Any) -> Any:
+            if not faults.down:
+                faults.down = True  # killed: it writes nothing more
+                crashed.append(call)
+                raise Crashed()
+            return await real(*args, **kwargs)
+
+        setattr(node.store, call, crash)
+
+    for call in ("expire_room", "save_result"):  # whichever the end writes first
+        dies_at(call)
+    with contextlib.suppress(Crashed):
+        await bob.ask("resign")
+    over = await ann.until(lambda f: f.t == "race_over")
+    assert crashed, "the node was not killed after the race_over"
+    await node.stop()
+    faults.down = False  # read what the dead node left in Redis
+    race_key = race_id(room.room_id, str(over.d["commitment"]))
+    assert await node.store.load_result(race_key) is None, "archived before the crash"
+
+    restarted = await backend.node()
+    kept = await archived_result(restarted.store, race_key, timeout=5)
+    assert unpack(kept)["result"] == over.d
