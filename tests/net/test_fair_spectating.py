@@ -14,6 +14,10 @@ from tests.support.race import check_no_leaks, play_until_done, racing, winning_
 from .conftest import SOLVABLE_SECRET, Cluster
 
 
+def _tableau(view: Any) -> list[Any]:
+    return [(col["down"], list(col["up"])) for col in view["tableau"]]
+
+
 def _withheld(view: dict[str, Any]) -> int:
     cards = [c for col in view["tableau"] for c in col["up"]] + list(view["waste"])
     return cards.count(None) + view.get("withheld_foundation", 0)
@@ -31,20 +35,32 @@ async def test_a_racer_watching_its_own_race_sees_no_card_it_has_not_turned_up(
     # Ann gets far ahead and turns up many cards Bob has not seen; Bob plays a little.
     await play_until_done(ann, moves[: len(moves) // 2])
     await play_until_done(bob, moves[:3])
-    # Ann's board reaches the spy with cards withheld: Bob has not seen them.
-    ahead = await spy.wait_for(
-        lambda e: e.t == "board" and e.d["racer"] == ann.racer and _withheld(e.d["view"]) > 0,
+    # Ann has turned up cards Bob has not seen: her board is held back whole (a card
+    # shown only as withheld still leaks: moved onto a shown card it has the rank and
+    # colour the rules demand). The spy keeps an earlier board of hers, whole.
+    ann_moves = len(moves) // 2
+    await spy.wait_for(
+        lambda e: e.t == "progress" and e.d["racer"] == ann.racer and e.d["moves"] == ann_moves,
         timeout=10,
     )
-    assert ahead.d["view"]["tableau"]
-    # Bob catches up to the same point: the withheld cards are now ones he has seen,
-    # so Ann's board comes through with nothing withheld.
-    await play_until_done(bob, moves[3 : len(moves) // 2])
+    await asyncio.sleep(0.5)  # past the boards' batch interval (and the delay, if any)
+    await spy.wait_for(lambda e: e.t == "progress" and e.d["racer"] == bob.racer, timeout=10)
+    held = [e.d["view"] for e in spy.received if e.t == "board" and e.d["racer"] == ann.racer]
+    assert held, "the spy got no board of Ann's"
+    assert _withheld(held[-1]) == 0
+    assert _tableau(held[-1]) != _tableau(ann.board), "Ann's board was not held back"
+    # Bob catches up to the same point: every card on Ann's board is one he has seen,
+    # so her board comes through as it is now.
+    await play_until_done(bob, moves[3:ann_moves])
     caught_up = await spy.wait_for(
-        lambda e: e.t == "board" and e.d["racer"] == ann.racer and _withheld(e.d["view"]) == 0,
+        lambda e: (
+            e.t == "board"
+            and e.d["racer"] == ann.racer
+            and _tableau(e.d["view"]) == _tableau(ann.board)
+        ),
         timeout=10,
     )
-    assert caught_up.d["view"]["tableau"]
+    assert _withheld(caught_up.d["view"]) == 0
     await ann.resign()
     await bob.resign()
 
@@ -106,6 +122,32 @@ async def test_the_leak_check_catches_a_full_board_shown_to_a_racer(cluster: Clu
         await client.close()
 
 
+async def test_the_leak_check_catches_a_board_with_cards_withheld(cluster: Cluster) -> None:
+    """The check itself: a board showing where cards nobody else has seen lie, with
+    only their names withheld (what spectators got before), fails it."""
+    from solrace.rooms import spectators
+
+    server = await cluster.node()
+    ann, bob = await racing(server.url)
+    spy = await RaceClient.connect(server.url)
+    await spy.watch(code=ann.code)
+    original = spectators._whole
+    spectators._whole = lambda view: True  # type: ignore[assignment]
+    try:
+        await play_until_done(ann, winning_moves(SOLVABLE_SECRET)[:20])
+        await spy.wait_for(lambda e: e.t == "progress" and e.d["moves"] >= 20, timeout=10)
+        await asyncio.sleep(5 * spectators.BOARD_INTERVAL_S)
+    finally:
+        spectators._whole = original
+    await ann.resign()
+    await bob.resign()
+    over = await spy.next_event("race_over", timeout=10)
+    with pytest.raises(AssertionError, match="with cards withheld"):
+        check_no_leaks(spy.received, over.d, spy.snapshot["settings"])  # type: ignore[index]
+    for client in (ann, bob, spy):
+        await client.close()
+
+
 async def _open_room_race(url: str, bob_agrees: bool) -> tuple[RaceClient, RaceClient]:
     ann, bob = await RaceClient.connect(url), await RaceClient.connect(url)
     await ann.create("yukon", "Ann", private=True, spectators="open")
@@ -128,18 +170,20 @@ async def test_open_spectating_needs_every_racer_to_agree(
     spy = await RaceClient.connect(server.url)
     await spy.watch(code=ann.code)
     await play_until_done(ann, winning_moves(SOLVABLE_SECRET)[:20])
-    board = await spy.wait_for(
-        lambda e: (
-            e.t == "board"
-            and e.d["racer"] == ann.racer
-            and (e.d["view"] == ann.board or _withheld(e.d["view"]) > 0)
-        ),
+    await spy.wait_for(
+        lambda e: e.t == "progress" and e.d["racer"] == ann.racer and e.d["moves"] == 20,
         timeout=10,
     )
-    if bob_agrees:
-        assert board.d["view"] == ann.board  # whole: both racers agreed
-    else:
-        assert _withheld(board.d["view"]) > 0  # one did not: the fair view
+    if bob_agrees:  # whole: both racers agreed
+        await spy.wait_for(
+            lambda e: e.t == "board" and e.d["racer"] == ann.racer and e.d["view"] == ann.board,
+            timeout=10,
+        )
+    else:  # one did not: fair, so Ann's board (cards Bob has not seen) is held back
+        await asyncio.sleep(0.5)  # past the boards' batch interval
+        boards = [e.d["view"] for e in spy.received if e.t == "board" and e.d["racer"] == ann.racer]
+        assert boards and all(_withheld(view) == 0 for view in boards)
+        assert _tableau(boards[-1]) != _tableau(ann.board)
     for client in (ann, bob, spy):
         await client.close()
 

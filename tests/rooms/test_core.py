@@ -3,6 +3,7 @@ socket anywhere (the same core runs behind solrace.net in the other tests)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
@@ -301,3 +302,29 @@ async def test_a_race_over_its_node_could_not_archive_is_archived_by_another_nod
     race = race_id(room.room_id, str(over.d["commitment"]))
     assert unpack(await archived_result(other.store, race))["result"] == over.d
     assert FINISHED_ROOM_TTL_S * 1000 < await _room_ttl_ms(other, room.room_id) <= ROOM_TTL_S * 1000
+
+
+async def test_an_empty_lobby_whose_keys_expire_is_not_taken_for_lost_writes(
+    backend: Backend,
+) -> None:
+    """Everyone left the lobby, so its keys expire (ten minutes later, here at once).
+    The node that served it must not go on checking it against Redis: a room at
+    version 0 there would read as acknowledged writes lost, logged as an error and
+    counted in ``solrace_lost_writes_total`` for an ordinary expiry."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    room = ann.room
+    assert room is not None
+    assert (await ann.ask("leave")).t == "ok"
+    assert not room.state.racers
+    await node.store.expire_room(room.room_id, 0.001)
+    for _ in range(100):
+        if await node.store.load_meta(room.room_id) is None:
+            break
+        await asyncio.sleep(0.01)
+    assert await node.store.load_meta(room.room_id) is None, "the room's keys did not expire"
+    await node.check_rooms()
+    assert isinstance(node.metrics, Tally)
+    assert node.metrics.lost_writes.value == 0
+    assert room.state.version > 0, "the room was rebuilt from Redis as if it lost writes"

@@ -23,14 +23,18 @@ def _boards(spy: FakePeer, racer: int) -> list[Envelope]:
 async def test_boards_go_out_at_once_after_a_quiet_spell_then_in_batches(
     backend: Backend,
 ) -> None:
-    ann, _bob = await _race(backend)
+    ann, bob = await _race(backend)
     node = ann.node
     spy = FakePeer(node)
     code = str(ann.frames[0].d["code"])
     assert (await spy.ask("watch", code=code)).t == "watching"
     racer = int(ann.frames[0].d["racer"])
-    await asyncio.sleep(2 * spectators.BOARD_INTERVAL_S)  # a quiet spell
     moves = winning_moves(SOLVABLE_SECRET)
+    # Bob has made Ann's moves first: every card Ann turns up is one he has seen, so
+    # her boards go out (a fair board with a card he had not seen is held back).
+    for seq in range(6):
+        assert (await bob.ask("move", seq=seq, move=moves[seq])).t == "moved"
+    await asyncio.sleep(2 * spectators.BOARD_INTERVAL_S)  # a quiet spell
     before = len(_boards(spy, racer))
     assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
     assert len(_boards(spy, racer)) == before + 1  # at once, no wait
@@ -47,8 +51,8 @@ async def test_boards_go_out_at_once_after_a_quiet_spell_then_in_batches(
 
 
 def _layout(view: object) -> list[tuple[int, int]]:
-    """Face-down and face-up counts per column: the same for a racer's own board and
-    its fair board (which withholds identities, not places)."""
+    """Face-down and face-up counts per column, to compare a racer's own board with
+    the fair board its spectators get."""
     assert isinstance(view, dict)
     return [(column["down"], len(column["up"])) for column in view["tableau"]]
 
@@ -69,3 +73,33 @@ async def test_a_node_that_stops_drops_the_batch_still_due(backend: Backend) -> 
     await asyncio.sleep(3 * spectators.BOARD_INTERVAL_S)
     assert len(spy.frames) == sent  # never sent
     assert not node._tasks  # and no task started after the stop
+
+
+async def test_a_delayed_board_of_a_finished_round_is_not_sent_after_a_rematch(
+    backend: Backend,
+) -> None:
+    """Boards go out one spectator delay late. A rematch begun within that delay must
+    not let the last round's boards through after its ``room_reset``: a spectator would
+    take them for boards of the new round (its racers' first cards)."""
+    node = await backend.node()
+    ann, bob, spy = FakePeer(node), FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann", spectator_delay_s=1)
+    assert created.t == "joined", created.d
+    code = str(created.d["code"])
+    assert (await bob.ask("join", code=code, name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda f: f.t == "started")
+    assert (await spy.ask("watch", code=code)).t == "watching"
+    moves = winning_moves(SOLVABLE_SECRET)
+    for seq in range(3):
+        assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
+    assert (await ann.ask("resign")).t == "ok"
+    assert (await bob.ask("resign")).t == "ok"
+    await spy.until(lambda f: f.t == "race_over")
+    assert (await ann.ask("rematch")).t == "ok"
+    reset = await spy.until(lambda f: f.t == "room_reset")
+    await asyncio.sleep(1.5)  # past the delay of every board the last round sent
+    after = spy.frames[spy.frames.index(reset) :]
+    assert not [f for f in after if f.t == "board"], "a board of the last round came late"

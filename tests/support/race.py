@@ -123,6 +123,14 @@ def fair_match(shown: Mapping[str, Any], full: Mapping[str, Any]) -> bool:
     return withheld == shown.get("withheld_foundation", 0)
 
 
+def _withholds(view: Mapping[str, Any]) -> bool:
+    """Whether a fair view hides some of its cards (as None, or as withheld
+    foundation cards)."""
+    hidden = [c for col in view["tableau"] for c in col["up"] if c is None]
+    hidden += [c for c in view["waste"] if c is None]
+    return bool(hidden) or bool(view.get("withheld_foundation"))
+
+
 def _shown_names(view: Mapping[str, Any]) -> set[str]:
     names = {c for col in view["tableau"] for c in col["up"] if c is not None}
     names |= {c for c in view["waste"] if c is not None}
@@ -145,9 +153,9 @@ def check_no_leaks(
     ``board``) must each equal the racer's view of a state its game really passed
     through, and it gets no other racer's board. Any other connection — a spectator,
     which may be a racer watching from a second connection — gets boards that are a
-    real state of their racer's game with identities withheld, and every identity
-    shown must be one that EVERY racer still racing at that point of the stream has
-    already seen in its own game (who races, and how far, is read from the events the
+    real state of their racer's game withholding nothing, and every card shown must
+    be one that EVERY racer still racing at that point of the stream has already seen
+    in its own game (who races, and how far, is read from the events the
     connection received before the frame). Outside board views, no frame may name a
     card at all. Returns the number of frames checked.
     """
@@ -208,6 +216,12 @@ def check_no_leaks(
             )
         for about, view in fair:
             assert racer is None, f"racer {racer}'s connection got racer {about}'s board"
+            # A card shown only as withheld still leaks: moved onto a shown card it
+            # has the rank and colour the rules demand, and its column says where it
+            # lies in every racer's deal. A fair board withholds nothing, or is not sent.
+            assert not _withholds(view), (
+                f"a {envelope.t} frame shows racer {about}'s board with cards withheld"
+            )
             assert any(fair_match(view, full) for full in games[about].full_views), (
                 f"a {envelope.t} frame shows a board no game had"
             )

@@ -78,8 +78,13 @@ class LiveRoom:
         return bool(self.racers or self.spectators)
 
     def served(self) -> bool:
-        """Whether this node runs the room's timers and checks (see ``serving``)."""
-        return self.has_peers() or (self.serving and self.state.phase != Phase.FINISHED)
+        """Whether this node runs the room's timers and checks (see ``serving``). Not
+        once the race is over, nor for a lobby everyone left: its keys expire, and a
+        check against Redis would take the expiry for lost writes."""
+        if self.has_peers():
+            return True
+        state = self.state
+        return self.serving and state.phase != Phase.FINISHED and bool(state.racers)
 
     def reset(self) -> None:
         """Forget everything folded (Redis lost writes): fold again from version 0."""

@@ -2,10 +2,13 @@
 
 A spectator connection is anonymous, so it may be a racer watching its own race from a
 second connection. Every racer plays the same deal, so a card identity shown on one
-board is a card of every other racer's game: a board therefore shows a card's identity
-only when every racer still racing has seen that card in its own game (the
-intersection of their *seen* sets); other face-up cards go out as ``None``. Once nobody
-can move any more, boards are shown whole.
+board is a card of every other racer's game: a board is therefore shown only while
+every face-up card on it is one that every racer still racing has seen in its own game
+(the intersection of their *seen* sets). Hiding only the names of the other cards is
+not enough: a hidden card moved onto a shown one has the rank and colour the rules
+demand, and the column it was turned up from says where it lies in every racer's deal.
+So a board with a card someone still racing has not seen is held back whole, and its
+spectators keep the last board that had none; once nobody can move, boards are whole.
 
 Boards come from *shadow* engines folded from stored events only — each stored
 ``progress`` event carries its move server-side — never from a node's live engine,
@@ -16,7 +19,7 @@ shadow is rebuilt from the stored log only when it is missing or out of step.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from solrace.protocol import encode
 from solrace.protocol.messages import board_notice
@@ -81,6 +84,37 @@ async def shown_cards(node: Node, room: LiveRoom) -> set[int] | None:
     return shown
 
 
+def _whole(view: dict[str, Any]) -> bool:
+    """Whether a fair view withholds nothing (no ``None`` card, no withheld
+    foundation card): the only fair views that may be sent."""
+    if view.get("withheld_foundation"):
+        return False
+    if None in view["waste"]:
+        return False
+    return all(None not in column["up"] for column in view["tableau"])
+
+
+async def _last_whole(
+    node: Node, room: LiveRoom, racer: int, shown: set[int] | None, until: int | None
+) -> dict[str, Any] | None:
+    """The racer's latest board, among its states up to its folded log length (and,
+    with ``until``, its moves made by then on the race clock), that withholds nothing
+    from ``shown``; None if even its first does."""
+    settings = room.meta.settings
+    game = RacerGame(settings.variant, room.seed(), settings.options)
+    view = game.board_view(shown)
+    last = view if _whole(view) else None
+    raw = await node.store.move_log(room.room_id, room.log_name(racer))
+    for entry, at in unpack_entries(raw)[: room.state.racers[racer].log_length]:
+        if until is not None and at > until:
+            break
+        game.apply(entry, at)
+        view = game.board_view(shown)
+        if _whole(view):
+            last = view
+    return last
+
+
 async def refresh(node: Node, room: LiveRoom, mover: int | None = None) -> None:
     """Send the room's spectators the boards that changed since they were last sent,
     at most one batch every ``BOARD_INTERVAL_S``. Caller holds the room's lock.
@@ -129,17 +163,22 @@ async def _send_boards(node: Node, room: LiveRoom) -> None:
     room.sent_shown = shown
     for racer in list(state.racers) if changed else sorted(racers & state.racers.keys()):
         view = (await _shadow(node, room, racer)).board_view(shown)
-        if room.sent_boards.get(racer) == view:
-            continue
+        if room.sent_boards.get(racer) == view or not _whole(view):
+            continue  # unchanged, or held back: its spectators keep the last whole one
         room.sent_boards[racer] = view
         frame = encode(board_notice(racer=racer, at_ms=node.clock(), view=view, owner=False))
         if delay == 0:
-            _send_to_spectators(room, frame)
+            _send_to_spectators(room, frame, state.round)
         else:
-            asyncio.get_running_loop().call_later(delay, _send_to_spectators, room, frame)
+            loop = asyncio.get_running_loop()
+            loop.call_later(delay, _send_to_spectators, room, frame, state.round)
 
 
-def _send_to_spectators(room: LiveRoom, frame: bytes) -> None:
+def _send_to_spectators(room: LiveRoom, frame: bytes, round_no: int) -> None:
+    """Send a board of round ``round_no``, unless a rematch has begun since (a delayed
+    board of the last round would pass for one of the new round)."""
+    if room.state.round != round_no:
+        return
     for peer in list(room.spectators):
         peer.send_bytes(frame)
 
@@ -151,19 +190,17 @@ async def initial_boards(node: Node, room: LiveRoom, peer: Peer) -> None:
         return
     delay_ms = room.meta.settings.spectator_delay_s * 1000
     now = node.clock()
-    until = None if delay_ms == 0 else state.race_clock(now) - delay_ms
-    if until is not None and until < 0:
-        return
+    # Within the first delay of the race: the boards it started with (the same deal,
+    # no move made; later boards come as they change, delayed).
+    until = None if delay_ms == 0 else max(0, state.race_clock(now) - delay_ms)
     shown = await shown_cards(node, room)
     for racer in list(state.racers):
-        game = await _shadow(node, room, racer)
-        if until is not None:  # a delayed board: replay only what is old enough
-            settings = room.meta.settings
-            game = RacerGame(settings.variant, room.seed(), settings.options)
-            raw = await node.store.move_log(room.room_id, room.log_name(racer))
-            for entry, at in unpack_entries(raw)[: state.racers[racer].log_length]:
-                if at > until:
-                    break
-                game.apply(entry, at)
-        view = game.board_view(shown)
-        peer.send(board_notice(racer=racer, at_ms=now - delay_ms, view=view, owner=False))
+        view: dict[str, Any] | None = None
+        if until is None:
+            view = (await _shadow(node, room, racer)).board_view(shown)
+        if view is None or not _whole(view):
+            # Delayed (replay only what is old enough), or held back now: the latest
+            # board that was whole then.
+            view = await _last_whole(node, room, racer, shown, until)
+        if view is not None:
+            peer.send(board_notice(racer=racer, at_ms=now - delay_ms, view=view, owner=False))

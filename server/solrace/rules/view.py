@@ -30,8 +30,9 @@ def view(board: Board, owner: bool = False, shown: Container[int] | None = None)
     not in ``shown`` is sent as ``None`` in the tableau and waste, and a foundation
     pile counts only its cards up to the first withheld one, the rest being counted
     in ``withheld_foundation``. The server passes the cards that every racer still
-    racing has seen in its own game, so a spectator — who may be a racer — learns no
-    identity a racer does not already know.
+    racing has seen in its own game, and sends a spectator only fair views that
+    withhold nothing (a withheld card's place and moves would still betray it):
+    the markers say which views those are.
     """
 
     # Built inline, not through a per-card helper: a view is built for every move's
