@@ -381,3 +381,25 @@ async def test_a_race_over_its_lone_node_died_before_archiving_is_archived_by_th
     restarted = await backend.node()
     kept = await archived_result(restarted.store, race_key, timeout=5)
     assert unpack(kept)["result"] == over.d
+
+
+async def test_a_room_whose_lifetime_write_fails_gets_it_once_redis_answers(
+    backend: Backend,
+) -> None:
+    """A new room's keys get a lifetime cap right after they are written. If Redis
+    fails that write, the room must not live for ever (nor stay in the listing): the
+    node retries it, and the create itself, whose room exists, goes on."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    failed = _fail_once(node.store, "expire_room", lambda _room, ttl, **_kw: ttl == ROOM_TTL_S)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert failed
+    assert created.t == "joined", created.d
+    room = ann.room
+    assert room is not None
+
+    async def ttl_ms() -> int:
+        return await _room_ttl_ms(node, room.room_id)
+
+    kept = await _poll(ttl_ms, lambda ms: ms > 0, "the new room's TTL (ms)")
+    assert kept > (ROOM_TTL_S - 60) * 1000

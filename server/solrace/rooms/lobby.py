@@ -5,6 +5,7 @@ every change is a stored event first and a broadcast second."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import secrets
 from collections.abc import Callable
@@ -103,8 +104,13 @@ async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
             )
         except CodeTaken:
             continue
-        # A lifetime cap, so a room abandoned mid-race cannot stay forever.
-        await node.store.expire_room(meta.room, ROOM_TTL_S, unlist=False)
+        # A lifetime cap, so a room abandoned mid-race cannot stay forever: retried
+        # while Redis fails it, or a room whose join then fails too would never go.
+        await node.insist(
+            functools.partial(node.store.expire_room, meta.room, ROOM_TTL_S, unlist=False),
+            "could not set a new room's lifetime",
+            {"room": meta.room},
+        )
         room = node.rooms[meta.room] = LiveRoom(meta)
         log.info("room created", extra={"room": meta.room, "variant": settings.variant})
         return room
