@@ -9,8 +9,8 @@ ws://127.0.0.1:8765.
 Exit statuses: one table for every command (:mod:`solrace_client.errors`,
 docs/client.md): 0 done; 1 it ran and the answer is no (a race that does not verify, a
 bot that could not finish); 2 it could not run (bad arguments or server URL, server
-unreachable or refusing, unknown race, the UI cannot start); 130 interrupted. Every
-failure is one line on stderr.
+unreachable or refusing, unknown or malformed race, the UI cannot start); 130
+interrupted. Every failure is one line on stderr.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from rich.console import Console
 from rich.table import Table
@@ -124,17 +124,24 @@ def _duration(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (90, 90s, 15m)") from None
 
 
-def _within(lo: int, hi: int, parse: Callable[[str], int], unit: str = "") -> Callable[[str], int]:
-    """An argparse type: ``parse`` the text, then check it is in ``lo..hi`` — the
-    server's limits, so a bad value is refused here in words, not by the server."""
+def _within(
+    lo: int | None, hi: int | None, parse: Callable[[str], int] = int, unit: str = ""
+) -> Callable[[str], int]:
+    """An argparse type: ``parse`` the text, then check it is in ``lo..hi`` (None: no
+    bound) — the server's limits, so a bad value is refused here in words, not by the
+    server. Every whole-number option uses it: one way of saying what is wrong."""
 
     def check(text: str) -> int:
         try:
             value = parse(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"must be {lo} to {hi}{unit}, got {value}{unit}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            if lo is not None and hi is not None:
+                bounds = f"{lo} to {hi}"
+            else:
+                bounds = f"{lo} or more" if lo is not None else f"{hi} or less"
+            raise argparse.ArgumentTypeError(f"must be {bounds}{unit}, got {value}{unit}")
         return value
 
     check.__name__ = parse.__name__
@@ -258,7 +265,8 @@ def cmd_rooms(args: argparse.Namespace) -> int:
     out = _out()
     if not rooms:
         what = f"{args.variant} rooms" if args.variant else "rooms"
-        hint = f"no open {what} on {server}; start one with: solrace create --variant yukon"
+        variant = args.variant or "yukon"
+        hint = f"no open {what} on {server}; start one with: solrace create --variant {variant}"
         out.print(hint, soft_wrap=True)  # a command to copy: never cut in two
         return 0
     out.print(rooms_table(rooms))
@@ -284,22 +292,47 @@ def _race(server: str, action: str, name: str, **params: object) -> int:
     return int(run_race(server, action, name, **params))
 
 
-def cmd_create(args: argparse.Namespace) -> int:
-    settings: dict[str, object] = {"variant": args.variant, "options": dict(args.option or [])}
-    if args.racers is not None:
-        settings["max_racers"] = args.racers
-    if args.time_limit is not None:
-        settings["time_limit_s"] = args.time_limit
-    if args.spectator_delay is not None:
-        settings["spectator_delay_s"] = args.spectator_delay
+class _BadSettings(ValueError):
+    """Room settings that make no sense together (said in one line)."""
+
+
+def _room_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The room ``create`` and ``bot --create`` ask for, from the options they share
+    (:func:`build_parser`'s ``add_settings``); _BadSettings when they contradict."""
+    if args.deals == "random" and args.difficulty is not None:
+        raise _BadSettings("--difficulty needs winnable deals: leave out --deals random")
+    settings: dict[str, Any] = {"variant": args.variant, "options": dict(args.option or [])}
+    for key, value in (
+        ("max_racers", args.racers),
+        ("time_limit_s", args.time_limit),
+        ("spectator_delay_s", args.spectator_delay),
+        ("deals", args.deals),
+        ("difficulty", args.difficulty),
+    ):
+        if value is not None:
+            settings[key] = value
     if args.private:
         settings["private"] = True
-    if args.deals == "random" and args.difficulty is not None:
-        return _fail("--difficulty needs winnable deals: leave out --deals random")
-    if args.deals is not None:
-        settings["deals"] = args.deals
-    if args.difficulty is not None:
-        settings["difficulty"] = args.difficulty
+    return settings
+
+
+#: The ``add_settings`` options, by their attribute: only a room being created has them.
+ROOM_OPTIONS: Final = {
+    "racers": "--racers",
+    "option": "--option",
+    "private": "--private",
+    "time_limit": "--time-limit",
+    "spectator_delay": "--spectator-delay",
+    "deals": "--deals",
+    "difficulty": "--difficulty",
+}
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    try:
+        settings = _room_settings(args)
+    except _BadSettings as exc:
+        return _fail(str(exc))
     return _race(_server(args), "create", _name(args), **settings)
 
 
@@ -378,8 +411,18 @@ def cmd_bot(args: argparse.Namespace) -> int:
     from .bot import BotCannotStart, BotError, BotHooks, ResultNotSaved, run_bot
     from .results import race_id
 
-    if args.quick + bool(args.code) + args.create != 1:
-        return _fail("give a room CODE, or --quick, or --create")
+    ways = args.quick + bool(args.code) + args.create
+    if ways != 1:
+        many = "only one of" if ways else "one of"
+        return _fail(f"give {many}: a room CODE, --quick, --create")
+    if not args.create:
+        given = [
+            flag
+            for key, flag in ROOM_OPTIONS.items()
+            if getattr(args, key) is not None and getattr(args, key) is not False
+        ]
+        if given:
+            return _fail(f"{given[0]} is a setting of a room the bot creates: it needs --create")
     room_size = args.racers if args.racers is not None else limits.DEFAULT_MAX_RACERS
     if args.create and args.min_racers > room_size:
         return _fail(
@@ -401,13 +444,10 @@ def cmd_bot(args: argparse.Namespace) -> int:
 
     create: dict[str, Any] | None = None
     if args.create:
-        create = {"variant": args.variant, "options": dict(args.option or [])}
-        if args.racers is not None:
-            create["max_racers"] = args.racers
-        if args.time_limit is not None:
-            create["time_limit_s"] = args.time_limit
-        if args.private:
-            create["private"] = True
+        try:
+            create = _room_settings(args)
+        except _BadSettings as exc:
+            return _fail(str(exc))
     name = args.name or f"{args.strategy}-bot"
     saved = True
     try:
@@ -467,15 +507,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if args.racer and not args.print:
         return _fail("--racer goes with --print (the stepper shows every racer)")
+    if not args.print and sys.stdin is None:  # started with `<&-`: no commands to read
+        return _fail(
+            "the stepper reads its commands from standard input, which is closed: "
+            "use --print to print one board"
+        )
+    try:
+        all_tracks = tracks(saved)
+    except ValueError as exc:  # the engine cannot deal it (the seed's range, an option)
+        return _fail(f"{saved.path or saved.race}: cannot replay: {exc}")
     if args.print:
         try:
-            all_tracks = tracks(saved)
             track = find_track(all_tracks, args.racer) if args.racer else all_tracks[0]
-        except (LookupError, KeyError, ValueError) as exc:
+        except LookupError as exc:
             return _fail(str(exc))
-        print(board_text(saved, track, max(0, args.step or 0)))
+        print(board_text(saved, track, args.step or 0))
         return 0
-    return step_through(saved, _out(), start=args.step or 0)
+    return step_through(saved, _out(), start=args.step or 0, all_tracks=all_tracks)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -544,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Race solitaire against other people from a terminal. Exit status: "
         "0 done, 1 the answer is no (a race that does not verify, a bot that could not "
         "finish), 2 could not run (bad arguments, server unreachable or refusing, unknown "
-        "race), 130 interrupted, 141 the reader of its output went away (| head).",
+        "or malformed race), 130 interrupted, 141 the reader of its output went away (| head).",
     )
     parser.add_argument("--server", default=None, help=server_help)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -580,6 +628,24 @@ def build_parser() -> argparse.ArgumentParser:
             type=_within(limits.MIN_TIME_LIMIT_S, limits.MAX_TIME_LIMIT_S, _duration, " s"),
             help="seconds, or 15m: 1m to 120m (default 15m)",
         )
+        p.add_argument(
+            "--spectator-delay",
+            type=_within(
+                limits.MIN_SPECTATOR_DELAY_S, limits.MAX_SPECTATOR_DELAY_S, _duration, " s"
+            ),
+            help="how far spectators lag behind: seconds, or 5m; 0 to 10m (default 0)",
+        )
+        p.add_argument(
+            "--deals",
+            choices=("winnable", "random"),
+            help="winnable: only a deal the server's solver has won (the default, but "
+            "random in australian); random: any deal",
+        )
+        p.add_argument(
+            "--difficulty",
+            choices=("easy", "medium", "hard"),
+            help="a winnable deal of this difficulty (docs/solver.md)",
+        )
 
     p = command("rooms", "list open and running public rooms", cmd_rooms)
     p.add_argument("--variant", choices=sorted(VARIANTS))
@@ -587,22 +653,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("create", "create a room and race in it", cmd_create)
     p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon")
     add_settings(p)
-    p.add_argument(
-        "--spectator-delay",
-        type=_within(limits.MIN_SPECTATOR_DELAY_S, limits.MAX_SPECTATOR_DELAY_S, _duration, " s"),
-        help="how far spectators lag behind: seconds, or 5m; 0 to 10m (default 0)",
-    )
-    p.add_argument(
-        "--deals",
-        choices=("winnable", "random"),
-        help="winnable: only a deal the server's solver has won (the default, but random"
-        " in australian); random: any deal",
-    )
-    p.add_argument(
-        "--difficulty",
-        choices=("easy", "medium", "hard"),
-        help="a winnable deal of this difficulty (docs/solver.md)",
-    )
     add_name(p)
 
     p = command("join", "join a room by its code", cmd_join)
@@ -654,12 +704,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between moves, to be watchable (default 0.1; requests are always "
         "paced inside the server's rate limit)",
     )
-    p.add_argument("--seed", type=int, help="seed the strategy's tie-breaks (reproducible)")
+    p.add_argument(
+        "--seed", type=_within(None, None), help="seed the strategy's tie-breaks (reproducible)"
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="say what the bot does")
 
     p = command("replay", "step through a finished race, every racer's board", cmd_replay)
     p.add_argument("race", help="a saved race id (see `solrace races`) or a result file")
-    p.add_argument("--step", type=int, help="log index to show (0 = the deal)")
+    p.add_argument(
+        "--step",
+        type=_within(0, None),
+        help="log index to show (0 = the deal; past the end: the final position)",
+    )
     p.add_argument("--racer", help="racer id or name (with --print; default: first place)")
     p.add_argument("--print", action="store_true", help="print one board and exit")
 

@@ -8,8 +8,8 @@ words and the same table (docs/client.md, "Exit status"):
 1     it ran and the answer is no: a race that does not verify; a bot that
       could not finish its race (connection lost for good, replaced)
 2     it could not run: bad arguments, a bad server URL, the server cannot be
-      reached or refuses (unknown code, full room…), an unknown race, the UI
-      cannot start
+      reached or refuses (unknown code, full room…), an unknown race or a
+      malformed race file, the UI cannot start
 130   interrupted (Ctrl-C)
 ====  ======================================================================
 
@@ -75,9 +75,16 @@ def check_server_url(url: str) -> str:
     example = "e.g. ws://127.0.0.1:8765"
     try:
         parts = urlsplit(url)
-        port = parts.port
     except ValueError as exc:
         raise BadServerURL(f"bad server URL {url!r}: {_lower(str(exc))} ({example})") from None
+    try:
+        port = parts.port
+    except ValueError:  # urllib's words name a cast: say what is wrong with the port
+        text = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        why = f"port {text} is out of range (1 to 65535)"
+        if not text.isdigit():
+            why = f"its port {text!r} is not a number"
+        raise BadServerURL(f"bad server URL {url!r}: {why} ({example})") from None
     if parts.scheme not in ("ws", "wss") or "://" not in url:
         raise BadServerURL(
             f"bad server URL {url!r}: it must start with ws:// or wss:// ({example})"

@@ -187,11 +187,13 @@ def step_through(
     console: Console,
     read: Callable[[str], str] | None = None,
     start: int = 0,
+    all_tracks: list[Track] | None = None,
 ) -> int:
     """The interactive stepper: show a step, read a command line (``read``, by default
-    :func:`input`), repeat."""
+    :func:`input`), repeat. ``all_tracks``: :func:`tracks` of ``saved``, if the caller
+    has them already. A ``start`` past the last step starts at the last."""
     read = read or input
-    all_tracks = tracks(saved)
+    all_tracks = tracks(saved) if all_tracks is None else all_tracks
     last = last_step(all_tracks)
     step = max(0, min(start, last))
     while True:

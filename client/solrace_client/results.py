@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from solrace import protocol
+from solrace.rules import VARIANTS
 
 from .config import config_dir
 
@@ -101,6 +102,10 @@ class SavedResult:
         except (TypeError, ValueError):
             where = "" if path is None else f"{path}: "
             raise ValueError(f"{where}not a saved race result: malformed") from None
+        problem = _malformed(data, settings, result)
+        if problem is not None:
+            where = "" if path is None else f"{path}: "
+            raise ValueError(f"{where}not a saved race result: {problem}")
         published = data.get("published_commitment")
         return cls(
             race=str(data.get("race") or race_id(room, result)),
@@ -112,6 +117,67 @@ class SavedResult:
             saved_at_ms=data.get("saved_at_ms"),
             path=path,
         )
+
+
+#: A standing's numbers: each a whole number or null where it is given.
+_STANDING_NUMBERS: Final = ("place", "foundation", "moves", "score", "elapsed_ms", "reached_ms")
+
+
+def _malformed(
+    data: Mapping[str, Any], settings: Mapping[str, Any], result: Mapping[str, Any]
+) -> str | None:
+    """What makes a result file unusable for ``replay`` and ``verify`` (and ``races``),
+    in words, or None: the shape they read, checked once, where files are loaded.
+    Values that are well-formed but wrong (a seed that does not match the commitment,
+    an illegal move, doctored counts) are left to ``verify`` to catch."""
+    variant = settings.get("variant")
+    if not isinstance(variant, str) or variant not in VARIANTS:
+        return f"settings.variant {_is(settings, 'variant')}, not one of {', '.join(VARIANTS)}"
+    if not isinstance(settings.get("options") or {}, Mapping):
+        return f"settings.options {_is(settings, 'options')}, not a map of options"
+    if not _whole_or_none(data.get("saved_at_ms")):
+        return f"saved_at_ms {_is(data, 'saved_at_ms')}, not a whole number"
+    if not _whole(result.get("seed")):
+        return f"result.seed {_is(result, 'seed')}, not a whole number"
+    standings = result.get("standings")
+    if not isinstance(standings, list):
+        return f"result.standings {_is(result, 'standings')}, not a list of racers"
+    if not standings:
+        return "result.standings lists no racer"
+    for i, standing in enumerate(standings):
+        where = f"result.standings[{i}]"
+        if not isinstance(standing, Mapping):
+            return f"{where} is {_short(standing)}, not a racer's standing"
+        if not _whole(standing.get("racer")):
+            return f"{where}.racer {_is(standing, 'racer')}, not a racer id"
+        if not isinstance(standing.get("name"), str):
+            return f"{where}.name {_is(standing, 'name')}, not a name"
+        log = standing.get("log")
+        if not isinstance(log, list) or not all(isinstance(entry, str) for entry in log):
+            return f"{where}.log {_is(standing, 'log')}, not a list of moves"
+        for key in _STANDING_NUMBERS:
+            if not _whole_or_none(standing.get(key)):
+                return f"{where}.{key} {_is(standing, key)}, not a whole number"
+    return None
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _whole_or_none(value: Any) -> bool:
+    return value is None or _whole(value)
+
+
+def _is(obj: Mapping[str, Any], key: str) -> str:
+    """``is missing``, or ``is <the value as in the file>``, for a message."""
+    return f"is {_short(obj[key])}" if key in obj else "is missing"
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    """``value`` as JSON writes it, cut to fit in a one-line message."""
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def save_result(
@@ -155,6 +221,8 @@ def load_result(ref: str | os.PathLike[str]) -> SavedResult:
     """A saved race by id (``<room>.<commitment prefix>``, or an unambiguous prefix of
     one), or a path to a result file. Raises :class:`ResultNotFound` or ValueError."""
     text = os.fspath(ref)
+    if not text.strip():  # Path("") is the current directory: not what was meant
+        raise ResultNotFound("no race given: the race id or file name is empty")
     candidate = Path(text)
     if candidate.is_file():
         return _read(candidate)

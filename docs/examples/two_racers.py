@@ -5,6 +5,7 @@ import sys
 
 from solrace_client import RaceClient, ServerError
 from solrace_client.boardview import board_from_view
+from solrace_client.errors import CONNECT_ERRORS, BadServerURL, cannot_reach, check_server_url
 
 
 async def race(client, rng):
@@ -40,4 +41,10 @@ async def main(url):
     await bob.close()
 
 
-asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "ws://127.0.0.1:8765"))
+url = sys.argv[1] if len(sys.argv) > 1 else "ws://127.0.0.1:8765"
+try:
+    asyncio.run(main(check_server_url(url)))
+except BadServerURL as exc:  # not a ws:// URL: one line, not a traceback
+    sys.exit(f"two_racers: {exc}")
+except CONNECT_ERRORS as exc:  # no server there, or not a solrace server
+    sys.exit(f"two_racers: {cannot_reach(url, exc)}")

@@ -5,10 +5,13 @@ UI (with a stand-in UI module), ``resume`` from the saved race, names remembered
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import os
 import subprocess
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,11 @@ async def test_rooms_says_when_there_are_none(
     # the command to copy stays on one line, whatever the width (it was cut at 80)
     assert out.rstrip("\n").endswith("; start one with: solrace create --variant yukon")
     assert out.count("\n") == 1
+    # the hint names the variant asked for (it said yukon whatever was asked)
+    assert await _run(["--server", server.url, "rooms", "--variant", "klondike"]) == 0
+    out = capsys.readouterr().out
+    assert "no open klondike rooms" in out
+    assert out.rstrip("\n").endswith("; start one with: solrace create --variant klondike")
 
 
 def test_rooms_without_a_server_fails_with_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -183,8 +191,11 @@ def test_options_and_durations_parse() -> None:
 
 def test_bot_needs_exactly_one_way_in(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bot", "--server", "ws://127.0.0.1:9"]) == 2
-    assert main(["bot", "ABC", "--quick", "--server", "ws://127.0.0.1:9"]) == 2
-    assert "give a room CODE" in capsys.readouterr().err
+    assert "give one of: a room CODE, --quick, --create" in _one_line(capsys.readouterr().err)
+    for argv in (["ABC", "--quick"], ["--quick", "--create"], ["ABC", "--quick", "--create"]):
+        assert main(["bot", *argv, "--server", "ws://127.0.0.1:9"]) == 2
+        line = _one_line(capsys.readouterr().err)
+        assert "give only one of: a room CODE, --quick, --create" in line, argv
 
 
 @pytest.mark.parametrize("argv", [["races"], ["verify", "r_synthetic"]])
@@ -380,3 +391,204 @@ def test_a_stepper_interrupted_with_ctrl_c_exits_130(
     monkeypatch.setattr("builtins.input", interrupted)
     assert main(["replay", str(synthetic_race)]) == 130
     assert "interrupted" in capsys.readouterr().err
+
+
+# ------------------------------------------------ defects a newcomer ran into (audit)
+def _bad_option(data: dict[str, Any]) -> None:
+    data["settings"]["options"] = {"draw": 7}  # Yukon has no draw: the engine says so
+
+
+#: A saved race file's faults, and what ``verify`` and ``replay`` say about each.
+MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
+    "log not a list": (
+        lambda d: d["result"]["standings"][0].update(log=5),
+        "result.standings[0].log is 5, not a list of moves",
+    ),
+    "log entry not a string": (
+        lambda d: d["result"]["standings"][1]["log"].append(7),
+        "result.standings[1].log is [",
+    ),
+    "racer null": (
+        lambda d: d["result"]["standings"][0].update(racer=None),
+        "result.standings[0].racer is null, not a racer id",
+    ),
+    "name missing": (
+        lambda d: d["result"]["standings"][1].pop("name"),
+        "result.standings[1].name is missing, not a name",
+    ),
+    "no standings": (
+        lambda d: d["result"].update(standings=[]),
+        "result.standings lists no racer",
+    ),
+    "standings not a list": (
+        lambda d: d["result"].update(standings={"a": 1}),
+        'result.standings is {"a": 1}, not a list of racers',
+    ),
+    "a standing not a map": (
+        lambda d: d["result"]["standings"].append(5),
+        "result.standings[2] is 5, not a racer's standing",
+    ),
+    "seed not a number": (
+        lambda d: d["result"].update(seed="abc"),
+        'result.seed is "abc", not a whole number',
+    ),
+    "elapsed time not a number": (
+        lambda d: d["result"]["standings"][0].update(elapsed_ms="abc"),
+        'result.standings[0].elapsed_ms is "abc", not a whole number',
+    ),
+    "variant missing": (
+        lambda d: d["settings"].pop("variant"),
+        "settings.variant is missing, not one of yukon, klondike",
+    ),
+    "options not a map": (
+        lambda d: d["settings"].update(options=[1]),
+        "settings.options is [1], not a map of options",
+    ),
+    "saved_at_ms not a number": (
+        lambda d: d.update(saved_at_ms="yesterday"),
+        'saved_at_ms is "yesterday", not a whole number',
+    ),
+}
+
+
+def _broken(
+    synthetic_race: Path, tmp_path: Path, fault: Callable[[dict[str, Any]], object]
+) -> Path:
+    data = json.loads(synthetic_race.read_text())
+    fault(data)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("command", [["verify"], ["replay", "--print"], ["replay"]])
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_race_file_is_one_line_naming_the_file_and_the_fault(
+    synthetic_race: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    command: list[str],
+) -> None:
+    """Such files crashed verify and replay with a traceback (TypeError, ValueError) or
+    said "list index out of range": one loader now says what is wrong, status 2."""
+    fault, says = MALFORMED[case]
+    path = _broken(synthetic_race, tmp_path, fault)
+    assert main([command[0], str(path), *command[1:]]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"solrace: {path}: not a saved race result: {says}"), line
+
+
+def test_a_deal_the_engine_refuses_fails_verify_and_cannot_be_replayed(
+    synthetic_race: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _broken(synthetic_race, tmp_path, _bad_option)
+    for argv in (["replay", str(path), "--print"], ["replay", str(path)]):
+        assert main(argv) == 2
+        line = _one_line(capsys.readouterr().err)
+        assert line.startswith(f"solrace: {path}: cannot replay: variant yukon has no option")
+    assert main(["verify", str(path)]) == 1  # a race that cannot be dealt does not verify
+    assert "FAIL  deal: cannot deal yukon" in capsys.readouterr().out
+
+
+def test_the_stepper_with_standard_input_closed_says_so_in_one_line(
+    synthetic_race: Path,
+) -> None:
+    """`solrace replay RACE <&-` ended in "RuntimeError: input(): lost sys.stdin"."""
+    done = _solrace(
+        "replay", str(synthetic_race), stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0)
+    )
+    assert done.returncode == 2
+    assert "standard input, which is closed: use --print" in _one_line(done.stderr)
+    printed = _solrace(
+        "replay",
+        str(synthetic_race),
+        "--print",
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert printed.returncode == 0 and "foundations" in printed.stdout, printed.stderr
+
+
+def test_bot_creates_a_room_with_every_setting_create_has(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bot had no --spectator-delay, --deals or --difficulty: `bot --create
+    --spectator-delay -1` said "argument code: '-1' is not a room code"."""
+    asked: list[dict[str, Any]] = []
+
+    async def fake_run_bot(servers: list[str], **kwargs: Any) -> dict[str, Any]:
+        asked.append(kwargs["create"])
+        return {"reason": "all_done", "standings": []}
+
+    monkeypatch.setattr("solrace_client.bot.run_bot", fake_run_bot)
+    server = ["--server", "ws://127.0.0.1:9"]
+    argv = ["bot", "--create", "--variant", "klondike", "--spectator-delay", "30"]
+    assert main([*argv, "--deals", "winnable", "--difficulty", "easy", *server]) == 0
+    assert asked == [
+        {
+            "variant": "klondike",
+            "options": {},
+            "spectator_delay_s": 30,
+            "deals": "winnable",
+            "difficulty": "easy",
+        }
+    ]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["bot", "--create", "--spectator-delay", "-1", *server])
+    assert exited.value.code == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "argument --spectator-delay: must be 0 to 600 s, got -1 s" in line
+    assert main(["bot", "--create", "--deals", "random", "--difficulty", "hard", *server]) == 2
+    assert "--difficulty needs winnable deals" in _one_line(capsys.readouterr().err)
+    # a room's settings without --create would be ignored: they are refused instead
+    for given, flag in (
+        (["--quick", "--spectator-delay", "0"], "--spectator-delay"),
+        (["ABC123", "--racers", "3"], "--racers"),
+        (["--quick", "--private"], "--private"),
+    ):
+        assert main(["bot", *given, *server]) == 2
+        assert f"{flag} is a setting of a room the bot creates" in _one_line(
+            capsys.readouterr().err
+        )
+    assert len(asked) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["replay", "RACE", "--step", "abc"], "argument --step: not a whole number: 'abc'"),
+        (["replay", "RACE", "--step", "-1"], "argument --step: must be 0 or more, got -1"),
+        (["bot", "--quick", "--seed", "abc"], "argument --seed: not a whole number: 'abc'"),
+        (["races", "--limit", "x"], "argument --limit: not a whole number: 'x'"),
+    ],
+)
+def test_every_whole_number_argument_is_refused_in_the_same_words(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--step and --seed said argparse's "invalid int value" where the others say "not a
+    whole number"."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert says in _one_line(capsys.readouterr().err)
+
+
+def test_an_empty_race_is_called_empty_not_a_directory(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for command in ("verify", "replay"):
+        assert main([command, ""]) == 2
+        line = _one_line(capsys.readouterr().err)
+        assert line == "solrace: no race given: the race id or file name is empty", line
+
+
+def test_a_step_past_the_end_starts_the_stepper_at_the_last(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/client.md: a --step past the end shows the final position."""
+    monkeypatch.setattr("sys.stdin", io.StringIO("q\n"))
+    last = max(len(s["log"]) for s in json.loads(synthetic_race.read_text())["result"]["standings"])
+    assert main(["replay", str(synthetic_race), "--step", "99999"]) == 0
+    assert f"step {last} of {last}" in capsys.readouterr().out

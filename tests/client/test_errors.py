@@ -51,7 +51,8 @@ UI_COMMANDS = [["quick"], ["join", "ABC123"], ["create"], ["watch", "ABC123"]]
 @pytest.mark.parametrize("command", [["rooms"], ["bot", "--quick"], *UI_COMMANDS])
 async def test_a_bad_server_url_is_one_line_and_status_2(command: list[str]) -> None:
     for url, says in (
-        ("ws://127.0.0.1:99999", "port out of range"),
+        ("ws://127.0.0.1:99999", "port 99999 is out of range (1 to 65535)"),
+        ("ws://127.0.0.1:abc", "its port 'abc' is not a number"),
         ("http://127.0.0.1:8765", "must start with ws:// or wss://"),
         ("ws://[::1", "bad server URL"),
     ):

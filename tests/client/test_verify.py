@@ -152,8 +152,12 @@ def test_the_report_names_the_first_illegal_entry(synthetic_race: Path) -> None:
 
 
 def test_a_seed_that_is_not_a_number_fails_cleanly(synthetic_race: Path) -> None:
+    """A file with such a seed is refused where it is loaded (tests/client/test_cli.py);
+    a SavedResult built in code with one fails verification, without a traceback."""
     saved = load_result(synthetic_race)
-    broken = SavedResult.from_json({**saved.to_json(), "result": {**saved.result, "seed": "x"}})
+    with pytest.raises(ValueError, match=r'result\.seed is "x", not a whole number'):
+        SavedResult.from_json({**saved.to_json(), "result": {**saved.result, "seed": "x"}})
+    broken = SavedResult(saved.race, saved.room, saved.settings, {**saved.result, "seed": "x"})
     report = verify_result(broken)
     assert not report.ok and {c.what for c in report.failures} >= {"commitment", "deal"}
 

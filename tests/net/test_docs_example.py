@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
+import subprocess
 import sys
 import urllib.request
 from pathlib import Path
@@ -32,6 +34,35 @@ def readme_python_blocks() -> list[str]:
 
 def test_the_readme_snippet_is_the_example_file() -> None:
     assert readme_python_blocks() == [EXAMPLE.read_text()]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("ws://127.0.0.1:{port}", "cannot reach ws://127.0.0.1:{port}: connection refused"),
+        ("bogus", "bad server URL 'bogus': it must start with ws:// or wss://"),
+        ("ws://127.0.0.1:abc", "bad server URL 'ws://127.0.0.1:abc': its port 'abc' is not"),
+    ],
+)
+def test_the_example_without_a_server_says_so_in_one_line(url: str, says: str) -> None:
+    """It printed a ConnectionRefusedError (or InvalidURI) traceback."""
+    port = _closed_port()
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE), url.format(port=port)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr
+    assert done.stderr.startswith("two_racers: " + says.format(port=port)), done.stderr
 
 
 @pytest.mark.parametrize("backend", ["embedded", "redis", "cluster"])

@@ -801,7 +801,7 @@ class SolraceApp(App[int]):
             if yes:
                 self.quit_now()
 
-        self.push_screen(ConfirmScreen(question), answered)
+        self.push_screen(ConfirmScreen(question, quitting=True), answered)
 
     def quit_now(self) -> None:
         async def run() -> None:

@@ -274,14 +274,19 @@ class HelpScreen(ModalScreen[None]):
 
 
 class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question. ``q`` answers no, except to the question q itself asked
+    (``quitting``): q again while asked quits (docs/tui.md), as Ctrl-C again does."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "yes", show=False),
-        Binding("n,escape,q", "answer(False)", "no", show=False),
+        Binding("n,escape", "answer(False)", "no", show=False),
+        Binding("q", "q", show=False),
     ]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, *, quitting: bool = False) -> None:
         super().__init__()
         self.question = question
+        self.quitting = quitting
 
     def compose(self) -> ComposeResult:
         text = Text(self.question + "\n\n", style="bold")
@@ -293,3 +298,6 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+    def action_q(self) -> None:
+        self.dismiss(self.quitting)

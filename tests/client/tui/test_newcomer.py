@@ -240,9 +240,10 @@ async def test_a_room_entered_first_still_gets_the_screen(cluster: Cluster) -> N
         os.close(master)
 
 
-async def test_ctrl_c_and_ctrl_q_ask_like_q_and_twice_quits(cluster: Cluster) -> None:
+async def test_q_ctrl_c_and_ctrl_q_ask_and_twice_quits(cluster: Cluster) -> None:
     """Textual's own Ctrl-C only said "press ctrl+q", and its Ctrl-Q quit at once, past
-    the question that q asks before a player loses a seat or forfeits a race."""
+    the question that q asks before a player loses a seat or forfeits a race; and q
+    while asked answered "no" (docs/tui.md: the same key again while asked quits)."""
     server = await cluster.node()
 
     async def quit_with(key: str) -> int | None:
@@ -256,5 +257,5 @@ async def test_ctrl_c_and_ctrl_q_ask_like_q_and_twice_quits(cluster: Cluster) ->
             await wait_until(pilot, lambda: app.return_code is not None, "the exit")
         return app.return_code
 
-    for key in ("ctrl+c", "ctrl+q"):
+    for key in ("q", "ctrl+c", "ctrl+q"):
         assert await quit_with(key) == 0
