@@ -9,8 +9,10 @@ import io
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -143,6 +145,11 @@ def test_cli_option_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "variant yukon has no option 'draw'" in err
     code, _, err = call(["deal", "klondike", "5", "-o", "draw=2"], capsys)
     assert code == 2 and "option draw must be 1 or 3" in err
+    # the value as it was written (JSON), not Python's spelling ("not True")
+    code, _, err = call(["deal", "klondike", "5", "-o", "draw=true"], capsys)
+    assert (code, err) == (2, "solrace-rules: option draw must be 1 or 3, not true\n")
+    code, _, err = call(["deal", "klondike", "5", "-o", "scoring=golf"], capsys)
+    assert err == 'solrace-rules: option scoring must be one of standard, vegas, none, not "golf"\n'
     code, _, err = call(["deal", "klondike", "5", "-o", "draw"], capsys)
     assert code == 2 and "an option is key=value" in err
     code, _, err = call(["deal", "klondike", "5", "-o", "=3"], capsys)
@@ -196,7 +203,33 @@ def test_cli_play_illegal_and_notation(tmp_path: Path, capsys: pytest.CaptureFix
     code, _, err = call(["play", str(path), "2:1>8"], capsys)
     assert code == 1 and "there is no column 8" in err
     code, _, err = call(["play", str(path), "2:1>11"], capsys)
-    assert code == 2 and "column 11 is not between 1 and 10" in err
+    assert code == 2 and "column 11 is not between 1 and 7 (yukon has 7 columns)" in err
+
+
+@pytest.mark.parametrize(
+    ("variant", "entry", "says"),
+    [
+        ("klondike", "99>F", "'99>F': column 99 is not between 1 and 7 (klondike has 7 columns)"),
+        ("klondike", "3:1>12", "'3:1>12': column 12 is not between 1 and 7 (klondike has 7"),
+        ("klondike", "W>11", "'W>11': column 11 is not between 1 and 7"),
+        ("klondike", "FH>50", "'FH>50': column 50 is not between 1 and 7"),
+        ("russian", "U11", "'U11': column 11 is not between 1 and 7"),
+        ("double_yukon", "11>F", "column 11 is not between 1 and 10 (double_yukon has 10 col"),
+        ("klondike", "100>F", "not a move: '100>F'"),  # not notation at all, as it was
+        ("klondike", "1:1>1", "'1:1>1': a column cannot move onto itself"),
+    ],
+)
+def test_a_column_no_variant_has_is_refused_with_the_boards_range(
+    variant: str, entry: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``99>F`` on Klondike said "column 99 is not between 1 and 10": the notation's
+    limit (double Yukon's ten columns), which Klondike's seven are not. Still a
+    notation error (2); ``8>F`` there is an illegal move (1): no such column."""
+    path = tmp_path / "pos.json"
+    path.write_text(dump_position(deal(variant, 1)))
+    code, out, err = call(["play", str(path), entry], capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith("solrace-rules: ") and says in err and len(err.splitlines()) == 1
 
 
 def test_cli_bad_position_and_missing_file(
@@ -446,3 +479,55 @@ def test_a_hostile_file_and_an_unwritable_output_are_one_line(tmp_path: Path) ->
     assert done.returncode == 1
     said = "solrace-rules: cannot write the output: standard output is closed"
     assert done.stderr.strip() == said
+
+
+def _hard_australian() -> str:
+    """A position ``solve`` works on for minutes at a budget of 10**8 nodes."""
+    return dump_position(deal("australian", 2))
+
+
+@pytest.mark.parametrize("command", ["perft", "solve", "hint"])
+def test_ctrl_c_is_one_line_and_status_130(command: str, tmp_path: Path) -> None:
+    """Ctrl-C in a long perft, solve or hint printed a KeyboardInterrupt traceback."""
+    path = tmp_path / "pos.json"
+    path.write_text(_hard_australian() if command != "perft" else dump_position(deal("yukon", 4)))
+    extra = ["99"] if command == "perft" else ["--budget", str(10**8)]
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "solrace-rules"), command, str(path), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Ctrl-C's default even when the tests run where SIGINT is ignored (a
+        # background job), as at an interactive shell
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        time.sleep(1.0)  # well into the search (or perft)
+        assert proc.poll() is None, "it ended before Ctrl-C"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert (proc.returncode, out, err) == (130, "", "solrace-rules: interrupted\n")
+
+
+def test_closed_standard_input_is_one_line_and_status_1() -> None:
+    """``solrace-rules moves - <&-`` ended in AttributeError ('NoneType' … 'read')."""
+    for command in ("moves", "solve"):
+        done = subprocess.run(
+            [*CLI, command, "-"],
+            capture_output=True,
+            text=True,
+            preexec_fn=lambda: os.close(0),
+        )
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr == "solrace-rules: cannot read standard input: it is closed\n"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="Linux /proc")
+def test_a_read_error_is_said_as_reading_the_file_not_writing_the_output() -> None:
+    """Reading /proc/self/mem fails with EIO, which was taken for an output error:
+    "cannot write the output: Input/output error"."""
+    done = run("moves", "/proc/self/mem")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "solrace-rules: cannot read /proc/self/mem: Input/output error\n"

@@ -6,13 +6,14 @@
     solrace-rules deal yukon 42 | solrace-rules solve -
     solrace-rules hint position.json
 
-Exit status: 0 on success, 1 for an illegal move or impossible position, 2 for a
-usage or notation error — every argument the command cannot use, ``deal``'s variant,
-seed and options included — said in one line. ``solve`` and ``hint``: 0 when a
-winning line is known (or the game is already won), 3 when the position is proved
-unwinnable, 4 when the node budget ran out first (unknown). A reader that stops
-reading (``| head``) ends the command quietly with 141, the status of a process a
-closed pipe stops (128 + SIGPIPE).
+Exit status: 0 on success, 1 for an illegal move, an impossible position or a file (or
+standard input) it cannot read, 2 for a usage or notation error — every argument the
+command cannot use, ``deal``'s variant, seed and options included — said in one line.
+``solve`` and ``hint``: 0 when a winning line is known (or the game is already won), 3
+when the position is proved unwinnable, 4 when the node budget ran out first (unknown).
+A reader that stops reading (``| head``) ends the command quietly with 141, the status
+of a process a closed pipe stops (128 + SIGPIPE); Ctrl-C ends it with ``solrace-rules:
+interrupted`` and 130 (128 + SIGINT).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import contextlib
 import errno
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, Final, NoReturn
@@ -29,6 +31,7 @@ from .board import Board
 from .deal import deal
 from .errors import IllegalMoveError, InvalidPositionError, NotationError, RulesError
 from .log import apply_entry
+from .moves import MAX_COLUMNS
 from .perft import divide, perft
 from .position import dump_position, load_position
 
@@ -83,6 +86,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_UNWINNABLE = 3
 EXIT_UNKNOWN = 4
+#: Ctrl-C: what a shell reports for a process SIGINT stops (128 + SIGINT).
+EXIT_INTERRUPTED: Final = 128 + 2
 #: The status of a command whose output's reader went away (``| head``): what a shell
 #: reports for a process a closed pipe stops (128 + SIGPIPE).
 EXIT_READER_GONE: Final = 128 + 13
@@ -114,17 +119,54 @@ def output_unusable(prog: str, why: str, status: int) -> int:
     return status
 
 
+class InputUnreadable(Exception):
+    """The position's file, or standard input, cannot be read (exit 1); the message
+    names it (its path, or "standard input") and gives the system's reason."""
+
+    def __init__(self, name: str, why: str) -> None:
+        super().__init__(f"cannot read {name}: {why}")
+
+
 def _read_board(source: str) -> Board:
+    name = "standard input" if source == "-" else source
     try:
         if source == "-":
+            if sys.stdin is None:  # started with standard input closed (`<&-`)
+                raise InputUnreadable(name, "it is closed")
             text = sys.stdin.read()
         else:
             with open(source, encoding="utf-8") as handle:
                 text = handle.read()
     except UnicodeDecodeError:  # e.g. a binary file given by mistake
-        name = "standard input" if source == "-" else source
         raise InvalidPositionError(f"{name} is not a position: not UTF-8 text") from None
+    except OSError as exc:  # opening or reading: a read error, whatever its errno (EIO…)
+        raise InputUnreadable(name, exc.strerror or str(exc)) from None
     return load_position(text)
+
+
+#: The columns a move names (notation of docs/rules.md, as :mod:`.moves` reads it):
+#: ``c:k>d`` (c and d), ``c>F``, ``W>d``, ``Fs>d`` (``Fs1>d``…), ``Uc``.
+_COLUMNS_NAMED = re.compile(
+    r"([1-9][0-9]?):[1-9][0-9]*>([1-9][0-9]?)|([1-9][0-9]?)>F|W>([1-9][0-9]?)"
+    r"|F[CDHS][12]?>([1-9][0-9]?)|U([1-9][0-9]?)"
+)
+
+
+def _play(board: Board, entry: str) -> None:
+    """One ``play`` argument. A column beyond any variant's (the notation's limit,
+    :data:`MAX_COLUMNS`) is a notation error; it is said with this board's range
+    ("not between 1 and 7" on Klondike), not the notation's, which no board has."""
+    try:
+        apply_entry(board, entry)
+    except NotationError:
+        named = _COLUMNS_NAMED.fullmatch(entry)
+        beyond = [int(c) for c in (named.groups() if named else ()) if c and int(c) > MAX_COLUMNS]
+        if not beyond:
+            raise
+        raise NotationError(
+            f"{entry!r}: column {beyond[0]} is not between 1 and {board.columns} "
+            f"({board.variant} has {board.columns} columns)"
+        ) from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -139,8 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="solrace-rules",
         description="The solrace rules engine on the command line. Exit status: 0 done, "
-        "1 an illegal move or impossible position, 2 a usage or notation error "
-        "(solve and hint: see their --help).",
+        "1 an illegal move or impossible position (or a file it cannot read), 2 a usage or "
+        "notation error (solve and hint: see their --help), 130 interrupted (Ctrl-C).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("deal", help="print the position JSON of a deal")
@@ -161,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--indent", type=_indent, default=None, help=f"0-{MAX_INDENT} spaces")
     solve_epilog = (
         "Exit status: 0 won (or already won), 3 unwinnable (proved), 4 unknown (budget "
-        "spent), 1 impossible position, 2 usage error."
+        "spent), 1 impossible position or unreadable file, 2 usage error, 130 interrupted."
     )
     p = sub.add_parser(
         "solve",
@@ -247,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "play":
             board = _read_board(args.position)
             for entry in args.moves:
-                apply_entry(board, entry)
+                _play(board, entry)
             out.write(dump_position(board, args.indent) + "\n")
         elif args.command in ("solve", "hint"):
             status = _solve(args, out)
@@ -258,15 +300,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IllegalMoveError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except InputUnreadable as exc:  # its name and why, no errno
+        print(f"solrace-rules: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except BrokenPipeError:
         return reader_gone()
-    except OSError as exc:  # a file that cannot be read: its name and why, no errno
-        why = exc.strerror or str(exc)
-        if exc.filename is None and exc.errno in OUTPUT_ERRNOS:
-            return output_unusable("solrace-rules", why, EXIT_FAILED)
-        said = why if exc.filename is None else f"cannot read {exc.filename}: {why}"
-        print(f"solrace-rules: {said}", file=sys.stderr)
-        return EXIT_FAILED
+    except OSError as exc:  # writing the output (reading raises InputUnreadable)
+        return output_unusable("solrace-rules", exc.strerror or str(exc), EXIT_FAILED)
+    except KeyboardInterrupt:  # Ctrl-C: a long perft, solve or hint
+        print("solrace-rules: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except RulesError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -7,6 +7,7 @@ the rest are fixed by the variant (Australian always draws one card, once throug
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
@@ -33,9 +34,18 @@ class Options:
 OPTION_NAMES: Final = tuple(f.name for f in fields(Options))
 
 
+def _shown(value: Any) -> str:
+    """A refused value as JSON spells it (``true``, ``"3"``, ``null``): how positions,
+    the protocol and ``--option key=value`` write values, not Python's ``True``."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # not JSON (bytes, a set…)
+        return repr(value)
+
+
 def _check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise InvalidOptionError(f"option {name} must be true or false, not {value!r}")
+        raise InvalidOptionError(f"option {name} must be true or false, not {_shown(value)}")
     return value
 
 
@@ -45,18 +55,21 @@ def _check_value(name: str, value: Any) -> Any:
         return _check_bool(name, value)
     if name == "scoring":
         if value not in SCORINGS:
-            raise InvalidOptionError(f"option scoring must be one of {SCORINGS}, not {value!r}")
+            raise InvalidOptionError(
+                f"option scoring must be one of {', '.join(SCORINGS)}, not {_shown(value)}"
+            )
         return value
     if name == "draw":
         if isinstance(value, bool) or value not in (1, 3):
-            raise InvalidOptionError(f"option draw must be 1 or 3, not {value!r}")
+            raise InvalidOptionError(f"option draw must be 1 or 3, not {_shown(value)}")
         return value
     if name == "max_passes":
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidOptionError(
-                f"option max_passes must be a whole number ≥ 1 or null (unlimited), not {value!r}"
+                "option max_passes must be a whole number ≥ 1 or null (unlimited), "
+                f"not {_shown(value)}"
             )
         return value
     raise InvalidOptionError(f"unknown option {name!r}")  # pragma: no cover - guarded by caller
