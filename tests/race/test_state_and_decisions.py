@@ -267,6 +267,15 @@ def test_a_winnable_room_counts_down_only_on_a_certified_deal() -> None:
     assert countdown.t == "countdown"
 
 
+def test_a_lobby_everyone_left_gets_no_deal() -> None:
+    """Its keys expire: a deal certified meanwhile is not written to it."""
+    room = Room()
+    room.apply(d.join(room.state, "Ann"))
+    room.apply(d.leave(room.state, 1))
+    assert not room.state.racers
+    assert d.deal_chosen(room.state, 1, CERTIFIED) == []
+
+
 def test_a_random_room_never_waits_for_a_deal() -> None:
     room = Room(deals="random")
     for name in ("Ann", "Bob"):

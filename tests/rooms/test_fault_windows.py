@@ -187,22 +187,25 @@ async def test_a_resume_whose_presence_write_fails_is_joined_once_and_recorded_o
     assert room.state.racers[bob_id].status == RacerStatus.PLAYING
 
 
-async def test_a_join_whose_token_write_fails_stores_nothing(backend: Backend) -> None:
-    """The token is written before the racer_joined: if Redis fails it, the join is
-    refused and no racer was stored (one stored without a token could never resume,
-    nor close its connection: a ghost holding the lobby). The retry joins."""
+async def test_a_join_whose_write_fails_stores_neither_racer_nor_token(backend: Backend) -> None:
+    """A join's token is stored in the same write as its racer_joined: if Redis fails
+    that write, the join is refused and neither was stored (a racer without its token
+    could never resume, nor close its connection: a ghost holding the lobby). The
+    retry joins, and its token finds its racer."""
     node = await backend.node()
     ann, bob = FakePeer(node), FakePeer(node)
     created = await ann.ask("create", variant="yukon", name="Ann")
     room = ann.room
     assert room is not None
-    failed = _fail_once(node.store, "set_token")
+    failed = _fail_once(node.store, "append_event", _storing(EventType.RACER_JOINED))
     refused = await bob.ask("join", code=str(created.d["code"]), name="Bob")
     assert failed
     assert (refused.t, refused.d.get("code")) == ("error", "unavailable"), refused.d
     assert bob.room is None
     stored = await _stored(node, room)
     assert [e.racer for e in stored if e.t == EventType.RACER_JOINED] == [1]
+    tokens = await node.store._redis.hkeys(node.store.keys.room(room.room_id).tokens)
+    assert sorted(str(t, "ascii") if isinstance(t, bytes) else t for t in tokens) == ["1"]
     await node.sync(room)
     assert list(room.state.racers) == [1]
 
@@ -211,6 +214,43 @@ async def test_a_join_whose_token_write_fails_stores_nothing(backend: Backend) -
     assert list(room.state.racers) == [1, again.d["racer"]]
     digest = token_digest(str(again.d["token"]))
     assert await node.store.racer_for_token(room.room_id, digest) == str(again.d["racer"])
+
+
+async def test_two_joins_racing_on_two_nodes_keep_each_racers_token(backend: Backend) -> None:
+    """Bob joins on node A while Cy's join on node B is being decided from the room as
+    it was before Bob: Cy's first try takes racer id 2, conflicts, and is decided again
+    as racer 3. Cy's token must never be written under Bob's id (it was, when the
+    token was written before the compare-and-append): Bob could then never resume."""
+    a, b = await backend.node(), await backend.node()
+    ann, bob, cy = FakePeer(a), FakePeer(a), FakePeer(b)
+    created = await ann.ask("create", variant="yukon", name="Ann", max_racers=3)
+    code, room_id = str(created.d["code"]), str(created.d["room"])
+    await b.room(room_id)  # node B has folded the room: one racer
+    decide, events_since = b.decide, b.store.events_since
+    deciding: list[bool] = []
+    bob_joined: list[Envelope] = []
+
+    async def deciding_cy(*args: Any, **kwargs: Any) -> Any:
+        deciding.append(True)
+        return await decide(*args, **kwargs)
+
+    async def bob_after_the_read(*args: Any, **kwargs: Any) -> Any:
+        read = await events_since(*args, **kwargs)
+        if deciding and not bob_joined:  # B has read the room; now Bob joins on A
+            bob_joined.append(await bob.ask("join", code=code, name="Bob"))
+        return read
+
+    setattr(b, "decide", deciding_cy)  # noqa: B010 (a method of the instance)
+    setattr(b.store, "events_since", bob_after_the_read)  # noqa: B010
+    cy_joined = await cy.ask("join", code=code, name="Cy")
+    setattr(b, "decide", decide)  # noqa: B010
+    setattr(b.store, "events_since", events_since)  # noqa: B010
+    assert [f.d["racer"] for f in (*bob_joined, cy_joined)] == [2, 3]
+    for joined in (bob_joined[0], cy_joined):
+        digest = token_digest(str(joined.d["token"]))
+        assert await a.store.racer_for_token(room_id, digest) == str(joined.d["racer"])
+    resumed = await FakePeer(b).ask("resume", room=room_id, token=bob_joined[0].d["token"])
+    assert (resumed.t, resumed.d.get("racer")) == ("joined", 2), resumed.d
 
 
 async def test_a_join_failing_after_its_racer_is_stored_leaves_no_ghost_in_the_lobby(

@@ -88,8 +88,12 @@ def _open_boards(state: RoomState) -> bool:
 
 
 def deal_chosen(state: RoomState, round_no: int, deal: dict[str, Any]) -> list[Event]:
-    """The round's deal, once (a second node certifying the same round is too late)."""
+    """The round's deal, once (a second node certifying the same round is too late),
+    and only for a lobby someone is still in: one everyone left expires, and a write
+    to it after its keys are gone would read as Redis having lost the room."""
     if state.round != round_no or state.deal is not None or state.phase != Phase.LOBBY:
+        return []
+    if not state.racers:
         return []
     return [event(EventType.DEAL_CHOSEN, **deal)]
 

@@ -195,8 +195,11 @@ async def ready(node: Node, room: LiveRoom) -> None:
 
 
 def _needed(room: LiveRoom, round_no: int) -> bool:
+    """Whether the round still wants its deal: not chosen yet, and someone is still in
+    the lobby (one everyone left expires: nothing more is written to it)."""
     state = room.state
-    return state.round == round_no and state.phase == Phase.LOBBY and not state.deal_ready()
+    in_lobby = state.phase == Phase.LOBBY and bool(state.racers)
+    return state.round == round_no and in_lobby and not state.deal_ready()
 
 
 async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
@@ -226,6 +229,8 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
         }
         if line is None:
             log.warning("no winnable deal found: uncertified", extra={"room": room.room_id})
+        if not _needed(room, round_no):
+            return  # everyone left (or the deal was chosen) while the solver ran
         await node.decide(
             room,
             lambda: decide_.deal_chosen(room.state, round_no, deal),

@@ -160,14 +160,11 @@ async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: i
         joined[:] = [events[0].racer]
         return events
 
-    async def keep_token(events: list[RoomEvent]) -> None:
-        # Before the racer_joined: a token stored for a racer the append then did not
-        # create names nobody (it was never sent); a racer stored without its token
-        # could never resume.
-        await node.store.set_token(room.room_id, str(events[0].racer), token_digest(token))
+    def racer_token(events: list[RoomEvent]) -> tuple[str, str]:
+        return str(events[0].racer), token_digest(token)  # stored with the racer_joined
 
     try:
-        await node.decide(room, decision, stage=keep_token, conn=peer.conn_id, node=node.node_id)
+        await node.decide(room, decision, token=racer_token, conn=peer.conn_id, node=node.node_id)
         log.info("racer joined", extra={"room": room.room_id, "racer": joined[0]})
         await _enter_as_racer(node, peer, room, joined[0], token, request_id, since=None)
     except RaceError as exc:

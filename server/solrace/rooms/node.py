@@ -588,14 +588,16 @@ class Node:
         room: LiveRoom,
         decision: Callable[[], list[RoomEvent]],
         prepare: Callable[[], Awaitable[None]] | None = None,
-        stage: Callable[[list[RoomEvent]], Awaitable[None]] | None = None,
+        token: Callable[[list[RoomEvent]], tuple[str, str]] | None = None,
         **server_only: Any,
     ) -> None:
         """Append ``decision()``'s events if the room is still where it was when
         deciding; otherwise fold what changed and decide again. ``prepare`` reads
         what the decision needs from the store, under the lock, before each try;
-        ``stage`` writes what must be stored before the events are (a joining racer's
-        token: a racer stored without one could never resume, nor be told to go).
+        ``token(events)`` is the (racer id, token digest) a join stores in the same
+        atomic step as its first event (Store.append_event): a racer stored without
+        its token could never resume, and a token written apart could land on the id
+        another node's join took meanwhile.
         ``server_only`` sets RoomEvent fields that are stored but never sent (the
         connection and node of a presence, the candidate of a deal)."""
         async with room.lock:
@@ -607,17 +609,21 @@ class Node:
                 events = decision()
                 if not events:
                     return
-                if stage is not None:
-                    await stage(events)
                 expected = room.state.version
+                racer_token = None if token is None else token(events)
                 try:
                     for ev in events:
                         stamped = ev.but(at=self.clock(), **server_only)
                         # A race_over closes its round for moves in the same write.
                         ends = room.state.round if ev.t == EventType.RACE_OVER else None
                         await self.store.append_event(
-                            room.room_id, pack_event(stamped), expected, ends_round=ends
+                            room.room_id,
+                            pack_event(stamped),
+                            expected,
+                            ends_round=ends,
+                            token=racer_token,
                         )
+                        racer_token = None  # with the first event only
                         expected += 1
                 except VersionConflict as conflict:
                     if conflict.current_version < room.state.version:

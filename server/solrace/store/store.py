@@ -254,6 +254,16 @@ def _check_round(round_no: int) -> int:
     return round_no
 
 
+def _check_token(racer_id: str, token_sha256_hex: str) -> tuple[str, str]:
+    """A racer's token as stored: its SHA-256 (hex); anything that is not 64 lowercase
+    hex digits is refused, so a raw token cannot be stored by mistake."""
+    if not isinstance(token_sha256_hex, str) or not _SHA256_HEX.fullmatch(token_sha256_hex):
+        raise ValueError("token must be given as a lowercase sha256 hex digest")
+    if not racer_id:
+        raise ValueError("racer_id must be non-empty")
+    return racer_id, token_sha256_hex
+
+
 def _check_nonneg(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be an int >= 0")
@@ -652,6 +662,7 @@ class Store:
         expected_version: int | None = None,
         *,
         ends_round: int | None = None,
+        token: tuple[str, str] | None = None,
     ) -> int:
         """Append a room-level event; return its version (1, 2, 3, ... gap-free).
 
@@ -660,14 +671,19 @@ class Store:
         deciding from the same state (both start the countdown) cannot both win.
         With ``ends_round`` (the event is that round's ``race_over``), the same atomic
         step closes the round: :meth:`append_move` refuses its moves from then on.
+        With ``token`` (racer id, token digest as :meth:`set_token` takes them: the
+        event is that racer's ``racer_joined``), the same atomic step records the
+        racer's token, so a join stores its racer and its token together or neither.
         """
         if expected_version is not None:
             _check_nonneg("expected_version", expected_version)
         rk = self.keys.room(room_id)
         expected = "" if expected_version is None else str(expected_version)
         ends = "" if ends_round is None else str(_check_round(ends_round))
-        keys = (rk.meta, rk.ver, rk.events, rk.chain, rk.over)
-        reply = await self._eval(APPEND_EVENT, keys, (expected, event, _event_id(), ends))
+        racer, digest = ("", "") if token is None else _check_token(*token)
+        keys = (rk.meta, rk.ver, rk.events, rk.chain, rk.over, rk.tokens)
+        args = (expected, event, _event_id(), ends, racer, digest)
+        reply = await self._eval(APPEND_EVENT, keys, args)
         ok, version = int(reply[0]), int(reply[1])
         if not ok:
             raise VersionConflict(version, expected_version)
@@ -966,12 +982,9 @@ class Store:
         Anything that is not 64 lowercase hex digits is refused, so a raw token
         cannot be stored by mistake.
         """
-        if not isinstance(token_sha256_hex, str) or not _SHA256_HEX.fullmatch(token_sha256_hex):
-            raise ValueError("token must be given as a lowercase sha256 hex digest")
-        if not racer_id:
-            raise ValueError("racer_id must be non-empty")
         rk = self.keys.room(room_id)
-        await self._eval(SET_TOKEN, (rk.meta, rk.tokens), (racer_id, token_sha256_hex))
+        args = _check_token(racer_id, token_sha256_hex)
+        await self._eval(SET_TOKEN, (rk.meta, rk.tokens), args)
 
     async def racer_for_token(self, room_id: str, token_sha256_hex: str) -> str | None:
         """The racer whose token has this digest, or None.

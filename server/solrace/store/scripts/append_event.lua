@@ -5,6 +5,9 @@
 -- ARGV[2] event bytes (opaque)  ARGV[3] the event's id (lib.lua, append_event)
 -- ARGV[4] the round this event ends (a race_over), or '' for none: from the same
 --   atomic step on, append_move refuses that round's moves.
+-- KEYS[6] tokens hash; ARGV[5] racer id, ARGV[6] token digest, or '' '' for none: a
+--   joining racer's token, written only if its racer_joined is (a token written
+--   before the compare could land on the racer id another node's join just took).
 -- Returns {1, new_version} or {0, current_version} (conflict: nothing written).
 -- The appending node folds the event from the stream afterwards, links and all.
 local current = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -16,6 +19,10 @@ local written = {KEYS[2], KEYS[3], KEYS[4]}
 if ARGV[4] ~= '' and tonumber(ARGV[4]) > tonumber(redis.call('GET', KEYS[5]) or '0') then
   redis.call('SET', KEYS[5], ARGV[4])
   written[#written + 1] = KEYS[5]
+end
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[6], ARGV[5], ARGV[6])
+  written[#written + 1] = KEYS[6]
 end
 inherit_ttl(KEYS[1], written)
 return {1, v}
