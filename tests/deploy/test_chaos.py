@@ -156,9 +156,20 @@ async def _race(stack: Stack, racers: list[Racer], room_index: int) -> None:
     )
 
 
-async def _until(what: str, timeout: float, done: Callable[[], bool], stack: Stack) -> None:
+async def _until(
+    what: str,
+    timeout: float,
+    done: Callable[[], bool],
+    stack: Stack,
+    rooms: list[asyncio.Task[Any]],
+) -> None:
+    """Wait for ``done``; fail at once, naming its error, if a room's bots stopped
+    with one (a racer refused for good stops its bot: the wait would only time out)."""
     deadline = time.monotonic() + timeout
     while not done():
+        for task in rooms:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                pytest.fail(f"{what}: a room's bots stopped: {task.exception()!r}\n{stack.logs()}")
         if time.monotonic() > deadline:
             pytest.fail(f"{what}: not within {timeout:.0f} s\n{stack.logs()}")
         await asyncio.sleep(0.1)
@@ -221,7 +232,9 @@ async def test_chaos_a_node_and_redis_killed_mid_race(monkeypatch: pytest.Monkey
         tasks = [asyncio.create_task(_race(stack, room, i)) for i, room in enumerate(rooms)]
         try:
             # ---------------------------------------------------------- racing
-            await _until("every racer racing", 60, lambda: all(r.racing for r in everyone), stack)
+            await _until(
+                "every racer racing", 60, lambda: all(r.racing for r in everyone), stack, tasks
+            )
             racing_at = time.monotonic()
             figures["racing after s"] = round(racing_at - began, 1)
             await _until(
@@ -229,6 +242,7 @@ async def test_chaos_a_node_and_redis_killed_mid_race(monkeypatch: pytest.Monkey
                 30,
                 lambda: all(sum(len(r.acks) for r in room) >= MOVES_BEFORE_KILL for room in rooms),
                 stack,
+                tasks,
             )
             # ------------------------------- SIGKILL the busiest node, mid-race
             counts = [await stack.connections(i) for i in range(len(stack.nodes))]
@@ -246,6 +260,7 @@ async def test_chaos_a_node_and_redis_killed_mid_race(monkeypatch: pytest.Monkey
                     and all(r.resumes == r.drops for r in everyone)
                 ),
                 stack,
+                tasks,
             )
             figures["all resumed after s"] = round(time.monotonic() - killed_at, 1)
             await asyncio.sleep(2)  # racing on the two nodes left
