@@ -9,8 +9,11 @@ import logging
 import os
 import signal
 import subprocess
+import sys
+import textwrap
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import uvloop
@@ -25,6 +28,7 @@ from solrace.net.main import (
     run_on_loop,
 )
 from solrace.net.server import RaceServer
+from solrace.rooms import certify
 from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
 
@@ -134,7 +138,7 @@ async def test_a_drain_that_fails_exits_3_with_its_traceback_not_cannot_start(
     if broken == "drain":
         monkeypatch.setattr(RaceServer, "drain", broken_drain)
     else:
-        monkeypatch.setattr(server_main.certify, "shutdown", broken_workers)
+        monkeypatch.setattr(certify, "shutdown", broken_workers)
     prefix = f"solrace-test:{uuid.uuid4().hex}:"
     argv = ["--port", "0", "--redis-url", REDIS_URL, "--key-prefix", prefix]
     args = server_main.resolve(server_main.build_parser().parse_args(argv))
@@ -272,15 +276,167 @@ def test_run_runs_the_coroutine_on_the_loop_named(name: str, loop_type: type) ->
     assert loop.is_closed()  # run() closes the loop it made, as asyncio.run does
 
 
-def test_a_host_that_names_no_address_cannot_start_in_one_line_that_says_so(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("args", "env", "says"),
+    [
+        (
+            ["--host", "example.invalid"],
+            {},
+            "solrace-server: --host: 'example.invalid' names no address to listen on: ",
+        ),
+        (
+            [],
+            {"SOLRACE_HOST": "nosuchhost.invalid"},
+            "solrace-server: $SOLRACE_HOST: 'nosuchhost.invalid' names no address to listen on: ",
+        ),
+        (
+            ["--host", "192.0.2.1"],  # TEST-NET-1: never an address of this machine
+            {},
+            "solrace-server: --host: 192.0.2.1 is not an address of this machine",
+        ),
+    ],
+)
+def test_a_host_that_names_no_address_here_is_a_bad_flag_said_before_anything_starts(
+    args: list[str], env: dict[str, str], says: str, tmp_path: Path
 ) -> None:
-    """A name the resolver does not know failed as "Unknown error -2": a resolver's
-    code read as an errno. Its own message now, and what --host must name."""
-    done = _run(["--host", "example.invalid", "--data-dir", str(tmp_path)], {})
-    assert done.returncode == 1
+    """A name the resolver does not know failed as "Unknown error -2" (a resolver's code
+    read as an errno), then as "cannot start" (status 1) once the embedded engine had
+    started. docs/server.md: a bad flag is status 2 — said first, nothing started."""
+    data = tmp_path / "data"
+    done = _run([*args, "--data-dir", str(data)], env)
+    assert done.returncode == 2
+    assert done.stderr.startswith(says) and done.stderr.count("\n") == 1, done.stderr
+    assert not data.exists()  # the engine did not start: its directory was never made
+
+
+def _redis_node() -> str:
+    """host:port of the test Redis (a standalone one)."""
+    parts = urlsplit(REDIS_URL)
+    return f"{parts.hostname}:{parts.port or 6379}"
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        (
+            f"redis+cluster://{_redis_node()}",
+            f"--redis-url: {_redis_node()} is not a Redis Cluster (cluster support disabled): "
+            f"use redis://{_redis_node()}/0",
+        ),
+        (
+            f"rediss://{_redis_node()}/0",
+            f"--redis-url: {_redis_node()} answers without TLS: use redis://{_redis_node()}/0",
+        ),
+        (
+            f"rediss+cluster://{_redis_node()}",
+            f"--redis-url: {_redis_node()} answers without TLS: use redis+cluster://{_redis_node()}",
+        ),
+    ],
+)
+def test_a_redis_that_answers_but_not_as_the_url_says_is_a_bad_flag(url: str, says: str) -> None:
+    """A cluster URL for a standalone Redis logged "redis does not answer" and served,
+    refusing every request ``unavailable``; TLS to a plain-text Redis stalled and then
+    did the same. Redis answers: the URL is wrong, and no wait mends it (status 2)."""
+    done = _run(["--redis-url", url, "--key-prefix", f"solrace-test:{uuid.uuid4().hex}:"], {})
+    assert done.returncode == 2, done.stderr
     problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
     assert len(problems) == 1, done.stderr
-    assert "ERROR solrace.server: cannot start: example.invalid:0: " in problems[0]
-    assert problems[0].endswith("(--host takes an address or name of this machine)")
-    assert "Unknown error" not in done.stderr and "Traceback" not in done.stderr
+    assert problems[0].endswith(f"ERROR solrace.server: {says}"), done.stderr
+    assert "does not answer" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_unreachable_redis_is_served_and_retried_as_documented() -> None:
+    """docs/server.md: an unreachable Redis is not fatal (the probe above finds nothing
+    to say about a port nobody listens on), and SIGTERM stops the node with 0."""
+    proc = subprocess.Popen(
+        [str(SERVER_SCRIPT), "--port", "0", "--redis-url", "redis+cluster://127.0.0.1:1"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    try:
+        said = [proc.stderr.readline() for _ in range(2)]
+        assert "redis does not answer; serving anyway" in said[0], said
+        while "listening" not in (line := proc.stderr.readline()):
+            assert line, "the node stopped"
+        proc.terminate()
+        assert proc.wait(20) == 0
+    finally:
+        proc.kill()
+        proc.stderr.close()
+
+
+def test_importing_the_entry_point_loads_no_module_of_the_node() -> None:
+    """The console script imports this module before main() runs: what it loads is
+    outside main's Ctrl-C handling (a traceback), so it loads only the standard library
+    — the node's modules (store, redis-py, rooms, websockets) are main's to load."""
+    code = (
+        "import sys, solrace.net.main; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('redis', 'websockets', 'uvloop', 'msgpack', 'asyncio') "
+        "or m.startswith(('solrace.store', 'solrace.rooms', 'solrace.protocol'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
+
+
+#: Runs solrace-server's main() with a Ctrl-C delivered while the module named by
+#: argv[1] loads, as if typed then: SIGINT to itself from inside that import.
+_INTERRUPTED_WHILE_LOADING = textwrap.dedent(
+    """
+    import os, signal, sys
+    from importlib.abc import MetaPathFinder
+
+    class CtrlC(MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == sys.argv[1]:
+                os.kill(os.getpid(), signal.SIGINT)
+            return None
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.meta_path.insert(0, CtrlC())
+    from solrace.net.main import main
+    sys.exit(main(sys.argv[2:]))
+    """
+)
+
+
+@pytest.mark.parametrize("module", ["solrace.protocol", "solrace.store", "redis"])
+def test_ctrl_c_while_the_modules_load_is_one_line_and_130(module: str, tmp_path: Path) -> None:
+    """Ctrl-C in the first ~0.3 s of solrace-server, while its modules loaded, printed a
+    KeyboardInterrupt traceback."""
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_WHILE_LOADING, module, "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert (done.returncode, done.stderr) == (130, "solrace-server: interrupted\n")
+
+
+def test_ctrl_c_before_listening_is_one_line_and_130(
+    tmp_path: Path,
+) -> None:
+    """A Ctrl-C after the embedded engine started but before the node listened ended the
+    process with 0 and nothing said, as if it had served and drained."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _INTERRUPTED_WHILE_LOADING,
+            "solrace.rooms",  # loaded by _serve, the store already open
+            "--port",
+            "0",
+            "--data-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 130, done.stderr
+    problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
+    assert len(problems) == 1 and problems[0].endswith(
+        "ERROR solrace.server: interrupted before listening"
+    ), done.stderr
+    assert "store: embedded" in done.stderr  # the engine had started

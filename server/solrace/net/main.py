@@ -11,44 +11,54 @@ lives first; restarted on the same directory, it resumes the races.
 
 Exit status (docs/server.md): 0 stopped by SIGTERM/SIGINT after draining; 1 could not
 start (the port is taken, the data directory is in use by another node, …); 2 a bad flag
-or variable (including a Redis URL that is malformed or that Redis refuses, such as a
-database index it does not have, and a data directory that cannot be created or
-written); 3 the drain after SIGTERM/SIGINT failed (a defect: the log holds its
-traceback). Every failure to start is one line on stderr, never a traceback.
+or variable (including a ``--host`` that names no address of this machine, a Redis URL
+that is malformed, that Redis refuses, such as a database index it does not have, or
+that names the wrong kind of Redis — a cluster URL for a standalone Redis, TLS for one
+that speaks plain text — and a data directory that cannot be created or written); 3 the
+drain after SIGTERM/SIGINT failed (a defect: the log holds its traceback); 130
+interrupted (Ctrl-C) before it was listening. Every failure to start is one line on
+stderr, never a traceback.
+
+Importing this module loads only the standard library: the node's own modules (the
+store and redis-py, the rooms, the solver workers, websockets) are loaded by
+:func:`main`, where a Ctrl-C while they load is one line too, and a bad flag is said
+before any of them is paid for.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import errno
+import functools
 import gc
 import importlib.util
 import logging
 import math
 import os
-import signal
+import socket
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from solrace import __version__
-from solrace.protocol.limits import RATE_BURST, RATE_PER_S
-from solrace.rooms import certify
-from solrace.rooms.node import Node
-from solrace.store import CLUSTER_SCHEMES, Store, StoreError, StoreUnavailable, parse_cluster_url
-from solrace.store.embedded import DataDirUnusable, EngineError, default_data_dir
-from solrace.store.store import Durability
 
 from . import logs
-from .server import RaceServer
+
+if TYPE_CHECKING:  # loaded by main(), not on import (the module docstring)
+    import asyncio
+
+    from solrace.store import Store
+    from solrace.store.store import Durability
 
 log = logging.getLogger("solrace.server")
 
 DEFAULT_PORT = 8765
 EXIT_OK, EXIT_CANNOT_START, EXIT_USAGE, EXIT_DRAIN_FAILED = 0, 1, 2, 3
-REDIS_SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
+#: Ctrl-C before the node listens (128 + SIGINT, as a shell reports it); once it
+#: listens, SIGINT drains like SIGTERM (EXIT_OK).
+EXIT_INTERRUPTED: Final = 128 + 2
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 
@@ -100,11 +110,15 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
         import uvloop
 
         return uvloop.new_event_loop
+    import asyncio
+
     return asyncio.new_event_loop
 
 
 def run_on_loop(name: str, main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` on the loop ``name`` resolves to."""
+    import asyncio
+
     with asyncio.Runner(loop_factory=loop_factory(name)) as runner:
         return runner.run(main)
 
@@ -115,9 +129,30 @@ class UsageError(Exception):
 
 # ------------------------------------------------------------------ values
 def _host(text: str) -> str:
-    """A listen address; an empty one is refused, not taken as "every address"."""
+    """A listen address; an empty one is refused, not taken as "every address". It is
+    resolved and each of its addresses bound (port 0, closed at once), as the server
+    will, so that a name that resolves to nothing, or to no address of this machine, is
+    said now — a bad flag, before the embedded engine or anything else starts. Other
+    failures (no IPv6 here, …) are left to the real start, which says them."""
     if not text.strip():
         raise ValueError("must not be empty (0.0.0.0 listens on every IPv4 address)")
+    try:
+        found = socket.getaddrinfo(text, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:  # its codes are not errnos
+        raise ValueError(f"{text!r} names no address to listen on: {exc.strerror}") from None
+    for family, kind, proto, _, address in found:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                if family == socket.AF_INET6:  # as asyncio binds it: this address only
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRNOTAVAIL:
+                named = text if address[0] == text else f"{text} ({address[0]})"
+                raise ValueError(
+                    f"{named} is not an address of this machine "
+                    "(0.0.0.0 listens on every IPv4 address)"
+                ) from None
     return text
 
 
@@ -148,9 +183,13 @@ def _burst(text: str) -> float:
     return value
 
 
-def _redis_url(text: str) -> str:
+def check_redis_url(text: str) -> str:
+    """A Redis URL as ``--redis-url`` takes it (the server benchmark's too); raises
+    ValueError saying what is wrong. No I/O."""
+    from solrace.store import CLUSTER_SCHEMES, parse_cluster_url
+
     parts = urlsplit(text)
-    if parts.scheme not in REDIS_SCHEMES or "://" not in text:
+    if parts.scheme not in ("redis", "rediss", "unix", *CLUSTER_SCHEMES) or "://" not in text:
         raise ValueError(
             f"not a Redis URL: {text!r} (redis://host:port/db, rediss://…, unix:///path, "
             "redis+cluster://host:port[,host:port…])"
@@ -194,57 +233,67 @@ class Setting:
         return self.flag.removeprefix("--").replace("-", "_")
 
 
-SETTINGS = (
-    Setting("--host", "SOLRACE_HOST", "127.0.0.1", _host, "listen address"),
-    Setting("--port", "SOLRACE_PORT", str(DEFAULT_PORT), _port, "WebSocket and HTTP port (0: any)"),
-    Setting(
-        "--redis-url",
-        "SOLRACE_REDIS_URL",
-        None,
-        _redis_url,
-        "redis://host:port/db, unix:///path, or a Redis Cluster as "
-        "redis+cluster://host:port[,host:port…] (rediss:// and rediss+cluster:// for "
-        "TLS); omit to run on the embedded engine under --data-dir",
-    ),
-    Setting(
-        "--data-dir",
-        "SOLRACE_DATA_DIR",
-        None,
-        _data_dir,
-        "where the embedded engine keeps its append-only file when there is no Redis URL "
-        "(default $XDG_DATA_HOME/solrace, else ~/.local/share/solrace)",
-    ),
-    Setting("--log-level", "SOLRACE_LOG_LEVEL", "info", _choice(LOG_LEVELS), "/".join(LOG_LEVELS)),
-    Setting(
-        "--log-format",
-        "SOLRACE_LOG_FORMAT",
-        "text",
-        _choice(LOG_FORMATS),
-        "one line per record, as text or json",
-    ),
-    Setting("--key-prefix", "SOLRACE_KEY_PREFIX", "solrace:", str, "prefix of every Redis key"),
-    Setting(
-        "--rate-per-s",
-        "SOLRACE_RATE_PER_S",
-        f"{RATE_PER_S:g}",
-        _positive,
-        "messages per second each connection may send, sustained (over it: close 1008)",
-    ),
-    Setting(
-        "--rate-burst",
-        "SOLRACE_RATE_BURST",
-        f"{RATE_BURST:g}",
-        _burst,
-        "messages a connection may send at once on top of the sustained rate",
-    ),
-    Setting(
-        "--loop",
-        "SOLRACE_LOOP",
-        "auto",
-        resolve_loop,
-        f"event loop: {', '.join(LOOPS)} (auto: uvloop when installed, else asyncio)",
-    ),
-)
+@functools.cache
+def settings() -> tuple[Setting, ...]:
+    """Every setting, in ``--help`` order (built on first use: the rate defaults are
+    the protocol's, whose modules :func:`main` loads)."""
+    from solrace.protocol.limits import RATE_BURST, RATE_PER_S
+
+    return (
+        Setting("--host", "SOLRACE_HOST", "127.0.0.1", _host, "listen address"),
+        Setting(
+            "--port", "SOLRACE_PORT", str(DEFAULT_PORT), _port, "WebSocket and HTTP port (0: any)"
+        ),
+        Setting(
+            "--redis-url",
+            "SOLRACE_REDIS_URL",
+            None,
+            check_redis_url,
+            "redis://host:port/db, unix:///path, or a Redis Cluster as "
+            "redis+cluster://host:port[,host:port…] (rediss:// and rediss+cluster:// for "
+            "TLS); omit to run on the embedded engine under --data-dir",
+        ),
+        Setting(
+            "--data-dir",
+            "SOLRACE_DATA_DIR",
+            None,
+            _data_dir,
+            "where the embedded engine keeps its append-only file when there is no Redis URL "
+            "(default $XDG_DATA_HOME/solrace, else ~/.local/share/solrace)",
+        ),
+        Setting(
+            "--log-level", "SOLRACE_LOG_LEVEL", "info", _choice(LOG_LEVELS), "/".join(LOG_LEVELS)
+        ),
+        Setting(
+            "--log-format",
+            "SOLRACE_LOG_FORMAT",
+            "text",
+            _choice(LOG_FORMATS),
+            "one line per record, as text or json",
+        ),
+        Setting("--key-prefix", "SOLRACE_KEY_PREFIX", "solrace:", str, "prefix of every Redis key"),
+        Setting(
+            "--rate-per-s",
+            "SOLRACE_RATE_PER_S",
+            f"{RATE_PER_S:g}",
+            _positive,
+            "messages per second each connection may send, sustained (over it: close 1008)",
+        ),
+        Setting(
+            "--rate-burst",
+            "SOLRACE_RATE_BURST",
+            f"{RATE_BURST:g}",
+            _burst,
+            "messages a connection may send at once on top of the sustained rate",
+        ),
+        Setting(
+            "--loop",
+            "SOLRACE_LOOP",
+            "auto",
+            resolve_loop,
+            f"event loop: {', '.join(LOOPS)} (auto: uvloop when installed, else asyncio)",
+        ),
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -258,11 +307,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="solrace-server",
         description="Run one solrace node: WebSocket races, /healthz and /metrics on one "
         "port. Every flag has an environment variable ("
-        + ", ".join(s.variable for s in SETTINGS)
+        + ", ".join(s.variable for s in settings())
         + "); a flag wins over its variable. Exit status: 0 stopped (SIGTERM/SIGINT), "
-        "1 could not start, 2 a bad flag or variable, 3 the drain failed.",
+        "1 could not start, 2 a bad flag or variable, 3 the drain failed, 130 interrupted "
+        "before listening.",
     )
-    for setting in SETTINGS:
+    for setting in settings():
         default = f", default {setting.default}" if setting.default else ""
         parser.add_argument(
             setting.flag,
@@ -278,7 +328,7 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
     Raises UsageError naming the flag or the variable that is wrong."""
     environ = dict(os.environ) if environ is None else environ
     values: dict[str, Any] = {}
-    for setting in SETTINGS:
+    for setting in settings():
         given = getattr(args, setting.dest)
         source = setting.flag
         if given is None and environ.get(setting.variable):
@@ -301,7 +351,12 @@ async def open_store(url: str | None, prefix: str, data_dir: str | None = None) 
     UsageError. An unreachable Redis is not: the node serves and requests fail with
     ``unavailable`` until it answers. Without a URL, the embedded engine on
     ``data_dir`` (default :func:`default_data_dir`): a directory that cannot be made
-    or written is a UsageError, one in use by another node an EngineError (exit 1)."""
+    or written is a UsageError, one in use by another node an EngineError (exit 1).
+    A Redis that answers, but not as the URL says (:mod:`solrace.store.probe`: a cluster
+    URL for a standalone Redis, TLS for a plain-text one), is a UsageError too."""
+    from solrace.store import Store, StoreError, StoreUnavailable
+    from solrace.store.embedded import DataDirUnusable, default_data_dir
+
     if url is None:
         try:
             return await Store.start_embedded(data_dir or default_data_dir(), prefix=prefix)
@@ -318,6 +373,12 @@ async def open_store(url: str | None, prefix: str, data_dir: str | None = None) 
     except StoreError as exc:
         raise UsageError(f"--redis-url: Redis refused {_redact(url)}: {_last_words(exc)}") from None
     if not answers:
+        from solrace.store.probe import wrong_kind
+
+        wrong = await wrong_kind(url)
+        if wrong is not None:
+            await store.close()
+            raise UsageError(f"--redis-url: {wrong.node} {wrong.says}: use {_redact(wrong.use)}")
         log.error("redis does not answer; serving anyway, requests fail until it does")
     return store
 
@@ -348,6 +409,14 @@ def tune_gc() -> None:
 
 
 async def _serve(args: argparse.Namespace, store: Store) -> int:
+    import asyncio
+    import signal
+
+    from solrace.rooms import certify
+    from solrace.rooms.node import Node
+
+    from .server import RaceServer
+
     engine = store.engine
     if engine is not None:
         log.info(
@@ -377,6 +446,13 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
     server = RaceServer(node, args.host, args.port)
     await server.start()
     tune_gc()
+    # SIGTERM/SIGINT drain from here on: before the "listening" line, which a process
+    # manager (or a test) may answer with SIGTERM at once — after it, that SIGTERM
+    # found the default action and killed the node undrained (status -15).
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     log.info(
         "listening",
         extra={
@@ -386,10 +462,6 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
             "loop": args.loop,
         },
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     # Not "cannot start" (main's error handlers are for startup): a step that fails
     # is logged with its traceback, the next one still runs, and the status says so.
@@ -454,6 +526,19 @@ def _last_words(exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``solrace-server`` console script. Its module loads only the standard
+    library, so a Ctrl-C while the node's modules load (the first ~0.3 s) lands here:
+    one line and :data:`EXIT_INTERRUPTED`, no traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("solrace-server: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from solrace.store.embedded import EngineError
+
     parser = build_parser()
     try:
         args = resolve(parser.parse_args(argv))
@@ -469,8 +554,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, EngineError) as exc:
         log.error("cannot start: %s", exc)
         return EXIT_CANNOT_START
-    except KeyboardInterrupt:  # a second Ctrl-C while draining
-        return EXIT_OK
+    except KeyboardInterrupt:  # before listening: once it listens, SIGINT drains (exit 0)
+        log.error("interrupted before listening")
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

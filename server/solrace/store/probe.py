@@ -1,0 +1,133 @@
+"""Start-up check of a Redis URL whose Redis answers, but not the way the URL says.
+
+A node that cannot use Redis at start serves anyway, and requests fail with
+``unavailable`` until Redis answers (docs/server.md): an outage passes. Two failures
+look the same to the store's client but are no outage — the URL names the wrong kind
+of Redis, and no wait mends it — so ``solrace-server`` says which and exits 2, as for a
+URL Redis refuses:
+
+- ``redis+cluster://`` naming a Redis whose cluster support is disabled (a standalone
+  Redis): the cluster client's ``CLUSTER SLOTS`` is refused, which redis-py reports as
+  "cannot be connected", as it reports a cluster nobody answers for;
+- ``rediss://`` (TLS) naming a Redis that speaks plain text: the TLS handshake gets no
+  answer until the connect timeout (or bytes that are not TLS).
+
+:func:`wrong_kind` asks only what settles each case — ``PING`` without TLS, ``INFO
+cluster`` — and only after the URL's own connection failed; a Redis that answers
+neither is unreachable, which is not its business.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from ._cluster import CLUSTER_SCHEMES, parse_cluster_url
+
+__all__ = ["WrongKind", "wrong_kind"]
+
+#: Seconds each question may take: a Redis that answers does so at once.
+PROBE_TIMEOUT_S = 2.0
+_TLS_SCHEMES = ("rediss", "rediss+cluster")
+
+
+@dataclass(frozen=True)
+class WrongKind:
+    """``node`` (host:port) ``says`` (e.g. "answers without TLS"): ``use`` instead (a
+    URL; its password, if any, is the given URL's: redact it before logging)."""
+
+    node: str
+    says: str
+    use: str
+
+
+def _nodes(url: str) -> list[tuple[str, str]]:
+    """(host:port, a one-node URL of the same scheme family, credentials and database)
+    for each node the URL names; none for ``unix://``."""
+    parts = urlsplit(url)
+    if parts.scheme in CLUSTER_SCHEMES:
+        first, others = parse_cluster_url(url)
+        head = urlsplit(first)
+        credentials = head.netloc.rpartition("@")[0]
+        at = "@" if credentials else ""
+        nodes = [(head.hostname or "", head.port or 0), *others]
+        return [
+            (
+                f"{_host(host)}:{port}",
+                urlunsplit(
+                    (head.scheme, f"{credentials}{at}{_host(host)}:{port}", "/0", head.query, "")
+                ),
+            )
+            for host, port in nodes
+        ]
+    if parts.scheme in ("redis", "rediss"):
+        return [(f"{_host(parts.hostname or 'localhost')}:{parts.port or 6379}", url)]
+    return []
+
+
+def _host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _plain(url: str) -> str:
+    """``url`` without TLS: scheme ``redis``, no query (its options may be TLS ones)."""
+    parts = urlsplit(url)
+    return urlunsplit(("redis", parts.netloc, parts.path, "", ""))
+
+
+def _client(url: str, timeout: float) -> Redis:
+    client: Redis = Redis.from_url(
+        url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+    return client
+
+
+async def _answers_in_plain_text(url: str, timeout: float) -> bool:
+    """True if the Redis at ``url`` answers a plain-text PING (any reply: a refusal
+    such as NOAUTH is an answer too)."""
+    client = _client(_plain(url), timeout)
+    try:
+        await client.ping()
+    except (RedisConnectionError, RedisTimeoutError, OSError):
+        return False
+    except RedisError:
+        return True
+    finally:
+        await client.aclose()
+    return True
+
+
+async def _cluster_disabled(url: str, timeout: float) -> bool:
+    """True if the Redis at ``url`` (one node) says ``cluster_enabled:0``."""
+    client = _client(url, timeout)
+    try:
+        info = await client.info("cluster")
+    except (RedisError, OSError):
+        return False
+    finally:
+        await client.aclose()
+    return str(info.get("cluster_enabled")) == "0"
+
+
+async def wrong_kind(url: str, timeout: float = PROBE_TIMEOUT_S) -> WrongKind | None:
+    """Why the Redis that ``url`` (a URL the checks of solrace-server accepted) names
+    cannot be used as the URL says although it answers, or None when nothing such is
+    found (it is unreachable, or the failure was something else)."""
+    scheme = urlsplit(url).scheme
+    for node, node_url in _nodes(url):
+        if scheme in _TLS_SCHEMES and await _answers_in_plain_text(node_url, timeout):
+            plain = scheme.removeprefix("rediss")
+            return WrongKind(node, "answers without TLS", f"redis{plain}{url[len(scheme) :]}")
+        if scheme in CLUSTER_SCHEMES and await _cluster_disabled(node_url, timeout):
+            return WrongKind(node, "is not a Redis Cluster (cluster support disabled)", node_url)
+    return None
