@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from solrace.race import decisions
 from solrace.race.fairness import round_seed
 from solrace.race.settings import RoomSettings, validate_settings
 from solrace.rooms import certify
@@ -18,8 +19,12 @@ from tests.net.conftest import SOLVABLE_SECRET
 
 
 def _room() -> LiveRoom:
+    """A lobby with a racer in it (one nobody is in wants no deal)."""
     settings = validate_settings(RoomSettings(variant="yukon"))
-    return LiveRoom(RoomMeta("r_test", "ABCDEF", SOLVABLE_SECRET, settings, 0))
+    room = LiveRoom(RoomMeta("r_test", "ABCDEF", SOLVABLE_SECRET, settings, 0))
+    (joined,) = decisions.join(room.state, "Ann")
+    room.state.apply(1, joined)
+    return room
 
 
 async def test_a_certification_nobody_needs_stops_after_its_candidate(

@@ -75,7 +75,7 @@ def test_every_key_of_a_room_hashes_to_the_room_slot() -> None:
 
 async def test_keys_a_race_writes_all_live_in_the_room_slot(cstore: Store) -> None:
     await cstore.create_room("r1", "CODE1", b"meta", listed=True, now_ms=1)
-    await cstore.set_token("r1", "ann", "a" * 64)
+    await cstore.append_event("r1", b"joined", token=("ann", "a" * 64))
     finish = Finish("round-1", (b"first",), 1000)
     await cstore.append_move("r1", "ann.1", 0, b"m0", b"p0", finish, round_no=1)
     await cstore.append_event("r1", b"closed")

@@ -11,8 +11,7 @@ from .conftest import room_keys
 
 async def _populate(store: Store, room_id: str, code: str) -> None:
     await store.create_room(room_id, code, b"meta", listed=True, now_ms=1)
-    await store.append_event(room_id, b"join")
-    await store.set_token(room_id, "a", token_digest("ta"))
+    await store.append_event(room_id, b"join", token=("a", token_digest("ta")))
     await store.append_move(room_id, "a", 0, b"m", b"e", round_no=1)
     await store.append_move(
         room_id, "b", 0, b"m", b"e", Finish("race", (b"fin",), 1000), round_no=1
@@ -61,7 +60,7 @@ async def test_writes_after_expiry_inherit_the_ttl(store: Store) -> None:
     await store.append_event("r", b"late event")
     await store.append_move("r", "late", 0, b"m", b"e", Finish("race", (b"fin",), 1000), round_no=1)
     await store.append_event("r", b"late race_over", ends_round=1)
-    await store.set_token("r", "late", token_digest("t"))
+    await store.append_event("r", b"late join", token=("late", token_digest("t")))
     await store.save_meta("r", b"meta v2")
     ttls = await room_keys(store, "r")
     rk = store.keys.room("r")

@@ -29,7 +29,7 @@ async def test_same_results_under_both_protocols(protocol: int) -> None:
             ("r", 2, b"e2"),
             ("r", 3, b"fin"),
         ]
-        await store.set_token("r", "a", token_digest("t"))
+        await store.append_event("r", b"e3", token=("a", token_digest("t")))
         assert await store.racer_for_token("r", token_digest("t")) == "a"
         await store.create_room("r", "C", b"meta", listed=True, now_ms=5)
         assert await store.listed_rooms() == ["r"]

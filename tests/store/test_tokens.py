@@ -1,15 +1,17 @@
-"""Racer tokens: stored only as SHA-256 digests, looked up by digest."""
+"""Racer tokens: stored only as SHA-256 digests, with the racer's racer_joined (one
+atomic step), looked up by digest."""
 
 from __future__ import annotations
 
 import pytest
 from solrace.store import Store, token_digest
+from solrace.store.errors import VersionConflict
 
 
 async def test_set_and_lookup(store: Store) -> None:
     alice, bob = "alice-secret-token-0123456789", "bob-secret-token-9876543210"
-    await store.set_token("r", "alice", token_digest(alice))
-    await store.set_token("r", "bob", token_digest(bob))
+    await store.append_event("r", b"alice joins", 0, token=("alice", token_digest(alice)))
+    await store.append_event("r", b"bob joins", 1, token=("bob", token_digest(bob)))
     assert await store.racer_for_token("r", token_digest(alice)) == "alice"
     assert await store.racer_for_token("r", token_digest(bob)) == "bob"
     assert await store.racer_for_token("r", token_digest("guess")) is None
@@ -18,9 +20,19 @@ async def test_set_and_lookup(store: Store) -> None:
     assert all(alice.encode() not in v and bob.encode() not in v for v in stored.values())
 
 
+async def test_a_token_is_stored_only_with_its_event(store: Store) -> None:
+    """A join that loses the compare-and-append to another writes no token: it would
+    land on the racer id the other join took."""
+    await store.append_event("r", b"alice joins", 0, token=("2", token_digest("alice")))
+    with pytest.raises(VersionConflict):
+        await store.append_event("r", b"bob joins", 0, token=("2", token_digest("bob")))
+    assert await store.racer_for_token("r", token_digest("alice")) == "2"
+    assert await store.racer_for_token("r", token_digest("bob")) is None
+
+
 async def test_token_can_be_replaced(store: Store) -> None:
-    await store.set_token("r", "alice", token_digest("old"))
-    await store.set_token("r", "alice", token_digest("new"))
+    await store.append_event("r", b"joins", token=("alice", token_digest("old")))
+    await store.append_event("r", b"joins again", token=("alice", token_digest("new")))
     assert await store.racer_for_token("r", token_digest("old")) is None
     assert await store.racer_for_token("r", token_digest("new")) == "alice"
 
@@ -28,7 +40,8 @@ async def test_token_can_be_replaced(store: Store) -> None:
 @pytest.mark.parametrize("bad", ["plain-token", "A" * 64, "0" * 63, ""])
 async def test_clear_tokens_are_refused(store: Store, bad: str) -> None:
     with pytest.raises(ValueError):
-        await store.set_token("r", "alice", bad)
+        await store.append_event("r", b"joins", token=("alice", bad))
+    assert await store.version("r") == 0  # refused before anything was written
 
 
 def test_token_digest() -> None:

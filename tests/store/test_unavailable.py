@@ -41,7 +41,7 @@ async def _every_call(store: Store) -> list[object]:
         store.move_log("r", "p"),
         store.log_length("r", "p"),
         store.tail({"r": 0}, block_ms=100),
-        store.set_token("r", "p", token_digest("t")),
+        store.append_event("r", b"joins", token=("p", token_digest("t"))),
         store.racer_for_token("r", token_digest("t")),
         store.save_result("x", b""),
         store.load_result("x"),

@@ -22,7 +22,6 @@ __all__ = [
     "APPEND_MOVE",
     "EXPIRE_ROOM",
     "JOIN_ROOM_NODES",
-    "SET_TOKEN",
     "LuaScript",
 ]
 
@@ -47,6 +46,5 @@ def _load(name: str) -> LuaScript:
 
 APPEND_EVENT = _load("append_event")
 APPEND_MOVE = _load("append_move")
-SET_TOKEN = _load("set_token")
 EXPIRE_ROOM = _load("expire_room")
 JOIN_ROOM_NODES = _load("join_room_nodes")

@@ -38,7 +38,7 @@ from ._cluster import cluster_client, is_cluster_url
 from ._commit import GroupCommit
 from ._errors import redis_errors
 from ._link import RespLink
-from ._lua import APPEND_EVENT, APPEND_MOVE, EXPIRE_ROOM, JOIN_ROOM_NODES, SET_TOKEN, LuaScript
+from ._lua import APPEND_EVENT, APPEND_MOVE, EXPIRE_ROOM, JOIN_ROOM_NODES, LuaScript
 from ._resp import speed_up
 from .embedded import EmbeddedEngine
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
@@ -671,9 +671,10 @@ class Store:
         deciding from the same state (both start the countdown) cannot both win.
         With ``ends_round`` (the event is that round's ``race_over``), the same atomic
         step closes the round: :meth:`append_move` refuses its moves from then on.
-        With ``token`` (racer id, token digest as :meth:`set_token` takes them: the
-        event is that racer's ``racer_joined``), the same atomic step records the
-        racer's token, so a join stores its racer and its token together or neither.
+        With ``token`` (racer id, the SHA-256 hex of its token — never the token
+        itself: anything but 64 lowercase hex digits is refused — with that racer's
+        ``racer_joined``), the same atomic step records the racer's token, so a join
+        stores its racer and its token together or neither.
         """
         if expected_version is not None:
             _check_nonneg("expected_version", expected_version)
@@ -975,16 +976,6 @@ class Store:
         return heads
 
     # -- tokens --------------------------------------------------------------------
-
-    async def set_token(self, room_id: str, racer_id: str, token_sha256_hex: str) -> None:
-        """Remember a racer's token by its SHA-256 (hex); the token itself is never stored.
-
-        Anything that is not 64 lowercase hex digits is refused, so a raw token
-        cannot be stored by mistake.
-        """
-        rk = self.keys.room(room_id)
-        args = _check_token(racer_id, token_sha256_hex)
-        await self._eval(SET_TOKEN, (rk.meta, rk.tokens), args)
 
     async def racer_for_token(self, room_id: str, token_sha256_hex: str) -> str | None:
         """The racer whose token has this digest, or None.
