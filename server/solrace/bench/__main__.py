@@ -1,26 +1,119 @@
-"""``python -m solrace.bench rules|store|solver|server --json``"""
+"""``python -m solrace.bench rules|store|solver|server --json``
+
+Exit status: 0 the benchmark ran (its JSON on standard output); 1 it could not run to
+the end (Redis does not answer, or failed during the run); 2 a bad argument, said in one
+line before anything runs — a number out of its range (not finite, negative, zero where
+one is needed), a malformed Redis URL or one Redis refuses or answers otherwise (a
+cluster URL for a standalone Redis, TLS for a plain-text one), a ``--log`` that cannot
+be opened, an unknown preset, a loop not installed; 130 interrupted (Ctrl-C).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any, Final, NoReturn
 
-from solrace.net.main import AUTO, LOOPS, LoopUnavailable, resolve_loop
+PROG: Final = "python -m solrace.bench"
+EXIT_FAILED, EXIT_USAGE = 1, 2
+#: Ctrl-C (128 + SIGINT, as a shell reports it).
+EXIT_INTERRUPTED: Final = 128 + 2
+#: Seeds are 0 ≤ seed < 2**64 (docs/deals.md): the solver's consecutive seeds stay below.
+SEED_LIMIT: Final = 2**64
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m solrace.bench")
+# ------------------------------------------------------ argument types (one each)
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
+
+
+def more_than_0(text: str) -> float:
+    """A finite number > 0 (seconds of a measured window, moves per second)."""
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, not {text!r}")
+    return value
+
+
+def at_least_0(text: str) -> float:
+    """A finite number ≥ 0 (seconds of warm-up)."""
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number ≥ 0, not {text!r}")
+    return value
+
+
+def whole(minimum: int) -> Callable[[str], int]:
+    """A whole number (decimal or 0x…) ≥ ``minimum``."""
+
+    def check(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    check.__name__ = f"whole number ≥ {minimum}"
+    return check
+
+
+def redis_url(text: str) -> str:
+    """A Redis URL as ``solrace-server --redis-url`` takes it (its check, no I/O)."""
+    from solrace.net.main import check_redis_url
+
+    try:
+        return check_redis_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line (not the usage block): what is wrong and where to read more."""
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+class _Failed(Exception):
+    """The benchmark cannot run, or ran and failed: one line, and the exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from solrace.net.main import AUTO, LOOPS
+
+    at_least_1 = whole(1)
+    parser = _Parser(
+        prog=PROG,
+        description="Run one benchmark and print its JSON object. Exit status: 0 done, "
+        "1 it could not run to the end (Redis does not answer or failed), 2 a bad argument, "
+        "130 interrupted.",
+    )
     parser.add_argument("suite", choices=["rules", "store", "solver", "server"])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--seconds",
-        type=float,
+        type=more_than_0,
         default=None,
         help="rules: time budget (default 4); server: measured window (default 20)",
     )
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0", help="store")
+    parser.add_argument(
+        "--redis-url", type=redis_url, default="redis://127.0.0.1:6379/0", help="store, server"
+    )
     parser.add_argument(
         "--variant",
         action="append",
@@ -28,17 +121,19 @@ def main() -> int:
         help="solver: a preset (repeatable): yukon, russian, alaska, australian, double_yukon,"
         " klondike, klondike-draw3, klondike-draw3-solvitaire, klondike-draw3-thoughtful",
     )
-    parser.add_argument("--deals", type=int, default=200, help="solver: deals per preset")
-    parser.add_argument("--budget", type=int, default=100_000, help="solver: node budget")
-    parser.add_argument("--workers", type=int, default=None, help="solver: processes")
-    parser.add_argument("--start", type=int, default=0, help="solver: first seed")
-    parser.add_argument("--certify", type=int, default=200, help="solver: certify walks")
-    parser.add_argument("--certify-budget", type=int, default=None, help="solver")
+    parser.add_argument("--deals", type=whole(0), default=200, help="solver: deals per preset")
+    parser.add_argument("--budget", type=at_least_1, default=100_000, help="solver: node budget")
+    parser.add_argument("--workers", type=at_least_1, default=None, help="solver: processes")
+    parser.add_argument("--start", type=whole(0), default=0, help="solver: first seed")
+    parser.add_argument("--certify", type=whole(0), default=200, help="solver: certify walks")
+    parser.add_argument("--certify-budget", type=at_least_1, default=None, help="solver")
     parser.add_argument("--log", default=None, help="solver: progress log file")
-    parser.add_argument("--racers", type=int, default=200, help="server: racers (rooms of 4)")
-    parser.add_argument("--rate", type=float, default=5.0, help="server: moves/s per racer")
     parser.add_argument(
-        "--warmup", type=float, default=3.0, help="server: seconds before measuring"
+        "--racers", type=whole(2), default=200, help="server: racers (rooms of 4; at least 2)"
+    )
+    parser.add_argument("--rate", type=more_than_0, default=5.0, help="server: moves/s per racer")
+    parser.add_argument(
+        "--warmup", type=at_least_0, default=3.0, help="server: seconds before measuring"
     )
     parser.add_argument(
         "--find-max", action="store_true", help="server: step the load up for max_moves_per_s"
@@ -54,56 +149,137 @@ def main() -> int:
         default=AUTO,
         help="server: event loop of the echo, the node and the load (auto: uvloop if installed)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """What one argument alone cannot say (parser.error: one line, status 2)."""
+    from solrace.net.main import LoopUnavailable, resolve_loop
+
     if args.suite == "server":
+        from .server import ROOM_SIZE
+
         try:
             resolve_loop(args.loop)
         except LoopUnavailable as exc:
             parser.error(f"--loop: {exc}")
+        if args.racers > ROOM_SIZE and args.racers % ROOM_SIZE:
+            parser.error(
+                f"--racers: more than {ROOM_SIZE} racers fill rooms of {ROOM_SIZE}: "
+                f"{args.racers} is not a multiple of {ROOM_SIZE}"
+            )
     if args.suite == "solver":
         from .solver import DEFAULT_PRESETS, PRESETS
-        from .solver import run as run_solver
 
-        presets = args.variant or list(DEFAULT_PRESETS)
-        unknown = [p for p in presets if p not in PRESETS]
+        args.variant = args.variant or list(DEFAULT_PRESETS)
+        unknown = [p for p in args.variant if p not in PRESETS]
         if unknown:
-            parser.error(f"unknown preset(s): {', '.join(unknown)}")
-        log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
-        try:
-            result = run_solver(
-                presets,
-                deals=args.deals,
-                budget=args.budget,
-                workers=args.workers,
-                start=args.start,
-                certify=args.certify,
-                certify_budget=args.certify_budget,
-                log=log,
+            parser.error(f"--variant: unknown preset(s): {', '.join(unknown)}")
+        if args.start + args.deals > SEED_LIMIT:
+            parser.error(
+                f"--start: the last seed, --start + --deals - 1 = {args.start + args.deals - 1}"
+                ", is not below 2**64"
             )
-        finally:
-            if log is not None:
-                log.close()
-    elif args.suite == "rules":
-        from .rules import run
 
-        result = run(4.0 if args.seconds is None else args.seconds)
-    elif args.suite == "server":
-        from .server import run as run_server
 
-        result = run_server(
-            args.redis_url,
-            racers=args.racers,
-            rate=args.rate,
-            seconds=20.0 if args.seconds is None else args.seconds,
-            warmup=args.warmup,
-            find_max=args.find_max,
-            aligned=args.aligned,
-            loop=args.loop,
-        )
-    else:
+async def _check_redis(url: str) -> None:
+    """Raise :class:`_Failed` unless Redis at ``url`` answers: 2 when it answers but
+    refuses the URL (or is of another kind, :mod:`solrace.store.probe`), 1 when it does
+    not answer."""
+    from solrace.store import Store, StoreError
+    from solrace.store.probe import wrong_kind
+
+    try:
+        store = await Store.connect(url, prefix="solrace-bench:")
+    except ValueError as exc:  # redis-py's URL parser
+        raise _Failed(f"--redis-url: {exc}", EXIT_USAGE) from None
+    try:
+        answers = await store.ping()
+    except StoreError as exc:
+        raise _Failed(f"--redis-url: Redis refused it: {exc}", EXIT_USAGE) from None
+    finally:
+        await store.close()
+    if answers:
+        return
+    wrong = await wrong_kind(url)
+    if wrong is not None:
+        raise _Failed(f"--redis-url: {wrong.node} {wrong.says}", EXIT_USAGE)
+    raise _Failed(f"--redis-url: Redis does not answer at {_where(url)}", EXIT_FAILED)
+
+
+def _where(url: str) -> str:
+    """host:port (or the socket's path) of a Redis URL, for a message: no password."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.path if parts.scheme == "unix" else parts.netloc.rpartition("@")[2]
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+    import asyncio
+
+    from solrace.store import StoreError
+
+    if args.suite in ("store", "server"):
+        asyncio.run(_check_redis(args.redis_url))
+    try:
+        if args.suite == "solver":
+            from .solver import run as run_solver
+
+            try:
+                log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
+            except OSError as exc:
+                parser.error(f"--log: cannot open {args.log}: {exc.strerror or exc}")
+            try:
+                return run_solver(
+                    args.variant,
+                    deals=args.deals,
+                    budget=args.budget,
+                    workers=args.workers,
+                    start=args.start,
+                    certify=args.certify,
+                    certify_budget=args.certify_budget,
+                    log=log,
+                )
+            finally:
+                if log is not None:
+                    log.close()
+        if args.suite == "rules":
+            from .rules import run
+
+            return run(4.0 if args.seconds is None else args.seconds)
+        if args.suite == "server":
+            from .server import run as run_server
+
+            return run_server(
+                args.redis_url,
+                racers=args.racers,
+                rate=args.rate,
+                seconds=20.0 if args.seconds is None else args.seconds,
+                warmup=args.warmup,
+                find_max=args.find_max,
+                aligned=args.aligned,
+                loop=args.loop,
+            )
         from .store import run as run_store
 
-        result = run_store(args.redis_url)
+        return run_store(args.redis_url)
+    except StoreError as exc:  # Redis went away (or failed) during the run
+        raise _Failed(f"Redis failed during the run: {exc}", EXIT_FAILED) from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        _check(parser, args)
+        result = _run(parser, args)
+    except _Failed as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return exc.status
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     result["python"] = platform.python_version()
     result["machine"] = platform.machine()
     if args.json:

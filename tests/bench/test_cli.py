@@ -1,0 +1,173 @@
+"""``python -m solrace.bench``'s command line: a bad argument is one line and status 2
+before anything runs (it was a traceback, or ~50 lines from a solver worker, or silently
+accepted); Redis that does not answer is one line and 1; Ctrl-C is one line and 130.
+No benchmark is run to the end here (tests/bench/test_server_bench.py runs a tiny one)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from urllib.parse import urlsplit
+
+import pytest
+from solrace.bench.__main__ import main
+
+from tests.support.redis import REDIS_URL
+
+PROG = "python -m solrace.bench"
+
+
+def _call(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's error
+        status = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _node() -> str:
+    parts = urlsplit(REDIS_URL)
+    return f"{parts.hostname}:{parts.port or 6379}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["rules", "--seconds", "nan"], "argument --seconds: not a finite number: 'nan'"),
+        (["rules", "--seconds", "inf"], "argument --seconds: not a finite number: 'inf'"),
+        (["rules", "--seconds", "-1"], "argument --seconds: must be a number > 0, not '-1'"),
+        (["rules", "--seconds", "0"], "argument --seconds: must be a number > 0, not '0'"),
+        (["rules", "--seconds", "soon"], "argument --seconds: not a number: 'soon'"),
+        (["solver", "--budget", "0"], "argument --budget: must be at least 1, not 0"),
+        (["solver", "--deals", "-1"], "argument --deals: must be at least 0, not -1"),
+        (["solver", "--workers", "0"], "argument --workers: must be at least 1, not 0"),
+        (["solver", "--start", "-1"], "argument --start: must be at least 0, not -1"),
+        (["solver", "--certify", "-1"], "argument --certify: must be at least 0, not -1"),
+        (["solver", "--certify-budget", "0"], "argument --certify-budget: must be at least 1"),
+        (["solver", "--deals", "many"], "argument --deals: not a whole number: 'many'"),
+        (
+            ["solver", "--start", str(2**64 - 1), "--deals", "2"],
+            f"--start: the last seed, --start + --deals - 1 = {2**64}, is not below 2**64",
+        ),
+        (["solver", "--variant", "golf"], "--variant: unknown preset(s): golf"),
+        (
+            ["solver", "--log", "/proc/nonexistent/dir/log", "--deals", "1"],
+            "--log: cannot open /proc/nonexistent/dir/log: No such file or directory",
+        ),
+        (["store", "--redis-url", "garbage"], "argument --redis-url: not a Redis URL: 'garbage'"),
+        (
+            ["store", "--redis-url", "redis://127.0.0.1:6379/x"],
+            "argument --redis-url: database index 'x' is not a number",
+        ),
+        (
+            ["store", "--redis-url", REDIS_URL.rsplit("/", 1)[0] + "/99"],
+            "--redis-url: Redis refused it: ",
+        ),
+        (
+            ["store", "--redis-url", f"redis+cluster://{_node()}"],
+            f"--redis-url: {_node()} is not a Redis Cluster (cluster support disabled)",
+        ),
+        (["server", "--racers", "1"], "argument --racers: must be at least 2, not 1"),
+        (["server", "--racers", "6"], "--racers: more than 4 racers fill rooms of 4: 6 is not"),
+        (["server", "--rate", "0"], "argument --rate: must be a number > 0, not '0'"),
+        (["server", "--rate", "nan"], "argument --rate: not a finite number: 'nan'"),
+        (["server", "--warmup", "-1"], "argument --warmup: must be a number ≥ 0, not '-1'"),
+        (["server", "--loop", "trio"], "argument --loop: invalid choice: 'trio'"),
+        ([], "the following arguments are required: suite"),
+    ],
+)
+def test_a_bad_argument_is_one_line_and_status_2_before_anything_runs(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    began = time.monotonic()
+    status, out, err = _call(argv, capsys)
+    assert (status, out) == (2, "")
+    assert err.startswith(f"{PROG}: ") and says in err and err.count("\n") == 1, err
+    assert time.monotonic() - began < 10  # said before any measuring
+
+
+@pytest.mark.parametrize("suite", ["store", "server"])
+def test_a_redis_that_does_not_answer_is_one_line_and_status_1(
+    suite: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was a StoreUnavailable traceback (the server benchmark: after its echo run)."""
+    status, out, err = _call([suite, "--redis-url", "redis://127.0.0.1:1/0"], capsys)
+    assert (status, out) == (1, "")
+    assert err == f"{PROG}: --redis-url: Redis does not answer at 127.0.0.1:1\n"
+
+
+def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess[str]:
+    """Run the benchmark and Ctrl-C it after ``after_s``: SIGINT to its whole process
+    group (its solver workers too), as a terminal sends it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "solrace.bench", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        # Ctrl-C's default even where the tests run with SIGINT ignored (a background job)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        time.sleep(after_s)
+        assert proc.poll() is None, "it ended before Ctrl-C"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["rules", "--seconds", "60"],
+        ["solver", "--deals", "100000", "--workers", "2", "--certify", "0"],
+    ],
+    ids=["rules", "solver"],
+)
+def test_ctrl_c_is_one_line_and_status_130(argv: list[str]) -> None:
+    """Ctrl-C printed a KeyboardInterrupt traceback."""
+    done = _interrupted(argv, 3.0)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", f"{PROG}: interrupted\n")
+
+
+#: main() with a Ctrl-C delivered while the module named by argv[1] loads.
+_INTERRUPTED_WHILE_LOADING = textwrap.dedent(
+    """
+    import os, signal, sys
+    from importlib.abc import MetaPathFinder
+
+    class CtrlC(MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == sys.argv[1]:
+                os.kill(os.getpid(), signal.SIGINT)
+            return None
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.meta_path.insert(0, CtrlC())
+    from solrace.bench.__main__ import main
+    sys.exit(main(sys.argv[2:]))
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [("solrace.net.main", ["rules"]), ("solrace.rules", ["rules"]), ("redis", ["store"])],
+)
+def test_ctrl_c_while_the_modules_load_is_one_line_and_130(module: str, argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_WHILE_LOADING, module, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", f"{PROG}: interrupted\n")
