@@ -9,13 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from urllib.parse import urlsplit
 
 import pytest
 from solrace.bench.__main__ import main
 
+from tests.support.interrupt import interrupted_while_loading
 from tests.support.redis import REDIS_URL
 
 PROG = "python -m solrace.bench"
@@ -139,24 +139,7 @@ def test_ctrl_c_is_one_line_and_status_130(argv: list[str]) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (130, "", f"{PROG}: interrupted\n")
 
 
-#: main() with a Ctrl-C delivered while the module named by argv[1] loads.
-_INTERRUPTED_WHILE_LOADING = textwrap.dedent(
-    """
-    import os, signal, sys
-    from importlib.abc import MetaPathFinder
-
-    class CtrlC(MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name == sys.argv[1]:
-                os.kill(os.getpid(), signal.SIGINT)
-            return None
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    sys.meta_path.insert(0, CtrlC())
-    from solrace.bench.__main__ import main
-    sys.exit(main(sys.argv[2:]))
-    """
-)
+_INTERRUPTED_WHILE_LOADING = interrupted_while_loading("solrace.bench.__main__")
 
 
 @pytest.mark.parametrize(

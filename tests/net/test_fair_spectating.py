@@ -93,59 +93,54 @@ async def test_a_racer_watching_its_own_race_sees_no_card_it_has_not_turned_up(
         await client.close()
 
 
-async def test_the_leak_check_catches_a_full_board_shown_to_a_racer(cluster: Cluster) -> None:
-    """The check itself: boards shown whole while a racer races fail it."""
+async def _leak_check_on_a_broken_node(
+    cluster: Cluster, name: str, broken: Any
+) -> tuple[list[Any], Any, Any]:
+    """What a spy received while ``solrace.rooms.spectators.<name>`` was ``broken``
+    and Ann made 20 moves (then both resigned), and the race's end: for the check's
+    own tests, which break the node on purpose."""
     from solrace.rooms import spectators
-
-    async def everything(node: Any, room: Any) -> None:
-        return None
 
     server = await cluster.node()
     ann, bob = await racing(server.url)
     spy = await RaceClient.connect(server.url)
     await spy.watch(code=ann.code)
-    original = spectators.shown_cards
-    spectators.shown_cards = everything  # type: ignore[assignment]
+    original = getattr(spectators, name)
+    setattr(spectators, name, broken)
     try:
         await play_until_done(ann, winning_moves(SOLVABLE_SECRET)[:20])
         await spy.wait_for(lambda e: e.t == "progress" and e.d["moves"] >= 20, timeout=10)
         # boards go out in batches: let the batch holding the last moves go, unfair
         await asyncio.sleep(5 * spectators.BOARD_INTERVAL_S)
     finally:
-        spectators.shown_cards = original
+        setattr(spectators, name, original)
     await ann.resign()
     await bob.resign()
     over = await spy.next_event("race_over", timeout=10)
-    with pytest.raises(AssertionError, match="not yet seen by racer"):
-        check_no_leaks(spy.received, over.d, spy.snapshot["settings"])  # type: ignore[index]
     for client in (ann, bob, spy):
         await client.close()
+    return spy.received, over.d, spy.snapshot["settings"]  # type: ignore[index]
+
+
+async def test_the_leak_check_catches_a_full_board_shown_to_a_racer(cluster: Cluster) -> None:
+    """The check itself: boards shown whole while a racer races fail it."""
+
+    async def everything(node: Any, room: Any) -> None:
+        return None
+
+    frames, over, settings = await _leak_check_on_a_broken_node(cluster, "shown_cards", everything)
+    with pytest.raises(AssertionError, match="not yet seen by racer"):
+        check_no_leaks(frames, over, settings)
 
 
 async def test_the_leak_check_catches_a_board_with_cards_withheld(cluster: Cluster) -> None:
     """The check itself: a board showing where cards nobody else has seen lie, with
     only their names withheld (what spectators got before), fails it."""
-    from solrace.rooms import spectators
-
-    server = await cluster.node()
-    ann, bob = await racing(server.url)
-    spy = await RaceClient.connect(server.url)
-    await spy.watch(code=ann.code)
-    original = spectators._whole
-    spectators._whole = lambda view: True  # type: ignore[assignment]
-    try:
-        await play_until_done(ann, winning_moves(SOLVABLE_SECRET)[:20])
-        await spy.wait_for(lambda e: e.t == "progress" and e.d["moves"] >= 20, timeout=10)
-        await asyncio.sleep(5 * spectators.BOARD_INTERVAL_S)
-    finally:
-        spectators._whole = original
-    await ann.resign()
-    await bob.resign()
-    over = await spy.next_event("race_over", timeout=10)
+    frames, over, settings = await _leak_check_on_a_broken_node(
+        cluster, "_whole", lambda view: True
+    )
     with pytest.raises(AssertionError, match="with cards withheld"):
-        check_no_leaks(spy.received, over.d, spy.snapshot["settings"])  # type: ignore[index]
-    for client in (ann, bob, spy):
-        await client.close()
+        check_no_leaks(frames, over, settings)
 
 
 async def _open_room_race(url: str, bob_agrees: bool) -> tuple[RaceClient, RaceClient]:

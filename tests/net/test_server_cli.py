@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -32,6 +31,7 @@ from solrace.rooms import certify
 from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
 
+from tests.support.interrupt import interrupted_while_loading
 from tests.support.redis import REDIS_URL, delete_prefix
 from tests.support.server_process import SERVER_SCRIPT, solrace_server
 
@@ -380,25 +380,7 @@ def test_importing_the_entry_point_loads_no_module_of_the_node() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
 
 
-#: Runs solrace-server's main() with a Ctrl-C delivered while the module named by
-#: argv[1] loads, as if typed then: SIGINT to itself from inside that import.
-_INTERRUPTED_WHILE_LOADING = textwrap.dedent(
-    """
-    import os, signal, sys
-    from importlib.abc import MetaPathFinder
-
-    class CtrlC(MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name == sys.argv[1]:
-                os.kill(os.getpid(), signal.SIGINT)
-            return None
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    sys.meta_path.insert(0, CtrlC())
-    from solrace.net.main import main
-    sys.exit(main(sys.argv[2:]))
-    """
-)
+_INTERRUPTED_WHILE_LOADING = interrupted_while_loading("solrace.net.main")
 
 
 @pytest.mark.parametrize("module", ["solrace.protocol", "solrace.store", "redis"])
