@@ -16,6 +16,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import pytest
 from solrace.protocol import race_id
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.views import EventType, LeaveReason, RacerStatus
@@ -380,47 +381,72 @@ async def test_a_rematch_whose_expiry_write_fails_is_ok_and_gets_its_lifetime_ba
     assert kept > (ROOM_TTL_S - 60) * 1000
 
 
-async def test_a_race_over_its_lone_node_died_before_archiving_is_archived_by_the_next(
-    backend: Backend,
+def _dies_at(node: Node, calls: dict[str, Callable[..., bool]]) -> list[str]:
+    """Kill ``node`` at the first call of a Store method in ``calls`` that its
+    predicate accepts: that call raises Crashed and the store answers nothing more (as
+    a dead process would). Returns the call it died at, once it has."""
+    faults = StoreFaults(node.store)
+    crashed: list[str] = []
+    for call, when in calls.items():
+        real = getattr(node.store, call)
+
+        def crash(call: str, real: Any, when: Callable[..., bool]) -> Any:
+            async def dying(*args: Any, **kwargs: Any) -> Any:
+                if not faults.down and when(*args, **kwargs):
+                    faults.down = True  # killed: it writes nothing more
+                    crashed.append(call)
+                    raise Crashed()
+                return await real(*args, **kwargs)
+
+            return dying
+
+        setattr(node.store, call, crash(call, real, when))
+    return crashed
+
+
+@pytest.mark.parametrize("dies", ["before its race_over", "before its archive"])
+async def test_a_race_its_lone_node_died_ending_is_ended_and_archived_by_the_next(
+    backend: Backend, dies: str
 ) -> None:
-    """The only node stores a race_over and is killed before it archives the result.
-    Nobody will ask for the finished room again, so a node started later must find the
-    race by itself (the note written before the race_over) and archive its result."""
+    """The only node is killed as it ends a race: before the race_over is stored (the
+    race is due to end: nobody plays) or after, before the result is archived. Nobody
+    will ask for the room again, so a node started later must find it by itself (the
+    note written before the race_over), end the race if it is not ended, and archive
+    its result."""
     node = await backend.node()
     race = await _race_on(node, node)
     ann, bob = race.ann, race.bob
     room = ann.room
     assert room is not None
     assert (await ann.ask("resign")).t == "ok"
-    faults = StoreFaults(node.store)
-    crashed: list[str] = []
-
-    def dies_at(call: str) -> None:
-        real = getattr(node.store, call)
-
-        async def crash(*args: Any, **kwargs: Any) -> Any:
-            if not faults.down:
-                faults.down = True  # killed: it writes nothing more
-                crashed.append(call)
-                raise Crashed()
-            return await real(*args, **kwargs)
-
-        setattr(node.store, call, crash)
-
-    for call in ("expire_room", "save_result"):  # whichever the end writes first
-        dies_at(call)
+    if dies == "before its race_over":
+        crashed = _dies_at(node, {"append_event": _storing(EventType.RACE_OVER)})
+    else:  # whichever of its two writes the end makes first
+        crashed = _dies_at(node, {"expire_room": _always, "save_result": _always})
     with contextlib.suppress(Crashed):
         await bob.ask("resign")
-    over = await ann.until(lambda f: f.t == "race_over")
-    assert crashed, "the node was not killed after the race_over"
+    await _poll(_value(crashed), bool, "the node was not killed")
     await node.stop()
-    faults.down = False  # read what the dead node left in Redis
-    race_key = race_id(room.room_id, str(over.d["commitment"]))
-    assert await node.store.load_result(race_key) is None, "archived before the crash"
+    race_key = race_id(room.room_id, race.commitment)
+    reader = await backend.node()  # reads what the dead node left in Redis
+    assert await reader.store.load_result(race_key) is None, "archived before the crash"
+    stored = [e.t for e in await _stored(reader, room)]
+    assert (EventType.RACE_OVER in stored) is (dies == "before its archive"), stored
 
-    restarted = await backend.node()
-    kept = await archived_result(restarted.store, race_key, timeout=5)
-    assert unpack(kept)["result"] == over.d
+    kept = unpack(await archived_result(reader.store, race_key, timeout=5))
+    assert kept["result"]["reason"] and kept["result"]["commitment"] == race.commitment
+    assert {s["status"] for s in kept["result"]["standings"]} == {RacerStatus.RESIGNED}
+
+
+def _always(*_args: Any, **_kwargs: Any) -> bool:
+    return True
+
+
+def _value(items: list[str]) -> Callable[[], Awaitable[list[str]]]:
+    async def probe() -> list[str]:
+        return items
+
+    return probe
 
 
 async def test_a_room_whose_lifetime_write_fails_gets_it_once_redis_answers(
