@@ -53,7 +53,12 @@ TIME_LIMIT_S = 90
 #: Bots pause between moves (on top of the client's own pacing inside the server's
 #: default rate limit) so that thirty of them leave CPU for the nodes, and resign after
 #: MAX_MOVES: races last long enough for both faults and end well inside the limit.
-MOVE_DELAY_S = 0.1
+#: An easy deal is won in about 100 moves: at 0.1 s a race lasted 10-15 s, less than
+#: the spread of the rooms' starts on a loaded machine (each waits for its certified
+#: deal, and the three nodes' solver workers serve all ten rooms), so some rooms had
+#: finished before the last one started and "every racer racing" never held (seen in
+#: CI once). At 0.2 s a race outlasts that spread.
+MOVE_DELAY_S = 0.2
 MAX_MOVES = 220
 #: Moves every room must have had acknowledged before the node is killed.
 MOVES_BEFORE_KILL = 10
@@ -162,17 +167,24 @@ async def _until(
     done: Callable[[], bool],
     stack: Stack,
     rooms: list[asyncio.Task[Any]],
+    racers: list[Racer],
 ) -> None:
     """Wait for ``done``; fail at once, naming its error, if a room's bots stopped
-    with one (a racer refused for good stops its bot: the wait would only time out)."""
+    with one (a racer refused for good stops its bot: the wait would only time out).
+    A failure says what each bot said last, then the processes' logs."""
     deadline = time.monotonic() + timeout
     while not done():
         for task in rooms:
             if task.done() and not task.cancelled() and task.exception() is not None:
-                pytest.fail(f"{what}: a room's bots stopped: {task.exception()!r}\n{stack.logs()}")
+                _fail(f"{what}: a room's bots stopped: {task.exception()!r}", racers, stack)
         if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.0f} s\n{stack.logs()}")
+            _fail(f"{what}: not within {timeout:.0f} s", racers, stack)
         await asyncio.sleep(0.1)
+
+
+def _fail(what: str, racers: list[Racer], stack: Stack) -> None:
+    said = "\n".join(f"{r.name} ({r.room}): {r.said[-6:]}" for r in racers)
+    pytest.fail(f"{what}\n{said}\n{stack.logs()}")
 
 
 @dataclass
@@ -233,7 +245,12 @@ async def test_chaos_a_node_and_redis_killed_mid_race(monkeypatch: pytest.Monkey
         try:
             # ---------------------------------------------------------- racing
             await _until(
-                "every racer racing", 60, lambda: all(r.racing for r in everyone), stack, tasks
+                "every racer racing",
+                60,
+                lambda: all(r.racing for r in everyone),
+                stack,
+                tasks,
+                everyone,
             )
             racing_at = time.monotonic()
             figures["racing after s"] = round(racing_at - began, 1)
@@ -243,6 +260,7 @@ async def test_chaos_a_node_and_redis_killed_mid_race(monkeypatch: pytest.Monkey
                 lambda: all(sum(len(r.acks) for r in room) >= MOVES_BEFORE_KILL for room in rooms),
                 stack,
                 tasks,
+                everyone,
             )
             # ------------------------------- SIGKILL the busiest node, mid-race
             counts = [await stack.connections(i) for i in range(len(stack.nodes))]
@@ -261,6 +279,7 @@ async def test_chaos_a_node_and_redis_killed_mid_race(monkeypatch: pytest.Monkey
                 ),
                 stack,
                 tasks,
+                everyone,
             )
             figures["all resumed after s"] = round(time.monotonic() - killed_at, 1)
             await asyncio.sleep(2)  # racing on the two nodes left
