@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
+import pytest
 from solrace.protocol import CloseReason, race_id
 from solrace.protocol.envelope import Envelope
 from solrace.rooms.counters import Tally
@@ -309,18 +310,24 @@ async def test_a_race_over_its_node_could_not_archive_is_archived_by_another_nod
     assert FINISHED_ROOM_TTL_S * 1000 < await _room_ttl_ms(other, room.room_id) <= ROOM_TTL_S * 1000
 
 
+@pytest.mark.parametrize("watched", [False, True], ids=["unwatched", "watched"])
 async def test_an_empty_lobby_whose_keys_expire_is_not_taken_for_lost_writes(
-    backend: Backend,
+    backend: Backend, watched: bool
 ) -> None:
     """Everyone left the lobby, so its keys expire (ten minutes later, here at once).
     The node that served it must not go on checking it against Redis: a room at
     version 0 there would read as acknowledged writes lost, logged as an error and
-    counted in ``solrace_lost_writes_total`` for an ordinary expiry."""
+    counted in ``solrace_lost_writes_total`` for an ordinary expiry — also while a
+    spectator still watches the empty lobby."""
     node = await backend.node()
     ann = FakePeer(node)
-    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined"
     room = ann.room
     assert room is not None
+    spy = FakePeer(node)
+    if watched:
+        assert (await spy.ask("watch", code=str(created.d["code"]))).t == "watching"
     assert (await ann.ask("leave")).t == "ok"
     assert not room.state.racers
     await node.store.expire_room(room.room_id, 0.001)
@@ -333,3 +340,4 @@ async def test_an_empty_lobby_whose_keys_expire_is_not_taken_for_lost_writes(
     assert isinstance(node.metrics, Tally)
     assert node.metrics.lost_writes.value == 0
     assert room.state.version > 0, "the room was rebuilt from Redis as if it lost writes"
+    assert not [f for f in spy.frames if f.t == "resync"], spy.frames

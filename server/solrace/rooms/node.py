@@ -313,11 +313,11 @@ class Node:
     async def check_rooms(self) -> None:
         served = {rid: room for rid, room in self.rooms.items() if room.served()}
         # What each room had delivered when asked (it may fold more meanwhile). A
-        # finished room changes no more and its keys expire: it is not checked.
+        # room whose keys expire is not checked (LiveRoom.expiring).
         delivered = {
             rid: (room.state.version, room.chain)
             for rid, room in served.items()
-            if room.state.phase != Phase.FINISHED
+            if not room.expiring()
         }
         heads = await self.store.heads(list(delivered))
         for room_id, (version, chain) in heads.items():

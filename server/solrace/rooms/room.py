@@ -83,8 +83,15 @@ class LiveRoom:
         check against Redis would take the expiry for lost writes."""
         if self.has_peers():
             return True
+        return self.serving and not self.expiring()
+
+    def expiring(self) -> bool:
+        """Whether the room's keys are set to expire: its race is over, or everyone
+        left its lobby. Either way it changes no more, and its keys may vanish at any
+        time — even while a spectator still watches — so a check against Redis would
+        take the expiry for lost writes (Node.check_rooms)."""
         state = self.state
-        return self.serving and state.phase != Phase.FINISHED and bool(state.racers)
+        return state.phase == Phase.FINISHED or not state.racers
 
     def reset(self) -> None:
         """Forget everything folded (Redis lost writes): fold again from version 0."""
