@@ -410,9 +410,9 @@ async def test_a_race_its_lone_node_died_ending_is_ended_and_archived_by_the_nex
 ) -> None:
     """The only node is killed as it ends a race: before the race_over is stored (the
     race is due to end: nobody plays) or after, before the result is archived. Nobody
-    will ask for the room again, so a node started later must find it by itself (the
-    note written before the race_over), end the race if it is not ended, and archive
-    its result."""
+    will ask for the room again, so another node must find it by itself (the note
+    written before the countdown and the race_over) once the dead node's lease has
+    lapsed, end the race if it is not ended, and archive its result."""
     node = await backend.node()
     race = await _race_on(node, node)
     ann, bob = race.ann, race.bob
@@ -433,6 +433,10 @@ async def test_a_race_its_lone_node_died_ending_is_ended_and_archived_by_the_nex
     stored = [e.t for e in await _stored(reader, room)]
     assert (EventType.RACE_OVER in stored) is (dies == "before its archive"), stored
 
+    # The next node looks after the rooms no live node serves: once the dead node's
+    # lease has lapsed (dropped here: what 5 s without renewal does), at its next sweep.
+    await reader.store.drop_lease(node.node_id)
+    await reader._unarchived()
     kept = unpack(await archived_result(reader.store, race_key, timeout=5))
     assert kept["result"]["reason"] and kept["result"]["commitment"] == race.commitment
     assert {s["status"] for s in kept["result"]["standings"]} == {RacerStatus.RESIGNED}
@@ -469,3 +473,40 @@ async def test_a_room_whose_lifetime_write_fails_gets_it_once_redis_answers(
 
     kept = await _poll(ttl_ms, lambda ms: ms > 0, "the new room's TTL (ms)")
     assert kept > (ROOM_TTL_S - 60) * 1000
+
+
+async def test_a_race_whose_only_node_died_mid_race_is_adopted_ended_and_archived(
+    backend: Backend,
+) -> None:
+    """The only node serving a race dies in the middle of it, and neither racer comes
+    back. No request will ever load the room again, so the next node must find it by
+    itself (the note written before the countdown), see that no live node serves it,
+    and serve it: the dead node's racers go offline, forfeit when their grace ends,
+    and the race is over and archived — not left running until its keys expire."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    race = await _race_on(node, node)
+    room = race.ann.room
+    assert room is not None
+    assert (await race.ann.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])).t == "moved"
+    StoreFaults(node.store).down = True  # killed: it writes nothing more, its lease lapses
+    await node.stop()
+
+    nxt = await backend.node(clock=clock)
+    await nxt.store.drop_lease(node.node_id)  # what 5 s without renewal does
+    await nxt._unarchived()  # the sweep it runs at start and every minute
+    adopted = nxt.rooms.get(room.room_id)
+    assert adopted is not None and adopted.served(), "no node looks after the race"
+
+    async def online() -> list[str]:  # the start's own sweep may be marking them
+        return [r.name for r in adopted.state.racers.values() if r.online]
+
+    await _poll(online, lambda names: not names, "the dead node's racers are not offline")
+
+    clock.advance(GRACE_S + 1, nxt)
+    await nxt.tick(adopted)
+    race_key = race_id(room.room_id, race.commitment)
+    kept = unpack(await archived_result(nxt.store, race_key, timeout=5))
+    assert kept["result"]["reason"] and kept["result"]["commitment"] == race.commitment
+    assert {s["status"] for s in kept["result"]["standings"]} == {RacerStatus.LEFT}
+    assert room.room_id not in await nxt.store.unarchived_rooms()

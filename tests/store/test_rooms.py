@@ -58,3 +58,14 @@ async def test_results(store: Store) -> None:
     await store.save_result("race-1", b"\x00result\xff")
     assert await store.load_result("race-1") == b"\x00result\xff"
     assert await store._redis.pttl(store.keys.result("race-1")) == -1  # never expires
+
+
+async def test_the_nodes_that_served_a_room_are_joined_one_at_a_time_and_read(
+    store: Store, node2: Store
+) -> None:
+    await store.create_room("r1", "ABCD", b"m", listed=False, now_ms=1)
+    assert await store.room_nodes("r1") == set()
+    assert await store.join_room_nodes("r1", "node-a") == set()
+    assert await node2.join_room_nodes("r1", "node-b") == {"node-a"}
+    assert await node2.room_nodes("r1") == {"node-a", "node-b"}
+    assert await store.room_nodes("nope") == set()

@@ -348,25 +348,54 @@ class Node:
                     await self.presence(room, member.racer, False, member.conn)
 
     async def _unarchived(self) -> None:
-        """Archive the races whose result no node saved: a room is noted before its
-        race_over is decided (Store.mark_unarchived) and the note cleared once the
-        result is saved, so a note left behind means every node that could archive it
-        died (or lost Redis for good) in between. Loading the room folds its events,
-        which archives every race it ended (:meth:`_archive`) and decides a race_over
-        that is due; a note is cleared here only once the room's last result is saved
-        or its keys are gone."""
+        """Look after the races no live node looks after: a room is noted before its
+        countdown and before its race_over are decided (Store.mark_unarchived), and the
+        note is cleared once the result is saved.
+
+        A running race that no live node serves (every node that served it died, and
+        its racers did not come back) is adopted: this node serves it, so its checks
+        mark the dead nodes' racers offline and its timers end the race when their
+        grace or the time limit runs out — otherwise it would run on, unarchived,
+        until its keys expired a day later. An ended race whose result is missing is
+        archived: loading the room folds its events, which archives every race it
+        ended (:meth:`_archive`) and decides a race_over that is due. A note is
+        cleared here only once the room's last result is saved or its keys are gone."""
         for room_id in await self.store.unarchived_rooms():
+            known = self.rooms.get(room_id)
+            if known is not None and known.served():
+                continue  # this node's own timers and archive look after it
+            if await self._served_elsewhere(room_id):
+                continue
             try:
                 room = await self.room(room_id)
             except BadMessage as exc:
                 if exc.code == ErrorCode.UNKNOWN_ROOM:
                     await self.store.clear_unarchived(room_id)  # its keys expired
                 continue
+            if room.state.phase in (Phase.COUNTDOWN, Phase.RACING):
+                await self._adopt(room)
+                continue
             race = _last_race(room)
             if race is None or room.state.phase != Phase.FINISHED:
-                continue  # a race still running: its node archives it, or a later sweep
+                continue  # back in the lobby: noted again at the next countdown
             if await self.store.load_result(race) is not None:
                 await self.store.clear_unarchived(room_id)
+
+    async def _served_elsewhere(self, room_id: str) -> bool:
+        """Whether another node that has served the room still holds its lease."""
+        others = await self.store.room_nodes(room_id) - {self.node_id}
+        return bool(others and await self.store.live_nodes(others))
+
+    async def _adopt(self, room: LiveRoom) -> None:
+        """Serve a running race every node serving it has left (see :meth:`_unarchived`)."""
+        if room.served():
+            return
+        log.warning("adopting a race no live node serves", extra={"room": room.room_id})
+        async with room.lock:
+            await self.join_room(room)
+        room.serving = True
+        await self.check_rooms()  # the dead nodes' racers go offline: their grace starts
+        self.schedule(room)
 
     def _check_alone(self, room: LiveRoom, version: int) -> None:
         """A room this node thinks it serves alone: if Redis is ahead of what it has
@@ -610,6 +639,10 @@ class Node:
                 if not events:
                     return
                 expected = room.state.version
+                if any(ev.t == EventType.COUNTDOWN for ev in events):
+                    # Noted before the race begins, so that if every node serving it
+                    # dies, another finds it, ends it and archives it (_unarchived).
+                    await self.store.mark_unarchived(room.room_id)
                 racer_token = None if token is None else token(events)
                 try:
                     for ev in events:

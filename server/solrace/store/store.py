@@ -771,6 +771,12 @@ class Store:
         members = await self._eval(JOIN_ROOM_NODES, (rk.meta, rk.nodes), (node_id,))
         return {_as_text(m) for m in members or ()} - {node_id}
 
+    async def room_nodes(self, room_id: str) -> set[str]:
+        """The nodes that have served the room (:meth:`join_room_nodes`)."""
+        with redis_errors():
+            members: Any = await self._redis.smembers(self.keys.room(room_id).nodes)
+        return {_as_text(m) for m in members or ()}
+
     async def wake(self, node_ids: Collection[str], room_id: str) -> None:
         """Tell each of ``node_ids`` that another node now serves ``room_id`` (so it
         starts tailing the room's stream). One single-key XADD per node; a wake-up
@@ -1005,9 +1011,10 @@ class Store:
             return _as_bytes(await self._redis.get(self.keys.result(race_id)))
 
     async def mark_unarchived(self, room_id: str) -> None:
-        """Note that room ``room_id`` may end a race whose result is not archived yet.
-        Written before the race_over, so that a node started later finds the room
-        even if every node that folded its end died before archiving it."""
+        """Note that room ``room_id`` runs or ended a race whose result is not archived
+        yet. Written before the countdown and again before the race_over, so that a
+        node started later finds the room even if every node that served it died
+        before its race ended or before its result was archived."""
         with redis_errors():
             await self._redis.sadd(self.keys.unarchived, room_id)
 
