@@ -436,7 +436,7 @@ async def test_a_race_its_lone_node_died_ending_is_ended_and_archived_by_the_nex
     # The next node looks after the rooms no live node serves: once the dead node's
     # lease has lapsed (dropped here: what 5 s without renewal does), at its next sweep.
     await reader.store.drop_lease(node.node_id)
-    await reader._unarchived()
+    await reader.sweep_orphans()
     kept = unpack(await archived_result(reader.store, race_key, timeout=5))
     assert kept["result"]["reason"] and kept["result"]["commitment"] == race.commitment
     assert {s["status"] for s in kept["result"]["standings"]} == {RacerStatus.RESIGNED}
@@ -494,7 +494,7 @@ async def test_a_race_whose_only_node_died_mid_race_is_adopted_ended_and_archive
 
     nxt = await backend.node(clock=clock)
     await nxt.store.drop_lease(node.node_id)  # what 5 s without renewal does
-    await nxt._unarchived()  # the sweep it runs at start and every minute
+    await nxt.sweep_orphans()  # the sweep it runs at start and every minute
     adopted = nxt.rooms.get(room.room_id)
     assert adopted is not None and adopted.served(), "no node looks after the race"
 
@@ -510,3 +510,37 @@ async def test_a_race_whose_only_node_died_mid_race_is_adopted_ended_and_archive
     assert kept["result"]["reason"] and kept["result"]["commitment"] == race.commitment
     assert {s["status"] for s in kept["result"]["standings"]} == {RacerStatus.LEFT}
     assert room.room_id not in await nxt.store.unarchived_rooms()
+
+
+async def test_a_listed_lobby_whose_only_node_died_is_adopted_and_its_ghost_leaves(
+    backend: Backend,
+) -> None:
+    """Ann waits in a public lobby; her node dies and she does not come back. The next
+    node's sweep adopts the listed lobby: Ann goes offline, leaves when her grace
+    ends, and the emptied lobby leaves the list — instead of a ghost waiting there,
+    ready to be joined, until the room's keys expire a day later."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    ann = FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined"
+    room = ann.room
+    assert room is not None
+    StoreFaults(node.store).down = True  # killed: it writes nothing more
+    await node.stop()
+
+    nxt = await backend.node(clock=clock)
+    await nxt.store.drop_lease(node.node_id)  # what 5 s without renewal does
+    assert room.room_id in await nxt.store.listed_rooms()
+    await nxt.sweep_orphans()
+    adopted = nxt.rooms.get(room.room_id)
+    assert adopted is not None and adopted.served(), "no node looks after the lobby"
+
+    async def online() -> list[str]:  # the start's own sweep may be marking her
+        return [r.name for r in adopted.state.racers.values() if r.online]
+
+    await _poll(online, lambda names: not names, "the dead node's racer is not offline")
+    clock.advance(GRACE_S + 1, nxt)
+    await nxt.tick(adopted)
+    assert not adopted.state.racers, adopted.state.racers
+    assert room.room_id not in await nxt.store.listed_rooms()

@@ -60,9 +60,9 @@ ARCHIVE_RETRY_S = 0.2
 #: Any other write a node has decided and must make (Node.insist) is retried after this.
 WRITE_RETRY_S = 0.1
 RETRY_MAX_S = 2.0
-#: How often a node looks for races whose result no node archived (Node._unarchived):
-#: at its start, then this often.
-UNARCHIVED_SWEEP_S = 60.0
+#: How often a node looks for rooms no live node looks after (Node.sweep_orphans): at
+#: its start, then this often.
+ORPHAN_SWEEP_S = 60.0
 #: Events after which every spectator board may change (the withholding does).
 _BOARDS_CHANGE = frozenset(
     {EventType.FINISHED, EventType.STARTED, EventType.RACER_LEFT, EventType.RACE_OVER}
@@ -302,8 +302,8 @@ class Node:
                 self.store_ok()
                 await self.check_rooms()
                 if time.monotonic() >= next_sweep:
-                    await self._unarchived()
-                    next_sweep = time.monotonic() + UNARCHIVED_SWEEP_S
+                    await self.sweep_orphans()
+                    next_sweep = time.monotonic() + ORPHAN_SWEEP_S
             except StoreUnavailable:
                 self.store_failed()
             except Exception:  # the loop must survive anything one room does
@@ -347,30 +347,28 @@ class Node:
                     )
                     await self.presence(room, member.racer, False, member.conn)
 
-    async def _unarchived(self) -> None:
-        """Look after the races no live node looks after: a room is noted before its
-        countdown and before its race_over are decided (Store.mark_unarchived), and the
-        note is cleared once the result is saved.
+    async def sweep_orphans(self) -> None:
+        """Look after the rooms no live node looks after: every node that served them
+        died, and nobody asks for them again (their racers did not come back).
 
-        A running race that no live node serves (every node that served it died, and
-        its racers did not come back) is adopted: this node serves it, so its checks
-        mark the dead nodes' racers offline and its timers end the race when their
-        grace or the time limit runs out — otherwise it would run on, unarchived,
-        until its keys expired a day later. An ended race whose result is missing is
-        archived: loading the room folds its events, which archives every race it
-        ended (:meth:`_archive`) and decides a race_over that is due. A note is
-        cleared here only once the room's last result is saved or its keys are gone."""
+        Races: a room is noted before its countdown and before its race_over are
+        decided (Store.mark_unarchived), and the note is cleared once the result is
+        saved. A running race is adopted (:meth:`_adopt`): otherwise it would run on,
+        unarchived, until its keys expired a day later. An ended race whose result is
+        missing is archived: loading the room folds its events, which archives every
+        race it ended (:meth:`_archive`) and decides a race_over that is due. A note is
+        cleared here only once the room's last result is saved or its keys are gone.
+
+        Lobbies: a listed lobby is adopted too, so its dead racers leave when their
+        grace ends instead of sitting in the list, ready to be joined, for a day."""
         for room_id in await self.store.unarchived_rooms():
-            known = self.rooms.get(room_id)
-            if known is not None and known.served():
-                continue  # this node's own timers and archive look after it
-            if await self._served_elsewhere(room_id):
-                continue
             try:
-                room = await self.room(room_id)
+                room = await self._orphan(room_id)
             except BadMessage as exc:
                 if exc.code == ErrorCode.UNKNOWN_ROOM:
                     await self.store.clear_unarchived(room_id)  # its keys expired
+                continue
+            if room is None:
                 continue
             if room.state.phase in (Phase.COUNTDOWN, Phase.RACING):
                 await self._adopt(room)
@@ -380,17 +378,32 @@ class Node:
                 continue  # back in the lobby: noted again at the next countdown
             if await self.store.load_result(race) is not None:
                 await self.store.clear_unarchived(room_id)
+        for room_id in await self.store.listed_rooms():
+            try:
+                room = await self._orphan(room_id)
+            except BadMessage:
+                continue  # gone: the listing drops it when it is next read
+            if room is not None and not room.expiring():
+                await self._adopt(room)
 
-    async def _served_elsewhere(self, room_id: str) -> bool:
-        """Whether another node that has served the room still holds its lease."""
+    async def _orphan(self, room_id: str) -> LiveRoom | None:
+        """The room, loaded, if no live node looks after it; else None. Raises
+        BadMessage (unknown_room) if its keys are gone."""
+        known = self.rooms.get(room_id)
+        if known is not None and known.served():
+            return None  # this node's own timers and archive look after it
         others = await self.store.room_nodes(room_id) - {self.node_id}
-        return bool(others and await self.store.live_nodes(others))
+        if others and await self.store.live_nodes(others):
+            return None  # a live node that served it does
+        return await self.room(room_id)
 
     async def _adopt(self, room: LiveRoom) -> None:
-        """Serve a running race every node serving it has left (see :meth:`_unarchived`)."""
+        """Serve a room every node serving it has left (see :meth:`sweep_orphans`): its
+        checks mark the dead nodes' racers offline, and its timers let them leave when
+        their grace ends and end the race (or its time limit does)."""
         if room.served():
             return
-        log.warning("adopting a race no live node serves", extra={"room": room.room_id})
+        log.warning("adopting a room no live node serves", extra={"room": room.room_id})
         async with room.lock:
             await self.join_room(room)
         room.serving = True
@@ -641,7 +654,7 @@ class Node:
                 expected = room.state.version
                 if any(ev.t == EventType.COUNTDOWN for ev in events):
                     # Noted before the race begins, so that if every node serving it
-                    # dies, another finds it, ends it and archives it (_unarchived).
+                    # dies, another finds it, ends it and archives it (sweep_orphans).
                     await self.store.mark_unarchived(room.room_id)
                 racer_token = None if token is None else token(events)
                 try:
@@ -769,7 +782,7 @@ class Node:
                 finals.clear()
                 finals.update(await self._finals(room))
                 # Noted before the race_over is stored, so that a node started later
-                # archives its result even if this one dies in between (_unarchived).
+                # archives its result even if this one dies in between (sweep_orphans).
                 await self.store.mark_unarchived(room.room_id)
 
         def decision() -> list[RoomEvent]:
