@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 
 import msgpack
 import pytest
@@ -177,3 +178,74 @@ async def test_an_unknown_protocol_version_is_refused_at_the_handshake(cluster: 
         await connect(server.url)
     async with connect(server.url, subprotocols=[SUBPROTOCOL]) as ws:  # type: ignore[list-item]
         assert ws.subprotocol == SUBPROTOCOL
+
+
+def _ws_frame(
+    opcode: int, payload: bytes, *, fin: bool = True, rsv: int = 0, mask: bool = True
+) -> bytes:
+    """One WebSocket frame as a client would put it on the wire, built by hand so that
+    it can break RFC 6455 where websockets' own client never would."""
+    head = bytes([(0x80 if fin else 0) | rsv << 4 | opcode])
+    size = len(payload)
+    bit = 0x80 if mask else 0
+    if size < 126:
+        head += bytes([bit | size])
+    elif size < 1 << 16:
+        head += bytes([bit | 126]) + struct.pack("!H", size)
+    else:
+        head += bytes([bit | 127]) + struct.pack("!Q", size)
+    if not mask:
+        return head + payload
+    key = b"\x01\x02\x03\x04"
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+_PING = encode(Envelope("ping", id=1))
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)  # no store involved
+@pytest.mark.parametrize(
+    ("raw", "close", "reason"),
+    [
+        pytest.param(_ws_frame(0x1, b"ping"), 1003, "bad_frame", id="text"),
+        pytest.param(_ws_frame(0x1, b"\xff\xfe"), 1007, "bad_frame", id="text-not-utf8"),
+        pytest.param(_ws_frame(0x2, b"\xc1" * 16_385), 1009, "too_large", id="over-max-size"),
+        pytest.param(
+            _ws_frame(0x2, b"\x00" * 9_000, fin=False) + _ws_frame(0x0, b"\x00" * 9_000),
+            1009,
+            "too_large",
+            id="fragments-over-max-size",
+        ),
+        pytest.param(
+            bytes([0x82, 0xFF]) + struct.pack("!Q", 2**63 - 1), 1009, "too_large", id="huge-length"
+        ),
+        pytest.param(_ws_frame(0x0, _PING), 1002, "bad_frame", id="stray-continuation"),
+        pytest.param(_ws_frame(0x2, _PING, rsv=1), 1002, "bad_frame", id="reserved-bits"),
+        pytest.param(_ws_frame(0x2, _PING, mask=False), 1002, "bad_frame", id="unmasked"),
+        pytest.param(_ws_frame(0x3, _PING), 1002, "bad_frame", id="unknown-opcode"),
+        pytest.param(_ws_frame(0x9, b"x" * 126), 1002, "bad_frame", id="long-ping"),
+        pytest.param(_ws_frame(0x8, struct.pack("!H", 999)), 1002, "bad_frame", id="close-999"),
+    ],
+)
+async def test_websocket_level_faults_close_with_a_documented_code_and_bare_reason(
+    cluster: Cluster, raw: bytes, close: int, reason: str
+) -> None:
+    """websockets refuses these before solrace reads a frame; the close still says the
+    protocol's bare code (docs/protocol.md §13), not websockets' English sentence
+    ("frame with 16385 bytes exceeds limit of 16384 bytes", "reserved bits must be 0"),
+    and a ping split in fragments still works."""
+    server = await cluster.node()
+    client = await RaceClient.connect(server.url)
+    assert client.ws.transport is not None
+    client.ws.transport.write(raw)
+    await asyncio.wait_for(client.closed, 5)
+    assert (client.close_code, client.ws.close_reason) == (close, reason)
+    assert not client.received
+    fragmented = await RaceClient.connect(server.url)
+    assert fragmented.ws.transport is not None
+    fragmented.ws.transport.write(_ws_frame(0x2, _PING[:2], fin=False) + _ws_frame(0x0, _PING[2:]))
+    async with asyncio.timeout(5):
+        while not fragmented.received:
+            await asyncio.sleep(0.01)
+    assert fragmented.received[0].t == "pong" and fragmented.close_code is None
+    await fragmented.close()

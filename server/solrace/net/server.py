@@ -13,11 +13,14 @@ import math
 import os
 import socket
 from collections.abc import Sequence
+from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.frames import CloseCode as WsCloseCode
 from websockets.datastructures import Headers
 from websockets.exceptions import NegotiationError
 from websockets.http11 import Request, Response
+from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
 
 from solrace.protocol import (
@@ -25,6 +28,7 @@ from solrace.protocol import (
     SUPPORTED_SUBPROTOCOLS,
     CloseCode,
     CloseReason,
+    ErrorCode,
     UnsupportedVersion,
 )
 from solrace.protocol.handshake import select_subprotocol
@@ -44,6 +48,34 @@ def _select(connection: ServerConnection, offered: Sequence[Subprotocol]) -> Sub
         return Subprotocol(select_subprotocol(offered))
     except UnsupportedVersion as exc:
         raise NegotiationError(str(exc)) from None
+
+
+#: The bare code websockets' own refusals close with (docs/protocol.md §13), in place of
+#: its English sentence: a frame over ``max_size`` or with too many fragments (1009), a
+#: text frame that is not UTF-8 (1007), a frame that breaks RFC 6455 (1002).
+_REASONS: dict[int, str] = {
+    WsCloseCode.MESSAGE_TOO_BIG: ErrorCode.TOO_LARGE.value,
+    WsCloseCode.INVALID_DATA: ErrorCode.BAD_FRAME.value,
+    WsCloseCode.PROTOCOL_ERROR: ErrorCode.BAD_FRAME.value,
+}
+
+
+class _Protocol(ServerProtocol):
+    """websockets' protocol, whose failures close with the protocol's bare error code
+    as the reason, as every close of solrace does (clients switch on it)."""
+
+    def fail(self, code: WsCloseCode | int, reason: str = "") -> None:
+        super().fail(code, _REASONS.get(code, reason))
+
+
+class _Connection(ServerConnection):
+    """A connection whose protocol is :class:`_Protocol`. websockets builds the
+    protocol itself, so its class is swapped here, before any frame is read (a method
+    stored on the instance would be a reference cycle: see ``RaceServer._handler``)."""
+
+    def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
+        protocol.__class__ = _Protocol
+        super().__init__(protocol, *args, **kwargs)
 
 
 class RaceServer:
@@ -69,6 +101,7 @@ class RaceServer:
                 subprotocols=[Subprotocol(p) for p in SUPPORTED_SUBPROTOCOLS],
                 select_subprotocol=_select,
                 process_request=self._http,
+                create_connection=_Connection,
                 max_size=MAX_FRAME_BYTES,
                 compression=None,
                 ping_interval=20,
