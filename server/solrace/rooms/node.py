@@ -61,7 +61,7 @@ ARCHIVE_RETRY_S = 0.2
 WRITE_RETRY_S = 0.1
 RETRY_MAX_S = 2.0
 #: How often a node looks for rooms no live node looks after (Node.sweep_orphans): at
-#: its start, then this often.
+#: its start, once its predecessor's lease has lapsed, then this often.
 ORPHAN_SWEEP_S = 60.0
 #: Events after which every spectator board may change (the withholding does).
 _BOARDS_CHANGE = frozenset(
@@ -296,6 +296,9 @@ class Node:
         of nodes whose lease has run out, and check that Redis still holds what this
         node delivered."""
         next_sweep = 0.0
+        # The second sweep comes once the lease of a node this one replaces (a restart
+        # after a crash) has lapsed: its rooms are adopted then, not a minute later.
+        sweep_every = LEASE_MS / 1000 + LEASE_RENEW_S
         while True:
             try:
                 await self.store.renew_lease(self.node_id, LEASE_MS)
@@ -303,7 +306,8 @@ class Node:
                 await self.check_rooms()
                 if time.monotonic() >= next_sweep:
                     await self.sweep_orphans()
-                    next_sweep = time.monotonic() + ORPHAN_SWEEP_S
+                    next_sweep = time.monotonic() + sweep_every
+                    sweep_every = ORPHAN_SWEEP_S
             except StoreUnavailable:
                 self.store_failed()
             except Exception:  # the loop must survive anything one room does
