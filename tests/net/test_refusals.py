@@ -249,3 +249,25 @@ async def test_websocket_level_faults_close_with_a_documented_code_and_bare_reas
             await asyncio.sleep(0.01)
     assert fragmented.received[0].t == "pong" and fragmented.close_code is None
     await fragmented.close()
+
+
+async def test_resume_on_a_connection_in_another_room_is_already_in_room(cluster: Cluster) -> None:
+    """resume needs an idle connection unless it is this connection's own racer
+    (docs/protocol.md §4): a racer or spectator resuming a stale token of another
+    room hears already_in_room, not bad_token, and stays where it was."""
+    server = await cluster.node()
+    ann, bob = await racing(server.url)
+    host = await RaceClient.connect(server.url)
+    await host.create("yukon", "Hal")
+    gone = await RaceClient.connect(server.url)
+    await gone.join(host.code or "", "Gus")
+    await gone.leave()  # Gus's token is stale from now on
+    watcher = await RaceClient.connect(server.url)
+    await watcher.watch(code=ann.code)
+    for client in (ann, watcher):
+        with pytest.raises(ServerError) as refused:
+            await client.resume(room=gone.room, token=gone.token, since=None)
+        assert refused.value.code == "already_in_room"
+    assert (await ann.move(winning_moves(SOLVABLE_SECRET)[0]))["seq"] == 0
+    for client in (ann, bob, host, gone, watcher):
+        await client.close()

@@ -83,6 +83,17 @@ def _acknowledged(act: Callable[[Node, Peer, Any], Awaitable[None]]) -> Handler:
     return handler
 
 
+async def _resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) -> None:
+    """``resume`` needs an idle connection, except to resynchronise the racer this
+    connection already is (docs/protocol.md §4): a spectator, or a racer of another
+    room, is refused ``already_in_room`` before any room is loaded or token looked up
+    (not ``bad_token``/``unknown_room``, as for an idle connection's stale token)."""
+    room = peer.room
+    if room is not None and (peer.racer is None or room.room_id != msg.room):
+        raise BadMessage(ErrorCode.ALREADY_IN_ROOM)
+    await lobby.resume(node, peer, msg, request_id)
+
+
 async def _ready(node: Node, peer: Peer, msg: SetReady) -> None:
     await lobby.ready(node, peer, msg.ready, msg.spectators == "open")
 
@@ -96,7 +107,7 @@ HANDLERS: dict[type, Handler] = {
     JoinRoom: _entering(lobby.join),
     QuickRace: _entering(lobby.quick),
     Watch: _entering(lobby.watch),
-    Resume: lobby.resume,
+    Resume: _resume,
     SetReady: _acknowledged(_ready),
     StartRace: _acknowledged(lambda node, peer, _msg: lobby.start_race(node, peer)),
     Resign: _acknowledged(lambda node, peer, _msg: lobby.resign(node, peer)),
