@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.frames import CloseCode as WsCloseCode
 from websockets.datastructures import Headers
 from websockets.exceptions import NegotiationError
+from websockets.frames import CloseCode as WsCloseCode
 from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
