@@ -347,9 +347,9 @@ def cmd_quick(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     saved = config.load_race()
     if saved is None:
-        path = config.race_path()
-        if path.exists():
-            return _fail(f"the saved race in {path} is unreadable: start or join a new race")
+        files = config.saved_race_files()
+        if files:
+            return _fail(f"the saved race in {files[0]} is unreadable: start or join a new race")
         return _fail(f"no race to resume (nothing saved in {config.config_dir()})")
     server = _server_given(args) or saved.server
     return _race(server, "resume", saved.name, room=saved.room, token=saved.token)

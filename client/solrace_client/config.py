@@ -4,6 +4,7 @@ race (``resume``). Kept in the user's config directory, readable by the user onl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -27,34 +28,97 @@ class SavedRace:
     token: str
     name: str
     version: int = 0
+    #: The process of the window racing it (0: unknown, as in an older client's file).
+    pid: int = 0
 
 
 def race_path() -> Path:
-    """Where the current race is saved for ``resume``."""
+    """Where an older client saved its one current race (still read by ``resume``)."""
     return config_dir() / "race.json"
 
 
+def playing_dir() -> Path:
+    """Where each race in progress on this computer is saved for ``resume``: one file
+    per racer, so that two windows racing at once (Ann and Bob on one computer, as in
+    the README) never overwrite or forget each other's token."""
+    return config_dir() / "playing"
+
+
+def _playing_path(room: str, racer: int) -> Path:
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in room)
+    return playing_dir() / f"{safe or 'room'}.{racer}.json"
+
+
 def save_race(race: SavedRace) -> None:
-    directory = config_dir()
+    """Save ``race`` as this process's race in progress (its ``pid`` is this one's)."""
+    race.pid = os.getpid()
+    directory = playing_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    path = race_path()
-    tmp = path.with_suffix(".tmp")
+    with contextlib.suppress(OSError):
+        os.chmod(directory, 0o700)  # tokens: readable by the user only
+    path = _playing_path(race.room, race.racer)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(asdict(race), handle)
     os.replace(tmp, path)
 
 
-def load_race() -> SavedRace | None:
+def saved_race_files() -> list[Path]:
+    """Every file holding a race in progress, newest first (an older client's
+    ``race.json`` too)."""
+    paths = [race_path(), *playing_dir().glob("*.json")]
+    found = []
+    for path in paths:
+        with contextlib.suppress(OSError):
+            found.append((path.stat().st_mtime, path))
+    return [path for _, path in sorted(found, key=lambda item: item[0], reverse=True)]
+
+
+def _read(path: Path) -> SavedRace | None:
     try:
-        data = json.loads(race_path().read_text(encoding="utf-8"))
-        return SavedRace(**data)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        race = SavedRace(**data)
     except (OSError, ValueError, TypeError):
         return None
+    if not isinstance(race.room, str) or not isinstance(race.token, str):
+        return None
+    return race
 
 
-def clear_race() -> None:
-    race_path().unlink(missing_ok=True)
+def _window_open(pid: int) -> bool:
+    """Whether the process that saved a race still runs (its window is open)."""
+    if pid <= 0 or os.name == "nt":  # unknown (on Windows os.kill would end it)
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (EPERM): it exists
+        return True
+    return True
+
+
+def saved_races() -> list[SavedRace]:
+    """Every readable race in progress saved on this computer, newest first."""
+    return [race for race in map(_read, saved_race_files()) if race is not None]
+
+
+def load_race() -> SavedRace | None:
+    """The race ``solrace resume`` rejoins: the newest one whose window is gone (a
+    crash, a closed terminal), else the newest one still open in another window."""
+    races = saved_races()
+    closed = [race for race in races if not _window_open(race.pid)]
+    return next(iter(closed or races), None)
+
+
+def clear_race(room: str, token: str) -> None:
+    """Forget the race of ``room`` played with ``token`` (over, left, or refused for
+    good) — only that one: another window's race stays saved."""
+    for path in saved_race_files():
+        race = _read(path)
+        if race is not None and race.room == room and race.token == token:
+            path.unlink(missing_ok=True)
 
 
 def default_name() -> str:

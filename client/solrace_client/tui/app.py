@@ -352,8 +352,8 @@ class SolraceApp(App[int]):
         """The first connection or the entry request failed: nothing to play."""
         stale = error in ("bad_token", "unknown_room")
         if self.mode == "race" and self.action == "resume" and self.save and stale:
-            with contextlib.suppress(OSError):
-                config.clear_race()  # the saved race is gone for good
+            with contextlib.suppress(OSError):  # the saved race is gone for good
+                config.clear_race(str(self.params.get("room")), str(self.params.get("token")))
         self._stopped = True
         self.failure = message
 
@@ -422,6 +422,14 @@ class SolraceApp(App[int]):
                 self._resume_unsaved = True
                 self.say(f"could not save the race for resume: {exc.strerror or exc}", "yellow")
 
+    def _forget_race(self) -> None:
+        """This window's race is over or left: ``resume`` forgets it (and only it: a
+        race another window plays on this computer stays saved)."""
+        room, token = self.state.room or self.session.room, self.session.token
+        if room and token:
+            with contextlib.suppress(OSError):
+                config.clear_race(room, token)
+
     def _race_over(self) -> None:
         state = self.state
         result = state.result
@@ -459,8 +467,7 @@ class SolraceApp(App[int]):
             else:
                 self.race_id = results.race_id(state.room or "", result)
             if self.mode == "race":
-                with contextlib.suppress(OSError):
-                    config.clear_race()
+                self._forget_race()
 
     # -------------------------------------------------------------- screens
     def _wanted(self) -> type[PhaseScreen]:
@@ -812,8 +819,7 @@ class SolraceApp(App[int]):
                     await asyncio.wait_for(client.leave(), 2.0)
             await self.session.close()
             if self.save and self.mode == "race" and not self._replaced:
-                with contextlib.suppress(OSError):
-                    config.clear_race()
+                self._forget_race()
             self._stopped = True
             self.exit(0)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from solrace.rules import VARIANTS
-from solrace_client import RaceClient
+from solrace_client import RaceClient, config
 from solrace_client.tui import app as app_module
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.controller import Controller
@@ -259,3 +259,28 @@ async def test_q_ctrl_c_and_ctrl_q_ask_and_twice_quits(cluster: Cluster) -> None
 
     for key in ("q", "ctrl+c", "ctrl+q"):
         assert await quit_with(key) == 0
+
+
+# ------------------------------------------- two windows on one computer
+async def test_two_windows_on_one_computer_keep_their_own_tokens(cluster: Cluster) -> None:
+    """The README races Ann and Bob in two terminals of one computer: one config
+    directory. Both windows wrote one race.json, each over the other at every phase
+    change, so ``solrace resume`` after Ann's window crashed could rejoin as Bob (and
+    throw Bob's own window out); and the first to quit deleted the other's token."""
+    server = await cluster.node()
+    ann = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with ann.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(ann.screen, LobbyScreen), "Ann's lobby")
+        bob = SolraceApp(server.url, action="join", name="Bob", params={"code": ann.state.code})
+        async with bob.run_test(size=SIZE) as bob_pilot:
+            await wait_until(bob_pilot, lambda: isinstance(bob.screen, LobbyScreen), "Bob's lobby")
+            await wait_for_text(pilot, "Bob")
+            saved = {race.name: race.token for race in config.saved_races()}
+            assert ann.session.token and bob.session.token
+            assert saved == {"Ann": ann.session.token, "Bob": bob.session.token}
+            await bob_pilot.press("q")
+            await wait_until(bob_pilot, lambda: isinstance(bob.screen, ConfirmScreen), "asked")
+            await bob_pilot.press("y")
+            await wait_until(bob_pilot, lambda: bob.return_code is not None, "Bob's exit")
+        left = config.load_race()
+        assert left is not None and left.token == ann.session.token  # Ann's is kept

@@ -1,0 +1,61 @@
+"""What the client remembers for ``solrace resume`` when two windows race at once on one
+computer (the README's "race in two terminals": Ann and Bob share a config directory):
+each window's race is its own, ``resume`` after a crash takes the crashed window's,
+and a window whose race ends forgets only its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from solrace_client import config
+
+ANN = config.SavedRace("ws://127.0.0.1:8765", "r_room", "ABC123", 1, "a" * 32, "Ann")
+BOB = config.SavedRace("ws://127.0.0.1:8765", "r_room", "ABC123", 2, "b" * 32, "Bob")
+
+
+def save_in_a_process_that_ended(race: config.SavedRace) -> None:
+    """``race`` saved by another process that has exited since (a crashed window)."""
+    script = (
+        "import sys; from solrace_client import config; "
+        f"config.save_race(config.SavedRace(**{asdict(race)!r}))"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, env=os.environ)
+
+
+def test_resume_after_a_crash_takes_the_crashed_windows_race(config_dir: Path) -> None:
+    save_in_a_process_that_ended(ANN)  # Ann's window crashed
+    config.save_race(BOB)  # Bob's window, still racing, saved after it (a phase change)
+    saved = config.load_race()
+    assert saved is not None and (saved.name, saved.token) == ("Ann", ANN.token)
+
+
+def test_a_race_that_ends_forgets_only_its_own_token(config_dir: Path) -> None:
+    config.save_race(ANN)
+    config.save_race(BOB)
+    config.clear_race(BOB.room, BOB.token)  # Bob's race is over (or he left)
+    saved = config.load_race()
+    assert saved is not None and saved.token == ANN.token  # Ann can still resume
+    config.clear_race(ANN.room, ANN.token)
+    assert config.load_race() is None
+
+
+def test_the_token_is_readable_by_the_user_only(config_dir: Path) -> None:
+    config.save_race(ANN)
+    (path,) = config.saved_race_files()
+    assert path.stat().st_mode & 0o077 == 0
+
+
+def test_an_older_clients_race_json_is_still_resumed(config_dir: Path) -> None:
+    import json
+
+    config_dir.mkdir(parents=True)
+    legacy = {k: v for k, v in asdict(ANN).items() if k != "pid"}
+    (config_dir / "race.json").write_text(json.dumps(legacy))
+    saved = config.load_race()
+    assert saved is not None and saved.token == ANN.token
+    config.clear_race(ANN.room, ANN.token)
+    assert config.load_race() is None
