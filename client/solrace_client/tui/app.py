@@ -340,7 +340,7 @@ class SolraceApp(App[int]):
             return f"watching room {state.code}"
         if state.phase == "lobby":
             if state.settings.get("quick"):
-                return "quick race: press space when ready; it starts once everyone is"
+                return "quick race: press space when ready; it starts once everyone is ready"
             if state.me == state.host:
                 return f"room {state.code} created: others join with its code — s to start"
             return "joined: press space when you are ready"

@@ -284,3 +284,15 @@ async def test_two_windows_on_one_computer_keep_their_own_tokens(cluster: Cluste
             await wait_until(bob_pilot, lambda: bob.return_code is not None, "Bob's exit")
         left = config.load_race()
         assert left is not None and left.token == ann.session.token  # Ann's is kept
+
+
+async def test_the_quick_lobby_says_its_whole_sentence(cluster: Cluster) -> None:
+    """The status line of a quick lobby ended "it starts once everyone is"."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="quick", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+        await wait_until(pilot, lambda: app.status_log, "the welcome")
+        assert app.status_log[0] == (
+            "quick race: press space when ready; it starts once everyone is ready"
+        )
