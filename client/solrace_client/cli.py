@@ -174,6 +174,25 @@ def _code(text: str) -> str:
     return code
 
 
+class _CodeWords(argparse.Action):
+    """A room code typed in several words (``solrace join kbz 8cl``, as it is read out):
+    spaces do not matter, quoted or not."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        words = [values] if isinstance(values, str) else [str(v) for v in values or []]
+        try:
+            code = _code(" ".join(words))
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"argument {self.dest}: {exc}")
+        setattr(namespace, self.dest, code)
+
+
 # ------------------------------------------------------------------ rooms
 def _fmt_seconds(seconds: Any) -> str:
     if not isinstance(seconds, int) or seconds <= 0:
@@ -600,7 +619,7 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, help_text: str, run: Callable[[argparse.Namespace], int]) -> Any:
         parents = [offline] if name in OFFLINE_COMMANDS else [common]
         p = sub.add_parser(name, parents=parents, help=help_text, description=help_text)
-        p.set_defaults(run=run)
+        p.set_defaults(run=run, command_parser=p)
         return p
 
     def add_name(p: argparse.ArgumentParser) -> None:
@@ -655,8 +674,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings(p)
     add_name(p)
 
+    code_help = "the room's code (case and spaces do not matter)"
     p = command("join", "join a room by its code", cmd_join)
-    p.add_argument("code", type=_code, help="the room's code (case and spaces do not matter)")
+    p.add_argument("code", nargs="+", action=_CodeWords, help=code_help)
     add_name(p)
 
     p = command("quick", "race strangers: join or open a quick room", cmd_quick)
@@ -664,7 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_name(p)
 
     p = command("watch", "watch a room's race (boards delayed by its spectator delay)", cmd_watch)
-    p.add_argument("code", type=_code, help="the room's code (case and spaces do not matter)")
+    p.add_argument("code", nargs="+", action=_CodeWords, help=code_help)
 
     command("resume", "rejoin the race this computer was last in", cmd_resume)
 
@@ -733,7 +753,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, extra = build_parser().parse_known_args(argv)
+    if extra:  # said by the command's parser: `solrace rooms: …`, its --help
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     run: Callable[[argparse.Namespace], int] = args.run
     if args.command in OFFLINE_COMMANDS:
         if getattr(args, "server", None) is not None:

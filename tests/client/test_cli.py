@@ -592,3 +592,43 @@ def test_a_step_past_the_end_starts_the_stepper_at_the_last(
     last = max(len(s["log"]) for s in json.loads(synthetic_race.read_text())["result"]["standings"])
     assert main(["replay", str(synthetic_race), "--step", "99999"]) == 0
     assert f"step {last} of {last}" in capsys.readouterr().out
+
+
+def test_a_code_typed_as_it_is_read_out_in_two_words_is_one_code(
+    ui: FakeUI, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``solrace join kbz 8cl`` said "solrace: unrecognized arguments: 8cl": case and
+    spaces do not matter (docs/client.md), unquoted too."""
+    monkeypatch.setenv("SOLRACE_SERVER", "ws://env:2")
+    assert main(["join", "kbz", "8cl", "--name", "Bob"]) == 0
+    assert main(["watch", "KBZ", "8CL"]) == 3
+    assert ui.calls == [
+        ("race", ("ws://env:2", "join", "Bob"), {"code": "KBZ8CL"}),
+        ("watch", ("ws://env:2", "KBZ8CL"), {}),
+    ]
+    with pytest.raises(SystemExit) as exit_:
+        main(["join", "kbz", "8c!"])
+    assert exit_.value.code == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "solrace join: argument code: 'kbz 8c!' is not a room code: letters and digits, "
+        "like K7QX2M (see solrace join --help)"
+    )
+
+
+def test_an_unknown_argument_is_said_by_the_command_it_was_given_to(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``solrace rooms extra`` said "solrace: … (see solrace --help)", whose help does
+    not list the command's arguments."""
+    for argv, command in (
+        (["rooms", "extra"], "rooms"),
+        (["races", "--json"], "races"),
+        (["bot", "K7QX2M", "more"], "bot"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+        unknown = argv[-1]
+        assert _one_line(capsys.readouterr().err) == (
+            f"solrace {command}: unrecognized arguments: {unknown} (see solrace {command} --help)"
+        )
