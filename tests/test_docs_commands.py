@@ -108,6 +108,15 @@ def sh_lines() -> list[str]:
     return lines
 
 
+def text_block_after(words: str, path: Path = ROOT / "docs" / "client.md") -> list[str]:
+    """The lines of the first ``text`` block after ``words`` in ``path`` (the output a
+    page shows a command prints)."""
+    page = path.read_text()
+    block = re.search(r"^```text\n(.*?)^```", page[page.index(words) :], re.M | re.S)
+    assert block, f"no text block after {words!r} in {path}"
+    return [line.rstrip() for line in block.group(1).splitlines()]
+
+
 # ---------------------------------------------------------------- running
 @dataclass
 class World:
@@ -440,6 +449,11 @@ async def test_a_room_found_joined_and_watched(tmp_path: Path) -> None:
             listed = await w.ok("solrace rooms", "klondike draw=3", "10m", "30s", "Ann")
             code = re.search(r"│ ([A-Z0-9]{6}) │ klondike", listed)
             assert code, listed
+            # what docs/client.md shows it prints: every line but the rooms' own rows
+            shown = text_block_after("`solrace rooms` prints:")
+            for line in listed.splitlines():
+                if not re.match(r"│ [A-Z0-9]{6} │", line):
+                    assert line.rstrip() in shown, f"docs/client.md lacks {line!r}:\n{shown}"
             w.values["kbz8cl"] = code.group(1).lower()
             w.values["KBZ8CL"] = code.group(1)
             bob = Terminal(w, "solrace join kbz8cl --name Bob")
