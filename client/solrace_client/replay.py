@@ -13,6 +13,7 @@ terminal, through pipes and in tests, without raw-mode key reading.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -192,6 +193,9 @@ def step_through(
     """The interactive stepper: show a step, read a command line (``read``, by default
     :func:`input`), repeat. ``all_tracks``: :func:`tracks` of ``saved``, if the caller
     has them already. A ``start`` past the last step starts at the last."""
+    # input()'s prompt ends a line only when a terminal echoes the command typed after
+    # it: piped commands, and Ctrl-D anywhere, would leave the shell's prompt after ours
+    piped = read is None and not (sys.stdin is not None and sys.stdin.isatty())
     read = read or input
     all_tracks = tracks(saved) if all_tracks is None else all_tracks
     last = last_step(all_tracks)
@@ -203,8 +207,11 @@ def step_through(
         console.print(Text(HELP, style="dim"))
         try:
             command = read(f"step {step}/{last}> ").strip().lower()
-        except EOFError:  # the end of piped commands: done
+        except EOFError:  # the end of piped commands (or Ctrl-D): done
+            console.print()
             return 0
+        if piped:  # not echoed: end the prompt's line before what follows
+            console.print()
         # KeyboardInterrupt (Ctrl-C) goes up: the command line ends it with 130
         if command in _NEXT:
             step = min(last, step + 1)

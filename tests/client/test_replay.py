@@ -84,3 +84,22 @@ async def test_replay_of_a_real_race(cluster: Cluster, capsys: pytest.CaptureFix
     assert main(["replay", race, "--racer", winner["name"], "--step", str(step), "--print"]) == 0
     expected = position_dict(replay("yukon", result["seed"], {}, winner["log"][:step]))
     assert _columns(capsys.readouterr().out) == expected["tableau"]
+
+
+@pytest.mark.parametrize("commands", ["n\nq\n", "n\n", "n\nbogus\nq\n"])
+def test_piped_commands_leave_no_prompt_open(
+    synthetic_race: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    commands: str,
+) -> None:
+    """``printf 'n\\nq\\n' | solrace replay RACE`` (docs/client.md) ended its output
+    with the prompt ``step 1/40> `` and no newline — the shell's prompt came after it —
+    and each board's first line was glued to the prompt before it (a piped command is
+    not echoed). At the end of the commands (Ctrl-D too) likewise."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(commands))
+    assert main(["replay", str(synthetic_race)]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith("> \n")
+    assert all(line.endswith("> ") for line in out.splitlines() if "> " in line[:12])
+    assert not any("> race" in line or "> unknown" in line for line in out.splitlines())
