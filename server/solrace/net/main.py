@@ -196,16 +196,53 @@ def check_redis_url(text: str) -> str:
         )
     if parts.scheme in CLUSTER_SCHEMES:
         parse_cluster_url(text)  # raises ValueError saying what is wrong
-        return text
-    db = parts.path.strip("/")
-    if parts.scheme != "unix" and db and not db.isdigit():
-        raise ValueError(f"database index {db!r} is not a number (redis://host:port/0)")
+    else:
+        db = parts.path.strip("/")
+        if parts.scheme != "unix" and db and not db.isdigit():
+            raise ValueError(f"database index {db!r} is not a number (redis://host:port/0)")
+    if parts.query:
+        _check_query_options(text, cluster=parts.scheme in CLUSTER_SCHEMES)
     return text
 
 
+def _check_query_options(text: str, *, cluster: bool) -> None:
+    """Build the client the store would, without I/O: redis-py hands every option of
+    the URL's query to its client or connection class, which refuses one it does not
+    take (``?bogus=1``, ``?ssl_certfile=…`` on a plain-text URL) with a TypeError —
+    otherwise only at the first connection, as a traceback. A value it cannot read
+    (``?socket_timeout=abc``) is its ValueError, which says so."""
+    import re
+
+    import redis.asyncio
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    from solrace.store._cluster import cluster_client
+
+    try:
+        if cluster:
+            retry = Retry(NoBackoff(), 0)
+            cluster_client(text, socket_timeout=None, socket_connect_timeout=1.0, retry=retry)
+        else:
+            pool = redis.asyncio.from_url(text).connection_pool
+            pool.make_connection()  # type: ignore[no-untyped-call]
+    except TypeError as exc:
+        found = re.search(r"keyword argument '([^']*)'", str(exc))
+        name = found.group(1) if found else str(exc)
+        why = f"the Redis client takes no option {name!r} (in the URL's query)"
+        raise ValueError(why) from None
+
+
 def _data_dir(text: str) -> str:
+    """A data directory's path. One with a control character (a newline, a tab) is
+    refused: the engine starts there, but the ``unix://`` URL of its socket cannot
+    carry one (URL parsing drops it), so the node would serve with a store that never
+    answers."""
     if not text.strip():
         raise ValueError("must name a directory")
+    control = next((c for c in text if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if control is not None:
+        raise ValueError(f"must not contain a control character (U+{ord(control):04X})")
     return os.path.expanduser(text)
 
 
@@ -379,8 +416,57 @@ async def open_store(url: str | None, prefix: str, data_dir: str | None = None) 
         if wrong is not None:
             await store.close()
             raise UsageError(f"--redis-url: {wrong.node} {wrong.says}: use {_redact(wrong.use)}")
+        refused = await auth_refused(url)
+        if refused is not None:
+            await store.close()
+            raise UsageError(f"--redis-url: Redis refused {_redact(url)}: {refused}")
         log.error("redis does not answer; serving anyway, requests fail until it does")
     return store
+
+
+async def auth_refused(url: str) -> str | None:
+    """Why Redis at ``url`` refuses its credentials (none where a password is required,
+    a wrong password, an unknown user), or None if it does not answer or takes them.
+
+    redis-py reports such a refusal as a connection error (AuthenticationError or, on
+    Valkey, a plain ConnectionError), so the store counts it as an outage
+    (``unavailable``); at start-up it is a URL Redis refuses (exit 2), not a Redis that
+    does not answer: the node would never serve. Told apart by Redis's own words."""
+    import redis.asyncio
+    from redis.exceptions import AuthenticationError, RedisError
+
+    from solrace.store import CLUSTER_SCHEMES, parse_cluster_url
+
+    if urlsplit(url).scheme in CLUSTER_SCHEMES:
+        url = parse_cluster_url(url)[0]  # its first node, with the credentials
+    client = redis.asyncio.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    try:
+        await client.ping()
+    except (RedisError, OSError) as exc:
+        why = str(exc)
+        if not isinstance(exc, AuthenticationError) and not any(
+            words in why for words in AUTH_REFUSALS
+        ):
+            return None
+    else:
+        return None
+    finally:
+        await client.aclose()
+    if urlsplit(url).password is None:
+        return "it requires a password (redis://:PASSWORD@host:port/db)"
+    return why or "authentication failed"
+
+
+#: What Redis and Valkey say when they refuse a connection's credentials.
+AUTH_REFUSALS: Final = (
+    "NOAUTH",
+    "WRONGPASS",
+    "NOPERM",
+    "Authentication required",
+    "invalid username-password pair",
+    "invalid password",
+    "HELLO must be called with the client already authenticated",
+)
 
 
 async def run(args: argparse.Namespace) -> int:
