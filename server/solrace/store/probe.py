@@ -10,15 +10,21 @@ URL Redis refuses:
   Redis): the cluster client's ``CLUSTER SLOTS`` is refused, which redis-py reports as
   "cannot be connected", as it reports a cluster nobody answers for;
 - ``rediss://`` (TLS) naming a Redis that speaks plain text: the TLS handshake gets no
-  answer until the connect timeout (or bytes that are not TLS).
+  answer until the connect timeout (or bytes that are not TLS);
+- ``redis://`` (plain text) naming a Redis that speaks only TLS, as managed Redis
+  services often do: it closes the connection at the first byte that is not TLS;
+- ``rediss://`` naming a Redis whose certificate this machine does not trust (a
+  self-signed one, or one for another host name): the handshake fails and redis-py
+  says only "ConnectionError", which reads as an outage.
 
-:func:`wrong_kind` asks only what settles each case — ``PING`` without TLS, ``INFO
-cluster`` — and only after the URL's own connection failed; a Redis that answers
-neither is unreachable, which is not its business.
+:func:`wrong_kind` asks only what settles each case — ``PING`` without TLS, ``PING``
+with TLS, ``INFO cluster`` — and only after the URL's own connection failed; a Redis
+that answers none is unreachable, which is not its business.
 """
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -82,6 +88,13 @@ def _plain(url: str) -> str:
     return urlunsplit(("redis", parts.netloc, parts.path, "", ""))
 
 
+def _tls(url: str) -> str:
+    """``url`` with TLS that takes any certificate: whether the other end speaks TLS at
+    all is the question here, not whom it proves to be."""
+    parts = urlsplit(url)
+    return urlunsplit(("rediss", parts.netloc, parts.path, "ssl_cert_reqs=none", ""))
+
+
 def _client(url: str, timeout: float) -> Redis:
     client: Redis = Redis.from_url(
         url,
@@ -95,7 +108,16 @@ def _client(url: str, timeout: float) -> Redis:
 async def _answers_in_plain_text(url: str, timeout: float) -> bool:
     """True if the Redis at ``url`` answers a plain-text PING (any reply: a refusal
     such as NOAUTH is an answer too)."""
-    client = _client(_plain(url), timeout)
+    return await _answers(_plain(url), timeout)
+
+
+async def _answers_with_tls(url: str, timeout: float) -> bool:
+    """True if the Redis at ``url`` answers a PING over TLS (any reply)."""
+    return await _answers(_tls(url), timeout)
+
+
+async def _answers(url: str, timeout: float) -> bool:
+    client = _client(url, timeout)
     try:
         await client.ping()
     except (RedisConnectionError, RedisTimeoutError, OSError):
@@ -105,6 +127,31 @@ async def _answers_in_plain_text(url: str, timeout: float) -> bool:
     finally:
         await client.aclose()
     return True
+
+
+async def _certificate_refused(url: str, timeout: float) -> str | None:
+    """Why this machine refused the certificate of the Redis at ``url`` (a TLS URL,
+    as given), or None if that is not why a PING fails."""
+    client = _client(url, timeout)
+    try:
+        await client.ping()
+    except (RedisError, OSError) as exc:
+        cause: BaseException | None = exc
+        while cause is not None:
+            if isinstance(cause, ssl.SSLCertVerificationError):
+                return str(cause.verify_message or cause.reason or "certificate verify failed")
+            cause = cause.__cause__ or cause.__context__
+        return None
+    finally:
+        await client.aclose()
+    return None
+
+
+def _with_ca(url: str) -> str:
+    """``url`` naming a CA file to trust, for the operator to fill in."""
+    parts = urlsplit(url)
+    query = "&".join(q for q in (parts.query, "ssl_ca_certs=/path/to/its-ca.pem") if q)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
 
 
 async def _cluster_disabled(url: str, timeout: float) -> bool:
@@ -128,6 +175,13 @@ async def wrong_kind(url: str, timeout: float = PROBE_TIMEOUT_S) -> WrongKind | 
         if scheme in _TLS_SCHEMES and await _answers_in_plain_text(node_url, timeout):
             plain = scheme.removeprefix("rediss")
             return WrongKind(node, "answers without TLS", f"redis{plain}{url[len(scheme) :]}")
+        if scheme not in _TLS_SCHEMES and await _answers_with_tls(node_url, timeout):
+            return WrongKind(node, "answers only with TLS", f"rediss{url[len('redis') :]}")
+        if scheme in _TLS_SCHEMES:
+            why = await _certificate_refused(node_url, timeout)
+            if why is not None:
+                says = f"sent a TLS certificate this machine does not trust ({why})"
+                return WrongKind(node, says, _with_ca(url))
         if scheme in CLUSTER_SCHEMES and await _cluster_disabled(node_url, timeout):
             return WrongKind(node, "is not a Redis Cluster (cluster support disabled)", node_url)
     return None
