@@ -475,6 +475,24 @@ async def test_a_room_whose_lifetime_write_fails_gets_it_once_redis_answers(
     assert kept > (ROOM_TTL_S - 60) * 1000
 
 
+async def _adopted_after(backend: Backend, clock: Clock, dead: Node, room: LiveRoom) -> Node:
+    """``dead`` is killed (it writes nothing more); the next node's sweep must adopt
+    ``room`` and mark the dead node's racers offline. Returns that node."""
+    StoreFaults(dead.store).down = True
+    await dead.stop()
+    nxt = await backend.node(clock=clock)
+    await nxt.store.drop_lease(dead.node_id)  # what 5 s without renewal does
+    await nxt.sweep_orphans()  # the sweep it runs at start, 6 s later and every minute
+    adopted = nxt.rooms.get(room.room_id)
+    assert adopted is not None and adopted.served(), "no node looks after the room"
+
+    async def online() -> list[str]:  # the start's own sweep may be marking them
+        return [r.name for r in adopted.state.racers.values() if r.online]
+
+    await _poll(online, lambda names: not names, "the dead node's racers are not offline")
+    return nxt
+
+
 async def test_a_race_whose_only_node_died_mid_race_is_adopted_ended_and_archived(
     backend: Backend,
 ) -> None:
@@ -489,22 +507,10 @@ async def test_a_race_whose_only_node_died_mid_race_is_adopted_ended_and_archive
     room = race.ann.room
     assert room is not None
     assert (await race.ann.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])).t == "moved"
-    StoreFaults(node.store).down = True  # killed: it writes nothing more, its lease lapses
-    await node.stop()
-
-    nxt = await backend.node(clock=clock)
-    await nxt.store.drop_lease(node.node_id)  # what 5 s without renewal does
-    await nxt.sweep_orphans()  # the sweep it runs at start and every minute
-    adopted = nxt.rooms.get(room.room_id)
-    assert adopted is not None and adopted.served(), "no node looks after the race"
-
-    async def online() -> list[str]:  # the start's own sweep may be marking them
-        return [r.name for r in adopted.state.racers.values() if r.online]
-
-    await _poll(online, lambda names: not names, "the dead node's racers are not offline")
+    nxt = await _adopted_after(backend, clock, node, room)
 
     clock.advance(GRACE_S + 1, nxt)
-    await nxt.tick(adopted)
+    await nxt.tick(nxt.rooms[room.room_id])
     race_key = race_id(room.room_id, race.commitment)
     kept = unpack(await archived_result(nxt.store, race_key, timeout=5))
     assert kept["result"]["reason"] and kept["result"]["commitment"] == race.commitment
@@ -523,25 +529,14 @@ async def test_a_listed_lobby_whose_only_node_died_is_adopted_and_its_ghost_leav
     clock = Clock()
     node = await backend.node(clock=clock)
     ann = FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    assert created.t == "joined"
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
     room = ann.room
     assert room is not None
-    StoreFaults(node.store).down = True  # killed: it writes nothing more
-    await node.stop()
+    assert room.room_id in await node.store.listed_rooms()
+    nxt = await _adopted_after(backend, clock, node, room)
 
-    nxt = await backend.node(clock=clock)
-    await nxt.store.drop_lease(node.node_id)  # what 5 s without renewal does
-    assert room.room_id in await nxt.store.listed_rooms()
-    await nxt.sweep_orphans()
-    adopted = nxt.rooms.get(room.room_id)
-    assert adopted is not None and adopted.served(), "no node looks after the lobby"
-
-    async def online() -> list[str]:  # the start's own sweep may be marking her
-        return [r.name for r in adopted.state.racers.values() if r.online]
-
-    await _poll(online, lambda names: not names, "the dead node's racer is not offline")
     clock.advance(GRACE_S + 1, nxt)
+    adopted = nxt.rooms[room.room_id]
     await nxt.tick(adopted)
     assert not adopted.state.racers, adopted.state.racers
     assert room.room_id not in await nxt.store.listed_rooms()
