@@ -130,11 +130,13 @@ def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess
     [
         ["rules", "--seconds", "60"],
         ["solver", "--deals", "100000", "--workers", "2", "--certify", "0"],
+        ["server", "--seconds", "30", "--racers", "8", "--json"],
     ],
-    ids=["rules", "solver"],
+    ids=["rules", "solver", "server"],
 )
 def test_ctrl_c_is_one_line_and_status_130(argv: list[str]) -> None:
-    """Ctrl-C printed a KeyboardInterrupt traceback."""
+    """Ctrl-C printed a KeyboardInterrupt traceback (the server suite: its echo server's,
+    a child process the benchmark stops itself)."""
     done = _interrupted(argv, 3.0)
     assert (done.returncode, done.stdout, done.stderr) == (130, "", f"{PROG}: interrupted\n")
 

@@ -138,8 +138,13 @@ def _rss_mb(pid: int) -> float:
 @contextlib.contextmanager
 def _child(argv: list[str], port: int, core: set[int] | None) -> Iterator[subprocess.Popen[bytes]]:
     """Start ``argv``, pin it, wait until ``port`` accepts; always stop it (SIGTERM,
-    then SIGKILL after ``STOP_TIMEOUT_S``) so no run leaves a process behind."""
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    then SIGKILL after ``STOP_TIMEOUT_S``) so no run leaves a process behind. It runs in
+    a session of its own: a Ctrl-C reaches only the benchmark, which stops it here,
+    instead of every server in the terminal's process group printing its own
+    KeyboardInterrupt."""
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         if core is not None:
             os.sched_setaffinity(proc.pid, core)
