@@ -500,6 +500,34 @@ async def test_the_bots(tmp_path: Path) -> None:
                     await bot.wait()
 
 
+async def test_the_readme_example_interrupted_says_one_line(tmp_path: Path) -> None:
+    """The README's ``python docs/examples/two_racers.py [URL]``, stopped with Ctrl-C
+    mid-race, printed a KeyboardInterrupt traceback (after a CancelledError one)."""
+    async with world(tmp_path) as (w, server):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(ROOT / "docs" / "examples" / "two_racers.py"),
+            server.url,
+            cwd=w.cwd,
+            env=w.env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            line = await asyncio.wait_for(proc.stdout.readline(), 30)
+            assert line.startswith(b"room code: "), line
+            await asyncio.sleep(0.5)  # racing (or waiting for the start)
+            proc.send_signal(signal.SIGINT)
+            err = (await asyncio.wait_for(proc.stderr.read(), 30)).decode()
+            assert await asyncio.wait_for(proc.wait(), 30) == 130, err
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    assert err == "two_racers: interrupted\n", err
+
+
 RUN_LINES = {
     *README_RULES,
     *SOLVER,

@@ -48,3 +48,6 @@ except BadServerURL as exc:  # not a ws:// URL: one line, not a traceback
     sys.exit(f"two_racers: {exc}")
 except CONNECT_ERRORS as exc:  # no server there, or not a solrace server
     sys.exit(f"two_racers: {cannot_reach(url, exc)}")
+except KeyboardInterrupt:  # Ctrl-C: one line and status 130, as the commands do
+    print("two_racers: interrupted", file=sys.stderr)
+    sys.exit(130)
