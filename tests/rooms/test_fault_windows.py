@@ -135,7 +135,7 @@ async def _past_grace(clock: Clock, node: Node, room: LiveRoom) -> None:
     node's last store recovery (Node.store_ok), so the node sees Redis answer first."""
 
     async def store_down() -> bool:
-        return node._store_down
+        return node.store_down
 
     await _poll(store_down, lambda down: not down, "the node still sees Redis down")
     clock.advance(GRACE_S + 1, node)

@@ -276,6 +276,11 @@ class Node:
             self.store_failed()  # the tail and the room checks catch up later
 
     # ------------------------------------------------------- leases, rewinds
+    @property
+    def store_down(self) -> bool:
+        """Whether the store failed this node's last call (until it answers again)."""
+        return self._store_down
+
     def store_failed(self) -> None:
         if not self._store_down:
             log.warning("store unavailable")
