@@ -112,13 +112,13 @@ def _check_commitment(
         report.add("commitment", True, f"{what} = {str(published)[:16]}…")
     else:
         try:
-            computed = commitment(seed, salt, certificate)
-        except (ValueError, TypeError) as exc:
+            computed = f"{commitment(seed, salt, certificate)[:16]}…"
+        except (ValueError, TypeError) as exc:  # said whole: cut, it said nothing
             computed = f"(cannot compute: {exc})"
         report.add(
             "commitment",
             False,
-            f"{what} = {computed[:16]}… but the race committed to {str(published)[:16]}…",
+            f"{what} = {computed} but the race committed to {str(published)[:16]}…",
         )
     if seen is not None:
         report.add(

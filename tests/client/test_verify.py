@@ -171,3 +171,14 @@ def test_a_finish_after_the_time_limit_is_named(synthetic_race: Path) -> None:
     path, _ = _tampered(synthetic_race, _tamper_late_finish)
     (order,) = [c for c in verify_result(load_result(path)).failures if c.what == "standings order"]
     assert "finished after the" in order.detail and "time limit" in order.detail, order.detail
+
+
+def test_a_commitment_that_cannot_be_computed_says_why(synthetic_race: Path) -> None:
+    """A seed out of range (a whole number, so the file loads) failed the commitment
+    line as "= (cannot compute:… but the race committed to …": the reason was cut to
+    16 characters, like a hash."""
+    saved = load_result(synthetic_race)
+    broken = SavedResult(saved.race, saved.room, saved.settings, {**saved.result, "seed": -5})
+    (line,) = [c for c in verify_result(broken).failures if c.what == "commitment"]
+    assert "(cannot compute: " in line.detail and "-5" in line.detail, line.detail
+    assert "(cannot compute:…" not in line.detail
