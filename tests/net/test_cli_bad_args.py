@@ -6,6 +6,7 @@ starts and cannot serve (docs/server.md, "Command line")."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import os
@@ -170,6 +171,8 @@ def test_a_data_dir_inside_an_unreadable_directory_is_status_2(tmp_path: Path) -
 # ------------------------------------------------------------------ solrace-rules
 _POSITIONS = [json.loads(dump_position(deal(v, 7))) for v in ("yukon", "klondike", "alaska")]
 _ODD = [None, True, 0, -1, 2**70, 1.5, "", "AS", "as", "ZZ", "10H", [], {}, [None], {"a": 1}]
+#: A fresh copy of one of them (a later step may walk into it and change it).
+_odd = st.sampled_from(_ODD).map(copy.deepcopy)
 
 
 @st.composite
@@ -191,11 +194,11 @@ def _spoilt_positions(draw: st.DrawFn) -> str:
             continue
         action = draw(st.integers(0, 2))
         if action == 0 or isinstance(parent, list):
-            parent[key] = draw(st.sampled_from(_ODD))
+            parent[key] = draw(_odd)
         elif action == 1:
             del parent[key]
         else:
-            parent["x_" + str(key)] = draw(st.sampled_from(_ODD))
+            parent["x_" + str(key)] = draw(_odd)
     return json.dumps(position)
 
 
