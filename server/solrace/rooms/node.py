@@ -370,6 +370,7 @@ class Node:
 
         Lobbies: a listed lobby is adopted too, so its dead racers leave when their
         grace ends instead of sitting in the list, ready to be joined, for a day."""
+        adopted = 0
         for room_id in await self.store.unarchived_rooms():
             try:
                 room = await self._orphan(room_id)
@@ -380,7 +381,7 @@ class Node:
             if room is None:
                 continue
             if room.state.phase in (Phase.COUNTDOWN, Phase.RACING):
-                await self._adopt(room)
+                adopted += await self._adopt(room)
                 continue
             race = _last_race(room)
             if race is None or room.state.phase != Phase.FINISHED:
@@ -393,7 +394,9 @@ class Node:
             except BadMessage:
                 continue  # gone: the listing drops it when it is next read
             if room is not None and not room.expiring():
-                await self._adopt(room)
+                adopted += await self._adopt(room)
+        if adopted:
+            await self.check_rooms()  # the dead nodes' racers go offline: their grace starts
 
     async def _orphan(self, room_id: str) -> LiveRoom | None:
         """The room, loaded, if no live node looks after it; else None. Raises
@@ -406,18 +409,19 @@ class Node:
             return None  # a live node that served it does
         return await self.room(room_id)
 
-    async def _adopt(self, room: LiveRoom) -> None:
+    async def _adopt(self, room: LiveRoom) -> bool:
         """Serve a room every node serving it has left (see :meth:`sweep_orphans`): its
         checks mark the dead nodes' racers offline, and its timers let them leave when
-        their grace ends and end the race (or its time limit does)."""
+        their grace ends and end the race (or its time limit does). False if this node
+        serves it already."""
         if room.served():
-            return
+            return False
         log.warning("adopting a room no live node serves", extra={"room": room.room_id})
         async with room.lock:
             await self.join_room(room)
         room.serving = True
-        await self.check_rooms()  # the dead nodes' racers go offline: their grace starts
         self.schedule(room)
+        return True
 
     def _check_alone(self, room: LiveRoom, version: int) -> None:
         """A room this node thinks it serves alone: if Redis is ahead of what it has
