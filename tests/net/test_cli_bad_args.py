@@ -71,6 +71,14 @@ def _one_line(stderr: str, says: str) -> None:
         ),
         (["--redis-url", "unix:///tmp/x.sock?bogus=1"], {}, "takes no option 'bogus'"),
         (["--redis-url", REDIS_URL + "?socket_timeout=abc"], {}, "Invalid value"),
+        # On the embedded engine the store's ValueError was a traceback (status 1); with a
+        # Redis URL it was blamed on --redis-url.
+        (["--key-prefix", "a{b"], {}, "--key-prefix: must not contain braces"),
+        (
+            ["--redis-url", REDIS_URL],
+            {"SOLRACE_KEY_PREFIX": "x}"},
+            "$SOLRACE_KEY_PREFIX: must not contain braces",
+        ),
     ],
 )
 def test_a_bad_flag_found_by_the_audit_is_one_line_and_status_2(

@@ -246,6 +246,15 @@ def _data_dir(text: str) -> str:
     return os.path.expanduser(text)
 
 
+def _key_prefix(text: str) -> str:
+    """The store refuses braces in it (solrace.store.keys: a ``{`` would become every
+    key's cluster hash tag); said as this flag's fault, before anything starts — not
+    as a traceback once the embedded engine runs, nor as the Redis URL's."""
+    if "{" in text or "}" in text:
+        raise ValueError(f"must not contain braces (they are Redis Cluster's hash tag): {text!r}")
+    return text
+
+
 def _choice(options: Sequence[str]) -> Callable[[str], str]:
     def check(text: str) -> str:
         if text not in options:
@@ -308,7 +317,13 @@ def settings() -> tuple[Setting, ...]:
             _choice(LOG_FORMATS),
             "one line per record, as text or json",
         ),
-        Setting("--key-prefix", "SOLRACE_KEY_PREFIX", "solrace:", str, "prefix of every Redis key"),
+        Setting(
+            "--key-prefix",
+            "SOLRACE_KEY_PREFIX",
+            "solrace:",
+            _key_prefix,
+            "prefix of every Redis key",
+        ),
         Setting(
             "--rate-per-s",
             "SOLRACE_RATE_PER_S",
