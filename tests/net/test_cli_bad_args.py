@@ -247,6 +247,13 @@ def test_solrace_rules_on_a_spoilt_position_says_one_line(text: str, command: li
         (["deal", "yukon", "1.5"], None, 2, "not a whole number: '1.5'"),
         (["deal", "yukon", str(2**64)], None, 2, "a seed is a whole number"),
         (["perft", "-", "x"], "{}", 2, "argument depth: not a whole number"),
+        # Deeper than Python's recursion limit: a RecursionError traceback, status 1.
+        (
+            ["perft", "-", "2000"],
+            dump_position(deal("yukon", 7)),
+            2,
+            "argument depth: a depth is at most 100, not 2000",
+        ),
     ],
 )
 def test_solrace_rules_refuses_bad_input_in_one_line(

@@ -68,10 +68,18 @@ def _budget(text: str) -> int:
     return value
 
 
+#: The deepest ``perft``: far past what any position can be counted to (depth 8 takes
+#: minutes), and well inside Python's recursion limit, which a deeper count hit at once
+#: (its first line of moves goes down depth-first): a RecursionError traceback.
+MAX_PERFT_DEPTH: Final = 100
+
+
 def _depth(text: str) -> int:
     value = _whole(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"a depth is 0 or more, not {value}")
+    if value > MAX_PERFT_DEPTH:
+        raise argparse.ArgumentTypeError(f"a depth is at most {MAX_PERFT_DEPTH}, not {value}")
     return value
 
 
@@ -195,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("position", help="position JSON file, or - for standard input")
     p = sub.add_parser("perft", help="print perft(DEPTH)")
     p.add_argument("position")
-    p.add_argument("depth", type=_depth)
+    p.add_argument("depth", type=_depth, help=f"0-{MAX_PERFT_DEPTH}")
     p.add_argument("--divide", action="store_true", help="print the count per first move")
     p = sub.add_parser("play", help="print the position after the moves, or the error")
     p.add_argument("position")
