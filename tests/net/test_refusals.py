@@ -241,6 +241,10 @@ async def test_websocket_level_faults_close_with_a_documented_code_and_bare_reas
     await asyncio.wait_for(client.closed, 5)
     assert (client.close_code, client.ws.close_reason) == (close, reason)
     assert not client.received
+    counted = f'solrace_protocol_closes_total{{code="{close}"}} 1.0'
+    async with asyncio.timeout(5):  # counted as the server's side of it ends
+        while counted not in server.metrics.render().decode():
+            await asyncio.sleep(0.01)
     fragmented = await RaceClient.connect(server.url)
     assert fragmented.ws.transport is not None
     fragmented.ws.transport.write(_ws_frame(0x2, _PING[:2], fin=False) + _ws_frame(0x0, _PING[2:]))

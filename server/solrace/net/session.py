@@ -35,6 +35,10 @@ log = logging.getLogger("solrace.session")
 
 #: Unread output after which a connection is dropped as too slow.
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
+#: Close codes websockets sends on its own for bad input (counted as protocol closes).
+_REFUSALS = frozenset(
+    {CloseCode.INVALID_DATA, CloseCode.MESSAGE_TOO_BIG, 1002}  # 1002: protocol error
+)
 
 
 class Session(Peer):
@@ -108,8 +112,12 @@ class Session(Peer):
                     await self._close_for(err.close_code or 1007, err.close_reason)
                     return
                 await requests.handle(self.node, self, envelope)
-        except ConnectionClosed:
-            pass
+        except ConnectionClosed as closed:
+            # websockets itself refused the peer's bytes (a frame over the size limit,
+            # text that is not UTF-8, a frame that breaks RFC 6455): bad input too.
+            sent = closed.sent
+            if sent is not None and not closed.rcvd_then_sent and sent.code in _REFUSALS:
+                self.metrics.closes.labels(str(sent.code)).inc()
 
     async def _close_for(self, code: int, reason: str) -> None:
         """Close for bad input. Frames the peer already sent are read and dropped
