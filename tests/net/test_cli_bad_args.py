@@ -151,13 +151,9 @@ def _without_file_permissions() -> list[str]:
     return [setpriv, f"--bounding-set={drop}", f"--inh-caps={drop}"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="solrace.store.embedded._Lock.acquire: after mkdir fails with EACCES, its "
-    "'data_dir.exists()' raises PermissionError itself, which escapes as 'cannot start: "
-    "[Errno 13] …' and status 1 (not the documented --data-dir line and status 2)",
-)
 def test_a_data_dir_inside_an_unreadable_directory_is_status_2(tmp_path: Path) -> None:
+    """After mkdir failed with EACCES, the lock's own 'is it a file?' check raised
+    PermissionError, which escaped as 'cannot start: [Errno 13] …' and status 1."""
     locked = tmp_path / "locked"
     locked.mkdir(mode=0)
     try:

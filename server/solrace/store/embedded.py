@@ -133,7 +133,7 @@ class _Lock:
             fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             why = exc.strerror or str(exc)
-            if data_dir.exists() and not data_dir.is_dir():  # mkdir says "File exists"
+            if _is_file(data_dir):  # mkdir says "File exists"
                 why = "it is a file, not a directory"
             raise DataDirUnusable(f"cannot use data directory {data_dir}: {why}") from None
         try:
@@ -158,6 +158,15 @@ class _Lock:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor drops the flock
             self._fd = None
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` exists and is not a directory; False where that cannot be seen
+    (inside a directory this user may not read: the caller says why it failed)."""
+    try:
+        return path.exists() and not path.is_dir()
+    except OSError:
+        return False
 
 
 def _death_signal() -> Callable[[], None] | None:
