@@ -15,7 +15,10 @@ reached or refused (unknown code, full room, stale token…), said in one line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 
 from ..errors import EXIT_FAILED
 from .app import SolraceApp
@@ -54,6 +57,28 @@ def _run(app: SolraceApp) -> int:
     return asyncio.run(_enter_then_run(app))
 
 
+@contextlib.contextmanager
+def _screen_on_the_terminal() -> Iterator[None]:
+    """Textual draws on standard error: with it redirected (``solrace create 2>log``)
+    the screen went into the file and the terminal stayed blank while the race ran.
+    The screen is then drawn on standard output's terminal, and standard error is put
+    back for the one line said after it."""
+    try:
+        apart = not os.isatty(2) and os.isatty(1)
+    except OSError:
+        apart = False
+    if not apart:
+        yield
+        return
+    saved = os.dup(2)
+    os.dup2(1, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 async def _enter_then_run(app: SolraceApp) -> int:
     """Enter the room first and open the screen only then: a refusal or an unreachable
     server is one line on standard error, never a screen that opens and vanishes."""
@@ -65,7 +90,8 @@ async def _enter_then_run(app: SolraceApp) -> int:
     finally:
         notice.cancel()
     if entered:
-        await app.run_async()
+        with _screen_on_the_terminal():
+            await app.run_async()
     if app.failure:  # one line, after the screen is restored (Textual would wrap it)
         _say(f"solrace: {app.failure}")
         return int(app.return_code or EXIT_FAILED)

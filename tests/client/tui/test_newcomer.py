@@ -5,6 +5,7 @@ typed while reconnecting are refused visibly, never lost silently."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -238,6 +239,43 @@ async def test_a_room_entered_first_still_gets_the_screen(cluster: Cluster) -> N
         proc.kill()
         await proc.wait()
         os.close(master)
+
+
+async def test_the_screen_is_on_the_terminal_with_standard_error_redirected(
+    cluster: Cluster,
+) -> None:
+    """``solrace create 2>errors.log``: Textual draws on standard error, so the whole
+    screen went into the file and the terminal stayed blank for the race."""
+    server = await cluster.node()
+    argv = ["create", "--name", "Ann", "--server", server.url]
+    proc, master = await terminal.spawn(argv, errors_apart=True)  # stderr: a pipe
+    out = bytearray()
+
+    async def drain() -> None:  # the screen repaints: a terminal nobody reads blocks it
+        while chunk := await terminal.read(master):
+            out.extend(chunk)
+
+    reading = asyncio.create_task(drain())
+    assert proc.stderr is not None
+    errors = asyncio.create_task(proc.stderr.read())  # the "file": never full
+    try:
+        deadline = asyncio.get_running_loop().time() + 20
+        while terminal.ALTERNATE_SCREEN not in out or b"Room code" not in out:
+            if asyncio.get_running_loop().time() > deadline or reading.done():
+                raise AssertionError(f"no screen on the terminal: {bytes(out)[-500:]!r}")
+            await asyncio.sleep(0.05)
+        for key in (b"q", b"y"):
+            await asyncio.sleep(0.5)
+            os.write(master, key)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+        assert await asyncio.wait_for(errors, 10) == b""  # nothing went to the file
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        os.close(master)
+        await asyncio.wait_for(reading, 10)
+        errors.cancel()
 
 
 async def test_q_ctrl_c_and_ctrl_q_ask_and_twice_quits(cluster: Cluster) -> None:
