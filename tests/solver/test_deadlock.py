@@ -11,8 +11,16 @@ from typing import Any
 import pytest
 from solrace.rules import deal, dump_position, load_position
 from solrace.rules.cards import NAMES, SUITS, face_of
-from solrace.solver.deadlock import dead, relaxed_dead, split_dead
-from solrace.solver.search import FOUND, OUT_OF_BUDGET, SHUFFLE_SIZE, Search, State, settle
+from solrace.solver.deadlock import _split, dead, deep_dead, relaxed_dead, split_dead
+from solrace.solver.search import (
+    EXHAUSTED,
+    FOUND,
+    OUT_OF_BUDGET,
+    SHUFFLE_SIZE,
+    Search,
+    State,
+    settle,
+)
 from solrace.solver.solve import spec_of, state_of
 
 from .test_soundness import CASES, small_position, winnable
@@ -233,6 +241,94 @@ def test_occupancy_claims_mid_game_are_never_won(variant: str, seeds: tuple[int,
                 break
             state = walk.states[-1]
             if relaxed_dead(spec, state) or not split_dead(spec, state):
+                continue
+            found += 1
+            assert Search(spec, state).run(5_000) != FOUND, (seed, state)
+        claims += found
+    assert claims > 0
+
+
+@pytest.mark.parametrize(
+    ("variant", "options"),
+    [("yukon", {}), ("alaska", {}), ("klondike", {"foundation_to_tableau": False})],
+    ids=lambda x: str(x),
+)
+def test_the_derivation_filter_changes_no_answer(variant: str, options: dict[str, Any]) -> None:
+    """split_dead skips the bases that the plain fixed point's derivation did not move
+    both cards onto (such a case cannot change the fixed point): on random positions
+    it answers exactly as the unfiltered split."""
+    rng = random.Random(f"filter{variant}")
+    claims = 0
+    for _ in range(1_000):
+        board = _larger_position(variant, options, rng)
+        spec, state = spec_of(board), state_of(board)
+        if relaxed_dead(spec, state):
+            continue
+        filtered = split_dead(spec, state)
+        assert filtered == _split(spec, state, None)[0], dump_position(board)
+        claims += filtered
+    assert claims > 0
+
+
+@pytest.mark.parametrize(
+    ("variant", "options"),
+    [("yukon", {}), ("klondike", {"foundation_to_tableau": False})],
+    ids=lambda x: str(x),
+)
+def test_nested_split_claims_are_checked_by_exhaustive_search(
+    variant: str, options: dict[str, Any]
+) -> None:
+    """Every position the nested split (three levels) calls lost and the single split
+    does not, among random larger positions, is lost by the exhaustive search."""
+    rng = random.Random(f"nested{variant}")
+    claimed = 0
+    for _ in range(8_000):
+        board = _larger_position(variant, options, rng)
+        spec, state = spec_of(board), state_of(board)
+        if dead(spec, state) or not deep_dead(spec, state, 3, 1_000_000)[0]:
+            continue
+        claimed += 1
+        assert winnable(board, limit=50_000) is not True, dump_position(board)
+    assert claimed >= 1
+
+
+def test_nested_split_proves_a_real_deal_the_search_exhausts() -> None:
+    """Yukon seed 511: the relaxation and the single split pass it, three levels of
+    the split prove it lost in a few fixed points, and the plain depth-first search
+    (the relaxation pruning only) confirms it by exhausting its space."""
+    board = deal("yukon", 511, {})
+    spec = spec_of(board)
+    start = state_of(board)
+    cols, downs, piles = list(start[0]), list(start[1]), list(start[2])
+    talon, p = settle(spec, cols, downs, piles, start[3], start[4], None)
+    root: State = (tuple(cols), tuple(downs), tuple(piles), talon, p, start[5])
+    assert not dead(spec, root)
+    assert not deep_dead(spec, root, 1, 1_000)[0]
+    lost, runs = deep_dead(spec, root, 3, 250)
+    assert lost and runs < 50
+    assert Search(spec, root).run(30_000) == EXHAUSTED
+
+
+def test_nested_split_claims_mid_game_are_never_won() -> None:
+    """Mid-game positions of real Yukon deals reached by randomly ordered searches:
+    where the nested split (and not the single one) calls one lost, a search from it
+    must not win it."""
+    claims = 0
+    for seed in (17, 306, 511, 876):
+        board = deal("yukon", seed, {})
+        spec = spec_of(board)
+        start = state_of(board)
+        cols, downs, piles = list(start[0]), list(start[1]), list(start[2])
+        talon, p = settle(spec, cols, downs, piles, start[3], start[4], None)
+        root: State = (tuple(cols), tuple(downs), tuple(piles), talon, p, start[5])
+        shuffle = random.Random(seed).randbytes(SHUFFLE_SIZE) + bytes((seed & 1,))
+        walk = Search(spec, root, shuffle)
+        found = 0
+        while walk.nodes < 3_000 and found < 3:
+            if walk.run(walk.nodes + 20) != OUT_OF_BUDGET:
+                break
+            state = walk.states[-1]
+            if dead(spec, state) or not deep_dead(spec, state, 3, 250)[0]:
                 continue
             found += 1
             assert Search(spec, state).run(5_000) != FOUND, (seed, state)

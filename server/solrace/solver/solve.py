@@ -20,7 +20,7 @@ from solrace.rules import Board, deal
 from solrace.rules.cards import FACE
 from solrace.rules.log import apply_entry
 
-from .deadlock import dead
+from .deadlock import dead, deep_dead
 from .faces import DOWN
 from .search import (
     BUILD_SUIT_UP_OR_DOWN,
@@ -185,6 +185,12 @@ PROBE_UNIT: Final = 250
 #: 0-299: 5 against 10; Alaska 0-199: 18 against 22; Solvitaire's Klondike 0-199:
 #: 27 against 30), and no fewer proofs (docs/winnability.md).
 MAIN_SHARE: Final = 0.3
+#: The nested occupancy split tried at the root once the first run has not decided
+#: the deal: levels, and the most fixed points it may run (each counted as a node).
+#: Yukon seeds 0-999 at 20,000 nodes: 60 -> 56 unknown (306, 321, 511 and 876 proved
+#: lost, each within 155 fixed points); a fourth level proves no more.
+ROOT_SPLIT_DEPTH: Final = 3
+ROOT_SPLIT_CAP: Final = 250
 
 
 def luby(i: int) -> int:
@@ -221,12 +227,23 @@ def _restarts(
     the budget. The probes search the reduced game (:class:`Search`, except in Alaska),
     so a probe that exhausts proves nothing: probing stops and the main search gets
     the rest of the budget.
+
+    Between the first run and the first probe, a deal still open gets the nested
+    occupancy split at its root (:func:`~solrace.solver.deadlock.deep_dead`), its
+    fixed points counted like the probes' nodes.
     """
     main = Search(spec, root)
     result = main.run(min(FIRST_RUN, budget), should_stop)
     if result != OUT_OF_BUDGET:
         return result, main.path, main.nodes, len(main.seen)
     probed = 0
+    if budget - main.nodes > ROOT_SPLIT_CAP:
+        # A deal the obvious plays have not decided: worth a stronger proof attempt
+        # at the root, paid from the budget (docs/solver.md, "Nested split").
+        lost, runs = deep_dead(spec, root, ROOT_SPLIT_DEPTH, ROOT_SPLIT_CAP)
+        probed = runs
+        if lost:
+            return EXHAUSTED, [], main.nodes + runs, len(main.seen)
     probing = True
     # Alaska builds up or down: a card has a natural base on either side, and taking
     # it off one is needed too often (seeds 0-199: 17 unknown instead of 8).
