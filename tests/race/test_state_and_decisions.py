@@ -251,6 +251,21 @@ def test_racer_game_refusals_carry_codes() -> None:
     assert game.seq == 0
 
 
+@pytest.mark.parametrize(("variant", "columns"), [("yukon", 7), ("double_yukon", 10)])
+def test_a_column_beyond_every_variants_is_said_in_the_games_own_range(
+    variant: str, columns: int
+) -> None:
+    """'99>F' in Yukon said 'column 99 is not between 1 and 10': the notation's limit,
+    which no Yukon board has (solrace-rules said it right, the server did not)."""
+    game = RacerGame(variant, 7, {})
+    with pytest.raises(RaceError) as notation:
+        game.apply("99>F", 0)
+    assert notation.value.code == "bad_notation"
+    assert str(notation.value).endswith(
+        f"'99>F': column 99 is not between 1 and {columns} ({variant} has {columns} columns)"
+    ), str(notation.value)
+
+
 def test_a_winnable_room_counts_down_only_on_a_certified_deal() -> None:
     room = Room()
     for name in ("Ann", "Bob"):

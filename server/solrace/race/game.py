@@ -17,7 +17,7 @@ from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from solrace.protocol.views import RacerStatus
-from solrace.rules import Board, IllegalMoveError, NotationError, deal, parse_move, view
+from solrace.rules import Board, IllegalMoveError, NotationError, deal, view
 from solrace.rules.log import UNDO
 from solrace.rules.view import seen_cards
 
@@ -74,11 +74,9 @@ class RacerGame:
             self._saw()
             return
         try:
-            move = parse_move(entry)
+            board.play(entry, at_ms)
         except NotationError as exc:
             raise RaceError("bad_notation", str(exc)) from None
-        try:
-            board.play(move, at_ms)
         except IllegalMoveError as exc:
             raise RaceError("illegal_move", exc.reason) from None
         if board.options.auto_complete and board.can_auto_complete():

@@ -510,7 +510,17 @@ class Board:
         never reads a clock.
         """
         if isinstance(move, str):
-            move = parse_move(move)
+            try:
+                move = parse_move(move)
+            except NotationError as exc:
+                if exc.column is None:
+                    raise
+                # Said in this board's range, not the notation's, which no board has.
+                raise NotationError(
+                    f"{move!r}: column {exc.column} is not between 1 and {self.columns} "
+                    f"({self.variant} has {self.columns} columns)",
+                    column=exc.column,
+                ) from None
         elif not isinstance(move, Move):
             raise NotationError(f"not a move: {move!r}")
         reason = self.refusal(move)

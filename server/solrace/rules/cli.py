@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import errno
 import json
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any, Final, NoReturn
@@ -31,7 +30,6 @@ from .board import Board
 from .deal import deal
 from .errors import IllegalMoveError, InvalidPositionError, NotationError, RulesError
 from .log import apply_entry
-from .moves import MAX_COLUMNS
 from .perft import divide, perft
 from .position import dump_position, load_position
 
@@ -150,31 +148,6 @@ def _read_board(source: str) -> Board:
     except OSError as exc:  # opening or reading: a read error, whatever its errno (EIO…)
         raise InputUnreadable(name, exc.strerror or str(exc)) from None
     return load_position(text)
-
-
-#: The columns a move names (notation of docs/rules.md, as :mod:`.moves` reads it):
-#: ``c:k>d`` (c and d), ``c>F``, ``W>d``, ``Fs>d`` (``Fs1>d``…), ``Uc``.
-_COLUMNS_NAMED = re.compile(
-    r"([1-9][0-9]?):[1-9][0-9]*>([1-9][0-9]?)|([1-9][0-9]?)>F|W>([1-9][0-9]?)"
-    r"|F[CDHS][12]?>([1-9][0-9]?)|U([1-9][0-9]?)"
-)
-
-
-def _play(board: Board, entry: str) -> None:
-    """One ``play`` argument. A column beyond any variant's (the notation's limit,
-    :data:`MAX_COLUMNS`) is a notation error; it is said with this board's range
-    ("not between 1 and 7" on Klondike), not the notation's, which no board has."""
-    try:
-        apply_entry(board, entry)
-    except NotationError:
-        named = _COLUMNS_NAMED.fullmatch(entry)
-        beyond = [int(c) for c in (named.groups() if named else ()) if c and int(c) > MAX_COLUMNS]
-        if not beyond:
-            raise
-        raise NotationError(
-            f"{entry!r}: column {beyond[0]} is not between 1 and {board.columns} "
-            f"({board.variant} has {board.columns} columns)"
-        ) from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -297,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "play":
             board = _read_board(args.position)
             for entry in args.moves:
-                _play(board, entry)
+                apply_entry(board, entry)
             out.write(dump_position(board, args.indent) + "\n")
         elif args.command in ("solve", "hint"):
             status = _solve(args, out)

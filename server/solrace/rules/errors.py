@@ -14,7 +14,14 @@ class RulesError(ValueError):
 
 
 class NotationError(RulesError):
-    """A move or card string that is not valid canonical notation."""
+    """A move or card string that is not valid canonical notation.
+
+    ``column``: the column a move names when it is beyond every variant's — a board
+    then says it in its own range (:meth:`solrace.rules.Board.play`)."""
+
+    def __init__(self, message: str, column: int | None = None) -> None:
+        super().__init__(message)
+        self.column = column
 
 
 class IllegalMoveError(RulesError):

@@ -117,7 +117,9 @@ _PARSE_CACHE_LIMIT: Final = 4096
 def _column(text: str, notation: str) -> int:
     value = int(text)
     if not 1 <= value <= MAX_COLUMNS:
-        raise NotationError(f"{notation!r}: column {value} is not between 1 and {MAX_COLUMNS}")
+        raise NotationError(
+            f"{notation!r}: column {value} is not between 1 and {MAX_COLUMNS}", column=value
+        )
     return value - 1
 
 
