@@ -333,6 +333,29 @@ def test_an_old_connections_offline_never_overrides_a_resume() -> None:
     ]
 
 
+def test_a_rematch_keeps_each_racers_connection_and_node() -> None:
+    """The room_reset kept each racer's online flag but dropped its connection and
+    node: a late offline about an old connection then took a racer who had resumed
+    for gone, and a racer whose node died was never marked offline by the lease check
+    (it needs the node), so the new round waited for a ghost."""
+    room = _racing()
+    for racer, conn, node in ((1, "new", "b"), (2, "bob", "a")):
+        room.state.apply(
+            room.state.version + 1,
+            event(EventType.PRESENCE, racer=racer, online=True).but(conn=conn, node=node),
+        )
+    room.apply(d.resign(room.state, 1))
+    room.apply(d.resign(room.state, 2))
+    room.apply(room.tick())
+    assert room.state.phase == "finished"
+    room.apply(d.rematch(room.state, 1))
+    assert room.state.phase == "lobby"
+    ann, bob = room.state.racers[1], room.state.racers[2]
+    assert (ann.online, ann.conn, ann.node) == (True, "new", "b")
+    assert (bob.online, bob.conn, bob.node) == (True, "bob", "a")
+    assert d.presence(room.state, 1, False, "old") == []
+
+
 def test_grace_counts_from_the_last_time_the_store_came_back() -> None:
     room = _racing()
     room.apply(d.presence(room.state, 2, False))

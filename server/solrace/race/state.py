@@ -308,9 +308,10 @@ class RoomState:
         for info in d["racers"]:
             racer = RacerState(info["racer"], info["name"])
             previous = old.get(info["racer"])
-            if previous is not None:
+            if previous is not None:  # presence carries over, with what orders it
                 racer.online = previous.online
                 racer.offline_since_ms = previous.offline_since_ms
+                racer.conn, racer.node = previous.conn, previous.node
             self.racers[racer.racer] = racer
         if self.settings.quick and len(self.racers) >= 2:
             self.lobby_deadline_ms = at + QUICK_LOBBY_MS
