@@ -86,7 +86,9 @@ def _refused(url: str, tmp_path: Path) -> str:
     assert "does not answer" not in done.stderr and "Traceback" not in done.stderr
     problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
     assert len(problems) == 1, done.stderr
-    return problems[0].partition("ERROR solrace.server: ")[2]
+    prefix, _, says = problems[0].partition("solrace-server: ")
+    assert not prefix, done.stderr  # said as a bad flag is, not as a log line
+    return says
 
 
 def test_a_plain_text_url_for_a_tls_only_redis_says_use_rediss(

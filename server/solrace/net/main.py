@@ -649,8 +649,8 @@ def _main(argv: Sequence[str] | None) -> int:
     logs.configure(args.log_level, args.log_format)
     try:
         return run_on_loop(args.loop, run(args))
-    except UsageError as exc:
-        log.error("%s", exc)
+    except UsageError as exc:  # found once the flags met the store: said as the above
+        print(f"solrace-server: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (OSError, EngineError) as exc:
         log.error("cannot start: %s", exc)
