@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +27,7 @@ from typing import Any, Final, NoReturn
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from solrace.argtypes import real, whole
 from solrace.protocol import limits
 from solrace.protocol.messages import display_name
 from solrace.rules import VARIANTS, RulesError, new_board
@@ -124,39 +124,10 @@ def _duration(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (90, 90s, 15m)") from None
 
 
-def _within(
-    lo: int | None, hi: int | None, parse: Callable[[str], int] = int, unit: str = ""
-) -> Callable[[str], int]:
-    """An argparse type: ``parse`` the text, then check it is in ``lo..hi`` (None: no
-    bound) — the server's limits, so a bad value is refused here in words, not by the
-    server. Every whole-number option uses it: one way of saying what is wrong."""
-
-    def check(text: str) -> int:
-        try:
-            value = parse(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            if lo is not None and hi is not None:
-                bounds = f"{lo} to {hi}"
-            else:
-                bounds = f"{lo} or more" if lo is not None else f"{hi} or less"
-            raise argparse.ArgumentTypeError(f"must be {bounds}{unit}, got {value}{unit}")
-        return value
-
-    check.__name__ = parse.__name__
-    return check
-
-
-def _seconds_at_least_0(text: str) -> float:
-    """An argparse type: a finite number of seconds, 0 or more."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
-    return value
+#: The number flags (solrace.argtypes: the same words as every other command line),
+#: bounded by the server's limits, so a bad value is refused here in words, not by the
+#: server.
+_seconds_at_least_0 = real(0, unit=" seconds")
 
 
 def normalise_code(text: str) -> str:
@@ -630,7 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
     def add_settings(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--racers",
-            type=_within(limits.MIN_RACERS, limits.MAX_RACERS, int),
+            type=whole(limits.MIN_RACERS, limits.MAX_RACERS),
             help=f"most racers in the room ({limits.MIN_RACERS}-{limits.MAX_RACERS}, "
             f"default {limits.DEFAULT_MAX_RACERS})",
         )
@@ -644,14 +615,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--private", action="store_true", help="unlisted: join by code only")
         p.add_argument(
             "--time-limit",
-            type=_within(limits.MIN_TIME_LIMIT_S, limits.MAX_TIME_LIMIT_S, _duration, " s"),
+            type=whole(limits.MIN_TIME_LIMIT_S, limits.MAX_TIME_LIMIT_S, " s", _duration),
             help="seconds, or 15m: 1m to 120m (default 15m)",
         )
         p.add_argument(
             "--spectator-delay",
-            type=_within(
-                limits.MIN_SPECTATOR_DELAY_S, limits.MAX_SPECTATOR_DELAY_S, _duration, " s"
-            ),
+            type=whole(limits.MIN_SPECTATOR_DELAY_S, limits.MAX_SPECTATOR_DELAY_S, " s", _duration),
             help="how far spectators lag behind: seconds, or 5m; 0 to 10m (default 0)",
         )
         p.add_argument(
@@ -707,13 +676,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-start", action="store_true", help="start the room when hosting it")
     p.add_argument(
         "--min-racers",
-        type=_within(limits.MIN_RACERS, limits.MAX_RACERS, int),
+        type=whole(limits.MIN_RACERS, limits.MAX_RACERS),
         default=limits.MIN_RACERS,
         help=f"racers needed to --host-start (default {limits.MIN_RACERS})",
     )
     p.add_argument(
         "--max-moves",
-        type=_within(1, 1_000_000, int),
+        type=whole(1, 1_000_000),
         default=3000,
         help="resign after this many moves (default 3000)",
     )
@@ -725,7 +694,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paced inside the server's rate limit)",
     )
     p.add_argument(
-        "--seed", type=_within(None, None), help="seed the strategy's tie-breaks (reproducible)"
+        "--seed", type=whole(), help="seed the strategy's tie-breaks (reproducible)"
     )
     p.add_argument("-v", "--verbose", action="store_true", help="say what the bot does")
 
@@ -733,7 +702,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("race", help="a saved race id (see `solrace races`) or a result file")
     p.add_argument(
         "--step",
-        type=_within(0, None),
+        type=whole(0),
         help="log index to show (0 = the deal; past the end: the final position)",
     )
     p.add_argument("--racer", help="racer id or name (with --print; default: first place)")
@@ -745,7 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("races", "list the finished races saved on this computer", cmd_races)
     p.add_argument(
         "--limit",
-        type=_within(1, 1_000_000, int),
+        type=whole(1, 1_000_000),
         default=30,
         help="list at most this many, newest first (default 30)",
     )

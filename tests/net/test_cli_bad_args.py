@@ -248,7 +248,7 @@ def test_solrace_rules_on_a_spoilt_position_says_one_line(text: str, command: li
             ["perft", "-", "2000"],
             dump_position(deal("yukon", 7)),
             2,
-            "argument depth: a depth is at most 100, not 2000",
+            "argument depth: must be 0 to 100, got 2000",
         ),
     ],
 )

@@ -252,12 +252,12 @@ def test_cli_bad_position_and_missing_file(
         ([], "solrace-rules: the following arguments are required: command"),
         (["fly"], "solrace-rules: argument command: invalid choice: 'fly'"),
         (["perft", "x.json"], "solrace-rules perft: the following arguments are required: depth"),
-        (["perft", "x.json", "-2"], "argument depth: a depth is 0 or more, not -2"),
+        (["perft", "x.json", "-2"], "argument depth: must be 0 to 100, got -2"),
         (["perft", "x.json", "two"], "argument depth: not a whole number: 'two'"),
-        (["deal", "yukon", "1", "--indent", "99"], "an indent is 0 to 16 spaces, not 99"),
+        (["deal", "yukon", "1", "--indent", "99"], "--indent: must be 0 to 16 spaces, got 99"),
         (["deal", "yukon", "x"], "solrace-rules deal: argument seed: not a whole number: 'x'"),
         (["deal", "yukon", "-1"], "solrace-rules: a seed is a whole number 0 ≤ seed < 2**64"),
-        (["solve", "x.json", "--budget", "0"], "a budget is at least 1 node, not 0"),
+        (["solve", "x.json", "--budget", "0"], "argument --budget: must be 1 or more nodes, got 0"),
     ],
 )
 def test_every_usage_error_is_one_line_and_status_2(

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, NoReturn
+
+from solrace.argtypes import real, whole
 
 PROG: Final = "python -m solrace.bench"
 EXIT_FAILED, EXIT_USAGE = 1, 2
@@ -26,47 +27,9 @@ EXIT_INTERRUPTED: Final = 128 + 2
 SEED_LIMIT: Final = 2**64
 
 
-# ------------------------------------------------------ argument types (one each)
-def _finite(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
-    return value
-
-
-def more_than_0(text: str) -> float:
-    """A finite number > 0 (seconds of a measured window, moves per second)."""
-    value = _finite(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, not {text!r}")
-    return value
-
-
-def at_least_0(text: str) -> float:
-    """A finite number ≥ 0 (seconds of warm-up)."""
-    value = _finite(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number ≥ 0, not {text!r}")
-    return value
-
-
-def whole(minimum: int) -> Callable[[str], int]:
-    """A whole number (decimal or 0x…) ≥ ``minimum``."""
-
-    def check(text: str) -> int:
-        try:
-            value = int(text, 0)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
-        return value
-
-    check.__name__ = f"whole number ≥ {minimum}"
-    return check
+# ------------------------------------------------------ argument types (solrace.argtypes)
+more_than_0 = real(0, above=True)
+at_least_0 = real(0)
 
 
 def redis_url(text: str) -> str:

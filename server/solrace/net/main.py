@@ -33,7 +33,6 @@ import functools
 import gc
 import importlib.util
 import logging
-import math
 import os
 import socket
 import sys
@@ -43,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from solrace import __version__
+from solrace.argtypes import real
 
 from . import logs
 
@@ -166,21 +166,10 @@ def _port(text: str) -> int:
     return port
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"must be a number > 0, got {text!r}")
-    return value
-
-
-def _burst(text: str) -> float:
-    value = _positive(text)
-    if value < 1:
-        raise ValueError(f"must be at least 1 (one message), got {text!r}")
-    return value
+#: The rate flags (solrace.argtypes: the same words as every other command line).
+_positive = real(0, above=True)
+#: A burst below one message would refuse every message.
+_burst = real(1)
 
 
 def check_redis_url(text: str) -> str:

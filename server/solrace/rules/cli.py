@@ -26,6 +26,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Final, NoReturn
 
+from solrace.argtypes import whole
+
 from .board import Board
 from .deal import deal
 from .errors import IllegalMoveError, InvalidPositionError, NotationError, RulesError
@@ -52,40 +54,17 @@ def parse_option(text: str) -> tuple[str, Any]:
 MAX_INDENT: Final = 16
 
 
-def _whole(text: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-
-
-def _budget(text: str) -> int:
-    value = _whole(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"a budget is at least 1 node, not {value}")
-    return value
-
-
 #: The deepest ``perft``: far past what any position can be counted to (depth 8 takes
 #: minutes), and well inside Python's recursion limit, which a deeper count hit at once
 #: (its first line of moves goes down depth-first): a RecursionError traceback.
 MAX_PERFT_DEPTH: Final = 100
 
 
-def _depth(text: str) -> int:
-    value = _whole(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a depth is 0 or more, not {value}")
-    if value > MAX_PERFT_DEPTH:
-        raise argparse.ArgumentTypeError(f"a depth is at most {MAX_PERFT_DEPTH}, not {value}")
-    return value
-
-
-def _indent(text: str) -> int:
-    value = _whole(text)
-    if not 0 <= value <= MAX_INDENT:
-        raise argparse.ArgumentTypeError(f"an indent is 0 to {MAX_INDENT} spaces, not {value}")
-    return value
+#: Argument types (solrace.argtypes: the same words as every other command line).
+_seed = whole()
+_budget = whole(1, unit=" nodes")
+_depth = whole(0, MAX_PERFT_DEPTH)
+_indent = whole(0, MAX_INDENT, unit=" spaces")
 
 
 EXIT_FAILED = 1
@@ -169,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("deal", help="print the position JSON of a deal")
     p.add_argument("variant")
     # The seed's range is the engine's to check (deal's RulesError, status 2 too).
-    p.add_argument("seed", type=_whole, help="0 ≤ seed < 2**64 (decimal or 0x…)")
+    p.add_argument("seed", type=_seed, help="0 ≤ seed < 2**64 (decimal or 0x…)")
     p.add_argument("--option", "-o", action="append", type=parse_option, default=[], metavar="K=V")
     p.add_argument("--indent", type=_indent, default=None, help=f"0-{MAX_INDENT} spaces")
     p = sub.add_parser("moves", help="print the legal moves, one a line, sorted")

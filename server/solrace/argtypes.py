@@ -1,0 +1,91 @@
+"""Numbers on command lines: one way to read them and one way to say what is wrong.
+
+Every entry point (``solrace``, ``solrace-rules``, ``solrace-server``, ``python -m
+solrace.bench``) reads its number flags with these, so a newcomer gets the same words
+for the same mistake everywhere: ``not a whole number: 'x'``, ``not a number: 'x'``,
+``must be 1 to 8, got 9``, ``must be more than 0, got 0``.
+
+The checks raise :class:`BadNumber`, which is both argparse's ``ArgumentTypeError``
+(argparse then prints its message, not "invalid value") and a ``ValueError`` (what
+``solrace-server`` catches for the same check of an environment variable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+__all__ = ["BadNumber", "real", "whole"]
+
+
+class BadNumber(argparse.ArgumentTypeError, ValueError):
+    """A number flag's value that is not a number, or not in its range."""
+
+
+def _bounds(lo: float | None, hi: float | None, above: bool, unit: str) -> str:
+    if lo is None:
+        return f"{hi:g} or less{unit}"
+    low = f"more than {lo:g}" if above else f"{lo:g} or more"
+    if hi is None:
+        return f"{low}{unit}"
+    return f"{low} and at most {hi:g}{unit}" if above else f"{lo:g} to {hi:g}{unit}"
+
+
+def _checked(value: float, lo: float | None, hi: float | None, above: bool, unit: str) -> None:
+    too_low = lo is not None and (value <= lo if above else value < lo)
+    if too_low or (hi is not None and value > hi):
+        shown = str(value) if isinstance(value, int) else f"{value:g}"
+        raise BadNumber(f"must be {_bounds(lo, hi, above, unit)}, got {shown}{unit}")
+
+
+def _whole_number(text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return int(text)  # decimal with leading zeros ("08"), which base 0 refuses
+
+
+def whole(
+    lo: int | None = None,
+    hi: int | None = None,
+    unit: str = "",
+    parse: Callable[[str], int] = _whole_number,
+) -> Callable[[str], int]:
+    """An argparse type: a whole number (decimal, or ``0x…``; or what ``parse`` reads,
+    e.g. a duration, which raises ``ArgumentTypeError`` saying what it expected) from
+    ``lo`` to ``hi`` (None: no bound); ``unit`` (e.g. ``" s"``) follows the bounds and
+    the value in messages."""
+
+    def check(text: str) -> int:
+        try:
+            value = parse(text)
+        except argparse.ArgumentTypeError:
+            raise
+        except ValueError:
+            raise BadNumber(f"not a whole number: {text!r}") from None
+        _checked(value, lo, hi, False, unit)
+        return value
+
+    check.__name__ = "whole number"
+    return check
+
+
+def real(
+    lo: float | None = None, hi: float | None = None, *, above: bool = False, unit: str = ""
+) -> Callable[[str], float]:
+    """An argparse type: a finite number from ``lo`` (exclusive with ``above``) to
+    ``hi``; ``unit`` (e.g. ``" s"``) follows the bounds and the value in messages."""
+
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise BadNumber(f"not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise BadNumber(f"not a finite number: {text!r}")
+        _checked(value, lo, hi, above, unit)
+        return value
+
+    check.__name__ = "number"
+    return check

@@ -1,0 +1,62 @@
+"""solrace.argtypes: the number flags of every command line read and refuse alike."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from solrace.argtypes import BadNumber, real, whole
+
+
+@pytest.mark.parametrize(
+    ("check", "text", "says"),
+    [
+        (whole(), "x", "not a whole number: 'x'"),
+        (whole(2, 8), "9", "must be 2 to 8, got 9"),
+        (whole(2, 8), "1", "must be 2 to 8, got 1"),
+        (whole(1, unit=" nodes"), "0", "must be 1 or more nodes, got 0 nodes"),
+        (whole(hi=3), "4", "must be 3 or less, got 4"),
+        (real(), "soon", "not a number: 'soon'"),
+        (real(), "nan", "not a finite number: 'nan'"),
+        (real(0, above=True), "0", "must be more than 0, got 0"),
+        (real(0, 5, above=True), "6", "must be more than 0 and at most 5, got 6"),
+        (real(0, unit=" seconds"), "-0.5", "must be 0 or more seconds, got -0.5 seconds"),
+    ],
+)
+def test_a_bad_value_says_what_is_wrong(check: object, text: str, says: str) -> None:
+    assert callable(check)
+    with pytest.raises(BadNumber) as refused:
+        check(text)
+    assert str(refused.value) == says
+
+
+def test_good_values_and_their_spellings() -> None:
+    assert whole()("0x10") == 16
+    assert whole()("08") == 8  # leading zeros read as decimal
+    assert whole(0, 10)("10") == 10
+    assert real(0, above=True)("0.25") == 0.25
+
+
+def test_a_refusal_is_both_what_argparse_prints_and_a_value_error() -> None:
+    """argparse prints an ArgumentTypeError's message (a ValueError would read
+    'invalid value'); solrace-server's check of a variable catches ValueError."""
+    parser = argparse.ArgumentParser(prog="p", exit_on_error=False)
+    parser.add_argument("--n", type=whole(1))
+    with pytest.raises(argparse.ArgumentError, match="must be 1 or more, got 0"):
+        parser.parse_args(["--n", "0"])
+    with pytest.raises(ValueError):
+        whole(1)("0")
+
+
+def test_a_parser_of_its_own_keeps_its_words() -> None:
+    def duration(text: str) -> int:
+        if not text.endswith("m"):
+            raise argparse.ArgumentTypeError(f"not a duration: {text!r}")
+        return int(text[:-1]) * 60
+
+    check = whole(60, 600, " s", duration)
+    assert check("2m") == 120
+    with pytest.raises(argparse.ArgumentTypeError, match="not a duration: 'x'"):
+        check("x")
+    with pytest.raises(BadNumber, match="must be 60 to 600 s, got 660 s"):
+        check("11m")
