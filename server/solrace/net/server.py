@@ -54,9 +54,9 @@ def _select(connection: ServerConnection, offered: Sequence[Subprotocol]) -> Sub
 #: its English sentence: a frame over ``max_size`` or with too many fragments (1009), a
 #: text frame that is not UTF-8 (1007), a frame that breaks RFC 6455 (1002).
 _REASONS: dict[int, str] = {
-    WsCloseCode.MESSAGE_TOO_BIG: ErrorCode.TOO_LARGE.value,
-    WsCloseCode.INVALID_DATA: ErrorCode.BAD_FRAME.value,
-    WsCloseCode.PROTOCOL_ERROR: ErrorCode.BAD_FRAME.value,
+    CloseCode.MESSAGE_TOO_BIG: ErrorCode.TOO_LARGE.value,
+    CloseCode.INVALID_DATA: ErrorCode.BAD_FRAME.value,
+    CloseCode.PROTOCOL_ERROR: ErrorCode.BAD_FRAME.value,
 }
 
 

@@ -36,8 +36,8 @@ log = logging.getLogger("solrace.session")
 #: Unread output after which a connection is dropped as too slow.
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
 #: Close codes websockets sends on its own for bad input (counted as protocol closes).
-_REFUSALS = frozenset(
-    {CloseCode.INVALID_DATA, CloseCode.MESSAGE_TOO_BIG, 1002}  # 1002: protocol error
+REFUSED_BY_WEBSOCKETS = frozenset(
+    {CloseCode.INVALID_DATA, CloseCode.MESSAGE_TOO_BIG, CloseCode.PROTOCOL_ERROR}
 )
 
 
@@ -115,9 +115,9 @@ class Session(Peer):
         except ConnectionClosed as closed:
             # websockets itself refused the peer's bytes (a frame over the size limit,
             # text that is not UTF-8, a frame that breaks RFC 6455): bad input too.
-            sent = closed.sent
-            if sent is not None and not closed.rcvd_then_sent and sent.code in _REFUSALS:
-                self.metrics.closes.labels(str(sent.code)).inc()
+            code = None if closed.sent is None else closed.sent.code
+            if code in REFUSED_BY_WEBSOCKETS and not closed.rcvd_then_sent:
+                self.metrics.closes.labels(str(code)).inc()
 
     async def _close_for(self, code: int, reason: str) -> None:
         """Close for bad input. Frames the peer already sent are read and dropped

@@ -33,6 +33,7 @@ class CloseCode(IntEnum):
 
     NORMAL = 1000  # the client left, or was replaced by a newer connection
     GOING_AWAY = 1001  # server draining: reconnect (to any node) and resume
+    PROTOCOL_ERROR = 1002  # a frame that breaks RFC 6455 (websockets refuses it)
     UNSUPPORTED_DATA = 1003  # a text frame: this protocol is binary only
     INVALID_DATA = 1007  # a binary frame that is not a readable envelope
     POLICY_VIOLATION = 1008  # rate limit exceeded
