@@ -36,6 +36,7 @@ def test_close_codes_are_the_rfc_values() -> None:
     assert {c.name: c.value for c in CloseCode} == {
         "NORMAL": 1000,
         "GOING_AWAY": 1001,
+        "PROTOCOL_ERROR": 1002,
         "UNSUPPORTED_DATA": 1003,
         "INVALID_DATA": 1007,
         "POLICY_VIOLATION": 1008,
