@@ -18,6 +18,7 @@ from solrace.solver.search import (
     OUT_OF_BUDGET,
     SHUFFLE_SIZE,
     Search,
+    Spec,
     State,
     settle,
 )
@@ -29,6 +30,16 @@ EXTRA: list[tuple[str, dict[str, Any]]] = [
     ("klondike", {}),
     ("klondike", {"draw": 3}),
 ]
+
+
+def _settled_root(variant: str, seed: int) -> tuple[Spec, State]:
+    """The deal's rules and its root as a solve starts from it (safe moves made)."""
+    board = deal(variant, seed, {})
+    spec = spec_of(board)
+    start = state_of(board)
+    cols, downs, piles = list(start[0]), list(start[1]), list(start[2])
+    talon, p = settle(spec, cols, downs, piles, start[3], start[4], None)
+    return spec, (tuple(cols), tuple(downs), tuple(piles), talon, p, start[5])
 
 
 @pytest.mark.parametrize(("variant", "options"), CASES + EXTRA, ids=lambda x: str(x))
@@ -227,12 +238,7 @@ def test_occupancy_claims_mid_game_are_never_won(variant: str, seeds: tuple[int,
     column go unseen: a King on a Queen can leave it without going up.)"""
     claims = 0
     for seed in seeds:
-        board = deal(variant, seed, {})
-        spec = spec_of(board)
-        start = state_of(board)
-        cols, downs, piles = list(start[0]), list(start[1]), list(start[2])
-        talon, p = settle(spec, cols, downs, piles, start[3], start[4], None)
-        root: State = (tuple(cols), tuple(downs), tuple(piles), talon, p, start[5])
+        spec, root = _settled_root(variant, seed)
         shuffle = random.Random(seed).randbytes(SHUFFLE_SIZE) + bytes((seed & 1,))
         walk = Search(spec, root, shuffle)
         found = 0
@@ -296,12 +302,7 @@ def test_nested_split_proves_a_real_deal_the_search_exhausts() -> None:
     """Yukon seed 511: the relaxation and the single split pass it, three levels of
     the split prove it lost in a few fixed points, and the plain depth-first search
     (the relaxation pruning only) confirms it by exhausting its space."""
-    board = deal("yukon", 511, {})
-    spec = spec_of(board)
-    start = state_of(board)
-    cols, downs, piles = list(start[0]), list(start[1]), list(start[2])
-    talon, p = settle(spec, cols, downs, piles, start[3], start[4], None)
-    root: State = (tuple(cols), tuple(downs), tuple(piles), talon, p, start[5])
+    spec, root = _settled_root("yukon", 511)
     assert not dead(spec, root)
     assert not deep_dead(spec, root, 1, 1_000)[0]
     lost, runs = deep_dead(spec, root, 3, 250)
@@ -315,12 +316,7 @@ def test_nested_split_claims_mid_game_are_never_won() -> None:
     must not win it."""
     claims = 0
     for seed in (17, 306, 511, 876):
-        board = deal("yukon", seed, {})
-        spec = spec_of(board)
-        start = state_of(board)
-        cols, downs, piles = list(start[0]), list(start[1]), list(start[2])
-        talon, p = settle(spec, cols, downs, piles, start[3], start[4], None)
-        root: State = (tuple(cols), tuple(downs), tuple(piles), talon, p, start[5])
+        spec, root = _settled_root("yukon", seed)
         shuffle = random.Random(seed).randbytes(SHUFFLE_SIZE) + bytes((seed & 1,))
         walk = Search(spec, root, shuffle)
         found = 0
