@@ -10,7 +10,8 @@ from pathlib import Path
 
 from solrace.store import Store
 
-from tests.deploy.conftest import DEPLOY, _answers
+from tests.deploy.conftest import DEPLOY
+from tests.support.redis import answers
 
 SCRIPT = DEPLOY / "redis-cluster.sh"
 
@@ -50,7 +51,7 @@ def test_start_gives_a_working_cluster_and_stop_removes_it(tmp_path: Path) -> No
         stopped = _run("stop", str(work))
     assert stopped.returncode == 0, stopped.stderr
     assert not work.exists()
-    assert not any(_answers(int(p)) for p in ports)
+    assert not any(answers(int(p)) for p in ports)
 
 
 def test_usage_and_url() -> None:

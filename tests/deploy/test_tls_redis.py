@@ -18,7 +18,7 @@ import pytest
 from solrace.store import Store
 from solrace.store.probe import wrong_kind
 
-from tests.deploy.conftest import spare_port
+from tests.support.redis import spare_port
 from tests.support.server_process import SERVER_SCRIPT
 
 

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.redis import spare_port
+
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 BIN = Path(sys.executable).parent
@@ -36,13 +38,6 @@ SERVER_SCRIPT = BIN / "solrace-server"
 #: Where the chaos Redis listens: the first free port of these (never 6379, which the
 #: machine's shared Redis uses; the chaos Redis is killed on purpose).
 REDIS_PORTS = range(6391, 6400)
-
-
-def spare_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _free(port: int) -> bool:

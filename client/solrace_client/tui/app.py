@@ -185,7 +185,8 @@ class SolraceApp(App[int]):
         return int(time.time() * 1000) + self.clock_offset_ms
 
     def _tick(self) -> None:
-        screen = self.screen
+        # The clock can fire once more while the app shuts down, its screens gone.
+        screen = self.screen_stack[-1] if self.screen_stack else None
         if isinstance(screen, PhaseScreen):
             for widget in screen.query("#header, #body, #boards"):
                 widget.refresh()
@@ -785,6 +786,8 @@ class SolraceApp(App[int]):
         self.push_screen(ConfirmScreen("Resign? You stay in the standings."), answered)
 
     def action_quit_race(self) -> None:
+        if not self.screen_stack:
+            return  # a Ctrl-C while the app shuts down: it is already quitting
         if isinstance(self.screen, ConfirmScreen):
             self.quit_now()  # Ctrl-C again while asked: the player insists
             return

@@ -460,3 +460,15 @@ async def test_create_passes_every_setting_the_command_line_takes(cluster: Clust
     assert (klondike["max_racers"], klondike["private"], klondike["time_limit_s"]) == (3, True, 600)
     assert (klondike["spectator_delay_s"], klondike["deals"]) == (5, "random")
     assert (yukon["deals"], yukon["difficulty"]) == ("winnable", "easy")
+
+
+async def test_the_clock_tick_after_the_screens_are_gone_does_nothing() -> None:
+    """The app's 0.25 s clock can fire once more while the app shuts down, after its
+    screens are gone (seen under load: a ScreenStackError traceback on quit). A tick
+    then has nothing to repaint."""
+    app = SolraceApp("ws://127.0.0.1:9", action="create", name="Ann")
+    async with app.run_test(size=(80, 24)):
+        pass
+    assert app.screen_stack == []
+    app._tick()
+    app.action_quit_race()
