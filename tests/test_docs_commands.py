@@ -52,7 +52,7 @@ NOT_RUN = {
     "as .ci/run does before running this very test; the server it starts is the "
     "solrace-server every test here runs",
     "bash .ci/run": "the test suite itself (its clean-up: tests/test_packaging.py)",
-    ".venv/bin/python -m pytest -p no:xdist tests/deploy/test_chaos.py -s": "the chaos test, "
+    ".venv/bin/python -m pytest -n 0 tests/deploy/test_chaos.py -s": "the chaos test, "
     "which the suite this test belongs to runs as it is",
     ".venv/bin/pip install -e '.[client]'      # installs the `solrace` console script": (
         "installs the project into the environment this test runs in"

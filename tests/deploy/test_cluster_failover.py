@@ -10,22 +10,38 @@ sequence number succeed once the replica is promoted — a few seconds — and t
 then holds every acknowledged move exactly once, in order, with gap-free versions.
 It also guards a redis-py gap the store works around: without retries, a pipeline
 that cannot reach a node never refreshed the slot map, so the group commit kept
-writing to the dead master forever."""
+writing to the dead master forever.
+
+A finish decides a place, so it is answered only once the replica holds it: with the
+replica stopped (SIGSTOP) the finish waits, and the master killed right after the
+answer, the promoted replica still has the finish and its place."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
-from redis.asyncio.cluster import RedisCluster
-from solrace.store import Store, StoreUnavailable
+import pytest
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from solrace.rooms.counters import Tally
+from solrace.rooms.node import Node
+from solrace.store import Finish, Store, StoreUnavailable
+from solrace.store._commit import REPLICA_WAIT_MS
 
 from tests.deploy.conftest import DEPLOY
+from tests.net.conftest import SOLVABLE_SECRET
+from tests.rooms.conftest import FakePeer
+from tests.support.race import winning_moves
 
+T = TypeVar("T")
 SCRIPT = DEPLOY / "redis-cluster.sh"
 MOVES = 120
 KILL_AT = 40
@@ -76,17 +92,162 @@ async def _race_through_a_failover(url: str, cluster_dir: Path) -> dict[str, flo
         await store.close()
 
 
-def test_a_master_dies_its_replica_takes_over_and_retries_succeed(tmp_path: Path) -> None:
+def _pid(cluster_dir: Path, port: int) -> int:
+    return int((cluster_dir / str(port) / "redis.pid").read_text())
+
+
+async def _replica_port(rc: RedisCluster, master: ClusterNode | None) -> int:
+    """The port of ``master``'s replica, once it is connected (ROLE, as the store asks)."""
+    assert master is not None
+    deadline = time.monotonic() + 20
+    while True:
+        role = await rc.execute_command("ROLE", target_nodes=master)
+        if role[2]:
+            return int(role[2][0][1])
+        assert time.monotonic() < deadline, "the replica never connected"
+        await asyncio.sleep(0.1)
+
+
+@contextmanager
+def _stopped(pid: int) -> Iterator[None]:
+    """The process stopped (SIGSTOP: alive, answering nothing), continued afterwards."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def _finish(racer: str, at_ms: int) -> Finish:
+    return Finish("1", (f"{racer} 1st".encode(), f"{racer} 2nd".encode()), at_ms)
+
+
+async def _finishes_through_a_failover(url: str, cluster_dir: Path) -> dict[str, float]:
+    store = await Store.connect(url, prefix="finish:", timeout=1.0)
+    try:
+        rc = store._redis  # the test asks where the room lives, to stop its replica
+        assert isinstance(rc, RedisCluster)
+        await rc.initialize()
+        key = store.keys.room("r").meta
+        master = rc.get_node_from_key(key)
+        assert master is not None
+        replica = await _replica_port(rc, master)
+        for racer in ("ann.1", "bob.1"):
+            assert (await store.append_move("r", racer, 0, b"m0", b"p", round_no=1)).accepted
+
+        # The replica does not answer: the finish waits REPLICA_WAIT_MS for it, then
+        # is answered anyway, saying no replica holds it.
+        with _stopped(_pid(cluster_dir, replica)):
+            began = time.monotonic()
+            ann = await store.append_move(
+                "r", "ann.1", 1, b"1st", b"p", _finish("ann", 100), round_no=1
+            )
+            waited = time.monotonic() - began
+        assert ann.accepted and ann.place == 1 and ann.replicas == 0, ann
+        assert waited >= REPLICA_WAIT_MS / 1000 * 0.9, waited
+
+        # The replica stopped again, Bob finishes: no answer while it is stopped...
+        with _stopped(_pid(cluster_dir, replica)):
+            bob = asyncio.ensure_future(
+                store.append_move("r", "bob.1", 1, b"2nd", b"p", _finish("bob", 200), round_no=1)
+            )
+            await asyncio.sleep(0.3)
+            assert not bob.done(), "a finish was answered before any replica held it"
+        # ... and once it runs again, the answer comes: one replica holds the finish.
+        second = await asyncio.wait_for(bob, 5)
+        assert second.accepted and second.place == 2 and second.replicas == 1, second
+
+        # The master dies right after that answer: the promoted replica has both places.
+        os.kill(_pid(cluster_dir, master.port), signal.SIGKILL)
+        killed_at = time.monotonic()
+        while True:
+            try:
+                log = await store.move_log("r", "bob.1")
+                break
+            except StoreUnavailable:
+                assert time.monotonic() - killed_at < 30, "no failover"
+                await asyncio.sleep(0.2)
+        assert log == [b"m0", b"2nd"]
+        assert await store.move_log("r", "ann.1") == [b"m0", b"1st"]
+        finished = [e.data for e in await store.events_since("r", 0) if e.data != b"p"]
+        assert finished == [b"ann 1st", b"bob 2nd"], finished
+        promoted = rc.get_node_from_key(key)
+        assert promoted is not None and promoted.port == replica
+        return {"waited_s": waited, "outage_s": time.monotonic() - killed_at}
+    finally:
+        await store.close()
+
+
+def _with_replicated_cluster(tmp_path: Path, run: Callable[[str, Path], Awaitable[T]]) -> T:
+    """``run(url, cluster_dir)`` on a private cluster of three masters with a replica
+    each (AOF always, spare ports), stopped and removed afterwards."""
     ports = _sh("spare-ports", "6").split()
     cluster_dir = tmp_path / "cluster"
     conf = str(DEPLOY / "redis.conf")
     try:
         url = _sh("start", str(cluster_dir), *ports, "--replicas", "1", "--conf", conf)
-        url = url.strip().splitlines()[-1]
-        seen = asyncio.run(_race_through_a_failover(url, cluster_dir))
+        return asyncio.run(run(url.strip().splitlines()[-1], cluster_dir))
     finally:
         _sh("stop", str(cluster_dir))
+
+
+def test_a_finish_is_answered_once_a_replica_holds_it_and_survives_a_failover(
+    tmp_path: Path,
+) -> None:
+    seen = _with_replicated_cluster(tmp_path, _finishes_through_a_failover)
+    assert 0 < seen["outage_s"] < 20, seen
+
+
+def test_a_master_dies_its_replica_takes_over_and_retries_succeed(tmp_path: Path) -> None:
+    seen = _with_replicated_cluster(tmp_path, _race_through_a_failover)
     # the moves in flight were refused as unavailable, for about the failover time
     # (cluster-node-timeout 2 s, then the election), not forever
     assert seen["unavailable"] >= 1
     assert 0 < seen["outage_s"] < 20, seen
+
+
+async def _finish_with_the_replica_stopped(url: str, cluster_dir: Path) -> None:
+    """A real node, two racers (fake peers): Ann's finishing move while the replica of
+    her room's master is stopped is answered after REPLICA_WAIT_MS, a finish, and
+    counted and logged as unreplicated; the other moves never waited."""
+    store = await Store.connect(url, prefix="node-finish:", timeout=2.0)
+    node = Node(store, room_secret=lambda: SOLVABLE_SECRET, countdown_ms=100)
+    node.start()
+    try:
+        ann, bob = FakePeer(node), FakePeer(node)
+        created = await ann.ask("create", variant="yukon", name="Ann")
+        assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+        assert (await bob.ask("ready", ready=True)).t == "ok"
+        await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+        assert (await ann.ask("start")).t == "ok"
+        await ann.until(lambda f: f.t == "started")
+        moves = winning_moves(SOLVABLE_SECRET)
+        for seq, move in enumerate(moves[:-1]):
+            assert (await ann.ask("move", seq=seq, move=move)).d["status"] == "playing"
+        rc = store._redis
+        assert isinstance(rc, RedisCluster) and ann.room is not None
+        key = store.keys.room(ann.room.room_id).meta
+        replica = await _replica_port(rc, rc.get_node_from_key(key))
+        with _stopped(_pid(cluster_dir, replica)):
+            began = time.monotonic()
+            last = await ann.ask("move", seq=len(moves) - 1, move=moves[-1])
+            waited = time.monotonic() - began
+        assert last.t == "moved" and last.d["status"] == "finished", last.d
+        assert waited >= REPLICA_WAIT_MS / 1000 * 0.9, waited
+        counted = node.metrics
+        assert isinstance(counted, Tally) and counted.finishes_unreplicated.value == 1
+        # The replica answers again: Bob's first move does not wait.
+        began = time.monotonic()
+        assert (await bob.ask("move", seq=0, move=moves[0])).t == "moved"
+        assert time.monotonic() - began < REPLICA_WAIT_MS / 1000 / 2
+    finally:
+        await node.stop()
+        await store.close()
+
+
+def test_a_node_answers_a_finish_when_no_replica_acknowledges_and_counts_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="solrace.moves"):
+        _with_replicated_cluster(tmp_path, _finish_with_the_replica_stopped)
+    assert "a finish is acknowledged before any replica holds it" in caplog.text

@@ -60,6 +60,11 @@ class Metrics:
             "Finishes given the later time of a finish stored before them",
             registry=r,
         )
+        self.finishes_unreplicated = Counter(
+            "solrace_finishes_unreplicated",
+            "Finishes acknowledged before a replica of their master held them",
+            registry=r,
+        )
         self.lost_writes = Counter(
             "solrace_lost_writes",
             "Times Redis held less than this node had acknowledged or delivered",

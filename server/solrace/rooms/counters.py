@@ -43,6 +43,9 @@ class RoomMetrics(Protocol):
     def finishes_floored(self) -> Count: ...
 
     @property
+    def finishes_unreplicated(self) -> Count: ...
+
+    @property
     def move_latency(self) -> Observations: ...
 
     @property
@@ -82,6 +85,7 @@ class Tally:
         self.moves_refused = _ByLabel()
         self.moves_retried = _Number()
         self.finishes_floored = _Number()
+        self.finishes_unreplicated = _Number()
         self.move_latency = _Samples()
         self.lost_writes = _Number()
 

@@ -83,6 +83,13 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
         floor = stored.result.finish_floor
         node.metrics.finishes_floored.inc()
     result, game = stored.result, stored.game
+    if result.replicas == 0:
+        # The place stands on the master, but a failover now would lose it (the
+        # loss would be detected and announced: docs/deploy.md).
+        node.metrics.finishes_unreplicated.inc()
+        log.warning(
+            "a finish is acknowledged before any replica holds it", extra={"room": room.room_id}
+        )
     _reply(peer, request_id, seq, game, stored.status)  # status: legal moves generated once
     node.metrics.moves_accepted.inc()
     node.metrics.move_latency.observe(time.perf_counter() - received)

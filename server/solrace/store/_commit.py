@@ -17,6 +17,16 @@ On Redis Cluster a batch becomes one pipeline per master, sent concurrently (see
 ``_execute``): calls on one master keep their submission order (two moves of one
 racer share a room, so a slot, so a master), and a failing master fails only the calls
 it owns.
+
+A move that finishes a racer's game decides a place, and on a cluster whose master has
+a replica it is answered only once the replica holds it (:meth:`GroupCommit.
+call_replicated`: the script, then ``WAIT 1`` on the same connection). Redis
+replicates after it replies, so without that a failover in the next milliseconds could
+promote a replica that never had the finish, and the place would go to whoever
+finished next. Such a call has its own pipeline beside the batches, so that a slow
+replica holds up that finish only, never the node's other moves. Other moves do not
+wait: a lost move is detected and resynchronised (docs/deploy.md), and a replica round
+trip on every move would cost them all.
 """
 
 from __future__ import annotations
@@ -24,11 +34,12 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.exceptions import NoScriptError
+from redis.utils import str_if_bytes
 
 from ._errors import translate
 from ._link import RespLink
@@ -42,6 +53,10 @@ Arg = bytes | str | int
 #: A call of the batch whose reply has not come (yet).
 _PENDING: Any = object()
 
+#: How long a finish waits for a replica's acknowledgement before it is answered
+#: anyway (its write stands on the master; the answer says no replica has it yet).
+REPLICA_WAIT_MS: Final = 1000
+
 
 @dataclass(slots=True)
 class _Call:
@@ -54,6 +69,13 @@ class _Call:
 def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
     if not future.done():
         future.set_exception(translate(exc))
+
+
+async def _has_replicas(client: RedisCluster, master: ClusterNode) -> bool:
+    """Whether ``master`` has a replica connected now, by its own account (``ROLE``):
+    the slot map names only the replicas of when it was read, maybe none yet."""
+    role = await client.execute_command("ROLE", target_nodes=master)
+    return bool(role) and str_if_bytes(role[0]) == "master" and len(role[2]) > 0
 
 
 class GroupCommit:
@@ -94,6 +116,42 @@ class GroupCommit:
             # in this iteration (e.g. by the tasks of one asyncio.gather) joins the batch.
             self._task = loop.create_task(self._run(), name="solrace-store-group-commit")
         return await future
+
+    async def call_replicated(
+        self, script: LuaScript, keys: tuple[str, ...], args: tuple[Arg, ...]
+    ) -> tuple[Any, int | None]:
+        """:meth:`call`, answered once a replica of the keys' master holds the write,
+        or ``REPLICA_WAIT_MS`` later: the raw reply, and how many replicas acknowledged
+        it (0 if none did in time; None if there is no replica to ask — one Redis, or a
+        master without replicas — and the call went the ordinary way)."""
+        client = self._client
+        if self._link is not None or not isinstance(client, RedisCluster):
+            return await self.call(script, keys, args), None
+        if self._closed:
+            raise StoreUnavailable("store is closed")
+        try:
+            await client.initialize()  # the slot map; a no-op once known
+            master = client.get_node_from_key(keys[0])
+            if master is None or not await _has_replicas(client, master):
+                return await self.call(script, keys, args), None
+            for attempt in (1, 2):
+                pipe = client.pipeline(transaction=False)
+                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+                # WAIT counts the replicas holding everything its connection wrote
+                # before it: the pipeline sends both on one connection to ``master``.
+                pipe.execute_command("WAIT", 1, REPLICA_WAIT_MS, target_nodes=master)
+                reply, acked = await pipe.execute(raise_on_error=False)
+                if attempt == 1 and isinstance(reply, NoScriptError):
+                    await client.script_load(script.source)  # it did not run: resend
+                    continue
+                if isinstance(reply, BaseException):
+                    raise reply
+                return reply, acked if isinstance(acked, int) else 0
+            raise NoScriptError("the script is still missing after SCRIPT LOAD")
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            raise translate(exc) from exc
 
     async def close(self) -> None:
         """Refuse new calls and wait until everything queued has been flushed."""

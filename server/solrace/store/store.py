@@ -105,6 +105,10 @@ class MoveAppend:
     finish_floor: int | None = None
     #: Refused because the move's round has its ``race_over`` stored.
     race_over: bool = False
+    #: For an accepted finish on a cluster whose master has a replica: how many
+    #: replicas held it when it was answered (0: none within REPLICA_WAIT_MS, so a
+    #: failover now could lose it). None when there was no replica to ask.
+    replicas: int | None = None
 
     @property
     def finished_version(self) -> int | None:
@@ -873,8 +877,10 @@ class Store:
         (then nothing is written and ``finish_floor`` says the least time). A stale or
         duplicate sequence number writes nothing (``accepted=False``). Calls are
         group-committed: everything queued while a flush is pending goes in one
-        pipeline. Acknowledge the move only after this
-        returns accepted; on StoreUnavailable the outcome is unknown (re-read the log).
+        pipeline — but a finish on a cluster whose master has a replica returns only
+        once the replica holds it (``replicas``; store/_commit.py says why).
+        Acknowledge the move only after this returns accepted; on StoreUnavailable the
+        outcome is unknown (re-read the log).
         """
         _check_nonneg("expected_seq", expected_seq)
         keys = _move_keys(self.keys, room_id, log_name)
@@ -890,7 +896,11 @@ class Store:
             rk = self.keys.room(room_id)
             keys += (rk.places(finish.counter), rk.finish_time(finish.counter))
             args += (finish.at_ms, *finish.events)
-        reply = await self._commit.call(APPEND_MOVE, keys, args)
+        replicas = None
+        if finish is None:
+            reply = await self._commit.call(APPEND_MOVE, keys, args)
+        else:  # a place is decided: answered once a replica holds it (see _commit)
+            reply, replicas = await self._commit.call_replicated(APPEND_MOVE, keys, args)
         accepted, length, version, place = (int(x) for x in reply[:4])
         if not accepted:
             floor, over = int(reply[7]), bool(int(reply[8]))
@@ -899,7 +909,7 @@ class Store:
             )
         prev, chain, after = (_as_text(x) for x in reply[4:7])
         placed = place if finish is not None else None
-        return MoveAppend(True, length, version, placed, (prev, chain, after))
+        return MoveAppend(True, length, version, placed, (prev, chain, after), replicas=replicas)
 
     async def move_log(self, room_id: str, log_name: str, start: int = 0) -> list[bytes]:
         """The entries of a move log from index ``start`` on, in order: replay them to
