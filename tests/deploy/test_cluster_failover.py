@@ -53,14 +53,21 @@ def _sh(*args: str) -> str:
     return done.stdout
 
 
+async def _room_master(store: Store, room_id: str) -> tuple[RedisCluster, ClusterNode]:
+    """The store's cluster client and the master of the room's keys (the test asks
+    where the room lives, to stop or kill that master or its replica)."""
+    rc = store._redis
+    assert isinstance(rc, RedisCluster)
+    await rc.initialize()
+    master = rc.get_node_from_key(store.keys.room(room_id).meta)
+    assert master is not None
+    return rc, master
+
+
 async def _race_through_a_failover(url: str, cluster_dir: Path) -> dict[str, float]:
     store = await Store.connect(url, prefix="failover:", timeout=1.0)
     try:
-        rc = store._redis  # the test asks where the room lives, to kill that master
-        assert isinstance(rc, RedisCluster)
-        await rc.initialize()
-        master = rc.get_node_from_key(store.keys.room("r").meta)
-        assert master is not None
+        rc, master = await _room_master(store, "r")
         seq, unavailable, outage = 0, 0, 0.0
         killed_at = 0.0
         while seq < MOVES:
@@ -96,9 +103,8 @@ def _pid(cluster_dir: Path, port: int) -> int:
     return int((cluster_dir / str(port) / "redis.pid").read_text())
 
 
-async def _replica_port(rc: RedisCluster, master: ClusterNode | None) -> int:
+async def _replica_port(rc: RedisCluster, master: ClusterNode) -> int:
     """The port of ``master``'s replica, once it is connected (ROLE, as the store asks)."""
-    assert master is not None
     deadline = time.monotonic() + 20
     while True:
         role = await rc.execute_command("ROLE", target_nodes=master)
@@ -125,12 +131,7 @@ def _finish(racer: str, at_ms: int) -> Finish:
 async def _finishes_through_a_failover(url: str, cluster_dir: Path) -> dict[str, float]:
     store = await Store.connect(url, prefix="finish:", timeout=1.0)
     try:
-        rc = store._redis  # the test asks where the room lives, to stop its replica
-        assert isinstance(rc, RedisCluster)
-        await rc.initialize()
-        key = store.keys.room("r").meta
-        master = rc.get_node_from_key(key)
-        assert master is not None
+        rc, master = await _room_master(store, "r")
         replica = await _replica_port(rc, master)
         for racer in ("ann.1", "bob.1"):
             assert (await store.append_move("r", racer, 0, b"m0", b"p", round_no=1)).accepted
@@ -171,7 +172,7 @@ async def _finishes_through_a_failover(url: str, cluster_dir: Path) -> dict[str,
         assert await store.move_log("r", "ann.1") == [b"m0", b"1st"]
         finished = [e.data for e in await store.events_since("r", 0) if e.data != b"p"]
         assert finished == [b"ann 1st", b"bob 2nd"], finished
-        promoted = rc.get_node_from_key(key)
+        promoted = rc.get_node_from_key(store.keys.room("r").meta)
         assert promoted is not None and promoted.port == replica
         return {"waited_s": waited, "outage_s": time.monotonic() - killed_at}
     finally:
@@ -224,10 +225,8 @@ async def _finish_with_the_replica_stopped(url: str, cluster_dir: Path) -> None:
         moves = winning_moves(SOLVABLE_SECRET)
         for seq, move in enumerate(moves[:-1]):
             assert (await ann.ask("move", seq=seq, move=move)).d["status"] == "playing"
-        rc = store._redis
-        assert isinstance(rc, RedisCluster) and ann.room is not None
-        key = store.keys.room(ann.room.room_id).meta
-        replica = await _replica_port(rc, rc.get_node_from_key(key))
+        assert ann.room is not None
+        replica = await _replica_port(*await _room_master(store, ann.room.room_id))
         with _stopped(_pid(cluster_dir, replica)):
             began = time.monotonic()
             last = await ann.ask("move", seq=len(moves) - 1, move=moves[-1])
