@@ -9,8 +9,8 @@ surviving nodes drop their connections (tests/deploy/test_chaos.py, "others drop
 too"); not yet explained, so the suite does not crowd it.
 
 Tests never share state: each uses its own Redis key prefix, temporary directory and
-spare ports, and one that must disturb Redis itself
-(pause it, kill its clients, configure it) starts a private one."""
+spare ports, and one that must disturb Redis itself (pause it, kill its clients,
+configure it) starts a private one."""
 
 from __future__ import annotations
 

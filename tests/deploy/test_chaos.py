@@ -18,7 +18,7 @@ What it proves (docs/deploy.md, "Chaos test"):
 - no node logs a traceback or lost writes; the surviving nodes drain and exit 0; no
   process is left behind.
 
-Run it alone: ``.venv/bin/python -m pytest tests/deploy/test_chaos.py -s`` (under a
+Run it alone: ``.venv/bin/python -m pytest -n 0 tests/deploy/test_chaos.py -s`` (under a
 minute; ``-s`` prints the figures; needs redis-server and nginx, which .ci/run
 installs; ``SOLRACE_STACK_LOGS=DIR`` keeps every process's log)."""
 
