@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -92,6 +92,9 @@ class BotHooks:
     accepted: Callable[[int, str], None] | None = None
     #: Human-readable progress ("joined ABC123", "reconnecting …").
     say: Callable[[str], None] | None = None
+    #: Awaited before the host sends ``start`` (its room full and ready): a test that
+    #: runs many rooms starts them together.
+    before_start: Callable[[], Awaitable[None]] | None = None
 
 
 def _counts(view: Mapping[str, Any]) -> tuple[int, int]:
@@ -340,6 +343,8 @@ class _Bot:
         others = [ready for racer, ready in flags.items() if racer != view.me]
         if len(flags) < self.min_racers or not all(others):
             return
+        if self.hooks.before_start is not None:
+            await self.hooks.before_start()
         self.start_tried_at = view.version
         try:
             await self.live.start()

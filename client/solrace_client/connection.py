@@ -35,6 +35,7 @@ from solrace.protocol import (
     Envelope,
     decode,
     encode,
+    limits,
 )
 from solrace.protocol.messages import REPLY_TYPES
 from websockets.asyncio.client import ClientConnection, connect
@@ -52,6 +53,11 @@ def server_list(servers: str) -> list[str]:
     separated by commas (nodes of one deployment; the first that answers is used)."""
     return [url.strip() for url in servers.split(",") if url.strip()]
 
+
+#: How long a request waits for its reply before the link is taken for dead (a
+#: ``start`` waits :data:`limits.START_WAIT_S` longer: the server may hold it that long
+#: while the deal is certified).
+REQUEST_TIMEOUT_S: Final = 10.0
 
 #: ``connect``'s default pace: :data:`pacing.SERVER_DEFAULT_PACE`, read when connecting.
 SERVER_DEFAULT: Final = "server-default"
@@ -206,9 +212,10 @@ class RaceClient:
         """Send ``frame`` as it is, now: never paced (tests of the server's limits)."""
         await self.ws.send(frame)
 
-    async def request(self, t: str, timeout: float = 10.0, **d: Any) -> dict[str, Any]:
-        """Send request ``t`` and return its reply's data; raise ServerError on error.
-        Waits first if sending now would outrun the pace."""
+    async def request(self, t: str, timeout: float | None = None, **d: Any) -> dict[str, Any]:
+        """Send request ``t`` and return its reply's data; raise ServerError on error,
+        TimeoutError after ``timeout`` (default :data:`REQUEST_TIMEOUT_S`). Waits first
+        if sending now would outrun the pace."""
         if self._pacer is not None:
             await self._pacer.wait()
         request_id = next(self._ids)
@@ -217,7 +224,7 @@ class RaceClient:
         data = {k: v for k, v in d.items() if v is not None}
         try:
             await self.ws.send(encode(Envelope(t, id=request_id, d=data)))
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(REQUEST_TIMEOUT_S if timeout is None else timeout):
                 reply = await future
         finally:
             # A send that failed or a wait given up leaves no future behind for the
@@ -275,7 +282,10 @@ class RaceClient:
         await self.request("ready", ready=flag, spectators=spectators)
 
     async def start(self) -> None:
-        await self.request("start")
+        """Start the room (its host). The server holds the reply while the deal is
+        still being certified (at most ``START_WAIT_S``): a slow certification is no
+        dead link."""
+        await self.request("start", timeout=limits.START_WAIT_S + REQUEST_TIMEOUT_S)
 
     async def move(self, move: str) -> dict[str, Any]:
         """Play ``move`` (notation or "undo") with the next seq; the reply is folded

@@ -30,7 +30,7 @@ import re
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ from solrace.store import Store
 from solrace_client import RaceClient
 from solrace_client.bot import BotHooks, run_bot
 from solrace_client.results import race_id
+from solrace_client.roomview import RoomView
 
 from tests.support.stack import BIN, Stack, local_stack
 
@@ -53,11 +54,8 @@ TIME_LIMIT_S = 90
 #: Bots pause between moves (on top of the client's own pacing inside the server's
 #: default rate limit) so that thirty of them leave CPU for the nodes, and resign after
 #: MAX_MOVES: races last long enough for both faults and end well inside the limit.
-#: An easy deal is won in about 100 moves: at 0.1 s a race lasted 10-15 s, less than
-#: the spread of the rooms' starts on a loaded machine (each waits for its certified
-#: deal, and the three nodes' solver workers serve all ten rooms), so some rooms had
-#: finished before the last one started and "every racer racing" never held (seen in
-#: CI once). At 0.2 s a race outlasts that spread.
+#: An easy deal is won in about 100 moves: at 0.2 s a race lasts 20-30 s, long enough
+#: for both faults (the rooms start together: StartTogether).
 MOVE_DELAY_S = 0.2
 MAX_MOVES = 220
 #: Moves every room must have had acknowledged before the node is killed.
@@ -80,7 +78,11 @@ class Racer:
     said: list[str] = field(default_factory=list)
     result: dict[str, Any] | None = None
 
-    def hooks(self, joined: Callable[[dict[str, Any]], None] | None = None) -> BotHooks:
+    def hooks(
+        self,
+        joined: Callable[[dict[str, Any]], None] | None = None,
+        before_start: Callable[[], Awaitable[None]] | None = None,
+    ) -> BotHooks:
         def on_joined(reply: dict[str, Any]) -> None:
             self.room, self.racer = str(reply["room"]), int(reply["racer"])
             if joined is not None:
@@ -91,15 +93,22 @@ class Racer:
             joined=on_joined,
             accepted=lambda seq, move: self.acks.append((seq, move)),
             say=self.said.append,
+            before_start=before_start,
         )
 
     def count(self, prefix: str) -> int:
         return sum(line.startswith(prefix) for line in self.said)
 
     @property
+    def view(self) -> RoomView | None:
+        """The room as its bot sees it (one view across its connections)."""
+        return self.clients[-1].view if self.clients else None
+
+    @property
     def racing(self) -> bool:
-        """Its race has started and is not over."""
-        return "started" in self.said and self.result is None
+        """Its race has started and is not over. From the view, not from what the bot
+        said: a racer that resumes into a running race hears no ``started``."""
+        return self.view is not None and self.view.phase == "racing" and self.result is None
 
     @property
     def drops(self) -> int:
@@ -123,20 +132,49 @@ class Racer:
         return dict(mine[0])
 
 
-async def _race(stack: Stack, racers: list[Racer], room_index: int) -> None:
+class StartTogether:
+    """Holds every host's ``start`` until each room is full, ready and has its deal,
+    then lets them all go: the rooms race at the same time, whatever the spread of their
+    certifications. Without it, on a loaded machine, one room's race was over (won in
+    75 moves) before another's deal was certified, and "every racer racing" never held
+    (seen in CI)."""
+
+    def __init__(self, rooms: int) -> None:
+        self.rooms = rooms
+        self.held: set[str] = set()
+        self.go = asyncio.Event()
+
+    async def hold(self, host: Racer) -> None:
+        while host.view is None or host.view.deal is None:
+            await asyncio.sleep(0.05)
+        self.held.add(host.name)
+        if len(self.held) == self.rooms:
+            self.go.set()
+        await self.go.wait()
+
+
+async def _race(
+    stack: Stack, racers: list[Racer], room_index: int, together: StartTogether
+) -> None:
     """One room, through the load balancer: its first racer creates it (private, three
-    seats) and starts it once the others, who join by its code, are ready."""
+    seats) and starts it once the others, who join by its code, are ready (and every
+    other room is, ``together``)."""
     host, *guests = racers
     joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
     async def play(racer: Racer, seed: int, **entry: Any) -> None:
+        hooks = (
+            racer.hooks(joined.set_result, lambda: together.hold(host))
+            if racer is host
+            else racer.hooks()
+        )
         racer.result = await run_bot(
             stack.lb_url,
             name=racer.name,
             rng_seed=seed,
             max_moves=MAX_MOVES,
             move_delay=MOVE_DELAY_S,
-            hooks=racer.hooks(joined.set_result if racer is host else None),
+            hooks=hooks,
             **entry,
         )
 
@@ -241,7 +279,10 @@ async def test_chaos_a_node_and_redis_killed_mid_race(monkeypatch: pytest.Monkey
         monkeypatch.setenv("SOLRACE_CONFIG_DIR", config_dir)  # the bots save results here
         rooms = [[Racer(f"room{i}-{j}") for j in range(RACERS)] for i in range(ROOMS)]
         everyone = [r for room in rooms for r in room]
-        tasks = [asyncio.create_task(_race(stack, room, i)) for i, room in enumerate(rooms)]
+        together = StartTogether(ROOMS)
+        tasks = [
+            asyncio.create_task(_race(stack, room, i, together)) for i, room in enumerate(rooms)
+        ]
         try:
             # ---------------------------------------------------------- racing
             await _until(

@@ -16,6 +16,7 @@ from solrace.rooms.certify import certify
 from solrace.rooms.records import unpack
 from solrace.rules import replay
 from solrace_client import RaceClient, ServerError, results
+from solrace_client import connection as connection_module
 
 from tests.support.faults import StoreFaults
 from tests.support.race import archived_result, check_no_leaks, lobby, play_until_done
@@ -165,6 +166,35 @@ async def test_a_certification_cut_off_by_a_redis_outage_leaves_no_stray_error(
         loop.set_exception_handler(None)
         faults.down = False
     await ann.start()  # certifies again, now that Redis answers
+    for client in (ann, bob):
+        await client.wait_started()
+        await client.close()
+
+
+async def test_a_start_held_for_its_certificate_outlasts_the_usual_reply_timeout(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server holds a host's ``start`` while the deal is certified (up to
+    START_WAIT_S); the client waits that long on top of its usual reply timeout. Before,
+    a ``start`` waited 10 s like any request, so a certification slower than that (ten
+    rooms certifying on a loaded machine) looked like a dead link: the host reconnected
+    ("connection lost (TimeoutError)", tests/deploy/test_chaos.py in CI), and the TUI
+    said "not connected" to a host whose race was starting."""
+    server = await cluster.node()
+    release = asyncio.Event()
+
+    async def slow_solve(*args: Any) -> certify_module.Certificate:
+        await release.wait()
+        return certify_module.Certificate(0, None, None)
+
+    monkeypatch.setattr(certify_module, "_solve", slow_solve)
+    monkeypatch.setattr(connection_module, "REQUEST_TIMEOUT_S", 0.2)  # the usual, shortened
+    ann, bob = await lobby(server.url)
+    starting = asyncio.create_task(ann.start())
+    await asyncio.sleep(1.0)  # five usual reply timeouts: the start is still held
+    assert not starting.done()
+    release.set()
+    await starting
     for client in (ann, bob):
         await client.wait_started()
         await client.close()

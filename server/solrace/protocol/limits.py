@@ -106,6 +106,10 @@ MAX_ROOMS_LISTED: Final = 50
 #: room's stream still holds) the server replays nothing and the snapshot, which is
 #: always complete, is the client's new state.
 MAX_REPLAY_EVENTS: Final = 1000
+#: Longest a host's ``start`` is held while the room's deal is still being certified
+#: winnable; ``not_ready`` after that. A client waits this long for the reply, and its
+#: usual reply time on top, before it takes the link for dead.
+START_WAIT_S: Final = 15.0
 
 # --------------------------------------------------------------------------- rate
 #: Sustained messages per second per connection, and the burst allowed on top.

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from multiprocessing.pool import Pool
 from typing import TYPE_CHECKING, Any, Final
 
+from solrace.protocol.limits import START_WAIT_S
 from solrace.protocol.views import Phase
 from solrace.race import decisions as decide_
 from solrace.race.fairness import round_seed
@@ -44,8 +45,6 @@ log = logging.getLogger("solrace.certify")
 CERTIFY_BUDGET_NODES: Final = SERVER_BUDGET
 #: Candidates tried before the room falls back to an uncertified deal (announced so).
 MAX_CANDIDATES: Final = 100
-#: How long a host's ``start`` waits for the certificate before it is refused.
-START_WAIT_S: Final = 15.0
 
 #: A requested difficulty accepts these solver bands.
 _BANDS: Final = {"easy": ("easy",), "medium": ("medium",), "hard": ("hard", "very hard")}
