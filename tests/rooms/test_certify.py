@@ -1,8 +1,12 @@
 """Certification candidate by candidate: the solver workers serve every room in turn,
-and a certification nobody needs any more stops after the candidate in progress."""
+a certification nobody needs any more stops after the candidates in progress, and two
+candidates are solved at once, the first won being the deal."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -67,3 +71,92 @@ def test_candidate_by_candidate_finds_what_the_whole_search_finds() -> None:
         )
     seed = round_seed(SOLVABLE_SECRET, 1, whole.attempt)
     assert replay("yukon", seed, settings.options, list(whole.line)).is_won()
+
+
+class _Candidates:
+    """A scripted solver: ``outcomes[attempt]`` is (won?, seconds it takes); records
+    which candidates ran and how many at once."""
+
+    def __init__(self, outcomes: dict[int, tuple[bool, float]]) -> None:
+        self.outcomes = outcomes
+        self.started: list[int] = []
+        self.finished: list[int] = []
+        self.cancelled: list[int] = []
+        self.most_at_once = 0
+
+    async def solve(self, attempt: int) -> certify.Certificate | None:
+        self.started.append(attempt)
+        running = len(self.started) - len(self.finished) - len(self.cancelled)
+        self.most_at_once = max(self.most_at_once, running)
+        won, seconds = self.outcomes.get(attempt, (False, 0.0))
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            self.cancelled.append(attempt)
+            raise
+        self.finished.append(attempt)
+        return certify.Certificate(attempt, ("1:a>b",), "easy") if won else None
+
+
+async def test_a_candidate_won_beside_a_slow_one_is_the_deal_at_once() -> None:
+    """Candidate 0 spends its whole budget (unknown); candidate 1, solved beside it,
+    is won meanwhile and is the deal: the walk does not wait for candidate 0."""
+    candidates = _Candidates({0: (False, 5.0), 1: (True, 0.01)})
+    began = time.monotonic()
+    found = await certify.first_won(candidates.solve, lambda: True, in_flight=2)
+    assert found.attempt == 1 and found.line is not None
+    assert time.monotonic() - began < 1.0
+    assert candidates.cancelled == [0]  # abandoned, not awaited
+
+
+async def test_candidates_won_together_give_the_lowest_attempt() -> None:
+    candidates = _Candidates({0: (True, 0.02), 1: (True, 0.02)})
+    found = await certify.first_won(candidates.solve, lambda: True, in_flight=2)
+    assert found.attempt == 0
+
+
+async def test_a_walk_with_no_win_tries_every_candidate_so_many_at_a_time() -> None:
+    candidates = _Candidates({attempt: (False, 0.001 * (attempt % 3)) for attempt in range(9)})
+    found = await certify.first_won(candidates.solve, lambda: True, in_flight=2, candidates=9)
+    assert found == certify.Certificate(0, None, None)
+    assert sorted(candidates.started) == list(range(9))
+    assert candidates.most_at_once == 2
+
+
+async def test_one_in_flight_is_the_walk_in_order() -> None:
+    candidates = _Candidates({0: (False, 0.01), 1: (False, 0.0), 2: (True, 0.01)})
+    found = await certify.first_won(candidates.solve, lambda: True, in_flight=1)
+    assert found.attempt == 2
+    assert candidates.started == [0, 1, 2] and candidates.most_at_once == 1
+
+
+async def test_a_failing_candidate_fails_the_walk_and_abandons_the_others() -> None:
+    candidates = _Candidates({1: (False, 5.0)})
+
+    async def solve(attempt: int) -> certify.Certificate | None:
+        if attempt == 0:
+            await asyncio.sleep(0.01)
+            raise RuntimeError("the worker died")
+        return await candidates.solve(attempt)
+
+    with pytest.raises(RuntimeError, match="the worker died"):
+        await certify.first_won(solve, lambda: True, in_flight=2)
+    assert candidates.cancelled == [1]
+
+
+def test_the_solver_workers_yield_the_cpu_to_the_node() -> None:
+    """The pool's workers run at SOLVER_NICE: the node's loop comes first."""
+    pool: Any = certify._workers()
+    try:
+        pids = [process.pid for process in pool._pool]
+        assert len(pids) == certify.SOLVER_WORKERS
+        deadline = time.monotonic() + 30
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        while True:  # a spawned worker sets its niceness once it has started
+            niceness = [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids]
+            if all(n == min(19, mine + certify.SOLVER_NICE) for n in niceness):
+                break
+            assert time.monotonic() < deadline, niceness
+            time.sleep(0.05)
+    finally:
+        certify.shutdown()

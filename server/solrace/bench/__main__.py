@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--start", type=whole(0), default=0, help="solver: first seed")
     parser.add_argument("--certify", type=whole(0), default=200, help="solver: certify walks")
     parser.add_argument("--certify-budget", type=at_least_1, default=None, help="solver")
+    parser.add_argument(
+        "--certify-node",
+        type=whole(0),
+        default=100,
+        help="solver: certify walks through the node's own code and workers, per setting",
+    )
     parser.add_argument("--log", default=None, help="solver: progress log file")
     parser.add_argument(
         "--racers", type=whole(2), default=200, help="server: racers (rooms of 4; at least 2)"
@@ -203,6 +209,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str,
                     certify=args.certify,
                     certify_budget=args.certify_budget,
                     log=log,
+                    node_walks=args.certify_node,
                 )
             finally:
                 if log is not None:

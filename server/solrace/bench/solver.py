@@ -79,6 +79,87 @@ def _certify_one(job: tuple[str, dict[str, Any], int, int, int]) -> tuple[int, i
     return limit, -1, time.perf_counter() - t0
 
 
+#: The walks' secrets: fixed, so every run (and both settings) tries the same candidates.
+_WALK_SECRET = b"solrace certify benchmark walk %d"
+#: Seconds left between the two settings' walks: long enough for a candidate the last
+#: walk abandoned to end (a candidate stops at its node budget, well under a second).
+_DRAIN_S = 2.0
+
+
+async def _node_walk(
+    variant: str, options: dict[str, Any], secret: bytes, budget: int, in_flight: int
+) -> tuple[int, float]:
+    """One certification through the node's own code and worker pool
+    (:func:`solrace.rooms.certify.first_won` over ``_solve``): (candidates started,
+    seconds)."""
+    from solrace.rooms import certify as node_certify
+
+    started = 0
+
+    async def solve(attempt: int) -> node_certify.Certificate | None:
+        nonlocal started
+        started += 1
+        return await node_certify._solve(variant, options, secret, 1, attempt, None, budget)
+
+    t0 = time.perf_counter()
+    found = await node_certify.first_won(solve, lambda: True, in_flight)
+    elapsed = time.perf_counter() - t0
+    if found.line is None:
+        raise RuntimeError(f"no candidate won in {started}")
+    return started, elapsed
+
+
+async def _node_walks(
+    preset: str, walks: int, budget: int, in_flight: int
+) -> list[tuple[int, float]]:
+    """``walks`` certifications one after another, as rooms certify on a node. A
+    candidate a walk abandons still runs out its budget on its worker while the next
+    walk begins."""
+    variant, options = PRESETS[preset]
+    return [
+        await _node_walk(variant, options, _WALK_SECRET % i, budget, in_flight)
+        for i in range(walks)
+    ]
+
+
+def node_certify_run(preset: str, walks: int, budget: int) -> dict[str, Any]:
+    """The certify latency a room gets from the node: ``walks`` walks with one
+    candidate at a time (the node before CANDIDATES_IN_FLIGHT: the baseline, same
+    run) and then with the node's CANDIDATES_IN_FLIGHT, on the node's worker pool."""
+    import asyncio
+
+    from solrace.rooms import certify as node_certify
+    from solrace.solver.accel import accelerated
+
+    async def both() -> dict[str, Any]:
+        settings: dict[str, Any] = {}
+        try:
+            await _node_walks(preset, 2, budget, 1)  # warm-up: the workers spawn, import
+            await asyncio.sleep(_DRAIN_S)
+            for in_flight in (1, node_certify.CANDIDATES_IN_FLIGHT):
+                rows = await _node_walks(preset, walks, budget, in_flight)
+                await asyncio.sleep(_DRAIN_S)
+                secs = [r[1] for r in rows]
+                settings[str(in_flight)] = {
+                    "seconds_p50": round(_quantile(secs, 0.5), 3),
+                    "seconds_p95": round(_quantile(secs, 0.95), 3),
+                    "seconds_max": round(max(secs), 3),
+                    "candidates_mean": round(sum(r[0] for r in rows) / len(rows), 3),
+                }
+        finally:
+            node_certify.shutdown()
+        return settings
+
+    return {
+        "preset": preset,
+        "budget_nodes": budget,
+        "walks": walks,
+        "solver_workers": node_certify.SOLVER_WORKERS,
+        "accelerated": accelerated(),
+        "in_flight": asyncio.run(both()),
+    }
+
+
 def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     """95 % Wilson score interval of a proportion."""
     if n == 0:
@@ -146,6 +227,7 @@ def run(
     certify_budget: int | None = None,
     certify_preset: str = "yukon",
     log: Any = None,
+    node_walks: int = 0,
 ) -> dict[str, Any]:
     workers = workers or os.cpu_count() or 1
     out: dict[str, Any] = {
@@ -196,4 +278,13 @@ def run(
             }
             if log is not None:
                 print("certify", out["certify"], file=log, flush=True)
+    if node_walks:
+        # After the study's pool is gone: the node's workers have the machine.
+        from solrace.rooms.certify import CERTIFY_BUDGET_NODES
+
+        out["certify_node"] = node_certify_run(
+            certify_preset, node_walks, certify_budget or CERTIFY_BUDGET_NODES
+        )
+        if log is not None:
+            print("certify_node", out["certify_node"], file=log, flush=True)
     return out
