@@ -12,9 +12,9 @@ from solrace.rooms.certify import CANDIDATES_IN_FLIGHT, CERTIFY_BUDGET_NODES, SO
 
 
 def test_the_node_certify_measure_runs_both_settings_through_the_node_code() -> None:
+    argv = ["solver", "--json", "--variant", "yukon", "--deals", "0", "--certify", "0"]
     done = subprocess.run(
-        [sys.executable, "-m", "solrace.bench", "solver", "--json", "--variant", "yukon"]
-        + ["--deals", "0", "--certify", "0", "--certify-node", "3"],
+        [sys.executable, "-m", "solrace.bench", *argv, "--certify-node", "3"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -212,7 +212,9 @@ async def _finish_with_the_replica_stopped(url: str, cluster_dir: Path) -> None:
     her room's master is stopped is answered after REPLICA_WAIT_MS, a finish, and
     counted and logged as unreplicated; the other moves never waited."""
     store = await Store.connect(url, prefix="node-finish:", timeout=2.0)
-    node = Node(store, room_secret=lambda: SOLVABLE_SECRET, countdown_ms=100)
+    node = Node(
+        store, room_secret=lambda: SOLVABLE_SECRET, candidates_in_flight=1, countdown_ms=100
+    )
     node.start()
     try:
         ann, bob = FakePeer(node), FakePeer(node)

@@ -67,7 +67,8 @@ class Cluster:
     ) -> RaceServer:
         """A started server node on this cluster's backend. Tests race fast: the rate
         limit is lifted unless a test sets it (None: the server's default limit, and
-        clients pace themselves again), and countdowns last 0.2 s."""
+        clients pace themselves again), countdowns last 0.2 s, and a certification
+        solves one candidate at a time, so the deal is the known one."""
         store = await self.store()
         source = secret if callable(secret) else (lambda: secret)
         if rate is None:
@@ -81,7 +82,8 @@ class Cluster:
             room_secret=source,
             countdown_ms=200,
             **limits,
-            **node_args,  # type: ignore[arg-type]
+            # The known deal: candidate 0, the first won in order (unless a test asks).
+            **{"candidates_in_flight": 1, **node_args},  # type: ignore[arg-type]
         )
         server = RaceServer(node, "127.0.0.1", 0)
         await server.start()

@@ -82,7 +82,13 @@ class Backend:
                 store = await self._first.sibling()
         else:
             store = await connect_or_fail(self.kind, self.prefix)
-        node = Node(store, room_secret=lambda: SOLVABLE_SECRET, countdown_ms=100, clock=clock)
+        node = Node(
+            store,
+            room_secret=lambda: SOLVABLE_SECRET,
+            candidates_in_flight=1,  # the known deal: candidate 0, won first in order
+            countdown_ms=100,
+            clock=clock,
+        )
         node.start()
         self.nodes.append(node)
         return node

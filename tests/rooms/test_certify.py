@@ -39,14 +39,17 @@ async def test_a_certification_nobody_needs_stops_after_its_candidate(
 
     async def unlucky(*args: Any) -> certify.Certificate | None:
         tried.append(args[4])  # the candidate number
-        if len(tried) == 2:
+        if len(tried) == 3:
             room.state.round += 1  # meanwhile: a rematch, the round is gone
         return None  # not won
 
     monkeypatch.setattr(certify, "_solve", unlucky)
-    node: Any = SimpleNamespace(certifying={})  # nothing else is asked: nothing stored
+    # Nothing else is asked of the node: nothing is stored.
+    node: Any = SimpleNamespace(certifying={}, candidates_in_flight=2)
     await certify._run(node, room, round_no=room.state.round)
-    assert tried == [0, 1]  # not the 100 candidates a whole certification may try
+    # Candidates 2 and 3 were in flight when the round went: not the 100 a whole
+    # certification may try.
+    assert tried == [0, 1, 2, 3]
 
 
 def test_candidate_by_candidate_finds_what_the_whole_search_finds() -> None:

@@ -540,3 +540,45 @@ async def test_a_listed_lobby_whose_only_node_died_is_adopted_and_its_ghost_leav
     await nxt.tick(adopted)
     assert not adopted.state.racers, adopted.state.racers
     assert room.room_id not in await nxt.store.listed_rooms()
+
+
+async def test_a_start_whose_countdown_write_fails_after_its_note_is_refused_and_retried(
+    backend: Backend,
+) -> None:
+    """A countdown takes two writes: the room is noted as a race to archive
+    (Store.mark_unarchived), then the countdown is stored. Redis fails the second: the
+    start is refused ``unavailable`` and nothing but the note was written, so the room
+    is still a lobby (the sweep leaves a noted lobby alone); the host's retry starts
+    the race, which ends, is archived, and its note cleared."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined", created.d
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    room = ann.room
+    assert room is not None
+
+    failed = _fail_once(node.store, "append_event", _storing(EventType.COUNTDOWN))
+    refused = await _replies(ann, "start")
+    assert failed
+    assert [(r.t, r.d.get("code")) for r in refused] == [("error", "unavailable")]
+    assert room.room_id in await node.store.unarchived_rooms()  # the first write
+    stored = [e.t for e in await _stored(node, room)]
+    assert EventType.COUNTDOWN not in stored, stored
+    assert not ann.events("countdown") and not bob.events("countdown")
+    await node.sweep_orphans()  # a noted lobby is neither adopted nor cleared
+    assert room.state.phase == "lobby"
+    assert room.room_id in await node.store.unarchived_rooms()
+
+    assert (await ann.ask("start")).t == "ok"  # the retry
+    started = await ann.until(lambda f: f.t == "started")
+    await bob.until(lambda f: f.t == "started")
+    assert [e.t for e in await _stored(node, room)].count(EventType.COUNTDOWN) == 1
+    assert (await ann.ask("resign")).t == "ok"
+    assert (await bob.ask("resign")).t == "ok"
+    await ann.until(lambda f: f.t == "race_over")
+    race_key = race_id(room.room_id, str(started.d["commitment"]))
+    await archived_result(node.store, race_key)
+    await _poll(node.store.unarchived_rooms, lambda rooms: room.room_id not in rooms, "the note")

@@ -262,6 +262,7 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
             ),
             # Until the deal is chosen (maybe by another node), or the round is gone.
             lambda: _needed(room, round_no),
+            node.candidates_in_flight,
         )
         if not _needed(room, round_no):
             return  # everyone left (or the deal was chosen) while the solver ran

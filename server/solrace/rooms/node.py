@@ -122,9 +122,13 @@ class Node:
         rate_per_s: float = RATE_PER_S,
         rate_burst: float = RATE_BURST,
         countdown_ms: int = decide_.COUNTDOWN_MS,
+        candidates_in_flight: int = certify.CANDIDATES_IN_FLIGHT,
     ) -> None:
         """``room_secret`` draws each new room's secret (tests pin it to get a known
-        deal); ``rate_per_s``/``rate_burst`` set every connection's token bucket."""
+        deal); ``rate_per_s``/``rate_burst`` set every connection's token bucket;
+        ``candidates_in_flight``: candidate deals a certification solves at once (the
+        first won is dealt, so which one is a matter of timing; tests that play a known
+        deal set 1: the deal is then the first candidate won in order)."""
         self.store = store
         self.clock = clock
         self.name = name
@@ -132,6 +136,7 @@ class Node:
         self.rate_per_s = rate_per_s
         self.rate_burst = rate_burst
         self.countdown_ms = countdown_ms
+        self.candidates_in_flight = candidates_in_flight
         self.rooms: dict[str, LiveRoom] = {}
         self.peers: set[Peer] = set()
         #: What the core counts; a server swaps in its Prometheus metrics.
