@@ -163,3 +163,37 @@ def test_the_solver_workers_yield_the_cpu_to_the_node() -> None:
             time.sleep(0.05)
     finally:
         certify.shutdown()
+
+
+async def test_a_second_candidate_waits_for_a_spare_worker() -> None:
+    """On a busy node (no spare worker) a room solves one candidate at a time: its
+    second would only queue ahead of other rooms' first ones."""
+    candidates = _Candidates({3: (True, 0.0)})
+    found = await certify.first_won(
+        candidates.solve, lambda: True, in_flight=2, spare=lambda: False
+    )
+    assert found.attempt == 3
+    assert candidates.started == [0, 1, 2, 3] and candidates.most_at_once == 1
+
+
+async def test_the_workers_count_their_candidates_until_each_ends() -> None:
+    """A candidate counts against the spare workers until its worker has finished it,
+    even once nobody waits for it any more (abandoned, it still runs out its budget)."""
+    settings = validate_settings(RoomSettings(variant="yukon"))
+    args = ("yukon", dict(settings.options), SOLVABLE_SECRET, 1, 0, None)
+    try:
+        assert certify.spare_worker()
+        assert await certify._solve(*args) is not None  # candidate 0 of the known deal
+        assert certify._jobs == 0
+        abandoned = [asyncio.ensure_future(certify._solve(*args)) for _ in range(2)]
+        await asyncio.sleep(0)
+        assert certify._jobs == 2 and not certify.spare_worker()
+        for job in abandoned:
+            job.cancel()
+        deadline = time.monotonic() + 30
+        while certify._jobs:  # the workers finish them all the same
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        assert certify.spare_worker()
+    finally:
+        certify.shutdown()

@@ -14,6 +14,7 @@ does while the other core does the same: a fair picture of a 2-core server.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import time
@@ -81,9 +82,6 @@ def _certify_one(job: tuple[str, dict[str, Any], int, int, int]) -> tuple[int, i
 
 #: The walks' secrets: fixed, so every run (and both settings) tries the same candidates.
 _WALK_SECRET = b"solrace certify benchmark walk %d"
-#: Seconds left between the two settings' walks: long enough for a candidate the last
-#: walk abandoned to end (a candidate stops at its node budget, well under a second).
-_DRAIN_S = 2.0
 
 
 async def _node_walk(
@@ -102,7 +100,9 @@ async def _node_walk(
         return await node_certify._solve(variant, options, secret, 1, attempt, None, budget)
 
     t0 = time.perf_counter()
-    found = await node_certify.first_won(solve, lambda: True, in_flight)
+    found = await node_certify.first_won(
+        solve, lambda: True, in_flight, spare=node_certify.spare_worker
+    )
     elapsed = time.perf_counter() - t0
     if found.line is None:
         raise RuntimeError(f"no candidate won in {started}")
@@ -110,42 +110,51 @@ async def _node_walk(
 
 
 async def _node_walks(
-    preset: str, walks: int, budget: int, in_flight: int
+    preset: str, walks: int, budget: int, in_flight: int, idle: bool
 ) -> list[tuple[int, float]]:
-    """``walks`` certifications one after another, as rooms certify on a node. A
-    candidate a walk abandons still runs out its budget on its worker while the next
-    walk begins."""
+    """``walks`` certifications one after another. ``idle``: each begins once the
+    workers are idle (a room arriving at a quiet node); else right after the last (rooms
+    arriving together: a candidate a walk abandoned still runs out its budget on its
+    worker, which is then no spare for the next walk's second candidate)."""
+    from solrace.rooms import certify as node_certify
+
     variant, options = PRESETS[preset]
-    return [
-        await _node_walk(variant, options, _WALK_SECRET % i, budget, in_flight)
-        for i in range(walks)
-    ]
+    out = []
+    for i in range(walks):
+        while idle and not node_certify.idle_workers():
+            await asyncio.sleep(0.005)
+        out.append(await _node_walk(variant, options, _WALK_SECRET % i, budget, in_flight))
+    return out
+
+
+def _walk_figures(rows: list[tuple[int, float]]) -> dict[str, Any]:
+    secs = [r[1] for r in rows]
+    return {
+        "seconds_p50": round(_quantile(secs, 0.5), 3),
+        "seconds_p95": round(_quantile(secs, 0.95), 3),
+        "seconds_max": round(max(secs), 3),
+        "candidates_mean": round(sum(r[0] for r in rows) / len(rows), 3),
+    }
 
 
 def node_certify_run(preset: str, walks: int, budget: int) -> dict[str, Any]:
     """The certify latency a room gets from the node: ``walks`` walks with one
     candidate at a time (the node before CANDIDATES_IN_FLIGHT: the baseline, same
-    run) and then with the node's CANDIDATES_IN_FLIGHT, on the node's worker pool."""
-    import asyncio
-
+    run), then with the node's CANDIDATES_IN_FLIGHT, on the node's worker pool; each
+    setting with every walk starting on idle workers (``idle``) and back to back
+    (``back_to_back``)."""
     from solrace.rooms import certify as node_certify
     from solrace.solver.accel import accelerated
 
-    async def both() -> dict[str, Any]:
+    async def measure() -> dict[str, Any]:
         settings: dict[str, Any] = {}
         try:
-            await _node_walks(preset, 2, budget, 1)  # warm-up: the workers spawn, import
-            await asyncio.sleep(_DRAIN_S)
+            await _node_walks(preset, 2, budget, 1, True)  # warm-up: workers spawn, import
             for in_flight in (1, node_certify.CANDIDATES_IN_FLIGHT):
-                rows = await _node_walks(preset, walks, budget, in_flight)
-                await asyncio.sleep(_DRAIN_S)
-                secs = [r[1] for r in rows]
-                settings[str(in_flight)] = {
-                    "seconds_p50": round(_quantile(secs, 0.5), 3),
-                    "seconds_p95": round(_quantile(secs, 0.95), 3),
-                    "seconds_max": round(max(secs), 3),
-                    "candidates_mean": round(sum(r[0] for r in rows) / len(rows), 3),
-                }
+                figures = settings[str(in_flight)] = {}
+                for timing, idle in (("idle", True), ("back_to_back", False)):
+                    rows = await _node_walks(preset, walks, budget, in_flight, idle)
+                    figures[timing] = _walk_figures(rows)
         finally:
             node_certify.shutdown()
         return settings
@@ -156,7 +165,7 @@ def node_certify_run(preset: str, walks: int, budget: int) -> dict[str, Any]:
         "walks": walks,
         "solver_workers": node_certify.SOLVER_WORKERS,
         "accelerated": accelerated(),
-        "in_flight": asyncio.run(both()),
+        "in_flight": asyncio.run(measure()),
     }
 
 

@@ -22,6 +22,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.pool import Pool
@@ -60,6 +61,28 @@ SOLVER_NICE: Final = 10
 _BANDS: Final = {"easy": ("easy",), "medium": ("medium",), "hard": ("hard", "very hard")}
 
 _pool: Pool | None = None
+#: Candidates handed to the workers and not finished yet (abandoned ones included: a
+#: worker runs them out). Counted on the loop's thread and the pool's result thread.
+_jobs = 0
+_jobs_lock = threading.Lock()
+
+
+def spare_worker() -> bool:
+    """Whether a candidate handed to the workers now would start at once: a room's
+    second candidate is only worth solving on a worker nobody else is waiting for
+    (on a busy node it would delay other rooms' first candidates)."""
+    return _jobs < SOLVER_WORKERS
+
+
+def idle_workers() -> bool:
+    """Whether no candidate is handed to the workers (none running, none queued)."""
+    return _jobs == 0
+
+
+def _count_job(change: int) -> None:
+    global _jobs
+    with _jobs_lock:
+        _jobs = max(0, _jobs + change)  # a reply of workers shutdown() stopped: ignored
 
 
 @dataclass(frozen=True)
@@ -113,17 +136,24 @@ async def first_won(
     needed: Callable[[], bool],
     in_flight: int = CANDIDATES_IN_FLIGHT,
     candidates: int = MAX_CANDIDATES,
+    spare: Callable[[], bool] = lambda: True,
 ) -> Certificate:
-    """Solve candidates ``0, 1, …`` with ``solve``, ``in_flight`` at a time, until one
-    is won: that one (the lowest attempt if several are won together), or a certificate
-    without a line when none of ``candidates`` is or the round stopped being
-    ``needed``. A candidate still running then is abandoned (its worker finishes it
-    within the budget; the result is dropped)."""
+    """Solve candidates ``0, 1, …`` with ``solve``, up to ``in_flight`` at a time (more
+    than one only while ``spare`` says a worker is free for it), until one is won: that
+    one (the lowest attempt if several are won together), or a certificate without a
+    line when none of ``candidates`` is or the round stopped being ``needed``. A
+    candidate still running then is abandoned (its worker finishes it within the
+    budget; the result is dropped)."""
     running: set[asyncio.Future[Certificate | None]] = set()
     attempt = 0
     try:
         while True:
-            while len(running) < in_flight and attempt < candidates and needed():
+            while (
+                len(running) < in_flight
+                and attempt < candidates
+                and needed()
+                and (not running or spare())
+            ):
                 running.add(asyncio.ensure_future(solve(attempt)))
                 attempt += 1
             if not running:
@@ -173,10 +203,12 @@ def _workers() -> Pool:
 
 def shutdown() -> None:
     """Stop the solver workers now (a draining node does not wait for a deal)."""
-    global _pool
+    global _pool, _jobs
     if _pool is not None:
         _pool.terminate()
         _pool = None
+        with _jobs_lock:
+            _jobs = 0  # what the workers held is gone with them
 
 
 async def _solve(*args: Any) -> Certificate | None:
@@ -184,9 +216,10 @@ async def _solve(*args: Any) -> Certificate | None:
 
     One candidate per job, not a whole certification: the workers serve every room of
     the node in turn, so a room whose deal is hard to certify (up to MAX_CANDIDATES
-    candidates) holds the others up by one candidate at most, and a certification
-    nobody needs any more (the room was left, another node chose the deal) stops
-    after the candidate in progress instead of running to its end."""
+    candidates) holds the others up by one candidate at most (its second candidate in
+    flight only goes to a spare worker), and a certification nobody needs any more
+    (the room was left, another node chose the deal) stops after the candidates in
+    progress instead of running to its end."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Certificate | None] = loop.create_future()
 
@@ -202,9 +235,19 @@ async def _solve(*args: Any) -> Certificate | None:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, outcome, failed)
 
-    _workers().apply_async(
-        try_candidate, args, callback=reply, error_callback=lambda e: reply(e, True)
-    )
+    def finished(outcome: Any, failed: bool = False) -> None:
+        _count_job(-1)
+        reply(outcome, failed)
+
+    workers = _workers()
+    _count_job(+1)
+    try:
+        workers.apply_async(
+            try_candidate, args, callback=finished, error_callback=lambda e: finished(e, True)
+        )
+    except BaseException:
+        _count_job(-1)
+        raise
     return await future
 
 
@@ -263,6 +306,7 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
             # Until the deal is chosen (maybe by another node), or the round is gone.
             lambda: _needed(room, round_no),
             node.candidates_in_flight,
+            spare=spare_worker,
         )
         if not _needed(room, round_no):
             return  # everyone left (or the deal was chosen) while the solver ran
