@@ -27,7 +27,7 @@ from solrace.net.main import (
     run_on_loop,
 )
 from solrace.net.server import RaceServer
-from solrace.rooms import certify
+from solrace.rooms import solver_workers
 from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
 
@@ -138,7 +138,7 @@ async def test_a_drain_that_fails_exits_3_with_its_traceback_not_cannot_start(
     if broken == "drain":
         monkeypatch.setattr(RaceServer, "drain", broken_drain)
     else:
-        monkeypatch.setattr(certify, "shutdown", broken_workers)
+        monkeypatch.setattr(solver_workers, "shutdown", broken_workers)
     prefix = f"solrace-test:{uuid.uuid4().hex}:"
     argv = ["--port", "0", "--redis-url", REDIS_URL, "--key-prefix", prefix]
     args = server_main.resolve(server_main.build_parser().parse_args(argv))

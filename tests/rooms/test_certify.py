@@ -147,24 +147,6 @@ async def test_a_failing_candidate_fails_the_walk_and_abandons_the_others() -> N
     assert candidates.cancelled == [1]
 
 
-def test_the_solver_workers_yield_the_cpu_to_the_node() -> None:
-    """The pool's workers run at SOLVER_NICE: the node's loop comes first."""
-    pool: Any = certify._workers()
-    try:
-        pids = [process.pid for process in pool._pool]
-        assert len(pids) == certify.SOLVER_WORKERS
-        deadline = time.monotonic() + 30
-        mine = os.getpriority(os.PRIO_PROCESS, 0)
-        while True:  # a spawned worker sets its niceness once it has started
-            niceness = [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids]
-            if all(n == min(19, mine + certify.SOLVER_NICE) for n in niceness):
-                break
-            assert time.monotonic() < deadline, niceness
-            time.sleep(0.05)
-    finally:
-        certify.shutdown()
-
-
 async def test_a_second_candidate_waits_for_a_spare_worker() -> None:
     """On a busy node (no spare worker) a room solves one candidate at a time: its
     second would only queue ahead of other rooms' first ones."""
@@ -174,26 +156,3 @@ async def test_a_second_candidate_waits_for_a_spare_worker() -> None:
     )
     assert found.attempt == 3
     assert candidates.started == [0, 1, 2, 3] and candidates.most_at_once == 1
-
-
-async def test_the_workers_count_their_candidates_until_each_ends() -> None:
-    """A candidate counts against the spare workers until its worker has finished it,
-    even once nobody waits for it any more (abandoned, it still runs out its budget)."""
-    settings = validate_settings(RoomSettings(variant="yukon"))
-    args = ("yukon", dict(settings.options), SOLVABLE_SECRET, 1, 0, None)
-    try:
-        assert certify.spare_worker()
-        assert await certify._solve(*args) is not None  # candidate 0 of the known deal
-        assert certify._jobs == 0
-        abandoned = [asyncio.ensure_future(certify._solve(*args)) for _ in range(2)]
-        await asyncio.sleep(0)
-        assert certify._jobs == 2 and not certify.spare_worker()
-        for job in abandoned:
-            job.cancel()
-        deadline = time.monotonic() + 30
-        while certify._jobs:  # the workers finish them all the same
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.01)
-        assert certify.spare_worker()
-    finally:
-        certify.shutdown()

@@ -91,6 +91,7 @@ async def _node_walk(
     (:func:`solrace.rooms.certify.first_won` over ``_solve``): (candidates started,
     seconds)."""
     from solrace.rooms import certify as node_certify
+    from solrace.rooms import solver_workers
 
     started = 0
 
@@ -100,9 +101,7 @@ async def _node_walk(
         return await node_certify._solve(variant, options, secret, 1, attempt, None, budget)
 
     t0 = time.perf_counter()
-    found = await node_certify.first_won(
-        solve, lambda: True, in_flight, spare=node_certify.spare_worker
-    )
+    found = await node_certify.first_won(solve, lambda: True, in_flight, spare=solver_workers.spare)
     elapsed = time.perf_counter() - t0
     if found.line is None:
         raise RuntimeError(f"no candidate won in {started}")
@@ -114,14 +113,14 @@ async def _node_walks(
 ) -> list[tuple[int, float]]:
     """``walks`` certifications one after another. ``idle``: each begins once the
     workers are idle (a room arriving at a quiet node); else right after the last (rooms
-    arriving together: a candidate a walk abandoned still runs out its budget on its
-    worker, which is then no spare for the next walk's second candidate)."""
-    from solrace.rooms import certify as node_certify
+    arriving together: a candidate a walk abandoned holds its worker until it stops,
+    which is then no spare for the next walk's second candidate)."""
+    from solrace.rooms import solver_workers
 
     variant, options = PRESETS[preset]
     out = []
     for i in range(walks):
-        while idle and not node_certify.idle_workers():
+        while idle and not solver_workers.idle():
             await asyncio.sleep(0.005)
         out.append(await _node_walk(variant, options, _WALK_SECRET % i, budget, in_flight))
     return out
@@ -144,6 +143,7 @@ def node_certify_run(preset: str, walks: int, budget: int) -> dict[str, Any]:
     setting with every walk starting on idle workers (``idle``) and back to back
     (``back_to_back``)."""
     from solrace.rooms import certify as node_certify
+    from solrace.rooms import solver_workers
     from solrace.solver.accel import accelerated
 
     async def measure() -> dict[str, Any]:
@@ -156,14 +156,14 @@ def node_certify_run(preset: str, walks: int, budget: int) -> dict[str, Any]:
                     rows = await _node_walks(preset, walks, budget, in_flight, idle)
                     figures[timing] = _walk_figures(rows)
         finally:
-            node_certify.shutdown()
+            solver_workers.shutdown()
         return settings
 
     return {
         "preset": preset,
         "budget_nodes": budget,
         "walks": walks,
-        "solver_workers": node_certify.SOLVER_WORKERS,
+        "solver_workers": solver_workers.SOLVER_WORKERS,
         "accelerated": accelerated(),
         "in_flight": asyncio.run(measure()),
     }

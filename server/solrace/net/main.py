@@ -502,7 +502,7 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
     import asyncio
     import signal
 
-    from solrace.rooms import certify
+    from solrace.rooms import solver_workers
     from solrace.rooms.node import Node
 
     from .server import RaceServer
@@ -562,7 +562,7 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
         log.exception("the drain failed; stopping anyway")
         failed = True
     try:
-        certify.shutdown()  # the solver workers: a stopping node waits for no deal
+        solver_workers.shutdown()  # a stopping node waits for no deal
     except Exception:
         log.exception("stopping the solver workers failed")
         failed = True

@@ -14,18 +14,9 @@ Two nodes may certify the same round; ``decisions.deal_chosen`` keeps the first.
 from __future__ import annotations
 
 import asyncio
-import atexit
-import contextlib
-import ctypes
 import logging
-import multiprocessing
-import os
-import signal
-import sys
-import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from multiprocessing.pool import Pool
 from typing import TYPE_CHECKING, Any, Final
 
 from solrace.protocol.limits import START_WAIT_S
@@ -34,6 +25,8 @@ from solrace.race import decisions as decide_
 from solrace.race.fairness import round_seed
 from solrace.solver import SERVER_BUDGET, solve_deal
 from solrace.store.errors import StoreUnavailable
+
+from . import solver_workers
 
 if TYPE_CHECKING:
     from .node import Node
@@ -51,38 +44,9 @@ MAX_CANDIDATES: Final = 100
 #: one walk in twenty met one: solved one after another, those walks were the p95.
 #: With a second candidate beside it, the next seed is usually won meanwhile.
 CANDIDATES_IN_FLIGHT: Final = 2
-#: Solver worker processes: one per candidate in flight.
-SOLVER_WORKERS: Final = CANDIDATES_IN_FLIGHT
-#: The workers' niceness: on a machine with fewer free cores than workers, the node's
-#: event loop (every room's moves) runs first and the solver takes what is left.
-SOLVER_NICE: Final = 10
 
 #: A requested difficulty accepts these solver bands.
 _BANDS: Final = {"easy": ("easy",), "medium": ("medium",), "hard": ("hard", "very hard")}
-
-_pool: Pool | None = None
-#: Candidates handed to the workers and not finished yet (abandoned ones included: a
-#: worker runs them out). Counted on the loop's thread and the pool's result thread.
-_jobs = 0
-_jobs_lock = threading.Lock()
-
-
-def spare_worker() -> bool:
-    """Whether a candidate handed to the workers now would start at once: a room's
-    second candidate is only worth solving on a worker nobody else is waiting for
-    (on a busy node it would delay other rooms' first candidates)."""
-    return _jobs < SOLVER_WORKERS
-
-
-def idle_workers() -> bool:
-    """Whether no candidate is handed to the workers (none running, none queued)."""
-    return _jobs == 0
-
-
-def _count_job(change: int) -> None:
-    global _jobs
-    with _jobs_lock:
-        _jobs = max(0, _jobs + change)  # a reply of workers shutdown() stopped: ignored
 
 
 @dataclass(frozen=True)
@@ -103,10 +67,14 @@ def try_candidate(
     attempt: int,
     difficulty: str | None,
     budget_nodes: int = CERTIFY_BUDGET_NODES,
+    stop_slot: int | None = None,
 ) -> Certificate | None:
     """Solve candidate ``attempt`` of the round: its certificate if it is won at
-    ``difficulty``, else None. Plain arguments, no I/O: it runs in a worker process."""
-    result = solve_deal(variant, round_seed(secret, round_no, attempt), options, budget_nodes)
+    ``difficulty``, else None. Plain arguments, no I/O: it runs in a worker process,
+    which stops it early once its ``stop_slot`` says nobody waits for it."""
+    seed = round_seed(secret, round_no, attempt)
+    stop = solver_workers.stopper(stop_slot)
+    result = solve_deal(variant, seed, options, budget_nodes, should_stop=stop)
     bands = _BANDS.get(difficulty or "", ())
     if result.won and (not bands or result.difficulty in bands):
         return Certificate(attempt, result.moves, result.difficulty)
@@ -142,8 +110,8 @@ async def first_won(
     than one only while ``spare`` says a worker is free for it), until one is won: that
     one (the lowest attempt if several are won together), or a certificate without a
     line when none of ``candidates`` is or the round stopped being ``needed``. A
-    candidate still running then is abandoned (its worker finishes it within the
-    budget; the result is dropped)."""
+    candidate still running then is cancelled (on a worker: stopped, its result
+    dropped)."""
     running: set[asyncio.Future[Certificate | None]] = set()
     attempt = 0
     try:
@@ -169,86 +137,17 @@ async def first_won(
             await asyncio.wait(running)
 
 
-def _worker_init() -> None:
-    """A solver worker holds no terminal or pipe of the node's (a supervisor waiting
-    for the node's output to close must not wait for it), dies with the node, and
-    yields the CPU to the node (SOLVER_NICE)."""
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    if hasattr(os, "nice"):
-        os.nice(SOLVER_NICE)
-    if sys.platform == "linux":
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-
-def _workers() -> Pool:
-    global _pool
-    if _pool is None:
-        # spawn: a worker never inherits the event loop, sockets or locks. The spawned
-        # helper processes are handed our stderr's descriptor; under a program that
-        # replaced sys.stderr (a Textual app capturing output) there is none, so the
-        # pool is made with the process's own stderr in place.
-        replaced, sys.stderr = sys.stderr, sys.__stderr__ or sys.stderr
-        try:
-            _pool = multiprocessing.get_context("spawn").Pool(
-                SOLVER_WORKERS, initializer=_worker_init
-            )
-        finally:
-            sys.stderr = replaced
-        atexit.register(shutdown)
-    return _pool
-
-
-def shutdown() -> None:
-    """Stop the solver workers now (a draining node does not wait for a deal)."""
-    global _pool, _jobs
-    if _pool is not None:
-        _pool.terminate()
-        _pool = None
-        with _jobs_lock:
-            _jobs = 0  # what the workers held is gone with them
-
-
 async def _solve(*args: Any) -> Certificate | None:
-    """``try_candidate(*args)`` in a worker process, awaited without blocking the loop.
+    """``try_candidate(*args)`` on a solver worker, awaited without blocking the loop.
 
     One candidate per job, not a whole certification: the workers serve every room of
     the node in turn, so a room whose deal is hard to certify (up to MAX_CANDIDATES
     candidates) holds the others up by one candidate at most (its second candidate in
     flight only goes to a spare worker), and a certification nobody needs any more
     (the room was left, another node chose the deal) stops after the candidates in
-    progress instead of running to its end."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Certificate | None] = loop.create_future()
-
-    def settle(outcome: Any, failed: bool) -> None:
-        if not future.done():
-            if failed:
-                future.set_exception(outcome)
-            else:
-                future.set_result(outcome)
-
-    def reply(outcome: Any, failed: bool = False) -> None:
-        # Called on the pool's result thread; the loop may be gone by then.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, outcome, failed)
-
-    def finished(outcome: Any, failed: bool = False) -> None:
-        _count_job(-1)
-        reply(outcome, failed)
-
-    workers = _workers()
-    _count_job(+1)
-    try:
-        workers.apply_async(
-            try_candidate, args, callback=finished, error_callback=lambda e: finished(e, True)
-        )
-    except BaseException:
-        _count_job(-1)
-        raise
-    return await future
+    progress instead of running to its end. Cancelled, the candidate is stopped."""
+    found: Certificate | None = await solver_workers.run(try_candidate, *args)
+    return found
 
 
 def ensure(node: Node, room: LiveRoom) -> None:
@@ -306,7 +205,7 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
             # Until the deal is chosen (maybe by another node), or the round is gone.
             lambda: _needed(room, round_no),
             node.candidates_in_flight,
-            spare=spare_worker,
+            spare=solver_workers.spare,
         )
         if not _needed(room, round_no):
             return  # everyone left (or the deal was chosen) while the solver ran

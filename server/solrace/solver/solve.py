@@ -332,14 +332,16 @@ def solve_deal(
     seed: int,
     options: Mapping[str, Any] | None = None,
     budget_nodes: int = DEFAULT_BUDGET,
+    should_stop: Callable[[], bool] | None = None,
 ) -> SolveResult:
-    """Solve the deal ``(variant, seed, options)`` from its start.
+    """Solve the deal ``(variant, seed, options)`` from its start (``should_stop`` as
+    for :func:`solve_board`).
 
     Top level and plain arguments, so it runs in a ``ProcessPoolExecutor``. Raises the
     engine's :class:`~solrace.rules.RulesError` for an unknown variant, bad options or
     a bad seed, exactly as :func:`solrace.rules.deal` does.
     """
-    return solve_board(deal(variant, seed, dict(options or {})), budget_nodes)
+    return solve_board(deal(variant, seed, dict(options or {})), budget_nodes, should_stop)
 
 
 __all__ = [
