@@ -82,3 +82,22 @@ async def test_an_abandoned_candidate_is_stopped_and_frees_its_worker() -> None:
         assert found is not None and found.line
     finally:
         solver_workers.shutdown()
+
+
+def test_a_late_stop_does_not_reach_the_next_job_on_its_slot() -> None:
+    """A job's cancel can come after the job ended and its slot went to the next job:
+    that stop is for nobody (it would stop the next room's candidate)."""
+    pool = solver_workers._workers()
+    try:
+        first, slot = solver_workers._take_job()
+        solver_workers._end_job(pool, first, slot)
+        second, again = solver_workers._take_job()
+        assert slot is not None and again == slot  # the last slot freed, taken first
+        solver_workers._stop(pool, first, slot)  # the first job's cancel, late
+        assert solver_workers._flags[slot] == 0
+        solver_workers._stop(pool, second, again)
+        assert solver_workers._flags[slot] == 1
+        solver_workers._end_job(pool, second, again)
+        assert solver_workers._flags[slot] == 0 and solver_workers.idle()
+    finally:
+        solver_workers.shutdown()

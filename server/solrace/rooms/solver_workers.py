@@ -23,6 +23,7 @@ import asyncio
 import atexit
 import contextlib
 import ctypes
+import itertools
 import multiprocessing
 import os
 import signal
@@ -47,6 +48,10 @@ _flags: Any = None
 #: slots they hold. Changed on the loop's thread and on the pool's result thread.
 _jobs = 0
 _free_slots: list[int] = []
+#: Which job holds each slot taken (a job's number): a late stop must not reach the
+#: next job given the same slot.
+_holders: dict[int, int] = {}
+_job_numbers = itertools.count()
 _lock = threading.Lock()
 
 #: In a worker: the stop flags it was started with.
@@ -78,7 +83,7 @@ async def run(function: Callable[..., Any], *args: Any) -> Any:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     pool = _workers()
-    slot = _take_job()
+    job, slot = _take_job()
 
     def settle(outcome: Any, failed: bool) -> None:
         if not future.done():
@@ -89,7 +94,7 @@ async def run(function: Callable[..., Any], *args: Any) -> Any:
 
     def finished(outcome: Any, failed: bool = False) -> None:
         # On the pool's result thread; the loop may be gone by then.
-        _end_job(pool, slot)
+        _end_job(pool, job, slot)
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, outcome, failed)
 
@@ -102,37 +107,43 @@ async def run(function: Callable[..., Any], *args: Any) -> Any:
             error_callback=lambda exc: finished(exc, True),
         )
     except BaseException:
-        _end_job(pool, slot)
+        _end_job(pool, job, slot)
         raise
     try:
         return await future
     except asyncio.CancelledError:
-        _stop(pool, slot)
+        _stop(pool, job, slot)
         raise
 
 
-def _take_job() -> int | None:
+def _take_job() -> tuple[int, int | None]:
+    """A number for a new job, and the stop slot it holds (None when all are taken)."""
     global _jobs
     with _lock:
         _jobs += 1
-        return _free_slots.pop() if _free_slots else None
+        job = next(_job_numbers)
+        slot = _free_slots.pop() if _free_slots else None
+        if slot is not None:
+            _holders[slot] = job
+        return job, slot
 
 
-def _end_job(pool: Pool, slot: int | None) -> None:
+def _end_job(pool: Pool, job: int, slot: int | None) -> None:
     global _jobs
     with _lock:
         if pool is not _pool:
             return  # a job of workers shutdown() stopped: nothing of it is counted now
         _jobs -= 1
-        if slot is not None:
+        if slot is not None and _holders.get(slot) == job:
+            del _holders[slot]
             _flags[slot] = 0
             _free_slots.append(slot)
 
 
-def _stop(pool: Pool, slot: int | None) -> None:
+def _stop(pool: Pool, job: int, slot: int | None) -> None:
     with _lock:
         # Only while the job holds the slot: once it ended, the slot may be another's.
-        if slot is not None and pool is _pool and slot not in _free_slots:
+        if slot is not None and pool is _pool and _holders.get(slot) == job:
             _flags[slot] = 1
 
 
@@ -169,6 +180,7 @@ def _workers() -> Pool:
         with _lock:
             _pool, _flags = pool, flags
             _free_slots[:] = range(STOP_SLOTS)
+            _holders.clear()
         atexit.register(shutdown)
         return pool
     return _pool
@@ -181,5 +193,6 @@ def shutdown() -> None:
         pool, _pool = _pool, None
         _jobs = 0  # what the workers held goes with them
         _free_slots.clear()
+        _holders.clear()
     if pool is not None:
         pool.terminate()
