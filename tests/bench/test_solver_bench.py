@@ -8,7 +8,8 @@ import json
 import subprocess
 import sys
 
-from solrace.rooms.certify import CANDIDATES_IN_FLIGHT, CERTIFY_BUDGET_NODES, SOLVER_WORKERS
+from solrace.rooms.certify import CANDIDATES_IN_FLIGHT, CERTIFY_BUDGET_NODES
+from solrace.rooms.solver_workers import SOLVER_WORKERS
 
 
 def test_the_node_certify_measure_runs_both_settings_through_the_node_code() -> None:

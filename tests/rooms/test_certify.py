@@ -5,7 +5,6 @@ candidates are solved at once, the first won being the deal."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from types import SimpleNamespace
 from typing import Any
