@@ -44,6 +44,10 @@ MAX_CANDIDATES: Final = 100
 #: one walk in twenty met one: solved one after another, those walks were the p95.
 #: With a second candidate beside it, the next seed is usually won meanwhile.
 CANDIDATES_IN_FLIGHT: Final = 2
+#: How often a certification in progress looks again whether its round still wants a
+#: deal (else its candidates are stopped: the lobby emptied, another node chose the
+#: deal) and whether a worker has become spare for a second candidate.
+RECHECK_S: Final = 0.1
 
 #: A requested difficulty accepts these solver bands.
 _BANDS: Final = {"easy": ("easy",), "medium": ("medium",), "hard": ("hard", "very hard")}
@@ -109,9 +113,9 @@ async def first_won(
     """Solve candidates ``0, 1, …`` with ``solve``, up to ``in_flight`` at a time (more
     than one only while ``spare`` says a worker is free for it), until one is won: that
     one (the lowest attempt if several are won together), or a certificate without a
-    line when none of ``candidates`` is or the round stopped being ``needed``. A
-    candidate still running then is cancelled (on a worker: stopped, its result
-    dropped)."""
+    line when none of ``candidates`` is or the round stopped being ``needed`` (looked
+    at every RECHECK_S). A candidate still running then is cancelled (on a worker:
+    stopped, its result dropped)."""
     running: set[asyncio.Future[Certificate | None]] = set()
     attempt = 0
     try:
@@ -126,10 +130,14 @@ async def first_won(
                 attempt += 1
             if not running:
                 return Certificate(0, None, None)
-            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            done, running = await asyncio.wait(
+                running, timeout=RECHECK_S, return_when=asyncio.FIRST_COMPLETED
+            )
             won = [found for found in (task.result() for task in done) if found is not None]
             if won:
                 return min(won, key=lambda found: found.attempt)
+            if not needed():
+                return Certificate(0, None, None)
     finally:
         for task in running:
             task.cancel()
@@ -144,8 +152,8 @@ async def _solve(*args: Any) -> Certificate | None:
     the node in turn, so a room whose deal is hard to certify (up to MAX_CANDIDATES
     candidates) holds the others up by one candidate at most (its second candidate in
     flight only goes to a spare worker), and a certification nobody needs any more
-    (the room was left, another node chose the deal) stops after the candidates in
-    progress instead of running to its end. Cancelled, the candidate is stopped."""
+    (the room was left, another node chose the deal) stops its candidates in progress
+    (cancelled, a candidate is stopped on its worker) instead of running to its end."""
     found: Certificate | None = await solver_workers.run(try_candidate, *args)
     return found
 
