@@ -1,9 +1,10 @@
 """Certified deals: a ``winnable`` room deals only a seed a solver has won.
 
 When a round's lobby opens, a node serving the room draws candidate seeds (the
-round's seed, then ``round_seed(secret, round, 1)``, ``2``, ...) and solves each in a
-worker *process* — the solver is pure Python, and in a thread it would hold the GIL and
-delay every other room's moves — until one is won (at the asked difficulty). The
+round's seed, then ``round_seed(secret, round, 1)``, ``2``, ...) and solves them in
+worker *processes* (:mod:`solrace.rooms.solver_workers`; the solver is pure Python,
+and in a thread it would hold the GIL and delay every other room's moves), two at once
+(:func:`first_won`), until one is won (at the asked difficulty). The
 winning line is the certificate: ``deal_chosen`` announces its length and difficulty
 (server-only: which candidate, and the line), the countdown commits to it with the
 seed, ``race_over`` reveals it, and ``solrace verify`` replays it (docs/fairness.md).
