@@ -157,24 +157,26 @@ async def test_a_second_candidate_waits_for_a_spare_worker() -> None:
     assert candidates.started == [0, 1, 2, 3] and candidates.most_at_once == 1
 
 
+class _Flips:
+    """A condition that turns from ``first`` to its opposite ``after`` seconds in."""
+
+    def __init__(self, first: bool, after: float) -> None:
+        self.value = first
+        asyncio.get_running_loop().call_later(after, self.flip)
+
+    def flip(self) -> None:
+        self.value = not self.value
+
+    def __call__(self) -> bool:
+        return self.value
+
+
 async def test_candidates_nobody_needs_any_more_are_stopped_at_once() -> None:
     """The lobby empties (or another node chooses the deal) while candidates run: they
     are stopped within a recheck, not solved to the end of their budget."""
     candidates = _Candidates({0: (False, 5.0), 1: (False, 5.0)})
-    wanted = True
-
-    def needed() -> bool:
-        return wanted
-
-    async def leave() -> None:
-        nonlocal wanted
-        await asyncio.sleep(0.05)
-        wanted = False
-
-    leaving = asyncio.ensure_future(leave())
     began = time.monotonic()
-    found = await certify.first_won(candidates.solve, needed, in_flight=2)
-    await leaving
+    found = await certify.first_won(candidates.solve, _Flips(True, 0.05), in_flight=2)
     assert found == certify.Certificate(0, None, None)
     assert time.monotonic() - began < 1.0
     assert sorted(candidates.cancelled) == [0, 1]
@@ -184,19 +186,10 @@ async def test_a_worker_that_becomes_spare_takes_the_second_candidate() -> None:
     """No spare worker when the walk begins: one candidate. One frees up meanwhile:
     the second candidate goes to it without waiting for the first to end."""
     candidates = _Candidates({0: (False, 5.0), 1: (True, 0.01)})
-    spare = False
-
-    async def free_a_worker() -> None:
-        nonlocal spare
-        await asyncio.sleep(0.05)
-        spare = True
-
-    freeing = asyncio.ensure_future(free_a_worker())
     began = time.monotonic()
     found = await certify.first_won(
-        candidates.solve, lambda: True, in_flight=2, spare=lambda: spare
+        candidates.solve, lambda: True, in_flight=2, spare=_Flips(False, 0.05)
     )
-    await freeing
     assert found.attempt == 1
     assert time.monotonic() - began < 1.0
     assert candidates.cancelled == [0]
