@@ -6,7 +6,11 @@ won / unwinnable / unknown counts, the winnable share with a 95 % Wilson interva
 (unknowns counted as lost for the lower bound and as won for the upper bound), solve
 times and nodes. The *certify* measure is what a server pays to find a winnable Yukon
 deal: starting from a seed, solve consecutive seeds at the certify budget until one is
-won, and time the whole walk (discarded seeds included).
+won, and time the whole walk (discarded seeds included). The *node certify* measure
+(``--certify-node``, the JSON's ``certify_node``) times the same walks through the
+node's own code and worker pool (:mod:`solrace.rooms.certify`,
+:mod:`solrace.rooms.solver_workers`), one candidate at a time and then as the node
+runs them: what a room waits for its deal.
 
 Times are wall-clock per solve inside the worker process, so they are what one core
 does while the other core does the same: a fair picture of a 2-core server.
