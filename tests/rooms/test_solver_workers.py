@@ -76,8 +76,8 @@ async def test_an_abandoned_candidate_is_stopped_and_frees_its_worker() -> None:
         job.cancel()
         took = await _until_idle(10)
         assert took < 10
-        # Its slot is clean again: the next candidate takes it (the last slot freed is
-        # the first taken) and is not stopped at once (a stopped one is not won).
+        # Its slot is clean again: the next candidate takes it (the lowest free slot,
+        # all being free) and is not stopped at once (a stopped one is not won).
         found = await solver_workers.run(certify.try_candidate, *QUICK)
         assert found is not None and found.line
     finally:
@@ -92,7 +92,7 @@ def test_a_late_stop_does_not_reach_the_next_job_on_its_slot() -> None:
         first, slot = solver_workers._take_job()
         solver_workers._end_job(pool, first, slot)
         second, again = solver_workers._take_job()
-        assert slot is not None and again == slot  # the last slot freed, taken first
+        assert slot is not None and again == slot  # the lowest free slot, taken again
         solver_workers._stop(pool, first, slot)  # the first job's cancel, late
         assert solver_workers._flags[slot] == 0
         solver_workers._stop(pool, second, again)

@@ -92,8 +92,8 @@ async def _node_walk(
     variant: str, options: dict[str, Any], secret: bytes, budget: int, in_flight: int
 ) -> tuple[int, float]:
     """One certification through the node's own code and worker pool
-    (:func:`solrace.rooms.certify.first_won` over ``_solve``): (candidates started,
-    seconds)."""
+    (:func:`solrace.rooms.certify.first_won` over ``try_candidate`` on the node's
+    solver workers): (candidates started, seconds)."""
     from solrace.rooms import certify as node_certify
     from solrace.rooms import solver_workers
 
@@ -102,7 +102,10 @@ async def _node_walk(
     async def solve(attempt: int) -> node_certify.Certificate | None:
         nonlocal started
         started += 1
-        return await node_certify._solve(variant, options, secret, 1, attempt, None, budget)
+        found: node_certify.Certificate | None = await solver_workers.run(
+            node_certify.try_candidate, variant, options, secret, 1, attempt, None, budget
+        )
+        return found
 
     t0 = time.perf_counter()
     found = await node_certify.first_won(solve, lambda: True, in_flight, spare=solver_workers.spare)

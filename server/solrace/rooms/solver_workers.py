@@ -44,12 +44,10 @@ STOP_SLOTS: Final = 256
 _pool: Pool | None = None
 #: The stop flags, one byte per slot (the node's copy; a worker has its own mapping).
 _flags: Any = None
-#: Jobs handed to the workers and not finished (abandoned ones included), and the
-#: slots they hold. Changed on the loop's thread and on the pool's result thread.
+#: Jobs handed to the workers and not finished (abandoned ones included), and which
+#: job (by number) holds each stop slot taken: a late stop must not reach the next job
+#: given the same slot. Changed on the loop's thread and on the pool's result thread.
 _jobs = 0
-_free_slots: list[int] = []
-#: Which job holds each slot taken (a job's number): a late stop must not reach the
-#: next job given the same slot.
 _holders: dict[int, int] = {}
 _job_numbers = itertools.count()
 _lock = threading.Lock()
@@ -117,12 +115,13 @@ async def run(function: Callable[..., Any], *args: Any) -> Any:
 
 
 def _take_job() -> tuple[int, int | None]:
-    """A number for a new job, and the stop slot it holds (None when all are taken)."""
+    """A number for a new job, and the stop slot it holds: the lowest free one (None
+    when all are taken)."""
     global _jobs
     with _lock:
         _jobs += 1
         job = next(_job_numbers)
-        slot = _free_slots.pop() if _free_slots else None
+        slot = next((s for s in range(STOP_SLOTS) if s not in _holders), None)
         if slot is not None:
             _holders[slot] = job
         return job, slot
@@ -137,7 +136,6 @@ def _end_job(pool: Pool, job: int, slot: int | None) -> None:
         if slot is not None and _holders.get(slot) == job:
             del _holders[slot]
             _flags[slot] = 0
-            _free_slots.append(slot)
 
 
 def _stop(pool: Pool, job: int, slot: int | None) -> None:
@@ -179,7 +177,6 @@ def _workers() -> Pool:
             sys.stderr = replaced
         with _lock:
             _pool, _flags = pool, flags
-            _free_slots[:] = range(STOP_SLOTS)
             _holders.clear()
         atexit.register(shutdown)
         return pool
@@ -192,7 +189,6 @@ def shutdown() -> None:
     with _lock:
         pool, _pool = _pool, None
         _jobs = 0  # what the workers held goes with them
-        _free_slots.clear()
         _holders.clear()
     if pool is not None:
         pool.terminate()
