@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+import redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from solrace.rooms.counters import Tally
 from solrace.rooms.node import Node
@@ -252,3 +253,93 @@ def test_a_node_answers_a_finish_when_no_replica_acknowledges_and_counts_it(
     with caplog.at_level(logging.WARNING, logger="solrace.moves"):
         _with_replicated_cluster(tmp_path, _finish_with_the_replica_stopped)
     assert "a finish is acknowledged before any replica holds it" in caplog.text
+
+
+def _migrate_keys(masters: dict[int, str], slot: int, source: int, target: int) -> None:
+    """Start moving hash slot ``slot`` from the master on port ``source`` to the one on
+    ``target`` and move its keys (the resharding steps of the Redis Cluster tutorial),
+    but leave the slot marked as migrating: the source now answers ASK for it.
+    ``masters``: every master's port and node id."""
+    with redis.Redis(port=source) as src, redis.Redis(port=target) as dst:
+        dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", masters[source])
+        src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", masters[target])
+        keys = src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+        assert keys, "the room's keys should be in its slot"
+        src.execute_command("MIGRATE", "127.0.0.1", target, "", 0, 5000, "KEYS", *keys)
+
+
+def _move_slot(masters: dict[int, str], slot: int, source: int, target: int) -> None:
+    """Move hash slot ``slot`` and its keys from ``source`` to ``target`` for good: a
+    client holding the old slot map gets MOVED for it."""
+    _migrate_keys(masters, slot, source, target)
+    _finish_move(masters, slot, target)
+
+
+def _finish_move(masters: dict[int, str], slot: int, target: int) -> None:
+    """End a slot's migration: every master learns that ``target`` owns it."""
+    for port in masters:
+        with redis.Redis(port=port) as master:
+            master.execute_command("CLUSTER", "SETSLOT", slot, "NODE", masters[target])
+
+
+async def _finishes_after_a_slot_moved(url: str, cluster_dir: Path) -> None:
+    store = await Store.connect(url, prefix="moved:", timeout=2.0)
+    try:
+        rc, old = await _room_master(store, "r")
+        for racer in ("ann.1", "bob.1", "cat.1"):
+            assert (await store.append_move("r", racer, 0, b"m0", b"p", round_no=1)).accepted
+        masters = {}
+        for master in rc.get_primaries():
+            reply = await rc.execute_command("CLUSTER", "MYID", target_nodes=master)
+            masters[master.port] = reply.decode() if isinstance(reply, bytes) else str(reply)
+        new = next(port for port in sorted(masters) if port != old.port)
+        slot = rc.keyslot(store.keys.room("r").meta)
+        places = tuple(f"{n} place".encode() for n in (1, 2, 3))
+
+        # The store's slot map still names the old master: the finish gets MOVED and
+        # goes to the new one, whose replica answers nothing.
+        await asyncio.to_thread(_move_slot, masters, slot, old.port, new)
+        new_master = next(m for m in rc.get_primaries() if m.port == new)
+        with _stopped(_pid(cluster_dir, await _replica_port(rc, new_master))):
+            ann = await store.append_move(
+                "r", "ann.1", 1, b"1st", b"p", Finish("1", places, 100), round_no=1
+            )
+        # Stored once, on the new master, and no replica of it holds it: the answer
+        # says so (a WAIT on the old master's connection had said 1).
+        assert ann.accepted and ann.place == 1 and ann.replicas == 0, ann
+        # The new master's replica running, the next finish is confirmed by it.
+        bob = await store.append_move(
+            "r", "bob.1", 1, b"2nd", b"p", Finish("1", places, 200), round_no=1
+        )
+        assert bob.accepted and bob.place == 2 and bob.replicas == 1, bob
+        where = rc.get_node_from_key(store.keys.room("r").meta)
+        assert where is not None and where.port == new
+
+        # The slot half moved back (its keys moved, the old master answering ASK):
+        # a script whose keys are not all on the master it is asked of cannot run
+        # there (TRYAGAIN), so the finish is refused as unavailable, nothing stored...
+        await asyncio.to_thread(_migrate_keys, masters, slot, new, old.port)
+        cat_finish = Finish("1", places, 300)
+        with pytest.raises(StoreUnavailable):
+            await store.append_move("r", "cat.1", 1, b"3rd", b"p", cat_finish, round_no=1)
+        # ... and once the move is complete, the racer's retry is stored once and
+        # confirmed by the replica of the master that ran it.
+        await asyncio.to_thread(_finish_move, masters, slot, old.port)
+        cat = await store.append_move("r", "cat.1", 1, b"3rd", b"p", cat_finish, round_no=1)
+        assert cat.accepted and cat.place == 3 and cat.replicas == 1, cat
+        for racer, last in (("ann.1", b"1st"), ("bob.1", b"2nd"), ("cat.1", b"3rd")):
+            assert await store.move_log("r", racer) == [b"m0", last]
+        finished = [e.data for e in await store.events_since("r", 0) if e.data != b"p"]
+        assert finished == list(places), finished
+    finally:
+        await store.close()
+
+
+def test_a_finish_redirected_to_another_master_claims_only_that_masters_replicas(
+    tmp_path: Path,
+) -> None:
+    """A finish sent with a stale slot map is redirected to the slot's new master
+    (MOVED). Whether a replica holds it can only be asked of the master that ran it —
+    never of the old one, whose replicas say nothing of this write. While the slot is
+    being migrated the finish is refused as unavailable, and its retry lands once."""
+    _with_replicated_cluster(tmp_path, _finishes_after_a_slot_moved)

@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis.exceptions import NoScriptError
+from redis.exceptions import AskError, MovedError, NoScriptError
 from redis.utils import str_if_bytes
 
 from ._errors import translate
@@ -56,6 +56,8 @@ _PENDING: Any = object()
 #: How long a finish waits for a replica's acknowledgement before it is answered
 #: anyway (its write stands on the master; the answer says no replica has it yet).
 REPLICA_WAIT_MS: Final = 1000
+#: Slot moves followed by a replicated call before it stores the ordinary way.
+MAX_REDIRECTS: Final = 2
 
 
 @dataclass(slots=True)
@@ -122,8 +124,10 @@ class GroupCommit:
     ) -> tuple[Any, int | None]:
         """:meth:`call`, answered once a replica of the keys' master holds the write,
         or ``REPLICA_WAIT_MS`` later: the raw reply, and how many replicas acknowledged
-        it (0 if none did in time; None if there is no replica to ask — one Redis, or a
-        master without replicas — and the call went the ordinary way)."""
+        it (0 if none did in time, or none could be asked: the slot was being migrated;
+        None if there is no replica to ask — one Redis, or a master without replicas —
+        and the call went the ordinary way). The replicas asked are always those of the
+        master that ran the script: a MOVED reply sends both again to the new master."""
         client = self._client
         if self._link is not None or not isinstance(client, RedisCluster):
             return await self.call(script, keys, args), None
@@ -134,20 +138,39 @@ class GroupCommit:
             master = client.get_node_from_key(keys[0])
             if master is None or not await _has_replicas(client, master):
                 return await self.call(script, keys, args), None
-            for attempt in (1, 2):
+            loaded = False
+            for _ in range(MAX_REDIRECTS + 2):  # and one resend after a script reload
                 pipe = client.pipeline(transaction=False)
                 pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
                 # WAIT counts the replicas holding everything its connection wrote
                 # before it: the pipeline sends both on one connection to ``master``.
                 pipe.execute_command("WAIT", 1, REPLICA_WAIT_MS, target_nodes=master)
-                reply, acked = await pipe.execute(raise_on_error=False)
-                if attempt == 1 and isinstance(reply, NoScriptError):
+                # Never redirected inside the pipeline: redis-py would resend a MOVED
+                # script alone to the slot's new master while WAIT had asked the old
+                # one, whose replicas say nothing of that write — a finish claimed
+                # replicated that no replica held (tests/deploy/test_cluster_failover.py).
+                reply, acked = await pipe.execute(raise_on_error=False, allow_redirections=False)
+                if isinstance(reply, NoScriptError) and not loaded:
+                    loaded = True
                     await client.script_load(script.source)  # it did not run: resend
                     continue
+                if isinstance(reply, MovedError):
+                    # It did not run: the slot has a new master (a failover, a
+                    # resharding). Send both again there.
+                    await client.nodes_manager.move_slot(reply)
+                    master = client.get_node_from_key(keys[0])
+                    if master is None or not await _has_replicas(client, master):
+                        return await self.call(script, keys, args), None
+                    continue
+                if isinstance(reply, AskError):
+                    break  # the slot is being migrated: below
                 if isinstance(reply, BaseException):
                     raise reply
                 return reply, acked if isinstance(acked, int) else 0
-            raise NoScriptError("the script is still missing after SCRIPT LOAD")
+            # Still redirected (a slot in migration answers ASK, or MOVED again): the
+            # ordinary way follows the redirection; no replica was asked, so none is
+            # claimed.
+            return await self.call(script, keys, args), 0
         except StoreUnavailable:
             raise
         except Exception as exc:
