@@ -214,8 +214,9 @@ async def _paced(interval: float, window: Window, act: Act) -> None:
         delay = due - loop.time()
         if delay > 0:
             # A plain sleep (at most one interval), then a look at the stop flag:
-            # waiting on the stop event with a timeout made a task per move, 5-8 % of
-            # the load's CPU at three times the default load (py-spy).
+            # waiting on the stop event with a timeout made a task per move, about 5 %
+            # of the load's samples at three times the default load (py-spy; round 11
+            # of docs/performance.md).
             await asyncio.sleep(delay)
             if window.stop.is_set():
                 return
