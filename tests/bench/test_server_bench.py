@@ -12,7 +12,9 @@ import time
 
 import pytest
 from solrace.bench import server as server_bench
-from solrace.bench.server import FIND_MAX_STEPS, Window, _paced, run
+from solrace.bench.server import FIND_MAX_STEPS, Window, _local_redis_pid, _paced, run
+
+from tests.support.redis import REDIS_URL
 
 SERVER_KEYS = {
     "server_cpu_us_per_move",
@@ -92,6 +94,36 @@ def test_find_max_lists_every_step_it_climbed_and_what_each_cost(
     assert climb[-1]["moves_per_s"] > 1.25 * climb[0]["moves_per_s"]
     assert embedded["max_moves_per_s"] == max(step["moves_per_s"] for step in climb)
     assert climb[0]["moves_per_s"] == embedded["moves_per_s"]  # step 1 is the default run
+
+
+def _threads_cores(pid: int) -> dict[int, set[int]]:
+    return {int(t): os.sched_getaffinity(int(t)) for t in os.listdir(f"/proc/{pid}/task")}
+
+
+def test_the_store_runs_on_the_loads_core_and_goes_back_afterwards(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redis (here, on this machine) runs on the load's core while the node is measured,
+    not on the node's; afterwards every Redis thread is back on the cores it had. The
+    embedded engine, the node's own child, runs on the load's core too."""
+    pid = asyncio.run(_local_redis_pid(REDIS_URL))
+    assert pid is not None, "the test Redis should be a local redis-server"
+    before = _threads_cores(pid)
+    load_core = {sorted(os.sched_getaffinity(0))[1]}
+    seen: list[dict[int, set[int]]] = []
+    figures = server_bench._server_figures
+
+    async def spy(*args: object, **kw: object) -> dict[str, object]:
+        seen.append(_threads_cores(pid))
+        return await figures(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(server_bench, "_server_figures", spy)
+    result = run(REDIS_URL, racers=4, rate=5.0, seconds=0.6, warmup=0.2)
+    assert result["store_pinned"] is True
+    assert result["embedded"]["store_pinned"] is True
+    assert seen[0] == {tid: load_core for tid in before}  # the Redis run: on the load's core
+    assert seen[1] == before  # the embedded run: Redis is back already
+    assert _threads_cores(pid) == before
 
 
 async def _first_sends(aligned: bool, racers: int = 20) -> list[float]:
