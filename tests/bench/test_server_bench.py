@@ -109,7 +109,8 @@ def test_the_store_runs_on_the_loads_core_and_goes_back_afterwards(
     pid = asyncio.run(_local_redis_pid(REDIS_URL))
     assert pid is not None, "the test Redis should be a local redis-server"
     before = _threads_cores(pid)
-    load_core = {sorted(os.sched_getaffinity(0))[1]}
+    cpus = sorted(os.sched_getaffinity(0))
+    load_core = {cpus[1]} if len(cpus) > 1 else None  # one core: nothing is pinned
     seen: list[dict[int, set[int]]] = []
     figures = server_bench._server_figures
 
@@ -119,9 +120,10 @@ def test_the_store_runs_on_the_loads_core_and_goes_back_afterwards(
 
     monkeypatch.setattr(server_bench, "_server_figures", spy)
     result = run(REDIS_URL, racers=4, rate=5.0, seconds=0.6, warmup=0.2)
-    assert result["store_pinned"] is True
-    assert result["embedded"]["store_pinned"] is True
-    assert seen[0] == {tid: load_core for tid in before}  # the Redis run: on the load's core
+    assert result["store_pinned"] is (load_core is not None)
+    assert result["embedded"]["store_pinned"] is (load_core is not None)
+    on_load = {tid: load_core or before[tid] for tid in before}
+    assert seen[0] == on_load  # the Redis run: on the load's core
     assert seen[1] == before  # the embedded run: Redis is back already
     assert _threads_cores(pid) == before
 
