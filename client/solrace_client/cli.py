@@ -693,9 +693,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between moves, to be watchable (default 0.1; requests are always "
         "paced inside the server's rate limit)",
     )
-    p.add_argument(
-        "--seed", type=whole(), help="seed the strategy's tie-breaks (reproducible)"
-    )
+    p.add_argument("--seed", type=whole(), help="seed the strategy's tie-breaks (reproducible)")
     p.add_argument("-v", "--verbose", action="store_true", help="say what the bot does")
 
     p = command("replay", "step through a finished race, every racer's board", cmd_replay)
