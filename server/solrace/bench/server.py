@@ -129,15 +129,21 @@ def _pinned(pid: int | None, core: set[int] | None) -> Iterator[bool]:
 
 
 async def _local_redis_pid(redis_url: str) -> int | None:
-    """The process of the Redis at ``redis_url`` if it runs on this machine (a loopback
-    URL, whose ``INFO`` names a Redis or Valkey server process here), else None."""
+    """The process of the Redis at ``redis_url`` if it runs on this machine (a plain
+    ``redis://`` loopback URL, whose ``INFO`` names a Redis or Valkey server process
+    here), else None — also when it cannot tell (a cluster URL, ``INFO`` refused):
+    the store then stays where it is."""
     import redis.asyncio
+    from redis.exceptions import RedisError
 
-    if urlparse(redis_url).hostname not in ("127.0.0.1", "localhost", "::1"):
+    url = urlparse(redis_url)
+    if url.scheme != "redis" or url.hostname not in ("127.0.0.1", "localhost", "::1"):
         return None
     client = redis.asyncio.from_url(redis_url)
     try:
         pid = int((await client.info("server"))["process_id"])
+    except (RedisError, KeyError, ValueError):
+        return None
     finally:
         await client.aclose()
     try:
