@@ -39,6 +39,7 @@ def test_a_tiny_run_on_the_embedded_store_reports_every_figure() -> None:
     assert result["loop"] == "uvloop"  # auto, as solrace-server: the echo's loop is the node's
     assert result["echo_cpu_us_per_rt"] is None or result["echo_cpu_us_per_rt"] >= 0
     assert result["echo"]["ops_per_s"] > 5  # 4 connections at 5/s for 2 s
+    assert result["echo"]["after_cpu_us_per_rt"] > 0  # the echo again, after the servers
     embedded = result["embedded"]
     assert embedded.keys() >= SERVER_KEYS | {"engine_cpu_us_per_move"}
     assert embedded["engine_cpu_us_per_move"] > 0  # the valkey-server child's own CPU

@@ -25,6 +25,9 @@ figures stay the node's own, and the engine's CPU (the valkey-server child, name
 together they are what one machine pays per move. On real Redis, Redis's CPU is not
 measured (the machine's Redis is shared with other runs).
 
+The echo runs once more after the servers (``echo.after_cpu_us_per_rt``): the same
+work before and after says whether the machine's own speed moved during the run.
+
 The echo, the node and the load all run on one event loop, ``loop`` (default ``auto``:
 uvloop where installed, as ``solrace-server`` does: ``solrace.net.main.run_on_loop``), named in
 the JSON: the ratio then compares the node's code with the echo's, not two loops.
@@ -600,6 +603,14 @@ def _step_figures(step: float, at: dict[str, Any]) -> dict[str, Any]:
     return figures
 
 
+async def _echo_figures(load: Load, loop: str, core: set[int] | None) -> dict[str, Any]:
+    """One run of the bare echo server (a child on ``core``) under ``load``."""
+    port = _free_port()
+    echo_argv = [sys.executable, "-m", "solrace.bench.server", str(port), loop]
+    with _child(echo_argv, port, core) as proc:
+        return await _drive(f"ws://127.0.0.1:{port}", proc.pid, load, echo=True)
+
+
 async def _delete_prefix(redis_url: str, prefix: str) -> None:
     store = await Store.connect(redis_url, prefix)
     try:
@@ -614,10 +625,7 @@ async def _run(redis_url: str | None, load: Load, find_max: bool, loop: str) -> 
     if load_core is not None:
         os.sched_setaffinity(0, load_core)
     try:
-        port = _free_port()
-        echo_argv = [sys.executable, "-m", "solrace.bench.server", str(port), loop]
-        with _child(echo_argv, port, child_core) as proc:
-            echo = await _drive(f"ws://127.0.0.1:{port}", proc.pid, load, echo=True)
+        echo = await _echo_figures(load, loop, child_core)
         echo_us = echo["cpu_us_per_op"]
         # Every connection may send a move every 1/rate s plus its requests to set up;
         # the limit must never close a benchmark connection (it is not what is measured).
@@ -671,6 +679,11 @@ async def _run(redis_url: str | None, load: Load, find_max: bool, loop: str) -> 
             result["embedded"] = await _server_figures(
                 server, child_core, load, find_max, echo_us, Path(data), load_core
             )
+        # The echo again, last: the same work measured before and after the servers
+        # says how much the machine's own speed moved meanwhile (on the VMs of
+        # docs/performance.md, by a third from one run to the next).
+        after = await _echo_figures(load, loop, child_core)
+        result["echo"]["after_cpu_us_per_rt"] = after["cpu_us_per_op"]
         return result
     finally:
         if before is not None:
