@@ -112,8 +112,14 @@ def _cores() -> tuple[set[int] | None, set[int] | None]:
 def _pinned(pid: int | None, core: set[int] | None) -> Iterator[bool]:
     """Every thread of process ``pid`` (the store) on ``core`` meanwhile, then back on
     the cores it had; yields whether it could be pinned (not without a pid or a core,
-    nor a process this user may not move)."""
+    nor a process this user may not move — then no thread of it is moved at all)."""
     before: dict[int, set[int]] = {}
+
+    def put_back() -> None:
+        for tid, cpus in before.items():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, cpus)
+
     pinned = False
     if pid is not None and core is not None:
         try:
@@ -121,14 +127,12 @@ def _pinned(pid: int | None, core: set[int] | None) -> Iterator[bool]:
                 before[int(task)] = os.sched_getaffinity(int(task))
                 os.sched_setaffinity(int(task), core)
             pinned = True
-        except OSError:  # not ours to move, or it ended
-            pinned = False
+        except OSError:  # not ours to move, or it ended: not half pinned either
+            put_back()
     try:
         yield pinned
     finally:
-        for tid, cpus in before.items():
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(tid, cpus)
+        put_back()
 
 
 async def _local_redis_pid(redis_url: str) -> int | None:
