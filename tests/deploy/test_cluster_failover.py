@@ -315,9 +315,10 @@ async def _finishes_after_a_slot_moved(url: str, cluster_dir: Path) -> None:
         where = rc.get_node_from_key(store.keys.room("r").meta)
         assert where is not None and where.port == new
 
-        # The slot half moved back (its keys moved, the old master answering ASK):
-        # a script whose keys are not all on the master it is asked of cannot run
-        # there (TRYAGAIN), so the finish is refused as unavailable, nothing stored...
+        # The slot half moved back (its keys moved, the new master answering ASK): a
+        # multi-key script cannot run on a master still importing the slot unless it
+        # holds every key (a finish creates some), so redis-py's redirections end in
+        # TRYAGAIN and the finish is refused as unavailable, nothing stored...
         await asyncio.to_thread(_migrate_keys, masters, slot, new, old.port)
         cat_finish = Finish("1", places, 300)
         with pytest.raises(StoreUnavailable):
