@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
 import pty
 import re
@@ -294,6 +295,8 @@ README_RULES = [
     "solrace-rules play pos.json '7>F' D '5:1>2'                 # position after the moves",
     "solrace-rules play --indent 2 pos.json D                    # the same, indented JSON",
     "python -m solrace.bench rules --json                        # engine benchmark",
+    "python -m solrace.bench core --json                         # room-core cost per move "
+    "(docs/performance.md)",
 ]
 SOLVER = [  # README and docs/solver.md; pos.json is the README's
     "solrace-rules deal yukon 42 | solrace-rules solve -         # outcome, then a winning "
@@ -307,7 +310,7 @@ SOLVER = [  # README and docs/solver.md; pos.json is the README's
 
 async def test_the_rules_engine_commands(tmp_path: Path) -> None:
     async with world(tmp_path) as (w, _):
-        deal, dump, perft, play, indent, bench = README_RULES
+        deal, dump, perft, play, indent, bench, core = README_RULES
         assert re.fullmatch(r"(\S+\n)+", await w.ok(deal))  # moves, one a line
         await w.ok(dump)
         assert (tmp_path / "pos.json").read_text().startswith('{"variant": "klondike"')
@@ -315,6 +318,9 @@ async def test_the_rules_engine_commands(tmp_path: Path) -> None:
         assert '"variant": "klondike"' in await w.ok(play)
         assert '\n  "variant": "klondike",\n' in await w.ok(indent)
         assert '"play_per_s"' in await w.ok(bench, timeout=120)
+        core_figures = json.loads(await w.ok(core, timeout=180))
+        assert core_figures["benchmark"] == "core"
+        assert core_figures["redis"]["sequential"]["moves"] > 0
         for solve in (SOLVER[0], SOLVER[2]):
             assert re.match(r"won moves=\d+ nodes=\d+ difficulty=\w+\n", await w.ok(solve))
         for hint in (SOLVER[1], SOLVER[3]):

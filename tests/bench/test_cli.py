@@ -78,6 +78,9 @@ def _node() -> str:
         (["server", "--rate", "nan"], "argument --rate: not a finite number: 'nan'"),
         (["server", "--warmup", "-1"], "argument --warmup: must be 0 or more, got -1"),
         (["server", "--loop", "trio"], "argument --loop: invalid choice: 'trio'"),
+        (["core", "--rooms", "0"], "argument --rooms: must be 1 or more, got 0"),
+        (["core", "--moves", "x"], "argument --moves: not a whole number: 'x'"),
+        (["core", "--callgrind", "--moves", "10"], "--moves: must be above 10 with --callgrind"),
         ([], "the following arguments are required: suite"),
     ],
 )
@@ -91,7 +94,19 @@ def test_a_bad_argument_is_one_line_and_status_2_before_anything_runs(
     assert time.monotonic() - began < 10  # said before any measuring
 
 
-@pytest.mark.parametrize("suite", ["store", "server"])
+def test_callgrind_without_valgrind_is_one_line_and_status_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    status, out, err = _call(["core", "--callgrind"], capsys)
+    assert (status, out) == (2, "")
+    assert err == (
+        f"{PROG}: --callgrind: valgrind is not installed here (apt-get install valgrind)"
+        f" (see {PROG} --help)\n"
+    )
+
+
+@pytest.mark.parametrize("suite", ["store", "server", "core"])
 def test_a_redis_that_does_not_answer_is_one_line_and_status_1(
     suite: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -131,8 +146,9 @@ def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess
         ["rules", "--seconds", "60"],
         ["solver", "--deals", "100000", "--workers", "2", "--certify", "0"],
         ["server", "--seconds", "30", "--racers", "8", "--json"],
+        ["core", "--callgrind", "--json"],
     ],
-    ids=["rules", "solver", "server"],
+    ids=["rules", "solver", "server", "core"],
 )
 def test_ctrl_c_is_one_line_and_status_130(argv: list[str]) -> None:
     """Ctrl-C printed a KeyboardInterrupt traceback (the server suite: its echo server's,

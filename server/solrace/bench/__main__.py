@@ -1,4 +1,4 @@
-"""``python -m solrace.bench rules|store|solver|server --json``
+"""``python -m solrace.bench rules|store|solver|server|core --json``
 
 Exit status: 0 the benchmark ran (its JSON on standard output); 1 it could not run to
 the end (Redis does not answer, or failed during the run); 2 a bad argument, said in one
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         "1 it could not run to the end (Redis does not answer or failed), 2 a bad argument, "
         "130 interrupted.",
     )
-    parser.add_argument("suite", choices=["rules", "store", "solver", "server"])
+    parser.add_argument("suite", choices=["rules", "store", "solver", "server", "core"])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--seconds",
@@ -75,7 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="rules: time budget (default 4); server: measured window (default 20)",
     )
     parser.add_argument(
-        "--redis-url", type=redis_url, default="redis://127.0.0.1:6379/0", help="store, server"
+        "--redis-url",
+        type=redis_url,
+        default="redis://127.0.0.1:6379/0",
+        help="store, server, core",
     )
     parser.add_argument(
         "--variant",
@@ -116,7 +119,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--loop",
         choices=LOOPS,
         default=AUTO,
-        help="server: event loop of the echo, the node and the load (auto: uvloop if installed)",
+        help="server: event loop of the echo, the node and the load (auto: uvloop if installed);"
+        " core: of the node",
+    )
+    parser.add_argument(
+        "--rooms", type=at_least_1, default=None, help="core: rooms of 4 racers (default 10)"
+    )
+    parser.add_argument(
+        "--moves", type=at_least_1, default=None, help="core: moves per racer (default 40)"
+    )
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="core: count instructions per move under valgrind's callgrind",
     )
     return parser
 
@@ -137,6 +152,17 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
                 f"--racers: more than {ROOM_SIZE} racers fill rooms of {ROOM_SIZE}: "
                 f"{args.racers} is not a multiple of {ROOM_SIZE}"
             )
+    if args.suite == "core":
+        from .core import SHORT_MOVES, callgrind_available
+
+        try:
+            resolve_loop(args.loop)
+        except LoopUnavailable as exc:
+            parser.error(f"--loop: {exc}")
+        if args.callgrind and not callgrind_available():
+            parser.error("--callgrind: valgrind is not installed here (apt-get install valgrind)")
+        if args.callgrind and args.moves is not None and args.moves <= SHORT_MOVES:
+            parser.error(f"--moves: must be above {SHORT_MOVES} with --callgrind")
     if args.suite == "solver":
         from .solver import DEFAULT_PRESETS, PRESETS
 
@@ -189,7 +215,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str,
 
     from solrace.store import StoreError
 
-    if args.suite in ("store", "server"):
+    if args.suite in ("store", "server", "core"):
         asyncio.run(_check_redis(args.redis_url))
     try:
         if args.suite == "solver":
@@ -229,6 +255,17 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str,
                 warmup=args.warmup,
                 find_max=args.find_max,
                 aligned=args.aligned,
+                loop=args.loop,
+            )
+        if args.suite == "core":
+            from .core import DEFAULT_MOVES, DEFAULT_ROOMS
+            from .core import run as run_core
+
+            return run_core(
+                args.redis_url,
+                rooms=DEFAULT_ROOMS if args.rooms is None else args.rooms,
+                moves=DEFAULT_MOVES if args.moves is None else args.moves,
+                callgrind=args.callgrind,
                 loop=args.loop,
             )
         from .store import run as run_store

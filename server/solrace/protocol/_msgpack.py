@@ -7,6 +7,7 @@ leaking through the codec.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import msgpack
@@ -27,9 +28,21 @@ def _refuse(obj: object) -> object:
     raise TypeError(f"cannot encode {type(obj).__name__} in a solrace frame")
 
 
+class _Packers(threading.local):
+    """One packer per thread: ``msgpack.packb`` makes (and allocates a buffer for) a
+    new one on every call, which cost more than packing a move's frames; a packer is
+    not safe to share between threads."""
+
+    def __init__(self) -> None:
+        self.packer = msgpack.Packer(use_bin_type=True, default=_refuse, strict_types=False)
+
+
+_PACKERS = _Packers()
+
+
 def packb(obj: object) -> bytes:
     """Pack ``obj``: str as msgpack str, bytes as bin, tuples as arrays."""
-    packed: bytes = msgpack.packb(obj, use_bin_type=True, default=_refuse, strict_types=False)
+    packed: bytes = _PACKERS.packer.pack(obj)
     return packed
 
 

@@ -38,6 +38,15 @@ class Envelope:
     d: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        t, id_, v = self.t, self.id, self.v
+        if (
+            type(t) is str
+            and 1 <= len(t) <= MAX_TYPE_LEN
+            and (id_ is None or (type(id_) is int and 0 <= id_ <= MAX_REQUEST_ID))
+            and (v is None or (type(v) is int and 1 <= v <= MAX_VERSION))
+            and type(self.d) is dict
+        ):
+            return  # the usual envelope, checked in one expression (every frame is one)
         if not isinstance(self.t, str) or not 1 <= len(self.t) <= MAX_TYPE_LEN:
             raise ValueError(f"envelope t must be a string of 1–{MAX_TYPE_LEN} chars: {self.t!r}")
         if self.id is not None and not is_int_in(self.id, 0, MAX_REQUEST_ID):

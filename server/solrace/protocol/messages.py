@@ -62,6 +62,7 @@ from .views import (
     board_view_wire,
     code_wire,
     deal_wire,
+    is_status,
     progress_wire,
     racer_wire,
     racers_wire,
@@ -747,7 +748,7 @@ def moved_reply(
 ) -> Envelope:
     """``moved``: move ``seq`` was accepted and durably logged; the next is ``seq + 1``.
     ``board`` is the racer's own view after the move (and any auto-complete)."""
-    if status not in RacerStatus.__members__.values():
+    if not is_status(status):
         raise ValueError(f"moved: unknown status {status!r}")
     d = {
         "seq": _out_int("seq", seq),

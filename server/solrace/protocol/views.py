@@ -267,10 +267,23 @@ def _bool(where: str, value: object) -> bool:
     return value
 
 
+#: Each enum's values as a set, made on first use (``__members__.values()`` is a new
+#: view searched item by item on every call, and the gate runs on every frame).
+_ENUM_VALUES: dict[type[StrEnum], frozenset[str]] = {}
+
+
 def _enum(where: str, value: object, enum: type[StrEnum]) -> str:
-    if not isinstance(value, str) or value not in enum.__members__.values():
+    values = _ENUM_VALUES.get(enum)
+    if values is None:
+        values = _ENUM_VALUES[enum] = frozenset(m.value for m in enum)
+    if not isinstance(value, str) or value not in values:
         raise ValueError(f"{where}: {value!r} is not one of {[m.value for m in enum]}")
     return value
+
+
+def is_status(value: object) -> bool:
+    """Whether ``value`` is a :class:`RacerStatus` value."""
+    return isinstance(value, str) and value in _STATUSES
 
 
 def _is_card(card: object) -> bool:
@@ -474,8 +487,38 @@ def deal_wire(deal: Mapping[str, object], where: str = "deal") -> dict[str, obje
     }
 
 
+_PROGRESS_KEYS: Final = frozenset(Progress.__annotations__)
+_STATUSES: Final = frozenset(s.value for s in RacerStatus)
+
+
 def progress_wire(progress: Mapping[str, object], where: str = "progress") -> dict[str, object]:
-    _keys(where, progress, frozenset(Progress.__annotations__), frozenset())
+    # The usual case in a few steps (every move's progress event comes through here);
+    # anything else goes through the checks that say what is wrong.
+    if type(progress) is dict and progress.keys() == _PROGRESS_KEYS:
+        racer, foundation, moves = progress["racer"], progress["foundation"], progress["moves"]
+        face_down, status, place = progress["face_down"], progress["status"], progress["place"]
+        if (
+            type(racer) is int
+            and 1 <= racer <= _MAX_COUNT
+            and type(foundation) is int
+            and 0 <= foundation <= _MAX_COUNT
+            and type(moves) is int
+            and 0 <= moves <= _MAX_COUNT
+            and type(face_down) is int
+            and 0 <= face_down <= _MAX_COUNT
+            and type(status) is str
+            and status in _STATUSES
+            and (place is None or (type(place) is int and 1 <= place <= _MAX_COUNT))
+        ):
+            return {
+                "racer": racer,
+                "foundation": foundation,
+                "moves": moves,
+                "face_down": face_down,
+                "status": status,
+                "place": place,
+            }
+    _keys(where, progress, _PROGRESS_KEYS, frozenset())
     return {
         "racer": _int(f"{where}.racer", progress["racer"], 1),
         "foundation": _int(f"{where}.foundation", progress["foundation"]),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, race_id
 from solrace.protocol.errors import RETRY_BUSY_MS
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S
-from solrace.protocol.views import Phase
+from solrace.protocol.views import Phase, RacerStatus
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
 from solrace.race.events import EventType, RoomEvent
@@ -73,6 +73,15 @@ TIMER_SLACK_S = 0.005
 
 def wall_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _keeps_wakeup(event: RoomEvent) -> bool:
+    """Whether folding ``event`` leaves the room's next wake-up where it was: a
+    racer still playing after a move changes no deadline (the race's end, a grace, a
+    countdown) and cannot end the race, so the timer need not be recomputed — most
+    of a room's events, and a twentieth of a move's cost when it was. (A clock jump
+    is still caught: the timer, when it fires, recomputes the instant.)"""
+    return event.t == EventType.PROGRESS and event.d["status"] == RacerStatus.PLAYING
 
 
 def refuse(error: RaceError, **extra: Any) -> BadMessage:
@@ -533,7 +542,8 @@ class Node:
         async with room.lock:
             if version == room.state.version + 1:
                 await self._fold_locked(room, version, event, links)
-                self.schedule(room)
+                if not _keeps_wakeup(event):
+                    self.schedule(room)
             elif version > room.state.version:
                 await self.sync_locked(room)
 

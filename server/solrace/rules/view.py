@@ -13,11 +13,16 @@ from typing import Any
 
 from .board import Board
 from .cards import CARDS_PER_DECK, NAMES, SUITS
-from .options import options_to_json
+from .options import Options, options_to_json
 
 #: Card names by id, for one deck and for every id of a two-deck game (id % 52).
 _NAMES: tuple[str, ...] = tuple(NAMES)
 _NAMES_BY_ID: tuple[str, ...] = tuple(NAMES[i % CARDS_PER_DECK] for i in range(2 * CARDS_PER_DECK))
+
+
+#: A variant's options as JSON, by variant class and options (both immutable): the
+#: same few for every view a room sends.
+_OPTIONS_JSON: dict[tuple[type[Board], Options], dict[str, Any]] = {}
 
 
 def view(board: Board, owner: bool = False, shown: Container[int] | None = None) -> dict[str, Any]:
@@ -62,9 +67,13 @@ def view(board: Board, owner: bool = False, shown: Container[int] | None = None)
                 withheld += len(pile) - count
             ranks.append(count)
         foundations[suit] = ranks[0] if board.decks == 1 else ranks
+    key = (type(board), board.options)
+    options = _OPTIONS_JSON.get(key)
+    if options is None:
+        options = _OPTIONS_JSON[key] = options_to_json(board.options, board.allowed_options)
     result: dict[str, Any] = {
         "variant": board.variant,
-        "options": options_to_json(board.options, board.allowed_options),
+        "options": dict(options),  # a copy: the caller owns its view
         "tableau": tableau,
         "foundations": foundations,
         "stock": len(board.stock),

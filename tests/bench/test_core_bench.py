@@ -1,0 +1,45 @@
+"""The room-core benchmark at a tiny scale: both stores and both regimes report every
+figure, the store is left clean, and the instruction count is the difference of two
+real callgrind runs. Shape and sanity, not a measurement (docs/performance.md has the
+figures)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis.asyncio as redis
+from solrace.bench.core import REGIMES, ROOM_SIZE, instructions_per_move, run
+from solrace.net.main import AUTO, resolve_loop
+
+from tests.support.redis import REDIS_URL
+
+
+async def _bench_keys() -> int:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        return len([key async for key in client.scan_iter(match="solrace-bench-core:*")])
+    finally:
+        await client.aclose()
+
+
+def test_a_tiny_run_reports_every_figure_on_both_stores_and_leaves_no_key() -> None:
+    result = run(REDIS_URL, rooms=1, moves=3)
+    assert result["benchmark"] == "core" and result["callgrind"] is False
+    assert (result["rooms"], result["room_size"], result["moves_per_racer"]) == (1, ROOM_SIZE, 3)
+    for store in ("redis", "embedded"):
+        for regime in REGIMES:
+            figures = result[store][regime]
+            assert figures["moves"] == ROOM_SIZE * 3, (store, regime)  # every move accepted
+            # each move: its reply, and its progress event to 4 racers and the spectator
+            assert figures["frames_per_move"] >= 6, (store, regime)
+            assert figures["cpu_us_per_move"] > 0 and figures["bytes_per_move"] > 0
+            assert "instructions_per_move" not in figures  # only with --callgrind
+    assert asyncio.run(_bench_keys()) == 0
+
+
+def test_instructions_per_move_is_the_difference_of_two_callgrind_runs() -> None:
+    """Two child runs under valgrind (1 and 3 moves a racer): a count per move of the
+    order of the core's (about a million instructions; the imports, tens of times
+    that, cancel out)."""
+    per_move = instructions_per_move(REDIS_URL, 1, 3, "sequential", resolve_loop(AUTO), short=1)
+    assert 100_000 < per_move < 10_000_000
