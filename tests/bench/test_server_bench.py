@@ -26,6 +26,8 @@ SERVER_KEYS = {
     "rss_mb",
     "load_cpu_pct",
     "other_cpu_pct",
+    "steal_pct",
+    "server_wakeups_per_move",
 }
 
 
@@ -52,9 +54,13 @@ def test_a_tiny_run_on_the_embedded_store_reports_every_figure() -> None:
     # more than every core can give (a share computed twice or unsubtracted exceeds it)
     cores = 100 * (os.cpu_count() or 1)
     assert -5 <= embedded["other_cpu_pct"] <= cores + 5
+    assert 0 <= embedded["steal_pct"] <= cores  # the host's share (0 on bare metal)
+    # a node and an echo that wait for their input sleep (and wake) at least now and then
+    assert embedded["server_wakeups_per_move"] > 0 and result["echo"]["wakeups_per_op"] > 0
+    assert 0 <= result["echo"]["steal_pct"] <= cores
     engine_pct = embedded["engine_cpu_us_per_move"] * embedded["moves_per_s"] / 1e4
     used = embedded["server_cpu_pct"] + embedded["load_cpu_pct"] + embedded["other_cpu_pct"]
-    assert used + engine_pct <= cores + 10
+    assert used + engine_pct + embedded["steal_pct"] <= cores + 10
 
 
 def test_find_max_lists_every_step_it_climbed_and_what_each_cost(
@@ -86,6 +92,7 @@ def test_find_max_lists_every_step_it_climbed_and_what_each_cost(
             "server_cpu_pct",
             "load_cpu_pct",
             "other_cpu_pct",
+            "steal_pct",
             "engine_cpu_pct",
         }
         assert step["p99_ms"] <= limit_ms

@@ -179,14 +179,40 @@ def _cpu_s(pid: int) -> float:
     return total / 1e9
 
 
-def _machine_busy_s() -> float:
-    """CPU seconds every core of the machine spent busy so far (/proc/stat), so a run
-    can say how much of the machine its own processes did not use: another workload
-    on the server's pinned core inflates latency without showing in the node's CPU."""
+#: Index of ``steal`` among the fields of /proc/stat's ``cpu`` line.
+STEAL_FIELD = 7
+
+
+def _sleeps(pid: int) -> int:
+    """Times ``pid`` (all its threads) went to sleep waiting for something — voluntary
+    context switches (/proc/<pid>/task/*/status) — and so woke again: on these VMs
+    the same code costs a process that sleeps between requests about twice the CPU
+    (docs/performance.md, round 12), so how often the node and the echo slept says how
+    much of their CPU per move is that. (A busier process batches more per wake-up:
+    the count moves with the machine's speed too.)"""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with (
+            contextlib.suppress(FileNotFoundError, ProcessLookupError),  # a thread ended
+            open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as f,
+        ):
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+    return total
+
+
+def _machine_busy_s() -> tuple[float, float]:
+    """CPU seconds every core of the machine spent busy so far, and of those the
+    seconds the hypervisor ran something else while a core had work (``steal``;
+    /proc/stat), so a run can say how much of the machine its own processes did not
+    use: another workload on the server's pinned core, or a virtual machine's host,
+    inflates latency without showing in the node's CPU."""
     with open("/proc/stat", encoding="ascii") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / CLK_TCK
+    steal = fields[STEAL_FIELD] if len(fields) > STEAL_FIELD else 0
+    return (sum(fields[:8]) - idle) / CLK_TCK, steal / CLK_TCK
 
 
 def _rss_mb(pid: int) -> float:
@@ -496,6 +522,7 @@ async def _drive(
         gc.disable()
         await asyncio.sleep(SETTLE_S)
         cpu0, load0, wall0 = _cpu_s(pid), time.process_time(), time.perf_counter()
+        sleeps0 = _sleeps(pid)
         busy0 = _machine_busy_s()
         engine0 = _cpu_s(engine_pid) if engine_pid is not None else 0.0
         window.measuring = True
@@ -503,7 +530,9 @@ async def _drive(
         window.measuring = False
         gc.enable()
         cpu, load_cpu = _cpu_s(pid) - cpu0, time.process_time() - load0
-        busy = _machine_busy_s() - busy0
+        sleeps = _sleeps(pid) - sleeps0
+        busy1 = _machine_busy_s()
+        busy, steal = busy1[0] - busy0[0], busy1[1] - busy0[1]
         engine = _cpu_s(engine_pid) - engine0 if engine_pid is not None else None
         wall = time.perf_counter() - wall0
         rss = _rss_mb(pid)
@@ -517,6 +546,7 @@ async def _drive(
     count = len(window.latencies)
     return {
         "cpu_us_per_op": round(cpu / count * 1e6, 1) if count else None,
+        "wakeups_per_op": round(sleeps / count, 2) if count else None,
         "engine_cpu_us_per_op": (
             round(engine / count * 1e6, 1) if engine is not None and count else None
         ),
@@ -528,7 +558,10 @@ async def _drive(
         "server_cpu_pct": round(cpu / wall * 100, 1),
         # Everything else the machine ran meanwhile (Redis, its engine, other work), in
         # % of one core: high means the figures were taken on a busy machine.
-        "other_cpu_pct": round((busy - cpu - load_cpu - (engine or 0.0)) / wall * 100, 1),
+        "other_cpu_pct": round((busy - steal - cpu - load_cpu - (engine or 0.0)) / wall * 100, 1),
+        # The host's share of the machine's cores meanwhile (a VM's steal time), in %
+        # of one core: what no process here was charged for, yet did not run.
+        "steal_pct": round(steal / wall * 100, 1),
     }
 
 
@@ -580,6 +613,8 @@ async def _server_figures(
         "server_cpu_pct": got["server_cpu_pct"],
         "load_cpu_pct": got["load_cpu_pct"],
         "other_cpu_pct": got["other_cpu_pct"],
+        "steal_pct": got["steal_pct"],
+        "server_wakeups_per_move": got["wakeups_per_op"],
     }
     if engine is not None:
         figures["engine_cpu_us_per_move"] = got["engine_cpu_us_per_op"]
@@ -600,6 +635,7 @@ def _step_figures(step: float, at: dict[str, Any]) -> dict[str, Any]:
         "server_cpu_pct": at["server_cpu_pct"],
         "load_cpu_pct": at["load_cpu_pct"],
         "other_cpu_pct": at["other_cpu_pct"],
+        "steal_pct": at["steal_pct"],
     }
     if at["engine_cpu_us_per_op"] is not None:
         engine_pct = at["engine_cpu_us_per_op"] * at["ops_per_s"] / 1e4
@@ -661,7 +697,15 @@ async def _run(redis_url: str | None, load: Load, find_max: bool, loop: str) -> 
             "echo_cpu_us_per_rt": echo_us,
             "echo": {
                 k: echo[k]
-                for k in ("ops_per_s", "p50_ms", "p99_ms", "load_cpu_pct", "other_cpu_pct")
+                for k in (
+                    "wakeups_per_op",
+                    "ops_per_s",
+                    "p50_ms",
+                    "p99_ms",
+                    "load_cpu_pct",
+                    "other_cpu_pct",
+                    "steal_pct",
+                )
             },
         }
         if redis_url is not None:

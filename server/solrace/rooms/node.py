@@ -79,8 +79,8 @@ def _keeps_wakeup(event: RoomEvent) -> bool:
     """Whether folding ``event`` leaves the room's next wake-up where it was: a
     racer still playing after a move changes no deadline (the race's end, a grace, a
     countdown) and cannot end the race, so the timer need not be recomputed — most
-    of a room's events, and a twentieth of a move's cost when it was. (A clock jump
-    is still caught: the timer, when it fires, recomputes the instant.)"""
+    of a room's events (docs/performance.md, round 12). (A clock jump is still
+    caught: the timer, when it fires, recomputes the instant.)"""
     return event.t == EventType.PROGRESS and event.d["status"] == RacerStatus.PLAYING
 
 
