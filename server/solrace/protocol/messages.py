@@ -162,6 +162,8 @@ class _Fields:
     def __init__(self, t: str, d: Mapping[str, object], allowed: frozenset[str]) -> None:
         self.t = t
         self.d = d
+        if d.keys() <= allowed:  # the usual request: one C-level check (every move)
+            return
         unknown = sorted(str(k) for k in d if k not in allowed)
         if unknown:
             name = unknown[0][:32]
