@@ -506,7 +506,7 @@ def progress_wire(progress: Mapping[str, object], where: str = "progress") -> di
             and 0 <= moves <= _MAX_COUNT
             and type(face_down) is int
             and 0 <= face_down <= _MAX_COUNT
-            and type(status) is str
+            and isinstance(status, str)  # a RacerStatus (the move path's) or its text
             and status in _STATUSES
             and (place is None or (type(place) is int and 1 <= place <= _MAX_COUNT))
         ):
