@@ -6,6 +6,7 @@ figures)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import redis.asyncio as redis
 from solrace.bench.core import REGIMES, ROOM_SIZE, instructions_per_move, run
@@ -23,7 +24,9 @@ async def _bench_keys() -> int:
 
 
 def test_a_tiny_run_reports_every_figure_on_both_stores_and_leaves_no_key() -> None:
+    logging_before = logging.root.manager.disable
     result = run(REDIS_URL, rooms=1, moves=3)
+    assert logging.root.manager.disable == logging_before  # the caller's logging is back
     assert result["benchmark"] == "core" and result["callgrind"] is False
     assert (result["rooms"], result["room_size"], result["moves_per_racer"]) == (1, ROOM_SIZE, 3)
     for store in ("redis", "embedded"):

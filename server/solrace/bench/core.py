@@ -9,8 +9,9 @@ wire's framing is what the echo of the server benchmark pays) — through a fixe
 ``rooms`` rooms of 4 racers and a spectator, the same deals every run (room secrets
 from a counter), each racer playing the same random legal moves (seeded). Run under
 valgrind's callgrind the script's cost is a count of instructions, which repeats
-within about 0.1 % whatever else the machine does: ``--callgrind`` runs it twice per
-setting (``SHORT_MOVES`` and ``moves`` moves a racer) and reports
+within about 1 % whatever else the machine does (not better: timer-driven work and
+how many moves a group commit carries still vary; docs/performance.md, round 12):
+``--callgrind`` runs it twice per setting (``SHORT_MOVES`` and ``moves`` moves a racer) and reports
 ``instructions_per_move``, the difference of the two counts over the difference of
 the moves (start-up, imports and room set-up cancel out). ``cpu_us_per_move`` is the
 plain run's process CPU over its moves, for orientation only.
@@ -30,6 +31,7 @@ Redis URL or ``embedded``); it prints one JSON object.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import json
@@ -58,8 +60,8 @@ from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
 from solrace.store import Store
 
-#: Racers in a room (and one spectator beside them), as in the server benchmark.
-ROOM_SIZE: Final = 4
+from .server import ROOM_SIZE  # rooms as the server benchmark's: 4 racers, a spectator
+
 DEFAULT_ROOMS: Final = 10
 DEFAULT_MOVES: Final = 40
 #: Moves a racer plays in the shorter of the two callgrind runs of a setting.
@@ -262,7 +264,6 @@ def run(
     if callgrind and moves <= SHORT_MOVES:
         raise ValueError(f"--moves must be above {SHORT_MOVES} with --callgrind")
     loop_name = resolve_loop(loop)
-    logging.disable(logging.WARNING)  # the node's notes on its rooms: not the figures
     result: dict[str, Any] = {
         "benchmark": "core",
         "rooms": rooms,
@@ -275,7 +276,8 @@ def run(
     for label, where in (("redis", redis_url), (EMBEDDED, EMBEDDED)):
         figures: dict[str, Any] = {}
         for regime in REGIMES:
-            plain = run_on_loop(loop_name, drive(where, rooms, moves, regime))
+            with _quiet():
+                plain = run_on_loop(loop_name, drive(where, rooms, moves, regime))
             if callgrind:
                 per_move = instructions_per_move(where, rooms, moves, regime, loop_name)
                 plain["instructions_per_move"] = round(per_move)
@@ -284,12 +286,25 @@ def run(
     return result
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The node's warnings about its rooms are not the figures: silenced for a run,
+    and the logging of whoever called put back afterwards."""
+    before = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(before)
+
+
 def child_main(argv: list[str]) -> int:
     """``python -m solrace.bench.core STORE ROOMS MOVES REGIME``: one run, its JSON."""
     where, rooms, moves, regime = argv[0], int(argv[1]), int(argv[2]), argv[3]
-    logging.disable(logging.WARNING)  # the node's notes on its rooms: not the figures
     loop = os.environ.get("SOLRACE_LOOP", AUTO)
-    print(json.dumps(run_on_loop(resolve_loop(loop), drive(where, rooms, moves, regime))))
+    with _quiet():
+        figures = run_on_loop(resolve_loop(loop), drive(where, rooms, moves, regime))
+    print(json.dumps(figures))
     return 0
 
 

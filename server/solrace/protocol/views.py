@@ -281,6 +281,9 @@ def _enum(where: str, value: object, enum: type[StrEnum]) -> str:
     return value
 
 
+_STATUSES: Final = frozenset(s.value for s in RacerStatus)
+
+
 def is_status(value: object) -> bool:
     """Whether ``value`` is a :class:`RacerStatus` value."""
     return isinstance(value, str) and value in _STATUSES
@@ -488,7 +491,6 @@ def deal_wire(deal: Mapping[str, object], where: str = "deal") -> dict[str, obje
 
 
 _PROGRESS_KEYS: Final = frozenset(Progress.__annotations__)
-_STATUSES: Final = frozenset(s.value for s in RacerStatus)
 
 
 def progress_wire(progress: Mapping[str, object], where: str = "progress") -> dict[str, object]:
