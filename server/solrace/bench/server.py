@@ -169,14 +169,17 @@ def _cpu_s(pid: int) -> float:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
             fields = f.read().rpartition(")")[2].split()
         return (int(fields[11]) + int(fields[12])) / CLK_TCK
-    total = 0
+    return sum(int(text.split()[0]) for text in _per_thread(pid, "schedstat")) / 1e9
+
+
+def _per_thread(pid: int, name: str) -> Iterator[str]:
+    """The text of /proc/<pid>/task/*/``name`` for each thread still there."""
     for task in os.listdir(f"/proc/{pid}/task"):
         with (
             contextlib.suppress(FileNotFoundError, ProcessLookupError),  # a thread ended
-            open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as f,
+            open(f"/proc/{pid}/task/{task}/{name}", encoding="ascii") as f,
         ):
-            total += int(f.read().split()[0])
-    return total / 1e9
+            yield f.read()
 
 
 #: Index of ``steal`` among the fields of /proc/stat's ``cpu`` line.
@@ -190,16 +193,12 @@ def _sleeps(pid: int) -> int:
     (docs/performance.md, round 12), so how often the node and the echo slept says how
     much of their CPU per move is that. (A busier process batches more per wake-up:
     the count moves with the machine's speed too.)"""
-    total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with (
-            contextlib.suppress(FileNotFoundError, ProcessLookupError),  # a thread ended
-            open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as f,
-        ):
-            for line in f:
-                if line.startswith("voluntary_ctxt_switches:"):
-                    total += int(line.split()[1])
-    return total
+    return sum(
+        int(line.split()[1])
+        for text in _per_thread(pid, "status")
+        for line in text.splitlines()
+        if line.startswith("voluntary_ctxt_switches:")
+    )
 
 
 def _machine_busy_s() -> tuple[float, float]:
