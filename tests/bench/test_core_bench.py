@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 
 import redis.asyncio as redis
-from solrace.bench.core import REGIMES, ROOM_SIZE, instructions_per_move, run
+from solrace.bench.core import REGIMES, ROOM_SIZE, instructions_per_move, random_line, run
 from solrace.net.main import AUTO, resolve_loop
+from solrace.race import RacerGame
 
 from tests.support.redis import REDIS_URL
 
@@ -46,3 +48,13 @@ def test_instructions_per_move_is_the_difference_of_two_callgrind_runs() -> None
     that, cancel out)."""
     per_move = instructions_per_move(REDIS_URL, 1, 3, "sequential", resolve_loop(AUTO), short=1)
     assert 100_000 < per_move < 10_000_000
+
+
+def test_a_shorter_run_plays_the_first_moves_of_the_longer_runs_lines() -> None:
+    """Both callgrind runs of a setting work the lines out to the longer run's length
+    (so that choosing moves cancels out of their difference): that only holds if a
+    line's first moves do not depend on how long it is worked out."""
+    short = random_line(RacerGame("yukon", 42, {}), 10, random.Random(7))
+    long = random_line(RacerGame("yukon", 42, {}), 40, random.Random(7))
+    assert len(short) == 10 and len(long) > 10
+    assert long[:10] == short

@@ -24,8 +24,9 @@ Two regimes, as a node sees them:
 - ``concurrent``: every racer's next move at once, round after round — a busy node,
   whose group commits carry many moves.
 
-The child run is ``python -m solrace.bench.core STORE ROOMS MOVES REGIME`` (STORE a
-Redis URL or ``embedded``); it prints one JSON object.
+The child run is ``python -m solrace.bench.core STORE ROOMS MOVES REGIME [LINE_MOVES]``
+(STORE a Redis URL or ``embedded``; LINE_MOVES how long the racers' lines are worked
+out, see :func:`drive`); it prints one JSON object.
 """
 
 from __future__ import annotations
@@ -148,11 +149,16 @@ async def _rooms(node: Node, rooms: int) -> tuple[list[_CountingPeer], list[_Cou
     return racers, everyone
 
 
-def _line(peer: Peer, moves: int, rng: random.Random) -> list[str]:
-    """Up to ``moves`` random legal moves (never undo) of the racer's own deal."""
+def _game(peer: Peer) -> RacerGame:
+    """A fresh game of the racer's own deal."""
     room, _racer = peer.racer_room()
     settings = room.meta.settings
-    game = RacerGame(settings.variant, room.seed(), settings.options)
+    return RacerGame(settings.variant, room.seed(), settings.options)
+
+
+def random_line(game: RacerGame, moves: int, rng: random.Random) -> list[str]:
+    """Up to ``moves`` random legal moves (never undo) from ``game``'s position, played
+    on it. The first k moves are the same for every ``moves`` ≥ k (one draw a move)."""
     line: list[str] = []
     while len(line) < moves and game.status() == RacerStatus.PLAYING:
         move = str(rng.choice(game.board.legal_moves()))
@@ -161,8 +167,15 @@ def _line(peer: Peer, moves: int, rng: random.Random) -> list[str]:
     return line
 
 
-async def drive(where: str, rooms: int, moves: int, regime: str) -> dict[str, Any]:
-    """One in-process run: set up, play every racer's line, count."""
+async def drive(
+    where: str, rooms: int, moves: int, regime: str, line_moves: int | None = None
+) -> dict[str, Any]:
+    """One in-process run: set up, play the first ``moves`` moves of every racer's line,
+    count. The lines are worked out ``line_moves`` (at least ``moves``) long: the two
+    callgrind runs of a setting both work them out to the longer run's length, so that
+    choosing the moves (the benchmark's own engine work, about 12 µs a move) cancels out
+    of their difference and is not counted as the node's."""
+    line_moves = max(moves, line_moves or 0)
     with tempfile.TemporaryDirectory(prefix="solrace-bench-core-") as data_dir:
         store = await _open_store(where, data_dir)
         secrets = _secrets()
@@ -171,7 +184,9 @@ async def drive(where: str, rooms: int, moves: int, regime: str) -> dict[str, An
         try:
             racers, everyone = await _rooms(node, rooms)
             await asyncio.sleep(SETTLE_S)
-            lines = [_line(p, moves, random.Random(i)) for i, p in enumerate(racers)]
+            lines = [
+                random_line(_game(p), line_moves, random.Random(i)) for i, p in enumerate(racers)
+            ]
             frames_before = sum(p.frames for p in everyone)
             bytes_before = sum(p.sent_bytes for p in everyone)
             played = 0
@@ -205,7 +220,9 @@ async def drive(where: str, rooms: int, moves: int, regime: str) -> dict[str, An
     }
 
 
-def _callgrind_total(where: str, rooms: int, moves: int, regime: str, loop: str) -> tuple[int, int]:
+def _callgrind_total(
+    where: str, rooms: int, moves: int, regime: str, loop: str, line_moves: int
+) -> tuple[int, int]:
     """Instructions of a whole child run under callgrind, and the moves it played."""
     with tempfile.TemporaryDirectory(prefix="solrace-bench-cg-") as tmp:
         out = Path(tmp) / "callgrind.out"
@@ -221,6 +238,7 @@ def _callgrind_total(where: str, rooms: int, moves: int, regime: str, loop: str)
                 str(rooms),
                 str(moves),
                 regime,
+                str(line_moves),
             ],
             capture_output=True,
             text=True,
@@ -241,8 +259,8 @@ def instructions_per_move(
     where: str, rooms: int, moves: int, regime: str, loop: str, short: int = SHORT_MOVES
 ) -> float:
     """ΔIr / Δmoves between a run of ``short`` and one of ``moves`` moves a racer."""
-    short_ir, short_moves = _callgrind_total(where, rooms, short, regime, loop)
-    long_ir, long_moves = _callgrind_total(where, rooms, moves, regime, loop)
+    short_ir, short_moves = _callgrind_total(where, rooms, short, regime, loop, moves)
+    long_ir, long_moves = _callgrind_total(where, rooms, moves, regime, loop, moves)
     if long_moves <= short_moves:
         raise RuntimeError("the longer run played no more moves than the shorter")
     return (long_ir - short_ir) / (long_moves - short_moves)
@@ -299,11 +317,13 @@ def _quiet() -> Iterator[None]:
 
 
 def child_main(argv: list[str]) -> int:
-    """``python -m solrace.bench.core STORE ROOMS MOVES REGIME``: one run, its JSON."""
+    """``python -m solrace.bench.core STORE ROOMS MOVES REGIME [LINE_MOVES]``: one run,
+    its JSON."""
     where, rooms, moves, regime = argv[0], int(argv[1]), int(argv[2]), argv[3]
+    line_moves = int(argv[4]) if len(argv) > 4 else moves
     loop = os.environ.get("SOLRACE_LOOP", AUTO)
     with _quiet():
-        figures = run_on_loop(resolve_loop(loop), drive(where, rooms, moves, regime))
+        figures = run_on_loop(resolve_loop(loop), drive(where, rooms, moves, regime, line_moves))
     print(json.dumps(figures))
     return 0
 
