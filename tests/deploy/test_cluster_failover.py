@@ -14,7 +14,8 @@ writing to the dead master forever.
 
 A finish decides a place, so it is answered only once the replica holds it: with the
 replica stopped (SIGSTOP) the finish waits, and the master killed right after the
-answer, the promoted replica still has the finish and its place."""
+answer, the promoted replica still has the finish and its place. A finish redirected
+(MOVED) claims only the replicas of the master that ran it, none when it has none."""
 
 from __future__ import annotations
 
@@ -255,6 +256,15 @@ def test_a_node_answers_a_finish_when_no_replica_acknowledges_and_counts_it(
     assert "a finish is acknowledged before any replica holds it" in caplog.text
 
 
+async def _master_ids(rc: RedisCluster) -> dict[int, str]:
+    """Every master's port and node id (what ``CLUSTER SETSLOT`` names)."""
+    masters = {}
+    for master in rc.get_primaries():
+        reply = await rc.execute_command("CLUSTER", "MYID", target_nodes=master)
+        masters[master.port] = reply.decode() if isinstance(reply, bytes) else str(reply)
+    return masters
+
+
 def _migrate_keys(masters: dict[int, str], slot: int, source: int, target: int) -> None:
     """Start moving hash slot ``slot`` from the master on port ``source`` to the one on
     ``target`` and move its keys (the resharding steps of the Redis Cluster tutorial),
@@ -288,10 +298,7 @@ async def _finishes_after_a_slot_moved(url: str, cluster_dir: Path) -> None:
         rc, old = await _room_master(store, "r")
         for racer in ("ann.1", "bob.1", "cat.1"):
             assert (await store.append_move("r", racer, 0, b"m0", b"p", round_no=1)).accepted
-        masters = {}
-        for master in rc.get_primaries():
-            reply = await rc.execute_command("CLUSTER", "MYID", target_nodes=master)
-            masters[master.port] = reply.decode() if isinstance(reply, bytes) else str(reply)
+        masters = await _master_ids(rc)
         new = next(port for port in sorted(masters) if port != old.port)
         slot = rc.keyslot(store.keys.room("r").meta)
         places = tuple(f"{n} place".encode() for n in (1, 2, 3))
@@ -344,3 +351,55 @@ def test_a_finish_redirected_to_another_master_claims_only_that_masters_replicas
     never of the old one, whose replicas say nothing of this write. While the slot is
     being migrated the finish is refused as unavailable, and its retry lands once."""
     _with_replicated_cluster(tmp_path, _finishes_after_a_slot_moved)
+
+
+async def _finishes_moved_to_a_master_without_replicas(url: str, cluster_dir: Path) -> None:
+    store = await Store.connect(url, prefix="moved-bare:", timeout=2.0)
+    try:
+        rc, old = await _room_master(store, "r")
+        for racer in ("ann.1", "bob.1"):
+            assert (await store.append_move("r", racer, 0, b"m0", b"p", round_no=1)).accepted
+        masters = await _master_ids(rc)
+        new = next(port for port in sorted(masters) if port != old.port)
+        new_master = next(m for m in rc.get_primaries() if m.port == new)
+        # The new master loses its replica for good (killed: by its own account, ROLE,
+        # it then has none), while the room's old master keeps its own.
+        os.kill(_pid(cluster_dir, await _replica_port(rc, new_master)), signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while (await rc.execute_command("ROLE", target_nodes=new_master))[2]:
+            assert time.monotonic() < deadline, "the master still lists its killed replica"
+            await asyncio.sleep(0.1)
+        assert (await rc.execute_command("ROLE", target_nodes=old))[2], "old has its replica"
+
+        # The store's slot map still names the old master, which has a replica: the
+        # finish goes there with a WAIT, gets MOVED, and the new master has no replica
+        # to ask. Stored once the ordinary way, and no replica is claimed (None: none
+        # could be asked), rather than a WAIT's answer from the old master's replica.
+        slot = rc.keyslot(store.keys.room("r").meta)
+        await asyncio.to_thread(_move_slot, masters, slot, old.port, new)
+        places = tuple(f"{n} place".encode() for n in (1, 2))
+        ann = await store.append_move(
+            "r", "ann.1", 1, b"1st", b"p", Finish("1", places, 100), round_no=1
+        )
+        assert ann.accepted and ann.place == 1 and ann.replicas is None, ann
+        where = rc.get_node_from_key(store.keys.room("r").meta)
+        assert where is not None and where.port == new
+        # The slot map now current, the next finish asks the new master directly.
+        bob = await store.append_move(
+            "r", "bob.1", 1, b"2nd", b"p", Finish("1", places, 200), round_no=1
+        )
+        assert bob.accepted and bob.place == 2 and bob.replicas is None, bob
+        for racer, last in (("ann.1", b"1st"), ("bob.1", b"2nd")):
+            assert await store.move_log("r", racer) == [b"m0", last]
+        finished = [e.data for e in await store.events_since("r", 0) if e.data != b"p"]
+        assert finished == list(places), finished
+    finally:
+        await store.close()
+
+
+def test_a_finish_redirected_to_a_master_without_replicas_claims_none(tmp_path: Path) -> None:
+    """A finish sent with a stale slot map to a master that has a replica is redirected
+    (MOVED) to the slot's new master, which has none: it is stored there once, the
+    ordinary way, and its answer claims no replica — neither the old master's (which
+    says nothing of this write) nor a count of 0 (nobody could be asked)."""
+    _with_replicated_cluster(tmp_path, _finishes_moved_to_a_master_without_replicas)
