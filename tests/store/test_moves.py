@@ -75,6 +75,16 @@ async def test_places_are_handed_out_exactly_once(store: Store, node2: Store) ->
     assert other.place == 1
 
 
+async def test_a_finish_with_no_replica_to_ask_claims_none(store: Store) -> None:
+    """One Redis, the embedded engine, and a cluster whose masters have no replica (the
+    test cluster): no replica is asked, and the answer claims none — ``None``, not 0,
+    which would make the node warn that a place stands before any replica holds it
+    (docs/deploy.md; the replicated cases are in tests/deploy/test_cluster_failover.py)."""
+    await store.append_move("r", "alice", 0, b"m0", b"e", round_no=1)
+    done = await store.append_move("r", "alice", 1, b"m1", b"fin", _finish("race", 2), round_no=1)
+    assert done.accepted and done.place == 1 and done.replicas is None, done
+
+
 def _finish(counter: str, places: int, at_ms: int = 0) -> Finish:
     return Finish(counter, tuple(f"finished {p}".encode() for p in range(1, places + 1)), at_ms)
 
