@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NoReturn
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 from solrace.argtypes import real, whole
@@ -369,7 +369,7 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
     """A RaceResult's standings; ``me`` (a racer id) is highlighted."""
     reason = str(result.get("reason"))
     table = Table(title=f"race over: {reason.replace('_', ' ')}", title_justify="left")
-    for column, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("place", "right"),
         ("racer", "right"),
         ("name", "left"),
@@ -378,8 +378,9 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
         ("moves", "right"),
         ("score", "right"),
         ("time", "right"),
-    ):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    )
+    for column, justify in columns:
+        table.add_column(column, justify=justify)
     for s in result.get("standings") or []:
         elapsed = s.get("elapsed_ms")
         time_text = "—" if elapsed is None else f"{elapsed / 1000:.1f}s"

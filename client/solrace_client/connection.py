@@ -40,6 +40,7 @@ from solrace.protocol import (
 from solrace.protocol.messages import REPLY_TYPES
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
 
 from . import pacing
 from .pacing import Pace, Pacer
@@ -109,7 +110,7 @@ class RaceClient:
             pace = pacing.SERVER_DEFAULT_PACE
         ws = await connect(
             url,
-            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            subprotocols=[Subprotocol(SUBPROTOCOL)],
             max_size=MAX_SERVER_FRAME_BYTES,
             compression=None,
             **kwargs,

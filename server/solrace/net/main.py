@@ -38,7 +38,7 @@ import socket
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar, cast
 from urllib.parse import urlsplit
 
 from solrace import __version__
@@ -214,7 +214,9 @@ def _check_query_options(text: str, *, cluster: bool) -> None:
             cluster_client(text, socket_timeout=None, socket_connect_timeout=1.0, retry=retry)
         else:
             pool = redis.asyncio.from_url(text).connection_pool
-            pool.make_connection()  # type: ignore[no-untyped-call]
+            # redis-py leaves make_connection untyped; it builds (never opens) one
+            make_connection = cast("Callable[[], object]", pool.make_connection)
+            make_connection()
     except TypeError as exc:
         found = re.search(r"keyword argument '([^']*)'", str(exc))
         name = found.group(1) if found else str(exc)
