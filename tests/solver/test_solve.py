@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from solrace.race.game import RacerGame
 from solrace.rules import VARIANTS, deal, load_position
-from solrace.solver import Outcome, SolveResult, solve_board, solve_deal
+from solrace.rules.cards import CARDS_PER_DECK, KING, RANK
+from solrace.solver import Outcome, SolveResult, faces, solve_board, solve_deal
 from solrace.solver.solve import luby
 
 # Variant × options that change what a winning line must look like.
@@ -163,3 +164,12 @@ def test_position_in_auto_complete_condition_is_finished_by_one_move() -> None:
 
 def test_luby_sequence() -> None:
     assert [luby(i) for i in range(1, 16)] == [1, 1, 2, 1, 1, 2, 4, 1, 1, 2, 1, 1, 2, 4, 8]
+
+
+def test_the_search_encodes_cards_as_the_engine_does() -> None:
+    """The search core keeps its own card constants (it is compiled on its own, without
+    the engine: solver/accel.py); they must be the engine's."""
+    assert faces.FACES == CARDS_PER_DECK and faces.KING == KING
+    assert faces.DOWN >= CARDS_PER_DECK  # a face-down card never reads as a face
+    assert faces.RANK[: faces.FACES] == RANK[:CARDS_PER_DECK]
+    assert all(faces.RANK[f + faces.DOWN] == faces.RANK[f] for f in range(faces.FACES))

@@ -170,7 +170,7 @@ class Board:
         self._played = []
         on_foundations = sum(len(p) for p in piles)
         if self._scoring == _SCORING_VEGAS:
-            self._score = -52 * self.decks + 5 * on_foundations
+            self._score = -CARDS_PER_DECK * self.decks + 5 * on_foundations
         else:
             self._score = self._pts_foundation * on_foundations + self._pts_recycle * recycles
 
@@ -303,7 +303,7 @@ class Board:
                 continue
             if runs_only:
                 i = n - 1
-                while i > lowest and accepts[FACE[col[i - 1]] * 52 + FACE[col[i]]]:
+                while i > lowest and accepts[FACE[col[i - 1]] * CARDS_PER_DECK + FACE[col[i]]]:
                     i -= 1
                 lowest = i
             for i in range(lowest, n):
@@ -380,7 +380,7 @@ class Board:
             if self.runs_only and k > 1:
                 accepts = self._accepts
                 for i in range(n - k, n - 1):
-                    if not accepts[FACE[col[i]] * 52 + FACE[col[i + 1]]]:
+                    if not accepts[FACE[col[i]] * CARDS_PER_DECK + FACE[col[i + 1]]]:
                         return (
                             f"only a run moves in {self.variant}: {NAMES[FACE[col[i + 1]]]} "
                             f"does not build on {NAMES[FACE[col[i]]]}"
@@ -467,7 +467,7 @@ class Board:
         if self.down[d] == len(dest):
             return f"column {d + 1}'s top card is face down: turn it up first (U{d + 1})"
         onto = dest[-1]
-        if self._accepts[FACE[onto] * 52 + FACE[card]]:
+        if self._accepts[FACE[onto] * CARDS_PER_DECK + FACE[card]]:
             return None
         return self._why_not(card, onto)
 

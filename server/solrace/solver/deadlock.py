@@ -84,7 +84,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from .faces import DOWN, KING, RANK
+from .faces import DOWN, FACES, KING, RANK
 
 if TYPE_CHECKING:
     from .search import Spec, State
@@ -144,7 +144,7 @@ def _closure(
     face = list(laid.translate(_FACE) + talon)
     total = len(face)
     reached = spec.reached_of(piles)
-    slots: list[list[int]] = [[] for _ in range(52)]
+    slots: list[list[int]] = [[] for _ in range(FACES)]
     for k, x in enumerate(face):
         slots[x].append(k)
     children = spec.children
@@ -161,8 +161,8 @@ def _closure(
     A = [False] * total
     # avail[o]: some card of face o can take a card at some time; based[x]: some face
     # x builds on is available (so a card of face x has a destination).
-    avail = [False] * 52
-    based = [False] * 52
+    avail = [False] * FACES
+    based = [False] * FACES
     kings = [k for x in _KINGS for k in slots[x]]
     pending = total
     for k in range(ncol, total):
@@ -172,7 +172,7 @@ def _closure(
             push(k * 4 + _F)
     if f2t:
         # A foundation card may come back down and take a card.
-        for x in range(52):
+        for x in range(FACES):
             if reached[x]:
                 avail[x] = True
                 for c in children[x]:
@@ -402,7 +402,7 @@ def _split(
     ncol = len(laid)
     face = laid.translate(_FACE) + talon
     total = len(face)
-    slots: list[list[int]] = [[] for _ in range(52)]
+    slots: list[list[int]] = [[] for _ in range(FACES)]
     for k in range(total):
         slots[face[k]].append(k)
     ontop = [-1] * total  # the card lying directly on a column card, -1 for a top

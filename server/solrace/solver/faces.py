@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Final
 
+#: Faces of a deck (a double deck's two copies of a face play alike: one face).
+FACES: Final = 52
 DOWN: Final = 64
 KING: Final = 13
 

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Final
 
 from .deadlock import relaxed_dead
-from .faces import DOWN, KING, RANK, RED_SUIT, SUIT
+from .faces import DOWN, FACES, KING, RANK, RED_SUIT, SUIT
 
 BUILD_ALTERNATE: Final = 0
 BUILD_SUIT: Final = 1
@@ -134,21 +134,21 @@ class Spec:
         )
         #: parents[x]: the faces x may be placed on.
         self.parents: tuple[tuple[int, ...], ...] = tuple(
-            tuple(o for o in range(52) if _fits(build, o, x)) for x in range(52)
+            tuple(o for o in range(FACES) if _fits(build, o, x)) for x in range(FACES)
         )
         #: children[o]: the faces that may be placed on face o.
         self.children: tuple[tuple[int, ...], ...] = tuple(
-            tuple(x for x in range(52) if o in self.parents[x]) for o in range(52)
+            tuple(x for x in range(FACES) if o in self.parents[x]) for o in range(FACES)
         )
         fits = bytearray(DOWN * DOWN)
-        for x in range(52):
+        for x in range(FACES):
             for o in self.parents[x]:
                 fits[o * DOWN + x] = 1
         self.fits = bytes(fits)
         #: parent_mask[x]: bit o set for every face o that x may be placed on, so one
         #: AND against the mask of the column tops skips a card with nowhere to go.
         self.parent_mask: tuple[int, ...] = tuple(
-            sum(1 << o for o in self.parents[x]) if x < 52 else 0 for x in range(2 * DOWN)
+            sum(1 << o for o in self.parents[x]) if x < FACES else 0 for x in range(2 * DOWN)
         )
         #: piles → (upnext, safe): see :meth:`up_of`.
         #: Over a whole solve: children :func:`may_lock` picked, those the deadlock
@@ -162,7 +162,7 @@ class Spec:
         # A waste card may go up automatically only with draw 1: with draw 3, taking a
         # card out of the waste early would regroup every later draw.
         self.waste_auto = draw == 1
-        self.safe_need = tuple(self._safe_need(x) for x in range(52))
+        self.safe_need = tuple(self._safe_need(x) for x in range(FACES))
 
     def _safe_need(self, x: int) -> tuple[tuple[tuple[int, int], ...], ...]:
         """The conditions under which face ``x`` may go up automatically: a tuple of
@@ -193,7 +193,7 @@ class Spec:
         """A new list: for each face, whether a card of that face is on a foundation."""
         hit = self.reached_cache.get(piles)
         if hit is None:
-            hit = [False] * 52
+            hit = [False] * FACES
             for pile, h in enumerate(piles):
                 s = (pile // self.decks) * 13
                 for r in range(h):
