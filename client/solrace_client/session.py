@@ -27,6 +27,7 @@ import contextlib
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Final
 
 from solrace.protocol import CloseReason, Envelope
@@ -72,13 +73,22 @@ class Unreachable(Exception):
         self.error = error
 
 
-class SessionOver(Exception):
-    """The session cannot go on: ``replaced`` (this racer was resumed on another
-    connection), ``refused`` (the server will not let it back: ``code``), ``closed``
-    (by its user), or ``gave_up`` (out of reconnect attempts). ``error``: the last
-    failure, the server's refusal for ``refused``."""
+class SessionEnd(StrEnum):
+    """Why a session cannot go on (:attr:`SessionOver.reason`)."""
 
-    def __init__(self, message: str, *, reason: str, error: BaseException | None = None) -> None:
+    REPLACED = "replaced"  # this racer was resumed on another connection
+    REFUSED = "refused"  # the server will not let it back (SessionOver.error says why)
+    CLOSED = "closed"  # by its user
+    GAVE_UP = "gave_up"  # out of reconnect attempts
+
+
+class SessionOver(Exception):
+    """The session cannot go on, for ``reason`` (a :class:`SessionEnd`). ``error``: the
+    last failure, the server's refusal for ``refused``."""
+
+    def __init__(
+        self, message: str, *, reason: SessionEnd, error: BaseException | None = None
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.error = error
@@ -196,7 +206,7 @@ class Session:
         :class:`Rejoined` once the view was loaded again; None after ``timeout``.
         Reconnects and resynchronises on the way."""
         if self.closed:
-            raise SessionOver("the session was closed", reason="closed")
+            raise SessionOver("the session was closed", reason=SessionEnd.CLOSED)
         client = self.client
         if client is None:
             return await self.reconnect(None)
@@ -219,7 +229,9 @@ class Session:
             return Rejoined(await self.resync(), reconnected=False)
         except ServerError as err:
             if err.code not in TRANSIENT:
-                raise SessionOver(f"cannot resync: {err}", reason="refused", error=err) from None
+                raise SessionOver(
+                    f"cannot resync: {err}", reason=SessionEnd.REFUSED, error=err
+                ) from None
             await asyncio.sleep(int(err.data.get("retry_after_ms") or 200) / 1000)
             return None
         except DROPPED as exc:
@@ -244,7 +256,7 @@ class Session:
         if old is not None and _replaced(old):  # final: the closed connection stays
             await _close_quietly(old)
             raise SessionOver(
-                "replaced: this racer was resumed on another connection", reason="replaced"
+                "replaced: this racer was resumed on another connection", reason=SessionEnd.REPLACED
             )
         self.client = None
         await _close_quietly(old)
@@ -252,7 +264,7 @@ class Session:
         last = error
         while self.backoff.attempts is None or attempt < self.backoff.attempts:
             if self.closed:
-                raise SessionOver("the session was closed", reason="closed")
+                raise SessionOver("the session was closed", reason=SessionEnd.CLOSED)
             attempt += 1
             if self.lost is not None:
                 self.lost(attempt, last)
@@ -267,14 +279,14 @@ class Session:
                 if err.code not in TRANSIENT:
                     await _close_quietly(client)
                     raise SessionOver(
-                        f"cannot rejoin: {err}", reason="refused", error=err
+                        f"cannot rejoin: {err}", reason=SessionEnd.REFUSED, error=err
                     ) from None
             except DROPPED as exc:
                 last = exc
             else:
                 if self.closed:
                     await _close_quietly(client)
-                    raise SessionOver("the session was closed", reason="closed")
+                    raise SessionOver("the session was closed", reason=SessionEnd.CLOSED)
                 self.client, self.server_index = client, index
                 self._entered(client)
                 self.reconnects += 1
@@ -282,7 +294,9 @@ class Session:
             if client is not None:
                 await _close_quietly(client)
         raise SessionOver(
-            f"could not reconnect after {attempt} attempts: {last}", reason="gave_up", error=last
+            f"could not reconnect after {attempt} attempts: {last}",
+            reason=SessionEnd.GAVE_UP,
+            error=last,
         )
 
     async def _reenter(self, client: RaceClient) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from solrace.protocol import Envelope
 from solrace_client import RaceClient
-from solrace_client.session import Backoff, Rejoined, Session, SessionOver, Unreachable
+from solrace_client.session import Backoff, Rejoined, Session, SessionEnd, SessionOver, Unreachable
 
 from tests.client.test_roomview import folded, fresh_watch, public, you_of
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
@@ -113,7 +113,7 @@ async def test_a_replaced_session_ends(cluster: Cluster) -> None:
     await other.resume(room=session.room, token=session.token, since=None)  # another window
     with pytest.raises(SessionOver) as over:
         await until(session, lambda i: False)
-    assert over.value.reason == "replaced"
+    assert over.value.reason == SessionEnd.REPLACED
     await other.close()
     await bob.close()
     await session.close()
@@ -129,7 +129,7 @@ async def test_a_session_gives_up_after_its_attempts(cluster: Cluster) -> None:
     await cluster.kill(server)
     with pytest.raises(SessionOver) as over:
         await until(session, lambda i: False)
-    assert over.value.reason == "gave_up" and lost == [1, 2, 3]
+    assert over.value.reason == SessionEnd.GAVE_UP and lost == [1, 2, 3]
     await bob.close()
     await session.close()
 
@@ -142,7 +142,7 @@ async def test_a_closed_session_reads_nothing_more(cluster: Cluster) -> None:
     assert not session.online
     with pytest.raises(SessionOver) as over:
         await session.next(1)
-    assert over.value.reason == "closed"
+    assert over.value.reason == SessionEnd.CLOSED
 
 
 async def test_no_server_answering_is_unreachable() -> None:

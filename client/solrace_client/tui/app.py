@@ -30,7 +30,16 @@ from .. import config, results
 from ..connection import RaceClient, ServerError, server_list
 from ..errors import EXIT_FAILED, cannot_reach, refusal_of
 from ..roomview import RoomView
-from ..session import DROPPED, TRANSIENT, Backoff, Rejoined, Session, SessionOver, Unreachable
+from ..session import (
+    DROPPED,
+    TRANSIENT,
+    Backoff,
+    Rejoined,
+    Session,
+    SessionEnd,
+    SessionOver,
+    Unreachable,
+)
 from .controller import Controller
 from .news import News, deal_words
 from .render import (
@@ -264,10 +273,10 @@ class SolraceApp(App[int]):
 
     def _over(self, over: SessionOver) -> None:
         """The session cannot go on: say why, and let q quit."""
-        if over.reason == "closed" or self._leaving or self._stopped:
+        if over.reason == SessionEnd.CLOSED or self._leaving or self._stopped:
             return
         self._ended = True
-        if over.reason == "replaced":
+        if over.reason == SessionEnd.REPLACED:
             self._replaced = True
             self.say("this race was resumed in another window — press q", "bold red")
         elif isinstance(over.error, ServerError):
