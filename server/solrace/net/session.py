@@ -106,10 +106,14 @@ class Session(Peer):
                     envelope = decode(frame)
                 except RateLimited as err:
                     log.info("rate limited", extra=self.ids())
-                    await self._close_for(err.close_code or 1008, err.close_reason)
+                    await self._close_for(
+                        err.close_code or CloseCode.POLICY_VIOLATION, err.close_reason
+                    )
                     return
                 except ProtocolError as err:
-                    await self._close_for(err.close_code or 1007, err.close_reason)
+                    await self._close_for(
+                        err.close_code or CloseCode.INVALID_DATA, err.close_reason
+                    )
                     return
                 await requests.handle(self.node, self, envelope)
         except ConnectionClosed as closed:
