@@ -63,6 +63,15 @@ RETRY_MAX_S = 2.0
 #: How often a node looks for rooms no live node looks after (Node.sweep_orphans): at
 #: its start, once its predecessor's lease has lapsed, then this often.
 ORPHAN_SWEEP_S = 60.0
+#: The tail and wake loops: how long a read blocks in Redis waiting for another node's
+#: events (or wake-ups), how long the tail waits while no room is shared, and how
+#: long both wait after the store failed before reading again.
+TAIL_BLOCK_MS = 250
+WAKE_BLOCK_MS = 1000
+TAIL_IDLE_S = 0.1
+LOOP_RETRY_S = 0.5
+#: How often a draining node looks whether its moves in flight are stored.
+DRAIN_POLL_S = 0.01
 #: Events after which every spectator board may change (the withholding does).
 _BOARDS_CHANGE = frozenset(
     {EventType.FINISHED, EventType.STARTED, EventType.RACER_LEFT, EventType.RACE_OVER}
@@ -234,13 +243,13 @@ class Node:
                 self._sweep()
                 next_sweep = self.clock() + IDLE_ROOM_MS // 10
             if not positions:
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(TAIL_IDLE_S)
                 continue
             try:
-                entries = await self.store.tail(positions, block_ms=250)
+                entries = await self.store.tail(positions, block_ms=TAIL_BLOCK_MS)
             except StoreUnavailable:
                 self.store_failed()
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(LOOP_RETRY_S)
                 continue
             for room_id, event in entries:
                 room = self.rooms.get(room_id)
@@ -269,10 +278,12 @@ class Node:
         after = "0-0"
         while True:
             try:
-                after, room_ids = await self.store.wakes(self.node_id, after, block_ms=1000)
+                after, room_ids = await self.store.wakes(
+                    self.node_id, after, block_ms=WAKE_BLOCK_MS
+                )
             except StoreUnavailable:
                 self.store_failed()
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(LOOP_RETRY_S)
                 continue
             for room_id in room_ids:
                 self._share(room_id)
@@ -886,7 +897,7 @@ class Node:
         """Wait until no move is between its engine check and its store append."""
         deadline = asyncio.get_running_loop().time() + timeout
         while self.inflight and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(DRAIN_POLL_S)
 
 
 __all__ = ["Node", "wall_ms"]

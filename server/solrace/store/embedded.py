@@ -73,6 +73,9 @@ PATH_ENGINES = ("valkey-server", "redis-server")
 START_TIMEOUT_S = 60.0
 #: How long a clean shutdown (SIGTERM: fsync, close) may take before SIGKILL.
 STOP_TIMEOUT_S = 10.0
+#: How often a starting engine is pinged, and a stopping stale one looked at.
+START_POLL_S = 0.005
+STOP_POLL_S = 0.02
 #: sun_path is 108 bytes on Linux (104 on BSDs); keep a margin.
 _MAX_SOCKET_PATH = 100
 _PR_SET_PDEATHSIG = 1
@@ -222,7 +225,7 @@ async def _stop_stale(data_dir: Path) -> int | None:
             os.kill(pid, sig)
         deadline = time.monotonic() + wait_s
         while _alive(pid) and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(STOP_POLL_S)
         if not _alive(pid):
             return pid
     raise EngineError(f"a stale engine (pid {pid}) in {data_dir} does not stop")
@@ -391,7 +394,7 @@ class EmbeddedEngine:
                     f"the embedded engine did not answer within {START_TIMEOUT_S:g} s "
                     f"(see {self.data_dir / LOG_NAME})"
                 )
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(START_POLL_S)
         self.start_ms = (time.perf_counter() - began) * 1000
 
     async def _watch(self) -> None:
