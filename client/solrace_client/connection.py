@@ -161,7 +161,9 @@ class RaceClient:
                     # compared with its version, and a ``moved`` reply never overwrites
                     # an event that came after it.
                     if envelope.t in ("joined", "watching"):
-                        self.view.load(envelope.d["snapshot"], envelope.d.get("racer"))  # type: ignore[arg-type]
+                        snapshot, racer = envelope.d.get("snapshot"), envelope.d.get("racer")
+                        if isinstance(snapshot, Mapping):  # always, from a solrace server
+                            self.view.load(snapshot, racer if isinstance(racer, int) else None)
                     elif envelope.t == "moved":
                         self.view.on_moved(envelope.d)
                     future = self._pending.pop(envelope.id, None)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -41,7 +41,7 @@ class PhaseScreen(Screen[None]):
 
     @property
     def solrace(self) -> SolraceApp:
-        return self.app  # type: ignore[return-value]
+        return cast("SolraceApp", self.app)  # Textual types it as any App
 
     def compose_body(self) -> ComposeResult:
         yield from ()
