@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -114,6 +115,23 @@ def test_a_redis_that_does_not_answer_is_one_line_and_status_1(
     status, out, err = _call([suite, "--redis-url", "redis://127.0.0.1:1/0"], capsys)
     assert (status, out) == (1, "")
     assert err == f"{PROG}: --redis-url: Redis does not answer at 127.0.0.1:1\n"
+
+
+def test_a_run_that_cannot_go_on_is_one_line_and_status_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was a RuntimeError traceback (the server benchmark's "rooms did not start
+    within 20.0 s", 2026-12-04). Here valgrind itself fails under the core benchmark's
+    callgrind run: a real failure of the run, not of an argument."""
+    fake = tmp_path / "valgrind"
+    fake.write_text("#!/bin/sh\necho 'valgrind: the program crashed' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    argv = ["core", "--callgrind", "--rooms", "1", "--moves", "11", "--redis-url", REDIS_URL]
+    status, out, err = _call(argv, capsys)
+    assert (status, out) == (1, "")
+    said = "the run could not go on: the callgrind run failed: valgrind: the program crashed"
+    assert err == f"{PROG}: {said}\n"
 
 
 def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess[str]:

@@ -1,11 +1,13 @@
 """``python -m solrace.bench rules|store|solver|server|core --json``
 
 Exit status: 0 the benchmark ran (its JSON on standard output); 1 it could not run to
-the end (Redis does not answer, or failed during the run); 2 a bad argument, said in one
-line before anything runs — a number out of its range (not finite, negative, zero where
-one is needed), a malformed Redis URL or one Redis refuses or answers otherwise (a
-cluster URL for a standalone Redis, TLS for a plain-text one), a ``--log`` that cannot
-be opened, an unknown preset, a loop not installed; 130 interrupted (Ctrl-C).
+the end (Redis does not answer, or failed during the run, or the run could not go on: a
+child or the rooms did not start, bench/failed.py), said in one line; 2 a bad argument,
+said in one line before anything runs — a number out of its range (not finite,
+negative, zero where one is needed), a malformed Redis URL or one Redis refuses or
+answers otherwise (a cluster URL for a standalone Redis, TLS for a plain-text one), a
+``--log`` that cannot be opened, an unknown preset, a loop not installed; 130
+interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Sequence
 from typing import Any, Final, NoReturn
 
 from solrace.argtypes import real, whole
+
+from .failed import RunFailed
 
 PROG: Final = "python -m solrace.bench"
 EXIT_FAILED, EXIT_USAGE = 1, 2
@@ -63,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Run one benchmark and print its JSON object. Exit status: 0 done, "
-        "1 it could not run to the end (Redis does not answer or failed), 2 a bad argument, "
+        "1 it could not run to the end (Redis does not answer or failed, or the run "
+        "could not go on: a child or the rooms did not start), 2 a bad argument, "
         "130 interrupted.",
     )
     parser.add_argument("suite", choices=["rules", "store", "solver", "server", "core"])
@@ -273,6 +278,10 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str,
         return run_store(args.redis_url)
     except StoreError as exc:  # Redis went away (or failed) during the run
         raise _Failed(f"Redis failed during the run: {exc}", EXIT_FAILED) from None
+    except RunFailed as exc:  # the run could not go on (bench/failed.py)
+        cause = exc.__cause__
+        why = f"{exc} ({type(cause).__name__}: {cause})" if cause is not None else str(exc)
+        raise _Failed(f"the run could not go on: {why}", EXIT_FAILED) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

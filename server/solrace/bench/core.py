@@ -61,6 +61,7 @@ from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
 from solrace.store import Store
 
+from .failed import RunFailed
 from .server import ROOM_SIZE  # rooms as the server benchmark's: 4 racers, a spectator
 
 DEFAULT_ROOMS: Final = 10
@@ -104,9 +105,9 @@ class _CountingPeer(Peer):
             reply: dict[str, Any] = msgpack.unpackb(frame)
             if reply.get("id") == request_id:
                 if reply.get("t") == "error":
-                    raise RuntimeError(f"{t}: {reply.get('d')}")
+                    raise RunFailed(f"{t}: {reply.get('d')}")
                 return reply
-        raise RuntimeError(f"{t}: no reply")
+        raise RunFailed(f"{t}: no reply")
 
     async def move(self, seq: int, move: str) -> None:
         """Send a move; its reply is counted, not read (the run checks the node's
@@ -204,7 +205,7 @@ async def drive(
             assert isinstance(tally, Tally)  # the core's own counters (no server swapped them)
             accepted = tally.moves_accepted.value
             if accepted != played:
-                raise RuntimeError(f"{played} moves sent, {accepted} accepted")
+                raise RunFailed(f"{played} moves sent, {accepted} accepted")
             frames = sum(p.frames for p in everyone) - frames_before
             sent = sum(p.sent_bytes for p in everyone) - bytes_before
         finally:
@@ -247,12 +248,12 @@ def _callgrind_total(
         )
         if child.returncode != 0:
             tail = (child.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"the callgrind run failed: {tail}")
+            raise RunFailed(f"the callgrind run failed: {tail}")
         played = json.loads(child.stdout)["moves"]
         for text in out.read_text(encoding="utf-8", errors="replace").splitlines():
             if text.startswith(("summary:", "totals:")):
                 return int(text.split()[1]), played
-    raise RuntimeError("callgrind wrote no total")
+    raise RunFailed("callgrind wrote no total")
 
 
 def instructions_per_move(
@@ -262,7 +263,7 @@ def instructions_per_move(
     short_ir, short_moves = _callgrind_total(where, rooms, short, regime, loop, moves)
     long_ir, long_moves = _callgrind_total(where, rooms, moves, regime, loop, moves)
     if long_moves <= short_moves:
-        raise RuntimeError("the longer run played no more moves than the shorter")
+        raise RunFailed("the longer run played no more moves than the shorter")
     return (long_ir - short_ir) / (long_moves - short_moves)
 
 

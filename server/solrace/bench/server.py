@@ -66,6 +66,7 @@ from solrace.protocol.limits import SUBPROTOCOL
 from solrace.store import Store
 from solrace.store.embedded import PID_NAME
 
+from .failed import RunFailed
 from .wire import WireClient
 
 ROOM_SIZE = 4
@@ -238,12 +239,12 @@ def _child(argv: list[str], port: int, core: set[int] | None) -> Iterator[subpro
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"{argv[2:]} exited with {proc.returncode}")
+                raise RunFailed(f"{argv[2:]} exited with {proc.returncode}")
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{argv[2:]} did not listen within {STARTUP_TIMEOUT_S} s")
+                raise RunFailed(f"{argv[2:]} did not listen within {STARTUP_TIMEOUT_S} s")
             time.sleep(0.05)
         yield proc
     finally:
@@ -508,9 +509,9 @@ async def _drive(
         while not echo and not all(e.is_set() for e in started):
             for task in tasks:
                 if task.done() and not task.cancelled() and task.exception() is not None:
-                    raise RuntimeError("a room could not start its race") from task.exception()
+                    raise RunFailed("a room could not start its race") from task.exception()
             if time.monotonic() > deadline:
-                raise RuntimeError(f"rooms did not start within {STARTUP_TIMEOUT_S} s")
+                raise RunFailed(f"rooms did not start within {STARTUP_TIMEOUT_S} s")
             await asyncio.sleep(0.05)
         await asyncio.sleep(load.warmup)
         # The load's own collector pauses must not count as server latency: collect

@@ -28,6 +28,8 @@ from typing import Any
 
 from solrace.solver import solve_deal
 
+from .failed import RunFailed
+
 #: Presets: name → (variant, options). Options are the engine's defaults unless stated.
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "yukon": ("yukon", {}),
@@ -111,7 +113,7 @@ async def _node_walk(
     found = await node_certify.first_won(solve, lambda: True, in_flight, spare=solver_workers.spare)
     elapsed = time.perf_counter() - t0
     if found.line is None:
-        raise RuntimeError(f"no candidate won in {started}")
+        raise RunFailed(f"no candidate won in {started}")
     return started, elapsed
 
 
