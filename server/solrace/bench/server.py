@@ -511,7 +511,11 @@ async def _drive(
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     raise RunFailed("a room could not start its race") from task.exception()
             if time.monotonic() > deadline:
-                raise RunFailed(f"rooms did not start within {STARTUP_TIMEOUT_S} s")
+                ready = sum(e.is_set() for e in started)
+                raise RunFailed(
+                    f"rooms did not start within {STARTUP_TIMEOUT_S} s"
+                    f" ({ready} of {rooms} had started)"
+                )
             await asyncio.sleep(0.05)
         await asyncio.sleep(load.warmup)
         # The load's own collector pauses must not count as server latency: collect
