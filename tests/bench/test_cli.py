@@ -14,7 +14,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import solrace.bench.core
 from solrace.bench.__main__ import main
+from solrace.bench.failed import RunFailed
 
 from tests.support.interrupt import interrupted_while_loading
 from tests.support.redis import REDIS_URL
@@ -132,6 +134,30 @@ def test_a_run_that_cannot_go_on_is_one_line_and_status_1(
     assert (status, out) == (1, "")
     said = "the run could not go on: the callgrind run failed: valgrind: the program crashed"
     assert err == f"{PROG}: {said}\n"
+
+
+@pytest.mark.parametrize(
+    ("cause", "says"),
+    [
+        (TimeoutError(), "a room could not start its race (TimeoutError())"),
+        (ConnectionError("reset"), "a room could not start its race (ConnectionError: reset)"),
+    ],
+)
+def test_a_run_that_cannot_go_on_names_its_cause(
+    cause: Exception,
+    says: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What made a room fail is part of the line (a TimeoutError has no text of its
+    own). The benchmark itself is replaced here: this is the reporting alone."""
+
+    def fails(*args: object, **kwargs: object) -> dict[str, object]:
+        raise RunFailed("a room could not start its race") from cause
+
+    monkeypatch.setattr(solrace.bench.core, "run", fails)
+    status, out, err = _call(["core", "--redis-url", REDIS_URL], capsys)
+    assert (status, out, err) == (1, "", f"{PROG}: the run could not go on: {says}\n")
 
 
 def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess[str]:

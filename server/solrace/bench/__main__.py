@@ -279,8 +279,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str,
     except StoreError as exc:  # Redis went away (or failed) during the run
         raise _Failed(f"Redis failed during the run: {exc}", EXIT_FAILED) from None
     except RunFailed as exc:  # the run could not go on (bench/failed.py)
-        cause = exc.__cause__
-        why = f"{exc} ({type(cause).__name__}: {cause})" if cause is not None else str(exc)
+        cause, why = exc.__cause__, str(exc)
+        if cause is not None:  # e.g. a room's TimeoutError, whose text is empty
+            why += f" ({type(cause).__name__}: {cause})" if str(cause) else f" ({cause!r})"
         raise _Failed(f"the run could not go on: {why}", EXIT_FAILED) from None
 
 
