@@ -272,16 +272,20 @@ def _bool(where: str, value: object) -> bool:
 _ENUM_VALUES: dict[type[StrEnum], frozenset[str]] = {}
 
 
-def _enum(where: str, value: object, enum: type[StrEnum]) -> str:
+def _values(enum: type[StrEnum]) -> frozenset[str]:
     values = _ENUM_VALUES.get(enum)
     if values is None:
         values = _ENUM_VALUES[enum] = frozenset(m.value for m in enum)
-    if not isinstance(value, str) or value not in values:
+    return values
+
+
+def _enum(where: str, value: object, enum: type[StrEnum]) -> str:
+    if not isinstance(value, str) or value not in _values(enum):
         raise ValueError(f"{where}: {value!r} is not one of {[m.value for m in enum]}")
     return value
 
 
-_STATUSES: Final = frozenset(s.value for s in RacerStatus)
+_STATUSES: Final = _values(RacerStatus)
 
 
 def is_status(value: object) -> bool:
