@@ -47,11 +47,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
-
-import msgpack
+from typing import Any, Final, cast
 
 from solrace.net.main import AUTO, resolve_loop, run_on_loop
+from solrace.protocol._msgpack import unpack_trusted
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.views import RacerStatus
 from solrace.race import RacerGame
@@ -102,7 +101,7 @@ class _CountingPeer(Peer):
         await requests.handle(self.node, self, Envelope(t, id=request_id, d=d))
         frames, self.kept = self.kept, None
         for frame in frames:
-            reply: dict[str, Any] = msgpack.unpackb(frame)
+            reply = cast("dict[str, Any]", unpack_trusted(frame))
             if reply.get("id") == request_id:
                 if reply.get("t") == "error":
                     raise RunFailed(f"{t}: {reply.get('d')}")

@@ -52,16 +52,17 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
-import msgpack
+import msgpack  # the bare echo's, as any websockets + msgpack server would
 from solrace_client import ServerError
 from solrace_client.boardview import board_from_view
 from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.net.main import AUTO, resolve_loop, run_on_loop, tune_gc
 from solrace.protocol import Envelope, encode
+from solrace.protocol._msgpack import unpack_trusted
 from solrace.protocol.limits import SUBPROTOCOL
 from solrace.store import Store
 from solrace.store.embedded import PID_NAME
@@ -354,7 +355,7 @@ class _LeanRacer:
 
     def _message(self, frame: bytes) -> None:
         read = time.perf_counter()
-        msg = msgpack.unpackb(frame, raw=False)
+        msg = cast("dict[str, Any]", unpack_trusted(frame))
         t, d = msg.get("t"), msg.get("d") or {}
         future = self._pending.pop(msg.get("id") or 0, None)
         if t == "moved":
