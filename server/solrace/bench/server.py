@@ -681,8 +681,10 @@ async def _run(redis_url: str | None, load: Load, find_max: bool, loop: str) -> 
             "solrace.net.main",
             "--host",
             "127.0.0.1",
+            # Warnings too: a node's trouble (Redis failing, a slow client dropped)
+            # shows on the benchmark's stderr when a run goes wrong (docs/performance.md).
             "--log-level",
-            "error",
+            "warning",
             "--rate-per-s",
             f"{limit:g}",
             "--rate-burst",

@@ -590,13 +590,41 @@ class Node:
             self._presence_folded(room, event)
         if kind == EventType.STARTED:
             for racer in list(room.racers):
-                await self.game(room, racer)
+                try:
+                    await self.game(room, racer)
+                except StoreUnavailable:
+                    # The race has started (stored, folded, broadcast): a racer whose
+                    # engine Redis failed to give now must still get its board, or its
+                    # client waits for it for ever (nothing else sends it).
+                    self.store_failed()
+                    self.spawn(self._own_board_later(room, racer))
+                    continue
                 room.send_own_board(racer, room.state.start_at_ms or self.clock())
         if kind == EventType.PROGRESS:
             await spectators.refresh(self, room, event.racer)
         elif kind in _BOARDS_CHANGE:
             await spectators.refresh(self, room)
         return True
+
+    async def _own_board_later(self, room: LiveRoom, racer: int) -> None:
+        """Send ``racer`` its board at the start of this round's race once Redis lets
+        its engine be rebuilt (:meth:`_fold_locked` could not), unless the race is
+        over or the racer's connection here is gone by then (a new one gets a snapshot)."""
+        round_no, peer = room.state.round, room.racers.get(racer)
+
+        async def attempt() -> None:
+            async with room.lock:
+                state = room.state
+                if state.round != round_no or state.phase != Phase.RACING:
+                    return
+                if peer is None or room.racers.get(racer) is not peer:
+                    return
+                game = await self.game(room, racer)
+                start = state.start_at_ms
+                room.send_own_board(racer, start if start and not game.seq else self.clock())
+
+        extra = {"room": room.room_id, "racer": racer}
+        await _until_done(attempt, "could not send a racer its board", extra, WRITE_RETRY_S)
 
     def _presence_folded(self, room: LiveRoom, event: RoomEvent) -> None:
         racer, conn = event.racer, event.conn
