@@ -381,6 +381,48 @@ async def test_a_rematch_whose_expiry_write_fails_is_ok_and_gets_its_lifetime_ba
     assert kept > (ROOM_TTL_S - 60) * 1000
 
 
+async def test_a_rematch_whose_read_back_fails_still_gets_its_lifetime_back(
+    backend: Backend,
+) -> None:
+    """The room_reset is stored, then Redis fails the read that folds it, before the
+    write giving the keys their lifetime cap back. The request is told ``unavailable``
+    (its outcome unknown, as for any decision not read back), but the write is not
+    dropped with the read: once Redis answers, the node folds the reset and makes it,
+    so the new round of up to two hours does not live in keys that expire within the
+    hour (before, they kept the race_over's one-hour expiry)."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann", time_limit_s=7200)
+    assert created.t == "joined", created.d
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda f: f.t == "started")
+    assert (await ann.ask("resign")).t == "ok"
+    assert (await bob.ask("resign")).t == "ok"
+    over = await ann.until(lambda f: f.t == "race_over")
+    room = ann.room
+    assert room is not None
+    await archived_result(node.store, race_id(room.room_id, str(over.d["commitment"])))
+    assert 0 < await _room_ttl_ms(node, room.room_id) <= FINISHED_ROOM_TTL_S * 1000
+
+    stored = _stored_types(node.store)
+    failed = _fail_once(
+        node.store, "events_since", lambda *_a, **_kw: EventType.ROOM_RESET in stored
+    )
+    rematch = await ann.ask("rematch")
+    assert failed, "no read of the room's events followed the room_reset"
+    assert rematch.t == "error" and rematch.d["code"] == "unavailable", rematch.d
+    await _frame(ann, "the room_reset", _is("room_reset"))
+
+    async def ttl_ms() -> int:
+        return await _room_ttl_ms(node, room.room_id)
+
+    kept = await _poll(ttl_ms, lambda ms: ms > 7200 * 1000, "the room's TTL (ms)")
+    assert kept > (ROOM_TTL_S - 60) * 1000
+
+
 def _dies_at(node: Node, calls: dict[str, Callable[..., bool]]) -> list[str]:
     """Kill ``node`` at the first call of a Store method in ``calls`` that its
     predicate accepts: that call raises Crashed and the store answers nothing more (as
@@ -610,3 +652,115 @@ async def test_a_start_whose_board_read_fails_still_sends_the_racer_its_board(
         await _frame(peer, f"racer {racer}'s own board", _is("board", racer=racer))
         assert len([f for f in peer.frames if f.t == "board"]) == 1
     assert (await ann.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])).t == "moved"
+
+
+async def test_a_resign_whose_spectator_board_read_fails_is_ok_and_the_race_ends(
+    backend: Backend,
+) -> None:
+    """A spectator (boards one second late) watches after Ann has moved and resigned,
+    so the node keeps no shadow engine of her game. Bob resigns: folding that builds
+    the spectators' boards, and Redis fails the read that rebuilds Ann's shadow. The
+    resign is stored and broadcast: it is answered ``ok``, the race (nobody plays)
+    ends, and the spectator gets Ann's final board once Redis answers. Before, the
+    failure escaped the fold: Bob was told ``unavailable``, no timer was armed, and
+    the race nobody played never ended (nor did the spectator get her board)."""
+    node = await backend.node()
+    ann, bob, spy = FakePeer(node), FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann", spectator_delay_s=1)
+    assert created.t == "joined", created.d
+    code = str(created.d["code"])
+    assert (await bob.ask("join", code=code, name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda f: f.t == "started")
+    moves = winning_moves(SOLVABLE_SECRET)
+    for seq in range(3):
+        assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
+    assert (await ann.ask("resign")).t == "ok"
+    assert (await spy.ask("watch", code=code)).t == "watching"
+    room = ann.room
+    assert room is not None
+    mark = len(spy.frames)
+
+    failed = _fail_once(node.store, "move_log")
+    assert [(r.t, r.d.get("code")) for r in await _replies(bob, "resign")] == [("ok", None)]
+    assert failed == [(room.room_id, room.log_name(1), 0)], failed  # Ann's shadow
+    await _frame(spy, "the race_over", _is("race_over"), after=mark)
+    await _frame(ann, "the race_over", _is("race_over"))
+    await _frame(spy, "Ann's final board", _is("board", racer=1), after=mark, timeout=10)
+
+
+@pytest.mark.parametrize("fails", ["its replay", "its boards"])
+async def test_a_watch_whose_read_fails_is_refused_once_and_leaves_no_spectator(
+    backend: Backend, fails: str
+) -> None:
+    """A watch reads the events missed since ``since`` (its replay) and the boards a
+    new spectator starts with (rebuilding shadow engines). Redis fails one of those
+    reads: the watch gets one reply, ``unavailable``, and leaves no spectator behind,
+    and its retry watches, boards and all. Before, a failed replay left the connection
+    among the room's spectators (fed its frames, never detached), and failed boards
+    came after ``watching``: an error with the same id, and no boards."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann = race.ann
+    room = ann.room
+    assert room is not None
+    moves = winning_moves(SOLVABLE_SECRET)
+    for seq in range(3):
+        assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
+    code, since = str(ann.frames[0].d["code"]), room.state.version - 2
+    spy = FakePeer(node)
+    if fails == "its replay":
+        failed = _fail_once(node.store, "events_since", lambda *_a, **kw: "limit" in kw)
+    else:
+        failed = _fail_once(node.store, "move_log")
+    got = await _replies(spy, "watch", code=code, since=since)
+    assert failed
+    assert [(r.t, r.d.get("code")) for r in got] == [("error", "unavailable")], got
+    assert spy.room is None and spy not in room.spectators
+
+    mark = len(spy.frames)
+    again = await spy.ask("watch", code=code, since=since)
+    assert (again.t, again.d["replay"]) == ("watching", 2), again.d
+    await _frame(spy, "Ann's board", _is("board", racer=1), after=mark)
+    assert spy in room.spectators
+
+
+@pytest.mark.parametrize("fails", ["the rebuild", "the notice"])
+async def test_a_tailed_rebuild_redis_fails_is_made_later_and_the_tail_goes_on(
+    backend: Backend, fails: str
+) -> None:
+    """Ann races on node A, Bob on node B, which folds Ann's events from its tail.
+    The next one B tails does not follow the event B folded last, as when Redis has
+    lost writes: B rebuilds the room from Redis and sends Bob a ``resync`` notice with
+    a fresh snapshot, and Redis fails a read of that (the room's events, or Bob's log
+    for his board). B must finish once Redis answers: Bob gets his notice, and B goes
+    on folding Ann's events. Before, the failure escaped the tail loop and ended it:
+    B never folded another node's event again (Bob waited for Ann's moves for ever);
+    a failed rebuild left the room forgotten, to be folded again from version 1 as
+    live events; and a failed notice was never sent."""
+    a, b = await backend.node(), await backend.node()
+    race = await _race_on(a, b)
+    ann, bob = race.ann, race.bob
+    room_a, room_b = ann.room, bob.room
+    assert room_a is not None and room_b is not None
+    moves = winning_moves(SOLVABLE_SECRET)
+    assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
+    await _frame(bob, "Ann's first move", _is("progress", racer=1))
+    if fails == "the rebuild":
+        failed = _fail_once(b.store, "events_since", lambda _room, since, **_kw: since == 0)
+    else:
+        failed = _fail_once(b.store, "move_log")
+    room_b.chain = "lost"  # the event B folded last is not the one Redis now holds
+    mark = len(bob.frames)
+
+    assert (await ann.ask("move", seq=1, move=moves[1])).t == "moved"
+    notice = await _frame(bob, "the resync notice", _is("resync"), after=mark)
+    assert failed, f"{fails}: no read failed"
+    assert notice.d["snapshot"]["version"] == room_a.state.version  # type: ignore[index]
+    assert (await ann.ask("move", seq=2, move=moves[2])).t == "moved"
+    version = room_a.state.version
+    await _frame(bob, "Ann's third move", lambda f: f.t == "progress" and f.v == version)
+    # Nothing of the history was sent again as live events after the failed rebuild.
+    assert [f.v for f in bob.frames[mark:] if f.v is not None] == [version], bob.frames[mark:]

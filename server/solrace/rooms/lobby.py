@@ -295,9 +295,15 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
     async with room.lock:
         await node.join_room(room)
         await node.sync_locked(room)
+        # Everything read from Redis is read before the spectator is added and its
+        # reply sent: a read Redis fails then refuses the watch (one ``unavailable``,
+        # retried) and leaves nothing behind. Read after, it left a spectator that
+        # no connection detaches, or sent an error after ``watching`` (two replies)
+        # and no boards (nothing else sends a board that does not change).
+        replay = await _missed(node, room, msg.since)
+        boards = await spectators.initial_board_notices(node, room)
         room.spectators.add(peer)
         snapshot = await snapshot_for(node, room, None)
-        replay = await _missed(node, room, msg.since)
         peer.send(
             watching_reply(
                 request_id,
@@ -309,7 +315,8 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
         for frame in replay:
             peer.send_bytes(frame)
         peer.attach_spectator(room)
-        await spectators.initial_boards(node, room, peer)
+        for notice in boards:
+            peer.send(notice)
     node.schedule(room)
 
 

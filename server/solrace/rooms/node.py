@@ -26,7 +26,7 @@ from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
 from solrace.race.events import EventType, RoomEvent
 from solrace.race.fairness import round_salt
-from solrace.store import Store
+from solrace.store import Store, StoredEvent
 from solrace.store.errors import StoreUnavailable, VersionConflict
 
 from . import certify, spectators
@@ -251,11 +251,22 @@ class Node:
                 self.store_failed()
                 await asyncio.sleep(LOOP_RETRY_S)
                 continue
-            for room_id, event in entries:
-                room = self.rooms.get(room_id)
-                if room is not None and event.version > room.state.version:
-                    links = (event.prev, event.chain)
-                    await self.ingest(room, event.version, unpack_event(event.data), links)
+            try:
+                for room_id, event in entries:
+                    room = self.rooms.get(room_id)
+                    if room is not None and event.version > room.state.version:
+                        links = (event.prev, event.chain)
+                        await self.ingest(room, event.version, unpack_event(event.data), links)
+            except StoreUnavailable:
+                # A fold may read Redis too (a rebuild after lost writes, a gap): what
+                # was not folded is read again from each room's folded version. Let
+                # through, this ended the tail for good: the node never folded another
+                # node's events again, and its racers waited for frames nobody sent.
+                self.store_failed()
+                await asyncio.sleep(LOOP_RETRY_S)
+            except Exception:  # the loop must survive anything one room does
+                log.exception("folding another node's events failed")
+                await asyncio.sleep(LOOP_RETRY_S)
 
     async def join_room(self, room: LiveRoom) -> None:
         """Enter the room's set of serving nodes before serving or appending to it.
@@ -482,15 +493,36 @@ class Node:
             extra={"room": room.room_id, "version": before, "detail": what},
         )
         self.metrics.lost_writes.inc()
+        # Read before the fold is forgotten: if Redis fails the read, the room stays
+        # as its clients saw it, and the tail or the room check that found the loss
+        # finds it again. Forgotten first, a later sync folded the whole history
+        # again as live events, and no client was told to resynchronise.
+        entries = await self.store.events_since(room.room_id, 0)
         room.reset()
-        await self.sync_locked(room, live=False)
+        await self._fold_entries(room, entries, live=False)
         after = room.state.version
         lost = max(0, before - after)
         message = (
             f"the server lost its last changes to this room ({what}); "
             f"continuing from version {after}"
         )
-        await resync_clients(self, room, message, lost)
+        try:
+            await resync_clients(self, room, message, lost)
+        except StoreUnavailable:
+            # The room is rebuilt, so nothing finds the loss again: its clients (whose
+            # view Redis no longer holds) must still get their notices.
+            self.store_failed()
+            self.spawn(self._resync_clients_later(room, message, lost))
+
+    async def _resync_clients_later(self, room: LiveRoom, message: str, lost: int) -> None:
+        """:func:`resync_clients` once Redis lets their snapshots be built."""
+
+        async def attempt() -> None:
+            async with room.lock:
+                await resync_clients(self, room, message, lost)
+
+        extra = {"room": room.room_id}
+        await _until_done(attempt, "could not resynchronise clients", extra, WRITE_RETRY_S)
 
     # ---------------------------------------------------------------- rooms
     async def room(self, room_id: str) -> LiveRoom:
@@ -536,6 +568,10 @@ class Node:
         """Fold what the store has beyond the folded version. ``live`` False folds
         without fanning out (a rebuild after lost writes)."""
         entries = await self.store.events_since(room.room_id, room.state.version)
+        await self._fold_entries(room, entries, live)
+
+    async def _fold_entries(self, room: LiveRoom, entries: list[StoredEvent], live: bool) -> None:
+        """Fold stored events read from the room's folded version, then re-arm its timer."""
         for event in entries:
             links = (event.prev, event.chain)
             if not await self._fold_locked(
@@ -744,12 +780,41 @@ class Node:
                             room, f"Redis is at version {conflict.current_version}"
                         )
                     continue
-                await self.sync_locked(room)
+                try:
+                    await self.sync_locked(room)
+                except StoreUnavailable:
+                    # Stored, not read back. The request is told so (``unavailable``:
+                    # its outcome unknown, its retry finds the decision made), but the
+                    # writes that follow the decision must not go with the read: a
+                    # rematch kept its race_over's one-hour expiry, an emptied lobby
+                    # stayed listed.
+                    self.store_failed()
+                    # The round the events leave the room in (a reset begins one).
+                    round_no = room.state.round + sum(ev.t == EventType.ROOM_RESET for ev in events)
+                    self.spawn(self._after_decision_later(room, events, expected, round_no))
+                    raise
                 await self._after_decision(room, events)
                 return
             raise BadMessage(
                 ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
             )
+
+    async def _after_decision_later(
+        self, room: LiveRoom, events: list[RoomEvent], version: int, round_no: int
+    ) -> None:
+        """:meth:`_after_decision` for ``events`` (stored up to ``version``, leaving the
+        room in round ``round_no``) once Redis lets the room be read back: unless a
+        round has begun since, whose own decisions the late writes would undo (a
+        rematch's lifetime cap set again over its race_over's one-hour expiry)."""
+
+        async def attempt() -> None:
+            async with room.lock:
+                await self.sync_locked(room)
+                if room.state.version >= version and room.state.round == round_no:
+                    await self._after_decision(room, events)
+
+        extra = {"room": room.room_id}
+        await _until_done(attempt, "could not make a decision's writes", extra, WRITE_RETRY_S)
 
     async def _after_decision(self, room: LiveRoom, events: list[RoomEvent]) -> None:
         """The writes that follow a stored decision. None of them may fail the request

@@ -46,11 +46,19 @@ async def snapshot_for(node: Node, room: LiveRoom, racer: int | None) -> Snapsho
 async def resync_clients(node: Node, room: LiveRoom, message: str, lost: int) -> None:
     """After the store lost writes: every connection of the room on this node gets a
     ``resync`` notice with a fresh snapshot (its own board for a racer) and the reason,
-    then spectators their boards again. Caller holds the room lock and has refolded."""
-    for racer, peer in list(room.racers.items()):
-        snapshot = await snapshot_for(node, room, racer)
+    then spectators their boards again. Caller holds the room lock and has refolded.
+
+    Everything is read from Redis before anything is sent: if Redis fails a read,
+    nobody has had a notice yet, and the caller sends them all again later
+    (Node._resync_locked), rather than some connections getting theirs twice."""
+    racers = [
+        (peer, await snapshot_for(node, room, racer)) for racer, peer in list(room.racers.items())
+    ]
+    boards = await spectators.initial_board_notices(node, room) if room.spectators else []
+    for peer, snapshot in racers:
         peer.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))
     for peer in list(room.spectators):
         snapshot = await snapshot_for(node, room, None)
         peer.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))
-        await spectators.initial_boards(node, room, peer)
+        for notice in boards:
+            peer.send(notice)

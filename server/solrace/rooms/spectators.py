@@ -21,21 +21,23 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Final
 
-from solrace.protocol import encode
+from solrace.protocol import Envelope, encode
 from solrace.protocol.messages import board_notice
 from solrace.protocol.views import Phase
 from solrace.race import RacerGame
 from solrace.race.events import RoomEvent
+from solrace.store.errors import StoreUnavailable
 
 from .records import unpack_entries
 from .room import LiveRoom
 
 if TYPE_CHECKING:
     from .node import Node
-    from .peer import Peer
 
 #: Spectators get a room's changed boards at most this often (refresh).
 BOARD_INTERVAL_S: Final = 0.1
+#: A batch of boards Redis failed to build (a shadow's log read) is tried again after this.
+BOARDS_RETRY_S: Final = 0.5
 
 
 def fold_move(room: LiveRoom, event: RoomEvent) -> None:
@@ -151,7 +153,27 @@ async def _send_boards_later(node: Node, room: LiveRoom) -> None:
 async def _send_boards(node: Node, room: LiveRoom) -> None:
     """Build, check and send the boards of ``room.unsent_boards`` — every racer's when
     the withholding changed (the cards every racer still racing has seen: a card
-    turned up by everyone, a racer who stopped racing). Caller holds the lock."""
+    turned up by everyone, a racer who stopped racing). Caller holds the lock.
+
+    Never raises StoreUnavailable: this runs in the fold of an event already stored
+    and broadcast, and a failure there would stop the fold's caller short (a resign
+    answered ``unavailable``, no timer armed: a race nobody plays that never ends).
+    If Redis fails a shadow's read, every board goes again in a batch a little later
+    (unchanged ones are skipped), or spectators would keep stale boards for good —
+    a finished race's last boards are sent once, and nothing else sends them."""
+    try:
+        await _build_and_send(node, room)
+    except StoreUnavailable:
+        node.store_failed()
+        room.unsent_boards.update(room.state.racers)
+        if room.boards_due is None:
+            loop = asyncio.get_running_loop()
+            room.boards_due = loop.call_later(
+                BOARDS_RETRY_S, lambda: node.spawn(_send_boards_later(node, room))
+            )
+
+
+async def _build_and_send(node: Node, room: LiveRoom) -> None:
     state = room.state
     racers, room.unsent_boards = room.unsent_boards, set()
     room.boards_sent_at = asyncio.get_running_loop().time()
@@ -183,11 +205,14 @@ def _send_to_spectators(room: LiveRoom, frame: bytes, round_no: int) -> None:
         peer.send_bytes(frame)
 
 
-async def initial_boards(node: Node, room: LiveRoom, peer: Peer) -> None:
-    """A new spectator's boards: as they were one spectator delay ago, fair now."""
+async def initial_board_notices(node: Node, room: LiveRoom) -> list[Envelope]:
+    """A new spectator's boards: as they were one spectator delay ago, fair now.
+    Built before any is sent, so that a request can read them (Redis may fail it)
+    before it promises its reply (lobby.watch)."""
     state = room.state
+    notices: list[Envelope] = []
     if state.phase not in (Phase.RACING, Phase.FINISHED):
-        return
+        return notices
     delay_ms = room.meta.settings.spectator_delay_s * 1000
     now = node.clock()
     # Within the first delay of the race: the boards it started with (the same deal,
@@ -203,4 +228,5 @@ async def initial_boards(node: Node, room: LiveRoom, peer: Peer) -> None:
             # board that was whole then.
             view = await _last_whole(node, room, racer, shown, until)
         if view is not None:
-            peer.send(board_notice(racer=racer, at_ms=now - delay_ms, view=view, owner=False))
+            notices.append(board_notice(racer=racer, at_ms=now - delay_ms, view=view, owner=False))
+    return notices
