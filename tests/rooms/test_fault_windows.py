@@ -764,3 +764,24 @@ async def test_a_tailed_rebuild_redis_fails_is_made_later_and_the_tail_goes_on(
     await _frame(bob, "Ann's third move", lambda f: f.t == "progress" and f.v == version)
     # Nothing of the history was sent again as live events after the failed rebuild.
     assert [f.v for f in bob.frames[mark:] if f.v is not None] == [version], bob.frames[mark:]
+
+
+async def test_a_certified_deal_whose_write_fails_is_chosen_when_redis_answers(
+    backend: Backend,
+) -> None:
+    """The solver wins a candidate, then Redis fails its ``deal_chosen``. Nobody in
+    the lobby does anything: the candidate found is still chosen once Redis answers,
+    so the lobby does not show "certifying a winnable deal…" until someone happens to
+    act (before, only a request started the certification again)."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    failed = _fail_once(node.store, "append_event", _storing(EventType.DEAL_CHOSEN))
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined", created.d
+    chosen = await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert failed, "no deal_chosen write was made"
+    assert chosen.d["certified"] is True, chosen.d
+    room = ann.room
+    assert room is not None
+    stored = [ev.t for ev in await _stored(node, room)]
+    assert stored.count(EventType.DEAL_CHOSEN) == 1, stored

@@ -226,13 +226,27 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
         }
         if line is None:
             log.warning("no winnable deal found: uncertified", extra={"room": room.room_id})
-        await node.decide(
-            room,
-            lambda: decide_.deal_chosen(room.state, round_no, deal),
-            attempt=found.attempt,
-            line=None if line is None else tuple(line),
-        )
-        await node.tick(room)
+
+        async def choose() -> None:
+            if _needed(room, round_no):
+                await node.decide(
+                    room,
+                    lambda: decide_.deal_chosen(room.state, round_no, deal),
+                    attempt=found.attempt,
+                    line=None if line is None else tuple(line),
+                )
+                await node.tick(room)
+
+        try:
+            await choose()
+        except StoreUnavailable:
+            # The deal is found; only its write failed. Whoever waits (a ``start``) is
+            # told ``unavailable`` as before, and the write is retried until Redis
+            # answers: nothing else would make it in a quiet lobby, which showed
+            # "certifying a winnable deal…" until someone acted (and then solved again).
+            extra = {"room": room.room_id}
+            node.spawn(node.insist(choose, "could not store a certified deal", extra))
+            raise
     except (StoreUnavailable, asyncio.CancelledError):
         raise
     except Exception:
