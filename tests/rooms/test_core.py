@@ -31,11 +31,11 @@ class _Race(NamedTuple):
     commitment: str
 
 
-async def _race_on(ann_node: Node, bob_node: Node) -> _Race:
-    """Ann creates a Yukon room on ``ann_node``, Bob joins it on ``bob_node``, and the
-    race starts."""
+async def _race_on(ann_node: Node, bob_node: Node, **settings: object) -> _Race:
+    """Ann creates a Yukon room on ``ann_node`` (with ``settings``), Bob joins it on
+    ``bob_node``, and the race starts."""
     ann, bob = FakePeer(ann_node), FakePeer(bob_node)
-    created = await ann.ask("create", variant="yukon", name="Ann")
+    created = await ann.ask("create", variant="yukon", name="Ann", **settings)
     assert created.t == "joined", created.d
     settings = dict(created.d["snapshot"]["settings"])  # type: ignore[index]
     assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"

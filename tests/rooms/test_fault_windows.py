@@ -344,6 +344,20 @@ async def test_a_disconnect_redis_fails_to_record_is_recorded_and_forfeits(
     assert _status(over, "Bob") == RacerStatus.LEFT
 
 
+async def _two_hour_race_over(node: Node) -> tuple[FakePeer, LiveRoom]:
+    """Ann and Bob race with a two-hour limit and resign: the race is over, archived,
+    and the race_over has cut the room's keys to an hour."""
+    race = await _race_on(node, node, time_limit_s=7200)
+    assert (await race.ann.ask("resign")).t == "ok"
+    assert (await race.bob.ask("resign")).t == "ok"
+    over = await race.ann.until(lambda f: f.t == "race_over")
+    room = race.ann.room
+    assert room is not None
+    await archived_result(node.store, race_id(room.room_id, str(over.d["commitment"])))
+    assert 0 < await _room_ttl_ms(node, room.room_id) <= FINISHED_ROOM_TTL_S * 1000
+    return race.ann, room
+
+
 async def test_a_rematch_whose_expiry_write_fails_is_ok_and_gets_its_lifetime_back(
     backend: Backend,
 ) -> None:
@@ -352,21 +366,7 @@ async def test_a_rematch_whose_expiry_write_fails_is_ok_and_gets_its_lifetime_ba
     so it is answered ``ok``, and the node retries: a new round of up to two hours
     must not live in keys that expire within the hour."""
     node = await backend.node()
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann", time_limit_s=7200)
-    assert created.t == "joined", created.d
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    assert (await ann.ask("start")).t == "ok"
-    await ann.until(lambda f: f.t == "started")
-    assert (await ann.ask("resign")).t == "ok"
-    assert (await bob.ask("resign")).t == "ok"
-    over = await ann.until(lambda f: f.t == "race_over")
-    room = ann.room
-    assert room is not None
-    await archived_result(node.store, race_id(room.room_id, str(over.d["commitment"])))
-    assert 0 < await _room_ttl_ms(node, room.room_id) <= FINISHED_ROOM_TTL_S * 1000
+    ann, room = await _two_hour_race_over(node)
 
     failed = _fail_once(node.store, "expire_room", lambda _room, ttl, **_kw: ttl == ROOM_TTL_S)
     rematch = await ann.ask("rematch")
@@ -391,21 +391,7 @@ async def test_a_rematch_whose_read_back_fails_still_gets_its_lifetime_back(
     so the new round of up to two hours does not live in keys that expire within the
     hour (before, they kept the race_over's one-hour expiry)."""
     node = await backend.node()
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann", time_limit_s=7200)
-    assert created.t == "joined", created.d
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    assert (await ann.ask("start")).t == "ok"
-    await ann.until(lambda f: f.t == "started")
-    assert (await ann.ask("resign")).t == "ok"
-    assert (await bob.ask("resign")).t == "ok"
-    over = await ann.until(lambda f: f.t == "race_over")
-    room = ann.room
-    assert room is not None
-    await archived_result(node.store, race_id(room.room_id, str(over.d["commitment"])))
-    assert 0 < await _room_ttl_ms(node, room.room_id) <= FINISHED_ROOM_TTL_S * 1000
+    ann, room = await _two_hour_race_over(node)
 
     stored = _stored_types(node.store)
     failed = _fail_once(
@@ -584,6 +570,19 @@ async def test_a_listed_lobby_whose_only_node_died_is_adopted_and_its_ghost_leav
     assert room.room_id not in await nxt.store.listed_rooms()
 
 
+async def _ready_lobby(node: Node) -> tuple[FakePeer, FakePeer, LiveRoom]:
+    """Ann's Yukon lobby, Bob joined and ready, its deal chosen: the host may start."""
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined", created.d
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    room = ann.room
+    assert room is not None
+    return ann, bob, room
+
+
 async def test_a_start_whose_countdown_write_fails_after_its_note_is_refused_and_retried(
     backend: Backend,
 ) -> None:
@@ -593,14 +592,7 @@ async def test_a_start_whose_countdown_write_fails_after_its_note_is_refused_and
     is still a lobby (the sweep leaves a noted lobby alone); the host's retry starts
     the race, which ends, is archived, and its note cleared."""
     node = await backend.node()
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    assert created.t == "joined", created.d
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    room = ann.room
-    assert room is not None
+    ann, bob, room = await _ready_lobby(node)
 
     failed = _fail_once(node.store, "append_event", _storing(EventType.COUNTDOWN))
     refused = await _replies(ann, "start")
@@ -636,14 +628,7 @@ async def test_a_start_whose_board_read_fails_still_sends_the_racer_its_board(
     after ``started`` — and only warnings were logged (a Redis stall of 6 s in the
     start window left 9 of 50 of the server benchmark's rooms unstarted this way)."""
     node = await backend.node()
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    assert created.t == "joined", created.d
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    room = ann.room
-    assert room is not None
+    ann, bob, room = await _ready_lobby(node)
     assert (await ann.ask("start")).t == "ok"
     failed = _fail_once(node.store, "move_log")  # the start comes a countdown later
     await ann.until(lambda f: f.t == "started")
@@ -665,22 +650,15 @@ async def test_a_resign_whose_spectator_board_read_fails_is_ok_and_the_race_ends
     failure escaped the fold: Bob was told ``unavailable``, no timer was armed, and
     the race nobody played never ended (nor did the spectator get her board)."""
     node = await backend.node()
-    ann, bob, spy = FakePeer(node), FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann", spectator_delay_s=1)
-    assert created.t == "joined", created.d
-    code = str(created.d["code"])
-    assert (await bob.ask("join", code=code, name="Bob")).t == "joined"
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    assert (await ann.ask("start")).t == "ok"
-    await ann.until(lambda f: f.t == "started")
+    race = await _race_on(node, node, spectator_delay_s=1)
+    ann, bob, spy = race.ann, race.bob, FakePeer(node)
     moves = winning_moves(SOLVABLE_SECRET)
     for seq in range(3):
         assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
     assert (await ann.ask("resign")).t == "ok"
-    assert (await spy.ask("watch", code=code)).t == "watching"
     room = ann.room
     assert room is not None
+    assert (await spy.ask("watch", code=room.meta.code)).t == "watching"
     mark = len(spy.frames)
 
     failed = _fail_once(node.store, "move_log")
