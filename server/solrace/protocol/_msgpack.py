@@ -1,7 +1,7 @@
 """A typed façade over msgpack, which ships no type information.
 
-Every call into msgpack goes through here (but the server benchmark's bare echo,
-which is the plain library on purpose), so the untyped surface is a dozen lines
+Every call into msgpack goes through here (except the server benchmark's bare echo,
+which uses the plain library on purpose), so the untyped surface is a dozen lines
 (the project's mypy configuration accepts msgpack's missing stubs) instead of ``Any``
 leaking through the codec.
 """
