@@ -12,6 +12,7 @@ also tails the streams of its rooms for what other nodes appended.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import time
@@ -512,17 +513,23 @@ class Node:
             # The room is rebuilt, so nothing finds the loss again: its clients (whose
             # view Redis no longer holds) must still get their notices.
             self.store_failed()
-            self.spawn(self._resync_clients_later(room, message, lost))
+            resync = functools.partial(resync_clients, self, room, message, lost)
+            self.retry_locked(room, "could not resynchronise clients", resync)
 
-    async def _resync_clients_later(self, room: LiveRoom, message: str, lost: int) -> None:
-        """:func:`resync_clients` once Redis lets their snapshots be built."""
+    def retry_locked(
+        self, room: LiveRoom, what: str, body: Callable[[], Awaitable[None]], **extra: object
+    ) -> None:
+        """Run ``body()`` under the room's lock in a task of its own, again and again
+        until Redis lets it finish (:func:`_until_done`; failures logged as ``what``):
+        for what must still happen after a stored event whose read Redis failed, when
+        nothing else would do it (a racer's board, clients' resync notices, a
+        decision's writes)."""
 
         async def attempt() -> None:
             async with room.lock:
-                await resync_clients(self, room, message, lost)
+                await body()
 
-        extra = {"room": room.room_id}
-        await _until_done(attempt, "could not resynchronise clients", extra, WRITE_RETRY_S)
+        self.spawn(_until_done(attempt, what, {"room": room.room_id, **extra}, WRITE_RETRY_S))
 
     # ---------------------------------------------------------------- rooms
     async def room(self, room_id: str) -> LiveRoom:
@@ -633,7 +640,10 @@ class Node:
                     # engine Redis failed to give now must still get its board, or its
                     # client waits for it for ever (nothing else sends it).
                     self.store_failed()
-                    self.spawn(self._own_board_later(room, racer))
+                    board = functools.partial(
+                        self._start_board, room, racer, room.state.round, room.racers.get(racer)
+                    )
+                    self.retry_locked(room, "could not send a racer its board", board, racer=racer)
                     continue
                 room.send_own_board(racer, room.state.start_at_ms or self.clock())
         if kind == EventType.PROGRESS:
@@ -642,25 +652,21 @@ class Node:
             await spectators.refresh(self, room)
         return True
 
-    async def _own_board_later(self, room: LiveRoom, racer: int) -> None:
-        """Send ``racer`` its board at the start of this round's race once Redis lets
-        its engine be rebuilt (:meth:`_fold_locked` could not), unless the race is
-        over or the racer's connection here is gone by then (a new one gets a snapshot)."""
-        round_no, peer = room.state.round, room.racers.get(racer)
-
-        async def attempt() -> None:
-            async with room.lock:
-                state = room.state
-                if state.round != round_no or state.phase != Phase.RACING:
-                    return
-                if peer is None or room.racers.get(racer) is not peer:
-                    return
-                game = await self.game(room, racer)
-                start = state.start_at_ms
-                room.send_own_board(racer, start if start and not game.seq else self.clock())
-
-        extra = {"room": room.room_id, "racer": racer}
-        await _until_done(attempt, "could not send a racer its board", extra, WRITE_RETRY_S)
+    async def _start_board(
+        self, room: LiveRoom, racer: int, round_no: int, peer: Peer | None
+    ) -> None:
+        """Send ``racer`` (on ``peer``) its board at the start of round ``round_no``'s
+        race, which :meth:`_fold_locked` could not (Redis failed to give its engine):
+        unless the race is over or that connection is gone by now (a new one gets a
+        snapshot). Caller holds the room's lock."""
+        state = room.state
+        if state.round != round_no or state.phase != Phase.RACING:
+            return
+        if peer is None or room.racers.get(racer) is not peer:
+            return
+        game = await self.game(room, racer)
+        start = state.start_at_ms
+        room.send_own_board(racer, start if start and not game.seq else self.clock())
 
     def _presence_folded(self, room: LiveRoom, event: RoomEvent) -> None:
         racer, conn = event.racer, event.conn
@@ -791,7 +797,10 @@ class Node:
                     self.store_failed()
                     # The round the events leave the room in (a reset begins one).
                     round_no = room.state.round + sum(ev.t == EventType.ROOM_RESET for ev in events)
-                    self.spawn(self._after_decision_later(room, events, expected, round_no))
+                    writes = functools.partial(
+                        self._after_decision_late, room, events, expected, round_no
+                    )
+                    self.retry_locked(room, "could not make a decision's writes", writes)
                     raise
                 await self._after_decision(room, events)
                 return
@@ -799,22 +808,17 @@ class Node:
                 ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
             )
 
-    async def _after_decision_later(
+    async def _after_decision_late(
         self, room: LiveRoom, events: list[RoomEvent], version: int, round_no: int
     ) -> None:
         """:meth:`_after_decision` for ``events`` (stored up to ``version``, leaving the
-        room in round ``round_no``) once Redis lets the room be read back: unless a
+        room in round ``round_no``) that :meth:`decide` could not read back: unless a
         round has begun since, whose own decisions the late writes would undo (a
-        rematch's lifetime cap set again over its race_over's one-hour expiry)."""
-
-        async def attempt() -> None:
-            async with room.lock:
-                await self.sync_locked(room)
-                if room.state.version >= version and room.state.round == round_no:
-                    await self._after_decision(room, events)
-
-        extra = {"room": room.room_id}
-        await _until_done(attempt, "could not make a decision's writes", extra, WRITE_RETRY_S)
+        rematch's lifetime cap set again over its race_over's one-hour expiry).
+        Caller holds the room's lock."""
+        await self.sync_locked(room)
+        if room.state.version >= version and room.state.round == round_no:
+            await self._after_decision(room, events)
 
     async def _after_decision(self, room: LiveRoom, events: list[RoomEvent]) -> None:
         """The writes that follow a stored decision. None of them may fail the request
