@@ -325,7 +325,12 @@ async def test_chaos_a_node_and_redis_killed_mid_race(monkeypatch: pytest.Monkey
             figures["all resumed after s"] = round(time.monotonic() - killed_at, 1)
             await asyncio.sleep(2)  # racing on the two nodes left
             # --------------------- SIGKILL Redis, mid-race; restart from its AOF
-            assert all(r.racing for r in everyone), "a race ended before Redis was killed"
+            # A room's bots may all be done by now (stuck or resigned on a short deal:
+            # seen in CI, one room of ten). What follows holds for every room; the
+            # Redis kill must hit races still running, and says how many it hit.
+            racing_rooms = sum(all(r.racing for r in room) for room in rooms)
+            figures["rooms racing when Redis was killed"] = racing_rooms
+            assert racing_rooms >= ROOMS // 2, f"only {racing_rooms} rooms racing"
             acked_before = sum(len(r.acks) for r in everyone)
             await stack.redis.kill()
             await asyncio.sleep(REDIS_OUTAGE_S)
