@@ -57,8 +57,8 @@ async def resync_clients(node: Node, room: LiveRoom, message: str, lost: int) ->
     boards = await spectators.initial_board_notices(node, room) if room.spectators else []
     for peer, snapshot in racers:
         peer.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))
+    watched = await snapshot_for(node, room, None)  # every spectator's: one, built once
     for peer in list(room.spectators):
-        snapshot = await snapshot_for(node, room, None)
-        peer.send(resync_notice(reason=message, lost_events=lost, snapshot=snapshot))
+        peer.send(resync_notice(reason=message, lost_events=lost, snapshot=watched))
         for notice in boards:
             peer.send(notice)
