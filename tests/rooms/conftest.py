@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import uvloop
 from solrace.protocol import SERVER_FRAME_LIMITS, decode
 from solrace.protocol.envelope import Envelope
 from solrace.rooms import requests
@@ -20,6 +21,15 @@ from solrace.store import Store
 
 from tests.net.conftest import SOLVABLE_SECRET
 from tests.support.redis import BACKEND_URLS, connect_or_fail, delete_prefix
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """The room core runs on both event loops: uvloop, which ``solrace-server`` uses
+    where it is installed, and asyncio's own, its fallback. They differ where the core
+    can see it (uvloop's ``call_at`` returns a plain Handle for a call due at once)."""
+    return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
 
 
 class FakePeer(Peer):

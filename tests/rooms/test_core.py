@@ -84,6 +84,37 @@ async def test_a_race_from_create_to_race_over_through_fake_peers(backend: Backe
     assert isinstance(counted, Tally) and counted.moves_accepted.value == len(moves)
 
 
+async def test_a_room_timer_armed_for_the_current_instant_is_rearmed_by_the_next_fold(
+    backend: Backend,
+) -> None:
+    """uvloop's ``call_at`` returns a plain Handle, which has no ``when()``, for a call
+    due less than half a millisecond away: a loaded node armed one for a room's
+    wake-up, and the next fold that re-armed the timer (a finish) raised
+    AttributeError after the finishing move was stored, answering it ``internal``
+    (found by tests/deploy/test_chaos.py). The room core runs on both loops
+    (conftest.py): on uvloop this timer is that Handle."""
+    ann, bob = await _race(backend)
+    node, room = ann.node, ann.room
+    assert room is not None
+    if room.timer is not None:
+        room.timer.cancel()
+    loop = asyncio.get_running_loop()
+    now = loop.time()
+    # Armed for now, as a loaded node's schedule can; a fold re-arms it before the
+    # loop runs it (the race's end is further away than the timer's slack).
+    room.timer, room.timer_at = loop.call_at(now, node._fire, room), now
+    node.schedule(room)
+    assert room.timer is not None and room.timer_at > now + 1
+    moves = winning_moves(SOLVABLE_SECRET)
+    for seq, move in enumerate(moves):
+        reply = await ann.ask("move", seq=seq, move=move)
+        assert reply.t == "moved", reply.d
+    assert reply.d["status"] == "finished"
+    assert (await bob.ask("resign")).t == "ok"
+    over = await bob.until(lambda f: f.t == "race_over")
+    assert [s["name"] for s in over.d["standings"]] == ["Ann", "Bob"]  # type: ignore[index]
+
+
 async def test_refusals_are_replies_and_change_nothing(backend: Backend) -> None:
     ann, _bob = await _race(backend)
     node = ann.node

@@ -718,10 +718,10 @@ class Node:
             return
         loop = asyncio.get_running_loop()
         due = loop.time() + max(0.0, (wake - self.clock()) / 1000) + 0.001
-        if room.timer is not None and abs(room.timer.when() - due) < TIMER_SLACK_S:
+        if room.timer is not None and abs(room.timer_at - due) < TIMER_SLACK_S:
             return
         self._disarm(room)
-        room.timer = loop.call_at(due, self._fire, room)
+        room.timer, room.timer_at = loop.call_at(due, self._fire, room), due
 
     def _fire(self, room: LiveRoom) -> None:
         room.timer = None

@@ -48,8 +48,12 @@ class LiveRoom:
         #: (spectators.refresh: at most one batch per BOARD_INTERVAL_S).
         self.unsent_boards: set[int] = set()
         self.boards_sent_at = float("-inf")
-        self.boards_due: asyncio.TimerHandle | None = None
-        self.timer: asyncio.TimerHandle | None = None
+        self.boards_due: asyncio.Handle | None = None
+        #: The room's next wake-up (Node.schedule) and the loop time it is due. A
+        #: Handle, not a TimerHandle: uvloop returns a plain Handle, which has no
+        #: ``when()``, for a call due less than half a millisecond away.
+        self.timer: asyncio.Handle | None = None
+        self.timer_at = 0.0
         self.last_used_ms = 0
         #: A racer or spectator has been served here this round: this node then keeps
         #: the room's timers and lease checks running even once its connections are
