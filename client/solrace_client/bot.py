@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .boardview import board_from_view
-from .connection import RaceClient, ServerError
+from .connection import RaceClient, ServerError, retry_after_s
 from .errors import cannot_reach, refusal_of
 from .results import save_result
 from .roomview import RoomView
@@ -107,7 +107,7 @@ def _counts(view: Mapping[str, Any]) -> tuple[int, int]:
 
 async def _pause(err: ServerError) -> None:
     """Wait as long as an ``unavailable`` refusal asks (``retry_after_ms``)."""
-    await asyncio.sleep(int(err.data.get("retry_after_ms") or 200) / 1000)
+    await asyncio.sleep(retry_after_s(err))
 
 
 class _Bot:

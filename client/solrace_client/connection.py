@@ -60,6 +60,14 @@ def server_list(servers: str) -> list[str]:
 #: while the deal is certified).
 REQUEST_TIMEOUT_S: Final = 10.0
 
+#: How many times a seat named by a refused ``create``/``join``/``quick`` is resumed
+#: while the server's store stays down (each after the refusal's ``retry_after_ms``)
+#: before the refusal goes to the caller (:meth:`RaceClient._enter`).
+SEAT_ATTEMPTS: Final = 10
+#: The pause before a retry when a refusal gives no ``retry_after_ms``.
+RETRY_DEFAULT_MS: Final = 200
+
+
 #: ``connect``'s default pace: :data:`pacing.SERVER_DEFAULT_PACE`, read when connecting.
 SERVER_DEFAULT: Final = "server-default"
 
@@ -72,6 +80,11 @@ class ServerError(Exception):
         self.code: str = str(data.get("code"))
         self.message: str = str(data.get("message"))
         self.data = dict(data)
+
+
+def retry_after_s(err: ServerError) -> float:
+    """How long an ``unavailable`` refusal asks to wait before a retry, in seconds."""
+    return int(err.data.get("retry_after_ms") or RETRY_DEFAULT_MS) / 1000
 
 
 class RaceClient:
@@ -250,13 +263,38 @@ class RaceClient:
         return list((await self.request("list", variant=variant))["rooms"])
 
     async def create(self, variant: str, name: str, **settings: Any) -> dict[str, Any]:
-        return self._entered(await self.request("create", variant=variant, name=name, **settings))
+        return await self._enter("create", variant=variant, name=name, **settings)
 
     async def join(self, code: str, name: str) -> dict[str, Any]:
-        return self._entered(await self.request("join", code=code, name=name))
+        return await self._enter("join", code=code, name=name)
 
     async def quick(self, variant: str, name: str) -> dict[str, Any]:
-        return self._entered(await self.request("quick", variant=variant, name=name))
+        return await self._enter("quick", variant=variant, name=name)
+
+    async def _enter(self, t: str, **d: Any) -> dict[str, Any]:
+        """Request ``t`` (``create``, ``join``, ``quick``), which takes a seat. Refused
+        ``unavailable`` with the seat named (``room``, ``token``), its outcome is
+        unknown: the server's store failed after the racer may have been stored, and
+        asking again would take a second seat. So the seat is resumed instead, again
+        while the store stays down (at most :data:`SEAT_ATTEMPTS` times); a seat the
+        server refuses otherwise (``bad_token``: it was never stored, or its grace
+        ran out) leaves the first refusal standing: asking again is then safe."""
+        try:
+            return self._entered(await self.request(t, **d))
+        except ServerError as err:
+            room, token = err.data.get("room"), err.data.get("token")
+            if err.code != "unavailable" or not isinstance(room, str) or not isinstance(token, str):
+                raise
+            refused = last = err
+        for _ in range(SEAT_ATTEMPTS):
+            await asyncio.sleep(retry_after_s(last))
+            try:
+                return await self.resume(room, token, since=None)
+            except ServerError as err:
+                if err.code != "unavailable":
+                    raise refused from None
+                last = err
+        raise refused
 
     async def resume(
         self,

@@ -33,7 +33,7 @@ from typing import Any, Final
 from solrace.protocol import CloseReason, Envelope
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
-from .connection import RaceClient, ServerError
+from .connection import RaceClient, ServerError, retry_after_s
 from .roomview import RoomView
 
 #: Failures that mean "this connection is gone": reconnect and resume.
@@ -232,7 +232,7 @@ class Session:
                 raise SessionOver(
                     f"cannot resync: {err}", reason=SessionEnd.REFUSED, error=err
                 ) from None
-            await asyncio.sleep(int(err.data.get("retry_after_ms") or 200) / 1000)
+            await asyncio.sleep(retry_after_s(err))
             return None
         except DROPPED as exc:
             return await self.reconnect(exc)

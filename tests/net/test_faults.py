@@ -232,6 +232,48 @@ async def test_a_late_offline_never_overrides_a_newer_resume(cluster: Cluster) -
     await bob.close()
 
 
+async def test_a_join_whose_outcome_redis_hides_is_that_seat_through_the_client(
+    cluster: Cluster,
+) -> None:
+    """Redis goes down right after storing Bob's racer_joined, for 2.5 s: the server
+    cannot read it back, refuses the join ``unavailable`` and names the seat.
+    ``RaceClient.join`` resumes it (refused ``unavailable`` again while Redis is down)
+    and returns it: Bob is racer 2, the room has two seats, not three, and the offline
+    the server wrote about the refused join once Redis was back leaves him online:
+    he readies, the race starts, he plays."""
+    server = await cluster.node()
+    faults = StoreFaults(server.node.store)
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    append = server.node.store.append_event
+
+    async def down_after_a_join(*args: Any, **kwargs: Any) -> Any:
+        version = await append(*args, **kwargs)
+        if b"racer_joined" in args[1] and not faults.down:
+            faults.down = True
+            asyncio.get_running_loop().call_later(2.5, setattr, faults, "down", False)
+        return version
+
+    setattr(server.node.store, "append_event", down_after_a_join)  # noqa: B010
+    bob = await RaceClient.connect(server.url)
+    joined = await bob.join(ann.code or "", "Bob")
+    refusals = [e.d for e in bob.received if e.t == "error"]
+    assert [r["code"] for r in refusals][:2] == ["unavailable", "unavailable"], refusals
+    assert refusals[0]["token"] == joined["token"] and refusals[0]["room"] == ann.room
+    assert joined["racer"] == 2
+    assert sorted(int(r) for r in bob.view.racers) == [1, 2]
+    await asyncio.sleep(1.0)  # the offline about the refused join has been written
+    await bob.ready()
+    await ann.wait_for(lambda e: e.t == "ready_changed", timeout=10)
+    await ann.start()
+    await bob.wait_started()
+    assert (await bob.move(winning_moves(SOLVABLE_SECRET)[0]))["seq"] == 0
+    assert sorted(int(r) for r in ann.view.racers) == [1, 2]
+    assert all(info.get("online", True) for info in ann.view.racers.values())
+    await ann.close()
+    await bob.close()
+
+
 async def test_a_drained_node_closes_with_draining(cluster: Cluster) -> None:
     server = await cluster.node()
     ann, bob = await racing(server.url)

@@ -23,7 +23,7 @@ from solrace.protocol.views import EventType, LeaveReason, RacerStatus
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.events import RoomEvent
 from solrace.rooms import lobby, requests
-from solrace.rooms.node import FINISHED_ROOM_TTL_S, ROOM_TTL_S, Node
+from solrace.rooms.node import FINISHED_ROOM_TTL_S, ROOM_TTL_S, WRITE_RETRY_S, Node
 from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
 from solrace.store import Store, token_digest
@@ -291,6 +291,87 @@ async def test_a_join_failing_after_its_racer_is_stored_leaves_no_ghost_in_the_l
     await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
     start = await ann.ask("start")
     assert start.t == "ok", start.d
+
+
+async def test_a_join_refused_after_its_racer_is_stored_names_the_seat_a_resume_takes(
+    backend: Backend,
+) -> None:
+    """Bob's racer_joined is stored, then Redis fails the read that folds it: the join
+    is refused ``unavailable`` (its outcome unknown), and the offline that frees a
+    ghost's seat cannot be written yet either. The refusal names the seat (``room``,
+    ``token``): Bob resumes it on the same connection and is that racer, not a second
+    one (joining again took a second seat, its ghost holding the lobby for the grace).
+    The offline about the refused join, written once Redis lets it, lands after the
+    resume and must change nothing (it is about the connection id the refused join
+    had): no presence flickers, the grace passes with Bob in the lobby, online."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    room = ann.room
+    assert room is not None
+    stored = _stored_types(node.store)
+    failed_read = _fail_once(
+        node.store, "events_since", lambda *_a, **_kw: EventType.RACER_JOINED in stored
+    )
+    append, held = node.store.append_event, asyncio.Event()
+
+    async def offline_held(*args: Any, **kwargs: Any) -> Any:
+        event = unpack_event(args[1])
+        if event.t == EventType.PRESENCE and not event.d["online"] and not held.is_set():
+            raise StoreUnavailable("append_event: Redis is down (injected)")
+        return await append(*args, **kwargs)
+
+    setattr(node.store, "append_event", offline_held)  # noqa: B010 (a method of the instance)
+    refused = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert failed_read
+    assert (refused.t, refused.d.get("code")) == ("error", "unavailable"), refused.d
+    assert refused.d.get("room") == room.room_id, refused.d
+    token = refused.d.get("token")
+    assert isinstance(token, str) and token, refused.d
+    assert bob.room is None
+
+    resumed = await bob.ask("resume", room=room.room_id, token=token)
+    assert resumed.t == "joined", resumed.d
+    seat = resumed.d["racer"]
+    await node.sync(room)
+    assert list(room.state.racers) == [1, seat], "the resume took a second seat"
+    mark = len(ann.frames)
+    held.set()  # Redis takes the offline now: after the resume's online
+    await asyncio.sleep(5 * WRITE_RETRY_S)  # the offline's retries have run
+    await node.sync(room)
+    assert room.state.racers[seat].online
+    # Not even for a moment (the node would say Bob is back, but everyone saw him go).
+    flicker = [f.d for f in ann.frames[mark:] if f.t == "presence"]
+    assert not flicker, f"the late offline of the refused join was recorded: {flicker}"
+    await _past_grace(clock, node, room)
+    assert room.state.racers[seat].status != RacerStatus.LEFT
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+
+
+async def test_a_seat_named_by_a_refused_join_that_was_not_stored_is_no_seat(
+    backend: Backend,
+) -> None:
+    """Redis fails the write of Bob's racer_joined itself: the refusal still names a
+    seat (the node cannot know whether Redis applied the write), but resuming it is
+    refused ``bad_token``: nothing was stored, so joining again is safe."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    room = ann.room
+    assert room is not None
+    failed = _fail_once(node.store, "append_event", _storing(EventType.RACER_JOINED))
+    refused = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert failed
+    assert (refused.t, refused.d.get("code")) == ("error", "unavailable"), refused.d
+    token = refused.d.get("token")
+    assert isinstance(token, str), refused.d
+    resumed = await bob.ask("resume", room=room.room_id, token=token)
+    assert (resumed.t, resumed.d.get("code")) == ("error", "bad_token"), resumed.d
+    again = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert again.t == "joined", again.d
+    await node.sync(room)
+    assert list(room.state.racers) == [1, again.d["racer"]]
 
 
 async def test_a_leave_redis_fails_is_refused_and_its_retry_recorded(backend: Backend) -> None:

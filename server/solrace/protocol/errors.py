@@ -171,7 +171,9 @@ class BadMessage(ProtocolError):
     (``room_full``, ``illegal_move``, ``bad_seq``…), so every refusal goes through one
     path. ``field`` names the offending field of ``d``; ``seq`` echoes a move's seq;
     ``expected`` is the seq the server expects next (``bad_seq`` only);
-    ``retry_after_ms`` hints when to retry (``unavailable`` only).
+    ``retry_after_ms`` hints when to retry (``unavailable`` only); ``room`` and
+    ``token`` name the seat a refused ``create``/``join``/``quick`` may have taken
+    (``unavailable`` only: the client resumes it rather than taking a second one).
     """
 
     def __init__(
@@ -183,6 +185,8 @@ class BadMessage(ProtocolError):
         seq: int | None = None,
         expected: int | None = None,
         retry_after_ms: int | None = None,
+        room: str | None = None,
+        token: str | None = None,
         request_id: int | None = None,
     ) -> None:
         super().__init__(code, message)
@@ -190,6 +194,8 @@ class BadMessage(ProtocolError):
         self.seq = seq
         self.expected = expected
         self.retry_after_ms = retry_after_ms
+        self.room = room
+        self.token = token
         self.request_id = request_id
 
 

@@ -780,7 +780,7 @@ def error_reply(error: ProtocolError, request_id: int | None = None) -> Envelope
     if isinstance(error, BadMessage):
         if request_id is None:
             request_id = error.request_id
-        for key in ("field", "seq", "expected", "retry_after_ms"):
+        for key in ("field", "seq", "expected", "retry_after_ms", "room", "token"):
             value = getattr(error, key)
             if value is not None:
                 d[key] = value

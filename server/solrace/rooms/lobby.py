@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, encode
+from solrace.protocol.errors import RETRY_STORE_MS
 from solrace.protocol.limits import (
     MAX_REPLAY_EVENTS,
     MAX_ROOMS_LISTED,
@@ -169,15 +170,31 @@ async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: i
         await _enter_as_racer(node, peer, room, joined[0], token, request_id, since=None)
     except RaceError as exc:
         raise refuse(exc) from None
-    except (StoreUnavailable, BadMessage):
+    except (StoreUnavailable, BadMessage) as exc:
+        if not joined:
+            raise
         # The racer may be stored (Redis failed after its racer_joined), online on this
         # connection, which is refused and never attached, so its close would record
         # nothing: record it offline, so that its grace frees the seat instead of a
         # ghost holding the lobby for ever. If it was not stored, this writes nothing
         # (an offline about another connection is no news: decisions.presence).
-        if joined:
-            await node.record_offline(room, joined[0], peer.conn_id)
-        raise
+        await node.record_offline(room, joined[0], peer.conn_id)
+        # That offline may be written late (once Redis answers): after this connection
+        # resumed the seat. About a connection id it no longer has, it changes nothing.
+        peer.new_conn_id()
+        if isinstance(exc, BadMessage) and exc.code != ErrorCode.UNAVAILABLE:
+            raise
+        # Outcome unknown: joining again would take a second seat if this one was
+        # stored. The refusal names it; a resume with its token takes it, or says
+        # ``bad_token`` if it was not stored (then joining again is safe).
+        raise BadMessage(
+            ErrorCode.UNAVAILABLE,
+            "the server is temporarily unavailable: resume the seat this names (room,"
+            " token), or join again if it is refused bad_token",
+            retry_after_ms=RETRY_STORE_MS,
+            room=room.room_id,
+            token=token,
+        ) from None
     await node.tick(room)
 
 

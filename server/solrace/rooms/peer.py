@@ -61,6 +61,12 @@ class Peer(ABC):
             raise BadMessage(ErrorCode.SPECTATOR_CANNOT_ACT)
         return self.room, self.racer
 
+    def new_conn_id(self) -> None:
+        """Take a new connection id: what was recorded about the old one (an offline
+        written late, once Redis answers) is then about a connection this one no
+        longer is, and cannot mark a racer it enters next offline."""
+        self.conn_id = secrets.token_hex(8)
+
     def ids(self) -> dict[str, object]:
         """Fields that name this connection in log lines."""
         return {"room": self.room.room_id if self.room else None, "racer": self.racer}
