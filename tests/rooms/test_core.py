@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 import pytest
 from solrace.protocol import CloseReason, race_id
 from solrace.protocol.envelope import Envelope
+from solrace.rooms import node as node_module
 from solrace.rooms.counters import Tally
 from solrace.rooms.node import FINISHED_ROOM_TTL_S, ROOM_TTL_S, Node, wall_ms
 from solrace.rooms.records import unpack
@@ -113,6 +114,50 @@ async def test_a_room_timer_armed_for_the_current_instant_is_rearmed_by_the_next
     assert (await bob.ask("resign")).t == "ok"
     over = await bob.until(lambda f: f.t == "race_over")
     assert [s["name"] for s in over.d["standings"]] == ["Ann", "Bob"]  # type: ignore[index]
+
+
+async def test_a_race_whose_end_fails_on_a_defect_still_ends(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The decision that ends the race raises something no store raises (a defect
+    met once, as the uvloop timer above was): the room's clock is re-armed, the error
+    is logged with its traceback, and the race ends on the next try. (It was left
+    unarmed: nobody playing, the race waited for its time limit, an hour.)"""
+    monkeypatch.setattr(node_module, "BUG_RETRY_S", 0.2)  # not the 5 s a server waits
+    ann, bob = await _race(backend)
+    node = ann.node
+    finals, failures = node._finals, []
+
+    async def finals_failing_once(room: Any) -> Any:
+        if not failures:
+            failures.append(True)
+            raise RuntimeError("a defect (injected)")
+        return await finals(room)
+
+    setattr(node, "_finals", finals_failing_once)  # noqa: B010 (a method of the instance)
+    for seq, move in enumerate(winning_moves(SOLVABLE_SECRET)):
+        assert (await ann.ask("move", seq=seq, move=move)).t == "moved"
+    assert (await bob.ask("resign")).t == "ok"
+    over = await bob.until(lambda f: f.t == "race_over", timeout=10)
+    assert failures, "the race ended without the injected defect"
+    assert [s["name"] for s in over.d["standings"]] == ["Ann", "Bob"]  # type: ignore[index]
+    logged = [r for r in caplog.records if r.getMessage().startswith("tick failed on")]
+    assert logged and logged[0].exc_info is not None
+
+
+async def test_a_background_task_that_fails_is_logged_with_its_traceback(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    node = await backend.node()
+
+    async def defect() -> None:
+        raise RuntimeError("a defect (injected)")
+
+    node.spawn(defect())
+    await asyncio.sleep(0.05)
+    logged = [r for r in caplog.records if r.getMessage() == "background task failed"]
+    assert len(logged) == 1 and logged[0].exc_info is not None
+    assert "a defect (injected)" in str(logged[0].exc_info[1])
 
 
 async def test_refusals_are_replies_and_change_nothing(backend: Backend) -> None:

@@ -825,6 +825,39 @@ async def test_a_tailed_rebuild_redis_fails_is_made_later_and_the_tail_goes_on(
     assert [f.v for f in bob.frames[mark:] if f.v is not None] == [version], bob.frames[mark:]
 
 
+async def test_a_tailed_event_whose_fold_fails_on_a_defect_is_folded_again(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Node B's fold of an event it tails from node A raises what no store raises (a
+    defect, met once): the tail loop logs it with its traceback and goes on, reading
+    again from the version B folded last, so Bob still gets Ann's move, once, in
+    order, and every move after it."""
+    a, b = await backend.node(), await backend.node()
+    race = await _race_on(a, b)
+    ann, bob = race.ann, race.bob
+    assert ann.room is not None
+    ingest, failures = b.ingest, []
+
+    async def ingest_failing_once(*args: Any, **kwargs: Any) -> Any:
+        if not failures:
+            failures.append(args[1])
+            raise RuntimeError("a defect (injected)")
+        return await ingest(*args, **kwargs)
+
+    setattr(b, "ingest", ingest_failing_once)  # noqa: B010 (a method of the instance)
+    mark = len(bob.frames)
+    moves = winning_moves(SOLVABLE_SECRET)
+    for seq in range(3):
+        assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
+    version = ann.room.state.version
+    await _frame(bob, "Ann's third move", lambda f: f.t == "progress" and f.v == version)
+    assert failures, "no fold failed"
+    versions = [f.v for f in bob.frames[mark:] if f.v is not None]
+    assert versions == list(range(version - 2, version + 1)), versions
+    logged = [r for r in caplog.records if r.getMessage() == "folding another node's events failed"]
+    assert logged and logged[0].exc_info is not None
+
+
 async def test_a_certified_deal_whose_write_fails_is_chosen_when_redis_answers(
     backend: Backend,
 ) -> None:

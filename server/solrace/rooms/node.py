@@ -60,6 +60,11 @@ REASSERT_RETRY_S = 0.1
 ARCHIVE_RETRY_S = 0.2
 #: Any other write a node has decided and must make (Node.insist) is retried after this.
 WRITE_RETRY_S = 0.1
+#: A room's clock decisions (Node.tick) are retried after this when Redis failed them,
+#: and after BUG_RETRY_S when they failed on anything else (a defect, logged with its
+#: traceback each time): never left unarmed, or a race would wait for ever.
+TICK_RETRY_S = 0.5
+BUG_RETRY_S = 5.0
 RETRY_MAX_S = 2.0
 #: How often a node looks for rooms no live node looks after (Node.sweep_orphans): at
 #: its start, once its predecessor's lease has lapsed, then this often.
@@ -197,10 +202,17 @@ class Node:
         await asyncio.gather(*pending, return_exceptions=True)
 
     def spawn(self, coro: Awaitable[Any]) -> None:
-        """Run ``coro`` as a task the node keeps (and cancels when it stops)."""
+        """Run ``coro`` as a task the node keeps (and cancels when it stops). One that
+        fails is logged with its traceback when it ends (a defect: asyncio would say
+        so only when the task is collected, if ever)."""
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Future[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("background task failed", exc_info=error)
 
     async def insist(
         self, attempt: Callable[[], Awaitable[None]], what: str, extra: dict[str, Any]
@@ -938,8 +950,15 @@ class Node:
             if isinstance(exc, StoreUnavailable):
                 self.store_failed()
             log.warning("tick failed; retrying", extra={"room": room.room_id})
-            loop = asyncio.get_running_loop()
-            loop.call_later(0.5, lambda: self.spawn(self.tick(room)))
+            self._tick_later(room, TICK_RETRY_S)
+        except Exception:
+            log.exception(
+                "tick failed on an unexpected error; retrying", extra={"room": room.room_id}
+            )
+            self._tick_later(room, BUG_RETRY_S)
+
+    def _tick_later(self, room: LiveRoom, delay_s: float) -> None:
+        asyncio.get_running_loop().call_later(delay_s, lambda: self.spawn(self.tick(room)))
 
     async def _finals(self, room: LiveRoom) -> dict[int, tuple[int, list[str]]]:
         """Every racer's score and move log, for the standings."""
