@@ -16,11 +16,13 @@ as they do for a user, against the limit a user's server has.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+import uvloop
 from solrace.net.server import RaceServer
 from solrace.rooms.node import Node
 from solrace.store import Store
@@ -31,6 +33,15 @@ from tests.support.redis import BACKEND_URLS, connect_or_fail, delete_prefix
 #: A room secret whose round-1 Yukon deal the test solver wins quickly (checked by
 #: the tests that use it: they fail, loudly, if it ever stops being solvable).
 SOLVABLE_SECRET = bytes([2]) * 32
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """Servers in these tests run on uvloop, the loop ``solrace-server`` runs on where
+    it is installed (as it is wherever these tests run: a dependency). The room core's
+    tests (tests/rooms) run on asyncio's own loop as well, the fallback."""
+    return {"uvloop": uvloop.new_event_loop}
 
 
 class Cluster:
