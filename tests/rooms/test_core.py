@@ -143,6 +143,8 @@ async def test_a_race_whose_end_fails_on_a_defect_still_ends(
     assert [s["name"] for s in over.d["standings"]] == ["Ann", "Bob"]  # type: ignore[index]
     logged = [r for r in caplog.records if r.getMessage().startswith("tick failed on")]
     assert logged and logged[0].exc_info is not None
+    assert isinstance(node.metrics, Tally)
+    assert node.metrics.defects.labels("tick").value == len(logged)
 
 
 async def test_a_background_task_that_fails_is_logged_with_its_traceback(
@@ -158,6 +160,31 @@ async def test_a_background_task_that_fails_is_logged_with_its_traceback(
     logged = [r for r in caplog.records if r.getMessage() == "background task failed"]
     assert len(logged) == 1 and logged[0].exc_info is not None
     assert "a defect (injected)" in str(logged[0].exc_info[1])
+    assert isinstance(node.metrics, Tally) and node.metrics.defects.labels("task").value == 1
+
+
+async def test_a_request_that_fails_on_a_defect_is_answered_internal_and_counted(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Anything unexpected while handling a request: the reply is ``internal`` (no
+    traceback to the user), the log has the traceback, ``solrace_defects_total``
+    counts it, and the connection and the room go on."""
+    ann, _bob = await _race(backend)
+    node = ann.node
+
+    async def defect(*_args: Any, **_kwargs: Any) -> None:
+        raise RuntimeError("a defect (injected)")
+
+    real = node.store.listed_rooms
+    setattr(node.store, "listed_rooms", defect)  # noqa: B010 (a method of the instance)
+    reply = await ann.ask("list")
+    setattr(node.store, "listed_rooms", real)  # noqa: B010
+    assert (reply.t, reply.d["code"]) == ("error", "internal"), reply.d
+    assert "a defect" not in str(reply.d)
+    logged = [r for r in caplog.records if r.getMessage() == "internal error"]
+    assert len(logged) == 1 and logged[0].exc_info is not None
+    assert isinstance(node.metrics, Tally) and node.metrics.defects.labels("request").value == 1
+    assert (await ann.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])).t == "moved"
 
 
 async def test_refusals_are_replies_and_change_nothing(backend: Backend) -> None:

@@ -23,6 +23,7 @@ from solrace.protocol.views import EventType, LeaveReason, RacerStatus
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.events import RoomEvent
 from solrace.rooms import lobby, requests
+from solrace.rooms.counters import Tally
 from solrace.rooms.node import FINISHED_ROOM_TTL_S, ROOM_TTL_S, WRITE_RETRY_S, Node
 from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
@@ -856,6 +857,7 @@ async def test_a_tailed_event_whose_fold_fails_on_a_defect_is_folded_again(
     assert versions == list(range(version - 2, version + 1)), versions
     logged = [r for r in caplog.records if r.getMessage() == "folding another node's events failed"]
     assert logged and logged[0].exc_info is not None
+    assert isinstance(b.metrics, Tally) and b.metrics.defects.labels("tail").value == 1
 
 
 async def test_a_certified_deal_whose_write_fails_is_chosen_when_redis_answers(

@@ -70,6 +70,12 @@ class Metrics:
             "Times Redis held less than this node had acknowledged or delivered",
             registry=r,
         )
+        self.defects = Counter(
+            "solrace_defects",
+            "Unexpected errors (a defect, logged with its traceback), by where they happened",
+            ["where"],
+            registry=r,
+        )
         self.frames_in = Counter("solrace_frames_in", "Frames received", registry=r)
         self.frames_out = Counter("solrace_frames_out", "Frames sent", registry=r)
         self.closes = Counter(

@@ -1,6 +1,6 @@
 """The counters the room core keeps, as an interface.
 
-The core counts moves, refusals, retries, races and lost writes; where the counts go is
+The core counts moves, refusals, retries, races, lost writes and defects; where the counts go is
 the adapter's business (Prometheus in ``solrace.net.metrics``). :class:`Tally` keeps
 them in plain numbers, so a node built without a server (unit tests, tools) still
 counts and can be asked.
@@ -9,7 +9,19 @@ counts and can be asked.
 from __future__ import annotations
 
 from collections import Counter as _Bag
+from enum import StrEnum
 from typing import Protocol
+
+
+class Defect(StrEnum):
+    """Where an unexpected error (a defect) was caught: the ``where`` label of
+    ``solrace_defects_total``. Each is logged with its traceback and survived (the
+    request answered ``internal``, the tick retried, the tail read again)."""
+
+    REQUEST = "request"  # a request, answered ``internal``
+    TICK = "tick"  # a room's clock decision, retried (Node.tick)
+    TAIL = "tail"  # the fold of another node's events, read again (Node._tail_loop)
+    TASK = "task"  # a background task of the node (Node.spawn)
 
 
 class Count(Protocol):
@@ -51,6 +63,9 @@ class RoomMetrics(Protocol):
     @property
     def lost_writes(self) -> Count: ...
 
+    @property
+    def defects(self) -> LabelledCount: ...
+
 
 class _Number:
     def __init__(self) -> None:
@@ -88,10 +103,11 @@ class Tally:
         self.finishes_unreplicated = _Number()
         self.move_latency = _Samples()
         self.lost_writes = _Number()
+        self.defects = _ByLabel()
 
     def refused(self) -> _Bag[str]:
         """Refused moves by reason, e.g. ``{"bad_seq": 2}``."""
         return _Bag({k[0]: int(v.value) for k, v in self.moves_refused.values.items()})
 
 
-__all__ = ["RoomMetrics", "Tally"]
+__all__ = ["Defect", "RoomMetrics", "Tally"]

@@ -31,7 +31,7 @@ from solrace.store import Store, StoredEvent
 from solrace.store.errors import StoreUnavailable, VersionConflict
 
 from . import certify, spectators
-from .counters import RoomMetrics, Tally
+from .counters import Defect, RoomMetrics, Tally
 from .records import RoomMeta, pack, pack_event, unpack_entries, unpack_event
 from .room import LiveRoom
 from .snapshots import resync_clients
@@ -213,6 +213,7 @@ class Node:
         self._tasks.discard(task)
         if not task.cancelled() and (error := task.exception()) is not None:
             log.error("background task failed", exc_info=error)
+            self.metrics.defects.labels(Defect.TASK).inc()
 
     async def insist(
         self, attempt: Callable[[], Awaitable[None]], what: str, extra: dict[str, Any]
@@ -279,6 +280,7 @@ class Node:
                 await asyncio.sleep(LOOP_RETRY_S)
             except Exception:  # the loop must survive anything one room does
                 log.exception("folding another node's events failed")
+                self.metrics.defects.labels(Defect.TAIL).inc()
                 await asyncio.sleep(LOOP_RETRY_S)
 
     async def join_room(self, room: LiveRoom) -> None:
@@ -955,6 +957,7 @@ class Node:
             log.exception(
                 "tick failed on an unexpected error; retrying", extra={"room": room.room_id}
             )
+            self.metrics.defects.labels(Defect.TICK).inc()
             self._tick_later(room, BUG_RETRY_S)
 
     def _tick_later(self, room: LiveRoom, delay_s: float) -> None:

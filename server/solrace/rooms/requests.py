@@ -39,6 +39,7 @@ from solrace.race import RaceError
 from solrace.store.errors import StoreUnavailable
 
 from . import lobby, moves
+from .counters import Defect
 from .node import Node, refuse
 from .peer import Peer
 
@@ -134,6 +135,7 @@ async def handle(node: Node, peer: Peer, envelope: Envelope) -> None:
         peer.send(error_reply(unavailable, request_id))
     except Exception:
         log.exception("internal error", extra=peer.ids())
+        node.metrics.defects.labels(Defect.REQUEST).inc()
         peer.send(error_reply(BadMessage(ErrorCode.INTERNAL), request_id))
 
 
