@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -20,6 +21,7 @@ import pytest
 from solrace.protocol import race_id
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.views import EventType, LeaveReason, RacerStatus
+from solrace.race import RacerGame
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.events import RoomEvent
 from solrace.rooms import lobby, requests
@@ -858,6 +860,101 @@ async def test_a_tailed_event_whose_fold_fails_on_a_defect_is_folded_again(
     logged = [r for r in caplog.records if r.getMessage() == "folding another node's events failed"]
     assert logged and logged[0].exc_info is not None
     assert isinstance(b.metrics, Tally) and b.metrics.defects.labels("tail").value == 1
+
+
+async def test_a_node_loop_that_fails_on_a_defect_is_started_again(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Node B's read of the streams it tails raises what no store raises (a defect,
+    met once): that ended B's tail for good, and Bob never got another of Ann's moves.
+    The loop is logged, counted and started again: Bob gets them all, in order."""
+    a, b = await backend.node(), await backend.node()
+    race = await _race_on(a, b)
+    ann, bob = race.ann, race.bob
+    assert ann.room is not None
+    tail, failures = b.store.tail, []
+
+    async def tail_failing_once(*args: Any, **kwargs: Any) -> Any:
+        if not failures:
+            failures.append(True)
+            raise RuntimeError("a defect (injected)")
+        return await tail(*args, **kwargs)
+
+    setattr(b.store, "tail", tail_failing_once)  # noqa: B010 (a method of the instance)
+    mark = len(bob.frames)
+    moves = winning_moves(SOLVABLE_SECRET)
+    for seq in range(3):
+        assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
+    version = ann.room.state.version
+    await _frame(bob, "Ann's third move", lambda f: f.t == "progress" and f.v == version)
+    assert failures, "the tail never read"
+    versions = [f.v for f in bob.frames[mark:] if f.v is not None]
+    assert versions == list(range(version - 2, version + 1)), versions
+    logged = [r for r in caplog.records if r.getMessage() == "a node loop failed; restarting it"]
+    assert len(logged) == 1 and logged[0].exc_info is not None
+    assert isinstance(b.metrics, Tally) and b.metrics.defects.labels("tail").value == 1
+
+
+async def test_an_engine_rebuilt_from_a_read_older_than_a_move_does_not_replace_the_current(
+    backend: Backend,
+) -> None:
+    """Two rebuilds of a racer's engine overlap: one (a start board sent late, after
+    Redis failed at the start) reads the empty move log, and before its read returns,
+    the racer's first move rebuilds the engine itself, applies the move and stores it.
+    The late read must not replace the engine the move went into: it did, and the
+    racer's next move was refused ``bad_seq`` "expected 0" for a move it had been told
+    was ``moved`` (found by tests/rooms/test_fault_soak.py)."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, room = race.ann, race.ann.room
+    assert room is not None and ann.racer is not None
+    move_log, gate, reads = node.store.move_log, asyncio.Event(), []
+    late_reader: contextvars.ContextVar[bool] = contextvars.ContextVar("late", default=False)
+
+    async def late_read(*args: Any, **kwargs: Any) -> Any:
+        raw = await move_log(*args, **kwargs)
+        if late_reader.get():
+            reads.append(str(len(raw)))
+            await gate.wait()  # read now, returned after the move below
+        return raw
+
+    async def late_rebuild() -> RacerGame:
+        late_reader.set(True)
+        room.games.pop(ann.racer or 0, None)
+        return await node.game(room, ann.racer or 0)
+
+    setattr(node.store, "move_log", late_read)  # noqa: B010 (a method of the instance)
+    late = asyncio.ensure_future(late_rebuild())
+    await _poll(_value(reads), lambda got: got == ["0"], "the late read")
+    moves = winning_moves(SOLVABLE_SECRET)
+    assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
+    gate.set()
+    await late
+    reply = await ann.ask("move", seq=1, move=moves[1])
+    assert reply.t == "moved", reply.d
+
+
+@pytest.mark.parametrize("retry", [False, True])
+async def test_a_move_checked_on_an_engine_behind_the_store_gets_the_stores_answer(
+    backend: Backend, retry: bool
+) -> None:
+    """An engine cached behind the racer's stored log (whatever made it so): a move is
+    judged against the log, not that engine — the next move is ``moved`` and a retry
+    of the last stored one gets its stored outcome, never ``bad_seq``."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, room = race.ann, race.ann.room
+    assert room is not None and ann.racer is not None
+    moves = winning_moves(SOLVABLE_SECRET)
+    assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
+    behind = RacerGame.rebuild(
+        room.meta.settings.variant, room.seed(), room.meta.settings.options, []
+    )
+    room.games[ann.racer] = behind
+    seq = 0 if retry else 1
+    reply = await ann.ask("move", seq=seq, move=moves[seq])
+    assert (reply.t, reply.d.get("seq")) == ("moved", seq), reply.d
+    assert await node.store.log_length(room.room_id, room.log_name(ann.racer)) == seq + 1
 
 
 async def test_a_certified_deal_whose_write_fails_is_chosen_when_redis_answers(

@@ -16,11 +16,13 @@ from typing import Protocol
 class Defect(StrEnum):
     """Where an unexpected error (a defect) was caught: the ``where`` label of
     ``solrace_defects_total``. Each is logged with its traceback and survived (the
-    request answered ``internal``, the tick retried, the tail read again)."""
+    request answered ``internal``, the tick retried, a node loop run again)."""
 
     REQUEST = "request"  # a request, answered ``internal``
     TICK = "tick"  # a room's clock decision, retried (Node.tick)
-    TAIL = "tail"  # the fold of another node's events, read again (Node._tail_loop)
+    TAIL = "tail"  # the tail of other nodes' events, read again (Node._tail_loop)
+    WATCH = "watch"  # the lease and room checks, run again (Node._watch_loop)
+    WAKE = "wake"  # the wake-ups from other nodes, read again (Node._wake_loop)
     TASK = "task"  # a background task of the node (Node.spawn)
 
 

@@ -72,7 +72,14 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
     room, racer = peer.racer_room()
     floor = 0
     while True:
-        stored = await _store(node, peer, room, racer, seq, entry, request_id, floor)
+        try:
+            stored = await _store(node, peer, room, racer, seq, entry, request_id, floor)
+        except _Behind:
+            # Checked on an engine behind the racer's stored log: once more, on one
+            # rebuilt from the log (a retry of a stored move then gets its outcome).
+            stored = await _store(
+                node, peer, room, racer, seq, entry, request_id, floor, recheck=False
+            )
         if stored is None:
             return  # a retry of a stored move, answered
         if stored.result.finish_floor is None:
@@ -101,6 +108,11 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
         log.warning("could not fold a stored move yet", extra={"room": room.room_id})
 
 
+class _Behind(Exception):
+    """The append found the racer's log longer than the engine that checked the move:
+    that engine was behind the store (dropped now), so the move is checked again."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Stored:
     """A move the store has answered: accepted, or refused for its finish time."""
@@ -122,10 +134,12 @@ async def _store(
     entry: str,
     request_id: int | None,
     floor: int,
+    recheck: bool = True,
 ) -> _Stored | None:
     """Check the move on the racer's engine and append it, its time no earlier than
     ``floor``. None when it was a retry of a stored move (answered here); raises the
-    refusal otherwise."""
+    refusal otherwise, or :class:`_Behind` (with ``recheck``) when the store's log
+    shows the engine that checked the move was behind it."""
     state = room.state
     start_at = state.start_at_ms
     if state.phase == Phase.COUNTDOWN and start_at is not None and node.clock() >= start_at:
@@ -135,6 +149,11 @@ async def _store(
         node.metrics.moves_refused.labels("wrong_phase").inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
     game = await node.game(room, racer)
+    if seq > game.seq:
+        # This engine may be behind the store (rebuilt from a read older than a move
+        # stored since): the store's log decides, not a cached engine.
+        room.games.pop(racer, None)
+        game = await node.game(room, racer)
     if seq < game.seq and _canonical(game.entries[seq]) == _canonical(entry):
         # A retry of a stored move: its outcome, not a refusal (docs/protocol.md §6).
         node.metrics.moves_retried.inc()
@@ -205,6 +224,8 @@ async def _store(
         raise BadMessage(ErrorCode.WRONG_PHASE, "the race is over", seq=seq)
     if not result.accepted and result.finish_floor is None:
         room.games.pop(racer, None)
+        if recheck and result.log_length > seq:
+            raise _Behind
         node.metrics.moves_refused.labels("bad_seq").inc()
         if result.log_length < seq:
             await node.lost_writes(room, f"move log of racer {racer} is shorter than acked")

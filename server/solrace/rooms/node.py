@@ -183,9 +183,22 @@ class Node:
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._tail_task = loop.create_task(self._tail_loop())
-        self._watch_task = loop.create_task(self._watch_loop())
-        self._wake_task = loop.create_task(self._wake_loop())
+        self._tail_task = loop.create_task(self._forever(Defect.TAIL, self._tail_loop))
+        self._watch_task = loop.create_task(self._forever(Defect.WATCH, self._watch_loop))
+        self._wake_task = loop.create_task(self._forever(Defect.WAKE, self._wake_loop))
+
+    async def _forever(self, where: Defect, loop: Callable[[], Awaitable[None]]) -> None:
+        """Run one of the node's loops for as long as the node runs. Each survives a
+        failing store by itself; one that ends on anything else (a defect) is logged,
+        counted and started again: a node whose tail had ended never folded another
+        node's events again, and its racers waited for frames nobody sent."""
+        while True:
+            try:
+                await loop()
+            except Exception:
+                log.exception("a node loop failed; restarting it", extra={"loop": str(where)})
+                self.metrics.defects.labels(where).inc()
+                await asyncio.sleep(LOOP_RETRY_S)
 
     async def stop(self) -> None:
         for loop_task in (self._tail_task, self._watch_task, self._wake_task):
@@ -368,6 +381,7 @@ class Node:
                 self.store_failed()
             except Exception:  # the loop must survive anything one room does
                 log.exception("room check failed")
+                self.metrics.defects.labels(Defect.WATCH).inc()
             await asyncio.sleep(LEASE_RENEW_S)
 
     async def check_rooms(self) -> None:
@@ -1000,15 +1014,21 @@ class Node:
 
     # ------------------------------------------------------------- engines
     async def game(self, room: LiveRoom, racer: int) -> RacerGame:
-        """This node's engine for a local racer, rebuilt from the store if needed."""
+        """This node's engine for a local racer, rebuilt from the store if needed.
+
+        Two rebuilds may overlap (a racer's move and a start board sent late): the one
+        whose read returns last may have read the log before the other's engine took a
+        move and stored it, so an engine cached meanwhile is kept, never replaced."""
         game = room.games.get(racer)
         if game is None:
             raw = await self.store.move_log(room.room_id, room.log_name(racer))
-            settings = room.meta.settings
-            game = RacerGame.rebuild(
-                settings.variant, room.seed(), settings.options, unpack_entries(raw)
-            )
-            room.games[racer] = game
+            game = room.games.get(racer)
+            if game is None:
+                settings = room.meta.settings
+                game = RacerGame.rebuild(
+                    settings.variant, room.seed(), settings.options, unpack_entries(raw)
+                )
+                room.games[racer] = game
         return game
 
     # ----------------------------------------------------------------- drain
