@@ -54,6 +54,20 @@ async def _race(backend: Backend) -> tuple[FakePeer, FakePeer]:
     return race.ann, race.bob
 
 
+async def _ann_wins(ann: FakePeer, bob: FakePeer, timeout: float = 10) -> Envelope:
+    """Ann plays the known deal's winning line (every move ``moved``), Bob resigns;
+    the race_over, whose standings must be Ann then Bob."""
+    reply = None
+    for seq, move in enumerate(winning_moves(SOLVABLE_SECRET)):
+        reply = await ann.ask("move", seq=seq, move=move)
+        assert reply.t == "moved", reply.d
+    assert reply is not None and reply.d["status"] == "finished"
+    assert (await bob.ask("resign")).t == "ok"
+    over = await bob.until(lambda f: f.t == "race_over", timeout=timeout)
+    assert [s["name"] for s in over.d["standings"]] == ["Ann", "Bob"]  # type: ignore[index]
+    return over
+
+
 def _verified(race: _Race, over: Envelope) -> Report:
     """`solrace verify` on the race as its client would save it."""
     room = race.ann.room
@@ -70,19 +84,13 @@ def _verified(race: _Race, over: Envelope) -> Report:
 
 async def test_a_race_from_create_to_race_over_through_fake_peers(backend: Backend) -> None:
     ann, bob = await _race(backend)
-    moves = winning_moves(SOLVABLE_SECRET)
-    for seq, move in enumerate(moves):
-        reply = await ann.ask("move", seq=seq, move=move)
-        assert reply.t == "moved", reply.d
-    assert reply.d["status"] == "finished"
-    assert (await bob.ask("resign")).t == "ok"
-    over = await bob.until(lambda f: f.t == "race_over")
-    assert [s["name"] for s in over.d["standings"]] == ["Ann", "Bob"]  # type: ignore[index]
+    await _ann_wins(ann, bob)
     for peer in (ann, bob):
         versions = [f.v for f in peer.events()]
         assert versions == list(range(versions[0], versions[-1] + 1))  # once each, in order
     counted = ann.node.metrics
-    assert isinstance(counted, Tally) and counted.moves_accepted.value == len(moves)
+    assert isinstance(counted, Tally)
+    assert counted.moves_accepted.value == len(winning_moves(SOLVABLE_SECRET))
 
 
 async def test_a_room_timer_armed_for_the_current_instant_is_rearmed_by_the_next_fold(
@@ -106,14 +114,7 @@ async def test_a_room_timer_armed_for_the_current_instant_is_rearmed_by_the_next
     room.timer, room.timer_at = loop.call_at(now, node._fire, room), now
     node.schedule(room)
     assert room.timer is not None and room.timer_at > now + 1
-    moves = winning_moves(SOLVABLE_SECRET)
-    for seq, move in enumerate(moves):
-        reply = await ann.ask("move", seq=seq, move=move)
-        assert reply.t == "moved", reply.d
-    assert reply.d["status"] == "finished"
-    assert (await bob.ask("resign")).t == "ok"
-    over = await bob.until(lambda f: f.t == "race_over")
-    assert [s["name"] for s in over.d["standings"]] == ["Ann", "Bob"]  # type: ignore[index]
+    await _ann_wins(ann, bob)
 
 
 async def test_a_race_whose_end_fails_on_a_defect_still_ends(
@@ -135,12 +136,8 @@ async def test_a_race_whose_end_fails_on_a_defect_still_ends(
         return await finals(room)
 
     setattr(node, "_finals", finals_failing_once)  # noqa: B010 (a method of the instance)
-    for seq, move in enumerate(winning_moves(SOLVABLE_SECRET)):
-        assert (await ann.ask("move", seq=seq, move=move)).t == "moved"
-    assert (await bob.ask("resign")).t == "ok"
-    over = await bob.until(lambda f: f.t == "race_over", timeout=10)
+    await _ann_wins(ann, bob)
     assert failures, "the race ended without the injected defect"
-    assert [s["name"] for s in over.d["standings"]] == ["Ann", "Bob"]  # type: ignore[index]
     logged = [r for r in caplog.records if r.getMessage().startswith("tick failed on")]
     assert logged and logged[0].exc_info is not None
     assert isinstance(node.metrics, Tally)

@@ -194,8 +194,8 @@ async def test_a_resume_whose_presence_write_fails_is_joined_once_and_recorded_o
 async def test_a_join_whose_write_fails_stores_neither_racer_nor_token(backend: Backend) -> None:
     """A join's token is stored in the same write as its racer_joined: if Redis fails
     that write, the join is refused and neither was stored (a racer without its token
-    could never resume, nor close its connection: a ghost holding the lobby). The
-    retry joins, and its token finds its racer."""
+    could never resume, nor close its connection: a ghost holding the lobby); the seat
+    the refusal names is no seat. The retry joins, and its token finds its racer."""
     node = await backend.node()
     ann, bob = FakePeer(node), FakePeer(node)
     created = await ann.ask("create", variant="yukon", name="Ann")
@@ -210,6 +210,12 @@ async def test_a_join_whose_write_fails_stores_neither_racer_nor_token(backend: 
     assert [e.racer for e in stored if e.t == EventType.RACER_JOINED] == [1]
     tokens = await node.store._redis.hkeys(node.store.keys.room(room.room_id).tokens)
     assert sorted(str(t, "ascii") if isinstance(t, bytes) else t for t in tokens) == ["1"]
+    # The refusal still names a seat (the node cannot know whether Redis applied the
+    # write), and resuming it says it was not stored: joining again is safe.
+    token = refused.d.get("token")
+    assert isinstance(token, str), refused.d
+    resumed = await bob.ask("resume", room=room.room_id, token=token)
+    assert (resumed.t, resumed.d.get("code")) == ("error", "bad_token"), resumed.d
     await node.sync(room)
     assert list(room.state.racers) == [1]
 
@@ -257,6 +263,23 @@ async def test_two_joins_racing_on_two_nodes_keep_each_racers_token(backend: Bac
     assert (resumed.t, resumed.d.get("racer")) == ("joined", 2), resumed.d
 
 
+async def _lobby_whose_next_join_is_not_read_back(
+    node: Node,
+) -> tuple[FakePeer, FakePeer, LiveRoom, str, list[tuple[Any, ...]]]:
+    """Ann's new lobby on ``node`` (its code), Bob beside it, and Redis set to fail the
+    first read of the room's events after a racer_joined is stored: the read that
+    folds Bob's join. The list says whether it failed."""
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    room = ann.room
+    assert room is not None
+    stored = _stored_types(node.store)
+    failed = _fail_once(
+        node.store, "events_since", lambda *_a, **_kw: EventType.RACER_JOINED in stored
+    )
+    return ann, bob, room, str(created.d["code"]), failed
+
+
 async def test_a_join_failing_after_its_racer_is_stored_leaves_no_ghost_in_the_lobby(
     backend: Backend,
 ) -> None:
@@ -266,16 +289,9 @@ async def test_a_join_failing_after_its_racer_is_stored_leaves_no_ghost_in_the_l
     the grace frees the seat; Bob joining again can ready up and the race starts."""
     clock = Clock()
     node = await backend.node(clock=clock)
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    room = ann.room
-    assert room is not None
+    ann, bob, room, code, failed = await _lobby_whose_next_join_is_not_read_back(node)
     mark = len(ann.frames)
-    stored = _stored_types(node.store)
-    failed = _fail_once(
-        node.store, "events_since", lambda *_a, **_kw: EventType.RACER_JOINED in stored
-    )
-    refused = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    refused = await bob.ask("join", code=code, name="Bob")
     assert failed, "no read of the room's events followed the racer_joined"
     assert refused.t == "error", refused.d
     assert bob.room is None
@@ -287,7 +303,7 @@ async def test_a_join_failing_after_its_racer_is_stored_leaves_no_ghost_in_the_l
     left = await _frame(ann, "the ghost's racer_left", _is("racer_left", racer=ghost_id))
     assert left.d["reason"] == LeaveReason.GRACE
 
-    again = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    again = await bob.ask("join", code=code, name="Bob")
     assert again.t == "joined", again.d
     assert list(room.state.racers) == [1, again.d["racer"]]
     assert (await bob.ask("ready", ready=True)).t == "ok"
@@ -309,14 +325,7 @@ async def test_a_join_refused_after_its_racer_is_stored_names_the_seat_a_resume_
     had): no presence flickers, the grace passes with Bob in the lobby, online."""
     clock = Clock()
     node = await backend.node(clock=clock)
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    room = ann.room
-    assert room is not None
-    stored = _stored_types(node.store)
-    failed_read = _fail_once(
-        node.store, "events_since", lambda *_a, **_kw: EventType.RACER_JOINED in stored
-    )
+    ann, bob, room, code, failed_read = await _lobby_whose_next_join_is_not_read_back(node)
     append, held = node.store.append_event, asyncio.Event()
 
     async def offline_held(*args: Any, **kwargs: Any) -> Any:
@@ -326,7 +335,7 @@ async def test_a_join_refused_after_its_racer_is_stored_names_the_seat_a_resume_
         return await append(*args, **kwargs)
 
     setattr(node.store, "append_event", offline_held)  # noqa: B010 (a method of the instance)
-    refused = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    refused = await bob.ask("join", code=code, name="Bob")
     assert failed_read
     assert (refused.t, refused.d.get("code")) == ("error", "unavailable"), refused.d
     assert refused.d.get("room") == room.room_id, refused.d
@@ -350,31 +359,6 @@ async def test_a_join_refused_after_its_racer_is_stored_names_the_seat_a_resume_
     await _past_grace(clock, node, room)
     assert room.state.racers[seat].status != RacerStatus.LEFT
     assert (await bob.ask("ready", ready=True)).t == "ok"
-
-
-async def test_a_seat_named_by_a_refused_join_that_was_not_stored_is_no_seat(
-    backend: Backend,
-) -> None:
-    """Redis fails the write of Bob's racer_joined itself: the refusal still names a
-    seat (the node cannot know whether Redis applied the write), but resuming it is
-    refused ``bad_token``: nothing was stored, so joining again is safe."""
-    node = await backend.node()
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    room = ann.room
-    assert room is not None
-    failed = _fail_once(node.store, "append_event", _storing(EventType.RACER_JOINED))
-    refused = await bob.ask("join", code=str(created.d["code"]), name="Bob")
-    assert failed
-    assert (refused.t, refused.d.get("code")) == ("error", "unavailable"), refused.d
-    token = refused.d.get("token")
-    assert isinstance(token, str), refused.d
-    resumed = await bob.ask("resume", room=room.room_id, token=token)
-    assert (resumed.t, resumed.d.get("code")) == ("error", "bad_token"), resumed.d
-    again = await bob.ask("join", code=str(created.d["code"]), name="Bob")
-    assert again.t == "joined", again.d
-    await node.sync(room)
-    assert list(room.state.racers) == [1, again.d["racer"]]
 
 
 async def test_a_leave_redis_fails_is_refused_and_its_retry_recorded(backend: Backend) -> None:
@@ -828,69 +812,43 @@ async def test_a_tailed_rebuild_redis_fails_is_made_later_and_the_tail_goes_on(
     assert [f.v for f in bob.frames[mark:] if f.v is not None] == [version], bob.frames[mark:]
 
 
-async def test_a_tailed_event_whose_fold_fails_on_a_defect_is_folded_again(
-    backend: Backend, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("fails", ["the fold", "the read"])
+async def test_a_tail_that_fails_on_a_defect_goes_on_in_order(
+    backend: Backend, caplog: pytest.LogCaptureFixture, fails: str
 ) -> None:
-    """Node B's fold of an event it tails from node A raises what no store raises (a
-    defect, met once): the tail loop logs it with its traceback and goes on, reading
-    again from the version B folded last, so Bob still gets Ann's move, once, in
-    order, and every move after it."""
+    """Node B's tail meets what no store raises (a defect, met once): in its fold of
+    an event from node A, or in its read of the streams. A failed read ended B's tail
+    for good (Bob never got another of Ann's moves); now each is logged with its
+    traceback, counted, and the tail reads again from the version B folded last: Bob
+    gets every move of Ann's, once, in order."""
     a, b = await backend.node(), await backend.node()
     race = await _race_on(a, b)
     ann, bob = race.ann, race.bob
     assert ann.room is not None
-    ingest, failures = b.ingest, []
+    owner, name = (b, "ingest") if fails == "the fold" else (b.store, "tail")
+    real, failures = getattr(owner, name), []
 
-    async def ingest_failing_once(*args: Any, **kwargs: Any) -> Any:
-        if not failures:
-            failures.append(args[1])
-            raise RuntimeError("a defect (injected)")
-        return await ingest(*args, **kwargs)
-
-    setattr(b, "ingest", ingest_failing_once)  # noqa: B010 (a method of the instance)
-    mark = len(bob.frames)
-    moves = winning_moves(SOLVABLE_SECRET)
-    for seq in range(3):
-        assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
-    version = ann.room.state.version
-    await _frame(bob, "Ann's third move", lambda f: f.t == "progress" and f.v == version)
-    assert failures, "no fold failed"
-    versions = [f.v for f in bob.frames[mark:] if f.v is not None]
-    assert versions == list(range(version - 2, version + 1)), versions
-    logged = [r for r in caplog.records if r.getMessage() == "folding another node's events failed"]
-    assert logged and logged[0].exc_info is not None
-    assert isinstance(b.metrics, Tally) and b.metrics.defects.labels("tail").value == 1
-
-
-async def test_a_node_loop_that_fails_on_a_defect_is_started_again(
-    backend: Backend, caplog: pytest.LogCaptureFixture
-) -> None:
-    """Node B's read of the streams it tails raises what no store raises (a defect,
-    met once): that ended B's tail for good, and Bob never got another of Ann's moves.
-    The loop is logged, counted and started again: Bob gets them all, in order."""
-    a, b = await backend.node(), await backend.node()
-    race = await _race_on(a, b)
-    ann, bob = race.ann, race.bob
-    assert ann.room is not None
-    tail, failures = b.store.tail, []
-
-    async def tail_failing_once(*args: Any, **kwargs: Any) -> Any:
+    async def failing_once(*args: Any, **kwargs: Any) -> Any:
         if not failures:
             failures.append(True)
             raise RuntimeError("a defect (injected)")
-        return await tail(*args, **kwargs)
+        return await real(*args, **kwargs)
 
-    setattr(b.store, "tail", tail_failing_once)  # noqa: B010 (a method of the instance)
+    setattr(owner, name, failing_once)
     mark = len(bob.frames)
     moves = winning_moves(SOLVABLE_SECRET)
     for seq in range(3):
         assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
     version = ann.room.state.version
     await _frame(bob, "Ann's third move", lambda f: f.t == "progress" and f.v == version)
-    assert failures, "the tail never read"
+    assert failures, f"{fails}: never failed"
     versions = [f.v for f in bob.frames[mark:] if f.v is not None]
     assert versions == list(range(version - 2, version + 1)), versions
-    logged = [r for r in caplog.records if r.getMessage() == "a node loop failed; restarting it"]
+    said = {
+        "the fold": "folding another node's events failed",
+        "the read": "a node loop failed; restarting it",
+    }[fails]
+    logged = [r for r in caplog.records if r.getMessage() == said]
     assert len(logged) == 1 and logged[0].exc_info is not None
     assert isinstance(b.metrics, Tally) and b.metrics.defects.labels("tail").value == 1
 
