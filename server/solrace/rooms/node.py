@@ -187,14 +187,14 @@ class Node:
         self._watch_task = loop.create_task(self._forever(Defect.WATCH, self._watch_loop))
         self._wake_task = loop.create_task(self._forever(Defect.WAKE, self._wake_loop))
 
-    async def _forever(self, where: Defect, loop: Callable[[], Awaitable[None]]) -> None:
+    async def _forever(self, where: Defect, run: Callable[[], Awaitable[None]]) -> None:
         """Run one of the node's loops for as long as the node runs. Each survives a
         failing store by itself; one that ends on anything else (a defect) is logged,
         counted and started again: a node whose tail had ended never folded another
         node's events again, and its racers waited for frames nobody sent."""
         while True:
             try:
-                await loop()
+                await run()
             except Exception:
                 log.exception("a node loop failed; restarting it", extra={"loop": str(where)})
                 self.metrics.defects.labels(where).inc()
