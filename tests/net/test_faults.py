@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 from solrace.net.server import RaceServer
+from solrace.protocol.views import EventType
 from solrace.race import RacerGame
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.fairness import round_seed
 from solrace.rooms.node import LEASE_MS, LEASE_RENEW_S
+from solrace.rooms.records import unpack_event
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
 
@@ -249,7 +251,7 @@ async def test_a_join_whose_outcome_redis_hides_is_that_seat_through_the_client(
 
     async def down_after_a_join(*args: Any, **kwargs: Any) -> Any:
         version = await append(*args, **kwargs)
-        if b"racer_joined" in args[1] and not faults.down:
+        if unpack_event(args[1]).t == EventType.RACER_JOINED and not faults.down:
             faults.down = True
             asyncio.get_running_loop().call_later(2.5, setattr, faults, "down", False)
         return version
