@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from solrace.protocol import Envelope
 from solrace.rooms import spectators
+from solrace.rooms.room import LiveRoom
 
 from tests.support.race import winning_moves
 
@@ -20,9 +22,26 @@ def _boards(spy: FakePeer, racer: int) -> list[Envelope]:
     return [f for f in spy.frames if f.t == "board" and f.d["racer"] == racer]
 
 
+async def _quiet_spell(room: LiveRoom) -> None:
+    """Wait until no batch is due or being built and the last went out an interval ago:
+    a fixed sleep is not enough on a loaded machine, where the batch of earlier moves
+    can still be building (its Redis reads slow) when the sleep ends."""
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(10):
+        while (
+            room.boards_due is not None
+            or room.lock.locked()
+            or loop.time() < room.boards_sent_at + spectators.BOARD_INTERVAL_S
+        ):
+            await asyncio.sleep(0.01)
+
+
 async def test_boards_go_out_at_once_after_a_quiet_spell_then_in_batches(
-    backend: Backend,
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Five moves must fit in one interval whatever the machine's load: the interval
+    # is longer here than the default (0.1 s), which a slow CI machine can exceed.
+    monkeypatch.setattr(spectators, "BOARD_INTERVAL_S", 0.5)
     ann, bob = await _race(backend)
     node = ann.node
     spy = FakePeer(node)
@@ -34,7 +53,8 @@ async def test_boards_go_out_at_once_after_a_quiet_spell_then_in_batches(
     # her boards go out (a fair board with a card he had not seen is held back).
     for seq in range(6):
         assert (await bob.ask("move", seq=seq, move=moves[seq])).t == "moved"
-    await asyncio.sleep(2 * spectators.BOARD_INTERVAL_S)  # a quiet spell
+    [room] = [r for r in node.rooms.values() if r.spectators]
+    await _quiet_spell(room)
     before = len(_boards(spy, racer))
     assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
     assert len(_boards(spy, racer)) == before + 1  # at once, no wait
@@ -57,7 +77,12 @@ def _layout(view: object) -> list[tuple[int, int]]:
     return [(column["down"], len(column["up"])) for column in view["tableau"]]
 
 
-async def test_a_node_that_stops_drops_the_batch_still_due(backend: Backend) -> None:
+async def test_a_node_that_stops_drops_the_batch_still_due(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second and third moves must come within the first one's interval, whatever
+    # the machine's load: a longer interval than the default.
+    monkeypatch.setattr(spectators, "BOARD_INTERVAL_S", 0.5)
     ann, _bob = await _race(backend)
     node = ann.node
     spy = FakePeer(node)
@@ -70,7 +95,7 @@ async def test_a_node_that_stops_drops_the_batch_still_due(backend: Backend) -> 
     assert room.boards_due is not None  # a batch is due
     await node.stop()
     sent = len(spy.frames)
-    await asyncio.sleep(3 * spectators.BOARD_INTERVAL_S)
+    await asyncio.sleep(spectators.BOARD_INTERVAL_S + 0.3)  # past the batch's due time
     assert len(spy.frames) == sent  # never sent
     assert not node._tasks  # and no task started after the stop
 
