@@ -56,7 +56,7 @@ FIELD_WORDS: Final = {
 #: Refusals of entering a room, in plain words, by (request, code); ``{code}`` is the
 #: room code the user gave (``CODE`` when the caller does not know it).
 ENTRY_WORDS: Final = {
-    ("join", "unknown_room"): "no room has that code (or it has expired)",
+    ("join", "unknown_room"): "no room has that code (or it has expired, or everyone left it)",
     ("join", "room_full"): "that room is full",
     ("join", "wrong_phase"): "that room's race has started: watch it with solrace watch {code}",
     ("watch", "unknown_room"): "no room has that code (or it has expired)",

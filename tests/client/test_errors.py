@@ -158,7 +158,7 @@ async def test_refusals_are_shown_in_words_not_field_paths(cluster: Cluster) -> 
     with pytest.raises(ServerError) as unknown:
         await client.join("ZZZZZZ", "Bob")
     assert errors.refusal_of(unknown.value.data, "join") == (
-        "no room has that code (or it has expired)"
+        "no room has that code (or it has expired, or everyone left it)"
     )
     await client.close()
 

@@ -95,6 +95,13 @@ def test_join_refusals() -> None:
     with pytest.raises(RaceError) as started:
         d.join(racing.state, "Cy")
     assert started.value.code == "wrong_phase"
+    emptied = _lobby(2)
+    for racer in (1, 2):
+        emptied.apply(d.leave(emptied.state, racer))
+    with pytest.raises(RaceError) as closed:
+        d.join(emptied.state, "Cy")  # everyone left: it is closed (and expiring)
+    assert closed.value.code == "unknown_room"
+    assert d.join(Room().state, "Ann")  # but nobody has joined a new room yet
 
 
 def test_start_needs_the_host_and_everyone_else_ready() -> None:

@@ -10,9 +10,11 @@ from typing import Any, NamedTuple
 import pytest
 from solrace.protocol import CloseReason, race_id
 from solrace.protocol.envelope import Envelope
+from solrace.race import RoomSettings
+from solrace.rooms import lobby
 from solrace.rooms import node as node_module
 from solrace.rooms.counters import Tally
-from solrace.rooms.node import FINISHED_ROOM_TTL_S, ROOM_TTL_S, Node, wall_ms
+from solrace.rooms.node import EMPTY_ROOM_TTL_S, FINISHED_ROOM_TTL_S, ROOM_TTL_S, Node, wall_ms
 from solrace.rooms.records import unpack
 from solrace.store.errors import StoreUnavailable
 from solrace_client.results import SavedResult
@@ -408,6 +410,55 @@ async def test_a_race_over_its_node_could_not_archive_is_archived_by_another_nod
     race = race_id(room.room_id, str(over.d["commitment"]))
     assert unpack(await archived_result(other.store, race))["result"] == over.d
     assert FINISHED_ROOM_TTL_S * 1000 < await _room_ttl_ms(other, room.room_id) <= ROOM_TTL_S * 1000
+
+
+async def test_a_lobby_everyone_left_takes_nobody_new(backend: Backend) -> None:
+    """A lobby everyone left expires in ten minutes. A join by its code meanwhile used
+    to be taken, keeping that expiry: the race begun there lost its keys mid-race."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    room = ann.room
+    assert room is not None
+    assert (await ann.ask("leave")).t == "ok"
+    assert 0 < await _room_ttl_ms(node, room.room_id) <= EMPTY_ROOM_TTL_S * 1000
+    refused = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert refused.t == "error", refused.d
+    assert refused.d["code"] == "unknown_room"
+    assert refused.d["message"] == "everyone left that room, so it closed"
+    assert not room.state.racers and bob.room is None
+
+
+async def test_a_quick_race_skips_a_lobby_everyone_left_that_is_still_listed(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis failing the empty lobby's expiry leaves it listed a while: a quick race
+    must not take it for one it can join (nor answer ``unknown_room``)."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
+    left = ann.room
+    assert left is not None
+
+    async def unavailable(*_args: Any, **_kwargs: Any) -> None:
+        raise StoreUnavailable("expire_room")
+
+    monkeypatch.setattr(node.store, "expire_room", unavailable)
+    assert (await ann.ask("leave")).t == "ok"
+    assert left.room_id in await node.store.listed_rooms()  # its unlisting is retried
+    joined = await bob.ask("quick", variant="yukon", name="Bob")
+    assert joined.t == "joined", joined.d
+    assert bob.room is not None and bob.room.room_id != left.room_id
+
+
+async def test_a_room_nobody_has_joined_yet_takes_racers(backend: Backend) -> None:
+    """A quick room whose creator's join failed (Redis) has never had a racer: unlike
+    a lobby everyone left, the next quick race fills it."""
+    node = await backend.node()
+    empty = await lobby._create_room(node, RoomSettings(variant="yukon", quick=True))
+    bob = FakePeer(node)
+    assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
+    assert bob.room is empty
 
 
 @pytest.mark.parametrize("watched", [False, True], ids=["unwatched", "watched"])

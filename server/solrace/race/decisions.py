@@ -34,9 +34,16 @@ def _member(state: RoomState, racer: int) -> RacerState:
 
 
 def join(state: RoomState, name: str) -> list[Event]:
-    """A new racer; its id is the next never-used id of the room."""
+    """A new racer; its id is the next never-used id of the room.
+
+    A lobby everyone left is closed: it expires in ten minutes and takes nobody new.
+    Its keys expire with it, so a race begun there by a late join by code would lose
+    them mid-race. (A room nobody has joined yet — a create whose join failed — takes
+    racers: a quick race may fill it.)"""
     if state.phase != Phase.LOBBY:
         raise RaceError("wrong_phase", "this race has already started: you can watch it")
+    if not state.racers and state.next_racer > 1:
+        raise RaceError("unknown_room", "everyone left that room, so it closed")
     if len(state.racers) >= state.settings.max_racers:
         raise RaceError("room_full", f"the room is full ({state.settings.max_racers} racers)")
     info = RacerState(state.next_racer, name).info()

@@ -144,8 +144,8 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
                 await _join(node, peer, room, msg.name, request_id)
                 return
             except BadMessage as exc:
-                if exc.code in (ErrorCode.ROOM_FULL, ErrorCode.WRONG_PHASE):
-                    continue
+                if exc.code in (ErrorCode.ROOM_FULL, ErrorCode.WRONG_PHASE, ErrorCode.UNKNOWN_ROOM):
+                    continue  # filled, started or closed since it was listed
                 raise
     settings = RoomSettings(variant=msg.variant, quick=True, deals=default_deals(msg.variant))
     room = await _create_room(node, settings)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from solrace.rules import VARIANTS
-from solrace_client import RaceClient, config
+from solrace_client import RaceClient, config, errors
 from solrace_client.tui import app as app_module
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.controller import Controller
@@ -208,11 +208,14 @@ async def test_an_unknown_code_is_one_line_without_opening_the_screen(cluster: C
     """``solrace join CODE`` (and ``watch``) with a code no room has used to open the
     full screen and close it again before saying why; now the room is entered first."""
     server = await cluster.node()
-    for command in (["join", "NOSUCH", "--name", "Bob"], ["watch", "NOSUCH"]):
+    for command, words in (
+        (["join", "NOSUCH", "--name", "Bob"], errors.ENTRY_WORDS["join", "unknown_room"]),
+        (["watch", "NOSUCH"], errors.ENTRY_WORDS["watch", "unknown_room"]),
+    ):
         code, text = await _until_exit([*command, "--server", server.url])
         lines = [line for line in text.splitlines() if line.strip()]
         assert code == 2, text
-        assert lines == ["solrace: no room has that code (or it has expired)"], text
+        assert lines == [f"solrace: {words}"], text
 
 
 async def test_an_unreachable_server_is_one_line_without_opening_the_screen() -> None:
