@@ -56,7 +56,7 @@ class _Flush:
 
     expected: int
     future: asyncio.Future[list[Any]]
-    timer: asyncio.TimerHandle | None = None
+    timer: asyncio.Handle | None = None  # uvloop may give a plain Handle (no when())
     replies: list[Any] = field(default_factory=list)
 
 
