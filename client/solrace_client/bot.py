@@ -434,6 +434,8 @@ class _Bot:
             await _pause(err)
         elif code == "bad_seq":
             await self._resync()
+        elif code == "move_limit":
+            await self._resign()  # the log is full: no move will be taken again
         elif code in ("illegal_move", "bad_notation"):
             # The rebuilt board agrees with the server's by construction, so this is a
             # bug somewhere; resynchronise, and give up rather than loop.

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from solrace.rooms import moves
 from solrace.rooms.records import log_name
 from solrace.rules import deal, view
 from solrace.rules.log import apply_entry
@@ -214,6 +215,38 @@ async def test_a_move_refused_unavailable_is_sent_again_with_the_same_seq_and_mo
     assert [seq for seq, _ in accepted] == list(range(20))  # nothing lost, nothing twice
     mine = next(s for s in result["standings"] if s["name"] == "Ann")
     assert mine["log"][5] == move and mine["log"] == [m for _, m in accepted]
+
+
+async def test_a_bot_whose_log_is_full_resigns(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``move_limit``: no move of this racer will be taken again, so the bot resigns
+    rather than wait for the time limit. The server's cap is lowered here to reach it
+    in a few moves (at 5,000 it takes minutes at the rate limit); the refusal is the
+    server's own (tests/rooms/test_core.py reaches the real cap)."""
+    monkeypatch.setattr(moves, "MAX_LOG_LEN", 8)
+    server = await cluster.node()
+    said: list[str] = []
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    ann = asyncio.create_task(
+        run_bot(
+            server.url,
+            create={"variant": "yukon", "max_racers": 2},
+            name="Ann",
+            host_start=True,
+            rng_seed=3,
+            max_moves=30,
+            hooks=BotHooks(joined=joined.set_result, say=said.append),
+        )
+    )
+    code = (await asyncio.wait_for(joined, 10))["code"]
+    bob = run_bot(server.url, code=code, name="Bob", rng_seed=4, max_moves=30)
+    async with asyncio.timeout(30):
+        result, _other = await asyncio.gather(ann, bob)
+    assert result["reason"] == "all_done"
+    mine = next(s for s in result["standings"] if s["name"] == "Ann")
+    assert mine["status"] == "resigned" and len(mine["log"]) == 8, mine
+    assert any(line.startswith("resigning after 8 moves") for line in said), said
 
 
 async def test_a_bot_stuck_where_undo_is_allowed_resigns(cluster: Cluster) -> None:

@@ -18,7 +18,7 @@ DOCUMENTED_CODES = {
     "bad_frame", "too_large", "rate_limited", "unsupported_version", "bad_message",
     "unknown_type", "unknown_room", "room_full", "wrong_phase", "not_host", "not_racer",
     "not_ready", "bad_options", "bad_token", "spectator_cannot_act", "already_in_room",
-    "illegal_move", "bad_notation", "bad_seq", "internal", "unavailable",
+    "illegal_move", "bad_notation", "bad_seq", "move_limit", "internal", "unavailable",
 }  # fmt: skip
 
 

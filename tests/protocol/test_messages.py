@@ -15,8 +15,14 @@ from solrace.protocol import messages as m
 from solrace.protocol.codec import decode, encode
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.errors import BadMessage, ErrorCode, MalformedFrame, ProtocolError
-from solrace.protocol.limits import SERVER_FRAME_LIMITS
-from solrace.protocol.views import Phase
+from solrace.protocol.limits import (
+    MAX_LOG_LEN,
+    MAX_MOVE_LEN,
+    MAX_NAME_LEN,
+    MAX_RACERS,
+    SERVER_FRAME_LIMITS,
+)
+from solrace.protocol.views import Phase, RaceResult
 from solrace.rules import VARIANTS, deal
 
 from . import samples
@@ -605,3 +611,37 @@ def test_replies_name_the_snapshots_room() -> None:
             1, room="r/8f3k2", code="K7QX2M", racer=1, token=samples.TOKEN,
             snapshot=samples.snapshot(racer_id=1),
         )  # fmt: skip
+
+
+def _longest_result() -> RaceResult:
+    """A result as large as the limits let it be: every racer a room may hold, each
+    with a full log of the longest entries a move may be, and the longest names."""
+    standings = []
+    for racer in range(1, MAX_RACERS + 1):
+        row = samples.standing(racer, racer)
+        row["name"] = "\N{GRINNING FACE}" * MAX_NAME_LEN  # 4 UTF-8 bytes a character
+        row["log"] = ["9" * MAX_MOVE_LEN] * MAX_LOG_LEN
+        standings.append(row)
+    result = samples.result()
+    result["standings"] = standings
+    result["certificate"] = ["9" * MAX_MOVE_LEN] * 2_000
+    return result
+
+
+def test_the_longest_result_fits_a_frame_every_client_reads() -> None:
+    """``race_over`` carries every racer's log, and so does a finished room's snapshot:
+    the log cap (MAX_LOG_LEN) must keep both inside the limits clients decode, or
+    nobody would see the race end (a racer moving back and forth through a long time
+    limit used to make one no client could read)."""
+    result = _longest_result()
+    over = encode(m.race_over_event(9, result))
+    assert len(over) < 0.9 * SERVER_FRAME_LIMITS.max_frame_bytes
+    assert decode(over, limits=SERVER_FRAME_LIMITS).d["standings"][7]["log"][-1] == "9" * 16
+    snapshot = samples.snapshot(Phase.FINISHED, racer_id=None)
+    snapshot["result"] = result
+    resync = encode(m.resync_notice(reason="lost", lost_events=1, snapshot=snapshot))
+    assert decode(resync, limits=SERVER_FRAME_LIMITS).t == "resync"
+    # Without the cap: a log at the array limit's next entry is refused by the client.
+    result["standings"][0]["log"] = ["D"] * (SERVER_FRAME_LIMITS.max_array_len + 1)
+    with pytest.raises(ProtocolError):
+        decode(encode(m.race_over_event(9, result)), limits=SERVER_FRAME_LIMITS)

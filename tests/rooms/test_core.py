@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 import pytest
 from solrace.protocol import CloseReason, race_id
 from solrace.protocol.envelope import Envelope
+from solrace.protocol.limits import MAX_LOG_LEN
 from solrace.race import RoomSettings
 from solrace.rooms import lobby
 from solrace.rooms import node as node_module
@@ -410,6 +411,37 @@ async def test_a_race_over_its_node_could_not_archive_is_archived_by_another_nod
     race = race_id(room.room_id, str(over.d["commitment"]))
     assert unpack(await archived_result(other.store, race))["result"] == over.d
     assert FINISHED_ROOM_TTL_S * 1000 < await _room_ttl_ms(other, room.room_id) <= ROOM_TTL_S * 1000
+
+
+async def test_a_racer_whose_log_is_full_is_refused_and_the_result_stays_readable(
+    backend: Backend,
+) -> None:
+    """A racer may alternate a move and its undo for as long as the time limit lasts;
+    ``race_over`` carries every log, so the log stops at MAX_LOG_LEN entries (`move_limit`)
+    and the result still reaches every client (FakePeer decodes with the client's
+    limits) and verifies."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    first = winning_moves(SOLVABLE_SECRET)[0]
+    for seq in range(MAX_LOG_LEN):
+        reply = await ann.ask("move", seq=seq, move=first if seq % 2 == 0 else "undo")
+        assert reply.t == "moved", (seq, reply.d)
+    refused = await ann.ask("move", seq=MAX_LOG_LEN, move=first)
+    assert refused.t == "error", refused.d
+    assert refused.d["code"] == "move_limit" and refused.d["seq"] == MAX_LOG_LEN
+    assert refused.d["message"] == (
+        "you have made the 5,000 moves a race allows: resign, or wait for the race to end"
+    )
+    room = ann.room
+    assert room is not None
+    assert await node.store.log_length(room.room_id, room.log_name(1)) == MAX_LOG_LEN
+    assert (await ann.ask("resign")).t == "ok"  # a racer at the cap can still resign
+    assert (await bob.ask("resign")).t == "ok"
+    over = await ann.until(lambda f: f.t == "race_over")
+    logs = {s["racer"]: s["log"] for s in over.d["standings"]}  # type: ignore[union-attr]
+    assert len(logs[1]) == MAX_LOG_LEN
+    assert _verified(race, over).ok
 
 
 async def test_a_lobby_everyone_left_takes_nobody_new(backend: Backend) -> None:

@@ -87,6 +87,7 @@ class ErrorCode(StrEnum):
     ILLEGAL_MOVE = "illegal_move"
     BAD_NOTATION = "bad_notation"
     BAD_SEQ = "bad_seq"
+    MOVE_LIMIT = "move_limit"
     # Server side (error reply).
     INTERNAL = "internal"
     UNAVAILABLE = "unavailable"
@@ -117,6 +118,9 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.ILLEGAL_MOVE: "that move is not legal in your position",
     ErrorCode.BAD_NOTATION: "that is not a move in canonical notation",
     ErrorCode.BAD_SEQ: "the move's seq is not the one expected: resynchronise",
+    ErrorCode.MOVE_LIMIT: (
+        "you have made the most moves a race allows: resign, or wait for the race to end"
+    ),
     ErrorCode.INTERNAL: "internal server error",
     ErrorCode.UNAVAILABLE: "the server is temporarily unavailable: retry shortly",
 }

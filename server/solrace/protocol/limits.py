@@ -88,6 +88,13 @@ ROOM_CODE_ALPHABET: Final = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 MIN_TOKEN_LEN: Final = 16
 MAX_TOKEN_LEN: Final = 128
 MAX_MOVE_LEN: Final = 16
+#: Most entries (moves and undos) a racer's log may hold in one race. ``race_over``
+#: carries every racer's log, and a client decodes no frame over
+#: ``SERVER_FRAME_LIMITS``: without a cap a racer replaying moves back and forth
+#: through a long time limit (20 a second for 17 minutes is 20,000) made a result no
+#: client could read, so nobody saw the race end. At the cap, 8 racers' logs of
+#: entries of MAX_MOVE_LEN bytes fit in a frame with room to spare (tests/protocol).
+MAX_LOG_LEN: Final = 5_000
 
 MIN_RACERS: Final = 2
 MAX_RACERS: Final = 8

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from solrace.protocol import BadMessage, ErrorCode
 from solrace.protocol.errors import RETRY_MOVE_MS
+from solrace.protocol.limits import MAX_LOG_LEN
 from solrace.protocol.messages import moved_reply
 from solrace.protocol.views import Phase, RacerStatus
 from solrace.race import RaceError, RacerGame, events
@@ -165,6 +166,15 @@ async def _store(
     if seq != game.seq:
         node.metrics.moves_refused.labels("bad_seq").inc()
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=game.seq)
+    if seq >= MAX_LOG_LEN:
+        # The log is full: race_over (every log in one frame) must stay readable.
+        node.metrics.moves_refused.labels("move_limit").inc()
+        raise BadMessage(
+            ErrorCode.MOVE_LIMIT,
+            f"you have made the {MAX_LOG_LEN:,} moves a race allows: resign, or wait for"
+            " the race to end",
+            seq=seq,
+        )
     checked = node.clock()  # the move's one clock reading: its time and the limit's
     ends_at = state.ends_at_ms
     if not floor and ends_at is not None and checked >= ends_at:
