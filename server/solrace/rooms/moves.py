@@ -166,15 +166,6 @@ async def _store(
     if seq != game.seq:
         node.metrics.moves_refused.labels("bad_seq").inc()
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=game.seq)
-    if seq >= MAX_LOG_LEN:
-        # The log is full: race_over (every log in one frame) must stay readable.
-        node.metrics.moves_refused.labels("move_limit").inc()
-        raise BadMessage(
-            ErrorCode.MOVE_LIMIT,
-            f"you have made the {MAX_LOG_LEN:,} moves a race allows: resign, or wait for"
-            " the race to end",
-            seq=seq,
-        )
     checked = node.clock()  # the move's one clock reading: its time and the limit's
     ends_at = state.ends_at_ms
     if not floor and ends_at is not None and checked >= ends_at:
@@ -184,6 +175,16 @@ async def _store(
         node.schedule(room)
         node.metrics.moves_refused.labels("wrong_phase").inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "the time limit has passed", seq=seq)
+    if seq >= MAX_LOG_LEN:
+        # The log is full: race_over, every log in one frame, must stay readable by
+        # clients. (After the time limit's check: a race that is over says so first.)
+        node.metrics.moves_refused.labels("move_limit").inc()
+        raise BadMessage(
+            ErrorCode.MOVE_LIMIT,
+            f"you have made the {MAX_LOG_LEN:,} moves a race allows: resign, or wait for"
+            " the race to end",
+            seq=seq,
+        )
     at = max(state.race_clock(checked), floor)
     try:
         game.apply(entry, at)
