@@ -5,6 +5,7 @@ and its strategies, offline."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -27,6 +28,21 @@ from tests.net.conftest import Cluster
 from tests.support.faults import StoreFaults
 
 from .conftest import SEED, bot_race
+
+
+async def _hosting(
+    server: str, hooks: BotHooks | None = None, **options: Any
+) -> tuple[asyncio.Task[dict[str, Any]], dict[str, Any]]:
+    """A bot that creates a two-racer Yukon room and starts the race as its host (its
+    task, whose result is the race's), and the ``joined`` reply it got: the room's code
+    for a second racer, its racer id and room."""
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    hooks = dataclasses.replace(hooks or BotHooks(), joined=joined.set_result)
+    create = {"variant": "yukon", "max_racers": 2}
+    task = asyncio.create_task(
+        run_bot(server, create=create, host_start=True, hooks=hooks, **options)
+    )
+    return task, await asyncio.wait_for(joined, 10)
 
 
 async def test_two_bots_race_to_the_end_and_save_a_verifiable_result(
@@ -53,19 +69,8 @@ async def test_solrace_bot_joins_by_code_plays_and_prints_the_standings(
 ) -> None:
     """The console command: exit status 0 when the race is over, standings printed."""
     server = await cluster.node()
-    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-    host = asyncio.create_task(
-        run_bot(
-            server.url,
-            create={"variant": "yukon", "max_racers": 2},
-            name="Host",
-            host_start=True,
-            rng_seed=3,
-            max_moves=300,
-            hooks=BotHooks(joined=joined.set_result),
-        )
-    )
-    code = (await asyncio.wait_for(joined, 10))["code"]
+    host, joined = await _hosting(server.url, name="Host", rng_seed=3, max_moves=300)
+    code = joined["code"]
     argv = ["bot", code.lower(), "--server", server.url, "--name", "Cli", "--delay", "0"]
     argv += ["--max-moves", "300", "--seed", "4"]
     status = await asyncio.wait_for(asyncio.to_thread(main, argv), 30)
@@ -73,7 +78,7 @@ async def test_solrace_bot_joins_by_code_plays_and_prints_the_standings(
     out = capsys.readouterr().out
     assert status == 0
     assert "race over" in out and "Host" in out and "Cli ◀" in out
-    rid = race_id((await asyncio.wait_for(joined, 0))["room"], result)
+    rid = race_id(joined["room"], result)
     assert f"solrace verify {rid}" in out
     assert {s["name"] for s in result["standings"]} == {"Host", "Cli"}
 
@@ -185,27 +190,21 @@ async def test_a_move_refused_unavailable_is_sent_again_with_the_same_seq_and_mo
     def on_accepted(seq: int, move: str) -> None:
         accepted.append((seq, move))
         if seq == 4:  # Ann's next move (round 1) is stored, then its reply is lost (not Bob's)
-            faults.on_append_move(reply_lost, log=log_name(1, joined.result()["racer"]))
+            faults.on_append_move(reply_lost, log=log_name(1, joined["racer"]))
 
     async def reply_lost(append: Callable[[], Awaitable[Any]]) -> Any:
         await append()
         raise StoreUnavailable("reply lost (injected)")
 
-    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-    ann = asyncio.create_task(
-        run_bot(
-            server.url,
-            create={"variant": "yukon", "max_racers": 2},
-            name="Ann",
-            host_start=True,
-            strategy="random",  # ties broken at random: a fresh pick would differ
-            rng_seed=5,
-            max_moves=20,
-            hooks=BotHooks(joined=joined.set_result, accepted=on_accepted, say=said.append),
-        )
+    ann, joined = await _hosting(
+        server.url,
+        BotHooks(accepted=on_accepted, say=said.append),
+        name="Ann",
+        strategy="random",  # ties broken at random: a fresh pick would differ
+        rng_seed=5,
+        max_moves=20,
     )
-    code = (await asyncio.wait_for(joined, 10))["code"]
-    bob = run_bot(server.url, code=code, name="Bob", rng_seed=6, max_moves=20)
+    bob = run_bot(server.url, code=joined["code"], name="Bob", rng_seed=6, max_moves=20)
     async with asyncio.timeout(30):
         result, _other = await asyncio.gather(ann, bob)
     retried = [line for line in said if line.startswith("move 5 ")]
@@ -227,20 +226,10 @@ async def test_a_bot_whose_log_is_full_resigns(
     monkeypatch.setattr(moves, "MAX_LOG_LEN", 8)
     server = await cluster.node()
     said: list[str] = []
-    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-    ann = asyncio.create_task(
-        run_bot(
-            server.url,
-            create={"variant": "yukon", "max_racers": 2},
-            name="Ann",
-            host_start=True,
-            rng_seed=3,
-            max_moves=30,
-            hooks=BotHooks(joined=joined.set_result, say=said.append),
-        )
+    ann, joined = await _hosting(
+        server.url, BotHooks(say=said.append), name="Ann", rng_seed=3, max_moves=30
     )
-    code = (await asyncio.wait_for(joined, 10))["code"]
-    bob = run_bot(server.url, code=code, name="Bob", rng_seed=4, max_moves=30)
+    bob = run_bot(server.url, code=joined["code"], name="Bob", rng_seed=4, max_moves=30)
     async with asyncio.timeout(30):
         result, _other = await asyncio.gather(ann, bob)
     assert result["reason"] == "all_done"
@@ -257,19 +246,8 @@ async def test_a_bot_stuck_where_undo_is_allowed_resigns(cluster: Cluster) -> No
     def no_move(board: Any, memory: Memory, rng: random.Random) -> None:
         return None  # what the strategies answer when no move is legal
 
-    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-    ann = asyncio.create_task(
-        run_bot(
-            server.url,
-            create={"variant": "yukon", "max_racers": 2},
-            name="Ann",
-            host_start=True,
-            strategy=no_move,
-            hooks=BotHooks(joined=joined.set_result),
-        )
-    )
-    code = (await asyncio.wait_for(joined, 10))["code"]
-    bob = run_bot(server.url, code=code, name="Bob", rng_seed=2, max_moves=30)
+    ann, joined = await _hosting(server.url, name="Ann", strategy=no_move)
+    bob = run_bot(server.url, code=joined["code"], name="Bob", rng_seed=2, max_moves=30)
     async with asyncio.timeout(30):  # the room's time limit is 900 s
         result, _other = await asyncio.gather(ann, bob)
     assert result["reason"] == "all_done"
