@@ -135,6 +135,8 @@ def _check_racer(
     who = f"racer {standing.get('racer')} ({standing.get('name')})"
     log = list(standing.get("log") or [])
     board = deal(saved.variant, seed, saved.options)
+    #: The foundation count after each entry: when the standing's count was reached.
+    counts: list[int] = []
     for i, entry in enumerate(log):
         try:
             apply_entry(board, str(entry))
@@ -142,8 +144,9 @@ def _check_racer(
             why = str(exc).removeprefix(f"{entry!r}: ")  # the engine's words may name it too
             report.add(f"{who}: log", False, f"entry {i + 1} of {len(log)} {entry!r}: {why}")
             return
+        counts.append(board.foundation_count())
     report.add(f"{who}: log", True, f"{len(log)} moves, all legal")
-    problems: list[str] = []
+    problems = _time_problems(standing, counts)
     facts = {
         "foundation": board.foundation_count(),
         "moves": board.move_count,
@@ -164,6 +167,37 @@ def _check_racer(
         not problems,
         "; ".join(problems) or f"{status}, {facts['foundation']} cards up, {facts['moves']} moves",
     )
+
+
+def _time_problems(standing: Mapping[str, Any], counts: list[int]) -> list[str]:
+    """The standing's times against its log's: each entry's time on the race clock,
+    in order; a finish at the time of the last entry (the finishing move); the
+    foundation count reached at the time of the last entry that changed it. So the
+    order of the standings, which rests on these times, rests on the log's. A result
+    saved before logs carried times has none to check."""
+    times = standing.get("times")
+    if times is None:
+        return []
+    if not isinstance(times, list) or len(times) != len(counts):
+        return [
+            f"times: {len(times) if isinstance(times, list) else times!r} for {len(counts)} moves"
+        ]
+    if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in times):
+        return ["times: not all race-clock milliseconds"]
+    if times != sorted(times):
+        return ["times: the log's moves are not in time order"]
+    problems = []
+    finished = standing.get("status") == "finished"
+    if finished and standing.get("elapsed_ms") != (times[-1] if times else None):
+        last = times[-1] if times else None
+        problems.append(f"finish time {standing.get('elapsed_ms')!r}, the last move's is {last}")
+    changed = [t for i, t in enumerate(times) if counts[i] != (counts[i - 1] if i else 0)]
+    reached = changed[-1] if changed else None
+    if standing.get("reached_ms") != reached:
+        problems.append(
+            f"cards-up time {standing.get('reached_ms')!r}, the log reached that count at {reached}"
+        )
+    return problems
 
 
 def _check_order(report: Report, standings: list[dict[str, Any]], time_limit_s: Any) -> None:

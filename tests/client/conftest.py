@@ -45,9 +45,15 @@ def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
 
 def _standing(place: int, racer: int, name: str, log: list[str], status: str) -> dict[str, Any]:
+    """A racer's standing whose moves came a second apart, from 1 s after the start."""
     board = deal("yukon", SEED)
-    for entry in log:
+    times, reached = [], None
+    for i, entry in enumerate(log):
+        before = board.foundation_count()
         apply_entry(board, entry)
+        times.append(1_000 * (i + 1))
+        if board.foundation_count() != before:
+            reached = times[-1]
     return {
         "place": place,
         "racer": racer,
@@ -56,9 +62,10 @@ def _standing(place: int, racer: int, name: str, log: list[str], status: str) ->
         "foundation": board.foundation_count(),
         "moves": board.move_count,
         "score": board.score,
-        "elapsed_ms": 61_000 if status == "finished" else None,
-        "reached_ms": 61_000 if board.foundation_count() else None,
+        "elapsed_ms": times[-1] if status == "finished" else None,
+        "reached_ms": reached,
         "log": log,
+        "times": times,
     }
 
 

@@ -77,6 +77,26 @@ def _tamper_late_finish(data: dict[str, Any]) -> str:
     return "standings order"
 
 
+def _tamper_finish_time(data: dict[str, Any]) -> str:
+    """The winner's finish put a second earlier than its last move: a place won on a
+    time its log does not bear out."""
+    data["result"]["standings"][0]["elapsed_ms"] -= 1_000
+    return "standing"
+
+
+def _tamper_move_time(data: dict[str, Any]) -> str:
+    """The loser's cards-up time put before the move that reached that count."""
+    standing = data["result"]["standings"][1]
+    standing["reached_ms"] = (standing["reached_ms"] or 1) - 1
+    return "standing"
+
+
+def _tamper_time_order(data: dict[str, Any]) -> str:
+    times = data["result"]["standings"][1]["times"]
+    times[0], times[1] = times[1], times[0]
+    return "standing"
+
+
 def _tamper_certificate(data: dict[str, Any]) -> str:
     """The certified line cut short: it no longer wins, and no longer hashes to what
     the countdown committed to."""
@@ -95,6 +115,9 @@ TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "status": _tamper_status,
     "standings order": _tamper_order,
     "finish after the time limit": _tamper_late_finish,
+    "finish time": _tamper_finish_time,
+    "cards-up time": _tamper_move_time,
+    "times out of order": _tamper_time_order,
 }
 
 
@@ -120,9 +143,11 @@ async def test_a_real_race_verifies_and_every_tampering_fails(
     # A quick room deals a certified winnable deal: verify replays the certificate.
     assert result["certificate"], "a quick room's deal is certified by default"
     assert "the certified line wins the deal" in out
+    # Every move's time is in the result, so the standings' times were checked too.
+    assert all(len(s["times"]) == len(s["log"]) > 0 for s in result["standings"])
     saved = load_result(rid)
     assert saved.path is not None
-    for name in ("log entry removed", "seed", "commitment"):
+    for name in ("log entry removed", "seed", "commitment", "cards-up time"):
         path, what = _tampered(saved.path, TAMPERS[name])
         assert main(["verify", str(path)]) == 1, name
         out = capsys.readouterr().out
@@ -132,6 +157,14 @@ async def test_a_real_race_verifies_and_every_tampering_fails(
     capsys.readouterr()
     failed = {c.what for c in verify_result(load_result(path)).failures}
     assert failed == {"certificate", "commitment"}, failed
+
+
+def test_a_result_saved_before_logs_had_times_still_verifies(synthetic_race: Path) -> None:
+    data = json.loads(synthetic_race.read_text())
+    for standing in data["result"]["standings"]:
+        del standing["times"]
+    synthetic_race.write_text(json.dumps(data))
+    assert verify_result(load_result(synthetic_race)).ok
 
 
 @pytest.mark.parametrize("name", list(TAMPERS))

@@ -70,6 +70,7 @@ def standing(place: int = 1, racer_id: int = 1) -> Standing:
         "elapsed_ms": 312_456,
         "reached_ms": 312_456,
         "log": ["4:3>1", "2>F", "undo", "D"],
+        "times": [1_200, 2_950, 4_100, 312_456],
     }
 
 

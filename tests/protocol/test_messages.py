@@ -20,6 +20,7 @@ from solrace.protocol.limits import (
     MAX_MOVE_LEN,
     MAX_NAME_LEN,
     MAX_RACERS,
+    MAX_TIME_LIMIT_S,
     SERVER_FRAME_LIMITS,
 )
 from solrace.protocol.views import Phase, RaceResult
@@ -621,6 +622,7 @@ def _longest_result() -> RaceResult:
         row = samples.standing(racer, racer)
         row["name"] = "\N{GRINNING FACE}" * MAX_NAME_LEN  # 4 UTF-8 bytes a character
         row["log"] = ["9" * MAX_MOVE_LEN] * MAX_LOG_LEN
+        row["times"] = [MAX_TIME_LIMIT_S * 1000] * MAX_LOG_LEN  # 5 bytes each
         standings.append(row)
     result = samples.result()
     result["standings"] = standings
@@ -643,5 +645,21 @@ def test_the_longest_result_fits_a_frame_every_client_reads() -> None:
     assert decode(resync, limits=SERVER_FRAME_LIMITS).t == "resync"
     # Without the cap: a log at the array limit's next entry is refused by the client.
     result["standings"][0]["log"] = ["D"] * (SERVER_FRAME_LIMITS.max_array_len + 1)
+    result["standings"][0]["times"] = [0] * (SERVER_FRAME_LIMITS.max_array_len + 1)
     with pytest.raises(ProtocolError):
         decode(encode(m.race_over_event(9, result)), limits=SERVER_FRAME_LIMITS)
+
+
+def test_a_result_from_before_times_still_goes_out_and_times_match_the_log() -> None:
+    """Archived results and stored race_over events of races that ended before results
+    carried move times have none: a finished room's snapshot must still be sendable.
+    Times there are must be one per log entry."""
+    old = samples.result()
+    for row in old["standings"]:
+        del row["times"]
+    sent = decode(encode(m.race_over_event(9, old)), limits=SERVER_FRAME_LIMITS)
+    assert "times" not in sent.d["standings"][0]
+    short = samples.result()
+    short["standings"][0]["times"] = [1_000]
+    with pytest.raises(ValueError, match=r"times: 1 times for 4 log entries"):
+        m.race_over_event(9, short)

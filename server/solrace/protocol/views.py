@@ -173,6 +173,10 @@ class Standing(TypedDict):
     elapsed_ms: int | None
     reached_ms: int | None
     log: Sequence[str]
+    #: Each log entry's time on the race clock (ms since the start), in log order.
+    #: Absent from races that ended before results carried it (archives, stored
+    #: race_over events), which must still go out.
+    times: NotRequired[Sequence[int]]
 
 
 class RaceResult(TypedDict):
@@ -559,10 +563,13 @@ def _map(value: object) -> Mapping[str, object]:
     return value
 
 
+_STANDING_REQUIRED: Final = frozenset(Standing.__annotations__) - {"times"}
+
+
 def standing_wire(standing: Mapping[str, object], where: str = "standing") -> dict[str, object]:
-    _keys(where, standing, frozenset(Standing.__annotations__), frozenset())
+    _keys(where, standing, _STANDING_REQUIRED, frozenset({"times"}))
     log = _seq(f"{where}.log", standing["log"])
-    return {
+    out = {
         "place": _int(f"{where}.place", standing["place"], 1),
         "racer": _int(f"{where}.racer", standing["racer"], 1),
         "name": _str(f"{where}.name", standing["name"]),
@@ -574,6 +581,12 @@ def standing_wire(standing: Mapping[str, object], where: str = "standing") -> di
         "reached_ms": _opt_int(f"{where}.reached_ms", standing["reached_ms"]),
         "log": [_str(f"{where}.log[{i}]", entry) for i, entry in enumerate(log)],
     }
+    if "times" in standing:
+        times = _seq(f"{where}.times", standing["times"])
+        if len(times) != len(log):
+            raise ValueError(f"{where}.times: {len(times)} times for {len(log)} log entries")
+        out["times"] = [_int(f"{where}.times[{i}]", at) for i, at in enumerate(times)]
+    return out
 
 
 def result_wire(result: Mapping[str, object]) -> dict[str, object]:

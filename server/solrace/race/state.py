@@ -186,6 +186,11 @@ class RoomState:
         if kind == EventType.PRESENCE:
             self._on_presence(d, at, event)
             return
+        if kind == EventType.PROGRESS and event.entry is not None:
+            # A move's times are its log entry's (race clock), the ones the result
+            # lists beside the log and `solrace verify` checks the standings against;
+            # the event's own time is when the server got round to appending it.
+            at = (self.start_at_ms or 0) + event.entry[1]
         handler = getattr(self, "_on_" + kind, None)
         if handler is not None:
             handler(d, at)
@@ -326,7 +331,7 @@ def dealt_face_down(settings: RoomSettings) -> int:
 def standings(state: RoomState) -> list[dict[str, Any]]:
     """docs/rules.md race rules: finishers first, by place (finish order); everyone else
     after them by cards on foundations (more first), then by the earlier time they
-    reached that count. Score and log are filled in by the caller, which has them."""
+    reached that count. Score, log and times are filled in by the caller, which has them."""
     racers = list(state.racers.values())
     finishers = sorted((r for r in racers if r.place is not None), key=lambda r: r.place or 0)
     others = sorted(
@@ -349,6 +354,7 @@ def standings(state: RoomState) -> list[dict[str, Any]]:
             "elapsed_ms": r.elapsed_ms if r.status == RacerStatus.FINISHED else None,
             "reached_ms": r.reached_ms,
             "log": [],
+            "times": [],
         }
         for place, r in enumerate(finishers + others, start=1)
     ]

@@ -127,6 +127,16 @@ def _last_race(room: LiveRoom) -> str | None:
     return None if result is None else race_id(room.room_id, result.get("commitment"))
 
 
+class _Final(NamedTuple):
+    """A racer's end, read from its log for the standings: the score, the log, and
+    each entry's time on the race clock (which `solrace verify` checks the standings'
+    times against)."""
+
+    score: int
+    log: list[str]
+    times: list[int]
+
+
 class _Archive(NamedTuple):
     """A finished race's archive: its id and its result record, packed only when it
     is saved (every node folding the race_over builds one; usually it is saved)."""
@@ -929,7 +939,7 @@ class Node:
 
     async def tick(self, room: LiveRoom) -> None:
         """The clock's decisions for a room (start, time limit, grace, end)."""
-        finals: dict[int, tuple[int, list[str]]] = {}
+        finals: dict[int, _Final] = {}
 
         async def prepare() -> None:
             # The store has just answered (the room was folded): if it had been down,
@@ -977,16 +987,18 @@ class Node:
     def _tick_later(self, room: LiveRoom, delay_s: float) -> None:
         asyncio.get_running_loop().call_later(delay_s, lambda: self.spawn(self.tick(room)))
 
-    async def _finals(self, room: LiveRoom) -> dict[int, tuple[int, list[str]]]:
-        """Every racer's score and move log, for the standings."""
-        finals: dict[int, tuple[int, list[str]]] = {}
+    async def _finals(self, room: LiveRoom) -> dict[int, _Final]:
+        """Every racer's score, move log and its moves' times, for the standings."""
+        finals: dict[int, _Final] = {}
         for racer in room.state.racers:
             raw = await self.store.move_log(room.room_id, room.log_name(racer))
             entries = unpack_entries(raw)
             game = RacerGame.rebuild(
                 room.meta.settings.variant, room.seed(), room.meta.settings.options, entries
             )
-            finals[racer] = (game.board.score, [e for e, _ in entries])
+            finals[racer] = _Final(
+                game.board.score, [e for e, _ in entries], [at for _, at in entries]
+            )
         return finals
 
     def _result(
@@ -994,14 +1006,15 @@ class Node:
         room: LiveRoom,
         table: list[dict[str, Any]],
         reason: str,
-        finals: dict[int, tuple[int, list[str]]],
+        finals: dict[int, _Final],
     ) -> dict[str, Any]:
         if set(finals) != {row["racer"] for row in table}:
             raise RuntimeError("race_over decided without every racer's log")
         for row in table:
-            score, entries = finals[row["racer"]]
-            row["score"] = score
-            row["log"] = entries
+            final = finals[row["racer"]]
+            row["score"] = final.score
+            row["log"] = final.log
+            row["times"] = final.times
         secret, round_no = room.meta.secret, room.state.round
         return {
             "reason": reason,
