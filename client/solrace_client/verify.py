@@ -187,9 +187,8 @@ def _time_problems(standing: Mapping[str, Any], counts: list[int]) -> list[str]:
     if times != sorted(times):
         return ["times: the log's moves are not in time order"]
     problems = []
-    finished = standing.get("status") == "finished"
-    if finished and standing.get("elapsed_ms") != (times[-1] if times else None):
-        last = times[-1] if times else None
+    last = times[-1] if times else None
+    if standing.get("status") == "finished" and standing.get("elapsed_ms") != last:
         problems.append(f"finish time {standing.get('elapsed_ms')!r}, the last move's is {last}")
     changed = [t for i, t in enumerate(times) if counts[i] != (counts[i - 1] if i else 0)]
     reached = changed[-1] if changed else None
