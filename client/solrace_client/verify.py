@@ -135,8 +135,8 @@ def _check_racer(
     who = f"racer {standing.get('racer')} ({standing.get('name')})"
     log = list(standing.get("log") or [])
     board = deal(saved.variant, seed, saved.options)
-    #: The foundation count after each entry: when the standing's count was reached.
-    counts: list[int] = []
+    #: The foundation count as dealt, then after each entry: when the count was reached.
+    counts = [board.foundation_count()]
     for i, entry in enumerate(log):
         try:
             apply_entry(board, str(entry))
@@ -170,7 +170,8 @@ def _check_racer(
 
 
 def _time_problems(standing: Mapping[str, Any], counts: list[int]) -> list[str]:
-    """The standing's times against its log's: each entry's time on the race clock,
+    """The standing's times against its log's (``counts``: the foundation count as
+    dealt, then after each entry): each entry's time on the race clock,
     in order; a finish at the time of the last entry (the finishing move); the
     foundation count reached at the time of the last entry that changed it. So the
     order of the standings, which rests on these times, rests on the log's. A result
@@ -178,10 +179,9 @@ def _time_problems(standing: Mapping[str, Any], counts: list[int]) -> list[str]:
     times = standing.get("times")
     if times is None:
         return []
-    if not isinstance(times, list) or len(times) != len(counts):
-        return [
-            f"times: {len(times) if isinstance(times, list) else times!r} for {len(counts)} moves"
-        ]
+    moves = len(counts) - 1
+    if not isinstance(times, list) or len(times) != moves:
+        return [f"times: {len(times) if isinstance(times, list) else times!r} for {moves} moves"]
     if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in times):
         return ["times: not all race-clock milliseconds"]
     if times != sorted(times):
@@ -190,7 +190,7 @@ def _time_problems(standing: Mapping[str, Any], counts: list[int]) -> list[str]:
     last = times[-1] if times else None
     if standing.get("status") == "finished" and standing.get("elapsed_ms") != last:
         problems.append(f"finish time {standing.get('elapsed_ms')!r}, the last move's is {last}")
-    changed = [t for i, t in enumerate(times) if counts[i] != (counts[i - 1] if i else 0)]
+    changed = [t for i, t in enumerate(times) if counts[i + 1] != counts[i]]
     reached = changed[-1] if changed else None
     if standing.get("reached_ms") != reached:
         problems.append(
