@@ -108,6 +108,13 @@ def connect_reason(url: str, exc: BaseException) -> str:
         body = bytes(exc.response.body or b"").decode(errors="replace").strip()
         if "unsupported_version" in body:
             return f"the server does not speak this client's protocol ({body})"
+        if body.startswith("server_full"):
+            return "the server is full (it holds as many connections as it may): try again later"
+        if body.startswith("too_many_connections"):
+            return (
+                "too many connections from your address to this server: close other solrace "
+                "windows or bots on it, then try again"
+            )
         return f"it answered HTTP {status}, not as a solrace server — is that the right port?"
     if isinstance(exc, InvalidMessage):
         return "it does not answer as a WebSocket server — is that the right port?"

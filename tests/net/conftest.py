@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import uvloop
+from solrace.net.admission import Admission
 from solrace.net.server import RaceServer
 from solrace.rooms.node import Node
 from solrace.store import Store
@@ -74,6 +75,7 @@ class Cluster:
         self,
         secret: bytes | Callable[[], bytes] = SOLVABLE_SECRET,
         rate: float | None = 100_000.0,
+        admission: Admission | None = None,
         **node_args: object,
     ) -> RaceServer:
         """A started server node on this cluster's backend. Tests race fast: the rate
@@ -96,7 +98,7 @@ class Cluster:
             # The known deal: candidate 0, the first won in order (unless a test asks).
             **{"candidates_in_flight": 1, **node_args},  # type: ignore[arg-type]
         )
-        server = RaceServer(node, "127.0.0.1", 0)
+        server = RaceServer(node, "127.0.0.1", 0, admission)
         await server.start()
         self.servers.append(server)
         return server

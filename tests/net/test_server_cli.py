@@ -79,6 +79,19 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         ),
         (["--host", ""], {}, "--host: must not be empty (0.0.0.0 listens on every IPv4 address)"),
         ([], {"SOLRACE_HOST": " "}, "$SOLRACE_HOST: must not be empty"),
+        (["--max-connections", "0"], {}, "--max-connections: must be 1 or more, got 0 (or auto)"),
+        ([], {"SOLRACE_MAX_CONNECTIONS": "lots"}, "not a whole number: 'lots' (or auto)"),
+        (
+            ["--max-connections-per-address", "-1"],
+            {},
+            "--max-connections-per-address: must be 0 or more, got -1",
+        ),
+        (
+            ["--trusted-proxies", "my-proxy"],
+            {},
+            "--trusted-proxies: 'my-proxy' is not an address or network",
+        ),
+        ([], {"SOLRACE_TRUSTED_PROXIES": "10.0.0.0/33"}, "'10.0.0.0/33' is not an address"),
     ],
 )
 def test_a_bad_flag_or_variable_is_one_line_and_exit_status_2(
@@ -103,6 +116,9 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
         "--key-prefix",
         "--data-dir",
         "--loop",
+        "--max-connections",
+        "--max-connections-per-address",
+        "--trusted-proxies",
     ):
         assert flag in text
     assert "redis+cluster://host:port[,host:port…]" in text
@@ -112,6 +128,9 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
         "SOLRACE_REDIS_URL",
         "SOLRACE_DATA_DIR",
         "SOLRACE_LOOP",
+        "SOLRACE_MAX_CONNECTIONS",
+        "SOLRACE_MAX_CONNECTIONS_PER_ADDRESS",
+        "SOLRACE_TRUSTED_PROXIES",
     ):
         assert variable in text
     assert "default $XDG_DATA_HOME/solrace, else ~/.local/share/solrace" in text

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from solrace.protocol.errors import (
     BadMessage,
@@ -15,15 +18,22 @@ from solrace.protocol.errors import (
 
 #: The codes docs/protocol.md §12 promises; renaming one breaks every client.
 DOCUMENTED_CODES = {
-    "bad_frame", "too_large", "rate_limited", "unsupported_version", "bad_message",
+    "bad_frame", "too_large", "rate_limited", "unsupported_version", "server_full",
+    "too_many_connections", "bad_message",
     "unknown_type", "unknown_room", "room_full", "wrong_phase", "not_host", "not_racer",
     "not_ready", "bad_options", "bad_token", "spectator_cannot_act", "already_in_room",
     "illegal_move", "bad_notation", "bad_seq", "move_limit", "internal", "unavailable",
 }  # fmt: skip
 
 
+PROTOCOL_DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
+
+
 def test_error_codes_are_exactly_the_documented_ones() -> None:
     assert {c.value for c in ErrorCode} == DOCUMENTED_CODES
+    section = PROTOCOL_DOC.read_text().split("## 12. Errors", 1)[1].split("\n## ", 1)[0]
+    in_table = set(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE))
+    assert in_table == DOCUMENTED_CODES
 
 
 @pytest.mark.parametrize("code", list(ErrorCode))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import resource
 import shutil
 import signal
 import sys
@@ -55,11 +56,13 @@ async def solrace_server(
     args: Sequence[str] = (),
     env: dict[str, str] | None = None,
     data_dir: Path | None = None,
+    open_files: int | None = None,
 ) -> AsyncIterator[ServerProcess]:
     """A running ``solrace-server --port 0 [args]`` (plus ``--redis-url`` for the
     ``redis`` and ``cluster`` backends, ``--data-dir`` for the embedded one); stopped with SIGTERM
     afterwards, which must exit 0 — unless the test stopped it itself and cleared
-    ``expect_clean_exit``."""
+    ``expect_clean_exit``. ``open_files``: the process's open-file limit, soft and hard
+    (as ``ulimit -n``; a service manager's may be as low as 1,024)."""
     assert SERVER_SCRIPT.exists(), f"the console script is not installed: {SERVER_SCRIPT}"
     argv = [str(SERVER_SCRIPT), "--port", "0", *args]
     prefix = f"solrace-doc-test:{uuid.uuid4().hex}:"
@@ -71,11 +74,17 @@ async def solrace_server(
             scratch = tempfile.mkdtemp(prefix="solrace-test-data-")
             data_dir = Path(scratch)
         argv += ["--data-dir", str(data_dir)]
+
+    def limit_open_files() -> None:
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **(env or {})},
+        preexec_fn=limit_open_files,
     )
     lines: list[str] = []
     reader = asyncio.create_task(_read_log(proc, lines))

@@ -273,9 +273,12 @@ def _nginx_conf(work: Path, lb_port: int, node_ports: Sequence[int]) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def local_stack(nodes: int = 3, prefix: str = "solrace-chaos:") -> AsyncIterator[Stack]:
-    """Redis (deploy/redis.conf, AOF ``always``), ``nodes`` solrace-server nodes and
-    nginx in front, all started and answering; everything stopped and removed after."""
+async def local_stack(
+    nodes: int = 3, prefix: str = "solrace-chaos:", node_env: dict[str, str] | None = None
+) -> AsyncIterator[Stack]:
+    """Redis (deploy/redis.conf, AOF ``always``), ``nodes`` solrace-server nodes (with
+    ``node_env`` added to their environment) and nginx in front, all started and
+    answering; everything stopped and removed after."""
     redis_server = _binary("redis-server")
     nginx = _binary("nginx", "/usr/sbin/nginx")
     assert SERVER_SCRIPT.exists(), f"the console script is not installed: {SERVER_SCRIPT}"
@@ -323,6 +326,7 @@ async def local_stack(nodes: int = 3, prefix: str = "solrace-chaos:") -> AsyncIt
         stack.started.append(redis)
         await _wait_until(10, lambda: _redis_answers(redis_port), "redis-server")
         env = {"SOLRACE_REDIS_URL": stack.redis_url, "SOLRACE_KEY_PREFIX": prefix}
+        env.update(node_env or {})
         for index, node in enumerate(servers):
             node.start(env)
             stack.started.append(node)

@@ -3,7 +3,9 @@
 Every flag has an environment variable, so containers and process managers configure
 it the same way: ``SOLRACE_HOST``, ``SOLRACE_PORT``, ``SOLRACE_REDIS_URL``,
 ``SOLRACE_LOG_LEVEL``, ``SOLRACE_LOG_FORMAT``, ``SOLRACE_KEY_PREFIX``,
-``SOLRACE_RATE_PER_S``, ``SOLRACE_RATE_BURST``, ``SOLRACE_DATA_DIR``, ``SOLRACE_LOOP``. A
+``SOLRACE_RATE_PER_S``, ``SOLRACE_RATE_BURST``, ``SOLRACE_DATA_DIR``, ``SOLRACE_LOOP``,
+``SOLRACE_MAX_CONNECTIONS``, ``SOLRACE_MAX_CONNECTIONS_PER_ADDRESS``,
+``SOLRACE_TRUSTED_PROXIES``. A
 flag wins over its variable. The node runs on uvloop where it is installed (``--loop``,
 below: the event loop). Without a Redis URL the node starts its own engine (a private
 valkey-server, :mod:`solrace.store.embedded`) on ``--data-dir`` and says where the data
@@ -42,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar, cast
 from urllib.parse import urlsplit
 
 from solrace import __version__
-from solrace.argtypes import real
+from solrace.argtypes import real, whole
 
 from . import logs
 
@@ -51,6 +53,8 @@ if TYPE_CHECKING:  # loaded by main(), not on import (the module docstring)
 
     from solrace.store import Store
     from solrace.store.store import Durability
+
+    from .admission import Network
 
 log = logging.getLogger("solrace.server")
 
@@ -170,6 +174,25 @@ def _port(text: str) -> int:
 _positive = real(0, above=True)
 #: A burst below one message would refuse every message.
 _burst = real(1)
+#: ``--max-connections-per-address``: 0 caps no address.
+_per_address = whole(0)
+AUTO_MAX_CONNECTIONS: Final = "auto"
+
+
+def _max_connections(text: str) -> int | None:
+    """A number of connections, or ``auto`` (None: from the open-file limit)."""
+    if text.strip().lower() == AUTO_MAX_CONNECTIONS:
+        return None
+    try:
+        return whole(1)(text)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (or auto)") from None
+
+
+def _trusted_proxies(text: str) -> tuple[Network, ...]:
+    from .admission import parse_networks
+
+    return parse_networks(text)
 
 
 def check_redis_url(text: str) -> str:
@@ -276,6 +299,8 @@ def settings() -> tuple[Setting, ...]:
     the protocol's, whose modules :func:`main` loads)."""
     from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 
+    from .admission import DEFAULT_MAX_PER_ADDRESS, DEFAULT_TRUSTED, MAX_CONNECTIONS_CEILING
+
     return (
         Setting("--host", "SOLRACE_HOST", "127.0.0.1", _host, "listen address"),
         Setting(
@@ -328,6 +353,30 @@ def settings() -> tuple[Setting, ...]:
             f"{RATE_BURST:g}",
             _burst,
             "messages a connection may send at once on top of the sustained rate",
+        ),
+        Setting(
+            "--max-connections",
+            "SOLRACE_MAX_CONNECTIONS",
+            AUTO_MAX_CONNECTIONS,
+            _max_connections,
+            "connections the node takes at most, more get HTTP 503 server_full (auto: its "
+            f"open-file limit less a reserve, at most {MAX_CONNECTIONS_CEILING:,})",
+        ),
+        Setting(
+            "--max-connections-per-address",
+            "SOLRACE_MAX_CONNECTIONS_PER_ADDRESS",
+            str(DEFAULT_MAX_PER_ADDRESS),
+            _per_address,
+            "connections one client address may hold, more get HTTP 429 "
+            "too_many_connections (an IPv6 address counts by its /64; 0: no cap)",
+        ),
+        Setting(
+            "--trusted-proxies",
+            "SOLRACE_TRUSTED_PROXIES",
+            DEFAULT_TRUSTED,
+            _trusted_proxies,
+            "addresses and networks (or loopback, private; none) whose connections are "
+            "not capped per address and whose X-Forwarded-For names the client",
         ),
         Setting(
             "--loop",
@@ -507,7 +556,8 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
     from solrace.rooms import solver_workers
     from solrace.rooms.node import Node
 
-    from .server import RaceServer
+    from .admission import Admission, default_max_connections
+    from .server import RaceServer, raise_open_files_limit
 
     engine = store.engine
     if engine is not None:
@@ -535,7 +585,18 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
         rate_per_s=args.rate_per_s,
         rate_burst=args.rate_burst,
     )
-    server = RaceServer(node, args.host, args.port)
+    open_files = raise_open_files_limit()
+    most = args.max_connections or default_max_connections(open_files)
+    admission = Admission(most, args.max_connections_per_address, args.trusted_proxies)
+    if admission.drop_at >= open_files:
+        log.warning(
+            "--max-connections %d leaves no reserve under the open-file limit (%d): the "
+            "node could run out of file descriptors; raise the limit (ulimit -n, "
+            "LimitNOFILE=) or lower --max-connections",
+            most,
+            open_files,
+        )
+    server = RaceServer(node, args.host, args.port, admission)
     await server.start()
     tune_gc()
     # SIGTERM/SIGINT drain from here on: before the "listening" line, which a process
@@ -552,6 +613,8 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
             "version": __version__,
             "rate": f"{args.rate_per_s:g}/s burst {args.rate_burst:g}",
             "loop": args.loop,
+            "connections": f"{most} at most (open files {open_files}), "
+            f"{args.max_connections_per_address or 'any number'} per address",
         },
     )
     await stop.wait()

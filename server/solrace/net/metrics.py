@@ -15,6 +15,8 @@ from solrace.protocol.views import Phase
 if TYPE_CHECKING:
     from solrace.rooms.node import Node
 
+    from .admission import Admission
+
 
 class Metrics:
     """Every counter of a node: the room core's (solrace.rooms.counters.RoomMetrics)
@@ -81,6 +83,24 @@ class Metrics:
         self.closes = Counter(
             "solrace_protocol_closes", "Connections closed for bad input", ["code"], registry=r
         )
+        self.connections_refused = Counter(
+            "solrace_connections_refused",
+            "Connections refused for the node's limits (server_full, too_many_connections), "
+            "or dropped unanswered past them (dropped)",
+            ["reason"],
+            registry=r,
+        )
+        self.sockets = Gauge(
+            "solrace_sockets_open", "Client sockets open (connections, handshakes)", registry=r
+        )
+        self.max_connections = Gauge(
+            "solrace_connections_max", "Connections this node takes at most", registry=r
+        )
+
+    def watch_admission(self, admission: Admission) -> None:
+        """Read the gauges of the connection limits from ``admission`` at each scrape."""
+        self.sockets.set_function(lambda: admission.open)
+        self.max_connections.set_function(lambda: admission.max_connections)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

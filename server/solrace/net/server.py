@@ -1,9 +1,11 @@
 """The WebSocket server of one node, with ``GET /healthz`` and ``GET /metrics`` on
 the same port (websockets' ``process_request`` answers plain HTTP requests before
-the upgrade), protocol-version negotiation, and a graceful drain."""
+the upgrade), protocol-version negotiation, connection limits (:mod:`.admission`),
+and a graceful drain."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import http
@@ -11,9 +13,10 @@ import json
 import logging
 import math
 import os
+import resource
 import socket
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, Final
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
@@ -32,11 +35,20 @@ from solrace.protocol import (
     UnsupportedVersion,
 )
 from solrace.protocol.handshake import select_subprotocol
+from solrace.protocol.limits import CONNECTION_RETRY_AFTER_S
 from solrace.rooms import lobby
 from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable
 
+from .admission import (
+    REFUSAL_WAIT_S,
+    WANTED_OPEN_FILES,
+    Admission,
+    Refusal,
+    Ticket,
+    default_max_connections,
+)
 from .metrics import Metrics
 from .session import Session
 
@@ -69,17 +81,57 @@ class _Protocol(ServerProtocol):
 
 
 class _Connection(ServerConnection):
-    """A connection whose protocol is :class:`_Protocol`. websockets builds the
-    protocol itself, so its class is swapped here, before any frame is read (a method
-    stored on the instance would be a reference cycle: see ``RaceServer._handler``)."""
+    """A connection whose protocol is :class:`_Protocol`, counted by its server's
+    :class:`Admission` from accept to close. websockets builds the protocol itself, so
+    its class is swapped here, before any frame is read (a method stored on the
+    instance would be a reference cycle: see ``RaceServer._handler``). Each server
+    makes its own subclass naming its admission (:meth:`RaceServer._connection_class`):
+    websockets calls the class with its own arguments only."""
+
+    race_server: ClassVar[RaceServer]
+    ticket: Ticket | None = None
+    _refusal_timer: asyncio.TimerHandle | None = None
 
     def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
         protocol.__class__ = _Protocol
         super().__init__(protocol, *args, **kwargs)
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        peer = transport.get_extra_info("peername")
+        ticket = self.race_server.admission.accept(peer[0] if isinstance(peer, tuple) else "")
+        if ticket is None:  # past the limit and its margin: no answer, keep the reserve
+            self.race_server.refused("dropped")
+            self.transport.abort()
+            return
+        self.ticket = ticket
+        if ticket.refusal is not None:  # answered once its request is read, if soon
+            self._refusal_timer = self.loop.call_later(REFUSAL_WAIT_S, self.transport.abort)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if self._refusal_timer is not None:
+            self._refusal_timer.cancel()
+        if self.ticket is not None:
+            self.race_server.admission.release(self.ticket)
+
+    def refusal(self, forwarded_for: Sequence[str]) -> Refusal | None:
+        """Why this connection's upgrade is refused, now that its request is read."""
+        if self._refusal_timer is not None:
+            self._refusal_timer.cancel()
+        if self.ticket is None:
+            return None
+        return self.race_server.admission.identify(self.ticket, forwarded_for)
+
+
+#: Seconds between two log lines about refused connections (each says how many).
+REFUSALS_LOG_EVERY_S: Final = 10.0
+
 
 class RaceServer:
-    def __init__(self, node: Node, host: str, port: int) -> None:
+    def __init__(
+        self, node: Node, host: str, port: int, admission: Admission | None = None
+    ) -> None:
         self.node = node
         #: Prometheus metrics (``/metrics``); the node counts into them too.
         self.metrics = Metrics(node)
@@ -87,6 +139,35 @@ class RaceServer:
         self.host = host
         self.port = port
         self.server: Server | None = None
+        #: The connection limits; by default from this process's open-file limit.
+        self.admission = admission or Admission(default_max_connections(open_files_limit()))
+        self.metrics.watch_admission(self.admission)
+        #: Refusals since the last log line about them, by reason.
+        self._refusals: dict[str, int] = {}
+        self._refusals_logged_at = -math.inf
+
+    def _connection_class(self) -> type[_Connection]:
+        return type("_Connection", (_Connection,), {"race_server": self})
+
+    def refused(self, reason: str) -> None:
+        """Count a refused connection; log the refusals at most every 10 s, so a
+        flood of them is a line an operator sees, not a flood of lines."""
+        self.metrics.connections_refused.labels(reason).inc()
+        self._refusals[reason] = self._refusals.get(reason, 0) + 1
+        now = asyncio.get_running_loop().time()
+        if now - self._refusals_logged_at < REFUSALS_LOG_EVERY_S:
+            return
+        self._refusals_logged_at = now
+        counts = ", ".join(f"{n} {why}" for why, n in sorted(self._refusals.items()))
+        self._refusals.clear()
+        admission = self.admission
+        log.warning(
+            "refusing connections (%s): %d open, at most %d in all and %s per address",
+            counts,
+            admission.open,
+            admission.max_connections,
+            admission.max_per_address or "any number",
+        )
 
     async def start(self) -> None:
         """Start the node and listen. A port that cannot be had is an OSError that says
@@ -101,7 +182,7 @@ class RaceServer:
                 subprotocols=[Subprotocol(p) for p in SUPPORTED_SUBPROTOCOLS],
                 select_subprotocol=_select,
                 process_request=self._http,
-                create_connection=_Connection,
+                create_connection=self._connection_class(),
                 max_size=MAX_FRAME_BYTES,
                 compression=None,
                 ping_interval=20,
@@ -156,7 +237,16 @@ class RaceServer:
             return _response(http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4")
         if self.node.draining:
             return _response(http.HTTPStatus.SERVICE_UNAVAILABLE, b"draining\n", "text/plain")
-        return None
+        # Probes above are answered whatever the limits: a full node is alive.
+        assert isinstance(connection, _Connection)
+        refusal = connection.refusal(request.headers.get_all("X-Forwarded-For"))
+        if refusal is None:
+            return None
+        self.refused(refusal.name.lower())
+        body = f"{refusal.code.value}: {refusal.code.message}\n".encode()
+        status = http.HTTPStatus(refusal.status)
+        retry = [("Retry-After", str(CONNECTION_RETRY_AFTER_S))]
+        return _response(status, body, "text/plain; charset=utf-8", retry)
 
     async def _handler(self, ws: ServerConnection) -> None:
         # websockets keeps the handshake's subprotocol callback on the connection's
@@ -208,6 +298,24 @@ def _response(
         ]
     )
     return Response(status.value, status.phrase, headers, body)
+
+
+def raise_open_files_limit() -> int:
+    """Raise this process's soft open-file limit to its hard limit, up to
+    :data:`WANTED_OPEN_FILES` (a service's soft limit is often 1,024: a node's
+    connections would stop there); the soft limit it then has."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = WANTED_OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, WANTED_OPEN_FILES)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    return open_files_limit()
+
+
+def open_files_limit() -> int:
+    """This process's soft limit on open files (``ulimit -n``)."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return WANTED_OPEN_FILES if soft == resource.RLIM_INFINITY else soft
 
 
 def _store_kind(store: Store) -> str:

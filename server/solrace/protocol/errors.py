@@ -69,6 +69,9 @@ class ErrorCode(StrEnum):
     TOO_LARGE = "too_large"
     RATE_LIMITED = "rate_limited"
     UNSUPPORTED_VERSION = "unsupported_version"
+    # Handshake refusals (an HTTP answer instead of the upgrade).
+    SERVER_FULL = "server_full"
+    TOO_MANY_CONNECTIONS = "too_many_connections"
     # Message shape (error reply).
     BAD_MESSAGE = "bad_message"
     UNKNOWN_TYPE = "unknown_type"
@@ -103,6 +106,10 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.TOO_LARGE: "the frame or one of its values is larger than the limits allow",
     ErrorCode.RATE_LIMITED: "too many messages: slow down",
     ErrorCode.UNSUPPORTED_VERSION: "no supported protocol version was offered",
+    ErrorCode.SERVER_FULL: "the server holds as many connections as it may: try again later",
+    ErrorCode.TOO_MANY_CONNECTIONS: (
+        "too many connections from your address: close some, then try again"
+    ),
     ErrorCode.BAD_MESSAGE: "the message has a missing, unknown or invalid field",
     ErrorCode.UNKNOWN_TYPE: "unknown message type",
     ErrorCode.UNKNOWN_ROOM: "no such room",

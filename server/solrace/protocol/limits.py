@@ -22,6 +22,13 @@ SUPPORTED_SUBPROTOCOLS: Final[tuple[str, ...]] = (SUBPROTOCOL,)
 #: websockets itself uses: 426 would require an ``Upgrade`` header naming an HTTP
 #: protocol, which is not what is missing.
 HANDSHAKE_REFUSAL_STATUS: Final = 400
+#: HTTP statuses of handshakes a node refuses for its connection limits
+#: (solrace.net.admission): it holds as many as it may (503), or the client's address
+#: does (429). Both carry ``Retry-After`` and a body that starts with the error code.
+SERVER_FULL_STATUS: Final = 503
+TOO_MANY_CONNECTIONS_STATUS: Final = 429
+#: Seconds a refused client is asked to wait (``Retry-After``).
+CONNECTION_RETRY_AFTER_S: Final = 5
 
 
 # --------------------------------------------------------------------------- frames

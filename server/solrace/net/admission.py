@@ -1,0 +1,218 @@
+"""Which connections a node takes: at most so many in all, and so many per address.
+
+Why: every connection costs the node a file descriptor, and a node out of them can
+no longer accept anyone, answer ``/healthz``, or reconnect to Redis. Measured before
+this existed: a node whose open-file limit was 200 took 183 idle connections from one
+client, then answered nobody (not even ``/healthz``) and logged nothing, until that
+client let go. Under systemd a service's limit is 1,024 unless raised. So a node
+counts its sockets, keeps a reserve of descriptors for its own links, and refuses the
+connections past its limits with an HTTP answer that says why (docs/protocol.md §1):
+
+- ``server_full`` (503): the node holds :attr:`Admission.max_connections` sockets;
+- ``too_many_connections`` (429): the client's address holds
+  :attr:`Admission.max_per_address` of them, so one address cannot take the node.
+
+The address of a connection is the peer's, unless the peer is in a *trusted* network
+(by default loopback and the private ranges: the machine itself, a proxy beside it, a
+container network). A trusted peer's own address is never capped (it is a proxy or
+the operator's own tools, speaking for many people); when it forwards
+``X-Forwarded-For``, the last entry (the client as the proxy saw it) is the address
+capped. An IPv6 client is counted by its /64, which one user usually holds whole.
+
+This module is the pure decision (sans-I/O, as :mod:`solrace.protocol`): it reads no
+socket and no clock; :mod:`solrace.net.server` calls it when a socket is accepted,
+when its request has been read, and when it closes.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from solrace.protocol import ErrorCode
+from solrace.protocol.limits import SERVER_FULL_STATUS, TOO_MANY_CONNECTIONS_STATUS
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+#: Connections one address may hold at once by default (``--max-connections-per-address``):
+#: a household or a club behind one address races and watches with a few dozen.
+DEFAULT_MAX_PER_ADDRESS: Final = 64
+#: The most connections a node takes by default, whatever its open-file limit: about
+#: 17 KB each when idle (measured), and far more than one core serves moves for.
+MAX_CONNECTIONS_CEILING: Final = 20_000
+#: File descriptors a node keeps for itself beyond its connections (Redis links, the
+#: solver's worker processes, the embedded engine, logs, sockets being refused): at
+#: most this many, and at most a quarter of a small limit.
+FD_RESERVE: Final = 256
+#: The open-file limit a node raises its own soft limit to, where the hard limit allows.
+WANTED_OPEN_FILES: Final = 65_536
+#: Prefix length an IPv6 client is counted by.
+IPV6_PREFIX: Final = 64
+#: Seconds a refused socket may take to send its request (the refusal is its answer)
+#: before it is dropped without one.
+REFUSAL_WAIT_S: Final = 2.0
+#: The words ``--trusted-proxies`` takes for groups of networks.
+NAMED_NETWORKS: Final[dict[str, tuple[str, ...]]] = {
+    "loopback": ("127.0.0.0/8", "::1/128"),
+    "private": ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"),
+}
+#: Trusted by default: the machine itself, and the private ranges (RFC 1918, RFC 4193)
+#: where a proxy or a container network beside the node lives.
+DEFAULT_TRUSTED: Final = "loopback,private"
+
+
+class Refusal(enum.Enum):
+    """Why a connection is refused, with the HTTP status and the error code it gets."""
+
+    SERVER_FULL = (ErrorCode.SERVER_FULL, SERVER_FULL_STATUS)
+    TOO_MANY_CONNECTIONS = (ErrorCode.TOO_MANY_CONNECTIONS, TOO_MANY_CONNECTIONS_STATUS)
+
+    @property
+    def code(self) -> ErrorCode:
+        return self.value[0]
+
+    @property
+    def status(self) -> int:
+        return self.value[1]
+
+
+def parse_networks(text: str) -> tuple[Network, ...]:
+    """``--trusted-proxies``: addresses, networks and the words ``loopback`` and
+    ``private``, separated by commas; ``none`` for none. Raises ValueError saying
+    which entry is not one."""
+    if text.strip().lower() == "none":
+        return ()
+    networks: list[Network] = []
+    for entry in text.split(","):
+        entry = entry.strip()
+        named = NAMED_NETWORKS.get(entry.lower())
+        if named is not None:
+            networks.extend(ipaddress.ip_network(n) for n in named)
+            continue
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            words = ", ".join(NAMED_NETWORKS)
+            raise ValueError(
+                f"{entry!r} is not an address or network (e.g. 10.0.0.0/8, 192.0.2.7, ::1, "
+                f"or {words}; none: trust none)"
+            ) from None
+    if not networks:
+        raise ValueError("names no network (none: trust no proxy)")
+    return tuple(networks)
+
+
+def default_max_connections(open_files: int) -> int:
+    """The connections a node takes when not told: its open-file limit less a
+    reserve for its own descriptors, at most :data:`MAX_CONNECTIONS_CEILING`."""
+    return max(1, min(MAX_CONNECTIONS_CEILING, open_files - _reserve(open_files)))
+
+
+def _reserve(count: int) -> int:
+    return min(FD_RESERVE, count // 4)
+
+
+def _address(text: str) -> Address | None:
+    try:
+        found = ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
+    if isinstance(found, ipaddress.IPv6Address) and found.ipv4_mapped is not None:
+        return found.ipv4_mapped
+    return found
+
+
+def _key(address: Address) -> str:
+    """What an address is counted by: itself, or its /64 for IPv6."""
+    if isinstance(address, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network((address, IPV6_PREFIX), strict=False))
+    return str(address)
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One accepted socket, from its accept until it closes."""
+
+    peer: str
+    #: The address it is counted against, or None while unknown or not capped.
+    key: str | None = None
+    #: Why it will be refused once its request is read; None if admitted so far.
+    refusal: Refusal | None = None
+    trusted: bool = False
+    released: bool = False
+
+
+@dataclass
+class Admission:
+    """The counts of one node. ``max_per_address`` 0 caps no address."""
+
+    max_connections: int
+    max_per_address: int = DEFAULT_MAX_PER_ADDRESS
+    trusted: Sequence[Network] = field(default_factory=lambda: parse_networks(DEFAULT_TRUSTED))
+    #: Sockets open now (admitted or about to be refused).
+    open: int = 0
+    _by_key: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def drop_at(self) -> int:
+        """Past this many open sockets a new one is closed at once, unanswered: the
+        sockets waiting for their refusal may take at most half the reserve that
+        :func:`default_max_connections` keeps beside ``max_connections``."""
+        return self.max_connections + max(1, _reserve(self.max_connections) // 2)
+
+    def holds(self, key: str) -> int:
+        return self._by_key.get(key, 0)
+
+    def is_trusted(self, address: Address | None) -> bool:
+        return address is not None and any(address in network for network in self.trusted)
+
+    def accept(self, peer: str) -> Ticket | None:
+        """A socket from ``peer`` (its IP address as text) was accepted. None: close it
+        at once (too many sockets already); else its ticket, refused or not."""
+        if self.open >= self.drop_at:
+            return None
+        self.open += 1
+        address = _address(peer)
+        ticket = Ticket(peer, trusted=self.is_trusted(address))
+        if self.open > self.max_connections:
+            ticket.refusal = Refusal.SERVER_FULL
+        elif address is not None and not ticket.trusted:
+            self._count(ticket, _key(address))
+        return ticket
+
+    def identify(self, ticket: Ticket, forwarded_for: Iterable[str]) -> Refusal | None:
+        """The ticket's request has been read, with these ``X-Forwarded-For`` values:
+        the refusal it gets, or None if it is admitted. Only a trusted peer's header is
+        believed; its last entry is the client as the proxy saw it."""
+        if ticket.refusal is None and ticket.trusted and ticket.key is None:
+            entries = [e for value in forwarded_for for e in value.split(",") if e.strip()]
+            client = _address(entries[-1]) if entries else None
+            if client is not None and not self.is_trusted(client):
+                self._count(ticket, _key(client))
+        return ticket.refusal
+
+    def _count(self, ticket: Ticket, key: str) -> None:
+        if self.max_per_address and self.holds(key) >= self.max_per_address:
+            ticket.refusal = Refusal.TOO_MANY_CONNECTIONS
+            return
+        ticket.key = key
+        self._by_key[key] = self.holds(key) + 1
+
+    def release(self, ticket: Ticket) -> None:
+        """The ticket's socket closed (idempotent)."""
+        if ticket.released:
+            return
+        ticket.released = True
+        self.open -= 1
+        if ticket.key is not None:
+            left = self._by_key[ticket.key] - 1
+            if left:
+                self._by_key[ticket.key] = left
+            else:
+                del self._by_key[ticket.key]

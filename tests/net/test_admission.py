@@ -1,0 +1,312 @@
+"""Connection limits (solrace.net.admission): a node takes at most so many connections,
+and so many from one address; past them a client gets an HTTP answer saying why, the
+node keeps answering its probes and the racers it holds, and never runs out of file
+descriptors. The decision alone first, then real sockets, then ``solrace-server`` as
+a user runs it, with its default limits, under a flood from one client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import urllib.request
+from collections.abc import Sequence
+
+import pytest
+from solrace.net.admission import (
+    DEFAULT_MAX_PER_ADDRESS,
+    FD_RESERVE,
+    MAX_CONNECTIONS_CEILING,
+    REFUSAL_WAIT_S,
+    Admission,
+    Refusal,
+    default_max_connections,
+    parse_networks,
+)
+from solrace.protocol import SUBPROTOCOL
+from solrace_client import RaceClient
+from solrace_client.errors import cannot_reach
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus
+
+from tests.support.server_process import solrace_server
+
+from .conftest import Cluster
+
+# ------------------------------------------------------------------ the decision
+
+NOBODY_TRUSTED = parse_networks("none")
+
+
+def test_past_the_most_connections_a_socket_is_refused_then_dropped() -> None:
+    admission = Admission(max_connections=4, max_per_address=0, trusted=NOBODY_TRUSTED)
+    admitted = [admission.accept(f"203.0.113.{i}") for i in range(4)]
+    assert all(t is not None and t.refusal is None for t in admitted)
+    refused = [admission.accept("198.51.100.1") for _ in range(admission.drop_at - 4)]
+    assert all(t is not None and t.refusal is Refusal.SERVER_FULL for t in refused)
+    assert admission.accept("198.51.100.1") is None  # past the margin: dropped unanswered
+    assert admission.open == admission.drop_at
+    first = admitted[0]
+    assert first is not None
+    admission.release(first)
+    admission.release(first)  # idempotent
+    for ticket in refused:
+        assert ticket is not None
+        admission.release(ticket)
+    again = admission.accept("198.51.100.1")
+    assert again is not None and again.refusal is None
+
+
+def test_one_address_holds_at_most_its_share_and_others_are_not_affected() -> None:
+    admission = Admission(max_connections=100, max_per_address=2, trusted=NOBODY_TRUSTED)
+    one, two, three = (admission.accept("203.0.113.9") for _ in range(3))
+    assert one is not None and one.refusal is None and one.key == "203.0.113.9"
+    assert two is not None and two.refusal is None
+    assert three is not None and three.refusal is Refusal.TOO_MANY_CONNECTIONS
+    assert admission.identify(three, []) is Refusal.TOO_MANY_CONNECTIONS
+    other = admission.accept("203.0.113.10")
+    assert other is not None and other.refusal is None
+    admission.release(three)
+    assert admission.holds("203.0.113.9") == 2  # a refused socket never counted
+    admission.release(one)
+    four = admission.accept("203.0.113.9")
+    assert four is not None and four.refusal is None
+
+
+def test_ipv6_counts_by_its_64_and_mapped_ipv4_as_ipv4() -> None:
+    admission = Admission(max_connections=100, max_per_address=1, trusted=NOBODY_TRUSTED)
+    first = admission.accept("2001:db8:1:2::1")
+    same_64 = admission.accept("2001:db8:1:2:ffff::7")
+    other_64 = admission.accept("2001:db8:1:3::1")
+    assert first is not None and first.key == "2001:db8:1:2::/64"
+    assert same_64 is not None and same_64.refusal is Refusal.TOO_MANY_CONNECTIONS
+    assert other_64 is not None and other_64.refusal is None
+    mapped = admission.accept("::ffff:203.0.113.4")
+    assert mapped is not None and mapped.key == "203.0.113.4"
+
+
+def test_a_trusted_proxy_is_not_capped_but_the_client_it_names_is() -> None:
+    admission = Admission(
+        max_connections=100, max_per_address=1, trusted=parse_networks("10.0.0.0/8")
+    )
+
+    def through_proxy(forwarded: Sequence[str]) -> Refusal | None:
+        ticket = admission.accept("10.1.2.3")
+        assert ticket is not None and ticket.refusal is None and ticket.key is None
+        return admission.identify(ticket, forwarded)
+
+    assert through_proxy([]) is None  # the proxy itself, saying nobody: never capped
+    assert through_proxy([]) is None
+    assert through_proxy(["203.0.113.5"]) is None
+    assert through_proxy(["203.0.113.5"]) is Refusal.TOO_MANY_CONNECTIONS
+    # A chain the client began: only the proxy's last entry counts.
+    assert through_proxy(["198.51.100.1, 203.0.113.5"]) is Refusal.TOO_MANY_CONNECTIONS
+    assert through_proxy(["203.0.113.5, 198.51.100.1"]) is None
+    assert through_proxy(["not an address"]) is None  # unreadable: the proxy, uncapped
+    assert through_proxy(["10.9.9.9"]) is None  # another trusted hop: uncapped
+    # A peer outside the trusted networks cannot name someone else.
+    direct = admission.accept("203.0.113.77")
+    assert direct is not None and direct.key == "203.0.113.77"
+    assert admission.identify(direct, ["198.51.100.200"]) is None
+    assert direct.key == "203.0.113.77"
+
+
+def test_the_default_limits_follow_the_open_file_limit() -> None:
+    assert default_max_connections(1024) == 1024 - min(FD_RESERVE, 1024 // 4)
+    assert default_max_connections(200) == 200 - 200 // 4
+    assert default_max_connections(10**7) == MAX_CONNECTIONS_CEILING
+    for open_files in (64, 200, 1024, 4096, 65_536):
+        most = default_max_connections(open_files)
+        assert Admission(most).drop_at < open_files  # a reserve is left either way
+    assert Admission(10).max_per_address == DEFAULT_MAX_PER_ADDRESS
+
+
+def test_trusted_networks_are_read_from_words_addresses_and_networks() -> None:
+    loopback = parse_networks("loopback")
+    assert [str(n) for n in loopback] == ["127.0.0.0/8", "::1/128"]
+    assert len(parse_networks("loopback,private")) == 6
+    assert [str(n) for n in parse_networks(" 192.0.2.7 , 10.0.0.0/8")] == [
+        "192.0.2.7/32",
+        "10.0.0.0/8",
+    ]
+    assert parse_networks("None") == ()
+    for bad in ("proxy", "10.0.0.0/33", ",", ""):
+        with pytest.raises(ValueError):
+            parse_networks(bad)
+
+
+# ------------------------------------------------------------------ real sockets
+
+
+async def _open(url: str, forwarded_for: str | None = None) -> ClientConnection:
+    headers = {} if forwarded_for is None else {"X-Forwarded-For": forwarded_for}
+    return await connect(url, subprotocols=[SUBPROTOCOL], additional_headers=headers)  # type: ignore[list-item]
+
+
+async def _refused(url: str, forwarded_for: str | None = None) -> InvalidStatus:
+    with pytest.raises(InvalidStatus) as refused:
+        await _open(url, forwarded_for)
+    return refused.value
+
+
+def _http_get(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return answer.status, answer.read().decode()
+
+
+async def _get(server_url: str, path: str) -> tuple[int, str]:
+    http = server_url.replace("ws://", "http://", 1)
+    return await asyncio.to_thread(_http_get, http + path)
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_past_its_share_an_address_gets_429_and_the_client_says_why(
+    cluster: Cluster,
+) -> None:
+    admission = Admission(100, max_per_address=2, trusted=NOBODY_TRUSTED)
+    server = await cluster.node(admission=admission)
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    spare = await _open(server.url)
+    refusal = await _refused(server.url)
+    assert refusal.response.status_code == 429
+    assert refusal.response.headers["Retry-After"] == "5"
+    assert bytes(refusal.response.body or b"").startswith(b"too_many_connections: ")
+    said = cannot_reach(server.url, refusal)
+    assert "too many connections from your address" in said and "\n" not in said
+    with pytest.raises(InvalidStatus):  # the library's connect is refused the same way
+        await RaceClient.connect(server.url)
+    assert (await ann.ping()) > 0  # the racers it holds play on
+    status, _ = await _get(server.url, "/healthz")
+    assert status == 200  # probes are never refused
+    _, metrics = await _get(server.url, "/metrics")
+    assert 'solrace_connections_refused_total{reason="too_many_connections"} 2.0' in metrics
+    await spare.close()
+    await asyncio.sleep(0.05)  # the close reaches the server
+    bob = await RaceClient.connect(server.url)  # a slot is free again
+    await bob.join(ann.code or "", "Bob")
+    await bob.close()
+    await ann.close()
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_a_full_node_answers_503_and_still_answers_its_probes(cluster: Cluster) -> None:
+    server = await cluster.node(admission=Admission(2, max_per_address=0))
+    first, second = await _open(server.url), await _open(server.url)
+    refusal = await _refused(server.url)
+    assert refusal.response.status_code == 503
+    assert bytes(refusal.response.body or b"").startswith(b"server_full: ")
+    assert "the server is full" in cannot_reach(server.url, refusal)
+    status, body = await _get(server.url, "/healthz")
+    assert (status, body) == (200, "ok\n")
+    _, metrics = await _get(server.url, "/metrics")
+    assert "solrace_connections_max 2.0" in metrics
+    assert 'solrace_connections_refused_total{reason="server_full"} 1.0' in metrics
+    await first.close()
+    await asyncio.sleep(0.05)
+    third = await _open(server.url)
+    await third.close()
+    await second.close()
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_behind_a_trusted_proxy_each_forwarded_client_is_capped(cluster: Cluster) -> None:
+    proxy = Admission(100, max_per_address=1, trusted=parse_networks("127.0.0.1"))
+    server = await cluster.node(admission=proxy)
+    held = [await _open(server.url, "203.0.113.5"), await _open(server.url, "203.0.113.6")]
+    assert (await _refused(server.url, "203.0.113.5")).response.status_code == 429
+    assert (await _refused(server.url, "198.51.100.1, 203.0.113.5")).response.status_code == 429
+    held += [await _open(server.url), await _open(server.url)]  # the proxy: not capped
+    for ws in held:
+        await ws.close()
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_an_untrusted_peer_cannot_escape_its_cap_by_naming_another_address(
+    cluster: Cluster,
+) -> None:
+    server = await cluster.node(admission=Admission(100, max_per_address=1, trusted=NOBODY_TRUSTED))
+    held = await _open(server.url, "203.0.113.7")
+    assert (await _refused(server.url, "203.0.113.8")).response.status_code == 429
+    await held.close()
+
+
+async def _answer(reader: asyncio.StreamReader, within_s: float) -> bytes:
+    """All a socket is sent until it closes (a reset is a close too)."""
+    try:
+        return await asyncio.wait_for(reader.read(), within_s)
+    except ConnectionResetError:
+        return b""
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_refused_sockets_that_send_nothing_cannot_hold_descriptors(cluster: Cluster) -> None:
+    """A socket past the limit that never sends its request is closed unanswered after
+    REFUSAL_WAIT_S; past the margin a socket is closed at once."""
+    admission = Admission(1, max_per_address=0)
+    server = await cluster.node(admission=admission)
+    admitted = await _open(server.url)
+    host, port = server.host, server.port
+    loop = asyncio.get_running_loop()
+    silent = []
+    while admission.open < admission.drop_at:  # refused, waiting for a request
+        silent.append(await asyncio.open_connection(host, port))
+        await asyncio.sleep(0.02)
+    began = loop.time()
+    dropped_reader, dropped_writer = await asyncio.open_connection(host, port)
+    assert await _answer(dropped_reader, 1) == b""  # closed at once
+    for reader, _ in silent:  # each closed unanswered once its wait is over
+        assert await _answer(reader, REFUSAL_WAIT_S + 1) == b""
+    assert loop.time() - began <= REFUSAL_WAIT_S + 1
+    assert admission.open == 1
+    _, metrics = await _get(server.url, "/metrics")
+    assert 'solrace_connections_refused_total{reason="dropped"} 1.0' in metrics
+    for _, writer in [*silent, (dropped_reader, dropped_writer)]:
+        writer.close()
+    await admitted.close()
+
+
+# ------------------------------------------------------------------ as a user runs it
+
+#: A service manager's open-file limit can be this low (systemd's default is 1,024).
+LOW_OPEN_FILES = 200
+
+
+async def test_a_flood_of_connections_from_one_client_leaves_the_node_serving() -> None:
+    """Before the limits: a node whose open-file limit was 200 took 183 idle
+    connections from one client, then answered no one (``/healthz`` an empty reply,
+    a newcomer no HTTP answer at all) and logged nothing, until the client let go.
+    Now, with the default settings: it takes what its limit leaves room for, refuses
+    the rest with 503 ``server_full``, keeps file descriptors for itself, answers its
+    probes and its racers throughout, says so in its log, and takes newcomers once
+    the flood is gone. (The flood comes from 127.0.0.1, which the default trusts, so
+    it meets the node's total, not the per-address cap.)"""
+    async with solrace_server("redis", open_files=LOW_OPEN_FILES) as server:
+        most = default_max_connections(LOW_OPEN_FILES)
+        assert f"connections={most} at most (open files {LOW_OPEN_FILES})" in server.log
+        ann = await RaceClient.connect(server.url)
+        await ann.create("yukon", "Ann")
+        flood: list[ClientConnection] = []
+        refusals: list[InvalidStatus] = []
+        for _ in range(most + 20):
+            try:
+                flood.append(await _open(server.url))
+            except InvalidStatus as refused:
+                refusals.append(refused)
+        assert len(flood) == most - 1  # Ann holds one
+        assert len(refusals) == 21
+        assert {r.response.status_code for r in refusals} == {503}
+        assert all(bytes(r.response.body or b"").startswith(b"server_full") for r in refusals)
+        status, body = await _get(server.url, "/healthz")
+        assert (status, body) == (200, "ok\n")
+        assert (await ann.ping()) > 0
+        descriptors = len(os.listdir(f"/proc/{server.proc.pid}/fd"))
+        assert descriptors < LOW_OPEN_FILES - 10, descriptors
+        await asyncio.sleep(0.1)
+        assert "refusing connections (1 server_full)" in server.log
+        for ws in flood:
+            await ws.close()
+        await asyncio.sleep(0.1)
+        bob = await RaceClient.connect(server.url)
+        await bob.join(ann.code or "", "Bob")
+        await bob.close()
+        await ann.close()
