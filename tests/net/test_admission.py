@@ -17,6 +17,7 @@ from solrace.net.admission import (
     FD_RESERVE,
     MAX_CONNECTIONS_CEILING,
     REFUSAL_WAIT_S,
+    REFUSALS_PER_ADDRESS,
     Admission,
     Refusal,
     default_max_connections,
@@ -66,10 +67,38 @@ def test_one_address_holds_at_most_its_share_and_others_are_not_affected() -> No
     other = admission.accept("203.0.113.10")
     assert other is not None and other.refusal is None
     admission.release(three)
-    assert admission.holds("203.0.113.9") == 2  # a refused socket never counted
+    assert admission.holds("203.0.113.9") == 2
     admission.release(one)
     four = admission.accept("203.0.113.9")
     assert four is not None and four.refusal is None
+
+
+def test_an_address_waiting_on_its_refusals_gets_no_more_sockets() -> None:
+    """Refused sockets wait up to REFUSAL_WAIT_S for their request: one address may
+    not fill the node with them, whatever rate it opens them at."""
+    admission = Admission(max_connections=100, max_per_address=2, trusted=NOBODY_TRUSTED)
+    held = [admission.accept("203.0.113.9") for _ in range(2)]
+    waiting = [admission.accept("203.0.113.9") for _ in range(REFUSALS_PER_ADDRESS)]
+    assert all(t is not None and t.refusal is None for t in held)
+    assert all(t is not None and t.refusal is Refusal.TOO_MANY_CONNECTIONS for t in waiting)
+    assert admission.accept("203.0.113.9") is None  # dropped at once
+    assert admission.open == 2 + REFUSALS_PER_ADDRESS
+    someone_else = admission.accept("203.0.113.10")
+    assert someone_else is not None and someone_else.refusal is None
+    first_waiting = waiting[0]
+    assert first_waiting is not None
+    admission.release(first_waiting)
+    again = admission.accept("203.0.113.9")  # refused again, not dropped
+    assert again is not None and again.refusal is Refusal.TOO_MANY_CONNECTIONS
+
+
+def test_a_full_node_refuses_an_address_over_its_share_for_its_share() -> None:
+    admission = Admission(max_connections=3, max_per_address=2, trusted=NOBODY_TRUSTED)
+    admission.accept("203.0.113.1"), admission.accept("203.0.113.1")
+    over_share = admission.accept("203.0.113.1")
+    assert over_share is not None and over_share.refusal is Refusal.TOO_MANY_CONNECTIONS
+    full = admission.accept("203.0.113.2")
+    assert full is not None and full.refusal is Refusal.SERVER_FULL
 
 
 def test_ipv6_counts_by_its_64_and_mapped_ipv4_as_ipv4() -> None:

@@ -52,6 +52,9 @@ FD_RESERVE: Final = 256
 WANTED_OPEN_FILES: Final = 65_536
 #: Prefix length an IPv6 client is counted by.
 IPV6_PREFIX: Final = 64
+#: Sockets one address may hold beyond its share while they wait for their refusal;
+#: past them its new sockets are closed at once, unanswered.
+REFUSALS_PER_ADDRESS: Final = 8
 #: Seconds a refused socket may take to send its request (the refusal is its answer)
 #: before it is dropped without one.
 REFUSAL_WAIT_S: Final = 2.0
@@ -174,16 +177,27 @@ class Admission:
 
     def accept(self, peer: str) -> Ticket | None:
         """A socket from ``peer`` (its IP address as text) was accepted. None: close it
-        at once (too many sockets already); else its ticket, refused or not."""
+        at once, unanswered (too many sockets already, in all or from its address);
+        else its ticket, refused or not. A socket from an address that is not trusted
+        counts against that address from now until it closes, whatever its answer, so
+        one address holds at most its share plus :data:`REFUSALS_PER_ADDRESS`."""
         if self.open >= self.drop_at:
             return None
-        self.open += 1
         address = _address(peer)
-        ticket = Ticket(peer, trusted=self.is_trusted(address))
-        if self.open > self.max_connections:
+        trusted = self.is_trusted(address)
+        key = None if address is None or trusted else _key(address)
+        held = 0 if key is None else self.holds(key)
+        share = self.max_per_address
+        if share and held >= share + REFUSALS_PER_ADDRESS:
+            return None
+        self.open += 1
+        ticket = Ticket(peer, trusted=trusted)
+        if share and held >= share:
+            ticket.refusal = Refusal.TOO_MANY_CONNECTIONS
+        elif self.open > self.max_connections:
             ticket.refusal = Refusal.SERVER_FULL
-        elif address is not None and not ticket.trusted:
-            self._count(ticket, _key(address))
+        if key is not None:
+            self._hold(ticket, key)
         return ticket
 
     def identify(self, ticket: Ticket, forwarded_for: Iterable[str]) -> Refusal | None:
@@ -198,9 +212,14 @@ class Admission:
         return ticket.refusal
 
     def _count(self, ticket: Ticket, key: str) -> None:
+        """Admit ``ticket`` against ``key``, or refuse it (its request is read: it is
+        answered and closed at once, so it is not held)."""
         if self.max_per_address and self.holds(key) >= self.max_per_address:
             ticket.refusal = Refusal.TOO_MANY_CONNECTIONS
-            return
+        else:
+            self._hold(ticket, key)
+
+    def _hold(self, ticket: Ticket, key: str) -> None:
         ticket.key = key
         self._by_key[key] = self.holds(key) + 1
 
