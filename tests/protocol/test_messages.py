@@ -266,7 +266,11 @@ class TestNames:
 
     @pytest.mark.parametrize(
         "name",
-        ["", "   ", "x" * 25, "a\x00b", "a\x1bb", "evil\u202eusr", "a\u200bb", "\ufeffa"],
+        [
+            *("", "   ", "x" * 25, "a\x00b", "a\x1bb", "evil\u202eusr", "a\u200bb", "\ufeffa"),
+            # control characters str.split() would have made spaces
+            *("a\x1cb", "a\x1db", "a\x1eb", "a\x1fb"),
+        ],
     )
     def test_refused(self, name: str) -> None:
         err = refusal("join", {"code": "K7QX2M", "name": name})

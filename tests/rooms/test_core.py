@@ -483,6 +483,47 @@ async def test_a_quick_race_skips_a_lobby_everyone_left_that_is_still_listed(
     assert bob.room is not None and bob.room.room_id != left.room_id
 
 
+async def test_a_private_rooms_id_alone_gives_away_neither_its_code_nor_that_it_exists(
+    backend: Backend,
+) -> None:
+    """A room id travels in every result (race ids): a made-up token's refusal named
+    the room's code, so whoever held a private room's result could watch it or join
+    its rematches; watching it by id was refused in words a missing room does not get."""
+    node = await backend.node()
+    ann, stranger = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann", private=True)
+    room, code = str(created.d["room"]), str(created.d["code"])
+    token = "x" * 32
+    guessed = await stranger.ask("resume", room=room, token=token)
+    assert guessed.d["code"] == "bad_token"
+    assert code not in guessed.d["message"] and "this room" in guessed.d["message"]
+    named = await stranger.ask("resume", room=room, token=token, code="ABCDEF")
+    assert named.d["message"] == "this token is not a racer's of room ABCDEF"
+    private = await stranger.ask("watch", room=room)
+    missing = await stranger.ask("watch", room="r_000000000000")
+    assert (private.d["code"], missing.d["code"]) == ("unknown_room", "unknown_room")
+    assert private.d["message"].replace(room, "ID") == missing.d["message"].replace(
+        "r_000000000000", "ID"
+    )
+    assert code not in str(private.d)
+
+
+async def test_a_lobby_racer_who_left_is_told_why_its_token_no_longer_works(
+    backend: Backend,
+) -> None:
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    joined = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert (await bob.ask("leave")).t == "ok"
+    again = await FakePeer(node).ask("resume", room=joined.d["room"], token=joined.d["token"])
+    assert again.d["code"] == "bad_token"
+    assert again.d["message"] == (
+        f"you are no longer a racer of room {created.d['code']} (you left it, or were away "
+        "longer than the 30 s grace, while it was not racing): join it again"
+    )
+
+
 async def test_a_room_nobody_has_joined_yet_takes_racers(backend: Backend) -> None:
     """A quick room whose creator's join failed (Redis) has never had a racer: unlike
     a lobby everyone left, the next quick race fills it."""

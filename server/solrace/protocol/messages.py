@@ -131,6 +131,9 @@ _NOTATION: Final = re.compile(
 _MAX_OPTION_INT: Final = 2**31 - 1
 #: Zero-width joiner: a format character, but needed by emoji sequences in names.
 _ZWJ: Final = "\u200d"
+#: Control characters ``str.split`` takes for white space though Unicode does not (the
+#: information separators): refused as control characters, not made spaces.
+_SEPARATORS: Final = frozenset("\x1c\x1d\x1e\x1f")
 
 
 # ====================================================================== validation
@@ -140,6 +143,9 @@ def display_name(raw: str) -> str:
     (which could spoof another racer's name or reorder text with bidirectional
     overrides). ValueError says why a name is refused: the server's check, which the
     command line runs too before it sends or remembers a name."""
+    separator = next((char for char in raw if char in _SEPARATORS), None)
+    if separator is not None:
+        raise ValueError(f"must not contain the character U+{ord(separator):04X}")
     value = " ".join(raw.split())
     if not 1 <= len(value) <= MAX_NAME_LEN:
         raise ValueError(f"must be 1 to {MAX_NAME_LEN} characters after trimming")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 
 class RaceError(Exception):
-    """A request the room refuses. ``code`` is a protocol error code (a string) and
-    ``message`` a sentence for people."""
+    """A request the room refuses. ``code`` is a protocol error code (a string),
+    ``message`` a sentence for people, and ``field`` the request's field at fault, where
+    one is (the protocol's ``error.field``)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.field = field

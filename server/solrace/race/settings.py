@@ -19,7 +19,7 @@ from solrace.protocol.limits import (
     MIN_TIME_LIMIT_S,
 )
 from solrace.protocol.views import RoomSettings as SettingsWire
-from solrace.rules import RulesError, new_board
+from solrace.rules import RulesError, UnknownVariantError, new_board
 from solrace.rules.options import options_to_json
 
 from .errors import RaceError
@@ -82,7 +82,9 @@ class RoomSettings:
 
 def _whole(name: str, value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise RaceError("bad_message", f"{name} must be a whole number from {low} to {high}")
+        raise RaceError(
+            "bad_message", f"{name} must be a whole number from {low} to {high}", field=name
+        )
     return value
 
 
@@ -91,8 +93,10 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
     same words)."""
     try:
         board = new_board(settings.variant, dict(settings.options))
+    except UnknownVariantError as exc:
+        raise RaceError("bad_options", str(exc), field="variant") from None
     except RulesError as exc:
-        raise RaceError("bad_options", str(exc)) from None
+        raise RaceError("bad_options", str(exc), field="options") from None
     _whole("max_racers", settings.max_racers, MIN_RACERS, MAX_RACERS)
     _whole("time_limit_s", settings.time_limit_s, MIN_TIME_LIMIT_S, MAX_TIME_LIMIT_S)
     _whole(
@@ -101,18 +105,20 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
         MIN_SPECTATOR_DELAY_S,
         MAX_SPECTATOR_DELAY_S,
     )
-    if not isinstance(settings.private, bool) or not isinstance(settings.quick, bool):
-        raise RaceError("bad_message", "private and quick must be true or false")
+    for flag in ("private", "quick"):
+        if not isinstance(getattr(settings, flag), bool):
+            raise RaceError("bad_message", f"{flag} must be true or false", field=flag)
     if settings.deals not in DEALS:
-        raise RaceError("bad_message", f"deals must be one of {', '.join(DEALS)}")
+        raise RaceError("bad_message", f"deals must be one of {', '.join(DEALS)}", field="deals")
     if settings.difficulty is not None:
         if settings.difficulty not in DIFFICULTIES:
-            raise RaceError("bad_message", f"difficulty must be one of {', '.join(DIFFICULTIES)}")
+            why = f"difficulty must be one of {', '.join(DIFFICULTIES)}"
+            raise RaceError("bad_message", why, field="difficulty")
         if settings.deals != "winnable":
-            raise RaceError("bad_message", "a difficulty needs winnable deals")
+            raise RaceError("bad_message", "a difficulty needs winnable deals", field="difficulty")
     if settings.spectators not in ("fair", "open"):
-        raise RaceError("bad_message", "spectators must be fair or open")
+        raise RaceError("bad_message", "spectators must be fair or open", field="spectators")
     if settings.spectators == "open" and not settings.private:
-        raise RaceError("bad_message", "open spectating needs a private room")
+        raise RaceError("bad_message", "open spectating needs a private room", field="spectators")
     # Store the options fully resolved, so every node and every verifier agrees.
     return replace(settings, options=options_to_json(board.options, board.allowed_options))

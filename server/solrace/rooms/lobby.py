@@ -89,7 +89,7 @@ async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
     try:
         settings = validate_settings(settings)
     except RaceError as exc:
-        raise refuse(exc, field="options") from None
+        raise refuse(exc, field=exc.field) from None
     for _ in range(10):
         code = "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LEN))
         meta = RoomMeta(
@@ -127,7 +127,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
     try:
         validate_settings(RoomSettings(variant=msg.variant))
     except RaceError as exc:
-        raise refuse(exc, field="variant") from None
+        raise refuse(exc, field=exc.field) from None
     for room_id in reversed(await node.store.listed_rooms(limit=100)):
         try:
             room = await node.room(room_id)
@@ -243,6 +243,9 @@ def _attach_racer(node: Node, peer: Peer, room: LiveRoom, racer: int) -> None:
 
 
 async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) -> None:
+    # Named by the code the client gave until its token proves it a racer of the room:
+    # a room id travels in every result (race ids), and a refusal must not hand its
+    # private room's code to whoever tries a made-up token.
     name = f"room {msg.code}" if msg.code else "this room"
     try:
         room = await node.room(msg.room)
@@ -252,14 +255,19 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
                 ErrorCode.UNKNOWN_ROOM, f"{name} no longer exists (it ended or expired)"
             ) from None
         raise
-    name = f"room {room.meta.code}"
     racer_id = await node.store.racer_for_token(room.room_id, token_digest(msg.token))
     racer = int(racer_id) if racer_id is not None else None
     member = room.state.racers.get(racer) if racer is not None else None
     if racer is None:
         raise BadMessage(ErrorCode.BAD_TOKEN, f"this token is not a racer's of {name}")
+    name = f"room {room.meta.code}"
     if member is None:
-        raise BadMessage(ErrorCode.BAD_TOKEN, f"you are no longer a racer of {name}")
+        raise BadMessage(
+            ErrorCode.BAD_TOKEN,
+            f"you are no longer a racer of {name} (you left it, or were away longer than "
+            f"the {decide_.DISCONNECT_GRACE_MS // 1000} s grace, while it was not racing): "
+            "join it again",
+        )
     if member.status == RacerStatus.LEFT:
         why = (
             f"you were away longer than the {decide_.DISCONNECT_GRACE_MS // 1000} s grace"
@@ -307,8 +315,8 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
     else:
         assert msg.room is not None
         room = await node.room(msg.room)
-        if room.meta.settings.private:
-            raise BadMessage(ErrorCode.UNKNOWN_ROOM, "private rooms are watched by code")
+        if room.meta.settings.private:  # as if it did not exist: its id proves nothing
+            raise BadMessage(ErrorCode.UNKNOWN_ROOM, f"no room {msg.room}")
     async with room.lock:
         await node.join_room(room)
         await node.sync_locked(room)
