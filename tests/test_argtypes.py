@@ -21,6 +21,9 @@ from solrace.argtypes import BadNumber, real, whole
         (real(0, above=True), "0", "must be more than 0, got 0"),
         (real(0, 5, above=True), "6", "must be more than 0 and at most 5, got 6"),
         (real(0, unit=" seconds"), "-0.5", "must be 0 or more seconds, got -0.5 seconds"),
+        # written as people write them, not 1e+06 (`solrace races --limit 0` said so)
+        (whole(1, 1_000_000), "0", "must be 1 to 1000000, got 0"),
+        (real(0, 1e6), "2000000", "must be 0 to 1000000, got 2000000"),
     ],
 )
 def test_a_bad_value_says_what_is_wrong(check: object, text: str, says: str) -> None:

@@ -185,6 +185,11 @@ def _non_default(variant: str, options: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if defaults.get(k, object()) != v}
 
 
+def _option_value(value: Any) -> str:
+    """As ``--option`` takes it: a word bare, anything else as JSON (null, true, 3)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
     """The ``rooms`` reply as a table (also what a UI could show)."""
     table = Table(
@@ -195,7 +200,8 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
     )
     # the one field people need to type: never shrunk to "…", whatever the width
     table.add_column("code", style="bold cyan", no_wrap=True, min_width=limits.ROOM_CODE_LEN)
-    table.add_column("variant", no_wrap=True)
+    # wraps (at spaces, between options) rather than squeeze the columns after it
+    table.add_column("variant", overflow="fold", min_width=12)
     table.add_column("phase", no_wrap=True)
     table.add_column("racers", justify="right", no_wrap=True)
     table.add_column("host", min_width=6)
@@ -205,7 +211,7 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
         variant = str(room.get("variant"))
         options = _non_default(variant, room.get("options") or {})
         if options:
-            variant += " " + " ".join(f"{k}={json.dumps(v)}" for k, v in options.items())
+            variant += " " + " ".join(f"{k}={_option_value(v)}" for k, v in options.items())
         if room.get("quick"):
             variant += " (quick)"
         phase = str(room.get("phase"))

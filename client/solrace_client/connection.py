@@ -60,9 +60,10 @@ def server_list(servers: str) -> list[str]:
 #: while the deal is certified).
 REQUEST_TIMEOUT_S: Final = 10.0
 
-#: How many times a seat named by a refused ``create``/``join``/``quick`` is resumed
-#: while the server's store stays down (each after the refusal's ``retry_after_ms``)
-#: before the refusal goes to the caller (:meth:`RaceClient._enter`).
+#: How many times a ``create``/``join``/``quick`` refused ``unavailable`` is tried again
+#: while the server's store stays down (each after the refusal's ``retry_after_ms``):
+#: sent again, or the seat it named resumed, before the refusal goes to the caller
+#: (:meth:`RaceClient._enter`).
 SEAT_ATTEMPTS: Final = 10
 #: The pause before a retry when a refusal gives no ``retry_after_ms``.
 RETRY_DEFAULT_MS: Final = 200
@@ -272,29 +273,37 @@ class RaceClient:
         return await self._enter("quick", variant=variant, name=name)
 
     async def _enter(self, t: str, **d: Any) -> dict[str, Any]:
-        """Request ``t`` (``create``, ``join``, ``quick``), which takes a seat. Refused
-        ``unavailable`` with the seat named (``room``, ``token``), its outcome is
-        unknown: the server's store failed after the racer may have been stored, and
-        asking again would take a second seat. So the seat is resumed instead, again
-        while the store stays down (at most :data:`SEAT_ATTEMPTS` times); a seat the
-        server refuses otherwise (``bad_token``: it was never stored, or its grace
-        ran out) leaves the first refusal standing: asking again is then safe."""
-        try:
-            return self._entered(await self.request(t, **d))
-        except ServerError as err:
-            room, token = err.data.get("room"), err.data.get("token")
-            if err.code != "unavailable" or not isinstance(room, str) or not isinstance(token, str):
-                raise
-            refused = last = err
-        for _ in range(SEAT_ATTEMPTS):
-            await asyncio.sleep(retry_after_s(last))
+        """Request ``t`` (``create``, ``join``, ``quick``), which takes a seat, while the
+        server's store is down at most :data:`SEAT_ATTEMPTS` times more, each after the
+        refusal's ``retry_after_ms``. Refused ``unavailable`` with no seat named,
+        nothing of this racer was stored, and the request is sent again. With the seat
+        named (``room``, ``token``), its outcome is unknown: the store failed after the
+        racer may have been stored, and asking again would take a second seat. So the
+        seat is resumed instead; a seat the server refuses otherwise (``bad_token``: it
+        was never stored, or its grace ran out) leaves the first refusal standing:
+        asking again is then safe."""
+        seat: tuple[str, str] | None = None
+        first: ServerError | None = None  # the refusal to give if none succeeds
+        refused: ServerError | None = None  # the last one: its retry_after_ms
+        for _ in range(SEAT_ATTEMPTS + 1):
+            if refused is not None:
+                await asyncio.sleep(retry_after_s(refused))
             try:
-                return await self.resume(room, token, since=None)
+                if seat is None:
+                    return self._entered(await self.request(t, **d))
+                return await self.resume(*seat, since=None)
             except ServerError as err:
                 if err.code != "unavailable":
-                    raise refused from None
-                last = err
-        raise refused
+                    if seat is not None and first is not None:
+                        raise first from None
+                    raise
+                first = first or err
+                room, token = err.data.get("room"), err.data.get("token")
+                if seat is None and isinstance(room, str) and isinstance(token, str):
+                    seat = (room, token)
+                refused = err
+        assert first is not None
+        raise first
 
     async def resume(
         self,

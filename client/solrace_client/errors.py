@@ -54,14 +54,18 @@ FIELD_WORDS: Final = {
 }
 
 #: Refusals of entering a room, in plain words, by (request, code); ``{code}`` is the
-#: room code the user gave (``CODE`` when the caller does not know it).
+#: room code the user gave (``CODE`` when the caller does not know it), ``{message}``
+#: the server's own words (which say why, e.g. a grace that ran out).
 ENTRY_WORDS: Final = {
     ("join", "unknown_room"): "no room has that code (or it has expired, or everyone left it)",
     ("join", "room_full"): "that room is full",
-    ("join", "wrong_phase"): "that room's race has started: watch it with solrace watch {code}",
+    ("join", "wrong_phase"): (
+        "that room takes no racers now (its race has started, or is over): watch it with "
+        "solrace watch {code}"
+    ),
     ("watch", "unknown_room"): "no room has that code (or it has expired)",
     ("resume", "unknown_room"): "the saved race's room is gone (it has expired)",
-    ("resume", "bad_token"): "you are no longer in the saved race",
+    ("resume", "bad_token"): "you are no longer in the saved race ({message})",
 }
 
 
@@ -153,7 +157,7 @@ def refusal(
     if code == "bad_message":
         return _field_in_words(message)
     if request is not None and (request, code) in ENTRY_WORDS:
-        return ENTRY_WORDS[request, code].format(code=room_code or "CODE")
+        return ENTRY_WORDS[request, code].format(code=room_code or "CODE", message=message)
     if code == "unavailable":
         return "the server is busy (its store is down): try again in a moment"
     return message

@@ -246,8 +246,13 @@ def _read(path: Path) -> SavedResult:
         data = json.loads(path.read_text(encoding="utf-8"))
     except RecursionError:  # a hostile file: arrays nested a hundred thousand deep
         raise ValueError(f"{path}: not a race result: JSON nested too deeply") from None
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot read a race result: {exc}") from None
+    except json.JSONDecodeError as exc:
+        why = f"not a race result (a race result is JSON; line {exc.lineno}: {exc.msg})"
+        raise ValueError(f"{path}: {why}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a race result (not text)") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read a race result: {exc.strerror or exc}") from None
     if not isinstance(data, Mapping):
         raise ValueError(f"{path}: not a race result")
     return SavedResult.from_json(data, path)

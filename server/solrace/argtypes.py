@@ -23,20 +23,28 @@ class BadNumber(argparse.ArgumentTypeError, ValueError):
     """A number flag's value that is not a number, or not in its range."""
 
 
+def _num(value: float | None) -> str:
+    """A bound as people write it: 1000000, not 1e+06 (``:g``); 0.5 stays 0.5."""
+    if isinstance(value, int) or (value is not None and float(value).is_integer()):
+        return str(int(value))
+    return f"{value:g}"
+
+
 def _bounds(lo: float | None, hi: float | None, above: bool, unit: str) -> str:
     if lo is None:
-        return f"{hi:g} or less{unit}"
-    low = f"more than {lo:g}" if above else f"{lo:g} or more"
+        return f"{_num(hi)} or less{unit}"
+    low = f"more than {_num(lo)}" if above else f"{_num(lo)} or more"
     if hi is None:
         return f"{low}{unit}"
-    return f"{low} and at most {hi:g}{unit}" if above else f"{lo:g} to {hi:g}{unit}"
+    if above:
+        return f"{low} and at most {_num(hi)}{unit}"
+    return f"{_num(lo)} to {_num(hi)}{unit}"
 
 
 def _checked(value: float, lo: float | None, hi: float | None, above: bool, unit: str) -> None:
     too_low = lo is not None and (value <= lo if above else value < lo)
     if too_low or (hi is not None and value > hi):
-        shown = str(value) if isinstance(value, int) else f"{value:g}"
-        raise BadNumber(f"must be {_bounds(lo, hi, above, unit)}, got {shown}{unit}")
+        raise BadNumber(f"must be {_bounds(lo, hi, above, unit)}, got {_num(value)}{unit}")
 
 
 def _whole_number(text: str) -> int:

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 import solrace_client
+from rich.console import Console
 from solrace.rules.cli import EXIT_READER_GONE
 from solrace.rules.cli import parse_option as _option
 from solrace_client import RaceClient, config
-from solrace_client.cli import _duration, build_parser, main
+from solrace_client.cli import _duration, build_parser, main, rooms_table
 
 from tests.net.conftest import Cluster
 from tests.support import terminal
@@ -53,6 +54,32 @@ async def test_rooms_lists_public_rooms_with_their_settings(
     assert bob.code in out and ann.code not in out and "1/2" in out
     for client in (ann, bob, cy):
         await client.close()
+
+
+def test_a_room_with_many_options_wraps_its_variant_and_squeezes_nothing_at_80_columns() -> None:
+    """A room with four options once made the table squeeze every other column to
+    "pha…", "ra…" and an empty host at 80 columns; the options were JSON-quoted."""
+    room = {
+        "code": "NK2HGJ",
+        "variant": "klondike",
+        "options": {"max_passes": 3, "scoring": "vegas", "undo": False, "draw": 3},
+        "phase": "lobby",
+        "racers": 1,
+        "max_racers": 4,
+        "host": "Bot-1234",
+        "time_limit_s": 90,
+        "spectator_delay_s": 45,
+    }
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(rooms_table([room]))
+    out = console.export_text()
+    assert "…" not in out
+    for word in ("code", "variant", "phase", "racers", "host", "limit", "watch delay"):
+        assert word in out
+    for value in ("NK2HGJ", "lobby", "1/4", "Bot-1234", "1m30s", "45s"):
+        assert value in out
+    assert "scoring=vegas" in out and "undo=false" in out and '"' not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
 
 
 async def test_rooms_says_when_there_are_none(
@@ -337,6 +364,15 @@ def test_verify_and_replay_refuse_odd_files_in_one_line(
     assert "nested too deeply" in _one_line(capsys.readouterr().err)
     assert main(["verify", str(tmp_path)]) == 2
     assert "is a directory" in _one_line(capsys.readouterr().err)
+    text = tmp_path / "passwd"  # any text file given by mistake: said as such
+    text.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    assert main(["verify", str(text)]) == 2
+    said = _one_line(capsys.readouterr().err)
+    assert f"{text}: not a race result (a race result is JSON; line 1:" in said
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\x7fELF\x02\x01\xd0\xff")
+    assert main(["verify", str(binary)]) == 2
+    assert f"{binary}: not a race result (not text)" in _one_line(capsys.readouterr().err)
     odd = tmp_path / "odd.json"
     odd.write_text('{"race": 5, "result": "x"}')
     assert main(["verify", str(odd)]) == 2

@@ -166,5 +166,16 @@ async def test_refusals_are_shown_in_words_not_field_paths(cluster: Cluster) -> 
 def test_a_refusal_names_the_code_the_user_gave() -> None:
     """It said "watch it with solrace watch CODE", the placeholder left in."""
     said = errors.refusal("wrong_phase", "racing", None, "join", "YWT9VB")
-    assert said == "that room's race has started: watch it with solrace watch YWT9VB"
+    assert said == (
+        "that room takes no racers now (its race has started, or is over): watch it with "
+        "solrace watch YWT9VB"
+    )
     assert "CODE" in errors.refusal("wrong_phase", "racing", None, "join")  # unknown: a hint
+
+
+def test_a_refused_resume_passes_on_the_servers_reason() -> None:
+    """It said only "you are no longer in the saved race": not that the 30 s grace
+    ran out, nor that the race can still be watched, which the server says."""
+    why = "you were away longer than the 30 s grace: you can watch room K7QX2M"
+    said = errors.refusal("bad_token", why, None, "resume")
+    assert said == f"you are no longer in the saved race ({why})"

@@ -236,7 +236,7 @@ def test_solrace_rules_on_a_spoilt_position_says_one_line(text: str, command: li
 @pytest.mark.parametrize(
     ("args", "stdin", "status", "says"),
     [
-        (["moves", "-"], "{", 1, "solrace-rules: not JSON"),
+        (["moves", "-"], "{", 1, "solrace-rules: standard input: not JSON"),
         (["moves", "-"], "[]", 1, "a position is a JSON object"),
         (["deal", "klondikee", "1"], None, 2, "unknown variant 'klondikee'"),
         (["deal", "yukon", "-1"], None, 2, "a seed is a whole number"),

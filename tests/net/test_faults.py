@@ -276,6 +276,31 @@ async def test_a_join_whose_outcome_redis_hides_is_that_seat_through_the_client(
     await bob.close()
 
 
+@pytest.mark.parametrize("entry", ["create", "quick"])
+async def test_an_entry_refused_before_anything_was_stored_is_sent_again(
+    cluster: Cluster, entry: str
+) -> None:
+    """Redis is down for 2.5 s when the request arrives: refused ``unavailable`` with no
+    seat named (nothing of the racer was stored), the client library sent nothing
+    again and the bot gave up in 0.2 s, though docs/client.md says such a request is
+    sent again. Now it is, after ``retry_after_ms``, until Redis is back: one room,
+    one racer."""
+    server = await cluster.node()
+    faults = StoreFaults(server.node.store)
+    faults.down = True
+    asyncio.get_running_loop().call_later(2.5, setattr, faults, "down", False)
+    ann = await RaceClient.connect(server.url)
+    if entry == "create":
+        joined = await ann.create("yukon", "Ann")
+    else:
+        joined = await ann.quick("yukon", "Ann")
+    refusals = [e.d for e in ann.received if e.t == "error"]
+    assert refusals and {r["code"] for r in refusals} == {"unavailable"}, refusals
+    assert all("token" not in r for r in refusals)  # no seat: sent again, not resumed
+    assert joined["racer"] == 1 and [int(r) for r in ann.view.racers] == [1]
+    await ann.close()
+
+
 async def test_a_drained_node_closes_with_draining(cluster: Cluster) -> None:
     server = await cluster.node()
     ann, bob = await racing(server.url)

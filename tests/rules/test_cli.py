@@ -434,8 +434,10 @@ def test_a_reader_that_went_away_ends_the_command_quietly_with_141(command: str)
         (None, "cannot read {path}: No such file or directory"),
         ("dir", "cannot read {path}: Is a directory"),
         (b"\x7fELF\x02\x01\x01\x00\xd0\xff", "{path} is not a position: not UTF-8 text"),
+        # named: it said only "not JSON: …"
+        ("root:x:0:0:root\n", "{path}: not JSON: Expecting value: line 1 column 1 (char 0)"),
     ],
-    ids=["missing", "directory", "binary"],
+    ids=["missing", "directory", "binary", "text"],
 )
 def test_a_file_that_is_not_a_position_is_one_line_with_its_name(
     tmp_path: Path, content: bytes | str | None, says: str
@@ -447,6 +449,8 @@ def test_a_file_that_is_not_a_position_is_one_line_with_its_name(
         path.mkdir()
     elif isinstance(content, bytes):
         path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
     for command in ("solve", "hint", "moves"):
         done = subprocess.run([*CLI, command, str(path)], capture_output=True, text=True)
         assert done.returncode == 1
@@ -460,7 +464,7 @@ def test_a_hostile_file_and_an_unwritable_output_are_one_line(tmp_path: Path) ->
     deep.write_text("[" * 100_000)
     done = run("moves", str(deep))
     assert done.returncode == 1
-    assert done.stderr.strip() == "solrace-rules: not a position: JSON nested too deeply"
+    assert done.stderr.strip() == f"solrace-rules: {deep}: not a position: JSON nested too deeply"
     script = str(Path(sys.executable).parent / "solrace-rules")
     with open("/dev/full", "w") as full:
         done = subprocess.run(

@@ -126,7 +126,10 @@ def _read_board(source: str) -> Board:
         raise InvalidPositionError(f"{name} is not a position: not UTF-8 text") from None
     except OSError as exc:  # opening or reading: a read error, whatever its errno (EIO…)
         raise InputUnreadable(name, exc.strerror or str(exc)) from None
-    return load_position(text)
+    try:
+        return load_position(text)
+    except InvalidPositionError as exc:  # its words, and where they come from
+        raise InvalidPositionError(f"{name}: {exc}") from None
 
 
 class _Parser(argparse.ArgumentParser):
