@@ -524,6 +524,34 @@ async def test_a_lobby_racer_who_left_is_told_why_its_token_no_longer_works(
     )
 
 
+async def test_races_under_way_never_hide_a_lobby_from_list_or_quick(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``list`` and ``quick`` read the newest LISTING_SCAN listed rooms: a hundred
+    public rooms created after a quick lobby hid it (an audit: ``list`` showed nothing,
+    ``quick`` opened a second lobby). A room whose race has begun now sorts behind every
+    lobby. The scan is lowered to 3 here so three races suffice."""
+    monkeypatch.setattr(lobby, "LISTING_SCAN", 3)
+    node = await backend.node()
+    ann = FakePeer(node)
+    assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
+    waiting = ann.room
+    assert waiting is not None
+    for n in range(3):
+        host, guest = FakePeer(node), FakePeer(node)
+        created = await host.ask("create", variant="klondike", name=f"H{n}", deals="random")
+        await guest.ask("join", code=str(created.d["code"]), name=f"G{n}")
+        assert (await guest.ask("ready", ready=True)).t == "ok"
+        assert (await host.ask("start")).t == "ok"
+    listed = await node.store.listed_rooms()
+    assert listed[0] == waiting.room_id  # the lobby first, the three races after it
+    rooms = (await FakePeer(node).ask("list")).d["rooms"]
+    assert rooms[0]["code"] == waiting.meta.code and len(rooms) == 3  # the scan's three
+    bob = FakePeer(node)
+    assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
+    assert bob.room is waiting
+
+
 async def test_a_room_nobody_has_joined_yet_takes_racers(backend: Backend) -> None:
     """A quick room whose creator's join failed (Redis) has never had a racer: unlike
     a lobby everyone left, the next quick race fills it."""

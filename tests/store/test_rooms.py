@@ -53,6 +53,19 @@ async def test_listing_newest_first_limit_and_unlist(store: Store) -> None:
     assert await store.listed_rooms() == ["new", "old"]
 
 
+async def test_races_under_way_are_listed_behind_every_lobby(store: Store) -> None:
+    for room, at in (("a", 1000), ("b", 2000), ("c", 3000), ("d", 4000)):
+        await store.create_room(room, f"C{room}", b"", listed=True, now_ms=at)
+    await store.list_behind_lobbies("d", 4000)
+    await store.list_behind_lobbies("b", 2000)
+    assert await store.listed_rooms() == ["c", "a", "d", "b"]  # lobbies, then races
+    assert await store.listed_lobbies() == ["c", "a"]
+    assert await store.listed_lobbies(limit=1) == ["c"]
+    await store.unlist("c")
+    await store.list_behind_lobbies("c", 3000)  # unlisted meanwhile: stays unlisted
+    assert await store.listed_rooms() == ["a", "d", "b"]
+
+
 async def test_results(store: Store) -> None:
     assert await store.load_result("race-1") is None
     await store.save_result("race-1", b"\x00result\xff")

@@ -9,7 +9,7 @@ import functools
 import logging
 import secrets
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, encode
 from solrace.protocol.errors import RETRY_STORE_MS
@@ -48,12 +48,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("solrace.lobby")
 
+#: Listed rooms a ``list`` or ``quick`` reads at most: lobbies first, newest first.
+LISTING_SCAN: Final = 100
+
 
 async def list_rooms(node: Node, variant: str | None) -> list[RoomSummary]:
     """Listed rooms that can still be joined or watched: in the lobby, counting down
     or racing, with at least one racer."""
     summaries = []
-    for room_id in await node.store.listed_rooms(limit=100):
+    for room_id in await node.store.listed_rooms(limit=LISTING_SCAN):
         try:
             room = await node.room(room_id)
         except BadMessage:
@@ -128,7 +131,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
         validate_settings(RoomSettings(variant=msg.variant))
     except RaceError as exc:
         raise refuse(exc, field=exc.field) from None
-    for room_id in reversed(await node.store.listed_rooms(limit=100)):
+    for room_id in reversed(await node.store.listed_lobbies(limit=LISTING_SCAN)):
         try:
             room = await node.room(room_id)
         except BadMessage:

@@ -12,6 +12,7 @@ also tails the streams of its rooms for what other nodes appended.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import secrets
@@ -884,6 +885,12 @@ class Node:
                     self.spawn(self._archive(room, record))  # the race_over is stored
             elif ev.t == EventType.COUNTDOWN:
                 self.metrics.races_started.inc()
+                if not room.meta.settings.private:
+                    # Behind the lobbies in the listing, which list and quick scan the
+                    # newest of: a hundred rooms racing hid an older quick lobby.
+                    # Cosmetic if Redis fails it: the room would only sort as a lobby.
+                    with contextlib.suppress(StoreUnavailable):
+                        await self.store.list_behind_lobbies(room.room_id, room.meta.created_ms)
             elif ev.t == EventType.ROOM_RESET:
                 # The new round gets the lifetime cap back (the race_over shortened it).
                 await self.insist(

@@ -184,6 +184,9 @@ def _config_value(reply: Any, name: str) -> str | None:
     return None
 
 
+#: What a room's listing score (its creation time, ms) loses once its race begins: more
+#: than any creation time, so every race sorts behind every lobby.
+RUNNING_LISTING_OFFSET_MS: Final = 10**14
 #: Connections a store opens to Redis at most, for commands (and as many for blocking
 #: reads). A command past them waits for one to come free, up to the store's timeout.
 #: redis-py's own pool refuses the command instead ("Too many connections"), which a
@@ -625,12 +628,33 @@ class Store:
         return None if value is None else _as_text(value)
 
     async def listed_rooms(self, limit: int = 100) -> list[str]:
-        """Listed open rooms, newest first."""
+        """Listed open rooms: lobbies newest first, then races under way newest first
+        (:meth:`list_behind_lobbies`)."""
         if limit <= 0:
             return []
         with redis_errors():
             members: list[Any] = await self._redis.zrevrange(self.keys.listed, 0, limit - 1)
         return [_as_text(m) for m in members]
+
+    async def listed_lobbies(self, limit: int = 100) -> list[str]:
+        """The listed rooms whose race has not begun, newest first (a room whose
+        :meth:`list_behind_lobbies` Redis failed is among them: callers check)."""
+        if limit <= 0:
+            return []
+        with redis_errors():
+            members: list[Any] = await self._redis.zrevrangebyscore(
+                self.keys.listed, "+inf", 0, start=0, num=limit
+            )
+        return [_as_text(m) for m in members]
+
+    async def list_behind_lobbies(self, room_id: str, created_ms: int) -> None:
+        """Move a listed room whose race has begun behind every lobby in the listing
+        (newest first among races too), so the lobbies a ``list`` or ``quick`` looks
+        for come first; a room no longer listed stays unlisted (``XX``)."""
+        with redis_errors():
+            await self._redis.zadd(
+                self.keys.listed, {room_id: created_ms - RUNNING_LISTING_OFFSET_MS}, xx=True
+            )
 
     async def unlist(self, room_id: str) -> None:
         """Remove the room from the public listing (it started, filled up, or closed)."""
