@@ -227,14 +227,14 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
     return table
 
 
-async def _list_rooms(servers: str, variant: str | None) -> list[dict[str, Any]]:
-    """The rooms, from the first of ``servers`` (comma-separated; never empty, main
-    checks) that answers; when none does, the last one's error."""
+async def _list_rooms(servers: str, variant: str | None) -> tuple[str, list[dict[str, Any]]]:
+    """The first of ``servers`` (comma-separated; never empty, main checks) that
+    answers, and its rooms; when none does, the last one's error."""
     *others, last = server_list(servers)
     for url in others:
         with contextlib.suppress(*CONNECT_ERRORS):
-            return await _rooms_of(url, variant)
-    return await _rooms_of(last, variant)
+            return url, await _rooms_of(url, variant)
+    return last, await _rooms_of(last, variant)
 
 
 async def _rooms_of(url: str, variant: str | None) -> list[dict[str, Any]]:
@@ -248,7 +248,7 @@ async def _rooms_of(url: str, variant: str | None) -> list[dict[str, Any]]:
 def cmd_rooms(args: argparse.Namespace) -> int:
     server = _server(args)
     try:
-        rooms = asyncio.run(_list_rooms(server, args.variant))
+        answered, rooms = asyncio.run(_list_rooms(server, args.variant))
     except ServerError as err:
         return _fail(f"the server refused: {refusal_of(err.data)}")
     except CONNECT_ERRORS as exc:  # every server tried: the last one's reason
@@ -262,7 +262,7 @@ def cmd_rooms(args: argparse.Namespace) -> int:
     if not rooms:
         what = f"{args.variant} rooms" if args.variant else "rooms"
         variant = args.variant or "yukon"
-        hint = f"no open {what} on {server}; start one with: solrace create --variant {variant}"
+        hint = f"no open {what} on {answered}; start one with: solrace create --variant {variant}"
         out.print(hint, soft_wrap=True)  # a command to copy: never cut in two
         return 0
     out.print(rooms_table(rooms))
@@ -366,8 +366,14 @@ def _check_servers(args: argparse.Namespace) -> None:
     urls = server_list(_server(args))
     if not urls:
         raise BadServerURL("no server URL given (e.g. ws://127.0.0.1:8765)")
+    from_environment = getattr(args, "server", None) is None and _server_given(args) is not None
     for url in urls:
-        check_server_url(url)
+        try:
+            check_server_url(url)
+        except BadServerURL as exc:
+            if from_environment:  # say where it came from: no flag was typed
+                raise BadServerURL(f"{exc} (from ${ENV_SERVER})") from None
+            raise
 
 
 # --------------------------------------------------------------- bot

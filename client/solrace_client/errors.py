@@ -95,6 +95,10 @@ def check_server_url(url: str) -> str:
         )
     if not parts.hostname:
         raise BadServerURL(f"bad server URL {url!r}: no host ({example})")
+    if "@" in parts.netloc:  # websockets would refuse it later, as "cannot reach"
+        raise BadServerURL(
+            f"bad server URL {url!r}: a solrace server takes no user name ({example})"
+        )
     if port == 0:
         raise BadServerURL(f"bad server URL {url!r}: port 0 is not a port to connect to")
     return url

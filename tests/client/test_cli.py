@@ -321,11 +321,28 @@ async def test_several_servers_are_tried_in_turn_and_an_empty_one_is_refused(
     server = await cluster.node()
     both = f"ws://127.0.0.1:9,{server.url}"  # the first is down: the second answers
     assert await _run(["rooms", "--server", both]) == 0
-    assert "no open rooms" in capsys.readouterr().out
+    out = capsys.readouterr().out  # it named both servers, the one down too
+    assert f"no open rooms on {server.url};" in out and "127.0.0.1:9," not in out
     assert await _run(["rooms", "--server", ""]) == 2
     assert "no server URL given" in _one_line(capsys.readouterr().err)
     assert await _run(["rooms", "--server", "ws://127.0.0.1:9,ws://127.0.0.1:10"]) == 2
     assert "cannot reach" in _one_line(capsys.readouterr().err)
+
+
+def test_a_bad_server_url_says_where_it_came_from(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOLRACE_SERVER", "garbage")
+    assert main(["rooms"]) == 2
+    assert "bad server URL 'garbage'" in (said := _one_line(capsys.readouterr().err))
+    assert said.endswith("(from $SOLRACE_SERVER)")
+    assert main(["rooms", "--server", "garbage"]) == 2  # typed: no need to say
+    assert "$SOLRACE_SERVER" not in _one_line(capsys.readouterr().err)
+    # websockets refused it only when connecting, said as "cannot reach"
+    assert main(["rooms", "--server", "ws://user@127.0.0.1:9"]) == 2
+    said = _one_line(capsys.readouterr().err)
+    assert "bad server URL" in said and "takes no user name" in said
+    assert "cannot reach" not in said
 
 
 def test_bot_settings_that_make_no_sense_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
