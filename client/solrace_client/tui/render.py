@@ -613,7 +613,7 @@ def refusal_text(code: str, message: str, move: str | None = None) -> str:
     """The server's refusal of a move in plain words."""
     if code == "bad_notation":
         shown = f"{move!r} is" if move else "that is"
-        return f"{shown} not a move: write it like 3:4>6, 2>F, W>5, W>F, FH>4, D, R or undo"
+        return f"{shown} not a move: write it like 3:4>6, 2>F, W>5, W>F, FH>4, U3, D, R or undo"
     if code == "bad_seq":
         return "out of step with the server: your board was reloaded, try again"
     return plain_cards(message)
