@@ -176,6 +176,12 @@ async def test_an_unknown_protocol_version_is_refused_at_the_handshake(cluster: 
     assert b"solrace.v1" in refused.value.response.body
     with pytest.raises(InvalidStatus):
         await connect(server.url)
+    for header in ("", " , ", "solrace.v1;q=1"):  # empty or unreadable: said as the rest
+        with pytest.raises(InvalidStatus) as unreadable:
+            await connect(server.url, additional_headers={"Sec-WebSocket-Protocol": header})
+        assert unreadable.value.response.status_code == 400
+        assert b"unsupported_version" in unreadable.value.response.body, header
+        assert b"solrace.v1" in unreadable.value.response.body
     async with connect(server.url, subprotocols=[SUBPROTOCOL]) as ws:  # type: ignore[list-item]
         assert ws.subprotocol == SUBPROTOCOL
 

@@ -34,7 +34,7 @@ from solrace.protocol import (
     ErrorCode,
     UnsupportedVersion,
 )
-from solrace.protocol.handshake import select_subprotocol
+from solrace.protocol.handshake import parse_subprotocol_header, select_subprotocol
 from solrace.protocol.limits import CONNECTION_RETRY_AFTER_S
 from solrace.rooms import lobby
 from solrace.rooms.node import Node
@@ -78,6 +78,14 @@ class _Protocol(ServerProtocol):
 
     def fail(self, code: WsCloseCode | int, reason: str = "") -> None:
         super().fail(code, _REASONS.get(code, reason))
+
+    def process_subprotocol(self, headers: Headers) -> Subprotocol | None:
+        """The offered versions read as :func:`parse_subprotocol_header` reads them: an
+        empty or malformed header offers nothing, and is refused ``unsupported_version``
+        naming the versions this server speaks (websockets' strict parser answered it
+        in its own words, with no code)."""
+        offered = parse_subprotocol_header(headers.get_all("Sec-WebSocket-Protocol"))
+        return self.select_subprotocol([Subprotocol(p) for p in offered])
 
 
 class _Connection(ServerConnection):
