@@ -399,7 +399,13 @@ class _Bot:
         if self.hooks.moved is not None:
             self.hooks.moved(reply)
         if reply["status"] != PLAYING:
-            self.say(f"{reply['status']} after {self.moves_played} moves")
+            counted = reply.get("moves")  # the engine's count: auto-complete included
+            also = (
+                f" ({counted} counted, the server's auto-complete included)"
+                if isinstance(counted, int) and counted != self.moves_played
+                else ""
+            )
+            self.say(f"{reply['status']} after {self.moves_played} moves{also}")
         if self.move_delay:
             await asyncio.sleep(self.move_delay)
 

@@ -127,6 +127,10 @@ async def test_a_bot_resumes_on_another_node_when_its_node_dies(cluster: Cluster
     assert any(line.startswith(f"resumed on {second.url}") for line in said), said
     mine = next(s for s in result["standings"] if s["name"] == "Ann")
     assert mine["status"] == "finished"
+    # Its last line and its standing agree (it said only its own count: 98 against 118)
+    last = moved[-1]["moves"]
+    done = [line for line in said if line.startswith("finished after ")]
+    assert len(done) == 1 and (str(last) in done[0]), (done, last)
     # Nothing acknowledged was lost, and nothing was played twice.
     seqs = [m["seq"] for m in moved]
     assert seqs == sorted(set(seqs))
