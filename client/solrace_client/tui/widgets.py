@@ -249,6 +249,22 @@ HELP = {
 }
 
 
+def help_text(kind: str) -> Text:
+    """The help of a screen (``play``, ``lobby``, ``watch``, ``standings``)."""
+    text = Text()
+    text.append("Keys\n", "bold")
+    rows = HELP.get(kind) or HELP["play"]
+    for key, what in rows:
+        text.append(f"{key:<16}", "bold cyan")
+        text.append(f"{what}\n")
+    if rows is HELP["play"]:  # only a racer picks cards
+        text.append("\nBlue: picked cards · green: where they may go · yellow: cursor\n", "grey62")
+    else:
+        text.append("\n")
+    text.append("Press any of Esc, q, ? to close", "grey62")
+    return text
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark,enter,space", "close", "close", show=False),
@@ -259,15 +275,7 @@ class HelpScreen(ModalScreen[None]):
         self.kind = kind
 
     def compose(self) -> ComposeResult:
-        text = Text()
-        text.append("Keys\n", "bold")
-        rows = HELP.get(self.kind) or HELP["play"]
-        for key, what in rows:
-            text.append(f"{key:<16}", "bold cyan")
-            text.append(f"{what}\n")
-        text.append("\nBlue: picked cards · green: where they may go · yellow: cursor\n", "grey62")
-        text.append("Press any of Esc, q, ? to close", "grey62")
-        yield Static(text, id="dialog")
+        yield Static(help_text(self.kind), id="dialog")
 
     def action_close(self) -> None:
         self.dismiss(None)

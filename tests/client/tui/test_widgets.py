@@ -1,0 +1,22 @@
+"""tui/widgets.py: what the help screens say."""
+
+from __future__ import annotations
+
+import pytest
+from solrace_client.tui.widgets import HELP, help_text
+
+
+def test_only_a_racer_is_told_about_picked_cards() -> None:
+    """A spectator's help listed "Blue: picked cards · green: where they may go": a
+    spectator picks nothing (newcomer pass)."""
+    assert "picked cards" in help_text("play").plain
+    for kind in ("watch", "lobby", "standings"):
+        assert "picked cards" not in help_text(kind).plain
+
+
+@pytest.mark.parametrize("kind", list(HELP))
+def test_every_help_lists_its_keys_and_how_to_close(kind: str) -> None:
+    text = help_text(kind).plain
+    for key, what in HELP[kind]:
+        assert key in text and what in text
+    assert text.endswith("Press any of Esc, q, ? to close")
