@@ -48,7 +48,11 @@ chmod 711 "$work"   # nginx workers (another user) only traverse it
 pids=()             # every process started here, stopped in reverse order
 cleanup() {
     local status=$? i
-    trap - EXIT INT TERM
+    # Ignored, not reset: `timeout` and a terminal's Ctrl-C signal the whole process
+    # group, and a second TERM must not end this clean-up half way (it left nodes and
+    # the scratch directory behind).
+    trap '' INT TERM
+    trap - EXIT
     for (( i=${#pids[@]}-1; i>=0; i-- )); do
         kill -TERM "${pids[i]}" 2>/dev/null || true
     done

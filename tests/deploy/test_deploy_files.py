@@ -374,6 +374,8 @@ def test_systemd_unit_env_file_and_the_documented_steps(variables: set[str]) -> 
     assert f"deploy/solrace.env {env_file}" in readme  # the step that creates it
     assert unit["User"] == ["solrace"] and "useradd --system" in readme
     assert unit["KillSignal"] == ["SIGTERM"] and int(unit["TimeoutStopSec"][0]) > 10
+    # the node alone gets the SIGTERM (its solver workers are its to stop: an audit)
+    assert unit["KillMode"] == ["mixed"]
     assert unit["Environment"] == ["SOLRACE_PORT=%i"]
     env = dict(
         line.split("=", 1)

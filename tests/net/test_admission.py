@@ -7,11 +7,13 @@ a user runs it, with its default limits, under a flood from one client."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import urllib.request
 from collections.abc import Sequence
 
 import pytest
+from solrace.net import server as server_module
 from solrace.net.admission import (
     DEFAULT_MAX_PER_ADDRESS,
     FD_RESERVE,
@@ -131,7 +133,11 @@ def test_a_trusted_proxy_is_not_capped_but_the_client_it_names_is() -> None:
     assert through_proxy(["198.51.100.1, 203.0.113.5"]) is Refusal.TOO_MANY_CONNECTIONS
     assert through_proxy(["203.0.113.5, 198.51.100.1"]) is None
     assert through_proxy(["not an address"]) is None  # unreadable: the proxy, uncapped
-    assert through_proxy(["10.9.9.9"]) is None  # another trusted hop: uncapped
+    assert through_proxy(["10.9.9.9"]) is None  # only trusted hops: uncapped
+    # Two proxies in a row (a balancer on a private address before nginx): the client
+    # is the last address no trusted proxy holds. It was taken for a proxy, uncapped.
+    assert through_proxy(["198.51.100.9, 10.0.0.5"]) is None
+    assert through_proxy(["198.51.100.9", "10.0.0.5"]) is Refusal.TOO_MANY_CONNECTIONS
     # A peer outside the trusted networks cannot name someone else.
     direct = admission.accept("203.0.113.77")
     assert direct is not None and direct.key == "203.0.113.77"
@@ -292,6 +298,28 @@ async def test_refused_sockets_that_send_nothing_cannot_hold_descriptors(cluster
     for _, writer in [*silent, (dropped_reader, dropped_writer)]:
         writer.close()
     await admitted.close()
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_refusals_are_logged_once_the_quiet_time_is_up_even_if_none_follows(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The first refusal is logged at once; later ones within REFUSALS_LOG_EVERY_S were
+    logged only if another refusal came after it (an audit: a 503 said 31 s late, or
+    never). The quiet time is lowered to 0.3 s here; the server's is 10 s."""
+    monkeypatch.setattr(server_module, "REFUSALS_LOG_EVERY_S", 0.3)
+    server = await cluster.node(admission=Admission(1, max_per_address=0))
+    held = await _open(server.url)
+    with caplog.at_level(logging.WARNING, logger="solrace.server"):
+        await _refused(server.url)
+        await _refused(server.url)
+        await _refused(server.url)
+        lines = [r.getMessage() for r in caplog.records if "refusing" in r.getMessage()]
+        assert len(lines) == 1 and "(1 server_full)" in lines[0]
+        await asyncio.sleep(0.6)  # no refusal since: the two are said anyway
+        lines = [r.getMessage() for r in caplog.records if "refusing" in r.getMessage()]
+        assert len(lines) == 2 and "(2 server_full)" in lines[1], lines
+    await held.close()
 
 
 # ------------------------------------------------------------------ as a user runs it

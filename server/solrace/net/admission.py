@@ -205,11 +205,22 @@ class Admission:
         the refusal it gets, or None if it is admitted. Only a trusted peer's header is
         believed; its last entry is the client as the proxy saw it."""
         if ticket.refusal is None and ticket.trusted and ticket.key is None:
-            entries = [e for value in forwarded_for for e in value.split(",") if e.strip()]
-            client = _address(entries[-1]) if entries else None
-            if client is not None and not self.is_trusted(client):
+            client = self.forwarded_client(forwarded_for)
+            if client is not None:
                 self._count(ticket, _key(client))
         return ticket.refusal
+
+    def forwarded_client(self, forwarded_for: Iterable[str]) -> Address | None:
+        """The client a trusted proxy names: the last ``X-Forwarded-For`` entry that is
+        not itself a trusted proxy (each proxy appends the address it saw, so entries
+        left of an untrusted one are that client's own claims); None if every entry
+        is trusted, or the first untrusted one is unreadable."""
+        entries = [e for value in forwarded_for for e in value.split(",") if e.strip()]
+        for entry in reversed(entries):
+            address = _address(entry)
+            if address is None or not self.is_trusted(address):
+                return address
+        return None
 
     def _count(self, ticket: Ticket, key: str) -> None:
         """Admit ``ticket`` against ``key``, or refuse it (its request is read: it is

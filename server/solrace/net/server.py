@@ -153,6 +153,7 @@ class RaceServer:
         #: Refusals since the last log line about them, by reason.
         self._refusals: dict[str, int] = {}
         self._refusals_logged_at = -math.inf
+        self._refusals_timer: asyncio.TimerHandle | None = None
 
     def _connection_class(self) -> type[_Connection]:
         return type("_Connection", (_Connection,), {"race_server": self})
@@ -162,10 +163,19 @@ class RaceServer:
         flood of them is a line an operator sees, not a flood of lines."""
         self.metrics.connections_refused.labels(reason).inc()
         self._refusals[reason] = self._refusals.get(reason, 0) + 1
-        now = asyncio.get_running_loop().time()
-        if now - self._refusals_logged_at < REFUSALS_LOG_EVERY_S:
+        loop = asyncio.get_running_loop()
+        wait = self._refusals_logged_at + REFUSALS_LOG_EVERY_S - loop.time()
+        if wait > 0:  # said when the 10 s are up, even if no refusal follows
+            if self._refusals_timer is None:
+                self._refusals_timer = loop.call_later(wait, self._log_refusals)
             return
-        self._refusals_logged_at = now
+        self._log_refusals()
+
+    def _log_refusals(self) -> None:
+        self._refusals_timer = None
+        if not self._refusals:
+            return
+        self._refusals_logged_at = asyncio.get_running_loop().time()
         counts = ", ".join(f"{n} {why}" for why, n in sorted(self._refusals.items()))
         self._refusals.clear()
         admission = self.admission
