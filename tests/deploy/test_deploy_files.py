@@ -292,6 +292,8 @@ def test_k8s_has_every_kind_and_the_selectors_match() -> None:
         "HorizontalPodAutoscaler",
     } <= kinds
     deployment = _kind(docs, "Deployment")
+    # docs/deploy.md: two releases on one Redis are not supported (it was RollingUpdate)
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
     assert _kind(docs, "Service")["spec"]["selector"].items() <= labels.items()
