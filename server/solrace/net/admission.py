@@ -16,8 +16,9 @@ The address of a connection is the peer's, unless the peer is in a *trusted* net
 (by default loopback and the private ranges: the machine itself, a proxy beside it, a
 container network). A trusted peer's own address is never capped (it is a proxy or
 the operator's own tools, speaking for many people); when it forwards
-``X-Forwarded-For``, the last entry (the client as the proxy saw it) is the address
-capped. An IPv6 client is counted by its /64, which one user usually holds whole.
+``X-Forwarded-For``, the last entry no trusted proxy holds (the client as the proxies
+saw it) is the address capped. An IPv6 client is counted by its /64, which one user
+usually holds whole.
 
 This module is the pure decision (sans-I/O, as :mod:`solrace.protocol`): it reads no
 socket and no clock; :mod:`solrace.net.server` calls it when a socket is accepted,
@@ -142,7 +143,6 @@ def _key(address: Address) -> str:
 class Ticket:
     """One accepted socket, from its accept until it closes."""
 
-    peer: str
     #: The address it is counted against, or None while unknown or not capped.
     key: str | None = None
     #: Why it will be refused once its request is read; None if admitted so far.
@@ -191,7 +191,7 @@ class Admission:
         if share and held >= share + REFUSALS_PER_ADDRESS:
             return None
         self.open += 1
-        ticket = Ticket(peer, trusted=trusted)
+        ticket = Ticket(trusted=trusted)
         if share and held >= share:
             ticket.refusal = Refusal.TOO_MANY_CONNECTIONS
         elif self.open > self.max_connections:
@@ -203,7 +203,7 @@ class Admission:
     def identify(self, ticket: Ticket, forwarded_for: Iterable[str]) -> Refusal | None:
         """The ticket's request has been read, with these ``X-Forwarded-For`` values:
         the refusal it gets, or None if it is admitted. Only a trusted peer's header is
-        believed; its last entry is the client as the proxy saw it."""
+        believed (:meth:`forwarded_client`)."""
         if ticket.refusal is None and ticket.trusted and ticket.key is None:
             client = self.forwarded_client(forwarded_for)
             if client is not None:
