@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import pytest
 from solrace.protocol import CloseReason, race_id
 from solrace.protocol.envelope import Envelope
-from solrace.protocol.limits import MAX_LOG_LEN
+from solrace.protocol.limits import MAX_LOG_LEN, MAX_ROOMS_LISTED
 from solrace.race import RoomSettings
 from solrace.rooms import lobby
 from solrace.rooms import node as node_module
@@ -524,32 +524,62 @@ async def test_a_lobby_racer_who_left_is_told_why_its_token_no_longer_works(
     )
 
 
-async def test_races_under_way_never_hide_a_lobby_from_list_or_quick(
-    backend: Backend, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``list`` and ``quick`` read the newest LISTING_SCAN listed rooms: a hundred
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+async def test_races_under_way_never_hide_a_lobby_from_list_or_quick(backend: Backend) -> None:
+    """``list`` and ``quick`` read the newest LISTING_SCAN (100) listed rooms: a hundred
     public rooms created after a quick lobby hid it (an audit: ``list`` showed nothing,
     ``quick`` opened a second lobby). A room whose race has begun now sorts behind every
-    lobby. The scan is lowered to 3 here so three races suffice."""
-    monkeypatch.setattr(lobby, "LISTING_SCAN", 3)
+    lobby. At the server's own scan, on one backend (the store's ordering is checked on
+    every backend in tests/store/test_rooms.py)."""
     node = await backend.node()
     ann = FakePeer(node)
     assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
     waiting = ann.room
     assert waiting is not None
-    for n in range(3):
+    for n in range(lobby.LISTING_SCAN):
         host, guest = FakePeer(node), FakePeer(node)
         created = await host.ask("create", variant="klondike", name=f"H{n}", deals="random")
         await guest.ask("join", code=str(created.d["code"]), name=f"G{n}")
         assert (await guest.ask("ready", ready=True)).t == "ok"
         assert (await host.ask("start")).t == "ok"
     listed = await node.store.listed_rooms()
-    assert listed[0] == waiting.room_id  # the lobby first, the three races after it
+    assert listed[0] == waiting.room_id  # the lobby first, the races after it
     rooms = (await FakePeer(node).ask("list")).d["rooms"]
-    assert rooms[0]["code"] == waiting.meta.code and len(rooms) == 3  # the scan's three
+    assert rooms[0]["code"] == waiting.meta.code
+    assert len(rooms) == MAX_ROOMS_LISTED  # the lobby and the newest races
     bob = FakePeer(node)
     assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
     assert bob.room is waiting
+
+
+async def test_a_race_whose_listing_redis_fails_to_move_still_starts_and_is_skipped(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The countdown is stored, then the room's listing score is moved behind the
+    lobbies: a second, cosmetic write. Redis failing it (or the node dying before it)
+    leaves the race started and listed as if a lobby: ``quick`` must skip it and ``list``
+    show its real phase."""
+    node = await backend.node()
+
+    async def unavailable(*_args: Any, **_kwargs: Any) -> None:
+        raise StoreUnavailable("list_behind_lobbies")
+
+    monkeypatch.setattr(node.store, "list_behind_lobbies", unavailable)
+    ann, bob = FakePeer(node), FakePeer(node)
+    assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
+    assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
+    assert ann.room is bob.room and ann.room is not None
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    assert (await ann.ask("ready", ready=True)).t == "ok"  # all ready: the countdown
+    raced = ann.room
+    await ann.until(lambda e: e.t == "countdown")
+    assert raced.room_id in await node.store.listed_lobbies()  # still sorted as a lobby
+    cy = FakePeer(node)
+    assert (await cy.ask("quick", variant="yukon", name="Cy")).t == "joined"
+    assert cy.room is not raced
+    rooms = (await FakePeer(node).ask("list")).d["rooms"]
+    phases = {r["code"]: r["phase"] for r in rooms}
+    assert phases[raced.meta.code] in ("countdown", "racing")
 
 
 async def test_a_room_nobody_has_joined_yet_takes_racers(backend: Backend) -> None:
