@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from solrace.protocol import ErrorCode
 from solrace.rules.cli import EXIT_READER_GONE as EXIT_READER_GONE
 from websockets.exceptions import InvalidHandshake, InvalidMessage, InvalidStatus, InvalidURI
 
@@ -114,11 +115,11 @@ def connect_reason(url: str, exc: BaseException) -> str:
     if isinstance(exc, InvalidStatus):
         status = exc.response.status_code
         body = bytes(exc.response.body or b"").decode(errors="replace").strip()
-        if "unsupported_version" in body:
+        if ErrorCode.UNSUPPORTED_VERSION.value in body:
             return f"the server does not speak this client's protocol ({body})"
-        if body.startswith("server_full"):
+        if body.startswith(ErrorCode.SERVER_FULL.value):
             return "the server is full (it holds as many connections as it may): try again later"
-        if body.startswith("too_many_connections"):
+        if body.startswith(ErrorCode.TOO_MANY_CONNECTIONS.value):
             return (
                 "too many connections from your address to this server: close other solrace "
                 "windows or bots on it, then try again"

@@ -508,6 +508,17 @@ async def test_a_private_rooms_id_alone_gives_away_neither_its_code_nor_that_it_
     assert code not in str(private.d)
 
 
+async def test_a_refused_room_setting_is_named_in_the_reply(backend: Backend) -> None:
+    """The reply's ``field`` is the setting at fault (it was ``options`` for all)."""
+    node = await backend.node()
+    peer = FakePeer(node)
+    public_open = await peer.ask("create", variant="yukon", name="Ann", spectators="open")
+    assert (public_open.d["code"], public_open.d["field"]) == ("bad_message", "spectators")
+    unknown = await peer.ask("quick", variant="foo", name="Ann")
+    assert (unknown.d["code"], unknown.d["field"]) == ("bad_options", "variant")
+    assert peer.room is None
+
+
 async def test_a_lobby_racer_who_left_is_told_why_its_token_no_longer_works(
     backend: Backend,
 ) -> None:

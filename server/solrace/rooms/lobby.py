@@ -92,7 +92,7 @@ async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
     try:
         settings = validate_settings(settings)
     except RaceError as exc:
-        raise refuse(exc, field=exc.field) from None
+        raise refuse(exc) from None
     for _ in range(10):
         code = "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LEN))
         meta = RoomMeta(
@@ -130,7 +130,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
     try:
         validate_settings(RoomSettings(variant=msg.variant))
     except RaceError as exc:
-        raise refuse(exc, field=exc.field) from None
+        raise refuse(exc) from None
     for room_id in reversed(await node.store.listed_lobbies(limit=LISTING_SCAN)):
         try:
             room = await node.room(room_id)

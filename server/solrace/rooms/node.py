@@ -101,7 +101,10 @@ def _keeps_wakeup(event: RoomEvent) -> bool:
 
 
 def refuse(error: RaceError, **extra: Any) -> BadMessage:
-    """The protocol refusal for a race-layer refusal (same code, same words)."""
+    """The protocol refusal for a race-layer refusal (same code, same words, and the
+    field it names unless ``extra`` names one)."""
+    if error.field is not None:
+        extra.setdefault("field", error.field)
     return BadMessage(ErrorCode(error.code), error.message, **extra)
 
 
