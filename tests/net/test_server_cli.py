@@ -186,6 +186,40 @@ async def test_a_drain_that_fails_exits_3_with_its_traceback_not_cannot_start(
     assert "cannot start" not in caplog.text
 
 
+def _children(pid: int) -> list[int]:
+    """The process's children (Linux: every thread's list in /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads a process's children from /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_a_node_signalled_with_its_process_group_stops_and_its_workers_go(
+    sig: signal.Signals,
+) -> None:
+    """Ctrl-C in a terminal, ``timeout`` and ``kill -- -PGID`` signal the node's whole
+    process group, its solver workers included. A worker killed while it waited for
+    its next job took the ``multiprocessing.Pool``'s queue lock with it, and the node
+    hung in ``Pool.terminate`` (9 runs of 12, SIGTERM and SIGINT alike)."""
+    async with solrace_server("redis", own_group=True) as server:
+        client = await RaceClient.connect(server.url)
+        await client.create("yukon", "ada")
+        await client.wait_for(lambda e: e.t == "deal_chosen", timeout=30)
+        await client.close()  # the deal is certified: the workers wait for a job
+        workers = _children(server.proc.pid)
+        assert len(workers) >= solver_workers.SOLVER_WORKERS
+        os.killpg(server.proc.pid, sig)
+        assert await asyncio.wait_for(server.proc.wait(), 15) == 0, server.log
+        for _ in range(100):  # the resource tracker ends when it reads the node's end
+            if not (left := [pid for pid in workers if Path(f"/proc/{pid}").exists()]):
+                break
+            await asyncio.sleep(0.05)
+        assert not left, f"left running: {left}"
+        assert "stopped" in server.log and "Traceback" not in server.log
+
+
 async def _flood(url: str, count: int) -> int | None:
     """Send ``count`` pings at once, unpaced; the close code, None if still open."""
     client = await RaceClient.connect(url, pace=None)

@@ -5,10 +5,13 @@ candidate nobody waits for any more instead of running out its budget."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import time
-from typing import Any
+from pathlib import Path
 
+import pytest
 from solrace.rooms import certify, solver_workers
 
 from tests.net.conftest import SOLVABLE_SECRET
@@ -31,18 +34,9 @@ async def _until_idle(within_s: float) -> float:
 
 def test_the_solver_workers_yield_the_cpu_to_the_node() -> None:
     """The pool's workers run at SOLVER_NICE: the node's loop comes first."""
-    pool: Any = solver_workers._workers()
+    pool = solver_workers._workers()
     try:
-        pids = [process.pid for process in pool._pool]
-        assert len(pids) == solver_workers.SOLVER_WORKERS
-        deadline = time.monotonic() + 30
-        mine = os.getpriority(os.PRIO_PROCESS, 0)
-        while True:  # a spawned worker sets its niceness once it has started
-            niceness = [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids]
-            if all(n == min(19, mine + solver_workers.SOLVER_NICE) for n in niceness):
-                break
-            assert time.monotonic() < deadline, niceness
-            time.sleep(0.05)
+        assert len(_started(pool)) == solver_workers.SOLVER_WORKERS
     finally:
         solver_workers.shutdown()
 
@@ -101,3 +95,114 @@ def test_a_late_stop_does_not_reach_the_next_job_on_its_slot() -> None:
         assert solver_workers._flags[slot] == 0 and solver_workers.idle()
     finally:
         solver_workers.shutdown()
+
+
+def _started(pool: solver_workers.Workers) -> list[int]:
+    """The workers' pids, once each has started (set its niceness)."""
+    deadline = time.monotonic() + 30
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    while True:
+        pids = [pid for pid in pool.pids() if pid is not None]
+        niceness = [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids]
+        if len(pids) == solver_workers.SOLVER_WORKERS and all(
+            n == min(19, mine + solver_workers.SOLVER_NICE) for n in niceness
+        ):
+            return pids
+        assert time.monotonic() < deadline, niceness
+        time.sleep(0.05)
+
+
+def _until_dead(pids: list[int]) -> None:
+    """Until each process has died (a zombie until the node reaps it)."""
+    deadline = time.monotonic() + 10
+    for pid in pids:
+        while _state(pid) not in ("Z", None):
+            assert time.monotonic() < deadline, f"{pid} still running"
+            time.sleep(0.01)
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (R, S, Z, …); None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+async def test_workers_killed_while_they_wait_are_started_again_and_stop_at_once() -> None:
+    """A ``multiprocessing.Pool`` worker killed while it waited for a job held the
+    pool's queue lock: the next jobs never ran and ``terminate`` waited for ever. Here
+    a killed worker holds nothing: the next jobs run on workers started again, and
+    stopping takes no time."""
+    pool = solver_workers._workers()
+    try:
+        first = _started(pool)
+        os.kill(first[0], signal.SIGKILL)
+        os.kill(first[1], signal.SIGTERM)
+        _until_dead(first)
+        found = await asyncio.wait_for(
+            asyncio.gather(*(solver_workers.run(certify.try_candidate, *QUICK) for _ in range(2))),
+            60,
+        )
+        assert all(f is not None and f.line for f in found)
+        assert not set(first) & {pid for pid in pool.pids() if pid is not None}
+    finally:
+        began = time.monotonic()
+        solver_workers.shutdown()
+        assert time.monotonic() - began < 5
+
+
+async def test_ctrl_c_does_not_reach_a_workers_job() -> None:
+    """A terminal's Ctrl-C goes to the node's whole group: the node decides when its
+    workers stop, not the signal."""
+    pool = solver_workers._workers()
+    try:
+        pids = _started(pool)
+        job = asyncio.ensure_future(solver_workers.run(certify.try_candidate, *QUICK))
+        for pid in pids:
+            os.kill(pid, signal.SIGINT)
+        found = await asyncio.wait_for(job, 60)
+        assert found is not None and found.line
+        assert pool.pids() == pids  # the same workers, alive
+    finally:
+        solver_workers.shutdown()
+
+
+async def test_a_candidate_whose_worker_dies_is_not_won_and_the_loss_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pool = solver_workers._workers()
+    try:
+        pids = _started(pool)
+        candidate = asyncio.ensure_future(certify._solve(*SLOW))
+        await asyncio.sleep(1.0)  # the candidate runs on one of them
+        assert not candidate.done()
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        assert await asyncio.wait_for(candidate, 10) is None
+        assert "a solver worker was lost" in caplog.text
+        with pytest.raises(solver_workers.WorkerLost) as lost:
+            job = asyncio.ensure_future(solver_workers.run(certify.try_candidate, *SLOW))
+            await asyncio.sleep(1.0)
+            for pid in pool.pids():  # None: the one whose loss the first job saw
+                if pid is not None:  # (the other, killed above, may be reaped already)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+            await asyncio.wait_for(job, 10)
+        assert not lost.value.stopped
+        assert solver_workers.idle()
+    finally:
+        solver_workers.shutdown()
+
+
+async def test_stopping_ends_a_job_in_progress_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    """A draining node stops its workers with a candidate in progress: the candidate
+    ends (not won), and nothing is logged as lost."""
+    solver_workers._workers()
+    candidate = asyncio.ensure_future(certify._solve(*SLOW))
+    await asyncio.sleep(1.0)
+    began = time.monotonic()
+    solver_workers.shutdown()
+    assert time.monotonic() - began < 5
+    assert await asyncio.wait_for(candidate, 10) is None
+    assert "lost" not in caplog.text

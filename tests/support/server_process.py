@@ -57,12 +57,15 @@ async def solrace_server(
     env: dict[str, str] | None = None,
     data_dir: Path | None = None,
     open_files: int | None = None,
+    own_group: bool = False,
 ) -> AsyncIterator[ServerProcess]:
     """A running ``solrace-server --port 0 [args]`` (plus ``--redis-url`` for the
     ``redis`` and ``cluster`` backends, ``--data-dir`` for the embedded one); stopped with SIGTERM
     afterwards, which must exit 0 — unless the test stopped it itself and cleared
     ``expect_clean_exit``. ``open_files``: the process's open-file limit, soft and hard
-    (as ``ulimit -n``; a service manager's may be as low as 1,024)."""
+    (as ``ulimit -n``; a service manager's may be as low as 1,024). ``own_group``: the
+    process leads a process group of its own (as a shell's job does), which a test may
+    signal as a terminal's Ctrl-C does."""
     assert SERVER_SCRIPT.exists(), f"the console script is not installed: {SERVER_SCRIPT}"
     argv = [str(SERVER_SCRIPT), "--port", "0", *args]
     prefix = f"solrace-doc-test:{uuid.uuid4().hex}:"
@@ -85,6 +88,7 @@ async def solrace_server(
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **(env or {})},
         preexec_fn=limit_open_files,
+        start_new_session=own_group,
     )
     lines: list[str] = []
     reader = asyncio.create_task(_read_log(proc, lines))

@@ -155,7 +155,15 @@ async def _solve(*args: Any) -> Certificate | None:
     flight only goes to a spare worker), and a certification nobody needs any more
     (the room was left, another node chose the deal) stops its candidates in progress
     (cancelled, a candidate is stopped on its worker) instead of running to its end."""
-    found: Certificate | None = await solver_workers.run(try_candidate, *args)
+    try:
+        found: Certificate | None = await solver_workers.run(try_candidate, *args)
+    except solver_workers.WorkerLost as lost:
+        # Killed from outside (a signal, the kernel out of memory): this candidate is
+        # not known to be won; the next one runs on a worker started again. (Stopped
+        # with the node: nothing to say.)
+        if not lost.stopped:
+            log.warning("a solver worker was lost: %s", lost)
+        return None
     return found
 
 

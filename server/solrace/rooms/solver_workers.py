@@ -6,15 +6,24 @@ worker processes and the node's event loop never waits for it. The workers run a
 niceness :data:`SOLVER_NICE`: on a machine with fewer free cores than workers, the
 node's moves come first.
 
-Two things a ``multiprocessing`` pool does not do are done here:
+Why not ``multiprocessing.Pool``: its workers share one job queue behind one lock, and
+a worker killed while it holds that lock (waiting for its next job) leaves it held for
+ever — ``Pool.terminate`` then waits on it. Ctrl-C in a terminal, ``timeout`` or
+``kill -- -PGID`` signal the node's whole process group, workers included: a node so
+stopped hung in its drain in 9 runs of 12. Here each worker has a pipe of its own,
+fed by a thread of the node; a worker that dies fails its own job
+(:class:`WorkerLost`), is started again for the next one, and holds nothing anyone
+else waits for. The workers ignore SIGINT (the node decides when they stop) and are
+killed, not asked, when the node stops.
+
+Also done here:
 
 - **Counting what the workers hold** (:func:`spare`, :func:`idle`): a room's second
   candidate in flight is only worth handing out to a worker nobody else waits for.
-- **Stopping a candidate nobody waits for any more** (:func:`run` cancelled): a pool
-  job cannot be cancelled, so each job gets a slot in a shared array of stop flags,
-  which the solver polls (every 1,024 nodes, ``should_stop``). Without it an abandoned
-  candidate ran out its budget and kept its worker from the next room for up to a
-  second.
+- **Stopping a candidate nobody waits for any more** (:func:`run` cancelled): each job
+  gets a slot in a shared array of stop flags, which the solver polls (every 1,024
+  nodes, ``should_stop``). Without it an abandoned candidate ran out its budget and
+  kept its worker from the next room for up to a second.
 """
 
 from __future__ import annotations
@@ -26,11 +35,14 @@ import ctypes
 import itertools
 import multiprocessing
 import os
+import queue
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from multiprocessing.pool import Pool
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
 #: Solver worker processes (each solves one candidate at a time).
@@ -40,8 +52,10 @@ SOLVER_NICE: Final = 10
 #: Stop flags shared with the workers: jobs beyond this many at once cannot be stopped
 #: early (they run out their budget, as every job did before).
 STOP_SLOTS: Final = 256
+#: How long a stopping node waits for a killed worker to be reaped.
+REAP_WAIT_S: Final = 5.0
 
-_pool: Pool | None = None
+_pool: Workers | None = None
 #: The stop flags, one byte per slot (the node's copy; a worker has its own mapping).
 _flags: Any = None
 #: Jobs handed to the workers and not finished (abandoned ones included), and which
@@ -91,19 +105,13 @@ async def run(function: Callable[..., Any], *args: Any) -> Any:
                 future.set_result(outcome)
 
     def finished(outcome: Any, failed: bool = False) -> None:
-        # On the pool's result thread; the loop may be gone by then.
+        # On a thread feeding a worker; the loop may be gone by then.
         _end_job(pool, job, slot)
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, outcome, failed)
 
     try:
-        pool.apply_async(
-            function,
-            args,
-            {"stop_slot": slot},
-            callback=finished,
-            error_callback=lambda exc: finished(exc, True),
-        )
+        pool.submit(_Job(function, args, {"stop_slot": slot}, finished))
     except BaseException:
         _end_job(pool, job, slot)
         raise
@@ -127,7 +135,7 @@ def _take_job() -> tuple[int, int | None]:
         return job, slot
 
 
-def _end_job(pool: Pool, job: int, slot: int | None) -> None:
+def _end_job(pool: Workers, job: int, slot: int | None) -> None:
     global _jobs
     with _lock:
         if pool is not _pool:
@@ -138,18 +146,194 @@ def _end_job(pool: Pool, job: int, slot: int | None) -> None:
             _flags[slot] = 0
 
 
-def _stop(pool: Pool, job: int, slot: int | None) -> None:
+def _stop(pool: Workers, job: int, slot: int | None) -> None:
     with _lock:
         # Only while the job holds the slot: once it ended, the slot may be another's.
         if slot is not None and pool is _pool and _holders.get(slot) == job:
             _flags[slot] = 1
 
 
+STOPPED: Final = "the solver workers are stopped"
+
+
+class WorkerLost(RuntimeError):
+    """The worker running a job died before it answered (killed by a signal, out of
+    memory), or the workers were stopped (``stopped``): the job has no outcome."""
+
+    def __init__(self, message: str, stopped: bool = False) -> None:
+        super().__init__(message)
+        self.stopped = stopped
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    function: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    #: Called on a feeding thread with the outcome, and True if it is an exception.
+    finished: Callable[[Any, bool], None]
+
+
+class Workers:
+    """:data:`SOLVER_WORKERS` worker processes, each fed by a thread of the node
+    through a pipe of its own. Jobs wait in the node (an in-process queue, whose lock
+    no worker can take with it) until a thread is free."""
+
+    def __init__(self, size: int) -> None:
+        self._context = multiprocessing.get_context("spawn")
+        self.flags: Any = self._context.RawArray(ctypes.c_byte, STOP_SLOTS)
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._stopping = False
+        self._guard = threading.Lock()
+        # Started here, on the caller's thread (as a Pool does): the workers are up
+        # before the first job; a worker started again later is its thread's.
+        self._workers: list[tuple[BaseProcess, Connection] | None] = [
+            self._start() for _ in range(size)
+        ]
+        self._threads = [
+            threading.Thread(target=self._feed, args=(i,), name=f"solver-feed-{i}", daemon=True)
+            for i in range(size)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def pids(self) -> list[int | None]:
+        """The workers' process ids (None for one not running now)."""
+        with self._guard:
+            return [None if w is None else w[0].pid for w in self._workers]
+
+    def submit(self, job: _Job) -> None:
+        """Queue a job for the next free worker."""
+        if self._stopping:
+            raise WorkerLost(STOPPED, stopped=True)
+        self._jobs.put(job)
+
+    def stop(self) -> None:
+        """Kill the workers (a job in progress gets :class:`WorkerLost`, one queued
+        none: nobody waits for either) and let the feeding threads end."""
+        with self._guard:
+            self._stopping = True
+            workers, self._workers = self._workers, [None] * len(self._workers)
+        for _ in self._threads:
+            self._jobs.put(None)
+        for worker in workers:
+            if worker is not None:
+                _kill(*worker)
+
+    def _start(self) -> tuple[BaseProcess, Connection]:
+        # The spawned helper processes are handed our stderr's descriptor; under a
+        # program that replaced sys.stderr (a Textual app capturing output) there is
+        # none, so the worker is made with the process's own stderr in place.
+        mine, theirs = self._context.Pipe(duplex=True)
+        process = self._context.Process(
+            target=_worker_main, args=(theirs, self.flags), name="solrace-solver", daemon=True
+        )
+        with _stderr_swap:
+            replaced, sys.stderr = sys.stderr, sys.__stderr__ or sys.stderr
+            try:
+                process.start()
+            except BaseException:
+                mine.close()
+                raise
+            finally:
+                sys.stderr = replaced
+                theirs.close()
+        return process, mine
+
+    def _feed(self, index: int) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                outcome, failed = self._run_on(index, job), False
+            except BaseException as exc:  # the worker's failure, or its loss
+                outcome, failed = exc, True
+            job.finished(outcome, failed)
+
+    def _run_on(self, index: int, job: _Job) -> Any:
+        # A job that could not be sent never ran: it goes to a worker started again.
+        # One whose answer never came may have run: its worker's loss is its outcome.
+        for _ in range(2):
+            worker = self._worker(index)
+            process, pipe = worker
+            try:
+                pipe.send((job.function, job.args, job.kwargs))
+            except OSError:
+                self._lose(index, worker)
+                continue
+            try:
+                ok, outcome = pipe.recv()
+            except (EOFError, OSError) as exc:
+                self._lose(index, worker)
+                raise WorkerLost(f"solver worker {process.pid} died ({process.exitcode})") from exc
+            if not ok:
+                raise outcome
+            return outcome
+        raise WorkerLost("no solver worker could be started to take the job")
+
+    def _worker(self, index: int) -> tuple[BaseProcess, Connection]:
+        """The index's worker, started (again) if it is not running."""
+        with self._guard:
+            if self._stopping:
+                raise WorkerLost(STOPPED, stopped=True)
+            worker = self._workers[index]
+        if worker is not None and worker[0].is_alive():
+            return worker
+        if worker is not None:
+            self._lose(index, worker)
+        worker = self._start()
+        with self._guard:
+            if not self._stopping:
+                self._workers[index] = worker
+                return worker
+        _kill(*worker)
+        raise WorkerLost(STOPPED, stopped=True)
+
+    def _lose(self, index: int, worker: tuple[BaseProcess, Connection]) -> None:
+        """Forget a worker that died, and reap it — unless stop() took it (and kills
+        it): then the job ends as stopped."""
+        with self._guard:
+            mine = self._workers[index] is worker
+            if mine:
+                self._workers[index] = None
+        if not mine:
+            raise WorkerLost(STOPPED, stopped=True)
+        _kill(*worker)
+
+
+def _kill(process: BaseProcess, pipe: Connection) -> None:
+    """SIGKILL, not a request: a worker owes the node nothing, and holds no lock."""
+    with contextlib.suppress(OSError, ValueError):
+        process.kill()
+    process.join(REAP_WAIT_S)
+    pipe.close()
+
+
+def _worker_main(pipe: Connection, flags: Any) -> None:
+    """A worker's life: answer each job sent on its pipe, until the pipe closes."""
+    _worker_init(flags)
+    while True:
+        try:
+            function, args, kwargs = pipe.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            answer: tuple[bool, Any] = (True, function(*args, **kwargs))
+        except Exception as exc:
+            answer = (False, exc)
+        try:
+            pipe.send(answer)
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # an answer that does not pickle
+            pipe.send((False, RuntimeError(f"a solver answer could not be sent: {exc!r}")))
+
+
 def _worker_init(flags: Any) -> None:
     """A solver worker holds no terminal or pipe of the node's (a supervisor waiting
-    for the node's output to close must not wait for it), dies with the node, and
-    yields the CPU to the node (SOLVER_NICE)."""
+    for the node's output to close must not wait for it), ignores Ctrl-C (a terminal
+    sends it to the node's whole group: the node stops its workers itself), dies with
+    the node, and yields the CPU to the node (SOLVER_NICE)."""
     global _worker_flags
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_flags = flags
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -161,24 +345,21 @@ def _worker_init(flags: Any) -> None:
         ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _workers() -> Pool:
-    global _pool, _flags
+_exit_registered = False
+#: Held while a worker starts with the process's own stderr in place (Workers._start).
+_stderr_swap = threading.Lock()
+
+
+def _workers() -> Workers:
+    global _pool, _flags, _exit_registered
     if _pool is None:
-        # spawn: a worker never inherits the event loop, sockets or locks. The spawned
-        # helper processes are handed our stderr's descriptor; under a program that
-        # replaced sys.stderr (a Textual app capturing output) there is none, so the
-        # pool is made with the process's own stderr in place.
-        context = multiprocessing.get_context("spawn")
-        flags = context.RawArray(ctypes.c_byte, STOP_SLOTS)
-        replaced, sys.stderr = sys.stderr, sys.__stderr__ or sys.stderr
-        try:
-            pool = context.Pool(SOLVER_WORKERS, initializer=_worker_init, initargs=(flags,))
-        finally:
-            sys.stderr = replaced
+        pool = Workers(SOLVER_WORKERS)
         with _lock:
-            _pool, _flags = pool, flags
+            _pool, _flags = pool, pool.flags
             _holders.clear()
-        atexit.register(shutdown)
+        if not _exit_registered:
+            atexit.register(shutdown)
+            _exit_registered = True
         return pool
     return _pool
 
@@ -191,4 +372,4 @@ def shutdown() -> None:
         _jobs = 0  # what the workers held goes with them
         _holders.clear()
     if pool is not None:
-        pool.terminate()
+        pool.stop()
