@@ -370,7 +370,7 @@ def test_systemd_unit_env_file_and_the_documented_steps(variables: set[str]) -> 
     unit = _unit()
     readme = (DEPLOY / "README.md").read_text()
     (exec_start,) = unit["ExecStart"]
-    venv = exec_start.removesuffix("/bin/solrace-server")
+    venv = exec_start.removesuffix(" --port %i").removesuffix("/bin/solrace-server")
     assert f"python3 -m venv {venv}" in readme
     (env_file,) = unit["EnvironmentFile"]
     assert f"deploy/solrace.env {env_file}" in readme  # the step that creates it
@@ -378,7 +378,10 @@ def test_systemd_unit_env_file_and_the_documented_steps(variables: set[str]) -> 
     assert unit["KillSignal"] == ["SIGTERM"] and int(unit["TimeoutStopSec"][0]) > 10
     # the node alone gets the SIGTERM (its solver workers are its to stop: an audit)
     assert unit["KillMode"] == ["mixed"]
-    assert unit["Environment"] == ["SOLRACE_PORT=%i"]
+    # The instance's port as a flag: the env file could override a variable (an audit).
+    assert exec_start.endswith(" --port %i") and "Environment" not in unit
+    # A bad flag or variable (status 2) is not restarted again and again.
+    assert unit["Restart"] == ["on-failure"] and unit["RestartPreventExitStatus"] == ["2"]
     env = dict(
         line.split("=", 1)
         for line in (DEPLOY / "solrace.env").read_text().splitlines()

@@ -12,6 +12,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from solrace.net.admission import REFUSAL_REASONS
+from solrace.protocol.errors import BAD_INPUT_CLOSES
+from solrace.rooms.counters import MOVE_REFUSALS, Defect
 from solrace_client import RaceClient
 
 from tests.net.conftest import Cluster
@@ -98,6 +101,24 @@ async def test_healthz_and_metrics_on_the_websocket_port(embedded_server: Server
     assert "solrace_moves_accepted_total" in metrics
     assert "solrace_move_latency_seconds_bucket" in metrics
     await client.close()
+
+
+async def test_every_known_label_is_exported_at_zero_from_the_start(
+    embedded_server: ServerProcess,
+) -> None:
+    """A labelled counter had no series until its first event: an alert on
+    ``rate(solrace_moves_refused_total{reason="unavailable"}[5m])`` or on a defect saw
+    nothing rather than 0 on a healthy node, and its first event was no increase."""
+    _, metrics = await asyncio.to_thread(_get, embedded_server.http + "/metrics")
+    expected = [
+        *(f'solrace_moves_refused_total{{reason="{r}"}} 0.0' for r in MOVE_REFUSALS),
+        *(f'solrace_defects_total{{where="{w}"}} 0.0' for w in Defect),
+        *(f'solrace_protocol_closes_total{{code="{int(c)}"}} 0.0' for c in BAD_INPUT_CLOSES),
+        *(f'solrace_connections_refused_total{{reason="{r}"}} 0.0' for r in REFUSAL_REASONS),
+    ]
+    assert [line for line in expected if line not in metrics.splitlines()] == []
+    assert 'reason="unavailable"' in metrics and 'reason="server_full"' in metrics
+    assert 'where="tick"' in metrics and 'code="1008"' in metrics
 
 
 async def test_sigterm_drains_closes_1001_and_exits_cleanly(

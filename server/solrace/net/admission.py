@@ -84,6 +84,12 @@ class Refusal(enum.Enum):
         return self.value[1]
 
 
+#: The ``reason`` of a socket dropped unanswered (past the limits and their margin).
+DROPPED: Final = "dropped"
+#: Every ``reason`` label of ``solrace_connections_refused_total``.
+REFUSAL_REASONS: Final = (*(str(refusal.code) for refusal in Refusal), DROPPED)
+
+
 def parse_networks(text: str) -> tuple[Network, ...]:
     """``--trusted-proxies``: addresses, networks and the words ``loopback`` and
     ``private``, separated by commas; ``none`` for none. Raises ValueError saying

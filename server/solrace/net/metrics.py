@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from solrace.protocol.errors import BAD_INPUT_CLOSES
 from solrace.protocol.views import Phase
+from solrace.rooms.counters import MOVE_REFUSALS, Defect
+
+from .admission import REFUSAL_REASONS
 
 if TYPE_CHECKING:
     from solrace.rooms.node import Node
@@ -96,6 +100,16 @@ class Metrics:
         self.max_connections = Gauge(
             "solrace_connections_max", "Connections this node takes at most", registry=r
         )
+        # Every label known in advance is exported at 0 from the start: a rate() or an
+        # alert on a kind of refusal has a series before the first one happens.
+        for reason in MOVE_REFUSALS:
+            self.moves_refused.labels(reason)
+        for where in Defect:
+            self.defects.labels(where)
+        for code in BAD_INPUT_CLOSES:
+            self.closes.labels(str(int(code)))
+        for refused in REFUSAL_REASONS:
+            self.connections_refused.labels(refused)
 
     def watch_admission(self, admission: Admission) -> None:
         """Read the gauges of the connection limits from ``admission`` at each scrape."""

@@ -42,6 +42,7 @@ from solrace.store import Store
 from solrace.store.errors import StoreUnavailable
 
 from .admission import (
+    DROPPED,
     REFUSAL_WAIT_S,
     WANTED_OPEN_FILES,
     Admission,
@@ -109,7 +110,7 @@ class _Connection(ServerConnection):
         peer = transport.get_extra_info("peername")
         ticket = self.race_server.admission.accept(peer[0] if isinstance(peer, tuple) else "")
         if ticket is None:  # past the limit and its margin: no answer, keep the reserve
-            self.race_server.refused("dropped")
+            self.race_server.refused(DROPPED)
             self.transport.abort()
             return
         self.ticket = ticket
@@ -260,7 +261,7 @@ class RaceServer:
         refusal = connection.refusal(request.headers.get_all("X-Forwarded-For"))
         if refusal is None:
             return None
-        self.refused(refusal.name.lower())
+        self.refused(refusal.code)
         body = f"{refusal.code.value}: {refusal.code.message}\n".encode()
         status = http.HTTPStatus(refusal.status)
         retry = [("Retry-After", str(CONNECTION_RETRY_AFTER_S))]

@@ -41,6 +41,17 @@ class CloseCode(IntEnum):
     INTERNAL_ERROR = 1011  # the server failed in a way that leaves the session unusable
 
 
+#: The close codes that mean the peer sent bad input (the ``code`` labels of a node's
+#: ``solrace_protocol_closes_total``).
+BAD_INPUT_CLOSES: Final = (
+    CloseCode.PROTOCOL_ERROR,
+    CloseCode.UNSUPPORTED_DATA,
+    CloseCode.INVALID_DATA,
+    CloseCode.POLICY_VIOLATION,
+    CloseCode.MESSAGE_TOO_BIG,
+)
+
+
 class CloseReason(StrEnum):
     """Close-frame reasons that are not an :class:`ErrorCode` (docs/protocol.md §13)."""
 

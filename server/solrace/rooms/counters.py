@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections import Counter as _Bag
 from enum import StrEnum
-from typing import Protocol
+from typing import Final, Protocol
+
+from solrace.protocol import ErrorCode
 
 
 class Defect(StrEnum):
@@ -24,6 +26,19 @@ class Defect(StrEnum):
     WATCH = "watch"  # the lease and room checks, run again (Node._watch_loop)
     WAKE = "wake"  # the wake-ups from other nodes, read again (Node._wake_loop)
     TASK = "task"  # a background task of the node (Node.spawn)
+
+
+#: The ``reason`` labels of ``solrace_moves_refused_total``: the codes a move is refused
+#: with. Each is exported from a node's start (at 0), so a rate or an alert on one
+#: has a series before the first refusal of its kind.
+MOVE_REFUSALS: Final = (
+    ErrorCode.WRONG_PHASE,
+    ErrorCode.BAD_SEQ,
+    ErrorCode.MOVE_LIMIT,
+    ErrorCode.ILLEGAL_MOVE,
+    ErrorCode.BAD_NOTATION,
+    ErrorCode.UNAVAILABLE,
+)
 
 
 class Count(Protocol):
