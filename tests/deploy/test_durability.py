@@ -71,7 +71,21 @@ async def test_a_redis_that_refuses_config_is_unknown(private_redis: Callable[..
     url = private_redis(REDIS_CONF, "--rename-command", "CONFIG", "")
     level, detail = await _level(url)
     assert level == "unknown"
-    assert "refused CONFIG GET" in detail
+    assert detail == (
+        "cannot check: Redis refused CONFIG GET: the command is disabled or renamed there"
+        " (managed services often do)"
+    )
+
+
+async def test_a_redis_whose_acl_forbids_config_is_unknown_and_says_so(
+    private_redis: Callable[..., str],
+) -> None:
+    acl = ("default", "on", "nopass", "~*", "&*", "+@all", "-config")
+    url = private_redis(REDIS_CONF, "--user", *acl)
+    assert await _level(url) == (
+        "unknown",
+        "cannot check: Redis refused CONFIG GET: this user may not run it (an ACL)",
+    )
 
 
 async def test_an_unreachable_redis_is_unknown_and_asked_again() -> None:

@@ -174,6 +174,18 @@ class Durability:
         return self.level == "aof-always"
 
 
+def _why_refused(exc: StoreError) -> str:
+    """Why a Redis refused ``CONFIG GET``, in words: Redis' own reply to a renamed
+    command ("unknown command 'CONFIG', with args beginning with: 'GET' 'appendonly' ")
+    read, cut at its last colon, as a garbled "('GET' 'appendonly' )"."""
+    text = str(exc)
+    if "unknown command" in text.lower():
+        return "the command is disabled or renamed there (managed services often do)"
+    if "noperm" in text.lower():
+        return "this user may not run it (an ACL)"
+    return text.rpartition("Error: ")[2].strip() or "refused"
+
+
 def _config_value(reply: Any, name: str) -> str | None:
     """``CONFIG GET name`` → its value (a dict in redis-py; bytes or str values)."""
     if not isinstance(reply, dict):
@@ -557,8 +569,9 @@ class Store:
         except StoreUnavailable:
             return Durability("unknown", "cannot check: Redis does not answer")
         except StoreError as exc:
-            words = str(exc).rpartition(": ")[2] or "refused"
-            return Durability("unknown", f"cannot check: Redis refused CONFIG GET ({words})")
+            return Durability(
+                "unknown", f"cannot check: Redis refused CONFIG GET: {_why_refused(exc)}"
+            )
         if appendonly is None or fsync is None:
             return Durability("unknown", "cannot check: CONFIG GET did not name appendonly")
         if appendonly != "yes":
