@@ -4,6 +4,7 @@ socket anywhere (the same core runs behind solrace.net in the other tests)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
@@ -94,6 +95,44 @@ async def test_a_race_from_create_to_race_over_through_fake_peers(backend: Backe
     counted = ann.node.metrics
     assert isinstance(counted, Tally)
     assert counted.moves_accepted.value == len(winning_moves(SOLVABLE_SECRET))
+
+
+async def test_a_race_is_logged_once_as_it_starts_and_once_as_it_ends(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An operator saw rooms created and racers finish in the log, but never a race
+    start or end: which races ran, how they ended, who won, was nowhere."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    ann, bob = await _race(backend)
+    over = await _ann_wins(ann, bob)
+    room = ann.room
+    assert room is not None
+    starting = [r for r in caplog.records if r.getMessage() == "race starting"]
+    ended = [r for r in caplog.records if r.getMessage() == "race over"]
+    assert len(starting) == 1 and len(ended) == 1
+
+    def fields(record: logging.LogRecord, *names: str) -> dict[str, object]:
+        return {name: getattr(record, name, None) for name in names}
+
+    assert fields(starting[0], "room", "round", "variant", "racers", "private") == {
+        "room": room.room_id,
+        "round": 1,
+        "variant": "yukon",
+        "racers": 2,
+        "private": False,
+    }
+    standings: Any = over.d["standings"]
+    ann_number = next(s["racer"] for s in standings if s["name"] == "Ann")
+    assert fields(ended[0], "room", "reason", "winner", "finished", "racers") == {
+        "room": room.room_id,
+        "reason": over.d["reason"],
+        "winner": ann_number,
+        "finished": 1,
+        "racers": 2,
+    }
+    assert str(getattr(ended[0], "race", "")).startswith(room.room_id)
+    seed = str(over.d["seed"])
+    assert all(seed not in r.getMessage() + str(vars(r)) for r in starting)
 
 
 async def test_a_room_timer_armed_for_the_current_instant_is_rearmed_by_the_next_fold(

@@ -876,6 +876,7 @@ class Node:
                 await self.insist(expire_empty, "could not expire an empty lobby", extra)
             elif ev.t == EventType.RACE_OVER and room.state.result is not None:
                 record = self._archive_record(room, room.state.result)
+                _log_race_over(room.room_id, record.race, room.state.result)
                 room.archived.add(record.race)  # claimed: the fold's own check stands by
                 try:
                     # Only the deciding node sets the expiry: under the room's lock, at
@@ -888,6 +889,17 @@ class Node:
                     self.spawn(self._archive(room, record))  # the race_over is stored
             elif ev.t == EventType.COUNTDOWN:
                 self.metrics.races_started.inc()
+                settings = room.meta.settings
+                log.info(
+                    "race starting",
+                    extra={
+                        **extra,
+                        "round": room.state.round,
+                        "variant": settings.variant,
+                        "racers": len(room.state.racers),
+                        "private": settings.private,
+                    },
+                )
                 if not room.meta.settings.private:
                     # Behind the lobbies in the listing, which list and quick scan the
                     # newest of: a hundred rooms racing hid an older quick lobby.
@@ -1063,3 +1075,24 @@ class Node:
 
 
 __all__ = ["Node", "wall_ms"]
+
+
+def _log_race_over(room_id: str, race: str, result: Mapping[str, Any]) -> None:
+    """One line per race, from the node that decided its end: which race, why it
+    ended, who won (the racer's number; no name, no seed, in the log)."""
+    standings = result.get("standings", ())
+    winner = next(
+        (s["racer"] for s in standings if s["place"] == 1 and s["status"] == RacerStatus.FINISHED),
+        None,
+    )
+    log.info(
+        "race over",
+        extra={
+            "room": room_id,
+            "race": race,
+            "reason": result.get("reason"),
+            "winner": winner,
+            "finished": sum(s["status"] == RacerStatus.FINISHED for s in standings),
+            "racers": len(standings),
+        },
+    )
