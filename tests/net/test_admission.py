@@ -256,6 +256,28 @@ async def test_behind_a_trusted_proxy_each_forwarded_client_is_capped(cluster: C
 
 
 @pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_the_logs_name_the_client_a_trusted_proxy_forwards(cluster: Cluster) -> None:
+    """Behind nginx every log line about a connection named nginx (its peer address):
+    which client was rate limited, or failed, was nowhere. A trusted proxy's client is
+    named beside it; an untrusted peer's claim is not."""
+    proxy = Admission(100, trusted=parse_networks("127.0.0.1"))
+    server = await cluster.node(admission=proxy)
+    forwarded = await _open(server.url, "198.51.100.1, 203.0.113.5")
+    direct = await _open(server.url)
+    await asyncio.sleep(0.05)
+    ids = sorted((s.ids() for s in server.node.peers), key=lambda i: "client" in i)
+    assert [i.get("client") for i in ids] == [None, "203.0.113.5"]
+    assert all("127.0.0.1" in str(i["peer"]) for i in ids)
+    await forwarded.close()
+    await direct.close()
+    untrusting = await cluster.node(admission=Admission(100, trusted=NOBODY_TRUSTED))
+    claimed = await _open(untrusting.url, "203.0.113.5")
+    await asyncio.sleep(0.05)
+    assert [s.ids().get("client") for s in untrusting.node.peers] == [None]
+    await claimed.close()
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
 async def test_an_untrusted_peer_cannot_escape_its_cap_by_naming_another_address(
     cluster: Cluster,
 ) -> None:

@@ -155,6 +155,8 @@ class Ticket:
     refusal: Refusal | None = None
     trusted: bool = False
     released: bool = False
+    #: The client a trusted proxy named (``X-Forwarded-For``), for the logs.
+    forwarded: str | None = None
 
 
 @dataclass
@@ -210,10 +212,12 @@ class Admission:
         """The ticket's request has been read, with these ``X-Forwarded-For`` values:
         the refusal it gets, or None if it is admitted. Only a trusted peer's header is
         believed (:meth:`forwarded_client`)."""
-        if ticket.refusal is None and ticket.trusted and ticket.key is None:
+        if ticket.trusted and ticket.key is None:
             client = self.forwarded_client(forwarded_for)
             if client is not None:
-                self._count(ticket, _key(client))
+                ticket.forwarded = str(client)
+                if ticket.refusal is None:
+                    self._count(ticket, _key(client))
         return ticket.refusal
 
     def forwarded_client(self, forwarded_for: Iterable[str]) -> Address | None:

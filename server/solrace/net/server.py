@@ -275,7 +275,9 @@ class RaceServer:
         # round 8). The handshake is over: drop the callback, and refcounting frees a
         # connection as soon as it closes.
         vars(ws.protocol).pop("select_subprotocol", None)
-        session = Session(ws, self.node, self.metrics)
+        ticket = ws.ticket if isinstance(ws, _Connection) else None
+        client = None if ticket is None else ticket.forwarded
+        session = Session(ws, self.node, self.metrics, client)
         node = self.node
         node.peers.add(session)
         try:

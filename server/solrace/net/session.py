@@ -42,9 +42,13 @@ REFUSED_BY_WEBSOCKETS = frozenset(
 
 
 class Session(Peer):
-    def __init__(self, ws: ServerConnection, node: Node, metrics: Metrics) -> None:
+    def __init__(
+        self, ws: ServerConnection, node: Node, metrics: Metrics, client: str | None = None
+    ) -> None:
         super().__init__()
         self.ws = ws
+        #: The client a trusted proxy named, if any: the peer is then the proxy.
+        self.client = client
         self.node = node
         self.metrics = metrics
         loop = asyncio.get_running_loop()
@@ -93,7 +97,10 @@ class Session(Peer):
         self._closing = asyncio.ensure_future(self.ws.close(code, reason))
 
     def ids(self) -> dict[str, object]:
-        return {**super().ids(), "peer": str(self.ws.remote_address)}
+        peer = {"peer": str(self.ws.remote_address)}
+        if self.client is not None:  # behind a proxy, the peer is the proxy
+            peer["client"] = self.client
+        return {**super().ids(), **peer}
 
     # ----------------------------------------------------------------- input
     async def run(self) -> None:
