@@ -394,11 +394,11 @@ async def test_a_finished_race_is_archived_even_if_redis_fails_right_after_its_r
     real = node.store.save_result
     failures: list[str] = []
 
-    async def fails_once(race: str, data: bytes) -> None:
+    async def fails_once(race: str, data: bytes, ttl_s: int | None = None) -> None:
         if not failures:
             failures.append(race)
             raise StoreUnavailable("save_result: Redis is down (injected)")
-        await real(race, data)
+        await real(race, data, ttl_s)
 
     node.store.save_result = fails_once  # type: ignore[method-assign]
     await ann.ask("resign")
@@ -409,6 +409,27 @@ async def test_a_finished_race_is_archived_even_if_redis_fails_right_after_its_r
     race = race_id(room.room_id, str(over.d["commitment"]))
     assert unpack(await archived_result(node.store, race))["result"] == over.d
     assert 0 < await _room_ttl_ms(node, room.room_id) <= FINISHED_ROOM_TTL_S * 1000
+
+
+@pytest.mark.parametrize("keep_s", [None, 7 * 86_400])
+async def test_a_saved_result_is_kept_as_long_as_the_node_is_told(
+    backend: Backend, keep_s: int | None
+) -> None:
+    """``--keep-results``: for ever by default (results stay when rooms expire), or
+    the days an operator sets, so a community's Redis does not grow without end."""
+    ann, bob = await _race(backend)
+    ann.node.results_ttl_s = keep_s
+    await ann.ask("resign")
+    await bob.ask("resign")
+    over = await bob.until(lambda f: f.t == "race_over")
+    assert ann.room is not None
+    race = race_id(ann.room.room_id, str(over.d["commitment"]))
+    await archived_result(ann.node.store, race)
+    ttl = await ann.node.store._redis.ttl(ann.node.store.keys.result(race))
+    if keep_s is None:
+        assert ttl == -1
+    else:
+        assert keep_s - 5 <= ttl <= keep_s
 
 
 async def test_a_race_over_its_node_could_not_archive_is_archived_by_another_node(

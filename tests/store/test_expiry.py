@@ -85,6 +85,16 @@ async def test_room_is_gone_after_ttl_but_result_stays(store: Store) -> None:
     await store.create_room("r2", "CODE", b"m", listed=False, now_ms=2)
 
 
+async def test_a_result_is_kept_for_ever_unless_the_operator_says_how_long(
+    store: Store,
+) -> None:
+    await store.save_result("race-kept", b"standings")
+    await store.save_result("race-dated", b"standings", ttl_s=3 * 86_400)
+    raw = store._redis
+    assert await raw.ttl(store.keys.result("race-kept")) == -1  # no expiry
+    assert 3 * 86_400 - 5 <= await raw.ttl(store.keys.result("race-dated")) <= 3 * 86_400
+
+
 async def test_delete_all_removes_only_this_prefixs_keys(store: Store) -> None:
     raw = store._redis  # the test writes a key outside the prefix
     outsider = f"not-{store.keys.prefix}key"

@@ -189,6 +189,24 @@ def _max_connections(text: str) -> int | None:
         raise ValueError(f"{exc} (or auto)") from None
 
 
+#: ``--keep-results``: saved results are kept for ever (docs/design.md: results stay).
+KEEP_FOREVER: Final = "forever"
+#: A day, in the seconds a Redis expiry takes.
+DAY_S: Final = 86_400
+
+
+def _keep_results(text: str) -> int | None:
+    """Days a race's saved result is kept, or ``forever`` (None: no expiry); the
+    expiry in whole seconds, at least one."""
+    if text.strip().lower() == KEEP_FOREVER:
+        return None
+    try:
+        days = real(0, above=True, unit=" days")(text)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (or {KEEP_FOREVER})") from None
+    return max(1, round(days * DAY_S))
+
+
 def _trusted_proxies(text: str) -> tuple[Network, ...]:
     from .admission import parse_networks
 
@@ -377,6 +395,14 @@ def settings() -> tuple[Setting, ...]:
             _trusted_proxies,
             "addresses and networks (or loopback, private; none) whose connections are "
             "not capped per address and whose X-Forwarded-For names the client",
+        ),
+        Setting(
+            "--keep-results",
+            "SOLRACE_KEEP_RESULTS",
+            KEEP_FOREVER,
+            _keep_results,
+            "days a finished race's result stays in Redis for replay and verify, or "
+            f"{KEEP_FOREVER} (each is a few kilobytes)",
         ),
         Setting(
             "--loop",
@@ -584,6 +610,7 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
         name=f"{args.host}:{args.port}",
         rate_per_s=args.rate_per_s,
         rate_burst=args.rate_burst,
+        results_ttl_s=args.keep_results,
     )
     open_files = raise_open_files_limit()
     most = args.max_connections or default_max_connections(open_files)

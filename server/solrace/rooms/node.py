@@ -161,12 +161,14 @@ class Node:
         rate_burst: float = RATE_BURST,
         countdown_ms: int = decide_.COUNTDOWN_MS,
         candidates_in_flight: int = certify.CANDIDATES_IN_FLIGHT,
+        results_ttl_s: int | None = None,
     ) -> None:
         """``room_secret`` draws each new room's secret (tests pin it to get a known
         deal); ``rate_per_s``/``rate_burst`` set every connection's token bucket;
         ``candidates_in_flight``: candidate deals a certification solves at once (the
         first won is dealt, so which one is a matter of timing; tests that play a known
-        deal set 1: the deal is then the first candidate won in order)."""
+        deal set 1: the deal is then the first candidate won in order);
+        ``results_ttl_s``: how long a race's saved result is kept (None: for ever)."""
         self.store = store
         self.clock = clock
         self.name = name
@@ -175,6 +177,7 @@ class Node:
         self.rate_burst = rate_burst
         self.countdown_ms = countdown_ms
         self.candidates_in_flight = candidates_in_flight
+        self.results_ttl_s = results_ttl_s
         self.rooms: dict[str, LiveRoom] = {}
         self.peers: set[Peer] = set()
         #: What the core counts; a server swaps in its Prometheus metrics.
@@ -882,7 +885,9 @@ class Node:
                     # Only the deciding node sets the expiry: under the room's lock, at
                     # the race_over, it cannot cut short a rematch it has not folded.
                     await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
-                    await self.store.save_result(record.race, pack(record.record))
+                    await self.store.save_result(
+                        record.race, pack(record.record), self.results_ttl_s
+                    )
                     await self.store.clear_unarchived(room.room_id)
                 except StoreUnavailable:
                     room.archived.discard(record.race)
@@ -942,7 +947,7 @@ class Node:
         room.archived.add(archive.race)
         try:
             if await self.store.load_result(archive.race) is None:
-                await self.store.save_result(archive.race, pack(archive.record))
+                await self.store.save_result(archive.race, pack(archive.record), self.results_ttl_s)
             if _last_race(room) == archive.race:
                 await self.store.clear_unarchived(room.room_id)
         except StoreUnavailable:

@@ -1058,10 +1058,11 @@ class Store:
 
     # -- results -------------------------------------------------------------------
 
-    async def save_result(self, race_id: str, data: bytes) -> None:
-        """Store a finished race's result; results never expire."""
+    async def save_result(self, race_id: str, data: bytes, ttl_s: int | None = None) -> None:
+        """Store a finished race's result, for ``ttl_s`` seconds (None: for ever, the
+        default: results stay when their rooms expire)."""
         with redis_errors():
-            await self._redis.set(self.keys.result(race_id), data)
+            await self._redis.set(self.keys.result(race_id), data, ex=ttl_s)
 
     async def load_result(self, race_id: str) -> bytes | None:
         """A race's stored result, or None."""
