@@ -26,13 +26,20 @@ from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.events import RoomEvent
 from solrace.rooms import lobby, requests
 from solrace.rooms.counters import Tally
-from solrace.rooms.node import FINISHED_ROOM_TTL_S, ROOM_TTL_S, WRITE_RETRY_S, Node
+from solrace.rooms.node import (
+    EMPTY_ROOM_TTL_S,
+    FINISHED_ROOM_TTL_S,
+    ROOM_TTL_S,
+    WRITE_RETRY_S,
+    Node,
+)
 from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
 from solrace.store import Store, token_digest
 from solrace.store.errors import StoreUnavailable
 
 from tests.net.conftest import SOLVABLE_SECRET
+from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
 from tests.support.race import archived_result, winning_moves
 
@@ -426,27 +433,187 @@ async def _two_hour_race_over(node: Node) -> tuple[FakePeer, LiveRoom]:
     return race.ann, room
 
 
-async def test_a_rematch_whose_expiry_write_fails_is_ok_and_gets_its_lifetime_back(
-    backend: Backend,
+async def _ttls(node: Node, room: LiveRoom) -> dict[str, int]:
+    """Every key of the room, and its global join code key -> PTTL (ms)."""
+    ttls = await room_keys(node.store, room.room_id)
+    code_key = node.store.keys.code(room.meta.code)
+    ttls[code_key] = int(await node.store._redis.pttl(code_key))
+    return ttls
+
+
+def _all_between(ttls: dict[str, int], low_s: float, high_s: float) -> bool:
+    return all(low_s * 1000 < ms <= high_s * 1000 for ms in ttls.values())
+
+
+async def _until_all_between(node: Node, room: LiveRoom, low_s: float, high_s: float) -> None:
+    await _poll(
+        lambda: _ttls(node, room),
+        lambda ttls: _all_between(ttls, low_s, high_s),
+        f"the room's keys expire in {low_s}-{high_s} s",
+    )
+
+
+def _is_reset(_room: str, data: bytes, *_a: Any, **_kw: Any) -> bool:
+    return unpack_event(data).t == EventType.ROOM_RESET
+
+
+def _reply_lost_once(store: Store, call: str, when: Callable[..., bool]) -> list[tuple[Any, ...]]:
+    """The next call of Store.``call`` that ``when`` accepts is made, then raises
+    StoreUnavailable: Redis applied it and its reply was lost."""
+    real = getattr(store, call)
+    lost: list[tuple[Any, ...]] = []
+
+    async def flaky(*args: Any, **kwargs: Any) -> Any:
+        outcome = await real(*args, **kwargs)
+        if not lost and when(*args, **kwargs):
+            lost.append(args)
+            raise StoreUnavailable(f"{call}: the reply was lost (injected)")
+        return outcome
+
+    setattr(store, call, flaky)
+    return lost
+
+
+@pytest.mark.parametrize("fault", ["settle fails", "reset reply lost", "node killed"])
+async def test_a_rematch_gets_its_lifetime_back_whatever_fails_after_its_reset(
+    backend: Backend, fault: str
 ) -> None:
-    """The room_reset is stored, then Redis fails the write giving the room's keys
-    their lifetime cap back (the race_over cut it to an hour). The rematch happened,
-    so it is answered ``ok``, and the node retries: a new round of up to two hours
-    must not live in keys that expire within the hour."""
+    """The race_over cut the room's expiry to an hour; the rematch gives it its
+    lifetime back. That was a second write after the room_reset: a node killed
+    between the two, or a reset whose reply Redis lost (answered ``unavailable``, its
+    retry ``wrong_phase``, nothing retried), left the new round — up to two hours —
+    in keys that expired within the hour, and the round was lost mid-race (an audit,
+    reproduced). The reset now sets the expiry in its own write, the logs follow, and
+    the retry of a rematch whose reply was lost is ``ok``."""
     node = await backend.node()
     ann, room = await _two_hour_race_over(node)
+    serving = node
+    if fault == "settle fails":
+        failed = _fail_once(node.store, "settle_expiry")
+        assert (await ann.ask("rematch")).t == "ok"
+        assert failed
+    elif fault == "reset reply lost":
+        lost = _reply_lost_once(node.store, "append_event", _is_reset)
+        first = await ann.ask("rematch")
+        assert lost and first.d["code"] == "unavailable", first.d
+        assert (await ann.ask("rematch")).t == "ok"  # the retry finds it made
+    else:
+        crashed = _dies_at(node, {"settle_expiry": _always})
+        with contextlib.suppress(Crashed):
+            await ann.ask("rematch")
+        assert crashed
+        await node.stop()
+        serving = await backend.node()
+    ttls = await _ttls(serving, room)
+    fixed = {key: ms for key, ms in ttls.items() if key.rsplit(":", 1)[1] in _FIXED}
+    assert _all_between(fixed, ROOM_TTL_S - 60, ROOM_TTL_S), fixed  # at once: one write
+    if fault != "node killed":  # the logs follow, once the settle is retried
+        await _until_all_between(serving, room, ROOM_TTL_S - 60, ROOM_TTL_S)
 
-    failed = _fail_once(node.store, "expire_room", lambda _room, ttl, **_kw: ttl == ROOM_TTL_S)
-    rematch = await ann.ask("rematch")
-    assert failed
-    assert rematch.t == "ok", rematch.d
-    await _frame(ann, "the room_reset", _is("room_reset"))
 
-    async def ttl_ms() -> int:
-        return await _room_ttl_ms(node, room.room_id)
+async def test_a_finished_races_late_expiry_cannot_cut_another_nodes_rematch_short(
+    backend: Backend,
+) -> None:
+    """Node A decides the race_over; its hour's expiry was a later write, held up
+    (Redis slow, the node paused) while node B folded the race_over, took a rematch
+    and gave the room its lifetime back — then A's hour landed on the new round (an
+    audit, reproduced: the round's keys would go an hour later). The hour is the
+    race_over's own write now, and what A writes late copies the room's expiry as it
+    is then."""
+    a, b = await backend.node(), await backend.node()
+    race = await _race_on(a, b, time_limit_s=7200)
+    ann, bob = race.ann, race.bob
+    assert (await bob.ask("resign")).t == "ok"
+    await ann.until(lambda f: f.t == "progress" and f.d["status"] == "resigned")
+    real = a.store.settle_expiry
+    held = asyncio.Event()
 
-    kept = await _poll(ttl_ms, lambda ms: ms > 7200 * 1000, "the room's TTL (ms)")
-    assert kept > (ROOM_TTL_S - 60) * 1000
+    async def late(room_id: str, **kwargs: Any) -> None:
+        await held.wait()
+        await real(room_id, **kwargs)
+
+    setattr(a.store, "settle_expiry", late)  # noqa: B010 (a method of the instance)
+    resigned = asyncio.ensure_future(ann.ask("resign"))  # A decides the race_over
+    await bob.until(lambda f: f.t == "race_over", timeout=10)
+    assert (await bob.ask("rematch")).t == "ok"
+    room = bob.room
+    assert room is not None
+    await _until_all_between(b, room, ROOM_TTL_S - 60, ROOM_TTL_S)
+    held.set()
+    assert (await resigned).t == "ok"
+    await asyncio.sleep(0.2)  # A's late writes land
+    ttls = await _ttls(b, room)
+    assert _all_between(ttls, ROOM_TTL_S - 60, ROOM_TTL_S), ttls
+
+
+def _is_left(data: bytes) -> bool:
+    return _event_type(data) == EventType.RACER_LEFT
+
+
+@pytest.mark.parametrize("fault", ["read back fails", "reply lost"])
+async def test_a_leave_whose_outcome_redis_hid_is_ok_when_retried(
+    backend: Backend, fault: str
+) -> None:
+    """Bob's leave is stored, then Redis hides the outcome (the read that folds it
+    fails, or the append's reply is lost): ``unavailable``. Its retry was refused
+    ``not_racer`` for ever, the connection stayed in the room (``create``:
+    ``already_in_room``), and a lobby so emptied kept its lifetime and its listing (an
+    audit, reproduced). The retry finds the leave made: ``ok``, the connection is
+    free, and the empty lobby expires within ten minutes, unlisted."""
+    node = await backend.node()
+    bob = FakePeer(node)
+    assert (await bob.ask("create", variant="yukon", name="Bob")).t == "joined"
+    room = bob.room
+    assert room is not None
+    stored = _stored_types(node.store)
+    if fault == "read back fails":
+        hit = _fail_once(
+            node.store, "events_since", lambda *_a, **_kw: EventType.RACER_LEFT in stored
+        )
+    else:
+        hit = _reply_lost_once(
+            node.store,
+            "append_event",
+            lambda _r, data, *_a, **_kw: _event_type(data) == "racer_left",
+        )
+    first = await bob.ask("leave")
+    assert hit and first.d["code"] == "unavailable", first.d
+    assert (await bob.ask("leave")).t == "ok"
+    assert bob.room is None
+    assert (await bob.ask("create", variant="yukon", name="Bob")).t == "joined"
+    await _until_all_between(node, room, 0, EMPTY_ROOM_TTL_S)
+    assert room.room_id not in await node.store.listed_rooms()
+
+
+async def test_a_start_or_resign_whose_reply_was_lost_is_ok_when_retried(
+    backend: Backend,
+) -> None:
+    """Protocol §9: a request whose outcome Redis hid may be sent again, and finds the
+    decision made. A host's start and a racer's resign so retried were refused
+    ``wrong_phase`` (the state was right, the answer wrong: an audit)."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    lost = _reply_lost_once(
+        node.store, "append_event", lambda _r, data, *_a, **_kw: _event_type(data) == "countdown"
+    )
+    assert (await ann.ask("start")).d["code"] == "unavailable"
+    assert lost and (await ann.ask("start")).t == "ok"
+    await bob.until(lambda f: f.t == "started")
+    lost = _reply_lost_once(
+        node.store, "append_event", lambda _r, data, *_a, **_kw: _event_type(data) == "progress"
+    )
+    assert (await bob.ask("resign")).d["code"] == "unavailable"
+    assert lost and (await bob.ask("resign")).t == "ok"
+    assert [e.t for e in await _stored(node, ann.room)].count("countdown") == 1  # type: ignore[arg-type]
+
+
+#: The last part of the names of a room's fixed keys (RoomKeys.fixed) and of its
+#: global join code key.
+_FIXED = {"meta", "code", "ver", "chain", "events", "tokens", "nodes", "over", "keys"}
 
 
 async def test_a_rematch_whose_read_back_fails_still_gets_its_lifetime_back(
@@ -549,26 +716,33 @@ def _value(items: list[str]) -> Callable[[], Awaitable[list[str]]]:
     return probe
 
 
-async def test_a_room_whose_lifetime_write_fails_gets_it_once_redis_answers(
-    backend: Backend,
+@pytest.mark.parametrize("private", [False, True])
+async def test_a_room_whose_node_dies_right_after_creating_it_still_expires(
+    backend: Backend, private: bool
 ) -> None:
-    """A new room's keys get a lifetime cap right after they are written. If Redis
-    fails that write, the room must not live for ever (nor stay in the listing): the
-    node retries it, and the create itself, whose room exists, goes on."""
+    """A new room's lifetime cap was a write after the room's: a node killed between
+    the two left a room whose keys, join code and listing lived for ever (an audit,
+    reproduced). The create's own writes carry it now."""
     node = await backend.node()
     ann = FakePeer(node)
-    failed = _fail_once(node.store, "expire_room", lambda _room, ttl, **_kw: ttl == ROOM_TTL_S)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    assert failed
-    assert created.t == "joined", created.d
-    room = ann.room
-    assert room is not None
-
-    async def ttl_ms() -> int:
-        return await _room_ttl_ms(node, room.room_id)
-
-    kept = await _poll(ttl_ms, lambda ms: ms > 0, "the new room's TTL (ms)")
-    assert kept > (ROOM_TTL_S - 60) * 1000
+    # Killed at its next write after the room's (the creator's join; its lifetime cap,
+    # when that was a write of its own).
+    crashed = _dies_at(node, {"append_event": _always, "expire_room": _always})
+    with contextlib.suppress(Crashed):
+        await ann.ask("create", variant="yukon", name="Ann", private=private)
+    assert crashed
+    await node.stop()
+    other = await backend.node()
+    listed = await other.store.listed_rooms()
+    assert len(listed) == (0 if private else 1)
+    ttls: dict[str, int] = {}
+    raw = other.store._redis
+    async for key in raw.scan_iter(match=other.store.keys.prefix.replace("{", "\\{") + "*"):
+        name = key.decode()
+        if name.endswith((":meta", ":code")) or ":code:" in name:
+            ttls[name] = int(await raw.pttl(name))
+    assert len(ttls) == 3, ttls  # the room's meta and code copy, the global code key
+    assert _all_between(ttls, ROOM_TTL_S - 60, ROOM_TTL_S), ttls
 
 
 async def _adopted_after(backend: Backend, clock: Clock, dead: Node, room: LiveRoom) -> Node:

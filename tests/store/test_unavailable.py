@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
 from collections.abc import AsyncIterator
 
 import pytest
 from solrace.store import Store, StoreUnavailable, token_digest
 
+from tests.support.faults import NOT_STORE_CALLS, STORE_CALLS
 from tests.support.redis import REDIS_URL
 
 DEAD_URL = "redis://127.0.0.1:1/0"
@@ -36,6 +38,7 @@ async def _every_call(store: Store) -> list[object]:
         store.listed_rooms(),
         store.unlist("r"),
         store.expire_room("r", 10),
+        store.settle_expiry("r", unlist=True),
         store.events_since("r", 0),
         store.version("r"),
         store.move_log("r", "p"),
@@ -47,6 +50,17 @@ async def _every_call(store: Store) -> list[object]:
         store.load_result("x"),
     ]
     return await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 10)
+
+
+def test_the_fault_helpers_know_every_call_of_the_store() -> None:
+    """StoreFaults fails the calls it knows: one it does not know would go on while a
+    test says Redis is down (list_behind_lobbies and the wake-ups did)."""
+    coroutines = {
+        name
+        for name, member in inspect.getmembers(Store)
+        if not name.startswith("_") and inspect.iscoroutinefunction(member)
+    }
+    assert coroutines - set(NOT_STORE_CALLS) == set(STORE_CALLS)
 
 
 async def test_dead_redis_url() -> None:

@@ -31,6 +31,8 @@ STORE_CALLS = (
     "heads",
     "join_room_nodes",
     "live_nodes",
+    "list_behind_lobbies",
+    "listed_lobbies",
     "listed_rooms",
     "load_meta",
     "load_result",
@@ -46,10 +48,16 @@ STORE_CALLS = (
     "room_nodes",
     "save_meta",
     "save_result",
+    "settle_expiry",
     "tail",
     "unlist",
     "version",
+    "wake",
+    "wakes",
 )
+#: Store coroutines that are not calls to a room's Redis (opening, closing, a check
+#: that never raises, a test clean-up).
+NOT_STORE_CALLS = ("close", "connect", "delete_all", "durability", "sibling", "start_embedded")
 
 Hook = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
 

@@ -72,8 +72,11 @@ def start(
     commitment: str,
     countdown_ms: int = COUNTDOWN_MS,
 ) -> list[Event]:
-    """The host starts the countdown; everyone else must be ready."""
+    """The host starts the countdown; everyone else must be ready. The host's start
+    once the race is under way is its retry (its reply lost): already done."""
     _member(state, racer)
+    if state.phase in (Phase.COUNTDOWN, Phase.RACING) and racer == state.host:
+        return []
     if state.phase != Phase.LOBBY:
         raise RaceError("wrong_phase", "the race has already started")
     if racer != state.host:
@@ -115,7 +118,11 @@ def countdown(
 
 
 def resign(state: RoomState, racer: int) -> list[Event]:
+    """A racer gives up. Asked again once resigned (a retry whose reply was lost), it
+    is already done."""
     member = _member(state, racer)
+    if member.status == RacerStatus.RESIGNED:
+        return []
     if state.phase != Phase.RACING or member.status not in (RacerStatus.PLAYING, RacerStatus.STUCK):
         raise RaceError("wrong_phase", "you can only resign while racing")
     return [_status(member, RacerStatus.RESIGNED)]
@@ -157,7 +164,11 @@ def resumed(state: RoomState, racer: int) -> list[Event]:
 
 
 def rematch(state: RoomState, racer: int) -> list[Event]:
+    """A new round for whoever stays. Asked again in that round's lobby (a retry
+    whose reply was lost), it is already done."""
     _member(state, racer)
+    if state.phase == Phase.LOBBY and state.round > 1:
+        return []
     if state.phase != Phase.FINISHED:
         raise RaceError("wrong_phase", "a rematch follows a finished race")
     staying = [

@@ -5,7 +5,6 @@ every change is a stored event first and a broadcast second."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import secrets
 from collections.abc import Callable
@@ -103,18 +102,18 @@ async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
             created_ms=node.clock(),
         )
         try:
+            # With its lifetime cap, so a room abandoned mid-race cannot stay for ever
+            # (set apart, a node killed between the two writes left one that did).
             await node.store.create_room(
-                meta.room, code, meta.encode(), listed=not settings.private, now_ms=node.clock()
+                meta.room,
+                code,
+                meta.encode(),
+                listed=not settings.private,
+                now_ms=node.clock(),
+                ttl_s=ROOM_TTL_S,
             )
         except CodeTaken:
             continue
-        # A lifetime cap, so a room abandoned mid-race cannot stay forever: retried
-        # while Redis fails it, or a room whose join then fails too would never go.
-        await node.insist(
-            functools.partial(node.store.expire_room, meta.room, ROOM_TTL_S, unlist=False),
-            "could not set a new room's lifetime",
-            {"room": meta.room},
-        )
         room = node.rooms[meta.room] = LiveRoom(meta)
         log.info("room created", extra={"room": meta.room, "variant": settings.variant})
         return room
@@ -376,7 +375,12 @@ async def resign(node: Node, peer: Peer) -> None:
 
 async def rematch(node: Node, peer: Peer) -> None:
     room, racer = peer.racer_room()
-    await _decide_or_refuse(node, room, lambda: decide_.rematch(room.state, racer))
+    made = await _decide_or_refuse(node, room, lambda: decide_.rematch(room.state, racer))
+    if not made:
+        # A retry: the reset was stored by a try whose reply was lost, and what follows
+        # a reset with it (its logs and code given its lifetime) may not have been.
+        with contextlib.suppress(StoreUnavailable):
+            await node.store.settle_expiry(room.room_id)
 
 
 async def leave(node: Node, peer: Peer) -> None:
@@ -391,7 +395,18 @@ async def leave(node: Node, peer: Peer) -> None:
     # Stored first, detached after: a leave Redis fails is refused and the racer is
     # still in the room, so its retry is stored (detached first, the retry would find
     # no room and say ``ok`` for a leave nobody recorded).
-    await _decide_or_refuse(node, room, lambda: decide_.leave(room.state, racer))
+
+    def leaving() -> list[RoomEvent]:
+        if racer not in room.state.racers:
+            return []  # its leave is stored (a retry whose reply was lost): done
+        return decide_.leave(room.state, racer)
+
+    made = await _decide_or_refuse(node, room, leaving)
+    if not made and not room.state.racers:
+        # A retry: the leave that emptied the room was stored by a try whose reply
+        # was lost; what follows it with it (unlisted, its code expiring) may not be.
+        with contextlib.suppress(StoreUnavailable):
+            await node.store.settle_expiry(room.room_id, unlist=True)
     if room.racers.get(racer) is peer:
         del room.racers[racer]
     room.games.pop(racer, None)
@@ -418,8 +433,8 @@ async def disconnected(node: Node, peer: Peer) -> None:
 
 async def _decide_or_refuse(
     node: Node, room: LiveRoom, decision: Callable[[], list[RoomEvent]]
-) -> None:
+) -> list[RoomEvent]:
     try:
-        await node.decide(room, decision)
+        return await node.decide(room, decision)
     except RaceError as exc:
         raise refuse(exc) from None

@@ -38,6 +38,8 @@ from .room import LiveRoom
 from .snapshots import resync_clients
 
 if TYPE_CHECKING:
+    from solrace.race.state import RoomState
+
     from .peer import Peer
 
 log = logging.getLogger("solrace.node")
@@ -48,6 +50,30 @@ IDLE_ROOM_MS = 10 * 60 * 1000
 FINISHED_ROOM_TTL_S = 3600
 #: How long the keys of a lobby that everyone left are kept (and it leaves the list).
 EMPTY_ROOM_TTL_S = 600
+
+
+def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
+    """The expiry ``event`` gives its room (``state``: before it), set by the event's
+    own write: a race_over leaves the room an hour, a rematch gives it its lifetime
+    back, the last racer leaving a lobby (or a finished room) leaves it ten minutes,
+    and the first racer joining an emptied lobby gives it its lifetime back. None: the
+    event keeps the room's expiry."""
+    kind = event.t
+    if kind == EventType.RACE_OVER:
+        return FINISHED_ROOM_TTL_S
+    if kind == EventType.ROOM_RESET:
+        return ROOM_TTL_S
+    if kind == EventType.RACER_JOINED and not state.racers:
+        return ROOM_TTL_S
+    if (
+        kind == EventType.RACER_LEFT
+        and state.phase in (Phase.LOBBY, Phase.FINISHED)
+        and set(state.racers) <= {event.d["racer"]}
+    ):
+        return EMPTY_ROOM_TTL_S
+    return None
+
+
 DECIDE_ATTEMPTS = 20
 #: A node's lease in Redis; it renews it every LEASE_RENEW_S. When a node dies, the
 #: nodes serving its rooms mark its racers offline within LEASE_MS + LEASE_RENEW_S.
@@ -786,9 +812,10 @@ class Node:
         prepare: Callable[[], Awaitable[None]] | None = None,
         token: Callable[[list[RoomEvent]], tuple[str, str]] | None = None,
         **server_only: Any,
-    ) -> None:
+    ) -> list[RoomEvent]:
         """Append ``decision()``'s events if the room is still where it was when
-        deciding; otherwise fold what changed and decide again. ``prepare`` reads
+        deciding; otherwise fold what changed and decide again; the events stored (none
+        if the decision was to do nothing). ``prepare`` reads
         what the decision needs from the store, under the lock, before each try;
         ``token(events)`` is the (racer id, token digest) a join stores in the same
         atomic step as its first event (Store.append_event): a racer stored without
@@ -804,7 +831,7 @@ class Node:
                     await prepare()
                 events = decision()
                 if not events:
-                    return
+                    return events
                 expected = room.state.version
                 if any(ev.t == EventType.COUNTDOWN for ev in events):
                     # Noted before the race begins, so that if every node serving it
@@ -822,6 +849,7 @@ class Node:
                             expected,
                             ends_round=ends,
                             token=racer_token,
+                            ttl_s=expiry_set_by(room.state, ev),
                         )
                         racer_token = None  # with the first event only
                         expected += 1
@@ -848,7 +876,7 @@ class Node:
                     self.retry_locked(room, "could not make a decision's writes", writes)
                     raise
                 await self._after_decision(room, events)
-                return
+                return events
             raise BadMessage(
                 ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
             )
@@ -871,20 +899,22 @@ class Node:
         extra = {"room": room.room_id}
         for ev in events:
             if ev.t == EventType.RACER_LEFT and not room.state.racers:
-                # Everyone left the lobby: it leaves the list and expires.
-                async def expire_empty() -> None:
-                    if not room.state.racers:  # nobody joined since
-                        await self.store.expire_room(room.room_id, EMPTY_ROOM_TTL_S)
-
-                await self.insist(expire_empty, "could not expire an empty lobby", extra)
+                # Everyone left: the leave set the room's short expiry; it leaves the
+                # list, and its logs and code follow the expiry.
+                await self.insist(
+                    lambda: self.store.settle_expiry(room.room_id, unlist=True),
+                    "could not expire an empty room",
+                    extra,
+                )
             elif ev.t == EventType.RACE_OVER and room.state.result is not None:
                 record = self._archive_record(room, room.state.result)
                 _log_race_over(room.room_id, record.race, room.state.result)
                 room.archived.add(record.race)  # claimed: the fold's own check stands by
                 try:
-                    # Only the deciding node sets the expiry: under the room's lock, at
-                    # the race_over, it cannot cut short a rematch it has not folded.
-                    await self.store.expire_room(room.room_id, FINISHED_ROOM_TTL_S)
+                    # The race_over set the room's hour in its own write; the logs
+                    # follow (settle copies the room's expiry now, never an older one:
+                    # run after another node's rematch, it cannot cut the round short).
+                    await self.store.settle_expiry(room.room_id, unlist=True)
                     await self.store.save_result(
                         record.race, pack(record.record), self.results_ttl_s
                     )
@@ -905,16 +935,24 @@ class Node:
                         "private": settings.private,
                     },
                 )
-                if not room.meta.settings.private:
-                    # Behind the lobbies in the listing, which list and quick scan the
-                    # newest of: a hundred rooms racing hid an older quick lobby.
-                    # Cosmetic if Redis fails it: the room would only sort as a lobby.
-                    with contextlib.suppress(StoreUnavailable):
+                with contextlib.suppress(StoreUnavailable):
+                    # Cosmetic if Redis fails them: a room sorted as a lobby; logs on an
+                    # earlier expiry (a settle a fault cut short) until the race_over's.
+                    await self.store.settle_expiry(room.room_id)
+                    if not settings.private:
+                        # Behind the lobbies in the listing, which list and quick scan
+                        # the newest of: a hundred rooms racing hid an older lobby.
                         await self.store.list_behind_lobbies(room.room_id, room.meta.created_ms)
+            elif ev.t == EventType.RACER_JOINED and len(room.state.racers) == 1:
+                # A lobby's first racer gave it its lifetime (back, if everyone had
+                # left it): its code follows. Its next countdown settles it anyway.
+                with contextlib.suppress(StoreUnavailable):
+                    await self.store.settle_expiry(room.room_id)
             elif ev.t == EventType.ROOM_RESET:
-                # The new round gets the lifetime cap back (the race_over shortened it).
+                # The reset gave the room its lifetime back in its own write (the
+                # race_over had shortened it); the logs and the code follow.
                 await self.insist(
-                    lambda: self.store.expire_room(room.room_id, ROOM_TTL_S, unlist=False),
+                    lambda: self.store.settle_expiry(room.room_id),
                     "could not extend a rematch's expiry",
                     extra,
                 )
@@ -939,9 +977,8 @@ class Node:
         it already. Raises StoreUnavailable (the claim released) if Redis fails.
 
         Any node may do this, late: the result is the race_over's, whatever happened
-        since. The room's shorter expiry is not retried here: a node that has not
-        folded a rematch decided elsewhere would cut the new round short, so after
-        such a fault the room keeps its lifetime cap (ROOM_TTL_S) instead."""
+        since. The room's expiry needs nothing here: the race_over set it in its own
+        write, and whatever settles the room next gives its logs the same."""
         if archive.race in room.archived:
             return
         room.archived.add(archive.race)

@@ -20,8 +20,10 @@ from importlib import resources
 __all__ = [
     "APPEND_EVENT",
     "APPEND_MOVE",
+    "EXPIRE_CODE",
     "EXPIRE_ROOM",
     "JOIN_ROOM_NODES",
+    "SETTLE_EXPIRY",
     "LuaScript",
 ]
 
@@ -47,4 +49,6 @@ def _load(name: str) -> LuaScript:
 APPEND_EVENT = _load("append_event")
 APPEND_MOVE = _load("append_move")
 EXPIRE_ROOM = _load("expire_room")
+EXPIRE_CODE = _load("expire_code")
+SETTLE_EXPIRY = _load("settle_expiry")
 JOIN_ROOM_NODES = _load("join_room_nodes")

@@ -38,7 +38,15 @@ from ._cluster import cluster_client, is_cluster_url
 from ._commit import GroupCommit
 from ._errors import redis_errors
 from ._link import RespLink
-from ._lua import APPEND_EVENT, APPEND_MOVE, EXPIRE_ROOM, JOIN_ROOM_NODES, LuaScript
+from ._lua import (
+    APPEND_EVENT,
+    APPEND_MOVE,
+    EXPIRE_CODE,
+    EXPIRE_ROOM,
+    JOIN_ROOM_NODES,
+    SETTLE_EXPIRY,
+    LuaScript,
+)
 from ._resp import speed_up
 from .embedded import EmbeddedEngine
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
@@ -172,6 +180,14 @@ class Durability:
     def keeps_promise(self) -> bool:
         """True only when an acknowledged move survives a Redis crash."""
         return self.level == "aof-always"
+
+
+def _ttl_ms(ttl_s: float) -> int:
+    """An expiry in the milliseconds Redis takes; refuses none or a negative one."""
+    ttl_ms = int(ttl_s * 1000)
+    if ttl_ms <= 0:
+        raise ValueError("ttl_s must be positive")
+    return ttl_ms
 
 
 def _why_refused(exc: StoreError) -> str:
@@ -597,9 +613,18 @@ class Store:
     # -- rooms ---------------------------------------------------------------------
 
     async def create_room(
-        self, room_id: str, code: str, meta: bytes, listed: bool, now_ms: int
+        self,
+        room_id: str,
+        code: str,
+        meta: bytes,
+        listed: bool,
+        now_ms: int,
+        ttl_s: float | None = None,
     ) -> None:
-        """Claim ``code`` for a new room, store its meta and maybe list it.
+        """Claim ``code`` for a new room, store its meta and maybe list it; with
+        ``ttl_s``, the room's lifetime cap is set by the same writes (every key the room
+        writes later inherits it from the meta), so no fault can leave a room that never
+        expires (a node killed between the create and a separate expiry did).
 
         The code is claimed first with SET NX: that is the only contended step (two
         rooms drawing the same code), and losing it raises CodeTaken with nothing else
@@ -609,13 +634,14 @@ class Store:
         """
         rk = self.keys.room(room_id)
         code_key = self.keys.code(code)
+        px = None if ttl_s is None else _ttl_ms(ttl_s)
         with redis_errors():
-            if not await self._redis.set(code_key, room_id, nx=True):
+            if not await self._redis.set(code_key, room_id, nx=True, px=px):
                 raise CodeTaken(code)
             try:
                 pipe = self._redis.pipeline(transaction=False)
-                pipe.set(rk.meta, meta)
-                pipe.set(rk.code, code)
+                pipe.set(rk.meta, meta, px=px)
+                pipe.set(rk.code, code, px=px)
                 if listed:
                     pipe.zadd(self.keys.listed, {room_id: now_ms})
                 await pipe.execute()
@@ -681,29 +707,43 @@ class Store:
         Race-free without one script spanning keys it cannot name in advance:
         step 1 is a script (``expire_room.lua``) that sets the TTL on the fixed keys
         (meta first: it is the TTL anchor) and reads the key set in the same atomic
-        step. Any log or counter
-        created before step 1 is in that set (scripts add keys in the same atomic
-        step that creates them); any created after it sees the anchor's TTL and
-        inherits it inside its script. Step 2 expires the set's members, the join
-        code and unlists the room. Writes after this keep the TTL, so a finished
-        room can still receive its last events.
+        step. Any log or counter created before step 1 is in that set (scripts add
+        keys in the same atomic step that creates them); any created after it sees the
+        anchor's TTL and inherits it inside its script. Step 2 gives the set's members
+        and the join code the anchor's TTL (:meth:`settle_expiry`). Writes after this
+        keep the TTL, so a finished room can still receive its last events.
         """
-        ttl_ms = int(ttl_s * 1000)
-        if ttl_ms <= 0:
-            raise ValueError("ttl_s must be positive")
         rk = self.keys.room(room_id)
-        members, code = await self._eval(EXPIRE_ROOM, rk.fixed(), (ttl_ms,))
+        members, code = await self._eval(EXPIRE_ROOM, rk.fixed(), (_ttl_ms(ttl_s),))
+        await self._settle(room_id, members, code, unlist)
+
+    async def settle_expiry(self, room_id: str, *, unlist: bool = False) -> None:
+        """Give the room's key set members and its join code the expiry its fixed keys
+        have now (an event appended with ``ttl_s`` set those); unlist the room too if
+        ``unlist``. Idempotent, and never carries an expiry of its own: run late (after
+        another node's rematch gave the room its lifetime back), it copies the newer
+        one. A fault before it leaves members on their earlier expiry until the next
+        settle (the room's next decision that sets an expiry, or its next countdown)."""
+        rk = self.keys.room(room_id)
         with redis_errors():
-            # Three slots on a cluster (the room's, the code's, the listing's): the
-            # cluster pipeline sends each master its part.
             pipe = self._redis.pipeline(transaction=False)
-            for member in sorted(members):
-                pipe.pexpire(member, ttl_ms)
-            if code is not None:
-                pipe.pexpire(self.keys.code(_as_text(code)), ttl_ms)
-            if unlist:
-                pipe.zrem(self.keys.listed, room_id)
-            await pipe.execute()
+            pipe.smembers(rk.keyset)
+            pipe.get(rk.code)
+            members, code = await pipe.execute()
+        await self._settle(room_id, members, code, unlist)
+
+    async def _settle(self, room_id: str, members: Any, code: Any, unlist: bool) -> None:
+        rk = self.keys.room(room_id)
+        names = tuple(sorted(_as_text(m) for m in members or ()))
+        ttl_ms = int(await self._eval(SETTLE_EXPIRY, (rk.meta, *names), ()))
+        if ttl_ms > 0 and code is not None:
+            # Another slot on a cluster: the code's own script, which checks that the
+            # code still names this room.
+            code_key = self.keys.code(_as_text(code))
+            await self._eval(EXPIRE_CODE, (code_key,), (room_id, ttl_ms))
+        if unlist:
+            with redis_errors():
+                await self._redis.zrem(self.keys.listed, room_id)
 
     # -- events --------------------------------------------------------------------
 
@@ -715,6 +755,7 @@ class Store:
         *,
         ends_round: int | None = None,
         token: tuple[str, str] | None = None,
+        ttl_s: float | None = None,
     ) -> int:
         """Append a room-level event; return its version (1, 2, 3, ... gap-free).
 
@@ -727,6 +768,8 @@ class Store:
         itself: anything but 64 lowercase hex digits is refused — with that racer's
         ``racer_joined``), the same atomic step records the racer's token, so a join
         stores its racer and its token together or neither.
+        With ``ttl_s`` the event sets the room's expiry in the same atomic step (its
+        fixed keys; :meth:`settle_expiry` then gives the key set's members the same).
         """
         if expected_version is not None:
             _check_nonneg("expected_version", expected_version)
@@ -734,8 +777,19 @@ class Store:
         expected = "" if expected_version is None else str(expected_version)
         ends = "" if ends_round is None else str(_check_round(ends_round))
         racer, digest = ("", "") if token is None else _check_token(*token)
-        keys = (rk.meta, rk.ver, rk.events, rk.chain, rk.over, rk.tokens)
-        args = (expected, event, _event_id(), ends, racer, digest)
+        ttl = "" if ttl_s is None else str(_ttl_ms(ttl_s))
+        keys = (
+            rk.meta,
+            rk.ver,
+            rk.events,
+            rk.chain,
+            rk.over,
+            rk.tokens,
+            rk.code,
+            rk.nodes,
+            rk.keyset,
+        )
+        args = (expected, event, _event_id(), ends, racer, digest, ttl)
         reply = await self._eval(APPEND_EVENT, keys, args)
         ok, version = int(reply[0]), int(reply[1])
         if not ok:

@@ -8,6 +8,11 @@
 -- KEYS[6] tokens hash; ARGV[5] racer id, ARGV[6] token digest, or '' '' for none: a
 --   joining racer's token, written only if its racer_joined is (a token written
 --   before the compare could land on the racer id another node's join just took).
+-- ARGV[7] a TTL in milliseconds, or '' for none: the event sets the room's expiry (a
+--   race_over, a rematch, the last racer leaving a lobby) in the same atomic step, on
+--   every fixed key (KEYS[7] the room's code copy, KEYS[8] nodes, KEYS[9] the key
+--   set), so no fault between the event and its expiry can leave the room on the
+--   expiry of a state it has left; the key set's members follow (settle_expiry.lua).
 -- Returns {1, new_version} or {0, current_version} (conflict: nothing written).
 -- The appending node folds the event from the stream afterwards, links and all.
 local current = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -24,5 +29,11 @@ if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[6], ARGV[5], ARGV[6])
   written[#written + 1] = KEYS[6]
 end
-inherit_ttl(KEYS[1], written)
+if ARGV[7] ~= '' then
+  for _, key in ipairs(KEYS) do
+    redis.call('PEXPIRE', key, ARGV[7])
+  end
+else
+  inherit_ttl(KEYS[1], written)
+end
 return {1, v}
