@@ -267,6 +267,12 @@ class _Bot:
                     self._take(await self.session.reconnect(exc))
         except SessionOver as over:
             raise BotError(str(over)) from None
+        except asyncio.CancelledError:
+            # Interrupted (Ctrl-C, a signal): before its race is over, the bot leaves
+            # — it stayed in the lobby, ready, and a quick race started against it.
+            if self.result is None:
+                await self.session.leave()
+            raise
         finally:
             await self.session.close()
         return self.result if self.result is not None else {}

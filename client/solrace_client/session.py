@@ -41,6 +41,8 @@ DROPPED: Final = (OSError, TimeoutError, ConnectionError, ConnectionClosed, Inva
 #: Refusals of a resume that mean "try again shortly", not "you are out".
 TRANSIENT: Final = ("unavailable", "internal")
 CONNECT_TIMEOUT_S: Final = 5.0
+#: How long a user who quits waits for the server to take its ``leave``.
+LEAVE_WAIT_S: Final = 2.0
 
 #: The request that enters the room on a fresh connection (create, join, quick, resume
 #: or watch), returning the reply.
@@ -179,6 +181,17 @@ class Session:
         self.client = client
         self._entered(client)
         return reply
+
+    async def leave(self) -> None:
+        """Leave the room, if this session races in it and is connected: a user who
+        quits is no racer left behind (in a lobby, a quick race was matched with it).
+        Best effort, at most :data:`LEAVE_WAIT_S`: the server's grace forfeits an
+        absent racer anyway."""
+        client = self.client
+        if client is None or self.token is None or client.closed.done():
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.leave(), LEAVE_WAIT_S)
 
     async def close(self) -> None:
         """End the session (its user is done); ``next`` then raises SessionOver."""

@@ -83,6 +83,32 @@ async def test_solrace_bot_joins_by_code_plays_and_prints_the_standings(
     assert {s["name"] for s in result["standings"]} == {"Host", "Cli"}
 
 
+async def test_an_interrupted_bot_leaves_its_lobby_and_a_quick_race_is_not_matched_with_it(
+    cluster: Cluster,
+) -> None:
+    """A newcomer audit: Ctrl-C on ``solrace bot --quick`` in the lobby left the bot in
+    it, ready, and the next quick racer's race started against nobody (then a ``left``
+    racer). Interrupted, the bot leaves first."""
+    server = await cluster.node()
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    ghost = asyncio.create_task(
+        run_bot(
+            server.url,
+            quick_variant="yukon",
+            name="Ghost",
+            save=False,
+            hooks=BotHooks(joined=joined.set_result),
+        )
+    )
+    room = (await asyncio.wait_for(joined, 10))["room"]
+    ghost.cancel()  # what Ctrl-C does to the command's task
+    with pytest.raises(asyncio.CancelledError):
+        await ghost
+    live = server.node.rooms[room]
+    assert not live.state.racers  # it left: the lobby is empty, unlisted
+    assert room not in await server.node.store.listed_rooms()
+
+
 async def test_a_bot_resumes_on_another_node_when_its_node_dies(cluster: Cluster) -> None:
     first, second = await cluster.node(), await cluster.node()
     servers = [first.url, second.url]

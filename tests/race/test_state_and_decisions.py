@@ -225,6 +225,35 @@ def test_a_racer_offline_past_the_grace_period_leaves() -> None:
     assert room.state.racers[2].status == "left"
 
 
+def test_a_racer_whose_race_is_over_leaves_with_its_result() -> None:
+    """A winner who closed its window after finishing was recorded ``left`` (placed
+    behind every finisher, and ``verify`` failed the honest race): a newcomer audit.
+    A racer done racing goes offline; its status and place stay."""
+    room = _racing(3)
+    _progress(room, 1, 52, "finished")
+    room.apply(
+        [event(EventType.FINISHED, racer=1, place=1, elapsed_ms=2000, foundation=52, moves=99)]
+    )
+    room.apply(d.resign(room.state, 2))
+    for racer in (1, 2):
+        (gone,) = d.leave(room.state, racer)
+        assert gone == event(EventType.PRESENCE, racer=racer, online=False)
+        room.apply([gone])
+        assert d.leave(room.state, racer) == []  # its retry: nothing more
+    assert [(r.status, r.place) for r in room.state.racers.values()][:2] == [
+        ("finished", 1),
+        ("resigned", None),
+    ]
+    room.apply(d.leave(room.state, 3))  # one still racing: a forfeit, as before
+    (over,) = room.tick()
+    room.apply([over])
+    assert [(s["name"], s["place"], s["status"]) for s in over.d["standings"]] == [
+        ("Ann", 1, "finished"),
+        ("Bob", 2, "resigned"),
+        ("Cy", 3, "left"),
+    ]
+
+
 def test_everyone_leaving_abandons_the_race() -> None:
     room = _racing(2)
     room.apply(d.leave(room.state, 1))

@@ -97,6 +97,27 @@ async def test_a_race_from_create_to_race_over_through_fake_peers(backend: Backe
     assert counted.moves_accepted.value == len(winning_moves(SOLVABLE_SECRET))
 
 
+async def test_a_winner_who_leaves_after_finishing_keeps_its_win_and_the_race_verifies(
+    backend: Backend,
+) -> None:
+    """A newcomer audit: the winner quit its terminal after finishing (the client
+    sends ``leave``), was recorded ``left``, and ``solrace verify`` failed the race."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    for seq, move in enumerate(winning_moves(SOLVABLE_SECRET)):
+        assert (await ann.ask("move", seq=seq, move=move)).t == "moved"
+    assert (await ann.ask("leave")).t == "ok" and ann.room is None
+    assert (await bob.ask("resign")).t == "ok"
+    over = await bob.until(lambda f: f.t == "race_over")
+    standings: Any = over.d["standings"]
+    assert [(s["name"], s["place"], s["status"]) for s in standings] == [
+        ("Ann", 1, "finished"),
+        ("Bob", 2, "resigned"),
+    ]
+    assert _verified(race._replace(ann=bob), over).ok  # (Ann's connection left the room)
+
+
 async def test_a_race_is_logged_once_as_it_starts_and_once_as_it_ends(
     backend: Backend, caplog: pytest.LogCaptureFixture
 ) -> None:

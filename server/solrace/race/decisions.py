@@ -128,12 +128,22 @@ def resign(state: RoomState, racer: int) -> list[Event]:
     return [_status(member, RacerStatus.RESIGNED)]
 
 
+#: Statuses whose race is over for that racer: a leave changes none of them.
+_DONE_RACING = frozenset(
+    {RacerStatus.LEFT, RacerStatus.FINISHED, RacerStatus.RESIGNED, RacerStatus.TIMEOUT}
+)
+
+
 def leave(state: RoomState, racer: int, reason: LeaveReason = LeaveReason.LEFT) -> list[Event]:
-    """Leaving the lobby removes the racer; from the countdown on it is a forfeit.
+    """Leaving the lobby removes the racer; from the countdown on it is a forfeit —
+    for a racer still in the race. One whose race is over (finished, resigned, timed
+    out: the other racers are still at it) goes, and its result stays: a winner who
+    closed the window after finishing was recorded ``left``, placed behind every
+    finisher, and ``solrace verify`` failed the honest race.
     ``reason`` is ``left`` (the racer asked) or ``grace`` (away too long)."""
     member = _member(state, racer)
-    if state.phase in (Phase.COUNTDOWN, Phase.RACING) and member.status == RacerStatus.LEFT:
-        return []
+    if state.phase in (Phase.COUNTDOWN, Phase.RACING) and member.status in _DONE_RACING:
+        return presence(state, racer, online=False)  # gone, its result kept
     remaining = [r for r in state.racers if r != racer]
     if state.phase in (Phase.COUNTDOWN, Phase.RACING):
         remaining = [r for r in remaining if state.racers[r].status != RacerStatus.LEFT]

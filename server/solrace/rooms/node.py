@@ -55,15 +55,13 @@ EMPTY_ROOM_TTL_S = 600
 def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
     """The expiry ``event`` gives its room (``state``: before it), set by the event's
     own write: a race_over leaves the room an hour, a rematch gives it its lifetime
-    back, the last racer leaving a lobby (or a finished room) leaves it ten minutes,
-    and the first racer joining an emptied lobby gives it its lifetime back. None: the
-    event keeps the room's expiry."""
+    back, the last racer leaving a lobby (or a finished room) leaves it ten minutes (a
+    lobby everyone left takes nobody new). None: the event keeps the room's expiry (a
+    new room's lifetime is its create's)."""
     kind = event.t
     if kind == EventType.RACE_OVER:
         return FINISHED_ROOM_TTL_S
     if kind == EventType.ROOM_RESET:
-        return ROOM_TTL_S
-    if kind == EventType.RACER_JOINED and not state.racers:
         return ROOM_TTL_S
     if (
         kind == EventType.RACER_LEFT
@@ -943,11 +941,6 @@ class Node:
                         # Behind the lobbies in the listing, which list and quick scan
                         # the newest of: a hundred rooms racing hid an older lobby.
                         await self.store.list_behind_lobbies(room.room_id, room.meta.created_ms)
-            elif ev.t == EventType.RACER_JOINED and len(room.state.racers) == 1:
-                # A lobby's first racer gave it its lifetime (back, if everyone had
-                # left it): its code follows. Its next countdown settles it anyway.
-                with contextlib.suppress(StoreUnavailable):
-                    await self.store.settle_expiry(room.room_id)
             elif ev.t == EventType.ROOM_RESET:
                 # The reset gave the room its lifetime back in its own write (the
                 # race_over had shortened it); the logs and the code follow.
