@@ -200,6 +200,7 @@ def step_through(
     all_tracks = tracks(saved) if all_tracks is None else all_tracks
     last = last_step(all_tracks)
     step = max(0, min(start, last))
+    commands = 0
     while True:
         if console.is_terminal:
             console.clear()
@@ -209,7 +210,13 @@ def step_through(
             command = read(f"step {step}/{last}> ").strip().lower()
         except EOFError:  # the end of piped commands (or Ctrl-D): done
             console.print()
+            if piped and not commands:  # an empty input (`< /dev/null`): said, not silent
+                console.print(
+                    "no commands on standard input: pipe some (n, p, q …), or use --print "
+                    "to print one board"
+                )
             return 0
+        commands += 1
         if piped:  # not echoed: end the prompt's line before what follows
             console.print()
         # KeyboardInterrupt (Ctrl-C) goes up: the command line ends it with 130

@@ -193,6 +193,29 @@ def test_resume_rejoins_the_saved_race(ui: FakeUI, capsys: pytest.CaptureFixture
     ]
 
 
+def test_verify_says_what_a_result_without_the_countdowns_commitment_cannot_show(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer audit: with no commitment seen at the countdown, ``verify`` skipped
+    that check in silence and said the deal "was committed in advance"."""
+    assert main(["verify", str(synthetic_race)]) == 0
+    out = capsys.readouterr().out
+    assert " SKIP  published commitment: the commitment announced at the countdown was not" in out
+    assert "OK as far as checked" in out and "committed in advance" not in out
+
+
+def test_replay_with_an_empty_input_says_so(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``solrace replay RACE < /dev/null`` showed step 0 and ended without a word."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert main(["replay", str(synthetic_race)]) == 0
+    assert "no commands on standard input" in capsys.readouterr().out
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    assert main(["replay", str(synthetic_race)]) == 0
+    assert "no commands on standard input" not in capsys.readouterr().out
+
+
 def test_a_broken_ui_does_not_break_the_other_commands(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], synthetic_race: Path
 ) -> None:
@@ -655,6 +678,9 @@ def test_a_code_typed_as_it_is_read_out_in_two_words_is_one_code(
     monkeypatch.setenv("SOLRACE_SERVER", "ws://env:2")
     assert main(["join", "kbz", "8cl", "--name", "Bob"]) == 0
     assert main(["watch", "KBZ", "8CL"]) == 3
+    args = build_parser().parse_args(["bot", "kbz", "8cl", "--name", "B"])
+    assert args.code == "KBZ8CL"  # the bot's code too (a newcomer audit)
+    assert build_parser().parse_args(["bot", "--quick"]).code is None
     assert ui.calls == [
         ("race", ("ws://env:2", "join", "Bob"), {"code": "KBZ8CL"}),
         ("watch", ("ws://env:2", "KBZ8CL"), {}),
@@ -676,7 +702,7 @@ def test_an_unknown_argument_is_said_by_the_command_it_was_given_to(
     for argv, command in (
         (["rooms", "extra"], "rooms"),
         (["races", "--json"], "races"),
-        (["bot", "K7QX2M", "more"], "bot"),
+        (["bot", "K7QX2M", "--more"], "bot"),
     ):
         with pytest.raises(SystemExit) as exit_:
             main(argv)
