@@ -29,10 +29,11 @@ from solrace.protocol import ErrorCode
 from solrace.rules.cli import EXIT_READER_GONE as EXIT_READER_GONE
 from websockets.exceptions import InvalidHandshake, InvalidMessage, InvalidStatus, InvalidURI
 
+from .entry import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+
 EXIT_OK: Final = 0
 EXIT_NO: Final = 1
 EXIT_FAILED: Final = 2
-EXIT_INTERRUPTED: Final = 130
 # EXIT_READER_GONE (141, imported above): the reader of standard output went away
 # (``| head``); the one definition is the rules CLI's, which ends the same way.
 

@@ -25,6 +25,7 @@ from solrace_client.cli import _duration, build_parser, main, rooms_table
 
 from tests.net.conftest import Cluster
 from tests.support import terminal
+from tests.support.interrupt import interrupted_while_loading
 
 
 async def _run(argv: list[str]) -> int:
@@ -711,3 +712,19 @@ def test_an_unknown_argument_is_said_by_the_command_it_was_given_to(
         assert _one_line(capsys.readouterr().err) == (
             f"solrace {command}: unrecognized arguments: {unknown} (see solrace {command} --help)"
         )
+
+
+_INTERRUPTED_WHILE_LOADING = interrupted_while_loading("solrace_client.entry")
+
+
+@pytest.mark.parametrize("module", ["websockets", "rich", "solrace_client.cli"])
+def test_ctrl_c_while_the_clients_modules_load_is_one_line_and_130(module: str) -> None:
+    """A newcomer audit: Ctrl-C in the first ~0.1 s of ``solrace rooms`` printed a
+    traceback (30 lines deep in rich) and died by the signal, not 130."""
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_WHILE_LOADING, module, "rooms"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert (done.returncode, done.stderr) == (130, "solrace: interrupted\n")

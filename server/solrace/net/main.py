@@ -120,11 +120,16 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
 
 
 def run_on_loop(name: str, main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)`` on the loop ``name`` resolves to."""
-    import asyncio
+    """``asyncio.run(main)`` on the loop ``name`` resolves to. ``main`` is closed
+    whatever happens: a Ctrl-C while the loop's module loads (uvloop) left it never
+    awaited, and Python said so in a RuntimeWarning after the one-line message."""
+    try:
+        import asyncio
 
-    with asyncio.Runner(loop_factory=loop_factory(name)) as runner:
-        return runner.run(main)
+        with asyncio.Runner(loop_factory=loop_factory(name)) as runner:
+            return runner.run(main)
+    finally:
+        main.close()
 
 
 class UsageError(Exception):
