@@ -72,6 +72,9 @@ def test_yukon_rule1_group_first_card_must_be_one_lower_and_opposite_colour() ->
     assert_illegal(board, "2:4>3", "7H cannot go on 9C: it must be one rank lower (8)")
     assert_illegal(board, "2:4>4", "7H cannot go on 8H: same colour")
     board.play("4:1>3")  # 8H (red) on 9C (black)
+    # The rank a player says, not the notation's letter: "(10)", not "(T)" (an audit).
+    jack = build("yukon", [["JD"], ["AC"]])
+    assert_illegal(jack, "2:1>1", "AC cannot go on JD: it must be one rank lower (10)")
 
 
 def test_yukon_rule1_each_group_size_is_its_own_move() -> None:

@@ -24,6 +24,7 @@ from .cards import (
     KING,
     NAMES,
     RANK,
+    RANK_WORDS,
     RANKS,
     RED,
     SUIT,
@@ -480,13 +481,13 @@ class Board:
                 return f"{prefix}: same colour"
             if RANK[onto] == 1:
                 return f"{prefix}: nothing goes on an Ace"
-            return f"{prefix}: it must be one rank lower ({RANKS[RANK[onto] - 2]})"
+            return f"{prefix}: it must be one rank lower ({RANK_WORDS[RANK[onto] - 2]})"
         if SUIT[card] != SUIT[onto]:
             return f"{prefix}: different suit"
         if build == BUILD_SUIT:
             if RANK[onto] == 1:
                 return f"{prefix}: nothing goes on an Ace"
-            return f"{prefix}: it must be one rank lower ({RANKS[RANK[onto] - 2]})"
+            return f"{prefix}: it must be one rank lower ({RANK_WORDS[RANK[onto] - 2]})"
         return f"{prefix}: it must be one rank higher or lower"
 
     def _refuse_foundation(self, card: int) -> str | None:

@@ -15,6 +15,8 @@ from .errors import NotationError
 
 SUITS: Final = "CDHS"
 RANKS: Final = "A23456789TJQK"
+#: Each rank as a player says it (in messages): ``10``, not the notation's ``T``.
+RANK_WORDS: Final = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
 SUIT_NAMES: Final = ("club", "diamond", "heart", "spade")
 KING: Final = 13
 CARDS_PER_DECK: Final = 52
