@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Final
 
-#: The status of a command interrupted by Ctrl-C (128 + SIGINT); defined here, where
-#: nothing has to load first (solrace_client.errors gives it to the commands).
-EXIT_INTERRUPTED: Final = 130
+from .exits import EXIT_INTERRUPTED
 
 
 def main(argv: Sequence[str] | None = None) -> int:

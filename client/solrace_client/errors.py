@@ -29,7 +29,7 @@ from solrace.protocol import ErrorCode
 from solrace.rules.cli import EXIT_READER_GONE as EXIT_READER_GONE
 from websockets.exceptions import InvalidHandshake, InvalidMessage, InvalidStatus, InvalidURI
 
-from .entry import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from .exits import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 
 EXIT_OK: Final = 0
 EXIT_NO: Final = 1
