@@ -602,6 +602,9 @@ async def test_a_start_or_resign_whose_reply_was_lost_is_ok_when_retried(
     )
     assert (await ann.ask("start")).d["code"] == "unavailable"
     assert lost and (await ann.ask("start")).t == "ok"
+    room = ann.room
+    assert room is not None  # listed behind the lobbies, as a countdown read back is
+    assert room.room_id not in await node.store.listed_lobbies()
     await bob.until(lambda f: f.t == "started")
     lost = _reply_lost_once(
         node.store, "append_event", lambda _r, data, *_a, **_kw: _event_type(data) == "progress"

@@ -358,13 +358,15 @@ async def start_race(node: Node, peer: Peer) -> None:
     if room.state.phase == Phase.LOBBY and not room.state.deal_ready():
         with contextlib.suppress(TimeoutError):  # refused below as not ready
             await certify.ready(node, room)
-    await _decide_or_refuse(
+    made = await _decide_or_refuse(
         node,
         room,
         lambda: decide_.start(
             room.state, racer, node.clock(), room.commitment(), node.countdown_ms
         ),
     )
+    if not made:  # the host's retry: the countdown was stored by a try whose reply was lost
+        await node.after_countdown(room)
 
 
 async def resign(node: Node, peer: Peer) -> None:

@@ -879,6 +879,18 @@ class Node:
                 ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
             )
 
+    async def after_countdown(self, room: LiveRoom) -> None:
+        """What follows a countdown's write (also after a ``start`` retried because
+        its reply was lost, which finds the countdown stored). Cosmetic if Redis fails
+        them: a room sorted as a lobby; logs on an earlier expiry (a settle a fault cut
+        short) until the race_over's."""
+        with contextlib.suppress(StoreUnavailable):
+            await self.store.settle_expiry(room.room_id)
+            if not room.meta.settings.private:
+                # Behind the lobbies in the listing, which list and quick scan the
+                # newest of: a hundred rooms racing hid an older lobby.
+                await self.store.list_behind_lobbies(room.room_id, room.meta.created_ms)
+
     async def _after_decision_late(
         self, room: LiveRoom, events: list[RoomEvent], version: int, round_no: int
     ) -> None:
@@ -933,14 +945,7 @@ class Node:
                         "private": settings.private,
                     },
                 )
-                with contextlib.suppress(StoreUnavailable):
-                    # Cosmetic if Redis fails them: a room sorted as a lobby; logs on an
-                    # earlier expiry (a settle a fault cut short) until the race_over's.
-                    await self.store.settle_expiry(room.room_id)
-                    if not settings.private:
-                        # Behind the lobbies in the listing, which list and quick scan
-                        # the newest of: a hundred rooms racing hid an older lobby.
-                        await self.store.list_behind_lobbies(room.room_id, room.meta.created_ms)
+                await self.after_countdown(room)
             elif ev.t == EventType.ROOM_RESET:
                 # The reset gave the room its lifetime back in its own write (the
                 # race_over had shortened it); the logs and the code follow.
