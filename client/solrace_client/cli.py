@@ -18,13 +18,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NoReturn
 
-from rich.console import Console, JustifyMethod
+from rich.console import Console, Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 from solrace.argtypes import real, whole
@@ -193,12 +194,40 @@ def _option_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _room_fields(room: Mapping[str, Any]) -> tuple[str, str, str, str, str, str, str]:
+    """A ``rooms`` entry as it is shown: code, variant (options, quick), phase,
+    racers, host, limit, watch delay."""
+    variant = str(room.get("variant"))
+    options = _non_default(variant, room.get("options") or {})
+    if options:
+        variant += " " + " ".join(f"{k}={_option_value(v)}" for k, v in options.items())
+    if room.get("quick"):
+        variant += " (quick)"
+    return (
+        str(room.get("code")),
+        variant,
+        str(room.get("phase")),
+        f"{room.get('racers')}/{room.get('max_racers')}",
+        str(room.get("host") or "—"),
+        _fmt_seconds(room.get("time_limit_s")),
+        _fmt_seconds(room.get("spectator_delay_s")),
+    )
+
+
+def _phase_style(phase: str) -> str:
+    return "green" if phase == "lobby" else "yellow"
+
+
+ROOMS_TITLE: Final = "solrace rooms"
+ROOMS_CAPTION: Final = "limit: race time limit · watch delay: how far spectators lag behind"
+
+
 def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
     """The ``rooms`` reply as a table (also what a UI could show)."""
     table = Table(
-        title="solrace rooms",
+        title=ROOMS_TITLE,
         title_justify="left",
-        caption="limit: race time limit · watch delay: how far spectators lag behind",
+        caption=ROOMS_CAPTION,
         caption_justify="left",
     )
     # the one field people need to type: never shrunk to "…", whatever the width
@@ -211,23 +240,36 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
     table.add_column("limit", justify="right", no_wrap=True)
     table.add_column("watch delay", justify="right", no_wrap=True)
     for room in rooms:
-        variant = str(room.get("variant"))
-        options = _non_default(variant, room.get("options") or {})
-        if options:
-            variant += " " + " ".join(f"{k}={_option_value(v)}" for k, v in options.items())
-        if room.get("quick"):
-            variant += " (quick)"
-        phase = str(room.get("phase"))
+        code, variant, phase, racers, host, limit, delay = _room_fields(room)
         table.add_row(
-            str(room.get("code")),
-            variant,
-            Text(phase, style="green" if phase == "lobby" else "yellow"),
-            f"{room.get('racers')}/{room.get('max_racers')}",
-            str(room.get("host") or "—"),
-            _fmt_seconds(room.get("time_limit_s")),
-            _fmt_seconds(room.get("spectator_delay_s")),
+            code, variant, Text(phase, style=_phase_style(phase)), racers, host, limit, delay
         )
     return table
+
+
+def rooms_view(rooms: Sequence[Mapping[str, Any]], console: Console) -> RenderableType:
+    """The table where ``console`` is wide enough for it; narrower (its columns would
+    be squeezed to nothing, or the terminal would wrap its lines: a newcomer audit at
+    40 and 60 columns), two lines a room, which wrap like text."""
+    table = rooms_table(rooms)
+    probe = Console(width=console.width, record=True, file=io.StringIO(), color_system=None)
+    probe.print(table)
+    drawn = probe.export_text()
+    if "…" not in drawn and all(len(line) <= console.width for line in drawn.splitlines()):
+        return table
+    lines: list[RenderableType] = [Text(ROOMS_TITLE, style="italic")]
+    for room in rooms:
+        code, variant, phase, racers, host, limit, delay = _room_fields(room)
+        lines.append(Text.assemble((code, "bold cyan"), "  ", variant))
+        lines.append(
+            Text.assemble(
+                "  ",
+                (phase, _phase_style(phase)),
+                f" · {racers} racers · host {host} · limit {limit} · watch delay {delay}",
+            )
+        )
+    lines.append(Text(ROOMS_CAPTION, style="dim"))
+    return Group(*lines)
 
 
 async def _list_rooms(servers: str, variant: str | None) -> tuple[str, list[dict[str, Any]]]:
@@ -268,7 +310,7 @@ def cmd_rooms(args: argparse.Namespace) -> int:
         hint = f"no open {what} on {answered}; start one with: solrace create --variant {variant}"
         out.print(hint, soft_wrap=True)  # a command to copy: never cut in two
         return 0
-    out.print(rooms_table(rooms))
+    out.print(rooms_view(rooms, out))
     return 0
 
 

@@ -21,7 +21,7 @@ from rich.console import Console
 from solrace.rules.cli import EXIT_READER_GONE
 from solrace.rules.cli import parse_option as _option
 from solrace_client import RaceClient, config
-from solrace_client.cli import _duration, build_parser, main, rooms_table
+from solrace_client.cli import _duration, build_parser, main, rooms_table, rooms_view
 
 from tests.net.conftest import Cluster
 from tests.support import terminal
@@ -81,6 +81,33 @@ def test_a_room_with_many_options_wraps_its_variant_and_squeezes_nothing_at_80_c
         assert value in out
     assert "scoring=vegas" in out and "undo=false" in out and '"' not in out
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("width", [40, 60])
+def test_rooms_on_a_narrow_terminal_are_lines_that_squeeze_and_lose_nothing(width: int) -> None:
+    """A newcomer audit: at 40 columns the table squeezed variant and host to nothing
+    ("ph…", "rac…"); at 60 it kept its width and the terminal wrapped its lines."""
+    room = {
+        "code": "NK2HGJ",
+        "variant": "klondike",
+        "options": {"draw": 3},
+        "quick": True,
+        "phase": "lobby",
+        "racers": 1,
+        "max_racers": 4,
+        "host": "Bot-1234",
+        "time_limit_s": 90,
+        "spectator_delay_s": 45,
+    }
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(rooms_view([room], console))
+    out = console.export_text()
+    assert "…" not in out and max(len(line) for line in out.splitlines()) <= width
+    for value in ("NK2HGJ", "klondike draw=3 (quick)", "lobby", "1/4", "Bot-1234", "1m30s"):
+        assert value in " ".join(out.split()), (value, out)
+    wide = Console(width=80, record=True, file=io.StringIO())
+    wide.print(rooms_view([room], wide))
+    assert "┃ code" in wide.export_text()  # the table where it fits
 
 
 async def test_rooms_says_when_there_are_none(
