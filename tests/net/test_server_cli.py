@@ -53,8 +53,9 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
     ("args", "env", "says"),
     [
         (["--redis-url", "foo"], {}, "--redis-url: not a Redis URL: 'foo'"),
-        (["--keep-results", "0"], {}, "--keep-results: must be more than 0 days, got 0 days"),
+        (["--keep-results", "0"], {}, "--keep-results: must be more than 0 and at most 36500"),
         ([], {"SOLRACE_KEEP_RESULTS": "soon"}, "not a number: 'soon' (or forever)"),
+        (["--keep-results", "1e12"], {}, "at most 36500 days, got 1000000000000 days"),
         (["--redis-url", "http://127.0.0.1:6379"], {}, "not a Redis URL"),
         (["--redis-url", REDIS_URL.rsplit("/", 1)[0] + "/99"], {}, "DB index is out of range"),
         (["--redis-url", "redis://127.0.0.1:6379/x"], {}, "database index 'x'"),

@@ -254,6 +254,19 @@ def test_a_racer_whose_race_is_over_leaves_with_its_result() -> None:
     ]
 
 
+def test_a_done_racers_leave_from_a_connection_it_replaced_leaves_it_online() -> None:
+    """A finished racer resumed in a second window, then closed the first: the leave
+    wrote "offline" about no connection, and the racer was offline while connected
+    (and dropped from the rematch): a review. Presence is per connection."""
+    room = _racing(2)
+    _progress(room, 1, 52, "finished")
+    room.apply([event(EventType.PRESENCE, racer=1, online=True).but(conn="second")])
+    assert d.leave(room.state, 1, conn="first") == []  # about a replaced connection
+    assert room.state.racers[1].online
+    (gone,) = d.leave(room.state, 1, conn="second")
+    assert gone.t == EventType.PRESENCE and gone.d["online"] is False
+
+
 def test_everyone_leaving_abandons_the_race() -> None:
     room = _racing(2)
     room.apply(d.leave(room.state, 1))

@@ -85,6 +85,27 @@ async def test_room_is_gone_after_ttl_but_result_stays(store: Store) -> None:
     await store.create_room("r2", "CODE", b"m", listed=False, now_ms=2)
 
 
+async def test_a_settle_gives_the_code_a_longer_expiry_never_a_shorter_one(
+    store: Store,
+) -> None:
+    """The code is in another slot than its room: a settle reads the room's expiry and
+    writes the code's in two steps. Run late (its node paused between them, another
+    node's rematch in between), it put a finished round's hour on the code of a round
+    that had a day again (an audit of this change, reproduced). It only extends now;
+    expire_room still sets exactly what it is told."""
+    await store.create_room("r", "CODE", b"m", listed=True, now_ms=1, ttl_s=86_400)
+    raw, code_key = store._redis, store.keys.code("CODE")
+    await store.append_event("r", b"race over", ttl_s=3600)
+    await store.settle_expiry("r", unlist=True)
+    assert 86_300_000 < await raw.pttl(code_key) <= 86_400_000  # not cut to the hour
+    assert await raw.pttl(store.keys.room("r").meta) <= 3_600_000
+    await store.append_event("r", b"rematch", ttl_s=2 * 86_400)
+    await store.settle_expiry("r")
+    assert await raw.pttl(code_key) > 2 * 86_400_000 - 100_000  # extended with the room
+    await store.expire_room("r", 100)
+    assert 0 < await raw.pttl(code_key) <= 100_000
+
+
 async def test_a_result_is_kept_for_ever_unless_the_operator_says_how_long(
     store: Store,
 ) -> None:

@@ -198,6 +198,9 @@ def _max_connections(text: str) -> int | None:
 KEEP_FOREVER: Final = "forever"
 #: A day, in the seconds a Redis expiry takes.
 DAY_S: Final = 86_400
+#: The longest ``--keep-results`` (a century): Redis refuses an expiry past its
+#: limit ("invalid expire time"), and every result's save would then fail.
+MAX_KEEP_RESULTS_DAYS: Final = 36_500
 
 
 def _keep_results(text: str) -> int | None:
@@ -206,7 +209,7 @@ def _keep_results(text: str) -> int | None:
     if text.strip().lower() == KEEP_FOREVER:
         return None
     try:
-        days = real(0, above=True, unit=" days")(text)
+        days = real(0, MAX_KEEP_RESULTS_DAYS, above=True, unit=" days")(text)
     except ValueError as exc:
         raise ValueError(f"{exc} (or {KEEP_FOREVER})") from None
     return max(1, round(days * DAY_S))

@@ -134,16 +134,22 @@ _DONE_RACING = frozenset(
 )
 
 
-def leave(state: RoomState, racer: int, reason: LeaveReason = LeaveReason.LEFT) -> list[Event]:
+def leave(
+    state: RoomState,
+    racer: int,
+    reason: LeaveReason = LeaveReason.LEFT,
+    conn: str | None = None,
+) -> list[Event]:
     """Leaving the lobby removes the racer; from the countdown on it is a forfeit —
     for a racer still in the race. One whose race is over (finished, resigned, timed
     out: the other racers are still at it) goes, and its result stays: a winner who
     closed the window after finishing was recorded ``left``, placed behind every
     finisher, and ``solrace verify`` failed the honest race.
-    ``reason`` is ``left`` (the racer asked) or ``grace`` (away too long)."""
+    ``reason`` is ``left`` (the racer asked) or ``grace`` (away too long); ``conn``
+    the connection that asked (a done racer's other connection stays online)."""
     member = _member(state, racer)
     if state.phase in (Phase.COUNTDOWN, Phase.RACING) and member.status in _DONE_RACING:
-        return presence(state, racer, online=False)  # gone, its result kept
+        return presence(state, racer, online=False, conn=conn)  # gone, its result kept
     remaining = [r for r in state.racers if r != racer]
     if state.phase in (Phase.COUNTDOWN, Phase.RACING):
         remaining = [r for r in remaining if state.racers[r].status != RacerStatus.LEFT]

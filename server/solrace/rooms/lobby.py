@@ -401,7 +401,7 @@ async def leave(node: Node, peer: Peer) -> None:
     def leaving() -> list[RoomEvent]:
         if racer not in room.state.racers:
             return []  # its leave is stored (a retry whose reply was lost): done
-        return decide_.leave(room.state, racer)
+        return decide_.leave(room.state, racer, conn=peer.conn_id)
 
     made = await _decide_or_refuse(node, room, leaving)
     if not made and not room.state.racers:

@@ -187,9 +187,15 @@ class Workers:
         self._guard = threading.Lock()
         # Started here, on the caller's thread (as a Pool does): the workers are up
         # before the first job; a worker started again later is its thread's.
-        self._workers: list[tuple[BaseProcess, Connection] | None] = [
-            self._start() for _ in range(size)
-        ]
+        self._workers: list[tuple[BaseProcess, Connection] | None] = []
+        try:
+            for _ in range(size):
+                self._workers.append(self._start(own_stderr=True))
+        except BaseException:
+            for worker in self._workers:
+                if worker is not None:
+                    _kill(*worker)
+            raise
         self._threads = [
             threading.Thread(target=self._feed, args=(i,), name=f"solver-feed-{i}", daemon=True)
             for i in range(size)
@@ -220,24 +226,30 @@ class Workers:
             if worker is not None:
                 _kill(*worker)
 
-    def _start(self) -> tuple[BaseProcess, Connection]:
-        # The spawned helper processes are handed our stderr's descriptor; under a
-        # program that replaced sys.stderr (a Textual app capturing output) there is
-        # none, so the worker is made with the process's own stderr in place.
+    def _start(self, own_stderr: bool = False) -> tuple[BaseProcess, Connection]:
+        """A worker process and the node's end of its pipe. ``own_stderr``: on the
+        thread that makes the pool, the process's own stderr is put in place while it
+        starts — the first start launches multiprocessing's resource tracker, which is
+        handed stderr's descriptor, and under a program that replaced sys.stderr (a
+        Textual app capturing output) there is none. A worker started again later, on
+        a feeding thread, needs none (the tracker runs) and must not swap it: the
+        program's own thread may be replacing sys.stderr at that moment."""
         mine, theirs = self._context.Pipe(duplex=True)
         process = self._context.Process(
             target=_worker_main, args=(theirs, self.flags), name="solrace-solver", daemon=True
         )
-        with _stderr_swap:
-            replaced, sys.stderr = sys.stderr, sys.__stderr__ or sys.stderr
-            try:
-                process.start()
-            except BaseException:
-                mine.close()
-                raise
-            finally:
+        replaced = sys.stderr
+        if own_stderr:
+            sys.stderr = sys.__stderr__ or sys.stderr
+        try:
+            process.start()
+        except BaseException:
+            mine.close()
+            raise
+        finally:
+            if own_stderr:
                 sys.stderr = replaced
-                theirs.close()
+            theirs.close()
         return process, mine
 
     def _feed(self, index: int) -> None:
@@ -346,8 +358,6 @@ def _worker_init(flags: Any) -> None:
 
 
 _exit_registered = False
-#: Held while a worker starts with the process's own stderr in place (Workers._start).
-_stderr_swap = threading.Lock()
 
 
 def _workers() -> Workers:

@@ -715,15 +715,19 @@ class Store:
         """
         rk = self.keys.room(room_id)
         members, code = await self._eval(EXPIRE_ROOM, rk.fixed(), (_ttl_ms(ttl_s),))
-        await self._settle(room_id, members, code, unlist)
+        await self._settle(room_id, members, code, unlist, shorten_code=True)
 
     async def settle_expiry(self, room_id: str, *, unlist: bool = False) -> None:
-        """Give the room's key set members and its join code the expiry its fixed keys
-        have now (an event appended with ``ttl_s`` set those); unlist the room too if
-        ``unlist``. Idempotent, and never carries an expiry of its own: run late (after
-        another node's rematch gave the room its lifetime back), it copies the newer
-        one. A fault before it leaves members on their earlier expiry until the next
-        settle (the room's next decision that sets an expiry, or its next countdown)."""
+        """Give the room's key set members the expiry its fixed keys have now (an event
+        appended with ``ttl_s`` set those), and its join code that expiry if it is
+        longer than the code's; unlist the room too if ``unlist``. Idempotent, and
+        never carries an expiry of its own: run late (after another node's rematch gave
+        the room its lifetime back), it copies the newer one. The code only ever gets
+        longer (another slot: read and written in two steps, between which a late
+        settle could otherwise shorten a newer round's code; a code outliving its room
+        names a room that is gone). A fault before it leaves members on their earlier
+        expiry until the next settle (the room's next decision that sets an expiry, or
+        its next countdown)."""
         rk = self.keys.room(room_id)
         with redis_errors():
             pipe = self._redis.pipeline(transaction=False)
@@ -732,7 +736,9 @@ class Store:
             members, code = await pipe.execute()
         await self._settle(room_id, members, code, unlist)
 
-    async def _settle(self, room_id: str, members: Any, code: Any, unlist: bool) -> None:
+    async def _settle(
+        self, room_id: str, members: Any, code: Any, unlist: bool, *, shorten_code: bool = False
+    ) -> None:
         rk = self.keys.room(room_id)
         names = tuple(sorted(_as_text(m) for m in members or ()))
         ttl_ms = int(await self._eval(SETTLE_EXPIRY, (rk.meta, *names), ()))
@@ -740,7 +746,8 @@ class Store:
             # Another slot on a cluster: the code's own script, which checks that the
             # code still names this room.
             code_key = self.keys.code(_as_text(code))
-            await self._eval(EXPIRE_CODE, (code_key,), (room_id, ttl_ms))
+            mode = "set" if shorten_code else "extend"
+            await self._eval(EXPIRE_CODE, (code_key,), (room_id, ttl_ms, mode))
         if unlist:
             with redis_errors():
                 await self._redis.zrem(self.keys.listed, room_id)
