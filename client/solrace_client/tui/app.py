@@ -825,10 +825,8 @@ class SolraceApp(App[int]):
     def quit_now(self) -> None:
         async def run() -> None:
             self._leaving = True
-            client = self.client
-            if client is not None and self.online and self.state.phase != "finished":
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(client.leave(), 2.0)
+            if self.state.phase != "finished":
+                await self.session.leave()  # a spectator's session has no seat: nothing
             await self.session.close()
             if self.save and self.mode == "race" and not self._replaced:
                 self._forget_race()
