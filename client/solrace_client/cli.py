@@ -247,15 +247,21 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
     return table
 
 
+def fits(table: Table, console: Console) -> bool:
+    """Whether ``table`` shows whole on ``console``: no cell squeezed to "…", no line
+    wider than the terminal (which would wrap it)."""
+    probe = Console(width=console.width, record=True, file=io.StringIO(), color_system=None)
+    probe.print(table)
+    drawn = probe.export_text()
+    return "…" not in drawn and all(len(line) <= console.width for line in drawn.splitlines())
+
+
 def rooms_view(rooms: Sequence[Mapping[str, Any]], console: Console) -> RenderableType:
     """The table where ``console`` is wide enough for it; narrower (its columns would
     be squeezed to nothing, or the terminal would wrap its lines: a newcomer audit at
     40 and 60 columns), two lines a room, which wrap like text."""
     table = rooms_table(rooms)
-    probe = Console(width=console.width, record=True, file=io.StringIO(), color_system=None)
-    probe.print(table)
-    drawn = probe.export_text()
-    if "…" not in drawn and all(len(line) <= console.width for line in drawn.splitlines()):
+    if fits(table, console):
         return table
     lines: list[RenderableType] = [Text(ROOMS_TITLE, style="italic")]
     for room in rooms:
@@ -615,22 +621,29 @@ def cmd_races(args: argparse.Namespace) -> int:
         out.print(f"no saved races in {results_dir()}")
         return 0
     out.print(f"saved races ({results_dir()})")  # a path: on one line, not in the table
-    table = Table()
-    for column in ("race", "code", "variant", "reason", "winner", "racers"):
-        table.add_column(column, no_wrap=column == "race")
+    columns = ("race", "code", "variant", "reason", "winner", "racers")
+    rows = []
     for saved in found[: args.limit]:
         standings = saved.standings
         first = standings[0] if standings else {}
         winner = str(first.get("name")) if first.get("status") == "finished" else "—"
-        table.add_row(
-            saved.race,
-            str(saved.code or "—"),
-            saved.variant,
-            str(saved.result.get("reason")),
-            winner,
-            str(len(standings)),
+        reason = str(saved.result.get("reason"))
+        rows.append(
+            (saved.race, str(saved.code or "—"), saved.variant, reason, winner, str(len(standings)))
         )
-    out.print(table)
+    table = Table()
+    for column in columns:
+        table.add_column(column, no_wrap=column == "race")
+    for row in rows:
+        table.add_row(*row)
+    if fits(table, out):
+        out.print(table)
+        return 0
+    # Too narrow for the table (a newcomer audit: "c… v… …" at 50 columns): a race id
+    # to copy on a line of its own, what it was beside it.
+    for race, code, variant, reason, winner, racers in rows:
+        out.print(Text(race, style="bold"), soft_wrap=True)
+        out.print(f"  code {code} · {variant} · {reason} · winner {winner} · {racers} racers")
     return 0
 
 

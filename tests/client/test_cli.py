@@ -303,6 +303,20 @@ def test_races_lists_saved_races(synthetic_race: Path, capsys: pytest.CaptureFix
     assert "r_synthetic" in out and "SYN123" in out and "Ann" in out
 
 
+def test_races_on_a_narrow_terminal_lose_nothing(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer audit: at 50 columns the table's headers became "c… v… …"."""
+    monkeypatch.setenv("COLUMNS", "50")
+    assert main(["races"]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out
+    assert "r_synthetic.98acb6a5" in out.split() and "SYN123" in out and "winner Ann" in out
+    # No table the terminal would break across its lines: plain lines, written whole
+    # (as every line of the CLI: the terminal wraps text, not a table's borders).
+    assert "│" not in out and "┃" not in out
+
+
 async def test_rooms_lists_no_finished_rooms(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
