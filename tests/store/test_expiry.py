@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from solrace.store import Finish, Store, token_digest
+import pytest
+from solrace.store import Finish, Store, StoreUnavailable, token_digest
+from solrace.store._lua import EXPIRE_CODE
 
 from .conftest import room_keys
 
@@ -104,6 +107,35 @@ async def test_a_settle_gives_the_code_a_longer_expiry_never_a_shorter_one(
     assert await raw.pttl(code_key) > 2 * 86_400_000 - 100_000  # extended with the room
     await store.expire_room("r", 100)
     assert 0 < await raw.pttl(code_key) <= 100_000
+
+
+async def test_a_settle_cut_short_between_its_room_and_its_code_leaves_no_room_unsettled(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A settle is three steps (the room's logs, the code in its own slot, the
+    listing). Redis failing it after the logs: the logs have the room's expiry, the
+    code keeps the longer one it had, the room stays listed; the next settle ends it."""
+    await store.create_room("r", "CODE", b"m", listed=True, now_ms=1, ttl_s=86_400)
+    await store.append_move("r", "log", 0, b"m", b"e", round_no=1)  # a key set member
+    await store.append_event("r", b"race over", ttl_s=3600)
+    real = store._eval
+
+    async def fails_at_the_code(script: Any, *args: Any) -> Any:
+        if script is EXPIRE_CODE:
+            raise StoreUnavailable("the code's master is down (injected)")
+        return await real(script, *args)
+
+    monkeypatch.setattr(store, "_eval", fails_at_the_code)
+    with pytest.raises(StoreUnavailable):
+        await store.settle_expiry("r", unlist=True)
+    raw, code_key = store._redis, store.keys.code("CODE")
+    ttls = await room_keys(store, "r")
+    assert ttls and all(0 < ms <= 3_600_000 for ms in ttls.values()), ttls
+    assert await raw.pttl(code_key) > 86_000_000
+    assert "r" in await store.listed_rooms()
+    monkeypatch.setattr(store, "_eval", real)
+    await store.settle_expiry("r", unlist=True)
+    assert "r" not in await store.listed_rooms()
 
 
 async def test_a_result_is_kept_for_ever_unless_the_operator_says_how_long(
