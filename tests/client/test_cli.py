@@ -57,20 +57,23 @@ async def test_rooms_lists_public_rooms_with_their_settings(
         await client.close()
 
 
+#: A ``rooms`` entry, as the server lists one (the tests of the table add options).
+_ROOM: dict[str, Any] = {
+    "code": "NK2HGJ",
+    "variant": "klondike",
+    "phase": "lobby",
+    "racers": 1,
+    "max_racers": 4,
+    "host": "Bot-1234",
+    "time_limit_s": 90,
+    "spectator_delay_s": 45,
+}
+
+
 def test_a_room_with_many_options_wraps_its_variant_and_squeezes_nothing_at_80_columns() -> None:
     """A room with four options once made the table squeeze every other column to
     "pha…", "ra…" and an empty host at 80 columns; the options were JSON-quoted."""
-    room = {
-        "code": "NK2HGJ",
-        "variant": "klondike",
-        "options": {"max_passes": 3, "scoring": "vegas", "undo": False, "draw": 3},
-        "phase": "lobby",
-        "racers": 1,
-        "max_racers": 4,
-        "host": "Bot-1234",
-        "time_limit_s": 90,
-        "spectator_delay_s": 45,
-    }
+    room = {**_ROOM, "options": {"max_passes": 3, "scoring": "vegas", "undo": False, "draw": 3}}
     console = Console(width=80, record=True, file=io.StringIO())
     console.print(rooms_table([room]))
     out = console.export_text()
@@ -87,18 +90,7 @@ def test_a_room_with_many_options_wraps_its_variant_and_squeezes_nothing_at_80_c
 def test_rooms_on_a_narrow_terminal_are_lines_that_squeeze_and_lose_nothing(width: int) -> None:
     """A newcomer audit: at 40 columns the table squeezed variant and host to nothing
     ("ph…", "rac…"); at 60 it kept its width and the terminal wrapped its lines."""
-    room = {
-        "code": "NK2HGJ",
-        "variant": "klondike",
-        "options": {"draw": 3},
-        "quick": True,
-        "phase": "lobby",
-        "racers": 1,
-        "max_racers": 4,
-        "host": "Bot-1234",
-        "time_limit_s": 90,
-        "spectator_delay_s": 45,
-    }
+    room = {**_ROOM, "options": {"draw": 3}, "quick": True}
     console = Console(width=width, record=True, file=io.StringIO())
     console.print(rooms_view([room], console))
     out = console.export_text()

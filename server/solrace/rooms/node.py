@@ -52,26 +52,6 @@ FINISHED_ROOM_TTL_S = 3600
 EMPTY_ROOM_TTL_S = 600
 
 
-def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
-    """The expiry ``event`` gives its room (``state``: before it), set by the event's
-    own write: a race_over leaves the room an hour, a rematch gives it its lifetime
-    back, the last racer leaving a lobby (or a finished room) leaves it ten minutes (a
-    lobby everyone left takes nobody new). None: the event keeps the room's expiry (a
-    new room's lifetime is its create's)."""
-    kind = event.t
-    if kind == EventType.RACE_OVER:
-        return FINISHED_ROOM_TTL_S
-    if kind == EventType.ROOM_RESET:
-        return ROOM_TTL_S
-    if (
-        kind == EventType.RACER_LEFT
-        and state.phase in (Phase.LOBBY, Phase.FINISHED)
-        and set(state.racers) <= {event.d["racer"]}
-    ):
-        return EMPTY_ROOM_TTL_S
-    return None
-
-
 DECIDE_ATTEMPTS = 20
 #: A node's lease in Redis; it renews it every LEASE_RENEW_S. When a node dies, the
 #: nodes serving its rooms mark its racers offline within LEASE_MS + LEASE_RENEW_S.
@@ -109,6 +89,26 @@ _BOARDS_CHANGE = frozenset(
 )
 #: A room's armed timer is kept when its new wake-up is this close to the old one.
 TIMER_SLACK_S = 0.005
+
+
+def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
+    """The expiry ``event`` gives its room (``state``: before it), set by the event's
+    own write: a race_over leaves the room an hour, a rematch gives it its lifetime
+    back, the last racer leaving a lobby (or a finished room) leaves it ten minutes (a
+    lobby everyone left takes nobody new). None: the event keeps the room's expiry (a
+    new room's lifetime is its create's)."""
+    kind = event.t
+    if kind == EventType.RACE_OVER:
+        return FINISHED_ROOM_TTL_S
+    if kind == EventType.ROOM_RESET:
+        return ROOM_TTL_S
+    if (
+        kind == EventType.RACER_LEFT
+        and state.phase in (Phase.LOBBY, Phase.FINISHED)
+        and set(state.racers) <= {event.d["racer"]}
+    ):
+        return EMPTY_ROOM_TTL_S
+    return None
 
 
 def wall_ms() -> int:
