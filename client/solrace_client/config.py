@@ -81,9 +81,33 @@ def _read(path: Path) -> SavedRace | None:
         race = SavedRace(**data)
     except (OSError, ValueError, TypeError):
         return None
-    if not isinstance(race.room, str) or not isinstance(race.token, str):
-        return None
-    return race
+    return race if _well_formed(race) else None
+
+
+#: Each SavedRace field's type (bool is no int here: ``"racer": true`` is no racer).
+_FIELD_TYPES: dict[str, type] = {
+    "server": str,
+    "room": str,
+    "code": str,
+    "racer": int,
+    "token": str,
+    "name": str,
+    "version": int,
+    "pid": int,
+}
+#: The largest process id a saved file may name (os.kill overflows on a larger one).
+_MAX_PID = 2**31 - 1
+
+
+def _well_formed(race: SavedRace) -> bool:
+    """Every field of the type ``resume`` uses: a file edited by hand or cut short
+    (``"pid": "x"``, ``"server": 5``) is skipped like an unreadable one; it made
+    ``solrace resume`` print a traceback."""
+    for field, kind in _FIELD_TYPES.items():
+        value = getattr(race, field)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return False
+    return 0 <= race.pid <= _MAX_PID and race.version >= 0
 
 
 def _window_open(pid: int) -> bool:

@@ -139,6 +139,11 @@ def _malformed(
         return f"saved_at_ms {_is(data, 'saved_at_ms')}, not a whole number"
     if not _whole(result.get("seed")):
         return f"result.seed {_is(result, 'seed')}, not a whole number"
+    certificate = result.get("certificate")
+    if certificate is not None and not (
+        isinstance(certificate, list) and all(isinstance(move, str) for move in certificate)
+    ):
+        return f"result.certificate {_is(result, 'certificate')}, not a list of moves"
     standings = result.get("standings")
     if not isinstance(standings, list):
         return f"result.standings {_is(result, 'standings')}, not a list of racers"

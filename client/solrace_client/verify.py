@@ -85,6 +85,9 @@ def verify_result(saved: SavedResult) -> Report:
 
 def _check_certificate(report: Report, saved: SavedResult, seed: int, line: Any) -> None:
     """The certified deal's winning line must win the revealed deal, move by move."""
+    if not isinstance(line, list):
+        report.add("certificate", False, f"the certificate {line!r:.40} is not a list of moves")
+        return
     board = deal(saved.variant, seed, saved.options)
     try:
         for i, entry in enumerate(line):

@@ -538,6 +538,10 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
         lambda d: d["result"]["standings"].append(5),
         "result.standings[2] is 5, not a racer's standing",
     ),
+    "certificate not a list": (
+        lambda d: d["result"].update(certificate=True),
+        "result.certificate is true, not a list of moves",
+    ),
     "seed not a number": (
         lambda d: d["result"].update(seed="abc"),
         'result.seed is "abc", not a whole number',

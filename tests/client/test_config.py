@@ -5,13 +5,17 @@ and a window whose race ends forgets only its own."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
 from solrace_client import config
+
+from tests.support import terminal
 
 ANN = config.SavedRace("ws://127.0.0.1:8765", "r_room", "ABC123", 1, "a" * 32, "Ann")
 BOB = config.SavedRace("ws://127.0.0.1:8765", "r_room", "ABC123", 2, "b" * 32, "Bob")
@@ -50,8 +54,6 @@ def test_the_token_is_readable_by_the_user_only(config_dir: Path) -> None:
 
 
 def test_an_older_clients_race_json_is_still_resumed(config_dir: Path) -> None:
-    import json
-
     config_dir.mkdir(parents=True)
     legacy = {k: v for k, v in asdict(ANN).items() if k != "pid"}
     (config_dir / "race.json").write_text(json.dumps(legacy))
@@ -59,3 +61,46 @@ def test_an_older_clients_race_json_is_still_resumed(config_dir: Path) -> None:
     assert saved is not None and saved.token == ANN.token
     config.clear_race(ANN.room, ANN.token)
     assert config.load_race() is None
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("pid", "x"),
+        ("pid", [1]),
+        ("pid", 10**30),
+        ("pid", -1),
+        ("server", 5),
+        ("racer", True),
+        ("version", "3"),
+        ("name", None),
+        ("code", 7),
+    ],
+)
+def test_a_saved_race_with_a_field_of_the_wrong_type_is_skipped(
+    config_dir: Path, field: str, value: object
+) -> None:
+    """A race file edited by hand is skipped like an unreadable one, and the next
+    readable race is resumed (``"pid": "x"`` made `solrace resume` print a traceback)."""
+    config_dir.mkdir(parents=True)
+    bad = {**asdict(ANN), field: value}
+    (config_dir / "race.json").write_text(json.dumps(bad))
+    assert config.load_race() is None
+    config.save_race(BOB)
+    saved = config.load_race()
+    assert saved is not None and saved.name == "Bob"
+
+
+def test_resume_with_a_malformed_saved_race_says_so_in_one_line(config_dir: Path) -> None:
+    config_dir.mkdir(parents=True)
+    (config_dir / "race.json").write_text(json.dumps({**asdict(ANN), "pid": "x"}))
+    done = subprocess.run(
+        [str(terminal.SOLRACE), "resume"],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr

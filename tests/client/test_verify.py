@@ -215,3 +215,15 @@ def test_a_commitment_that_cannot_be_computed_says_why(synthetic_race: Path) -> 
     (line,) = [c for c in verify_result(broken).failures if c.what == "commitment"]
     assert "(cannot compute: " in line.detail and "-5" in line.detail, line.detail
     assert "(cannot compute:…" not in line.detail
+
+
+def test_a_certificate_that_is_not_a_list_fails_cleanly(synthetic_race: Path) -> None:
+    """Refused where files are loaded (tests/client/test_cli.py); built in code, it
+    fails the certificate and the commitment in words (``true`` raised TypeError)."""
+    saved = load_result(synthetic_race)
+    broken = SavedResult(
+        saved.race, saved.room, saved.settings, {**saved.result, "certificate": True}
+    )
+    failures = {c.what: c.detail for c in verify_result(broken).failures}
+    assert "is not a list of moves" in failures["certificate"], failures
+    assert "commitment" in failures

@@ -73,3 +73,13 @@ def test_a_certified_commitment_binds_the_certificate() -> None:
     assert not verify(c, 7, SALT)  # the certificate is part of the commitment
     assert not verify(c, 7, SALT, line[:-1])
     assert not verify(commitment(7, SALT), 7, SALT, line)
+
+
+@pytest.mark.parametrize("bad", [True, -1, 2**70, 1.5, "D", {"D": 1}, [1], [""]])
+def test_a_certificate_that_is_not_a_list_of_moves_does_not_verify(bad: object) -> None:
+    """A race file anyone can edit: ``verify`` never raises on it (a ``true`` raised
+    TypeError, and ``solrace verify`` printed a traceback)."""
+    c = commitment(7, SALT, ["D"])
+    assert not verify(c, 7, SALT, bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        commitment(7, SALT, bad)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ import pytest
 from solrace.protocol import race_id
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.views import EventType, LeaveReason, RacerStatus
-from solrace.race import RacerGame
+from solrace.race import RacerGame, decisions
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.events import RoomEvent
 from solrace.rooms import lobby, requests
@@ -1124,3 +1124,75 @@ async def test_a_certified_deal_whose_write_fails_is_chosen_when_redis_answers(
     assert room is not None
     stored = [ev.t for ev in await _stored(node, room)]
     assert stored.count(EventType.DEAL_CHOSEN) == 1, stored
+
+
+async def _tail_held(node: Node) -> asyncio.Event:
+    """Hold ``node``'s tail of the other nodes' events until the returned event is set:
+    the node's copy of its rooms goes stale, as when it is paused (SIGSTOP) or cut off
+    from Redis and its first move after the link returns comes before its tail does.
+    Returns once a tail read is held (one already under way has ended)."""
+    real = node.store.tail
+    release, held_now = asyncio.Event(), asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        held_now.set()
+        await release.wait()
+        return await real(*args, **kwargs)
+
+    setattr(node.store, "tail", held)  # noqa: B010 (a method of the instance)
+    await asyncio.wait_for(held_now.wait(), timeout=10)
+    return release
+
+
+@pytest.mark.parametrize("ended_by", ["grace", "resign"])
+async def test_a_racer_whose_race_ended_on_another_node_cannot_finish_on_a_stale_one(
+    backend: Backend, ended_by: str
+) -> None:
+    """Bob races on node B, Ann on node A. While B has not folded it, A ends Bob's race
+    (his grace ran out there, or he resigned from a window on A); then Bob's finishing
+    move reaches B, whose copy of the room says he still races. The move must not be
+    stored: a node paused past the grace stored it, and Bob, who had left, won."""
+    clock = Clock()
+    node_a, node_b = await backend.node(clock), await backend.node(clock)
+    race = await _race_on(node_a, node_b)
+    ann, bob = race.ann, race.bob
+    room_a, room_b = ann.room, bob.room
+    assert room_a is not None and room_b is not None
+    line = winning_moves(SOLVABLE_SECRET)
+    for seq, move in enumerate(line[:-1]):
+        assert (await bob.ask("move", seq=seq, move=move)).t == "moved"
+    bob_id = next(r.racer for r in room_a.state.racers.values() if r.name == "Bob")
+    await _poll(
+        _stored_log_length(node_a, room_a, bob_id), lambda n: n == len(line) - 1, "Bob's moves"
+    )
+    release = await _tail_held(node_b)
+    if ended_by == "grace":
+        decision = lambda: decisions.leave(room_a.state, bob_id, LeaveReason.GRACE)  # noqa: E731
+    else:
+        decision = lambda: decisions.resign(room_a.state, bob_id)  # noqa: E731
+    assert await node_a.decide(room_a, decision)
+    assert room_b.state.racers[bob_id].status == RacerStatus.PLAYING  # B's copy is stale
+
+    refused = await bob.ask("move", seq=len(line) - 1, move=line[-1])
+    assert refused.t == "error" and refused.d["code"] == "wrong_phase", refused.d
+    assert refused.d["message"] == "your race is over"
+    stored = await _stored(node_a, room_a)
+    assert not any(e.t == EventType.FINISHED for e in stored), "Bob's finish was stored"
+    assert await _stored_log_length(node_a, room_a, bob_id)() == len(line) - 1
+    release.set()
+
+    # Ann wins: the only racer still in the race.
+    for seq, move in enumerate(line):
+        assert (await ann.ask("move", seq=seq, move=move)).t == "moved"
+    over = await ann.until(lambda f: f.t == "race_over")
+    first = over.d["standings"][0]  # type: ignore[index]
+    assert (first["name"], first["status"]) == ("Ann", RacerStatus.FINISHED), first
+    bob_status = RacerStatus.LEFT if ended_by == "grace" else RacerStatus.RESIGNED
+    assert _status(over, "Bob") == bob_status
+
+
+def _stored_log_length(node: Node, room: LiveRoom, racer: int) -> Callable[[], Awaitable[int]]:
+    async def probe() -> int:
+        return len(await node.store.move_log(room.room_id, room.log_name(racer)))
+
+    return probe

@@ -45,7 +45,7 @@ def is_commitment(text: object) -> bool:
 
 def certificate_digest(line: Sequence[str]) -> bytes:
     """``sha256`` of a winning line: its moves joined by ``\n``, UTF-8."""
-    if isinstance(line, str) or not all(isinstance(m, str) and m for m in line):
+    if not isinstance(line, (list, tuple)) or not all(isinstance(m, str) and m for m in line):
         raise ValueError("a certificate is a sequence of moves in notation")
     return hashlib.sha256("\n".join(line).encode()).digest()
 

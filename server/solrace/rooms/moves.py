@@ -233,6 +233,15 @@ async def _store(
         with contextlib.suppress(StoreUnavailable):  # the refusal stands; the tail catches up
             await node.sync(room)
         raise BadMessage(ErrorCode.WRONG_PHASE, "the race is over", seq=seq)
+    if result.log_closed:
+        # This racer's race ended (resigned, timed out, gone past the grace) by a
+        # decision this node had not folded when it checked the move (it was paused,
+        # or cut off from Redis): the move is not stored. Fold the decision, then say so.
+        room.games.pop(racer, None)
+        node.metrics.moves_refused.labels(ErrorCode.WRONG_PHASE).inc()
+        with contextlib.suppress(StoreUnavailable):  # the refusal stands; the tail catches up
+            await node.sync(room)
+        raise BadMessage(ErrorCode.WRONG_PHASE, "your race is over", seq=seq)
     if not result.accepted and result.finish_floor is None:
         room.games.pop(racer, None)
         if recheck and result.log_length > seq:

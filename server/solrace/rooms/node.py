@@ -111,6 +111,25 @@ def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
     return None
 
 
+#: The statuses a progress event sets that end a racer's race by decision (a finish
+#: is the racer's own last move: nothing can follow it).
+_ENDING_STATUSES = frozenset({RacerStatus.RESIGNED, RacerStatus.TIMEOUT})
+
+
+def racer_done_by(state: RoomState, event: RoomEvent) -> int | None:
+    """The racer whose race ``event`` ends (``state``: before it) — resigned, timed
+    out, gone from the countdown or the race — or None. Its write closes that racer's
+    move log in the store (Store.append_event's ``closes_log``): a node that checked a
+    move on a stale copy of the room (paused, or cut off from Redis past the grace)
+    stored the finishing move of a racer who had left, and that racer won. A lobby's
+    leave removes the racer and closes nothing (the seat may be taken again)."""
+    if event.t == EventType.PROGRESS and event.d["status"] in _ENDING_STATUSES:
+        return int(event.d["racer"])
+    if event.t == EventType.RACER_LEFT and state.phase in (Phase.COUNTDOWN, Phase.RACING):
+        return int(event.d["racer"])
+    return None
+
+
 def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -841,6 +860,7 @@ class Node:
                         stamped = ev.but(at=self.clock(), **server_only)
                         # A race_over closes its round for moves in the same write.
                         ends = room.state.round if ev.t == EventType.RACE_OVER else None
+                        done = racer_done_by(room.state, ev)
                         await self.store.append_event(
                             room.room_id,
                             pack_event(stamped),
@@ -848,6 +868,7 @@ class Node:
                             ends_round=ends,
                             token=racer_token,
                             ttl_s=expiry_set_by(room.state, ev),
+                            closes_log=None if done is None else room.log_name(done),
                         )
                         racer_token = None  # with the first event only
                         expected += 1

@@ -84,6 +84,15 @@ class RoomKeys:
         return f"{self.base}:over"
 
     @property
+    def closed(self) -> str:
+        """Hash of the move logs closed to moves (field: the log's key name): written
+        with the event that ends a racer's race (resigned, timed out, gone past the
+        grace), read by every move append, which refuses a closed log's moves. A node
+        acting on a stale copy of the room (paused, cut off from Redis) could otherwise
+        store the move of a racer who has left, and that racer could win."""
+        return f"{self.base}:closed"
+
+    @property
     def keyset(self) -> str:
         """Set of the room's dynamically named keys (logs, place counters, finish times)."""
         return f"{self.base}:keys"
@@ -113,6 +122,7 @@ class RoomKeys:
             self.tokens,
             self.nodes,
             self.over,
+            self.closed,
             self.keyset,
         )
 

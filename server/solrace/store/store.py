@@ -65,7 +65,16 @@ def _move_keys(keys: Keys, room_id: str, log_name: str) -> tuple[str, ...]:
     """The keys of ``append_move.lua`` but those of a finish (places, finish_at), in
     its order."""
     rk = keys.room(room_id)
-    return (rk.meta, rk.ver, rk.events, rk.keyset, rk.log(log_name), rk.chain, rk.over)
+    return (
+        rk.meta,
+        rk.ver,
+        rk.events,
+        rk.keyset,
+        rk.log(log_name),
+        rk.chain,
+        rk.over,
+        rk.closed,
+    )
 
 
 #: Entries a node's wake-up stream keeps (Store.wake); it only needs the unread ones.
@@ -113,6 +122,9 @@ class MoveAppend:
     finish_floor: int | None = None
     #: Refused because the move's round has its ``race_over`` stored.
     race_over: bool = False
+    #: Refused because the log is closed: its racer's race is over (resigned, timed
+    #: out, gone past the grace), whatever the caller's copy of the room said.
+    log_closed: bool = False
     #: For an accepted finish on a cluster whose master has a replica: how many
     #: replicas held it when it was answered (0: none within REPLICA_WAIT_MS, so a
     #: failover now could lose it). None when there was no replica to ask.
@@ -763,6 +775,7 @@ class Store:
         ends_round: int | None = None,
         token: tuple[str, str] | None = None,
         ttl_s: float | None = None,
+        closes_log: str | None = None,
     ) -> int:
         """Append a room-level event; return its version (1, 2, 3, ... gap-free).
 
@@ -777,6 +790,9 @@ class Store:
         stores its racer and its token together or neither.
         With ``ttl_s`` the event sets the room's expiry in the same atomic step (its
         fixed keys; :meth:`settle_expiry` then gives the key set's members the same).
+        With ``closes_log`` (a move log's name: the event ends its racer's race), the
+        same atomic step closes that log: :meth:`append_move` refuses its moves from
+        then on, however stale the appending node's copy of the room.
         """
         if expected_version is not None:
             _check_nonneg("expected_version", expected_version)
@@ -785,6 +801,7 @@ class Store:
         ends = "" if ends_round is None else str(_check_round(ends_round))
         racer, digest = ("", "") if token is None else _check_token(*token)
         ttl = "" if ttl_s is None else str(_ttl_ms(ttl_s))
+        closed_log = "" if closes_log is None else rk.log(closes_log)
         keys = (
             rk.meta,
             rk.ver,
@@ -795,8 +812,9 @@ class Store:
             rk.code,
             rk.nodes,
             rk.keyset,
+            rk.closed,
         )
-        args = (expected, event, _event_id(), ends, racer, digest, ttl)
+        args = (expected, event, _event_id(), ends, racer, digest, ttl, closed_log)
         reply = await self._eval(APPEND_EVENT, keys, args)
         ok, version = int(reply[0]), int(reply[1])
         if not ok:
@@ -977,7 +995,8 @@ class Store:
         round_no: int,
     ) -> MoveAppend:
         """Append ``entry`` to a move log iff the log has exactly ``expected_seq`` entries
-        and round ``round_no``'s race is not over (``race_over`` then, nothing written).
+        and round ``round_no``'s race is not over (``race_over`` then, nothing written)
+        and the log is not closed (``log_closed``: :meth:`append_event`'s ``closes_log``).
 
         In the same atomic script: append ``event`` to the room stream, and with
         ``finish`` hand out the next finishing place (1 = winner) exactly once and
@@ -1012,9 +1031,15 @@ class Store:
             reply, replicas = await self._commit.call_replicated(APPEND_MOVE, keys, args)
         accepted, length, version, place = (int(x) for x in reply[:4])
         if not accepted:
-            floor, over = int(reply[7]), bool(int(reply[8]))
+            floor, refusal = int(reply[7]), int(reply[8])
             return MoveAppend(
-                False, length, None, None, finish_floor=floor if floor else None, race_over=over
+                False,
+                length,
+                None,
+                None,
+                finish_floor=floor if floor else None,
+                race_over=refusal == 1,
+                log_closed=refusal == 2,
             )
         prev, chain, after = (_as_text(x) for x in reply[4:7])
         placed = place if finish is not None else None

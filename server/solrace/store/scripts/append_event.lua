@@ -11,8 +11,12 @@
 -- ARGV[7] a TTL in milliseconds, or '' for none: the event sets the room's expiry (a
 --   race_over, a rematch, the last racer leaving a lobby) in the same atomic step, on
 --   every fixed key (KEYS[7] the room's code copy, KEYS[8] nodes, KEYS[9] the key
---   set), so no fault between the event and its expiry can leave the room on the
+--   set, KEYS[10] closed), so no fault between the event and its expiry can leave the room on the
 --   expiry of a state it has left; the key set's members follow (settle_expiry.lua).
+-- KEYS[10] closed (the logs closed to moves); ARGV[8] a move log's key name, or '':
+--   the event ends that racer's race (resigned, timed out, gone past the grace), and
+--   from the same atomic step on append_move refuses that log's moves — whatever the
+--   appending node's copy of the room says (docs/store.md, "Closed logs").
 -- Returns {1, new_version} or {0, current_version} (conflict: nothing written).
 -- The appending node folds the event from the stream afterwards, links and all.
 local current = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -28,6 +32,10 @@ end
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[6], ARGV[5], ARGV[6])
   written[#written + 1] = KEYS[6]
+end
+if ARGV[8] ~= '' then
+  redis.call('HSET', KEYS[10], ARGV[8], '1')
+  written[#written + 1] = KEYS[10]
 end
 if ARGV[7] ~= '' then
   for _, key in ipairs(KEYS) do
