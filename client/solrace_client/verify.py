@@ -18,6 +18,7 @@ Nothing here trusts the server: a tampered log, seed, salt or commitment fails.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,44 @@ from solrace.rules import RulesError, deal
 from solrace.rules.log import apply_entry
 
 from .results import SavedResult
+
+
+class CommitmentCheck(enum.Enum):
+    """What the race-over screen can say of the reveal at once, before ``verify``
+    replays the logs. The words are the screen's."""
+
+    #: The reveal hashes to the commitment, and it is the one published at the countdown.
+    PUBLISHED = "✔ seed and salt match the commitment published at the countdown"
+    #: The reveal hashes to the commitment the race_over names, but this client did not
+    #: see the countdown (a spectator who came later): only ``verify`` with a result
+    #: saved by a racer can check that commitment was the one published.
+    REVEALED_ONLY = "✔ seed and salt match the commitment (not seen at the countdown here)"
+    #: The reveal is self-consistent but not what was published: the server could
+    #: have chosen the deal after the fact.
+    NOT_PUBLISHED = "✘ THE COMMITMENT IS NOT THE ONE PUBLISHED AT THE COUNTDOWN"
+    #: The reveal does not hash to the commitment.
+    MISMATCH = "✘ SEED AND SALT DO NOT MATCH THE COMMITMENT"
+
+    @property
+    def ok(self) -> bool:
+        return self in (CommitmentCheck.PUBLISHED, CommitmentCheck.REVEALED_ONLY)
+
+
+def commitment_check(result: Mapping[str, Any], published: str | None) -> CommitmentCheck | None:
+    """The reveal of ``result`` (a race_over's) against its commitment and against the
+    one ``published`` at the countdown (None: not seen by this client); None when the
+    result has no reveal to check. The screen said "✔ matches" on the first alone,
+    which a server revealing another self-consistent commitment would also pass."""
+    seed, salt, revealed = result.get("seed"), result.get("salt"), result.get("commitment")
+    if seed is None or salt is None or revealed is None:
+        return None
+    if not verify(str(revealed), seed, str(salt), result.get("certificate")):
+        return CommitmentCheck.MISMATCH
+    if published is None:
+        return CommitmentCheck.REVEALED_ONLY
+    if published != revealed:
+        return CommitmentCheck.NOT_PUBLISHED
+    return CommitmentCheck.PUBLISHED
 
 
 @dataclass(frozen=True)

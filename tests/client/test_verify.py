@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from solrace.protocol import commitment
 from solrace_client.cli import main
 from solrace_client.results import SavedResult, load_result, race_id
-from solrace_client.verify import verify_result
+from solrace_client.verify import CommitmentCheck, commitment_check, verify_result
 
 from tests.net.conftest import Cluster
 
@@ -227,3 +228,25 @@ def test_a_certificate_that_is_not_a_list_fails_cleanly(synthetic_race: Path) ->
     failures = {c.what: c.detail for c in verify_result(broken).failures}
     assert "is not a list of moves" in failures["certificate"], failures
     assert "commitment" in failures
+
+
+def test_the_race_over_screens_check_compares_with_the_published_commitment(
+    synthetic_race: Path,
+) -> None:
+    """ "✔ matches" checked the reveal against the commitment the race_over itself
+    names: a server revealing another self-consistent commitment passed it."""
+    result = load_result(synthetic_race).result
+    revealed = str(result["commitment"])
+    assert commitment_check(result, revealed) is CommitmentCheck.PUBLISHED
+    assert commitment_check(result, None) is CommitmentCheck.REVEALED_ONLY
+    other = "0" * 64
+    assert commitment_check(result, other) is CommitmentCheck.NOT_PUBLISHED
+    # a server that picked another seed after the fact and committed to it at the end
+    forged = {**result, "seed": result["seed"] + 1}
+    forged["commitment"] = commitment(forged["seed"], forged["salt"], forged.get("certificate"))
+    assert commitment_check(forged, revealed) is CommitmentCheck.NOT_PUBLISHED
+    assert commitment_check({**result, "seed": result["seed"] + 1}, revealed) is (
+        CommitmentCheck.MISMATCH
+    )
+    assert commitment_check({**result, "salt": None}, revealed) is None
+    assert not CommitmentCheck.NOT_PUBLISHED.ok and CommitmentCheck.REVEALED_ONLY.ok

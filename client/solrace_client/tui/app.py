@@ -40,6 +40,7 @@ from ..session import (
     SessionOver,
     Unreachable,
 )
+from ..verify import CommitmentCheck, commitment_check
 from .controller import Controller
 from .news import News, deal_words
 from .render import (
@@ -140,7 +141,7 @@ class SolraceApp(App[int]):
         self.failure: str | None = None
         self.focus_index = 0
         self.race_id: str | None = None
-        self.verified: bool | None = None
+        self.verified: CommitmentCheck | None = None
         self._moves: asyncio.Queue[str] = asyncio.Queue()
         self._leaving = False
         self._stopped = False
@@ -446,20 +447,7 @@ class SolraceApp(App[int]):
         if not result:
             return
         self.race_id = state.room
-        try:
-            from solrace.protocol import verify
-
-            certificate = result.get("certificate")
-            self.verified = bool(
-                verify(
-                    str(result["commitment"]),
-                    int(result["seed"]),
-                    str(result["salt"]),
-                    None if certificate is None else [str(m) for m in certificate],
-                )
-            )
-        except (KeyError, TypeError, ValueError):
-            self.verified = None
+        self.verified = commitment_check(result, state.published_commitment)
         if self.save and self._saved_result_version != state.version:
             self._saved_result_version = state.version
             try:

@@ -18,6 +18,7 @@ from rich.text import Text
 from solrace.rules.cards import NAMES, SUITS
 
 from ..boardview import decks_of
+from ..verify import CommitmentCheck
 from .controller import (
     FOUNDATION,
     STOCK,
@@ -481,7 +482,7 @@ def render_standings(
     me: int | None,
     race_id: str | None,
     *,
-    verified: bool | None = None,
+    verified: CommitmentCheck | None = None,
     width: int = 80,
 ) -> Text:
     variant = str(settings.get("variant", "yukon"))
@@ -515,11 +516,10 @@ def render_standings(
     text.append(str(result.get("seed")), "bold")
     commitment = str(result.get("commitment") or "")
     text.append(f"  commitment {commitment[:16]}…", STYLE_DIM)
-    if verified is True:
-        text.append("  ✔ matches", "green")
-    elif verified is False:
-        text.append("  ✘ DOES NOT MATCH", "bold red")
     text.append("\n")
+    if verified is not None:
+        text.append(verified.value, "green" if verified.ok else "bold red")
+        text.append("\n")
     text.append("Check every move yourself: ", STYLE_DIM)
     text.append(f"solrace verify {race_id or '?'}", "bold")
     text.append("\n")

@@ -28,6 +28,7 @@ from solrace_client.tui.render import (
     render_standings,
     render_watch,
 )
+from solrace_client.verify import CommitmentCheck
 
 #: The board area of the play screen in an 80×24 terminal: 80 − sidebar (30) − padding
 #: (2) columns, 24 − header, status and hints rows.
@@ -271,8 +272,9 @@ RESULT = {
 }
 
 
-def test_standings_places_seed_and_how_to_verify() -> None:
-    text = render_standings(RESULT, {"variant": "yukon"}, me=2, race_id="r_8f3k2", verified=True)
+@pytest.mark.parametrize("check", list(CommitmentCheck))
+def test_standings_places_seed_and_how_to_verify(check: CommitmentCheck) -> None:
+    text = render_standings(RESULT, {"variant": "yukon"}, me=2, race_id="r_8f3k2", verified=check)
     plain = text.plain
     assert "Race over" in plain
     rows = [r for r in plain.split("\n") if r.strip()[:1] in ("1", "2")]
@@ -281,7 +283,7 @@ def test_standings_places_seed_and_how_to_verify() -> None:
     assert "Bob (you)" in rows[1] and "7/52" in rows[1]
     assert "1234567890123" in plain
     assert "solrace verify r_8f3k2" in plain
-    assert "✔" in plain
+    assert check.value in plain  # said whole, in 80 columns
     assert max(len(r) for r in plain.split("\n")) <= 80
 
 
