@@ -469,6 +469,61 @@ async def test_a_redis_rewind_is_detected_and_announced(cluster: Cluster) -> Non
         await client.close()
 
 
+async def _snapshot(server: RaceServer, room_id: str) -> dict[bytes, bytes]:
+    """Every key of the room, dumped (DUMP): what a snapshot of Redis holds of it."""
+    store = server.node.store
+    raw = store._redis  # the test saves and restores the real keys
+    base = store.keys.room(room_id).base
+    pattern = base.replace("{", "\\{").replace("}", "\\}") + "*"
+    return {key: await raw.dump(key) async for key in raw.scan_iter(match=pattern, count=1000)}
+
+
+async def _restore(server: RaceServer, room_id: str, snapshot: dict[bytes, bytes]) -> None:
+    """Redis restarted from ``snapshot``: the room's keys as they were then, the keys
+    written since gone."""
+    raw = server.node.store._redis
+    for key in set(await _snapshot(server, room_id)) - set(snapshot):
+        await raw.delete(key)
+    for key, dumped in snapshot.items():
+        await raw.restore(key, 0, dumped, replace=True)
+
+
+async def test_a_rewind_to_before_the_race_over_is_detected_and_announced(
+    cluster: Cluster,
+) -> None:
+    """Redis restarts from a snapshot taken mid-race, after the race_over reached the
+    racers (still on the standings screen). The node checked only rooms whose race is
+    not over: nothing was said, and a later node archived another result under the
+    race's id (an audit, reproduced)."""
+    one = await cluster.node()
+    ann, bob = await racing(one.url, one.url)
+    moves = winning_moves(SOLVABLE_SECRET)
+    await play_until_done(ann, moves[:4])
+    await bob.wait_for(lambda e: e.t == "progress" and e.d["moves"] >= 4, timeout=5)
+    room_id = ann.room or ""
+    snapshot = await _snapshot(one, room_id)
+    acked = ann.version
+    await ann.resign()
+    await bob.resign()
+    await ann.next_event("race_over", timeout=10)
+    lost = ann.version - acked  # two resignations and the race_over
+    assert lost == 3
+    await _restore(one, room_id, snapshot)
+    notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
+    assert "lost" in notice.d["reason"] and notice.d["lost_events"] == lost
+    assert notice.d["snapshot"]["phase"] == "racing"
+    seen = await bob.wait_for(lambda e: e.t == "resync", timeout=5)
+    assert seen.d["lost_events"] == lost
+    assert "solrace_lost_writes_total 1.0" in one.metrics.render().decode()
+    # The race goes on from what Redis holds, and ends again.
+    await ann.resign()
+    await bob.resign()
+    over = await ann.wait_for(lambda e: e.t == "race_over" and e.v > acked, timeout=10)
+    assert [s["status"] for s in over.d["standings"]] == ["resigned", "resigned"]
+    for client in (ann, bob):
+        await client.close()
+
+
 async def test_a_rewind_followed_by_new_events_is_still_detected(cluster: Cluster) -> None:
     """Redis lost Ann's last 3 moves, then Bob (on another node) appended 4 events:
     the version is higher than Ann's node delivered, but the events differ."""

@@ -92,8 +92,8 @@ class LiveRoom:
     def expiring(self) -> bool:
         """Whether the room's keys are set to expire: its race is over, or everyone
         left its lobby. Either way it changes no more, and its keys may vanish at any
-        time — even while a spectator still watches — so a check against Redis would
-        take the expiry for lost writes (Node.check_rooms)."""
+        time — even while a spectator still watches — so a check against Redis takes
+        keys that are gone for the expiry, not for lost writes (Node.check_rooms)."""
         state = self.state
         return state.phase == Phase.FINISHED or not state.racers
 
