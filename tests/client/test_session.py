@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from solrace.protocol import Envelope
-from solrace_client import RaceClient
+from solrace_client import RaceClient, ServerError
 from solrace_client.session import Backoff, Rejoined, Session, SessionEnd, SessionOver, Unreachable
 
 from tests.client.test_roomview import folded, fresh_watch, public, you_of
@@ -160,3 +160,32 @@ def test_backoff_doubles_up_to_its_ceiling_within_its_jitter() -> None:
         delays = [backoff.delay(attempt, rng) for _ in range(50)]
         assert all(base * 0.75 <= d <= base * 1.25 for d in delays)
         assert max(delays) - min(delays) > 0  # jittered
+
+
+async def test_a_room_redis_lost_whole_ends_the_session_with_its_reason(cluster: Cluster) -> None:
+    """Redis restarted empty (no persistence): nothing of the room is left. The node
+    sent its racers a resync to an empty lobby Redis did not hold either; every move
+    was refused and the race never ended for them (an audit). Now the node closes the
+    room's connections ``room_gone``, and the session's resume hears that the room no
+    longer exists: an end the client can show."""
+    server = await cluster.node()
+    session, bob = await racing_session(server.url, backoff=QUICK)
+    watcher = Session(server.url, backoff=QUICK)
+    await watcher.enter(lambda client: client.watch(code=session.view.code))
+    room_id = session.room or ""
+    store = server.node.store
+    raw = store._redis  # the test empties the room as an empty restart would
+    base = store.keys.room(room_id).base
+    pattern = base.replace("{", "\\{").replace("}", "\\}") + "*"
+    async for key in raw.scan_iter(match=pattern, count=1000):
+        await raw.delete(key)
+    await server.node.check_rooms()
+    for ended in (session, watcher):
+        with pytest.raises(SessionOver) as over:
+            await until(ended, lambda _item: False)
+        assert over.value.reason == SessionEnd.REFUSED
+        error = over.value.error
+        assert isinstance(error, ServerError) and error.code == "unknown_room", over.value
+    assert "solrace_lost_writes_total 1.0" in server.metrics.render().decode()
+    assert room_id not in server.node.rooms
+    await bob.close()

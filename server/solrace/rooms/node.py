@@ -592,6 +592,9 @@ class Node:
         # finds it again. Forgotten first, a later sync folded the whole history
         # again as live events, and no client was told to resynchronise.
         entries = await self.store.events_since(room.room_id, 0)
+        if not entries and await self.store.load_meta(room.room_id) is None:
+            self._room_gone(room)
+            return
         room.reset()
         await self._fold_entries(room, entries, live=False)
         after = room.state.version
@@ -608,6 +611,26 @@ class Node:
             self.store_failed()
             resync = functools.partial(resync_clients, self, room, message, lost)
             self.retry_locked(room, "could not resynchronise clients", resync)
+
+    def _room_gone(self, room: LiveRoom) -> None:
+        """Redis holds nothing of the room any more (it restarted empty, without
+        persistence): there is no state to resynchronise to. Every connection of the
+        room is closed ``room_gone`` (1001: reconnect and resume — the resume then
+        answers that the room no longer exists, the end a client shows) and the room
+        is forgotten. Sent a resync instead, racers got an empty lobby that Redis did
+        not hold either, refused every move and never saw an end (an audit)."""
+        log.error(
+            "Redis lost the whole room: closing its connections", extra={"room": room.room_id}
+        )
+        for peer in [*room.racers.values(), *room.spectators]:
+            peer.detach()  # its close must not write about a room Redis no longer has
+            peer.close_later(CloseCode.GOING_AWAY, CloseReason.ROOM_GONE)
+        room.racers.clear()
+        room.spectators.clear()
+        for timer in (room.timer, room.boards_due):
+            if timer is not None:
+                timer.cancel()
+        self.rooms.pop(room.room_id, None)
 
     def retry_locked(
         self, room: LiveRoom, what: str, body: Callable[[], Awaitable[None]], **extra: object
