@@ -156,6 +156,40 @@ async def test_a_race_is_logged_once_as_it_starts_and_once_as_it_ends(
     assert all(seed not in r.getMessage() + str(vars(r)) for r in starting)
 
 
+async def test_each_racers_end_is_logged_once_by_the_node_that_decided_it(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A race's log said who joined and that nobody won, never why (an audit): each
+    resignation, leave, presence change and rematch is a line of its own, and a room
+    is logged with its code, by which racers report it."""
+    caplog.set_level(logging.INFO, logger="solrace")
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room = ann.room
+    assert room is not None
+    numbers = {r.name: r.racer for r in room.state.racers.values()}
+    assert (await bob.ask("resign")).t == "ok"
+    assert (await ann.ask("leave")).t == "ok"
+    await bob.until(lambda f: f.t == "race_over")
+
+    def lines(message: str) -> list[dict[str, object]]:
+        return [
+            {k: v for k, v in vars(r).items() if k in ("room", "racer", "reason", "code")}
+            for r in caplog.records
+            if r.getMessage() == message
+        ]
+
+    assert lines("room created") == [{"room": room.room_id, "code": room.meta.code}]
+    assert lines("racer resigned") == [{"room": room.room_id, "racer": numbers["Bob"]}]
+    assert lines("racer left") == [
+        {"room": room.room_id, "racer": numbers["Ann"], "reason": "left"}
+    ]
+    assert lines("racer offline") == []  # nobody's connection dropped
+    assert (await bob.ask("rematch")).t == "ok"
+    assert len(lines("rematch")) == 1
+
+
 async def test_a_room_timer_armed_for_the_current_instant_is_rearmed_by_the_next_fold(
     backend: Backend,
 ) -> None:

@@ -115,7 +115,9 @@ async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
         except CodeTaken:
             continue
         room = node.rooms[meta.room] = LiveRoom(meta)
-        log.info("room created", extra={"room": meta.room, "variant": settings.variant})
+        # The code too: racers report rooms by their code, the log names them by id.
+        extra = {"room": meta.room, "code": meta.code, "variant": settings.variant}
+        log.info("room created", extra=extra)
         return room
     raise BadMessage(ErrorCode.INTERNAL, "could not allocate a room code")
 

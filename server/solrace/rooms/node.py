@@ -900,6 +900,7 @@ class Node:
                         )
                         racer_token = None  # with the first event only
                         expected += 1
+                        _log_decision(room, ev)
                 except VersionConflict as conflict:
                     if conflict.current_version < room.state.version:
                         await self._resync_locked(
@@ -1164,6 +1165,30 @@ class Node:
 
 
 __all__ = ["Node", "wall_ms"]
+
+
+def _log_decision(room: LiveRoom, event: RoomEvent) -> None:
+    """One line for each decision about a racer, from the node that stored it (so
+    once in a cluster): with "race starting", "racer finished" and "race over", an
+    operator can tell from the log alone why each racer ended as it did — a race's
+    log said only who joined and that nobody won (an audit). Racer numbers, no names."""
+    kind, d = event.t, event.d
+    extra: dict[str, object] = {"room": room.room_id}
+    if kind == EventType.RACER_LEFT:
+        what = "racer left"
+        extra.update(racer=d["racer"], reason=d.get("reason"), phase=room.state.phase)
+    elif kind == EventType.PROGRESS and d["status"] in _ENDING_STATUSES:
+        what = "racer resigned" if d["status"] == RacerStatus.RESIGNED else "racer timed out"
+        extra.update(racer=d["racer"], cards=d.get("foundation"), moves=d.get("moves"))
+    elif kind == EventType.PRESENCE:
+        what = "racer online" if d["online"] else "racer offline"
+        extra.update(racer=d["racer"])
+    elif kind == EventType.ROOM_RESET:
+        what = "rematch"
+        extra.update(round=room.state.round + 1, racers=len(d.get("racers") or ()))
+    else:
+        return
+    log.info(what, extra=extra)
 
 
 def _log_race_over(room_id: str, race: str, result: Mapping[str, Any]) -> None:
