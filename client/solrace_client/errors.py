@@ -43,6 +43,10 @@ START_HINT: Final = "is solrace-server running? (start one with: solrace-server)
 #: Failures of connecting: the server cannot be reached or is not a solrace server.
 CONNECT_ERRORS: Final = (OSError, TimeoutError, InvalidHandshake, InvalidURI)
 
+#: What nginx answers (HTTP 400) to plain HTTP on a port of its that takes TLS: the
+#: ws:// URL of a deployment behind deploy/nginx.conf's 443.
+NGINX_TLS_PORT: Final = "The plain HTTP request was sent to HTTPS port"
+
 #: Request fields as the user knows them: the command's flag, in words.
 FIELD_WORDS: Final = {
     "max_racers": "most racers (--racers)",
@@ -125,6 +129,8 @@ def connect_reason(url: str, exc: BaseException) -> str:
                 "too many connections from your address to this server: close other solrace "
                 "windows or bots on it, then try again"
             )
+        if status == 400 and NGINX_TLS_PORT in body:
+            return "that port takes TLS only (HTTPS): use wss:// instead of ws://"
         return f"it answered HTTP {status}, not as a solrace server — is that the right port?"
     if isinstance(exc, InvalidMessage):
         return "it does not answer as a WebSocket server — is that the right port?"
@@ -138,6 +144,8 @@ def connect_reason(url: str, exc: BaseException) -> str:
         return f"unknown host {host!r}"
     if isinstance(exc, TimeoutError):
         return f"no answer in time — {START_HINT}"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return certificate_refused(host, exc)
     if isinstance(exc, ssl.SSLError) or (
         isinstance(exc, ConnectionResetError) and url.startswith("wss:")
     ):
@@ -148,6 +156,37 @@ def connect_reason(url: str, exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"{exc.strerror or exc or type(exc).__name__} — {START_HINT}"
     return str(exc) or type(exc).__name__
+
+
+#: OpenSSL's verify codes (X509_V_ERR_…) for a chain that ends in no CA this machine
+#: trusts — self-signed (18, 19), or an issuer it does not know (2, 20, 21): the only
+#: refusals trusting the certificate's file with SSL_CERT_FILE mends.
+UNTRUSTED_ISSUER_CODES: Final = frozenset({2, 18, 19, 20, 21})
+#: Verify codes for a certificate not made out to the host connected to.
+WRONG_HOST_CODES: Final = frozenset({62, 64})
+#: What the reason for an untrusted certificate tells the user to do; the same
+#: variable as docs/client.md ("TLS") and deploy/README.md document.
+TRUST_HINT: Final = (
+    "to trust it, run with SSL_CERT_FILE=/path/to/its-ca.pem (its certificate, or its CA's, in PEM)"
+)
+
+
+def certificate_refused(host: str, exc: ssl.SSLCertVerificationError) -> str:
+    """Why this machine refused the server's TLS certificate, and the fix that fits.
+
+    A refusal is not a server speaking plain ws:// (that advice sent a user of a
+    self-signed proxy to a port that answers HTTP 400): the TLS is fine, the trust is
+    missing. Only a missing issuer is mended by trusting the file; a certificate for
+    another name, or an expired one, is not, so they are told apart."""
+    why = str(exc.verify_message or exc.reason or "certificate verify failed")
+    if exc.verify_code in UNTRUSTED_ISSUER_CODES:
+        return f"{host} sent a TLS certificate this machine does not trust ({why}): {TRUST_HINT}"
+    if exc.verify_code in WRONG_HOST_CODES:
+        return (
+            f"{host} sent a TLS certificate made out to another name ({why}): connect "
+            "with a name the certificate holds"
+        )
+    return f"this machine refused {host}'s TLS certificate ({why})"
 
 
 def refusal(

@@ -6,19 +6,26 @@ commands included — and never a traceback. Room codes are typed as people type
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 import socket
+import ssl
+import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from solrace_client import RaceClient, ServerError, errors
 from solrace_client.cli import main, normalise_code
+from websockets.asyncio.server import ServerConnection, serve
 
 from tests.client.test_cli import FakeUI, ui  # noqa: F401  (fixture)
 from tests.net.conftest import Cluster
 from tests.support import terminal
 
 DOCS = Path(__file__).parents[2] / "docs"
+DEPLOY = Path(__file__).parents[2] / "deploy"
 ESCAPES = re.compile(r"\x1b(\[[0-9;?<>=$]*[a-zA-Z~]|\][^\x07]*\x07|[=>])")
 
 
@@ -79,6 +86,122 @@ async def test_wss_against_a_plain_server_says_why(cluster: Cluster) -> None:
     status, _, err = await solrace("rooms", "--server", url)
     assert status == errors.EXIT_FAILED
     assert "TLS handshake failed" in one_line(err) and "try ws://" in err
+
+
+# ------------------------------------------------ TLS: trust, plain servers, proxies
+@contextlib.asynccontextmanager
+async def answering(response: bytes, tls: ssl.SSLContext | None = None) -> AsyncIterator[int]:
+    """A listener on 127.0.0.1 (with ``tls``, a TLS one) that answers any HTTP request
+    with ``response``, as a proxy in front of a server does: its port."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(response)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=tls)
+    try:
+        yield int(server.sockets[0].getsockname()[1])
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+FORBIDDEN = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def tls_context(crt: Path, key: Path) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(crt, key)
+    return context
+
+
+@pytest.fixture
+def example_cert(tmp_path: Path) -> tuple[Path, Path]:
+    """deploy/tls/make-example-cert.sh's self-signed pair (localhost, 127.0.0.1, ::1)."""
+    script = DEPLOY / "tls" / "make-example-cert.sh"
+    subprocess.run(["bash", str(script), str(tmp_path)], check=True, capture_output=True)
+    return tmp_path / "example.crt", tmp_path / "example.key"
+
+
+async def test_wss_to_a_certificate_not_trusted_says_so_and_how_to_trust_it(
+    example_cert: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said "the TLS handshake failed — a solrace-server speaks plain ws:// …; try
+    ws://", for nginx with the example certificate; ws:// then got HTTP 400. The
+    certificate was the trouble, and SSL_CERT_FILE, which the line names, mends it."""
+    crt, key = example_cert
+    async with answering(FORBIDDEN, tls_context(crt, key)) as port:
+        url = f"wss://127.0.0.1:{port}/"
+        status, _, err = await solrace("rooms", "--server", url)
+        assert status == errors.EXIT_FAILED
+        assert one_line(err) == (
+            f"solrace: cannot reach {url}: 127.0.0.1 sent a TLS certificate this machine "
+            "does not trust (self-signed certificate): to trust it, run with "
+            "SSL_CERT_FILE=/path/to/its-ca.pem (its certificate, or its CA's, in PEM)"
+        )
+        monkeypatch.setenv("SSL_CERT_FILE", str(crt))  # as the line says
+        status, _, err = await solrace("rooms", "--server", url)
+        assert status == errors.EXIT_FAILED
+        assert "it answered HTTP 403" in one_line(err)  # TLS passed: the listener spoke
+
+
+async def test_a_certificate_for_another_name_is_not_told_to_be_trusted(
+    tmp_path: Path,
+) -> None:
+    """Trusting the file does not mend a certificate made out to another host: the
+    reason says that, and does not offer SSL_CERT_FILE."""
+    crt, key = tmp_path / "other.crt", tmp_path / "other.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=solrace.test", "-addext", "subjectAltName=DNS:solrace.test",
+         "-keyout", str(key), "-out", str(crt)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    async with answering(FORBIDDEN, tls_context(crt, key)) as port:
+        url = f"wss://127.0.0.1:{port}/"
+        trusted = ssl.create_default_context(cafile=str(crt))
+        with pytest.raises(ssl.SSLCertVerificationError) as refused:
+            await RaceClient.connect(url, ssl=trusted, open_timeout=5)
+    said = errors.connect_reason(url, refused.value)
+    assert said.startswith("127.0.0.1 sent a TLS certificate made out to another name (")
+    assert "SSL_CERT_FILE" not in said and "ws://" not in said
+
+
+async def test_wss_to_a_plain_server_still_says_try_ws() -> None:
+    """The advice the certificate case wrongly got is right for a plain listener."""
+
+    async def handler(ws: ServerConnection) -> None:
+        await ws.close()
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        url = f"wss://127.0.0.1:{port}"
+        status, _, err = await solrace("rooms", "--server", url)
+    assert status == errors.EXIT_FAILED
+    line = one_line(err)
+    assert "the TLS handshake failed" in line and "try ws://" in line
+    assert "certificate" not in line
+
+
+async def test_ws_to_a_tls_port_of_nginx_says_use_wss() -> None:
+    """Following the old advice to ws:// on nginx's 443 got "it answered HTTP 400, not
+    as a solrace server — is that the right port?": it is, with wss://."""
+    page = b"<html><center>The plain HTTP request was sent to HTTPS port</center></html>"
+    response = b"HTTP/1.1 400 Bad Request\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(page),
+        page,
+    )
+    async with answering(response) as port:
+        url = f"ws://127.0.0.1:{port}/"
+        status, _, err = await solrace("rooms", "--server", url)
+    assert status == errors.EXIT_FAILED
+    assert one_line(err) == (
+        f"solrace: cannot reach {url}: that port takes TLS only (HTTPS): use wss:// "
+        "instead of ws://"
+    )
 
 
 @pytest.mark.parametrize(
