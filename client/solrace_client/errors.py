@@ -135,7 +135,7 @@ def connect_reason(url: str, exc: BaseException) -> str:
     if isinstance(exc, InvalidMessage):
         return "it does not answer as a WebSocket server — is that the right port?"
     if isinstance(exc, InvalidURI):
-        return f"bad server URL ({exc})"
+        return redirected(exc) or f"bad server URL ({exc})"
     if isinstance(exc, InvalidHandshake):
         return f"the WebSocket handshake failed ({exc or type(exc).__name__})"
     if isinstance(exc, ConnectionRefusedError):
@@ -187,6 +187,23 @@ def certificate_refused(host: str, exc: ssl.SSLCertVerificationError) -> str:
             "with a name the certificate holds"
         )
     return f"this machine refused {host}'s TLS certificate ({why})"
+
+
+def redirected(exc: InvalidURI) -> str | None:
+    """Why a redirect could not be followed, when ``exc`` comes from one, else None.
+
+    The user's URL was checked before connecting (:func:`check_server_url`), so an
+    InvalidURI after an HTTP 3xx is the server's ``Location``: nginx's port 80 answers
+    ``301 https://HOST/``. Calling that a "bad server URL" blamed the user's typing;
+    the fix is the WebSocket form of where it points (https → wss, http → ws)."""
+    answer = exc.__context__  # websockets parses the Location while handling the 3xx
+    if not (isinstance(answer, InvalidStatus) and 300 <= answer.response.status_code < 400):
+        return None
+    scheme, sep, rest = exc.uri.partition("://")
+    web = {"https": "wss", "http": "ws"}.get(scheme.lower()) if sep else None
+    if web is None:
+        return f"the server redirects to {exc.uri}, which is not a WebSocket server URL"
+    return f"the server redirects to {exc.uri}: use {web}://{rest}"
 
 
 def refusal(

@@ -204,6 +204,37 @@ async def test_ws_to_a_tls_port_of_nginx_says_use_wss() -> None:
     )
 
 
+def redirect(location: str) -> bytes:
+    """nginx's port 80 in deploy/nginx.conf: ``return 301 https://$host$request_uri``."""
+    return (
+        f"HTTP/1.1 301 Moved Permanently\r\nLocation: {location}\r\n"
+        "Content-Length: 0\r\nConnection: close\r\n\r\n"
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("location", "says"),
+    [
+        ("https://127.0.0.1/", "the server redirects to https://127.0.0.1/: use wss://127.0.0.1/"),
+        ("http://127.0.0.1/play", "the server redirects to http://127.0.0.1/play: use ws://"),
+        (
+            "ftp://127.0.0.1/",
+            "the server redirects to ftp://127.0.0.1/, which is not a WebSocket server",
+        ),
+    ],
+)
+async def test_a_redirect_to_a_web_address_says_where_not_bad_url(location: str, says: str) -> None:
+    """ws:// to nginx's port 80 said "bad server URL (https://127.0.0.1/ isn't a valid
+    URI: scheme isn't ws or wss)": the user's URL was fine, the server sends elsewhere."""
+    async with answering(redirect(location)) as port:
+        url = f"ws://127.0.0.1:{port}"
+        status, _, err = await solrace("rooms", "--server", url)
+    assert status == errors.EXIT_FAILED
+    line = one_line(err)
+    assert line.startswith(f"solrace: cannot reach {url}: {says}")
+    assert "bad server URL" not in line and "isn't a valid URI" not in line
+
+
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
