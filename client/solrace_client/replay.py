@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -138,7 +140,7 @@ def _card(name: str) -> Text:
     return Text(name, style="bold red" if name[-1] in "HD" else "bold")
 
 
-def _board_panel(saved: SavedResult, track: Track, step: int) -> Panel:
+def _board_panel(saved: SavedResult, track: Track, step: int) -> RenderableType:
     position = track.at(step)
     heading = _heading(saved, track, step)
     grid = Table.grid(padding=(0, 1))
@@ -158,11 +160,63 @@ def _board_panel(saved: SavedResult, track: Track, step: int) -> Panel:
     if track.error:
         parts.append(Text(track.error, style="bold red"))
     parts.append(grid)
+    return _BoardPanel(Group(*parts), track)
+
+
+#: The cells of a panel's width its title cannot use: the corners and the rule before
+#: and after it (``╭─`` … ``─╮``), and the space rich pads it with on either side.
+_TITLE_FRAME = 6
+
+
+def panel_title(track: Track, room: int) -> str:
+    """The title of ``track``'s board panel in at most ``room`` cells: racer number,
+    name, status and place (``2 · Ann · resigned · #2``) when they fit.
+
+    rich crops a title that does not fit from its end, and the place is last: at 80
+    columns, three racers side by side read ``2 · Ann · resigned ·``. The place is what
+    a reader of a finished race looks for, so the status goes first, then the name
+    shortens (``Carol…``), and the place stays while anything can."""
     s = track.standing
-    title = f"{track.racer} · {track.name} · {s.get('status')}"
-    if s.get("place") is not None:
-        title += f" · #{s['place']}"
-    return Panel(Group(*parts), title=title, title_align="left", expand=False)
+    place = f"#{s['place']}" if s.get("place") is not None else ""
+
+    def join(*parts: str) -> str:
+        return " · ".join(part for part in parts if part)
+
+    racer = str(track.racer)
+    for title in (
+        join(racer, track.name, str(s.get("status")), place),
+        join(racer, track.name, place),
+    ):
+        if cell_len(title) <= room:
+            return title
+    name_room = room - cell_len(join(racer, "", place)) - len(" · ")
+    if name_room >= 2:  # one cell of the name and the ellipsis
+        name = Text(track.name)
+        name.truncate(name_room, overflow="ellipsis")
+        return join(racer, name.plain, place)
+    return join(racer, place) if cell_len(join(racer, place)) <= room else place or racer
+
+
+class _BoardPanel:
+    """A racer's board in a panel whose title fits the width it is given.
+
+    The width is known only when the row of panels is laid out (the terminal's width
+    shared between the racers), so the title is chosen then; measured, the panel asks
+    for its full title, as a plain Panel does, and a wide terminal shows it whole."""
+
+    def __init__(self, body: RenderableType, track: Track) -> None:
+        self.body = body
+        self.track = track
+
+    def _panel(self, title: str) -> Panel:
+        return Panel(self.body, title=title, title_align="left", expand=False)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        full = panel_title(self.track, options.max_width)
+        return Measurement.get(console, options, self._panel(full))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self._panel(panel_title(self.track, options.max_width - _TITLE_FRAME))
 
 
 def step_view(saved: SavedResult, all_tracks: list[Track], step: int) -> RenderableType:

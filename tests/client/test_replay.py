@@ -4,16 +4,18 @@ entries, face-down cards in lower case; the interactive stepper moves both ways.
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
 from solrace.rules import position_dict, replay
 from solrace_client.cli import main
-from solrace_client.results import load_result
+from solrace_client.results import load_result, save_result
 
-from tests.net.conftest import Cluster
+from tests.net.conftest import SOLVABLE_SECRET, Cluster
+from tests.support.race import winning_moves
 
-from .conftest import SEED, bot_race
+from .conftest import SEED, YUKON, _standing, bot_race, synthetic_result
 
 
 def _columns(text: str) -> list[list[str]]:
@@ -103,3 +105,55 @@ def test_piped_commands_leave_no_prompt_open(
     assert out.endswith("> \n")
     assert all(line.endswith("> ") for line in out.splitlines() if "> " in line[:12])
     assert not any("> race" in line or "> unknown" in line for line in out.splitlines())
+
+
+def _race_of(racers: int) -> str:
+    """The synthetic race with ``racers`` racers (Ann and Bob, then Carolina, Dmitri…
+    resigning early), saved: its id."""
+    result = synthetic_result()
+    moves = winning_moves(SOLVABLE_SECRET)
+    for racer, name in list(enumerate(["Carolina", "Dmitri"], start=3))[: racers - 2]:
+        result["standings"].append(_standing(racer, racer, name, moves[:3], "resigned"))
+    path = save_result(
+        f"r_{racers}", result, {**YUKON, "max_racers": 4}, "SYN123", published_commitment=None
+    )
+    return load_result(path).race
+
+
+def _titles(
+    race: str, columns: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> str:
+    """The line of panel titles ``solrace replay`` shows first at ``columns``."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setattr("sys.stdin", io.StringIO("q\n"))
+    assert main(["replay", race]) == 0
+    return next(line for line in capsys.readouterr().out.splitlines() if "╭" in line)
+
+
+@pytest.mark.parametrize("racers", [2, 3, 4])
+def test_panel_titles_keep_every_place_at_80_columns(
+    config_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    racers: int,
+) -> None:
+    """At 80 columns rich cropped the titles from their end, the place first:
+    ``╭─ 2 · Bob · resigned · ─╮`` (``· #2`` at 200). The status goes, the name
+    shortens; racer number and place stay."""
+    titles = _titles(_race_of(racers), 80, monkeypatch, capsys)
+    assert len(titles) <= 80
+    for n in range(1, racers + 1):
+        assert re.search(rf"╭─ {n} · \w+…?( · \w+)? · #{n} ─", titles), titles
+
+
+def test_a_wide_terminal_still_shows_the_whole_titles(
+    config_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    titles = _titles(_race_of(4), 200, monkeypatch, capsys)
+    for title in (
+        "1 · Ann · finished · #1",
+        "2 · Bob · resigned · #2",
+        "3 · Carolina · resigned · #3",
+        "4 · Dmitri · resigned · #4",
+    ):
+        assert f"╭─ {title} ─" in titles, titles
