@@ -80,6 +80,21 @@ def _fail(message: str, code: int = EXIT_FAILED) -> int:
     return code
 
 
+def usage_line(prog: str, message: str) -> str:
+    """A bad argument as every one is said (docs/client.md): ``solrace bot: … (see
+    solrace bot --help)``, the command and where to read more."""
+    return f"{prog}: {message} (see {prog} --help)"
+
+
+def _bad_arguments(args: argparse.Namespace, message: str) -> int:
+    """Arguments argparse accepted one by one that do not go together (``bot`` with no
+    way into a room, ``replay --racer`` without ``--print``): said as argparse's own
+    errors are, status 2. They said ``solrace: …``, without the command or its --help.
+    Returned, not raised, as the command's status."""
+    print(usage_line(args.command_parser.prog, message), file=sys.stderr)
+    return EXIT_FAILED
+
+
 def _server_given(args: argparse.Namespace) -> str | None:
     """``--server`` as given (even empty: then it is refused, never replaced), else a
     non-empty ``$SOLRACE_SERVER``, else None."""
@@ -468,7 +483,7 @@ def cmd_bot(args: argparse.Namespace) -> int:
     ways = args.quick + bool(args.code) + args.create
     if ways != 1:
         many = "only one of" if ways else "one of"
-        return _fail(f"give {many}: a room CODE, --quick, --create")
+        return _bad_arguments(args, f"give {many}: a room CODE, --quick, --create")
     if not args.create:
         given = [
             flag
@@ -476,12 +491,15 @@ def cmd_bot(args: argparse.Namespace) -> int:
             if getattr(args, key) is not None and getattr(args, key) is not False
         ]
         if given:
-            return _fail(f"{given[0]} is a setting of a room the bot creates: it needs --create")
+            return _bad_arguments(
+                args, f"{given[0]} is a setting of a room the bot creates: it needs --create"
+            )
     room_size = args.racers if args.racers is not None else limits.DEFAULT_MAX_RACERS
     if args.create and args.min_racers > room_size:
-        return _fail(
+        return _bad_arguments(
+            args,
             f"--min-racers {args.min_racers} is more than the room's {room_size} racers "
-            "(--racers): it could never start"
+            "(--racers): it could never start",
         )
     servers = server_list(_server(args))
     err = _err()
@@ -556,11 +574,11 @@ def _load(ref: str) -> Any:
 def cmd_replay(args: argparse.Namespace) -> int:
     from .replay import board_text, find_track, step_through, tracks
 
+    if args.racer and not args.print:  # before the race is read: the arguments first
+        return _bad_arguments(args, "--racer goes with --print (the stepper shows every racer)")
     saved = _load(args.race)
     if saved is None:
         return EXIT_FAILED
-    if args.racer and not args.print:
-        return _fail("--racer goes with --print (the stepper shows every racer)")
     if not args.print and sys.stdin is None:  # started with `<&-`: no commands to read
         return _fail(
             "the stepper reads its commands from standard input, which is closed: "
@@ -651,7 +669,7 @@ def cmd_races(args: argparse.Namespace) -> int:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """One line, not the usage block: what is wrong and where to read more."""
-        self.exit(EXIT_FAILED, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_FAILED, usage_line(self.prog, message) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -812,7 +830,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run: Callable[[argparse.Namespace], int] = args.run
     if args.command in OFFLINE_COMMANDS:
         if getattr(args, "server", None) is not None:
-            return _fail(f"{args.command} works on this computer's saved races: no --server")
+            return _bad_arguments(args, "it works on this computer's saved races: no --server")
     else:
         try:
             _check_servers(args)

@@ -259,13 +259,27 @@ def test_options_and_durations_parse() -> None:
         build_parser().parse_args(["create", "--option", "draw"])
 
 
+def _usage_error(stderr: str, command: str) -> str:
+    """The one line of a bad argument, in docs/client.md's format: ``solrace COMMAND:
+    … (see solrace COMMAND --help)``; what it says between the two."""
+    line = _one_line(stderr)
+    head, tail = f"solrace {command}: ", f" (see solrace {command} --help)"
+    assert line.startswith(head) and line.endswith(tail), line
+    return line[len(head) : -len(tail)]
+
+
 def test_bot_needs_exactly_one_way_in(capsys: pytest.CaptureFixture[str]) -> None:
+    """In the format of every bad argument: it said ``solrace: give one of: …``."""
     assert main(["bot", "--server", "ws://127.0.0.1:9"]) == 2
-    assert "give one of: a room CODE, --quick, --create" in _one_line(capsys.readouterr().err)
+    said = _usage_error(capsys.readouterr().err, "bot")
+    assert said == "give one of: a room CODE, --quick, --create"
     for argv in (["ABC", "--quick"], ["--quick", "--create"], ["ABC", "--quick", "--create"]):
         assert main(["bot", *argv, "--server", "ws://127.0.0.1:9"]) == 2
-        line = _one_line(capsys.readouterr().err)
-        assert "give only one of: a room CODE, --quick, --create" in line, argv
+        said = _usage_error(capsys.readouterr().err, "bot")
+        assert said == "give only one of: a room CODE, --quick, --create", argv
+    assert main(["bot", "--quick", "--racers", "3", "--server", "ws://127.0.0.1:9"]) == 2
+    said = _usage_error(capsys.readouterr().err, "bot")
+    assert said == "--racers is a setting of a room the bot creates: it needs --create"
 
 
 @pytest.mark.parametrize("argv", [["races"], ["verify", "r_synthetic"]])
@@ -415,7 +429,7 @@ def test_bot_settings_that_make_no_sense_are_refused(capsys: pytest.CaptureFixtu
         assert exited.value.code == 2
         _one_line(capsys.readouterr().err)
     assert main(["bot", "--create", "--racers", "2", "--min-racers", "3", *server]) == 2
-    assert "could never start" in _one_line(capsys.readouterr().err)
+    assert "could never start" in _usage_error(capsys.readouterr().err, "bot")
 
 
 def test_a_corrupt_saved_race_is_called_unreadable_not_missing(
@@ -452,9 +466,13 @@ def test_verify_and_replay_refuse_odd_files_in_one_line(
     assert main(["verify", str(odd)]) == 2
     assert str(odd) in _one_line(capsys.readouterr().err)
     assert main(["replay", str(synthetic_race), "--racer", "Ann"]) == 2
-    assert "--racer goes with --print" in _one_line(capsys.readouterr().err)
+    said = _usage_error(capsys.readouterr().err, "replay")
+    assert said == "--racer goes with --print (the stepper shows every racer)"
+    assert main(["replay", "r_nosuchrace", "--racer", "Ann"]) == 2  # the arguments first
+    assert "--racer goes with --print" in _usage_error(capsys.readouterr().err, "replay")
     assert main(["verify", str(synthetic_race), "--server", "ws://h:1"]) == 2
-    assert "no --server" in _one_line(capsys.readouterr().err)
+    said = _usage_error(capsys.readouterr().err, "verify")
+    assert said == "it works on this computer's saved races: no --server"
 
 
 def test_output_that_cannot_be_written_is_one_line(synthetic_race: Path) -> None:

@@ -243,8 +243,17 @@ async def test_a_redirect_to_a_web_address_says_where_not_bad_url(location: str,
         (["create", "--spectator-delay", "11m"], "--spectator-delay: must be 0 to 600 s"),
         (["create", "--option", "draw"], "--option"),
         (["join", "AB-12!"], "is not a room code"),
-        (["--server", "ws://h:1", "verify", "r_x"], "verify works on this computer"),
-        (["replay", "r_x", "--server", "ws://h:1"], "replay works on this computer"),
+        (
+            ["--server", "ws://h:1", "verify", "r_x"],
+            "solrace verify: it works on this computer's saved races: no --server "
+            "(see solrace verify --help)",
+        ),
+        (
+            ["replay", "r_x", "--server", "ws://h:1"],
+            "solrace replay: it works on this computer's saved races: no --server "
+            "(see solrace replay --help)",
+        ),
+        (["bot"], "solrace bot: give one of: a room CODE, --quick, --create (see solrace bot"),
         (["races", "--limit", "0"], "--limit: must be 1 to"),
         (["frobnicate"], "invalid choice"),
         (["verify", "r_nosuchrace"], "r_nosuchrace"),

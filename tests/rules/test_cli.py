@@ -147,9 +147,11 @@ def test_cli_option_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "option draw must be 1 or 3" in err
     # the value as it was written (JSON), not Python's spelling ("not True")
     code, _, err = call(["deal", "klondike", "5", "-o", "draw=true"], capsys)
-    assert (code, err) == (2, "solrace-rules: option draw must be 1 or 3, not true\n")
+    help_ = " (see solrace-rules deal --help)\n"
+    assert (code, err) == (2, f"solrace-rules deal: option draw must be 1 or 3, not true{help_}")
     code, _, err = call(["deal", "klondike", "5", "-o", "scoring=golf"], capsys)
-    assert err == 'solrace-rules: option scoring must be one of standard, vegas, none, not "golf"\n'
+    said = 'option scoring must be one of standard, vegas, none, not "golf"'
+    assert err == f"solrace-rules deal: {said}{help_}"
     code, _, err = call(["deal", "klondike", "5", "-o", "draw"], capsys)
     assert code == 2 and "an option is key=value" in err
     code, _, err = call(["deal", "klondike", "5", "-o", "=3"], capsys)
@@ -256,7 +258,16 @@ def test_cli_bad_position_and_missing_file(
         (["perft", "x.json", "two"], "argument depth: not a whole number: 'two'"),
         (["deal", "yukon", "1", "--indent", "99"], "--indent: must be 0 to 16 spaces, got 99"),
         (["deal", "yukon", "x"], "solrace-rules deal: argument seed: not a whole number: 'x'"),
-        (["deal", "yukon", "-1"], "solrace-rules: a seed is a whole number 0 ≤ seed < 2**64"),
+        # the engine's refusals of deal's arguments, as argparse's own (they were
+        # "solrace-rules: a seed is…", without the command or its --help)
+        (
+            ["deal", "yukon", "-1"],
+            "solrace-rules deal: a seed is a whole number 0 ≤ seed < 2**64, not -1 "
+            "(see solrace-rules deal --help)",
+        ),
+        (["deal", "yukon", str(2**64)], "solrace-rules deal: a seed is a whole number"),
+        (["deal", "spider", "1"], "solrace-rules deal: unknown variant 'spider'"),
+        (["deal", "yukon", "1", "-o", "draw=3"], "solrace-rules deal: variant yukon has no"),
         (["solve", "x.json", "--budget", "0"], "argument --budget: must be 1 or more nodes, got 0"),
     ],
 )
@@ -269,6 +280,8 @@ def test_every_usage_error_is_one_line_and_status_2(
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1, err
     assert says in err
+    command = "solrace-rules" if len(argv) < 2 else f"solrace-rules {argv[0]}"
+    assert err.startswith(f"{command}: ") and err.endswith(f" (see {command} --help)\n")
 
 
 def test_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:

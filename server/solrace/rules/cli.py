@@ -8,7 +8,8 @@
 
 Exit status: 0 on success, 1 for an illegal move, an impossible position or a file (or
 standard input) it cannot read, 2 for a usage or notation error — every argument the
-command cannot use, ``deal``'s variant, seed and options included — said in one line.
+command cannot use, ``deal``'s variant, seed and options included — said in one line,
+``solrace-rules COMMAND: … (see solrace-rules COMMAND --help)``.
 ``solve`` and ``hint``: 0 when a winning line is known (or the game is already won), 3
 when the position is proved unwinnable, 4 when the node budget ran out first (unknown).
 A reader that stops reading (``| head``) ends the command quietly with 141, the status
@@ -132,12 +133,20 @@ def _read_board(source: str) -> Board:
         raise InvalidPositionError(f"{name}: {exc}") from None
 
 
+def usage_line(prog: str, message: str) -> str:
+    """A usage error as every one is said: ``solrace-rules deal: … (see solrace-rules
+    deal --help)``, what is wrong and where to read more. One function, so that the
+    errors argparse finds and those found after it (the engine refusing ``deal``'s seed
+    or variant) read alike."""
+    return f"{prog}: {message} (see {prog} --help)"
+
+
 class _Parser(argparse.ArgumentParser):
     """Subcommands' parsers are of this class too (``add_subparsers`` default)."""
 
     def error(self, message: str) -> NoReturn:
         """One line, not the usage block: what is wrong and where to read more."""
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, usage_line(self.prog, message) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -236,7 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 board = deal(args.variant, args.seed, dict(args.option))
             except RulesError as exc:  # the variant, seed or an option as given
-                print(f"solrace-rules: {exc}", file=sys.stderr)
+                # arguments, so said as argparse says a bad one ("solrace-rules: a seed
+                # is…" for -1, "solrace-rules deal: argument seed: …" for 0xZZ)
+                print(usage_line("solrace-rules deal", str(exc)), file=sys.stderr)
                 return EXIT_USAGE
             out.write(dump_position(board, args.indent) + "\n")
         elif args.command == "moves":
