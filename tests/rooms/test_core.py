@@ -611,10 +611,17 @@ async def test_a_private_rooms_id_alone_gives_away_neither_its_code_nor_that_it_
     room, code = str(created.d["room"]), str(created.d["code"])
     token = "x" * 32
     guessed = await stranger.ask("resume", room=room, token=token)
-    assert guessed.d["code"] == "bad_token"
-    assert code not in guessed.d["message"] and "this room" in guessed.d["message"]
+    nowhere = await stranger.ask("resume", room="r_000000000000", token=token)
+    # a made-up token is answered as a room that is not there (it was bad_token)
+    assert (guessed.d["code"], guessed.d["message"]) == (nowhere.d["code"], nowhere.d["message"])
+    assert guessed.d["code"] == "unknown_room" and code not in guessed.d["message"]
     named = await stranger.ask("resume", room=room, token=token, code="ABCDEF")
-    assert named.d["message"] == "this token is not a racer's of room ABCDEF"
+    assert named.d["message"] == "room ABCDEF no longer exists (it ended or expired)"
+    # a public room's refusal says what is wrong: the room is there, the token is not
+    # one of its racers'
+    public = await FakePeer(node).ask("create", variant="yukon", name="Bo")
+    wrong = await stranger.ask("resume", room=str(public.d["room"]), token=token)
+    assert wrong.d["code"] == "bad_token", wrong.d
     private = await stranger.ask("watch", room=room)
     missing = await stranger.ask("watch", room="r_000000000000")
     assert (private.d["code"], missing.d["code"]) == ("unknown_room", "unknown_room")

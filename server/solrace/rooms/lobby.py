@@ -251,18 +251,21 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     # a room id travels in every result (race ids), and a refusal must not hand its
     # private room's code to whoever tries a made-up token.
     name = f"room {msg.code}" if msg.code else "this room"
+    gone = BadMessage(ErrorCode.UNKNOWN_ROOM, f"{name} no longer exists (it ended or expired)")
     try:
         room = await node.room(msg.room)
     except BadMessage as exc:
         if exc.code == ErrorCode.UNKNOWN_ROOM:
-            raise BadMessage(
-                ErrorCode.UNKNOWN_ROOM, f"{name} no longer exists (it ended or expired)"
-            ) from None
+            raise gone from None
         raise
     racer_id = await node.store.racer_for_token(room.room_id, token_digest(msg.token))
     racer = int(racer_id) if racer_id is not None else None
     member = room.state.racers.get(racer) if racer is not None else None
     if racer is None:
+        if room.meta.settings.private:
+            # As if it did not exist (as ``watch`` by id answers): a made-up token
+            # must not tell whoever holds a private room's id that the room is there.
+            raise gone
         raise BadMessage(ErrorCode.BAD_TOKEN, f"this token is not a racer's of {name}")
     name = f"room {room.meta.code}"
     if member is None:
