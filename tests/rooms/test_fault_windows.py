@@ -29,6 +29,7 @@ from solrace.rooms.counters import Tally
 from solrace.rooms.node import (
     EMPTY_ROOM_TTL_S,
     FINISHED_ROOM_TTL_S,
+    LEASE_MS,
     ROOM_TTL_S,
     WRITE_RETRY_S,
     Node,
@@ -1196,3 +1197,29 @@ def _stored_log_length(node: Node, room: LiveRoom, racer: int) -> Callable[[], A
         return len(await node.store.move_log(room.room_id, room.log_name(racer)))
 
     return probe
+
+
+async def test_after_an_outage_other_nodes_racers_are_not_marked_offline_before_a_lease(
+    backend: Backend,
+) -> None:
+    """Redis down longer than a lease: every node's lease lapses. The first node back
+    found the others' leases gone and marked their racers offline, and a moment later
+    those nodes (renewing) marked them online again (an audit: a flash of 'offline').
+    A node that is really dead is still marked, a lease later."""
+    clock = Clock()
+    node_a, node_b = await backend.node(clock), await backend.node(clock)
+    race = await _race_on(node_a, node_b)
+    room_a, bob = race.ann.room, race.bob
+    assert room_a is not None
+    bob_id = next(r.racer for r in room_a.state.racers.values() if r.name == "Bob")
+    assert node_b._watch_task is not None
+    node_b._watch_task.cancel()  # B renews no more: its lease is the outage's victim
+    await node_a.store.drop_lease(node_b.node_id)
+    node_a.store_failed()
+    node_a.store_ok()  # Redis answers again
+    await node_a.check_rooms()
+    assert room_a.state.racers[bob_id].online, "marked offline right after the outage"
+    assert not bob.events("presence")
+    clock.advance(LEASE_MS / 1000 + 1)
+    await node_a.check_rooms()  # a lease later B has not renewed: it is dead
+    assert not room_a.state.racers[bob_id].online

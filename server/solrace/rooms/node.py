@@ -232,6 +232,8 @@ class Node:
         #: When this node last gained a working store (its start, or the end of a
         #: Redis outage): disconnect grace only counts from here (decisions.grace_ends).
         self.grace_floor_ms = clock()
+        #: When the store last answered again after an outage (never: 0).
+        self.store_back_ms = 0
         self._store_down = False
         self._tail_task: asyncio.Task[None] | None = None
         self._watch_task: asyncio.Task[None] | None = None
@@ -415,7 +417,7 @@ class Node:
         nobody could reconnect while it was down (an outage is not a forfeit)."""
         if self._store_down:
             self._store_down = False
-            self.grace_floor_ms = self.clock()
+            self.grace_floor_ms = self.store_back_ms = self.clock()
             log.warning("store available again: disconnect grace re-armed")
             for room in self.rooms.values():
                 self.schedule(room)
@@ -474,7 +476,11 @@ class Node:
             for r in room.state.racers.values()
             if r.online and r.node is not None and r.node != self.node_id
         }
-        if not others:
+        if not others or self.clock() - self.store_back_ms < LEASE_MS:
+            # Right after an outage every other node's lease may have lapsed too: they
+            # renew within a second of Redis answering, and were marked dead (their
+            # racers offline, then online again a moment later) by whichever node came
+            # back first. A node really dead is still dead a lease later.
             return
         dead = others - await self.store.live_nodes(others)
         for room in served.values():
