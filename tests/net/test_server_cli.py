@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
@@ -400,6 +401,44 @@ def test_a_redis_that_answers_but_not_as_the_url_says_is_a_bad_flag(url: str, sa
     assert len(problems) == 1, done.stderr
     assert problems[0] == f"solrace-server: {says}", done.stderr
     assert "does not answer" not in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("rules", "says"),
+    [
+        (
+            ("~other:*", "+@all"),
+            "user 'keyless' may not write keys under the prefix 'solrace:' (this user has "
+            "no permissions to access one of the keys used as arguments): its ACL needs "
+            "~solrace:*",
+        ),
+        (
+            ("~*", "+@all", "-@scripting"),
+            "user 'keyless' may not load Lua scripts (SCRIPT LOAD) (this user has no "
+            "permissions to run the 'script|load' command): its ACL needs +@scripting",
+        ),
+    ],
+)
+def test_a_redis_user_an_acl_keeps_from_what_the_node_does_is_status_2(
+    private_redis: Callable[..., str], rules: tuple[str, ...], says: str
+) -> None:
+    """PING passes whatever the ACL: the node started, said "listening", then logged a
+    NOPERM traceback every loop turn (1,200 lines in 10 s) with /healthz 200, or (no
+    scripting) answered every request "internal server error". docs/server.md: a URL
+    Redis refuses is one line and status 2."""
+    url = private_redis()
+    subprocess.run(
+        ["redis-cli", "-u", url, "ACL", "SETUSER", "keyless", "on", ">pw", "&*", *rules],
+        check=True,
+        capture_output=True,
+    )
+    done = _run(["--redis-url", url.replace("://", "://keyless:pw@")], {})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    port = urlsplit(url).port
+    assert done.stderr == (
+        f"solrace-server: --redis-url: Redis refused redis://***@127.0.0.1:{port}/0: {says}\n"
+    )
 
 
 def test_an_unreachable_redis_is_served_and_retried_as_documented() -> None:

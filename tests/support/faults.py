@@ -55,9 +55,17 @@ STORE_CALLS = (
     "wake",
     "wakes",
 )
-#: Store coroutines that are not calls to a room's Redis (opening, closing, a check
-#: that never raises, a test clean-up).
-NOT_STORE_CALLS = ("close", "connect", "delete_all", "durability", "sibling", "start_embedded")
+#: Store coroutines that are not calls to a room's Redis (opening, closing, checks
+#: that never raise — the start-up access probe among them — a test clean-up).
+NOT_STORE_CALLS = (
+    "close",
+    "connect",
+    "delete_all",
+    "durability",
+    "refused_access",
+    "sibling",
+    "start_embedded",
+)
 
 Hook = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
 

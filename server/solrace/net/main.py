@@ -16,7 +16,8 @@ start (the port is taken, the data directory is in use by another node, …); 2 
 or variable (including a ``--host`` that names no address of this machine, a Redis URL
 that is malformed, that Redis refuses, such as a database index it does not have, or
 that names the wrong kind of Redis — a cluster URL for a standalone Redis, TLS for one
-that speaks plain text — and a data directory that cannot be created or written); 3 the
+that speaks plain text — or whose user an ACL keeps
+from what a node does, and a data directory that cannot be created or written); 3 the
 drain after SIGTERM/SIGINT failed (a defect: the log holds its traceback); 130
 interrupted (Ctrl-C) before it was listening. Every failure to start is one line on
 stderr, never a traceback.
@@ -41,7 +42,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from solrace import __version__
 from solrace.argtypes import real, whole
@@ -479,7 +480,8 @@ async def open_store(url: str | None, prefix: str, data_dir: str | None = None) 
     ``data_dir`` (default :func:`default_data_dir`): a directory that cannot be made
     or written is a UsageError, one in use by another node an EngineError (exit 1).
     A Redis that answers, but not as the URL says (:mod:`solrace.store.probe`: a cluster
-    URL for a standalone Redis, TLS for a plain-text one), is a UsageError too."""
+    URL for a standalone Redis, TLS for a plain-text one), or whose user may not do
+    what a node does (an ACL), is a UsageError too."""
     from solrace.store import Store, StoreError, StoreUnavailable
     from solrace.store.embedded import DataDirUnusable, default_data_dir
 
@@ -498,7 +500,9 @@ async def open_store(url: str | None, prefix: str, data_dir: str | None = None) 
         answers = False
     except StoreError as exc:
         raise UsageError(f"--redis-url: Redis refused {_redact(url)}: {_last_words(exc)}") from None
-    if not answers:
+    if answers:
+        await _refuse_unusable(store, url)
+    else:
         from solrace.store.probe import wrong_kind
 
         wrong = await wrong_kind(url)
@@ -511,6 +515,30 @@ async def open_store(url: str | None, prefix: str, data_dir: str | None = None) 
             raise UsageError(f"--redis-url: Redis refused {_redact(url)}: {refused}")
         log.error("redis does not answer; serving anyway, requests fail until it does")
     return store
+
+
+async def _refuse_unusable(store: Store, url: str) -> None:
+    """Raise UsageError (closing ``store``) if the Redis that answers cannot serve the
+    node all the same: a user whose ACL forbids what the node does
+    (:mod:`solrace.store.probe`). It answers PING, and the node served, failing every
+    request, until someone read its log."""
+    problem = None
+    if (refused := await store.refused_access()) is not None:
+        user = _username(url)
+        problem = (
+            f"Redis refused {_redact(url)}: user {user!r} may not {refused.doing} "
+            f"({refused.said}): its ACL needs {refused.grant}"
+        )
+    if problem is not None:
+        await store.close()
+        raise UsageError(f"--redis-url: {problem}")
+
+
+def _username(url: str) -> str:
+    """The Redis user a URL logs in as (``default`` when it names none)."""
+    netloc = urlsplit(url).netloc
+    credentials = netloc.rpartition("@")[0] if "@" in netloc else ""
+    return unquote(credentials.partition(":")[0]) or "default"
 
 
 async def auth_refused(url: str) -> str | None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 __all__ = [
+    "ACCESS_PROBE",
     "APPEND_EVENT",
     "APPEND_MOVE",
     "EXPIRE_CODE",
@@ -52,3 +53,5 @@ EXPIRE_ROOM = _load("expire_room")
 EXPIRE_CODE = _load("expire_code")
 SETTLE_EXPIRY = _load("settle_expiry")
 JOIN_ROOM_NODES = _load("join_room_nodes")
+#: Run once at start-up only (store/probe.py): may this Redis user run scripts?
+ACCESS_PROBE = _load("access_probe")

@@ -167,6 +167,11 @@ class Keys:
         node starts tailing them (Store.wake; single-key)."""
         return f"{self.prefix}wake:{_check_name('node_id', node_id)}"
 
+    def probe(self, token: str) -> str:
+        """The start-up access probe's key (store/probe.py): written, read and deleted
+        once, under the prefix, since an ACL may allow only keys under it."""
+        return f"{self.prefix}probe:{_check_name('probe token', token)}"
+
     def result(self, race_id: str) -> str:
         """A finished race's result (never expires)."""
         return f"{self.prefix}result:{_check_name('race_id', race_id)}"

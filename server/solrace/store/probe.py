@@ -20,28 +20,41 @@ URL Redis refuses:
 :func:`wrong_kind` asks only what settles each case — ``PING`` without TLS, ``PING``
 with TLS, ``INFO cluster`` — and only after the URL's own connection failed; a Redis
 that answers none is unreachable, which is not its business.
+
+One more mistake shows only once Redis answers, and is checked then: a Redis user
+whose ACL forbids what a node does (keys outside its key patterns, ``-@scripting``).
+PING answers, and every loop turn then failed with NOPERM (a traceback each, 1,200
+lines in 10 s): :func:`access_refused` does once, on one key under the node's prefix,
+what the store does: write, read, delete, a stream, a script.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import NoPermissionError, RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._cluster import CLUSTER_SCHEMES, parse_cluster_url
+from ._lua import ACCESS_PROBE
 
-__all__ = ["WrongKind", "wrong_kind"]
+__all__ = ["AccessRefused", "WrongKind", "access_refused", "wrong_kind"]
 
 #: Seconds each question may take: a Redis that answers does so at once.
 PROBE_TIMEOUT_S = 2.0
 _TLS_SCHEMES = ("rediss", "rediss+cluster")
+#: The access probe's key lives this long at most: it is deleted at once, and goes by
+#: itself if the node dies first (or its user may write but not delete).
+ACCESS_PROBE_TTL_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -164,6 +177,69 @@ async def _cluster_disabled(url: str, timeout: float) -> bool:
     finally:
         await client.aclose()
     return str(info.get("cluster_enabled")) == "0"
+
+
+@dataclass(frozen=True)
+class AccessRefused:
+    """The Redis user may not ``doing`` (words for an operator), as Redis ``said`` (its
+    NOPERM reply); ``grant`` is the ACL rule that would let it."""
+
+    doing: str
+    said: str
+    grant: str
+
+
+#: One step of the access probe: what it does, in words; the ACL rule it needs; the call.
+_Step = tuple[str, str, Callable[[], Awaitable[object]]]
+
+
+def _access_steps(client: Redis | RedisCluster, key: str, prefix: str) -> list[_Step]:
+    """What a node does to Redis, one command a step (so a refusal names the thing
+    refused), on ``key`` only: its kinds of keys, its streams, its Lua scripts."""
+    keys = f"~{prefix}*"
+    under = f"keys under the prefix {prefix!r}"
+
+    async def stream() -> None:
+        await client.xadd(key, {b"p": b"1"}, maxlen=1)
+        await client.pexpire(key, ACCESS_PROBE_TTL_MS)
+        await client.xread({key: "0-0"}, count=1)
+
+    return [
+        (f"write {under}", keys, lambda: client.set(key, b"1", px=ACCESS_PROBE_TTL_MS)),
+        (f"read {under}", keys, lambda: client.get(key)),
+        (f"delete {under}", keys, lambda: client.delete(key)),
+        ("use streams (XADD, PEXPIRE, XREAD)", "+@stream", stream),
+        (
+            "load Lua scripts (SCRIPT LOAD)",
+            "+@scripting",
+            lambda: client.script_load(ACCESS_PROBE.source),
+        ),
+        (
+            "run Lua scripts (EVALSHA)",
+            "+@scripting",
+            lambda: client.evalsha(ACCESS_PROBE.sha, 1, key),
+        ),
+    ]
+
+
+async def access_refused(
+    client: Redis | RedisCluster, key: str, prefix: str
+) -> AccessRefused | None:
+    """The first thing a node needs of Redis that an ACL forbids its user, or None:
+    each step of :func:`_access_steps` on ``key`` (under ``prefix``), which is gone
+    afterwards. Any other failure (Redis stops answering, …) is None: not an ACL's."""
+    try:
+        for doing, grant, step in _access_steps(client, key, prefix):
+            try:
+                await step()
+            except NoPermissionError as exc:
+                return AccessRefused(doing, str(exc), grant)
+    except (RedisError, RedisClusterException, OSError):
+        return None
+    finally:
+        with contextlib.suppress(RedisError, RedisClusterException, OSError):
+            await client.delete(key)
+    return None
 
 
 async def wrong_kind(url: str, timeout: float = PROBE_TIMEOUT_S) -> WrongKind | None:

@@ -51,6 +51,7 @@ from ._resp import speed_up
 from .embedded import EmbeddedEngine
 from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
 from .keys import Keys
+from .probe import AccessRefused, access_refused
 
 __all__ = ["Durability", "Finish", "MoveAppend", "Store", "StoredEvent"]
 
@@ -533,6 +534,15 @@ class Store:
                 return bool(await self._redis.ping())
         except StoreUnavailable:
             return False
+
+    async def refused_access(self) -> AccessRefused | None:
+        """The first thing this node needs of Redis that its user may not do (an ACL:
+        keys under the prefix, streams, Lua scripts), or None. A start-up check
+        (:func:`solrace.store.probe.access_refused`): PING passes whatever the ACL,
+        and a node that started anyway failed every loop turn on NOPERM. It writes one
+        key under the prefix and deletes it."""
+        key = self.keys.probe(secrets.token_hex(8))
+        return await access_refused(self._redis, key, self.keys.prefix)
 
     async def durability(self, max_age_s: float = 0.0) -> Durability:
         """What this store's Redis promises about acknowledged writes (:class:`Durability`).

@@ -1,0 +1,64 @@
+"""The start-up check of a Redis that answers PING but cannot serve a node
+(``solrace.store.probe``): a user whose ACL forbids what the store does. Such a node
+started, then failed every loop turn or every request (the operator audit);
+solrace-server now exits 2 (tests/net/test_server_cli.py)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import pytest
+import redis.asyncio
+from solrace.store import Store
+from solrace.store.probe import ACCESS_PROBE_TTL_MS
+
+
+async def test_a_user_who_may_do_everything_is_refused_nothing_and_no_key_is_left(
+    store: Store,
+) -> None:
+    """On Redis, a cluster and the embedded engine: the probe passes, and its key is
+    gone (on a cluster its script is loaded on the key's master, as the store's are)."""
+    assert await store.refused_access() is None
+    assert await store.delete_all() == 0
+
+
+#: ACL rules of a user, what the probe says it may not do, and the rule it needs.
+_ACLS = [
+    (("~other:*", "+@all"), "write keys under the prefix", "~{prefix}*"),
+    (("%R~{prefix}*", "+@all"), "write keys under the prefix", "~{prefix}*"),
+    (("%W~{prefix}*", "+@all"), "read keys under the prefix", "~{prefix}*"),
+    (("~*", "+@all", "-del"), "delete keys under the prefix", "~{prefix}*"),
+    (("~*", "+@all", "-@stream"), "use streams (XADD, PEXPIRE, XREAD)", "+@stream"),
+    (("~*", "+@all", "-@scripting"), "load Lua scripts (SCRIPT LOAD)", "+@scripting"),
+    (("~*", "+@all", "-evalsha"), "run Lua scripts (EVALSHA)", "+@scripting"),
+]
+
+
+@pytest.mark.parametrize(("rules", "doing", "grant"), _ACLS)
+async def test_what_an_acl_forbids_the_node_is_named(
+    private_redis: Callable[..., str], rules: tuple[str, ...], doing: str, grant: str
+) -> None:
+    """PING passed whatever the ACL: a node with such a user started, then logged a
+    NOPERM traceback each loop turn (keys) or answered "internal server error" (no
+    scripts). The probe names the first thing refused, and leaves no key behind that
+    does not expire by itself."""
+    url = private_redis()
+    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    admin = redis.asyncio.from_url(url)
+    try:
+        acl = [r.format(prefix=prefix) for r in rules]
+        await admin.execute_command("ACL", "SETUSER", "probed", "on", ">pw", "&*", *acl)
+        store = await Store.connect(url.replace("://", "://probed:pw@"), prefix=prefix)
+        try:
+            refused = await store.refused_access()
+        finally:
+            await store.close()
+        assert refused is not None
+        assert refused.doing.startswith(doing), refused
+        assert refused.grant == grant.format(prefix=prefix)
+        assert "no permissions" in refused.said, refused
+        for key in await admin.keys(f"{prefix}*"):  # only where DEL is refused
+            assert 0 < await admin.pttl(key) <= ACCESS_PROBE_TTL_MS, key
+    finally:
+        await admin.aclose()
