@@ -34,7 +34,7 @@ from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
 
 from tests.support.interrupt import interrupted_while_loading
-from tests.support.redis import REDIS_URL, delete_prefix
+from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix
 from tests.support.server_process import SERVER_SCRIPT, solrace_server
 
 
@@ -373,6 +373,11 @@ def _redis_node() -> str:
     return f"{parts.hostname}:{parts.port or 6379}"
 
 
+def _cluster_node() -> str:
+    """host:port of the first node of the test Redis Cluster."""
+    return CLUSTER_URL.split("://", 1)[1].split(",", 1)[0].split("/", 1)[0]
+
+
 @pytest.mark.parametrize(
     ("url", "says"),
     [
@@ -388,6 +393,11 @@ def _redis_node() -> str:
         (
             f"rediss+cluster://{_redis_node()}",
             f"--redis-url: {_redis_node()} answers without TLS: use redis+cluster://{_redis_node()}",
+        ),
+        (  # it answers PING: the node served, and every request failed "store is down"
+            f"redis://{_cluster_node()}/0",
+            f"--redis-url: {_cluster_node()} is a Redis Cluster node: "
+            f"use redis+cluster://{_cluster_node()}",
         ),
     ],
 )

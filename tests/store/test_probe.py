@@ -1,7 +1,8 @@
-"""The start-up check of a Redis that answers PING but cannot serve a node
-(``solrace.store.probe``): a user whose ACL forbids what the store does. Such a node
-started, then failed every loop turn or every request (the operator audit);
-solrace-server now exits 2 (tests/net/test_server_cli.py)."""
+"""The start-up checks of a Redis that answers PING but cannot serve a node
+(``solrace.store.probe``): a user whose ACL forbids what the store does, and a
+``redis://`` URL naming a Redis Cluster node. Both started, then failed every loop
+turn or every request (the operator audit); solrace-server now exits 2 on each
+(tests/net/test_server_cli.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from collections.abc import Callable
 import pytest
 import redis.asyncio
 from solrace.store import Store
-from solrace.store.probe import ACCESS_PROBE_TTL_MS
+from solrace.store.probe import ACCESS_PROBE_TTL_MS, cluster_node
+
+from tests.support.redis import CLUSTER_URL, REDIS_URL
 
 
 async def test_a_user_who_may_do_everything_is_refused_nothing_and_no_key_is_left(
@@ -62,3 +65,26 @@ async def test_what_an_acl_forbids_the_node_is_named(
             assert 0 < await admin.pttl(key) <= ACCESS_PROBE_TTL_MS, key
     finally:
         await admin.aclose()
+
+
+def _first_node(cluster_url: str) -> str:
+    """host:port of the first node a cluster URL names."""
+    return cluster_url.split("://", 1)[1].split(",", 1)[0].split("/", 1)[0]
+
+
+async def test_a_plain_url_naming_a_cluster_node_says_use_the_cluster_scheme() -> None:
+    """redis:// to a cluster node answered PING: the node served, and every request
+    failed "store is down". cluster_node says which node and the URL to use."""
+    node = _first_node(CLUSTER_URL)
+    wrong = await cluster_node(f"redis://{node}/0")
+    assert wrong is not None
+    assert (wrong.node, wrong.says, wrong.use) == (
+        node,
+        "is a Redis Cluster node",
+        f"redis+cluster://{node}",
+    )
+
+
+async def test_a_plain_url_naming_a_standalone_redis_is_not_a_cluster_node() -> None:
+    assert await cluster_node(REDIS_URL) is None
+    assert await cluster_node(CLUSTER_URL) is None  # the right scheme: nothing to say

@@ -15,10 +15,10 @@ Exit status (docs/server.md): 0 stopped by SIGTERM/SIGINT after draining; 1 coul
 start (the port is taken, the data directory is in use by another node, …); 2 a bad flag
 or variable (including a ``--host`` that names no address of this machine, a Redis URL
 that is malformed, that Redis refuses, such as a database index it does not have, or
-that names the wrong kind of Redis — a cluster URL for a standalone Redis, TLS for one
-that speaks plain text — or whose user an ACL keeps
-from what a node does, and a data directory that cannot be created or written); 3 the
-drain after SIGTERM/SIGINT failed (a defect: the log holds its traceback); 130
+that names the wrong kind of Redis — a cluster URL for a standalone Redis, a plain one
+for a cluster node, TLS for one that speaks plain text — or whose user an ACL keeps from
+what a node does, and a data directory that cannot be created or written); 3 the drain
+after SIGTERM/SIGINT failed (a defect: the log holds its traceback); 130
 interrupted (Ctrl-C) before it was listening. Every failure to start is one line on
 stderr, never a traceback.
 
@@ -480,8 +480,8 @@ async def open_store(url: str | None, prefix: str, data_dir: str | None = None) 
     ``data_dir`` (default :func:`default_data_dir`): a directory that cannot be made
     or written is a UsageError, one in use by another node an EngineError (exit 1).
     A Redis that answers, but not as the URL says (:mod:`solrace.store.probe`: a cluster
-    URL for a standalone Redis, TLS for a plain-text one), or whose user may not do
-    what a node does (an ACL), is a UsageError too."""
+    URL for a standalone Redis, a plain URL for a cluster node, TLS for a plain-text
+    one), or whose user may not do what a node does (an ACL), is a UsageError too."""
     from solrace.store import Store, StoreError, StoreUnavailable
     from solrace.store.embedded import DataDirUnusable, default_data_dir
 
@@ -519,11 +519,15 @@ async def open_store(url: str | None, prefix: str, data_dir: str | None = None) 
 
 async def _refuse_unusable(store: Store, url: str) -> None:
     """Raise UsageError (closing ``store``) if the Redis that answers cannot serve the
-    node all the same: a user whose ACL forbids what the node does
-    (:mod:`solrace.store.probe`). It answers PING, and the node served, failing every
-    request, until someone read its log."""
+    node all the same: a node of a Redis Cluster named by a ``redis://`` URL, or a user
+    whose ACL forbids what the node does (:mod:`solrace.store.probe`). Either answers
+    PING, and the node served, failing every request, until someone read its log."""
+    from solrace.store.probe import cluster_node
+
     problem = None
-    if (refused := await store.refused_access()) is not None:
+    if not store.cluster and (wrong := await cluster_node(url)) is not None:
+        problem = f"{wrong.node} {wrong.says}: use {_redact(wrong.use)}"
+    elif (refused := await store.refused_access()) is not None:
         user = _username(url)
         problem = (
             f"Redis refused {_redact(url)}: user {user!r} may not {refused.doing} "

@@ -21,11 +21,16 @@ URL Redis refuses:
 with TLS, ``INFO cluster`` — and only after the URL's own connection failed; a Redis
 that answers none is unreachable, which is not its business.
 
-One more mistake shows only once Redis answers, and is checked then: a Redis user
-whose ACL forbids what a node does (keys outside its key patterns, ``-@scripting``).
-PING answers, and every loop turn then failed with NOPERM (a traceback each, 1,200
-lines in 10 s): :func:`access_refused` does once, on one key under the node's prefix,
-what the store does: write, read, delete, a stream, a script.
+Two more mistakes show only once Redis answers, and are checked then:
+
+- ``redis://`` (or ``rediss://``) naming a node of a Redis Cluster: PING answers, and
+  most keys are then MOVED elsewhere, so every request failed "store is down" while
+  ``/healthz`` said 200 — :func:`cluster_node` asks ``INFO cluster``;
+- a Redis user whose ACL forbids what a node does (keys outside its key patterns,
+  ``-@scripting``): PING answers, and every loop turn then failed with NOPERM (a
+  traceback each, 1,200 lines in 10 s) — :func:`access_refused` does once, on one key
+  under the node's prefix, what the store does: write, read, delete, a stream, a
+  script.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from ._cluster import CLUSTER_SCHEMES, parse_cluster_url
 from ._lua import ACCESS_PROBE
 
-__all__ = ["AccessRefused", "WrongKind", "access_refused", "wrong_kind"]
+__all__ = ["AccessRefused", "WrongKind", "access_refused", "cluster_node", "wrong_kind"]
 
 #: Seconds each question may take: a Redis that answers does so at once.
 PROBE_TIMEOUT_S = 2.0
@@ -167,16 +172,32 @@ def _with_ca(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
 
 
-async def _cluster_disabled(url: str, timeout: float) -> bool:
-    """True if the Redis at ``url`` (one node) says ``cluster_enabled:0``."""
+async def _cluster_enabled(url: str, timeout: float) -> str | None:
+    """``cluster_enabled`` ("0" or "1") as the Redis at ``url`` (one node) says it in
+    ``INFO cluster``; None if it does not say (unreachable, INFO refused)."""
     client = _client(url, timeout)
     try:
         info = await client.info("cluster")
     except (RedisError, OSError):
-        return False
+        return None
     finally:
         await client.aclose()
-    return str(info.get("cluster_enabled")) == "0"
+    found = info.get("cluster_enabled")
+    return None if found is None else str(found)
+
+
+async def cluster_node(url: str, timeout: float = PROBE_TIMEOUT_S) -> WrongKind | None:
+    """A ``redis://`` or ``rediss://`` URL (a standalone Redis, as the node will use
+    it) naming a node of a Redis Cluster, or None. Such a node answers PING, so the
+    node served, and every request touching a key of another node's slots failed."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss"):
+        return None
+    if await _cluster_enabled(url, timeout) != "1":
+        return None
+    node = _nodes(url)[0][0]
+    use = urlunsplit((f"{parts.scheme}+cluster", parts.netloc, "", parts.query, ""))
+    return WrongKind(node, "is a Redis Cluster node", use)
 
 
 @dataclass(frozen=True)
@@ -258,6 +279,6 @@ async def wrong_kind(url: str, timeout: float = PROBE_TIMEOUT_S) -> WrongKind | 
             if why is not None:
                 says = f"sent a TLS certificate this machine does not trust ({why})"
                 return WrongKind(node, says, _with_ca(url))
-        if scheme in CLUSTER_SCHEMES and await _cluster_disabled(node_url, timeout):
+        if scheme in CLUSTER_SCHEMES and await _cluster_enabled(node_url, timeout) == "0":
             return WrongKind(node, "is not a Redis Cluster (cluster support disabled)", node_url)
     return None
