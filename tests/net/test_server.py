@@ -7,14 +7,18 @@ import os
 import re
 import signal
 import sys
+import time
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from solrace.net.admission import REFUSAL_REASONS
+from solrace.net.server import HEALTHZ_PING_TIMEOUT_S, RaceServer
 from solrace.protocol.errors import BAD_INPUT_CLOSES
 from solrace.rooms.counters import MOVE_REFUSALS, Defect
+from solrace.rooms.node import Node
+from solrace.store import Store
 from solrace_client import RaceClient
 
 from tests.net.conftest import Cluster
@@ -101,6 +105,37 @@ async def test_healthz_and_metrics_on_the_websocket_port(embedded_server: Server
     assert "solrace_moves_accepted_total" in metrics
     assert "solrace_move_latency_seconds_bucket" in metrics
     await client.close()
+
+
+async def test_healthz_answers_503_within_a_second_when_redis_accepts_and_never_replies() -> None:
+    """A Redis that accepts connections and never answers held /healthz for the
+    store's whole 5 s timeout (here 3 s): Docker's HEALTHCHECK and the Kubernetes
+    probe (3 s each, deploy/) saw timeouts, not 503. The ping is capped at 1 s."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def mute(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # held open, never written to
+
+    listener = await asyncio.start_server(mute, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    store = await Store.connect(f"redis://127.0.0.1:{port}/0", timeout=3.0)
+    server = RaceServer(Node(store, name="mute"), "127.0.0.1", 0)
+    try:
+        await store.durability()  # as the node's start-up does: unknown, after 3 s
+        await server.start()
+        began = time.monotonic()
+        status, body = await asyncio.to_thread(_get, f"http://127.0.0.1:{server.port}/healthz")
+        took = time.monotonic() - began
+        assert (status, body) == (503, "unavailable\n")
+        assert took < HEALTHZ_PING_TIMEOUT_S + 0.5, took
+    finally:
+        if server.server is not None:
+            server.server.close(close_connections=True)
+        await server.node.stop()
+        await store.close()
+        listener.close()
+        for writer in accepted:
+            writer.close()
 
 
 async def test_every_known_label_is_exported_at_zero_from_the_start(

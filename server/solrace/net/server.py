@@ -135,6 +135,11 @@ class _Connection(ServerConnection):
 
 #: Seconds between two log lines about refused connections (each says how many).
 REFUSALS_LOG_EVERY_S: Final = 10.0
+#: Seconds ``/healthz`` waits for the store's PING before it answers 503: well under
+#: the probes' own timeouts (deploy/: Docker HEALTHCHECK 3 s, Kubernetes 3 s). With the
+#: store's 5 s, a Redis that accepted connections and never answered made every probe
+#: time out instead of seeing 503.
+HEALTHZ_PING_TIMEOUT_S: Final = 1.0
 
 
 class RaceServer:
@@ -233,7 +238,7 @@ class RaceServer:
             if "probe=live" in query:  # liveness: the process answers, whatever Redis does
                 return _response(http.HTTPStatus.OK, b"alive\n", "text/plain; charset=utf-8")
             store = self.node.store
-            answers = await store.ping()
+            answers = await _answers_within(store, HEALTHZ_PING_TIMEOUT_S)
             ok = answers and not self.node.draining
             status = http.HTTPStatus.OK if ok else http.HTTPStatus.SERVICE_UNAVAILABLE
             # Asked again at most every 10 s; while Redis does not answer, the last answer.
@@ -302,6 +307,16 @@ class RaceServer:
         with contextlib.suppress(StoreUnavailable):
             await node.store.drop_lease(node.node_id)
         await node.store.close()
+
+
+async def _answers_within(store: Store, timeout_s: float) -> bool:
+    """Whether the store answers PING within ``timeout_s``: a health probe must answer
+    before its caller gives up, whatever the store's own timeout."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await store.ping()
+    except TimeoutError:
+        return False
 
 
 def _response(
