@@ -166,7 +166,7 @@ async def test_a_drain_that_fails_exits_3_with_its_traceback_not_cannot_start(
     prefix = f"solrace-test:{uuid.uuid4().hex}:"
     argv = ["--port", "0", "--redis-url", REDIS_URL, "--key-prefix", prefix]
     args = server_main.resolve(server_main.build_parser().parse_args(argv))
-    store = await server_main.open_store(args.redis_url, args.key_prefix, args.data_dir)
+    store, _ = await server_main.open_store(args.redis_url, args.key_prefix, args.data_dir)
     loop = asyncio.get_running_loop()
     caplog.set_level(logging.INFO)
     serving = asyncio.create_task(server_main._serve(args, store))
@@ -453,7 +453,8 @@ def test_a_redis_user_an_acl_keeps_from_what_the_node_does_is_status_2(
 
 def test_an_unreachable_redis_is_served_and_retried_as_documented() -> None:
     """docs/server.md: an unreachable Redis is not fatal (the probe above finds nothing
-    to say about a port nobody listens on), and SIGTERM stops the node with 0."""
+    to say about a port nobody listens on), and SIGTERM stops the node with 0. The
+    first line names the store, as documented (it was the error, before it)."""
     proc = subprocess.Popen(
         [str(SERVER_SCRIPT), "--port", "0", "--redis-url", "redis+cluster://127.0.0.1:1"],
         stderr=subprocess.PIPE,
@@ -462,7 +463,8 @@ def test_an_unreachable_redis_is_served_and_retried_as_documented() -> None:
     assert proc.stderr is not None
     try:
         said = [proc.stderr.readline() for _ in range(2)]
-        assert "redis does not answer; serving anyway" in said[0], said
+        assert " INFO solrace.server: store: redis cluster " in said[0], said
+        assert "ERROR solrace.server: redis does not answer; serving anyway" in said[1], said
         while "listening" not in (line := proc.stderr.readline()):
             assert line, "the node stopped"
         proc.terminate()

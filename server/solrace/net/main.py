@@ -473,10 +473,13 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
 
 
 # ------------------------------------------------------------------- run
-async def open_store(url: str | None, prefix: str, data_dir: str | None = None) -> Store:
-    """The store; a URL Redis refuses (bad database index, wrong password…) is a
-    UsageError. An unreachable Redis is not: the node serves and requests fail with
-    ``unavailable`` until it answers. Without a URL, the embedded engine on
+async def open_store(
+    url: str | None, prefix: str, data_dir: str | None = None
+) -> tuple[Store, bool]:
+    """The store, and whether it answered (the node says so after the store line); a
+    URL Redis refuses (bad database index, wrong password…) is a UsageError. An
+    unreachable Redis is not: the node serves and requests fail with ``unavailable``
+    until it answers. Without a URL, the embedded engine on
     ``data_dir`` (default :func:`default_data_dir`): a directory that cannot be made
     or written is a UsageError, one in use by another node an EngineError (exit 1).
     A Redis that answers, but not as the URL says (:mod:`solrace.store.probe`: a cluster
@@ -487,7 +490,7 @@ async def open_store(url: str | None, prefix: str, data_dir: str | None = None) 
 
     if url is None:
         try:
-            return await Store.start_embedded(data_dir or default_data_dir(), prefix=prefix)
+            return await Store.start_embedded(data_dir or default_data_dir(), prefix=prefix), True
         except DataDirUnusable as exc:
             raise UsageError(f"--data-dir: {exc}") from None
     try:
@@ -513,8 +516,7 @@ async def open_store(url: str | None, prefix: str, data_dir: str | None = None) 
         if refused is not None:
             await store.close()
             raise UsageError(f"--redis-url: Redis refused {_redact(url)}: {refused}")
-        log.error("redis does not answer; serving anyway, requests fail until it does")
-    return store
+    return store, answers
 
 
 async def _refuse_unusable(store: Store, url: str) -> None:
@@ -591,9 +593,9 @@ AUTH_REFUSALS: Final = (
 
 
 async def run(args: argparse.Namespace) -> int:
-    store = await open_store(args.redis_url, args.key_prefix, args.data_dir)
+    store, answers = await open_store(args.redis_url, args.key_prefix, args.data_dir)
     try:
-        return await _serve(args, store)
+        return await _serve(args, store, answers=answers)
     finally:
         await store.close()  # idempotent; stops the embedded engine if drain did not
 
@@ -615,7 +617,9 @@ def tune_gc() -> None:
     gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
 
 
-async def _serve(args: argparse.Namespace, store: Store) -> int:
+async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True) -> int:
+    """Run the node on ``store`` until SIGTERM/SIGINT, then drain; the exit status.
+    The first line names the store (docs/server.md), then whether Redis ``answers``."""
     import asyncio
     import signal
 
@@ -642,6 +646,8 @@ async def _serve(args: argparse.Namespace, store: Store) -> int:
     else:
         backend = "redis cluster" if store.cluster else "redis"
         log.info("store: %s", backend, extra={"url": _redact(args.redis_url)})
+        if not answers:
+            log.error("redis does not answer; serving anyway, requests fail until it does")
         if args.data_dir is not None:
             log.warning("--data-dir is ignored: the store is the Redis at --redis-url")
     report_durability(await store.durability())
