@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -157,6 +158,32 @@ def _status(over: Envelope, name: str) -> object:
     standings = over.d["standings"]
     assert isinstance(standings, list)
     return next(s["status"] for s in standings if s["name"] == name)
+
+
+async def test_a_disconnect_redis_fails_to_record_twice_is_logged_once_a_try(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis fails the presence that records Bob offline, and its first retry. The
+    retry came at once after the node's own try, so an operator (the engine gone) read
+    "could not record a racer offline: retrying" twice in the same millisecond; it
+    now waits WRITE_RETRY_S first, and each failed try is one line."""
+    node = await backend.node(clock=Clock())
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room, bob_id = bob.room, bob.racer
+    assert room is not None and bob_id is not None
+    assert (await ann.ask("resign")).t == "ok"
+    first = _fail_once(node.store, "append_event", _storing(EventType.PRESENCE))
+    second = _fail_once(node.store, "append_event", _storing(EventType.PRESENCE))
+    caplog.set_level(logging.WARNING, logger="solrace.node")
+    bob.closed = True
+    await lobby.disconnected(node, bob)
+    await _frame(ann, "Bob offline", _is("presence", racer=bob_id, online=False))
+    assert first and second
+    said = "could not record a racer offline: retrying"
+    logged = [r for r in caplog.records if r.getMessage() == said]
+    assert len(logged) == 2, logged
+    assert logged[1].created - logged[0].created >= WRITE_RETRY_S * 0.9
 
 
 async def test_a_resume_whose_presence_write_fails_is_joined_once_and_recorded_online(

@@ -152,12 +152,22 @@ def refuse(error: RaceError, **extra: Any) -> BadMessage:
 
 
 async def _until_done(
-    attempt: Callable[[], Awaitable[None]], what: str, extra: dict[str, Any], first_s: float
+    attempt: Callable[[], Awaitable[None]],
+    what: str,
+    extra: dict[str, Any],
+    first_s: float,
+    *,
+    failed: bool = False,
 ) -> None:
     """Run ``attempt`` until Redis lets it finish: after a failure (logged as ``what``)
     wait ``first_s``, doubling up to RETRY_MAX_S. For a write that must happen once the
-    node has decided it, where no request is waiting to be told it failed."""
+    node has decided it, where no request is waiting to be told it failed. ``failed``:
+    the caller's own attempt failed (and was logged), so this one waits first — it
+    tried again at once, and the same failure was logged twice in a millisecond."""
     delay = first_s
+    if failed:
+        await asyncio.sleep(delay)
+        delay = min(2 * delay, RETRY_MAX_S)
     while True:
         try:
             await attempt()
@@ -302,7 +312,7 @@ class Node:
             await attempt()
         except (StoreUnavailable, BadMessage) as exc:
             log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
-            self.spawn(_until_done(attempt, what, extra, WRITE_RETRY_S))
+            self.spawn(_until_done(attempt, what, extra, WRITE_RETRY_S, failed=True))
 
     async def record_offline(self, room: LiveRoom, racer: int, conn: str) -> None:
         """Record that ``racer``'s connection ``conn`` is gone, retrying until Redis
