@@ -1,7 +1,9 @@
 """Structured logs: one line per record, text or JSON, with room and racer ids.
 
 Callers pass ids through ``extra={"room": ..., "racer": ...}``; the JSON formatter puts
-every such field in the object, so logs can be filtered by room or racer.
+every such field in the object, so logs can be filtered by room or racer. A field whose
+value is None is left out of both formats: a line about a connection not in a room said
+``room=None racer=None``, which reads as a room named "None".
 """
 
 from __future__ import annotations
@@ -15,6 +17,25 @@ from typing import Any
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
 
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The ``extra`` fields of ``record`` that have a value (None: absent)."""
+    return {
+        key: value
+        for key, value in vars(record).items()
+        if key not in _STANDARD and not key.startswith("_") and value is not None
+    }
+
+
+def address(peer: Any) -> str:
+    """A socket address as people write it: ``127.0.0.1:39898``, ``[::1]:39898`` (a
+    Python tuple, ``('127.0.0.1', 39898)``, is what the log said); anything else (a
+    Unix socket's path, None) as ``str`` gives it."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host, port = peer[0], peer[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(peer)
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         data: dict[str, Any] = {
@@ -24,9 +45,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                data[key] = value
+        data.update(_fields(record))
         if record.exc_info:
             data["exc"] = self.formatException(record.exc_info)
         return json.dumps(data, default=str)
@@ -35,11 +54,7 @@ class JsonFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         base = super().format(record)
-        extras = [
-            f"{k}={v}"
-            for k, v in vars(record).items()
-            if k not in _STANDARD and not k.startswith("_")
-        ]
+        extras = [f"{k}={v}" for k, v in _fields(record).items()]
         return base + (" " + " ".join(extras) if extras else "")
 
 

@@ -29,6 +29,7 @@ from solrace.rooms import requests
 from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
 
+from . import logs
 from .metrics import Metrics
 
 log = logging.getLogger("solrace.session")
@@ -97,7 +98,7 @@ class Session(Peer):
         self._closing = asyncio.ensure_future(self.ws.close(code, reason))
 
     def ids(self) -> dict[str, object]:
-        peer = {"peer": str(self.ws.remote_address)}
+        peer = {"peer": logs.address(self.ws.remote_address)}
         if self.client is not None:  # behind a proxy, the peer is the proxy
             peer["client"] = self.client
         return {**super().ids(), **peer}
