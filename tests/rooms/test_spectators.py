@@ -6,16 +6,22 @@ still due."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
-from solrace.protocol import Envelope
+from solrace.protocol import SERVER_FRAME_LIMITS, Envelope, decode, encode
+from solrace.protocol.messages import board_notice
+from solrace.race import RacerGame
 from solrace.rooms import spectators
+from solrace.rooms.node import Node
+from solrace.rooms.records import unpack_entries
 from solrace.rooms.room import LiveRoom
 
 from tests.support.race import winning_moves
 
 from .conftest import SOLVABLE_SECRET, Backend, FakePeer
 from .test_core import _race
+from .test_new_spectator_boards import _replayed
 
 
 def _boards(spy: FakePeer, racer: int) -> list[Envelope]:
@@ -128,3 +134,80 @@ async def test_a_delayed_board_of_a_finished_round_is_not_sent_after_a_rematch(
     await asyncio.sleep(1.5)  # past the delay of every board the last round sent
     after = spy.frames[spy.frames.index(reset) :]
     assert not [f for f in after if f.t == "board"], "a board of the last round came late"
+
+
+async def _rule(node: Node, room: LiveRoom, racer: int) -> dict[str, Any] | None:
+    """The board the rule gives a new spectator of ``racer`` now, as a spectator gets
+    it: the whole stored log replayed, a fair view after every entry (the old way)."""
+    shown = await spectators.shown_cards(node, room)
+    log = unpack_entries(await node.store.move_log(room.room_id, room.log_name(racer)))
+    settings = room.meta.settings
+    game_args = (settings.variant, room.seed(), dict(settings.options))
+    view = _replayed(game_args, log, shown, None)
+    if view is None:
+        return None
+    notice = board_notice(racer=racer, at_ms=0, view=view, owner=False)
+    wire = decode(encode(notice), limits=SERVER_FRAME_LIMITS)
+    return dict(wire.d["view"])  # type: ignore[arg-type]
+
+
+async def test_a_watch_replays_no_log_and_gets_the_board_the_rule_gives(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit's case (docs/performance.md, "Watching a held-back board"): Ann's
+    board is held back (Bob has not turned up her cards), and every watch replayed her
+    log and built a fair view per entry, under the room's lock. Now ten watches (each
+    then left) apply no log entry and build at most a board or two; and whatever a
+    watch gets is what the replay gives — held back, released by Bob's moves (he
+    turns up her cards), and after her undo."""
+    ann, bob = await _race(backend)
+    node = ann.node
+    code = str(ann.frames[0].d["code"])
+    racer = int(ann.frames[0].d["racer"])
+    moves = winning_moves(SOLVABLE_SECRET)[:40]
+    for seq, move in enumerate(moves):
+        assert (await ann.ask("move", seq=seq, move=move)).t == "moved"
+    [room] = list(node.rooms.values())
+
+    async def watch() -> dict[int, object]:
+        spy = FakePeer(node)
+        assert (await spy.ask("watch", code=code)).t == "watching"
+        assert (await spy.ask("leave")).t == "ok"
+        return {int(f.d["racer"]): f.d["view"] for f in spy.frames if f.t == "board"}
+
+    first = await watch()
+    async with room.lock:
+        shown = await spectators.shown_cards(node, room)
+        assert not spectators._whole(room.shadows[racer].board_view(shown)), "not held back"
+        assert first[racer] == await _rule(node, room, racer)
+    applied = views = 0
+    real_apply, real_view = RacerGame.apply, RacerGame.board_view
+
+    def counted_apply(self: RacerGame, entry: str, at_ms: int) -> None:
+        nonlocal applied
+        applied += 1
+        real_apply(self, entry, at_ms)
+
+    def counted_view(self: RacerGame, shown: Any = None) -> dict[str, Any]:
+        nonlocal views
+        views += 1
+        return real_view(self, shown)
+
+    monkeypatch.setattr(RacerGame, "apply", counted_apply)
+    monkeypatch.setattr(RacerGame, "board_view", counted_view)
+    for _ in range(10):
+        assert await watch() == first
+    assert applied == 0, f"ten watches applied {applied} log entries"  # the old way: 400
+    assert views <= 2, f"ten watches built {views} boards"  # the old way: one per entry
+    monkeypatch.undo()
+
+    # Bob plays Ann's moves: he turns up her cards, and her board goes out whole.
+    for seq, move in enumerate(moves):
+        assert (await bob.ask("move", seq=seq, move=move)).t == "moved"
+    released = await watch()
+    async with room.lock:
+        assert released[racer] == await _rule(node, room, racer) != first[racer]
+    assert (await ann.ask("move", seq=len(moves), move="undo")).t == "moved"
+    undone = await watch()
+    async with room.lock:
+        assert undone[racer] == await _rule(node, room, racer) != released[racer]

@@ -23,6 +23,7 @@ from .records import RoomMeta, log_name
 
 if TYPE_CHECKING:
     from .peer import Peer
+    from .spectators import Shadow
 
 log = logging.getLogger("solrace.room")
 
@@ -38,7 +39,7 @@ class LiveRoom:
         #: Engines of this node's racers (authoritative while the racer is here).
         self.games: dict[int, RacerGame] = {}
         #: Engines folded from stored events, for spectators' boards (spectators.py).
-        self.shadows: dict[int, RacerGame] = {}
+        self.shadows: dict[int, Shadow] = {}
         #: The last board view sent to spectators, per racer: only changes are sent.
         self.sent_boards: dict[int, dict[str, Any]] = {}
         #: The withholding those boards were built with (spectators.shown_cards).

@@ -14,11 +14,24 @@ Boards come from *shadow* engines folded from stored events only — each stored
 ``progress`` event carries its move server-side — never from a node's live engine,
 which may hold a move that is not stored yet (and may never be, if Redis fails). A
 shadow is rebuilt from the stored log only when it is missing or out of step.
+
+A new spectator gets each racer's latest board that holds nothing back (``Shadow.
+last_whole``). Held back, that is an older state of the racer's log; finding it by
+replaying the log and building a view after every entry cost a watch ~20 ms for a log
+of 1,500 moves, under the room's lock, and a connection may watch and leave ten times
+a second (docs/performance.md, "Watching a held-back board"). So a shadow keeps, per
+state of its log, the cards a board of that state shows, as a bitmask: finding the
+latest whole state is a scan of integers that resumes where the last watch's ended,
+and the board of that state comes from a second engine that only moves forward. Each
+log entry is so applied, and each board built, about once per change, not per watch.
 """
 
 from __future__ import annotations
 
 import asyncio
+from array import array
+from bisect import bisect_right
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from solrace.protocol import Envelope, encode
@@ -26,6 +39,8 @@ from solrace.protocol.messages import board_notice
 from solrace.protocol.views import Phase
 from solrace.race import RacerGame
 from solrace.race.events import RoomEvent
+from solrace.rules import Board
+from solrace.rules.cards import CARDS_PER_DECK
 from solrace.store.errors import StoreUnavailable
 
 from .records import unpack_entries
@@ -38,6 +53,123 @@ if TYPE_CHECKING:
 BOARD_INTERVAL_S: Final = 0.1
 #: A batch of boards Redis failed to build (a shadow's log read) is tried again after this.
 BOARDS_RETRY_S: Final = 0.5
+
+
+#: One bit per card id (two decks: 104 ids), for the face-up sets a shadow keeps.
+_BIT: Final = tuple(1 << card for card in range(2 * CARDS_PER_DECK))
+
+
+def _face_up(board: Board) -> int:
+    """The cards a spectator's view of ``board`` shows, as a bitmask of ids: the
+    tableau's face-up cards, the waste and the foundations (never the stock). A fair
+    view withholds nothing exactly when every one of them is shown (``_whole``)."""
+    bit = _BIT
+    mask = 0
+    for column, hidden in zip(board.tableau, board.down, strict=True):
+        for card in column[hidden:]:
+            mask |= bit[card]
+    for card in board.waste:
+        mask |= bit[card]
+    for pile in board.piles:
+        for card in pile:
+            mask |= bit[card]
+    return mask
+
+
+def _mask(cards: set[int]) -> int:
+    bit = _BIT
+    mask = 0
+    for card in cards:
+        mask |= bit[card]
+    return mask
+
+
+class Shadow(RacerGame):
+    """A racer's engine folded from stored events (it tracks the cards its racer has
+    seen), which also answers, without replaying the log, which of its states is the
+    latest whose board withholds nothing from a set of shown cards (``last_whole``).
+
+    A new spectator needs that board on every ``watch``; a held-back racer's is an
+    older state. The shadow keeps, for every state of the log (0: the deal), the
+    cards its board shows (``face_up``) and the entries' times, so finding that state
+    is a scan of integers; the scan resumes where the previous one ended while the
+    shown cards only grow (seen sets only grow; racers only stop racing). Its board
+    comes from a *cursor*, a second engine that moves forward through the log and is
+    rebuilt only when asked for an earlier state (shown cards shrank, which the rules
+    do not do today, or the log was replaced: then the shadow itself is new). The
+    last board built is kept: while nothing changes, a watch builds none.
+    """
+
+    def __init__(self, variant: str, seed: int, options: Mapping[str, Any]) -> None:
+        super().__init__(variant, seed, options, track_seen=True)
+        self._deal = (variant, seed, options)
+        #: ``face_up[i]``: the cards the board shows after the log's first ``i`` entries.
+        self.face_up: list[int] = [_face_up(self.board)]
+        #: ``latest[i]``: the latest race-clock time among entries ``0..i``, so that
+        #: the entries made by a time are a prefix found by bisection (the prefix up
+        #: to the first later entry: an entry's time is not promised to grow). Arrays:
+        #: 16 bytes an entry, with the masks ~60 for a log of at most 5,000 entries.
+        self._latest = array("q")
+        self._times = array("q")
+        #: The last scan: (shown cards, states scanned up to, latest whole state or -1).
+        self._scan: tuple[int, int, int] | None = None
+        self._cursor: RacerGame | None = None
+        #: The last board built: its state, whether it was built with everything shown
+        #: (a view then carries no ``withheld_foundation``), and the view.
+        self._built: tuple[int, bool, dict[str, Any]] | None = None
+
+    def apply(self, entry: str, at_ms: int) -> None:
+        super().apply(entry, at_ms)  # a refused entry raises here and changes nothing
+        self.face_up.append(_face_up(self.board))
+        self._times.append(at_ms)
+        self._latest.append(max(at_ms, self._latest[-1]) if self._latest else at_ms)
+
+    def last_whole(self, shown: set[int] | None, until: int | None = None) -> dict[str, Any] | None:
+        """The fair view (``shown``: ``shown_cards``) of the racer's latest state,
+        among its states up to its log's end (with ``until``, up to its moves made by
+        then on the race clock), that withholds nothing; None if even its first does.
+
+        A whole view is the same for every ``shown`` that holds its cards (each card
+        named, ``withheld_foundation`` 0), so a board built once serves every later
+        watch until the latest whole state changes."""
+        limit = self.seq if until is None else bisect_right(self._latest, until)
+        state = limit if shown is None else self._latest_whole(_mask(shown), limit)
+        if state < 0:
+            return None
+        everything = shown is None
+        built = self._built
+        if built is not None and built[0] == state and built[1] == everything:
+            return built[2]
+        if state == self.seq:
+            view = self.board_view(shown)
+        else:
+            cursor = self._cursor
+            if cursor is None or cursor.seq > state:
+                cursor = self._cursor = RacerGame(*self._deal)
+            entries, times = self.entries, self._times
+            for index in range(cursor.seq, state):
+                cursor.apply(entries[index], times[index])
+            view = cursor.board_view(shown)
+        self._built = (state, everything, view)
+        return view
+
+    def _latest_whole(self, shown: int, limit: int) -> int:
+        """The latest state up to ``limit`` whose board shows only cards of
+        ``shown`` (a bitmask), or -1. States the previous scan found held back stay
+        held back under the same cards, and its answer stays whole under more."""
+        face_up, hidden = self.face_up, ~shown
+        found, floor = -1, -1
+        if self._scan is not None:
+            before, scanned, last = self._scan
+            if limit >= scanned and not before & hidden:  # the same cards, or more
+                found = last
+                floor = scanned if before == shown else last
+        for state in range(limit, floor, -1):
+            if not face_up[state] & hidden:
+                found = state
+                break
+        self._scan = (shown, limit, found)
+        return found
 
 
 def fold_move(room: LiveRoom, event: RoomEvent) -> None:
@@ -55,13 +187,13 @@ def fold_move(room: LiveRoom, event: RoomEvent) -> None:
         del room.shadows[racer]  # out of step: rebuilt from the log when next needed
 
 
-async def _shadow(node: Node, room: LiveRoom, racer: int) -> RacerGame:
+async def _shadow(node: Node, room: LiveRoom, racer: int) -> Shadow:
     """The racer's shadow, brought to the log length the folded events say."""
     target = room.state.racers[racer].log_length
     game = room.shadows.get(racer)
     if game is None or game.seq > target:
         settings = room.meta.settings
-        game = RacerGame(settings.variant, room.seed(), settings.options, track_seen=True)
+        game = Shadow(settings.variant, room.seed(), settings.options)
         room.shadows[racer] = game
     if game.seq < target:
         raw = await node.store.move_log(room.room_id, room.log_name(racer), game.seq)
@@ -94,27 +226,6 @@ def _whole(view: dict[str, Any]) -> bool:
     if None in view["waste"]:
         return False
     return all(None not in column["up"] for column in view["tableau"])
-
-
-async def _last_whole(
-    node: Node, room: LiveRoom, racer: int, shown: set[int] | None, until: int | None
-) -> dict[str, Any] | None:
-    """The racer's latest board, among its states up to its folded log length (and,
-    with ``until``, its moves made by then on the race clock), that withholds nothing
-    from ``shown``; None if even its first does."""
-    settings = room.meta.settings
-    game = RacerGame(settings.variant, room.seed(), settings.options)
-    view = game.board_view(shown)
-    last = view if _whole(view) else None
-    raw = await node.store.move_log(room.room_id, room.log_name(racer))
-    for entry, at in unpack_entries(raw)[: room.state.racers[racer].log_length]:
-        if until is not None and at > until:
-            break
-        game.apply(entry, at)
-        view = game.board_view(shown)
-        if _whole(view):
-            last = view
-    return last
 
 
 async def refresh(node: Node, room: LiveRoom, mover: int | None = None) -> None:
@@ -220,13 +331,9 @@ async def initial_board_notices(node: Node, room: LiveRoom) -> list[Envelope]:
     until = None if delay_ms == 0 else max(0, state.race_clock(now) - delay_ms)
     shown = await shown_cards(node, room)
     for racer in list(state.racers):
-        view: dict[str, Any] | None = None
-        if until is None:
-            view = (await _shadow(node, room, racer)).board_view(shown)
-        if view is None or not _whole(view):
-            # Delayed (replay only what is old enough), or held back now: the latest
-            # board that was whole then.
-            view = await _last_whole(node, room, racer, shown, until)
+        # Delayed: the latest board whole now among the moves old enough; at once:
+        # the latest board whole now (the current one unless it is held back).
+        view = (await _shadow(node, room, racer)).last_whole(shown, until)
         if view is not None:
             notices.append(board_notice(racer=racer, at_ms=now - delay_ms, view=view, owner=False))
     return notices
