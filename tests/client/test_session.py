@@ -4,6 +4,7 @@ view then equals a fresh snapshot of the room."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
@@ -179,7 +180,12 @@ async def test_a_room_redis_lost_whole_ends_the_session_with_its_reason(cluster:
     pattern = base.replace("{", "\\{").replace("}", "\\}") + "*"
     async for key in raw.scan_iter(match=pattern, count=1000):
         await raw.delete(key)
+    closed = [session.live, watcher.live]
     await server.node.check_rooms()
+    for client in closed:  # closed room_gone (1001), not dropped
+        await asyncio.wait_for(client.closed, timeout=5)
+        close = client.ws.protocol.close_rcvd
+        assert close is not None and (close.code, close.reason) == (1001, "room_gone")
     for ended in (session, watcher):
         with pytest.raises(SessionOver) as over:
             await until(ended, lambda _item: False)

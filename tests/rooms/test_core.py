@@ -12,11 +12,18 @@ import pytest
 from solrace.protocol import CloseReason, race_id
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.limits import MAX_LOG_LEN, MAX_ROOMS_LISTED
-from solrace.race import RoomSettings
-from solrace.rooms import lobby
+from solrace.protocol.views import LeaveReason, RacerStatus
+from solrace.race import RoomSettings, decisions, events
+from solrace.rooms import lobby, requests
 from solrace.rooms import node as node_module
 from solrace.rooms.counters import Tally
-from solrace.rooms.node import EMPTY_ROOM_TTL_S, FINISHED_ROOM_TTL_S, Node, wall_ms
+from solrace.rooms.node import (
+    EMPTY_ROOM_TTL_S,
+    FINISHED_ROOM_TTL_S,
+    Node,
+    racer_done_by,
+    wall_ms,
+)
 from solrace.rooms.records import unpack
 from solrace.store.errors import StoreUnavailable
 from solrace_client.results import SavedResult
@@ -181,6 +188,15 @@ async def test_each_racers_end_is_logged_once_by_the_node_that_decided_it(
         ]
 
     assert lines("room created") == [{"room": room.room_id, "code": room.meta.code}]
+    hidden = FakePeer(node)  # a private room's code is the key to it: never logged
+    created = await hidden.ask("create", variant="yukon", name="Di", private=True)
+    (line,) = [
+        r
+        for r in caplog.records
+        if r.getMessage() == "room created" and getattr(r, "room", None) == created.d["room"]
+    ]
+    assert getattr(line, "private", False)
+    assert str(created.d["code"]) not in str(vars(line))
     assert lines("racer resigned") == [{"room": room.room_id, "racer": numbers["Bob"]}]
     assert lines("racer left") == [
         {"room": room.room_id, "racer": numbers["Ann"], "reason": "left"}
@@ -757,3 +773,77 @@ async def test_an_empty_lobby_whose_keys_expire_is_not_taken_for_lost_writes(
     assert node.metrics.lost_writes.value == 0
     assert room.state.version > 0, "the room was rebuilt from Redis as if it lost writes"
     assert not [f for f in spy.frames if f.t == "resync"], spy.frames
+
+
+async def _delete_room_keys(node: Node, room_id: str) -> None:
+    """The room's keys gone from Redis (their expiry, or an empty restart)."""
+    raw = node.store._redis  # the test deletes the real keys
+    base = node.store.keys.room(room_id).base
+    pattern = base.replace("{", "\\{").replace("}", "\\}") + "*"
+    async for key in raw.scan_iter(match=pattern, count=1000):
+        await raw.delete(key)
+
+
+@pytest.mark.parametrize("when", ["expired after the race", "lost mid-race"])
+async def test_a_decision_about_a_room_whose_keys_are_gone_is_unknown_room_at_once(
+    backend: Backend, when: str
+) -> None:
+    """A rematch asked after the finished room's keys expired (an hour on) was taken
+    for lost writes and retried twenty times: twenty errors logged and counted, both
+    racers' connections closed room_gone, and the answer 'the room is busy: retry'
+    (a review). An expired room is no loss: unknown_room, nothing counted or closed.
+    A room Redis lost whole mid-race is one loss: counted once, its connections
+    closed room_gone, the decision unknown_room."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room = ann.room
+    assert room is not None
+    if when == "expired after the race":
+        assert (await ann.ask("resign")).t == "ok"
+        assert (await bob.ask("resign")).t == "ok"
+        await bob.until(lambda f: f.t == "race_over")
+    await _delete_room_keys(node, room.room_id)
+    assert isinstance(node.metrics, Tally)
+    if when == "expired after the race":
+        reply = await bob.ask("rematch")
+        assert (reply.t, reply.d["code"]) == ("error", "unknown_room"), reply.d
+        assert node.metrics.lost_writes.value == 0
+        assert ann.closes == bob.closes == []
+    else:
+        # Closed before its reply could go (a resume then says the room is gone).
+        await requests.handle(node, bob, Envelope("resign", id=99, d={}))
+        assert not [f for f in bob.frames if f.id == 99]
+        assert node.metrics.lost_writes.value == 1
+        assert ann.closes == bob.closes == [(1001, "room_gone")]
+        assert room.room_id not in node.rooms
+
+
+async def test_exactly_the_events_that_end_a_racers_race_close_its_log(backend: Backend) -> None:
+    """The store refuses a closed log's moves (a node with a stale copy of the room
+    stored a forfeited racer's finish): a resignation, a time-out and a leave from the
+    countdown or the race close the racer's log; a lobby's leave, a stuck racer (undo
+    may free it), presence and moves close none."""
+    node = await backend.node()
+    lobby_peer = FakePeer(node)
+    assert (await lobby_peer.ask("create", variant="yukon", name="Cy")).t == "joined"
+    waiting = lobby_peer.room
+    assert waiting is not None
+    (cy,) = waiting.state.racers
+    assert racer_done_by(waiting.state, decisions.leave(waiting.state, cy)[0]) is None
+    race = await _race_on(node, node)
+    room = race.ann.room
+    assert room is not None
+    state = room.state
+    ann, bob = sorted(state.racers)
+    assert racer_done_by(state, decisions.resign(state, bob)[0]) == bob
+    assert racer_done_by(state, decisions.leave(state, ann)[0]) == ann
+    assert racer_done_by(state, decisions.leave(state, ann, LeaveReason.GRACE)[0]) == ann
+    assert state.ends_at_ms is not None
+    timeouts = decisions.tick(state, state.ends_at_ms, lambda: "", lambda t, r: {})
+    assert sorted(racer_done_by(state, ev) for ev in timeouts) == [ann, bob]
+    member = state.racers[ann]
+    counts = {"foundation": 0, "moves": 1, "face_down": 21}
+    for status in (RacerStatus.PLAYING, RacerStatus.STUCK):
+        assert racer_done_by(state, events.progress(ann, counts, status)) is None
+    assert racer_done_by(state, decisions.presence(state, ann, False, member.conn)[0]) is None

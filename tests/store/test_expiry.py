@@ -19,6 +19,7 @@ async def _populate(store: Store, room_id: str, code: str) -> None:
     await store.append_move(
         room_id, "b", 0, b"m", b"e", Finish("race", (b"fin",), 1000), round_no=1
     )
+    await store.append_event(room_id, b"a resigned", closes_log="a")
 
 
 async def test_every_room_key_gets_the_ttl(store: Store) -> None:
@@ -32,6 +33,7 @@ async def test_every_room_key_gets_the_ttl(store: Store) -> None:
         rk.chain,
         rk.events,
         rk.tokens,
+        rk.closed,
         rk.keyset,
         rk.log("a"),
         rk.log("b"),
@@ -64,11 +66,12 @@ async def test_writes_after_expiry_inherit_the_ttl(store: Store) -> None:
     await store.append_move("r", "late", 0, b"m", b"e", Finish("race", (b"fin",), 1000), round_no=1)
     await store.append_event("r", b"late race_over", ends_round=1)
     await store.append_event("r", b"late join", token=("late", token_digest("t")))
+    await store.append_event("r", b"late resign", closes_log="late")
     await store.save_meta("r", b"meta v2")
     ttls = await room_keys(store, "r")
     rk = store.keys.room("r")
     late = [rk.ver, rk.chain, rk.events, rk.log("late"), rk.places("race"), rk.tokens]
-    assert {*late, rk.finish_time("race"), rk.over} <= set(ttls)
+    assert {*late, rk.finish_time("race"), rk.over, rk.closed} <= set(ttls)
     assert all(0 < ttl <= 100_000 for ttl in ttls.values()), ttls
 
 

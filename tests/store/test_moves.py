@@ -297,3 +297,22 @@ async def test_a_round_whose_race_is_over_takes_no_more_moves(store: Store, node
     assert (await store.append_move("r", "a.2", 2, b"m", b"p", round_no=2)).race_over
     with pytest.raises(ValueError):
         await store.append_move("r", "a", 1, b"m", b"p", round_no=0)
+
+
+async def test_a_closed_log_takes_no_more_moves_and_its_stored_ones_stay_stored(
+    store: Store, node2: Store
+) -> None:
+    """The event that ends a racer's race closes its log in the same write: a move of
+    that racer checked on a stale copy of the room (another node) is refused whole,
+    finishing or not; other racers' logs play on. A retry of a move stored before the
+    close is told where the log is, as any duplicate (not that the race is over)."""
+    assert (await store.append_move("r", "a", 0, b"m0", b"p", round_no=1)).accepted
+    assert await node2.append_event("r", b"resigned a", 1, closes_log="a") == 2
+    late = await store.append_move("r", "a", 1, b"m1", b"p", round_no=1)
+    assert late == MoveAppend(False, 1, None, None, log_closed=True)
+    finishing = await store.append_move("r", "a", 1, b"m", b"p", _finish("race", 2, 10), round_no=1)
+    assert finishing == MoveAppend(False, 1, None, None, log_closed=True)
+    retry = await store.append_move("r", "a", 0, b"m0", b"p", round_no=1)
+    assert retry == MoveAppend(False, 1, None, None)  # stored: a duplicate, said so
+    assert await store.version("r") == 2 and await store.move_log("r", "a") == [b"m0"]
+    assert (await store.append_move("r", "b", 0, b"m", b"p", round_no=1)).accepted

@@ -115,8 +115,11 @@ async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
         except CodeTaken:
             continue
         room = node.rooms[meta.room] = LiveRoom(meta)
-        # The code too: racers report rooms by their code, the log names them by id.
-        extra = {"room": meta.room, "code": meta.code, "variant": settings.variant}
+        # A public room's code too: racers report rooms by their code, the log names
+        # them by id. Not a private room's: its code is the key to it, and its id is
+        # in every race id (docs/server.md).
+        extra: dict[str, object] = {"room": meta.room, "variant": settings.variant}
+        extra.update({"private": True} if settings.private else {"code": meta.code})
         log.info("room created", extra=extra)
         return room
     raise BadMessage(ErrorCode.INTERNAL, "could not allocate a room code")

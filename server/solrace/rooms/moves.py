@@ -225,23 +225,17 @@ async def _store(
         raise BadMessage(ErrorCode.UNAVAILABLE, seq=seq, retry_after_ms=RETRY_MOVE_MS) from None
     finally:
         node.inflight -= 1
-    if result.race_over:
-        # Another node (or this one, while the move was in flight) ended the race:
-        # the result stands without this move. Fold the end, then say so.
+    if result.race_over or result.log_closed:
+        # A decision this node had not folded when it checked the move ended the race
+        # (another node, or this one while the move was in flight), or this racer's
+        # race (resigned, timed out, gone past the grace: this node was paused, or
+        # cut off from Redis): the move is not stored. Fold the decision, then say so.
         room.games.pop(racer, None)
         node.metrics.moves_refused.labels(ErrorCode.WRONG_PHASE).inc()
         with contextlib.suppress(StoreUnavailable):  # the refusal stands; the tail catches up
             await node.sync(room)
-        raise BadMessage(ErrorCode.WRONG_PHASE, "the race is over", seq=seq)
-    if result.log_closed:
-        # This racer's race ended (resigned, timed out, gone past the grace) by a
-        # decision this node had not folded when it checked the move (it was paused,
-        # or cut off from Redis): the move is not stored. Fold the decision, then say so.
-        room.games.pop(racer, None)
-        node.metrics.moves_refused.labels(ErrorCode.WRONG_PHASE).inc()
-        with contextlib.suppress(StoreUnavailable):  # the refusal stands; the tail catches up
-            await node.sync(room)
-        raise BadMessage(ErrorCode.WRONG_PHASE, "your race is over", seq=seq)
+        whose = "the" if result.race_over else "your"
+        raise BadMessage(ErrorCode.WRONG_PHASE, f"{whose} race is over", seq=seq)
     if not result.accepted and result.finish_floor is None:
         room.games.pop(racer, None)
         if recheck and result.log_length > seq:

@@ -18,7 +18,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, race_id
 from solrace.protocol.errors import RETRY_BUSY_MS
@@ -116,13 +116,18 @@ def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
 _ENDING_STATUSES = frozenset({RacerStatus.RESIGNED, RacerStatus.TIMEOUT})
 
 
+#: What a decision about a room whose keys are gone is answered (``unknown_room``).
+_ROOM_EXPIRED: Final = "this room no longer exists (it ended or expired)"
+
+
 def racer_done_by(state: RoomState, event: RoomEvent) -> int | None:
     """The racer whose race ``event`` ends (``state``: before it) — resigned, timed
     out, gone from the countdown or the race — or None. Its write closes that racer's
     move log in the store (Store.append_event's ``closes_log``): a node that checked a
     move on a stale copy of the room (paused, or cut off from Redis past the grace)
     stored the finishing move of a racer who had left, and that racer won. A lobby's
-    leave removes the racer and closes nothing (the seat may be taken again)."""
+    leave removes the racer: it has no log yet, and its seat's racer id is never
+    given again (ids only grow), so there is nothing to close."""
     if event.t == EventType.PROGRESS and event.d["status"] in _ENDING_STATUSES:
         return int(event.d["racer"])
     if event.t == EventType.RACER_LEFT and state.phase in (Phase.COUNTDOWN, Phase.RACING):
@@ -486,11 +491,11 @@ class Node:
             for r in room.state.racers.values()
             if r.online and r.node is not None and r.node != self.node_id
         }
-        if not others or self.clock() - self.store_back_ms < LEASE_MS:
+        if not others or self.clock() - self.store_back_ms < self._outage_settle_ms():
             # Right after an outage every other node's lease may have lapsed too: they
-            # renew within a second of Redis answering, and were marked dead (their
+            # renew once their own calls see Redis again, and were marked dead (their
             # racers offline, then online again a moment later) by whichever node came
-            # back first. A node really dead is still dead a lease later.
+            # back first. A node really dead is still dead once that time has passed.
             return
         dead = others - await self.store.live_nodes(others)
         for room in served.values():
@@ -501,6 +506,14 @@ class Node:
                         extra={"room": room.room_id, "racer": member.racer, "node": member.node},
                     )
                     await self.presence(room, member.racer, False, member.conn)
+
+    def _outage_settle_ms(self) -> float:
+        """How long after its own outage ends a node waits before it takes another
+        node's missing lease for its death: the other node's renewal may be a call
+        that waits out the store's command timeout, then a renewal interval, before its
+        lease is back (a partition healing: Redis answered this node first); and a
+        lease more, so that a lease renewed at the last moment is seen."""
+        return LEASE_MS + (self.store.timeout_s + LEASE_RENEW_S) * 1000
 
     async def sweep_orphans(self) -> None:
         """Look after the rooms no live node looks after: every node that served them
@@ -918,10 +931,15 @@ class Node:
                         expected += 1
                         _log_decision(room, ev)
                 except VersionConflict as conflict:
-                    if conflict.current_version < room.state.version:
-                        await self._resync_locked(
-                            room, f"Redis is at version {conflict.current_version}"
-                        )
+                    current = conflict.current_version
+                    if current == 0 and room.expiring():
+                        # Its keys expired (an hour after its race_over, ten minutes
+                        # after everyone left): no lost writes, and nothing to decide.
+                        raise BadMessage(ErrorCode.UNKNOWN_ROOM, _ROOM_EXPIRED) from None
+                    if current < room.state.version:
+                        await self._resync_locked(room, f"Redis is at version {current}")
+                        if self.rooms.get(room.room_id) is not room:  # Redis lost it whole
+                            raise BadMessage(ErrorCode.UNKNOWN_ROOM, _ROOM_EXPIRED) from None
                     continue
                 try:
                     await self.sync_locked(room)

@@ -527,6 +527,11 @@ class Store:
                 if self.engine is not None:
                     await self.engine.release()
 
+    @property
+    def timeout_s(self) -> float:
+        """How long one command may take before it counts as failed (StoreUnavailable)."""
+        return self._timeout
+
     async def ping(self) -> bool:
         """True if Redis answers; never raises for an unreachable Redis."""
         try:

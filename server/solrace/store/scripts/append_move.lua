@@ -34,12 +34,13 @@ local len = redis.call('LLEN', KEYS[5])
 if tonumber(redis.call('GET', KEYS[7]) or '0') >= tonumber(ARGV[6]) then
   return {0, len, 0, 0, '', '', '', 0, 1}
 end
+if len ~= tonumber(ARGV[1]) then
+  -- stale or duplicate sequence number: write nothing, report where the log is (a
+  -- retry of a move stored before its log was closed learns it is stored)
+  return {0, len, 0, 0, '', '', '', 0, 0}
+end
 if redis.call('HEXISTS', KEYS[8], KEYS[5]) == 1 then
   return {0, len, 0, 0, '', '', '', 0, 2}
-end
-if len ~= tonumber(ARGV[1]) then
-  -- stale or duplicate sequence number: write nothing, report where the log is
-  return {0, len, 0, 0, '', '', '', 0, 0}
 end
 local place = 0
 local finished = nil
