@@ -14,6 +14,7 @@ import pytest
 import uvloop
 from solrace.protocol import SERVER_FRAME_LIMITS, decode
 from solrace.protocol.envelope import Envelope
+from solrace.race import RacerGame
 from solrace.rooms import requests
 from solrace.rooms.node import Node, wall_ms
 from solrace.rooms.peer import Peer
@@ -118,3 +119,31 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         yield b
     finally:
         await b.close()
+
+
+class EngineWork:
+    """The engine work a spectator's boards cost, counted while installed: log
+    entries applied to any :class:`RacerGame` and boards (views) built. How the tests
+    show a watch replays nothing, without timing it."""
+
+    def __init__(self) -> None:
+        self.applied = 0
+        self.views = 0
+
+    def install(self, monkeypatch: pytest.MonkeyPatch, *, views: bool = True) -> None:
+        real_apply, real_view = RacerGame.apply, RacerGame.board_view
+
+        def counted_apply(game: RacerGame, entry: str, at_ms: int) -> None:
+            self.applied += 1
+            real_apply(game, entry, at_ms)
+
+        def counted_view(game: RacerGame, shown: Any = None) -> dict[str, Any]:
+            self.views += 1
+            return real_view(game, shown)
+
+        monkeypatch.setattr(RacerGame, "apply", counted_apply)
+        if views:
+            monkeypatch.setattr(RacerGame, "board_view", counted_view)
+
+    def reset(self) -> None:
+        self.applied = self.views = 0

@@ -22,6 +22,8 @@ from solrace.race import RacerGame
 from solrace.rooms import spectators
 from solrace.rules.log import UNDO
 
+from .conftest import EngineWork
+
 #: Variant, options: one deck and two, draw three, thoughtful (the stock is seen by its
 #: player but never shown to a spectator), no auto-complete.
 CASES = [
@@ -135,35 +137,22 @@ def test_a_watch_costs_the_entries_made_since_the_last_not_the_log(
     turn(1500)
     while spectators._whole(shadow.board_view(shown)):
         turn(1)  # held back: the waste shows a card the opponent has not seen
-    applied = views = 0
-    real_apply, real_view = RacerGame.apply, RacerGame.board_view
-
-    def counted_apply(self: RacerGame, entry: str, at_ms: int) -> None:
-        nonlocal applied
-        applied += 1
-        real_apply(self, entry, at_ms)
-
-    def counted_view(self: RacerGame, shown: Any = None) -> dict[str, Any]:
-        nonlocal views
-        views += 1
-        return real_view(self, shown)
-
+    work = EngineWork()
     log = list(zip(shadow.entries, range(shadow.seq), strict=True))
     expected = _replayed(game_args, log, shown, None)
-    monkeypatch.setattr(RacerGame, "apply", counted_apply)
-    monkeypatch.setattr(RacerGame, "board_view", counted_view)
+    work.install(monkeypatch)
     first = shadow.last_whole(shown)
     assert first == expected and first is not None
-    assert applied <= len(log) and views == 1
-    applied = views = 0
+    assert work.applied <= len(log) and work.views == 1
+    work.reset()
     for _ in range(20):
         assert shadow.last_whole(shown) is first
-    assert applied == views == 0
+    assert work.applied == work.views == 0
     turn(10)
-    applied = 0
+    work.reset()
     log = list(zip(shadow.entries, range(shadow.seq), strict=True))
     monkeypatch.undo()
     expected = _replayed(game_args, log, shown, None)
-    monkeypatch.setattr(RacerGame, "apply", counted_apply)
+    work.install(monkeypatch, views=False)
     assert shadow.last_whole(shown) == expected
-    assert applied <= 10
+    assert work.applied <= 10

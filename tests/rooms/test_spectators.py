@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from solrace.protocol import SERVER_FRAME_LIMITS, Envelope, decode, encode
 from solrace.protocol.messages import board_notice
-from solrace.race import RacerGame
 from solrace.rooms import spectators
 from solrace.rooms.node import Node
 from solrace.rooms.records import unpack_entries
@@ -19,7 +18,7 @@ from solrace.rooms.room import LiveRoom
 
 from tests.support.race import winning_moves
 
-from .conftest import SOLVABLE_SECRET, Backend, FakePeer
+from .conftest import SOLVABLE_SECRET, Backend, EngineWork, FakePeer
 from .test_core import _race
 from .test_new_spectator_boards import _replayed
 
@@ -180,25 +179,12 @@ async def test_a_watch_replays_no_log_and_gets_the_board_the_rule_gives(
         shown = await spectators.shown_cards(node, room)
         assert not spectators._whole(room.shadows[racer].board_view(shown)), "not held back"
         assert first[racer] == await _rule(node, room, racer)
-    applied = views = 0
-    real_apply, real_view = RacerGame.apply, RacerGame.board_view
-
-    def counted_apply(self: RacerGame, entry: str, at_ms: int) -> None:
-        nonlocal applied
-        applied += 1
-        real_apply(self, entry, at_ms)
-
-    def counted_view(self: RacerGame, shown: Any = None) -> dict[str, Any]:
-        nonlocal views
-        views += 1
-        return real_view(self, shown)
-
-    monkeypatch.setattr(RacerGame, "apply", counted_apply)
-    monkeypatch.setattr(RacerGame, "board_view", counted_view)
+    work = EngineWork()
+    work.install(monkeypatch)
     for _ in range(10):
         assert await watch() == first
-    assert applied == 0, f"ten watches applied {applied} log entries"  # the old way: 400
-    assert views <= 2, f"ten watches built {views} boards"  # the old way: one per entry
+    assert work.applied == 0, f"ten watches applied {work.applied} log entries"  # old: 400
+    assert work.views <= 2, f"ten watches built {work.views} boards"  # old: one per entry
     monkeypatch.undo()
 
     # Bob plays Ann's moves: he turns up her cards, and her board goes out whole.
