@@ -23,12 +23,12 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 from rich.console import Console, Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
-from solrace.argtypes import real, whole
+from solrace.argtypes import OneLineParser, real, usage_line, whole
 from solrace.protocol import limits
 from solrace.protocol.messages import display_name
 from solrace.rules import VARIANTS, RulesError, new_board
@@ -78,12 +78,6 @@ def _err() -> Console:
 def _fail(message: str, code: int = EXIT_FAILED) -> int:
     _err().print(Text(f"solrace: {message}", style="red"))
     return code
-
-
-def usage_line(prog: str, message: str) -> str:
-    """A bad argument as every one is said (docs/client.md): ``solrace bot: … (see
-    solrace bot --help)``, the command and where to read more."""
-    return f"{prog}: {message} (see {prog} --help)"
 
 
 def _bad_arguments(args: argparse.Namespace, message: str) -> int:
@@ -666,20 +660,14 @@ def cmd_races(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------ the parser
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        """One line, not the usage block: what is wrong and where to read more."""
-        self.exit(EXIT_FAILED, usage_line(self.prog, message) + "\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     server_help = f"server URL (default: ${ENV_SERVER} or {DEFAULT_SERVER})"
-    common = _Parser(add_help=False)
+    common = OneLineParser(add_help=False)
     common.add_argument("--server", default=argparse.SUPPRESS, help=server_help)
     # offline commands take no server; accepting the flag (unlisted) lets main say so
-    offline = _Parser(add_help=False)
+    offline = OneLineParser(add_help=False)
     offline.add_argument("--server", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    parser = _Parser(
+    parser = OneLineParser(
         prog="solrace",
         description="Race solitaire against other people from a terminal. Exit status: "
         "0 done, 1 the answer is no (a race that does not verify, a bot that could not "

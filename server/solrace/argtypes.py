@@ -1,4 +1,4 @@
-"""Numbers on command lines: one way to read them and one way to say what is wrong.
+"""Command lines: one way to read numbers, and one way to say what is wrong.
 
 Every entry point (``solrace``, ``solrace-rules``, ``solrace-server``, ``python -m
 solrace.bench``) reads its number flags with these, so a newcomer gets the same words
@@ -8,6 +8,10 @@ for the same mistake everywhere: ``not a whole number: 'x'``, ``not a number: 'x
 The checks raise :class:`BadNumber`, which is both argparse's ``ArgumentTypeError``
 (argparse then prints its message, not "invalid value") and a ``ValueError`` (what
 ``solrace-server`` catches for the same check of an environment variable).
+
+Every entry point's mistakes read alike too: :class:`OneLineParser` says argparse's
+in one line, ``COMMAND: … (see COMMAND --help)`` (:func:`usage_line`, also for the
+mistakes a command finds after parsing), with the usage status 2.
 """
 
 from __future__ import annotations
@@ -15,8 +19,29 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import Final, NoReturn
 
-__all__ = ["BadNumber", "real", "whole"]
+__all__ = ["EXIT_USAGE", "BadNumber", "OneLineParser", "real", "usage_line", "whole"]
+
+#: Every command's exit status for a command-line mistake.
+EXIT_USAGE: Final = 2
+
+
+def usage_line(prog: str, message: str) -> str:
+    """A command-line mistake as every command says it: ``solrace bot: … (see
+    solrace bot --help)`` — what is wrong, and where to read more. One definition, so
+    that argparse's errors and those a command finds after parsing (``deal``'s seed
+    refused by the engine, ``bot`` with no way into a room) read alike everywhere."""
+    return f"{prog}: {message} (see {prog} --help)"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line (:func:`usage_line`), not the usage block,
+    and status :data:`EXIT_USAGE`. Subcommands' parsers are of this class too
+    (``add_subparsers`` makes them of the parser's own class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, usage_line(self.prog, message) + "\n")
 
 
 class BadNumber(argparse.ArgumentTypeError, ValueError):

@@ -17,14 +17,14 @@ import json
 import platform
 import sys
 from collections.abc import Sequence
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
-from solrace.argtypes import real, whole
+from solrace.argtypes import EXIT_USAGE, OneLineParser, real, whole
 
 from .failed import RunFailed
 
 PROG: Final = "python -m solrace.bench"
-EXIT_FAILED, EXIT_USAGE = 1, 2
+EXIT_FAILED = 1
 #: Ctrl-C (128 + SIGINT, as a shell reports it).
 EXIT_INTERRUPTED: Final = 128 + 2
 #: Seeds are 0 ≤ seed < 2**64 (docs/deals.md): the solver's consecutive seeds stay below.
@@ -46,12 +46,6 @@ def redis_url(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        """One line (not the usage block): what is wrong and where to read more."""
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
 class _Failed(Exception):
     """The benchmark cannot run, or ran and failed: one line, and the exit status."""
 
@@ -64,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     from solrace.net.main import AUTO, LOOPS
 
     at_least_1 = whole(1)
-    parser = _Parser(
+    parser = OneLineParser(
         prog=PROG,
         description="Run one benchmark and print its JSON object. Exit status: 0 done, "
         "1 it could not run to the end (Redis does not answer or failed, or the run "

@@ -41,11 +41,11 @@ import socket
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
 from solrace import __version__
-from solrace.argtypes import real, whole
+from solrace.argtypes import EXIT_USAGE, OneLineParser, real, whole
 
 from . import logs
 
@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # loaded by main(), not on import (the module docstring)
 log = logging.getLogger("solrace.server")
 
 DEFAULT_PORT = 8765
-EXIT_OK, EXIT_CANNOT_START, EXIT_USAGE, EXIT_DRAIN_FAILED = 0, 1, 2, 3
+EXIT_OK, EXIT_CANNOT_START, EXIT_DRAIN_FAILED = 0, 1, 3
 #: Ctrl-C before the node listens (128 + SIGINT, as a shell reports it); once it
 #: listens, SIGINT drains like SIGTERM (EXIT_OK).
 EXIT_INTERRUPTED: Final = 128 + 2
@@ -423,14 +423,8 @@ def settings() -> tuple[Setting, ...]:
     )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        """One line (not the usage block): what is wrong and where to read more."""
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="solrace-server",
         description="Run one solrace node: WebSocket races, /healthz and /metrics on one "
         "port. Every flag has an environment variable ("

@@ -25,9 +25,9 @@ import errno
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
-from solrace.argtypes import whole
+from solrace.argtypes import EXIT_USAGE, OneLineParser, usage_line, whole
 
 from .board import Board
 from .deal import deal
@@ -69,7 +69,6 @@ _indent = whole(0, MAX_INDENT, unit=" spaces")
 
 
 EXIT_FAILED = 1
-EXIT_USAGE = 2
 EXIT_UNWINNABLE = 3
 EXIT_UNKNOWN = 4
 #: Ctrl-C: what a shell reports for a process SIGINT stops (128 + SIGINT).
@@ -133,24 +132,8 @@ def _read_board(source: str) -> Board:
         raise InvalidPositionError(f"{name}: {exc}") from None
 
 
-def usage_line(prog: str, message: str) -> str:
-    """A usage error as every one is said: ``solrace-rules deal: … (see solrace-rules
-    deal --help)``, what is wrong and where to read more. One function, so that the
-    errors argparse finds and those found after it (the engine refusing ``deal``'s seed
-    or variant) read alike."""
-    return f"{prog}: {message} (see {prog} --help)"
-
-
-class _Parser(argparse.ArgumentParser):
-    """Subcommands' parsers are of this class too (``add_subparsers`` default)."""
-
-    def error(self, message: str) -> NoReturn:
-        """One line, not the usage block: what is wrong and where to read more."""
-        self.exit(EXIT_USAGE, usage_line(self.prog, message) + "\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="solrace-rules",
         description="The solrace rules engine on the command line. Exit status: 0 done, "
         "1 an illegal move or impossible position (or a file it cannot read), 2 a usage or "
