@@ -847,3 +847,16 @@ async def test_exactly_the_events_that_end_a_racers_race_close_its_log(backend: 
     for status in (RacerStatus.PLAYING, RacerStatus.STUCK):
         assert racer_done_by(state, events.progress(ann, counts, status)) is None
     assert racer_done_by(state, decisions.presence(state, ann, False, member.conn)[0]) is None
+
+
+async def test_an_outage_is_logged_once_with_its_reason(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One line per outage, saying why (Redis unreachable, its user's ACL changed):
+    the operator audit found a revoked ACL logged as a traceback every loop turn."""
+    caplog.set_level(logging.WARNING, logger="solrace.node")
+    node = await backend.node()
+    for _ in range(3):
+        node.store_failed(StoreUnavailable("redis refused the node's user (its ACL): NOPERM"))
+    lines = [r for r in caplog.records if r.getMessage() == "store unavailable"]
+    assert len(lines) == 1 and "NOPERM" in str(getattr(lines[0], "error", "")), lines

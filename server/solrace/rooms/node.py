@@ -351,8 +351,8 @@ class Node:
                 continue
             try:
                 entries = await self.store.tail(positions, block_ms=TAIL_BLOCK_MS)
-            except StoreUnavailable:
-                self.store_failed()
+            except StoreUnavailable as exc:
+                self.store_failed(exc)
                 await asyncio.sleep(LOOP_RETRY_S)
                 continue
             try:
@@ -397,8 +397,8 @@ class Node:
                 after, room_ids = await self.store.wakes(
                     self.node_id, after, block_ms=WAKE_BLOCK_MS
                 )
-            except StoreUnavailable:
-                self.store_failed()
+            except StoreUnavailable as exc:
+                self.store_failed(exc)
                 await asyncio.sleep(LOOP_RETRY_S)
                 continue
             for room_id in room_ids:
@@ -422,9 +422,12 @@ class Node:
         """Whether the store failed this node's last call (until it answers again)."""
         return self._store_down
 
-    def store_failed(self) -> None:
+    def store_failed(self, error: StoreUnavailable | None = None) -> None:
+        """The store failed a call (``error``, where the caller has it: its words go in
+        the one line logged per outage, so an operator reads why — Redis unreachable,
+        or its user's ACL changed)."""
         if not self._store_down:
-            log.warning("store unavailable")
+            log.warning("store unavailable", extra={"error": str(error) if error else None})
         self._store_down = True
 
     def store_ok(self) -> None:
@@ -454,8 +457,8 @@ class Node:
                     await self.sweep_orphans()
                     next_sweep = time.monotonic() + sweep_every
                     sweep_every = ORPHAN_SWEEP_S
-            except StoreUnavailable:
-                self.store_failed()
+            except StoreUnavailable as exc:
+                self.store_failed(exc)
             except Exception:  # the loop must survive anything one room does
                 log.exception("room check failed")
                 self.metrics.defects.labels(Defect.WATCH).inc()

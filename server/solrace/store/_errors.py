@@ -10,6 +10,7 @@ from redis.exceptions import (
     AskError,
     ClusterDownError,
     ClusterError,
+    NoPermissionError,
     RedisClusterException,
     RedisError,
     SlotNotCoveredError,
@@ -50,6 +51,11 @@ def translate(exc: BaseException) -> StoreError:
         err = StoreUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}")
     elif isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc):
         err = StoreUnavailable(f"redis cluster unavailable: {exc}")
+    elif isinstance(exc, NoPermissionError):
+        # The user's ACL changed under a running node (start-up checks it: probe.py):
+        # the store cannot serve until an operator mends it, as in an outage. Raised as
+        # a plain error, every loop turn logged a traceback and counted a defect.
+        err = StoreUnavailable(f"redis refused the node's user (its ACL): {exc}")
     elif isinstance(exc, asyncio.CancelledError):
         err = StoreUnavailable("store flush was cancelled (store closing?)")
     elif isinstance(exc, (RedisError, RedisClusterException)):
