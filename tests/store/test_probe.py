@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 import redis.asyncio
-from solrace.store import Store, StoreUnavailable
+from solrace.store import Store, StoreForbidden, StoreUnavailable
 from solrace.store.probe import ACCESS_PROBE_TTL_MS, cluster_node
 
 from tests.support.redis import CLUSTER_URL, REDIS_URL
@@ -95,9 +95,10 @@ async def test_an_acl_changed_under_a_running_store_is_an_outage_with_its_reason
 ) -> None:
     """Start-up checks the user's ACL; one changed while a node runs raised a plain
     StoreError, and every loop turn of the node logged a traceback and counted a
-    defect (the operator audit). It is StoreUnavailable now — what the node's loops
-    treat as an outage, logged once with its reason — and serving resumes when the
-    ACL is mended."""
+    defect (the operator audit). It is StoreForbidden now, a StoreUnavailable — what
+    the node's loops treat as an outage, logged once with its reason — and serving
+    resumes when the ACL is mended."""
+    assert issubclass(StoreForbidden, StoreUnavailable)
     url = private_redis()
     prefix = f"solrace-test:{uuid.uuid4().hex}:"
     admin = redis.asyncio.from_url(url)
@@ -106,7 +107,7 @@ async def test_an_acl_changed_under_a_running_store_is_an_outage_with_its_reason
     try:
         assert await store.append_event("r", b"e1") == 1
         await admin.execute_command("ACL", "SETUSER", "node", "resetkeys", "~other:*")
-        with pytest.raises(StoreUnavailable, match=r"redis refused the node's user \(its ACL\)"):
+        with pytest.raises(StoreForbidden, match=r"redis refused the node's user \(its ACL\)"):
             await store.append_event("r", b"e2")
         await admin.execute_command("ACL", "SETUSER", "node", "~*")
         assert await store.append_event("r", b"e2") == 2

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 
 from ._cluster import CLUSTER_SCHEMES, parse_cluster_url
-from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
+from .errors import CodeTaken, StoreError, StoreForbidden, StoreUnavailable, VersionConflict
 from .keys import Keys, RoomKeys
 from .store import Finish, MoveAppend, Store, StoredEvent
 
@@ -27,6 +27,7 @@ __all__ = [
     "RoomKeys",
     "Store",
     "StoreError",
+    "StoreForbidden",
     "StoreUnavailable",
     "StoredEvent",
     "VersionConflict",

@@ -19,7 +19,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .errors import StoreError, StoreUnavailable
+from .errors import StoreError, StoreForbidden, StoreUnavailable
 
 __all__ = ["redis_errors", "translate"]
 
@@ -46,7 +46,7 @@ def translate(exc: BaseException) -> StoreError:
     """A fresh store exception for ``exc`` (fresh so each waiting caller owns its own)."""
     err: StoreError
     if isinstance(exc, StoreUnavailable):
-        err = StoreUnavailable(*exc.args)
+        err = type(exc)(*exc.args)
     elif isinstance(exc, _UNAVAILABLE + _CLUSTER_UNAVAILABLE):
         err = StoreUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}")
     elif isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc):
@@ -55,7 +55,7 @@ def translate(exc: BaseException) -> StoreError:
         # The user's ACL changed under a running node (start-up checks it: probe.py):
         # the store cannot serve until an operator mends it, as in an outage. Raised as
         # a plain error, every loop turn logged a traceback and counted a defect.
-        err = StoreUnavailable(f"redis refused the node's user (its ACL): {exc}")
+        err = StoreForbidden(f"redis refused the node's user (its ACL): {exc}")
     elif isinstance(exc, asyncio.CancelledError):
         err = StoreUnavailable("store flush was cancelled (store closing?)")
     elif isinstance(exc, (RedisError, RedisClusterException)):

@@ -10,7 +10,7 @@ they are bugs in the caller, not conditions to handle at run time.
 
 from __future__ import annotations
 
-__all__ = ["CodeTaken", "StoreError", "StoreUnavailable", "VersionConflict"]
+__all__ = ["CodeTaken", "StoreError", "StoreForbidden", "StoreUnavailable", "VersionConflict"]
 
 
 class StoreError(Exception):
@@ -45,3 +45,9 @@ class StoreUnavailable(StoreError):
     may have been applied before the connection broke. Never acknowledge such a move;
     re-read the log/stream (``log_length``, ``events_since``) to learn what happened.
     """
+
+
+class StoreForbidden(StoreUnavailable):
+    """Redis refused a command for the user's ACL (``NOPERM``: changed while the node
+    runs; start-up checks it). Nothing ran, and nothing can until an operator mends
+    the ACL: callers treat it as an outage; what reports the store's state can say why."""

@@ -49,7 +49,7 @@ from ._lua import (
 )
 from ._resp import speed_up
 from .embedded import EmbeddedEngine
-from .errors import CodeTaken, StoreError, StoreUnavailable, VersionConflict
+from .errors import CodeTaken, StoreError, StoreForbidden, StoreUnavailable, VersionConflict
 from .keys import Keys
 from .probe import AccessRefused, access_refused
 
@@ -210,8 +210,6 @@ def _why_refused(exc: StoreError) -> str:
     text = str(exc)
     if "unknown command" in text.lower():
         return "the command is disabled or renamed there (managed services often do)"
-    if "noperm" in text.lower():
-        return "this user may not run it (an ACL)"
     return text.rpartition("Error: ")[2].strip() or "refused"
 
 
@@ -609,6 +607,11 @@ class Store:
             with redis_errors():
                 appendonly = _config_value(await config_get("appendonly"), "appendonly")
                 fsync = _config_value(await config_get("appendfsync"), "appendfsync")
+        except StoreForbidden:  # NOPERM: the user's ACL
+            return Durability(
+                "unknown",
+                "cannot check: Redis refused CONFIG GET: this user may not run it (an ACL)",
+            )
         except StoreUnavailable:
             return Durability("unknown", "cannot check: Redis does not answer")
         except StoreError as exc:
