@@ -15,6 +15,7 @@ from solrace_client.session import Backoff, Rejoined, Session, SessionEnd, Sessi
 
 from tests.client.test_roomview import folded, fresh_watch, public, you_of
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
+from tests.store.conftest import delete_room_keys
 from tests.support.race import winning_moves
 
 MOVES = winning_moves(SOLVABLE_SECRET)
@@ -174,12 +175,7 @@ async def test_a_room_redis_lost_whole_ends_the_session_with_its_reason(cluster:
     watcher = Session(server.url, backoff=QUICK)
     await watcher.enter(lambda client: client.watch(code=session.view.code))
     room_id = session.room or ""
-    store = server.node.store
-    raw = store._redis  # the test empties the room as an empty restart would
-    base = store.keys.room(room_id).base
-    pattern = base.replace("{", "\\{").replace("}", "\\}") + "*"
-    async for key in raw.scan_iter(match=pattern, count=1000):
-        await raw.delete(key)
+    await delete_room_keys(server.node.store, room_id)  # as an empty restart leaves it
     closed = [session.live, watcher.live]
     await server.node.check_rooms()
     for client in closed:  # closed room_gone (1001), not dropped

@@ -22,6 +22,7 @@ from solrace.rooms.records import unpack_event
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
 
+from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults, crash
 from tests.support.race import check_no_leaks, play_until_done, racing, winning_moves
 
@@ -469,16 +470,14 @@ async def test_a_redis_rewind_is_detected_and_announced(cluster: Cluster) -> Non
         await client.close()
 
 
-async def _snapshot(server: RaceServer, room_id: str) -> dict[bytes, bytes]:
+async def _snapshot(server: RaceServer, room_id: str) -> dict[str, bytes]:
     """Every key of the room, dumped (DUMP): what a snapshot of Redis holds of it."""
     store = server.node.store
     raw = store._redis  # the test saves and restores the real keys
-    base = store.keys.room(room_id).base
-    pattern = base.replace("{", "\\{").replace("}", "\\}") + "*"
-    return {key: await raw.dump(key) async for key in raw.scan_iter(match=pattern, count=1000)}
+    return {key: await raw.dump(key) for key in await room_keys(store, room_id)}
 
 
-async def _restore(server: RaceServer, room_id: str, snapshot: dict[bytes, bytes]) -> None:
+async def _restore(server: RaceServer, room_id: str, snapshot: dict[str, bytes]) -> None:
     """Redis restarted from ``snapshot``: the room's keys as they were then, the keys
     written since gone."""
     raw = server.node.store._redis

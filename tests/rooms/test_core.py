@@ -29,6 +29,7 @@ from solrace.store.errors import StoreUnavailable
 from solrace_client.results import SavedResult
 from solrace_client.verify import Report, verify_result
 
+from tests.store.conftest import delete_room_keys
 from tests.support.faults import Clock, StoreFaults
 from tests.support.race import archived_result, winning_moves
 
@@ -775,15 +776,6 @@ async def test_an_empty_lobby_whose_keys_expire_is_not_taken_for_lost_writes(
     assert not [f for f in spy.frames if f.t == "resync"], spy.frames
 
 
-async def _delete_room_keys(node: Node, room_id: str) -> None:
-    """The room's keys gone from Redis (their expiry, or an empty restart)."""
-    raw = node.store._redis  # the test deletes the real keys
-    base = node.store.keys.room(room_id).base
-    pattern = base.replace("{", "\\{").replace("}", "\\}") + "*"
-    async for key in raw.scan_iter(match=pattern, count=1000):
-        await raw.delete(key)
-
-
 @pytest.mark.parametrize("when", ["expired after the race", "lost mid-race"])
 async def test_a_decision_about_a_room_whose_keys_are_gone_is_unknown_room_at_once(
     backend: Backend, when: str
@@ -803,7 +795,7 @@ async def test_a_decision_about_a_room_whose_keys_are_gone_is_unknown_room_at_on
         assert (await ann.ask("resign")).t == "ok"
         assert (await bob.ask("resign")).t == "ok"
         await bob.until(lambda f: f.t == "race_over")
-    await _delete_room_keys(node, room.room_id)
+    await delete_room_keys(node.store, room.room_id)
     assert isinstance(node.metrics, Tally)
     if when == "expired after the race":
         reply = await bob.ask("rematch")

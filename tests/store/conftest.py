@@ -67,6 +67,13 @@ async def room_keys(store: Store, room_id: str) -> dict[str, int]:
     return out
 
 
+async def delete_room_keys(store: Store, room_id: str) -> None:
+    """Every key of a room gone from Redis: what its expiry, or a restart without
+    persistence, leaves of it."""
+    for key in await room_keys(store, room_id):
+        await store._redis.delete(key)
+
+
 def pairs(events: list[StoredEvent]) -> list[tuple[int, bytes]]:
     """``(version, data)`` of stored events, for comparisons."""
     return [(e.version, e.data) for e in events]

@@ -283,9 +283,7 @@ class Node:
                 loop_task.cancel()
                 await asyncio.gather(loop_task, return_exceptions=True)
         for room in self.rooms.values():
-            for timer in (room.timer, room.boards_due):
-                if timer is not None:
-                    timer.cancel()
+            room.cancel_timers()
         pending = [*self._tasks, *self.certifying.values()]
         for task in pending:
             task.cancel()
@@ -659,9 +657,7 @@ class Node:
             peer.close_later(CloseCode.GOING_AWAY, CloseReason.ROOM_GONE)
         room.racers.clear()
         room.spectators.clear()
-        for timer in (room.timer, room.boards_due):
-            if timer is not None:
-                timer.cancel()
+        room.cancel_timers()
         self.rooms.pop(room.room_id, None)
 
     def retry_locked(
@@ -704,9 +700,7 @@ class Node:
         for room_id, room in list(self.rooms.items()):
             running = room.state.phase in (Phase.COUNTDOWN, Phase.RACING) and room.serving
             if not room.has_peers() and not running and room.last_used_ms < cutoff:
-                for timer in (room.timer, room.boards_due):
-                    if timer is not None:
-                        timer.cancel()
+                room.cancel_timers()
                 del self.rooms[room_id]
 
     async def room_by_code(self, code: str) -> LiveRoom:

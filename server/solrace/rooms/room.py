@@ -98,6 +98,13 @@ class LiveRoom:
         state = self.state
         return state.phase == Phase.FINISHED or not state.racers
 
+    def cancel_timers(self) -> None:
+        """Stop the room's timer and its spectators' pending boards: the node stops,
+        forgets the room, or Redis lost it."""
+        for timer in (self.timer, self.boards_due):
+            if timer is not None:
+                timer.cancel()
+
     def reset(self) -> None:
         """Forget everything folded (Redis lost writes): fold again from version 0."""
         self.state = RoomState(self.meta.room, self.meta.code, self.meta.settings)
