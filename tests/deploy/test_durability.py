@@ -154,6 +154,7 @@ async def test_server_on_deploy_redis_conf_says_the_promise_holds(
             "status": "ok",
             "store": "redis",
             "store_answers": True,
+            "store_failing": False,
             "draining": False,
             "durability": "aof-always",
             "durability_detail": "AOF fsynced before every reply",

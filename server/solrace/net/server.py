@@ -232,6 +232,9 @@ class RaceServer:
         path = request.path.split("?", 1)[0]
         if path == "/healthz":
             # 200 "ok" when the store answers and the node is not draining, else 503.
+            # "Answers" is PING within a second *and* the node's last call to the store
+            # not failed: PING passes whatever the user's ACL, so a node whose ACL was
+            # changed under it answered 200 while it refused every request.
             # Durability (docs/deploy.md) rides along: a header on every answer, and the
             # whole report as JSON with ?format=json; it never changes the status.
             query = request.path.partition("?")[2].split("&")
@@ -239,7 +242,8 @@ class RaceServer:
                 return _response(http.HTTPStatus.OK, b"alive\n", "text/plain; charset=utf-8")
             store = self.node.store
             answers = await _answers_within(store, HEALTHZ_PING_TIMEOUT_S)
-            ok = answers and not self.node.draining
+            failing = self.node.store_down
+            ok = answers and not failing and not self.node.draining
             status = http.HTTPStatus.OK if ok else http.HTTPStatus.SERVICE_UNAVAILABLE
             # Asked again at most every 10 s; while Redis does not answer, the last answer.
             durability = await store.durability(max_age_s=10.0 if answers else math.inf)
@@ -249,6 +253,7 @@ class RaceServer:
                     "status": "ok" if ok else "unavailable",
                     "store": _store_kind(store),
                     "store_answers": answers,
+                    "store_failing": failing,
                     "draining": self.node.draining,
                     "durability": durability.level,
                     "durability_detail": durability.detail,
