@@ -36,7 +36,7 @@ from solrace.store import token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
 from . import certify, spectators
-from .node import ROOM_TTL_S, refuse
+from .node import ROOM_TTL_S, no_longer_exists, refuse
 from .records import RoomMeta, unpack_event
 from .room import LiveRoom
 from .snapshots import snapshot_for
@@ -254,7 +254,7 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     # a room id travels in every result (race ids), and a refusal must not hand its
     # private room's code to whoever tries a made-up token.
     name = f"room {msg.code}" if msg.code else "this room"
-    gone = BadMessage(ErrorCode.UNKNOWN_ROOM, f"{name} no longer exists (it ended or expired)")
+    gone = no_longer_exists(name)
     try:
         room = await node.room(msg.room)
     except BadMessage as exc:

@@ -18,7 +18,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, race_id
 from solrace.protocol.errors import RETRY_BUSY_MS
@@ -116,8 +116,10 @@ def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
 _ENDING_STATUSES = frozenset({RacerStatus.RESIGNED, RacerStatus.TIMEOUT})
 
 
-#: What a decision about a room whose keys are gone is answered (``unknown_room``).
-_ROOM_EXPIRED: Final = "this room no longer exists (it ended or expired)"
+def no_longer_exists(name: str = "this room") -> BadMessage:
+    """The answer about a room whose keys are gone (``unknown_room``): to a decision
+    about it, and to a resume (which names the room by the code its client gave)."""
+    return BadMessage(ErrorCode.UNKNOWN_ROOM, f"{name} no longer exists (it ended or expired)")
 
 
 def racer_done_by(state: RoomState, event: RoomEvent) -> int | None:
@@ -932,11 +934,11 @@ class Node:
                     if current == 0 and room.expiring():
                         # Its keys expired (an hour after its race_over, ten minutes
                         # after everyone left): no lost writes, and nothing to decide.
-                        raise BadMessage(ErrorCode.UNKNOWN_ROOM, _ROOM_EXPIRED) from None
+                        raise no_longer_exists() from None
                     if current < room.state.version:
                         await self._resync_locked(room, f"Redis is at version {current}")
                         if self.rooms.get(room.room_id) is not room:  # Redis lost it whole
-                            raise BadMessage(ErrorCode.UNKNOWN_ROOM, _ROOM_EXPIRED) from None
+                            raise no_longer_exists() from None
                     continue
                 try:
                     await self.sync_locked(room)
