@@ -44,10 +44,25 @@ def results_dir() -> Path:
     return config_dir() / "races"
 
 
+#: What a room id and a commitment are made of (docs/protocol.md §5, §15): anything
+#: else a server sent is not let into a file name.
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
+#: The longest room id the protocol has (``room`` = ``[A-Za-z0-9_-]{1,64}``).
+_ROOM_LEN: Final = 64
+
+
 def race_id(room: str, result: Mapping[str, Any]) -> str:
-    """The race's id (solrace.protocol.race_id, the scheme the server uses too)."""
+    """The race's id (solrace.protocol.race_id, the scheme the server uses too), which
+    names its file. Room and commitment come from the server: what a solrace server
+    sends is left as it is, and anything else — a ``/``, a ``..`` — is replaced by
+    ``_``, so a hostile server cannot make ``save_result`` write outside
+    ``results_dir()`` (an audit saw ``room: "./../../x"`` write ``x.<c>.json`` two
+    levels up, and ``room: "./."`` with commitment ``"/profile"`` replace
+    ``profile.json``)."""
     commitment = result.get("commitment")
-    return protocol.race_id(room, commitment if isinstance(commitment, str) else None)
+    safe_room = _UNSAFE.sub("_", str(room)[:_ROOM_LEN]) or "room"
+    safe_commitment = _UNSAFE.sub("_", commitment) if isinstance(commitment, str) else None
+    return protocol.race_id(safe_room, safe_commitment or None)
 
 
 @dataclass
@@ -206,6 +221,8 @@ def save_result(
         published_commitment=published_commitment,
         saved_at_ms=int(time.time() * 1000),
     )
+    if not _RACE_REF.fullmatch(saved.race):  # race_id makes none: a last guard
+        raise OSError(f"{saved.race!r} cannot name a file")
     directory = results_dir()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{saved.race}.json"
