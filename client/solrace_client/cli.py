@@ -21,6 +21,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -73,6 +74,25 @@ def _out() -> Console:
 
 def _err() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)  # one line, unwrapped
+
+
+#: C0 and C1 control characters: a terminal's escape sequences start with one.
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _plain(value: object) -> str:
+    """``value`` as text with its control characters shown as ``?``: a name or code
+    from a server or a race file may hold a terminal's escape sequence (a solrace
+    server refuses such names; a hostile one, or an edited file, need not)."""
+    return _CONTROL.sub("?", str(value))
+
+
+def _cell(value: object) -> Text:
+    """A table cell holding a server's or a file's string: never read as rich markup
+    (a racer named ``[/]x``, which a solrace server accepts, made every table it was
+    in — ``rooms``, the bot's standings, ``races`` — a traceback), no control
+    characters."""
+    return Text(_plain(value))
 
 
 def _fail(message: str, code: int = EXIT_FAILED) -> int:
@@ -251,7 +271,10 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
     for room in rooms:
         code, variant, phase, racers, host, limit, delay = _room_fields(room)
         table.add_row(
-            code, variant, Text(phase, style=_phase_style(phase)), racers, host, limit, delay
+            _cell(code),
+            _cell(variant),
+            Text(_plain(phase), style=_phase_style(phase)),
+            *map(_cell, (racers, host, limit, delay)),
         )
     return table
 
@@ -275,12 +298,12 @@ def rooms_view(rooms: Sequence[Mapping[str, Any]], console: Console) -> Renderab
     lines: list[RenderableType] = [Text(ROOMS_TITLE, style="italic")]
     for room in rooms:
         code, variant, phase, racers, host, limit, delay = _room_fields(room)
-        lines.append(Text.assemble((code, "bold cyan"), "  ", variant))
+        lines.append(Text.assemble((_plain(code), "bold cyan"), "  ", _plain(variant)))
         lines.append(
             Text.assemble(
                 "  ",
-                (phase, _phase_style(phase)),
-                f" · {racers} racers · host {host} · limit {limit} · watch delay {delay}",
+                (_plain(phase), _phase_style(phase)),
+                _plain(f" · {racers} racers · host {host} · limit {limit} · watch delay {delay}"),
             )
         )
     lines.append(Text(ROOMS_CAPTION, style="dim"))
@@ -457,14 +480,14 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
         elapsed = s.get("elapsed_ms")
         time_text = "—" if elapsed is None else f"{elapsed / 1000:.1f}s"
         table.add_row(
-            str(s.get("place")),
-            str(s.get("racer")),
-            str(s.get("name")) + (" ◀" if s.get("racer") == me else ""),
-            str(s.get("status")),
-            str(s.get("foundation")),
-            str(s.get("moves")),
-            str(s.get("score")),
-            time_text,
+            _cell(s.get("place")),
+            _cell(s.get("racer")),
+            _cell(str(s.get("name")) + (" ◀" if s.get("racer") == me else "")),
+            _cell(s.get("status")),
+            _cell(s.get("foundation")),
+            _cell(s.get("moves")),
+            _cell(s.get("score")),
+            _cell(time_text),
             style="bold" if s.get("racer") == me else None,
         )
     return table
@@ -502,7 +525,7 @@ def cmd_bot(args: argparse.Namespace) -> int:
     def on_joined(reply: dict[str, Any]) -> None:
         joined.update(reply)
         if args.create:
-            _out().print(f"room code: [bold cyan]{reply['code']}[/]")
+            _out().print(Text.assemble("room code: ", (_plain(reply["code"]), "bold cyan")))
 
     def say(text: str) -> None:
         if args.verbose:
@@ -600,14 +623,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     report = verify_result(saved)
     out = _out()
-    out.print(f"verifying race [bold]{saved.race}[/] ({saved.variant}, {saved.path})")
+    out.print(
+        Text.assemble(
+            "verifying race ", (_plain(saved.race), "bold"), f" ({saved.variant}, {saved.path})"
+        )
+    )
     for check in report.checks:
         mark = Text("  OK  ", style="bold green") if check.ok else Text(" FAIL ", style="bold red")
-        out.print(Text.assemble(mark, " ", check.what, (f": {check.detail}", "dim")))
+        detail = _plain(f": {check.detail}")
+        out.print(Text.assemble(mark, " ", _plain(check.what), (detail, "dim")))
     for skipped in report.skipped:
         what, _, why = skipped.partition(": ")
         skip = Text(" SKIP ", style="bold yellow")
-        out.print(Text.assemble(skip, " ", what, (f": {why}", "dim")))
+        out.print(Text.assemble(skip, " ", _plain(what), (_plain(f": {why}"), "dim")))
     if report.ok and report.skipped:
         out.print(
             Text(
@@ -647,15 +675,19 @@ def cmd_races(args: argparse.Namespace) -> int:
     for column in columns:
         table.add_column(column, no_wrap=column == "race")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*map(_cell, row))
     if fits(table, out):
         out.print(table)
         return 0
     # Too narrow for the table (a newcomer audit: "c… v… …" at 50 columns): a race id
     # to copy on a line of its own, what it was beside it.
     for race, code, variant, reason, winner, racers in rows:
-        out.print(Text(race, style="bold"), soft_wrap=True)
-        out.print(f"  code {code} · {variant} · {reason} · winner {winner} · {racers} racers")
+        out.print(Text(_plain(race), style="bold"), soft_wrap=True)
+        out.print(
+            Text(
+                _plain(f"  code {code} · {variant} · {reason} · winner {winner} · {racers} racers")
+            )
+        )
     return 0
 
 

@@ -21,7 +21,14 @@ from rich.console import Console
 from solrace.rules.cli import EXIT_READER_GONE
 from solrace.rules.cli import parse_option as _option
 from solrace_client import RaceClient, config
-from solrace_client.cli import _duration, build_parser, main, rooms_table, rooms_view
+from solrace_client.cli import (
+    _duration,
+    build_parser,
+    main,
+    rooms_table,
+    rooms_view,
+    standings_table,
+)
 
 from tests.net.conftest import Cluster
 from tests.support import terminal
@@ -783,3 +790,60 @@ def test_ctrl_c_while_the_clients_modules_load_is_one_line_and_130(module: str) 
         timeout=30,
     )
     assert (done.returncode, done.stderr) == (130, "solrace: interrupted\n")
+
+
+#: A name a solrace server accepts (brackets are not control characters) that rich
+#: would read as markup — a closing tag with nothing to close — and what a hostile
+#: server or an edited file may add: a terminal's escape sequence (clear the screen).
+_MARKUP_NAME = "[/]Evil[bold"
+_ESCAPE_NAME = "Riv\x1b[2J"
+
+
+@pytest.mark.parametrize("width", [40, 80])
+def test_a_hosts_name_that_looks_like_markup_is_shown_as_it_is(width: int) -> None:
+    """An audit: one public room whose host was named ``[/]Evil`` made ``solrace
+    rooms`` a traceback (rich.errors.MarkupError) for everyone."""
+    room = {**_ROOM, "host": _MARKUP_NAME, "code": "[red]X"}
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(rooms_view([room], console))
+    out = " ".join(console.export_text().split())
+    assert _MARKUP_NAME in out and "[red]X" in out
+
+
+def test_standings_show_names_as_they_are_and_no_escape_sequence() -> None:
+    """The bot's table at the end of a race: a racer named ``[/]Evil`` made every
+    bot of that race end in a traceback; a name with an escape sequence (from a
+    hostile server: a solrace server refuses it) reached the terminal raw."""
+    result = {
+        "reason": "all_done",
+        "standings": [
+            {"place": 1, "racer": 1, "name": _MARKUP_NAME, "status": "finished"},
+            {"place": "[/]", "racer": 2, "name": _ESCAPE_NAME, "status": "resigned"},
+        ],
+    }
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(standings_table(result, 2))
+    out = console.export_text()
+    assert _MARKUP_NAME in out and "Riv?[2J" in out and "\x1b" not in out
+
+
+def test_races_and_verify_show_a_files_names_as_they_are(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A race file is anyone's to edit: its winner's name, its race id and a racer's
+    name go to the terminal as text, not markup (``verify`` of a file whose race was
+    ``x[/]y`` was a traceback)."""
+    data = json.loads(synthetic_race.read_text())
+    data["race"] = "x[/]y"
+    data["result"]["standings"][0]["name"] = _MARKUP_NAME
+    data["result"]["standings"][1]["name"] = _ESCAPE_NAME
+    synthetic_race.write_text(json.dumps(data))
+    for columns in ("200", "50"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert main(["races"]) == 0
+        out = capsys.readouterr().out
+        assert _MARKUP_NAME in out and "\x1b" not in out
+    assert main(["verify", str(synthetic_race)]) == 0
+    out = capsys.readouterr().out
+    assert "verifying race x[/]y" in out and _MARKUP_NAME in out
+    assert "Riv?[2J" in out and "\x1b" not in out
