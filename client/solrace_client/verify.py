@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solrace.protocol import commitment, verify
+from solrace.protocol.views import is_status
 from solrace.rules import RulesError, deal
 from solrace.rules.log import apply_entry
 
@@ -116,8 +117,18 @@ def verify_result(saved: SavedResult) -> Report:
     standings = saved.standings
     if not standings:
         report.add("standings", False, "the result lists no racer")
+    timed = [s for s in standings if s.get("times") is not None]
+    if standings and not timed:
+        report.skipped.append(
+            "move times: no racer's log carries its moves' times (a result saved before "
+            "logs had them), so the finish and cards-up times the places rest on are "
+            "the standings' own word"
+        )
     for standing in standings:
-        _check_racer(report, saved, seed, standing)
+        # A result has times for every log or for none: one without them among others
+        # with them was taken out, and its standing's times would go unchecked.
+        untimed = bool(timed) and standing.get("times") is None
+        _check_racer(report, saved, seed, standing, untimed)
     _check_order(report, standings, saved.settings.get("time_limit_s"))
     return report
 
@@ -181,7 +192,11 @@ def _check_commitment(
 
 
 def _check_racer(
-    report: Report, saved: SavedResult, seed: int, standing: Mapping[str, Any]
+    report: Report,
+    saved: SavedResult,
+    seed: int,
+    standing: Mapping[str, Any],
+    untimed: bool = False,
 ) -> None:
     who = f"racer {standing.get('racer')} ({standing.get('name')})"
     log = list(standing.get("log") or [])
@@ -197,7 +212,9 @@ def _check_racer(
             return
         counts.append(board.foundation_count())
     report.add(f"{who}: log", True, f"{len(log)} moves, all legal")
-    problems = _time_problems(standing, counts)
+    problems = _time_problems(standing, counts, saved.settings.get("time_limit_s"))
+    if untimed:
+        problems.append("times: missing, where the other racers' logs have theirs")
     facts = {
         "foundation": board.foundation_count(),
         "moves": board.move_count,
@@ -207,6 +224,10 @@ def _check_racer(
         if standing.get(key) != actual:
             problems.append(f"{key} {standing.get(key)!r}, replay gives {actual}")
     status = standing.get("status")
+    if not is_status(status):
+        problems.append(f"status {status!r} is no racer status")
+    if status == "finished" and not isinstance(standing.get("elapsed_ms"), int):
+        problems.append("status 'finished' with no finish time")
     if (status == "finished") != board.is_won():
         problems.append(
             f"status {status!r} but the replayed game is {'won' if board.is_won() else 'not won'}"
@@ -220,13 +241,16 @@ def _check_racer(
     )
 
 
-def _time_problems(standing: Mapping[str, Any], counts: list[int]) -> list[str]:
+def _time_problems(
+    standing: Mapping[str, Any], counts: list[int], time_limit_s: Any = None
+) -> list[str]:
     """The standing's times against its log's (``counts``: the foundation count as
     dealt, then after each entry): each entry's time on the race clock,
-    in order; a finish at the time of the last entry (the finishing move); the
-    foundation count reached at the time of the last entry that changed it. So the
-    order of the standings, which rests on these times, rests on the log's. A result
-    saved before logs carried times has none to check."""
+    in order, none after the room's time limit (the server takes no move then); a
+    finish at the time of the last entry (the finishing move); the foundation count
+    reached at the time of the last entry that changed it. So the order of the
+    standings, which rests on these times, rests on the log's. A result saved before
+    logs carried times has none to check."""
     times = standing.get("times")
     if times is None:
         return []
@@ -238,6 +262,13 @@ def _time_problems(standing: Mapping[str, Any], counts: list[int]) -> list[str]:
     if times != sorted(times):
         return ["times: the log's moves are not in time order"]
     problems = []
+    if isinstance(time_limit_s, int) and not isinstance(time_limit_s, bool):
+        late = sum(t > time_limit_s * 1000 for t in times)
+        if late:
+            problems.append(
+                f"times: {late} of its moves after the {time_limit_s} s time limit "
+                f"(the last at {times[-1] / 1000:.1f} s): no move is taken then"
+            )
     last = times[-1] if times else None
     if standing.get("status") == "finished" and standing.get("elapsed_ms") != last:
         problems.append(f"finish time {standing.get('elapsed_ms')!r}, the last move's is {last}")
@@ -257,6 +288,10 @@ def _check_order(report: Report, standings: list[dict[str, Any]], time_limit_s: 
     places = [s.get("place") for s in standings]
     if places != list(range(1, len(standings) + 1)):
         problems.append(f"places are {places}, not 1..{len(standings)} in order")
+    racers = [str(s.get("racer")) for s in standings]
+    twice = sorted({r for r in racers if racers.count(r) > 1})
+    if twice:
+        problems.append(f"racer {', '.join(twice)} listed more than once")
     if isinstance(time_limit_s, int) and not isinstance(time_limit_s, bool):
         late = [
             f"{s.get('name')} at {int(s.get('elapsed_ms') or 0) / 1000:.1f} s"

@@ -105,7 +105,49 @@ def _tamper_certificate(data: dict[str, Any]) -> str:
     return "certificate"
 
 
+def _tamper_times_taken_out(data: dict[str, Any]) -> str:
+    """An audit: the loser's times taken out of its log and a faster finish claimed —
+    verify checked no times for a standing without them, even beside others with
+    theirs, and said OK."""
+    ann, bob = data["result"]["standings"]
+    ann_won_at = ann["elapsed_ms"]
+    del bob["times"]
+    bob["status"], bob["log"] = ann["status"], list(ann["log"])
+    bob.update({k: ann[k] for k in ("foundation", "moves", "score")})
+    bob["elapsed_ms"] = bob["reached_ms"] = ann_won_at - 100
+    ann["place"], bob["place"] = 2, 1
+    data["result"]["standings"] = [bob, ann]
+    return "racer 2 (Bob): standing"
+
+
+def _tamper_moves_after_the_time_limit(data: dict[str, Any]) -> str:
+    """An audit: a racer's moves stored after the time limit (which no server takes)
+    still counted for its cards up, and verify said OK."""
+    bob = data["result"]["standings"][1]
+    late = data["settings"]["time_limit_s"] * 1000
+    bob["times"] = [t + late for t in bob["times"]]
+    if bob["reached_ms"] is not None:
+        bob["reached_ms"] += late
+    return "racer 2 (Bob): standing"
+
+
+def _tamper_racer_twice(data: dict[str, Any]) -> str:
+    """An audit: a racer listed twice (its standing copied) verified OK."""
+    standings = data["result"]["standings"]
+    standings.append({**copy.deepcopy(standings[1]), "place": 3})
+    return "standings order"
+
+
+def _tamper_unknown_status(data: dict[str, Any]) -> str:
+    data["result"]["standings"][1]["status"] = "winner!"
+    return "racer 2 (Bob): standing"
+
+
 TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "times taken out": _tamper_times_taken_out,
+    "moves after the time limit": _tamper_moves_after_the_time_limit,
+    "racer twice": _tamper_racer_twice,
+    "unknown status": _tamper_unknown_status,
     "log entry removed": _tamper_log,
     "log entry": _tamper_log_entry,
     "seed": _tamper_seed,
@@ -160,12 +202,34 @@ async def test_a_real_race_verifies_and_every_tampering_fails(
     assert failed == {"certificate", "commitment"}, failed
 
 
-def test_a_result_saved_before_logs_had_times_still_verifies(synthetic_race: Path) -> None:
+def test_a_result_saved_before_logs_had_times_still_verifies(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It verifies as far as it can be checked: an audit took every log's times out
+    and swapped the racers' finish times and places, and verify said a plain OK."""
     data = json.loads(synthetic_race.read_text())
     for standing in data["result"]["standings"]:
         del standing["times"]
     synthetic_race.write_text(json.dumps(data))
-    assert verify_result(load_result(synthetic_race)).ok
+    report = verify_result(load_result(synthetic_race))
+    assert report.ok
+    assert any(s.startswith("move times: ") for s in report.skipped), report.skipped
+    assert main(["verify", str(synthetic_race)]) == 0
+    out = capsys.readouterr().out
+    assert "SKIP  move times" in out and "OK as far as checked" in out
+
+
+def test_a_finisher_with_no_finish_time_fails(synthetic_race: Path) -> None:
+    """With no times to check, a finisher with no finish time was ranked as if it had
+    finished at 0 ms."""
+    data = json.loads(synthetic_race.read_text())
+    for standing in data["result"]["standings"]:
+        del standing["times"]
+    data["result"]["standings"][0]["elapsed_ms"] = None
+    synthetic_race.write_text(json.dumps(data))
+    failed = verify_result(load_result(synthetic_race)).failures
+    assert [c.what for c in failed] == ["racer 1 (Ann): standing"], failed
+    assert "no finish time" in failed[0].detail
 
 
 @pytest.mark.parametrize("name", list(TAMPERS))
