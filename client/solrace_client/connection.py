@@ -65,8 +65,12 @@ REQUEST_TIMEOUT_S: Final = 10.0
 #: sent again, or the seat it named resumed, before the refusal goes to the caller
 #: (:meth:`RaceClient._enter`).
 SEAT_ATTEMPTS: Final = 10
-#: The pause before a retry when a refusal gives no ``retry_after_ms``.
+#: The pause before a retry when a refusal gives no ``retry_after_ms`` (or not a
+#: whole number of milliseconds).
 RETRY_DEFAULT_MS: Final = 200
+#: The longest pause a refusal gets: a solrace server asks for a second at most, and a
+#: hostile one asking for 10**12 ms kept the client asleep for decades.
+RETRY_MAX_MS: Final = 10_000
 
 
 #: ``connect``'s default pace: :data:`pacing.SERVER_DEFAULT_PACE`, read when connecting.
@@ -84,8 +88,13 @@ class ServerError(Exception):
 
 
 def retry_after_s(err: ServerError) -> float:
-    """How long an ``unavailable`` refusal asks to wait before a retry, in seconds."""
-    return int(err.data.get("retry_after_ms") or RETRY_DEFAULT_MS) / 1000
+    """How long an ``unavailable`` refusal asks to wait before a retry, in seconds: its
+    ``retry_after_ms``, at most :data:`RETRY_MAX_MS`; :data:`RETRY_DEFAULT_MS` when it
+    gives none, or not a positive whole number."""
+    asked = err.data.get("retry_after_ms")
+    if not isinstance(asked, int) or isinstance(asked, bool) or asked <= 0:
+        asked = RETRY_DEFAULT_MS
+    return min(asked, RETRY_MAX_MS) / 1000
 
 
 class RaceClient:
@@ -247,6 +256,10 @@ class RaceClient:
             # A send that failed or a wait given up leaves no future behind for the
             # reader to fail later ("Future exception was never retrieved").
             self._pending.pop(request_id, None)
+            # Nor one the reader failed already, while the send was under way (the
+            # server closed the connection): the send's own error says what happened.
+            if future.done() and not future.cancelled():
+                future.exception()
         if reply.t == "error":
             raise ServerError(reply.d)
         return dict(reply.d)

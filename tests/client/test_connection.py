@@ -9,6 +9,12 @@ from typing import Any, cast
 
 import pytest
 from solrace_client import RaceClient
+from solrace_client.connection import (
+    RETRY_DEFAULT_MS,
+    RETRY_MAX_MS,
+    ServerError,
+    retry_after_s,
+)
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosedError
 
@@ -92,3 +98,62 @@ async def test_a_moved_reply_is_folded_where_it_arrives_among_the_events() -> No
     assert reply["seq"] == 0 and client.seq == 1 and client.board == board
     assert view.my_status == "timeout" and view.phase == "finished" and client.version == 7
     assert (await client.next_event()).t == "race_over"
+
+
+class _ClosedDuringSend:
+    """A connection the server closes while a frame is being sent: the reader ends
+    (and fails the request's future) first, then the send fails."""
+
+    def __init__(self) -> None:
+        self.end = asyncio.Event()
+        self.reader_done: asyncio.Future[None] | None = None
+
+    async def send(self, frame: Any) -> None:
+        self.end.set()
+        assert self.reader_done is not None
+        await self.reader_done
+        raise ConnectionClosedError(None, None)
+
+    def __aiter__(self) -> _ClosedDuringSend:
+        return self
+
+    async def __anext__(self) -> bytes:
+        await self.end.wait()
+        raise StopAsyncIteration
+
+
+async def test_a_close_while_a_request_is_sent_leaves_no_unretrieved_future() -> None:
+    """An audit: a server closing the connection while the bot sent a move left
+    "Future exception was never retrieved … ConnectionError" on stderr, three lines
+    after the one line ``solrace`` says."""
+    ws = _ClosedDuringSend()
+    client = RaceClient(cast(ClientConnection, ws))
+    ws.reader_done = client.closed
+    stray: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: stray.append(context))
+    try:
+        with pytest.raises(ConnectionClosedError):
+            await client.ping()
+        gc.collect()
+        await asyncio.sleep(0)
+        assert not stray, stray
+    finally:
+        loop.set_exception_handler(None)
+
+
+@pytest.mark.parametrize(
+    ("asked", "wait_s"),
+    [
+        (1000, 1.0),
+        (None, RETRY_DEFAULT_MS / 1000),
+        (10**12, RETRY_MAX_MS / 1000),  # a hostile server: decades, once
+        (-5, RETRY_DEFAULT_MS / 1000),
+        ("soon", RETRY_DEFAULT_MS / 1000),  # was a ValueError traceback
+        (1e308, RETRY_DEFAULT_MS / 1000),
+        (True, RETRY_DEFAULT_MS / 1000),
+    ],
+)
+def test_a_refusals_pause_is_bounded(asked: Any, wait_s: float) -> None:
+    err = ServerError({"code": "unavailable", "message": "…", "retry_after_ms": asked})
+    assert retry_after_s(err) == wait_s
