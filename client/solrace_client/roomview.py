@@ -58,7 +58,8 @@ class RoomView:
         self.ends_at_ms: int | None = None
         self.commitment: str | None = None
         #: The commitment as announced before the seed was revealed (countdown, start, or
-        #: a snapshot taken then): what ``verify`` checks the revealed seed against.
+        #: a snapshot taken then): what ``verify`` checks the revealed seed against. The
+        #: countdown's stays: a ``started`` that names another does not replace it.
         self.published_commitment: str | None = None
         self.result: dict[str, Any] | None = None
         #: The round's deal once chosen (protocol Deal: certified, moves, difficulty).
@@ -256,7 +257,12 @@ class RoomView:
         self.phase = "racing"
         self.start_at_ms = d.get("start_at_ms")
         self.ends_at_ms = d.get("ends_at_ms")
-        self.commitment = self.published_commitment = d.get("commitment")
+        self.commitment = d.get("commitment")
+        # The countdown published the commitment; a server that names another here
+        # (an audit's: the reveal then matched the second, and the race-over screen and
+        # verify said it was the countdown's) is checked against the countdown's.
+        if self.published_commitment is None:
+            self.published_commitment = self.commitment
         dealt = self._dealt_face_down()
         for info in self.racers.values():
             if info.get("status") == "waiting":
@@ -313,7 +319,7 @@ class RoomView:
         self.phase = "lobby"
         self.deal = self.result = None
         self.start_at_ms = self.ends_at_ms = None
-        self.commitment = None
+        self.commitment = self.published_commitment = None
         self.host = d.get("host")
         old = self.racers
         self.racers = {}

@@ -8,10 +8,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from solrace.protocol import Envelope
+from solrace.protocol import Envelope, commitment
 from solrace.protocol.views import RacerInfo, You
 from solrace_client import RaceClient
 from solrace_client.roomview import Fold, RoomView
+from solrace_client.verify import CommitmentCheck, commitment_check
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.protocol.samples import racer
@@ -165,6 +166,26 @@ def test_race_over_reset_presence_and_leaving() -> None:
     assert s.racers[2]["online"] is False and s.you is not None and s.you["next_seq"] == 0
     s.apply(ev("racer_left", 10, racer=2, host=1, reason="left"))
     assert 2 not in s.racers and s.name_of(2) == "Bob"  # gone from the lobby, still named
+
+
+def test_the_countdowns_commitment_is_the_published_one() -> None:
+    """An audit: a server announced one commitment at the countdown and another in
+    ``started``, then revealed a seed matching the second; the race-over screen said
+    "✔ seed and salt match the commitment published at the countdown" and verify "the
+    commitment announced at the countdown is the one revealed"."""
+    s = RoomView()
+    s.load(snapshot(), racer=1)
+    s.apply(ev("countdown", 3, start_at_ms=100, commitment="c1"))
+    s.apply(ev("started", 4, start_at_ms=100, ends_at_ms=900_100, commitment="c2"))
+    assert s.commitment == "c2" and s.published_commitment == "c1"
+    result = {"reason": "all_done", "seed": 1, "salt": "0" * 64, "certificate": None}
+    result["commitment"] = commitment(1, "0" * 64)
+    assert commitment_check(result, s.published_commitment) is CommitmentCheck.NOT_PUBLISHED
+    s.apply(ev("race_over", 5, standings=[], **result))
+    s.apply(ev("room_reset", 6, host=1, racers=[racer(1, "Ann"), racer(2, "Bob")]))
+    assert s.published_commitment is None  # the next round publishes its own
+    s.apply(ev("started", 7, start_at_ms=200, ends_at_ms=900_200, commitment="c3"))
+    assert s.published_commitment == "c3"
 
 
 def test_a_racer_who_leaves_mid_race_stays_listed() -> None:
