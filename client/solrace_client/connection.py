@@ -24,6 +24,7 @@ raised), ``pace=Pace(...)`` sets another.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -32,7 +33,10 @@ from solrace.protocol import (
     MAX_SERVER_FRAME_BYTES,
     SERVER_FRAME_LIMITS,
     SUBPROTOCOL,
+    CloseCode,
     Envelope,
+    ErrorCode,
+    MalformedFrame,
     decode,
     encode,
     limits,
@@ -72,6 +76,10 @@ RETRY_DEFAULT_MS: Final = 200
 #: hostile one asking for 10**12 ms kept the client asleep for decades.
 RETRY_MAX_MS: Final = 10_000
 
+
+#: How long a client that closes a connection (a frame it cannot read) waits for the
+#: server's close frame.
+CLOSE_WAIT_S: Final = 2.0
 
 #: ``connect``'s default pace: :data:`pacing.SERVER_DEFAULT_PACE`, read when connecting.
 SERVER_DEFAULT: Final = "server-default"
@@ -116,6 +124,9 @@ class RaceClient:
         self.racer: int | None = None
         self.token: str | None = None
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        #: Why this client closed the connection itself: the server sent a frame it
+        #: cannot read (None while it has not).
+        self.failure: str | None = None
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
@@ -175,36 +186,58 @@ class RaceClient:
 
     # ------------------------------------------------------------------ input
     async def _read(self) -> None:
+        close: tuple[int, str] | None = None
         try:
             async for frame in self.ws:
-                envelope = decode(frame, limits=SERVER_FRAME_LIMITS)
-                self.received.append(envelope)
-                if envelope.id is not None and envelope.t in REPLY_TYPES:
-                    # Folded here, in arrival order: the events after a snapshot are
-                    # compared with its version, and a ``moved`` reply never overwrites
-                    # an event that came after it.
-                    if envelope.t in ("joined", "watching"):
-                        snapshot, racer = envelope.d.get("snapshot"), envelope.d.get("racer")
-                        if isinstance(snapshot, Mapping):  # always, from a solrace server
-                            self.view.load(snapshot, racer if isinstance(racer, int) else None)
-                    elif envelope.t == "moved":
-                        self.view.on_moved(envelope.d)
-                    future = self._pending.pop(envelope.id, None)
-                    if future is not None and not future.done():
-                        future.set_result(envelope)
-                    continue
-                if self.view.apply(envelope) is Fold.OLD:
-                    continue  # replayed: already in the snapshot
-                self.events.put_nowait(envelope)
+                try:
+                    self._take(frame)
+                except MalformedFrame as exc:
+                    self.failure = f"the server sent an unreadable frame: {exc.message}"
+                    close = (exc.close_code or CloseCode.INVALID_DATA, str(exc.code))
+                    break
+                except Exception as exc:  # a frame of a shape no fold expects
+                    what = f"{type(exc).__name__}: {exc}"[:200]
+                    self.failure = f"the server sent a frame this client cannot fold ({what})"
+                    close = (CloseCode.INVALID_DATA, str(ErrorCode.BAD_FRAME))
+                    break
         except ConnectionClosed:
             pass
         finally:
+            # The reader is the only one to read replies: once it stops, so does the
+            # connection (an audit: a frame it could not read ended it and left the
+            # socket open, so the next request waited its whole timeout for nothing).
             for future in self._pending.values():
                 if not future.done():
-                    future.set_exception(ConnectionError("connection closed"))
+                    future.set_exception(ConnectionError(self.failure or "connection closed"))
             self._pending.clear()
             if not self.closed.done():
                 self.closed.set_result(None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.ws.close(*close), CLOSE_WAIT_S)
+
+    def _take(self, frame: Any) -> None:
+        """Decode and fold one frame (raises MalformedFrame, or what a fold raises on a
+        shape it does not expect)."""
+        envelope = decode(frame, limits=SERVER_FRAME_LIMITS)
+        self.received.append(envelope)
+        if envelope.id is not None and envelope.t in REPLY_TYPES:
+            # Folded here, in arrival order: the events after a snapshot are
+            # compared with its version, and a ``moved`` reply never overwrites
+            # an event that came after it.
+            if envelope.t in ("joined", "watching"):
+                snapshot, racer = envelope.d.get("snapshot"), envelope.d.get("racer")
+                if isinstance(snapshot, Mapping):  # always, from a solrace server
+                    self.view.load(snapshot, racer if isinstance(racer, int) else None)
+            elif envelope.t == "moved":
+                self.view.on_moved(envelope.d)
+            future = self._pending.pop(envelope.id, None)
+            if future is not None and not future.done():
+                future.set_result(envelope)
+            return
+        if self.view.apply(envelope) is Fold.OLD:
+            return  # replayed: already in the snapshot
+        self.events.put_nowait(envelope)
 
     async def next_event(self, *types: str, timeout: float = 10.0) -> Envelope:
         """The next queued event or notice (of one of ``types``, skipping others)."""
@@ -249,6 +282,8 @@ class RaceClient:
         self._pending[request_id] = future
         data = {k: v for k, v in d.items() if v is not None}
         try:
+            if self.closed.done():  # no reader: no reply would ever be read
+                raise ConnectionError(self.failure or "connection closed")
             await self.ws.send(encode(Envelope(t, id=request_id, d=data)))
             async with asyncio.timeout(REQUEST_TIMEOUT_S if timeout is None else timeout):
                 reply = await future

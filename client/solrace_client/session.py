@@ -325,7 +325,7 @@ async def _receive(client: RaceClient, timeout: float | None) -> Envelope | None
     if not client.events.empty():
         return client.events.get_nowait()
     if client.closed.done():
-        raise ConnectionError("connection closed")
+        raise ConnectionError(client.failure or "connection closed")
     getter = asyncio.ensure_future(client.events.get())
     try:
         waiters: set[asyncio.Future[Any]] = {getter, client.closed}
@@ -338,7 +338,7 @@ async def _receive(client: RaceClient, timeout: float | None) -> Envelope | None
     if getter.done() and not getter.cancelled():
         return getter.result()
     if client.closed.done():
-        raise ConnectionError("connection closed")
+        raise ConnectionError(client.failure or "connection closed")
     return None
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import re
 from typing import Any, cast
 
+import msgpack
 import pytest
+from solrace.protocol import Envelope, encode
 from solrace_client import RaceClient
 from solrace_client.connection import (
     RETRY_DEFAULT_MS,
@@ -157,3 +160,78 @@ async def test_a_close_while_a_request_is_sent_leaves_no_unretrieved_future() ->
 def test_a_refusals_pause_is_bounded(asked: Any, wait_s: float) -> None:
     err = ServerError({"code": "unavailable", "message": "…", "retry_after_ms": asked})
     assert retry_after_s(err) == wait_s
+
+
+class _Hostile:
+    """A server connection that sends ``frames`` at once, then stays open until the
+    client closes it (and refuses sends after that, as a closed socket does)."""
+
+    def __init__(self, frames: list[Any]) -> None:
+        self.frames = frames
+        self.closed_with: tuple[int, str] | None = None
+        self.shut = asyncio.Event()
+
+    async def send(self, frame: Any) -> None:
+        """Taken, as websockets takes a frame while its close handshake is under way:
+        nothing says it goes nowhere."""
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        self.closed_with = (code, reason)
+        self.shut.set()
+
+    def __aiter__(self) -> Any:
+        return self._frames()
+
+    async def _frames(self) -> Any:
+        for frame in self.frames:
+            yield frame
+        await self.shut.wait()
+
+
+_LOBBY = {
+    "room": "r_1",
+    "code": "ABC234",
+    "version": 1,
+    "phase": "lobby",
+    "settings": {"variant": "yukon", "options": {}},
+    "host": 1,
+    "racers": [{"racer": 1, "name": "Ann", "status": "waiting"}],
+    "you": None,
+}
+
+
+@pytest.mark.parametrize(
+    ("frames", "closed_with", "says"),
+    [
+        ([b"\xc1"], (1007, "bad_frame"), "unreadable frame"),
+        (["text"], (1003, "bad_frame"), "unreadable frame"),
+        (
+            [msgpack.packb({"t": "x", "d": {"a": [[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}})],
+            (1009, "too_large"),
+            "unreadable",
+        ),
+        (
+            [
+                encode(Envelope("watching", id=99, d={"room": "r_1", "snapshot": _LOBBY})),
+                encode(Envelope("progress", v=2, d={"racer": [1], "foundation": 1})),
+            ],
+            (1007, "bad_frame"),
+            "cannot fold (TypeError",
+        ),
+    ],
+)
+async def test_a_frame_the_client_cannot_read_closes_the_connection(
+    frames: list[Any], closed_with: tuple[int, str], says: str
+) -> None:
+    """An audit (a hostile server): the reader stopped at a frame it could not decode
+    or fold, and left the connection open, so the next request waited its 10 s for a
+    reply nobody would read, and the bot said "connection lost (TimeoutError)"."""
+    ws = _Hostile(frames)
+    client = RaceClient(cast(ClientConnection, ws))
+    async with asyncio.timeout(1):
+        await client.closed
+        await ws.shut.wait()
+        with pytest.raises(ConnectionError, match=re.escape(client.failure or "?")):
+            await client.ping()
+    assert ws.closed_with == closed_with
+    assert client.failure is not None and says in client.failure, client.failure
