@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from solrace.protocol import Envelope
+from solrace.protocol.views import board_view_wire
 from solrace.rules import deal as deal_board
 
 
@@ -84,6 +85,9 @@ class RoomView:
         reply's); ``racer`` is who this client is, when the reply says so. The version
         may go down: after a resync the server reuses versions."""
         snap: dict[str, Any] = copy.deepcopy(dict(snapshot))
+        you = dict(snap.get("you") or {}) or None
+        if you is not None and you.get("board") is not None:  # before anything changes
+            you["board"] = _board(you["board"], owner=True)
         self.snapshot = snap
         self.room = snap.get("room")
         self.code = snap.get("code")
@@ -109,8 +113,7 @@ class RoomView:
         self.result = snap.get("result")
         deal = snap.get("deal")
         self.deal = dict(deal) if deal else None
-        you = snap.get("you")
-        self.you = dict(you) if you else None
+        self.you = you
         if racer is not None:
             self.me = racer
         elif self.you is not None:
@@ -189,20 +192,21 @@ class RoomView:
         if envelope.t != "board":
             return
         racer, view = d.get("racer"), d.get("view")
-        if not isinstance(racer, int) or not isinstance(view, Mapping):
-            return
+        if not isinstance(racer, int) or isinstance(racer, bool):
+            raise ValueError(f"a board notice names racer {racer!r}")
         if racer == self.me:
-            self._you()["board"] = dict(view)
+            self._you()["board"] = _board(view, owner=True)
         else:
             at_ms = d.get("at_ms")
-            self.boards[racer] = (at_ms if isinstance(at_ms, int) else 0, dict(view))
+            self.boards[racer] = (at_ms if isinstance(at_ms, int) else 0, _board(view))
 
     def on_moved(self, reply: Mapping[str, Any]) -> None:
         """This racer's move was accepted (a ``moved`` reply, folded where it arrives
         among the events, so a later event is never overwritten by it)."""
+        board = reply.get("board")
         you = self._you()
         you.update(
-            board=reply.get("board"),
+            board=None if board is None else _board(board, owner=True),
             status=reply.get("status"),
             moves=reply.get("moves"),
             score=reply.get("score"),
@@ -339,3 +343,13 @@ class RoomView:
                 "score": 0,
                 "status": "waiting",
             }
+
+
+def _board(view: Any, owner: bool = False) -> dict[str, Any]:
+    """A board view as the protocol shapes one (docs/protocol.md §9), checked with the
+    check the server sends it through: a board of any other shape raises ValueError
+    (the connection folding it closes: an audit's ``{"tableau": "x"}`` made the bot's
+    board rebuild a traceback)."""
+    if not isinstance(view, Mapping):
+        raise ValueError(f"a board view is a map, not {type(view).__name__}")
+    return board_view_wire(dict(view), owner=owner)

@@ -11,6 +11,8 @@ from typing import Any, cast
 import msgpack
 import pytest
 from solrace.protocol import Envelope, encode
+from solrace.rules import deal
+from solrace.rules import view as view_of
 from solrace_client import RaceClient
 from solrace_client.connection import (
     RETRY_DEFAULT_MS,
@@ -87,7 +89,7 @@ async def test_a_moved_reply_is_folded_where_it_arrives_among_the_events() -> No
 
     view = RoomView()
     view.load(snapshot(phase="racing", version=6), racer=1)
-    board = {"variant": "yukon", "tableau": []}
+    board = view_of(deal("yukon", 1), owner=True)
     moved = {"seq": 0, "board": board, "status": "playing", "moves": 1, "score": 5}
     standings = [{"place": 1, "racer": 1, "name": "Ann", "status": "timeout"}]
     over = {"reason": "time_limit", "standings": standings}

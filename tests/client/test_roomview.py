@@ -8,8 +8,10 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 from solrace.protocol import Envelope, commitment
 from solrace.protocol.views import RacerInfo, You
+from solrace.rules import deal, view
 from solrace_client import RaceClient
 from solrace_client.roomview import Fold, RoomView
 from solrace_client.verify import CommitmentCheck, commitment_check
@@ -121,23 +123,51 @@ def test_a_gap_is_not_folded_and_asks_for_a_resync() -> None:
     assert s.apply(ev("ready_changed", 8, racer=1, ready=True)) is Fold.APPLIED
 
 
+#: Two boards as the server sends them (solrace.rules.view of a real deal).
+_BOARD = view(deal("yukon", 1), owner=True)
+_BOARD_2 = view(deal("yukon", 2), owner=True)
+
+
 def test_own_board_from_notices_and_moved_replies() -> None:
     s = RoomView()
     s.load(snapshot(phase="racing", version=6), racer=1)
-    board = {"variant": "yukon", "tableau": []}
-    assert s.apply(Envelope("board", d={"racer": 1, "at_ms": 5, "view": board})) is Fold.NOTICE
-    assert s.my_board == board and s.boards == {}
-    s.on_moved({"seq": 0, "board": {"x": 1}, "status": "stuck", "moves": 1, "score": 10})
-    assert s.my_board == {"x": 1} and s.my_status == "stuck" and s.next_seq == 1
+    assert s.apply(Envelope("board", d={"racer": 1, "at_ms": 5, "view": _BOARD})) is Fold.NOTICE
+    assert s.my_board == _BOARD and s.boards == {}
+    s.on_moved({"seq": 0, "board": _BOARD_2, "status": "stuck", "moves": 1, "score": 10})
+    assert s.my_board == _BOARD_2 and s.my_status == "stuck" and s.next_seq == 1
     assert s.racers[1]["moves"] == 1 and s.racers[1]["status"] == "stuck"
 
 
 def test_spectator_keeps_every_racers_latest_board() -> None:
     s = RoomView()
     s.load(snapshot(you=None, phase="racing"))
-    s.apply(Envelope("board", d={"racer": 2, "at_ms": 5, "view": {"v": 1}}))
-    s.apply(Envelope("board", d={"racer": 2, "at_ms": 9, "view": {"v": 2}}))
-    assert s.boards[2] == (9, {"v": 2}) and s.me is None and s.my_board is None
+    s.apply(Envelope("board", d={"racer": 2, "at_ms": 5, "view": _BOARD}))
+    s.apply(Envelope("board", d={"racer": 2, "at_ms": 9, "view": _BOARD_2}))
+    assert s.boards[2] == (9, _BOARD_2) and s.me is None and s.my_board is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"variant": "klondike", "tableau": "x"}, {"x": 1}, [1, 2], {**_BOARD, "stock": -1}],
+)
+def test_a_board_of_another_shape_is_refused(bad: Any) -> None:
+    """An audit (a hostile server): a board notice ``{"tableau": "x"}`` was kept as the
+    racer's board, and the bot rebuilding it ended in a traceback. It is refused
+    (ValueError: the connection folding it closes) and the last board stays."""
+    s = RoomView()
+    s.load(snapshot(phase="racing", version=6), racer=1)
+    s.apply(Envelope("board", d={"racer": 1, "at_ms": 5, "view": _BOARD}))
+    for fold in (
+        lambda: s.apply(Envelope("board", d={"racer": 1, "at_ms": 6, "view": bad})),
+        lambda: s.apply(Envelope("board", d={"racer": 2, "at_ms": 6, "view": bad})),
+        lambda: s.on_moved({"seq": 0, "board": bad, "status": "playing", "moves": 1}),
+        lambda: s.load(
+            snapshot(phase="racing", version=7, you={"racer": 1, "board": bad, "next_seq": 0})
+        ),
+    ):
+        with pytest.raises(ValueError):
+            fold()
+    assert s.my_board == _BOARD and s.boards == {}
 
 
 def test_race_over_reset_presence_and_leaving() -> None:
