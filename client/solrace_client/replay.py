@@ -13,10 +13,11 @@ terminal, through pipes and in tests, without raw-mode key reading.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -50,6 +51,16 @@ class Track:
         return self.log[step - 1] if 1 <= step <= len(self.log) else None
 
 
+#: C0 and C1 control characters: a terminal's escape sequences start with one.
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _shown(value: object) -> str:
+    """A name or status from a race file, its control characters shown as ``?``: a
+    file is anyone's to edit, and an escape sequence must not reach the terminal."""
+    return _CONTROL.sub("?", str(value))
+
+
 def tracks(saved: SavedResult) -> list[Track]:
     """Replay every racer of ``saved`` with the engine, keeping each position."""
     seed = int(saved.result["seed"])
@@ -67,7 +78,7 @@ def tracks(saved: SavedResult) -> list[Track]:
                 break
             positions.append(position_dict(board))
         found.append(
-            Track(int(standing["racer"]), str(standing["name"]), standing, log, positions, error)
+            Track(int(standing["racer"]), _shown(standing["name"]), standing, log, positions, error)
         )
     return found
 
@@ -116,7 +127,7 @@ def _heading(saved: SavedResult, track: Track, step: int) -> list[str]:
     ]
     if track.error:
         lines.append(f"!! {track.error}")
-    return lines
+    return [_shown(line) for line in lines]
 
 
 def board_text(saved: SavedResult, track: Track, step: int) -> str:
@@ -184,7 +195,7 @@ def panel_title(track: Track, room: int) -> str:
 
     racer = str(track.racer)
     for title in (
-        join(racer, track.name, str(s.get("status")), place),
+        join(racer, track.name, _shown(s.get("status")), place),
         join(racer, track.name, place),
     ):
         if cell_len(title) <= room:
@@ -209,7 +220,9 @@ class _BoardPanel:
         self.track = track
 
     def _panel(self, title: str) -> Panel:
-        return Panel(self.body, title=title, title_align="left", expand=False)
+        # Text, not a string, which rich reads as markup: a racer named ``[/]x`` (a
+        # solrace server takes the name) made the stepper a traceback.
+        return Panel(self.body, title=Text(title), title_align="left", expand=False)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         full = panel_title(self.track, options.max_width)

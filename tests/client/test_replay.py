@@ -4,6 +4,7 @@ entries, face-down cards in lower case; the interactive stepper moves both ways.
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 
@@ -157,3 +158,24 @@ def test_a_wide_terminal_still_shows_the_whole_titles(
         "4 · Dmitri · resigned · #4",
     ):
         assert f"╭─ {title} ─" in titles, titles
+
+
+@pytest.mark.parametrize("print_one", [False, True])
+def test_names_are_shown_as_they_are_and_no_escape_sequence(
+    synthetic_race: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    print_one: bool,
+) -> None:
+    """An audit: a racer named ``[/]Evil`` (which a solrace server accepts) made the
+    stepper a traceback (its panel titles were read as rich markup), and a name with an
+    escape sequence (an edited file, a hostile server) went to the terminal raw."""
+    data = json.loads(synthetic_race.read_text())
+    data["result"]["standings"][0]["name"] = "[/]Evil"
+    data["result"]["standings"][1]["name"] = "Bob\x1b]0;PWNED\x07"
+    synthetic_race.write_text(json.dumps(data))
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\nq\n"))
+    argv = ["replay", str(synthetic_race)] + (["--print", "--racer", "2"] if print_one else [])
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert ("[/]Evil" in out or print_one) and "Bob?]0;PWNED?" in out and "\x1b" not in out
