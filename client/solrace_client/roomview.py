@@ -18,9 +18,10 @@ that never existed).
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from solrace.protocol import Envelope
 from solrace.protocol.views import board_view_wire
@@ -90,7 +91,7 @@ class RoomView:
             you["board"] = _board(you["board"], owner=True)
         self.snapshot = snap
         self.room = snap.get("room")
-        self.code = snap.get("code")
+        self.code = _text(snap.get("code"))
         self.version = int(snap.get("version") or 0)
         self.phase = snap.get("phase")
         self.settings = dict(snap.get("settings") or {})
@@ -98,7 +99,7 @@ class RoomView:
         online = {r: info["online"] for r, info in self.racers.items() if "online" in info}
         self.racers = {}
         for info in snap.get("racers") or []:
-            entry = dict(info)
+            entry = _shown(info)
             if entry["racer"] in online:
                 entry["online"] = online[entry["racer"]]
             self.racers[entry["racer"]] = entry
@@ -110,7 +111,7 @@ class RoomView:
         self.commitment = snap.get("commitment")
         if self.phase in ("countdown", "racing") and self.commitment:
             self.published_commitment = self.commitment
-        self.result = snap.get("result")
+        self.result = _result(snap.get("result"))
         deal = snap.get("deal")
         self.deal = dict(deal) if deal else None
         self.you = you
@@ -227,6 +228,7 @@ class RoomView:
             self.you["status"] = status
 
     def _on_racer_joined(self, d: dict[str, Any]) -> None:
+        d = _shown(d)
         self.racers[d["racer"]] = d
         self.names[d["racer"]] = str(d.get("name"))
         if self.host is None:
@@ -289,7 +291,7 @@ class RoomView:
             return
         for key in ("foundation", "moves", "face_down", "status"):
             if key in d:
-                info[key] = d[key]
+                info[key] = _text(d[key])
         self._set_my_status(d.get("racer"), d.get("status"))
         if d.get("racer") == self.me and self.you is not None and "moves" in d:
             self.you["moves"] = d["moves"]
@@ -308,6 +310,7 @@ class RoomView:
         self._set_my_status(d.get("racer"), "finished")
 
     def _on_race_over(self, d: dict[str, Any]) -> None:
+        d = _result(d) or {}
         self.phase = "finished"
         self.result = d
         for standing in d.get("standings") or []:
@@ -328,7 +331,7 @@ class RoomView:
         old = self.racers
         self.racers = {}
         for info in d.get("racers") or []:
-            entry = dict(info)
+            entry = _shown(info)
             if "online" in old.get(entry["racer"], {}):
                 entry["online"] = old[entry["racer"]]["online"]
             self.racers[entry["racer"]] = entry
@@ -353,3 +356,37 @@ def _board(view: Any, owner: bool = False) -> dict[str, Any]:
     if not isinstance(view, Mapping):
         raise ValueError(f"a board view is a map, not {type(view).__name__}")
     return board_view_wire(dict(view), owner=owner)
+
+
+#: C0 and C1 control characters: a terminal's escape sequences start with one.
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _text(value: Any) -> Any:
+    """A server's string fit for a terminal: control characters as ``?`` (a solrace
+    server lets none into a name; a hostile one sent ``ESC ] 0 ; … BEL``, which the
+    terminal UI passed on, setting the terminal's title). Anything else as it is."""
+    return _CONTROL.sub("?", value) if isinstance(value, str) else value
+
+
+def _shown(info: Any) -> Any:
+    """A racer's entry (RacerInfo, a standing) with its name and status fit for a
+    terminal; a copy (the frame's data stays as it came)."""
+    if not isinstance(info, Mapping):
+        return info
+    entry = dict(info)
+    for key in ("name", "status"):
+        if key in entry:
+            entry[key] = _text(entry[key])
+    return entry
+
+
+def _result(result: Any) -> Any:
+    """A RaceResult whose standings' names and statuses are fit for a terminal (the
+    move logs, seed and commitment as they came: ``verify`` checks those)."""
+    if not isinstance(result, Mapping):
+        return result
+    out = dict(result)
+    if isinstance(out.get("standings"), list):
+        out["standings"] = [_shown(s) for s in out["standings"]]
+    return out

@@ -356,3 +356,23 @@ async def test_a_whole_race_folds_to_what_the_server_says(cluster: Cluster) -> N
         assert mine == you_of(resumed["snapshot"]["you"])
         await again.close()
     await close_all(ann, bob, watcher)
+
+
+def test_names_and_statuses_are_kept_fit_for_a_terminal() -> None:
+    """An audit: a hostile server's racer named ``Riv\\x1b]0;PWNED\\x07`` reached the
+    terminal through the UI as an escape sequence (it set the terminal's title). The
+    view keeps names and statuses with their control characters as ``?``; the race's
+    logs and reveal stay as they came."""
+    evil = "Riv\x1b]0;PWNED\x07"
+    s = RoomView()
+    s.load(snapshot(racers=[racer(1, "Ann"), racer(2, evil)], code="AB\x1bC"), racer=1)
+    assert s.racers[2]["name"] == s.name_of(2) == "Riv?]0;PWNED?" and s.code == "AB?C"
+    s.apply(ev("racer_joined", 3, **racer(3, "Cy\x9b2J")))
+    assert s.name_of(3) == "Cy?2J"
+    s.apply(progress(4, 3, status="\x1b[5mresigned"))
+    assert s.racers[3]["status"] == "?[5mresigned"
+    log = ["D", "\x1b"]
+    standings = [{"place": 1, "racer": 2, "name": evil, "status": "timeout", "log": log}]
+    s.apply(ev("race_over", 5, reason="time_limit", standings=standings, seed=1))
+    assert s.result is not None and s.result["standings"][0]["name"] == "Riv?]0;PWNED?"
+    assert s.result["standings"][0]["log"] == log and s.result["seed"] == 1
