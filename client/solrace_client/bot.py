@@ -549,6 +549,7 @@ async def run_bot(
                 view.settings,
                 view.code,
                 published_commitment=view.published_commitment,
+                deal=view.deal,
             )
         except OSError as exc:  # the race was run: its standings still count
             raise ResultNotSaved(result, exc) from exc

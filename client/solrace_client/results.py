@@ -76,6 +76,10 @@ class SavedResult:
     code: str | None = None
     published_commitment: str | None = None
     saved_at_ms: int | None = None
+    #: The round's deal as the lobby announced it (protocol Deal: certified, moves,
+    #: difficulty), when the saving client saw it: ``verify`` holds a certified one to
+    #: its certificate.
+    deal: dict[str, Any] | None = None
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -101,6 +105,8 @@ class SavedResult:
         }
         if self.published_commitment is not None:
             data["published_commitment"] = self.published_commitment
+        if self.deal is not None:
+            data["deal"] = self.deal
         return data
 
     @classmethod
@@ -129,6 +135,7 @@ class SavedResult:
             result=result,
             code=data.get("code"),
             published_commitment=None if published is None else str(published),
+            deal=dict(data["deal"]) if isinstance(data.get("deal"), Mapping) else None,
             saved_at_ms=data.get("saved_at_ms"),
             path=path,
         )
@@ -207,6 +214,7 @@ def save_result(
     code: str | None = None,
     *,
     published_commitment: str | None = None,
+    deal: Mapping[str, Any] | None = None,
 ) -> Path:
     """Save a ``race_over`` (``result`` is its data) with the room's ``settings``;
     returns the file. Saving the same race again overwrites it with the same content.
@@ -220,6 +228,7 @@ def save_result(
         code=code,
         published_commitment=published_commitment,
         saved_at_ms=int(time.time() * 1000),
+        deal=dict(deal) if deal else None,
     )
     if not _RACE_REF.fullmatch(saved.race):  # race_id makes none: a last guard
         raise OSError(f"{saved.race!r} cannot name a file")

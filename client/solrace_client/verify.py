@@ -114,6 +114,15 @@ def verify_result(saved: SavedResult) -> Report:
         return report
     if certificate is not None:
         _check_certificate(report, saved, seed, certificate)
+    elif isinstance(saved.deal, Mapping) and saved.deal.get("certified") is True:
+        # A server that announced a winnable deal and revealed no winning line: the
+        # commitment then binds none, and the claim would go unchecked (an audit).
+        report.add(
+            "certificate",
+            False,
+            f"the lobby announced a certified winnable deal ({saved.deal.get('moves')} "
+            "moves) but the result reveals no certificate",
+        )
     standings = saved.standings
     if not standings:
         report.add("standings", False, "the result lists no racer")

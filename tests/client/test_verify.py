@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from solrace.protocol import commitment
 from solrace_client.cli import main
-from solrace_client.results import SavedResult, load_result, race_id
+from solrace_client.results import SavedResult, load_result, race_id, save_result
 from solrace_client.verify import CommitmentCheck, commitment_check, verify_result
 
 from tests.net.conftest import Cluster
 
-from .conftest import bot_race
+from .conftest import YUKON, bot_race, synthetic_result
 
 
 def _tamper_log(data: dict[str, Any]) -> str:
@@ -314,3 +314,25 @@ def test_the_race_over_screens_check_compares_with_the_published_commitment(
     )
     assert commitment_check({**result, "salt": None}, revealed) is None
     assert not CommitmentCheck.NOT_PUBLISHED.ok and CommitmentCheck.REVEALED_ONLY.ok
+
+
+def test_a_certified_deal_announced_but_no_certificate_revealed_fails(
+    config_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An audit (a hostile server): the lobby said "winnable deal (certified, 97
+    moves)", the commitment bound no certificate and none was revealed; the race-over
+    screen said ✔ and verify said OK, the winnable claim never checked. The client now
+    keeps the announced deal with the result, and verify holds it to a certificate."""
+    deal = {"certified": True, "moves": 97, "difficulty": "easy"}
+    result = synthetic_result()
+    path = save_result("r_liar", result, YUKON, "LIAR01", published_commitment=None, deal=deal)
+    assert load_result(path).deal == deal
+    report = verify_result(load_result(path))
+    assert [c.what for c in report.failures] == ["certificate"], report.failures
+    assert "announced a certified winnable deal (97 moves)" in report.failures[0].detail
+    assert main(["verify", str(path)]) == 1
+    capsys.readouterr()
+    # Not certified (no candidate won), or never seen: nothing to hold it to.
+    for seen in ({"certified": False, "moves": None, "difficulty": None}, None):
+        path = save_result("r_honest", result, YUKON, "OK0001", deal=seen)
+        assert verify_result(load_result(path)).ok

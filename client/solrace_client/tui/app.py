@@ -458,6 +458,7 @@ class SolraceApp(App[int]):
                     state.code,
                     # the commitment as seen at the countdown, before the reveal
                     published_commitment=state.published_commitment or None,
+                    deal=state.deal,
                 )
             except OSError as exc:  # a full disk must not end the race screen
                 self.log.warning(f"save_result failed: {exc!r}")
