@@ -21,7 +21,6 @@ import contextlib
 import io
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -48,6 +47,7 @@ from .errors import (
     check_server_url,
     refusal_of,
 )
+from .printable import printable
 
 ENV_SERVER = "SOLRACE_SERVER"
 #: The phases ``solrace rooms`` lists: rooms one can still join or watch race.
@@ -76,23 +76,12 @@ def _err() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)  # one line, unwrapped
 
 
-#: C0 and C1 control characters: a terminal's escape sequences start with one.
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _plain(value: object) -> str:
-    """``value`` as text with its control characters shown as ``?``: a name or code
-    from a server or a race file may hold a terminal's escape sequence (a solrace
-    server refuses such names; a hostile one, or an edited file, need not)."""
-    return _CONTROL.sub("?", str(value))
-
-
 def _cell(value: object) -> Text:
     """A table cell holding a server's or a file's string: never read as rich markup
     (a racer named ``[/]x``, which a solrace server accepts, made every table it was
     in — ``rooms``, the bot's standings, ``races`` — a traceback), no control
     characters."""
-    return Text(_plain(value))
+    return Text(printable(value))
 
 
 def _fail(message: str, code: int = EXIT_FAILED) -> int:
@@ -273,7 +262,7 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
         table.add_row(
             _cell(code),
             _cell(variant),
-            Text(_plain(phase), style=_phase_style(phase)),
+            Text(printable(phase), style=_phase_style(phase)),
             *map(_cell, (racers, host, limit, delay)),
         )
     return table
@@ -298,12 +287,14 @@ def rooms_view(rooms: Sequence[Mapping[str, Any]], console: Console) -> Renderab
     lines: list[RenderableType] = [Text(ROOMS_TITLE, style="italic")]
     for room in rooms:
         code, variant, phase, racers, host, limit, delay = _room_fields(room)
-        lines.append(Text.assemble((_plain(code), "bold cyan"), "  ", _plain(variant)))
+        lines.append(Text.assemble((printable(code), "bold cyan"), "  ", printable(variant)))
         lines.append(
             Text.assemble(
                 "  ",
-                (_plain(phase), _phase_style(phase)),
-                _plain(f" · {racers} racers · host {host} · limit {limit} · watch delay {delay}"),
+                (printable(phase), _phase_style(phase)),
+                printable(
+                    f" · {racers} racers · host {host} · limit {limit} · watch delay {delay}"
+                ),
             )
         )
     lines.append(Text(ROOMS_CAPTION, style="dim"))
@@ -525,7 +516,7 @@ def cmd_bot(args: argparse.Namespace) -> int:
     def on_joined(reply: dict[str, Any]) -> None:
         joined.update(reply)
         if args.create:
-            _out().print(Text.assemble("room code: ", (_plain(reply["code"]), "bold cyan")))
+            _out().print(Text.assemble("room code: ", (printable(reply["code"]), "bold cyan")))
 
     def say(text: str) -> None:
         if args.verbose:
@@ -625,17 +616,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     out = _out()
     out.print(
         Text.assemble(
-            "verifying race ", (_plain(saved.race), "bold"), f" ({saved.variant}, {saved.path})"
+            "verifying race ", (printable(saved.race), "bold"), f" ({saved.variant}, {saved.path})"
         )
     )
     for check in report.checks:
         mark = Text("  OK  ", style="bold green") if check.ok else Text(" FAIL ", style="bold red")
-        detail = _plain(f": {check.detail}")
-        out.print(Text.assemble(mark, " ", _plain(check.what), (detail, "dim")))
+        detail = printable(f": {check.detail}")
+        out.print(Text.assemble(mark, " ", printable(check.what), (detail, "dim")))
     for skipped in report.skipped:
         what, _, why = skipped.partition(": ")
         skip = Text(" SKIP ", style="bold yellow")
-        out.print(Text.assemble(skip, " ", _plain(what), (_plain(f": {why}"), "dim")))
+        out.print(Text.assemble(skip, " ", printable(what), (printable(f": {why}"), "dim")))
     if report.ok and report.skipped:
         out.print(
             Text(
@@ -682,10 +673,12 @@ def cmd_races(args: argparse.Namespace) -> int:
     # Too narrow for the table (a newcomer audit: "c… v… …" at 50 columns): a race id
     # to copy on a line of its own, what it was beside it.
     for race, code, variant, reason, winner, racers in rows:
-        out.print(Text(_plain(race), style="bold"), soft_wrap=True)
+        out.print(Text(printable(race), style="bold"), soft_wrap=True)
         out.print(
             Text(
-                _plain(f"  code {code} · {variant} · {reason} · winner {winner} · {racers} racers")
+                printable(
+                    f"  code {code} · {variant} · {reason} · winner {winner} · {racers} racers"
+                )
             )
         )
     return 0

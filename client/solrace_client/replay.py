@@ -13,11 +13,10 @@ terminal, through pipes and in tests, without raw-mode key reading.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -28,6 +27,7 @@ from rich.text import Text
 from solrace.rules import RulesError, deal, position_dict
 from solrace.rules.log import apply_entry
 
+from .printable import printable
 from .results import SavedResult
 
 
@@ -51,16 +51,6 @@ class Track:
         return self.log[step - 1] if 1 <= step <= len(self.log) else None
 
 
-#: C0 and C1 control characters: a terminal's escape sequences start with one.
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _shown(value: object) -> str:
-    """A name or status from a race file, its control characters shown as ``?``: a
-    file is anyone's to edit, and an escape sequence must not reach the terminal."""
-    return _CONTROL.sub("?", str(value))
-
-
 def tracks(saved: SavedResult) -> list[Track]:
     """Replay every racer of ``saved`` with the engine, keeping each position."""
     seed = int(saved.result["seed"])
@@ -78,7 +68,9 @@ def tracks(saved: SavedResult) -> list[Track]:
                 break
             positions.append(position_dict(board))
         found.append(
-            Track(int(standing["racer"]), _shown(standing["name"]), standing, log, positions, error)
+            Track(
+                int(standing["racer"]), printable(standing["name"]), standing, log, positions, error
+            )
         )
     return found
 
@@ -127,7 +119,7 @@ def _heading(saved: SavedResult, track: Track, step: int) -> list[str]:
     ]
     if track.error:
         lines.append(f"!! {track.error}")
-    return [_shown(line) for line in lines]
+    return [printable(line) for line in lines]
 
 
 def board_text(saved: SavedResult, track: Track, step: int) -> str:
@@ -195,7 +187,7 @@ def panel_title(track: Track, room: int) -> str:
 
     racer = str(track.racer)
     for title in (
-        join(racer, track.name, _shown(s.get("status")), place),
+        join(racer, track.name, printable(s.get("status")), place),
         join(racer, track.name, place),
     ):
         if cell_len(title) <= room:

@@ -18,14 +18,15 @@ that never existed).
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any
 
 from solrace.protocol import Envelope
 from solrace.protocol.views import board_view_wire
 from solrace.rules import deal as deal_board
+
+from .printable import printable
 
 
 class Fold(StrEnum):
@@ -358,15 +359,11 @@ def _board(view: Any, owner: bool = False) -> dict[str, Any]:
     return board_view_wire(dict(view), owner=owner)
 
 
-#: C0 and C1 control characters: a terminal's escape sequences start with one.
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def _text(value: Any) -> Any:
     """A server's string fit for a terminal: control characters as ``?`` (a solrace
     server lets none into a name; a hostile one sent ``ESC ] 0 ; … BEL``, which the
     terminal UI passed on, setting the terminal's title). Anything else as it is."""
-    return _CONTROL.sub("?", value) if isinstance(value, str) else value
+    return printable(value) if isinstance(value, str) else value
 
 
 def _shown(info: Any) -> Any:
