@@ -13,7 +13,7 @@ from solrace.protocol import CloseReason, race_id
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.limits import MAX_LOG_LEN, MAX_ROOMS_LISTED
 from solrace.protocol.views import LeaveReason, RacerStatus
-from solrace.race import RoomSettings, decisions, events
+from solrace.race import RacerGame, RoomSettings, decisions, events
 from solrace.rooms import lobby, requests
 from solrace.rooms import node as node_module
 from solrace.rooms.counters import Tally
@@ -314,6 +314,44 @@ async def test_refusals_are_replies_and_change_nothing(backend: Backend) -> None
     refused = node.metrics
     assert isinstance(refused, Tally)
     assert refused.refused()["bad_seq"] == 1 and refused.moves_retried.value == 1
+
+
+async def test_a_move_from_the_future_is_refused_without_reading_the_racers_log(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sequence number past the engine's made the node read and replay the racer's
+    whole log before refusing it: at the rate limit, racers with 5,000-move logs slowed
+    every room of the node 40-fold (an adversarial audit). The log's length decides
+    whether the engine is behind; only then is it rebuilt."""
+    ann, _bob = await _race(backend)
+    node = ann.node
+    line = winning_moves(SOLVABLE_SECRET)
+    for seq, entry in enumerate(line[:3]):
+        assert (await ann.ask("move", seq=seq, move=entry)).t == "moved"
+    reads: list[str] = []
+    real_move_log = node.store.move_log
+
+    async def counted(room_id: str, log_name: str, start: int = 0) -> list[bytes]:
+        reads.append(log_name)
+        return await real_move_log(room_id, log_name, start)
+
+    monkeypatch.setattr(node.store, "move_log", counted)
+    for seq in (4, 2**31 - 1):
+        refused = await ann.ask("move", seq=seq, move=line[3])
+        assert (refused.d["code"], refused.d["expected"]) == ("bad_seq", 3)
+    assert reads == []
+    # An engine that is behind the store is still rebuilt from the log.
+    room = next(iter(node.rooms.values()))
+    racer = ann.racer
+    assert racer is not None
+    room.games[racer] = RacerGame.rebuild(
+        room.meta.settings.variant,
+        room.seed(),
+        room.meta.settings.options,
+        [(m, 0) for m in line[:2]],
+    )
+    assert (await ann.ask("move", seq=3, move=line[3])).t == "moved"
+    assert reads == [room.log_name(racer)]
 
 
 async def test_a_racer_resuming_on_another_node_closes_its_old_connection(
