@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
 import pytest
-from solrace.protocol import CloseReason, race_id
+from solrace.protocol import SERVER_FRAME_LIMITS, CloseReason, decode, race_id
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.limits import MAX_LOG_LEN, MAX_ROOMS_LISTED
 from solrace.protocol.views import LeaveReason, RacerStatus
@@ -352,6 +352,48 @@ async def test_a_move_from_the_future_is_refused_without_reading_the_racers_log(
     )
     assert (await ann.ask("move", seq=3, move=line[3])).t == "moved"
     assert reads == [room.log_name(racer)]
+
+
+async def test_every_racer_gets_its_start_board_in_one_pass_after_every_engine_is_read(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the start the node read one racer's log, sent its board, read the next's:
+    with 8 racers, racer 1 had its board 2.5-7.6 ms before racer 8 and could store a
+    move before racer 8 saw the deal (an adversarial audit). Now every engine is read
+    first, concurrently, then every board goes out in one pass."""
+    node = await backend.node()
+    peers = [FakePeer(node) for _ in range(4)]
+    created = await peers[0].ask("create", variant="yukon", name="R0")
+    for i, peer in enumerate(peers[1:], start=1):
+        assert (await peer.ask("join", code=str(created.d["code"]), name=f"R{i}")).t == "joined"
+        assert (await peer.ask("ready", ready=True)).t == "ok"
+    await peers[0].until(lambda f: f.t == "deal_chosen", timeout=30)
+    trace: list[str] = []
+    real_move_log = node.store.move_log
+
+    async def traced(room_id: str, log_name: str, start: int = 0) -> list[bytes]:
+        trace.append("read")
+        await asyncio.sleep(0.02)  # a Redis farther away: reads one after another add up
+        return await real_move_log(room_id, log_name, start)
+
+    monkeypatch.setattr(node.store, "move_log", traced)
+    for peer in peers:
+        real_send = peer.send_bytes
+
+        def send(frame: bytes, real_send: Callable[[bytes], None] = real_send) -> None:
+            real_send(frame)
+            if trace and _is_board(frame):
+                trace.append("board")
+
+        monkeypatch.setattr(peer, "send_bytes", send)
+    assert (await peers[0].ask("start")).t == "ok"
+    for peer in peers:
+        await peer.until(lambda f: f.t == "board")
+    assert trace == ["read"] * 4 + ["board"] * 4
+
+
+def _is_board(frame: bytes) -> bool:
+    return decode(frame, limits=SERVER_FRAME_LIMITS).t == "board"
 
 
 async def test_a_racer_resuming_on_another_node_closes_its_old_connection(
