@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from solrace.protocol import verify
+from solrace.protocol.limits import MAX_UNREADY
 from solrace.race import RaceError, RacerGame, RoomSettings, RoomState, standings
 from solrace.race import decisions as d
 from solrace.race.events import EventType, RoomEvent, event
@@ -116,6 +117,37 @@ def test_start_needs_the_host_and_everyone_else_ready() -> None:
     room.apply(d.ready(room.state, 3, True))
     (countdown,) = d.start(room.state, 1, room.now, COMMIT)
     assert countdown.d == {"start_at_ms": room.now + d.COUNTDOWN_MS, "commitment": COMMIT}
+
+
+def test_a_racer_takes_its_ready_flag_back_at_most_max_unready_times_a_round() -> None:
+    """Each change is an event stored and sent to everyone in the room: toggled at the
+    rate limit, an audit's racer stored 190 events in 10 s. Taking it back is bounded;
+    making itself ready is always allowed, so the room can still start."""
+    room = _lobby(2, private=True, spectators="open")
+    for _ in range(MAX_UNREADY):
+        room.apply(d.ready(room.state, 2, True))
+        room.apply(d.ready(room.state, 2, False))
+    room.apply(d.ready(room.state, 2, True))
+    assert d.ready(room.state, 2, True) == []  # no change: no event, no refusal
+    with pytest.raises(RaceError) as refused:
+        d.ready(room.state, 2, False)
+    assert (refused.value.code, refused.value.field) == ("rate_limited", "ready")
+    # Agreeing to open spectating is a step forward; taking that back is counted too.
+    room.apply(d.ready(room.state, 2, True, open_boards=True))
+    with pytest.raises(RaceError):
+        d.ready(room.state, 2, True, open_boards=False)
+    assert room.state.racers[2].ready and room.state.racers[2].open_boards
+    room.apply(d.ready(room.state, 1, True))
+    room.apply(d.start(room.state, 1, room.now, COMMIT))
+    room.now += d.COUNTDOWN_MS
+    room.apply(room.tick())
+    room.apply(d.resign(room.state, 1))
+    room.apply(d.resign(room.state, 2))
+    room.apply(room.tick())
+    room.apply(d.rematch(room.state, 2))
+    assert room.state.round == 2  # a new round: Bob may take its flag back again
+    room.apply(d.ready(room.state, 2, True))
+    assert [e.d["ready"] for e in d.ready(room.state, 2, False)] == [False]
 
 
 def test_the_race_starts_at_the_announced_instant_not_before() -> None:

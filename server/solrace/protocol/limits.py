@@ -103,6 +103,13 @@ MAX_MOVE_LEN: Final = 16
 #: entries of MAX_MOVE_LEN bytes fit in a frame with room to spare (tests/protocol).
 MAX_LOG_LEN: Final = 5_000
 
+#: Times a racer may take its ready flag back in one round's lobby (``ready`` false
+#: after true); making itself ready is always allowed, so the room can still start.
+#: Every change is an event stored in the room's stream and sent to everyone in the
+#: room: toggled at the rate limit, an audit's racer stored 190 events in 10 s, and the
+#: room's stream lives a day.
+MAX_UNREADY: Final = 50
+
 MIN_RACERS: Final = 2
 MAX_RACERS: Final = 8
 DEFAULT_MAX_RACERS: Final = 4

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from solrace.protocol.limits import MIN_RACERS_TO_START
+from solrace.protocol.limits import MAX_UNREADY, MIN_RACERS_TO_START
 from solrace.protocol.views import EndReason, LeaveReason, Phase, RacerStatus
 
 from .errors import RaceError
 from .events import EventType, RoomEvent, event, progress
-from .state import RacerState, RoomState, standings
+from .state import RacerState, RoomState, standings, takes_back
 
 Event = RoomEvent
 
@@ -61,6 +61,12 @@ def ready(state: RoomState, racer: int, flag: bool, open_boards: bool = False) -
     agrees = flag and open_boards
     if member.ready == flag and member.open_boards == agrees:
         return []
+    if takes_back(member, flag, agrees) and member.unready >= MAX_UNREADY:
+        raise RaceError(
+            "rate_limited",
+            f"you took your ready flag back {MAX_UNREADY} times this round: it stays set",
+            field="ready",
+        )
     extra = {"open_boards": True} if agrees else {}
     return [event(EventType.READY_CHANGED, racer=racer, ready=flag, **extra)]
 

@@ -65,6 +65,8 @@ class RacerState:
     left_reason: str | None = None
     #: Server-only: entries in the racer's move log as of the folded events.
     log_length: int = 0
+    #: Server-only: times the racer took its ready flag back this round (MAX_UNREADY).
+    unready: int = 0
 
     def info(self) -> RacerInfo:
         """The protocol's RacerInfo."""
@@ -241,8 +243,10 @@ class RoomState:
     def _on_ready_changed(self, d: Mapping[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
         if racer is not None:
-            racer.ready = d["ready"]
-            racer.open_boards = d["ready"] and d.get("open_boards", False)
+            agrees = d["ready"] and d.get("open_boards", False)
+            if takes_back(racer, d["ready"], agrees):
+                racer.unready += 1
+            racer.ready, racer.open_boards = d["ready"], agrees
 
     def _on_countdown(self, d: Mapping[str, Any], at: int) -> None:
         self.start_at_ms = d["start_at_ms"]
@@ -320,6 +324,13 @@ class RoomState:
             self.racers[racer.racer] = racer
         if self.settings.quick and len(self.racers) >= 2:
             self.lobby_deadline_ms = at + QUICK_LOBBY_MS
+
+
+def takes_back(racer: RacerState, ready: bool, open_boards: bool) -> bool:
+    """Whether setting ``racer``'s flag to ``ready`` (agreeing to ``open_boards``)
+    takes back something it had said: its readiness, or its agreement to open
+    spectating. Counted against MAX_UNREADY; the other way is always allowed."""
+    return racer.ready and (not ready or (racer.open_boards and not open_boards))
 
 
 def dealt_face_down(settings: RoomSettings) -> int:
