@@ -25,7 +25,7 @@ from solrace.rooms.node import (
     wall_ms,
 )
 from solrace.rooms.records import unpack
-from solrace.store.errors import StoreUnavailable
+from solrace.store.errors import StoreError, StoreUnavailable
 from solrace_client.results import SavedResult
 from solrace_client.verify import Report, verify_result
 
@@ -539,6 +539,36 @@ async def test_a_finishing_move_in_flight_when_the_race_ends_is_refused_not_stor
     assert await node.store.log_length(room.room_id, room.log_name(1)) == len(moves) - 1
     assert over.v == max(f.v or 0 for f in ann.frames)  # nothing was stored after it
     assert _verified(race, over).ok
+
+
+async def test_a_move_whose_store_write_fails_unexpectedly_is_not_acknowledged_unstored(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The move's append fails with a store error other than StoreUnavailable (seen on
+    a Redis Cluster: a redirection to a master the client did not know yet, while a
+    slot moved to it). The move is refused ``internal`` and nothing is stored; its
+    retry, the same seq and move, must be checked and stored again — not answered
+    ``moved`` from the racer's engine, which had applied the move before the store
+    failed: that acknowledged a move no log held."""
+    caplog.set_level(logging.CRITICAL, logger="solrace.requests")  # the internal error
+    node = await backend.node()
+    faults = StoreFaults(node.store)
+    race = await _race_on(node, node)
+    ann = race.ann
+    room = ann.room
+    assert room is not None
+    moves = winning_moves(SOLVABLE_SECRET)
+
+    async def fails(_append: Callable[[], Awaitable[Any]]) -> Any:
+        raise StoreError("unexpected store failure: AttributeError: (injected)")
+
+    faults.on_append_move(fails)
+    refused = await ann.ask("move", seq=0, move=moves[0])
+    assert (refused.t, refused.d["code"]) == ("error", "internal"), refused.d
+    assert await node.store.log_length(room.room_id, room.log_name(1)) == 0
+    retried = await ann.ask("move", seq=0, move=moves[0])
+    assert retried.t == "moved", retried.d
+    assert await node.store.log_length(room.room_id, room.log_name(1)) == 1
 
 
 async def test_no_move_is_taken_after_the_time_limit_even_before_the_timer_fires(

@@ -229,6 +229,13 @@ async def _store(
         room.games.pop(racer, None)
         node.metrics.moves_refused.labels(ErrorCode.UNAVAILABLE).inc()
         raise BadMessage(ErrorCode.UNAVAILABLE, seq=seq, retry_after_ms=RETRY_MOVE_MS) from None
+    except BaseException:
+        # Any other failure (a store error that is a bug, a cancellation): the engine
+        # has the move applied and the store may not hold it. Kept, it answered the
+        # move's retry as stored without asking the store — a move acknowledged that no
+        # log held (seen on a Redis Cluster while a slot moved to a new master).
+        room.games.pop(racer, None)
+        raise
     finally:
         node.inflight -= 1
     if result.race_over or result.log_closed:
