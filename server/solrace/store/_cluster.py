@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.asyncio.retry import Retry
+from redis.cluster import PRIMARY
 from redis.event import EventDispatcher, EventDispatcherInterface
 from redis.exceptions import (
     ClusterDownError,
@@ -81,7 +82,7 @@ _STALE_MAP = (RedisConnectionError, RedisTimeoutError, ClusterDownError, SlotNot
 class SolraceCluster(RedisCluster):
     """``RedisCluster`` that keeps its slot map fresh through failures.
 
-    Two gaps in redis-py 8's cluster client, both seen on the test cluster:
+    Three gaps in redis-py 8's cluster client, all seen on a test cluster:
 
     - It decides how to route a command *before* it fetches the slot map: on a client
       that has none yet (just built, or reset after a failure), a command is routed as
@@ -94,12 +95,31 @@ class SolraceCluster(RedisCluster):
       address forever, even once its replica had taken over. ``pipeline()`` here
       returns a pipeline that marks the map stale on such a failure, as a single
       command already does, so the next command asks the cluster again.
+    - It follows an ASK redirection only to a node already in its slot map. A master
+      just added to the cluster holds no slot yet, so the map never names it; while the
+      first slots move to it (``redis-cli --cluster rebalance``, a reshard), every
+      command on a moving slot failed with ``AttributeError`` (a ``None`` node) — a
+      traceback and an ``internal`` refusal where the slot in migration is an outage
+      for a moment. ``get_node`` here adds such a node, as a MOVED to it already does.
     """
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         """Run one command; see the class docstring for why ``initialize`` comes first."""
         await self.initialize()
         return await super().execute_command(*args, **kwargs)
+
+    def get_node(
+        self, host: str | None = None, port: int | None = None, node_name: str | None = None
+    ) -> ClusterNode | None:
+        """The node at ``host:port`` (or named ``node_name``); one asked for by address
+        that the slot map does not name (an ASK to a master without slots) is added as
+        a master, as redis-py adds the target of a MOVED."""
+        node = super().get_node(host, port, node_name)
+        if node is None and host and port:
+            manager = self.nodes_manager
+            node = ClusterNode(host, port, PRIMARY, **manager.connection_kwargs)
+            manager.set_nodes(manager.nodes_cache, {node.name: node})
+        return node
 
     def pipeline(
         self, transaction: Any | None = None, shard_hint: Any | None = None
