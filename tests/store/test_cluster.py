@@ -192,6 +192,22 @@ async def test_heads_and_leases_span_masters(cstore: Store) -> None:
     assert len({_master_of(cstore, cstore.keys.lease(n)) for n in nodes}) >= 2
 
 
+async def test_a_slot_redis_refuses_withholds_only_its_own_rooms_from_the_tail(
+    cstore: Store,
+) -> None:
+    """The tail reads every tailed room in one pipeline, an XREAD per slot: one slot
+    Redis refused (left open by an interrupted reshard; here a stream key of another
+    type) failed the whole poll, every poll — no room's events reached the node, and
+    the node took it for an outage a second, re-arming every offline racer's grace
+    (an audit: a grace of 30 s ended after 74 s). Only that slot's rooms wait now."""
+    healthy, broken = (await rooms_on_every_master(cstore))[:2]
+    await cstore.append_event(healthy, b"e1")
+    await cstore._redis.set(cstore.keys.room(broken).events, "not a stream")
+    got = await cstore.tail({healthy: 0, broken: 0}, block_ms=500)
+    assert triples(got) == [(healthy, 1, b"e1")]
+    assert await cstore.tail({broken: 0}, block_ms=100) == []
+
+
 async def test_delete_all_empties_the_prefix_on_every_master(cstore: Store) -> None:
     rooms = await rooms_on_every_master(cstore)
     for room in rooms:
