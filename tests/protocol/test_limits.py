@@ -89,3 +89,99 @@ def test_require_raises_rate_limited() -> None:
 def test_nonsense_buckets_are_refused(rate: float, burst: float) -> None:
     with pytest.raises(ValueError):
         TokenBucket(now=0.0, rate=rate, burst=burst)
+
+
+# ------------------------------------------------------------------ stalls (busy/idle)
+def _pipelined(bucket: TokenBucket, start: float, seconds: float, pace: float) -> int:
+    """Frames sent at ``pace``/s from ``start`` for ``seconds`` while the server is
+    busy (not reading), then read at once: how many the bucket lets through."""
+    bucket.busy(start)
+    bucket.idle(start + seconds)
+    sent = round(seconds * pace)
+    return sum(bucket.take(start + seconds) for _ in range(sent))
+
+
+def test_frames_queued_at_a_legal_pace_during_a_stall_are_not_a_burst() -> None:
+    """A 3 s stall of a racer pipelining at 15/s: 45 frames read at once. Before, the
+    bucket held at most the burst (40) and the racer was closed."""
+    bucket = TokenBucket(now=0.0, rate=20, burst=40)
+    assert _pipelined(bucket, 0.0, 3.0, 15) == 45
+
+
+def test_a_flood_during_a_stall_is_still_refused() -> None:
+    """What the stall earned (3 s × 20/s) on top of the burst, and not one more."""
+    bucket = TokenBucket(now=0.0, rate=20, burst=40)
+    bucket.busy(0.0)
+    bucket.idle(3.0)
+    assert sum(bucket.take(3.0) for _ in range(500)) == 40 + 60
+
+
+def test_a_long_stall_keeps_at_most_stall_s_worth() -> None:
+    bucket = TokenBucket(now=0.0, rate=20, burst=40, stall_s=5)
+    bucket.busy(0.0)
+    bucket.idle(3600.0)
+    assert bucket.tokens(3600.0) == 40 + 5 * 20
+
+
+def test_tokens_kept_past_the_burst_expire_after_keep_s() -> None:
+    bucket = TokenBucket(now=0.0, rate=20, burst=40, keep_s=2)
+    bucket.busy(0.0)
+    bucket.idle(3.0)
+    assert bucket.tokens(4.9) == 100
+    assert bucket.tokens(5.1) == 40
+
+
+def test_idle_time_earns_nothing_past_the_burst() -> None:
+    """Only time the server spends not reading counts: a client that waits does not
+    bank a burst."""
+    bucket = TokenBucket(now=0.0, rate=20, burst=40)
+    bucket.busy(0.0)
+    bucket.idle(1.0)  # 60 held until 3.0
+    assert bucket.tokens(2.9) == 60
+    assert bucket.tokens(3600.0) == 40
+
+
+def test_short_busy_periods_do_not_add_up_to_a_burst() -> None:
+    """Each busy period may take the bucket past the burst by what it earned, not by
+    what the ones before it earned too: a client whose requests each keep the server
+    busy for 0.5 s never holds more than the burst plus one period's worth."""
+    bucket = TokenBucket(now=0.0, rate=20, burst=40)
+    now = 0.0
+    for _ in range(100):
+        bucket.busy(now)
+        now += 0.5
+        bucket.idle(now)
+        now += 0.01
+    assert bucket.tokens(now) <= 40 + 0.5 * 20 + 1
+
+
+def test_busy_time_refills_a_spent_bucket() -> None:
+    bucket = TokenBucket(now=0.0, rate=20, burst=40)
+    for _ in range(40):
+        bucket.take(0.0)
+    bucket.busy(0.0)
+    bucket.idle(1.0)
+    assert bucket.tokens(1.0) == 20
+
+
+# ---------------------------------------------------------------------- work (debt)
+def test_charged_work_goes_into_debt_and_says_how_long_to_wait() -> None:
+    bucket = TokenBucket(now=0.0, rate=10, burst=40)
+    bucket.charge(0.0, 30)
+    assert bucket.wait_s(0.0) == 0
+    bucket.charge(0.0, 30)
+    assert bucket.tokens(0.0) == -20
+    assert bucket.wait_s(0.0) == pytest.approx(2.0)
+    assert bucket.wait_s(2.0) == 0
+    assert not bucket.take(1.0)  # in debt, nothing is taken
+
+
+def test_replay_costs() -> None:
+    """A full replay costs 20 units: 20× a ping, as measured; a resume with a full
+    replay fits in a fresh connection's work burst, so an honest reconnect never
+    waits."""
+    assert limits.replay_cost(limits.MAX_REPLAY_EVENTS) == 20
+    assert limits.replay_cost(0) == 0
+    full_resume = limits.RESUME_COST + limits.replay_cost(limits.MAX_REPLAY_EVENTS)
+    assert full_resume <= limits.WORK_BURST
+    assert limits.LISTING_COST > 1

@@ -100,6 +100,12 @@ class Metrics:
         self.closes = Counter(
             "solrace_protocol_closes", "Connections closed for bad input", ["code"], registry=r
         )
+        self.work_waits = Counter(
+            "solrace_work_waits",
+            "Times a connection's requests cost more work (replays, listings) than its"
+            " work bucket held, so it was not read until the bucket was back in credit",
+            registry=r,
+        )
         self.connections_refused = Counter(
             "solrace_connections_refused",
             "Connections refused for the node's limits (server_full, too_many_connections), "

@@ -54,6 +54,9 @@ class Session(Peer):
         self.metrics = metrics
         loop = asyncio.get_running_loop()
         self.bucket = TokenBucket(loop.time(), node.rate_per_s, node.rate_burst)
+        #: What the connection's requests make the node do beyond one message each
+        #: (limits.py, "work"): in debt, the connection is not read until it is paid.
+        self.work_bucket = TokenBucket(loop.time(), node.work_per_s, node.work_burst)
         self._closing: asyncio.Future[None] | None = None
         #: Frames framed since the last write to the socket (see the module docstring).
         self._unwritten = 0
@@ -123,13 +126,32 @@ class Session(Peer):
                         err.close_code or CloseCode.INVALID_DATA, err.close_reason
                     )
                     return
+                # Not read from here until idle(): what the client sends meanwhile
+                # queues, and the tokens earned meanwhile pay for it (limits.py).
+                self.bucket.busy(loop.time())
                 await requests.handle(self.node, self, envelope)
+                await self._pay_for_work(loop)
+                self.bucket.idle(loop.time())
         except ConnectionClosed as closed:
             # websockets itself refused the peer's bytes (a frame over the size limit,
             # text that is not UTF-8, a frame that breaks RFC 6455): bad input too.
             code = None if closed.sent is None else closed.sent.code
             if code in REFUSED_BY_WEBSOCKETS and not closed.rcvd_then_sent:
                 self.metrics.closes.labels(str(code)).inc()
+
+    async def _pay_for_work(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Charge the request's work (a replay, a listing) and, if that puts the
+        connection in debt, wait it out before reading its next frame: its requests
+        then cost the node no more than the work bucket's rate, and it is throttled,
+        not closed (an honest client reconnecting with a long replay is no abuse)."""
+        work = self.take_work()
+        if work <= 0:
+            return
+        self.work_bucket.charge(loop.time(), work)
+        wait = self.work_bucket.wait_s(loop.time())
+        if wait > 0:
+            self.metrics.work_waits.inc()
+            await asyncio.sleep(wait)
 
     async def _close_for(self, code: int, reason: str) -> None:
         """Close for bad input. Frames the peer already sent are read and dropped

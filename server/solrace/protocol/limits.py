@@ -136,6 +136,43 @@ START_WAIT_S: Final = 15.0
 #: Sustained messages per second per connection, and the burst allowed on top.
 RATE_PER_S: Final = 20.0
 RATE_BURST: Final = 40.0
+#: Longest stall whose tokens a connection keeps past the burst. While the server is
+#: busy with a connection's own request (its store stalled, or it waits out the
+#: connection's work debt) it does not read the socket, and the frames the client
+#: sends meanwhile queue: at a legal pace they are not a burst, so the tokens earned
+#: meanwhile pay for them — up to this many seconds' worth, so no client banks more
+#: than ``RATE_BURST + RATE_STALL_S × RATE_PER_S`` (140 frames) however long a stall.
+#: (A 3.5 s Redis stall closed a racer that pipelined moves at 15/s.)
+RATE_STALL_S: Final = 5.0
+#: How long tokens kept past the burst last once the server reads again: long enough
+#: to read what queued during the stall, short enough not to be a standing burst.
+RATE_STALL_KEEP_S: Final = 2.0
+
+# --------------------------------------------------------------------------- work
+#: Some requests make the node do far more than a ping (an audit measured 10–20×): a
+#: replay reads and frames up to MAX_REPLAY_EVENTS events, a resume also rebuilds the
+#: racer's engine from its stored log, a listing reads up to 100 rooms. Each message
+#: takes one token from the rate bucket; a request's work *beyond* that is charged, in
+#: the same units (one unit ≈ one cheap message), to a second bucket per connection,
+#: the work bucket. It never closes a connection: one in debt is not read until the
+#: bucket is back in credit, so an honest client that reconnects with a long replay
+#: just waits a moment, and no connection makes the node do more than WORK_PER_S units
+#: of this work a second (plus WORK_BURST).
+WORK_PER_S: Final = 10.0
+WORK_BURST: Final = 40.0
+#: Replayed events (``resume``/``watch``, read from the store, one frame each) that
+#: cost one unit: a full replay of MAX_REPLAY_EVENTS costs 20.
+REPLAY_EVENTS_PER_UNIT: Final = 50
+#: A ``resume``, on top of its replay: it rebuilds the racer's engine from its log.
+RESUME_COST: Final = 5.0
+#: A ``list`` or ``quick``: each reads listed rooms (a per-node cache shares a listing
+#: between connections, but each reply is still built and sent).
+LISTING_COST: Final = 5.0
+
+
+def replay_cost(events: int) -> float:
+    """Work units of replaying ``events`` stored events."""
+    return events / REPLAY_EVENTS_PER_UNIT
 
 
 class TokenBucket:
@@ -146,25 +183,71 @@ class TokenBucket:
     ``loop.time()``); tests pass plain numbers, so the limiter is tested exactly,
     without sleeping. A clock that steps backwards refills nothing rather than
     draining the bucket.
+
+    Two refinements, both for a server that does not read a connection while it is
+    handling one of its requests:
+
+    * between :meth:`busy` and :meth:`idle` (the server is not reading), tokens are
+      earned past ``burst``, up to ``stall_s`` seconds' worth for that busy period,
+      and kept for ``keep_s`` once it ends — the frames a client sent at its legal
+      pace meanwhile queued, and are not a burst when they are read at once;
+    * :meth:`charge` takes tokens even into debt (work already done), and
+      :meth:`wait_s` says how long until the bucket is back in credit.
     """
 
-    __slots__ = ("_last", "_tokens", "burst", "rate")
+    __slots__ = (
+        "_accrued",
+        "_busy_since",
+        "_keep_until",
+        "_last",
+        "_tokens",
+        "burst",
+        "keep_s",
+        "rate",
+        "stall_s",
+    )
 
-    def __init__(self, now: float, rate: float = RATE_PER_S, burst: float = RATE_BURST) -> None:
-        if rate <= 0 or burst < 1:
-            raise ValueError("a token bucket needs rate > 0 and burst >= 1")
+    def __init__(
+        self,
+        now: float,
+        rate: float = RATE_PER_S,
+        burst: float = RATE_BURST,
+        stall_s: float = RATE_STALL_S,
+        keep_s: float = RATE_STALL_KEEP_S,
+    ) -> None:
+        if rate <= 0 or burst < 1 or stall_s < 0 or keep_s < 0:
+            raise ValueError("a token bucket needs rate > 0, burst >= 1, stall_s, keep_s >= 0")
         self.rate = rate
         self.burst = burst
+        self.stall_s = stall_s
+        self.keep_s = keep_s
         self._tokens = burst
         self._last = now
+        self._busy_since: float | None = None
+        self._keep_until = now
+        #: Whether the current busy period earned tokens past the burst.
+        self._accrued = False
 
     def _refill(self, now: float) -> None:
-        if now > self._last:
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
-            self._last = now
+        if now <= self._last:
+            return
+        earned = (now - self._last) * self.rate
+        if self._busy_since is not None:
+            # Past the burst by what this busy period earned (never by what earlier
+            # ones did: those are kept, not added to), and never below what is held.
+            ceiling = self.burst + min(now - self._busy_since, self.stall_s) * self.rate
+            held = max(self.burst, self._tokens)
+            tokens = min(max(ceiling, self._tokens), self._tokens + earned)
+            self._accrued = self._accrued or tokens > held
+        elif now <= self._keep_until:
+            tokens = min(max(self.burst, self._tokens), self._tokens + earned)
+        else:
+            tokens = min(self.burst, self._tokens + earned)
+        self._tokens = tokens
+        self._last = now
 
     def tokens(self, now: float) -> float:
-        """Tokens available at ``now`` (refills as a side effect)."""
+        """Tokens available at ``now`` (refills as a side effect); below 0 in debt."""
         self._refill(now)
         return self._tokens
 
@@ -184,3 +267,28 @@ class TokenBucket:
             raise RateLimited(
                 f"more than {self.rate:g} messages/s (burst {self.burst:g}) on this connection"
             )
+
+    def charge(self, now: float, cost: float) -> None:
+        """Take ``cost`` tokens for work already done, into debt if need be."""
+        self._refill(now)
+        self._tokens -= cost
+
+    def wait_s(self, now: float) -> float:
+        """Seconds until the bucket is out of debt (0 if it is not in debt)."""
+        self._refill(now)
+        return max(0.0, -self._tokens / self.rate)
+
+    def busy(self, now: float) -> None:
+        """The server stops reading this connection (it handles one of its requests)."""
+        self._refill(now)
+        if self._busy_since is None:
+            self._busy_since = now
+            self._accrued = False
+
+    def idle(self, now: float) -> None:
+        """The server reads this connection again: what the busy period earned past
+        the burst is kept for ``keep_s``."""
+        self._refill(now)
+        if self._busy_since is not None and self._accrued:
+            self._keep_until = max(self._keep_until, now + self.keep_s)
+        self._busy_since = None

@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING, Final
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, encode
 from solrace.protocol.errors import RETRY_STORE_MS
 from solrace.protocol.limits import (
+    LISTING_COST,
     MAX_REPLAY_EVENTS,
     MAX_ROOMS_LISTED,
+    RESUME_COST,
     ROOM_CODE_ALPHABET,
     ROOM_CODE_LEN,
+    replay_cost,
 )
 from solrace.protocol.messages import (
     CreateRoom,
@@ -51,9 +54,15 @@ log = logging.getLogger("solrace.lobby")
 LISTING_SCAN: Final = 100
 
 
-async def list_rooms(node: Node, variant: str | None) -> list[RoomSummary]:
+async def list_rooms(node: Node, peer: Peer, variant: str | None) -> list[RoomSummary]:
     """Listed rooms that can still be joined or watched: in the lobby, counting down
-    or racing, with at least one racer."""
+    or racing, with at least one racer. From the node's cached listing (listing.py)."""
+    peer.charge(LISTING_COST)
+    summaries = await node.listing.summaries(lambda: _read_listing(node))
+    return [s for s in summaries if variant is None or s["variant"] == variant][:MAX_ROOMS_LISTED]
+
+
+async def _read_listing(node: Node) -> list[RoomSummary]:
     summaries = []
     for room_id in await node.store.listed_rooms(limit=LISTING_SCAN):
         try:
@@ -62,12 +71,8 @@ async def list_rooms(node: Node, variant: str | None) -> list[RoomSummary]:
             await node.store.unlist(room_id)  # its keys expired
             continue
         state = room.state
-        if state.phase == Phase.FINISHED or not state.racers:
-            continue
-        if variant is None or room.meta.settings.variant == variant:
+        if state.phase != Phase.FINISHED and state.racers:
             summaries.append(state.summary())
-        if len(summaries) >= MAX_ROOMS_LISTED:
-            break
     return summaries
 
 
@@ -135,7 +140,14 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
         validate_settings(RoomSettings(variant=msg.variant))
     except RaceError as exc:
         raise refuse(exc) from None
+    peer.charge(LISTING_COST)
     for room_id in reversed(await node.store.listed_lobbies(limit=LISTING_SCAN)):
+        known = node.rooms.get(room_id)
+        if known is not None and not _quick_for(known.meta.settings, msg.variant):
+            # A room's settings never change: one known not to be a quick race of
+            # this variant is skipped without reading it (100 listed lobbies were 100
+            # store reads a ``quick``).
+            continue
         try:
             room = await node.room(room_id)
         except BadMessage:
@@ -157,6 +169,10 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
     settings = RoomSettings(variant=msg.variant, quick=True, deals=default_deals(msg.variant))
     room = await _create_room(node, settings)
     await _join(node, peer, room, msg.name, request_id)
+
+
+def _quick_for(settings: RoomSettings, variant: str) -> bool:
+    return settings.quick and settings.variant == variant
 
 
 async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: int | None) -> None:
@@ -221,7 +237,7 @@ async def _enter_as_racer(
         await node.join_room(room)
         await node.sync_locked(room)
         snapshot = await snapshot_for(node, room, racer)
-        replay = await _missed(node, room, since)
+        replay = await _missed(node, peer, room, since)
         peer.send(
             joined_reply(
                 request_id,
@@ -295,6 +311,7 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     again = peer.room is room and member.online and member.conn == peer.conn_id
     if not again:
         room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
+    peer.charge(RESUME_COST)
     await _enter_as_racer(node, peer, room, racer, msg.token, request_id, msg.since)
     if again:
         return
@@ -312,12 +329,14 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
         node.spawn(node.reassert(room, racer, peer.conn_id))
 
 
-async def _missed(node: Node, room: LiveRoom, since: int | None) -> list[bytes]:
-    """The stored events after ``since`` up to the folded version, as frames."""
+async def _missed(node: Node, peer: Peer, room: LiveRoom, since: int | None) -> list[bytes]:
+    """The stored events after ``since`` up to the folded version, as frames; the
+    events read are charged to ``peer`` (limits.REPLAY_EVENTS_PER_UNIT)."""
     version = room.state.version
     if since is None or since >= version or version - since > MAX_REPLAY_EVENTS:
         return []
     entries = await node.store.events_since(room.room_id, since, limit=version - since)
+    peer.charge(replay_cost(len(entries)))
     if not entries or entries[0].version != since + 1:
         return []  # older than the stored history: the snapshot stands
     frames = []
@@ -344,7 +363,7 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
         # retried) and leaves nothing behind. Read after, it left a spectator that
         # no connection detaches, or sent an error after ``watching`` (two replies)
         # and no boards (nothing else sends a board that does not change).
-        replay = await _missed(node, room, msg.since)
+        replay = await _missed(node, peer, room, msg.since)
         boards = await spectators.initial_board_notices(node, room)
         room.spectators.add(peer)
         snapshot = await snapshot_for(node, room, None)

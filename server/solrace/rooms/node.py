@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, race_id
 from solrace.protocol.errors import RETRY_BUSY_MS
-from solrace.protocol.limits import RATE_BURST, RATE_PER_S
+from solrace.protocol.limits import RATE_BURST, RATE_PER_S, WORK_BURST, WORK_PER_S
 from solrace.protocol.views import Phase, RacerStatus
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
@@ -33,6 +33,7 @@ from solrace.store.errors import StoreUnavailable, VersionConflict
 
 from . import certify, spectators
 from .counters import Defect, RoomMetrics, Tally
+from .listing import Listing
 from .records import RoomMeta, pack, pack_event, unpack_entries, unpack_event
 from .room import LiveRoom
 from .snapshots import resync_clients
@@ -219,12 +220,15 @@ class Node:
         room_secret: Callable[[], bytes] = lambda: secrets.token_bytes(32),
         rate_per_s: float = RATE_PER_S,
         rate_burst: float = RATE_BURST,
+        work_per_s: float = WORK_PER_S,
+        work_burst: float = WORK_BURST,
         countdown_ms: int = decide_.COUNTDOWN_MS,
         candidates_in_flight: int = certify.CANDIDATES_IN_FLIGHT,
         results_ttl_s: int | None = None,
     ) -> None:
         """``room_secret`` draws each new room's secret (tests pin it to get a known
-        deal); ``rate_per_s``/``rate_burst`` set every connection's token bucket;
+        deal); ``rate_per_s``/``rate_burst`` set every connection's token bucket,
+        ``work_per_s``/``work_burst`` its work bucket (solrace.protocol.limits);
         ``candidates_in_flight``: candidate deals a certification solves at once (the
         first won is dealt, so which one is a matter of timing; tests that play a known
         deal set 1: the deal is then the first candidate won in order);
@@ -235,10 +239,14 @@ class Node:
         self.room_secret = room_secret
         self.rate_per_s = rate_per_s
         self.rate_burst = rate_burst
+        self.work_per_s = work_per_s
+        self.work_burst = work_burst
         self.countdown_ms = countdown_ms
         self.candidates_in_flight = candidates_in_flight
         self.results_ttl_s = results_ttl_s
         self.rooms: dict[str, LiveRoom] = {}
+        #: The public listing, read at most once a second for all connections.
+        self.listing = Listing()
         self.peers: set[Peer] = set()
         #: What the core counts; a server swaps in its Prometheus metrics.
         self.metrics: RoomMetrics = Tally()
@@ -766,6 +774,8 @@ class Node:
         kind = event.t
         if kind == EventType.PROGRESS:
             spectators.fold_move(room, event)
+        else:  # may change what the listing says of the room (a move cannot)
+            self.listing.forget()
         if not live:
             return True
         if kind == EventType.RACE_OVER:

@@ -29,6 +29,9 @@ class Peer(ABC):
         self.closed = False
         #: Tells this connection from the racer's other ones, on any node.
         self.conn_id = secrets.token_hex(8)
+        #: Work units the request being handled cost beyond one message
+        #: (solrace.protocol.limits, "work"): the core counts, the adapter charges it.
+        self.work = 0.0
 
     # ------------------------------------------------------------- the wire
     @abstractmethod
@@ -42,6 +45,15 @@ class Peer(ABC):
 
     def send(self, envelope: Envelope) -> None:
         self.send_bytes(encode(envelope))
+
+    def charge(self, units: float) -> None:
+        """Count work the current request makes the node do (a replay, a listing)."""
+        self.work += units
+
+    def take_work(self) -> float:
+        """The work counted since the last call, which the adapter charges."""
+        work, self.work = self.work, 0.0
+        return work
 
     # ------------------------------------------------------------------ role
     def attach_racer(self, room: LiveRoom, racer: int) -> None:

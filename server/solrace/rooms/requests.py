@@ -57,7 +57,7 @@ async def _ping(node: Node, peer: Peer, msg: Ping, request_id: int | None) -> No
 
 
 async def _list(node: Node, peer: Peer, msg: ListRooms, request_id: int | None) -> None:
-    rooms = await lobby.list_rooms(node, msg.variant)
+    rooms = await lobby.list_rooms(node, peer, msg.variant)
     peer.send(rooms_reply(request_id, rooms))
 
 
