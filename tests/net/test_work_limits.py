@@ -13,11 +13,14 @@ from collections.abc import Callable
 import redis.asyncio
 from solrace.net.server import RaceServer
 from solrace.net.session import Session
-from solrace.protocol import Envelope, encode
-from solrace.protocol.limits import LISTING_COST, RESUME_COST, replay_cost
+from solrace.protocol import SUBPROTOCOL, Envelope, decode, encode
+from solrace.protocol.limits import LISTING_COST, RESUME_COST, SERVER_FRAME_LIMITS, replay_cost
 from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace_client import RaceClient
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+from websockets.typing import Subprotocol
 
 from tests.support.race import close_all, lobby, racing, winning_moves
 
@@ -212,3 +215,36 @@ async def test_a_racer_pipelining_at_15_per_s_survives_a_3_s_redis_stall(
             server.server.close(close_connections=True)
         await node.stop()
         await store.close()
+
+
+def _pinger(url: str, frames: int, pace: float) -> tuple[int, int | None]:
+    """A client on its own thread (it goes on sending while the server's event loop
+    is stalled): ``frames`` pings at ``pace``/s; the pongs it got and its close code."""
+    pongs, code = 0, None
+    with connect(url, subprotocols=[Subprotocol(SUBPROTOCOL)]) as ws:
+        try:
+            for i in range(frames):
+                ws.send(encode(Envelope("ping", id=i)))
+                time.sleep(1 / pace)
+            while pongs < frames:
+                frame = ws.recv(timeout=10)
+                assert isinstance(frame, bytes)
+                pongs += decode(frame, limits=SERVER_FRAME_LIMITS).t == "pong"
+        except ConnectionClosed as closed:
+            code = None if closed.rcvd is None else closed.rcvd.code
+    return pongs, code
+
+
+async def test_a_stall_of_the_whole_event_loop_does_not_close_clients_at_a_legal_pace(
+    cluster: Cluster,
+) -> None:
+    """The node's event loop blocked for 3 s while a client sends 18 frames/s (legal):
+    the 54 frames it sent meanwhile arrive at once. Counted as a burst, they closed it
+    1008 (the audit: 60 such connections closed at once after replays stalled a node);
+    the loop's stall is now counted as time the client's frames queued."""
+    server = await cluster.node(rate=None)
+    sending = asyncio.ensure_future(asyncio.to_thread(_pinger, server.url, 72, 18))
+    await asyncio.sleep(0.5)
+    time.sleep(3)  # the whole event loop stalls (the client thread goes on)
+    pongs, code = await sending
+    assert (pongs, code) == (72, None)

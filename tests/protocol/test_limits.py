@@ -185,3 +185,13 @@ def test_replay_costs() -> None:
     full_resume = limits.RESUME_COST + limits.replay_cost(limits.MAX_REPLAY_EVENTS)
     assert full_resume <= limits.WORK_BURST
     assert limits.LISTING_COST > 1
+
+
+def test_a_stall_of_the_event_loop_counts_as_busy_time() -> None:
+    """A session waiting for a frame while the whole loop stalled (net/stalls.py)."""
+    bucket = TokenBucket(now=0.0, rate=20, burst=40)
+    assert bucket.take(0.5)
+    bucket.stalled(1.0, 4.0)
+    assert sum(bucket.take(4.0) for _ in range(200)) == 40 + 60  # full again at 1.0
+    bucket.stalled(1.0, 4.0)  # the same stall again: already counted
+    assert not bucket.take(4.0)

@@ -52,6 +52,7 @@ from .admission import (
 )
 from .metrics import Metrics
 from .session import Session
+from .stalls import LoopStalls
 
 log = logging.getLogger("solrace.server")
 
@@ -160,6 +161,8 @@ class RaceServer:
         self._refusals: dict[str, int] = {}
         self._refusals_logged_at = -math.inf
         self._refusals_timer: asyncio.TimerHandle | None = None
+        #: The event loop's stalls, which no connection's rate limit counts against it.
+        self.stalls = LoopStalls()
 
     def _connection_class(self) -> type[_Connection]:
         return type("_Connection", (_Connection,), {"race_server": self})
@@ -223,6 +226,7 @@ class RaceServer:
             raise OSError(f"{self.host}:{self.port}: {why}") from None
         if self.port == 0:
             self.port = self.server.sockets[0].getsockname()[1]
+        self.stalls.start()
 
     @property
     def url(self) -> str:
@@ -287,7 +291,7 @@ class RaceServer:
         vars(ws.protocol).pop("select_subprotocol", None)
         ticket = ws.ticket if isinstance(ws, _Connection) else None
         client = None if ticket is None else ticket.forwarded
-        session = Session(ws, self.node, self.metrics, client)
+        session = Session(ws, self.node, self.metrics, client, self.stalls)
         node = self.node
         node.peers.add(session)
         try:
@@ -309,6 +313,7 @@ class RaceServer:
                 session.close_later(CloseCode.GOING_AWAY, CloseReason.DRAINING)
             await self.server.wait_closed()
         await node.stop()
+        self.stalls.stop()
         with contextlib.suppress(StoreUnavailable):
             await node.store.drop_lease(node.node_id)
         await node.store.close()

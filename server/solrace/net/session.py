@@ -31,6 +31,7 @@ from solrace.rooms.peer import Peer
 
 from . import logs
 from .metrics import Metrics
+from .stalls import LoopStalls
 
 log = logging.getLogger("solrace.session")
 
@@ -44,7 +45,12 @@ REFUSED_BY_WEBSOCKETS = frozenset(
 
 class Session(Peer):
     def __init__(
-        self, ws: ServerConnection, node: Node, metrics: Metrics, client: str | None = None
+        self,
+        ws: ServerConnection,
+        node: Node,
+        metrics: Metrics,
+        client: str | None = None,
+        stalls: LoopStalls | None = None,
     ) -> None:
         super().__init__()
         self.ws = ws
@@ -57,6 +63,8 @@ class Session(Peer):
         #: What the connection's requests make the node do beyond one message each
         #: (limits.py, "work"): in debt, the connection is not read until it is paid.
         self.work_bucket = TokenBucket(loop.time(), node.work_per_s, node.work_burst)
+        #: The event loop's stalls (stalls.py), counted as busy time by the bucket.
+        self.stalls = stalls
         self._closing: asyncio.Future[None] | None = None
         #: Frames framed since the last write to the socket (see the module docstring).
         self._unwritten = 0
@@ -112,6 +120,8 @@ class Session(Peer):
         try:
             async for frame in self.ws:
                 self.metrics.frames_in.inc()
+                if self.stalls is not None:
+                    self.bucket.stalled(*self.stalls.last)
                 try:
                     self.bucket.require(loop.time())
                     envelope = decode(frame)

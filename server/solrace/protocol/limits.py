@@ -285,6 +285,14 @@ class TokenBucket:
             self._busy_since = now
             self._accrued = False
 
+    def stalled(self, start: float, end: float) -> None:
+        """The server could not read this connection from ``start`` to ``end`` (its
+        whole event loop stalled): count that as busy time, as if it had been."""
+        if self._busy_since is not None or end <= self._last:
+            return  # busy anyway, or already counted
+        self.busy(max(start, self._last))
+        self.idle(end)
+
     def idle(self, now: float) -> None:
         """The server reads this connection again: what the busy period earned past
         the burst is kept for ``keep_s``."""
