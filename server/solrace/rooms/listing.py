@@ -43,6 +43,9 @@ class Listing:
             return self._summaries
         if self._reading is None:
             self._reading = loop.create_task(self._read(read))
+            # Its failure is each waiter's to report; one nobody awaits any more (they
+            # all went away) must not be logged as never retrieved.
+            self._reading.add_done_callback(_retrieve)
         # Shielded: a connection that goes away mid-read must not cancel the read the
         # other connections wait for.
         return await asyncio.shield(self._reading)
@@ -58,6 +61,11 @@ class Listing:
         self._summaries = summaries
         self._until = asyncio.get_running_loop().time() + LISTING_CACHE_S
         return summaries
+
+
+def _retrieve(task: asyncio.Task[list[RoomSummary]]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 __all__ = ["LISTING_CACHE_S", "Listing"]
