@@ -21,7 +21,7 @@ from solrace.protocol.limits import (
     SERVER_FRAME_LIMITS,
     replay_cost,
 )
-from solrace.rooms.listing import LISTING_CACHE_S
+from solrace.rooms.listing_cache import LISTING_CACHE_S
 from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace_client import RaceClient

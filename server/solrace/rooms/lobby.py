@@ -58,7 +58,7 @@ async def list_rooms(node: Node, peer: Peer, variant: str | None) -> list[RoomSu
     """Listed rooms that can still be joined or watched: in the lobby, counting down
     or racing, with at least one racer. From the node's cached listing (listing.py)."""
     peer.charge(LISTING_COST)
-    summaries = await node.listing.summaries(lambda: _read_listing(node))
+    summaries = await node.listing_cache.summaries(lambda: _read_listing(node))
     return [s for s in summaries if variant is None or s["variant"] == variant][:MAX_ROOMS_LISTED]
 
 

@@ -33,7 +33,7 @@ from solrace.store.errors import StoreUnavailable, VersionConflict
 
 from . import certify, spectators
 from .counters import Defect, RoomMetrics, Tally
-from .listing import Listing
+from .listing_cache import ListingCache
 from .records import RoomMeta, pack, pack_event, unpack_entries, unpack_event
 from .room import LiveRoom
 from .snapshots import resync_clients
@@ -246,7 +246,7 @@ class Node:
         self.results_ttl_s = results_ttl_s
         self.rooms: dict[str, LiveRoom] = {}
         #: The public listing, read at most once a second for all connections.
-        self.listing = Listing()
+        self.listing_cache = ListingCache()
         self.peers: set[Peer] = set()
         #: What the core counts; a server swaps in its Prometheus metrics.
         self.metrics: RoomMetrics = Tally()
@@ -775,7 +775,7 @@ class Node:
         if kind == EventType.PROGRESS:
             spectators.fold_move(room, event)
         else:  # may change what the listing says of the room (a move cannot)
-            self.listing.forget()
+            self.listing_cache.forget()
         if not live:
             return True
         if kind == EventType.RACE_OVER:

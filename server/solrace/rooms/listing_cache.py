@@ -24,7 +24,7 @@ LISTING_CACHE_S: Final = 1.0
 Read = Callable[[], Awaitable[list[RoomSummary]]]
 
 
-class Listing:
+class ListingCache:
     """One node's cached listing: every listed room that can be joined or watched,
     unfiltered (each ``list`` filters its variant from it)."""
 
@@ -68,4 +68,4 @@ def _retrieve(task: asyncio.Task[list[RoomSummary]]) -> None:
         task.exception()
 
 
-__all__ = ["LISTING_CACHE_S", "Listing"]
+__all__ = ["LISTING_CACHE_S", "ListingCache"]
