@@ -848,6 +848,72 @@ async def test_races_under_way_never_hide_a_lobby_from_list_or_quick(backend: Ba
     assert bob.room is waiting
 
 
+async def _hang_up(peer: FakePeer) -> None:
+    """The connection closes without ``leave`` (what the server does on a close)."""
+    peer.closed = True
+    await lobby.disconnected(peer.node, peer)
+
+
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+async def test_lobbies_whose_creators_hung_up_never_hide_a_waiting_quick_room(
+    backend: Backend,
+) -> None:
+    """An audit on a real server: 101 Klondike lobbies, each from a connection that sent
+    ``create`` and hung up, stay listed through their creators' 30 s grace; a fourth
+    ``quick yukon`` racer no longer found the quick room waiting with 3 of 4 seats
+    taken (it opened a second one), and ``list {variant: "yukon"}`` no longer showed
+    it. A lobby nobody is in now sorts behind every race, out of what both read."""
+    node = await backend.node()
+    racers = [FakePeer(node) for _ in range(3)]
+    for n, peer in enumerate(racers):
+        assert (await peer.ask("quick", variant="yukon", name=f"R{n}")).t == "joined"
+    waiting = racers[0].room
+    assert waiting is not None and all(peer.room is waiting for peer in racers)
+    junk = []
+    for n in range(lobby.LISTING_SCAN + 1):
+        peer = FakePeer(node)
+        created = await peer.ask("create", variant="klondike", name=f"J{n}", deals="random")
+        assert created.t == "joined", created.d
+        junk.append(str(created.d["room"]))
+        await _hang_up(peer)
+    yukon = (await FakePeer(node).ask("list", variant="yukon")).d["rooms"]
+    assert [r["code"] for r in yukon] == [waiting.meta.code]
+    assert (await FakePeer(node).ask("list")).d["rooms"] == yukon  # nobody is in the others
+    dan = FakePeer(node)
+    assert (await dan.ask("quick", variant="yukon", name="Dan")).t == "joined"
+    assert dan.room is waiting and len(waiting.state.racers) == 4
+    listed = await node.store.listed_rooms(limit=lobby.LISTING_SCAN)
+    assert listed[0] == waiting.room_id and not set(listed[1:]) - set(junk)
+    assert set(await node.store.idle_lobbies(limit=200)) == set(junk)  # behind the races
+
+
+async def test_a_lobby_sorts_back_among_the_lobbies_when_its_racer_resumes_on_another_node(
+    backend: Backend,
+) -> None:
+    """Who is online is the folded room state, whichever node holds the connection:
+    the creator hangs up on one node (its lobby leaves what quick reads) and resumes
+    on another (it is offered again), and a second racer finds it there."""
+    first, second = await backend.node(), await backend.node()
+    ann = FakePeer(first)
+    joined = await ann.ask("quick", variant="yukon", name="Ann")
+    room = ann.room
+    assert room is not None
+    await _hang_up(ann)
+    assert room.room_id not in await first.store.listed_lobbies()
+    assert room.room_id in await first.store.idle_lobbies()
+    assert (await FakePeer(second).ask("list")).d["rooms"] == []
+    back = FakePeer(second)
+    resumed = await back.ask("resume", room=joined.d["room"], token=joined.d["token"])
+    assert resumed.t == "joined", resumed.d
+    assert room.room_id in await second.store.listed_lobbies()
+    assert room.room_id not in await second.store.idle_lobbies()
+    bob = FakePeer(first)
+    assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
+    assert bob.room is not None and bob.room.room_id == room.room_id
+    rooms = (await FakePeer(first).ask("list")).d["rooms"]
+    assert [r["code"] for r in rooms] == [room.meta.code]
+
+
 async def test_a_race_whose_listing_redis_fails_to_move_still_starts_and_is_skipped(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from solrace.store import CodeTaken, Store
+from solrace.store import CodeTaken, Listing, Store
 
 
 async def test_create_and_load(store: Store) -> None:
@@ -64,6 +64,28 @@ async def test_races_under_way_are_listed_behind_every_lobby(store: Store) -> No
     await store.unlist("c")
     await store.list_behind_lobbies("c", 3000)  # unlisted meanwhile: stays unlisted
     assert await store.listed_rooms() == ["a", "d", "b"]
+
+
+async def test_lobbies_nobody_is_in_are_listed_behind_every_race(store: Store) -> None:
+    """A lobby whose racers all hung up sorts behind the races (out of the lobbies
+    ``quick`` reads), and back among the lobbies when one returns; a move never lists
+    a room that is not listed (``XX``)."""
+    for room, at in (("a", 1000), ("b", 2000), ("c", 3000), ("d", 4000), ("e", 5000)):
+        await store.create_room(room, f"C{room}", b"", listed=True, now_ms=at)
+    await store.move_listing("e", 5000, Listing.IDLE)
+    await store.move_listing("c", 3000, Listing.IDLE)
+    await store.move_listing("b", 2000, Listing.RACE)
+    assert await store.listed_rooms() == ["d", "a", "b", "e", "c"]  # lobbies, races, idle
+    assert await store.listed_lobbies() == ["d", "a"]
+    assert await store.idle_lobbies() == ["e", "c"]
+    assert await store.idle_lobbies(limit=1) == ["e"]
+    assert await store.idle_lobbies(limit=0) == []
+    await store.move_listing("c", 3000, Listing.LOBBY)  # its racer is back
+    assert await store.listed_lobbies() == ["d", "c", "a"]
+    assert await store.idle_lobbies() == ["e"]
+    await store.unlist("e")
+    await store.move_listing("e", 5000, Listing.LOBBY)  # unlisted meanwhile: stays so
+    assert "e" not in await store.listed_rooms()
 
 
 async def test_results(store: Store) -> None:

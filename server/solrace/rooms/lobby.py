@@ -38,7 +38,7 @@ from solrace.race.settings import default_deals
 from solrace.store import token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
-from . import certify, spectators
+from . import certify, listing, spectators
 from .node import ROOM_TTL_S, no_longer_exists, refuse
 from .records import RoomMeta, unpack_event
 from .room import LiveRoom
@@ -56,7 +56,9 @@ LISTING_SCAN: Final = 100
 
 async def list_rooms(node: Node, peer: Peer, variant: str | None) -> list[RoomSummary]:
     """Listed rooms that can still be joined or watched: in the lobby, counting down
-    or racing, with at least one racer. From the node's cached listing (listing.py)."""
+    or racing, with at least one racer — and, in the lobby, one online (a lobby whose
+    racers all hung up offers nobody to race: rooms/listing.py). From the node's cached
+    listing (listing_cache.py)."""
     peer.charge(LISTING_COST)
     summaries = await node.listing_cache.summaries(lambda: _read_listing(node))
     return [s for s in summaries if variant is None or s["variant"] == variant][:MAX_ROOMS_LISTED]
@@ -71,8 +73,11 @@ async def _read_listing(node: Node) -> list[RoomSummary]:
             await node.store.unlist(room_id)  # its keys expired
             continue
         state = room.state
-        if state.phase != Phase.FINISHED and state.racers:
-            summaries.append(state.summary())
+        if state.phase == Phase.FINISHED or not state.racers:
+            continue
+        if state.phase == Phase.LOBBY and listing.nobody_in(state):
+            continue
+        summaries.append(state.summary())
     return summaries
 
 
@@ -158,6 +163,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
             and state.settings.variant == msg.variant
             and state.phase == Phase.LOBBY
             and len(state.racers) < state.settings.max_racers
+            and not listing.nobody_in(state)  # sorted out late (its sort was retried)
         ):
             try:
                 await _join(node, peer, room, msg.name, request_id)

@@ -31,7 +31,7 @@ from solrace.race.fairness import round_salt
 from solrace.store import Store, StoredEvent
 from solrace.store.errors import StoreUnavailable, VersionConflict
 
-from . import certify, spectators
+from . import certify, listing, spectators
 from .counters import Defect, RoomMetrics, Tally
 from .listing_cache import ListingCache
 from .records import RoomMeta, pack, pack_event, unpack_entries, unpack_event
@@ -558,7 +558,10 @@ class Node:
                 continue  # back in the lobby: noted again at the next countdown
             if await self.store.load_result(race) is not None:
                 await self.store.clear_unarchived(room_id)
-        for room_id in await self.store.listed_rooms():
+        # Lobbies nobody is in sort behind the races: read apart, or a dead node's
+        # idle lobbies past the newest hundred rooms were never adopted.
+        listed = await self.store.listed_rooms()
+        for room_id in [*listed, *await self.store.idle_lobbies()]:
             try:
                 room = await self._orphan(room_id)
             except BadMessage:
@@ -1015,6 +1018,15 @@ class Node:
         """The writes that follow a stored decision. None of them may fail the request
         that made it (it was made): a write Redis fails is retried (:meth:`insist`)."""
         extra = {"room": room.room_id}
+        if listing.moves_listing(room.state, events):
+            # A lobby whose last racer online went sorts behind the races (out of what
+            # quick and list read), and back when one returns (rooms/listing.py).
+            try:
+                await listing.sort_locked(self, room)
+            except StoreUnavailable:
+                self.store_failed()
+                sort = functools.partial(listing.sort_locked, self, room)
+                self.retry_locked(room, "could not sort a room in the listing", sort)
         for ev in events:
             if ev.t == EventType.RACER_LEFT and not room.state.racers:
                 # Everyone left: the leave set the room's short expiry; it leaves the

@@ -16,13 +16,14 @@ import hashlib
 from ._cluster import CLUSTER_SCHEMES, parse_cluster_url
 from .errors import CodeTaken, StoreError, StoreForbidden, StoreUnavailable, VersionConflict
 from .keys import Keys, RoomKeys
-from .store import Finish, MoveAppend, Store, StoredEvent
+from .store import Finish, Listing, MoveAppend, Store, StoredEvent
 
 __all__ = [
     "CLUSTER_SCHEMES",
     "CodeTaken",
     "Finish",
     "Keys",
+    "Listing",
     "MoveAppend",
     "RoomKeys",
     "Store",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import functools
 import hmac
 import importlib.util
@@ -53,7 +54,7 @@ from .errors import CodeTaken, StoreError, StoreForbidden, StoreUnavailable, Ver
 from .keys import Keys
 from .probe import AccessRefused, access_refused
 
-__all__ = ["Durability", "Finish", "MoveAppend", "Store", "StoredEvent"]
+__all__ = ["Durability", "Finish", "Listing", "MoveAppend", "Store", "StoredEvent"]
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 #: Racers whose move-append key names are kept ready (a live racer's every move needs
@@ -226,6 +227,22 @@ def _config_value(reply: Any, name: str) -> str | None:
 #: What a room's listing score (its creation time, ms) loses once its race begins: more
 #: than any creation time, so every race sorts behind every lobby.
 RUNNING_LISTING_OFFSET_MS: Final = 10**14
+#: What it loses while it is a lobby whose every racer is offline (its creator hung up):
+#: more again, so such a lobby sorts behind every race, out of the lobbies ``quick``
+#: reads (a hundred junk lobbies, each from a connection that sent ``create`` and hung
+#: up, hid a quick room waiting for its fourth racer: an audit).
+IDLE_LISTING_OFFSET_MS: Final = 2 * 10**14
+
+
+class Listing(enum.IntEnum):
+    """Where a listed room sorts (:meth:`Store.move_listing`), by what its creation time
+    loses: a lobby with someone in it, a race under way, a lobby nobody is in."""
+
+    LOBBY = 0
+    RACE = RUNNING_LISTING_OFFSET_MS
+    IDLE = IDLE_LISTING_OFFSET_MS
+
+
 #: Connections a store opens to Redis at most, for commands (and as many for blocking
 #: reads). A command past them waits for one to come free, up to the store's timeout.
 #: redis-py's own pool refuses the command instead ("Too many connections"), which a
@@ -720,10 +737,24 @@ class Store:
         """Move a listed room whose race has begun behind every lobby in the listing
         (newest first among races too), so the lobbies a ``list`` or ``quick`` looks
         for come first; a room no longer listed stays unlisted (``XX``)."""
+        await self.move_listing(room_id, created_ms, Listing.RACE)
+
+    async def move_listing(self, room_id: str, created_ms: int, listing: Listing) -> None:
+        """Sort a listed room as ``listing`` says: lobbies newest first, then races, then
+        lobbies nobody is in (each newest first); a room no longer listed stays unlisted
+        (``XX``: a late move cannot list again a room that closed, or began a rematch)."""
         with redis_errors():
-            await self._redis.zadd(
-                self.keys.listed, {room_id: created_ms - RUNNING_LISTING_OFFSET_MS}, xx=True
+            await self._redis.zadd(self.keys.listed, {room_id: created_ms - listing}, xx=True)
+
+    async def idle_lobbies(self, limit: int = 100) -> list[str]:
+        """The listed lobbies nobody is in (:data:`Listing.IDLE`), newest first."""
+        if limit <= 0:
+            return []
+        with redis_errors():
+            members: list[Any] = await self._redis.zrevrangebyscore(
+                self.keys.listed, -Listing.RACE, "-inf", start=0, num=limit
             )
+        return [_as_text(m) for m in members]
 
     async def unlist(self, room_id: str) -> None:
         """Remove the room from the public listing (it started, filled up, or closed)."""

@@ -1,0 +1,82 @@
+"""Where a public room sorts in the listing that ``list`` and ``quick`` read.
+
+The listing is one sorted set (Store.move_listing): lobbies newest first, then races
+under way, then lobbies whose every racer is offline. ``quick`` reads the newest
+lobbies only and ``list`` the newest rooms, a hundred at most (lobby.LISTING_SCAN): a
+lobby nobody is in must not be among them. Measured before this existed (an audit):
+101 Klondike lobbies, each from a connection that sent ``create`` and hung up (0.3 s
+to make, ~10/s to keep up through their creators' 30 s grace), and a second ``quick
+yukon`` no longer found the Yukon quick room waiting with 3 of 4 seats taken, nor
+``list {variant: "yukon"}`` show it. Now such a lobby sorts behind every race as soon
+as its last racer's offline is stored, and back among the lobbies when one is back.
+
+Which racers are online is the folded room state, whichever node holds their
+connections: the node that stores an event that may move the room (a presence, a
+join, a leave) sorts it, then reads the room again and sorts it again if an event
+another node stored meanwhile moved it (:func:`sort_locked`). Of two nodes sorting
+the same room at once, the one that writes last has read the room after the other's
+event: the listing ends as the room's last event leaves it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from solrace.protocol.views import Phase
+from solrace.race.events import EventType, RoomEvent
+from solrace.store import Listing
+
+if TYPE_CHECKING:
+    from solrace.race.state import RoomState
+
+    from .node import Node
+    from .room import LiveRoom
+
+#: Events after which a listed room may sort elsewhere (a countdown's move is
+#: Node.after_countdown's; a race's end unlists the room).
+MOVES_LISTING: Final = frozenset({EventType.PRESENCE, EventType.RACER_JOINED, EventType.RACER_LEFT})
+#: Sorts of one room by one node in a row (each after reading what others stored):
+#: more only if the room's racers come and go faster than Redis answers.
+MAX_PASSES: Final = 4
+
+
+def nobody_in(state: RoomState) -> bool:
+    """A lobby whose every racer is offline (not one nobody has joined yet: a quick
+    room whose creator's join failed takes the next quick racer)."""
+    return bool(state.racers) and not any(r.online for r in state.racers.values())
+
+
+def listing_for(state: RoomState) -> Listing | None:
+    """Where the room sorts in the listing; None: it is not listed (private, or its
+    race is over)."""
+    phase = state.phase
+    if state.settings.private or phase == Phase.FINISHED:
+        return None
+    if phase in (Phase.COUNTDOWN, Phase.RACING):
+        return Listing.RACE
+    return Listing.IDLE if nobody_in(state) else Listing.LOBBY
+
+
+def moves_listing(state: RoomState, events: list[RoomEvent]) -> bool:
+    """Whether ``events``, folded into ``state``, may have moved a public room between
+    the lobbies and the lobbies nobody is in. Not in a race: presence comes and goes
+    there (a racer's reconnects) and never moves it, so it costs no write."""
+    return (
+        state.phase == Phase.LOBBY
+        and not state.settings.private
+        and any(ev.t in MOVES_LISTING for ev in events)
+    )
+
+
+async def sort_locked(node: Node, room: LiveRoom) -> None:
+    """Sort the room where its folded state says, read what other nodes stored since,
+    and again until the two agree. Caller holds the room's lock. Raises
+    StoreUnavailable if Redis fails it (the caller retries)."""
+    for _ in range(MAX_PASSES):
+        listing = listing_for(room.state)
+        if listing is None or not room.state.racers:
+            return  # unlisted (a room everyone left is unlisted by its expiry)
+        await node.store.move_listing(room.room_id, room.meta.created_ms, listing)
+        await node.sync_locked(room)
+        if listing_for(room.state) == listing:
+            return
