@@ -13,12 +13,14 @@ import pytest
 from solrace.race import decisions
 from solrace.race.fairness import round_seed
 from solrace.race.settings import RoomSettings, validate_settings
-from solrace.rooms import certify
+from solrace.rooms import certify, lobby, solver_workers
 from solrace.rooms.records import RoomMeta
 from solrace.rooms.room import LiveRoom
 from solrace.rules import replay
 
 from tests.net.conftest import SOLVABLE_SECRET
+
+from .conftest import Backend, FakePeer
 
 
 def _room() -> LiveRoom:
@@ -193,3 +195,61 @@ async def test_a_worker_that_becomes_spare_takes_the_second_candidate() -> None:
     assert found.attempt == 1
     assert time.monotonic() - began < 1.0
     assert candidates.cancelled == [0]
+
+
+#: Rooms made by connections that hang up at once, certifying a hard Australian deal:
+#: each candidate costs the solver 1-2 s, and those of the test secret's round 1 are
+#: not hard (measured: the first six): each room would hold a worker for long.
+JUNK_ROOMS = 6
+
+
+async def _certifying(node: Any, rooms: set[str]) -> bool:
+    return any(room in rooms for room, _round in node.certifying)
+
+
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+async def test_rooms_whose_creators_hung_up_hold_no_solver_worker_until_one_is_back(
+    backend: Backend,
+) -> None:
+    """An audit on a real server: 40 rooms created with ``{variant: "australian",
+    deals: "winnable", difficulty: "hard"}``, each by a connection that hung up at once,
+    certified through their creators' 30 s grace on the node's two workers, and an
+    honest Yukon room's ``start`` was refused ``not_ready`` at 15 s, its deal dealt at
+    29 s (0.0 s on an idle node). A room whose racers are all offline now stops its
+    candidates and waits; it certifies again once a racer is back."""
+    node = await backend.node()
+    junk: dict[str, Any] = {}
+    for n in range(JUNK_ROOMS):
+        peer = FakePeer(node)
+        created = await peer.ask(
+            "create", variant="australian", name=f"J{n}", deals="winnable", difficulty="hard"
+        )
+        assert created.t == "joined", created.d
+        junk[str(created.d["room"])] = created.d["token"]
+        peer.closed = True
+        await lobby.disconnected(node, peer)
+    began = time.monotonic()
+    while await _certifying(node, set(junk)) or not solver_workers.idle():
+        # Within a recheck or two (RECHECK_S), and a candidate's stop; far less than
+        # their creators' 30 s grace, through which they certified.
+        held = (sorted(node.certifying), solver_workers._jobs)
+        assert time.monotonic() - began < 10.0, f"rooms nobody is in still certify: {held}"
+        await asyncio.sleep(0.02)
+    ann = FakePeer(node)
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    began = time.monotonic()
+    chosen = await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert chosen.d["certified"] is True
+    assert time.monotonic() - began < 5.0  # one quick candidate, with nothing before it
+    assert not await _certifying(node, set(junk))
+    # A creator comes back: its room certifies again.
+    room, token = next(iter(junk.items()))
+    back = FakePeer(node)
+    assert (await back.ask("resume", room=room, token=token)).t == "joined"
+    assert (room, 1) in node.certifying
+    assert not await _certifying(node, set(junk) - {room})
+    await lobby.disconnected(node, back)  # and goes again: it stops
+    began = time.monotonic()
+    while await _certifying(node, {room}):
+        assert time.monotonic() - began < 10.0, "a room nobody is in again still certifies"
+        await asyncio.sleep(0.02)

@@ -168,9 +168,10 @@ async def _solve(*args: Any) -> Certificate | None:
 
 
 def ensure(node: Node, room: LiveRoom) -> None:
-    """Start certifying the room's round here if it needs it and nobody here does."""
+    """Start certifying the room's round here if it needs it now (:func:`_needed`)
+    and nobody here does. Called at every fold: a racer back online starts it again."""
     state = room.state
-    if state.phase != Phase.LOBBY or state.deal_ready():
+    if not _needed(room, state.round):
         return
     key = (room.room_id, state.round)
     if key not in node.certifying:
@@ -199,10 +200,17 @@ async def ready(node: Node, room: LiveRoom) -> None:
 
 
 def _needed(room: LiveRoom, round_no: int) -> bool:
-    """Whether the round still wants its deal: not chosen yet, and someone is still in
-    the lobby (one everyone left expires: nothing more is written to it)."""
+    """Whether the round wants its deal now: not chosen yet, and a racer of the lobby
+    online (on any node: presence is folded room state). One everyone left expires:
+    nothing more is written to it. One whose racers are all away waits, holding no
+    worker, until one is back (:func:`ensure` then starts again): before, 40 rooms
+    each created by a connection that hung up at once (Australian, winnable, hard:
+    ~1.3 creates/s) certified through their creators' 30 s grace, and an honest
+    room's deal, 0.0 s on an idle node, came after 29 s (its ``start`` refused
+    ``not_ready`` at 15 s) — an audit."""
     state = room.state
-    in_lobby = state.phase == Phase.LOBBY and bool(state.racers)
+    someone_online = any(racer.online for racer in state.racers.values())
+    in_lobby = state.phase == Phase.LOBBY and someone_online
     return state.round == round_no and in_lobby and not state.deal_ready()
 
 
