@@ -16,16 +16,19 @@ import pytest
 from solrace.net import server as server_module
 from solrace.net.admission import (
     DEFAULT_MAX_PER_ADDRESS,
+    DEFAULT_ROOMS_PER_MINUTE,
     FD_RESERVE,
     MAX_CONNECTIONS_CEILING,
     REFUSAL_WAIT_S,
     REFUSALS_PER_ADDRESS,
     Admission,
     Refusal,
+    Ticket,
     default_max_connections,
     parse_networks,
 )
-from solrace.protocol import SUBPROTOCOL
+from solrace.protocol import SERVER_FRAME_LIMITS, SUBPROTOCOL, decode, encode
+from solrace.protocol.envelope import Envelope
 from solrace_client import RaceClient
 from solrace_client.errors import cannot_reach
 from websockets.asyncio.client import ClientConnection, connect
@@ -389,3 +392,103 @@ async def test_a_flood_of_connections_from_one_client_leaves_the_node_serving() 
         await bob.join(ann.code or "", "Bob")
         await bob.close()
         await ann.close()
+
+
+# ------------------------------------------------------------------ rooms opened
+
+
+def _admitted(admission: Admission, peer: str, forwarded_for: Sequence[str] = ()) -> Ticket:
+    ticket = admission.accept(peer)
+    assert ticket is not None and admission.identify(ticket, forwarded_for) is None
+    return ticket
+
+
+def test_an_address_opens_so_many_rooms_a_minute_and_is_told_when_it_may_again() -> None:
+    """The count is the address's, not the connection's: a connection that opened a
+    room and hung up (what an audit did, 10 rooms a second) leaves it behind."""
+    admission = Admission(100, trusted=NOBODY_TRUSTED, rooms_per_minute=3)
+    ticket = _admitted(admission, "203.0.113.5")
+    assert [admission.open_room(ticket, 0.0) for _ in range(3)] == [None, None, None]
+    assert admission.open_room(ticket, 0.0) == pytest.approx(20.0)  # one per 20 s
+    admission.release(ticket)
+    again = _admitted(admission, "203.0.113.5")
+    assert admission.open_room(again, 10.0) == pytest.approx(10.0)
+    assert admission.open_room(again, 20.0) is None
+    assert admission.open_room(_admitted(admission, "203.0.113.6"), 20.0) is None
+    same_64 = _admitted(admission, "2001:db8::1")
+    for _ in range(3):
+        assert admission.open_room(same_64, 0.0) is None
+    assert admission.open_room(_admitted(admission, "2001:db8::2"), 0.0) is not None
+    uncapped = Admission(100, trusted=NOBODY_TRUSTED, rooms_per_minute=0)
+    anyone = _admitted(uncapped, "203.0.113.5")
+    assert all(uncapped.open_room(anyone, 0.0) is None for _ in range(100))
+    assert Admission(10).rooms_per_minute == DEFAULT_ROOMS_PER_MINUTE
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_opens_its_own_rooms() -> None:
+    admission = Admission(100, trusted=parse_networks("10.0.0.0/8"), rooms_per_minute=1)
+    ann = _admitted(admission, "10.0.0.2", ["203.0.113.5"])
+    assert admission.open_room(ann, 0.0) is None
+    assert admission.open_room(_admitted(admission, "10.0.0.2", ["203.0.113.5"]), 0.0)
+    assert admission.open_room(_admitted(admission, "10.0.0.2", ["203.0.113.6"]), 0.0) is None
+    proxy = _admitted(admission, "10.0.0.2")  # the proxy's own: never counted
+    assert all(admission.open_room(proxy, 0.0) is None for _ in range(10))
+
+
+def test_addresses_that_opened_nothing_for_a_minute_are_forgotten() -> None:
+    """The counts outlive connections, so they are bounded otherwise: past so many
+    addresses, those whose count is full again go (as if never seen)."""
+    admission = Admission(100, trusted=NOBODY_TRUSTED, rooms_per_minute=1, room_counts_kept=3)
+    for n in range(3):
+        assert admission.open_room(_admitted(admission, f"203.0.113.{n}"), 0.0) is None
+    busy = _admitted(admission, "198.51.100.1")
+    assert admission.open_room(busy, 59.0) is None  # a fourth: the others are short yet
+    assert len(admission._rooms) == 4
+    # That pass left 3: the next comes at twice as many (each is a pass over them all).
+    for n in range(2, 5):
+        assert admission.open_room(_admitted(admission, f"198.51.100.{n}"), 61.0) is None
+    assert sorted(admission._rooms) == [f"198.51.100.{n}" for n in range(1, 5)]
+    assert admission.open_room(busy, 61.0) is not None  # its own count is kept
+
+
+async def _ask(ws: ClientConnection, request_id: int, t: str, **d: object) -> Envelope:
+    """Send request ``t`` on a raw connection and read frames until its reply."""
+    await ws.send(encode(Envelope(t, id=request_id, d=d)))
+    while True:
+        reply = decode(await ws.recv(), limits=SERVER_FRAME_LIMITS)
+        if reply.id == request_id:
+            return reply
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_rooms_opened_by_connections_that_hang_up_are_counted_by_address(
+    cluster: Cluster,
+) -> None:
+    """An audit: a connection that sends ``create`` and hangs up costs 0.3 s; ten a
+    second kept 100 junk lobbies listed, 1.3 a second kept the solver workers busy
+    certifying. Behind a trusted proxy, each forwarded client may open so many rooms a
+    minute; past them ``create`` and a ``quick`` that would open one are refused
+    ``too_many_rooms`` (with when to try again), and a ``quick`` that joins is not."""
+    proxy = Admission(100, trusted=parse_networks("127.0.0.1"), rooms_per_minute=3)
+    server = await cluster.node(admission=proxy)
+    for n in range(3):
+        ws = await _open(server.url, "203.0.113.5")
+        created = await _ask(ws, 1, "create", variant="klondike", name=f"J{n}", deals="random")
+        assert created.t == "joined", created.d
+        await ws.close()
+    refused = []
+    for t, settings in (("create", {"variant": "klondike"}), ("quick", {"variant": "yukon"})):
+        ws = await _open(server.url, "203.0.113.5")
+        refused.append(await _ask(ws, 1, t, name="Jo", **settings))
+        await ws.close()
+    for reply in refused:
+        assert (reply.t, reply.d["code"]) == ("error", "too_many_rooms"), reply.d
+        assert 0 < int(reply.d["retry_after_ms"]) <= 20_000  # one room per 20 s
+        assert reply.d["message"].startswith("your address has opened too many rooms")
+    ann = await _open(server.url, "203.0.113.6")  # another client: a room of its own
+    assert (await _ask(ann, 1, "quick", variant="yukon", name="Ann")).t == "joined"
+    bob = await _open(server.url, "203.0.113.5")  # joining opens none: still welcome
+    joined = await _ask(bob, 1, "quick", variant="yukon", name="Bob")
+    assert joined.t == "joined", joined.d
+    for ws in (ann, bob):
+        await ws.close()

@@ -182,6 +182,8 @@ _positive = real(0, above=True)
 _burst = real(1)
 #: ``--max-connections-per-address``: 0 caps no address.
 _per_address = whole(0)
+#: ``--rooms-per-minute-per-address``: 0 lets an address open any number.
+_rooms_per_minute = whole(0)
 AUTO_MAX_CONNECTIONS: Final = "auto"
 
 
@@ -326,7 +328,12 @@ def settings() -> tuple[Setting, ...]:
     the protocol's, whose modules :func:`main` loads)."""
     from solrace.protocol.limits import RATE_BURST, RATE_PER_S
 
-    from .admission import DEFAULT_MAX_PER_ADDRESS, DEFAULT_TRUSTED, MAX_CONNECTIONS_CEILING
+    from .admission import (
+        DEFAULT_MAX_PER_ADDRESS,
+        DEFAULT_ROOMS_PER_MINUTE,
+        DEFAULT_TRUSTED,
+        MAX_CONNECTIONS_CEILING,
+    )
 
     return (
         Setting("--host", "SOLRACE_HOST", "127.0.0.1", _host, "listen address"),
@@ -396,6 +403,14 @@ def settings() -> tuple[Setting, ...]:
             _per_address,
             "connections one client address may hold, more get HTTP 429 "
             "too_many_connections (an IPv6 address counts by its /64; 0: no cap)",
+        ),
+        Setting(
+            "--rooms-per-minute-per-address",
+            "SOLRACE_ROOMS_PER_MINUTE_PER_ADDRESS",
+            str(DEFAULT_ROOMS_PER_MINUTE),
+            _rooms_per_minute,
+            "rooms one client address may open a minute (and at once), more are refused "
+            "too_many_rooms (counted as connections are; 0: no cap)",
         ),
         Setting(
             "--trusted-proxies",
@@ -654,7 +669,12 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
     )
     open_files = raise_open_files_limit()
     most = args.max_connections or default_max_connections(open_files)
-    admission = Admission(most, args.max_connections_per_address, args.trusted_proxies)
+    admission = Admission(
+        most,
+        args.max_connections_per_address,
+        args.trusted_proxies,
+        rooms_per_minute=args.rooms_per_minute_per_address,
+    )
     if admission.drop_at >= open_files:
         log.warning(
             "--max-connections %d leaves no reserve under the open-file limit (%d): the "

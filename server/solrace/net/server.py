@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import http
 import json
 import logging
@@ -291,7 +292,8 @@ class RaceServer:
         vars(ws.protocol).pop("select_subprotocol", None)
         ticket = ws.ticket if isinstance(ws, _Connection) else None
         client = None if ticket is None else ticket.forwarded
-        session = Session(ws, self.node, self.metrics, client, self.stalls)
+        open_room = None if ticket is None else functools.partial(self.admission.open_room, ticket)
+        session = Session(ws, self.node, self.metrics, client, self.stalls, open_room)
         node = self.node
         node.peers.add(session)
         try:

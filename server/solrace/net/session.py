@@ -19,12 +19,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+from collections.abc import Callable
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import OPEN
 
-from solrace.protocol import CloseCode, CloseReason, ProtocolError, RateLimited, TokenBucket, decode
+from solrace.protocol import (
+    BadMessage,
+    CloseCode,
+    CloseReason,
+    ErrorCode,
+    ProtocolError,
+    RateLimited,
+    TokenBucket,
+    decode,
+)
 from solrace.rooms import requests
 from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
@@ -51,11 +62,14 @@ class Session(Peer):
         metrics: Metrics,
         client: str | None = None,
         stalls: LoopStalls | None = None,
+        open_room: Callable[[float], float | None] | None = None,
     ) -> None:
         super().__init__()
         self.ws = ws
         #: The client a trusted proxy named, if any: the peer is then the proxy.
         self.client = client
+        #: Admission.open_room for this connection's address (None: not counted).
+        self._open_room = open_room
         self.node = node
         self.metrics = metrics
         loop = asyncio.get_running_loop()
@@ -107,6 +121,14 @@ class Session(Peer):
     def close_later(self, code: int, reason: str) -> None:
         self.closed = True
         self._closing = asyncio.ensure_future(self.ws.close(code, reason))
+
+    def may_open_room(self) -> None:
+        if self._open_room is None:
+            return
+        wait_s = self._open_room(self._loop.time())
+        if wait_s is not None:
+            log.info("too many rooms from one address", extra=self.ids())
+            raise BadMessage(ErrorCode.TOO_MANY_ROOMS, retry_after_ms=math.ceil(wait_s * 1000))
 
     def ids(self) -> dict[str, object]:
         peer = {"peer": logs.address(self.ws.remote_address)}

@@ -98,6 +98,7 @@ class ErrorCode(StrEnum):
     BAD_TOKEN = "bad_token"
     SPECTATOR_CANNOT_ACT = "spectator_cannot_act"
     ALREADY_IN_ROOM = "already_in_room"
+    TOO_MANY_ROOMS = "too_many_rooms"
     # Moves (error reply).
     ILLEGAL_MOVE = "illegal_move"
     BAD_NOTATION = "bad_notation"
@@ -134,6 +135,9 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.BAD_TOKEN: "the resume token does not match a racer of this room",
     ErrorCode.SPECTATOR_CANNOT_ACT: "spectators cannot do that",
     ErrorCode.ALREADY_IN_ROOM: "this connection is already in a room: leave it first",
+    ErrorCode.TOO_MANY_ROOMS: (
+        "your address has opened too many rooms lately: join one, or try again shortly"
+    ),
     ErrorCode.ILLEGAL_MOVE: "that move is not legal in your position",
     ErrorCode.BAD_NOTATION: "that is not a move in canonical notation",
     ErrorCode.BAD_SEQ: "the move's seq is not the one expected: resynchronise",
@@ -194,7 +198,7 @@ class BadMessage(ProtocolError):
     (``room_full``, ``illegal_move``, ``bad_seq``…), so every refusal goes through one
     path. ``field`` names the offending field of ``d``; ``seq`` echoes a move's seq;
     ``expected`` is the seq the server expects next (``bad_seq`` only);
-    ``retry_after_ms`` hints when to retry (``unavailable`` only); ``room`` and
+    ``retry_after_ms`` hints when to retry (``unavailable``, ``too_many_rooms``); ``room`` and
     ``token`` name the seat a refused ``create``/``join``/``quick`` may have taken
     (``unavailable`` only: the client resumes it rather than taking a second one).
     """

@@ -93,15 +93,20 @@ async def create(node: Node, peer: Peer, msg: CreateRoom, request_id: int | None
         difficulty=msg.difficulty,
         spectators=msg.spectators,
     )
-    room = await _create_room(node, settings)
+    room = await _create_room(node, settings, peer)
     await _join(node, peer, room, msg.name, request_id)
 
 
-async def _create_room(node: Node, settings: RoomSettings) -> LiveRoom:
+async def _create_room(node: Node, settings: RoomSettings, opener: Peer | None = None) -> LiveRoom:
+    """A new room with ``settings``, opened by ``opener``'s request: refused
+    ``too_many_rooms`` if its client has opened too many lately (Peer.may_open_room,
+    asked once the settings are known good: a refused setting costs nothing)."""
     try:
         settings = validate_settings(settings)
     except RaceError as exc:
         raise refuse(exc) from None
+    if opener is not None:
+        opener.may_open_room()
     for _ in range(10):
         code = "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LEN))
         meta = RoomMeta(
@@ -173,7 +178,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
                     continue  # filled, started or closed since it was listed
                 raise
     settings = RoomSettings(variant=msg.variant, quick=True, deals=default_deals(msg.variant))
-    room = await _create_room(node, settings)
+    room = await _create_room(node, settings, peer)
     await _join(node, peer, room, msg.name, request_id)
 
 

@@ -73,6 +73,12 @@ class Peer(ABC):
             raise BadMessage(ErrorCode.SPECTATOR_CANNOT_ACT)
         return self.room, self.racer
 
+    def may_open_room(self) -> None:
+        """Raise the refusal (``too_many_rooms``) if this connection's client may not
+        open another room now. The network layer counts rooms by client address
+        (solrace.net.admission); a connection it does not count may open any number."""
+        return None
+
     def new_conn_id(self) -> None:
         """Take a new connection id: what was recorded about the old one (an offline
         written late, once Redis answers) is then about a connection this one no
