@@ -759,6 +759,9 @@ async def test_a_quick_race_skips_a_lobby_everyone_left_that_is_still_listed(
     joined = await bob.ask("quick", variant="yukon", name="Bob")
     assert joined.t == "joined", joined.d
     assert bob.room is not None and bob.room.room_id != left.room_id
+    # ... and drops it from the quick lobbies, which it reads oldest first: left there
+    # ten minutes, rooms opened and left would push a waiting room out of its reach.
+    assert await node.store.quick_lobbies("yukon") == [bob.room.room_id]
 
 
 async def test_a_private_rooms_id_alone_gives_away_neither_its_code_nor_that_it_exists(
@@ -887,6 +890,29 @@ async def test_lobbies_whose_creators_hung_up_never_hide_a_waiting_quick_room(
     assert set(await node.store.idle_lobbies(limit=200)) == set(junk)  # behind the races
 
 
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+async def test_quick_finds_its_variants_waiting_room_past_a_hundred_lobbies_of_others(
+    backend: Backend,
+) -> None:
+    """``quick`` read the 100 newest lobbies of every variant: a hundred Klondike
+    lobbies with somebody in each (no hang-up this time) hid the Yukon quick room
+    waiting for its second racer, and Bob got a room of his own. It now reads its
+    variant's quick lobbies, oldest first."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
+    waiting = ann.room
+    assert waiting is not None
+    hosts = [FakePeer(node) for _ in range(lobby.LISTING_SCAN)]
+    for n, host in enumerate(hosts):
+        created = await host.ask("create", variant="klondike", name=f"H{n}", deals="random")
+        assert created.t == "joined", created.d
+    assert waiting.room_id not in await node.store.listed_lobbies(limit=lobby.LISTING_SCAN)
+    bob = FakePeer(node)
+    assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
+    assert bob.room is waiting
+
+
 async def test_a_lobby_sorts_back_among_the_lobbies_when_its_racer_resumes_on_another_node(
     backend: Backend,
 ) -> None:
@@ -942,6 +968,38 @@ async def test_a_race_whose_listing_redis_fails_to_move_still_starts_and_is_skip
     rooms = (await FakePeer(node).ask("list")).d["rooms"]
     phases = {r["code"]: r["phase"] for r in rooms}
     assert phases[raced.meta.code] in ("countdown", "racing")
+
+
+async def test_a_quick_room_whose_race_was_never_taken_out_of_the_quick_lobbies_is_not_joined(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The countdown takes a quick room out of its variant's quick lobbies (with its
+    move behind the lobbies). Redis failing that write leaves it there: ``quick`` must
+    not join its race, nor its rematch's lobby (a round for its racers, unlisted)."""
+    node = await backend.node()
+
+    async def unavailable(*_args: Any, **_kwargs: Any) -> None:
+        raise StoreUnavailable("list_behind_lobbies")
+
+    monkeypatch.setattr(node.store, "list_behind_lobbies", unavailable)
+    ann, bob = FakePeer(node), FakePeer(node)
+    assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
+    assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
+    raced = ann.room
+    assert raced is not None and bob.room is raced
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    assert (await ann.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda e: e.t == "started")
+    assert raced.room_id in await node.store.quick_lobbies("yukon")  # left behind
+    for peer in (ann, bob):
+        assert (await peer.ask("resign")).t == "ok"
+    await ann.until(lambda e: e.t == "race_over")
+    assert (await ann.ask("rematch")).t == "ok"
+    assert raced.state.round == 2 and not raced.state.started
+    cy = FakePeer(node)
+    assert (await cy.ask("quick", variant="yukon", name="Cy")).t == "joined"
+    assert cy.room is not None and cy.room is not raced
+    assert raced.room_id not in await node.store.quick_lobbies("yukon")  # dropped
 
 
 async def test_a_room_nobody_has_joined_yet_takes_racers(backend: Backend) -> None:

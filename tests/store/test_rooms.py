@@ -88,6 +88,32 @@ async def test_lobbies_nobody_is_in_are_listed_behind_every_race(store: Store) -
     assert "e" not in await store.listed_rooms()
 
 
+async def test_a_variants_quick_lobbies_follow_the_listing(store: Store) -> None:
+    """``quick`` reads its variant's quick lobbies, oldest first: a listed quick room
+    joins them when created, leaves them when it sorts as a race or a lobby nobody is
+    in, and joins them again as a lobby only while it is still listed."""
+    await store.create_room("a", "CA", b"", listed=True, now_ms=1000, quick="yukon")
+    await store.create_room("b", "CB", b"", listed=True, now_ms=2000, quick="yukon")
+    await store.create_room("k", "CK", b"", listed=True, now_ms=3000, quick="klondike")
+    await store.create_room("p", "CP", b"", listed=False, now_ms=4000, quick="yukon")
+    await store.create_room("c", "CC", b"", listed=True, now_ms=5000)
+    assert await store.quick_lobbies("yukon") == ["a", "b"]
+    assert await store.quick_lobbies("yukon", limit=1) == ["a"]
+    assert await store.quick_lobbies("klondike") == ["k"]
+    await store.move_listing("a", 1000, Listing.IDLE, quick="yukon")
+    assert await store.quick_lobbies("yukon") == ["b"]
+    await store.move_listing("a", 1000, Listing.LOBBY, quick="yukon")
+    assert await store.quick_lobbies("yukon") == ["a", "b"]
+    await store.list_behind_lobbies("b", 2000, quick="yukon")
+    assert await store.quick_lobbies("yukon") == ["a"]
+    await store.unlist("b")
+    await store.move_listing("b", 2000, Listing.LOBBY, quick="yukon")  # unlisted: stays out
+    assert await store.quick_lobbies("yukon") == ["a"]
+    assert await store.is_listed("a") and not await store.is_listed("b")
+    await store.drop_quick("yukon", "a")
+    assert await store.quick_lobbies("yukon") == []
+
+
 async def test_results(store: Store) -> None:
     assert await store.load_result("race-1") is None
     await store.save_result("race-1", b"\x00result\xff")

@@ -42,7 +42,7 @@ def join(state: RoomState, name: str) -> list[Event]:
     racers: a quick race may fill it.)"""
     if state.phase != Phase.LOBBY:
         raise RaceError("wrong_phase", "this race has already started: you can watch it")
-    if not state.racers and state.next_racer > 1:
+    if state.everyone_left():
         raise RaceError("unknown_room", "everyone left that room, so it closed")
     if len(state.racers) >= state.settings.max_racers:
         raise RaceError("room_full", f"the room is full ({state.settings.max_racers} racers)")

@@ -296,6 +296,11 @@ class RoomState:
     def _on_deal_chosen(self, d: Mapping[str, Any], at: int) -> None:
         self.deal = Deal(certified=d["certified"], moves=d["moves"], difficulty=d["difficulty"])
 
+    def everyone_left(self) -> bool:
+        """A lobby everyone left is closed: it takes nobody new (decisions.join) and
+        expires. Not a room nobody has joined yet (a create whose join failed)."""
+        return not self.racers and self.next_racer > 1
+
     def deal_ready(self) -> bool:
         """A winnable room waits for its certified deal; a random one never waits."""
         return self.settings.deals != "winnable" or self.deal is not None

@@ -1,14 +1,19 @@
 """Where a public room sorts in the listing that ``list`` and ``quick`` read.
 
 The listing is one sorted set (Store.move_listing): lobbies newest first, then races
-under way, then lobbies whose every racer is offline. ``quick`` reads the newest
-lobbies only and ``list`` the newest rooms, a hundred at most (lobby.LISTING_SCAN): a
-lobby nobody is in must not be among them. Measured before this existed (an audit):
+under way, then lobbies whose every racer is offline. ``list`` reads the newest rooms,
+a hundred at most (lobby.LISTING_SCAN), and ``quick`` read the newest lobbies: a lobby
+nobody is in must not be among them. Measured before this existed (an audit):
 101 Klondike lobbies, each from a connection that sent ``create`` and hung up (0.3 s
 to make, ~10/s to keep up through their creators' 30 s grace), and a second ``quick
 yukon`` no longer found the Yukon quick room waiting with 3 of 4 seats taken, nor
 ``list {variant: "yukon"}`` show it. Now such a lobby sorts behind every race as soon
 as its last racer's offline is stored, and back among the lobbies when one is back.
+
+``quick`` now reads its variant's quick lobbies apart (Store.quick_lobbies), which the
+same moves keep (a quick room sorted as a race or as a lobby nobody is in leaves
+them): a hundred lobbies of other variants, somebody in each, hid a waiting quick room
+from it as well.
 
 Which racers are online is the folded room state, whichever node holds their
 connections: the node that stores an event that may move the room (a presence, a
@@ -27,6 +32,7 @@ from solrace.race.events import EventType, RoomEvent
 from solrace.store import Listing
 
 if TYPE_CHECKING:
+    from solrace.race.settings import RoomSettings
     from solrace.race.state import RoomState
 
     from .node import Node
@@ -57,6 +63,12 @@ def listing_for(state: RoomState) -> Listing | None:
     return Listing.IDLE if nobody_in(state) else Listing.LOBBY
 
 
+def quick_of(settings: RoomSettings) -> str | None:
+    """The variant whose quick lobbies (Store.quick_lobbies) a listed quick room is
+    among while it is a lobby somebody is in; None for any other room."""
+    return settings.variant if settings.quick and not settings.private else None
+
+
 def moves_listing(state: RoomState, events: list[RoomEvent]) -> bool:
     """Whether ``events``, folded into ``state``, may have moved a public room between
     the lobbies and the lobbies nobody is in. Not in a race: presence comes and goes
@@ -76,7 +88,8 @@ async def sort_locked(node: Node, room: LiveRoom) -> None:
         listing = listing_for(room.state)
         if listing is None or not room.state.racers:
             return  # unlisted (a room everyone left is unlisted by its expiry)
-        await node.store.move_listing(room.room_id, room.meta.created_ms, listing)
+        quick = quick_of(room.meta.settings)
+        await node.store.move_listing(room.room_id, room.meta.created_ms, listing, quick=quick)
         await node.sync_locked(room)
         if listing_for(room.state) == listing:
             return

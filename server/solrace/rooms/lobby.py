@@ -126,6 +126,7 @@ async def _create_room(node: Node, settings: RoomSettings, opener: Peer | None =
                 listed=not settings.private,
                 now_ms=node.clock(),
                 ttl_s=ROOM_TTL_S,
+                quick=listing.quick_of(settings),
             )
         except CodeTaken:
             continue
@@ -151,23 +152,27 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
     except RaceError as exc:
         raise refuse(exc) from None
     peer.charge(LISTING_COST)
-    for room_id in reversed(await node.store.listed_lobbies(limit=LISTING_SCAN)):
-        known = node.rooms.get(room_id)
-        if known is not None and not _quick_for(known.meta.settings, msg.variant):
-            # A room's settings never change: one known not to be a quick race of
-            # this variant is skipped without reading it (100 listed lobbies were 100
-            # store reads a ``quick``).
-            continue
+    # The variant's own quick lobbies, oldest first: lobbies of other variants, however
+    # many, hide none of them (read among the newest hundred of every variant, they did).
+    for room_id in await node.store.quick_lobbies(msg.variant, limit=LISTING_SCAN):
         try:
             room = await node.room(room_id)
         except BadMessage:
+            await node.store.drop_quick(msg.variant, room_id)  # its keys expired
             continue
         state = room.state
         if (
-            state.settings.quick
-            and state.settings.variant == msg.variant
-            and state.phase == Phase.LOBBY
-            and len(state.racers) < state.settings.max_racers
+            state.phase != Phase.LOBBY
+            or state.everyone_left()
+            or not await _still_quick(node, room)
+        ):
+            # Moved on (its race began, everyone left it), or the write that took it
+            # out of the quick lobbies was lost (a fault, a node killed): it leaves
+            # them now, not to be read again by every quick until its keys expire.
+            await node.store.drop_quick(msg.variant, room_id)
+            continue
+        if (
+            len(state.racers) < state.settings.max_racers
             and not listing.nobody_in(state)  # sorted out late (its sort was retried)
         ):
             try:
@@ -182,8 +187,10 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
     await _join(node, peer, room, msg.name, request_id)
 
 
-def _quick_for(settings: RoomSettings, variant: str) -> bool:
-    return settings.quick and settings.variant == variant
+async def _still_quick(node: Node, room: LiveRoom) -> bool:
+    """Whether a lobby among its variant's quick lobbies is still listed: one that
+    raced and began a rematch is a lobby again, but only for its racers (unlisted)."""
+    return room.state.round == 1 or await node.store.is_listed(room.room_id)
 
 
 async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: int | None) -> None:

@@ -1000,7 +1000,10 @@ class Node:
             if not room.meta.settings.private:
                 # Behind the lobbies in the listing, which list and quick scan the
                 # newest of: a hundred rooms racing hid an older lobby.
-                await self.store.list_behind_lobbies(room.room_id, room.meta.created_ms)
+                quick = listing.quick_of(room.meta.settings)
+                await self.store.list_behind_lobbies(
+                    room.room_id, room.meta.created_ms, quick=quick
+                )
 
     async def _after_decision_late(
         self, room: LiveRoom, events: list[RoomEvent], version: int, round_no: int

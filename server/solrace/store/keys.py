@@ -151,6 +151,11 @@ class Keys:
         """Sorted set of listed open rooms, score = creation time in ms."""
         return f"{self.prefix}rooms:listed"
 
+    def quick(self, variant: str) -> str:
+        """Sorted set of one variant's listed quick rooms that are lobbies somebody is in,
+        score = creation time in ms: what ``quick`` reads (single-key)."""
+        return f"{self.prefix}rooms:quick:{_check_name('variant', variant)}"
+
     @property
     def unarchived(self) -> str:
         """Set of rooms whose race may end (or has ended) without its result archived

@@ -667,6 +667,8 @@ class Store:
         listed: bool,
         now_ms: int,
         ttl_s: float | None = None,
+        *,
+        quick: str | None = None,
     ) -> None:
         """Claim ``code`` for a new room, store its meta and maybe list it; with
         ``ttl_s``, the room's lifetime cap is set by the same writes (every key the room
@@ -677,7 +679,9 @@ class Store:
         rooms drawing the same code), and losing it raises CodeTaken with nothing else
         written. The rest touches only the new room's keys and the listing. If that
         second step fails, the code is released on a best-effort basis. ``room_id``
-        must be fresh (the caller draws it at random); it is not checked.
+        must be fresh (the caller draws it at random); it is not checked. ``quick``:
+        the variant of a listed quick room, which joins that variant's quick lobbies
+        (:meth:`quick_lobbies`) in the same pipeline.
         """
         rk = self.keys.room(room_id)
         code_key = self.keys.code(code)
@@ -691,6 +695,8 @@ class Store:
                 pipe.set(rk.code, code, px=px)
                 if listed:
                     pipe.zadd(self.keys.listed, {room_id: now_ms})
+                    if quick is not None:
+                        pipe.zadd(self.keys.quick(quick), {room_id: now_ms})
                 await pipe.execute()
             except BaseException:
                 with contextlib.suppress(Exception):  # best effort; the first error matters
@@ -733,18 +739,50 @@ class Store:
             )
         return [_as_text(m) for m in members]
 
-    async def list_behind_lobbies(self, room_id: str, created_ms: int) -> None:
+    async def list_behind_lobbies(
+        self, room_id: str, created_ms: int, *, quick: str | None = None
+    ) -> None:
         """Move a listed room whose race has begun behind every lobby in the listing
         (newest first among races too), so the lobbies a ``list`` or ``quick`` looks
         for come first; a room no longer listed stays unlisted (``XX``)."""
-        await self.move_listing(room_id, created_ms, Listing.RACE)
+        await self.move_listing(room_id, created_ms, Listing.RACE, quick=quick)
 
-    async def move_listing(self, room_id: str, created_ms: int, listing: Listing) -> None:
+    async def move_listing(
+        self, room_id: str, created_ms: int, listing: Listing, *, quick: str | None = None
+    ) -> None:
         """Sort a listed room as ``listing`` says: lobbies newest first, then races, then
         lobbies nobody is in (each newest first); a room no longer listed stays unlisted
-        (``XX``: a late move cannot list again a room that closed, or began a rematch)."""
+        (``XX``: a late move cannot list again a room that closed, or began a rematch).
+        ``quick``: a quick room's variant, whose quick lobbies it leaves, or joins again
+        as a lobby if it is still listed (the caller checks what it reads there)."""
         with redis_errors():
             await self._redis.zadd(self.keys.listed, {room_id: created_ms - listing}, xx=True)
+            if quick is None:
+                return
+            if listing != Listing.LOBBY:
+                await self._redis.zrem(self.keys.quick(quick), room_id)
+            elif await self._redis.zscore(self.keys.listed, room_id) is not None:
+                await self._redis.zadd(self.keys.quick(quick), {room_id: created_ms})
+
+    async def quick_lobbies(self, variant: str, limit: int = 100) -> list[str]:
+        """The variant's quick rooms listed as lobbies somebody is in, oldest first
+        (:meth:`move_listing`; one that has moved on since may be among them: callers
+        check, and :meth:`drop_quick` it)."""
+        if limit <= 0:
+            return []
+        with redis_errors():
+            members: list[Any] = await self._redis.zrange(self.keys.quick(variant), 0, limit - 1)
+        return [_as_text(m) for m in members]
+
+    async def drop_quick(self, variant: str, room_id: str) -> None:
+        """Take a room out of the variant's quick lobbies (it is no longer one)."""
+        with redis_errors():
+            await self._redis.zrem(self.keys.quick(variant), room_id)
+
+    async def is_listed(self, room_id: str) -> bool:
+        """Whether the room is in the public listing."""
+        with redis_errors():
+            return await self._redis.zscore(self.keys.listed, room_id) is not None
 
     async def idle_lobbies(self, limit: int = 100) -> list[str]:
         """The listed lobbies nobody is in (:data:`Listing.IDLE`), newest first."""
