@@ -81,6 +81,18 @@ RETRY_MAX_MS: Final = 10_000
 #: server's close frame.
 CLOSE_WAIT_S: Final = 2.0
 
+#: The reply whose data the view folds, by the request it answers: a snapshot for an
+#: entry (``joined``, ``watching``), this racer's move for a ``move`` (``moved``). Any
+#: other reply, or one to no request still waiting, is not folded.
+_FOLDED_REPLY: Final = {
+    "create": "joined",
+    "join": "joined",
+    "quick": "joined",
+    "resume": "joined",
+    "watch": "watching",
+    "move": "moved",
+}
+
 #: ``connect``'s default pace: :data:`pacing.SERVER_DEFAULT_PACE`, read when connecting.
 SERVER_DEFAULT: Final = "server-default"
 
@@ -115,7 +127,8 @@ class RaceClient:
         self.view = view if view is not None else RoomView()
         self._pacer = Pacer(pace) if pace is not None else None
         self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[Envelope]] = {}
+        #: Requests awaiting their reply: id -> (request type, the reply's future).
+        self._pending: dict[int, tuple[str, asyncio.Future[Envelope]]] = {}
         self.events: asyncio.Queue[Envelope] = asyncio.Queue()
         #: Every frame received, decoded, in order (tests inspect it for leaks).
         self.received: list[Envelope] = []
@@ -206,7 +219,7 @@ class RaceClient:
             # The reader is the only one to read replies: once it stops, so does the
             # connection (an audit: a frame it could not read ended it and left the
             # socket open, so the next request waited its whole timeout for nothing).
-            for future in self._pending.values():
+            for _, future in self._pending.values():
                 if not future.done():
                     future.set_exception(ConnectionError(self.failure or "connection closed"))
             self._pending.clear()
@@ -222,17 +235,23 @@ class RaceClient:
         envelope = decode(frame, limits=SERVER_FRAME_LIMITS)
         self.received.append(envelope)
         if envelope.id is not None and envelope.t in REPLY_TYPES:
+            asked = self._pending.pop(envelope.id, None)
+            if asked is None:
+                # A reply to nothing this connection is waiting for: a ``moved`` that
+                # no move asked for set the view's next seq and stalled the bot (an
+                # audit with a hostile server). It changes nothing.
+                return
+            request, future = asked
             # Folded here, in arrival order: the events after a snapshot are
             # compared with its version, and a ``moved`` reply never overwrites
-            # an event that came after it.
-            if envelope.t in ("joined", "watching"):
+            # an event that came after it. Only the reply its request gets is.
+            if _FOLDED_REPLY.get(request) == envelope.t == "moved":
+                self.view.on_moved(envelope.d)
+            elif _FOLDED_REPLY.get(request) == envelope.t:
                 snapshot, racer = envelope.d.get("snapshot"), envelope.d.get("racer")
                 if isinstance(snapshot, Mapping):  # always, from a solrace server
                     self.view.load(snapshot, racer if isinstance(racer, int) else None)
-            elif envelope.t == "moved":
-                self.view.on_moved(envelope.d)
-            future = self._pending.pop(envelope.id, None)
-            if future is not None and not future.done():
+            if not future.done():
                 future.set_result(envelope)
             return
         if self.view.apply(envelope) is Fold.OLD:
@@ -279,7 +298,7 @@ class RaceClient:
             await self._pacer.wait()
         request_id = next(self._ids)
         future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
+        self._pending[request_id] = (t, future)
         data = {k: v for k, v in d.items() if v is not None}
         try:
             if self.closed.done():  # no reader: no reply would ever be read

@@ -213,10 +213,7 @@ _LOBBY = {
             "unreadable",
         ),
         (
-            [
-                encode(Envelope("watching", id=99, d={"room": "r_1", "snapshot": _LOBBY})),
-                encode(Envelope("progress", v=2, d={"racer": [1], "foundation": 1})),
-            ],
+            [encode(Envelope("progress", v=2, d={"racer": [1], "foundation": 1}))],
             (1007, "bad_frame"),
             "cannot fold (TypeError",
         ),
@@ -230,6 +227,7 @@ async def test_a_frame_the_client_cannot_read_closes_the_connection(
     reply nobody would read, and the bot said "connection lost (TimeoutError)"."""
     ws = _Hostile(frames)
     client = RaceClient(cast(ClientConnection, ws))
+    client.view.load(_LOBBY)  # as a watch would have (before the reader's first frame)
     async with asyncio.timeout(1):
         await client.closed
         await ws.shut.wait()
@@ -237,3 +235,27 @@ async def test_a_frame_the_client_cannot_read_closes_the_connection(
             await client.ping()
     assert ws.closed_with == closed_with
     assert client.failure is not None and says in client.failure, client.failure
+
+
+async def test_a_reply_to_no_request_waiting_is_not_folded() -> None:
+    """An audit (a hostile server): a ``moved`` with an id the client never sent was
+    folded as this racer's move (next seq 1, no board), and the bot, its seq now ahead
+    of the server's, stalled. Nor does a ``watching`` nobody asked for replace the room."""
+    board = view_of(deal("yukon", 1), owner=True)
+    you = {"racer": 1, "board": board, "next_seq": 0, "moves": 0, "score": 0}
+    racing = {**_LOBBY, "phase": "racing", "you": {**you, "status": "playing"}}
+    elsewhere = {**_LOBBY, "room": "r_2", "code": "XYZ789"}
+    progress = {"racer": 1, "foundation": 0, "moves": 0, "face_down": 21, "status": "playing"}
+    ws = _Hostile(
+        [
+            encode(Envelope("moved", id=99999, d={"seq": 0})),
+            encode(Envelope("watching", id=99998, d={"room": "r_2", "snapshot": elsewhere})),
+            encode(Envelope("progress", v=2, d={**progress, "place": None})),
+        ]
+    )
+    client = RaceClient(cast(ClientConnection, ws))
+    client.view.load(racing, 1)
+    await client.next_event("progress", timeout=1)  # the two replies came before it
+    assert client.view.next_seq == 0 and client.view.my_board == board
+    assert client.view.room == "r_1" and client.view.code == "ABC234"
+    await client.close()
