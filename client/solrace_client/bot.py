@@ -40,7 +40,7 @@ from typing import Any, Final
 from .boardview import board_from_view
 from .connection import RaceClient, ServerError, retry_after_s
 from .errors import cannot_reach, refusal_of
-from .results import save_result
+from .results import SavedResult, finished_race, write_result
 from .roomview import RoomView
 from .session import DROPPED, Backoff, Rejoined, Session, SessionOver, Unreachable
 from .strategy import STRATEGIES, Choice, Memory, Strategy, position_key
@@ -95,6 +95,8 @@ class BotHooks:
     #: Awaited before the host sends ``start`` (its room full and ready): a test that
     #: runs many rooms starts them together.
     before_start: Callable[[], Awaitable[None]] | None = None
+    #: The race as it is saved (whether or not it is): ``solrace bot`` verifies it.
+    over: Callable[[SavedResult], None] | None = None
 
 
 def _counts(view: Mapping[str, Any]) -> tuple[int, int]:
@@ -541,16 +543,19 @@ async def run_bot(
     )
     result = await bot.run()
     view = bot.view
+    finished = finished_race(
+        view.room or "",
+        result,
+        view.settings,
+        view.code,
+        published_commitment=view.published_commitment,
+        deal=view.deal,
+    )
+    if bot.hooks.over is not None:
+        bot.hooks.over(finished)
     if save and view.room is not None:
         try:
-            path = save_result(
-                view.room,
-                result,
-                view.settings,
-                view.code,
-                published_commitment=view.published_commitment,
-                deal=view.deal,
-            )
+            path = write_result(finished)
         except OSError as exc:  # the race was run: its standings still count
             raise ResultNotSaved(result, exc) from exc
         bot.say(f"result saved to {path}")

@@ -486,7 +486,8 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
 
 def cmd_bot(args: argparse.Namespace) -> int:
     from .bot import BotCannotStart, BotError, BotHooks, ResultNotSaved, run_bot
-    from .results import race_id
+    from .results import SavedResult, race_id
+    from .verify import race_verdict
 
     ways = args.quick + bool(args.code) + args.create
     if ways != 1:
@@ -530,6 +531,7 @@ def cmd_bot(args: argparse.Namespace) -> int:
             return _fail(str(exc))
     name = args.name or f"{args.strategy}-bot"
     saved = True
+    finished: list[SavedResult] = []
     try:
         result = asyncio.run(
             run_bot(
@@ -545,7 +547,7 @@ def cmd_bot(args: argparse.Namespace) -> int:
                 max_moves=args.max_moves,
                 move_delay=args.delay,
                 rng_seed=args.seed,
-                hooks=BotHooks(joined=on_joined, say=say),
+                hooks=BotHooks(joined=on_joined, say=say, over=finished.append),
             )
         )
     except BotCannotStart as exc:
@@ -565,7 +567,13 @@ def cmd_bot(args: argparse.Namespace) -> int:
             f"saved as race [bold]{rid}[/]: solrace replay {rid} · solrace verify {rid}",
             soft_wrap=True,
         )
-    return 0
+    if not finished:  # no race came back to check (a stand-in for run_bot)
+        return 0
+    # What `solrace verify` checks, on the race the bot just ran: the standings printed
+    # above are the server's word until the logs bear them out.
+    verdict = race_verdict(finished[0])
+    out.print(Text(verdict.line, "green" if verdict.ok else "bold red"), soft_wrap=True)
+    return 0 if verdict.ok else EXIT_NO
 
 
 # ---------------------------------------------------------- replay, verify

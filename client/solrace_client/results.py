@@ -207,6 +207,31 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def finished_race(
+    room: str,
+    result: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    code: str | None = None,
+    *,
+    published_commitment: str | None = None,
+    deal: Mapping[str, Any] | None = None,
+) -> SavedResult:
+    """A ``race_over`` (``result`` is its data) with the room's ``settings``, as
+    :func:`save_result` saves it and ``verify`` reads it: the bot and the race-over
+    screen verify this before (or without) saving. ``published_commitment`` is the
+    commitment seen at the countdown, if the caller saw it."""
+    return SavedResult(
+        race=race_id(room, result),
+        room=room,
+        settings=dict(settings),
+        result=dict(result),
+        code=code,
+        published_commitment=published_commitment,
+        saved_at_ms=int(time.time() * 1000),
+        deal=dict(deal) if deal else None,
+    )
+
+
 def save_result(
     room: str,
     result: Mapping[str, Any],
@@ -220,16 +245,16 @@ def save_result(
     returns the file. Saving the same race again overwrites it with the same content.
     ``published_commitment`` is the commitment seen at the countdown, if the caller
     saw it (keep it: ``verify`` checks it against the revealed one)."""
-    saved = SavedResult(
-        race=race_id(room, result),
-        room=room,
-        settings=dict(settings),
-        result=dict(result),
-        code=code,
-        published_commitment=published_commitment,
-        saved_at_ms=int(time.time() * 1000),
-        deal=dict(deal) if deal else None,
+    return write_result(
+        finished_race(
+            room, result, settings, code, published_commitment=published_commitment, deal=deal
+        )
     )
+
+
+def write_result(saved: SavedResult) -> Path:
+    """Save ``saved`` (see :func:`finished_race`) in :func:`results_dir`; returns the
+    file. Saving the same race again overwrites it with the same content."""
     if not _RACE_REF.fullmatch(saved.race):  # race_id makes none: a last guard
         raise OSError(f"{saved.race!r} cannot name a file")
     directory = results_dir()

@@ -4,6 +4,7 @@ seed, salt, commitment or standings is caught; and the command's exit status say
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from solrace.protocol import commitment
 from solrace_client.cli import main
 from solrace_client.results import SavedResult, load_result, race_id, save_result
-from solrace_client.verify import CommitmentCheck, commitment_check, verify_result
+from solrace_client.verify import Verdict, race_verdict, verify_result
 
 from tests.net.conftest import Cluster
 
@@ -294,26 +295,48 @@ def test_a_certificate_that_is_not_a_list_fails_cleanly(synthetic_race: Path) ->
     assert "commitment" in failures
 
 
-def test_the_race_over_screens_check_compares_with_the_published_commitment(
-    synthetic_race: Path,
-) -> None:
-    """ "✔ matches" checked the reveal against the commitment the race_over itself
-    names: a server revealing another self-consistent commitment passed it."""
-    result = load_result(synthetic_race).result
+def test_the_race_over_verdict_is_the_whole_of_verify(synthetic_race: Path) -> None:
+    """The race-over screen's ✔ checked the commitment alone: a hostile server's
+    standings with a racer "finished" at 0/52 in first place got a green ✔ (only
+    ``solrace verify`` failed them). The verdict the screen and the bot show is every
+    check verify makes, in one line."""
+    saved = load_result(synthetic_race)
+    result = saved.result
     revealed = str(result["commitment"])
-    assert commitment_check(result, revealed) is CommitmentCheck.PUBLISHED
-    assert commitment_check(result, None) is CommitmentCheck.REVEALED_ONLY
-    other = "0" * 64
-    assert commitment_check(result, other) is CommitmentCheck.NOT_PUBLISHED
+
+    def verdict(published: str | None = revealed, **changes: Any) -> Verdict:
+        return race_verdict(
+            dataclasses.replace(saved, published_commitment=published, result={**result, **changes})
+        )
+
+    ok = verdict()
+    assert ok.ok and ok.line.startswith("✔ verified: "), ok
+    # a spectator who came later did not see the countdown: said, not failed
+    late = verdict(None)
+    assert late.ok and late.line.startswith("✔") and "published commitment" in late.line
+    # the commitment published at the countdown is not the one revealed
+    other = verdict("0" * 64)
+    assert not other.ok and other.line.startswith("✘ NOT VERIFIED — published commitment")
     # a server that picked another seed after the fact and committed to it at the end
-    forged = {**result, "seed": result["seed"] + 1}
-    forged["commitment"] = commitment(forged["seed"], forged["salt"], forged.get("certificate"))
-    assert commitment_check(forged, revealed) is CommitmentCheck.NOT_PUBLISHED
-    assert commitment_check({**result, "seed": result["seed"] + 1}, revealed) is (
-        CommitmentCheck.MISMATCH
-    )
-    assert commitment_check({**result, "salt": None}, revealed) is None
-    assert not CommitmentCheck.NOT_PUBLISHED.ok and CommitmentCheck.REVEALED_ONLY.ok
+    seed = int(result["seed"]) + 1
+    forged = commitment(seed, str(result["salt"]), result.get("certificate"))
+    assert not verdict(seed=seed, commitment=forged).ok
+    assert verdict(seed=seed).line.startswith("✘ NOT VERIFIED — commitment: ")
+    # the commitment is right, the standings are not: Bob, who resigned 10 moves in, is
+    # declared the winner
+    ann, bob = copy.deepcopy(result["standings"])
+    bob.update(place=1, status="finished", elapsed_ms=bob["times"][-1])
+    ann.update(place=2)
+    wrong = verdict(standings=[bob, ann])
+    assert not wrong.ok and wrong.line.startswith("✘ NOT VERIFIED — racer 2 (Bob): standing")
+    assert "status 'finished' but the replayed game is not won" in wrong.line
+    assert "✔" not in wrong.line
+    # what the reason quotes of the server's data reaches no terminal as an escape
+    hostile = verdict(commitment="\x1b]0;PWNED\x07" + revealed[9:])
+    assert not hostile.ok and "?]0;PWNED?" in hostile.line and "\x1b" not in hostile.line
+    # what verify refuses to read is not verified either (and does not raise)
+    garbage = verdict(standings=[1, "two", None])
+    assert not garbage.ok and "malformed: result.standings[0] is 1" in garbage.line
 
 
 def test_a_certified_deal_announced_but_no_certificate_revealed_fails(

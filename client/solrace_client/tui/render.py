@@ -10,6 +10,7 @@ seven Yukon columns take 28 and double Yukon's ten take 40.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from rich.text import Text
 from solrace.rules.cards import NAMES, SUITS
 
 from ..boardview import decks_of
-from ..verify import CommitmentCheck
+from ..verify import CHECKING, Verdict
 from .controller import (
     FOUNDATION,
     STOCK,
@@ -482,9 +483,12 @@ def render_standings(
     me: int | None,
     race_id: str | None,
     *,
-    verified: CommitmentCheck | None = None,
+    verdict: Verdict | None = None,
     width: int = 80,
 ) -> Text:
+    """The race-over screen. ``verdict`` is the whole of ``solrace verify`` on this
+    result (None: still being checked): the ✔ stands for the standings above it too,
+    not only for the commitment."""
     variant = str(settings.get("variant", "yukon"))
     total = total_cards(variant)
     reasons = {
@@ -517,9 +521,11 @@ def render_standings(
     commitment = str(result.get("commitment") or "")
     text.append(f"  commitment {commitment[:16]}…", STYLE_DIM)
     text.append("\n")
-    if verified is not None:
-        text.append(verified.value, "green" if verified.ok else "bold red")
-        text.append("\n")
+    said, look = CHECKING, STYLE_DIM
+    if verdict is not None:
+        said, look = verdict.line, Style.parse("green" if verdict.ok else "bold red")
+    for line in textwrap.wrap(said, max(20, width - 1)):  # said whole, however narrow
+        text.append(line + "\n", look)
     text.append("Check every move yourself: ", STYLE_DIM)
     text.append(f"solrace verify {race_id or '?'}", "bold")
     text.append("\n")

@@ -28,7 +28,7 @@ from solrace_client.tui.render import (
     render_standings,
     render_watch,
 )
-from solrace_client.verify import CommitmentCheck
+from solrace_client.verify import CHECKING, Verdict
 
 #: The board area of the play screen in an 80×24 terminal: 80 − sidebar (30) − padding
 #: (2) columns, 24 − header, status and hints rows.
@@ -272,9 +272,20 @@ RESULT = {
 }
 
 
-@pytest.mark.parametrize("check", list(CommitmentCheck))
-def test_standings_places_seed_and_how_to_verify(check: CommitmentCheck) -> None:
-    text = render_standings(RESULT, {"variant": "yukon"}, me=2, race_id="r_8f3k2", verified=check)
+VERDICTS = [
+    None,  # still being checked
+    Verdict(True, "✔ verified: the deal was committed at the countdown, every move is legal"),
+    Verdict(
+        False,
+        "✘ NOT VERIFIED — racer 2 (Rival): standing: finish time 1, the last move's is None; "
+        "status 'finished' but the replayed game is not won",
+    ),
+]
+
+
+@pytest.mark.parametrize("verdict", VERDICTS)
+def test_standings_places_seed_and_how_to_verify(verdict: Verdict | None) -> None:
+    text = render_standings(RESULT, {"variant": "yukon"}, me=2, race_id="r_8f3k2", verdict=verdict)
     plain = text.plain
     assert "Race over" in plain
     rows = [r for r in plain.split("\n") if r.strip()[:1] in ("1", "2")]
@@ -283,7 +294,9 @@ def test_standings_places_seed_and_how_to_verify(check: CommitmentCheck) -> None
     assert "Bob (you)" in rows[1] and "7/52" in rows[1]
     assert "1234567890123" in plain
     assert "solrace verify r_8f3k2" in plain
-    assert check.value in plain  # said whole, in 80 columns
+    said = CHECKING if verdict is None else verdict.line
+    assert " ".join(said.split()) in " ".join(plain.split())  # said whole, in 80 columns
+    assert ("✔" in plain) == (verdict is not None and verdict.ok)
     assert max(len(r) for r in plain.split("\n")) <= 80
 
 

@@ -1,0 +1,55 @@
+"""The bot against a scripted server that lies or stalls (tests/support/fake_server.py):
+``solrace bot`` checks the race it ran as ``solrace verify`` does and exits 1 when it
+does not verify; a reply to a request it never sent changes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from solrace.protocol import Envelope, encode
+from solrace_client.bot import run_bot
+from solrace_client.cli import main
+from solrace_client.errors import EXIT_NO
+
+from tests.support.fake_server import FakeRace, fake_server, rival_declared_winner
+
+
+async def _solrace_bot(url: str) -> int:
+    argv = ["bot", "FAKE01", "--server", url, "--delay", "0", "--seed", "1"]
+    return await asyncio.wait_for(asyncio.to_thread(main, argv), 30)
+
+
+async def test_solrace_bot_exits_1_when_the_race_it_ran_does_not_verify(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It printed the server's standings and exited 0, a racer "finished" with 0/52
+    cards first; only a `solrace verify` run by hand said FAIL."""
+    async with fake_server(FakeRace(tamper=rival_declared_winner)) as url:
+        status = await _solrace_bot(url)
+    out = capsys.readouterr().out
+    assert status == EXIT_NO, out
+    said = " ".join(out.split())
+    assert "✘ NOT VERIFIED — racer 2 (Rival): standing:" in said
+    assert "status 'finished' but the replayed game is not won" in said
+    assert "✔" not in out
+
+
+async def test_solrace_bot_says_verified_when_the_race_verifies(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with fake_server(FakeRace()) as url:
+        status = await _solrace_bot(url)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "✔ verified: " in out and "NOT VERIFIED" not in out
+
+
+async def test_a_moved_reply_no_move_asked_for_does_not_stall_the_bot() -> None:
+    """A ``moved`` with an id the bot never sent was taken for its move: its next seq
+    ran ahead of the server's, and the bot waited forever."""
+    stray = encode(Envelope("moved", id=99_999, d={"seq": 0}))
+    async with fake_server(FakeRace(moves=3, after_start=[stray])) as url:
+        result = await asyncio.wait_for(run_bot(url, code="FAKE01", save=False), 10)
+    (mine,) = [s for s in result["standings"] if s["racer"] == 1]
+    assert len(mine["log"]) == 3

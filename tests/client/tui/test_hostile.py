@@ -1,0 +1,55 @@
+"""The terminal UI against a scripted server that lies or stalls
+(tests/support/fake_server.py): the race-over screen's ✔ stands for the whole of
+``solrace verify``, not the commitment alone."""
+
+from __future__ import annotations
+
+from solrace_client.tui.app import SolraceApp
+from solrace_client.tui.widgets import LobbyScreen, PlayScreen, StandingsScreen
+from textual.pilot import Pilot
+
+from tests.support.fake_server import FakeRace, fake_server, rival_declared_winner
+
+from .conftest import wait_for_text, wait_until
+
+
+async def _race_and_resign(pilot: Pilot[SolraceApp]) -> None:
+    app = pilot.app
+    await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+    await pilot.press("space")  # ready: the fake starts the race at once
+    await wait_until(pilot, lambda: isinstance(app.screen, PlayScreen), "the race")
+    await pilot.press("x")
+    await wait_for_text(pilot, "Resign?")
+    await pilot.press("y")
+
+
+async def _quit(pilot: Pilot[SolraceApp]) -> None:
+    await pilot.press("q")
+    await wait_until(pilot, lambda: pilot.app.return_code is not None, "exit")
+
+
+async def test_the_race_over_screen_does_not_put_a_tick_under_standings_the_logs_deny() -> None:
+    """An audit: a server declared the rival, who never moved, "finished" first with
+    0/52 cards; the commitment was true, and the screen said "✔ seed and salt match the
+    commitment published at the countdown" under those standings."""
+    async with fake_server(FakeRace(tamper=rival_declared_winner)) as url:
+        app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"}, save=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _race_and_resign(pilot)
+            await wait_until(pilot, lambda: isinstance(app.screen, StandingsScreen), "standings")
+            screen = await wait_for_text(pilot, "NOT VERIFIED")
+            said = " ".join(screen.split())
+            assert "✘ NOT VERIFIED — racer 2 (Rival): standing:" in said
+            assert "status 'finished' but the replayed game is not won" in said
+            assert "✔" not in screen
+            await _quit(pilot)
+
+
+async def test_the_race_over_screen_ticks_a_race_that_verifies() -> None:
+    async with fake_server(FakeRace()) as url:
+        app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"}, save=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _race_and_resign(pilot)
+            screen = await wait_for_text(pilot, "✔ verified: the deal was committed")
+            assert "NOT VERIFIED" not in screen
+            await _quit(pilot)
