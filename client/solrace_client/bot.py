@@ -14,7 +14,9 @@ save it (:mod:`solrace_client.results`) and return its data.
 It never loops forever: it resigns after ``max_moves`` moves, after ``stall_limit``
 moves in a row that only revisit positions it has been in, or after ``patience`` moves
 without putting a card up or turning one over. Nor does it keep a race waiting: stuck
-in a room that allows undo (the server then counts it as able to move), it resigns.
+in a room that allows undo (the server then counts it as able to move), it resigns. Nor
+does it wait forever for a ``race_over`` that does not come: it gives up
+:data:`RACE_OVER_GRACE_S` after the race's time limit.
 
 Connections drop; races do not. The bot plays through a
 :class:`~solrace_client.session.Session`, which reconnects (trying its servers in turn,
@@ -33,15 +35,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+from solrace.protocol import limits
 
 from .boardview import board_from_view
 from .connection import RaceClient, ServerError, retry_after_s
 from .errors import cannot_reach, refusal_of
 from .results import SavedResult, finished_race, write_result
-from .roomview import RoomView
+from .roomview import RACE_OVER_GRACE_S, RoomView
 from .session import DROPPED, Backoff, Rejoined, Session, SessionOver, Unreachable
 from .strategy import STRATEGIES, Choice, Memory, Strategy, position_key
 
@@ -99,6 +104,10 @@ class BotHooks:
     over: Callable[[SavedResult], None] | None = None
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _counts(view: Mapping[str, Any]) -> tuple[int, int]:
     """(cards on foundations, face-down tableau cards) of a view: the bot's progress."""
     up = 0
@@ -132,6 +141,7 @@ class _Bot:
         patience: int,
         move_delay: float,
         reconnect_attempts: int,
+        race_over_grace_s: float,
         hooks: BotHooks,
     ) -> None:
         self.entry = entry
@@ -145,6 +155,7 @@ class _Bot:
         self.stall_limit = stall_limit
         self.patience = patience
         self.move_delay = move_delay
+        self.race_over_grace_s = race_over_grace_s
         self.hooks = hooks
         self.session = Session(
             servers,
@@ -160,6 +171,8 @@ class _Bot:
         #: room) when it arrives: a rematch may reset the room right after.
         self.result: dict[str, Any] | None = None
         self.start_tried_at = -1
+        #: When (time.monotonic) the bot stops waiting for this race's race_over.
+        self.give_up_at: float | None = None
         #: Ready was asked for in this lobby (its event may not be here yet).
         self.asked_ready = False
         #: The strategy found no move here, or the bot resigned: what the bot knows
@@ -236,6 +249,7 @@ class _Bot:
             self.say("countdown")
         elif t == "started":
             self.raced = True
+            self._time_limit(self.view.start_at_ms)  # sent at the start
             self.say("started")
         elif t == "race_over" and self.result is None:
             self.result = dict(d)
@@ -257,6 +271,31 @@ class _Bot:
             raise BotError("the race ended while the bot was away and the room moved on")
         if view.phase == RACING:
             self.raced = True
+            self._time_limit(view.now_ms)
+
+    def _time_limit(self, server_now: Any) -> None:
+        """Set when to give up waiting for race_over, from the race's ``ends_at_ms``
+        and the server's clock now (``server_now``): the bot's own clock may be
+        minutes off the server's. A limit past the protocol's longest (a hostile
+        server's) or none at all count as the longest."""
+        longest = float(limits.MAX_TIME_LIMIT_S)
+        ends = self.view.ends_at_ms
+        left = longest
+        if _whole(ends) and _whole(server_now):
+            left = min(max(0, ends - server_now) / 1000, longest)
+        self.give_up_at = time.monotonic() + left + self.race_over_grace_s
+
+    def _give_up_in(self) -> float:
+        """Seconds until the bot gives up on race_over; raises when that is past."""
+        if self.give_up_at is None:
+            return IDLE_WAIT_S
+        left = self.give_up_at - time.monotonic()
+        if left <= 0:
+            raise BotError(
+                f"the server has not ended the race {self.race_over_grace_s:g} s after its "
+                "time limit (no race_over): giving up"
+            )
+        return left
 
     # ---------------------------------------------------------------- run
     async def run(self) -> dict[str, Any]:
@@ -313,6 +352,8 @@ class _Bot:
             await self._resync()
             return
         phase = self.view.phase
+        if phase == RACING:
+            self._give_up_in()
         if phase in (LOBBY, COUNTDOWN):
             await self._lobby()
         elif phase == RACING and self.status == PLAYING:
@@ -324,8 +365,9 @@ class _Bot:
             await self._resign()
         else:
             # Done playing: wait for the others (the server ends the race at the
-            # latest at its time limit). A dead connection is reconnected on the way.
-            await self._wait_event(timeout=IDLE_WAIT_S)
+            # latest at its time limit, and the bot gives up a while after that). A
+            # dead connection is reconnected on the way.
+            await self._wait_event(timeout=min(IDLE_WAIT_S, self._give_up_in()))
 
     def _ready_flags(self) -> dict[int, bool]:
         return {racer: bool(info.get("ready")) for racer, info in self.view.racers.items()}
@@ -495,6 +537,7 @@ async def run_bot(
     move_delay: float = 0.0,
     rng_seed: int | None = None,
     reconnect_attempts: int = 12,
+    race_over_grace_s: float = RACE_OVER_GRACE_S,
     save: bool = True,
     hooks: BotHooks | None = None,
 ) -> dict[str, Any]:
@@ -506,7 +549,8 @@ async def run_bot(
     ``host_start``: start the room once the bot is its host, at least ``min_racers``
     are in and every other racer is ready. ``move_delay`` waits between moves (the
     connection paces requests inside the server's rate limit by itself). ``save``
-    stores the result for ``replay``/``verify``.
+    stores the result for ``replay``/``verify``. ``race_over_grace_s``: how long past
+    the race's time limit to wait for ``race_over`` before giving up (BotError).
     Raises :class:`BotError` when it cannot take part.
     """
     wanted: list[tuple[str, dict[str, Any], bool]] = [
@@ -539,6 +583,7 @@ async def run_bot(
         patience=patience,
         move_delay=move_delay,
         reconnect_attempts=reconnect_attempts,
+        race_over_grace_s=race_over_grace_s,
         hooks=hooks or BotHooks(),
     )
     result = await bot.run()

@@ -20,13 +20,19 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from solrace.protocol import Envelope
 from solrace.protocol.views import board_view_wire
 from solrace.rules import deal as deal_board
 
 from .printable import printable
+
+#: How long past a race's time limit (its ``ends_at_ms``) a client waits for the
+#: ``race_over`` a server sends at that limit before it says the race will not end: the
+#: bot gives up and exits 1, the terminal UI says so (q quits). Both waited forever on
+#: a server that never ended the race (an audit). docs/client.md.
+RACE_OVER_GRACE_S: Final = 60.0
 
 
 class Fold(StrEnum):

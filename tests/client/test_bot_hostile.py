@@ -1,14 +1,16 @@
 """The bot against a scripted server that lies or stalls (tests/support/fake_server.py):
 ``solrace bot`` checks the race it ran as ``solrace verify`` does and exits 1 when it
-does not verify; a reply to a request it never sent changes nothing."""
+does not verify; it gives up on a race that is never declared over; a reply to a
+request it never sent changes nothing."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from solrace.protocol import Envelope, encode
-from solrace_client.bot import run_bot
+from solrace_client.bot import BotError, run_bot
 from solrace_client.cli import main
 from solrace_client.errors import EXIT_NO
 
@@ -43,6 +45,24 @@ async def test_solrace_bot_says_verified_when_the_race_verifies(
     out = capsys.readouterr().out
     assert status == 0, out
     assert "✔ verified: " in out and "NOT VERIFIED" not in out
+
+
+async def test_the_bot_gives_up_on_a_race_the_server_never_ends() -> None:
+    """`solrace bot` against a server that acknowledged its resign and never sent
+    race_over was still waiting 45 s after the race's time limit (3 s)."""
+    race = FakeRace(moves=1000, ends_in_ms=1000, race_over=False)
+    async with fake_server(race) as url:
+        began = time.monotonic()
+        with pytest.raises(BotError) as gave_up:
+            await asyncio.wait_for(
+                run_bot(url, code="FAKE01", max_moves=3, race_over_grace_s=0.5, save=False),
+                10,
+            )
+        took = time.monotonic() - began
+    assert str(gave_up.value) == (
+        "the server has not ended the race 0.5 s after its time limit (no race_over): giving up"
+    )
+    assert 1.5 <= took < 4, took  # the time limit, the grace, and not much more
 
 
 async def test_a_moved_reply_no_move_asked_for_does_not_stall_the_bot() -> None:

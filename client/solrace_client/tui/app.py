@@ -29,7 +29,7 @@ from websockets.exceptions import ConnectionClosed, InvalidURI
 from .. import config, results
 from ..connection import RaceClient, ServerError, server_list
 from ..errors import EXIT_FAILED, cannot_reach, refusal_of
-from ..roomview import RoomView
+from ..roomview import RACE_OVER_GRACE_S, RoomView
 from ..session import (
     DROPPED,
     TRANSIENT,
@@ -148,6 +148,10 @@ class SolraceApp(App[int]):
         #: a reconnection) is dropped.
         self._checking: tuple[str, int] = ("", 0)
         self._moves: asyncio.Queue[str] = asyncio.Queue()
+        #: How long past the time limit the race-over wait is said to be overdue.
+        self.race_over_grace_s = RACE_OVER_GRACE_S
+        #: The time limit (ends_at_ms) the overdue race was said of.
+        self._overdue_said: int | None = None
         self._leaving = False
         self._stopped = False
         #: Nothing more can happen here (replaced, cannot rejoin): q quits at once.
@@ -200,11 +204,28 @@ class SolraceApp(App[int]):
         return int(time.time() * 1000) + self.clock_offset_ms
 
     def _tick(self) -> None:
+        self._overdue()
         # The clock can fire once more while the app shuts down, its screens gone.
         screen = self.screen_stack[-1] if self.screen_stack else None
         if isinstance(screen, PhaseScreen):
             for widget in screen.query("#header, #body, #boards"):
                 widget.refresh()
+
+    def _overdue(self) -> None:
+        """Say once when the server has let the race run :data:`RACE_OVER_GRACE_S`
+        past its time limit: the clock stood at 00:00 with no word, for as long as the
+        player waited (an audit with a server that never ended the race)."""
+        state = self.state
+        ends = state.ends_at_ms
+        if state.phase != "racing" or not isinstance(ends, int) or self._overdue_said == ends:
+            return
+        if self.server_now() > ends + self.race_over_grace_s * 1000:
+            self._overdue_said = ends
+            self.say(
+                f"the server has not ended the race {self.race_over_grace_s:g} s past its "
+                "time limit — q quits",
+                "bold red",
+            )
 
     # --------------------------------------------------------------- status
     def say(self, message: str, style: str = "") -> None:

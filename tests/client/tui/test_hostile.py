@@ -1,6 +1,7 @@
 """The terminal UI against a scripted server that lies or stalls
 (tests/support/fake_server.py): the race-over screen's ✔ stands for the whole of
-``solrace verify``, not the commitment alone."""
+``solrace verify``, not the commitment alone; a race the server never ends is said to
+be overdue, and q still quits."""
 
 from __future__ import annotations
 
@@ -53,3 +54,20 @@ async def test_the_race_over_screen_ticks_a_race_that_verifies() -> None:
             screen = await wait_for_text(pilot, "✔ verified: the deal was committed")
             assert "NOT VERIFIED" not in screen
             await _quit(pilot)
+
+
+async def test_a_race_the_server_never_ends_is_said_to_be_overdue_and_q_quits() -> None:
+    """The clock stood at 00:00 left with no word for as long as the player waited."""
+    race = FakeRace(moves=1000, ends_in_ms=500, race_over=False)
+    async with fake_server(race) as url:
+        app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"}, save=False)
+        app.race_over_grace_s = 0.5
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _race_and_resign(pilot)
+            said = "the server has not ended the race 0.5 s past its time limit — q quits"
+            await wait_for_text(pilot, said)  # whole, in 80 columns
+            await pilot.press("q")
+            await wait_for_text(pilot, "Quit the race?")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: app.return_code is not None, "exit")
+    assert app.return_code == 0
