@@ -235,7 +235,7 @@ class RaceClient:
         envelope = decode(frame, limits=SERVER_FRAME_LIMITS)
         self.received.append(envelope)
         if envelope.id is not None and envelope.t in REPLY_TYPES:
-            asked = self._pending.pop(envelope.id, None)
+            asked = self._pending.get(envelope.id)
             if asked is None:
                 # A reply to nothing this connection is waiting for: a ``moved`` that
                 # no move asked for set the view's next seq and stalled the bot (an
@@ -244,13 +244,16 @@ class RaceClient:
             request, future = asked
             # Folded here, in arrival order: the events after a snapshot are
             # compared with its version, and a ``moved`` reply never overwrites
-            # an event that came after it. Only the reply its request gets is.
+            # an event that came after it. Only the reply its request gets is; and
+            # before the request stops waiting, so that a fold that raises (a snapshot
+            # of another shape) fails it with the connection, at once.
             if _FOLDED_REPLY.get(request) == envelope.t == "moved":
                 self.view.on_moved(envelope.d)
             elif _FOLDED_REPLY.get(request) == envelope.t:
                 snapshot, racer = envelope.d.get("snapshot"), envelope.d.get("racer")
                 if isinstance(snapshot, Mapping):  # always, from a solrace server
                     self.view.load(snapshot, racer if isinstance(racer, int) else None)
+            del self._pending[envelope.id]
             if not future.done():
                 future.set_result(envelope)
             return

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import msgpack
 import pytest
-from solrace.protocol import Envelope, encode
+from solrace.protocol import Envelope, decode, encode
 from solrace.rules import deal
 from solrace.rules import view as view_of
 from solrace_client import RaceClient
@@ -259,3 +259,33 @@ async def test_a_reply_to_no_request_waiting_is_not_folded() -> None:
     assert client.view.next_seq == 0 and client.view.my_board == board
     assert client.view.room == "r_1" and client.view.code == "ABC234"
     await client.close()
+
+
+class _Answering(_Hostile):
+    """A server connection that answers each request with ``reply(request)``."""
+
+    def __init__(self, reply: Any) -> None:
+        super().__init__([])
+        self.reply = reply
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+
+    async def send(self, frame: Any) -> None:
+        if not self.shut.is_set():
+            self.queue.put_nowait(encode(self.reply(decode(frame))))
+
+    async def _frames(self) -> Any:
+        while not self.shut.is_set():
+            yield await self.queue.get()
+
+
+async def test_a_reply_that_cannot_be_folded_fails_its_request_at_once() -> None:
+    """A ``watching`` whose snapshot has racers ``[1, 2]``: its fold raised, the
+    connection closed, but the request, no longer counted as waiting, waited its 10 s."""
+    garbage = {**_LOBBY, "racers": [1, 2]}
+    ws = _Answering(lambda asked: Envelope("watching", id=asked.id, d={"snapshot": garbage}))
+    client = RaceClient(cast(ClientConnection, ws))
+    async with asyncio.timeout(2):
+        with pytest.raises(ConnectionError, match="cannot fold"):
+            await client.watch(code="ABC234")
+        await ws.shut.wait()
+    assert ws.closed_with == (1007, "bad_frame")
