@@ -55,7 +55,7 @@ def race_id(room: str, result: Mapping[str, Any]) -> str:
     """The race's id (solrace.protocol.race_id, the scheme the server uses too), which
     names its file. Room and commitment come from the server: what a solrace server
     sends is left as it is, and anything else — a ``/``, a ``..`` — is replaced by
-    ``_``, so a hostile server cannot make ``save_result`` write outside
+    ``_``, so a hostile server cannot make ``write_result`` write outside
     ``results_dir()`` (an audit saw ``room: "./../../x"`` write ``x.<c>.json`` two
     levels up, and ``room: "./."`` with commitment ``"/profile"`` replace
     ``profile.json``)."""
@@ -217,7 +217,7 @@ def finished_race(
     deal: Mapping[str, Any] | None = None,
 ) -> SavedResult:
     """A ``race_over`` (``result`` is its data) with the room's ``settings``, as
-    :func:`save_result` saves it and ``verify`` reads it: the bot and the race-over
+    :func:`write_result` saves it and ``verify`` reads it: the bot and the race-over
     screen verify this before (or without) saving. ``published_commitment`` is the
     commitment seen at the countdown, if the caller saw it."""
     return SavedResult(
@@ -229,26 +229,6 @@ def finished_race(
         published_commitment=published_commitment,
         saved_at_ms=int(time.time() * 1000),
         deal=dict(deal) if deal else None,
-    )
-
-
-def save_result(
-    room: str,
-    result: Mapping[str, Any],
-    settings: Mapping[str, Any],
-    code: str | None = None,
-    *,
-    published_commitment: str | None = None,
-    deal: Mapping[str, Any] | None = None,
-) -> Path:
-    """Save a ``race_over`` (``result`` is its data) with the room's ``settings``;
-    returns the file. Saving the same race again overwrites it with the same content.
-    ``published_commitment`` is the commitment seen at the countdown, if the caller
-    saw it (keep it: ``verify`` checks it against the revealed one)."""
-    return write_result(
-        finished_race(
-            room, result, settings, code, published_commitment=published_commitment, deal=deal
-        )
     )
 
 

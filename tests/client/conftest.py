@@ -16,7 +16,7 @@ from solrace.race.fairness import round_salt, round_seed
 from solrace.rules import deal
 from solrace.rules.log import apply_entry
 from solrace_client.bot import BotHooks, run_bot
-from solrace_client.results import save_result
+from solrace_client.results import finished_race, write_result
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster, cluster  # noqa: F401  (fixture)
 from tests.support.race import winning_moves
@@ -90,7 +90,9 @@ def synthetic_result() -> dict[str, Any]:
 def synthetic_race(config_dir: Path) -> Path:
     """The synthetic race, saved as the bot and the UI save races."""
     result = synthetic_result()
-    return save_result("r_synthetic", result, YUKON, "SYN123", published_commitment=None)
+    return write_result(
+        finished_race("r_synthetic", result, YUKON, "SYN123", published_commitment=None)
+    )
 
 
 async def bot_race(url: str, **bot_args: Any) -> tuple[dict[str, Any], dict[str, Any]]:

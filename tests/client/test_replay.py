@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from solrace.rules import position_dict, replay
 from solrace_client.cli import main
-from solrace_client.results import load_result, save_result
+from solrace_client.results import finished_race, load_result, write_result
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.support.race import winning_moves
@@ -115,8 +115,10 @@ def _race_of(racers: int) -> str:
     moves = winning_moves(SOLVABLE_SECRET)
     for racer, name in list(enumerate(["Carolina", "Dmitri"], start=3))[: racers - 2]:
         result["standings"].append(_standing(racer, racer, name, moves[:3], "resigned"))
-    path = save_result(
-        f"r_{racers}", result, {**YUKON, "max_racers": 4}, "SYN123", published_commitment=None
+    path = write_result(
+        finished_race(
+            f"r_{racers}", result, {**YUKON, "max_racers": 4}, "SYN123", published_commitment=None
+        )
     )
     return load_result(path).race
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from solrace_client.results import load_result, race_id, results_dir, save_result
+from solrace_client.results import finished_race, load_result, race_id, results_dir, write_result
 
 from .conftest import YUKON, synthetic_result
 
@@ -40,7 +40,7 @@ def test_a_hostile_room_or_commitment_cannot_write_outside_the_results(
     if commitment is not None:
         result["commitment"] = commitment
     before = {p for p in tmp_path.rglob("*") if p.is_file()}
-    path = save_result(room, result, YUKON, "SYN123")
+    path = write_result(finished_race(room, result, YUKON, "SYN123"))
     after = {p for p in tmp_path.rglob("*") if p.is_file()}
     assert after - before == {path}
     assert path.resolve().parent == results_dir().resolve()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from solrace.protocol import commitment
 from solrace_client.cli import main
-from solrace_client.results import SavedResult, load_result, race_id, save_result
+from solrace_client.results import SavedResult, finished_race, load_result, race_id, write_result
 from solrace_client.verify import Verdict, race_verdict, verify_result
 
 from tests.net.conftest import Cluster
@@ -348,7 +348,9 @@ def test_a_certified_deal_announced_but_no_certificate_revealed_fails(
     keeps the announced deal with the result, and verify holds it to a certificate."""
     deal = {"certified": True, "moves": 97, "difficulty": "easy"}
     result = synthetic_result()
-    path = save_result("r_liar", result, YUKON, "LIAR01", published_commitment=None, deal=deal)
+    path = write_result(
+        finished_race("r_liar", result, YUKON, "LIAR01", published_commitment=None, deal=deal)
+    )
     assert load_result(path).deal == deal
     report = verify_result(load_result(path))
     assert [c.what for c in report.failures] == ["certificate"], report.failures
@@ -357,5 +359,5 @@ def test_a_certified_deal_announced_but_no_certificate_revealed_fails(
     capsys.readouterr()
     # Not certified (no candidate won), or never seen: nothing to hold it to.
     for seen in ({"certified": False, "moves": None, "difficulty": None}, None):
-        path = save_result("r_honest", result, YUKON, "OK0001", deal=seen)
+        path = write_result(finished_race("r_honest", result, YUKON, "OK0001", deal=seen))
         assert verify_result(load_result(path)).ok

@@ -494,7 +494,7 @@ class SolraceApp(App[int]):
             try:
                 results.write_result(finished)
             except OSError as exc:  # a full disk must not end the race screen
-                self.log.warning(f"save_result failed: {exc!r}")
+                self.log.warning(f"write_result failed: {exc!r}")
                 self.say(f"could not save the race for verify: {exc}", "yellow")
             else:
                 self.race_id = finished.race
