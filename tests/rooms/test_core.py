@@ -1121,3 +1121,41 @@ async def test_an_outage_is_logged_once_with_its_reason(
         node.store_failed(StoreUnavailable("redis refused the node's user (its ACL): NOPERM"))
     lines = [r for r in caplog.records if r.getMessage() == "store unavailable"]
     assert len(lines) == 1 and "NOPERM" in str(getattr(lines[0], "error", "")), lines
+
+
+async def test_one_rooms_failing_timer_never_re_arms_another_rooms_grace(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Cluster slot left open failed its rooms' timers every second: each failure
+    was an outage of the node, whose end re-armed every offline racer's grace in every
+    room, so nobody was forfeited anywhere while it lasted (an audit's 30 s grace
+    ended after 74 s). The failing room's own graces restart when it reads again (an
+    outage is not a forfeit); another room's do not move."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    stuck = await _race_on(node, node)
+    healthy = await _race_on(node, node)
+    await _hang_up(healthy.bob)
+    await _hang_up(stuck.bob)
+    stuck_room = stuck.ann.room
+    assert stuck_room is not None
+    real_events_since = node.store.events_since
+
+    async def events_since(room_id: str, *args: Any, **kwargs: Any) -> Any:
+        if room_id == stuck_room.room_id:
+            raise StoreUnavailable("its slot is open (injected)")
+        return await real_events_since(room_id, *args, **kwargs)
+
+    monkeypatch.setattr(node.store, "events_since", events_since)
+    clock.advance(20)
+    await node.tick(stuck_room)  # fails: the stuck room's trouble, not the node's
+    node.store_ok()  # the node's own loops find the store answering
+    clock.advance(decisions.DISCONNECT_GRACE_MS / 1000 - 20 + 1, node)
+    left = await healthy.ann.until(lambda f: f.t == "racer_left", timeout=5)
+    assert left.d["reason"] == "grace"
+    # The stuck room reads again: its graces restart from then, not from before.
+    monkeypatch.setattr(node.store, "events_since", real_events_since)
+    await node.tick(stuck_room)
+    assert not [f for f in stuck.ann.frames if f.t == "racer_left"]
+    clock.advance(decisions.DISCONNECT_GRACE_MS / 1000 + 1, node)
+    await stuck.ann.until(lambda f: f.t == "racer_left", timeout=5)

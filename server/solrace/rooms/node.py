@@ -448,6 +448,11 @@ class Node:
             for room in self.rooms.values():
                 self.schedule(room)
 
+    def grace_floor(self, room: LiveRoom) -> int:
+        """The earliest a grace of ``room`` counts from: the end of this node's last
+        outage, or of the room's own trouble with the store, whichever is later."""
+        return max(self.grace_floor_ms, room.grace_floor_ms)
+
     async def _watch_loop(self) -> None:
         """Renew this node's lease; for the rooms served here, mark offline the racers
         of nodes whose lease has run out, and check that Redis still holds what this
@@ -698,7 +703,7 @@ class Node:
             room = self.rooms.setdefault(room_id, LiveRoom(RoomMeta.decode(raw)))
         room.last_used_ms = self.clock()
         await self.sync(room)
-        wake = decide_.next_wakeup(room.state, self.grace_floor_ms)
+        wake = decide_.next_wakeup(room.state, self.grace_floor(room))
         if wake is not None and wake <= self.clock():
             # A timer nobody ran (every node serving the room had gone): catch up now.
             await self.tick(room)
@@ -884,7 +889,7 @@ class Node:
             self._disarm(room)
             return
         certify.ensure(self, room)
-        wake = decide_.next_wakeup(room.state, self.grace_floor_ms)
+        wake = decide_.next_wakeup(room.state, self.grace_floor(room))
         if wake is None:
             self._disarm(room)
             return
@@ -1128,8 +1133,12 @@ class Node:
 
         async def prepare() -> None:
             # The store has just answered (the room was folded): if it had been down,
-            # re-arm grace before deciding anything about who stayed away too long.
+            # for the node or for this room alone, re-arm grace before deciding
+            # anything about who stayed away too long.
             self.store_ok()
+            if room.store_down:
+                room.store_down = False
+                room.grace_floor_ms = self.clock()
             # Under the room lock, after folding: if the race may end now, read every
             # racer's log for the standings. A move stored meanwhile bumps the version,
             # so the append below conflicts and this runs again on fresh logs.
@@ -1152,14 +1161,19 @@ class Node:
                 room.commitment,
                 lambda table, reason: self._result(room, table, reason, finals),
                 self.countdown_ms,
-                self.grace_floor_ms,
+                self.grace_floor(room),
             )
 
         try:
             await self.decide(room, decision, prepare)
         except (StoreUnavailable, BadMessage) as exc:
             if isinstance(exc, StoreUnavailable):
-                self.store_failed()
+                # This room's trouble, until a tick of it reads it again: its graces
+                # restart then. Not the node's: a Cluster slot left open failed its
+                # rooms' ticks every second, and each "outage" of the node re-armed
+                # every offline racer's grace in every room (nobody was forfeited).
+                # A store that is down for the node is the node's loops' to notice.
+                room.store_down = True
             log.warning("tick failed; retrying", extra={"room": room.room_id})
             self._tick_later(room, TICK_RETRY_S)
         except Exception:
