@@ -143,10 +143,11 @@ def test_the_client_imports_no_server_side() -> None:
 
 
 def test_net_holds_only_the_socket_adapter() -> None:
-    """net/ is the WebSocket server, sessions, connection limits, HTTP, the entry point,
-    logs and metrics; the room logic lives in solrace.rooms."""
+    """net/ is the WebSocket server, sessions, connection limits (and the event loop's
+    stalls their rate limits allow for), HTTP, the entry point, logs and metrics; the
+    room logic lives in solrace.rooms."""
     net = {m.rpartition(".")[2] for m in _under("solrace.net")} - {"net"}
-    assert net == {"server", "session", "admission", "main", "logs", "metrics"}
+    assert net == {"server", "session", "admission", "stalls", "main", "logs", "metrics"}
 
 
 def test_the_repository_refers_to_no_document_outside_it() -> None:
