@@ -105,12 +105,12 @@ async def test_a_moved_reply_is_folded_where_it_arrives_among_the_events() -> No
     assert (await client.next_event()).t == "race_over"
 
 
-class _ClosedDuringSend:
+class _ClosedDuringSend(_Closing):
     """A connection the server closes while a frame is being sent: the reader ends
     (and fails the request's future) first, then the send fails."""
 
     def __init__(self) -> None:
-        self.end = asyncio.Event()
+        super().__init__()
         self.reader_done: asyncio.Future[None] | None = None
 
     async def send(self, frame: Any) -> None:
@@ -118,13 +118,6 @@ class _ClosedDuringSend:
         assert self.reader_done is not None
         await self.reader_done
         raise ConnectionClosedError(None, None)
-
-    def __aiter__(self) -> _ClosedDuringSend:
-        return self
-
-    async def __anext__(self) -> bytes:
-        await self.end.wait()
-        raise StopAsyncIteration
 
 
 async def test_a_close_while_a_request_is_sent_leaves_no_unretrieved_future() -> None:

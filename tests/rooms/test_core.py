@@ -25,6 +25,7 @@ from solrace.rooms.node import (
     wall_ms,
 )
 from solrace.rooms.records import unpack
+from solrace.rooms.room import LiveRoom
 from solrace.store.errors import StoreError, StoreUnavailable
 from solrace_client.results import SavedResult
 from solrace_client.verify import Report, verify_result
@@ -940,13 +941,11 @@ async def test_a_lobby_sorts_back_among_the_lobbies_when_its_racer_resumes_on_an
     assert [r["code"] for r in rooms] == [room.meta.code]
 
 
-async def test_a_race_whose_listing_redis_fails_to_move_still_starts_and_is_skipped(
+async def _quick_race_left_sorted_as_a_lobby(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The countdown is stored, then the room's listing score is moved behind the
-    lobbies: a second, cosmetic write. Redis failing it (or the node dying before it)
-    leaves the race started and listed as if a lobby: ``quick`` must skip it and ``list``
-    show its real phase."""
+) -> tuple[Node, FakePeer, FakePeer, LiveRoom]:
+    """Ann and Bob in a quick Yukon room, both ready (the countdown begins), on a
+    node whose Redis fails every write that moves a room behind the lobbies."""
     node = await backend.node()
 
     async def unavailable(*_args: Any, **_kwargs: Any) -> None:
@@ -956,10 +955,21 @@ async def test_a_race_whose_listing_redis_fails_to_move_still_starts_and_is_skip
     ann, bob = FakePeer(node), FakePeer(node)
     assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
     assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
-    assert ann.room is bob.room and ann.room is not None
+    raced = ann.room
+    assert raced is not None and bob.room is raced
     assert (await bob.ask("ready", ready=True)).t == "ok"
     assert (await ann.ask("ready", ready=True)).t == "ok"  # all ready: the countdown
-    raced = ann.room
+    return node, ann, bob, raced
+
+
+async def test_a_race_whose_listing_redis_fails_to_move_still_starts_and_is_skipped(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The countdown is stored, then the room's listing score is moved behind the
+    lobbies: a second, cosmetic write. Redis failing it (or the node dying before it)
+    leaves the race started and listed as if a lobby: ``quick`` must skip it and ``list``
+    show its real phase."""
+    node, ann, _bob, raced = await _quick_race_left_sorted_as_a_lobby(backend, monkeypatch)
     await ann.until(lambda e: e.t == "countdown")
     assert raced.room_id in await node.store.listed_lobbies()  # still sorted as a lobby
     cy = FakePeer(node)
@@ -976,19 +986,7 @@ async def test_a_quick_room_whose_race_was_never_taken_out_of_the_quick_lobbies_
     """The countdown takes a quick room out of its variant's quick lobbies (with its
     move behind the lobbies). Redis failing that write leaves it there: ``quick`` must
     not join its race, nor its rematch's lobby (a round for its racers, unlisted)."""
-    node = await backend.node()
-
-    async def unavailable(*_args: Any, **_kwargs: Any) -> None:
-        raise StoreUnavailable("list_behind_lobbies")
-
-    monkeypatch.setattr(node.store, "list_behind_lobbies", unavailable)
-    ann, bob = FakePeer(node), FakePeer(node)
-    assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
-    assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
-    raced = ann.room
-    assert raced is not None and bob.room is raced
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    assert (await ann.ask("ready", ready=True)).t == "ok"
+    node, ann, bob, raced = await _quick_race_left_sorted_as_a_lobby(backend, monkeypatch)
     await ann.until(lambda e: e.t == "started")
     assert raced.room_id in await node.store.quick_lobbies("yukon")  # left behind
     for peer in (ann, bob):
