@@ -145,10 +145,11 @@ async def _replies(peer: FakePeer, t: str, **d: Any) -> list[Envelope]:
 
 async def _past_grace(clock: Clock, node: Node, room: LiveRoom) -> None:
     """Jump past the disconnect grace and let the node decide. Grace counts from the
-    node's last store recovery (Node.store_ok), so the node sees Redis answer first."""
+    node's last store recovery (Node.store_ok), or the room's (its next tick once a call
+    about it failed), so the node sees Redis answer for the room first."""
 
     async def store_down() -> bool:
-        return node.store_down
+        return node.store_down or room.store_down
 
     await _poll(store_down, lambda down: not down, "the node still sees Redis down")
     clock.advance(GRACE_S + 1, node)

@@ -422,7 +422,7 @@ class Node:
         try:
             await self.sync(room)
         except StoreUnavailable:
-            self.store_failed()  # the tail and the room checks catch up later
+            self.store_failed(room=room)  # the tail and the room checks catch up later
 
     # ------------------------------------------------------- leases, rewinds
     @property
@@ -430,10 +430,21 @@ class Node:
         """Whether the store failed this node's last call (until it answers again)."""
         return self._store_down
 
-    def store_failed(self, error: StoreUnavailable | None = None) -> None:
+    def store_failed(
+        self, error: StoreUnavailable | None = None, room: LiveRoom | None = None
+    ) -> None:
         """The store failed a call (``error``, where the caller has it: its words go in
         the one line logged per outage, so an operator reads why — Redis unreachable,
-        or its user's ACL changed)."""
+        or its user's ACL changed). A call about one ``room`` is that room's trouble
+        until its timer reads it again, when its graces restart (Node.tick): not the
+        node's, whose loops notice a store that is down for it. A Cluster slot left
+        open failed its rooms' calls every second, and each "outage" of the node
+        re-armed every offline racer's grace in every room (nobody was forfeited)."""
+        if room is not None:
+            if not room.store_down:
+                room.store_down = True
+                self._tick_later(room, TICK_RETRY_S)  # its trouble ends when it reads
+            return
         if not self._store_down:
             log.warning("store unavailable", extra={"error": str(error) if error else None})
         self._store_down = True
@@ -656,7 +667,7 @@ class Node:
         except StoreUnavailable:
             # The room is rebuilt, so nothing finds the loss again: its clients (whose
             # view Redis no longer holds) must still get their notices.
-            self.store_failed()
+            self.store_failed(room=room)
             resync = functools.partial(resync_clients, self, room, message, lost)
             self.retry_locked(room, "could not resynchronise clients", resync)
 
@@ -817,7 +828,7 @@ class Node:
                 # The race has started (stored, folded, broadcast): a racer whose
                 # engine Redis failed to give now must still get its board, or its
                 # client waits for it for ever (nothing else sends it).
-                self.store_failed()
+                self.store_failed(room=room)
                 board = functools.partial(
                     self._start_board, room, racer, room.state.round, room.racers.get(racer)
                 )
@@ -981,7 +992,7 @@ class Node:
                     # writes that follow the decision must not go with the read: a
                     # rematch kept its race_over's one-hour expiry, an emptied lobby
                     # stayed listed.
-                    self.store_failed()
+                    self.store_failed(room=room)
                     # The round the events leave the room in (a reset begins one).
                     round_no = room.state.round + sum(ev.t == EventType.ROOM_RESET for ev in events)
                     writes = functools.partial(
@@ -1032,7 +1043,7 @@ class Node:
             try:
                 await listing.sort_locked(self, room)
             except StoreUnavailable:
-                self.store_failed()
+                self.store_failed(room=room)
                 sort = functools.partial(listing.sort_locked, self, room)
                 self.retry_locked(room, "could not sort a room in the listing", sort)
         for ev in events:
@@ -1168,12 +1179,7 @@ class Node:
             await self.decide(room, decision, prepare)
         except (StoreUnavailable, BadMessage) as exc:
             if isinstance(exc, StoreUnavailable):
-                # This room's trouble, until a tick of it reads it again: its graces
-                # restart then. Not the node's: a Cluster slot left open failed its
-                # rooms' ticks every second, and each "outage" of the node re-armed
-                # every offline racer's grace in every room (nobody was forfeited).
-                # A store that is down for the node is the node's loops' to notice.
-                room.store_down = True
+                self.store_failed(exc, room)
             log.warning("tick failed; retrying", extra={"room": room.room_id})
             self._tick_later(room, TICK_RETRY_S)
         except Exception:

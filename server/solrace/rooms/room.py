@@ -74,7 +74,7 @@ class LiveRoom:
         self.ahead_seen: int | None = None
         #: Races of this room whose archiving this node has claimed (Node.archive).
         self.archived: set[str] = set()
-        #: The store failed this room's own timer (its slot alone may be in trouble:
+        #: The store failed a call about this room (its slot alone may be in trouble:
         #: a Cluster slot left open), until a tick of it reads the room again.
         self.store_down = False
         #: When this room's trouble with the store last ended: its offline racers'

@@ -275,7 +275,7 @@ async def _send_boards(node: Node, room: LiveRoom) -> None:
     try:
         await _build_and_send(node, room)
     except StoreUnavailable:
-        node.store_failed()
+        node.store_failed(room=room)
         room.unsent_boards.update(room.state.racers)
         if room.boards_due is None:
             loop = asyncio.get_running_loop()
