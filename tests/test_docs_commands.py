@@ -330,7 +330,7 @@ async def test_the_rules_engine_commands(tmp_path: Path) -> None:
 async def test_help_commands(tmp_path: Path) -> None:
     async with world(tmp_path) as (w, _):
         await w.ok("solrace --help", "Exit status")
-        for command in ("rooms", "create", "join", "quick", "watch", "resume", "bot"):
+        for command in ("rooms", "create", "join", "quick", "watch", "resume", "bot", "fetch"):
             await w.ok(f"solrace {command} --help", "--server")
         for command in ("replay", "verify", "races"):
             await w.ok(f"solrace {command} --help", f"solrace {command}")
@@ -439,6 +439,12 @@ async def test_the_terminal_client_walkthrough(tmp_path: Path) -> None:
             "foundations",
         )
         await w.ok("solrace verify r_2147d18c011a.3bda1e00", "OK: the deal was committed")
+        await w.ok(
+            "solrace fetch RACE                       # and the file is the one the server "
+            "archived",
+            f"is the race {server.url} archived",
+        )  # fmt: skip
+        await w.ok("solrace fetch r_2147d18c011a.3bda1e00", "OK: ")
 
 
 async def test_a_room_found_joined_and_watched(tmp_path: Path) -> None:
@@ -551,6 +557,8 @@ RUN_LINES = {
     "solrace replay r_2147d18c011a.3bda1e00             # interactive",
     "solrace replay r_2147 --step 40 --racer Ann --print  # one board, plain text",
     "solrace verify r_2147d18c011a.3bda1e00",
+    "solrace fetch RACE                       # and the file is the one the server archived",
+    "solrace fetch r_2147d18c011a.3bda1e00",
     "solrace create --variant klondike --option draw=3 --time-limit 10m "
     "--spectator-delay 30 --name Ann",
     "solrace rooms",

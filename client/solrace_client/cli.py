@@ -651,6 +651,58 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_NO
 
 
+def cmd_fetch(args: argparse.Namespace) -> int:
+    """The server's archived copy of a race: saved here when this computer has none,
+    else compared with the file (exit 1 where they differ)."""
+    from .archive import differences, fetch_archived, is_race_id
+    from .results import ResultNotFound, load_result, write_result
+
+    local = None
+    try:
+        local = load_result(args.race)
+    except ValueError as exc:  # a file, but not a readable result: nothing to compare
+        return _fail(str(exc))
+    except ResultNotFound as exc:
+        if not is_race_id(args.race):
+            return _fail(f"{exc}; nor is it a race id (<room>.<8 hex digits>) to fetch")
+    race = args.race if local is None else local.race
+    server = _server(args)
+    try:
+        answered, archived = asyncio.run(fetch_archived(server, race))
+    except ServerError as err:
+        if err.code == "unknown_race":
+            return _fail(
+                f"{server} has no finished race {printable(race)} (not over yet, not run "
+                "there, or its archive has expired)"
+            )
+        if err.code == "unknown_type":
+            return _fail(f"{server} keeps no archive this client can ask for (an older server)")
+        return _fail(f"the server refused: {refusal_of(err.data)}")
+    except CONNECT_ERRORS as exc:
+        return _fail(cannot_reach(", ".join(server_list(server)), exc))
+    except ConnectionError:
+        return _fail(f"{server} closed the connection before answering")
+    out = _out()
+    if local is None:
+        path = write_result(archived)
+        out.print(
+            Text(
+                f"saved race {printable(race)} as {answered} archived it, in {path}: "
+                f"solrace replay {printable(race)} · solrace verify {printable(race)}"
+            )
+        )
+        return 0
+    where = printable(str(local.path or local.race))
+    found = differences(local, archived)
+    if not found:
+        out.print(Text(f"OK: {where} is the race {answered} archived", "green"))
+        return 0
+    out.print(Text(f"FAIL: {where} is not the race {answered} archived:", "red"))
+    for difference in found:
+        out.print(Text(f"  {printable(difference)}"))
+    return EXIT_NO
+
+
 def cmd_races(args: argparse.Namespace) -> int:
     from .results import list_results, results_dir
 
@@ -833,6 +885,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("verify", "check a finished race's commitment, logs and standings", cmd_verify)
     p.add_argument("race", help="a saved race id (see `solrace races`) or a result file")
+
+    p = command(
+        "fetch",
+        "get a finished race from the server's archive, or compare a saved one with it",
+        cmd_fetch,
+    )
+    p.add_argument("race", help="a race id, a saved race (see `solrace races`) or a result file")
 
     p = command("races", "list the finished races saved on this computer", cmd_races)
     p.add_argument(

@@ -333,6 +333,11 @@ class RaceClient:
     async def list_rooms(self, variant: str | None = None) -> list[dict[str, Any]]:
         return list((await self.request("list", variant=variant))["rooms"])
 
+    async def fetch_result(self, race: str) -> dict[str, Any]:
+        """The server's archived result of finished race ``race`` (``archived``:
+        race, room, settings, deal, result); ServerError ``unknown_race`` if it has none."""
+        return await self.request("result", race=race)
+
     async def create(self, variant: str, name: str, **settings: Any) -> dict[str, Any]:
         return await self._enter("create", variant=variant, name=name, **settings)
 

@@ -1,10 +1,11 @@
 """Finished races kept on the player's machine, for ``solrace replay`` and
 ``solrace verify``.
 
-The protocol has no request that fetches a finished race: the seed, salt and every
-racer's move log are revealed once, in ``race_over`` (and in the snapshot of a finished
-room until it expires). So every client that sees a ``race_over`` — the bot and the
-terminal UI — saves it here, with the room's settings, which are needed to re-deal.
+The seed, salt and every racer's move log are revealed in ``race_over`` (and in the
+snapshot of a finished room until it expires), so every client that sees a
+``race_over`` — the bot and the terminal UI — saves it here, with the room's settings,
+which are needed to re-deal. A race this computer did not see end can be fetched from
+the server's archive (``solrace fetch``, :mod:`.archive`).
 
 A file is ``<config dir>/races/<RACE>.json``; the race id ``RACE`` is
 ``<room>.<commitment[:8]>``: the commitment differs every round, so a rematch in the
@@ -174,7 +175,7 @@ def _malformed(
     for i, standing in enumerate(standings):
         where = f"result.standings[{i}]"
         if not isinstance(standing, Mapping):
-            return f"{where} is {_short(standing)}, not a racer's standing"
+            return f"{where} is {short_json(standing)}, not a racer's standing"
         if not _whole(standing.get("racer")):
             return f"{where}.racer {_is(standing, 'racer')}, not a racer id"
         if not isinstance(standing.get("name"), str):
@@ -198,10 +199,10 @@ def _whole_or_none(value: Any) -> bool:
 
 def _is(obj: Mapping[str, Any], key: str) -> str:
     """``is missing``, or ``is <the value as in the file>``, for a message."""
-    return f"is {_short(obj[key])}" if key in obj else "is missing"
+    return f"is {short_json(obj[key])}" if key in obj else "is missing"
 
 
-def _short(value: Any, limit: int = 40) -> str:
+def short_json(value: Any, limit: int = 40) -> str:
     """``value`` as JSON writes it, cut to fit in a one-line message."""
     text = json.dumps(value, ensure_ascii=False, default=repr)
     return text if len(text) <= limit else text[: limit - 1] + "…"

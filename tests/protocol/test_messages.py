@@ -15,6 +15,7 @@ from solrace.protocol import messages as m
 from solrace.protocol.codec import decode, encode
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.errors import BadMessage, ErrorCode, MalformedFrame, ProtocolError
+from solrace.protocol.fairness import race_id
 from solrace.protocol.limits import (
     MAX_LOG_LEN,
     MAX_MOVE_LEN,
@@ -47,6 +48,8 @@ def refusal(t: str, d: dict[str, Any], request_id: int | None = 1) -> BadMessage
 EXAMPLES: list[m.ClientMessage] = [
     m.ListRooms(),
     m.ListRooms(variant="yukon"),
+    m.FetchResult(race="r_8f3k2.0123abcd"),
+    m.FetchResult(race="r_8f3k2.nocommit"),
     m.CreateRoom(variant="yukon", name="Ann"),
     m.CreateRoom(
         variant="klondike",
@@ -407,6 +410,14 @@ def build_all() -> dict[str, Envelope]:
             4, seq=3, board=samples.board_view(), status="playing", moves=4, score=15
         ),
         "pong": m.pong_reply(5, now_ms=1_764_445_200_123),
+        "archived": m.archived_reply(
+            8,
+            race=race_id("r_8f3k2", samples.COMMITMENT),
+            room="r_8f3k2",
+            settings=samples.settings(),
+            deal={"certified": True, "moves": 97, "difficulty": "easy"},
+            result=samples.result(),
+        ),
         "ok": m.ok_reply(6),
         "error": m.error_reply(BadMessage(ErrorCode.BAD_SEQ, seq=3, expected=5, request_id=7)),
         "racer_joined": m.racer_joined_event(2, samples.racer(2, "Bob")),
@@ -496,11 +507,37 @@ def test_joined_is_the_only_message_with_a_token() -> None:
         assert (samples.TOKEN.encode() in encode(envelope)) == (t == "joined"), t
 
 
-def test_only_race_over_reveals_the_seed_and_salt() -> None:
+def test_only_race_over_and_an_archived_result_reveal_the_seed_and_salt() -> None:
     for t, envelope in build_all().items():
-        has_salt = samples.SALT.encode() in encode(envelope)
-        assert has_salt == (t == "race_over"), t
-        assert ("seed" in envelope.d) == (t == "race_over")
+        reveals = t in ("race_over", "archived")
+        assert (samples.SALT.encode() in encode(envelope)) == reveals, t
+        result: Any = envelope.d.get("result", envelope.d)
+        assert ("seed" in result) == reveals, t
+
+
+def test_result_names_a_race_id_and_nothing_else() -> None:
+    """A race id is ``<room>.<8 hex digits>`` (or ``.nocommit``): no path, no other
+    case, nothing after it (the client uses it as a file name)."""
+    for race in ("r_x", "r_x.0123ABCD", "../x.0123abcd", "r_x.0123abcd.json", "r_x.012345678"):
+        err = refusal("result", {"race": race})
+        assert err.code == ErrorCode.BAD_MESSAGE and err.field == "race", race
+    assert refusal("result", {}).field == "race"
+    assert refusal("result", {"race": "r_x.0123abcd", "room": "r_x"}).field == "room"
+
+
+def test_archived_must_be_the_rooms_race_of_its_result() -> None:
+    args: dict[str, Any] = {
+        "room": "r_8f3k2",
+        "settings": samples.settings(),
+        "deal": None,
+        "result": samples.result(),
+    }
+    assert (
+        m.archived_reply(1, race=race_id("r_8f3k2", samples.COMMITMENT), **args).d["deal"] is None
+    )
+    for race in (race_id("r_other", samples.COMMITMENT), "r_8f3k2.00000000", "r_8f3k2"):
+        with pytest.raises(ValueError):
+            m.archived_reply(1, race=race, **args)
 
 
 def test_error_reply_fields() -> None:

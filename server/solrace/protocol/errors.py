@@ -89,6 +89,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_TYPE = "unknown_type"
     # Rooms and roles (error reply).
     UNKNOWN_ROOM = "unknown_room"
+    UNKNOWN_RACE = "unknown_race"
     ROOM_FULL = "room_full"
     WRONG_PHASE = "wrong_phase"
     NOT_HOST = "not_host"
@@ -126,6 +127,7 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.BAD_MESSAGE: "the message has a missing, unknown or invalid field",
     ErrorCode.UNKNOWN_TYPE: "unknown message type",
     ErrorCode.UNKNOWN_ROOM: "no such room",
+    ErrorCode.UNKNOWN_RACE: "this server has no finished race with that id",
     ErrorCode.ROOM_FULL: "the room is full",
     ErrorCode.WRONG_PHASE: "not possible in the room's current phase",
     ErrorCode.NOT_HOST: "only the room's host can do that",

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ._check import is_int_in
+from .limits import MAX_ROOM_ID_LEN
 
 SEED_BYTES: Final = 8
 SALT_BYTES: Final = 32
@@ -87,3 +88,8 @@ def race_id(room: str, commitment: str | None) -> str:
     file, ``solrace verify RACE``: the room id and the first 8 hex digits of the
     round's commitment (unique per round: every round draws a new salt)."""
     return f"{room}.{(commitment or 'nocommit')[:8]}"
+
+
+#: What :func:`race_id` makes of a room id and a commitment (or none): what a request
+#: for an archived result may name (docs/protocol.md, ``result``).
+RACE_ID: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ROOM_ID_LEN}}}\.(?:[0-9a-f]{{8}}|nocommit)")

@@ -88,6 +88,8 @@ MAX_OPTIONS: Final = 16  # entries in a create's ``options`` map
 MAX_OPTION_KEY_LEN: Final = 32
 MAX_OPTION_STR_LEN: Final = 32
 MAX_ROOM_ID_LEN: Final = 64
+#: A race id: a room id, a dot, and 8 hex digits of the round's commitment.
+MAX_RACE_ID_LEN: Final = MAX_ROOM_ID_LEN + 9
 MAX_CODE_LEN: Final = 16  # what a client may send; the server issues ROOM_CODE_LEN
 ROOM_CODE_LEN: Final = 6
 #: Room codes are typed by humans: no 0/O or 1/I to confuse.
@@ -168,6 +170,9 @@ RESUME_COST: Final = 5.0
 #: A ``list`` or ``quick``: each reads listed rooms (a per-node cache shares a listing
 #: between connections, but each reply is still built and sent).
 LISTING_COST: Final = 5.0
+#: A ``result``: it reads one archived result from the store and sends it whole (every
+#: racer's log), as large as a ``race_over``.
+RESULT_COST: Final = 5.0
 
 
 def replay_cost(events: int) -> float:

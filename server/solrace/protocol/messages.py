@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Final, Self, cast
 from ._check import is_int, is_int_in, type_name
 from .envelope import Envelope
 from .errors import BadMessage, ErrorCode, ProtocolError
-from .fairness import is_commitment
+from .fairness import RACE_ID, is_commitment, race_id
 from .limits import (
     DEFAULT_MAX_RACERS,
     DEFAULT_SPECTATOR_DELAY_S,
@@ -35,6 +35,7 @@ from .limits import (
     MAX_OPTION_KEY_LEN,
     MAX_OPTION_STR_LEN,
     MAX_OPTIONS,
+    MAX_RACE_ID_LEN,
     MAX_RACERS,
     MAX_ROOM_ID_LEN,
     MAX_ROOMS_LISTED,
@@ -68,6 +69,7 @@ from .views import (
     racers_wire,
     result_wire,
     room_summary_wire,
+    settings_wire,
     snapshot_wire,
 )
 
@@ -79,6 +81,7 @@ __all__ = [
     "UNDO",
     "ClientMessage",
     "CreateRoom",
+    "FetchResult",
     "JoinRoom",
     "Leave",
     "ListRooms",
@@ -91,6 +94,7 @@ __all__ = [
     "SetReady",
     "StartRace",
     "Watch",
+    "archived_reply",
     "board_notice",
     "countdown_event",
     "error_reply",
@@ -602,6 +606,26 @@ class Ping(_Empty):
     TYPE: ClassVar[str] = "ping"
 
 
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """``result``: the result this server archived for the finished race ``race`` (its
+    race id, ``<room>.<commitment[:8]>``). Reply: ``archived``. So a result file can be
+    compared with the server's own copy: nothing in a file vouches for itself."""
+
+    TYPE: ClassVar[str] = "result"
+    FIELDS: ClassVar[frozenset[str]] = frozenset({"race"})
+    race: str
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, object]) -> Self:
+        f = _Fields(cls.TYPE, d, cls.FIELDS)
+        race = f.text("race", MAX_RACE_ID_LEN)
+        return cls(race=f.matching("race", race, RACE_ID, "a race id (<room>.<8 hex digits>)"))
+
+    def to_data(self) -> dict[str, object]:
+        return {"race": self.race}
+
+
 ClientMessage = (
     ListRooms
     | CreateRoom
@@ -616,6 +640,7 @@ ClientMessage = (
     | Leave
     | Rematch
     | Ping
+    | FetchResult
 )
 
 #: Request type → validator. The keys are exactly the client message types of v1.
@@ -635,6 +660,7 @@ CLIENT_MESSAGES: Final[Mapping[str, Callable[[Mapping[str, object]], ClientMessa
         Leave,
         Rematch,
         Ping,
+        FetchResult,
     )
 }
 
@@ -660,7 +686,9 @@ def request(message: ClientMessage, request_id: int | None = None) -> Envelope:
 
 
 # ====================================================================== server → client
-REPLY_TYPES: Final = frozenset({"rooms", "joined", "watching", "moved", "pong", "ok", "error"})
+REPLY_TYPES: Final = frozenset(
+    {"rooms", "joined", "watching", "moved", "pong", "ok", "error", "archived"}
+)
 EVENT_TYPES: Final = frozenset(EventType)
 NOTICE_TYPES: Final = frozenset({"board", "resync"})
 
@@ -689,6 +717,31 @@ def rooms_reply(request_id: int | None, rooms: Sequence[RoomSummary]) -> Envelop
         raise ValueError(f"rooms: at most {MAX_ROOMS_LISTED}, got {len(rooms)}")
     listed = [room_summary_wire(r, f"rooms[{i}]") for i, r in enumerate(rooms)]
     return Envelope("rooms", id=request_id, d={"rooms": listed})
+
+
+def archived_reply(
+    request_id: int | None,
+    *,
+    race: str,
+    room: str,
+    settings: Mapping[str, object],
+    deal: Mapping[str, object] | None,
+    result: RaceResult,
+) -> Envelope:
+    """``archived``: the result the server saved when race ``race`` ended — the only
+    reply besides a finished room's snapshot that carries a seed, and only of a race
+    that is over. The room's code is left out: it may still open the room."""
+    wire = result_wire(result)
+    if _ROOM_ID.fullmatch(room) is None or race != race_id(room, str(wire["commitment"])):
+        raise ValueError(f"archived: race {race!r} must be room {room!r}'s race of this result")
+    d: dict[str, object] = {
+        "race": race,
+        "room": room,
+        "settings": settings_wire(settings),
+        "deal": None if deal is None else deal_wire(deal),
+        "result": wire,
+    }
+    return Envelope("archived", id=request_id, d=d)
 
 
 def joined_reply(

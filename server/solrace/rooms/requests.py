@@ -15,8 +15,10 @@ from typing import Any
 from solrace.protocol import BadMessage, ErrorCode
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.errors import RETRY_MOVE_MS, RETRY_STORE_MS
+from solrace.protocol.limits import RESULT_COST
 from solrace.protocol.messages import (
     CreateRoom,
+    FetchResult,
     JoinRoom,
     Leave,
     ListRooms,
@@ -29,6 +31,7 @@ from solrace.protocol.messages import (
     SetReady,
     StartRace,
     Watch,
+    archived_reply,
     error_reply,
     ok_reply,
     parse_client_message,
@@ -42,6 +45,7 @@ from . import lobby, moves
 from .counters import Defect
 from .node import Node, refuse
 from .peer import Peer
+from .records import unpack
 
 log = logging.getLogger("solrace.requests")
 
@@ -59,6 +63,26 @@ async def _ping(node: Node, peer: Peer, msg: Ping, request_id: int | None) -> No
 async def _list(node: Node, peer: Peer, msg: ListRooms, request_id: int | None) -> None:
     rooms = await lobby.list_rooms(node, peer, msg.variant)
     peer.send(rooms_reply(request_id, rooms))
+
+
+async def _result(node: Node, peer: Peer, msg: FetchResult, request_id: int | None) -> None:
+    """The result the node archived when the race ended (Node._archive), as it was
+    saved: the race's own word, to compare a result file with (docs/client.md,
+    "fetch"). Works in every connection state, like ``list``."""
+    peer.charge(RESULT_COST)
+    stored = await node.store.load_result(msg.race)
+    if stored is None:  # never archived here, expired (--keep-results), or made up
+        raise BadMessage(ErrorCode.UNKNOWN_RACE, field="race")
+    record = unpack(stored)
+    reply = archived_reply(
+        request_id,
+        race=msg.race,
+        room=record["room"],
+        settings=record["settings"],
+        deal=record.get("deal"),
+        result=record["result"],
+    )
+    peer.send(reply)
 
 
 def _entering(
@@ -104,6 +128,7 @@ HANDLERS: dict[type, Handler] = {
     PlayMove: _move,
     Ping: _ping,
     ListRooms: _list,
+    FetchResult: _result,
     CreateRoom: _entering(lobby.create),
     JoinRoom: _entering(lobby.join),
     QuickRace: _entering(lobby.quick),
