@@ -485,6 +485,8 @@ async def test_rooms_opened_by_connections_that_hang_up_are_counted_by_address(
         assert (reply.t, reply.d["code"]) == ("error", "too_many_rooms"), reply.d
         assert 0 < int(reply.d["retry_after_ms"]) <= 20_000  # one room per 20 s
         assert reply.d["message"].startswith("your address has opened too many rooms")
+    _, metrics = await _get(server.url, "/metrics")  # an operator sees the refusals
+    assert 'solrace_requests_refused_total{code="too_many_rooms"} 2.0' in metrics
     ann = await _open(server.url, "203.0.113.6")  # another client: a room of its own
     assert (await _ask(ann, 1, "quick", variant="yukon", name="Ann")).t == "joined"
     bob = await _open(server.url, "203.0.113.5")  # joining opens none: still welcome

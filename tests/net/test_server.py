@@ -18,7 +18,7 @@ import redis.asyncio
 from solrace.net.admission import REFUSAL_REASONS
 from solrace.net.server import HEALTHZ_PING_TIMEOUT_S, RaceServer
 from solrace.protocol.errors import BAD_INPUT_CLOSES
-from solrace.rooms.counters import MOVE_REFUSALS, Defect
+from solrace.rooms.counters import MOVE_REFUSALS, REQUEST_REFUSALS, Defect
 from solrace.rooms.node import LEASE_RENEW_S, Node
 from solrace.store import Store
 from solrace_client import RaceClient
@@ -191,12 +191,14 @@ async def test_every_known_label_is_exported_at_zero_from_the_start(
     _, metrics = await asyncio.to_thread(_get, embedded_server.http + "/metrics")
     expected = [
         *(f'solrace_moves_refused_total{{reason="{r}"}} 0.0' for r in MOVE_REFUSALS),
+        *(f'solrace_requests_refused_total{{code="{c}"}} 0.0' for c in REQUEST_REFUSALS),
         *(f'solrace_defects_total{{where="{w}"}} 0.0' for w in Defect),
         *(f'solrace_protocol_closes_total{{code="{int(c)}"}} 0.0' for c in BAD_INPUT_CLOSES),
         *(f'solrace_connections_refused_total{{reason="{r}"}} 0.0' for r in REFUSAL_REASONS),
     ]
     assert [line for line in expected if line not in metrics.splitlines()] == []
     assert 'reason="unavailable"' in metrics and 'reason="server_full"' in metrics
+    assert 'code="too_many_rooms"' in metrics and 'code="bad_frame"' not in metrics
     assert 'where="tick"' in metrics and 'code="1008"' in metrics
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from solrace.protocol import race_id
 from solrace.protocol.limits import RESULT_COST
+from solrace.rooms.counters import Tally
 
 from tests.support.race import archived_result
 
@@ -56,4 +57,7 @@ async def test_result_of_a_race_nobody_archived_is_unknown_race(backend: Backend
         reply = await asker.ask("result", race=bad)
         assert reply.t == "error" and reply.d["code"] == "bad_message", reply.d
     assert asker.take_work() == 3 * RESULT_COST
+    counted = node.metrics
+    assert isinstance(counted, Tally)
+    assert counted.requests_refused_by_code() == {"unknown_race": 3, "bad_message": 5}
     assert (await asker.ask("ping")).t == "pong"

@@ -19,7 +19,7 @@ from prometheus_client import (
 
 from solrace.protocol.errors import BAD_INPUT_CLOSES
 from solrace.protocol.views import Phase
-from solrace.rooms.counters import MOVE_REFUSALS, Defect
+from solrace.rooms.counters import MOVE_REFUSALS, REQUEST_REFUSALS, Defect
 
 from .admission import REFUSAL_REASONS
 
@@ -62,6 +62,12 @@ class Metrics:
         )
         self.moves_refused = Counter(
             "solrace_moves_refused", "Moves refused", ["reason"], registry=r
+        )
+        self.requests_refused = Counter(
+            "solrace_requests_refused",
+            "Requests answered with an error, by code (moves included)",
+            ["code"],
+            registry=r,
         )
         self.move_latency = Histogram(
             "solrace_move_latency_seconds",
@@ -123,6 +129,8 @@ class Metrics:
         # alert on a kind of refusal has a series before the first one happens.
         for reason in MOVE_REFUSALS:
             self.moves_refused.labels(reason)
+        for refusal in REQUEST_REFUSALS:
+            self.requests_refused.labels(refusal)
         for where in Defect:
             self.defects.labels(where)
         for code in BAD_INPUT_CLOSES:

@@ -41,6 +41,22 @@ MOVE_REFUSALS: Final = (
 )
 
 
+#: The ``code`` labels of ``solrace_requests_refused_total``: every code a request is
+#: answered ``error`` with (the others close the connection or refuse a handshake).
+REQUEST_REFUSALS: Final = tuple(
+    code
+    for code in ErrorCode
+    if code
+    not in (
+        ErrorCode.BAD_FRAME,
+        ErrorCode.TOO_LARGE,
+        ErrorCode.UNSUPPORTED_VERSION,
+        ErrorCode.SERVER_FULL,
+        ErrorCode.TOO_MANY_CONNECTIONS,
+    )
+)
+
+
 class Count(Protocol):
     def inc(self, amount: float = 1) -> None: ...
 
@@ -64,6 +80,9 @@ class RoomMetrics(Protocol):
 
     @property
     def moves_refused(self) -> LabelledCount: ...
+
+    @property
+    def requests_refused(self) -> LabelledCount: ...
 
     @property
     def moves_retried(self) -> Count: ...
@@ -115,6 +134,7 @@ class Tally:
         self.races_started = _Number()
         self.moves_accepted = _Number()
         self.moves_refused = _ByLabel()
+        self.requests_refused = _ByLabel()
         self.moves_retried = _Number()
         self.finishes_floored = _Number()
         self.finishes_unreplicated = _Number()
@@ -126,5 +146,9 @@ class Tally:
         """Refused moves by reason, e.g. ``{"bad_seq": 2}``."""
         return _Bag({k[0]: int(v.value) for k, v in self.moves_refused.values.items()})
 
+    def requests_refused_by_code(self) -> _Bag[str]:
+        """Requests answered ``error``, by code, e.g. ``{"too_many_rooms": 1}``."""
+        return _Bag({k[0]: int(v.value) for k, v in self.requests_refused.values.items()})
 
-__all__ = ["Defect", "RoomMetrics", "Tally"]
+
+__all__ = ["MOVE_REFUSALS", "REQUEST_REFUSALS", "Defect", "RoomMetrics", "Tally"]

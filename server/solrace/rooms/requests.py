@@ -151,17 +151,25 @@ async def handle(node: Node, peer: Peer, envelope: Envelope) -> None:
             raise BadMessage(ErrorCode.UNAVAILABLE, "server draining", retry_after_ms=RETRY_MOVE_MS)
         await HANDLERS[type(message)](node, peer, message, request_id)
     except BadMessage as err:
-        peer.send(error_reply(err, request_id))
+        _refuse(node, peer, err, request_id)
     except RaceError as err:
-        peer.send(error_reply(refuse(err), request_id))
+        _refuse(node, peer, refuse(err), request_id)
     except StoreUnavailable:
         log.warning("store unavailable", extra=peer.ids())
         unavailable = BadMessage(ErrorCode.UNAVAILABLE, retry_after_ms=RETRY_STORE_MS)
-        peer.send(error_reply(unavailable, request_id))
+        _refuse(node, peer, unavailable, request_id)
     except Exception:
         log.exception("internal error", extra=peer.ids())
         node.metrics.defects.labels(Defect.REQUEST).inc()
-        peer.send(error_reply(BadMessage(ErrorCode.INTERNAL), request_id))
+        _refuse(node, peer, BadMessage(ErrorCode.INTERNAL), request_id)
+
+
+def _refuse(node: Node, peer: Peer, err: BadMessage, request_id: int | None) -> None:
+    """Answer ``error``, counted by code (solrace_requests_refused_total): how an
+    operator sees addresses held at their room limit (too_many_rooms), clients that
+    keep sending bad messages, or an outage's unavailable replies."""
+    node.metrics.requests_refused.labels(err.code).inc()
+    peer.send(error_reply(err, request_id))
 
 
 __all__ = ["HANDLERS", "handle"]
