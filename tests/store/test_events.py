@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from solrace.store import Store, VersionConflict
+from solrace.store import HeadLost, Store, VersionConflict
 
 from .conftest import pairs, triples
 
@@ -134,11 +134,66 @@ async def test_heads_leaves_out_a_room_whose_keys_redis_refuses_to_read(store: S
     await store.append_event("r", b"join")
     await store.append_event("broken", b"join")
     redis = store._redis  # the keys as another program could leave them
-    await redis.delete(store.keys.room("broken").ver)
-    await redis.rpush(store.keys.room("broken").ver, "not a string")
+    await redis.delete(store.keys.room("broken").events)
+    await redis.rpush(store.keys.room("broken").events, "not a stream")
     chain = (await store.events_since("r", 0))[0].chain
     assert await store.heads(["r", "broken"]) == {"r": (1, chain)}
     assert await store.heads(["broken"]) == {}
+
+
+@pytest.mark.parametrize("lost", ["ver", "chain", "both", "ver behind"])
+async def test_a_version_or_chain_key_lost_alone_is_restored_by_the_next_move(
+    store: Store, lost: str
+) -> None:
+    """Redis can lose the version or the chain key alone, the stream whole (a
+    maxmemory-policy that evicts keys). Without its version, every append tried id
+    0-1 on a stream at 3 and failed, for ever; without its chain, the next event was
+    stored with no link. The move is stored at the next version, linked to the last
+    event, the keys are restored, and the reply says what was lost (an announced
+    loss); the move after it says nothing."""
+    for i in range(3):
+        await store.append_move("r", "a", i, b"m", b"progress", round_no=1)
+    before = await store.events_since("r", 0)
+    rk = store.keys.room("r")
+    raw = store._redis
+    if lost in ("ver", "both"):
+        await raw.delete(rk.ver)
+    if lost in ("chain", "both"):
+        await raw.delete(rk.chain)
+    if lost == "ver behind":
+        await raw.set(rk.ver, 1)
+    assert await store.heads(["r"]) == {"r": (3, before[-1].chain)}  # read from the stream
+    moved = await store.append_move("r", "a", 3, b"m", b"progress", round_no=1)
+    assert moved.accepted and moved.version == 4
+    said = {"ver": ["version"], "chain": ["chain"], "both": ["version", "chain"]}
+    for key in said.get(lost, ["version"]):
+        assert f"its {key} key" in moved.head_lost, moved.head_lost
+    (event,) = await store.events_since("r", 3)
+    assert (event.version, event.prev) == (4, before[-1].chain)
+    assert await store.version("r") == 4
+    assert await store.heads(["r"]) == {"r": (4, event.chain)}
+    again = await store.append_move("r", "a", 4, b"m", b"progress", round_no=1)
+    assert again.accepted and again.version == 5 and again.head_lost == ""
+
+
+async def test_a_decision_on_a_lost_version_key_restores_it_and_appends_nothing(
+    store: Store,
+) -> None:
+    """Read as version 0, a lost version key conflicted with every decision, for ever.
+    The append restores it from the stream and says so (HeadLost, a VersionConflict
+    at the right version), writing no event: the caller announces the loss, then
+    decides again, and that append is stored."""
+    for i in range(3):
+        await store.append_event("r", f"e{i}".encode())
+    await store._redis.set(store.keys.room("r").meta, b"meta")
+    await store.expire_room("r", 3600, unlist=False)
+    await store._redis.delete(store.keys.room("r").ver)
+    with pytest.raises(HeadLost) as lost:
+        await store.append_event("r", b"decision", expected_version=3)
+    assert lost.value.current_version == 3 and "version key" in lost.value.what
+    assert len(await store.events_since("r", 0)) == 3
+    assert 0 < await store._redis.pttl(store.keys.room("r").ver) <= 3600 * 1000
+    assert await store.append_event("r", b"decision", expected_version=3) == 4
 
 
 async def test_a_rewound_stream_breaks_the_link(store: Store) -> None:

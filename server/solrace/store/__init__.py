@@ -14,7 +14,14 @@ from __future__ import annotations
 import hashlib
 
 from ._cluster import CLUSTER_SCHEMES, parse_cluster_url
-from .errors import CodeTaken, StoreError, StoreForbidden, StoreUnavailable, VersionConflict
+from .errors import (
+    CodeTaken,
+    HeadLost,
+    StoreError,
+    StoreForbidden,
+    StoreUnavailable,
+    VersionConflict,
+)
 from .keys import Keys, RoomKeys
 from .store import Finish, Listing, MoveAppend, Store, StoredEvent
 
@@ -22,6 +29,7 @@ __all__ = [
     "CLUSTER_SCHEMES",
     "CodeTaken",
     "Finish",
+    "HeadLost",
     "Keys",
     "Listing",
     "MoveAppend",

@@ -10,7 +10,14 @@ they are bugs in the caller, not conditions to handle at run time.
 
 from __future__ import annotations
 
-__all__ = ["CodeTaken", "StoreError", "StoreForbidden", "StoreUnavailable", "VersionConflict"]
+__all__ = [
+    "CodeTaken",
+    "HeadLost",
+    "StoreError",
+    "StoreForbidden",
+    "StoreUnavailable",
+    "VersionConflict",
+]
 
 
 class StoreError(Exception):
@@ -28,6 +35,19 @@ class VersionConflict(StoreError):
         self.current_version = current_version
         self.expected_version = expected_version
         super().__init__(f"room is at version {current_version}, expected {expected_version}")
+
+
+class HeadLost(VersionConflict):
+    """Redis had lost the room's version or chain key alone, its event stream whole
+    (a ``maxmemory-policy`` that evicts keys): the append restored them from the
+    stream and appended nothing. ``what`` says what was lost. A lost write, which the
+    caller announces (docs/store.md, "Lost writes") before it decides again: read as
+    version 0, a lost version key conflicted with every decision for ever.
+    """
+
+    def __init__(self, current_version: int, expected_version: int | None, what: str) -> None:
+        super().__init__(current_version, expected_version)
+        self.what = what
 
 
 class CodeTaken(StoreError):

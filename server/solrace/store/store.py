@@ -50,7 +50,14 @@ from ._lua import (
 )
 from ._resp import speed_up
 from .embedded import EmbeddedEngine
-from .errors import CodeTaken, StoreError, StoreForbidden, StoreUnavailable, VersionConflict
+from .errors import (
+    CodeTaken,
+    HeadLost,
+    StoreError,
+    StoreForbidden,
+    StoreUnavailable,
+    VersionConflict,
+)
 from .keys import Keys
 from .probe import AccessRefused, access_refused
 
@@ -131,6 +138,9 @@ class MoveAppend:
     #: replicas held it when it was answered (0: none within REPLICA_WAIT_MS, so a
     #: failover now could lose it). None when there was no replica to ask.
     replicas: int | None = None
+    #: Accepted after restoring the room's version or chain key from its stream:
+    #: what Redis had lost ("" if nothing), a lost write the caller announces.
+    head_lost: str = ""
 
     @property
     def finished_version(self) -> int | None:
@@ -869,6 +879,9 @@ class Store:
         With ``expected_version``, the append happens only if the room is still at
         that version, else VersionConflict(current) and nothing is written: two nodes
         deciding from the same state (both start the countdown) cannot both win.
+        If Redis had lost the room's version or chain key (its stream whole), they are
+        restored from the stream and :class:`HeadLost` (a VersionConflict) says what
+        was lost, nothing appended: announce it, then decide again.
         With ``ends_round`` (the event is that round's ``race_over``), the same atomic
         step closes the round: :meth:`append_move` refuses its moves from then on.
         With ``token`` (racer id, the SHA-256 hex of its token — never the token
@@ -904,6 +917,8 @@ class Store:
         args = (expected, event, _event_id(), ends, racer, digest, ttl, closed_log)
         reply = await self._eval(APPEND_EVENT, keys, args)
         ok, version = int(reply[0]), int(reply[1])
+        if not ok and len(reply) > 2:
+            raise HeadLost(version, expected_version, _as_text(reply[2]))
         if not ok:
             raise VersionConflict(version, expected_version)
         return version
@@ -1134,9 +1149,17 @@ class Store:
                 race_over=refusal == 1,
                 log_closed=refusal == 2,
             )
-        prev, chain, after = (_as_text(x) for x in reply[4:7])
+        prev, chain, after, lost = (_as_text(x) for x in (*reply[4:7], reply[9]))
         placed = place if finish is not None else None
-        return MoveAppend(True, length, version, placed, (prev, chain, after), replicas=replicas)
+        return MoveAppend(
+            True,
+            length,
+            version,
+            placed,
+            (prev, chain, after),
+            replicas=replicas,
+            head_lost=lost,
+        )
 
     async def move_log(self, room_id: str, log_name: str, start: int = 0) -> list[bytes]:
         """The entries of a move log from index ``start`` on, in order: replay them to
@@ -1201,6 +1224,12 @@ class Store:
         second) — which must be announced, never papered over. A higher version is
         checked link by link as the node folds the new events.
 
+        Both are read from the stream's last entry, not from the version and chain
+        keys that cache it for appends: those can be lost alone (evicted), which the
+        next append restores and reports (``HeadLost``, ``MoveAppend.head_lost``);
+        read here, a lost version key read as version 0 was taken for the room
+        rewound, rebuilt and announced every second until a write restored it.
+
         A room whose read Redis refuses is left out (the pipeline's connection
         failing is still :class:`StoreUnavailable`): one room's slot left open by an
         interrupted reshard on a Cluster failed every node's check of every room it
@@ -1214,17 +1243,14 @@ class Store:
         with redis_errors():
             pipe = self._redis.pipeline(transaction=False)
             for room_id in rooms:
-                rk = self.keys.room(room_id)
-                pipe.get(rk.ver)
-                pipe.get(rk.chain)
+                pipe.xrevrange(self.keys.room(room_id).events, count=1)
             replies = await pipe.execute(raise_on_error=False)
         heads: dict[str, tuple[int, str]] = {}
-        for i, room_id in enumerate(rooms):
-            ver, chain = replies[2 * i], replies[2 * i + 1]
-            if isinstance(ver, Exception) or isinstance(chain, Exception):
+        for room_id, top in zip(rooms, replies, strict=True):
+            if isinstance(top, Exception):
                 continue  # this room's slot (or keys) in trouble, not the store
-            link = "" if chain is None else _as_text(chain)
-            heads[room_id] = (0 if ver is None else int(ver), link)
+            last = _entry_of(*top[0]) if top else StoredEvent(0, b"")
+            heads[room_id] = (last.version, last.chain)
         return heads
 
     # -- tokens --------------------------------------------------------------------

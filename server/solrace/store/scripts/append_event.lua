@@ -17,9 +17,20 @@
 --   the event ends that racer's race (resigned, timed out, gone past the grace), and
 --   from the same atomic step on append_move refuses that log's moves — whatever the
 --   appending node's copy of the room says (docs/store.md, "Closed logs").
--- Returns {1, new_version} or {0, current_version} (conflict: nothing written).
+-- Returns {1, new_version} or {0, current_version} (conflict: nothing written), or
+-- {0, current_version, what was lost} when the room's version or chain key was lost
+-- (restore_head, lib.lua): they are restored from the stream, the event is not
+-- appended, and the caller announces the loss and decides again. Checked on every
+-- room-level event (they are rare), before the compare: a lost version key read as
+-- version 0 conflicted with every decision, which the node took for its writes lost,
+-- and rebuilt the room, and tried again, as often as it was allowed.
 -- The appending node folds the event from the stream afterwards, links and all.
+local lost = restore_head(KEYS[2], KEYS[3], KEYS[4])
 local current = tonumber(redis.call('GET', KEYS[2]) or '0')
+if lost ~= '' then
+  inherit_ttl(KEYS[1], {KEYS[2], KEYS[4]})
+  return {0, current, lost}
+end
 if ARGV[1] ~= '' and tonumber(ARGV[1]) ~= current then
   return {0, current}
 end

@@ -28,7 +28,9 @@
 --          place (0 if none), the id of the event before the progress event, the
 --          progress event's id, the finished event's id ('' where none),
 --          the finish-time floor (0 unless refused for it), 1 if refused because
---          the race is over, 2 if because the log is closed (else 0)}.
+--          the race is over, 2 if because the log is closed (else 0),
+--          what Redis had lost of the room's version and chain keys, restored from
+--          the stream before the append ('' if nothing: lib.lua, restore_head)}.
 -- A finished event, when written, is version + 1.
 local len = redis.call('LLEN', KEYS[5])
 if tonumber(redis.call('GET', KEYS[7]) or '0') >= tonumber(ARGV[6]) then
@@ -57,7 +59,7 @@ if #KEYS >= 10 then
     return redis.error_reply('append_move: no finished event for place ' .. place)
   end
 end
-local v, prev, chain = append_event(KEYS[2], KEYS[3], KEYS[6], ARGV[3], ARGV[4])
+local v, prev, chain, lost = append_event(KEYS[2], KEYS[3], KEYS[6], ARGV[3], ARGV[4])
 local after_finished = ''
 len = redis.call('RPUSH', KEYS[5], ARGV[2])
 local written = {KEYS[2], KEYS[3], KEYS[5], KEYS[6]}
@@ -79,4 +81,4 @@ if finished ~= nil then
   _v, _p, after_finished = append_event(KEYS[2], KEYS[3], KEYS[6], finished, ARGV[5])
 end
 inherit_ttl(KEYS[1], written)
-return {1, len, v, place, prev, chain, after_finished, 0, 0}
+return {1, len, v, place, prev, chain, after_finished, 0, 0, lost}
