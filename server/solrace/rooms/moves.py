@@ -277,5 +277,9 @@ async def _after_move(
         finished = events.finished(racer, place, at, counts).but(at=progress.at)
         await node.ingest(room, version + 1, finished, (after_progress, after_finished))
         log.info("racer finished", extra={"room": room.room_id, "racer": racer, "place": place})
+    if result.head_lost:
+        # Stored, after the store restored the room's version or chain key that Redis
+        # had lost: a lost write, announced like any other.
+        await node.lost_writes(room, result.head_lost)
     if progress.d["status"] != RacerStatus.PLAYING:
         await node.tick(room)

@@ -29,7 +29,7 @@ from solrace.race import decisions as decide_
 from solrace.race.events import EventType, RoomEvent
 from solrace.race.fairness import round_salt
 from solrace.store import Store, StoredEvent
-from solrace.store.errors import StoreUnavailable, VersionConflict
+from solrace.store.errors import HeadLost, StoreUnavailable, VersionConflict
 
 from . import certify, listing, spectators
 from .counters import Defect, RoomMetrics, Tally
@@ -640,22 +640,32 @@ class Node:
             await self._resync_locked(room, what)
 
     async def _resync_locked(self, room: LiveRoom, what: str) -> None:
+        if room.rebuilding:
+            # Called again from within the rebuild (it folds what Redis holds, and
+            # announces it once): a rebuild that re-checked the history it was
+            # folding found a stored break again and rebuilt again, without end —
+            # RecursionError, 20,000 log lines in 5 s (an audit: a lost chain key).
+            return
         before = room.state.version
         log.error(
             "Redis lost acknowledged writes: resynchronising clients",
             extra={"room": room.room_id, "version": before, "detail": what},
         )
         self.metrics.lost_writes.inc()
-        # Read before the fold is forgotten: if Redis fails the read, the room stays
-        # as its clients saw it, and the tail or the room check that found the loss
-        # finds it again. Forgotten first, a later sync folded the whole history
-        # again as live events, and no client was told to resynchronise.
-        entries = await self.store.events_since(room.room_id, 0)
-        if not entries and await self.store.load_meta(room.room_id) is None:
-            self._room_gone(room)
-            return
-        room.reset()
-        await self._fold_entries(room, entries, live=False)
+        room.rebuilding = True
+        try:
+            # Read before the fold is forgotten: if Redis fails the read, the room
+            # stays as its clients saw it, and the tail or the room check that found
+            # the loss finds it again. Forgotten first, a later sync folded the whole
+            # history again as live events, and no client was told to resynchronise.
+            entries = await self.store.events_since(room.room_id, 0)
+            if not entries and await self.store.load_meta(room.room_id) is None:
+                self._room_gone(room)
+                return
+            room.reset()
+            await self._fold_entries(room, entries, live=False)
+        finally:
+            room.rebuilding = False
         after = room.state.version
         lost = max(0, before - after)
         message = (
@@ -744,7 +754,7 @@ class Node:
 
     async def sync_locked(self, room: LiveRoom, live: bool = True) -> None:
         """Fold what the store has beyond the folded version. ``live`` False folds
-        without fanning out (a rebuild after lost writes)."""
+        without fanning out or checking links (a rebuild after lost writes)."""
         entries = await self.store.events_since(room.room_id, room.state.version)
         await self._fold_entries(room, entries, live)
 
@@ -781,9 +791,12 @@ class Node:
         live: bool = True,
     ) -> bool:
         """Fold one stored event; False if, instead, the room had to be rebuilt
-        because the event does not follow the one folded before it."""
+        because the event does not follow the one folded before it. A rebuild
+        (``live`` False) folds what Redis holds as it is: its links are not checked
+        against the state the node is rebuilding, which a break stored in the history
+        (an event appended after Redis lost the chain key) would fail again."""
         prev, chain = links
-        if version == room.state.version + 1 and chain and prev != room.chain:
+        if live and version == room.state.version + 1 and chain and prev != room.chain:
             # Redis no longer holds the event this node folded last: it lost writes,
             # and this version now names another event.
             await self._resync_locked(room, f"event {room.state.version} is not the one delivered")
@@ -973,6 +986,12 @@ class Node:
                         racer_token = None  # with the first event only
                         expected += 1
                         _log_decision(room, ev)
+                except HeadLost as lost:
+                    # Redis had lost the room's version or chain key; the append
+                    # restored them from the stream and wrote nothing: say so, and
+                    # decide again on what Redis now holds.
+                    await self._resync_locked(room, lost.what)
+                    continue
                 except VersionConflict as conflict:
                     current = conflict.current_version
                     if current == 0 and room.expiring():

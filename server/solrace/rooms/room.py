@@ -64,6 +64,9 @@ class LiveRoom:
         #: event must link to it, and Redis must still hold it at ``state.version``,
         #: or Redis lost writes this node delivered (Node.check_rooms).
         self.chain = ""
+        #: The node is rebuilding the room from Redis (Node._resync_locked): a loss
+        #: found meanwhile is the one being rebuilt from, not another.
+        self.rebuilding = False
         #: This node is in the room's set of serving nodes (Node.join_room).
         self.joined = False
         #: Another node serves the room too, so this node tails its stream for their
