@@ -1157,3 +1157,54 @@ async def test_one_rooms_failing_timer_never_re_arms_another_rooms_grace(
     assert not [f for f in stuck.ann.frames if f.t == "racer_left"]
     clock.advance(decisions.DISCONNECT_GRACE_MS / 1000 + 1, node)
     await stuck.ann.until(lambda f: f.t == "racer_left", timeout=5)
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+async def test_two_resumes_at_once_leave_the_racer_one_connection_and_its_grace(
+    backend: Backend, nodes: int
+) -> None:
+    """A fuzzing audit: two connections resuming one racer in the same millisecond
+    were both answered ``joined``, then the old one and both new ones were closed
+    ``replaced`` (each online event closed whichever connection was attached, though it
+    was the other's, newer): nobody held the racer, the room said it was online, and its
+    grace never began — the race waited for it until its time limit. The later online
+    event in the stream holds the racer, on every node."""
+    ann, bob = await _race(backend)
+    token = (await ann.until(lambda f: f.t == "joined")).d["token"]
+    room = ann.room
+    assert room is not None
+    second = await backend.node() if nodes == 2 else ann.node
+    first, other = FakePeer(ann.node), FakePeer(second)
+    replies = await asyncio.gather(
+        first.ask("resume", room=room.room_id, token=token),
+        other.ask("resume", room=room.room_id, token=token),
+    )
+    assert [r.t for r in replies] == ["joined", "joined"], [r.d for r in replies]
+    await ann.until(lambda f: ann.closed)
+
+    def holder() -> str | None:
+        member = room.state.racers[1]
+        return member.conn if member.online else None
+
+    def online_events() -> int:
+        return sum(
+            1 for f in bob.frames if f.t == "presence" and f.d == {"racer": 1, "online": True}
+        )
+
+    async with asyncio.timeout(10):  # both online events folded (Bob is on Ann's node)
+        while online_events() < 2 or all(not p.closed for p in (first, other)):
+            assert not (first.closed and other.closed), "nobody holds the racer"
+            await asyncio.sleep(0.01)
+    assert not (first.closed and other.closed), "nobody holds the racer"
+    (kept,) = [p for p in (first, other) if not p.closed]
+    (gone,) = [p for p in (first, other) if p.closed]
+    assert gone.closes == [(1000, CloseReason.REPLACED)]
+    async with asyncio.timeout(10):
+        while holder() != kept.conn_id:
+            await asyncio.sleep(0.01)
+    move = winning_moves(SOLVABLE_SECRET)[0]
+    assert (await kept.ask("move", seq=0, move=move)).t == "moved"
+    # The racer's one connection hangs up: it is offline, so its grace runs.
+    await lobby.disconnected(kept.node, kept)
+    seen = await bob.until(lambda f: f.t == "presence" and f.d["online"] is False)
+    assert seen.d["racer"] == 1

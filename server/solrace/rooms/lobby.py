@@ -247,10 +247,14 @@ async def _enter_as_racer(
     token: str,
     request_id: int | None,
     since: int | None,
+    *,
+    resumed: bool = False,
 ) -> None:
     """Send ``joined`` (snapshot at the folded version), then the events missed
     since ``since``, then attach the peer for live events — all under the room
-    lock, so no live event can slip in between."""
+    lock, so no live event can slip in between. ``resumed``: the racer's online event
+    is stored next (Node._presence_folded: until this node folds it, the peer holds
+    the racer against the online events before it)."""
     async with room.lock:
         await node.join_room(room)
         await node.sync_locked(room)
@@ -270,11 +274,14 @@ async def _enter_as_racer(
         for frame in replay:
             peer.send_bytes(frame)
         _attach_racer(node, peer, room, racer)
+        if resumed:
+            room.awaiting_online.add(peer.conn_id)
 
 
 def _attach_racer(node: Node, peer: Peer, room: LiveRoom, racer: int) -> None:
     old = room.racers.get(racer)
     if old is not None and old is not peer:
+        room.awaiting_online.discard(old.conn_id)
         old.detach()
         old.close_later(CloseCode.NORMAL, CloseReason.REPLACED)
     room.racers[racer] = peer
@@ -330,7 +337,9 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     if not again:
         room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
     peer.charge(RESUME_COST)
-    await _enter_as_racer(node, peer, room, racer, msg.token, request_id, msg.since)
+    await _enter_as_racer(
+        node, peer, room, racer, msg.token, request_id, msg.since, resumed=not again
+    )
     if again:
         return
     log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
@@ -480,6 +489,7 @@ async def disconnected(node: Node, peer: Peer) -> None:
     if racer is None:
         room.spectators.discard(peer)
         return
+    room.awaiting_online.discard(peer.conn_id)
     if room.racers.get(racer) is not peer:
         return
     del room.racers[racer]

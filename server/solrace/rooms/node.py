@@ -875,7 +875,14 @@ class Node:
         if peer is None or conn is None:
             return
         if event.d["online"]:
-            self._replaced(room, racer, conn)
+            if peer.conn_id == conn:
+                room.awaiting_online.discard(conn)
+            elif peer.conn_id not in room.awaiting_online:
+                self._replaced(room, racer, conn)
+            # else: ``peer`` resumed here after ``conn`` did, and its own online event
+            # comes later in the stream: it holds the racer. Closed here, two resumes at
+            # once left nobody holding it, the room saying it was online, its grace
+            # never begun (a fuzzing audit: the race waited for its time limit).
         elif peer.conn_id == conn and not peer.closed:
             # Marked offline while connected here (a lease lost in a Redis outage):
             # say again that the racer is here, before its grace can run out.
@@ -900,6 +907,7 @@ class Node:
         connection here, if any, so two windows never play one racer."""
         peer = room.racers.get(racer)
         if peer is not None and peer.conn_id != conn:
+            room.awaiting_online.discard(peer.conn_id)
             del room.racers[racer]
             room.games.pop(racer, None)
             peer.detach()
