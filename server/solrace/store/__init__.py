@@ -19,6 +19,7 @@ from .errors import (
     HeadLost,
     StoreError,
     StoreForbidden,
+    StoreRefusing,
     StoreUnavailable,
     VersionConflict,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreForbidden",
+    "StoreRefusing",
     "StoreUnavailable",
     "StoredEvent",
     "VersionConflict",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -10,18 +11,22 @@ from redis.exceptions import (
     AskError,
     ClusterDownError,
     ClusterError,
+    MasterDownError,
     NoPermissionError,
+    OutOfMemoryError,
+    ReadOnlyError,
     RedisClusterException,
     RedisError,
+    ResponseError,
     SlotNotCoveredError,
     TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .errors import StoreError, StoreForbidden, StoreUnavailable
+from .errors import StoreError, StoreForbidden, StoreRefusing, StoreUnavailable
 
-__all__ = ["redis_errors", "translate"]
+__all__ = ["redis_errors", "refusal", "translate"]
 
 # OSError covers socket errors redis-py did not wrap and asyncio/builtin TimeoutError.
 _UNAVAILABLE: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
@@ -42,11 +47,51 @@ _CLUSTER_UNAVAILABLE: tuple[type[BaseException], ...] = (
 )
 
 
+# Redis' refusals for a state of its own (errors.StoreRefusing), by the class redis-py
+# parses the reply into, then by the reply's code for those it leaves a plain
+# ResponseError: the reason an operator reads, in one line. Redis' own words add
+# nothing but a script's sha and line (a script's write refused mid-script).
+_REFUSING_CLASSES: tuple[tuple[type[RedisError], str], ...] = (
+    (
+        OutOfMemoryError,
+        "Redis is out of memory (maxmemory reached; maxmemory-policy noeviction refuses "
+        "writes): free memory or raise maxmemory",
+    ),
+    (ReadOnlyError, "Redis is a read-only replica (READONLY): point --redis-url at the master"),
+    (MasterDownError, "Redis is a replica whose link to its master is down (MASTERDOWN)"),
+)
+_REFUSING_CODES: dict[str, str] = {
+    "MISCONF": "Redis cannot save to its disk and refuses writes (MISCONF): see its log",
+    "NOREPLICAS": "Redis has too few replicas to accept writes (NOREPLICAS, min-replicas-to-write)",
+    "BUSY": "Redis is busy running a script (BUSY)",
+    # A blocking read (XREAD BLOCK) that Redis ends when its role changes.
+    "UNBLOCKED": "Redis changed its role (UNBLOCKED: a master demoted to a replica?)",
+}
+# A reply's code: its first word, or the first after redis-py's note on a pipeline's
+# failed command ("Command # 1 (…) of pipeline caused error: MISCONF …").
+_REPLY_CODE = re.compile(r"(?:^|caused error: )([A-Z]+) ")
+
+
+def refusal(exc: BaseException) -> str | None:
+    """The reason Redis refused a command for a state of its own (errors.StoreRefusing),
+    or None if ``exc`` is no such refusal."""
+    for cls, reason in _REFUSING_CLASSES:
+        if isinstance(exc, cls):
+            return reason
+    if type(exc) is ResponseError:
+        found = _REPLY_CODE.search(str(exc))
+        if found is not None:
+            return _REFUSING_CODES.get(found.group(1))
+    return None
+
+
 def translate(exc: BaseException) -> StoreError:
     """A fresh store exception for ``exc`` (fresh so each waiting caller owns its own)."""
     err: StoreError
     if isinstance(exc, StoreUnavailable):
         err = type(exc)(*exc.args)
+    elif (reason := refusal(exc)) is not None:
+        err = StoreRefusing(reason)
     elif isinstance(exc, _UNAVAILABLE + _CLUSTER_UNAVAILABLE):
         err = StoreUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}")
     elif isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc):

@@ -3,7 +3,9 @@
 Everything the store raises on purpose derives from :class:`StoreError`, so callers
 (net/) can catch one root and never import anything from ``redis``. Redis' own
 exceptions never escape: connection and timeout failures become
-:class:`StoreUnavailable`, unexpected server replies become a plain :class:`StoreError`.
+:class:`StoreUnavailable`, and so do Redis' refusals for a state of its own (out of
+memory, a read-only replica…: :class:`StoreRefusing`); unexpected server replies become
+a plain :class:`StoreError`.
 Programming errors (a malformed room id, a negative sequence number) are ``ValueError``:
 they are bugs in the caller, not conditions to handle at run time.
 """
@@ -15,6 +17,7 @@ __all__ = [
     "HeadLost",
     "StoreError",
     "StoreForbidden",
+    "StoreRefusing",
     "StoreUnavailable",
     "VersionConflict",
 ]
@@ -71,3 +74,14 @@ class StoreForbidden(StoreUnavailable):
     """Redis refused a command for the user's ACL (``NOPERM``: changed while the node
     runs; start-up checks it). Nothing ran, and nothing can until an operator mends
     the ACL: callers treat it as an outage; what reports the store's state can say why."""
+
+
+class StoreRefusing(StoreUnavailable):
+    """Redis answers, but refuses the command for a state of its own that no retry of
+    the node mends at once: out of memory under ``maxmemory`` (OOM), a read-only
+    replica (READONLY: a master demoted under the node), a replica whose master is
+    down (MASTERDOWN), a disk it cannot save to (MISCONF), too few replicas to write
+    to (NOREPLICAS), busy running a script (BUSY). Nothing ran. Callers treat it as
+    an outage (``unavailable``, retry later); its message is the reason in one line,
+    for the log line an outage gets. Raised as a plain error, every request was
+    answered ``internal`` and every loop turn logged a traceback (the memory audit)."""

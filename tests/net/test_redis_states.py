@@ -1,0 +1,169 @@
+"""A node on a Redis that answers but will not keep its writes (the memory audit): out
+of memory under ``maxmemory`` with ``noeviction``, a master demoted to a read-only
+replica, a ``maxmemory-policy`` changed to one that evicts keys.
+
+Before, OOM and READONLY were answered ``internal`` (a bug's code, no retry_after_ms),
+the node logged a traceback per request and per loop turn and counted each a defect,
+/healthz said 200, and a SIGTERM on a replica ended "the drain failed" with status 3.
+Now each is an outage: ``unavailable`` with retry_after_ms, /healthz 503
+``store_failing``, one log line with the reason, graces re-armed when it ends. A
+policy turned evicting while the node runs is one error line and shows in /healthz.
+
+Private redis-servers only: these tests reconfigure them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import pytest
+import redis.asyncio
+from solrace.net.server import RaceServer
+from solrace.rooms.node import LEASE_RENEW_S, Node
+from solrace.store import Store
+from solrace_client import RaceClient, ServerError
+
+from tests.support.server_process import solrace_server
+
+
+def _get(url: str) -> tuple[int, dict[str, object]]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, dict(json.loads(response.read()))
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(json.loads(exc.read()))
+
+
+@dataclass
+class Running:
+    admin: redis.asyncio.Redis
+    server: RaceServer
+
+    @property
+    def health(self) -> str:
+        return f"http://127.0.0.1:{self.server.port}/healthz?format=json"
+
+    async def report_within(self, seconds: float, status: int) -> dict[str, object]:
+        """/healthz's JSON once its status is ``status`` (at most ``seconds`` from now:
+        the node notices at its next lease renewal)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            got, report = await asyncio.to_thread(_get, self.health)
+            if got == status or time.monotonic() > deadline:
+                assert got == status, report
+                return report
+            await asyncio.sleep(0.1)
+
+    def defects(self) -> float:
+        return sum(
+            sample.value
+            for metric in self.server.metrics.defects.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+        )
+
+
+@pytest.fixture
+async def running(private_redis: Callable[..., str]) -> AsyncIterator[Running]:
+    """A node (in this process, with its HTTP endpoints) on a private Redis."""
+    url = private_redis()
+    admin = redis.asyncio.from_url(url)
+    store = await Store.connect(url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+    server = RaceServer(Node(store, name="states"), "127.0.0.1", 0)
+    await server.start()
+    try:
+        yield Running(admin, server)
+    finally:
+        if server.server is not None:
+            server.server.close(close_connections=True)
+        await server.node.stop()
+        await store.close()
+        await admin.aclose()
+
+
+def _outage_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """The node's "store unavailable" lines: those that say why."""
+    return [
+        r
+        for r in caplog.records
+        if r.getMessage() == "store unavailable" and getattr(r, "error", None) is not None
+    ]
+
+
+async def test_redis_out_of_memory_is_an_outage_with_its_reason_not_a_defect(
+    running: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="solrace")
+    ann = await RaceClient.connect(running.server.url)
+    bob = await RaceClient.connect(running.server.url)
+    try:
+        await ann.create("klondike", "Ann")
+        assert (await running.report_within(5, 200))["store_failing"] is False
+        await running.admin.config_set("maxmemory-policy", "noeviction")
+        await running.admin.config_set("maxmemory", 1)
+        try:
+            with pytest.raises(ServerError) as refused:
+                await bob.request("create", variant="klondike", name="Bob")
+            assert refused.value.code == "unavailable", refused.value.data
+            assert refused.value.data.get("retry_after_ms", 0) > 0
+            report = await running.report_within(LEASE_RENEW_S + 3, 503)
+            assert (report["store_answers"], report["store_failing"]) == (True, True)
+            for _ in range(3):  # further requests, further loop turns: still one line
+                with pytest.raises(ServerError, match="unavailable"):
+                    await ann.ready()
+            await asyncio.sleep(LEASE_RENEW_S * 2)  # loop turns that fail again
+        finally:
+            await running.admin.config_set("maxmemory", 0)
+        await running.report_within(LEASE_RENEW_S + 3, 200)
+        await ann.ready()  # served again
+    finally:
+        await ann.close()
+        await bob.close()
+    lines = _outage_lines(caplog)
+    assert [str(r.error) for r in lines] == [  # type: ignore[attr-defined]
+        "Redis is out of memory (maxmemory reached; maxmemory-policy noeviction refuses "
+        "writes): free memory or raise maxmemory"
+    ]
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []  # no traceback
+    assert running.defects() == 0
+    assert any("disconnect grace re-armed" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_master_demoted_under_a_node_is_an_outage_and_sigterm_drains_cleanly(
+    private_redis: Callable[..., str],
+) -> None:
+    """A SIGTERM on a replica ended "the drain failed; stopping anyway", status 3:
+    giving the lease up was refused READONLY. solrace_server asserts status 0."""
+    url, master_url = private_redis(), private_redis()
+    admin = redis.asyncio.from_url(url)
+    master_port = redis.asyncio.from_url(master_url).connection_pool.connection_kwargs["port"]
+    try:
+        async with solrace_server(args=["--redis-url", url]) as server:
+            await admin.execute_command("REPLICAOF", "127.0.0.1", master_port)
+            ann = await RaceClient.connect(server.url)
+            try:
+                with pytest.raises(ServerError) as refused:
+                    await ann.request("create", variant="klondike", name="Ann")
+                assert refused.value.code == "unavailable", refused.value.data
+                assert refused.value.data.get("retry_after_ms", 0) > 0
+            finally:
+                await ann.close()
+            health = server.url.replace("ws://", "http://") + "/healthz?format=json"
+            deadline = time.monotonic() + LEASE_RENEW_S + 3
+            while (got := await asyncio.to_thread(_get, health))[0] != 503:
+                assert time.monotonic() < deadline, got  # the node notices at its renewal
+                await asyncio.sleep(0.1)
+            assert got[1]["store_failing"] is True
+        assert "Traceback" not in server.log and "drain failed" not in server.log, server.log
+        said = [line for line in server.lines if "store unavailable error=Redis " in line]
+        assert len(said) == 1 and "replica" in said[0], server.log
+    finally:
+        await admin.execute_command("REPLICAOF", "NO", "ONE")
+        await admin.aclose()

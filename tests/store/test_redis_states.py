@@ -1,0 +1,98 @@
+"""A Redis that answers but will not keep a node's writes, for a state of its own: out
+of memory under ``maxmemory`` (``noeviction``: OOM), a read-only replica (READONLY),
+and the start-up and run-time checks of what INFO says about it (a replica; a
+``maxmemory-policy`` that evicts keys).
+
+OOM and READONLY were plain StoreErrors: every request answered ``internal`` (a bug's
+code, no retry_after_ms), each loop turn of the node logged a traceback and counted a
+defect, and /healthz said 200 (the memory audit, F1). They are :class:`StoreRefusing`
+now, a :class:`StoreUnavailable`: an outage, with its reason in one line. A replica or
+an evicting Redis was used without a word (F2): ``Store.replica`` and
+``Store.eviction`` say so, from INFO (CONFIG may be forbidden, as on managed Redis).
+
+Private redis-servers only: these tests reconfigure them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+import redis.asyncio
+from solrace.store import Store, StoreRefusing, StoreUnavailable
+
+
+@pytest.fixture
+async def admin_and_store(
+    private_redis: Callable[..., str],
+) -> AsyncIterator[tuple[redis.asyncio.Redis, Store]]:
+    """A private Redis (an admin client on it) and a store on it."""
+    url = private_redis()
+    admin = redis.asyncio.from_url(url)
+    store = await Store.connect(url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+    try:
+        yield admin, store
+    finally:
+        await store.close()
+        await admin.aclose()
+
+
+async def _writes(store: Store, n: int) -> list[BaseException | object]:
+    """One write of each path the store has: a script through the group commit (a
+    move), a script on its own (an event), a plain command and a pipeline (a room)."""
+    results: list[BaseException | object] = []
+    for call in (
+        lambda: store.append_move("r", "p", n, b"m", b"e", round_no=1),
+        lambda: store.append_event("r", b"e"),
+        lambda: store.create_room(f"room{n}", f"CODE{n}", b"meta", True, 1),
+        lambda: store.renew_lease("node", 10_000),
+    ):
+        try:
+            results.append(await call())
+        except Exception as exc:  # what each raised, for the assertions
+            results.append(exc)
+    return results
+
+
+async def test_out_of_memory_is_an_outage_that_says_so_and_ends(
+    admin_and_store: tuple[redis.asyncio.Redis, Store],
+) -> None:
+    admin, store = admin_and_store
+    assert not any(isinstance(r, Exception) for r in await _writes(store, 0))
+    await admin.config_set("maxmemory-policy", "noeviction")
+    await admin.config_set("maxmemory", 1)
+    try:
+        refused = await _writes(store, 1)
+        assert all(isinstance(r, StoreRefusing) for r in refused), refused
+        assert all(isinstance(r, StoreUnavailable) for r in refused)
+        assert {str(r) for r in refused} == {
+            "Redis is out of memory (maxmemory reached; maxmemory-policy noeviction refuses "
+            "writes): free memory or raise maxmemory"
+        }
+        assert await store.version("r") == 2  # reads still work; nothing was written
+    finally:
+        await admin.config_set("maxmemory", 0)
+    assert not any(isinstance(r, Exception) for r in await _writes(store, 1))
+
+
+async def test_a_read_only_replica_is_an_outage_that_says_so_and_ends(
+    private_redis: Callable[..., str],
+    admin_and_store: tuple[redis.asyncio.Redis, Store],
+) -> None:
+    """A master demoted under a running node (a failover the node was not told of,
+    an operator's REPLICAOF): writes get READONLY."""
+    admin, store = admin_and_store
+    master = redis.asyncio.from_url(private_redis())
+    assert not any(isinstance(r, Exception) for r in await _writes(store, 0))
+    port = master.connection_pool.connection_kwargs["port"]
+    await admin.execute_command("REPLICAOF", "127.0.0.1", port)
+    try:
+        refused = await _writes(store, 1)
+        assert all(isinstance(r, StoreRefusing) for r in refused), refused
+        assert {str(r) for r in refused} == {
+            "Redis is a read-only replica (READONLY): point --redis-url at the master"
+        }
+    finally:
+        await admin.execute_command("REPLICAOF", "NO", "ONE")
+        await master.aclose()
+    assert not any(isinstance(r, Exception) for r in await _writes(store, 1))
