@@ -42,6 +42,7 @@ from tests.deploy.conftest import DEPLOY
 from tests.net.conftest import SOLVABLE_SECRET
 from tests.rooms.conftest import FakePeer
 from tests.support.race import winning_moves
+from tests.support.server_process import SERVER_SCRIPT
 
 T = TypeVar("T")
 SCRIPT = DEPLOY / "redis-cluster.sh"
@@ -403,3 +404,45 @@ def test_a_finish_redirected_to_a_master_without_replicas_claims_none(tmp_path: 
     ordinary way, and its answer claims no replica — neither the old master's (which
     says nothing of this write) nor a count of 0 (nobody could be asked)."""
     _with_replicated_cluster(tmp_path, _finishes_moved_to_a_master_without_replicas)
+
+
+async def _an_evicting_master_is_named(url: str, cluster_dir: Path) -> None:
+    store = await Store.connect(url, prefix="evicting:")
+    try:
+        found = await store.eviction()
+        assert (found.policy, found.detail) == (
+            "noeviction",
+            "every master: maxmemory-policy noeviction: Redis never deletes a key",
+        )
+        rc = store._redis
+        assert isinstance(rc, RedisCluster)
+        await rc.initialize()
+        master = sorted(rc.get_primaries(), key=lambda n: n.name)[1]
+        await rc.config_set("maxmemory-policy", "allkeys-lru", target_nodes=master)
+        found = await store.eviction()
+        assert (found.policy, found.node, found.detail) == (
+            "allkeys-lru",
+            master.name,
+            f"master {master.name}: maxmemory-policy allkeys-lru: Redis may delete a race's keys",
+        )
+        assert await store.replica() is None  # every master is one; replicas are not asked
+    finally:
+        await store.close()
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [str(SERVER_SCRIPT), "--port", "0", "--redis-url", url],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"solrace-server: --redis-url: {master.name} evicts keys (maxmemory-policy "
+        "allkeys-lru): a race's state could vanish; set maxmemory-policy noeviction"
+    )
+
+
+def test_a_cluster_with_one_evicting_master_is_refused_naming_it(tmp_path: Path) -> None:
+    """A room lives on one master: any master that evicts keys may lose races. The
+    policy is read from each master's INFO (CONFIG may be forbidden)."""
+    _with_replicated_cluster(tmp_path, _an_evicting_master_is_named)

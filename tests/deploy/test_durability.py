@@ -158,6 +158,8 @@ async def test_server_on_deploy_redis_conf_says_the_promise_holds(
             "draining": False,
             "durability": "aof-always",
             "durability_detail": "AOF fsynced before every reply",
+            "eviction": "noeviction",
+            "eviction_detail": "maxmemory-policy noeviction: Redis never deletes a key",
         }
 
 

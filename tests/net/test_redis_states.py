@@ -22,15 +22,20 @@ import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 import redis.asyncio
+from solrace.net import server as server_module
 from solrace.net.server import RaceServer
 from solrace.rooms.node import LEASE_RENEW_S, Node
 from solrace.store import Store
 from solrace_client import RaceClient, ServerError
 
 from tests.support.server_process import solrace_server
+
+if TYPE_CHECKING:
+    from solrace.store.keeping import Eviction
 
 
 def _get(url: str) -> tuple[int, dict[str, object]]:
@@ -134,6 +139,54 @@ async def test_redis_out_of_memory_is_an_outage_with_its_reason_not_a_defect(
     assert [r.getMessage() for r in caplog.records if r.exc_info] == []  # no traceback
     assert running.defects() == 0
     assert any("disconnect grace re-armed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.fixture
+def eviction_checks(monkeypatch: pytest.MonkeyPatch) -> asyncio.Queue[str]:
+    """The policy each of the node's own eviction checks finds, as it finds it (every
+    50 ms); installed before the node starts (ask for it before ``running``)."""
+    checks = asyncio.Queue[str]()
+    real = Store.eviction
+
+    async def counted(store: Store, max_age_s: float = 0.0) -> Eviction:
+        found = await real(store, max_age_s)
+        if max_age_s == 0.0:  # the node's own check (/healthz reuses its answer)
+            checks.put_nowait(found.policy)
+        return found
+
+    monkeypatch.setattr(Store, "eviction", counted)
+    monkeypatch.setattr(server_module, "EVICTION_CHECK_S", 0.05)
+    return checks
+
+
+async def test_a_policy_turned_evicting_at_run_time_is_one_error_and_shows_in_healthz(
+    eviction_checks: asyncio.Queue[str], running: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    """/healthz's status stays 200 (docs/deploy.md): every node shares that Redis, and
+    503 from all of them would turn a risk into an outage."""
+    caplog.set_level(logging.INFO, logger="solrace")
+    checks = eviction_checks
+    assert await checks.get() == "noeviction"
+    await running.admin.config_set("maxmemory-policy", "allkeys-lru")
+    while await checks.get() != "allkeys-lru":
+        pass
+    for _ in range(3):  # checks that find it still evicting
+        assert await checks.get() == "allkeys-lru"
+    report = await running.report_within(1, 200)
+    assert (report["eviction"], report["eviction_detail"]) == (
+        "allkeys-lru",
+        "maxmemory-policy allkeys-lru: Redis may delete a race's keys",
+    )
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [
+        "Redis evicts keys now (maxmemory-policy allkeys-lru: Redis may delete a race's "
+        "keys): a race's state could vanish; set maxmemory-policy noeviction"
+    ]
+    await running.admin.config_set("maxmemory-policy", "noeviction")
+    while await checks.get() != "noeviction":
+        pass
+    assert (await running.report_within(1, 200))["eviction"] == "noeviction"
+    assert any("no longer evicts keys" in r.getMessage() for r in caplog.records)
 
 
 async def test_a_master_demoted_under_a_node_is_an_outage_and_sigterm_drains_cleanly(

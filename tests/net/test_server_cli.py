@@ -451,6 +451,53 @@ def test_a_redis_user_an_acl_keeps_from_what_the_node_does_is_status_2(
     )
 
 
+def test_a_read_only_replica_is_status_2_naming_its_master(
+    private_redis: Callable[..., str],
+) -> None:
+    """A replica answers PING: the node started without a word, refused every request
+    ``internal`` with a traceback each second, and its drain failed (status 3)."""
+    url, master = private_redis(), private_redis()
+    master_port = urlsplit(master).port
+    subprocess.run(
+        ["redis-cli", "-u", url, "REPLICAOF", "127.0.0.1", str(master_port)],
+        check=True,
+        capture_output=True,
+    )
+    done = _run(["--redis-url", url], {})
+    assert done.returncode == 2, done.stderr
+    problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
+    assert problems == [
+        f"solrace-server: --redis-url: {url} is a read-only replica of 127.0.0.1:"
+        f"{master_port}: point --redis-url at its master"
+    ], done.stderr
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "volatile-ttl"])
+def test_a_redis_that_evicts_keys_is_status_2(
+    private_redis: Callable[..., str], policy: str
+) -> None:
+    """Such a Redis deletes keys by itself once full (volatile-* too: every room key
+    carries the room's expiry): a race's stream, places or tokens could vanish."""
+    url = private_redis("--maxmemory-policy", policy)
+    done = _run(["--redis-url", url], {})
+    assert done.returncode == 2, done.stderr
+    problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
+    assert problems == [
+        f"solrace-server: --redis-url: {url} evicts keys (maxmemory-policy {policy}): a "
+        "race's state could vanish; set maxmemory-policy noeviction"
+    ], done.stderr
+
+
+async def test_a_redis_whose_eviction_cannot_be_read_is_served_with_a_warning(
+    private_redis: Callable[..., str],
+) -> None:
+    url = private_redis("--rename-command", "INFO", "")
+    async with solrace_server(args=["--redis-url", url]) as server:
+        said = [line for line in server.lines if "maxmemory-policy" in line]
+        assert len(said) == 1 and " WARNING " in said[0], server.log
+        assert "cannot check whether Redis evicts keys (cannot check: Redis refused INFO" in said[0]
+
+
 def test_an_unreachable_redis_is_served_and_retried_as_documented() -> None:
     """docs/server.md: an unreachable Redis is not fatal (the probe above finds nothing
     to say about a port nobody listens on), and SIGTERM stops the node with 0. The

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 import redis.asyncio
 from solrace.store import Store, StoreRefusing, StoreUnavailable
+from solrace.store.keeping import Replica
+
+from tests.support.redis import CLUSTER_URL, REDIS_URL
 
 
 @pytest.fixture
@@ -96,3 +100,68 @@ async def test_a_read_only_replica_is_an_outage_that_says_so_and_ends(
         await admin.execute_command("REPLICAOF", "NO", "ONE")
         await master.aclose()
     assert not any(isinstance(r, Exception) for r in await _writes(store, 1))
+
+
+async def test_a_replica_is_read_from_info(
+    private_redis: Callable[..., str],
+    admin_and_store: tuple[redis.asyncio.Redis, Store],
+) -> None:
+    admin, store = admin_and_store
+    assert await store.replica() is None
+    master = redis.asyncio.from_url(private_redis())
+    port = master.connection_pool.connection_kwargs["port"]
+    await admin.execute_command("REPLICAOF", "127.0.0.1", port)
+    try:
+        assert await store.replica() == Replica("", f"127.0.0.1:{port}")
+    finally:
+        await admin.execute_command("REPLICAOF", "NO", "ONE")
+        await master.aclose()
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "volatile-lru", "allkeys-random"])
+async def test_an_evicting_policy_is_read_from_info(
+    admin_and_store: tuple[redis.asyncio.Redis, Store], policy: str
+) -> None:
+    """volatile-* evicts live rooms too: every room key carries the room's expiry."""
+    admin, store = admin_and_store
+    found = await store.eviction()
+    assert (found.policy, found.evicts) == ("noeviction", False)
+    await admin.config_set("maxmemory-policy", policy)
+    found = await store.eviction()
+    assert (found.policy, found.evicts) == (policy, True)
+    assert found.detail == f"maxmemory-policy {policy}: Redis may delete a race's keys"
+
+
+async def test_a_redis_that_refuses_info_cannot_be_checked(
+    private_redis: Callable[..., str],
+) -> None:
+    store = await Store.connect(private_redis("--rename-command", "INFO", ""))
+    try:
+        found = await store.eviction()
+        assert (found.policy, found.evicts) == ("unknown", False)
+        assert found.detail.startswith("cannot check: Redis refused INFO")
+        assert await store.replica() is None
+    finally:
+        await store.close()
+
+
+async def test_the_shared_redis_and_every_master_of_the_cluster_are_read() -> None:
+    for url, detail in ((REDIS_URL, "maxmemory-policy noeviction"), (CLUSTER_URL, "every master")):
+        store = await Store.connect(url)
+        try:
+            found = await store.eviction()
+            assert found.policy == "noeviction", found
+            assert found.detail.startswith(detail), found
+            assert await store.replica() is None
+        finally:
+            await store.close()
+
+
+async def test_the_embedded_engine_never_evicts(tmp_path: Path) -> None:
+    store = await Store.start_embedded(tmp_path / "data")
+    try:
+        found = await store.eviction()
+        assert (found.policy, found.evicts) == ("noeviction", False)
+        assert await store.replica() is None
+    finally:
+        await store.close()

@@ -67,7 +67,9 @@ NOT_STORE_CALLS = (
     "connect",
     "delete_all",
     "durability",
+    "eviction",
     "refused_access",
+    "replica",
     "sibling",
     "start_embedded",
 )

@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # loaded by main(), not on import (the module docstring)
     import asyncio
 
     from solrace.store import Store
+    from solrace.store.keeping import Eviction
     from solrace.store.store import Durability
 
     from .admission import Network
@@ -531,8 +532,12 @@ async def open_store(
 async def _refuse_unusable(store: Store, url: str) -> None:
     """Raise UsageError (closing ``store``) if the Redis that answers cannot serve the
     node all the same: a node of a Redis Cluster named by a ``redis://`` URL, or a user
-    whose ACL forbids what the node does (:mod:`solrace.store.probe`). Either answers
-    PING, and the node served, failing every request, until someone read its log."""
+    whose ACL forbids what the node does (:mod:`solrace.store.probe`); a read-only
+    replica, or a Redis whose ``maxmemory-policy`` evicts keys (on a cluster: any
+    master; :mod:`solrace.store.keeping`, from INFO). Each answers PING, and the node
+    served, failing every request (a replica, whose drain failed too) or losing races'
+    keys (eviction), until someone read its log."""
+    from solrace.store.keeping import EVICTION_ADVICE
     from solrace.store.probe import cluster_node
 
     problem = None
@@ -543,6 +548,16 @@ async def _refuse_unusable(store: Store, url: str) -> None:
         problem = (
             f"Redis refused {_redact(url)}: user {user!r} may not {refused.doing} "
             f"({refused.said}): its ACL needs {refused.grant}"
+        )
+    elif (replica := await store.replica()) is not None:
+        problem = (
+            f"{replica.node or _redact(url)} is a read-only replica of {replica.master}: "
+            "point --redis-url at its master"
+        )
+    elif (eviction := await store.eviction()).evicts:
+        problem = (
+            f"{eviction.node or _redact(url)} evicts keys (maxmemory-policy "
+            f"{eviction.policy}): {EVICTION_ADVICE}"
         )
     if problem is not None:
         await store.close()
@@ -660,6 +675,8 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
         if args.data_dir is not None:
             log.warning("--data-dir is ignored: the store is the Redis at --redis-url")
     report_durability(await store.durability())
+    if answers:  # else that is said above, and the node's own check says it later
+        report_eviction(await store.eviction(max_age_s=float("inf")))  # start-up's answer
     node = Node(
         store,
         name=f"{args.host}:{args.port}",
@@ -732,6 +749,17 @@ _DURABILITY_ADVICE = {
     "none": "a Redis restart loses acknowledged moves (back to its last snapshot, if any)",
     "unknown": "make sure it persists with an AOF fsynced on every write",
 }
+
+
+def report_eviction(found: Eviction) -> None:
+    """Warn if whether Redis evicts keys could not be read (INFO refused): start-up
+    refuses one that does (:func:`_refuse_unusable`), so that is all left to say."""
+    if found.policy == "unknown":
+        log.warning(
+            "cannot check whether Redis evicts keys (%s): make sure its maxmemory-policy "
+            "is noeviction (docs/deploy.md)",
+            found.detail,
+        )
 
 
 def report_durability(found: Durability) -> None:

@@ -41,6 +41,7 @@ from solrace.rooms import lobby
 from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable
+from solrace.store.keeping import EVICTION_ADVICE, UNKNOWN, Eviction
 
 from .admission import (
     DROPPED,
@@ -142,6 +143,10 @@ REFUSALS_LOG_EVERY_S: Final = 10.0
 #: store's 5 s, a Redis that accepted connections and never answered made every probe
 #: time out instead of seeing 503.
 HEALTHZ_PING_TIMEOUT_S: Final = 1.0
+#: Seconds between two looks at whether Redis evicts keys (its maxmemory-policy may be
+#: changed while the node runs, by CONFIG SET or a managed service's console); /healthz
+#: reports the last look. Not final: the tests look more often.
+EVICTION_CHECK_S = 10.0
 
 
 class RaceServer:
@@ -228,6 +233,23 @@ class RaceServer:
         if self.port == 0:
             self.port = self.server.sockets[0].getsockname()[1]
         self.stalls.start()
+        self.node.spawn(self._watch_eviction())  # stopped with the node's tasks
+
+    async def _watch_eviction(self) -> None:
+        """Every :data:`EVICTION_CHECK_S`, whether Redis evicts keys now: one error
+        line when it starts to (start-up refuses such a Redis: docs/server.md), one
+        info line when it stops; a Redis that cannot say changes nothing."""
+        evicting = False
+        while True:
+            await asyncio.sleep(EVICTION_CHECK_S)
+            found = await self.node.store.eviction()
+            if found.policy == UNKNOWN or found.evicts == evicting:
+                continue
+            evicting = found.evicts
+            if evicting:
+                log.error("Redis evicts keys now (%s): %s", found.detail, EVICTION_ADVICE)
+            else:
+                log.info("Redis no longer evicts keys (%s)", found.detail)
 
     @property
     def url(self) -> str:
@@ -241,7 +263,9 @@ class RaceServer:
             # not failed: PING passes whatever the user's ACL, so a node whose ACL was
             # changed under it answered 200 while it refused every request.
             # Durability (docs/deploy.md) rides along: a header on every answer, and the
-            # whole report as JSON with ?format=json; it never changes the status.
+            # whole report as JSON with ?format=json; it never changes the status. Nor
+            # does eviction (a maxmemory-policy turned evicting while the node runs):
+            # every node shares that Redis, and 503 from all would make a risk an outage.
             query = request.path.partition("?")[2].split("&")
             if "probe=live" in query:  # liveness: the process answers, whatever Redis does
                 return _response(http.HTTPStatus.OK, b"alive\n", "text/plain; charset=utf-8")
@@ -252,6 +276,10 @@ class RaceServer:
             status = http.HTTPStatus.OK if ok else http.HTTPStatus.SERVICE_UNAVAILABLE
             # Asked again at most every 10 s; while Redis does not answer, the last answer.
             durability = await store.durability(max_age_s=10.0 if answers else math.inf)
+            if answers:
+                eviction = await store.eviction(max_age_s=EVICTION_CHECK_S)
+            else:  # the last answer, if any: INFO would wait out the store's timeout
+                eviction = store.last_eviction or Eviction(UNKNOWN, "cannot check: no answer")
             extra = [("Solrace-Durability", durability.level)]
             if "format=json" in query:
                 report = {
@@ -262,6 +290,8 @@ class RaceServer:
                     "draining": self.node.draining,
                     "durability": durability.level,
                     "durability_detail": durability.detail,
+                    "eviction": eviction.policy,
+                    "eviction_detail": eviction.detail,
                 }
                 body = json.dumps(report).encode() + b"\n"
                 return _response(status, body, "application/json", extra)

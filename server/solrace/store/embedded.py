@@ -16,6 +16,9 @@ How it runs, and why:
 - **AOF with ``appendfsync always``** under the data directory, no RDB snapshots: every
   write is on disk before the engine replies, so ``Store.durability`` reports
   ``aof-always`` and a restart on the same directory finds every acknowledged move.
+- **Never evicts** (``maxmemory-policy noeviction``, said rather than left to the
+  engine's default): an engine that deleted keys to make room would lose races
+  (solrace.store.keeping); one out of memory refuses writes, an outage that ends.
 - **One owner per data directory**: ``DATA_DIR/solrace.lock`` is ``flock``-ed by the
   process that starts the engine. The kernel drops the lock when that process dies, even
   by SIGKILL, so a killed run never blocks a restart; a second ``solrace-server`` on the
@@ -351,6 +354,7 @@ class EmbeddedEngine:
                 "--appendonly", "yes",
                 "--appendfsync", "always",
                 "--save", "",
+                "--maxmemory-policy", "noeviction",
                 "--daemonize", "no",
                 "--logfile", LOG_NAME,
             ]  # fmt: skip

@@ -58,6 +58,7 @@ from .errors import (
     StoreUnavailable,
     VersionConflict,
 )
+from .keeping import NOEVICTION, UNKNOWN, Eviction, Info, Replica, eviction_of, replica_among
 from .keys import Keys
 from .probe import AccessRefused, access_refused
 
@@ -418,6 +419,7 @@ class Store:
         self._tail_poll_s = tail_poll_ms / 1000
         self._closed = False
         self._durability: tuple[float, Durability] | None = None
+        self._eviction: tuple[float, Eviction] | None = None
 
     def __repr__(self) -> str:
         if self._fake_server is not None:
@@ -591,6 +593,58 @@ class Store:
         else:  # keep a known answer through an outage, but ask again next time
             self._durability = (now - max_age_s, found)
         return found
+
+    async def eviction(self, max_age_s: float = 0.0) -> Eviction:
+        """Whether this store's Redis may delete a race's keys by itself (its
+        ``maxmemory-policy``, from INFO: :mod:`solrace.store.keeping`); never raises.
+        An answer younger than ``max_age_s`` is reused, as :meth:`durability` does."""
+        now = time.monotonic()
+        if self._eviction is not None and now - self._eviction[0] < max_age_s:
+            return self._eviction[1]
+        if self._fake_server is not None:
+            found = Eviction(NOEVICTION, "fakeredis test double: never deletes a key")
+        else:
+            try:
+                found = await eviction_of(await self._masters())
+            except StoreError:
+                found = Eviction(UNKNOWN, "cannot check: the cluster does not answer")
+        self._eviction = (now, found)
+        return found
+
+    @property
+    def last_eviction(self) -> Eviction | None:
+        """The last answer of :meth:`eviction`, without asking (None: never asked):
+        what ``/healthz`` says while Redis does not answer, instead of waiting out
+        the store's timeout on INFO."""
+        return None if self._eviction is None else self._eviction[1]
+
+    async def replica(self) -> Replica | None:
+        """The Redis (on a cluster: the master) of this store that is a replica, or
+        None: a start-up check (``solrace-server`` refuses one); never raises."""
+        if self._fake_server is not None:
+            return None
+        try:
+            return await replica_among(await self._masters())
+        except StoreError:
+            return None
+
+    async def _masters(self) -> list[tuple[str, Info]]:
+        """(host:port, its INFO) of the Redis this store writes to: on a cluster every
+        master, else its one Redis (no name). StoreError if the cluster does not say."""
+        if not isinstance(self._redis, RedisCluster):
+            return [("", self._redis.info)]
+        rc = self._redis
+        with redis_errors():
+            await rc.initialize()
+        masters: list[tuple[str, Info]] = []
+        for node in sorted(rc.get_primaries(), key=lambda n: n.name):
+
+            async def info(section: str, node: ClusterNode = node) -> Mapping[str, Any]:
+                found: Mapping[str, Any] = await rc.info(section, target_nodes=node)
+                return found
+
+            masters.append((node.name, info))
+        return masters
 
     async def _check_durability(self) -> Durability:
         if self._fake_server is not None:
