@@ -14,17 +14,19 @@ from solrace.protocol.envelope import Envelope
 from solrace.protocol.limits import MAX_LOG_LEN, MAX_ROOMS_LISTED
 from solrace.protocol.views import LeaveReason, RacerStatus
 from solrace.race import RacerGame, RoomSettings, decisions, events
+from solrace.race.events import EventType
 from solrace.rooms import lobby, requests
 from solrace.rooms import node as node_module
 from solrace.rooms.counters import Tally
 from solrace.rooms.node import (
     EMPTY_ROOM_TTL_S,
     FINISHED_ROOM_TTL_S,
+    IDLE_ROOM_MS,
     Node,
     racer_done_by,
     wall_ms,
 )
-from solrace.rooms.records import unpack
+from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
 from solrace.store.errors import StoreError, StoreUnavailable
 from solrace_client.results import SavedResult
@@ -1208,3 +1210,31 @@ async def test_two_resumes_at_once_leave_the_racer_one_connection_and_its_grace(
     await lobby.disconnected(kept.node, kept)
     seen = await bob.until(lambda f: f.t == "presence" and f.d["online"] is False)
     assert seen.d["racer"] == 1
+
+
+@pytest.mark.parametrize("waited_s", [0, IDLE_ROOM_MS / 1000 + 60])
+async def test_a_lobby_its_creator_hung_up_on_is_not_forgotten_before_its_grace_ends(
+    backend: Backend, waited_s: float
+) -> None:
+    """A soak audit: a room made by ``create`` was never marked used, so the node's
+    minute sweep of idle rooms could forget it within its creator's grace — and cancel
+    the grace's timer with it. Nothing else looks at a private lobby: the racer never
+    left, and the room kept its 24-hour expiry instead of the ten minutes of a lobby
+    everyone left (68 of 143 private lobbies in the soak). Nor may a lobby its creator
+    sat in for longer than the sweep's idle time be forgotten once it hangs up."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    ann = FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann", private=True, deals="random")
+    assert created.t == "joined", created.d
+    room_id = str(created.d["room"])
+    clock.advance(waited_s, node)
+    await _hang_up(ann)
+    node._sweep()  # the minute's sweep falls within the grace
+    clock.advance(decisions.DISCONNECT_GRACE_MS / 1000 + 1, node)
+    async with asyncio.timeout(5):
+        while not any(
+            unpack_event(e.data).t == EventType.RACER_LEFT
+            for e in await node.store.events_since(room_id, 0)
+        ):
+            await asyncio.sleep(0.02)

@@ -131,6 +131,7 @@ async def _create_room(node: Node, settings: RoomSettings, opener: Peer | None =
         except CodeTaken:
             continue
         room = node.rooms[meta.room] = LiveRoom(meta)
+        room.last_used_ms = node.clock()  # as Node.room marks a room it loads
         # A public room's code too: racers report rooms by their code, the log names
         # them by id. Not a private room's: its code is the key to it, and its id is
         # in every race id (docs/server.md).

@@ -734,11 +734,16 @@ class Node:
         """Forget rooms this node has not served for a while; the store keeps
         everything, and :meth:`room` reloads them on demand. Only long-idle rooms go,
         so no request in progress can still hold one (which would leave its peer
-        attached to a room object the node no longer folds events into)."""
+        attached to a room object the node no longer folds events into). Nor a room
+        whose timer this node keeps for a decision still to come — a grace, a lobby's
+        start: forgotten, its timer went with it, and a private lobby whose creator hung
+        up kept its racer and its day-long expiry (a soak audit), as nothing else ever
+        looks at it."""
         cutoff = self.clock() - IDLE_ROOM_MS
         for room_id, room in list(self.rooms.items()):
             running = room.state.phase in (Phase.COUNTDOWN, Phase.RACING) and room.serving
-            if not room.has_peers() and not running and room.last_used_ms < cutoff:
+            due = room.serving and decide_.next_wakeup(room.state, self.grace_floor(room))
+            if not room.has_peers() and not running and not due and room.last_used_ms < cutoff:
                 room.cancel_timers()
                 del self.rooms[room_id]
 
