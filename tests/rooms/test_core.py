@@ -1238,3 +1238,39 @@ async def test_a_lobby_its_creator_hung_up_on_is_not_forgotten_before_its_grace_
             for e in await node.store.events_since(room_id, 0)
         ):
             await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize("who", ["racer", "spectator"])
+async def test_a_client_that_saw_more_than_the_store_holds_is_told_it_was_rewound(
+    backend: Backend, who: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An audit restored an embedded store's data directory without its last writes and
+    restarted the node: racers resuming with the version they had seen got a snapshot
+    a hundred events older, their acknowledged moves gone — and no ``resync``, no log
+    line, no count: the node that had seen the writes was gone, so nobody noticed. The
+    client's ``since`` is the evidence: a version the room does not hold."""
+    caplog.set_level(logging.ERROR, logger="solrace.node")
+    ann, _ = await _race(backend)
+    room = ann.room
+    assert room is not None
+    token = (await ann.until(lambda f: f.t == "joined")).d["token"]
+    version = room.state.version
+    ahead = version + 40  # what the client had seen before Redis lost it
+    again = FakePeer(await backend.node())
+    if who == "racer":
+        reply = await again.ask("resume", room=room.room_id, token=token, since=ahead)
+    else:
+        reply = await again.ask("watch", room=room.room_id, since=ahead)
+    assert reply.t in ("joined", "watching"), reply.d
+    notice = await again.until(lambda f: f.t == "resync")
+    assert notice.d["lost_events"] == ahead - reply.d["snapshot"]["version"]  # type: ignore[index]
+    assert notice.d["snapshot"]["version"] == reply.d["snapshot"]["version"]  # type: ignore[index]
+    assert f"version {ahead}" in str(notice.d["reason"])
+    lost = [r for r in caplog.records if r.getMessage().startswith("Redis lost acknowledged")]
+    assert len(lost) == 1, lost
+    counted = again.node.metrics
+    assert isinstance(counted, Tally) and counted.lost_writes.value == 1
+    # A client that saw no more than the store holds gets no such notice.
+    plain = FakePeer(again.node)
+    assert (await plain.ask("watch", room=room.room_id, since=version)).t == "watching"
+    assert not [f for f in plain.frames if f.t == "resync"]

@@ -28,9 +28,10 @@ from solrace.protocol.messages import (
     Resume,
     Watch,
     joined_reply,
+    resync_notice,
     watching_reply,
 )
-from solrace.protocol.views import LeaveReason, Phase, RacerStatus, RoomSummary
+from solrace.protocol.views import LeaveReason, Phase, RacerStatus, RoomSummary, Snapshot
 from solrace.race import RaceError, RoomSettings, validate_settings
 from solrace.race import decisions as decide_
 from solrace.race.events import RoomEvent
@@ -274,6 +275,7 @@ async def _enter_as_racer(
         )
         for frame in replay:
             peer.send_bytes(frame)
+        _rewound(node, peer, room, since, snapshot)
         _attach_racer(node, peer, room, racer)
         if resumed:
             room.awaiting_online.add(peer.conn_id)
@@ -357,6 +359,24 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
         node.spawn(node.reassert(room, racer, peer.conn_id))
 
 
+def _rewound(node: Node, peer: Peer, room: LiveRoom, since: int | None, snapshot: Snapshot) -> None:
+    """A client resuming or watching from a version the room does not hold saw events
+    the store has since lost (an embedded store's data directory restored without its
+    last writes, a Redis restarted from an old snapshot — with the node that had seen
+    them gone, nothing else remembers): say so to it (``resync``, with the snapshot it
+    was just sent), and to the operator (Node.client_ahead). Before, an audit's racers
+    were put back a hundred events, their acknowledged moves gone, in silence."""
+    version = snapshot["version"]
+    if since is None or since <= version:
+        return
+    node.client_ahead(room, since)
+    reason = (
+        f"the server lost its last changes to this room (you had seen version {since}; "
+        f"it now holds {version})"
+    )
+    peer.send(resync_notice(reason=reason, lost_events=since - version, snapshot=snapshot))
+
+
 async def _missed(node: Node, peer: Peer, room: LiveRoom, since: int | None) -> list[bytes]:
     """The stored events after ``since`` up to the folded version, as frames; the
     events read are charged to ``peer`` (limits.REPLAY_EVENTS_PER_UNIT)."""
@@ -405,6 +425,7 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
         )
         for frame in replay:
             peer.send_bytes(frame)
+        _rewound(node, peer, room, msg.since, snapshot)
         peer.attach_spectator(room)
         for notice in boards:
             peer.send(notice)

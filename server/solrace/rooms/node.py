@@ -639,6 +639,24 @@ class Node:
         async with room.lock:
             await self._resync_locked(room, what)
 
+    def client_ahead(self, room: LiveRoom, since: int) -> None:
+        """A client had seen version ``since`` of the room, which the store does not
+        hold: writes were lost before this node knew the room (lobby._rewound tells the
+        client). Said and counted once per room while this node holds it: every client
+        of the room may bring the same news, and a client may also just be wrong."""
+        if room.ahead_reported:
+            return
+        room.ahead_reported = True
+        log.error(
+            "Redis lost acknowledged writes: resynchronising clients",
+            extra={
+                "room": room.room_id,
+                "version": room.state.version,
+                "detail": f"a client had seen version {since}",
+            },
+        )
+        self.metrics.lost_writes.inc()
+
     async def _resync_locked(self, room: LiveRoom, what: str) -> None:
         if room.rebuilding:
             # Called again from within the rebuild (it folds what Redis holds, and

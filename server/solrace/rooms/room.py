@@ -72,6 +72,9 @@ class LiveRoom:
         #: folded meanwhile is older than theirs in the stream, and does not close them
         #: (Node._presence_folded): the later event holds the racer, on every node.
         self.awaiting_online: set[str] = set()
+        #: A client brought a version the store does not hold (Node.client_ahead):
+        #: logged and counted once.
+        self.ahead_reported = False
         #: This node is in the room's set of serving nodes (Node.join_room).
         self.joined = False
         #: Another node serves the room too, so this node tails its stream for their
