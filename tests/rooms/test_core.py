@@ -1274,3 +1274,35 @@ async def test_a_client_that_saw_more_than_the_store_holds_is_told_it_was_rewoun
     plain = FakePeer(again.node)
     assert (await plain.ask("watch", room=room.room_id, since=version)).t == "watching"
     assert not [f for f in plain.frames if f.t == "resync"]
+
+
+async def test_a_tick_that_failed_on_the_store_is_retried_once_not_twice(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk audit: a tick that failed on the store asked for a retry, and so did the
+    room's trouble it marked: every failing room was read on two timer chains at once,
+    twice the store calls and log lines of an outage. One retry is pending at a time."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    room = race.ann.room
+    assert room is not None
+    real_events_since = node.store.events_since
+
+    async def events_since(room_id: str, *args: Any, **kwargs: Any) -> Any:
+        if room_id == room.room_id:
+            raise StoreUnavailable("its slot is open (injected)")
+        return await real_events_since(room_id, *args, **kwargs)
+
+    monkeypatch.setattr(node.store, "events_since", events_since)
+    await node.tick(room)  # fails: retried later
+    retried: list[float] = []
+
+    async def recorded(_room: LiveRoom) -> None:
+        retried.append(asyncio.get_running_loop().time())
+
+    monkeypatch.setattr(node, "tick", recorded)
+    async with asyncio.timeout(5):
+        while not retried:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(node_module.TICK_RETRY_S / 5)  # a second chain was due with it
+    assert len(retried) == 1, retried

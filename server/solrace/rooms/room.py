@@ -54,6 +54,8 @@ class LiveRoom:
         #: Handle, not a TimerHandle: uvloop returns a plain Handle, which has no
         #: ``when()``, for a call due less than half a millisecond away.
         self.timer: asyncio.Handle | None = None
+        #: A tick that failed is tried again (Node._tick_later): one retry at a time.
+        self.retry_due: asyncio.TimerHandle | None = None
         self.timer_at = 0.0
         self.last_used_ms = 0
         #: A racer or spectator has been served here this round: this node then keeps
@@ -118,7 +120,7 @@ class LiveRoom:
     def cancel_timers(self) -> None:
         """Stop the room's timer and its spectators' pending boards: the node stops,
         forgets the room, or Redis lost it."""
-        for timer in (self.timer, self.boards_due):
+        for timer in (self.timer, self.boards_due, self.retry_due):
             if timer is not None:
                 timer.cancel()
 
