@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import signal
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -363,3 +365,47 @@ async def test_a_closed_connection_is_freed_at_once_not_left_for_the_cyclic_coll
             assert freed() is None, f"a {'dropped' if abrupt else 'closed'} connection lives on"
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("step_s", [600.0, -5.0])
+async def test_a_step_of_the_system_clock_shows_in_healthz_and_metrics_and_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, step_s: float
+) -> None:
+    """The system clock is stepped while the node runs. The node's race clock goes on
+    unbroken (tests/rooms/test_clock.py); the operator sees the step: one warning with
+    its size, ``clock_offset_ms`` in /healthz and the ``solrace_clock_offset_seconds``
+    gauge. /healthz stays 200: the node serves as well as before (docs/server.md)."""
+    caplog.set_level(logging.WARNING, logger="solrace.clock")
+    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    store = await Store.connect(REDIS_URL, prefix=prefix)
+    server = RaceServer(Node(store, name="clock"), "127.0.0.1", 0)
+    try:
+        await server.start()
+        http = f"http://127.0.0.1:{server.port}"
+        before = server.node.clock()
+        real_time_ns = time.time_ns
+        monkeypatch.setattr(time, "time_ns", lambda: real_time_ns() + int(step_s * 1e9))
+        assert 0 <= server.node.clock() - before < 1000  # no step
+        status, body = await asyncio.to_thread(_get, http + "/healthz?format=json")
+        assert status == 200, body
+        offset_ms = json.loads(body)["clock_offset_ms"]
+        assert abs(offset_ms - step_s * 1000) < 100, offset_ms
+        status, metrics = await asyncio.to_thread(_get, http + "/metrics")
+        (offset_s,) = [
+            float(line.split()[1])
+            for line in metrics.splitlines()
+            if line.startswith("solrace_clock_offset_seconds ")
+        ]
+        assert abs(offset_s - step_s) < 0.1, offset_s
+        warnings = [r.getMessage() for r in caplog.records if r.name == "solrace.clock"]
+        assert warnings == [
+            f"the system clock stepped by {step_s:+.1f} s; this node keeps its own time until"
+            " restarted: races in progress are not affected"
+        ]
+    finally:
+        monkeypatch.undo()
+        if server.server is not None:
+            server.server.close(close_connections=True)
+        await server.node.stop()
+        await store.close()
+        await delete_prefix(prefix, REDIS_URL)

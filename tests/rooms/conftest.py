@@ -16,7 +16,7 @@ from solrace.protocol import SERVER_FRAME_LIMITS, decode
 from solrace.protocol.envelope import Envelope
 from solrace.race import RacerGame
 from solrace.rooms import requests
-from solrace.rooms.node import Node, wall_ms
+from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
 from solrace.store import Store
 
@@ -81,10 +81,11 @@ class Backend:
         self.nodes: list[Node] = []
         self._first: Store | None = None
 
-    async def node(self, clock: Callable[[], int] = wall_ms) -> Node:
+    async def node(self, clock: Callable[[], int] | None = None) -> Node:
         """A started node on this backend (its own store connections, one shared
         prefix or in-process server), countdowns of 0.1 s, the known test deal;
-        ``clock`` lets a test run one node's clock ahead of another's."""
+        ``clock`` lets a test run one node's clock ahead of another's (None: the
+        node's own, which never steps)."""
         if self.kind == "embedded":
             if self._first is None:
                 self._first = await Store.start_embedded(self.data_dir, prefix=self.prefix)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
@@ -17,6 +18,7 @@ from solrace.race import RacerGame, RoomSettings, decisions, events
 from solrace.race.events import EventType
 from solrace.rooms import lobby, requests
 from solrace.rooms import node as node_module
+from solrace.rooms.clock import wall_ms
 from solrace.rooms.counters import Tally
 from solrace.rooms.node import (
     EMPTY_ROOM_TTL_S,
@@ -24,7 +26,6 @@ from solrace.rooms.node import (
     IDLE_ROOM_MS,
     Node,
     racer_done_by,
-    wall_ms,
 )
 from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
@@ -1306,3 +1307,36 @@ async def test_a_tick_that_failed_on_the_store_is_retried_once_not_twice(
             await asyncio.sleep(0.01)
     await asyncio.sleep(node_module.TICK_RETRY_S / 5)  # a second chain was due with it
     assert len(retried) == 1, retried
+
+
+async def test_a_step_of_the_system_clock_mid_race_ends_no_race(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system clock is set ahead by the race's time limit (10 minutes) mid-race.
+    The node read it for every decision: its next move was refused "the time limit
+    has passed" and the node ended the race for everyone (race_over, time_limit).
+    Its race clock never steps now: the race goes on, to its finish, and verifies."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room = ann.room
+    assert room is not None
+    moves = winning_moves(SOLVABLE_SECRET)
+    assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
+    real_time_ns = time.time_ns
+    step_ns = int(race.settings["time_limit_s"]) * 1_000_000_000
+    monkeypatch.setattr(time, "time_ns", lambda: real_time_ns() + step_ns)
+    await node.tick(room)  # the room's clock decisions, made now
+    for seq, move in enumerate(moves[1:], start=1):
+        reply = await ann.ask("move", seq=seq, move=move)
+        assert reply.t == "moved", reply.d
+    assert (await bob.ask("resign")).t == "ok"
+    over = await bob.until(lambda f: f.t == "race_over")
+    assert over.d["reason"] == "all_done"
+    standings = over.d["standings"]
+    assert isinstance(standings, list)
+    assert [(s["name"], s["status"]) for s in standings] == [
+        ("Ann", "finished"),
+        ("Bob", "resigned"),
+    ]
+    assert _verified(race, over).ok

@@ -19,6 +19,7 @@ from prometheus_client import (
 
 from solrace.protocol.errors import BAD_INPUT_CLOSES
 from solrace.protocol.views import Phase
+from solrace.rooms.clock import offset_ms
 from solrace.rooms.counters import MOVE_REFUSALS, REQUEST_REFUSALS, Defect
 
 from .admission import REFUSAL_REASONS
@@ -54,6 +55,13 @@ class Metrics:
                 1 for x in node.rooms.values() if x.served() and x.state.phase == Phase.RACING
             )
         )
+        self.clock_offset = Gauge(
+            "solrace_clock_offset_seconds",
+            "The system's wall clock minus this node's race clock, which never steps "
+            "(docs/deploy.md, Clocks)",
+            registry=r,
+        )
+        self.clock_offset.set_function(lambda: offset_ms(node.clock) / 1000)
         self.races_started = Counter(
             "solrace_races_started", "Countdowns started by this node", registry=r
         )

@@ -38,6 +38,7 @@ from solrace.protocol import (
 from solrace.protocol.handshake import parse_subprotocol_header, select_subprotocol
 from solrace.protocol.limits import CONNECTION_RETRY_AFTER_S
 from solrace.rooms import lobby
+from solrace.rooms.clock import offset_ms
 from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable
@@ -266,6 +267,10 @@ class RaceServer:
             # whole report as JSON with ?format=json; it never changes the status. Nor
             # does eviction (a maxmemory-policy turned evicting while the node runs):
             # every node shares that Redis, and 503 from all would make a risk an outage.
+            # Nor does the clock's offset (the wall clock minus the node's race clock,
+            # which never steps): the node's races run on its own clock whatever the
+            # wall clock says, so a node whose wall clock stepped serves as well as
+            # before, and 503 from every node after one NTP step would be an outage.
             query = request.path.partition("?")[2].split("&")
             if "probe=live" in query:  # liveness: the process answers, whatever Redis does
                 return _response(http.HTTPStatus.OK, b"alive\n", "text/plain; charset=utf-8")
@@ -292,6 +297,7 @@ class RaceServer:
                     "durability_detail": durability.detail,
                     "eviction": eviction.policy,
                     "eviction_detail": eviction.detail,
+                    "clock_offset_ms": offset_ms(self.node.clock),
                 }
                 body = json.dumps(report).encode() + b"\n"
                 return _response(status, body, "application/json", extra)

@@ -32,6 +32,7 @@ from solrace.store import Store, StoredEvent
 from solrace.store.errors import HeadLost, StoreUnavailable, VersionConflict
 
 from . import certify, listing, spectators
+from .clock import SteadyClock
 from .counters import Defect, RoomMetrics, Tally
 from .listing_cache import ListingCache
 from .records import RoomMeta, pack, pack_event, unpack_entries, unpack_event
@@ -138,10 +139,6 @@ def racer_done_by(state: RoomState, event: RoomEvent) -> int | None:
     return None
 
 
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def _keeps_wakeup(event: RoomEvent) -> bool:
     """Whether folding ``event`` leaves the room's next wake-up where it was: a
     racer still playing after a move changes no deadline (the race's end, a grace, a
@@ -215,7 +212,7 @@ class Node:
         self,
         store: Store,
         *,
-        clock: Callable[[], int] = wall_ms,
+        clock: Callable[[], int] | None = None,
         name: str = "node",
         room_secret: Callable[[], bytes] = lambda: secrets.token_bytes(32),
         rate_per_s: float = RATE_PER_S,
@@ -226,7 +223,9 @@ class Node:
         candidates_in_flight: int = certify.CANDIDATES_IN_FLIGHT,
         results_ttl_s: int | None = None,
     ) -> None:
-        """``room_secret`` draws each new room's secret (tests pin it to get a known
+        """``clock``: the node's race clock, Unix ms (by default a
+        :class:`~.clock.SteadyClock`, which never steps; tests inject one they can
+        move); ``room_secret`` draws each new room's secret (tests pin it to get a known
         deal); ``rate_per_s``/``rate_burst`` set every connection's token bucket,
         ``work_per_s``/``work_burst`` its work bucket (solrace.protocol.limits);
         ``candidates_in_flight``: candidate deals a certification solves at once (the
@@ -234,7 +233,7 @@ class Node:
         deal set 1: the deal is then the first candidate won in order);
         ``results_ttl_s``: how long a race's saved result is kept (None: for ever)."""
         self.store = store
-        self.clock = clock
+        self.clock: Callable[[], int] = SteadyClock() if clock is None else clock
         self.name = name
         self.room_secret = room_secret
         self.rate_per_s = rate_per_s
@@ -256,7 +255,7 @@ class Node:
         self.node_id = f"{name}-{secrets.token_hex(4)}"
         #: When this node last gained a working store (its start, or the end of a
         #: Redis outage): disconnect grace only counts from here (decisions.grace_ends).
-        self.grace_floor_ms = clock()
+        self.grace_floor_ms = self.clock()
         #: When the store last answered again after an outage (never: 0).
         self.store_back_ms = 0
         self._store_down = False
@@ -1319,7 +1318,7 @@ class Node:
             await asyncio.sleep(DRAIN_POLL_S)
 
 
-__all__ = ["Node", "wall_ms"]
+__all__ = ["Node"]
 
 
 def _log_decision(room: LiveRoom, event: RoomEvent) -> None:
