@@ -1340,3 +1340,41 @@ async def test_a_step_of_the_system_clock_mid_race_ends_no_race(
         ("Bob", "resigned"),
     ]
     assert _verified(race, over).ok
+
+
+async def test_a_racers_log_times_stay_in_order_across_nodes_whose_clocks_differ(
+    backend: Backend,
+) -> None:
+    """Ann's node ran 2 s ahead of the node the race started on; she resumes back on
+    the slower one and moves on. Her moves there were timed by its clock, 2 s before
+    the ones already in her log: the log's times went backwards and `solrace verify`
+    failed the race ("the log's moves are not in time order"). A move's time is now
+    never earlier than the racer's last logged entry."""
+    slow = await backend.node()
+    fast_clock = Clock()
+    fast_clock.offset_ms = 2000
+    fast = await backend.node(clock=fast_clock)
+    race = await _race_on(slow, slow)
+    ann, bob = race.ann, race.bob
+    room = ann.room
+    assert room is not None
+    token = (await ann.until(lambda f: f.t == "joined")).d["token"]
+    moves = winning_moves(SOLVABLE_SECRET)
+    half = len(moves) // 2
+    peer, seq = ann, 0
+    for node, part in ((fast, moves[:half]), (slow, moves[half:])):
+        peer = FakePeer(node)
+        resumed = await peer.ask("resume", room=room.room_id, token=token)
+        assert resumed.t == "joined", resumed.d
+        for move in part:
+            reply = await peer.ask("move", seq=seq, move=move)
+            assert reply.t == "moved", reply.d
+            seq += 1
+    assert reply.d["status"] == "finished"
+    assert (await bob.ask("resign")).t == "ok"
+    over = await bob.until(lambda f: f.t == "race_over")
+    report = _verified(race._replace(ann=peer), over)
+    assert report.ok, report.failures
+    standings = {s["name"]: s for s in over.d["standings"]}  # type: ignore[union-attr]
+    times = standings["Ann"]["times"]
+    assert times == sorted(times) and times[half] >= times[half - 1] >= 2000, times

@@ -53,6 +53,13 @@ class RacerGame:
         """The sequence number the racer's next move must carry."""
         return len(self.entries)
 
+    @property
+    def last_ms(self) -> int:
+        """The race-clock time of the log's last entry (0 before the first): a move is
+        never logged earlier (rooms/moves.py), so a log's times stay in order even when
+        its moves were checked on nodes whose clocks differ."""
+        return self.board.elapsed_ms
+
     def status(self) -> str:
         board = self.board
         if board.is_won():

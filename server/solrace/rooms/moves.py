@@ -191,7 +191,10 @@ async def _store(
             " the race to end",
             seq=seq,
         )
-    at = max(state.race_clock(checked), floor)
+    # Never earlier than the racer's last entry: that one may have been checked on a
+    # node whose clock ran ahead of this one's (a resume moves a racer between nodes),
+    # and a log whose times go backwards fails `solrace verify`. Nor than ``floor``.
+    at = max(state.race_clock(checked), game.last_ms, floor)
     try:
         game.apply(entry, at)
     except RaceError as exc:
