@@ -1378,3 +1378,41 @@ async def test_a_racers_log_times_stay_in_order_across_nodes_whose_clocks_differ
     standings = {s["name"]: s for s in over.d["standings"]}  # type: ignore[union-attr]
     times = standings["Ann"]["times"]
     assert times == sorted(times) and times[half] >= times[half - 1] >= 2000, times
+
+
+async def test_a_reassert_racing_a_resume_elsewhere_takes_nothing_back(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An audit of several nodes: a node paused past its lease found its racer marked
+    offline while still connected and re-asserted it online — but the racer had just
+    resumed on another node. The reassert checked its connection before the room lock,
+    stored an online for that old connection after folding the resume, and every node
+    then closed the new one: nobody held the racer, the room said online, the race
+    waited for its time limit. Decided under the lock, the reassert stores nothing."""
+    ann, _ = await _race(backend)
+    elsewhere = await backend.node()
+    room = ann.room
+    assert room is not None
+    token = (await ann.until(lambda f: f.t == "joined")).d["token"]
+    back = FakePeer(elsewhere)
+    real_decide = ann.node.decide
+
+    async def resume_first(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("conn") == ann.conn_id and kwargs.get("node") is not None:
+            # The racer resumes on the other node while this one is about to re-assert.
+            assert (await back.ask("resume", room=room.room_id, token=token)).t == "joined"
+        return await real_decide(*args, **kwargs)
+
+    monkeypatch.setattr(ann.node, "decide", resume_first)
+    # The lease lapsed: another node (here: the racer's own, as it would fold it) marks
+    # the racer offline while its connection here is open; the node re-asserts it.
+    offline = lambda: decisions.presence(room.state, 1, False, ann.conn_id)  # noqa: E731
+    await real_decide(room, offline, conn=ann.conn_id)
+    await ann.until(lambda f: ann.closed)
+    assert ann.closes == [(1000, CloseReason.REPLACED)]
+    async with asyncio.timeout(5):
+        while room.state.racers[1].conn != back.conn_id:
+            await asyncio.sleep(0.01)
+    assert (await back.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])).t == "moved"
+    assert not back.closed, back.closes
+    assert room.state.racers[1].online and room.state.racers[1].conn == back.conn_id

@@ -915,11 +915,25 @@ class Node:
         here: an attempt that fails (the first command after a Redis outage may) is
         retried, or a racer still racing here would be forfeited when its grace ran out."""
 
-        async def attempt() -> None:
+        def holds() -> bool:
             peer = room.racers.get(racer)
-            if peer is None or peer.conn_id != conn or peer.closed:
+            return peer is not None and peer.conn_id == conn and not peer.closed
+
+        def decision() -> list[RoomEvent]:
+            # Asked again under the lock, after the fold of what other nodes stored:
+            # the racer may have resumed elsewhere meanwhile (that fold closed ``conn``
+            # here). Written then, this online took the racer back for a connection
+            # that no longer existed, and the new one was closed on every node: a
+            # ghost, online with no connection, its grace never begun (an audit of
+            # several nodes, a node paused past its lease: the race waited 10 minutes).
+            if not holds():
+                return []
+            return decide_.presence(room.state, racer, True, conn)
+
+        async def attempt() -> None:
+            if not holds():
                 return  # gone or replaced: its own close or resume says the rest
-            await self.presence(room, racer, True, conn)
+            await self.decide(room, decision, conn=conn, node=self.node_id)
 
         extra = {"room": room.room_id, "racer": racer}
         await _until_done(attempt, "could not re-assert presence", extra, REASSERT_RETRY_S)
