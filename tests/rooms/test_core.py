@@ -822,8 +822,9 @@ async def test_a_lobby_racer_who_left_is_told_why_its_token_no_longer_works(
     again = await FakePeer(node).ask("resume", room=joined.d["room"], token=joined.d["token"])
     assert again.d["code"] == "bad_token"
     assert again.d["message"] == (
-        f"you are no longer a racer of room {created.d['code']} (you left it, or were away "
-        "longer than the 30 s grace, while it was not racing): join it again"
+        f"you are no longer a racer of room {created.d['code']} (you left it, were away "
+        "longer than the 30 s grace while it was not racing, or were away when its rematch "
+        "began): join it again"
     )
 
 

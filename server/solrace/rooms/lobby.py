@@ -318,9 +318,9 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     if member is None:
         raise BadMessage(
             ErrorCode.BAD_TOKEN,
-            f"you are no longer a racer of {name} (you left it, or were away longer than "
-            f"the {decide_.DISCONNECT_GRACE_MS // 1000} s grace, while it was not racing): "
-            "join it again",
+            f"you are no longer a racer of {name} (you left it, were away longer than "
+            f"the {decide_.DISCONNECT_GRACE_MS // 1000} s grace while it was not racing, or "
+            "were away when its rematch began): join it again",
         )
     if member.status == RacerStatus.LEFT:
         why = (
