@@ -110,6 +110,19 @@ def test_a_bad_flag_or_variable_is_one_line_and_exit_status_2(
     assert "Traceback" not in done.stderr
 
 
+def test_a_data_dir_on_a_full_disk_is_one_line_and_exit_status_2(tmp_path: Path) -> None:
+    """The first write of a start on a full disk (the owner's pid into the lock file;
+    here the lock file is /dev/full, which refuses every write with ENOSPC) is the
+    documented data-dir refusal, not a bare OSError and status 1."""
+    (tmp_path / "solrace.lock").symlink_to("/dev/full")
+    done = _run(["--data-dir", str(tmp_path)], {})
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"solrace-server: --data-dir: cannot write to data directory {tmp_path}: "
+        "No space left on device\n",
+    )
+
+
 def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
     done = subprocess.run([str(SERVER_SCRIPT), "--help"], capture_output=True, text=True)
     assert done.returncode == 0

@@ -117,6 +117,25 @@ async def test_an_unusable_data_dir_is_one_line(tmp_path: Path) -> None:
         await EmbeddedEngine.start(tmp_path / "file" / "data")
 
 
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_a_data_dir_that_cannot_be_written_is_unusable_and_leaks_no_descriptor(
+    tmp_path: Path,
+) -> None:
+    """A full disk at start-up: writing the owner's pid into the lock file fails with
+    ENOSPC (here the lock file is /dev/full, which says so for every write)."""
+    (tmp_path / LOCK_NAME).symlink_to("/dev/full")
+    before = _open_descriptors()
+    with pytest.raises(DataDirUnusable) as refused:
+        await EmbeddedEngine.start(tmp_path)
+    assert str(refused.value) == (
+        f"cannot write to data directory {tmp_path}: No space left on device"
+    )
+    assert _open_descriptors() == before
+
+
 async def _ping(engine: EmbeddedEngine) -> bool:
     client = redis.asyncio.from_url(engine.url)
     try:

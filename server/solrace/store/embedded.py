@@ -156,8 +156,14 @@ class _Lock:
         if not os.access(data_dir, os.W_OK):
             os.close(fd)
             raise DataDirUnusable(f"cannot use data directory {data_dir}: not writable")
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        pid_line = f"{os.getpid()}\n".encode()
+        try:  # written in place, then cut: a full disk still lets a run reuse its file
+            os.pwrite(fd, pid_line, 0)
+            os.ftruncate(fd, len(pid_line))
+        except OSError as exc:  # ENOSPC, EDQUOT, EIO: what the engine would meet next
+            os.close(fd)
+            why = exc.strerror or str(exc)
+            raise DataDirUnusable(f"cannot write to data directory {data_dir}: {why}") from None
         return cls(fd)
 
     def release(self) -> None:
