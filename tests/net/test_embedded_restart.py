@@ -16,6 +16,7 @@ import signal
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from solrace.store.embedded import PID_NAME
@@ -25,6 +26,7 @@ from solrace_client.results import SavedResult, race_id
 from solrace_client.verify import verify_result
 
 from tests.support.server_process import SERVER_SCRIPT, solrace_server
+from tests.support.stack import http_get
 
 
 async def _play(client: RaceClient, count: int, rng: random.Random) -> list[str]:
@@ -136,3 +138,46 @@ async def test_a_second_server_on_the_same_data_dir_is_refused_in_one_line(
         client = await RaceClient.connect(first.url)  # the first one still serves
         assert await client.list_rooms() == []
         await client.close()
+
+
+async def test_an_engine_killed_under_a_running_server_is_restarted_and_the_race_goes_on(
+    tmp_path: Path,
+) -> None:
+    """The engine SIGKILLed mid-race while the node runs (as the kernel's OOM killer
+    would; a full disk makes it exit by itself): the node restarts it on its data
+    directory, and the same connections play on without a restart of the node, every
+    move acknowledged before the kill still in the racers' logs. Before, every request
+    was ``unavailable`` until an operator restarted solrace-server."""
+    data = tmp_path / "data"
+    rng = random.Random(11)
+    async with solrace_server(data_dir=data) as server:
+        ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+        await ann.create("yukon", "Ann")
+        await bob.join(ann.code or "", "Bob")
+        await bob.ready()
+        await ann.start()
+        await ann.wait_started()
+        await bob.wait_started()
+        acked = {"Ann": await _play(ann, 6, rng), "Bob": await _play(bob, 4, rng)}
+        assert all(acked.values())
+        engine = int((data / PID_NAME).read_text())
+        os.kill(engine, signal.SIGKILL)
+        async with asyncio.timeout(15):
+            while "the embedded engine is back" not in server.log:
+                await asyncio.sleep(0.05)
+        assert f"the embedded engine (pid {engine}) was killed by signal SIGKILL" in server.log
+        assert int((data / PID_NAME).read_text()) != engine
+        acked["Ann"] += await _play(ann, 4, rng)
+        acked["Bob"] += await _play(bob, 4, rng)
+        async with asyncio.timeout(10):  # 200 again once the node's own calls succeed
+            while (await http_get(urlsplit(server.url).port or 0, "/healthz"))[0] != 200:
+                await asyncio.sleep(0.1)
+        for client in (ann, bob):
+            with contextlib.suppress(ServerError):  # already stuck or finished
+                await client.resign()
+        over = await ann.next_event("race_over", timeout=30)
+        standings = {s["name"]: s for s in over.d["standings"]}
+        for name in ("Ann", "Bob"):
+            assert _log_moves(standings[name]) == acked[name]
+        for client in (ann, bob):
+            await client.close()

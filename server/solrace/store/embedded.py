@@ -32,6 +32,9 @@ How it runs, and why:
   terminal reaches only the node, which drains before it stops the engine.
 - The engine's own log goes to ``DATA_DIR/engine.log``; a failed start quotes its last
   line.
+- **Restarted if it dies** under the running node (killed, a full disk): same directory,
+  same socket, every acknowledged write in its AOF; the store's connections reconnect,
+  so an outage ends without an operator (:meth:`EmbeddedEngine._watch`).
 
 Caveat: the death signal is tied to the *thread* that started the engine, so start it
 from the thread that runs the event loop for the whole life of the process (as
@@ -47,6 +50,7 @@ import fcntl
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -79,6 +83,11 @@ STOP_TIMEOUT_S = 10.0
 #: How often a starting engine is pinged, and a stopping stale one looked at.
 START_POLL_S = 0.005
 STOP_POLL_S = 0.02
+#: The pause before restarting an engine that died under a running node again, after a
+#: failed attempt (or a death soon after the last restart): doubled each time up to the
+#: most, so a disk that stays full costs one attempt and one warning a half-minute.
+RESTART_FIRST_PAUSE_S = 0.5
+RESTART_MOST_PAUSE_S = 30.0
 #: sun_path is 108 bytes on Linux (104 on BSDs); keep a margin.
 _MAX_SOCKET_PATH = 100
 _PR_SET_PDEATHSIG = 1
@@ -286,6 +295,29 @@ def _last_log_line(data_dir: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
+#: A valkey/redis log line: ``pid:role day month year time LEVEL message``, LEVEL one of
+#: ``.`` (debug), ``-`` (verbose), ``*`` (notice), ``#`` (warning).
+_LOG_LINE = re.compile(
+    r"^\d+:[A-Z] \d{1,2} \w{3} \d{4} [\d:.]+ (?P<level>[.\-*#]) (?P<message>.*)$"
+)
+
+
+def _death(status: int, data_dir: Path) -> str:
+    """Why an engine ended, for the node's log: the signal that killed it, else its exit
+    status and its last log line if that is a warning (an engine exiting on a full disk
+    says why last: "Can't recover from AOF write error ... Exiting"). A notice such as
+    "Ready to accept connections" says nothing about a death, so it is not quoted."""
+    if status < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-status).name}"
+        except ValueError:
+            return f"was killed by signal {-status}"
+    line = _LOG_LINE.match(_last_log_line(data_dir))
+    if line is not None and line["level"] == "#":
+        return f"exited with status {status} ({line['message']})"
+    return f"exited with status {status} (see {data_dir / LOG_NAME})"
+
+
 class EmbeddedEngine:
     """A running private engine on a data directory; build one with :meth:`start`.
 
@@ -349,42 +381,8 @@ class EmbeddedEngine:
             if len(socket_path.encode()) > _MAX_SOCKET_PATH:
                 socket_dir = tempfile.mkdtemp(prefix="solrace-")
                 socket_path = os.path.join(socket_dir, SOCKET_NAME)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(socket_path)
-            argv = [
-                str(engine),
-                "--port", "0",
-                "--unixsocket", socket_path,
-                "--unixsocketperm", "700",
-                "--dir", str(directory),
-                "--appendonly", "yes",
-                "--appendfsync", "always",
-                "--save", "",
-                "--maxmemory-policy", "noeviction",
-                "--daemonize", "no",
-                "--logfile", LOG_NAME,
-            ]  # fmt: skip
-            began = time.perf_counter()
-            try:
-                with open(directory / LOG_NAME, "ab") as log:
-                    proc = await asyncio.create_subprocess_exec(
-                        *argv,
-                        stdin=asyncio.subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=log,
-                        cwd=directory,
-                        start_new_session=True,
-                        preexec_fn=_death_signal(),
-                    )
-            except OSError as exc:
-                raise EngineError(f"cannot run {engine}: {exc.strerror or exc}") from None
-            self = cls(proc, directory, socket_path, engine, lock, socket_dir, 0.0, stale)
-            try:
-                (directory / PID_NAME).write_text(f"{proc.pid}\n")
-                await self._wait_ready(began)
-            except BaseException:
-                await self._terminate()
-                raise
+            proc, start_ms = await _spawn(engine, directory, socket_path)
+            self = cls(proc, directory, socket_path, engine, lock, socket_dir, start_ms, stale)
             self._watcher = asyncio.get_running_loop().create_task(self._watch())
             return self
         except BaseException:
@@ -393,34 +391,57 @@ class EmbeddedEngine:
                 shutil.rmtree(socket_dir, ignore_errors=True)
             raise
 
-    async def _wait_ready(self, began: float) -> None:
-        deadline = began + START_TIMEOUT_S
-        while not await _pong(self.socket_path):
-            if self.proc.returncode is not None:
-                why = _last_log_line(self.data_dir) or f"exit status {self.proc.returncode}"
-                raise EngineError(f"the embedded engine {self.binary.name} did not start: {why}")
-            if time.perf_counter() > deadline:
-                raise EngineError(
-                    f"the embedded engine did not answer within {START_TIMEOUT_S:g} s "
-                    f"(see {self.data_dir / LOG_NAME})"
-                )
-            await asyncio.sleep(START_POLL_S)
-        self.start_ms = (time.perf_counter() - began) * 1000
-
     async def _watch(self) -> None:
-        """Say so at once if the engine dies under a running node (killed, out of
-        memory, a full disk): every request then fails with ``unavailable`` and
-        /healthz answers 503, and the operator needs to know why and where to look."""
-        status = await self.proc.wait()
-        if not self._stopped:
+        """Restart the engine if it dies under a running node (killed, out of memory, a
+        full disk), on the same directory and socket, until it is back or the node stops.
+
+        Why the node may: it still holds the directory's lock, so nothing else touched
+        the files, and the AOF holds every acknowledged write (fsynced before each
+        reply; valkey cuts a partial write of its own on a failed write, and loads a
+        truncated tail by default). The store's connections to the socket reconnect by
+        themselves, so requests go from ``unavailable`` back to served. Before, the
+        node answered ``unavailable`` until an operator restarted it, even once the
+        disk had room again. Each death is one ERROR, each failed attempt one WARNING
+        with its reason, the return one INFO; the pause between attempts doubles
+        (:data:`RESTART_FIRST_PAUSE_S` to :data:`RESTART_MOST_PAUSE_S`) and is kept
+        across an engine that dies again soon after coming back (a disk still nearly
+        full), so a lasting fault costs one attempt a half-minute, not a busy loop."""
+        pause = 0.0
+        while True:
+            up_since = time.monotonic()
+            status = await self.proc.wait()
+            if self._stopped:
+                return
+            died = time.monotonic()
             log.error(
-                "the embedded engine (pid %d) exited unexpectedly with status %d (%s): "
-                "requests fail until solrace-server is restarted on %s",
+                "the embedded engine (pid %d) %s: restarting it on %s; requests fail "
+                "with unavailable until it is back",
                 self.proc.pid,
-                status,
-                _last_log_line(self.data_dir) or f"see {self.data_dir / LOG_NAME}",
+                _death(status, self.data_dir),
                 self.data_dir,
             )
+            if died - up_since >= RESTART_MOST_PAUSE_S:
+                pause = 0.0  # it ran a while: a new fault, worth an attempt at once
+            while True:
+                await asyncio.sleep(pause)
+                pause = min(max(pause * 2, RESTART_FIRST_PAUSE_S), RESTART_MOST_PAUSE_S)
+                try:
+                    self.proc, self.start_ms = await _spawn(
+                        self.binary, self.data_dir, self.socket_path
+                    )
+                except EngineError as exc:
+                    log.warning(
+                        "the embedded engine did not restart: %s; next attempt in %g s",
+                        exc,
+                        pause,
+                    )
+                    continue
+                log.info(
+                    "the embedded engine is back (pid %d) after %.1f s",
+                    self.proc.pid,
+                    time.monotonic() - died,
+                )
+                break
 
     def share(self) -> EmbeddedEngine:
         """Count one more user (a sibling store); each user calls :meth:`release`."""
@@ -437,14 +458,17 @@ class EmbeddedEngine:
 
     async def stop(self) -> None:
         """Shut the engine down (SHUTDOWN, else SIGTERM: valkey fsyncs its AOF and exits;
-        SIGKILL after ``STOP_TIMEOUT_S``), then give up the data directory. Idempotent."""
+        SIGKILL after ``STOP_TIMEOUT_S``), then give up the data directory. Idempotent.
+        The watcher goes first, so that no restart attempt outlives the node (one under
+        way stops the engine it was starting)."""
         if self._stopped:
             return
         self._stopped = True
         try:
-            await self._terminate()
             if self._watcher is not None:
+                self._watcher.cancel()
                 await asyncio.gather(self._watcher, return_exceptions=True)
+            await _terminate(self.proc, self.socket_path)
             with contextlib.suppress(OSError):
                 (self.data_dir / PID_NAME).unlink()
         finally:
@@ -452,15 +476,83 @@ class EmbeddedEngine:
             if self._socket_dir is not None:
                 shutil.rmtree(self._socket_dir, ignore_errors=True)
 
-    async def _terminate(self) -> None:
-        if self.proc.returncode is None and not await _shutdown(self.socket_path):
-            # SIGTERM works too, but valkey acts on it at its next cron tick (~100 ms).
+
+async def _spawn(
+    binary: Path, directory: Path, socket_path: str
+) -> tuple[asyncio.subprocess.Process, float]:
+    """Start the engine on ``directory`` and ``socket_path`` and wait until it answers
+    PING: the process and the milliseconds that took. :class:`EngineError` (one line)
+    if it cannot; whatever ends the wait (that error, a cancellation) stops it first."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(socket_path)
+    argv = [
+        str(binary),
+        "--port", "0",
+        "--unixsocket", socket_path,
+        "--unixsocketperm", "700",
+        "--dir", str(directory),
+        "--appendonly", "yes",
+        "--appendfsync", "always",
+        "--save", "",
+        "--maxmemory-policy", "noeviction",
+        "--daemonize", "no",
+        "--logfile", LOG_NAME,
+    ]  # fmt: skip
+    began = time.perf_counter()
+    try:
+        with open(directory / LOG_NAME, "ab") as log_file:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=log_file,
+                cwd=directory,
+                start_new_session=True,
+                preexec_fn=_death_signal(),
+            )
+    except OSError as exc:
+        raise EngineError(f"cannot run {binary}: {exc.strerror or exc}") from None
+    try:
+        try:
+            (directory / PID_NAME).write_text(f"{proc.pid}\n")
+        except OSError as exc:
+            raise EngineError(f"cannot write {directory / PID_NAME}: {exc.strerror}") from None
+        await _wait_ready(proc, binary, directory, socket_path, began)
+    except BaseException:
+        await _terminate(proc, socket_path)
+        raise
+    return proc, (time.perf_counter() - began) * 1000
+
+
+async def _wait_ready(
+    proc: asyncio.subprocess.Process,
+    binary: Path,
+    directory: Path,
+    socket_path: str,
+    began: float,
+) -> None:
+    deadline = began + START_TIMEOUT_S
+    while not await _pong(socket_path):
+        if proc.returncode is not None:
+            why = _last_log_line(directory) or f"exit status {proc.returncode}"
+            raise EngineError(f"the embedded engine {binary.name} did not start: {why}")
+        if time.perf_counter() > deadline:
+            raise EngineError(
+                f"the embedded engine did not answer within {START_TIMEOUT_S:g} s "
+                f"(see {directory / LOG_NAME})"
+            )
+        await asyncio.sleep(START_POLL_S)
+
+
+async def _terminate(proc: asyncio.subprocess.Process, socket_path: str) -> None:
+    if proc.returncode is None and not await _shutdown(socket_path):
+        # SIGTERM works too, but valkey acts on it at its next cron tick (~100 ms).
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+    if proc.returncode is None:
+        try:
+            await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+        except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(signal.SIGTERM)
-        if self.proc.returncode is None:
-            try:
-                await asyncio.wait_for(self.proc.wait(), STOP_TIMEOUT_S)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.kill()
-                await self.proc.wait()
+                proc.kill()
+            await proc.wait()
