@@ -25,6 +25,7 @@ from solrace_client.boardview import board_from_view
 from solrace_client.results import SavedResult, race_id
 from solrace_client.verify import verify_result
 
+from tests.support.race import racing
 from tests.support.server_process import SERVER_SCRIPT, solrace_server
 from tests.support.stack import http_get
 
@@ -151,13 +152,7 @@ async def test_an_engine_killed_under_a_running_server_is_restarted_and_the_race
     data = tmp_path / "data"
     rng = random.Random(11)
     async with solrace_server(data_dir=data) as server:
-        ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
-        await ann.create("yukon", "Ann")
-        await bob.join(ann.code or "", "Bob")
-        await bob.ready()
-        await ann.start()
-        await ann.wait_started()
-        await bob.wait_started()
+        ann, bob = await racing(server.url)
         acked = {"Ann": await _play(ann, 6, rng), "Bob": await _play(bob, 4, rng)}
         assert all(acked.values())
         engine = int((data / PID_NAME).read_text())

@@ -1125,6 +1125,22 @@ async def test_an_outage_is_logged_once_with_its_reason(
     assert len(lines) == 1 and "NOPERM" in str(getattr(lines[0], "error", "")), lines
 
 
+def _fail_reads_of(
+    room: LiveRoom, node: Node, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[], None]:
+    """The store fails every read of ``room``'s events on ``node`` (its Cluster slot
+    left open), and no other room's; returns what ends that."""
+    real_events_since = node.store.events_since
+
+    async def events_since(room_id: str, *args: Any, **kwargs: Any) -> Any:
+        if room_id == room.room_id:
+            raise StoreUnavailable("its slot is open (injected)")
+        return await real_events_since(room_id, *args, **kwargs)
+
+    monkeypatch.setattr(node.store, "events_since", events_since)
+    return lambda: monkeypatch.setattr(node.store, "events_since", real_events_since)
+
+
 async def test_one_rooms_failing_timer_never_re_arms_another_rooms_grace(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1141,14 +1157,7 @@ async def test_one_rooms_failing_timer_never_re_arms_another_rooms_grace(
     await _hang_up(stuck.bob)
     stuck_room = stuck.ann.room
     assert stuck_room is not None
-    real_events_since = node.store.events_since
-
-    async def events_since(room_id: str, *args: Any, **kwargs: Any) -> Any:
-        if room_id == stuck_room.room_id:
-            raise StoreUnavailable("its slot is open (injected)")
-        return await real_events_since(room_id, *args, **kwargs)
-
-    monkeypatch.setattr(node.store, "events_since", events_since)
+    restore = _fail_reads_of(stuck_room, node, monkeypatch)
     clock.advance(20)
     await node.tick(stuck_room)  # fails: the stuck room's trouble, not the node's
     node.store_ok()  # the node's own loops find the store answering
@@ -1156,7 +1165,7 @@ async def test_one_rooms_failing_timer_never_re_arms_another_rooms_grace(
     left = await healthy.ann.until(lambda f: f.t == "racer_left", timeout=5)
     assert left.d["reason"] == "grace"
     # The stuck room reads again: its graces restart from then, not from before.
-    monkeypatch.setattr(node.store, "events_since", real_events_since)
+    restore()
     await node.tick(stuck_room)
     assert not [f for f in stuck.ann.frames if f.t == "racer_left"]
     clock.advance(decisions.DISCONNECT_GRACE_MS / 1000 + 1, node)
@@ -1288,14 +1297,7 @@ async def test_a_tick_that_failed_on_the_store_is_retried_once_not_twice(
     race = await _race_on(node, node)
     room = race.ann.room
     assert room is not None
-    real_events_since = node.store.events_since
-
-    async def events_since(room_id: str, *args: Any, **kwargs: Any) -> Any:
-        if room_id == room.room_id:
-            raise StoreUnavailable("its slot is open (injected)")
-        return await real_events_since(room_id, *args, **kwargs)
-
-    monkeypatch.setattr(node.store, "events_since", events_since)
+    _fail_reads_of(room, node, monkeypatch)
     await node.tick(room)  # fails: retried later
     retried: list[float] = []
 
