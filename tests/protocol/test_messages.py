@@ -273,6 +273,9 @@ class TestNames:
             *("", "   ", "x" * 25, "a\x00b", "a\x1bb", "evil\u202eusr", "a\u200bb", "\ufeffa"),
             # control characters str.split() would have made spaces
             *("a\x1cb", "a\x1db", "a\x1eb", "a\x1fb"),
+            # nothing visible (a fuzzing audit joined as each): a Hangul filler, the
+            # braille blank, combining marks alone, a lone variation selector, a ZWJ
+            *("\u3164", "\u115f", "\uffa0", "\u2800", "\u0336\u0336", "\ufe0f", "\u200d"),
         ],
     )
     def test_refused(self, name: str) -> None:

@@ -157,7 +157,23 @@ def display_name(raw: str) -> str:
         category = unicodedata.category(char)
         if category[0] == "C" and char != _ZWJ:
             raise ValueError(f"must not contain the character U+{ord(char):04X}")
+    if not any(_visible(char) for char in value):
+        # A fuzzing audit joined as U+3164 alone, as combining marks alone, as a lone
+        # variation selector: a racer nobody could see in a list or the standings.
+        raise ValueError("must have a visible character (a letter, a digit or a symbol)")
     return value
+
+
+#: Letters and symbols that draw nothing (Hangul fillers, the braille blank): a
+#: name of these alone is as blank as one of spaces.
+_BLANK: Final = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def _visible(char: str) -> bool:
+    """A character that draws something by itself: a letter, a digit, a punctuation
+    mark or a symbol, not a blank one (marks and variation selectors draw only on
+    another character)."""
+    return unicodedata.category(char)[0] in "LNPS" and char not in _BLANK
 
 
 class _Fields:
