@@ -10,7 +10,6 @@ with it, or to get a race this computer never saw end.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Iterator, Mapping
@@ -18,8 +17,7 @@ from typing import Any, Final
 
 from solrace.protocol.fairness import RACE_ID
 
-from .connection import RaceClient, server_list
-from .errors import CONNECT_ERRORS
+from .connection import RaceClient, first_answer
 from .results import SavedResult, short_json
 
 #: Differences named in one report: the first few say enough.
@@ -35,11 +33,7 @@ async def fetch_archived(servers: str, race: str) -> tuple[str, SavedResult]:
     """The first of ``servers`` (comma-separated) that answers, and the race as it
     archived it. Raises the last server's connection error when none answers, and
     ServerError (``unknown_race``, say) when one answers with a refusal."""
-    *others, last = server_list(servers)
-    for url in others:
-        with contextlib.suppress(*CONNECT_ERRORS):
-            return url, await _archived_on(url, race)
-    return last, await _archived_on(last, race)
+    return await first_answer(servers, lambda url: _archived_on(url, race))
 
 
 async def _archived_on(url: str, race: str) -> SavedResult:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import io
 import json
 import os
@@ -36,7 +35,7 @@ from solrace.rules.cli import OUTPUT_ERRNOS, output_unusable, parse_option, read
 from solrace.rules.options import options_to_json
 
 from . import config
-from .connection import DEFAULT_SERVER, RaceClient, ServerError, server_list
+from .connection import DEFAULT_SERVER, RaceClient, ServerError, first_answer, server_list
 from .errors import (
     CONNECT_ERRORS,
     EXIT_FAILED,
@@ -304,11 +303,7 @@ def rooms_view(rooms: Sequence[Mapping[str, Any]], console: Console) -> Renderab
 async def _list_rooms(servers: str, variant: str | None) -> tuple[str, list[dict[str, Any]]]:
     """The first of ``servers`` (comma-separated; never empty, main checks) that
     answers, and its rooms; when none does, the last one's error."""
-    *others, last = server_list(servers)
-    for url in others:
-        with contextlib.suppress(*CONNECT_ERRORS):
-            return url, await _rooms_of(url, variant)
-    return last, await _rooms_of(last, variant)
+    return await first_answer(servers, lambda url: _rooms_of(url, variant))
 
 
 async def _rooms_of(url: str, variant: str | None) -> list[dict[str, Any]]:

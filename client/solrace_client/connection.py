@@ -26,8 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Literal, TypeVar
 
 from solrace.protocol import (
     MAX_SERVER_FRAME_BYTES,
@@ -47,16 +47,31 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from . import pacing
+from .errors import CONNECT_ERRORS
 from .pacing import Pace, Pacer
 from .roomview import Fold, RoomView
 
 DEFAULT_SERVER = "ws://127.0.0.1:8765"
 
 
+_T = TypeVar("_T")
+
+
 def server_list(servers: str) -> list[str]:
     """``--server``/``$SOLRACE_SERVER`` as the URLs to try in turn: one URL, or several
     separated by commas (nodes of one deployment; the first that answers is used)."""
     return [url.strip() for url in servers.split(",") if url.strip()]
+
+
+async def first_answer(servers: str, ask: Callable[[str], Awaitable[_T]]) -> tuple[str, _T]:
+    """The first of ``servers`` (:func:`server_list`) that ``ask`` reaches, and its
+    answer; when none does, the last one's connection error. A refusal (ServerError)
+    is an answer: it is raised at once, not tried on the next node."""
+    *others, last = server_list(servers)
+    for url in others:
+        with contextlib.suppress(*CONNECT_ERRORS):
+            return url, await ask(url)
+    return last, await ask(last)
 
 
 #: How long a request waits for its reply before the link is taken for dead (a
