@@ -14,6 +14,7 @@ Private redis-servers only: these tests reconfigure them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -75,15 +76,15 @@ class Running:
         )
 
 
-@pytest.fixture
-async def running(private_redis: Callable[..., str]) -> AsyncIterator[Running]:
-    """A node (in this process, with its HTTP endpoints) on a private Redis."""
-    url = private_redis()
+@contextlib.asynccontextmanager
+async def serving(url: str, store_url: str | None = None) -> AsyncIterator[Running]:
+    """A node (in this process, with its HTTP endpoints) on the Redis at ``url``,
+    connected as ``store_url`` says (another user, say), and an admin client."""
     admin = redis.asyncio.from_url(url)
-    store = await Store.connect(url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+    store = await Store.connect(store_url or url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
     server = RaceServer(Node(store, name="states"), "127.0.0.1", 0)
-    await server.start()
     try:
+        await server.start()
         yield Running(admin, server)
     finally:
         if server.server is not None:
@@ -91,6 +92,35 @@ async def running(private_redis: Callable[..., str]) -> AsyncIterator[Running]:
         await server.node.stop()
         await store.close()
         await admin.aclose()
+
+
+@pytest.fixture
+async def running(private_redis: Callable[..., str]) -> AsyncIterator[Running]:
+    """A node (in this process, with its HTTP endpoints) on a private Redis."""
+    async with serving(private_redis()) as node:
+        yield node
+
+
+async def test_healthz_is_503_while_the_redis_user_s_acl_refuses_what_the_node_does(
+    private_redis: Callable[..., str],
+) -> None:
+    """PING passes whatever the ACL: a node whose Redis user lost its keys while it ran
+    refused every request ``unavailable`` and /healthz still said 200, so a load
+    balancer kept sending racers to it. Now /healthz is 503 (``store_failing``) until
+    the node's calls succeed again."""
+    url = private_redis()
+    async with redis.asyncio.from_url(url) as setup:
+        await setup.execute_command("ACL", "SETUSER", "node", "on", ">pw", "&*", "~*", "+@all")
+    async with serving(url, url.replace("://", "://node:pw@")) as node:
+        report = await node.report_within(5, 200)
+        assert (report["store_answers"], report["store_failing"]) == (True, False)
+        await node.admin.execute_command("ACL", "SETUSER", "node", "resetkeys", "~other:*")
+        report = await node.report_within(LEASE_RENEW_S + 3, 503)
+        assert report["status"] == "unavailable"
+        assert (report["store_answers"], report["store_failing"]) == (True, True)
+        await node.admin.execute_command("ACL", "SETUSER", "node", "~*")
+        report = await node.report_within(LEASE_RENEW_S + 3, 200)
+        assert report["store_failing"] is False
 
 
 def _outage_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
