@@ -65,6 +65,10 @@ FIELD_WORDS: Final = {
 ENTRY_WORDS: Final = {
     ("join", "unknown_room"): "no room has that code (or it has expired, or everyone left it)",
     ("join", "room_full"): "that room is full",
+    ("join", "same_address"): (
+        "someone from your address already races in that public room (one seat each): to"
+        " race each other, one of you opens a private room (solrace create --private)"
+    ),
     ("join", "wrong_phase"): (
         "that room takes no racers now (its race has started, or is over): watch it with "
         "solrace watch {code}"

@@ -203,7 +203,7 @@ async def test_past_its_share_an_address_gets_429_and_the_client_says_why(
     admission = Admission(100, max_per_address=2, trusted=NOBODY_TRUSTED)
     server = await cluster.node(admission=admission)
     ann = await RaceClient.connect(server.url)
-    await ann.create("yukon", "Ann")
+    await ann.create("yukon", "Ann", private=True)  # one address: two seats if private
     spare = await _open(server.url)
     refusal = await _refused(server.url)
     assert refusal.response.status_code == 429
@@ -494,3 +494,66 @@ async def test_rooms_opened_by_connections_that_hang_up_are_counted_by_address(
     assert joined.t == "joined", joined.d
     for ws in (ann, bob):
         await ws.close()
+
+
+def test_a_tickets_origin_is_a_digest_of_the_address_it_is_counted_by() -> None:
+    """What a room stores with a seat (one seat per address in a public room): equal
+    for one address, one IPv6 /64 or a mapped IPv4; None for a connection counted by
+    no address; never the address itself."""
+    admission = Admission(100, trusted=parse_networks("10.0.0.0/8"))
+
+    def origin(peer: str, forwarded: list[str] | None = None) -> str | None:
+        ticket = admission.accept(peer)
+        assert ticket is not None and admission.identify(ticket, forwarded or []) is None
+        return ticket.origin
+
+    plain = origin("203.0.113.5")
+    assert plain is not None and len(plain) == 16 and "203" not in plain
+    assert origin("::ffff:203.0.113.5") == plain
+    assert origin("10.1.1.1", ["203.0.113.5"]) == plain  # a trusted proxy's client
+    assert origin("203.0.113.6") != plain
+    assert origin("2001:db8::1") == origin("2001:db8::ffff") != origin("2001:db8:0:1::1")
+    assert origin("10.1.1.1") is None  # the proxy's own connection: counted by none
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_behind_a_proxy_one_client_address_takes_one_seat_of_a_public_room(
+    cluster: Cluster,
+) -> None:
+    """A second seat of one address is a scout for the first (the same deal): a quick
+    race from it opens a room of its own, a join is refused ``same_address``; another
+    client, the proxy's own connection and a private room are not capped."""
+    server = await cluster.node(admission=Admission(100, trusted=parse_networks("127.0.0.1")))
+    ann, scout = await _open(server.url, "203.0.113.5"), await _open(server.url, "203.0.113.5")
+    first = await _ask(ann, 1, "quick", variant="yukon", name="Ann")
+    second = await _ask(scout, 1, "quick", variant="yukon", name="Scout")
+    assert first.t == second.t == "joined", (first.d, second.d)
+    assert first.d["room"] != second.d["room"]
+    await _ask(scout, 2, "leave")
+    refused = await _ask(scout, 3, "join", code=first.d["code"], name="Scout")
+    assert (refused.t, refused.d["code"]) == ("error", "same_address"), refused.d
+    others = [await _open(server.url, "198.51.100.7"), await _open(server.url)]
+    for n, ws in enumerate(others):
+        joined = await _ask(ws, 1, "join", code=first.d["code"], name=f"Other{n}")
+        assert (joined.t, joined.d["room"]) == ("joined", first.d["room"]), joined.d
+    friends = await _ask(scout, 4, "create", variant="yukon", name="Host", private=True)
+    fourth = await _open(server.url, "203.0.113.5")
+    joined = await _ask(fourth, 1, "join", code=friends.d["code"], name="Friend")
+    assert joined.t == "joined", joined.d
+    for ws in (ann, scout, fourth, *others):
+        await ws.close()
+
+
+@pytest.mark.parametrize(("flags", "rooms"), [((), 2), (("--seats-per-address", "0"), 1)])
+async def test_solrace_server_seats_an_address_once_a_public_room_unless_told_otherwise(
+    flags: tuple[str, ...], rooms: int
+) -> None:
+    """``solrace-server`` as an operator runs it, its clients' own addresses capped
+    (``--trusted-proxies none``): by default two ``solrace quick``s from one address
+    race in two rooms; ``--seats-per-address 0`` seats them together."""
+    async with solrace_server("redis", ["--trusted-proxies", "none", *flags]) as server:
+        racers = [await RaceClient.connect(server.url) for _ in range(2)]
+        joined = [await r.quick("yukon", f"R{n}") for n, r in enumerate(racers)]
+        assert len({j["room"] for j in joined}) == rooms
+        for racer in racers:
+            await racer.close()

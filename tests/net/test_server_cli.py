@@ -91,6 +91,8 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
             {},
             "--max-connections-per-address: must be 0 or more, got -1",
         ),
+        (["--seats-per-address", "-1"], {}, "--seats-per-address: must be 0 or more, got -1"),
+        ([], {"SOLRACE_SEATS_PER_ADDRESS": "one"}, "not a whole number: 'one'"),
         (
             ["--trusted-proxies", "my-proxy"],
             {},
@@ -136,6 +138,7 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
         "--loop",
         "--max-connections",
         "--max-connections-per-address",
+        "--seats-per-address",
         "--trusted-proxies",
     ):
         assert flag in text
@@ -148,6 +151,7 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
         "SOLRACE_LOOP",
         "SOLRACE_MAX_CONNECTIONS",
         "SOLRACE_MAX_CONNECTIONS_PER_ADDRESS",
+        "SOLRACE_SEATS_PER_ADDRESS",
         "SOLRACE_TRUSTED_PROXIES",
     ):
         assert variable in text

@@ -467,3 +467,60 @@ def test_a_stuck_racer_counts_as_playing_only_with_undo() -> None:
     state = RoomState("r", "C", RoomSettings(options={"undo": False}))
     state.racers[1] = RacerState(1, "Ann", status="stuck")
     assert not state.playing()
+
+
+def _seat(room: Room, name: str, origin: str | None, seats: int = 1) -> RoomEvent:
+    """Join ``name`` from ``origin`` as a node does: the origin stored with the event."""
+    (joined,) = d.join(room.state, name, origin, seats)
+    room.apply([joined.but(origin=origin)])
+    return joined
+
+
+def test_a_public_room_seats_one_address_once() -> None:
+    """Every racer gets the same deal: a second seat of one address is a scout that
+    turns cards up for the first (docs/fairness.md)."""
+    room = Room()
+    _seat(room, "Ann", "aa")
+    with pytest.raises(RaceError) as refused:
+        d.join(room.state, "Scout", "aa", 1)
+    assert refused.value.code == "same_address"
+    assert refused.value.message.startswith("a racer from your address already has a seat")
+    _seat(room, "Bob", "bb")  # another address
+    _seat(room, "Cy", None)  # a connection counted by no address (a trusted peer's own)
+    _seat(room, "Di", None)
+    assert [r.origin for r in room.state.racers.values()] == ["aa", "bb", None, None]
+
+
+def test_a_private_room_or_no_cap_seats_an_address_any_number_of_times() -> None:
+    private = Room(private=True)
+    _seat(private, "Ann", "aa")
+    _seat(private, "Bob", "aa")  # friends behind one router, by the room's code
+    uncapped = Room()
+    _seat(uncapped, "Ann", "aa", seats=0)
+    _seat(uncapped, "Bob", "aa", seats=0)
+    two = Room()
+    _seat(two, "Ann", "aa", seats=2)
+    _seat(two, "Bob", "aa", seats=2)
+    with pytest.raises(RaceError, match="already has a seat"):
+        d.join(two.state, "Cy", "aa", 2)
+
+
+def test_a_seat_given_up_in_the_lobby_frees_its_address_and_a_rematch_keeps_it() -> None:
+    room = Room()
+    _seat(room, "Ann", "aa")
+    _seat(room, "Bob", "bb")
+    room.apply(d.leave(room.state, 1))
+    _seat(room, "Ann again", "aa")  # the address holds no seat any more
+    for racer in list(room.state.racers):
+        room.apply(d.ready(room.state, racer, True))
+    room.apply(d.deal_chosen(room.state, 1, CERTIFIED))
+    room.apply(d.start(room.state, 2, room.now, COMMIT))
+    room.now += d.COUNTDOWN_MS
+    room.apply(room.tick())
+    for racer in list(room.state.racers):
+        room.apply(d.resign(room.state, racer))
+    room.apply(room.tick())
+    room.apply(d.rematch(room.state, 2))
+    assert room.state.phase == "lobby"
+    with pytest.raises(RaceError, match="already has a seat"):
+        d.join(room.state, "Scout", "aa", 1)  # the new round's lobby still seats it

@@ -40,6 +40,7 @@ asks to open a room.
 from __future__ import annotations
 
 import enum
+import hashlib
 import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ FD_RESERVE: Final = 256
 WANTED_OPEN_FILES: Final = 65_536
 #: Prefix length an IPv6 client is counted by.
 IPV6_PREFIX: Final = 64
+#: Hex digits of an address's digest a room keeps with a seat (Ticket.origin): 64 bits,
+#: plenty to tell the few addresses of one room apart.
+ORIGIN_HEX_DIGITS: Final = 16
 #: Sockets one address may hold beyond its share while they wait for their refusal;
 #: past them its new sockets are closed at once, unanswered.
 REFUSALS_PER_ADDRESS: Final = 8
@@ -180,6 +184,16 @@ class Ticket:
     released: bool = False
     #: The client a trusted proxy named (``X-Forwarded-For``), for the logs.
     forwarded: str | None = None
+
+    @property
+    def origin(self) -> str | None:
+        """A digest of the address the ticket is counted against (None: not counted),
+        which a room stores with a racer's seat to seat an address once in a public
+        room (rooms.peer.Peer.origin): it tells one address from another, and keeps the
+        address itself out of the store."""
+        if self.key is None:
+            return None
+        return hashlib.sha256(self.key.encode()).hexdigest()[:ORIGIN_HEX_DIGITS]
 
 
 @dataclass

@@ -185,6 +185,8 @@ _burst = real(1)
 _per_address = whole(0)
 #: ``--rooms-per-minute-per-address``: 0 lets an address open any number.
 _rooms_per_minute = whole(0)
+#: ``--seats-per-address``: 0 lets an address take any number of a public room's seats.
+_seats_per_address = whole(0)
 AUTO_MAX_CONNECTIONS: Final = "auto"
 
 
@@ -327,7 +329,7 @@ class Setting:
 def settings() -> tuple[Setting, ...]:
     """Every setting, in ``--help`` order (built on first use: the rate defaults are
     the protocol's, whose modules :func:`main` loads)."""
-    from solrace.protocol.limits import RATE_BURST, RATE_PER_S
+    from solrace.protocol.limits import RATE_BURST, RATE_PER_S, SEATS_PER_ADDRESS
 
     from .admission import (
         DEFAULT_MAX_PER_ADDRESS,
@@ -412,6 +414,15 @@ def settings() -> tuple[Setting, ...]:
             _rooms_per_minute,
             "rooms one client address may open a minute (and at once), more are refused "
             "too_many_rooms (counted as connections are; 0: no cap)",
+        ),
+        Setting(
+            "--seats-per-address",
+            "SOLRACE_SEATS_PER_ADDRESS",
+            str(SEATS_PER_ADDRESS),
+            _seats_per_address,
+            "seats one client address may take in a public room (listed or quick), more "
+            "are refused same_address: a second seat would scout the shared deal "
+            "(counted as connections are; private rooms take any number; 0: no cap)",
         ),
         Setting(
             "--trusted-proxies",
@@ -683,6 +694,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
         rate_per_s=args.rate_per_s,
         rate_burst=args.rate_burst,
         results_ttl_s=args.keep_results,
+        seats_per_address=args.seats_per_address,
     )
     open_files = raise_open_files_limit()
     most = args.max_connections or default_max_connections(open_files)

@@ -91,6 +91,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_ROOM = "unknown_room"
     UNKNOWN_RACE = "unknown_race"
     ROOM_FULL = "room_full"
+    SAME_ADDRESS = "same_address"
     WRONG_PHASE = "wrong_phase"
     NOT_HOST = "not_host"
     NOT_RACER = "not_racer"
@@ -129,6 +130,10 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.UNKNOWN_ROOM: "no such room",
     ErrorCode.UNKNOWN_RACE: "this server has no finished race with that id",
     ErrorCode.ROOM_FULL: "the room is full",
+    ErrorCode.SAME_ADDRESS: (
+        "a racer from your address already has a seat in this public room: race them in"
+        " a private room"
+    ),
     ErrorCode.WRONG_PHASE: "not possible in the room's current phase",
     ErrorCode.NOT_HOST: "only the room's host can do that",
     ErrorCode.NOT_RACER: "you are not a racer in a room",

@@ -117,6 +117,12 @@ MAX_RACERS: Final = 8
 DEFAULT_MAX_RACERS: Final = 4
 #: A race needs this many racers present (and all ready) to start.
 MIN_RACERS_TO_START: Final = 2
+#: Seats one client address may hold in one public room (listed or quick). Racers get
+#: the same deal, so a second seat is a scout: it turns cards up for the first, which
+#: then plays a deal it has seen. Private rooms (friends, by code) take any number.
+#: Counted by the address connections are counted by (a trusted proxy's client, an
+#: IPv6 /64; a trusted peer's own connections are not counted). ``--seats-per-address``.
+SEATS_PER_ADDRESS: Final = 1
 MIN_TIME_LIMIT_S: Final = 60
 MAX_TIME_LIMIT_S: Final = 2 * 60 * 60
 DEFAULT_TIME_LIMIT_S: Final = 15 * 60

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from solrace.protocol.errors import ErrorCode
 from solrace.protocol.limits import MAX_UNREADY, MIN_RACERS_TO_START
 from solrace.protocol.views import EndReason, LeaveReason, Phase, RacerStatus
 
@@ -33,19 +34,31 @@ def _member(state: RoomState, racer: int) -> RacerState:
     return member
 
 
-def join(state: RoomState, name: str) -> list[Event]:
+def join(
+    state: RoomState, name: str, origin: str | None = None, seats_per_origin: int = 0
+) -> list[Event]:
     """A new racer; its id is the next never-used id of the room.
 
     A lobby everyone left is closed: it expires in ten minutes and takes nobody new.
     Its keys expire with it, so a race begun there by a late join by code would lose
     them mid-race. (A room nobody has joined yet — a create whose join failed — takes
-    racers: a quick race may fill it.)"""
+    racers: a quick race may fill it.)
+
+    ``origin`` is a digest of the joining client's address (None: not counted); a
+    public room seats at most ``seats_per_origin`` racers of one origin (0: any
+    number): every racer gets the same deal, so a second seat is a scout that turns
+    cards up for the first (docs/fairness.md). Decided on the folded room like every
+    join, so two nodes seating one address at once cannot both succeed."""
     if state.phase != Phase.LOBBY:
         raise RaceError("wrong_phase", "this race has already started: you can watch it")
     if state.everyone_left():
         raise RaceError("unknown_room", "everyone left that room, so it closed")
     if len(state.racers) >= state.settings.max_racers:
         raise RaceError("room_full", f"the room is full ({state.settings.max_racers} racers)")
+    if origin is not None and seats_per_origin and not state.settings.private:
+        seated = sum(1 for racer in state.racers.values() if racer.origin == origin)
+        if seated >= seats_per_origin:
+            raise RaceError("same_address", ErrorCode.SAME_ADDRESS.message)
     info = RacerState(state.next_racer, name).info()
     return [event(EventType.RACER_JOINED, **info)]
 

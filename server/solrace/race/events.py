@@ -4,7 +4,8 @@ A room's history is a sequence of :class:`RoomEvent`. Each has what every client
 — its type ``t`` and data ``d``, exactly the protocol's room event (docs/protocol.md
 §7), which never holds a card or, before ``race_over``, the seed — and what only the
 server keeps: ``at`` (the server clock, so every node times the room alike), the
-connection and node a racer joined or came back on, the move a ``progress`` event
+connection and node a racer joined or came back on (and, joining, a digest of its
+address), the move a ``progress`` event
 records and its log's length (so any node can fold spectators' boards from events
 alone), and the deal a ``deal_chosen`` event stands for. :meth:`RoomEvent.stored` and
 :meth:`RoomEvent.from_stored` are the store's encoding; :meth:`RoomEvent.wire` is the
@@ -29,10 +30,11 @@ __all__ = ["EventType", "RoomEvent", "event", "finished", "progress"]
 
 #: The stored form's keys for the server-only fields (short: a room's stream holds
 #: one progress event per move).
-_AT, _CONN, _NODE, _ENTRY, _LENGTH, _ATTEMPT, _LINE = (
+_AT, _CONN, _NODE, _ORIGIN, _ENTRY, _LENGTH, _ATTEMPT, _LINE = (
     "at",
     "conn",
     "node",
+    "origin",
     "e",
     "n",
     "attempt",
@@ -52,6 +54,9 @@ class RoomEvent:
     #: ``racer_joined``/``presence``: the racer's connection and the node holding it.
     conn: str | None = None
     node: str | None = None
+    #: ``racer_joined``: a digest of the client address the racer joined from (None:
+    #: not counted), so that a public room seats an address once (decisions.join).
+    origin: str | None = None
     #: ``progress`` of a move: the move log entry (notation or undo, race clock ms)
     #: and the log's length after it.
     entry: tuple[str, int] | None = None
@@ -75,6 +80,8 @@ class RoomEvent:
             out[_CONN] = self.conn
         if self.node is not None:
             out[_NODE] = self.node
+        if self.origin is not None:
+            out[_ORIGIN] = self.origin
         if self.entry is not None:
             out[_ENTRY] = list(self.entry)
         if self.log_length is not None:
@@ -94,6 +101,7 @@ class RoomEvent:
             at=raw.get(_AT, 0),
             conn=raw.get(_CONN),
             node=raw.get(_NODE),
+            origin=raw.get(_ORIGIN),
             entry=None if entry is None else (entry[0], entry[1]),
             log_length=raw.get(_LENGTH),
             attempt=raw.get(_ATTEMPT) or 0,

@@ -61,6 +61,9 @@ class RacerState:
     #: a stale disconnect can never override a newer resume (on any node).
     conn: str | None = None
     node: str | None = None
+    #: Server-only: a digest of the client address the racer joined from (None: not
+    #: counted), from its ``racer_joined``: a public room seats an address once.
+    origin: str | None = None
     #: Why the racer left: ``left`` (asked to), ``grace`` (away too long).
     left_reason: str | None = None
     #: Server-only: entries in the racer's move log as of the folded events.
@@ -201,7 +204,7 @@ class RoomState:
             self.certificate = None if event.line is None else list(event.line)
         elif kind == EventType.RACER_JOINED:
             joined = self.racers[d["racer"]]
-            joined.conn, joined.node = event.conn, event.node
+            joined.conn, joined.node, joined.origin = event.conn, event.node, event.origin
         elif kind == EventType.PROGRESS and event.log_length is not None:
             racer = self.racers.get(d["racer"])
             if racer is not None:
@@ -326,6 +329,7 @@ class RoomState:
                 racer.online = previous.online
                 racer.offline_since_ms = previous.offline_since_ms
                 racer.conn, racer.node = previous.conn, previous.node
+                racer.origin = previous.origin
             self.racers[racer.racer] = racer
         if self.settings.quick and len(self.racers) >= 2:
             self.lobby_deadline_ms = at + QUICK_LOBBY_MS

@@ -53,6 +53,10 @@ log = logging.getLogger("solrace.lobby")
 
 #: Listed rooms a ``list`` or ``quick`` reads at most: lobbies first, newest first.
 LISTING_SCAN: Final = 100
+#: A ``quick`` refused one of these by a lobby it found tries the next (or opens one).
+_NEXT_QUICK_ROOM: Final = frozenset(
+    {ErrorCode.ROOM_FULL, ErrorCode.WRONG_PHASE, ErrorCode.UNKNOWN_ROOM, ErrorCode.SAME_ADDRESS}
+)
 
 
 async def list_rooms(node: Node, peer: Peer, variant: str | None) -> list[RoomSummary]:
@@ -181,8 +185,10 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
                 await _join(node, peer, room, msg.name, request_id)
                 return
             except BadMessage as exc:
-                if exc.code in (ErrorCode.ROOM_FULL, ErrorCode.WRONG_PHASE, ErrorCode.UNKNOWN_ROOM):
-                    continue  # filled, started or closed since it was listed
+                if exc.code in _NEXT_QUICK_ROOM:
+                    # Filled, started or closed since it was listed, or it seats this
+                    # client's address already: a quick race never seats one twice.
+                    continue
                 raise
     settings = RoomSettings(variant=msg.variant, quick=True, deals=default_deals(msg.variant))
     room = await _create_room(node, settings, peer)
@@ -200,7 +206,7 @@ async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: i
     joined: list[int] = []
 
     def decision() -> list[RoomEvent]:
-        events = decide_.join(room.state, name)
+        events = decide_.join(room.state, name, peer.origin, node.seats_per_address)
         joined[:] = [events[0].racer]
         return events
 
@@ -208,7 +214,14 @@ async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: i
         return str(events[0].racer), token_digest(token)  # stored with the racer_joined
 
     try:
-        await node.decide(room, decision, token=racer_token, conn=peer.conn_id, node=node.node_id)
+        await node.decide(
+            room,
+            decision,
+            token=racer_token,
+            conn=peer.conn_id,
+            node=node.node_id,
+            origin=peer.origin,
+        )
         log.info("racer joined", extra={"room": room.room_id, "racer": joined[0]})
         await _enter_as_racer(node, peer, room, joined[0], token, request_id, since=None)
     except RaceError as exc:

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, race_id
 from solrace.protocol.errors import RETRY_BUSY_MS
-from solrace.protocol.limits import RATE_BURST, RATE_PER_S, WORK_BURST, WORK_PER_S
+from solrace.protocol.limits import (
+    RATE_BURST,
+    RATE_PER_S,
+    SEATS_PER_ADDRESS,
+    WORK_BURST,
+    WORK_PER_S,
+)
 from solrace.protocol.views import Phase, RacerStatus
 from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
@@ -222,6 +228,7 @@ class Node:
         countdown_ms: int = decide_.COUNTDOWN_MS,
         candidates_in_flight: int = certify.CANDIDATES_IN_FLIGHT,
         results_ttl_s: int | None = None,
+        seats_per_address: int = SEATS_PER_ADDRESS,
     ) -> None:
         """``clock``: the node's race clock, Unix ms (by default a
         :class:`~.clock.SteadyClock`, which never steps; tests inject one they can
@@ -231,7 +238,9 @@ class Node:
         ``candidates_in_flight``: candidate deals a certification solves at once (the
         first won is dealt, so which one is a matter of timing; tests that play a known
         deal set 1: the deal is then the first candidate won in order);
-        ``results_ttl_s``: how long a race's saved result is kept (None: for ever)."""
+        ``results_ttl_s``: how long a race's saved result is kept (None: for ever);
+        ``seats_per_address``: seats one client address may take in a public room
+        (0: any number; decisions.join)."""
         self.store = store
         self.clock: Callable[[], int] = SteadyClock() if clock is None else clock
         self.name = name
@@ -243,6 +252,7 @@ class Node:
         self.countdown_ms = countdown_ms
         self.candidates_in_flight = candidates_in_flight
         self.results_ttl_s = results_ttl_s
+        self.seats_per_address = seats_per_address
         self.rooms: dict[str, LiveRoom] = {}
         #: The public listing, read at most once a second for all connections.
         self.listing_cache = ListingCache()

@@ -1,0 +1,107 @@
+"""One seat per client address in a public room (decisions.join, docs/fairness.md):
+every racer gets the same deal, so a second seat is a scout. Through the room core
+with fake peers on every store, across nodes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from solrace.protocol.envelope import Envelope
+from solrace.race.events import EventType
+from solrace.rooms.records import unpack_event
+
+from .conftest import Backend, FakePeer
+
+
+def _from(peer: FakePeer, origin: str | None) -> FakePeer:
+    peer.origin = origin  # what the network layer sets from the client's address
+    return peer
+
+
+def _names_origin(frames: list[Envelope], origin: str) -> list[Envelope]:
+    return [f for f in frames if origin in repr(f.d)]
+
+
+async def test_a_public_room_refuses_a_second_seat_from_one_address(backend: Backend) -> None:
+    node = await backend.node()
+    ann, scout = _from(FakePeer(node), "a1" * 8), _from(FakePeer(node), "a1" * 8)
+    bob = _from(FakePeer(node), "b2" * 8)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    code = str(created.d["code"])
+    refused = await scout.ask("join", code=code, name="Scout")
+    assert (refused.t, refused.d["code"]) == ("error", "same_address"), refused.d
+    assert str(refused.d["message"]).startswith("a racer from your address already has a seat")
+    assert scout.room is None
+    assert (await bob.ask("join", code=code, name="Bob")).t == "joined"
+    room = ann.room
+    assert room is not None and sorted(r.name for r in room.state.racers.values()) == [
+        "Ann",
+        "Bob",
+    ]
+    stored = [unpack_event(e.data) for e in await node.store.events_since(room.room_id, 0)]
+    joins = [ev for ev in stored if ev.t == EventType.RACER_JOINED]
+    assert [ev.origin for ev in joins] == ["a1" * 8, "b2" * 8]  # kept with each seat
+    for peer in (ann, scout, bob):  # ... and never sent
+        assert _names_origin(peer.frames, "a1" * 8) == [] and not _names_origin(
+            peer.frames, "b2" * 8
+        )
+
+
+async def test_a_private_room_seats_one_address_any_number_of_times(backend: Backend) -> None:
+    node = await backend.node()
+    ann, bob = _from(FakePeer(node), "a1" * 8), _from(FakePeer(node), "a1" * 8)
+    created = await ann.ask("create", variant="yukon", name="Ann", private=True)
+    joined = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert joined.t == "joined", joined.d
+
+
+async def test_quick_passes_over_a_room_that_seats_the_address(backend: Backend) -> None:
+    node = await backend.node()
+    ann, scout = _from(FakePeer(node), "a1" * 8), _from(FakePeer(node), "a1" * 8)
+    cy = _from(FakePeer(node), "c3" * 8)
+    assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
+    assert (await scout.ask("quick", variant="yukon", name="Scout")).t == "joined"
+    assert ann.room is not None and scout.room is not None
+    assert scout.room is not ann.room  # a room of its own, not a refusal
+    assert (await cy.ask("quick", variant="yukon", name="Cy")).t == "joined"
+    assert cy.room is ann.room  # the oldest quick lobby, which seats no one of c3's
+
+
+async def test_connections_counted_by_no_address_are_not_capped(backend: Backend) -> None:
+    node = await backend.node()
+    peers = [FakePeer(node) for _ in range(3)]  # origin None: a trusted peer's own
+    created = await peers[0].ask("create", variant="yukon", name="P0")
+    for n, peer in enumerate(peers[1:], start=1):
+        assert (await peer.ask("join", code=str(created.d["code"]), name=f"P{n}")).t == "joined"
+
+
+async def test_an_operator_may_lift_the_cap(backend: Backend) -> None:
+    node = await backend.node()
+    node.seats_per_address = 0  # solrace-server --seats-per-address 0
+    ann, bob = _from(FakePeer(node), "a1" * 8), _from(FakePeer(node), "a1" * 8)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+
+
+async def test_two_nodes_seating_one_address_at_once_seat_it_once(backend: Backend) -> None:
+    """The rule is decided on the room's stored state like every join: two joins from
+    one address on two nodes at the same moment cannot both be seated."""
+    first, second = await backend.node(), await backend.node()
+    ann = _from(FakePeer(first), "a1" * 8)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    code = str(created.d["code"])
+    for attempt in range(5):
+        origin = f"{attempt:016x}"
+        one, two = _from(FakePeer(first), origin), _from(FakePeer(second), origin)
+        replies = await asyncio.gather(
+            one.ask("join", code=code, name="One"), two.ask("join", code=code, name="Two")
+        )
+        assert sorted(r.t for r in replies) == ["error", "joined"], [r.d for r in replies]
+        assert {r.d["code"] for r in replies if r.t == "error"} == {"same_address"}
+        seated = one if one.room is not None else two
+        assert (await seated.ask("leave")).t == "ok"  # the seat for the next attempt
+    room = ann.room
+    assert room is not None
+    stored = [unpack_event(e.data) for e in await first.store.events_since(room.room_id, 0)]
+    joined = [ev.origin for ev in stored if ev.t == EventType.RACER_JOINED]
+    assert len(joined) == 6 and len(set(joined)) == 6  # Ann, then one seat per attempt
