@@ -524,3 +524,21 @@ def test_a_seat_given_up_in_the_lobby_frees_its_address_and_a_rematch_keeps_it()
     assert room.state.phase == "lobby"
     with pytest.raises(RaceError, match="already has a seat"):
         d.join(room.state, "Scout", "aa", 1)  # the new round's lobby still seats it
+
+
+def test_a_name_a_racer_of_the_room_goes_by_is_made_distinct() -> None:
+    """Two racers of one name (the client's default, or a stranger taking the
+    leader's) could not be told apart in the standings or by spectators (an audit:
+    Ann, Ann, BotB, BotB in one room)."""
+    room = Room(max_racers=8)
+    for name in ("Ann", "ann", "ＡＮＮ", "Bob", "Ann (2)"):
+        room.apply(d.join(room.state, name))
+    names = [r.name for r in room.state.racers.values()]
+    assert names == ["Ann", "ann (2)", "ＡＮＮ (3)", "Bob", "Ann (2) (2)"]
+    long = "x" * 24
+    room.apply(d.join(room.state, long))
+    room.apply(d.join(room.state, long))
+    assert [r.name for r in room.state.racers.values()][-2:] == [long, "x" * 20 + " (2)"]
+    room.apply(d.leave(room.state, 1))
+    room.apply(d.join(room.state, "Ann"))  # the name is free again
+    assert room.state.racers[max(room.state.racers)].name == "Ann"

@@ -10,11 +10,12 @@ Functions return :class:`~solrace.race.events.RoomEvent` lists and raise
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from typing import Any, Final
 
 from solrace.protocol.errors import ErrorCode
-from solrace.protocol.limits import MAX_UNREADY, MIN_RACERS_TO_START
+from solrace.protocol.limits import MAX_NAME_LEN, MAX_UNREADY, MIN_RACERS_TO_START
 from solrace.protocol.views import EndReason, LeaveReason, Phase, RacerStatus
 
 from .errors import RaceError
@@ -59,8 +60,26 @@ def join(
         seated = sum(1 for racer in state.racers.values() if racer.origin == origin)
         if seated >= seats_per_origin:
             raise RaceError("same_address", ErrorCode.SAME_ADDRESS.message)
-    info = RacerState(state.next_racer, name).info()
+    info = RacerState(state.next_racer, distinct_name(state, name)).info()
     return [event(EventType.RACER_JOINED, **info)]
+
+
+def distinct_name(state: RoomState, name: str) -> str:
+    """``name``, or ``name (2)``, ``(3)``, ... (cut to fit MAX_NAME_LEN) if a racer of
+    the room already goes by it, compared case-folded and NFKC-normalised: two racers
+    called by the client's default name, or a stranger taking the leader's, could not
+    be told apart in the standings, the lists or a spectator's boards."""
+    taken = {_name_key(racer.name) for racer in state.racers.values()}
+    candidate, number = name, 1
+    while _name_key(candidate) in taken:
+        number += 1
+        suffix = f" ({number})"
+        candidate = name[: MAX_NAME_LEN - len(suffix)].rstrip() + suffix
+    return candidate
+
+
+def _name_key(name: str) -> str:
+    return unicodedata.normalize("NFKC", name).casefold()
 
 
 def ready(state: RoomState, racer: int, flag: bool, open_boards: bool = False) -> list[Event]:
