@@ -296,7 +296,7 @@ README_RULES = [
     "solrace-rules play --indent 2 pos.json D                    # the same, indented JSON",
     "python -m solrace.bench rules --json                        # engine benchmark",
     "python -m solrace.bench core --json                         # room-core cost per move "
-    "(docs/performance.md)",
+    "on Redis (db 0 unless --redis-url)",
 ]
 SOLVER = [  # README and docs/solver.md; pos.json is the README's
     "solrace-rules deal yukon 42 | solrace-rules solve -         # outcome, then a winning "
