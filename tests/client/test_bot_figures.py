@@ -10,8 +10,11 @@ import re
 from pathlib import Path
 
 import pytest
+from solrace.race.fairness import round_seed
+from solrace.rooms.certify import MAX_CANDIDATES
 from solrace.rules import deal, view
 from solrace.rules.log import apply_entry
+from solrace.solver import SERVER_BUDGET, solve_deal
 from solrace_client.boardview import board_from_view
 from solrace_client.bot import _counts, run_bot
 from solrace_client.strategy import STRATEGIES, Memory, position_key
@@ -63,4 +66,23 @@ def test_the_documented_win_rate_is_measured(variant: str) -> None:
     stated = re.search(rf"\*\*(\d+)\s+of\s+100\s+{variant.capitalize()}\*\*", DOC.read_text())
     assert stated is not None, f"docs/client.md states no {variant} figure"
     wins = sum(play_like_the_bot(variant, seed) == "won" for seed in range(1, 101))
+    assert wins == int(stated.group(1))
+
+
+def certified_seed(room: int) -> int:
+    """The deal a winnable room of secret ``room`` would deal first: its first
+    candidate seed the solver wins at the server's budget (rooms/certify.py)."""
+    secret = room.to_bytes(8, "big") + b"certified-bot-sample"
+    for attempt in range(MAX_CANDIDATES):
+        seed = round_seed(secret, 1, attempt)
+        if solve_deal("yukon", seed, {}, SERVER_BUDGET).won:
+            return seed
+    raise AssertionError(f"room {room}: no candidate won")
+
+
+def test_the_documented_win_rate_on_certified_deals_is_measured() -> None:
+    """Rooms deal certified winnable deals by default: the bot's figure on those."""
+    stated = re.search(r"\*\*(\d+)\s+of\s+100\s+certified Yukon\*\*", DOC.read_text())
+    assert stated is not None, "docs/client.md states no figure on certified deals"
+    wins = sum(play_like_the_bot("yukon", certified_seed(room)) == "won" for room in range(100))
     assert wins == int(stated.group(1))
