@@ -1,10 +1,15 @@
-"""solrace.argtypes: the number flags of every command line read and refuse alike."""
+"""solrace.argtypes: the number flags of every command line read and refuse alike, and
+every console script says its version alike."""
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from solrace import __version__
 from solrace.argtypes import BadNumber, real, whole
 
 
@@ -63,3 +68,16 @@ def test_a_parser_of_its_own_keeps_its_words() -> None:
         check("x")
     with pytest.raises(BadNumber, match="must be 60 to 600 s, got 660 s"):
         check("11m")
+
+
+@pytest.mark.parametrize("script", ["solrace", "solrace-rules", "solrace-server"])
+def test_every_console_script_says_its_version(script: str) -> None:
+    """``--version`` was "unrecognized arguments" (or "the following arguments are
+    required: COMMAND") in each of them."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / script), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"{script} {__version__}\n", "")

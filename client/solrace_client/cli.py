@@ -27,12 +27,13 @@ from typing import Any, Final
 from rich.console import Console, Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
-from solrace.argtypes import OneLineParser, real, usage_line, whole
+from solrace.argtypes import OneLineParser, add_version, real, usage_line, whole
 from solrace.protocol import limits
 from solrace.protocol.messages import display_name
 from solrace.rules import VARIANTS, RulesError, new_board
 from solrace.rules.cli import OUTPUT_ERRNOS, output_unusable, parse_option, reader_gone
 from solrace.rules.options import options_to_json
+from solrace.streams import degrade_gracefully
 
 from . import config
 from .connection import DEFAULT_SERVER, RaceClient, ServerError, first_answer, server_list
@@ -358,7 +359,8 @@ def _race(server: str, action: str, name: str, **params: object) -> int:
 
 
 class _BadSettings(ValueError):
-    """Room settings that make no sense together (said in one line)."""
+    """Room settings that make no sense together: said as a bad argument is
+    (:func:`_bad_arguments`)."""
 
 
 def _room_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -397,7 +399,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     try:
         settings = _room_settings(args)
     except _BadSettings as exc:
-        return _fail(str(exc))
+        return _bad_arguments(args, str(exc))
     return _race(_server(args), "create", _name(args), **settings)
 
 
@@ -523,7 +525,7 @@ def cmd_bot(args: argparse.Namespace) -> int:
         try:
             create = _room_settings(args)
         except _BadSettings as exc:
-            return _fail(str(exc))
+            return _bad_arguments(args, str(exc))
     name = args.name or f"{args.strategy}-bot"
     saved = True
     finished: list[SavedResult] = []
@@ -755,6 +757,7 @@ def build_parser() -> argparse.ArgumentParser:
         "or malformed race), 130 interrupted, 141 the reader of its output went away (| head).",
     )
     parser.add_argument("--server", default=None, help=server_help)
+    add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help_text: str, run: Callable[[argparse.Namespace], int]) -> Any:
@@ -899,6 +902,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    degrade_gracefully()  # before a word is said, --help included
     args, extra = build_parser().parse_known_args(argv)
     if extra:  # said by the command's parser: `solrace rooms: …`, its --help
         args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")

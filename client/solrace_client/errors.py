@@ -18,6 +18,7 @@ Users see words, never field paths (``create.max_racers``) or exception names.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 import ssl
@@ -94,7 +95,15 @@ def check_server_url(url: str) -> str:
     try:
         port = parts.port
     except ValueError:  # urllib's words name a cast: say what is wrong with the port
-        text = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        where = parts.netloc.rpartition("@")[2]
+        bracketed = _bracketed(where)
+        if bracketed is not None:  # urllib read "::1:8765" as host "" and port ":1:8765"
+            scheme = "wss" if parts.scheme == "wss" else "ws"
+            raise BadServerURL(
+                f"bad server URL {url!r}: an IPv6 address goes in brackets "
+                f"(e.g. {scheme}://{bracketed})"
+            ) from None
+        text = where.rpartition("]")[2].partition(":")[2]  # as urllib reads it
         why = f"port {text} is out of range (1 to 65535)"
         if not text.isdigit():
             why = f"its port {text!r} is not a number"
@@ -112,6 +121,23 @@ def check_server_url(url: str) -> str:
     if port == 0:
         raise BadServerURL(f"bad server URL {url!r}: port 0 is not a port to connect to")
     return url
+
+
+def _bracketed(where: str) -> str | None:
+    """A URL's host and port that are an IPv6 address without its brackets, bracketed
+    (``::1:8765`` → ``[::1]:8765``; ``::1`` → ``[::1]:8765``); else None. Told as a
+    port out of range — the 8765 of ``ws://::1:8765`` — the user blamed the port."""
+    address, _, port = where.rpartition(":")
+    if port.isdigit() and _is_ipv6(address):
+        return f"[{address}]:{port}"
+    return f"[{where}]:8765" if _is_ipv6(where) else None
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        return ipaddress.ip_address(text.partition("%")[0]).version == 6
+    except ValueError:
+        return False
 
 
 def cannot_reach(url: str, exc: BaseException) -> str:

@@ -11,7 +11,8 @@ The checks raise :class:`BadNumber`, which is both argparse's ``ArgumentTypeErro
 
 Every entry point's mistakes read alike too: :class:`OneLineParser` says argparse's
 in one line, ``COMMAND: … (see COMMAND --help)`` (:func:`usage_line`, also for the
-mistakes a command finds after parsing), with the usage status 2.
+mistakes a command finds after parsing), with the usage status 2. And every console
+script says its version alike (:func:`add_version`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,17 @@ import math
 from collections.abc import Callable
 from typing import Final, NoReturn
 
-__all__ = ["EXIT_USAGE", "BadNumber", "OneLineParser", "real", "usage_line", "whole"]
+from solrace import __version__
+
+__all__ = [
+    "EXIT_USAGE",
+    "BadNumber",
+    "OneLineParser",
+    "add_version",
+    "real",
+    "usage_line",
+    "whole",
+]
 
 #: Every command's exit status for a command-line mistake.
 EXIT_USAGE: Final = 2
@@ -42,6 +53,17 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, usage_line(self.prog, message) + "\n")
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    """``--version``: ``solrace 0.1.0`` (the command's name and the package's version)
+    on standard output, status 0 — what a bug report or an upgrade check asks first."""
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {__version__}",
+        help="print the version and exit",
+    )
 
 
 class BadNumber(argparse.ArgumentTypeError, ValueError):

@@ -192,6 +192,11 @@ def test_create_asks_for_deals_and_a_difficulty_only_when_told(
         main([*base, "--deals", "rigged"])
     assert exited.value.code == 2
     assert "invalid choice: 'rigged'" in capsys.readouterr().err
+    # as every bad argument: it said "solrace: --difficulty needs …", without the command
+    assert main([*base, "--deals", "random", "--difficulty", "hard"]) == 2
+    said = _usage_error(capsys.readouterr().err, "create")
+    assert said == "--difficulty needs winnable deals: leave out --deals random"
+    assert len(ui.calls) == 2  # no room was asked for
 
 
 def test_join_quick_and_watch_hand_over(ui: FakeUI, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -680,7 +685,8 @@ def test_bot_creates_a_room_with_every_setting_create_has(
     line = _one_line(capsys.readouterr().err)
     assert "argument --spectator-delay: must be 0 to 600 s, got -1 s" in line
     assert main(["bot", "--create", "--deals", "random", "--difficulty", "hard", *server]) == 2
-    assert "--difficulty needs winnable deals" in _one_line(capsys.readouterr().err)
+    said = _usage_error(capsys.readouterr().err, "bot")
+    assert said == "--difficulty needs winnable deals: leave out --deals random"
     # a room's settings without --create would be ignored: they are refused instead
     for given, flag in (
         (["--quick", "--spectator-delay", "0"], "--spectator-delay"),

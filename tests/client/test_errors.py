@@ -68,6 +68,37 @@ async def test_a_bad_server_url_is_one_line_and_status_2(command: list[str]) -> 
         assert says in one_line(err)
 
 
+@pytest.mark.parametrize(
+    ("url", "example"),
+    [
+        ("ws://::1:8765", "ws://[::1]:8765"),
+        ("ws://::1", "ws://[::1]:8765"),
+        ("wss://2001:db8::5:443/", "wss://[2001:db8::5]:443"),
+    ],
+)
+def test_an_ipv6_address_without_brackets_is_told_to_take_them(url: str, example: str) -> None:
+    """``ws://::1:8765`` was "port 8765 is out of range (1 to 65535)": urllib reads the
+    port after the first colon. It says the brackets, with the URL bracketed."""
+    with pytest.raises(errors.BadServerURL) as refused:
+        errors.check_server_url(url)
+    assert str(refused.value) == (
+        f"bad server URL {url!r}: an IPv6 address goes in brackets (e.g. {example})"
+    )
+    assert errors.check_server_url(example) == example
+    with pytest.raises(errors.BadServerURL, match=r"its port '2:3' is not a number"):
+        errors.check_server_url("ws://1:2:3")  # not IPv6: the port as urllib read it
+    with pytest.raises(errors.BadServerURL, match=r"port 99999 is out of range"):
+        errors.check_server_url("ws://[::1]:99999")
+
+
+def test_rooms_on_an_unbracketed_ipv6_url_is_one_line_and_status_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["rooms", "--server", "ws://::1:8765"]) == errors.EXIT_FAILED
+    line = one_line(capsys.readouterr().err)
+    assert line.endswith("an IPv6 address goes in brackets (e.g. ws://[::1]:8765)")
+
+
 @pytest.mark.parametrize("command", [["rooms"], ["bot", "--quick"], *UI_COMMANDS])
 async def test_no_server_is_one_line_status_2_and_suggests_starting_one(
     command: list[str],

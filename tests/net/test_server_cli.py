@@ -291,6 +291,23 @@ async def test_a_taken_port_cannot_start_in_one_error_line_that_names_it(
     assert "Traceback" not in done.stderr
 
 
+async def test_an_ipv6_host_is_bracketed_in_the_url_it_logs_and_in_its_errors() -> None:
+    """``--host ::1`` logged ``url=ws://::1:P``, a URL no client can use (the host
+    ``:``); the node's URL and its "cannot start" line bracket the address, as a URL
+    and a socket address are written."""
+    async with solrace_server("redis", ["--host", "::1"]) as server:
+        port = server.url.rpartition(":")[2]
+        assert server.url == f"ws://[::1]:{port}" and f"url=ws://[::1]:{port} " in server.log
+        client = await RaceClient.connect(server.url)
+        assert await client.list_rooms() == []
+        await client.close()
+        done = await asyncio.to_thread(
+            _run, ["--host", "::1", "--port", port, "--redis-url", REDIS_URL], {}
+        )
+    assert done.returncode == 1
+    assert f"cannot start: [::1]:{port}: Address already in use" in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize(("args", "loop"), [([], "uvloop"), (["--loop", "asyncio"], "asyncio")])
 async def test_the_node_runs_a_race_on_uvloop_by_default_and_on_asyncio_on_request(
     args: list[str], loop: str

@@ -75,6 +75,30 @@ def test_cli_play_exit_codes_in_a_subprocess(tmp_path: Path) -> None:
     assert "not a move" in notation.stderr
 
 
+def test_play_with_no_move_says_to_quote_moves_the_shell_took(tmp_path: Path) -> None:
+    """Unquoted, ``7>F`` is a redirection (the shell creates the file F) and play gets
+    no move: it said only "the following arguments are required: MOVE"."""
+    (tmp_path / "pos.json").write_text(dump_position(deal("yukon", 42)))
+    exe = Path(sys.executable).parent / "solrace-rules"
+    done = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(str(exe))} play pos.json 7>F"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stdout == "" and (tmp_path / "F").exists()
+    assert done.stderr == (
+        "solrace-rules play: give at least one MOVE; quote a move with > in it "
+        "('2:1>4', '7>F'): unquoted, the shell reads >4 as writing to a file named 4 "
+        "(see solrace-rules play --help)\n"
+    )
+    shown = subprocess.run([exe, "play", "--help"], capture_output=True, text=True, timeout=60)
+    assert "usage: solrace-rules play [-h] [--indent INDENT] position MOVE [MOVE ...]" in (
+        shown.stdout
+    )
+
+
 def test_cli_console_script_perft(tmp_path: Path) -> None:
     """The installed ``solrace-rules`` entry point runs perft."""
     assert (Path(sys.executable).parent / "solrace-rules").exists(), "console script missing"

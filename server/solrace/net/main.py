@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
 from solrace import __version__
-from solrace.argtypes import EXIT_USAGE, OneLineParser, real, whole
+from solrace.argtypes import EXIT_USAGE, OneLineParser, add_version, real, whole
+from solrace.streams import degrade_gracefully
 
 from . import logs
 
@@ -460,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
         "1 could not start, 2 a bad flag or variable, 3 the drain failed, 130 interrupted "
         "before listening.",
     )
+    add_version(parser)
     for setting in settings():
         default = f", default {setting.default}" if setting.default else ""
         parser.add_argument(
@@ -811,6 +813,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``solrace-server`` console script. Its module loads only the standard
     library, so a Ctrl-C while the node's modules load (the first ~0.3 s) lands here:
     one line and :data:`EXIT_INTERRUPTED`, no traceback."""
+    degrade_gracefully()  # before a word is said, --help and the logs included
     try:
         return _main(argv)
     except KeyboardInterrupt:

@@ -44,6 +44,7 @@ from solrace.store import Store
 from solrace.store.errors import StoreUnavailable
 from solrace.store.keeping import EVICTION_ADVICE, UNKNOWN, Eviction
 
+from . import logs
 from .admission import (
     DROPPED,
     REFUSAL_WAIT_S,
@@ -230,7 +231,7 @@ class RaceServer:
                 why = os.strerror(exc.errno) if exc.errno else str(exc)
             if exc.errno == errno.EADDRINUSE:
                 why += " (another server there? --port chooses another)"
-            raise OSError(f"{self.host}:{self.port}: {why}") from None
+            raise OSError(f"{logs.address((self.host, self.port))}: {why}") from None
         if self.port == 0:
             self.port = self.server.sockets[0].getsockname()[1]
         self.stalls.start()
@@ -254,7 +255,9 @@ class RaceServer:
 
     @property
     def url(self) -> str:
-        return f"ws://{self.host}:{self.port}"
+        """Where clients connect: an IPv6 address in brackets (``ws://[::1]:8765``), as a
+        URL must have it — ``ws://::1:8765`` is read as host ``:`` and a bad port."""
+        return f"ws://{logs.address((self.host, self.port))}"
 
     async def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]

@@ -2,7 +2,7 @@
 
     solrace-rules deal yukon 42 | solrace-rules moves -
     solrace-rules perft position.json 3
-    solrace-rules play position.json 2:1>4 2>F
+    solrace-rules play position.json '2:1>4' '2>F'
     solrace-rules deal yukon 42 | solrace-rules solve -
     solrace-rules hint position.json
 
@@ -27,7 +27,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Final
 
-from solrace.argtypes import EXIT_USAGE, OneLineParser, usage_line, whole
+from solrace.argtypes import EXIT_USAGE, OneLineParser, add_version, usage_line, whole
+from solrace.streams import degrade_gracefully
 
 from .board import Board
 from .deal import deal
@@ -59,6 +60,15 @@ MAX_INDENT: Final = 16
 #: minutes), and well inside Python's recursion limit, which a deeper count hit at once
 #: (its first line of moves goes down depth-first): a RecursionError traceback.
 MAX_PERFT_DEPTH: Final = 100
+
+
+#: ``play`` without a move. Most often the shell took it: unquoted, ``2:1>4`` is the
+#: argument ``2:1`` and a redirection to the file 4, ``7>F`` a redirection alone (it
+#: said only "the following arguments are required: MOVE", and a file F appeared).
+NO_MOVE: Final = (
+    "give at least one MOVE; quote a move with > in it ('2:1>4', '7>F'): unquoted, "
+    "the shell reads >4 as writing to a file named 4"
+)
 
 
 #: Argument types (solrace.argtypes: the same words as every other command line).
@@ -139,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         "1 an illegal move or impossible position (or a file it cannot read), 2 a usage or "
         "notation error (solve and hint: see their --help), 130 interrupted (Ctrl-C).",
     )
+    add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("deal", help="print the position JSON of a deal")
     p.add_argument("variant")
@@ -152,9 +163,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("position")
     p.add_argument("depth", type=_depth, help=f"0-{MAX_PERFT_DEPTH}")
     p.add_argument("--divide", action="store_true", help="print the count per first move")
-    p = sub.add_parser("play", help="print the position after the moves, or the error")
+    p = sub.add_parser(
+        "play",
+        help="print the position after the moves, or the error",
+        usage="%(prog)s [-h] [--indent INDENT] position MOVE [MOVE ...]",
+    )
     p.add_argument("position")
-    p.add_argument("moves", nargs="+", metavar="MOVE", help='moves in notation, or "undo"')
+    # at least one, checked by main(), which then says why there may be none
+    p.add_argument("moves", nargs="*", metavar="MOVE", help='moves in notation, or "undo"')
     p.add_argument("--indent", type=_indent, default=None, help=f"0-{MAX_INDENT} spaces")
     solve_epilog = (
         "Exit status: 0 won (or already won), 3 unwinnable (proved), 4 unknown (budget "
@@ -218,6 +234,7 @@ def _solve(args: argparse.Namespace, out: Any) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    degrade_gracefully()  # before a word is said, --help included
     args = build_parser().parse_args(argv)
     out = sys.stdout
     if out is None:  # started with standard output closed
@@ -244,6 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     out.write(f"{name} {count}\n")
             out.write(f"{perft(board, args.depth)}\n")
         elif args.command == "play":
+            if not args.moves:
+                print(usage_line("solrace-rules play", NO_MOVE), file=sys.stderr)
+                return EXIT_USAGE
             board = _read_board(args.position)
             for entry in args.moves:
                 apply_entry(board, entry)
