@@ -14,6 +14,13 @@ same room gets its own file. Its shape is the server's own stored result
 client saw it before the reveal, ``published_commitment``: the commitment announced at
 the countdown, which is what makes ``verify``'s commitment check mean something (a
 server that lied could otherwise send a matching commitment along with the reveal).
+
+Several savers on one computer may save one race, each knowing part of it: the racer
+saw the countdown (``published_commitment``) and the lobby's ``deal``; a spectator who
+came after the countdown saw neither; ``solrace fetch`` has no room ``code``. A later
+save therefore never takes away what the file holds (:func:`write_result`): watching a
+finished room replaced a racer's file and left ``verify`` with nothing to hold the
+reveal to (an audit).
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -235,23 +244,86 @@ def finished_race(
 
 def write_result(saved: SavedResult) -> Path:
     """Save ``saved`` (see :func:`finished_race`) in :func:`results_dir`; returns the
-    file. Saving the same race again overwrites it with the same content."""
+    file. A race that already has a file keeps what the file holds: see
+    :func:`kept_result`."""
     if not _RACE_REF.fullmatch(saved.race):  # race_id makes none: a last guard
         raise OSError(f"{saved.race!r} cannot name a file")
     directory = results_dir()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{saved.race}.json"
-    # A private temporary name: two clients on one machine (a bot and the UI, say) may
-    # save the same race at the same moment; each replace is then atomic and whole.
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{saved.race}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(saved.to_json(), handle, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with _saving(directory):
+        kept = saved
+        if path.is_file():
+            with_file = _readable(path)
+            kept = saved if with_file is None else kept_result(with_file, saved)
+        # A private temporary name: each replace is atomic and whole.
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{saved.race}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(kept.to_json(), handle, indent=1)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return path
+
+
+#: What a saver knows only if it was there at the time (the countdown, the lobby, the
+#: room's code): a spectator who came late, or ``fetch``, saves a race without them.
+_WITNESSED: Final = ("published_commitment", "deal", "code")
+
+
+def kept_result(held: SavedResult, new: SavedResult) -> SavedResult:
+    """What the file of a race holds after ``new`` is saved over ``held`` (its file).
+
+    The one rule: a save never takes away what the file holds. The same race (room,
+    settings and result alike) gets what ``new`` adds to it — a commitment, deal or
+    code the file lacked — and keeps the file's own where both have one, and the first
+    save's time. Two different stories of one race id (a server that told them apart)
+    are not mixed: the file that saw more of the race is kept, the held one on a tie."""
+    same = held.race == new.race and (held.room, held.settings, held.result) == (
+        new.room,
+        new.settings,
+        new.result,
+    )
+    if not same:
+        return new if _seen(new) > _seen(held) else held
+    gaps = {key: getattr(new, key) for key in _WITNESSED if getattr(held, key) is None}
+    return replace(held, **gaps)
+
+
+def _seen(saved: SavedResult) -> int:
+    """How many of the witnessed things a save holds."""
+    return sum(getattr(saved, key) is not None for key in _WITNESSED)
+
+
+def _readable(path: Path) -> SavedResult | None:
+    """The saved race in ``path``, or None where it holds none to keep (unreadable,
+    malformed): the new save replaces it."""
+    try:
+        return _read(path)
+    except ValueError:
+        return None
+
+
+@contextmanager
+def _saving(directory: Path) -> Iterator[None]:
+    """Held while a result is read and written: two clients on one machine (a bot and
+    a window watching its room) save one race at the same moment, and each one's
+    read-then-write must see the other's file, or the later one loses what the
+    earlier one added. The lock is the directory's own (no lock file among the
+    results); where there is no ``flock`` (Windows) saves are not serialised."""
+    if sys.platform == "win32":
+        yield
+        return
+    import fcntl
+
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def load_result(ref: str | os.PathLike[str]) -> SavedResult:

@@ -1,12 +1,15 @@
 """Saved races (``solrace_client.results``): where a result is written, whatever the
-server that sent it says its room and commitment are."""
+server that sent it says its room and commitment are, and what a second save of one
+race keeps."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from solrace_client.results import finished_race, load_result, race_id, results_dir, write_result
+from solrace_client.verify import verify_result
 
 from .conftest import YUKON, synthetic_result
 
@@ -46,3 +49,92 @@ def test_a_hostile_room_or_commitment_cannot_write_outside_the_results(
     assert path.resolve().parent == results_dir().resolve()
     assert (config_dir / "profile.json").read_text() == '{"name": "Ann"}'
     assert load_result(path.stem).result["seed"] == result["seed"]
+
+
+#: What the lobby announced of the synthetic race's deal, as a racer's client saves it.
+DEAL = {"certified": False, "moves": None, "difficulty": None}
+
+
+def _racer_saves() -> Path:
+    """The racer's save: it saw the countdown's commitment and the lobby's deal."""
+    result = synthetic_result()
+    return write_result(
+        finished_race(
+            "r_synthetic",
+            result,
+            YUKON,
+            "SYN123",
+            published_commitment=result["commitment"],
+            deal=DEAL,
+        )
+    )
+
+
+def test_a_spectators_later_save_keeps_the_racers_countdown_commitment_and_deal() -> None:
+    """Watching the finished room saved the race again without the countdown's
+    commitment (the spectator came after it): the racer's file lost it, and ``verify``
+    then skipped the check that holds the reveal to the countdown (an audit)."""
+    path = _racer_saves()
+    first = load_result(path.stem)
+    write_result(finished_race("r_synthetic", synthetic_result(), YUKON, "SYN123"))
+    kept = load_result(path.stem)
+    assert kept.published_commitment == synthetic_result()["commitment"]
+    assert kept.deal == DEAL
+    assert kept.saved_at_ms == first.saved_at_ms
+    report = verify_result(kept)
+    assert report.ok
+    assert not report.skipped
+
+
+def test_a_fetched_copy_saved_over_a_file_keeps_its_code() -> None:
+    """``fetch``'s archived copy has no room code (the server never sends it)."""
+    path = _racer_saves()
+    write_result(finished_race("r_synthetic", synthetic_result(), YUKON))
+    assert load_result(path.stem).code == "SYN123"
+
+
+def test_a_racers_save_after_a_spectators_adds_what_the_spectator_lacked() -> None:
+    """The other order (a window watching the room saves first): the file gains the
+    racer's commitment and deal."""
+    path = write_result(finished_race("r_synthetic", synthetic_result(), YUKON, "SYN123"))
+    _racer_saves()
+    kept = load_result(path.stem)
+    assert kept.published_commitment == synthetic_result()["commitment"]
+    assert kept.deal == DEAL
+
+
+def test_another_story_of_the_race_does_not_replace_the_file_that_saw_the_countdown() -> None:
+    """A result that differs (a server that told the spectator otherwise) is not mixed
+    with the racer's file, nor does it replace it: the file that saw more stays."""
+    path = _racer_saves()
+    other = synthetic_result()
+    other["standings"][0]["name"] = "Mallory"
+    write_result(finished_race("r_synthetic", other, YUKON, "SYN123"))
+    kept = load_result(path.stem)
+    assert kept.result == synthetic_result()
+    assert kept.published_commitment == synthetic_result()["commitment"]
+
+
+def test_a_file_that_holds_no_race_is_replaced(config_dir: Path) -> None:
+    race = finished_race("r_synthetic", synthetic_result(), YUKON, "SYN123")
+    results_dir().mkdir(parents=True)
+    (results_dir() / f"{race.race}.json").write_text("not json")
+    path = write_result(race)
+    assert load_result(path.stem).code == "SYN123"
+
+
+def test_two_saves_at_once_both_leave_their_part(config_dir: Path) -> None:
+    """A bot and a window watching its room save one race at the same moment: each
+    read-then-write sees the other's file, so the racer's commitment survives."""
+    result = synthetic_result()
+    racer = finished_race(
+        "r_synthetic", result, YUKON, "SYN123", published_commitment=result["commitment"]
+    )
+    spectator = finished_race("r_synthetic", result, YUKON, deal=DEAL)
+    for _ in range(20):
+        for path in results_dir().glob("*.json") if results_dir().is_dir() else ():
+            path.unlink()
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(write_result, [racer, spectator]))
+        kept = load_result(racer.race)
+        assert (kept.published_commitment, kept.deal) == (result["commitment"], DEAL)
