@@ -36,7 +36,14 @@ from solrace.rules.options import options_to_json
 from solrace.streams import degrade_gracefully
 
 from . import config
-from .connection import DEFAULT_SERVER, RaceClient, ServerError, first_answer, server_list
+from .connection import (
+    DEFAULT_SERVER,
+    ENV_SERVER,
+    RaceClient,
+    ServerError,
+    first_answer,
+    server_list,
+)
 from .errors import (
     CONNECT_ERRORS,
     EXIT_FAILED,
@@ -49,7 +56,6 @@ from .errors import (
 )
 from .printable import printable
 
-ENV_SERVER = "SOLRACE_SERVER"
 #: The phases ``solrace rooms`` lists: rooms one can still join or watch race.
 LISTED_PHASES = ("lobby", "countdown", "racing")
 #: Commands that work on this computer only: a --server would do nothing.
@@ -412,14 +418,23 @@ def cmd_quick(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    saved = config.load_race()
-    if saved is None:
+    """Rejoin the saved race; one the server refuses for good (over, left, expired) is
+    forgotten and the next saved one whose window is gone is tried, in this one run: a
+    newcomer with two stale races saved met a failure per ``resume``, two in a row."""
+    candidates = config.resume_candidates()
+    if not candidates:
         files = config.saved_race_files()
         if files:
             return _fail(f"the saved race in {files[0]} is unreadable: start or join a new race")
         return _fail(f"no race to resume (nothing saved in {config.config_dir()})")
-    server = _server_given(args) or saved.server
-    return _race(server, "resume", saved.name, room=saved.room, token=saved.token)
+    status = EXIT_FAILED
+    for saved in candidates:
+        server = _server_given(args) or saved.server
+        params = {"room": saved.room, "token": saved.token, "code": saved.code}
+        status = _race(server, "resume", saved.name, **params)
+        if status != EXIT_FAILED or config.is_saved(saved):  # not refused for good
+            return status
+    return status
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

@@ -128,12 +128,24 @@ def saved_races() -> list[SavedRace]:
     return [race for race in map(_read, saved_race_files()) if race is not None]
 
 
-def load_race() -> SavedRace | None:
-    """The race ``solrace resume`` rejoins: the newest one whose window is gone (a
-    crash, a closed terminal), else the newest one still open in another window."""
+def resume_candidates() -> list[SavedRace]:
+    """The races ``solrace resume`` tries, in turn: those whose window is gone (a crash,
+    a closed terminal), newest first; else the newest one still open in another window
+    (taken over only when no window is gone)."""
     races = saved_races()
     closed = [race for race in races if not _window_open(race.pid)]
-    return next(iter(closed or races), None)
+    return closed or races[:1]
+
+
+def load_race() -> SavedRace | None:
+    """The race ``solrace resume`` rejoins first (:func:`resume_candidates`)."""
+    return next(iter(resume_candidates()), None)
+
+
+def is_saved(race: SavedRace) -> bool:
+    """Whether ``race`` (its room and token) is still saved: :func:`clear_race` has not
+    forgotten it."""
+    return any((r.room, r.token) == (race.room, race.token) for r in saved_races())
 
 
 def clear_race(room: str, token: str) -> None:

@@ -52,6 +52,8 @@ from .pacing import Pace, Pacer
 from .roomview import Fold, RoomView
 
 DEFAULT_SERVER = "ws://127.0.0.1:8765"
+#: The environment variable naming the server when ``--server`` is not given.
+ENV_SERVER: Final = "SOLRACE_SERVER"
 
 
 _T = TypeVar("_T")

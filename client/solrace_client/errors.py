@@ -80,6 +80,16 @@ ENTRY_WORDS: Final = {
 }
 
 
+def saved_race_over(race: str, server: str | None = None) -> str:
+    """A resume refused because the saved race is over (``resume``'s ``bad_token``,
+    with the room showing it finished): where to see how it ended, not "watch it"."""
+    where = "" if server is None else f" --server {server}"
+    return (
+        "the saved race is over, and you were no longer in it: see how it ended with "
+        f"solrace fetch {race}{where}"
+    )
+
+
 class BadServerURL(ValueError):
     """A ``--server``/``$SOLRACE_SERVER`` value that is not a WebSocket URL."""
 

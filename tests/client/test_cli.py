@@ -219,10 +219,61 @@ def test_resume_rejoins_the_saved_race(ui: FakeUI, capsys: pytest.CaptureFixture
     config.save_race(config.SavedRace("ws://saved:3", "r_1", "ABC123", 2, token, "Dee", 7))
     assert main(["resume"]) == 0
     assert main(["resume", "--server", "ws://other:4"]) == 0
+    params = {"room": "r_1", "token": token, "code": "ABC123"}
     assert ui.calls == [
-        ("race", ("ws://saved:3", "resume", "Dee"), {"room": "r_1", "token": token}),
-        ("race", ("ws://other:4", "resume", "Dee"), {"room": "r_1", "token": token}),
+        ("race", ("ws://saved:3", "resume", "Dee"), params),
+        ("race", ("ws://other:4", "resume", "Dee"), params),
     ]
+
+
+def _closed_window_race(room: str, age_s: int) -> None:
+    """A race saved by a window that is gone (pid 0: unknown), ``age_s`` old."""
+    race = config.SavedRace("ws://saved:3", room, "ABC123", 1, f"{room}-token", "Dee")
+    config.save_race(race)
+    path = config.playing_dir() / f"{room}.1.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "pid": 0}))
+    then = path.stat().st_mtime - age_s
+    os.utime(path, (then, then))
+
+
+def test_resume_forgets_every_stale_saved_race_in_one_go(
+    ui: FakeUI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two saved races whose windows are gone, both over: each ``resume`` used up one,
+    so a newcomer met two failures in a row (an audit). One ``resume`` tries them in
+    turn, newest first, and stops at the first that is not refused for good."""
+    for age, room in enumerate(["r_new", "r_old", "r_live"]):
+        _closed_window_race(room, age)
+
+    def run_race(server: str, action: str, name: str, **params: Any) -> int:
+        ui.calls.append(("race", (server, action, name), params))
+        if params["room"] == "r_live":
+            return 0
+        config.clear_race(params["room"], params["token"])  # as the UI does when refused
+        return 2
+
+    monkeypatch.setattr(solrace_client.tui, "run_race", run_race)  # type: ignore[attr-defined]
+    assert main(["resume"]) == 0
+    assert [call[2]["room"] for call in ui.calls] == ["r_new", "r_old", "r_live"]
+    assert [race.room for race in config.saved_races()] == ["r_live"]
+
+
+def test_resume_stops_at_a_saved_race_it_could_not_reach(
+    ui: FakeUI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that cannot be reached refuses nothing for good: that race stays saved
+    and the older ones are not tried."""
+    _closed_window_race("r_new", 0)
+    _closed_window_race("r_old", 1)
+
+    def run_race(server: str, action: str, name: str, **params: Any) -> int:
+        ui.calls.append(("race", (server, action, name), params))
+        return 2  # "cannot reach": nothing cleared
+
+    monkeypatch.setattr(solrace_client.tui, "run_race", run_race)  # type: ignore[attr-defined]
+    assert main(["resume"]) == 2
+    assert [call[2]["room"] for call in ui.calls] == ["r_new"]
+    assert len(config.saved_races()) == 2
 
 
 def test_verify_says_what_a_result_without_the_countdowns_commitment_cannot_show(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -27,8 +28,8 @@ from textual.screen import ModalScreen
 from websockets.exceptions import ConnectionClosed, InvalidURI
 
 from .. import config, results
-from ..connection import RaceClient, ServerError, server_list
-from ..errors import EXIT_FAILED, cannot_reach, refusal_of
+from ..connection import DEFAULT_SERVER, ENV_SERVER, RaceClient, ServerError, server_list
+from ..errors import EXIT_FAILED, cannot_reach, refusal_of, saved_race_over
 from ..roomview import RACE_OVER_GRACE_S, RoomView
 from ..session import (
     DROPPED,
@@ -94,6 +95,22 @@ HelpScreen { background: #101418; }
 """.replace("WATCH_SIDE", str(WATCH_SIDE_WIDTH + 2)).replace("SIDE", str(SIDE_WIDTH + 2))
 
 
+async def ended_race_id(client: RaceClient, code: object) -> str | None:
+    """The id of the race room ``code`` shows over (to a spectator, as anyone may look),
+    or None: no code saved, a room that cannot be watched, a race not over, no result."""
+    if not isinstance(code, str) or not code:
+        return None
+    try:
+        reply = await client.watch(code=code)
+    except (ServerError, *DROPPED):
+        return None
+    snapshot = reply.get("snapshot") or {}
+    result = snapshot.get("result")
+    if snapshot.get("phase") != "finished" or not isinstance(result, Mapping):
+        return None
+    return results.race_id(str(reply.get("room")), result)
+
+
 class SolraceApp(App[int]):
     """Race (``mode="race"``) or watch (``mode="watch"``) one room."""
 
@@ -139,6 +156,8 @@ class SolraceApp(App[int]):
         self.status_log: list[str] = []
         #: Why the app gave up before entering a room (one line, printed after it exits).
         self.failure: str | None = None
+        #: The saved race that could not be resumed because it is over (its id).
+        self.over_race: str | None = None
         self.focus_index = 0
         self.race_id: str | None = None
         #: The race-over screen's verdict on the result shown (None: being checked).
@@ -256,7 +275,10 @@ class SolraceApp(App[int]):
         except ServerError as err:
             request = "watch" if self.mode == "watch" else self.action
             code = self.watch_code if self.mode == "watch" else self.params.get("code")
-            self._entry_failed(refusal_of(err.data, request, code and str(code)), err.code)
+            message = refusal_of(err.data, request, code and str(code))
+            if self.over_race is not None:
+                message = saved_race_over(self.over_race, self._fetch_server())
+            self._entry_failed(message, err.code)
         except Unreachable as err:
             self._entry_failed(cannot_reach(", ".join(err.servers), err.error))
         except (*DROPPED, InvalidURI, ValueError) as exc:
@@ -359,8 +381,28 @@ class SolraceApp(App[int]):
             return await client.join(str(p["code"]), self.name_)
         if self.action == "quick":
             return await client.quick(str(p.get("variant") or "yukon"), self.name_)
-        # resume with no state of ours: the snapshot alone is the state (since = nil)
-        return await client.resume(room=str(p["room"]), token=str(p["token"]), since=None)
+        return await self._resume(client)
+
+    async def _resume(self, client: RaceClient) -> dict[str, Any]:
+        """Rejoin the saved race, with no state of ours: the snapshot alone is the state
+        (since = nil). A token refused (``bad_token``: the racer left, or was away past
+        the grace) is looked into: where the room's race is over, the server's "you can
+        watch room X" sent a newcomer to watch a race that had ended (an audit), so the
+        room is looked at as a spectator for the race id to fetch instead."""
+        try:
+            return await client.resume(
+                room=str(self.params["room"]), token=str(self.params["token"]), since=None
+            )
+        except ServerError as err:
+            if err.code == "bad_token":
+                self.over_race = await ended_race_id(client, self.params.get("code"))
+            raise
+
+    def _fetch_server(self) -> str | None:
+        """The ``--server`` a ``solrace fetch`` needs to ask this app's server, or None
+        where it asks that one by default."""
+        default = os.environ.get(ENV_SERVER) or DEFAULT_SERVER
+        return None if self.server == default else self.server
 
     def _loaded(self) -> None:
         """Everything the app derives from the view, after a fresh snapshot."""

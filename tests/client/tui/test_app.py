@@ -362,6 +362,64 @@ async def test_a_saved_token_that_no_longer_works_is_forgotten(cluster: Cluster)
     assert config.load_race() is None
 
 
+async def _left_mid_race(url: str) -> tuple[RaceClient, dict[str, str]]:
+    """Ann's window closed mid-race (her racer left; the saved race stays), Bob races
+    on: Bob's client, and the saved race's resume parameters."""
+    ann, bob = await RaceClient.connect(url), await RaceClient.connect(url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    await bob.wait_started()
+    params = {"room": ann.room or "", "token": ann.token or "", "code": ann.code or ""}
+    config.save_race(
+        config.SavedRace(url, params["room"], params["code"], 1, params["token"], "Ann")
+    )
+    await ann.leave()
+    await ann.close()
+    return bob, params
+
+
+async def _resume_refusal(url: str, params: dict[str, str]) -> str | None:
+    app = SolraceApp(url, action="resume", name="Ann", params=params)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.return_code is not None, "the exit")
+    assert app.return_code == 2
+    assert config.load_race() is None  # refused for good: forgotten
+    return app.failure
+
+
+async def test_resuming_a_race_that_ended_without_you_points_at_fetch(
+    cluster: Cluster,
+) -> None:
+    """The race ended without the racer whose window closed: ``resume`` said "you can
+    watch room X" of a race that was over (an audit). It says the race is over and how
+    to fetch it: its id, and the server (not the default one here)."""
+    server = await cluster.node()
+    bob, params = await _left_mid_race(server.url)
+    await bob.resign()
+    over = await bob.next_event("race_over")
+    race = results.race_id(params["room"], over.d)
+    assert await _resume_refusal(server.url, params) == (
+        "the saved race is over, and you were no longer in it: see how it ended with "
+        f"solrace fetch {race} --server {server.url}"
+    )
+    await bob.close()
+
+
+async def test_resuming_a_race_still_on_without_you_says_it_can_be_watched(
+    cluster: Cluster,
+) -> None:
+    server = await cluster.node()
+    bob, params = await _left_mid_race(server.url)
+    failure = await _resume_refusal(server.url, params)
+    assert failure == (
+        "you are no longer in the saved race (you left this race: you can watch room "
+        f"{params['code']})"
+    )
+    await bob.close()
+
+
 async def test_quick_race_starts_by_itself_once_everyone_is_ready(cluster: Cluster) -> None:
     server = await cluster.node()
     app = SolraceApp(server.url, action="quick", name="Ann", params={"variant": "klondike"})
