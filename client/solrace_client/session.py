@@ -34,6 +34,7 @@ from solrace.protocol import CloseReason, Envelope
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from .connection import RaceClient, ServerError, retry_after_s
+from .errors import CONNECT_ERRORS, cannot_reach
 from .roomview import RoomView
 
 #: Failures that mean "this connection is gone": reconnect and resume.
@@ -275,6 +276,7 @@ class Session:
         await _close_quietly(old)
         attempt = 0
         last = error
+        url = self.servers[self.server_index]
         while self.backoff.attempts is None or attempt < self.backoff.attempts:
             if self.closed:
                 raise SessionOver("the session was closed", reason=SessionEnd.CLOSED)
@@ -283,9 +285,10 @@ class Session:
                 self.lost(attempt, last)
             await asyncio.sleep(self.backoff.delay(attempt, self.rng))
             index = (self.server_index + attempt - 1) % len(self.servers)
+            url = self.servers[index]
             client: RaceClient | None = None
             try:
-                client = await self._connect(self.servers[index])
+                client = await self._connect(url)
                 reply = await self._reenter(client)
             except ServerError as err:
                 last = err
@@ -306,8 +309,11 @@ class Session:
                 return Rejoined(reply, reconnected=True)
             if client is not None:
                 await _close_quietly(client)
+        # A server that is gone is said as everywhere else (docs/client.md): the raw
+        # "[Errno 111] Connect call failed" was what a bot printed last.
+        why = cannot_reach(url, last) if isinstance(last, CONNECT_ERRORS) else str(last)
         raise SessionOver(
-            f"could not reconnect after {attempt} attempts: {last}",
+            f"could not reconnect after {attempt} attempts: {why}",
             reason=SessionEnd.GAVE_UP,
             error=last,
         )

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from solrace.protocol import Envelope
 from solrace_client import RaceClient, ServerError
+from solrace_client.errors import START_HINT
 from solrace_client.session import Backoff, Rejoined, Session, SessionEnd, SessionOver, Unreachable
 
 from tests.client.test_roomview import folded, fresh_watch, public, you_of
@@ -132,6 +133,11 @@ async def test_a_session_gives_up_after_its_attempts(cluster: Cluster) -> None:
     with pytest.raises(SessionOver) as over:
         await until(session, lambda i: False)
     assert over.value.reason == SessionEnd.GAVE_UP and lost == [1, 2, 3]
+    # in the words every command uses for a server that is not there, not "[Errno 111]"
+    assert str(over.value) == (
+        f"could not reconnect after 3 attempts: cannot reach {server.url}: "
+        f"connection refused — {START_HINT}"
+    )
     await bob.close()
     await session.close()
 
