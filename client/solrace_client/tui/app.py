@@ -45,6 +45,9 @@ from ..verify import Verdict, race_verdict
 from .controller import Controller
 from .news import News, deal_words
 from .render import (
+    COLOUR,
+    MONO,
+    Look,
     board_width,
     race_clock,
     refusal_text,
@@ -152,6 +155,9 @@ class SolraceApp(App[int]):
         self.controller = Controller()
         self.clock_offset_ms = 0
         self.status_text = Text("connecting…")
+        #: How the board marks the cursor and a pick: Textual reads NO_COLOR (self.no_color)
+        #: and sends no colours then, so the marks must not be colours.
+        self.look: Look = MONO if self.no_color else COLOUR
         #: Every status line shown, oldest first (tests and bug reports read it).
         self.status_log: list[str] = []
         #: Why the app gave up before entering a room (one line, printed after it exits).
@@ -713,7 +719,7 @@ class SolraceApp(App[int]):
         view = self.controller.view
         if view is None:
             return Text("\n  waiting for the deal…")
-        return render_board(view, self.controller.marks(), max_rows=height)
+        return render_board(view, self.controller.marks(), max_rows=height, look=self.look)
 
     def paint_side(self, width: int, height: int) -> Text:
         state = self.state

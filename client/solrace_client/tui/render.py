@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich.style import Style
@@ -47,7 +48,41 @@ STYLE_DIM = Style.parse("grey50")
 CURSOR_BG = "yellow1"
 PICKED_BG = "light_sky_blue1"
 DEST_BG = "pale_green1"
-STYLE_DEST_MARK = Style.parse("bold black on green3")
+
+
+@dataclass(frozen=True)
+class Look:
+    """How the board marks the cursor, the picked cards and where they may go
+    (``dest``: a destination's top card, ``dest_label``: its column number and the
+    foundations' label), and the help's words for it."""
+
+    cursor: Style
+    picked: Style
+    dest: Style | None
+    dest_label: Style
+    legend: str
+
+
+#: In colour: backgrounds.
+COLOUR = Look(
+    cursor=Style(bgcolor=CURSOR_BG),
+    picked=Style(bgcolor=PICKED_BG),
+    dest=Style(bgcolor=DEST_BG),
+    dest_label=Style.parse("bold black on green3"),
+    legend="Yellow: cursor · blue: picked cards · green: where they may go",
+)
+#: Under NO_COLOR (https://no-color.org) the terminal gets no colours, or greys in which
+#: those backgrounds and a card's face are one shade (the cursor was invisible): cell
+#: attributes instead, which survive it. A destination's top card is left alone, its
+#: column number marked, so that the underline says "picked" only.
+MONO = Look(
+    cursor=Style(reverse=True, bold=True),
+    picked=Style(underline=True),
+    dest=None,
+    dest_label=Style(reverse=True, bold=True),
+    legend="Inverted: cursor · underlined: picked cards · "
+    "inverted column numbers: where they may go",
+)
 
 #: Rows the board needs above the tableau: labels, the top row, the column numbers.
 HEADER_ROWS = 3
@@ -76,86 +111,96 @@ def card_style(name: str | None) -> Style:
     return STYLE_RED if name[1] in RED_SUITS else STYLE_BLACK
 
 
-def card_text(name: str | None, bg: str | None = None) -> Text:
+def card_text(name: str | None, mark: Style | None = None) -> Text:
+    """A face-up card, with ``mark`` (a :class:`Look`'s) on it."""
     style = card_style(name)
-    if bg is not None:
-        style = style + Style(bgcolor=bg)
+    if mark is not None:
+        style = style + mark
     return Text(card_label(name), style=style)
 
 
-def back_text(count: int | None = None, bg: str | None = None, *, alt: bool = False) -> Text:
+def _marked(style: Style, mark: Style | None) -> Style:
+    """A back's or an empty place's ``style`` with ``mark`` on it: on a marking
+    background its text turns black (blue or grey does not read on a light one)."""
+    if mark is None:
+        return style
+    if mark.bgcolor is not None:
+        style = style + Style(color="black")
+    return style + mark
+
+
+def back_text(count: int | None = None, mark: Style | None = None, *, alt: bool = False) -> Text:
     """A face-down card (``░░░``), or ``▒×n`` for ``count`` of them. ``alt`` shades a
     back differently from the one under it, so a stack can be counted."""
     label = "░░░" if count is None else (f"▒×{count}" if count < 10 else f"▒{count}")
-    style = STYLE_BACK_ALT if alt else STYLE_BACK
-    if bg is not None:
-        style = style + Style(bgcolor=bg, color="black")
-    return Text(label, style=style)
+    return Text(label, style=_marked(STYLE_BACK_ALT if alt else STYLE_BACK, mark))
 
 
-def slot_text(label: str = " · ", bg: str | None = None) -> Text:
+def slot_text(label: str = " · ", mark: Style | None = None) -> Text:
     """An empty place (column, foundation, waste)."""
-    style = STYLE_EMPTY if bg is None else Style(color="black", bgcolor=bg)
-    return Text(f"{label:^{CARD_W}}"[:CARD_W], style=style)
+    return Text(f"{label:^{CARD_W}}"[:CARD_W], style=_marked(STYLE_EMPTY, mark))
 
 
-def _bg(marks: Marks | None, zone: str, col: int, *, dest: bool = False) -> str | None:
+def _mark(
+    marks: Marks | None, look: Look, zone: str, col: int, *, dest: bool = False
+) -> Style | None:
+    """The mark on a top-row place (stock, waste, a foundation pile)."""
     if marks is None:
         return None
     cursor = marks.cursor
     if cursor is not None and cursor.zone == zone and cursor.col == col and zone != TABLEAU_ZONE:
-        return CURSOR_BG
+        return look.cursor
     picked = marks.picked
     if picked is not None and picked.zone == zone and picked.col == col and zone != TABLEAU_ZONE:
-        return PICKED_BG
+        return look.picked
     if dest:
-        return DEST_BG
+        return look.dest
     return None
 
 
 # ------------------------------------------------------------------- top row
-def _top_row(view: Mapping[str, Any], marks: Marks | None) -> tuple[Text, Text]:
+def _top_row(view: Mapping[str, Any], marks: Marks | None, look: Look) -> tuple[Text, Text]:
     """(labels, cards) of the stock, waste and foundations."""
     layout = Layout.of(view)
     labels = Text(no_wrap=True, overflow="crop")
     cards = Text(no_wrap=True, overflow="crop")
     if layout.has_stock:
         stock = int(view.get("stock") or 0)
-        bg = _bg(marks, STOCK, 0)
+        mark = _mark(marks, look, STOCK, 0)
         if stock:
-            cards.append_text(back_text(stock, bg))
+            cards.append_text(back_text(stock, mark))
         else:
-            cards.append_text(slot_text("↺" if view.get("waste") else "·", bg))
+            cards.append_text(slot_text("↺" if view.get("waste") else "·", mark))
         cards.append(" ")
         labels.append("stk ", STYLE_DIM)
         waste = list(view.get("waste") or [])
         shown = max(1, min(int(view["options"].get("draw", 1) or 1), 3))
         visible = waste[-shown:]
-        bg = _bg(marks, WASTE, 0)
+        mark = _mark(marks, look, WASTE, 0)
         width = CELL_W * shown
         start = len(cards)
         if not visible:
-            cards.append_text(slot_text(" · ", bg))
+            cards.append_text(slot_text(" · ", mark))
         for i, name in enumerate(visible):
             top = i == len(visible) - 1
-            cards.append_text(card_text(name, bg if top else None))
+            cards.append_text(card_text(name, mark if top else None))
             if not top:
                 cards.append(" ")
         cards.append(" " * (width - (len(cards) - start)))
         labels.append(f"{'waste':<{width}}", STYLE_DIM)
         cards.append(" ")
         labels.append(" ")
-    labels.append("foundations", STYLE_DIM)
+    to_f = marks is not None and marks.to_foundation
+    labels.append("foundations", look.dest_label if to_f else STYLE_DIM)
     for pile in range(layout.piles):
         suit, _ = pile_suit(view, pile)
         rank = pile_rank(view, pile)
-        to_f = marks is not None and marks.to_foundation
-        bg = _bg(marks, FOUNDATION, pile, dest=to_f)
+        mark = _mark(marks, look, FOUNDATION, pile, dest=to_f)
         letter = SUITS[suit]
         if rank:
-            cards.append_text(card_text("A23456789TJQK"[rank - 1] + letter, bg))
+            cards.append_text(card_text("A23456789TJQK"[rank - 1] + letter, mark))
         else:
-            cards.append_text(slot_text(SUIT_SYMBOL[letter], bg))
+            cards.append_text(slot_text(SUIT_SYMBOL[letter], mark))
         cards.append(" ")
     return labels, cards
 
@@ -165,6 +210,7 @@ def _column_cells(
     view: Mapping[str, Any],
     c: int,
     marks: Marks | None,
+    look: Look,
     rows: int,
     compress: bool,
 ) -> list[Text]:
@@ -181,24 +227,28 @@ def _column_cells(
     )
 
     def face(i: int) -> Text:
-        bg = None
+        mark = None
         if here and cursor is not None and i == min(cursor.index, len(up) - 1):
-            bg = CURSOR_BG
+            mark = look.cursor
         elif picked_from is not None and i >= picked_from:
-            bg = PICKED_BG
+            mark = look.picked
         elif dest and i == len(up) - 1:
-            bg = DEST_BG
-        return card_text(up[i], bg)
+            mark = look.dest
+        return card_text(up[i], mark)
 
-    back_bg = CURSOR_BG if here and not up else (DEST_BG if dest and not up else None)
+    # An empty column, or the face-down card of a column with none face up, is marked
+    # as its top card would be.
+    bare = look.cursor if here else (look.dest if dest else None)
     if not up and not down:
-        return [slot_text(" · ", CURSOR_BG if here else (DEST_BG if dest else None))]
+        return [slot_text(" · ", bare)]
+    back_mark = None if up else bare
     head: list[Text]
     if compress and down:
-        head = [back_text(down, back_bg)]
+        head = [back_text(down, back_mark)]
     else:
         head = [
-            back_text(None, back_bg if i == down - 1 else None, alt=i % 2 == 1) for i in range(down)
+            back_text(None, back_mark if i == down - 1 else None, alt=i % 2 == 1)
+            for i in range(down)
         ]
     room = rows - len(head)
     if len(up) <= room:
@@ -232,7 +282,7 @@ def board_width(view: Mapping[str, Any]) -> int:
     """Cells the board needs: its columns, or its top row when that is wider (Klondike
     draw-3: stock, three waste cards and four foundations take 33 cells, seven columns
     28) — a narrower board would wrap the foundations onto the next line."""
-    labels, cards = _top_row(view, None)
+    labels, cards = _top_row(view, None, COLOUR)
     return max(len(view["tableau"]) * CELL_W, labels.cell_len, cards.cell_len)
 
 
@@ -242,19 +292,21 @@ def render_board(
     max_rows: int | None = None,
     *,
     header: bool = True,
+    look: Look = COLOUR,
 ) -> Text:
     """A board view as text: top row (stock, waste, foundations), column numbers, and the
     tableau, fitted into ``max_rows`` rows in all (compressing face-down cards to a
-    count and, if still too long, showing a window of long columns)."""
+    count and, if still too long, showing a window of long columns); ``marks`` drawn
+    the ``look``'s way."""
     lines: list[Text] = []
     if header:
-        labels, top = _top_row(view, marks)
+        labels, top = _top_row(view, marks, look)
         lines += [labels, top]
         numbers = Text(no_wrap=True, overflow="crop")
         for c in range(len(view["tableau"])):
             label = f"{c + 1:^{CARD_W}}"
             if marks is not None and c in marks.dests:
-                numbers.append(label, STYLE_DEST_MARK)
+                numbers.append(label, look.dest_label)
             else:
                 numbers.append(label, STYLE_DIM)
             numbers.append(" ")
@@ -263,7 +315,9 @@ def render_board(
     if max_rows is not None:
         rows = max(2, max_rows - len(lines))
     compress = board_height(view) > rows
-    columns = [_column_cells(view, c, marks, rows, compress) for c in range(len(view["tableau"]))]
+    columns = [
+        _column_cells(view, c, marks, look, rows, compress) for c in range(len(view["tableau"]))
+    ]
     depth = max(len(cells) for cells in columns) if columns else 0
     for r in range(depth):
         line = Text(no_wrap=True, overflow="crop")

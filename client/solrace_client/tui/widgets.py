@@ -15,6 +15,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from .controller import normalise
+from .render import COLOUR, Look
 
 if TYPE_CHECKING:
     from .app import SolraceApp
@@ -249,8 +250,9 @@ HELP = {
 }
 
 
-def help_text(kind: str) -> Text:
-    """The help of a screen (``play``, ``lobby``, ``watch``, ``standings``)."""
+def help_text(kind: str, look: Look = COLOUR) -> Text:
+    """The help of a screen (``play``, ``lobby``, ``watch``, ``standings``); a racer's
+    says how ``look`` marks the cursor and a pick."""
     text = Text()
     text.append("Keys\n", "bold")
     rows = HELP.get(kind) or HELP["play"]
@@ -258,7 +260,7 @@ def help_text(kind: str) -> Text:
         text.append(f"{key:<16}", "bold cyan")
         text.append(f"{what}\n")
     if rows is HELP["play"]:  # only a racer picks cards
-        text.append("\nBlue: picked cards · green: where they may go · yellow: cursor\n", "grey62")
+        text.append(f"\n{look.legend}\n", "grey62")
     else:
         text.append("\n")
     text.append("Press any of Esc, q, ? to close", "grey62")
@@ -275,7 +277,7 @@ class HelpScreen(ModalScreen[None]):
         self.kind = kind
 
     def compose(self) -> ComposeResult:
-        yield Static(help_text(self.kind), id="dialog")
+        yield Static(help_text(self.kind, cast("SolraceApp", self.app).look), id="dialog")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from rich.style import Style
 from rich.text import Text
 from solrace.rules import VARIANTS, deal, view
 from solrace_client.tui.controller import Controller, Cursor, Marks, Source
 from solrace_client.tui.render import (
     CURSOR_BG,
     DEST_BG,
+    MONO,
     PICKED_BG,
     back_text,
     card_label,
@@ -42,10 +44,14 @@ def lines(text: Text) -> list[str]:
 def cell(text: Text, row: int, column: int) -> tuple[str, str]:
     """(the three characters, their styles) of tableau column ``column`` on text row
     ``row``."""
-    rows = lines(text)
-    offset = sum(len(r) + 1 for r in rows[:row]) + column * 4
+    offset = offset_of(text, row, column)
     styles = " ".join(str(s.style) for s in text.spans if s.start <= offset < s.end)
     return text.plain[offset : offset + 3], styles
+
+
+def offset_of(text: Text, row: int, column: int) -> int:
+    """Where tableau column ``column`` is on text row ``row``, as an offset into the text."""
+    return sum(len(r) + 1 for r in lines(text)[:row]) + column * 4
 
 
 def find_row(text: Text, column: int, label: str) -> int:
@@ -328,6 +334,40 @@ def test_refusals_in_plain_words() -> None:
     )
     assert "not a move" in refusal_text("bad_notation", "…", "3-4")
     assert plain_cards("column 3 is empty") == "column 3 is empty"
+
+
+def spans_at(text: Text, offset: int) -> list[Style]:
+    return [Style.parse(str(s.style)) for s in text.spans if s.start <= offset < s.end]
+
+
+def test_without_colour_the_marks_are_attributes() -> None:
+    """NO_COLOR's look: the cursor inverted, a pick underlined, the destinations'
+    column numbers and the foundations' label inverted; no mark is a colour."""
+    for mark in (MONO.cursor, MONO.picked, MONO.dest_label):
+        assert mark.color is None and mark.bgcolor is None
+    seen = view(deal("yukon", 7), owner=True)
+    marks = Marks(
+        cursor=Cursor("tableau", 6, 2),
+        picked=Source("tableau", 6, 3),
+        dests=frozenset({1}),
+        to_foundation=True,
+    )
+    text = render_board(seen, marks, look=MONO)
+    up = seen["tableau"][6]["up"]
+    for i, name in enumerate(up):
+        row = find_row(text, 6, card_label(name))
+        styles = Style.combine(spans_at(text, offset_of(text, row, 6)))
+        assert bool(styles.reverse) == (i == 2), name
+        assert bool(styles.underline) == (i > 2), name
+    for c in range(7):
+        label = Style.combine(spans_at(text, offset_of(text, 2, c) + 1))
+        assert bool(label.reverse) == (c == 1), f"column {c + 1}'s number"
+    top = lines(text)[0]
+    assert Style.combine(spans_at(text, top.index("foundations"))).reverse
+    # The cursor on an empty column is an inverted slot.
+    empty = {**seen, "tableau": [{"down": 0, "up": []}, *seen["tableau"][1:]]}
+    text = render_board(empty, Marks(cursor=Cursor("tableau", 0, 0)), look=MONO)
+    assert Style.combine(spans_at(text, offset_of(text, find_row(text, 0, " · "), 0))).reverse
 
 
 def test_console_render_is_plain_text_friendly() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from solrace_client.tui.render import MONO
 from solrace_client.tui.widgets import HELP, help_text
 
 
@@ -12,6 +13,15 @@ def test_only_a_racer_is_told_about_picked_cards() -> None:
     assert "picked cards" in help_text("play").plain
     for kind in ("watch", "lobby", "standings"):
         assert "picked cards" not in help_text(kind).plain
+
+
+def test_the_help_names_the_marks_the_board_uses() -> None:
+    """Colours by default; under NO_COLOR, where the help said "yellow: cursor" of a
+    cursor drawn in no colour at all, the attributes that mark it instead."""
+    assert "Yellow: cursor" in help_text("play").plain
+    plain = help_text("play", MONO).plain
+    assert "Inverted: cursor" in plain and "underlined: picked cards" in plain
+    assert not any(colour in plain.lower() for colour in ("yellow", "blue", "green"))
 
 
 @pytest.mark.parametrize("kind", list(HELP))
