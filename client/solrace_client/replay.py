@@ -14,7 +14,7 @@ terminal, through pipes and in tests, without raw-mode key reading.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,8 +175,8 @@ def panel_title(track: Track, room: int) -> str:
     """The title of ``track``'s board panel in at most ``room`` cells: racer number,
     name, status and place (``2 · Ann · resigned · #2``) when they fit.
 
-    rich crops a title that does not fit from its end, and the place is last: at 80
-    columns, three racers side by side read ``2 · Ann · resigned ·``. The place is what
+    rich crops a title that does not fit from its end, and the place is last: a panel
+    narrower than its title (a narrow terminal) read ``2 · Ann · resigned ·``. The place is what
     a reader of a finished race looks for, so the status goes first, then the name
     shortens (``Carol…``), and the place stays while anything can."""
     s = track.standing
@@ -224,17 +224,45 @@ class _BoardPanel:
         yield self._panel(panel_title(self.track, options.max_width - _TITLE_FRAME))
 
 
+def boards_per_row(widths: Sequence[int], room: int) -> int:
+    """How many boards, ``widths`` cells wide, go side by side in ``room`` cells (one
+    apart): the most for which every row of that many fits, and at least one."""
+    for per_row in range(len(widths), 1, -1):
+        rows = [widths[i : i + per_row] for i in range(0, len(widths), per_row)]
+        if all(sum(row) + len(row) - 1 <= room for row in rows):
+            return per_row
+    return 1
+
+
+class _Boards:
+    """The racers' boards in rows, as many side by side as fit at their own width.
+
+    One row of all of them, given the terminal's width to share, cut each board to its
+    share: at 80 columns four Yukon boards lost tableau columns 6 and 7 without a mark,
+    and their headings wrapped mid-line. The width is known only when rendered."""
+
+    def __init__(self, panels: list[RenderableType]) -> None:
+        self.panels = panels
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths = [Measurement.get(console, options, p).maximum for p in self.panels]
+        per_row = boards_per_row(widths, options.max_width)
+        for start in range(0, len(self.panels), per_row):
+            row = Table.grid(padding=(0, 1))
+            chunk = self.panels[start : start + per_row]
+            for _ in chunk:
+                row.add_column()
+            row.add_row(*chunk)
+            yield row
+
+
 def step_view(saved: SavedResult, all_tracks: list[Track], step: int) -> RenderableType:
-    """Every racer's board at ``step``, side by side where the terminal allows."""
+    """Every racer's board at ``step``, side by side as many as fit, in rows."""
     head = Text(
         f"race {saved.race} · {saved.variant} · step {step} of {last_step(all_tracks)}",
         style="bold",
     )
-    row = Table.grid(padding=(0, 1))
-    for _ in all_tracks:
-        row.add_column()
-    row.add_row(*(_board_panel(saved, t, step) for t in all_tracks))
-    return Group(head, row)
+    return Group(head, _Boards([_board_panel(saved, t, step) for t in all_tracks]))
 
 
 HELP = "n/Enter next · p previous · <number> go to step · f first · l last · q quit"

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from solrace.rules import position_dict, replay
 from solrace_client.cli import main
-from solrace_client.results import finished_race, load_result, write_result
+from solrace_client.replay import tracks
+from solrace_client.results import SavedResult, finished_race, load_result, write_result
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.support.race import winning_moves
@@ -108,9 +109,9 @@ def test_piped_commands_leave_no_prompt_open(
     assert not any("> race" in line or "> unknown" in line for line in out.splitlines())
 
 
-def _race_of(racers: int) -> str:
+def _race_of(racers: int) -> SavedResult:
     """The synthetic race with ``racers`` racers (Ann and Bob, then Carolina, Dmitri…
-    resigning early), saved: its id."""
+    resigning early), saved."""
     result = synthetic_result()
     moves = winning_moves(SOLVABLE_SECRET)
     for racer, name in list(enumerate(["Carolina", "Dmitri"], start=3))[: racers - 2]:
@@ -120,17 +121,59 @@ def _race_of(racers: int) -> str:
             f"r_{racers}", result, {**YUKON, "max_racers": 4}, "SYN123", published_commitment=None
         )
     )
-    return load_result(path).race
+    return load_result(path)
+
+
+def _stepper(
+    race: str,
+    columns: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    commands: str = "q\n",
+) -> list[str]:
+    """The lines of the last step ``solrace replay`` shows at ``columns`` after
+    ``commands``, from its ``race … · step`` line to the help under the boards."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setattr("sys.stdin", io.StringIO(commands))
+    assert main(["replay", race]) == 0
+    out = capsys.readouterr().out.splitlines()
+    start = max(i for i, line in enumerate(out) if line.startswith(f"race {race} · "))
+    end = next(i for i in range(start, len(out)) if out[i].startswith("n/Enter next"))
+    return out[start:end]
 
 
 def _titles(
     race: str, columns: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> str:
-    """The line of panel titles ``solrace replay`` shows first at ``columns``."""
-    monkeypatch.setenv("COLUMNS", str(columns))
-    monkeypatch.setattr("sys.stdin", io.StringIO("q\n"))
-    assert main(["replay", race]) == 0
-    return next(line for line in capsys.readouterr().out.splitlines() if "╭" in line)
+    """The panel titles ``solrace replay`` shows first at ``columns``, row after row."""
+    lines = _stepper(race, columns, monkeypatch, capsys)
+    return "\n".join(line for line in lines if "╭" in line)
+
+
+@pytest.mark.parametrize(("columns", "per_row"), [(40, 1), (60, 1), (80, 2), (200, 4)])
+def test_every_board_is_shown_whole_in_rows_that_fit(
+    config_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    columns: int,
+    per_row: int,
+) -> None:
+    """At 80 columns four Yukon boards side by side had tableau columns 6 and 7 cut off
+    without a mark, their headings wrapped mid-line. Boards go side by side only as many
+    as fit whole; the others in rows under them."""
+    saved = _race_of(4)
+    lines = _stepper(saved.race, columns, monkeypatch, capsys, "40\nq\n")
+    assert all(len(line) <= columns for line in lines[1:])  # the boards (the title may wrap)
+    cells = [[cell.strip() for cell in line.split("│")[1::2]] for line in lines]
+    assert [len(c) for c in cells if c and "1  2  3" in c[0]] == [per_row] * (4 // per_row)
+    assert sum(c.count("1  2  3  4  5  6  7") for c in cells) == 4  # every number row whole
+    assert sum(line.count("╭") for line in lines) == 4
+    text = "\n".join(lines)
+    for track in tracks(saved):  # every board's top cards are there
+        for column in track.at(40)["tableau"]:
+            assert not column or re.search(rf"\b{column[-1]}\b", text), track.name
+    if per_row < 4:  # whole headings: a board's own width, not a share of the terminal's
+        assert "foundations  C 0  D 1  H 1  S 2" in text
 
 
 @pytest.mark.parametrize("racers", [2, 3, 4])
@@ -143,8 +186,8 @@ def test_panel_titles_keep_every_place_at_80_columns(
     """At 80 columns rich cropped the titles from their end, the place first:
     ``╭─ 2 · Bob · resigned · ─╮`` (``· #2`` at 200). The status goes, the name
     shortens; racer number and place stay."""
-    titles = _titles(_race_of(racers), 80, monkeypatch, capsys)
-    assert len(titles) <= 80
+    titles = _titles(_race_of(racers).race, 80, monkeypatch, capsys)
+    assert all(len(line) <= 80 for line in titles.splitlines())
     for n in range(1, racers + 1):
         assert re.search(rf"╭─ {n} · \w+…?( · \w+)? · #{n} ─", titles), titles
 
@@ -152,7 +195,7 @@ def test_panel_titles_keep_every_place_at_80_columns(
 def test_a_wide_terminal_still_shows_the_whole_titles(
     config_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    titles = _titles(_race_of(4), 200, monkeypatch, capsys)
+    titles = _titles(_race_of(4).race, 200, monkeypatch, capsys)
     for title in (
         "1 · Ann · finished · #1",
         "2 · Bob · resigned · #2",
