@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import json
 import os
 import sys
@@ -25,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from rich.console import Console, Group, JustifyMethod, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from solrace.argtypes import OneLineParser, add_version, real, usage_line, whole
@@ -275,18 +275,19 @@ def rooms_table(rooms: Sequence[Mapping[str, Any]]) -> Table:
 
 
 def fits(table: Table, console: Console) -> bool:
-    """Whether ``table`` shows whole on ``console``: no cell squeezed to "…", no line
-    wider than the terminal (which would wrap it)."""
-    probe = Console(width=console.width, record=True, file=io.StringIO(), color_system=None)
-    probe.print(table)
-    drawn = probe.export_text()
-    return "…" not in drawn and all(len(line) <= console.width for line in drawn.splitlines())
+    """Whether ``table`` shows whole on ``console``: every column as wide as its widest
+    cell, so that no cell is wrapped, cut to "…" or squeezed to nothing. Narrower, rich
+    does all three (looking for "…" and over-long lines in the drawn table missed the
+    other two: empty columns at 22 columns, ``(quick)`` on a line of its own at 80)."""
+    unbounded = console.options.update_width(sys.maxsize)
+    return Measurement.get(console, unbounded, table).maximum <= console.width
 
 
 def rooms_view(rooms: Sequence[Mapping[str, Any]], console: Console) -> RenderableType:
-    """The table where ``console`` is wide enough for it; narrower (its columns would
-    be squeezed to nothing, or the terminal would wrap its lines: a newcomer audit at
-    40 and 60 columns), two lines a room, which wrap like text."""
+    """The table where ``console`` is wide enough for every cell whole (:func:`fits`);
+    narrower (its columns would be squeezed to nothing, its cells wrapped, or the
+    terminal would wrap its lines: audits at 22, 40, 60 and 80 columns), two lines a
+    room, which wrap like text."""
     table = rooms_table(rooms)
     if fits(table, console):
         return table

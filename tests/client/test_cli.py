@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,20 +93,68 @@ def test_a_room_with_many_options_wraps_its_variant_and_squeezes_nothing_at_80_c
     assert max(len(line) for line in out.splitlines()) <= 80
 
 
-@pytest.mark.parametrize("width", [40, 60])
-def test_rooms_on_a_narrow_terminal_are_lines_that_squeeze_and_lose_nothing(width: int) -> None:
-    """A newcomer audit: at 40 columns the table squeezed variant and host to nothing
-    ("ph…", "rac…"); at 60 it kept its width and the terminal wrapped its lines."""
+def assert_whole(out: str, width: int, values: Sequence[str]) -> bool:
+    """``out`` shows every value whole: a table (returned True) within ``width``, each
+    value within one of its lines — not squeezed to nothing, cut to "…" or wrapped
+    inside its cell —; or, two lines an entry (False), text the terminal may wrap,
+    each value in its words."""
+    lines = out.splitlines()
+    table = "┃" in out
+    for value in values:
+        if table:
+            assert any(value in line for line in lines), (value, out)
+        else:
+            assert value in " ".join(out.split()), (value, out)
+    assert not table or max(len(line) for line in lines) <= width, out
+    return table
+
+
+_WIDTHS = [20, 22, 25, 30, 33, 36, 40, 42, 50, 60, 71, 72, 79, 80, 85, 86, 140]
+
+
+@pytest.mark.parametrize("width", _WIDTHS)
+def test_rooms_show_every_value_whole_at_every_width(width: int) -> None:
+    """An audit: ``fits`` looked for "…" and over-long lines only; rich also squeezes a
+    column to nothing (every column but the code's at 22 columns and less) or wraps a
+    cell (``(quick)`` on a line of its own at 80), and the table was shown so. (A
+    newcomer audit before: at 40 columns variant and host squeezed to "ph…", "rac…";
+    at 60 the table kept its width and the terminal wrapped its lines.)"""
     room = {**_ROOM, "options": {"draw": 3}, "quick": True}
-    console = Console(width=width, record=True, file=io.StringIO())
-    console.print(rooms_view([room], console))
-    out = console.export_text()
+
+    def shown(width: int) -> str:
+        console = Console(width=width, record=True, file=io.StringIO())
+        console.print(rooms_view([room], console))
+        return console.export_text()
+
+    values = ("NK2HGJ", "klondike draw=3 (quick)", "lobby", "1/4", "Bot-1234", "1m30s", "45s")
+    out = shown(width)
+    table = assert_whole(out, width, values)
     assert "…" not in out and max(len(line) for line in out.splitlines()) <= width
-    for value in ("NK2HGJ", "klondike draw=3 (quick)", "lobby", "1/4", "Bot-1234", "1m30s"):
-        assert value in " ".join(out.split()), (value, out)
-    wide = Console(width=80, record=True, file=io.StringIO())
-    wide.print(rooms_view([room], wide))
-    assert "┃ code" in wide.export_text()  # the table where it fits
+    natural = max(len(line) for line in shown(200).splitlines() if "┃" in line)
+    assert natural == 86
+    assert table == (width >= natural)  # the table whenever it fits whole
+
+
+@pytest.mark.parametrize("width", _WIDTHS)
+def test_races_show_every_value_whole_at_every_width(
+    synthetic_race: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    width: int,
+) -> None:
+    """``COLUMNS=40 solrace races`` (33 to 42 columns) drew a table whose columns after
+    the race id were empty."""
+
+    def shown(width: int) -> str:
+        monkeypatch.setenv("COLUMNS", str(width))
+        assert main(["races"]) == 0
+        return capsys.readouterr().out.split("\n", 1)[1]  # after the directory's line
+
+    values = ("r_synthetic.98acb6a5", "SYN123", "yukon", "all_done", "Ann")
+    table = assert_whole(shown(width), width, values)
+    natural = max(len(line) for line in shown(200).splitlines() if "┃" in line)
+    assert natural == 72
+    assert table == (width >= natural)  # the table whenever it fits whole
 
 
 async def test_rooms_says_when_there_are_none(
