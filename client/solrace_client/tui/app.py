@@ -732,8 +732,15 @@ class SolraceApp(App[int]):
 
     def paint_watch(self, width: int, height: int) -> Text:
         state = self.state
+        delay_ms = int(state.settings.get("spectator_delay_s") or 0) * 1000
         return render_watch(
-            state.racer_list(), state.boards, width, height, self.focus_index, self.server_now()
+            state.racer_list(),
+            state.boards,
+            width,
+            height,
+            self.focus_index,
+            self.server_now(),
+            delay_ms,
         )
 
     def paint_standings(self, width: int, height: int) -> Text:

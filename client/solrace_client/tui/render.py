@@ -13,7 +13,7 @@ import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from rich.style import Style
 from rich.text import Text
@@ -600,6 +600,11 @@ def cards_up(view: Mapping[str, Any]) -> int:
     return count
 
 
+#: How far past the spectator delay a board behind its racer's live count may be before
+#: the watch screen calls it held back (frames in flight, a clock a little off).
+HELD_SLACK_MS: Final = 1_000
+
+
 def render_watch(
     racers: Sequence[Mapping[str, Any]],
     boards: Mapping[int, tuple[int, Mapping[str, Any]]],
@@ -607,9 +612,11 @@ def render_watch(
     height: int,
     focus: int = 0,
     now_ms: int | None = None,
+    delay_ms: int = 0,
 ) -> Text:
     """Every racer's board side by side, as many as fit, starting at racer ``focus``
-    (Tab moves it); each under a title with the racer's name, status and cards."""
+    (Tab moves it); each under a title with the racer's name, status and cards.
+    ``delay_ms``: the room's spectator delay, which a board is expected to lag by."""
     if not racers:
         return Text("nobody is racing")
     widths = [board_width(v) for _, v in boards.values()] or [7 * CELL_W]
@@ -634,9 +641,21 @@ def render_watch(
             total = total_cards(str(view.get("variant")))
             # The board's own count, as old as the board (the racer's live progress,
             # in the side panel, may be ahead of it by the spectator delay).
-            info_line = Text(f"{cards_up(view)}/{total} up", style=STYLE_DIM)
+            shown = cards_up(view)
+            info_line = Text(f"{shown}/{total} up", style=STYLE_DIM)
             if now_ms is not None and at_ms:
-                info_line.append(f" · {max(0, (now_ms - at_ms) // 1000)} s ago", STYLE_DIM)
+                age_ms = max(0, now_ms - at_ms)
+                if int(info.get("foundation") or 0) > shown and age_ms > delay_ms + HELD_SLACK_MS:
+                    # Behind the racer's live count by more than the delay: fair
+                    # spectating holds it back (docs/tui.md), which the title says, or
+                    # "boards live" above a board 0/52 up beside "finished 52/52" in
+                    # the standings looked like a fault (a newcomer audit). Short, to
+                    # fit a Yukon board's width.
+                    info_line = Text(f"{shown}/{total} · ", style=STYLE_DIM)
+                    info_line.append("held back", "italic")
+                    info_line.append(f", {age_ms // 1000} s old", STYLE_DIM)
+                else:
+                    info_line.append(f" · {age_ms // 1000} s ago", STYLE_DIM)
             lines.append(info_line)
             lines += render_board(view, None, max_rows=max(5, height - 2)).split("\n")
         panels.append(lines)

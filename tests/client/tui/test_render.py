@@ -308,8 +308,8 @@ def test_standings_places_seed_and_how_to_verify(verdict: Verdict | None) -> Non
 
 def test_watch_puts_two_yukon_boards_side_by_side_in_80_columns() -> None:
     racers = [
-        {"racer": 1, "name": "Ann", "status": "playing", "foundation": 3},
-        {"racer": 2, "name": "Bob", "status": "playing", "foundation": 1},
+        {"racer": 1, "name": "Ann", "status": "playing", "foundation": 0},
+        {"racer": 2, "name": "Bob", "status": "playing", "foundation": 0},
         {"racer": 3, "name": "Cy", "status": "stuck", "foundation": 0},
     ]
     seen = view(deal("yukon", 7))
@@ -390,3 +390,23 @@ def test_picked_group_is_blue() -> None:
             assert PICKED_BG in styles
         else:
             assert PICKED_BG not in styles and CURSOR_BG not in styles
+
+
+def test_a_board_behind_its_racers_live_count_past_the_delay_says_held_back() -> None:
+    """A newcomer audit: the top line said "boards live", a board "Fast finished 0/52
+    up · 11 s ago", the standings "Fast #1 finished 52/52" — fair spectating holding
+    the board back, which nothing on the screen said."""
+    seen = view(deal("yukon", 7))
+    racers = [
+        {"racer": 1, "name": "Fast", "status": "finished", "foundation": 52},
+        {"racer": 2, "name": "Slow", "status": "playing", "foundation": 0},
+    ]
+    boards = {1: (1000, seen), 2: (1000, seen)}
+    rows = lines(render_watch(racers, boards, width=80, height=24, now_ms=12_000))
+    fast, slow = rows[1][: len(rows[1]) // 2], rows[1][len(rows[1]) // 2 :]
+    assert "0/52 · held back, 11 s old" in fast
+    assert "held back" not in slow  # its board shows all it has up
+    delayed = lines(render_watch(racers, boards, 80, 24, now_ms=12_000, delay_ms=30_000))
+    assert "held back" not in delayed[1]  # 11 s behind is the room's 30 s delay at work
+    late = lines(render_watch(racers, boards, 80, 24, now_ms=33_000, delay_ms=30_000))
+    assert "held back" in late[1]
