@@ -9,6 +9,7 @@ import contextlib
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -401,3 +402,40 @@ async def test_an_engine_that_cannot_restart_is_retried_until_it_can_and_stop_en
     assert "restart" not in caplog.text
     again = await EmbeddedEngine.start(data)  # the directory is free
     await again.stop()
+
+
+async def test_a_data_dir_removed_under_the_node_is_made_again_with_every_write_in_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``rm -rf`` of the data directory under a running node: the engine kept appending
+    to a file no directory held and answered every write as durable, and a restart
+    found nothing. Now the directory is made again (locked), the engine rewrites what
+    it holds into it and listens on a socket there again; writes acknowledged before,
+    during and after are all there for the next start."""
+    caplog.set_level(logging.INFO, "solrace.store")
+    data = tmp_path / "data"
+    store = await Store.start_embedded(data, prefix="t:", timeout=1.0)
+    try:
+        assert (await store.append_move("r", "a", 0, b"m0", b"e", round_no=1)).accepted
+        shutil.rmtree(data)
+        # Acknowledged over the store's open connection, into a file no directory holds:
+        assert (await store.append_move("r", "a", 1, b"m1", b"e", round_no=1)).accepted
+        await _logged(caplog, "holds the engine's data again")
+        await _logged(caplog, "the embedded engine is back")
+        await _answers_again(store)
+        assert (await store.append_move("r", "a", 2, b"m2", b"e", round_no=1)).accepted
+        assert (data / LOCK_NAME).exists() and (data / "appendonlydir").is_dir()
+        with pytest.raises(DataDirBusy):  # locked again: no second server on it
+            await EmbeddedEngine.start(data)
+        errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+        assert errors == [
+            f"the data directory {data} was removed under the running node: making it "
+            "again and rewriting the engine's data into it"
+        ]
+    finally:
+        await store.close()
+    again = await Store.start_embedded(data, prefix="t:")
+    try:
+        assert await again.move_log("r", "a") == [b"m0", b"m1", b"m2"]
+    finally:
+        await again.close()

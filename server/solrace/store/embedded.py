@@ -35,6 +35,15 @@ How it runs, and why:
 - **Restarted if it dies** under the running node (killed, a full disk): same directory,
   same socket, every acknowledged write in its AOF; the store's connections reconnect,
   so an outage ends without an operator (:meth:`EmbeddedEngine._watch`).
+- **Its directory recreated if it is removed** under the running node (``rm -rf``, a
+  temporary-files cleaner): the engine's AOF is then a file nothing can find, and a
+  restart would start from nothing. The node looks every :data:`DIR_CHECK_S`, makes
+  the directory again, locks it, and has the engine rewrite everything it holds into
+  it (``CONFIG SET dir``, ``BGREWRITEAOF``: why the engine allows ``CONFIG SET dir`` on
+  its private socket, ``--enable-protected-configs local``), over a connection it
+  keeps open for this (the socket's file went with the directory), then restarts the
+  engine so that it listens on a socket in the new directory
+  (:meth:`EmbeddedEngine._watch_dir`).
 
 Caveat: the death signal is tied to the *thread* that started the engine, so start it
 from the thread that runs the event loop for the whole life of the process (as
@@ -88,6 +97,12 @@ STOP_POLL_S = 0.02
 #: most, so a disk that stays full costs one attempt and one warning a half-minute.
 RESTART_FIRST_PAUSE_S = 0.5
 RESTART_MOST_PAUSE_S = 30.0
+#: How often a running node looks whether its data directory is still there: a write
+#: acknowledged after it was removed is safe only once the engine's data is rewritten
+#: into a new one, so the window is this long plus the rewrite.
+DIR_CHECK_S = 1.0
+#: How long rewriting the engine's data into a recreated directory may take.
+REWRITE_TIMEOUT_S = 120.0
 #: sun_path is 108 bytes on Linux (104 on BSDs); keep a margin.
 _MAX_SOCKET_PATH = 100
 _PR_SET_PDEATHSIG = 1
@@ -287,6 +302,53 @@ async def _shutdown(socket_path: str) -> bool:
             await writer.wait_closed()
 
 
+#: A connection to the engine: its reader and writer.
+Control = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def _connect(socket_path: str) -> Control | None:
+    """A connection to the engine kept open, or None if it cannot be made now."""
+    try:
+        return await asyncio.open_unix_connection(socket_path)
+    except OSError:
+        return None
+
+
+def _close(control: Control | None) -> None:
+    if control is not None:
+        control[1].close()
+
+
+async def _ask(control: Control, *args: str) -> str:
+    """One command to the engine over ``control`` and its reply as text (a simple,
+    integer or bulk reply); :class:`EngineError` if it answers with an error or not
+    at all."""
+    reader, writer = control
+    try:
+        words = "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)
+        writer.write(f"*{len(args)}\r\n{words}".encode())
+        await writer.drain()
+        head = await reader.readline()
+        kind, rest = head[:1], head[1:].strip().decode(errors="replace")
+        if kind == b"-" or not head:
+            raise EngineError(f"the engine refused {args[0]}: {rest or 'no answer'}")
+        if kind == b"$":
+            size = int(rest)
+            return "" if size < 0 else (await reader.readexactly(size + 2))[:-2].decode()
+        return rest
+    except (OSError, asyncio.IncompleteReadError) as exc:
+        raise EngineError(f"the engine did not answer {args[0]}: {exc}") from None
+
+
+def _dir_id(path: Path) -> tuple[int, int] | None:
+    """A directory's (device, inode), or None if nothing is at ``path``."""
+    try:
+        found = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return found.st_dev, found.st_ino
+
+
 def _last_log_line(data_dir: Path) -> str:
     try:
         lines = (data_dir / LOG_NAME).read_text(errors="replace").strip().splitlines()
@@ -349,6 +411,14 @@ class EmbeddedEngine:
         self._users = 1
         self._stopped = False
         self._watcher: asyncio.Task[None] | None = None
+        self._dir_watcher: asyncio.Task[None] | None = None
+        #: The data directory's (device, inode) as the engine runs in it.
+        self._dir_id = _dir_id(data_dir)
+        #: A connection kept open to the engine: the one way to reach it once its
+        #: directory, socket file included, is removed (:meth:`_watch_dir`).
+        self._control: Control | None = None
+        #: Set while :meth:`_recreate_dir` restarts the engine on purpose.
+        self._moving = False
 
     @property
     def url(self) -> str:
@@ -383,7 +453,10 @@ class EmbeddedEngine:
                 socket_path = os.path.join(socket_dir, SOCKET_NAME)
             proc, start_ms = await _spawn(engine, directory, socket_path)
             self = cls(proc, directory, socket_path, engine, lock, socket_dir, start_ms, stale)
-            self._watcher = asyncio.get_running_loop().create_task(self._watch())
+            self._control = await _connect(socket_path)
+            loop = asyncio.get_running_loop()
+            self._watcher = loop.create_task(self._watch())
+            self._dir_watcher = loop.create_task(self._watch_dir())
             return self
         except BaseException:
             lock.release()
@@ -413,13 +486,19 @@ class EmbeddedEngine:
             if self._stopped:
                 return
             died = time.monotonic()
-            log.error(
-                "the embedded engine (pid %d) %s: restarting it on %s; requests fail "
-                "with unavailable until it is back",
-                self.proc.pid,
-                _death(status, self.data_dir),
-                self.data_dir,
-            )
+            _close(self._control)
+            self._control = None
+            if self._moving:  # stopped by _recreate_dir, to listen in the new directory
+                self._moving = False
+                pause = 0.0
+            else:
+                log.error(
+                    "the embedded engine (pid %d) %s: restarting it on %s; requests fail "
+                    "with unavailable until it is back",
+                    self.proc.pid,
+                    _death(status, self.data_dir),
+                    self.data_dir,
+                )
             if died - up_since >= RESTART_MOST_PAUSE_S:
                 pause = 0.0  # it ran a while: a new fault, worth an attempt at once
             while True:
@@ -436,12 +515,102 @@ class EmbeddedEngine:
                         pause,
                     )
                     continue
+                self._control = await _connect(self.socket_path)
                 log.info(
                     "the embedded engine is back (pid %d) after %.1f s",
                     self.proc.pid,
                     time.monotonic() - died,
                 )
                 break
+
+    async def _watch_dir(self) -> None:
+        """Recreate the data directory if it is removed under the running node, and
+        have the engine rewrite all it holds into it (module docstring).
+
+        A removed directory went unnoticed: the engine kept appending to a file no
+        longer in any directory and answered every write as durable, and a restart
+        found an empty directory — every race gone. One ERROR says it was removed, one
+        INFO when the data is safe again; a directory *replaced* by another (same path,
+        another inode) is someone else's doing and is only reported, once."""
+        troubled = False
+        while True:
+            await asyncio.sleep(DIR_CHECK_S)
+            try:
+                found = _dir_id(self.data_dir)
+            except OSError:  # cannot be looked at now (permissions): look again later
+                continue
+            if found == self._dir_id:
+                troubled = False
+                continue
+            if found is not None:
+                if not troubled:
+                    log.error(
+                        "the data directory %s was replaced by another under the running "
+                        "node: the engine's files are no longer in it, so a restart would "
+                        "not find this node's races; stop the server and put it back",
+                        self.data_dir,
+                    )
+                troubled = True
+                continue
+            began = time.monotonic()
+            if not troubled:
+                log.error(
+                    "the data directory %s was removed under the running node: making it "
+                    "again and rewriting the engine's data into it",
+                    self.data_dir,
+                )
+            try:
+                await self._recreate_dir()
+            except (EngineError, OSError) as exc:
+                if not troubled:
+                    log.error("cannot recreate the data directory: %s; trying again", exc)
+                troubled = True
+                continue
+            troubled = False
+            log.info(
+                "the data directory %s holds the engine's data again (%.1f s)",
+                self.data_dir,
+                time.monotonic() - began,
+            )
+
+    async def _recreate_dir(self) -> None:
+        """Make the data directory again, locked, with the engine's data in it, then
+        stop the engine for :meth:`_watch` to start it again there (its socket)."""
+        control = self._control
+        if control is None:
+            raise EngineError("no connection to the engine is open")
+        lock = _Lock.acquire(self.data_dir)  # no second server may start on it meanwhile
+        old, self._lock = self._lock, lock
+        old.release()
+        (self.data_dir / PID_NAME).write_text(f"{self.proc.pid}\n")
+        await _ask(control, "CONFIG", "SET", "dir", str(self.data_dir))
+        await _ask(control, "BGREWRITEAOF")
+        deadline = time.monotonic() + REWRITE_TIMEOUT_S
+        while True:
+            info = dict(
+                line.split(":", 1)
+                for line in (await _ask(control, "INFO", "persistence")).splitlines()
+                if ":" in line
+            )
+            if (
+                info.get("aof_rewrite_in_progress") == "0"
+                and info.get("aof_rewrite_scheduled") == "0"
+            ):
+                break
+            if time.monotonic() > deadline:
+                raise EngineError(f"the rewrite took more than {REWRITE_TIMEOUT_S:g} s")
+            await asyncio.sleep(START_POLL_S * 10)
+        if info.get("aof_last_bgrewrite_status") != "ok":
+            raise EngineError(f"the rewrite failed (see {self.data_dir / LOG_NAME})")
+        self._dir_id = _dir_id(self.data_dir)
+        self._moving = True
+        with contextlib.suppress(EngineError):  # it closes the connection, unanswered
+            await _ask(control, "SHUTDOWN")
+        try:
+            await asyncio.wait_for(asyncio.shield(self.proc.wait()), STOP_TIMEOUT_S)
+        except TimeoutError:
+            self._moving = False
+            raise EngineError("the engine did not stop to listen in the new directory") from None
 
     def share(self) -> EmbeddedEngine:
         """Count one more user (a sibling store); each user calls :meth:`release`."""
@@ -465,9 +634,12 @@ class EmbeddedEngine:
             return
         self._stopped = True
         try:
-            if self._watcher is not None:
-                self._watcher.cancel()
-                await asyncio.gather(self._watcher, return_exceptions=True)
+            for watcher in (self._watcher, self._dir_watcher):
+                if watcher is not None:
+                    watcher.cancel()
+                    await asyncio.gather(watcher, return_exceptions=True)
+            _close(self._control)
+            self._control = None
             await _terminate(self.proc, self.socket_path)
             with contextlib.suppress(OSError):
                 (self.data_dir / PID_NAME).unlink()
@@ -495,6 +667,7 @@ async def _spawn(
         "--appendfsync", "always",
         "--save", "",
         "--maxmemory-policy", "noeviction",
+        "--enable-protected-configs", "local",  # CONFIG SET dir: EmbeddedEngine._watch_dir
         "--daemonize", "no",
         "--logfile", LOG_NAME,
     ]  # fmt: skip
