@@ -68,7 +68,8 @@ ENTRY_WORDS: Final = {
     ("join", "room_full"): "that room is full",
     ("join", "same_address"): (
         "someone from your address already races in that public room (one seat each): to"
-        " race each other, one of you opens a private room (solrace create --private)"
+        " race each other, one of you opens a private room (solrace create --private); if"
+        " it is your own seat, from a window that closed, solrace resume takes it back"
     ),
     ("join", "wrong_phase"): (
         "that room takes no racers now (its race has started, or is over): watch it with "

@@ -496,24 +496,26 @@ async def test_rooms_opened_by_connections_that_hang_up_are_counted_by_address(
         await ws.close()
 
 
-def test_a_tickets_origin_is_a_digest_of_the_address_it_is_counted_by() -> None:
-    """What a room stores with a seat (one seat per address in a public room): equal
-    for one address, one IPv6 /64 or a mapped IPv4; None for a connection counted by
-    no address; never the address itself."""
+def test_a_tickets_seat_key_is_the_address_it_is_counted_by_ipv6_by_its_56() -> None:
+    """What a public room seats once: one address, a mapped IPv4 as itself, a trusted
+    proxy's client (its port cut off), an IPv6 client by its /56 (a home line is
+    delegated one, and held a seat per /64 of it: a seat audit); None for a
+    connection counted by no address."""
     admission = Admission(100, trusted=parse_networks("10.0.0.0/8"))
 
-    def origin(peer: str, forwarded: list[str] | None = None) -> str | None:
+    def seat_key(peer: str, forwarded: list[str] | None = None) -> str | None:
         ticket = admission.accept(peer)
         assert ticket is not None and admission.identify(ticket, forwarded or []) is None
-        return ticket.origin
+        return ticket.seat_key
 
-    plain = origin("203.0.113.5")
-    assert plain is not None and len(plain) == 16 and "203" not in plain
-    assert origin("::ffff:203.0.113.5") == plain
-    assert origin("10.1.1.1", ["203.0.113.5"]) == plain  # a trusted proxy's client
-    assert origin("203.0.113.6") != plain
-    assert origin("2001:db8::1") == origin("2001:db8::ffff") != origin("2001:db8:0:1::1")
-    assert origin("10.1.1.1") is None  # the proxy's own connection: counted by none
+    assert seat_key("203.0.113.5") == "203.0.113.5"
+    assert seat_key("::ffff:203.0.113.5") == "203.0.113.5"
+    assert seat_key("10.1.1.1", ["203.0.113.5"]) == "203.0.113.5"  # a trusted proxy's client
+    assert seat_key("10.1.1.1", ["203.0.113.5:40001"]) == "203.0.113.5"  # with its port
+    assert seat_key("10.1.1.1", ["[2001:db8::5]:40001"]) == "2001:db8::/56"
+    assert seat_key("2001:db8:0:ff::1") == seat_key("2001:db8::1") == "2001:db8::/56"
+    assert seat_key("2001:db8:0:100::1") == "2001:db8:0:100::/56"
+    assert seat_key("10.1.1.1") is None  # the proxy's own connection: counted by none
 
 
 @pytest.mark.parametrize("cluster", ["redis"], indirect=True)

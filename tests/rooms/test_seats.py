@@ -5,27 +5,30 @@ with fake peers on every store, across nodes."""
 from __future__ import annotations
 
 import asyncio
+import secrets
+from typing import Any
 
 from solrace.protocol.envelope import Envelope
 from solrace.race.events import EventType
+from solrace.rooms import lobby
 from solrace.rooms.records import unpack_event
 
 from .conftest import Backend, FakePeer
 
 
-def _from(peer: FakePeer, origin: str | None) -> FakePeer:
-    peer.origin = origin  # what the network layer sets from the client's address
+def _from(peer: FakePeer, address: str | None) -> FakePeer:
+    peer.address = address  # what the network layer sets from the client's address
     return peer
 
 
-def _names_origin(frames: list[Envelope], origin: str) -> list[Envelope]:
-    return [f for f in frames if origin in repr(f.d)]
+def _naming(frames: list[Envelope], text: str) -> list[Envelope]:
+    return [f for f in frames if text in repr(f.d)]
 
 
 async def test_a_public_room_refuses_a_second_seat_from_one_address(backend: Backend) -> None:
     node = await backend.node()
-    ann, scout = _from(FakePeer(node), "a1" * 8), _from(FakePeer(node), "a1" * 8)
-    bob = _from(FakePeer(node), "b2" * 8)
+    ann, scout = _from(FakePeer(node), "203.0.113.1"), _from(FakePeer(node), "203.0.113.1")
+    bob = _from(FakePeer(node), "203.0.113.2")
     created = await ann.ask("create", variant="yukon", name="Ann")
     code = str(created.d["code"])
     refused = await scout.ask("join", code=code, name="Scout")
@@ -39,17 +42,33 @@ async def test_a_public_room_refuses_a_second_seat_from_one_address(backend: Bac
         "Bob",
     ]
     stored = [unpack_event(e.data) for e in await node.store.events_since(room.room_id, 0)]
-    joins = [ev for ev in stored if ev.t == EventType.RACER_JOINED]
-    assert [ev.origin for ev in joins] == ["a1" * 8, "b2" * 8]  # kept with each seat
+    origins = [ev.origin for ev in stored if ev.t == EventType.RACER_JOINED]
+    # Kept with each seat: a digest keyed by the room's secret, never the address ...
+    assert origins == [lobby.seat_origin(room, ann), lobby.seat_origin(room, bob)]
+    assert len(set(origins)) == 2 and all(o and len(o) == 16 for o in origins)
+    assert not any("203.0.113" in str(o) for o in origins)
     for peer in (ann, scout, bob):  # ... and never sent
-        assert _names_origin(peer.frames, "a1" * 8) == [] and not _names_origin(
-            peer.frames, "b2" * 8
-        )
+        for text in (*origins, "203.0.113"):
+            assert _naming(peer.frames, str(text)) == []
+
+
+async def test_a_seats_digest_differs_from_room_to_room(backend: Backend) -> None:
+    """The same address in two rooms leaves two unrelated digests: nothing links one
+    person's seats across rooms, and no table of every address's hash looks it up
+    (a seat audit reversed an unkeyed SHA-256 of an IPv4 address)."""
+    node = await backend.node()
+    node.room_secret = lambda: secrets.token_bytes(32)  # as a server draws them (tests pin one)
+    first, second = _from(FakePeer(node), "203.0.113.1"), _from(FakePeer(node), "203.0.113.1")
+    await first.ask("create", variant="yukon", name="Ann")
+    await second.ask("create", variant="yukon", name="Ann")
+    assert first.room is not None and second.room is not None
+    one, two = lobby.seat_origin(first.room, first), lobby.seat_origin(second.room, second)
+    assert one is not None and two is not None and one != two
 
 
 async def test_a_private_room_seats_one_address_any_number_of_times(backend: Backend) -> None:
     node = await backend.node()
-    ann, bob = _from(FakePeer(node), "a1" * 8), _from(FakePeer(node), "a1" * 8)
+    ann, bob = _from(FakePeer(node), "203.0.113.1"), _from(FakePeer(node), "203.0.113.1")
     created = await ann.ask("create", variant="yukon", name="Ann", private=True)
     joined = await bob.ask("join", code=str(created.d["code"]), name="Bob")
     assert joined.t == "joined", joined.d
@@ -57,12 +76,22 @@ async def test_a_private_room_seats_one_address_any_number_of_times(backend: Bac
 
 async def test_quick_passes_over_a_room_that_seats_the_address(backend: Backend) -> None:
     node = await backend.node()
-    ann, scout = _from(FakePeer(node), "a1" * 8), _from(FakePeer(node), "a1" * 8)
-    cy = _from(FakePeer(node), "c3" * 8)
+    ann, scout = _from(FakePeer(node), "203.0.113.1"), _from(FakePeer(node), "203.0.113.1")
+    cy = _from(FakePeer(node), "203.0.113.3")
     assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
+    decided: list[str] = []
+    real_decide = node.decide
+
+    async def decide(room: Any, *args: Any, **kwargs: Any) -> Any:
+        decided.append(room.room_id)
+        return await real_decide(room, *args, **kwargs)
+
+    node.decide = decide  # type: ignore[method-assign]
     assert (await scout.ask("quick", variant="yukon", name="Scout")).t == "joined"
     assert ann.room is not None and scout.room is not None
     assert scout.room is not ann.room  # a room of its own, not a refusal
+    # ... without a decision about the room it passed over (each cost one: an audit)
+    assert ann.room.room_id not in decided
     assert (await cy.ask("quick", variant="yukon", name="Cy")).t == "joined"
     assert cy.room is ann.room  # the oldest quick lobby, which seats no one of c3's
 
@@ -78,7 +107,7 @@ async def test_connections_counted_by_no_address_are_not_capped(backend: Backend
 async def test_an_operator_may_lift_the_cap(backend: Backend) -> None:
     node = await backend.node()
     node.seats_per_address = 0  # solrace-server --seats-per-address 0
-    ann, bob = _from(FakePeer(node), "a1" * 8), _from(FakePeer(node), "a1" * 8)
+    ann, bob = _from(FakePeer(node), "203.0.113.1"), _from(FakePeer(node), "203.0.113.1")
     created = await ann.ask("create", variant="yukon", name="Ann")
     assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
 
@@ -87,12 +116,12 @@ async def test_two_nodes_seating_one_address_at_once_seat_it_once(backend: Backe
     """The rule is decided on the room's stored state like every join: two joins from
     one address on two nodes at the same moment cannot both be seated."""
     first, second = await backend.node(), await backend.node()
-    ann = _from(FakePeer(first), "a1" * 8)
+    ann = _from(FakePeer(first), "203.0.113.1")
     created = await ann.ask("create", variant="yukon", name="Ann")
     code = str(created.d["code"])
     for attempt in range(5):
-        origin = f"{attempt:016x}"
-        one, two = _from(FakePeer(first), origin), _from(FakePeer(second), origin)
+        address = f"198.51.100.{attempt}"
+        one, two = _from(FakePeer(first), address), _from(FakePeer(second), address)
         replies = await asyncio.gather(
             one.ask("join", code=code, name="One"), two.ask("join", code=code, name="Two")
         )

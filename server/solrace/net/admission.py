@@ -40,7 +40,6 @@ asks to open a room.
 from __future__ import annotations
 
 import enum
-import hashlib
 import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -77,9 +76,10 @@ FD_RESERVE: Final = 256
 WANTED_OPEN_FILES: Final = 65_536
 #: Prefix length an IPv6 client is counted by.
 IPV6_PREFIX: Final = 64
-#: Hex digits of an address's digest a room keeps with a seat (Ticket.origin): 64 bits,
-#: plenty to tell the few addresses of one room apart.
-ORIGIN_HEX_DIGITS: Final = 16
+#: An IPv6 client's seats in a public room count by this prefix (Ticket.seat_key), wider
+#: than a connection's /64: a home line is delegated a /56 (or a /48) and could hold a
+#: seat per /64 of it.
+SEAT_IPV6_PREFIX: Final = 56
 #: Sockets one address may hold beyond its share while they wait for their refusal;
 #: past them its new sockets are closed at once, unanswered.
 REFUSALS_PER_ADDRESS: Final = 8
@@ -156,8 +156,16 @@ def _reserve(count: int) -> int:
 
 
 def _address(text: str) -> Address | None:
+    """An address, from ``X-Forwarded-For`` too: some proxies write the client's port
+    beside it (``198.51.100.1:40001``, ``[2001:db8::5]:40001``), and an entry read as
+    no address left its client uncounted (a seat audit took every seat of a room)."""
+    text = text.strip()
+    if text.startswith("["):
+        text = text[1:].partition("]")[0]
+    elif text.count(":") == 1:
+        text = text.partition(":")[0]
     try:
-        found = ipaddress.ip_address(text.strip())
+        found = ipaddress.ip_address(text)
     except ValueError:
         return None
     if isinstance(found, ipaddress.IPv6Address) and found.ipv4_mapped is not None:
@@ -186,14 +194,15 @@ class Ticket:
     forwarded: str | None = None
 
     @property
-    def origin(self) -> str | None:
-        """A digest of the address the ticket is counted against (None: not counted),
-        which a room stores with a racer's seat to seat an address once in a public
-        room (rooms.peer.Peer.origin): it tells one address from another, and keeps the
-        address itself out of the store."""
+    def seat_key(self) -> str | None:
+        """The address a public room seats once (rooms.peer.Peer.address): the one the
+        ticket is counted against, an IPv6 client's by its /56; None if not counted."""
         if self.key is None:
             return None
-        return hashlib.sha256(self.key.encode()).hexdigest()[:ORIGIN_HEX_DIGITS]
+        if ":" in self.key:  # an IPv6 /64 (_key)
+            network = ipaddress.IPv6Network(self.key)
+            return str(network.supernet(new_prefix=SEAT_IPV6_PREFIX))
+        return self.key
 
 
 @dataclass

@@ -332,8 +332,8 @@ class RaceServer:
         ticket = ws.ticket if isinstance(ws, _Connection) else None
         client = None if ticket is None else ticket.forwarded
         open_room = None if ticket is None else functools.partial(self.admission.open_room, ticket)
-        origin = None if ticket is None else ticket.origin
-        session = Session(ws, self.node, self.metrics, client, self.stalls, open_room, origin)
+        address = None if ticket is None else ticket.seat_key
+        session = Session(ws, self.node, self.metrics, client, self.stalls, open_room, address)
         node = self.node
         node.peers.add(session)
         try:

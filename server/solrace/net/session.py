@@ -63,10 +63,10 @@ class Session(Peer):
         client: str | None = None,
         stalls: LoopStalls | None = None,
         open_room: Callable[[float], float | None] | None = None,
-        origin: str | None = None,
+        address: str | None = None,
     ) -> None:
         super().__init__()
-        self.origin = origin
+        self.address = address
         self.ws = ws
         #: The client a trusted proxy named, if any: the peer is then the proxy.
         self.client = client

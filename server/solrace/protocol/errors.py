@@ -131,8 +131,8 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.UNKNOWN_RACE: "this server has no finished race with that id",
     ErrorCode.ROOM_FULL: "the room is full",
     ErrorCode.SAME_ADDRESS: (
-        "a racer from your address already has a seat in this public room: race them in"
-        " a private room"
+        "a racer from your address already has a seat in this public room (yours, from"
+        " before? resume it): race them in a private room"
     ),
     ErrorCode.WRONG_PHASE: "not possible in the room's current phase",
     ErrorCode.NOT_HOST: "only the room's host can do that",

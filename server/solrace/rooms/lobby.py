@@ -5,6 +5,8 @@ every change is a stored event first and a broadcast second."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import logging
 import secrets
 from collections.abc import Callable
@@ -53,6 +55,9 @@ log = logging.getLogger("solrace.lobby")
 
 #: Listed rooms a ``list`` or ``quick`` reads at most: lobbies first, newest first.
 LISTING_SCAN: Final = 100
+#: Hex digits of the digest a room keeps of a seat's address (seat_origin): 64 bits,
+#: plenty to tell the few addresses of one room apart.
+ORIGIN_HEX_DIGITS: Final = 16
 #: A ``quick`` refused one of these by a lobby it found tries the next (or opens one).
 _NEXT_QUICK_ROOM: Final = frozenset(
     {ErrorCode.ROOM_FULL, ErrorCode.WRONG_PHASE, ErrorCode.UNKNOWN_ROOM, ErrorCode.SAME_ADDRESS}
@@ -180,6 +185,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
         if (
             len(state.racers) < state.settings.max_racers
             and not listing.nobody_in(state)  # sorted out late (its sort was retried)
+            and not _seats(node, room, peer)  # (each one tried cost a decision: an audit)
         ):
             try:
                 await _join(node, peer, room, msg.name, request_id)
@@ -195,6 +201,27 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
     await _join(node, peer, room, msg.name, request_id)
 
 
+def seat_origin(room: LiveRoom, peer: Peer) -> str | None:
+    """What the room keeps of the address a seat was taken from (None: not counted):
+    a digest keyed by the room's secret, which tells one address from another within
+    the room but cannot be looked up in a table of every address's hash, nor links one
+    person's seats across rooms (a seat audit reversed an unkeyed one)."""
+    if peer.address is None:
+        return None
+    digest = hmac.new(room.meta.secret, peer.address.encode(), hashlib.sha256)
+    return digest.hexdigest()[:ORIGIN_HEX_DIGITS]
+
+
+def _seats(node: Node, room: LiveRoom, peer: Peer) -> bool:
+    """Whether a public room already seats ``peer``'s address as often as it may: a
+    quick race passes over it without a decision (decisions.join stays the rule)."""
+    origin = seat_origin(room, peer)
+    if origin is None or not node.seats_per_address or room.state.settings.private:
+        return False
+    seated = sum(1 for racer in room.state.racers.values() if racer.origin == origin)
+    return seated >= node.seats_per_address
+
+
 async def _still_quick(node: Node, room: LiveRoom) -> bool:
     """Whether a lobby among its variant's quick lobbies is still listed: one that
     raced and began a rematch is a lobby again, but only for its racers (unlisted)."""
@@ -205,8 +232,10 @@ async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: i
     token = secrets.token_urlsafe(24)
     joined: list[int] = []
 
+    origin = seat_origin(room, peer)
+
     def decision() -> list[RoomEvent]:
-        events = decide_.join(room.state, name, peer.origin, node.seats_per_address)
+        events = decide_.join(room.state, name, origin, node.seats_per_address)
         joined[:] = [events[0].racer]
         return events
 
@@ -220,7 +249,7 @@ async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: i
             token=racer_token,
             conn=peer.conn_id,
             node=node.node_id,
-            origin=peer.origin,
+            origin=origin,
         )
         log.info("racer joined", extra={"room": room.room_id, "racer": joined[0]})
         await _enter_as_racer(node, peer, room, joined[0], token, request_id, since=None)

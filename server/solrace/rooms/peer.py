@@ -29,10 +29,10 @@ class Peer(ABC):
         self.closed = False
         #: Tells this connection from the racer's other ones, on any node.
         self.conn_id = secrets.token_hex(8)
-        #: A digest of the client address the network layer counts this connection by
-        #: (solrace.net.admission), None if it counts none: a public room seats an
-        #: address once (decisions.join). Never the address itself: it is stored.
-        self.origin: str | None = None
+        #: The client address a public room seats once (the network layer's
+        #: admission.Ticket.seat_key), None if it counts none. Never stored: a room
+        #: keeps a digest keyed by its own secret (lobby.seat_origin).
+        self.address: str | None = None
         #: Work units the request being handled cost beyond one message
         #: (solrace.protocol.limits, "work"): the core counts, the adapter charges it.
         self.work = 0.0
