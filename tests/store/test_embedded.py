@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import redis.asyncio
 import redis.exceptions
-from solrace.store import Store
+from solrace.store import Store, embedded
 from solrace.store.embedded import (
     LOCK_NAME,
     PID_NAME,
@@ -437,5 +437,37 @@ async def test_a_data_dir_removed_under_the_node_is_made_again_with_every_write_
     again = await Store.start_embedded(data, prefix="t:")
     try:
         assert await again.move_log("r", "a") == [b"m0", b"m1", b"m2"]
+    finally:
+        await again.close()
+
+
+async def test_a_data_dir_whose_rewrite_fails_is_tried_again_not_taken_for_another(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The directory the node made again is its own: a failed rewrite into it is tried
+    again at the next look, not reported as a directory someone else put there."""
+    caplog.set_level(logging.INFO, "solrace.store")
+    real_ask = embedded._ask
+    failures = [EngineError("the engine refused BGREWRITEAOF: ERR busy")]
+
+    async def ask(control: embedded.Control, *args: str) -> str:
+        if args[0] == "BGREWRITEAOF" and failures:
+            raise failures.pop()
+        return await real_ask(control, *args)
+
+    monkeypatch.setattr(embedded, "_ask", ask)
+    data = tmp_path / "data"
+    store = await Store.start_embedded(data, prefix="t:", timeout=1.0)
+    try:
+        assert (await store.append_move("r", "a", 0, b"m0", b"e", round_no=1)).accepted
+        shutil.rmtree(data)
+        await _logged(caplog, "holds the engine's data again")
+        assert "cannot recreate the data directory: the engine refused" in caplog.text
+        assert "replaced by another" not in caplog.text
+    finally:
+        await store.close()
+    again = await Store.start_embedded(data, prefix="t:")
+    try:
+        assert await again.move_log("r", "a") == [b"m0"]
     finally:
         await again.close()

@@ -56,12 +56,19 @@ def join(
         raise RaceError("unknown_room", "everyone left that room, so it closed")
     if len(state.racers) >= state.settings.max_racers:
         raise RaceError("room_full", f"the room is full ({state.settings.max_racers} racers)")
-    if origin is not None and seats_per_origin and not state.settings.private:
-        seated = sum(1 for racer in state.racers.values() if racer.origin == origin)
-        if seated >= seats_per_origin:
-            raise RaceError("same_address", ErrorCode.SAME_ADDRESS.message)
+    if seats_its_origin(state, origin, seats_per_origin):
+        raise RaceError("same_address", ErrorCode.SAME_ADDRESS.message)
     info = RacerState(state.next_racer, distinct_name(state, name)).info()
     return [event(EventType.RACER_JOINED, **info)]
+
+
+def seats_its_origin(state: RoomState, origin: str | None, seats_per_origin: int) -> bool:
+    """Whether a public room already seats racers of ``origin`` as often as it may
+    (:func:`join`; 0 or an origin of None: no cap; a private room: none)."""
+    if origin is None or not seats_per_origin or state.settings.private:
+        return False
+    seated = sum(1 for racer in state.racers.values() if racer.origin == origin)
+    return seated >= seats_per_origin
 
 
 def distinct_name(state: RoomState, name: str) -> str:

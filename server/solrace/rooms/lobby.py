@@ -185,7 +185,9 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
         if (
             len(state.racers) < state.settings.max_racers
             and not listing.nobody_in(state)  # sorted out late (its sort was retried)
-            and not _seats(node, room, peer)  # (each one tried cost a decision: an audit)
+            # One that seats this address already is passed over without a decision
+            # (each tried cost one: an audit); decisions.join stays the rule.
+            and not decide_.seats_its_origin(state, seat_origin(room, peer), node.seats_per_address)
         ):
             try:
                 await _join(node, peer, room, msg.name, request_id)
@@ -210,16 +212,6 @@ def seat_origin(room: LiveRoom, peer: Peer) -> str | None:
         return None
     digest = hmac.new(room.meta.secret, peer.address.encode(), hashlib.sha256)
     return digest.hexdigest()[:ORIGIN_HEX_DIGITS]
-
-
-def _seats(node: Node, room: LiveRoom, peer: Peer) -> bool:
-    """Whether a public room already seats ``peer``'s address as often as it may: a
-    quick race passes over it without a decision (decisions.join stays the rule)."""
-    origin = seat_origin(room, peer)
-    if origin is None or not node.seats_per_address or room.state.settings.private:
-        return False
-    seated = sum(1 for racer in room.state.racers.values() if racer.origin == origin)
-    return seated >= node.seats_per_address
 
 
 async def _still_quick(node: Node, room: LiveRoom) -> bool:

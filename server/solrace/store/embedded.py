@@ -417,7 +417,7 @@ class EmbeddedEngine:
         #: A connection kept open to the engine: the one way to reach it once its
         #: directory, socket file included, is removed (:meth:`_watch_dir`).
         self._control: Control | None = None
-        #: Set while :meth:`_recreate_dir` restarts the engine on purpose.
+        #: Set while :meth:`_rewrite_into_dir` restarts the engine on purpose.
         self._moving = False
 
     @property
@@ -488,7 +488,7 @@ class EmbeddedEngine:
             died = time.monotonic()
             _close(self._control)
             self._control = None
-            if self._moving:  # stopped by _recreate_dir, to listen in the new directory
+            if self._moving:  # stopped by _rewrite_into_dir, to listen in the new directory
                 self._moving = False
                 pause = 0.0
             else:
@@ -533,6 +533,9 @@ class EmbeddedEngine:
         INFO when the data is safe again; a directory *replaced* by another (same path,
         another inode) is someone else's doing and is only reported, once."""
         troubled = False
+        #: The directory this node made again, locked, whose rewrite failed: tried
+        #: again, not taken for a directory someone else put there.
+        made: tuple[int, int] | None = None
         while True:
             await asyncio.sleep(DIR_CHECK_S)
             try:
@@ -542,7 +545,7 @@ class EmbeddedEngine:
             if found == self._dir_id:
                 troubled = False
                 continue
-            if found is not None:
+            if found is not None and found != made:
                 if not troubled:
                     log.error(
                         "the data directory %s was replaced by another under the running "
@@ -560,7 +563,9 @@ class EmbeddedEngine:
                     self.data_dir,
                 )
             try:
-                await self._recreate_dir()
+                if found is None:
+                    made = self._make_dir()
+                await self._rewrite_into_dir()
             except (EngineError, OSError) as exc:
                 if not troubled:
                     log.error("cannot recreate the data directory: %s; trying again", exc)
@@ -573,16 +578,21 @@ class EmbeddedEngine:
                 time.monotonic() - began,
             )
 
-    async def _recreate_dir(self) -> None:
-        """Make the data directory again, locked, with the engine's data in it, then
-        stop the engine for :meth:`_watch` to start it again there (its socket)."""
-        control = self._control
-        if control is None:
-            raise EngineError("no connection to the engine is open")
-        lock = _Lock.acquire(self.data_dir)  # no second server may start on it meanwhile
+    def _make_dir(self) -> tuple[int, int] | None:
+        """Make the data directory again, locked (no second server may start on it
+        meanwhile) and with the engine's pid: its (device, inode)."""
+        lock = _Lock.acquire(self.data_dir)
         old, self._lock = self._lock, lock
         old.release()
         (self.data_dir / PID_NAME).write_text(f"{self.proc.pid}\n")
+        return _dir_id(self.data_dir)
+
+    async def _rewrite_into_dir(self) -> None:
+        """Have the engine write everything it holds into the data directory (made
+        again), then stop it for :meth:`_watch` to start it there (its socket)."""
+        control = self._control
+        if control is None:
+            raise EngineError("no connection to the engine is open")
         await _ask(control, "CONFIG", "SET", "dir", str(self.data_dir))
         await _ask(control, "BGREWRITEAOF")
         deadline = time.monotonic() + REWRITE_TIMEOUT_S
