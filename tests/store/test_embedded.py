@@ -93,11 +93,7 @@ async def test_socket_only_aof_always_and_the_data_survives_a_restart(tmp_path: 
     finally:
         await store.close()
     assert not (data / PID_NAME).exists()
-    again = await Store.start_embedded(data, prefix="t:")
-    try:
-        assert await again.log_length("r", "a") == 2
-    finally:
-        await again.close()
+    assert len(await _log_after_restart(data)) == 2
 
 
 async def test_a_second_owner_of_a_data_dir_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -270,6 +266,16 @@ def test_without_the_wheel_the_engine_comes_from_path_or_a_clear_error(
     assert find_engine() == fallback
 
 
+async def _log_after_restart(data_dir: Path) -> list[bytes]:
+    """Racer ``a``'s move log in room ``r`` as a new engine started on ``data_dir``
+    finds it: what survived."""
+    again = await Store.start_embedded(data_dir, prefix="t:")
+    try:
+        return await again.move_log("r", "a")
+    finally:
+        await again.close()
+
+
 async def _answers_again(store: Store, within_s: float = 15.0) -> None:
     """Wait until the store answers a command again (the engine is back), failing the
     test if it does not within ``within_s``: a bound, not a timing assertion."""
@@ -323,11 +329,7 @@ async def test_an_engine_killed_under_the_node_is_restarted_on_its_data(
         await store.close()
     assert engine.proc.returncode == 0  # the restarted engine stops with the store
     assert not (tmp_path / PID_NAME).exists()
-    again = await Store.start_embedded(tmp_path, prefix="t:")
-    try:
-        assert await again.log_length("r", "a") == 3
-    finally:
-        await again.close()
+    assert len(await _log_after_restart(tmp_path)) == 3
 
 
 async def test_an_engine_exit_quotes_its_last_log_line_only_if_a_warning(
@@ -434,11 +436,7 @@ async def test_a_data_dir_removed_under_the_node_is_made_again_with_every_write_
         ]
     finally:
         await store.close()
-    again = await Store.start_embedded(data, prefix="t:")
-    try:
-        assert await again.move_log("r", "a") == [b"m0", b"m1", b"m2"]
-    finally:
-        await again.close()
+    assert await _log_after_restart(data) == [b"m0", b"m1", b"m2"]
 
 
 async def test_a_data_dir_whose_rewrite_fails_is_tried_again_not_taken_for_another(
@@ -466,8 +464,4 @@ async def test_a_data_dir_whose_rewrite_fails_is_tried_again_not_taken_for_anoth
         assert "replaced by another" not in caplog.text
     finally:
         await store.close()
-    again = await Store.start_embedded(data, prefix="t:")
-    try:
-        assert await again.move_log("r", "a") == [b"m0"]
-    finally:
-        await again.close()
+    assert await _log_after_restart(data) == [b"m0"]

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from solrace.race.fairness import round_seed
 from solrace.rules import deal, view
+from solrace_client import RaceClient
 from solrace_client.tui.app import SolraceApp
+from solrace_client.tui.widgets import LobbyScreen, PlayScreen
 from textual.pilot import Pilot
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster, cluster  # noqa: F401  (fixture)
@@ -68,3 +70,21 @@ def keys_for(move: str) -> list[str]:
 
 def column_key(column: int) -> str:
     return str((column + 1) % 10)
+
+
+async def racing(pilot: Pilot[Any], app: SolraceApp, server_url: str) -> tuple[RaceClient, str]:
+    """Bob joins the app's room and readies; the app (host) starts: the race is on.
+    Returns Bob and the lobby's screen text, as it was just before the start."""
+    await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+    bob = await RaceClient.connect(server_url)
+    await bob.join(app.state.code or "", "Bob")
+    await bob.ready()
+    lobby = await wait_for_text(pilot, "Everyone is ready")
+    await pilot.press("s")
+    await wait_until(
+        pilot,
+        lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
+        "the deal",
+    )
+    await pilot.pause(0.2)
+    return bob, lobby

@@ -22,35 +22,16 @@ from solrace_client.tui.render import (
     render_watch,
     settings_words,
 )
-from solrace_client.tui.widgets import ConfirmScreen, LobbyScreen, PlayScreen
-from textual.pilot import Pilot
+from solrace_client.tui.widgets import ConfirmScreen, LobbyScreen
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.support import terminal
 from tests.support.race import winning_moves
 
-from .conftest import keys_for, wait_for_text, wait_until
+from .conftest import keys_for, racing, wait_for_text, wait_until
 
 MOVES = winning_moves(SOLVABLE_SECRET)
 SIZE = (80, 24)
-
-
-async def racing(pilot: Pilot[Any], app: SolraceApp, server_url: str) -> tuple[RaceClient, str]:
-    """Bob joins the app's room and readies; the app (host) starts: the race is on.
-    Returns Bob and the lobby's screen text, as it was just before the start."""
-    await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
-    bob = await RaceClient.connect(server_url)
-    await bob.join(app.state.code or "", "Bob")
-    await bob.ready()
-    lobby = await wait_for_text(pilot, "Everyone is ready")
-    await pilot.press("s")
-    await wait_until(
-        pilot,
-        lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
-        "the deal",
-    )
-    await pilot.pause(0.2)
-    return bob, lobby
 
 
 # ------------------------------------------------------------------ layout

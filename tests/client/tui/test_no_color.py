@@ -6,19 +6,14 @@ the cells' attributes (reverse, underline, bold) with their colours taken off.""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from rich.style import Style
-from solrace_client import RaceClient
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.render import card_label
-from solrace_client.tui.widgets import PlayScreen
-from textual.pilot import Pilot
 
 from tests.net.conftest import Cluster
 
-from .conftest import column_key, first_view, wait_for_text, wait_until
+from .conftest import column_key, first_view, racing, wait_for_text
 
 Cell = tuple[str, Style]
 
@@ -68,23 +63,6 @@ def number_looks(app: SolraceApp) -> list[Style]:
     raise AssertionError("no row of column numbers on the screen")
 
 
-async def racing(url: str, pilot: Pilot[Any], app: SolraceApp) -> RaceClient:
-    """Ann (the app) and Bob race: the app is on the play screen with the deal."""
-    await wait_until(pilot, lambda: app.state.code is not None, "the room")
-    bob = await RaceClient.connect(url)
-    await bob.join(str(app.state.code), "Bob")
-    await bob.ready()
-    await wait_for_text(pilot, "Everyone is ready")
-    await pilot.press("s")
-    await wait_until(
-        pilot,
-        lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
-        "the deal",
-    )
-    await wait_for_text(pilot, "foundations")
-    return bob
-
-
 async def test_cursor_pick_and_destinations_show_without_colour(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,7 +71,8 @@ async def test_cursor_pick_and_destinations_show_without_colour(
     app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
     assert app.no_color
     async with app.run_test(size=(80, 24)) as pilot:
-        bob = await racing(server.url, pilot, app)
+        bob, _ = await racing(pilot, app, server.url)
+        await wait_for_text(pilot, "foundations")
         tops = [card_label(col["up"][-1]) for col in first_view()["tableau"]]
 
         # The cursor starts on column 1's top card: the one card marked.
