@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 from solrace.argtypes import OneLineParser, add_version, real, usage_line, whole
 from solrace.protocol import limits
-from solrace.protocol.messages import display_name
+from solrace.protocol.messages import display_name, room_code
 from solrace.rules import VARIANTS, RulesError, new_board
 from solrace.rules.cli import OUTPUT_ERRNOS, output_unusable, parse_option, reader_gone
 from solrace.rules.options import options_to_json
@@ -155,19 +155,13 @@ def _duration(text: str) -> int:
 _seconds_at_least_0 = real(0, unit=" seconds")
 
 
-def normalise_code(text: str) -> str:
-    """A room code as typed (``h77 mlr``) as the server issues it (``H77MLR``): case
-    and white space do not matter (docs/client.md)."""
-    return "".join(text.split()).upper()
-
-
 def _code(text: str) -> str:
-    code = normalise_code(text)
-    if not (1 <= len(code) <= limits.MAX_CODE_LEN and code.isascii() and code.isalnum()):
+    try:
+        return room_code(text)  # the server's own reading of a typed code
+    except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a room code: letters and digits, like K7QX2M"
-        )
-    return code
+        ) from None
 
 
 class _CodeWords(argparse.Action):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from solrace_client import RaceClient, ServerError, errors
-from solrace_client.cli import main, normalise_code
+from solrace_client.cli import main
 from websockets.asyncio.server import ServerConnection, serve
 
 from tests.client.test_cli import FakeUI, ui  # noqa: F401  (fixture)
@@ -314,18 +314,19 @@ def test_one_exit_status_table_in_the_docs_matches_the_code() -> None:
 
 # ----------------------------------------------------------------- room codes
 def test_codes_are_normalised_as_the_docs_say(ui: FakeUI) -> None:  # noqa: F811
-    assert normalise_code(" h77 mlr ") == "H77MLR"
     assert main(["join", "h77 mlr", "--name", "Bob", "--server", "ws://h:1"]) == 0
     assert main(["watch", "k7qx 2m", "--server", "ws://h:1"]) == 3
+    assert main(["watch", "k7q-x2m", "--server", "ws://h:1"]) == 3
     assert [call[1][-1] if call[0] == "watch" else call[2]["code"] for call in ui.calls] == [
         "H77MLR",
+        "K7QX2M",
         "K7QX2M",
     ]
 
 
-async def test_the_server_ignores_case_and_spaces_in_codes(cluster: Cluster) -> None:
+async def test_the_server_ignores_case_spaces_and_dashes_in_codes(cluster: Cluster) -> None:
     server = await cluster.node()
-    ann, bob, eve = [await RaceClient.connect(server.url) for _ in range(3)]
+    ann, bob, eve, dan = [await RaceClient.connect(server.url) for _ in range(4)]
     await ann.create("yukon", "Ann")
     assert ann.code is not None
     typed = " ".join(ann.code.lower()[i : i + 3] for i in (0, 3))  # "h77 mlr"
@@ -333,7 +334,9 @@ async def test_the_server_ignores_case_and_spaces_in_codes(cluster: Cluster) -> 
     assert joined["code"] == ann.code
     watching = await eve.watch(code=f" {typed}\t")
     assert watching["snapshot"]["code"] == ann.code
-    for client in (ann, bob, eve):
+    dashed = await dan.watch(code=typed.replace(" ", "-"))  # "h77-mlr", written down
+    assert dashed["snapshot"]["code"] == ann.code
+    for client in (ann, bob, eve, dan):
         await client.close()
 
 

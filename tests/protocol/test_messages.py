@@ -287,11 +287,12 @@ class TestNames:
 
 
 class TestCodes:
-    def test_humans_may_type_codes_in_any_case_with_spaces(self) -> None:
-        msg = m.parse_client_message(wire("join", {"code": " k7qx2m ", "name": "A"}))
+    @pytest.mark.parametrize("typed", [" k7qx2m ", "k7q x2m", "K7Q-X2M", "k7q - x2m"])
+    def test_humans_may_type_codes_in_any_case_with_spaces_and_dashes(self, typed: str) -> None:
+        msg = m.parse_client_message(wire("join", {"code": typed, "name": "A"}))
         assert msg == m.JoinRoom(code="K7QX2M", name="A")
 
-    @pytest.mark.parametrize("code", ["", "  ", "K7-QX2", "K" * 17, "ÄBC"])
+    @pytest.mark.parametrize("code", ["", "  ", "-", "K7_QX2", "K7.QX2", "K" * 17, "ÄBC"])
     def test_refused(self, code: str) -> None:
         assert refusal("join", {"code": code, "name": "A"}).field == "code"
 

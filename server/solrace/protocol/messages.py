@@ -141,6 +141,18 @@ _SEPARATORS: Final = frozenset("\x1c\x1d\x1e\x1f")
 
 
 # ====================================================================== validation
+def room_code(raw: str) -> str:
+    """A room code as typed by a human (``h77 mlr``, ``h77-mlr``) as the server issues
+    it (``H77MLR``): case, white space and dashes are ignored, as docs/client.md promises
+    the people who type them (a code read out or written down is often split in two; no
+    code holds a dash). ValueError says why the rest is not a code: the server's check,
+    which the command line runs too before it sends one."""
+    value = "".join(raw.replace("-", " ").split()).upper()
+    if _CODE.fullmatch(value) is None:
+        raise ValueError(f"must be 1 to {MAX_CODE_LEN} letters or digits")
+    return value
+
+
 def display_name(raw: str) -> str:
     """A racer's display name as rooms keep it: white space trimmed and runs of it made
     one space, 1..MAX_NAME_LEN characters, no control or invisible formatting characters
@@ -275,14 +287,13 @@ class _Fields:
         return self.matching(name, value, _ROOM_ID, "a room id (letters, digits, '_' or '-')")
 
     def code(self, value: object) -> str:
-        """A room code, as typed by a human: white space (anywhere: ``h77 mlr``) and
-        case are ignored, as docs/client.md promises the people who type them."""
+        """A room code, as typed by a human (:func:`room_code`)."""
         if not isinstance(value, str):
             raise self.wrong("code", "a string", value)
-        value = "".join(value.split()).upper()
-        if _CODE.fullmatch(value) is None:
-            raise self.fail("code", f"must be 1 to {MAX_CODE_LEN} letters or digits")
-        return value
+        try:
+            return room_code(value)
+        except ValueError as exc:
+            raise self.fail("code", str(exc)) from None
 
     def one_of(self, name: str, allowed: Sequence[str], default: str | None) -> Any:
         """A word from ``allowed`` (or ``default`` when absent)."""
