@@ -265,7 +265,7 @@ def _time_problems(
 ) -> list[str]:
     """The standing's times against its log's (``counts``: the foundation count as
     dealt, then after each entry): each entry's time on the race clock,
-    in order, none after the room's time limit (the server takes no move then); a
+    in order, none at or after the room's time limit (the server takes no move then); a
     finish at the time of the last entry (the finishing move); the foundation count
     reached at the time of the last entry that changed it. So the order of the
     standings, which rests on these times, rests on the log's. A result saved before
@@ -282,11 +282,11 @@ def _time_problems(
         return ["times: the log's moves are not in time order"]
     problems = []
     if isinstance(time_limit_s, int) and not isinstance(time_limit_s, bool):
-        late = sum(t > time_limit_s * 1000 for t in times)
+        late = sum(t >= time_limit_s * 1000 for t in times)
         if late:
             problems.append(
-                f"times: {late} of its moves after the {time_limit_s} s time limit "
-                f"(the last at {times[-1] / 1000:.1f} s): no move is taken then"
+                f"times: {late} of its moves at or after the {time_limit_s} s time limit "
+                f"(the last at {times[-1] / 1000:.3f} s): no move is taken then"
             )
     last = times[-1] if times else None
     if standing.get("status") == "finished" and standing.get("elapsed_ms") != last:
@@ -301,8 +301,9 @@ def _time_problems(
 
 
 def _check_order(report: Report, standings: list[dict[str, Any]], time_limit_s: Any) -> None:
-    """docs/rules.md: finishers first by finish time, each within the time limit; then
-    by foundation (more first), then by the earlier time that count was reached."""
+    """docs/rules.md: finishers first by finish time, each before the time limit; then
+    by foundation (more first), then by the earlier time that count was reached, then
+    in join order (racer ids)."""
     problems: list[str] = []
     places = [s.get("place") for s in standings]
     if places != list(range(1, len(standings) + 1)):
@@ -313,23 +314,36 @@ def _check_order(report: Report, standings: list[dict[str, Any]], time_limit_s: 
         problems.append(f"racer {', '.join(twice)} listed more than once")
     if isinstance(time_limit_s, int) and not isinstance(time_limit_s, bool):
         late = [
-            f"{s.get('name')} at {int(s.get('elapsed_ms') or 0) / 1000:.1f} s"
+            f"{s.get('name')} at {int(s.get('elapsed_ms') or 0) / 1000:.3f} s"
             for s in standings
-            if s.get("status") == "finished" and int(s.get("elapsed_ms") or 0) > time_limit_s * 1000
+            if s.get("status") == "finished"
+            and int(s.get("elapsed_ms") or 0) >= time_limit_s * 1000
         ]
         if late:
-            problems.append(f"finished after the {time_limit_s} s time limit: {', '.join(late)}")
+            problems.append(
+                f"finished at or after the {time_limit_s} s time limit: {', '.join(late)}"
+            )
     never = 1 << 62
 
-    def rank(s: Mapping[str, Any]) -> tuple[int, int, int]:
+    def rank(s: Mapping[str, Any]) -> tuple[int, int, int, int]:
+        # Equal finish times keep the order they were stored in, which the file does
+        # not hold (fetch checks it); equal cards up and times go in join order.
         if s.get("status") == "finished":
-            return (0, int(s.get("elapsed_ms") or 0), 0)
+            return (0, int(s.get("elapsed_ms") or 0), 0, 0)
         reached = s.get("reached_ms")
-        return (1, -int(s.get("foundation") or 0), never if reached is None else int(reached))
+        joined = s.get("racer")
+        return (
+            1,
+            -int(s.get("foundation") or 0),
+            never if reached is None else int(reached),
+            joined if isinstance(joined, int) else 0,
+        )
 
     ranks = [rank(s) for s in standings]
     if ranks != sorted(ranks):
-        problems.append("racers are not ranked by finish time, then cards up, then time")
+        problems.append(
+            "racers are not ranked by finish time, then cards up, then time, then join order"
+        )
     report.add(
         "standings order", not problems, "; ".join(problems) or "as the rule book ranks them"
     )

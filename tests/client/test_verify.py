@@ -74,8 +74,9 @@ def _tamper_order(data: dict[str, Any]) -> str:
 
 
 def _tamper_late_finish(data: dict[str, Any]) -> str:
-    """The winner's finish moved past the room's time limit: no move after it counts."""
-    data["result"]["standings"][0]["elapsed_ms"] = data["settings"]["time_limit_s"] * 1000 + 1
+    """The winner's finish moved to the room's time limit: no move at or after it
+    counts (verify took a finish at the limit itself: a timing audit)."""
+    data["result"]["standings"][0]["elapsed_ms"] = data["settings"]["time_limit_s"] * 1000
     return "standings order"
 
 
@@ -132,10 +133,34 @@ def _tamper_moves_after_the_time_limit(data: dict[str, Any]) -> str:
     return "racer 2 (Bob): standing"
 
 
+def _tamper_move_at_the_time_limit(data: dict[str, Any]) -> str:
+    """A timing audit: a racer's last move put at the time limit itself, which the
+    server refuses ("at or after" it, docs/rules.md), and verify said OK."""
+    bob = data["result"]["standings"][1]
+    last, limit = bob["times"][-1], data["settings"]["time_limit_s"] * 1000
+    bob["times"][-1] = limit
+    if bob["reached_ms"] == last:
+        bob["reached_ms"] = limit
+    return "racer 2 (Bob): standing"
+
+
 def _tamper_racer_twice(data: dict[str, Any]) -> str:
     """An audit: a racer listed twice (its standing copied) verified OK."""
     standings = data["result"]["standings"]
     standings.append({**copy.deepcopy(standings[1]), "place": 3})
+    return "standings order"
+
+
+def _tamper_tie_out_of_join_order(data: dict[str, Any]) -> str:
+    """A timing audit: racers tied on cards up and on the time they reached it are
+    ranked in join order (docs/protocol.md, Standing); two swapped verified OK. Here a
+    third racer who played exactly as Bob is placed ahead of him, though he joined
+    first."""
+    standings = data["result"]["standings"]
+    bob = standings[1]
+    cy = {**copy.deepcopy(bob), "racer": bob["racer"] + 1, "name": "Cy", "place": 2}
+    bob["place"] = 3
+    standings[1:] = [cy, bob]
     return "standings order"
 
 
@@ -147,7 +172,9 @@ def _tamper_unknown_status(data: dict[str, Any]) -> str:
 TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "times taken out": _tamper_times_taken_out,
     "moves after the time limit": _tamper_moves_after_the_time_limit,
+    "move at the time limit": _tamper_move_at_the_time_limit,
     "racer twice": _tamper_racer_twice,
+    "tie out of join order": _tamper_tie_out_of_join_order,
     "unknown status": _tamper_unknown_status,
     "log entry removed": _tamper_log,
     "log entry": _tamper_log_entry,
@@ -269,7 +296,7 @@ def test_verify_of_an_unknown_race_exits_2(capsys: pytest.CaptureFixture[str]) -
 def test_a_finish_after_the_time_limit_is_named(synthetic_race: Path) -> None:
     path, _ = _tampered(synthetic_race, _tamper_late_finish)
     (order,) = [c for c in verify_result(load_result(path)).failures if c.what == "standings order"]
-    assert "finished after the" in order.detail and "time limit" in order.detail, order.detail
+    assert "finished at or after the" in order.detail and "time limit" in order.detail, order.detail
 
 
 def test_a_commitment_that_cannot_be_computed_says_why(synthetic_race: Path) -> None:

@@ -502,6 +502,45 @@ async def test_places_follow_finish_times_when_the_nodes_clocks_differ(backend: 
     assert report.ok, report.failures
 
 
+async def test_a_floored_finish_keeps_the_floor_when_its_retry_comes_after_the_limit(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, but Ann's finish is offered again (at Bob's time) only after the
+    room's time limit has passed on her node's clock (a timing audit's reading of the
+    code: the retry read the clock afresh). Her finish was checked in time; it is
+    stored at the floor, not at the retry's late time, which `solrace verify` (no move
+    at or after the limit) would fail."""
+    offset = [0]
+    behind = await backend.node(clock=lambda: wall_ms() + offset[0])
+    ahead = await backend.node(clock=lambda: wall_ms() + 2000)
+    race = await _race_on(behind, ahead, time_limit_s=60)
+    ann, bob = race.ann, race.bob
+    moves = winning_moves(SOLVABLE_SECRET)
+    for seq, move in enumerate(moves[:-1]):
+        assert (await ann.ask("move", seq=seq, move=move)).d["status"] == "playing"
+    for seq, move in enumerate(moves):
+        bob_reply = await bob.ask("move", seq=seq, move=move)
+    assert bob_reply.d["status"] == "finished"
+    real_append = behind.store.append_move
+
+    async def floored_then_late(*args: Any, **kwargs: Any) -> Any:
+        result = await real_append(*args, **kwargs)
+        if result.finish_floor is not None:
+            offset[0] = 61_000  # the retry reads its clock past the limit
+        return result
+
+    monkeypatch.setattr(behind.store, "append_move", floored_then_late)
+    last = await ann.ask("move", seq=len(moves) - 1, move=moves[-1])
+    assert last.t == "moved" and last.d["status"] == "finished", last.d
+    over = await ann.until(lambda f: f.t == "race_over")
+    standings = over.d["standings"]
+    assert isinstance(standings, list)
+    assert [(s["name"], s["place"]) for s in standings] == [("Bob", 1), ("Ann", 2)]
+    assert standings[1]["elapsed_ms"] == standings[0]["elapsed_ms"] < 60_000, standings
+    report = _verified(race, over)
+    assert report.ok, report.failures
+
+
 async def test_a_finishing_move_in_flight_when_the_race_ends_is_refused_not_stored(
     backend: Backend,
 ) -> None:

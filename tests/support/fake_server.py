@@ -117,7 +117,7 @@ class _Connection:
         rival = {"racer": 2, "name": "Rival", "status": "timeout", "foundation": 0,
                  "moves": 0, "score": 0, "elapsed_ms": None, "reached_ms": None,
                  "log": [], "times": []}  # fmt: skip
-        standings = [mine, rival] if mine["foundation"] else [rival, mine]
+        standings = [mine, rival]  # more cards up, or tied at none: racer 1 joined first
         for place, standing in enumerate(standings, 1):
             standing["place"] = place
         data = {"reason": "time_limit", "standings": standings, "seed": SEED,

@@ -193,8 +193,10 @@ async def _store(
         )
     # Never earlier than the racer's last entry: that one may have been checked on a
     # node whose clock ran ahead of this one's (a resume moves a racer between nodes),
-    # and a log whose times go backwards fails `solrace verify`. Nor than ``floor``.
-    at = max(state.race_clock(checked), game.last_ms, floor)
+    # and a log whose times go backwards fails `solrace verify`. A finish offered again
+    # is stored at ``floor`` itself: its first check, in time and earlier than the
+    # floor, is its true time; this one's clock could be past the time limit by now.
+    at = max(game.last_ms, floor) if floor else max(state.race_clock(checked), game.last_ms)
     try:
         game.apply(entry, at)
     except RaceError as exc:
