@@ -81,6 +81,16 @@ async def first_answer(servers: str, ask: Callable[[str], Awaitable[_T]]) -> tup
 #: while the deal is certified).
 REQUEST_TIMEOUT_S: Final = 10.0
 
+#: The client's own keepalive: a WebSocket ping every CLIENT_PING_INTERVAL_S, the link
+#: taken for dead when one is not answered within CLIENT_PING_TIMEOUT_S, and then at
+#: most :data:`CLOSE_WAIT_S` for the server's side of the close. websockets' defaults
+#: (20 + 20 + 10 s, the server's own, docs/protocol.md) let a link that died without a
+#: close (a laptop's Wi-Fi gone, a paused server) pass for live for 50 s; these notice
+#: it in at most 14 s, so a racer's `Session` resumes well inside the server's 30 s
+#: disconnect grace, and a watcher's screen says "reconnecting" instead of "live".
+CLIENT_PING_INTERVAL_S: Final = 5.0
+CLIENT_PING_TIMEOUT_S: Final = 7.0
+
 #: How many times a ``create``/``join``/``quick`` refused ``unavailable`` is tried again
 #: while the server's store stays down (each after the refusal's ``retry_after_ms``):
 #: sent again, or the seat it named resumed, before the refusal goes to the caller
@@ -172,6 +182,9 @@ class RaceClient:
         rate limit a server applies unless configured otherwise; None: not at all."""
         if pace == SERVER_DEFAULT:
             pace = pacing.SERVER_DEFAULT_PACE
+        kwargs.setdefault("ping_interval", CLIENT_PING_INTERVAL_S)
+        kwargs.setdefault("ping_timeout", CLIENT_PING_TIMEOUT_S)
+        kwargs.setdefault("close_timeout", CLOSE_WAIT_S)
         ws = await connect(
             url,
             subprotocols=[Subprotocol(SUBPROTOCOL)],

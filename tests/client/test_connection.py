@@ -11,17 +11,24 @@ from typing import Any, cast
 import msgpack
 import pytest
 from solrace.protocol import Envelope, decode, encode
+from solrace.protocol.limits import SUPPORTED_SUBPROTOCOLS
+from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.rules import deal
 from solrace.rules import view as view_of
 from solrace_client import RaceClient
 from solrace_client.connection import (
+    CLIENT_PING_INTERVAL_S,
+    CLIENT_PING_TIMEOUT_S,
+    CLOSE_WAIT_S,
     RETRY_DEFAULT_MS,
     RETRY_MAX_MS,
     ServerError,
     retry_after_s,
 )
 from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosedError
+from websockets.typing import Subprotocol
 
 
 class _Closing:
@@ -282,3 +289,27 @@ async def test_a_reply_that_cannot_be_folded_fails_its_request_at_once() -> None
             await client.watch(code="ABC234")
         await ws.shut.wait()
     assert ws.closed_with == (1007, "bad_frame")
+
+
+async def test_a_server_that_stops_answering_is_noticed_by_the_clients_keepalive() -> None:
+    """A watch audit: a server paused with SIGSTOP for 10 s went unnoticed ("boards
+    live"), and one paused for 50 s was noticed after about 44 s: websockets' default
+    keepalive and close wait (20 + 20 + 10 s) are longer than the server's 30 s
+    disconnect grace. Here a server that stops reading its socket once connected: the
+    client's pings go unanswered and it gives the link up within 14 s."""
+    most = CLIENT_PING_INTERVAL_S + CLIENT_PING_TIMEOUT_S + CLOSE_WAIT_S
+    assert most <= DISCONNECT_GRACE_MS / 2000  # half the grace is left to resume in
+
+    async def frozen(ws: ServerConnection) -> None:
+        ws.transport.pause_reading()  # the client's pings are never read, never answered
+        await ws.wait_closed()
+
+    protocols = [Subprotocol(p) for p in SUPPORTED_SUBPROTOCOLS]
+    async with serve(frozen, "127.0.0.1", 0, subprotocols=protocols) as server:
+        port = server.sockets[0].getsockname()[1]
+        client = await RaceClient.connect(f"ws://127.0.0.1:{port}")
+        started = asyncio.get_running_loop().time()
+        async with asyncio.timeout(most + 2):
+            await client.closed
+        took = asyncio.get_running_loop().time() - started
+        assert took >= CLIENT_PING_TIMEOUT_S, took
