@@ -47,6 +47,10 @@ async def test_a_bad_option_is_named_by_a_dotted_path(cluster: Cluster) -> None:
     with pytest.raises(ServerError) as bad:
         await client.create("yukon", "Ann", options={"undo": "x" * 40})
     assert bad.value.code == "bad_message" and bad.value.data["field"] == "options.undo"
+    for options, field in (({"undo": 3}, "options.undo"), ({"dro": 3}, "options.dro")):
+        with pytest.raises(ServerError) as refused:  # the engine's refusals name it too
+            await client.create("yukon", "Ann", options=options)
+        assert refused.value.code == "bad_options" and refused.value.data["field"] == field
     await client.close()
 
 

@@ -15,7 +15,10 @@ from solrace.race.settings import RoomSettings, validate_settings
     ("change", "code", "field"),
     [
         ({"variant": "foo"}, "bad_options", "variant"),
-        ({"options": {"undo": "yes"}}, "bad_options", "options"),
+        ({"options": {"undo": "yes"}}, "bad_options", "options.undo"),
+        ({"options": {"undo": 3}}, "bad_options", "options.undo"),
+        ({"options": {"dro": 3}}, "bad_options", "options.dro"),  # no such option
+        ({"variant": "klondike", "options": {"draw": 2}}, "bad_options", "options.draw"),
         ({"max_racers": 9}, "bad_message", "max_racers"),
         ({"time_limit_s": 5}, "bad_message", "time_limit_s"),
         ({"spectator_delay_s": -1}, "bad_message", "spectator_delay_s"),

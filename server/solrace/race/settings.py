@@ -19,7 +19,7 @@ from solrace.protocol.limits import (
     MIN_TIME_LIMIT_S,
 )
 from solrace.protocol.views import RoomSettings as SettingsWire
-from solrace.rules import RulesError, UnknownVariantError, new_board
+from solrace.rules import InvalidOptionError, RulesError, UnknownVariantError, new_board
 from solrace.rules.options import options_to_json
 
 from .errors import RaceError
@@ -95,6 +95,9 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
         board = new_board(settings.variant, dict(settings.options))
     except UnknownVariantError as exc:
         raise RaceError("bad_options", str(exc), field="variant") from None
+    except InvalidOptionError as exc:  # named by a dotted path when it is one option
+        where = "options" if exc.option is None else f"options.{exc.option}"
+        raise RaceError("bad_options", str(exc), field=where) from None
     except RulesError as exc:
         raise RaceError("bad_options", str(exc), field="options") from None
     _whole("max_racers", settings.max_racers, MIN_RACERS, MAX_RACERS)

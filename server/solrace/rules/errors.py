@@ -42,7 +42,15 @@ class InvalidPositionError(RulesError):
 
 
 class InvalidOptionError(RulesError):
-    """An option the variant does not have, or a value it does not accept."""
+    """An option the variant does not have, or a value it does not accept.
+
+    ``option``: the option at fault, when the error is about one (None for options
+    that are not a mapping), so the protocol can name it (``error.field`` is
+    ``options.undo``, docs/protocol.md §6)."""
+
+    def __init__(self, message: str, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 class UnknownVariantError(RulesError):

@@ -45,7 +45,7 @@ def _shown(value: Any) -> str:
 
 def _check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise InvalidOptionError(f"option {name} must be true or false, not {_shown(value)}")
+        raise InvalidOptionError(f"option {name} must be true or false, not {_shown(value)}", name)
     return value
 
 
@@ -56,12 +56,13 @@ def _check_value(name: str, value: Any) -> Any:
     if name == "scoring":
         if value not in SCORINGS:
             raise InvalidOptionError(
-                f"option scoring must be one of {', '.join(SCORINGS)}, not {_shown(value)}"
+                f"option scoring must be one of {', '.join(SCORINGS)}, not {_shown(value)}",
+                name,
             )
         return value
     if name == "draw":
         if isinstance(value, bool) or value not in (1, 3):
-            raise InvalidOptionError(f"option draw must be 1 or 3, not {_shown(value)}")
+            raise InvalidOptionError(f"option draw must be 1 or 3, not {_shown(value)}", name)
         return value
     if name == "max_passes":
         if value is None:
@@ -69,10 +70,13 @@ def _check_value(name: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidOptionError(
                 "option max_passes must be a whole number ≥ 1 or null (unlimited), "
-                f"not {_shown(value)}"
+                f"not {_shown(value)}",
+                name,
             )
         return value
-    raise InvalidOptionError(f"unknown option {name!r}")  # pragma: no cover - guarded by caller
+    raise InvalidOptionError(
+        f"unknown option {name!r}", name
+    )  # pragma: no cover - guarded by caller
 
 
 def resolve_options(
@@ -95,7 +99,7 @@ def resolve_options(
         if name not in allowed:
             choices = ", ".join(sorted(allowed)) or "none"
             raise InvalidOptionError(
-                f"variant {variant} has no option {name!r} (options: {choices})"
+                f"variant {variant} has no option {name!r} (options: {choices})", name
             )
         values[name] = _check_value(name, value)
     if "max_passes" in allowed and "max_passes" not in given and values.get("scoring") == "vegas":
