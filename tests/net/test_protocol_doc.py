@@ -6,12 +6,14 @@ server against it on real nodes."""
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import struct
 from pathlib import Path
 
 import pytest
 from solrace_client import RaceClient, ServerError
+from solrace_client.boardview import board_from_view
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -164,3 +166,37 @@ async def test_huge_truncated_declarations_close_as_documented(
 def test_the_rate_limit_row_names_the_server_flags() -> None:
     says("the defaults of `solrace-server --rate-per-s/--rate-burst`")
     assert re.search(r"20 messages/s sustained, bursts of 40", DOC)
+
+
+async def test_a_racer_stuck_without_undo_is_done_racing(cluster: Cluster) -> None:
+    says(
+        "A racer **`stuck` in a room with undo off** is done racing: it has no move, and the "
+        "race ends without waiting for it (its standing is by the cards it put up). Every "
+        '`move` it sends, an `undo` included, is `wrong_phase` "you are not racing now"'
+    )
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    # Russian has no stock: random moves soon leave a racer with none (an audit's
+    # racers were stuck after 12 and 13 moves).
+    await ann.create("russian", "Ann", private=True, deals="random", options={"undo": False})
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    await ann.wait_started()
+    rng, status = random.Random(1), "playing"
+    for _ in range(2_000):  # Bob races on, so the race is not over while Ann plays
+        moves = board_from_view(ann.board or {}).legal_moves()
+        status = (await ann.move(str(rng.choice(moves))))["status"]
+        if status != "playing":
+            break
+    assert status == "stuck"
+    for move in ("undo", "D"):
+        with pytest.raises(ServerError) as refused:
+            await ann.move(move)
+        assert (refused.value.code, refused.value.message) == (
+            "wrong_phase",
+            "you are not racing now",
+        )
+    await ann.resign()  # while Bob races, a stuck racer may still resign
+    for client in (ann, bob):
+        await client.close()
