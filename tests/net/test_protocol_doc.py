@@ -12,6 +12,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from solrace.protocol import limits
 from solrace_client import RaceClient, ServerError
 from solrace_client.boardview import board_from_view
 from websockets.asyncio.client import connect
@@ -200,3 +201,25 @@ async def test_a_racer_stuck_without_undo_is_done_racing(cluster: Cluster) -> No
     await ann.resign()  # while Bob races, a stuck racer may still resign
     for client in (ann, bob):
         await client.close()
+
+
+def test_the_keepalive_and_the_non_reading_client_are_the_constants() -> None:
+    """The numbers §1 and §13 give a client in another language are the server's
+    (tests/net/test_session.py holds the server to them on the wire)."""
+    interval, timeout = limits.KEEPALIVE_INTERVAL_S, limits.KEEPALIVE_TIMEOUT_S
+    says(
+        f"The server sends a WebSocket ping every {interval:g} s "
+        "(`limits.KEEPALIVE_INTERVAL_S`) and closes a connection that has not answered it "
+        f"with a pong within {timeout:g} s (`KEEPALIVE_TIMEOUT_S`): close **1011**, reason "
+        "`keepalive ping timeout`"
+    )
+    says(f"must answer every ping within {timeout:g} s")
+    says(f"a WebSocket ping left unanswered for {timeout:g} s")
+    says(
+        f"`keepalive ping timeout` {timeout:g}–{interval + timeout:g} s after it stopped "
+        f"reading (the next ping goes out within {interval:g} s, and is given {timeout:g} s)"
+    )
+    mib = limits.MAX_UNREAD_BYTES / 2**20
+    says(f"or more than {mib:g} MiB (`limits.MAX_UNREAD_BYTES`) of frames wait")
+    says(f"once more than {mib:g} MiB wait in the server's own buffer")
+    says(f"the server waits {limits.CLOSE_TIMEOUT_S:g} s (`limits.CLOSE_TIMEOUT_S`)")

@@ -36,7 +36,12 @@ from solrace.protocol import (
     UnsupportedVersion,
 )
 from solrace.protocol.handshake import parse_subprotocol_header, select_subprotocol
-from solrace.protocol.limits import CONNECTION_RETRY_AFTER_S
+from solrace.protocol.limits import (
+    CLOSE_TIMEOUT_S,
+    CONNECTION_RETRY_AFTER_S,
+    KEEPALIVE_INTERVAL_S,
+    KEEPALIVE_TIMEOUT_S,
+)
 from solrace.rooms import lobby
 from solrace.rooms.clock import offset_ms
 from solrace.rooms.node import Node
@@ -220,8 +225,9 @@ class RaceServer:
                 create_connection=self._connection_class(),
                 max_size=MAX_FRAME_BYTES,
                 compression=None,
-                ping_interval=20,
-                ping_timeout=20,
+                ping_interval=KEEPALIVE_INTERVAL_S,
+                ping_timeout=KEEPALIVE_TIMEOUT_S,
+                close_timeout=CLOSE_TIMEOUT_S,
             )
         except OSError as exc:
             await self.node.stop()

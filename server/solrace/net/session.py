@@ -36,6 +36,7 @@ from solrace.protocol import (
     TokenBucket,
     decode,
 )
+from solrace.protocol.limits import MAX_UNREAD_BYTES
 from solrace.rooms import requests
 from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
@@ -46,8 +47,6 @@ from .stalls import LoopStalls
 
 log = logging.getLogger("solrace.session")
 
-#: Unread output after which a connection is dropped as too slow.
-MAX_BUFFERED_BYTES = 4 * 1024 * 1024
 #: Close codes websockets sends on its own for bad input (counted as protocol closes).
 REFUSED_BY_WEBSOCKETS = frozenset(
     {CloseCode.INVALID_DATA, CloseCode.MESSAGE_TOO_BIG, CloseCode.PROTOCOL_ERROR}
@@ -102,10 +101,6 @@ class Session(Peer):
         transport = self.ws.transport
         if self.closed or transport is None or transport.is_closing():
             return
-        if transport.get_write_buffer_size() > MAX_BUFFERED_BYTES:
-            log.warning("dropping a connection that does not read", extra=self.ids())
-            self.close_later(CloseCode.POLICY_VIOLATION, CloseReason.TOO_SLOW)
-            return
         chunks = self.ws.protocol.data_to_send()
         if all(chunks):  # no end-of-stream marker: plain bytes, joined into one write
             if chunks:
@@ -119,6 +114,14 @@ class Session(Peer):
                 else:
                     transport.close()
         self.metrics.frames_out.inc(frames)
+        if transport.get_write_buffer_size() > MAX_UNREAD_BYTES:
+            # Checked after the write, not before the next one: a connection that went
+            # past the limit and is sent nothing more was held until the keepalive
+            # closed it. Its close frame waits behind what it has not read, so it
+            # never sees it: the close times out and the connection is dropped.
+            log.warning("dropping a connection that does not read", extra=self.ids())
+            self.metrics.closes.labels(str(int(CloseCode.POLICY_VIOLATION))).inc()
+            self.close_later(CloseCode.POLICY_VIOLATION, CloseReason.TOO_SLOW)
 
     def close_later(self, code: int, reason: str) -> None:
         self.closed = True

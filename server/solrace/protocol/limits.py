@@ -140,6 +140,22 @@ MAX_REPLAY_EVENTS: Final = 1000
 #: usual reply time on top, before it takes the link for dead.
 START_WAIT_S: Final = 15.0
 
+# --------------------------------------------------------------------------- keepalive
+#: The server pings every connection (a WebSocket ping, websockets' keepalive) this
+#: often, and closes it 1011 ``keepalive ping timeout`` when a ping is not answered
+#: (a pong) within KEEPALIVE_TIMEOUT_S: a client of any language answers pings within
+#: that time. A client that stops reading its socket answers none, so this is what
+#: closes it at the latest (docs/protocol.md §13).
+KEEPALIVE_INTERVAL_S: Final = 20.0
+KEEPALIVE_TIMEOUT_S: Final = 20.0
+#: How long the server waits for the client's answer to its close frame before it
+#: drops the TCP connection (websockets' ``close_timeout``): a client that does not
+#: read never gets the close frame, and sees the connection reset instead.
+CLOSE_TIMEOUT_S: Final = 10.0
+#: Server output a connection may leave unread in the node's own buffer (beyond what
+#: the operating system's socket buffers hold) before it is closed 1008 ``too_slow``.
+MAX_UNREAD_BYTES: Final = 4 * 1024 * 1024
+
 # --------------------------------------------------------------------------- rate
 #: Sustained messages per second per connection, and the burst allowed on top.
 RATE_PER_S: Final = 20.0
