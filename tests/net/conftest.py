@@ -93,10 +93,9 @@ class Cluster:
             store,
             name=f"node{len(self.servers)}",
             room_secret=source,
-            countdown_ms=200,
             **limits,
             # The known deal: candidate 0, the first won in order (unless a test asks).
-            **{"candidates_in_flight": 1, **node_args},  # type: ignore[arg-type]
+            **{"candidates_in_flight": 1, "countdown_ms": 200, **node_args},  # type: ignore[arg-type]
         )
         server = RaceServer(node, "127.0.0.1", 0, admission)
         await server.start()

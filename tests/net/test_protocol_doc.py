@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from solrace.protocol import limits
+from solrace.race.decisions import COUNTDOWN_MS
 from solrace_client import RaceClient, ServerError
 from solrace_client.boardview import board_from_view
 from websockets.asyncio.client import connect
@@ -223,3 +224,30 @@ def test_the_keepalive_and_the_non_reading_client_are_the_constants() -> None:
     says(f"or more than {mib:g} MiB (`limits.MAX_UNREAD_BYTES`) of frames wait")
     says(f"once more than {mib:g} MiB wait in the server's own buffer")
     says(f"the server waits {limits.CLOSE_TIMEOUT_S:g} s (`limits.CLOSE_TIMEOUT_S`)")
+
+
+async def test_a_race_left_by_all_but_one_in_the_countdown_starts_with_one(
+    cluster: Cluster,
+) -> None:
+    says(
+        "A racer who leaves during the countdown may leave only one racer: the countdown "
+        "is not called off, and the race starts with that one racer"
+    )
+    says("`wrong_phase` (checked first: a non-host's `start` in the countdown")
+    says(f"the race starts {COUNTDOWN_MS // 1000} s later (`start_at_ms`")
+    server = await cluster.node(countdown_ms=COUNTDOWN_MS)  # the real one, 3 s
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    await bob.join(ann.code or "", "Bob")
+    await bob.ready()
+    await ann.start()
+    await ann.next_event("countdown")
+    with pytest.raises(ServerError) as early:
+        await bob.start()  # not the host, in the countdown: the phase is checked first
+    assert early.value.code == "wrong_phase"
+    await bob.leave()
+    await ann.next_event("started", timeout=10)
+    statuses = {r["name"]: r["status"] for r in ann.view.racers.values()}
+    assert (ann.view.phase, statuses) == ("racing", {"Ann": "playing", "Bob": "left"})
+    for client in (ann, bob):
+        await client.close()
