@@ -68,7 +68,8 @@ class RoomView:
         self.commitment: str | None = None
         #: The commitment as announced before the seed was revealed (countdown, start, or
         #: a snapshot taken then): what ``verify`` checks the revealed seed against. The
-        #: countdown's stays: a ``started`` that names another does not replace it.
+        #: countdown's stays: a ``started`` that names another does not replace it; a
+        #: snapshot after the reveal naming another drops it (:meth:`load`).
         self.published_commitment: str | None = None
         self.result: dict[str, Any] | None = None
         #: The round's deal once chosen (protocol Deal: certified, moves, difficulty).
@@ -118,6 +119,14 @@ class RoomView:
         self.commitment = snap.get("commitment")
         if self.phase in ("countdown", "racing") and self.commitment:
             self.published_commitment = self.commitment
+        elif self.published_commitment != self.commitment:
+            # A snapshot taken after the reveal (or in a lobby) of a round whose
+            # commitment is not the one this client saw announced: a later round it
+            # was away for, or the server's story changed — the client cannot tell
+            # which, and it did not see this round's countdown. A spectator back in a
+            # later round's finished room kept the earlier round's, and the round it
+            # saved failed verify against an honest server (an audit).
+            self.published_commitment = None
         self.result = _result(snap.get("result"))
         deal = snap.get("deal")
         self.deal = dict(deal) if deal else None

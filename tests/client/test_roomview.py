@@ -217,6 +217,24 @@ def test_the_countdowns_commitment_is_the_published_one() -> None:
     assert s.published_commitment == "c3"
 
 
+def test_a_snapshot_of_another_round_after_the_reveal_publishes_nothing() -> None:
+    """Only a client that saw a round's countdown (or a snapshot before its reveal) has
+    a published commitment for it: coming back into a finished room whose commitment is
+    another, the one seen before is not this round's (a spectator away for a whole
+    rematch kept round 1's, and verify failed round 2 against an honest server)."""
+    s = RoomView()
+    s.load(snapshot(), racer=None)
+    s.apply(ev("countdown", 3, start_at_ms=100, commitment="c1"))
+    s.load(snapshot(version=9, phase="finished", commitment="c1", you=None))
+    assert s.published_commitment == "c1"  # the same round: what it saw announced
+    s.load(snapshot(version=20, phase="finished", commitment="c2", you=None))
+    assert s.published_commitment is None
+    s.load(snapshot(version=21, phase="racing", commitment="c3", you=None))
+    assert s.published_commitment == "c3"  # seen before the reveal
+    s.load(snapshot(version=30, phase="lobby", commitment=None, you=None))
+    assert s.published_commitment is None
+
+
 def test_a_racer_who_leaves_mid_race_stays_listed() -> None:
     s = RoomView()
     s.load(snapshot(phase="racing", version=6), racer=1)

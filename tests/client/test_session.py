@@ -12,12 +12,14 @@ import pytest
 from solrace.protocol import Envelope
 from solrace_client import RaceClient, ServerError
 from solrace_client.errors import START_HINT
+from solrace_client.results import finished_race
 from solrace_client.session import Backoff, Rejoined, Session, SessionEnd, SessionOver, Unreachable
+from solrace_client.verify import race_verdict
 
 from tests.client.test_roomview import folded, fresh_watch, public, you_of
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.store.conftest import delete_room_keys
-from tests.support.race import winning_moves
+from tests.support.race import close_all, lobby, winning_moves
 
 MOVES = winning_moves(SOLVABLE_SECRET)
 QUICK = Backoff(first_s=0.05, max_s=0.2, jitter=0.2)
@@ -197,3 +199,50 @@ async def test_a_room_redis_lost_whole_ends_the_session_with_its_reason(cluster:
     assert "solrace_lost_writes_total 1.0" in server.metrics.render().decode()
     assert room_id not in server.node.rooms
     await bob.close()
+
+
+async def played_round(ann: RaceClient, bob: RaceClient) -> dict[str, Any]:
+    """Ann (host) starts with Bob ready; both resign. Returns the race_over's data."""
+    await ann.start()
+    await ann.wait_started()
+    await ann.resign()
+    await bob.resign()
+    return dict((await ann.next_event("race_over", timeout=30)).d)
+
+
+async def test_a_spectator_back_in_a_later_round_holds_no_commitment_of_it(
+    cluster: Cluster,
+) -> None:
+    """A spectator saw round 1 end, was away while the room played round 2, and came
+    back into round 2's finished room: its view kept round 1's published commitment,
+    so the round it saved failed verify against an honest server ("the commitment
+    announced at the countdown was …", an audit). It did not see round 2's countdown:
+    it has no published commitment for it, and the round verifies."""
+    server = await cluster.node()
+    ann, bob = await lobby(server.url, private=True)
+    session = Session(server.url, backoff=QUICK)
+    await session.enter(lambda client: client.watch(code=ann.code))
+    first = await played_round(ann, bob)
+    await until(session, lambda i: isinstance(i, Envelope) and i.t == "race_over")
+    assert session.view.published_commitment == first["commitment"]  # it saw that one
+    await session.live.ws.close()  # away (the session reconnects when next read)
+    await ann.rematch()
+    await bob.ready()
+    await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"])
+    second = await played_round(ann, bob)
+    assert second["commitment"] != first["commitment"]
+    await until(session, lambda i: isinstance(i, Rejoined))
+    view = session.view
+    assert view.phase == "finished" and view.result == second
+    assert view.published_commitment is None
+    saved = finished_race(
+        view.room or "",
+        view.result,
+        view.settings,
+        view.code,
+        published_commitment=view.published_commitment,
+        deal=view.deal,
+    )
+    assert race_verdict(saved).ok, race_verdict(saved).line
+    await close_all(ann, bob)
+    await session.close()
