@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
@@ -42,6 +43,30 @@ class Fold(StrEnum):
     OLD = "old"  # at or below the known version: already in the state, skipped
     GAP = "gap"  # versions are missing: not folded; the view needs a resync
     NOTICE = "notice"  # not versioned (``board``, ``resync``, anything else): taken as is
+
+
+#: How many rounds' ends a view keeps (:attr:`RoomView.overs`): a reader a round behind
+#: the fold is already far behind; more would keep every old round's move logs.
+KEPT_OVERS: Final = 4
+
+
+@dataclass(frozen=True)
+class RoundOver:
+    """One round's end as the view folded it — its ``race_over`` (or a finished room's
+    snapshot) at ``version`` — with what this client had seen of that round: what a
+    saved race holds (:func:`solrace_client.results.finished_race`). Kept past the
+    ``room_reset`` that clears the room: the view folds frames as they arrive, ahead of
+    whoever reads them, and the terminal UI, reading a ``race_over`` after a quick
+    rematch had reset the view, found no result and saved no race (an audit: 0 of 3
+    rounds saved by a slow window)."""
+
+    version: int
+    room: str | None
+    code: str | None
+    settings: dict[str, Any]
+    result: dict[str, Any]
+    published_commitment: str | None
+    deal: dict[str, Any] | None
 
 
 #: A racer's entry: the protocol's RacerInfo, plus ``online`` once a ``presence`` event
@@ -87,6 +112,8 @@ class RoomView:
         self.loaded = False
         #: A gap was seen: load a fresh snapshot (``resume``/``watch`` with ``since``).
         self.needs_resync = False
+        #: The last rounds' ends, by the version that ended them (:class:`RoundOver`).
+        self.overs: dict[int, RoundOver] = {}
 
     # ------------------------------------------------------------ snapshot
     def load(self, snapshot: Mapping[str, Any], racer: int | None = None) -> None:
@@ -137,6 +164,8 @@ class RoomView:
             self.me = self.you.get("racer")
         self.needs_resync = False
         self.loaded = True
+        if self.phase == "finished" and self.result:
+            self._keep_over()
 
     # ------------------------------------------------------------ queries
     @property
@@ -334,6 +363,22 @@ class RoomView:
             if info is not None:
                 info.update(place=standing.get("place"), status=standing.get("status"))
             self._set_my_status(standing.get("racer"), standing.get("status"))
+        self._keep_over()
+
+    def _keep_over(self) -> None:
+        """Keep the round that ended at this version (:attr:`overs`), the oldest out."""
+        assert self.result is not None
+        self.overs[self.version] = RoundOver(
+            version=self.version,
+            room=self.room,
+            code=self.code,
+            settings=copy.deepcopy(self.settings),
+            result=copy.deepcopy(self.result),
+            published_commitment=self.published_commitment,
+            deal=copy.deepcopy(self.deal),
+        )
+        for version in sorted(self.overs)[:-KEPT_OVERS]:
+            del self.overs[version]
 
     def _on_deal_chosen(self, d: dict[str, Any]) -> None:
         self.deal = d

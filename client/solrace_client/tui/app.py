@@ -417,7 +417,7 @@ class SolraceApp(App[int]):
         self.fit_play()
         self._save_token()
         if self.state.phase == "finished":
-            self._race_over()
+            self._race_over(self.state.version)
 
     def _welcome(self) -> str:
         state = self.state
@@ -450,12 +450,12 @@ class SolraceApp(App[int]):
         if event.t == "board" and event.d.get("racer") == state.me:
             self.controller.set_view(state.my_board)
             self.fit_play()
-        if event.t == "race_over":
-            self._race_over()
         if event.t == "room_reset":
             self.controller.set_view(None)
         if news:
             self.say(news, "bold" if event.t in ("started", "race_over", "finished") else "")
+        if event.t == "race_over" and event.v is not None:
+            self._race_over(event.v)
         if state.phase != self._shown_phase:
             await self._sync_screen()
             self._save_token()
@@ -515,20 +515,24 @@ class SolraceApp(App[int]):
             with contextlib.suppress(OSError):
                 config.clear_race(room, token)
 
-    def _race_over(self) -> None:
-        state = self.state
-        result = state.result
-        if not result:
+    def _race_over(self, version: int) -> None:
+        """Check and save the round that ended at ``version`` (its ``race_over``, or a
+        finished room's snapshot), as the view kept it: the room may be in the next
+        round's lobby already (the view folds frames as they arrive), and a window that
+        read the room then saved no race (an audit: 1 of 3 rounds saved, 0 of 3 when
+        the window was slow)."""
+        over = self.state.overs.get(version)
+        if over is None:
             return
-        self.race_id = state.room
+        self.race_id = over.room
         finished = results.finished_race(
-            state.room or "",
-            result,
-            state.settings,
-            state.code,
+            over.room or "",
+            over.result,
+            over.settings,
+            over.code,
             # the commitment as seen at the countdown, before the reveal
-            published_commitment=state.published_commitment or None,
-            deal=state.deal,
+            published_commitment=over.published_commitment or None,
+            deal=over.deal,
         )
         # Checked each time a result arrives (a race_over, a finished room's snapshot):
         # what a server says after a reconnection is checked too.
@@ -537,8 +541,8 @@ class SolraceApp(App[int]):
             self.verdict = None  # "checking…", not the last race's verdict
         self._checking = (finished.race, checks + 1)
         self.run_worker(self._verify(finished, self._checking), group="verify")
-        if self.save and self._saved_result_version != state.version:
-            self._saved_result_version = state.version
+        if self.save and self._saved_result_version != version:
+            self._saved_result_version = version
             try:
                 results.write_result(finished)
             except OSError as exc:  # a full disk must not end the race screen
@@ -546,7 +550,9 @@ class SolraceApp(App[int]):
                 self.say(f"could not save the race for verify: {exc}", "yellow")
             else:
                 self.race_id = finished.race
-            if self.mode == "race":
+                if self.state.phase != "finished":  # no race-over screen names it
+                    self.say(f"race saved: solrace verify {finished.race}", "bold")
+            if self.mode == "race" and self.state.phase == "finished":  # not a new round
                 self._forget_race()
 
     async def _verify(self, finished: results.SavedResult, check: tuple[str, int]) -> None:
