@@ -170,6 +170,9 @@ class _Bot:
         #: The race's result, taken from ``race_over`` (or a snapshot of the finished
         #: room) when it arrives: a rematch may reset the room right after.
         self.result: dict[str, Any] | None = None
+        #: The version that ended the race (its race_over's, or the finished snapshot's):
+        #: what the view kept of that round is saved with it (RoomView.overs).
+        self.over_version: int | None = None
         self.start_tried_at = -1
         #: When (time.monotonic) the bot stops waiting for this race's race_over.
         self.give_up_at: float | None = None
@@ -253,6 +256,7 @@ class _Bot:
             self.say("started")
         elif t == "race_over" and self.result is None:
             self.result = dict(d)
+            self.over_version = item.v
         elif t == "room_reset":
             if self.raced and self.result is None:
                 raise BotError("the race ended unseen and the room moved on to a rematch")
@@ -267,6 +271,7 @@ class _Bot:
             self.memory.arrive(board)
         if view.phase == FINISHED and view.result and self.result is None:
             self.result = dict(view.result)
+            self.over_version = view.version
         elif self.raced and view.phase in (LOBBY, COUNTDOWN) and self.result is None:
             raise BotError("the race ended while the bot was away and the room moved on")
         if view.phase == RACING:
@@ -588,13 +593,17 @@ async def run_bot(
     )
     result = await bot.run()
     view = bot.view
+    # The round as the view kept it at its end: a rematch may have reset the room
+    # since (the view folds frames as they arrive), taking the commitment seen at the
+    # countdown and the deal with it.
+    over = view.overs.get(bot.over_version) if bot.over_version is not None else None
     finished = finished_race(
         view.room or "",
         result,
-        view.settings,
+        over.settings if over else view.settings,
         view.code,
-        published_commitment=view.published_commitment,
-        deal=view.deal,
+        published_commitment=over.published_commitment if over else view.published_commitment,
+        deal=over.deal if over else view.deal,
     )
     if bot.hooks.over is not None:
         bot.hooks.over(finished)

@@ -17,10 +17,12 @@ from solrace.rooms.records import log_name
 from solrace.rules import deal, view
 from solrace.rules.log import apply_entry
 from solrace.store.errors import StoreUnavailable
+from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
 from solrace_client.bot import BotCannotStart, BotHooks, run_bot
 from solrace_client.cli import main
 from solrace_client.results import load_result, race_id
+from solrace_client.session import Session
 from solrace_client.strategy import STRATEGIES, Memory, position_key
 from solrace_client.verify import verify_result
 
@@ -62,6 +64,40 @@ async def test_two_bots_race_to_the_end_and_save_a_verifiable_result(
     assert saved.code == joined["code"] and saved.settings["variant"] == "yukon"
     assert saved.published_commitment == result["commitment"]
     assert verify_result(saved).ok
+
+
+async def test_a_rematch_before_the_bot_is_done_leaves_its_saved_race_whole(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The view folds frames as they arrive: a rematch's room_reset folded while the
+    bot closed its session (here: held until it has) cleared the commitment seen at the
+    countdown and the deal, and the bot saved the race without them (verify then skips
+    its commitment check). It saves them as the round ended."""
+    close = Session.close
+
+    async def slow_close(session: Session) -> None:
+        async with asyncio.timeout(10):
+            while session.view.phase != "lobby":
+                await asyncio.sleep(0.01)
+        await close(session)
+
+    monkeypatch.setattr(Session, "close", slow_close)
+    server = await cluster.node()
+    task, joined = await _hosting(server.url, max_moves=400)
+    bob = await RaceClient.connect(server.url)
+    await bob.join(joined["code"], "Bob")
+    await bob.ready()
+    await bob.next_event("started")
+    await bob.resign()
+    over = await bob.next_event("race_over", timeout=30)
+    await bob.rematch()
+    result = await asyncio.wait_for(task, 30)
+    assert result == over.d
+    saved = load_result(race_id(joined["room"], result))
+    assert saved.published_commitment == result["commitment"]
+    assert saved.deal is not None and saved.deal["certified"]
+    assert verify_result(saved).ok
+    await bob.close()
 
 
 async def test_solrace_bot_joins_by_code_plays_and_prints_the_standings(
