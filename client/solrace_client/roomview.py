@@ -69,8 +69,8 @@ class RoundOver:
     deal: dict[str, Any] | None
 
 
-#: A racer's entry: the protocol's RacerInfo, plus ``online`` once a ``presence`` event
-#: said so and ``elapsed_ms`` once it finished.
+#: A racer's entry: the protocol's RacerInfo, plus ``online`` from the snapshot (or, from
+#: an older server, once a ``presence`` event said so) and ``elapsed_ms`` once it finished.
 Racer = dict[str, Any]
 
 
@@ -135,7 +135,9 @@ class RoomView:
         self.racers = {}
         for info in snap.get("racers") or []:
             entry = _shown(info)
-            if entry["racer"] in online:
+            if "online" not in entry and entry["racer"] in online:
+                # A server older than the snapshot's ``online`` (docs/protocol.md §9):
+                # what the presence events said, as the client last knew it.
                 entry["online"] = online[entry["racer"]]
             self.racers[entry["racer"]] = entry
             self.names[entry["racer"]] = str(entry.get("name"))

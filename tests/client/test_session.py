@@ -246,3 +246,36 @@ async def test_a_spectator_back_in_a_later_round_holds_no_commitment_of_it(
     assert race_verdict(saved).ok, race_verdict(saved).line
     await close_all(ann, bob)
     await session.close()
+
+
+async def test_a_racer_back_from_away_shows_who_is_online_now(cluster: Cluster) -> None:
+    """Ann saw Dee go offline, then was away herself while Dee came back: the resume's
+    replay said ``presence racer 3 online: true``, but Ann's view kept Dee offline (the
+    snapshot said nothing of presence, and a replayed event is not folded again; an
+    audit). A snapshot now says who is connected, as everything else it says."""
+    server = await cluster.node()
+    session = Session(server.url, backoff=QUICK)
+    await session.enter(lambda client: client.create("yukon", "Ann"))
+    code = session.view.code or ""
+    bob, dee = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await bob.join(code, "Bob")
+    await dee.join(code, "Dee")
+    room, token, racer = dee.room, dee.token, dee.racer or 0
+    await dee.close()
+    await until(session, lambda i: isinstance(i, Envelope) and i.t == "presence")
+    assert session.view.racers[racer]["online"] is False
+    fresh = await fresh_watch(server.url, code)  # a newcomer sees it too
+    assert [r["online"] for r in fresh["racers"]] == [True, True, False]
+    await session.live.ws.close()  # Ann is away (the session resumes when next read)
+    dee = await RaceClient.connect(server.url)
+    await dee.resume(room=room, token=token, since=None)
+    await bob.ping()
+    await until(session, lambda i: isinstance(i, Rejoined))
+    await settled(session)
+    assert {r: info.get("online") for r, info in session.view.racers.items()} == {
+        1: True,
+        2: True,
+        racer: True,
+    }
+    await close_all(bob, dee)
+    await session.close()

@@ -13,6 +13,7 @@ from solrace.protocol.views import (
     RoomSettings,
     RoomSummary,
     Snapshot,
+    SnapshotRacer,
     Standing,
     You,
 )
@@ -56,6 +57,12 @@ def racer(racer_id: int = 1, name: str = "Ann", **changes: Any) -> RacerInfo:
     }
     info.update(changes)  # type: ignore[typeddict-item]
     return info
+
+
+def snapshot_racer(
+    racer_id: int = 1, name: str = "Ann", online: bool = True, **changes: Any
+) -> SnapshotRacer:
+    return {**racer(racer_id, name, **changes), "online": online}
 
 
 def standing(place: int = 1, racer_id: int = 1) -> Standing:
@@ -105,7 +112,7 @@ def snapshot(phase: Phase = Phase.RACING, racer_id: int | None = 1) -> Snapshot:
         "phase": phase.value,
         "settings": settings(),
         "host": 1,
-        "racers": [racer(1), racer(2, "Bob", ready=True)],
+        "racers": [snapshot_racer(1), snapshot_racer(2, "Bob", ready=True)],
         "spectators": 3,
         "now_ms": 1_764_445_200_123,
         "start_at_ms": 1_764_445_205_000 if started else None,

@@ -89,6 +89,7 @@ from .views import (
     RoomSettings,
     RoomSummary,
     Snapshot,
+    SnapshotRacer,
     Standing,
     You,
 )
@@ -136,6 +137,7 @@ __all__ = [
     "RoomSummary",
     "SetReady",
     "Snapshot",
+    "SnapshotRacer",
     "Standing",
     "StartRace",
     "TokenBucket",

@@ -151,6 +151,16 @@ class RacerInfo(TypedDict):
     place: int | None
 
 
+class SnapshotRacer(RacerInfo):
+    """A racer in a snapshot: its RacerInfo and whether it is connected now, as the
+    ``presence`` events left it. A snapshot is the client's whole state after a resume
+    or watch (§10): without it, a client back from away showed a racer who had come
+    back meanwhile as offline (it had seen the "offline", and the replayed "online" is
+    not folded again: an audit)."""
+
+    online: bool
+
+
 class You(TypedDict):
     """The recipient's own game, in a racer's snapshot only."""
 
@@ -196,7 +206,7 @@ class Snapshot(TypedDict):
     phase: str
     settings: RoomSettings
     host: int | None
-    racers: Sequence[RacerInfo]
+    racers: Sequence[SnapshotRacer]
     spectators: int
     now_ms: int
     start_at_ms: int | None
@@ -557,6 +567,12 @@ def racers_wire(racers: object) -> list[dict[str, object]]:
     return [racer_wire(_map(r), f"racers[{i}]") for i, r in enumerate(_seq("racers", racers))]
 
 
+def snapshot_racer_wire(racer: Mapping[str, object], where: str) -> dict[str, object]:
+    _keys(where, racer, frozenset(SnapshotRacer.__annotations__), frozenset())
+    info = {key: value for key, value in racer.items() if key != "online"}
+    return {**racer_wire(info, where), "online": _bool(f"{where}.online", racer["online"])}
+
+
 def _map(value: object) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
         raise ValueError(f"expected a map, got {type_name(value)}")
@@ -660,7 +676,10 @@ def snapshot_wire(snapshot: Mapping[str, object]) -> dict[str, object]:
         "phase": phase,
         "settings": settings_wire(_map(snapshot["settings"])),
         "host": _opt_int(f"{where}.host", snapshot["host"], 1),
-        "racers": racers_wire(snapshot["racers"]),
+        "racers": [
+            snapshot_racer_wire(_map(r), f"{where}.racers[{i}]")
+            for i, r in enumerate(_seq(f"{where}.racers", snapshot["racers"]))
+        ],
         "spectators": _int(f"{where}.spectators", snapshot["spectators"]),
         "now_ms": _int(f"{where}.now_ms", snapshot["now_ms"], 0, 2**63 - 1),
         "start_at_ms": _opt_int(f"{where}.start_at_ms", snapshot["start_at_ms"], 0, 2**63 - 1),

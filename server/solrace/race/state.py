@@ -152,7 +152,7 @@ class RoomState:
             "phase": self.phase,
             "settings": self.settings.to_dict(),
             "host": self.host,
-            "racers": [r.info() for r in self.racers.values()],
+            "racers": [{**r.info(), "online": r.online} for r in self.racers.values()],
             "spectators": spectators,
             "now_ms": now_ms,
             "start_at_ms": self.start_at_ms,
