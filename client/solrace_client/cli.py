@@ -425,7 +425,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     status = EXIT_FAILED
     for saved in candidates:
         server = _server_given(args) or saved.server
-        params = {"room": saved.room, "token": saved.token, "code": saved.code}
+        params = {
+            "room": saved.room,
+            "token": saved.token,
+            "code": saved.code,
+            "commitment": saved.commitment,
+        }
         status = _race(server, "resume", saved.name, **params)
         if status != EXIT_FAILED or config.is_saved(saved):  # not refused for good
             return status

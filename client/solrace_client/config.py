@@ -30,6 +30,9 @@ class SavedRace:
     version: int = 0
     #: The process of the window racing it (0: unknown, as in an older client's file).
     pid: int = 0
+    #: The round's commitment once announced (its countdown on; None in a lobby, and in
+    #: an older client's file): it names the race (its id) when the room has moved on.
+    commitment: str | None = None
 
 
 def race_path() -> Path:
@@ -107,6 +110,8 @@ def _well_formed(race: SavedRace) -> bool:
         value = getattr(race, field)
         if not isinstance(value, kind) or isinstance(value, bool):
             return False
+    if race.commitment is not None and not isinstance(race.commitment, str):
+        return False
     return 0 <= race.pid <= _MAX_PID and race.version >= 0
 
 

@@ -81,9 +81,16 @@ ENTRY_WORDS: Final = {
 }
 
 
-def saved_race_over(race: str, server: str | None = None) -> str:
+def saved_race_over(race: str | None, server: str | None = None) -> str:
     """A resume refused because the saved race is over (``resume``'s ``bad_token``,
-    with the room showing it finished): where to see how it ended, not "watch it"."""
+    with the room past that race): where to see how it ended, not "watch it". ``race``
+    None: the saved race does not name its round, and the room's latest race may not
+    be it, so none is named."""
+    if race is None:
+        return (
+            "the saved race is over, and you were no longer in it (it was saved without "
+            "its race id, so which of the room's races it was is not known)"
+        )
     where = "" if server is None else f" --server {server}"
     return (
         "the saved race is over, and you were no longer in it: see how it ended with "

@@ -264,10 +264,13 @@ def test_resume_rejoins_the_saved_race(ui: FakeUI, capsys: pytest.CaptureFixture
     assert main(["resume"]) == 2
     assert "no race to resume" in capsys.readouterr().err
     token = "t" * 32
-    config.save_race(config.SavedRace("ws://saved:3", "r_1", "ABC123", 2, token, "Dee", 7))
+    commitment = "c" * 64  # the round's: it names the race if that is over
+    saved = config.SavedRace("ws://saved:3", "r_1", "ABC123", 2, token, "Dee", 7)
+    saved.commitment = commitment
+    config.save_race(saved)
     assert main(["resume"]) == 0
     assert main(["resume", "--server", "ws://other:4"]) == 0
-    params = {"room": "r_1", "token": token, "code": "ABC123"}
+    params = {"room": "r_1", "token": token, "code": "ABC123", "commitment": commitment}
     assert ui.calls == [
         ("race", ("ws://saved:3", "resume", "Dee"), params),
         ("race", ("ws://other:4", "resume", "Dee"), params),

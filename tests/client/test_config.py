@@ -75,6 +75,7 @@ def test_an_older_clients_race_json_is_still_resumed(config_dir: Path) -> None:
         ("version", "3"),
         ("name", None),
         ("code", 7),
+        ("commitment", 5),
     ],
 )
 def test_a_saved_race_with_a_field_of_the_wrong_type_is_skipped(

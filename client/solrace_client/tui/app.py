@@ -17,6 +17,7 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -98,9 +99,20 @@ HelpScreen { background: #101418; }
 """.replace("WATCH_SIDE", str(WATCH_SIDE_WIDTH + 2)).replace("SIDE", str(SIDE_WIDTH + 2))
 
 
-async def ended_race_id(client: RaceClient, code: object) -> str | None:
-    """The id of the race room ``code`` shows over (to a spectator, as anyone may look),
-    or None: no code saved, a room that cannot be watched, a race not over, no result."""
+@dataclass(frozen=True)
+class EndedRace:
+    """A saved race that is over: ``race`` its id, None where the saved race does not
+    name its round (saved before its countdown, or by an older client)."""
+
+    race: str | None
+
+
+async def ended_race(client: RaceClient, code: object, commitment: object) -> EndedRace | None:
+    """Whether the saved race of room ``code`` — the round whose ``commitment`` it saved
+    — is over, looking at the room as a spectator (as anyone may); None where it is
+    not (its round is still on), or the room cannot be watched. Its id is the saved
+    round's, not the room's latest: after a rematch the room shows another race (an
+    audit: ``resume`` pointed at a round the racer was not in), or a lobby."""
     if not isinstance(code, str) or not code:
         return None
     try:
@@ -108,10 +120,12 @@ async def ended_race_id(client: RaceClient, code: object) -> str | None:
     except (ServerError, *DROPPED):
         return None
     snapshot = reply.get("snapshot") or {}
-    result = snapshot.get("result")
-    if snapshot.get("phase") != "finished" or not isinstance(result, Mapping):
-        return None
-    return results.race_id(str(reply.get("room")), result)
+    phase = snapshot.get("phase")
+    if not isinstance(commitment, str) or not commitment:
+        return EndedRace(None) if phase == "finished" else None
+    if phase != "finished" and snapshot.get("commitment") == commitment:
+        return None  # the saved round is still on
+    return EndedRace(results.race_id(str(reply.get("room")), {"commitment": commitment}))
 
 
 class SolraceApp(App[int]):
@@ -162,8 +176,8 @@ class SolraceApp(App[int]):
         self.status_log: list[str] = []
         #: Why the app gave up before entering a room (one line, printed after it exits).
         self.failure: str | None = None
-        #: The saved race that could not be resumed because it is over (its id).
-        self.over_race: str | None = None
+        #: The saved race that could not be resumed because it is over.
+        self.over_race: EndedRace | None = None
         self.focus_index = 0
         self.race_id: str | None = None
         #: The race-over screen's verdict on the result shown (None: being checked).
@@ -283,7 +297,7 @@ class SolraceApp(App[int]):
             code = self.watch_code if self.mode == "watch" else self.params.get("code")
             message = refusal_of(err.data, request, code and str(code))
             if self.over_race is not None:
-                message = saved_race_over(self.over_race, self._fetch_server())
+                message = saved_race_over(self.over_race.race, self._fetch_server())
             self._entry_failed(message, err.code)
         except Unreachable as err:
             self._entry_failed(cannot_reach(", ".join(err.servers), err.error))
@@ -401,7 +415,10 @@ class SolraceApp(App[int]):
             )
         except ServerError as err:
             if err.code == "bad_token":
-                self.over_race = await ended_race_id(client, self.params.get("code"))
+                params = self.params
+                self.over_race = await ended_race(
+                    client, params.get("code"), params.get("commitment")
+                )
             raise
 
     def _fetch_server(self) -> str | None:
@@ -500,6 +517,7 @@ class SolraceApp(App[int]):
                     token=token,
                     name=self.state.name_of(self.state.me) if self.state.me else self.name_,
                     version=self.state.version,
+                    commitment=self.state.commitment,
                 )
             )
         except OSError as exc:  # the race goes on; say once that resume will not work

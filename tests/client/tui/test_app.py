@@ -18,7 +18,7 @@ from solrace_client.tui.widgets import LobbyScreen, PlayScreen, StandingsScreen,
 from textual.widgets import Input
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
-from tests.support.race import winning_moves
+from tests.support.race import close_all, winning_moves
 
 from .conftest import SEED, first_view, keys_for, racing, wait_for_text, wait_until
 
@@ -368,6 +368,7 @@ async def test_resume_from_a_saved_token_replaces_the_old_window(cluster: Cluste
         await wait_until(pilot, lambda: (first.state.you or {}).get("next_seq") == 1, "move 1")
         saved = config.load_race()
         assert saved is not None
+        assert saved.commitment == first.state.commitment  # names the round, if it ends
         second = SolraceApp(
             saved.server,
             action="resume",
@@ -408,9 +409,13 @@ async def test_a_saved_token_that_no_longer_works_is_forgotten(cluster: Cluster)
     assert config.load_race() is None
 
 
-async def _left_mid_race(url: str) -> tuple[RaceClient, dict[str, str]]:
-    """Ann's window closed mid-race (her racer left; the saved race stays), Bob races
-    on: Bob's client, and the saved race's resume parameters."""
+async def _left_mid_race(
+    url: str, *, with_commitment: bool = True
+) -> tuple[RaceClient, dict[str, str]]:
+    """Ann's window closed mid-race (her racer left; the saved race stays, with the
+    round's commitment as a window saves it from the countdown on — not as an older
+    client saved it, ``with_commitment=False``), Bob races on: Bob's client, and the
+    saved race's resume parameters (as ``solrace resume`` passes them)."""
     ann, bob = await RaceClient.connect(url), await RaceClient.connect(url)
     await ann.create("yukon", "Ann")
     await bob.join(ann.code or "", "Bob")
@@ -418,12 +423,20 @@ async def _left_mid_race(url: str) -> tuple[RaceClient, dict[str, str]]:
     await ann.start()
     await bob.wait_started()
     params = {"room": ann.room or "", "token": ann.token or "", "code": ann.code or ""}
-    config.save_race(
-        config.SavedRace(url, params["room"], params["code"], 1, params["token"], "Ann")
-    )
+    if with_commitment:
+        params["commitment"] = ann.view.commitment or ""
+    _save(url, params)
     await ann.leave()
     await ann.close()
     return bob, params
+
+
+def _save(url: str, params: dict[str, str]) -> None:
+    """Ann's race saved for ``resume``."""
+    room, code, token = params["room"], params["code"], params["token"]
+    config.save_race(
+        config.SavedRace(url, room, code, 1, token, "Ann", commitment=params.get("commitment"))
+    )
 
 
 async def _resume_refusal(url: str, params: dict[str, str]) -> str | None:
@@ -451,6 +464,44 @@ async def test_resuming_a_race_that_ended_without_you_points_at_fetch(
         f"solrace fetch {race} --server {server.url}"
     )
     await bob.close()
+
+
+async def test_resuming_names_the_saved_race_not_the_rooms_latest(cluster: Cluster) -> None:
+    """Ann's window closed in round A; the others rematched and finished round B:
+    ``resume`` pointed at round B (the room's latest result), which Ann was not in (an
+    audit). It names round A, the saved race's own round — also while the room is back
+    in its lobby — and, where the saved race does not say its round (an older
+    client's file), names none rather than the room's latest."""
+    server = await cluster.node()
+    bob, params = await _left_mid_race(server.url)
+    await bob.resign()
+    first = await bob.next_event("race_over")
+    race = results.race_id(params["room"], first.d)
+    said = (
+        "the saved race is over, and you were no longer in it: see how it ended with "
+        f"solrace fetch {race} --server {server.url}"
+    )
+    await bob.rematch()
+    assert await _resume_refusal(server.url, params) == said  # the room in its lobby
+    cy = await RaceClient.connect(server.url)
+    await cy.join(params["code"], "Cy")
+    await cy.ready()
+    await bob.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"])
+    await bob.start()
+    await bob.wait_started()
+    await bob.resign()
+    await cy.resign()
+    second = await bob.next_event("race_over")
+    assert second.d["commitment"] != first.d["commitment"]
+    _save(server.url, params)
+    assert await _resume_refusal(server.url, params) == said  # round B is not Ann's
+    unnamed = {k: v for k, v in params.items() if k != "commitment"}
+    _save(server.url, unnamed)
+    assert await _resume_refusal(server.url, unnamed) == (
+        "the saved race is over, and you were no longer in it (it was saved without "
+        "its race id, so which of the room's races it was is not known)"
+    )
+    await close_all(bob, cy)
 
 
 async def test_resuming_a_race_still_on_without_you_says_it_can_be_watched(
