@@ -85,7 +85,6 @@ class RoomView:
         self.settings: dict[str, Any] = {}
         self.host: int | None = None
         self.racers: dict[int, Racer] = {}
-        self.spectators = 0
         #: The server's clock in the last snapshot (for the clock offset).
         self.now_ms: int | None = None
         self.start_at_ms: int | None = None
@@ -141,7 +140,6 @@ class RoomView:
                 entry["online"] = online[entry["racer"]]
             self.racers[entry["racer"]] = entry
             self.names[entry["racer"]] = str(entry.get("name"))
-        self.spectators = int(snap.get("spectators") or 0)
         self.now_ms = snap.get("now_ms")
         self.start_at_ms = snap.get("start_at_ms")
         self.ends_at_ms = snap.get("ends_at_ms")

@@ -50,6 +50,7 @@ from .render import (
     MONO,
     Look,
     board_width,
+    how_it_starts,
     race_clock,
     refusal_text,
     render_board,
@@ -706,19 +707,11 @@ class SolraceApp(App[int]):
             else:
                 flag = "ready" if me.get("ready") else "not ready"
                 text.append(f"\nYou are {flag}. ", "bold")
-                if state.settings.get("quick"):
-                    text.append(
-                        "A quick race starts by itself once everyone is ready\n"
-                        "(or 20 s after the second racer arrives).\n",
-                        "grey62",
-                    )
-                else:
-                    text.append(
-                        "The host starts the race, or it starts once everyone is ready.\n",
-                        "grey62",
-                    )
+                text.append(how_it_starts(state.settings), "grey62")
         else:
-            text.append(f"\n{state.spectators} watching\n", "grey62")
+            # No count of spectators: the snapshot's is one node's, as the watch began,
+            # and no event keeps it right (two windows said "1" and "5 watching").
+            text.append("\n" + how_it_starts(state.settings), "grey62")
         return text
 
     def fit_play(self, screen: PlayScreen | None = None) -> None:

@@ -488,6 +488,17 @@ def describe_settings(settings: Mapping[str, Any]) -> str:
     return " · ".join(settings_words(settings))
 
 
+def how_it_starts(settings: Mapping[str, Any]) -> str:
+    """What starts the race, for anyone in the lobby (racers and spectators): lines
+    ending in a newline."""
+    if settings.get("quick"):
+        return (
+            "A quick race starts by itself once everyone is ready\n"
+            "(or 20 s after the second racer arrives).\n"
+        )
+    return "The host starts the race, or it starts once everyone is ready.\n"
+
+
 def render_lobby(
     racers: Iterable[Mapping[str, Any]],
     settings: Mapping[str, Any],

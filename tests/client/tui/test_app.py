@@ -335,6 +335,33 @@ async def test_watch_shows_every_board_and_the_delay(cluster: Cluster) -> None:
             await client.close()
 
 
+async def test_a_watchers_lobby_shows_no_stale_count_and_says_how_the_race_starts(
+    cluster: Cluster,
+) -> None:
+    """An audit: two windows on one room said "1 watching" and "5 watching". The
+    snapshot's count is one node's as the watch began, and nothing updates it: a
+    watcher's lobby shows none, and says what starts the race instead (a quick room's
+    included: its 20 s timer)."""
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    others = [await RaceClient.connect(server.url) for _ in range(2)]
+    app = SolraceApp(server.url, mode="watch", code=ann.code)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_text(pilot, "boards live")
+        for other in others:  # more spectators, after this one
+            await other.watch(code=ann.code)
+        await wait_for_text(pilot, "The host starts the race, or it starts once everyone")
+        assert "watching" not in app.screen_text().replace("watching room", "")
+    quick = await RaceClient.connect(server.url)
+    await quick.quick("yukon", "Quinn")
+    app = SolraceApp(server.url, mode="watch", code=quick.code)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_text(pilot, "20 s after the second racer arrives")
+    for client in (ann, quick, *others):
+        await client.close()
+
+
 async def test_spectator_delay_is_shown_and_a_bad_code_exits_with_an_error(
     cluster: Cluster,
 ) -> None:
