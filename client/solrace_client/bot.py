@@ -377,16 +377,29 @@ class _Bot:
     def _ready_flags(self) -> dict[int, bool]:
         return {racer: bool(info.get("ready")) for racer, info in self.view.racers.items()}
 
+    def _waits_for_racers(self) -> bool:
+        """Hosting with ``host_start``, fewer than ``min_racers`` are in: the bot is not
+        ready, since a room starts once everyone, its host included, is ready (a host
+        ready at once started an 8-racer room at 2/8, ``--min-racers 8``)."""
+        view = self.view
+        hosting = self.host_start and view.host == view.me
+        return hosting and len(view.racers) < self.min_racers
+
     async def _lobby(self) -> None:
         view = self.view
         if view.phase == LOBBY and view.me is not None:
-            if self.want_ready and not self.asked_ready and not self._ready_flags().get(view.me):
-                try:
+            flag = self._ready_flags().get(view.me)
+            waiting = self._waits_for_racers()
+            try:
+                if self.want_ready and not waiting and not self.asked_ready and not flag:
                     await self.live.ready()
                     self.asked_ready = True
-                except ServerError as err:
-                    if err.code != "wrong_phase":
-                        raise BotError(f"ready refused: {err}") from None
+                elif waiting and flag:  # a racer left: not ready again until enough are in
+                    await self.live.ready(False)
+                    self.asked_ready = False
+            except ServerError as err:
+                if err.code != "wrong_phase":
+                    raise BotError(f"ready refused: {err}") from None
             await self._maybe_start()
         await self._wait_event(timeout=5)
 

@@ -868,7 +868,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-racers",
         type=whole(limits.MIN_RACERS, limits.MAX_RACERS),
         default=limits.MIN_RACERS,
-        help=f"racers needed to --host-start (default {limits.MIN_RACERS})",
+        help=f"racers a --host-start host waits for before it readies and starts "
+        f"(default {limits.MIN_RACERS})",
     )
     p.add_argument(
         "--max-moves",

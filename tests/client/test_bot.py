@@ -119,6 +119,44 @@ async def test_solrace_bot_joins_by_code_plays_and_prints_the_standings(
     assert {s["name"] for s in result["standings"]} == {"Host", "Cli"}
 
 
+async def test_a_hosting_bot_is_not_ready_until_min_racers_are_in(cluster: Cluster) -> None:
+    """An audit: ``solrace bot --create --racers 8 --min-racers 8`` was ready at once,
+    so the room started at 2/8 when a second bot joined and readied (a room starts once
+    everyone, its host included, is ready), and six bots were refused. The host now
+    readies only once ``min_racers`` are in, and unreadies if one leaves."""
+    server = await cluster.node()
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    host = asyncio.create_task(
+        run_bot(
+            server.url,
+            create={"variant": "yukon", "max_racers": 3},
+            name="Host",
+            host_start=True,
+            min_racers=3,
+            max_moves=300,
+            save=False,
+            hooks=BotHooks(joined=joined.set_result),
+        )
+    )
+    code = (await asyncio.wait_for(joined, 10))["code"]
+    bob, cy = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await bob.join(code, "Bob")
+    await bob.ready()
+    await asyncio.sleep(1)  # time for the host to ready (and the room to start) if it would
+    assert bob.view.phase == "lobby"
+    host_id = bob.view.host
+    assert host_id is not None and not bob.view.racers[host_id].get("ready")
+    await cy.join(code, "Cy")
+    await cy.ready()
+    for client in (bob, cy):
+        await client.wait_started()
+        await client.resign()
+    result = await asyncio.wait_for(host, 60)
+    assert sorted(s["name"] for s in result["standings"]) == ["Bob", "Cy", "Host"]
+    for client in (bob, cy):
+        await client.close()
+
+
 async def test_an_interrupted_bot_leaves_its_lobby_and_a_quick_race_is_not_matched_with_it(
     cluster: Cluster,
 ) -> None:

@@ -527,13 +527,13 @@ def render_lobby(
         name = str(info.get("name", "?"))[:24]
         text.append(mark, "bold cyan")
         text.append(f"{name:<24}  ", "bold" if racer == me else "")
-        if racer == host and not settings.get("quick"):
-            text.append("host", "magenta")  # the host starts the race: no flag needed
-        elif info.get("ready"):
+        # The host's flag too: any room starts once everyone, its host included, is
+        # ready (the host may also start it with s once the others are).
+        if info.get("ready"):
             text.append("✔ ready", "bold green")
         else:
             text.append("· not ready", STYLE_DIM)
-        if racer == host and settings.get("quick"):
+        if racer == host:
             text.append("  (host)", "magenta")
         if info.get("online") is False:
             text.append("  (offline)", STYLE_DIM)

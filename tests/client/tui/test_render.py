@@ -239,9 +239,14 @@ def test_lobby_shows_code_racers_ready_flags_and_host() -> None:
         for r in text.split("\n")
         if r.strip()[:1] in ("▶", "A", "B", "C")
     }
-    assert "host" in rows["Ann"]
+    # The host's flag too: a room starts once everyone, its host included, is ready.
+    assert "host" in rows["Ann"] and "not ready" in rows["Ann"]
     assert "✔ ready" in rows["Bob"]
     assert "not ready" in rows["Cy"] and rows["Cy"].startswith("▶")
+    racers[0]["ready"] = True
+    text = render_lobby(racers, settings, "K7QX2M", host=1, me=3).plain
+    [ann] = [r for r in text.split("\n") if r.strip().startswith("Ann")]
+    assert "✔ ready" in ann and "host" in ann
 
 
 RESULT = {
