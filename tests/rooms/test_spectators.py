@@ -16,11 +16,15 @@ from solrace.rooms.node import Node
 from solrace.rooms.records import unpack_entries
 from solrace.rooms.room import LiveRoom
 
-from tests.support.race import winning_moves
+from tests.support.race import check_no_leaks, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Backend, EngineWork, FakePeer
 from .test_core import _race
 from .test_new_spectator_boards import _replayed
+
+
+def _boards_of(spy: FakePeer) -> list[Envelope]:
+    return [f for f in spy.frames if f.t == "board"]
 
 
 def _boards(spy: FakePeer, racer: int) -> list[Envelope]:
@@ -197,3 +201,43 @@ async def test_a_watch_replays_no_log_and_gets_the_board_the_rule_gives(
     undone = await watch()
     async with room.lock:
         assert undone[racer] == await _rule(node, room, racer) != released[racer]
+
+
+async def test_the_starting_boards_go_to_every_spectator_at_the_start_stamped_with_it(
+    backend: Backend,
+) -> None:
+    """An audit (spectator delay 30 s): a spectator that came within the first delay
+    got the starting boards stamped one delay ago, before the race (a 21 s old race
+    showed boards "44 s old"), while one already in the lobby got no board for the
+    whole delay. The starting position is the same deal for everyone and every racer
+    sees it at the start: every spectator gets it then, stamped with the start."""
+    node = await backend.node()
+    ann, bob, early, late = (FakePeer(node) for _ in range(4))
+    created = await ann.ask("create", variant="yukon", name="Ann", spectator_delay_s=30)
+    assert created.t == "joined", created.d
+    code = str(created.d["code"])
+    assert (await early.ask("watch", code=code)).t == "watching"  # in the lobby
+    assert (await bob.ask("join", code=code, name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    started = await early.until(lambda f: f.t == "started")
+    start = int(started.d["start_at_ms"])  # type: ignore[arg-type]
+    racers = {int(ann.frames[0].d["racer"]), int(bob.frames[0].d["racer"])}
+    await early.until(lambda _: {int(b.d["racer"]) for b in _boards_of(early)} == racers)
+    await asyncio.sleep(1)  # a move into the race: the late spectator comes in then
+    moves = winning_moves(SOLVABLE_SECRET)
+    assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
+    assert (await late.ask("watch", code=code)).t == "watching"
+    for spy in (early, late):
+        boards = _boards_of(spy)
+        assert {int(b.d["racer"]) for b in boards} == racers  # type: ignore[call-overload]
+        assert all(b.d["at_ms"] == start for b in boards), [b.d["at_ms"] for b in boards]
+    # The same boards: the deal as every racer got it (Ann's move is 30 s away).
+    assert [f.d for f in _boards_of(early)] == [f.d for f in _boards_of(late)]
+    assert (await ann.ask("resign")).t == "ok"
+    assert (await bob.ask("resign")).t == "ok"
+    over = await late.until(lambda f: f.t == "race_over")
+    settings = created.d["snapshot"]["settings"]  # type: ignore[index]
+    for spy in (early, late):
+        assert check_no_leaks(spy.frames, over.d, settings) > 2

@@ -295,11 +295,19 @@ async def _build_and_send(node: Node, room: LiveRoom) -> None:
     changed = shown != room.sent_shown or not room.sent_boards
     room.sent_shown = shown
     for racer in list(state.racers) if changed else sorted(racers & state.racers.keys()):
-        view = (await _shadow(node, room, racer)).board_view(shown)
+        shadow = await _shadow(node, room, racer)
+        view = shadow.board_view(shown)
         if room.sent_boards.get(racer) == view or not _whole(view):
             continue  # unchanged, or held back: its spectators keep the last whole one
         room.sent_boards[racer] = view
-        frame = encode(board_notice(racer=racer, at_ms=node.clock(), view=view, owner=False))
+        if shadow.seq == 0:
+            # The starting board: the same deal for everyone, which every racer sees at
+            # the start, so no delay hides anything of it. It goes at once, stamped
+            # with the start (a spectator in the lobby saw no board for a whole delay).
+            start = _start_ms(room, node.clock())
+            _send_to_spectators(room, encode(_notice(racer, start, view)), state.round)
+            continue
+        frame = encode(_notice(racer, node.clock(), view))
         if delay == 0:
             _send_to_spectators(room, frame, state.round)
         else:
@@ -316,6 +324,17 @@ def _send_to_spectators(room: LiveRoom, frame: bytes, round_no: int) -> None:
         peer.send_bytes(frame)
 
 
+def _notice(racer: int, at_ms: int, view: dict[str, Any]) -> Envelope:
+    return board_notice(racer=racer, at_ms=at_ms, view=view, owner=False)
+
+
+def _start_ms(room: LiveRoom, now_ms: int) -> int:
+    """The time a starting board is stamped with: the race's start (``now_ms`` if the
+    room has none, which a racing room always has)."""
+    start = room.state.start_at_ms
+    return now_ms if start is None else start
+
+
 async def initial_board_notices(node: Node, room: LiveRoom) -> list[Envelope]:
     """A new spectator's boards: as they were one spectator delay ago, fair now.
     Built before any is sent, so that a request can read them (Redis may fail it)
@@ -327,13 +346,15 @@ async def initial_board_notices(node: Node, room: LiveRoom) -> list[Envelope]:
     delay_ms = room.meta.settings.spectator_delay_s * 1000
     now = node.clock()
     # Within the first delay of the race: the boards it started with (the same deal,
-    # no move made; later boards come as they change, delayed).
+    # no move made; later boards come as they change, delayed), stamped with the
+    # start, never earlier: a 21 s old race showed boards "44 s old" (delay 30 s).
     until = None if delay_ms == 0 else max(0, state.race_clock(now) - delay_ms)
+    at_ms = max(now - delay_ms, _start_ms(room, now))
     shown = await shown_cards(node, room)
     for racer in list(state.racers):
         # Delayed: the latest board whole now among the moves old enough; at once:
         # the latest board whole now (the current one unless it is held back).
         view = (await _shadow(node, room, racer)).last_whole(shown, until)
         if view is not None:
-            notices.append(board_notice(racer=racer, at_ms=now - delay_ms, view=view, owner=False))
+            notices.append(_notice(racer, at_ms, view))
     return notices
