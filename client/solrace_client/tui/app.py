@@ -49,6 +49,7 @@ from .render import (
     COLOUR,
     MONO,
     Look,
+    MoveTimes,
     board_width,
     how_it_starts,
     race_clock,
@@ -180,6 +181,8 @@ class SolraceApp(App[int]):
         #: The saved race that could not be resumed because it is over.
         self.over_race: EndedRace | None = None
         self.focus_index = 0
+        #: When each racer moved, for the watch screen's "held back".
+        self.move_times = MoveTimes()
         self.race_id: str | None = None
         #: The race-over screen's verdict on the result shown (None: being checked).
         self.verdict: Verdict | None = None
@@ -431,6 +434,7 @@ class SolraceApp(App[int]):
     def _loaded(self) -> None:
         """Everything the app derives from the view, after a fresh snapshot."""
         self.news.reset(self.state)
+        self.move_times.reset(self.state.racer_list())
         self.controller.set_view(self.state.my_board)
         self.fit_play()
         self._save_token()
@@ -470,6 +474,11 @@ class SolraceApp(App[int]):
             self.fit_play()
         if event.t == "room_reset":
             self.controller.set_view(None)
+            self.move_times.reset(state.racer_list())
+        moves, racer = event.d.get("moves"), event.d.get("racer")
+        moved = event.t in ("progress", "finished")
+        if moved and isinstance(moves, int) and isinstance(racer, int):
+            self.move_times.saw(racer, moves, self.server_now())
         if news:
             self.say(news, "bold" if event.t in ("started", "race_over", "finished") else "")
         if event.t == "race_over" and event.v is not None:
@@ -758,6 +767,7 @@ class SolraceApp(App[int]):
             self.focus_index,
             self.server_now(),
             delay_ms,
+            self.move_times.at,
         )
 
     def paint_standings(self, width: int, height: int) -> Text:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -616,6 +617,49 @@ def cards_up(view: Mapping[str, Any]) -> int:
 HELD_SLACK_MS: Final = 1_000
 
 
+class MoveTimes:
+    """When each racer's move count changed, on the server's clock as this window saw
+    its ``progress`` (``progress`` carries no time): for :func:`held_back`."""
+
+    def __init__(self) -> None:
+        #: Per racer, ascending.
+        self.at: dict[int, list[int]] = {}
+        self._count: dict[int, int] = {}
+
+    def reset(self, racers: Iterable[Mapping[str, Any]]) -> None:
+        """A fresh snapshot or a new round: the counts it gives, no times."""
+        self.at = {}
+        self._count = {int(r.get("racer") or 0): int(r.get("moves") or 0) for r in racers}
+
+    def saw(self, racer: int, moves: int, now_ms: int) -> None:
+        """A ``progress``/``finished``: a time only when the count changed (not for a
+        status alone, which a resign is)."""
+        if moves != self._count.get(racer, 0):
+            self._count[racer] = moves
+            self.at.setdefault(racer, []).append(now_ms)
+
+
+def held_back(
+    at_ms: int,
+    now_ms: int,
+    delay_ms: int,
+    behind_on_cards: bool,
+    moved_at: Sequence[int] = (),
+) -> bool:
+    """Whether a board stamped ``at_ms`` is behind its racer by more than the delay
+    lets it be (``HELD_SLACK_MS`` more): its racer's live count is ahead of it
+    (``behind_on_cards``) and it is that old, or the racer moved after it
+    (``moved_at``: when its move count changed, ascending, on the server's clock as
+    this window saw the ``progress``) longer ago than that. The move count catches a
+    board held back while its cards up stayed the same ("3/52 up · 33 s ago" under
+    "boards 5 s behind")."""
+    late = delay_ms + HELD_SLACK_MS
+    if behind_on_cards and now_ms - at_ms > late:
+        return True
+    after = bisect_right(moved_at, at_ms + HELD_SLACK_MS)  # its first move past the board
+    return after < len(moved_at) and now_ms - moved_at[after] > late
+
+
 def render_watch(
     racers: Sequence[Mapping[str, Any]],
     boards: Mapping[int, tuple[int, Mapping[str, Any]]],
@@ -624,10 +668,12 @@ def render_watch(
     focus: int = 0,
     now_ms: int | None = None,
     delay_ms: int = 0,
+    moved_at: Mapping[int, Sequence[int]] | None = None,
 ) -> Text:
     """Every racer's board side by side, as many as fit, starting at racer ``focus``
     (Tab moves it); each under a title with the racer's name, status and cards.
-    ``delay_ms``: the room's spectator delay, which a board is expected to lag by."""
+    ``delay_ms``: the room's spectator delay, which a board is expected to lag by;
+    ``moved_at``: per racer, when its move count changed (:func:`held_back`)."""
     if not racers:
         return Text("nobody is racing")
     widths = [board_width(v) for _, v in boards.values()] or [7 * CELL_W]
@@ -656,12 +702,13 @@ def render_watch(
             info_line = Text(f"{shown}/{total} up", style=STYLE_DIM)
             if now_ms is not None and at_ms:
                 age_ms = max(0, now_ms - at_ms)
-                if int(info.get("foundation") or 0) > shown and age_ms > delay_ms + HELD_SLACK_MS:
-                    # Behind the racer's live count by more than the delay: fair
-                    # spectating holds it back (docs/tui.md), which the title says, or
-                    # "boards live" above a board 0/52 up beside "finished 52/52" in
-                    # the standings looked like a fault (a newcomer audit). Short, to
-                    # fit a Yukon board's width.
+                ahead = int(info.get("foundation") or 0) > shown
+                if held_back(at_ms, now_ms, delay_ms, ahead, (moved_at or {}).get(racer, ())):
+                    # Behind the racer's live count or moves by more than the delay:
+                    # fair spectating holds it back (docs/tui.md), which the title
+                    # says, or "boards live" above a board 0/52 up beside "finished
+                    # 52/52" in the standings looked like a fault (a newcomer audit).
+                    # Short, to fit a Yukon board's width.
                     info_line = Text(f"{shown}/{total} · ", style=STYLE_DIM)
                     info_line.append("held back", "italic")
                     info_line.append(f", {age_ms // 1000} s old", STYLE_DIM)

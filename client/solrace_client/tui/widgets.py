@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -250,6 +250,17 @@ HELP = {
 }
 
 
+#: What a screen's help says besides its keys.
+HELP_NOTES: Final = {
+    "watch": (
+        "Boards come the room's spectator delay behind the race (the top line:\n"
+        "boards N s behind, or boards live); each title says how old its board is.\n"
+        "In a fair room a board is also held back while it shows a card a racer\n"
+        "still racing has not turned up: its title says held back until then."
+    ),
+}
+
+
 def help_text(kind: str, look: Look = COLOUR) -> Text:
     """The help of a screen (``play``, ``lobby``, ``watch``, ``standings``); a racer's
     says how ``look`` marks the cursor and a pick."""
@@ -263,6 +274,8 @@ def help_text(kind: str, look: Look = COLOUR) -> Text:
         text.append(f"\n{look.legend}\n", "grey62")
     else:
         text.append("\n")
+    if kind in HELP_NOTES:
+        text.append(f"{HELP_NOTES[kind]}\n\n", "grey62")
     text.append("Press any of Esc, q, ? to close", "grey62")
     return text
 

@@ -3,6 +3,7 @@ fitting 80×24, long columns, progress bars, lobby and standings."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from solrace_client.tui.render import (
     DEST_BG,
     MONO,
     PICKED_BG,
+    MoveTimes,
     back_text,
     card_label,
     card_text,
@@ -395,6 +397,32 @@ def test_picked_group_is_blue() -> None:
             assert PICKED_BG in styles
         else:
             assert PICKED_BG not in styles and CURSOR_BG not in styles
+
+
+def test_a_board_behind_its_racers_moves_past_the_delay_says_held_back() -> None:
+    """An audit: "3/52 up · 33 s ago" under "boards 5 s behind" — held back, but its
+    racer's cards up had not changed, so only its age said anything. Its moves had:
+    a board older than a move made more than the delay ago is held back."""
+    board = view(deal("yukon", 7))
+    racers = [{"racer": 1, "name": "Ann", "status": "playing", "foundation": 0}]
+    boards = {1: (1000, board)}
+    times = MoveTimes()
+    times.reset(racers)
+    times.saw(1, 0, 2_000)  # a status alone (a resign): no move
+    assert times.at == {}
+    times.saw(1, 1, 3_000)
+    times.saw(1, 2, 4_000)
+
+    def title(now_ms: int, moved: Mapping[int, Sequence[int]]) -> str:
+        text = render_watch(racers, boards, 80, 24, now_ms=now_ms, delay_ms=5_000, moved_at=moved)
+        return lines(text)[1]
+
+    assert "held back, 33 s old" in title(34_000, times.at)
+    assert "held back" not in title(34_000, {})  # before: "0/52 up · 33 s ago"
+    assert "held back" not in title(8_000, times.at)  # its first move is 5 s old: the delay
+    # The racer's moves all before the board (as this window saw them, a little late):
+    # the board is its latest, however old.
+    assert "held back" not in title(34_000, {1: [500, 1_900]})
 
 
 def test_a_board_behind_its_racers_live_count_past_the_delay_says_held_back() -> None:

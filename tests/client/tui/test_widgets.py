@@ -30,3 +30,11 @@ def test_every_help_lists_its_keys_and_how_to_close(kind: str) -> None:
     for key, what in HELP[kind]:
         assert key in text and what in text
     assert text.endswith("Press any of Esc, q, ? to close")
+
+
+def test_the_watch_help_says_boards_lag_and_may_be_held_back() -> None:
+    """An audit: a board held back for fairness often did not say so, and the help
+    said nothing of the delay or of holding back."""
+    text = help_text("watch").plain
+    assert "spectator delay" in text and "held back" in text
+    assert "held back" not in help_text("play").plain
