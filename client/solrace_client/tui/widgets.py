@@ -267,8 +267,9 @@ def help_text(kind: str, look: Look = COLOUR) -> Text:
     text = Text()
     text.append("Keys\n", "bold")
     rows = HELP.get(kind) or HELP["play"]
+    column = max(len(key) for key, _ in rows) + 2  # "Shift+Tab / ← / h" ran into its words
     for key, what in rows:
-        text.append(f"{key:<16}", "bold cyan")
+        text.append(f"{key:<{column}}", "bold cyan")
         text.append(f"{what}\n")
     if rows is HELP["play"]:  # only a racer picks cards
         text.append(f"\n{look.legend}\n", "grey62")
