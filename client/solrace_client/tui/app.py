@@ -698,7 +698,10 @@ class SolraceApp(App[int]):
         )
         if state.phase == "countdown" and state.start_at_ms is not None:
             left = max(0.0, (state.start_at_ms - self.server_now()) / 1000)
-            text.append(f"\nThe race starts in {left:.1f} s — get ready!\n", "bold yellow")
+            cue = (
+                " — get ready!" if self.mode == "race" else "."
+            )  # a spectator has nothing to ready
+            text.append(f"\nThe race starts in {left:.1f} s{cue}\n", "bold yellow")
         elif self.mode == "race":
             me = state.racers.get(state.me or -1, {})
             if state.me == state.host and not state.settings.get("quick"):

@@ -65,7 +65,7 @@ class News:
         for racer, status in self.statuses.items():
             if status == "waiting":
                 self.statuses[racer] = "playing"
-        return "go!"
+        return "go!" if view.me is not None else "the race has started"  # a spectator races not
 
     def _on_progress(self, d: Mapping[str, Any], view: RoomView) -> str | None:
         racer, status = d.get("racer"), d.get("status")

@@ -282,6 +282,8 @@ async def test_watch_shows_every_board_and_the_delay(cluster: Cluster) -> None:
         screen = await wait_for_text(pilot, "boards live")
         assert "Ann" in screen and "Bob" in screen
         await ann.start()
+        screen = await wait_for_text(pilot, "The race starts in")
+        assert "get ready" not in screen  # racer wording: a spectator readies nothing
         await wait_until(pilot, lambda: isinstance(app.screen, WatchScreen), "the race")
         await ann.move(MOVES[0])
         await wait_until(pilot, lambda: len(app.state.boards) == 2, "both boards")

@@ -56,6 +56,16 @@ def test_a_race_in_news_lines() -> None:
     assert told(view, news, ev("racer_left", 14, racer=3, host=1, reason="left")) == "Cy left"
 
 
+def test_a_spectator_is_not_told_go() -> None:
+    """An audit: watchers were told "go!" (and "get ready!" in the countdown), racer
+    wording: they race not."""
+    view, news = RoomView(), News()
+    view.load(snapshot(you=None), racer=None)
+    news.reset(view)
+    started = ev("started", 3, start_at_ms=100, ends_at_ms=900_100, commitment="c")
+    assert told(view, news, started) == "the race has started"
+
+
 def test_a_line_comes_from_the_event_even_when_the_view_is_ahead() -> None:
     """The connection folds frames as they arrive, so the app may hear of an event
     after later ones were folded: Bob's resignation is still news."""
