@@ -479,9 +479,13 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
     )
     for column, justify in columns:
         table.add_column(column, justify=justify)
-    for s in result.get("standings") or []:
+    from .results import time_decimals
+
+    standings = result.get("standings") or []
+    decimals = time_decimals(standings)
+    for s in standings:
         elapsed = s.get("elapsed_ms")
-        time_text = "—" if elapsed is None else f"{elapsed / 1000:.1f}s"
+        time_text = "—" if elapsed is None else f"{elapsed / 1000:.{decimals}f}s"
         table.add_row(
             _cell(s.get("place")),
             _cell(s.get("racer")),

@@ -31,7 +31,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -152,6 +152,15 @@ class SavedResult:
 
 
 #: A standing's numbers: each a whole number or null where it is given.
+def time_decimals(standings: Iterable[Mapping[str, Any]]) -> int:
+    """Decimals of a second that tell the standings' finish times apart: 1, or 3 when
+    two different times read the same in tenths (37,222 and 37,225 ms were both shown
+    as 37.2, in different places)."""
+    times = {s.get("elapsed_ms") for s in standings}
+    shown = {t: f"{t / 1000:.1f}" for t in times if isinstance(t, int)}
+    return 3 if len(set(shown.values())) < len(shown) else 1
+
+
 _STANDING_NUMBERS: Final = ("place", "foundation", "moves", "score", "elapsed_ms", "reached_ms")
 
 

@@ -21,6 +21,7 @@ from rich.text import Text
 from solrace.rules.cards import NAMES, SUITS
 
 from ..boardview import decks_of
+from ..results import time_decimals
 from ..verify import CHECKING, Verdict
 from .controller import (
     FOUNDATION,
@@ -398,14 +399,15 @@ def render_progress(
     return Text("\n", no_wrap=True, overflow="crop").join(lines)
 
 
-def format_ms(ms: int | None, tenths: bool = False) -> str:
+def format_ms(ms: int | None, decimals: int = 0) -> str:
+    """``01:23`` (a clock), or with ``decimals`` ``5:12.5`` (a finish time)."""
     if ms is None:
         return "--:--"
     ms = max(0, int(ms))
     minutes, rest = divmod(ms, 60_000)
     seconds = rest / 1000
-    if tenths:
-        return f"{minutes}:{seconds:04.1f}"
+    if decimals:
+        return f"{minutes}:{seconds:0{decimals + 3}.{decimals}f}"
     return f"{minutes:02d}:{int(seconds):02d}"
 
 
@@ -566,7 +568,9 @@ def render_standings(
     text.append("Race over", "bold")
     text.append(f" — {reasons.get(str(result.get('reason')), str(result.get('reason')))}\n\n")
     text.append(" #  name                status     cards   moves  score    time\n", "bold")
-    for s in result.get("standings") or []:
+    standings = result.get("standings") or []
+    decimals = time_decimals(standings)
+    for s in standings:
         racer = s.get("racer")
         style = "bold cyan" if racer == me else ""
         place = s.get("place")
@@ -579,7 +583,7 @@ def render_standings(
         text.append(f"{status:<10} ", STATUS_STYLE.get(status, ""))
         cards = f"{s.get('foundation', 0)}/{total}"
         elapsed = s.get("elapsed_ms")
-        clock = format_ms(elapsed, tenths=True) if elapsed is not None else "-"
+        clock = format_ms(elapsed, decimals) if elapsed is not None else "-"
         text.append(f"{cards:>7} {s.get('moves', 0):>6} {s.get('score', 0):>6} {clock:>8}\n", style)
     text.append("\n")
     text.append("seed ", STYLE_DIM)

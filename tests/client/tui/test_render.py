@@ -3,6 +3,7 @@ fitting 80×24, long columns, progress bars, lobby and standings."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from solrace.rules import VARIANTS, deal, view
+from solrace_client.cli import standings_table
 from solrace_client.tui.controller import Controller, Cursor, Marks, Source
 from solrace_client.tui.render import (
     CURSOR_BG,
@@ -213,7 +215,7 @@ def test_progress_bars_names_and_status() -> None:
 
 def test_clock() -> None:
     assert format_ms(83_000) == "01:23"
-    assert format_ms(312_456, tenths=True) == "5:12.5"
+    assert format_ms(312_456, 1) == "5:12.5"
     assert race_clock("racing", 1_000, 901_000, 84_000) == "01:23 · 13:37 left"
     assert race_clock("countdown", 5_000, None, 2_600) == "starts in 2.4 s"
     assert race_clock("lobby", None, None, 0) == ""
@@ -311,6 +313,24 @@ def test_standings_places_seed_and_how_to_verify(verdict: Verdict | None) -> Non
     assert " ".join(said.split()) in " ".join(plain.split())  # said whole, in 80 columns
     assert ("✔" in plain) == (verdict is not None and verdict.ok)
     assert max(len(r) for r in plain.split("\n")) <= 80
+
+
+def test_finish_times_equal_in_tenths_are_told_apart() -> None:
+    """An audit: 0:37.2 and 0:37.2 in first and second place (37,222 and 37,225 ms):
+    two rows that looked equal. Tenths unless two different times would read the
+    same; the bot's table too."""
+    bob = {**RESULT["standings"][1], "status": "finished", "elapsed_ms": 312_459}
+    close = {**RESULT, "standings": [RESULT["standings"][0], bob]}
+    plain = render_standings(close, {"variant": "yukon"}, me=2, race_id="r_1").plain
+    assert "5:12.456" in plain and "5:12.459" in plain
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(standings_table(close, 2))
+    table = console.export_text()
+    assert "312.456s" in table and "312.459s" in table
+    tied = {**RESULT, "standings": [RESULT["standings"][0], {**bob, "elapsed_ms": 312_456}]}
+    assert (
+        render_standings(tied, {"variant": "yukon"}, me=2, race_id="r_1").plain.count("5:12.5") == 2
+    )  # a real tie reads as one
 
 
 def test_watch_puts_two_yukon_boards_side_by_side_in_80_columns() -> None:
