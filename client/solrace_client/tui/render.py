@@ -598,6 +598,8 @@ def render_standings(
         text.append(line + "\n", look)
     text.append("Check every move yourself: ", STYLE_DIM)
     text.append(f"solrace verify {race_id or '?'}", "bold")
+    text.append("\nWatch it again, every board: ", STYLE_DIM)
+    text.append(f"solrace replay {race_id or '?'}", "bold")
     text.append("\n")
     return text
 

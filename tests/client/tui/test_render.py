@@ -309,6 +309,7 @@ def test_standings_places_seed_and_how_to_verify(verdict: Verdict | None) -> Non
     assert "Bob (you)" in rows[1] and "7/52" in rows[1]
     assert "1234567890123" in plain
     assert "solrace verify r_8f3k2" in plain
+    assert "solrace replay r_8f3k2" in plain  # a spectator's way to the whole race
     said = CHECKING if verdict is None else verdict.line
     assert " ".join(said.split()) in " ".join(plain.split())  # said whole, in 80 columns
     assert ("✔" in plain) == (verdict is not None and verdict.ok)
