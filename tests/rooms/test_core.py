@@ -1121,6 +1121,39 @@ async def test_a_decision_about_a_room_whose_keys_are_gone_is_unknown_room_at_on
         assert room.room_id not in node.rooms
 
 
+async def test_a_racer_dropping_after_its_rooms_keys_expired_is_not_recorded_for_ever(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A finished room's keys expired while both racers were still connected; then
+    they hung up. Each disconnect's offline was retried every 2 s until the node
+    restarted ("could not record a racer offline: retrying ... this room no longer
+    exists", 168 lines per node in 5 minutes: a lifecycle audit). A room that no longer
+    exists has nothing to record: one line a racer, no retry, no task left running."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room = ann.room
+    assert room is not None
+    assert (await ann.ask("resign")).t == "ok"
+    assert (await bob.ask("resign")).t == "ok"
+    await bob.until(lambda f: f.t == "race_over")
+    await asyncio.sleep(0.05)  # the race_over's archive (a task) is saved
+    await delete_room_keys(node.store, room.room_id)
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    for peer in (ann, bob):
+        peer.closed = True
+        await lobby.disconnected(node, peer)
+    await asyncio.sleep(node_module.WRITE_RETRY_S * 4)
+    retried = [r for r in caplog.records if r.getMessage().endswith(": retrying")]
+    assert retried == [], [(r.getMessage(), r.__dict__.get("error")) for r in retried]
+    said = "could not record a racer offline: the room no longer exists"
+    gone = [r for r in caplog.records if r.getMessage() == said]
+    assert len(gone) == 2, [r.getMessage() for r in caplog.records]
+    assert not [t for t in node._tasks if not t.done()], node._tasks
+    assert isinstance(node.metrics, Tally)
+    assert node.metrics.lost_writes.value == 0
+
+
 async def test_exactly_the_events_that_end_a_racers_race_close_its_log(backend: Backend) -> None:
     """The store refuses a closed log's moves (a node with a stale copy of the room
     stored a forfeited racer's finish): a resignation, a time-out and a leave from the

@@ -172,7 +172,8 @@ async def _until_done(
 ) -> None:
     """Run ``attempt`` until Redis lets it finish: after a failure (logged as ``what``)
     wait ``first_s``, doubling up to RETRY_MAX_S. For a write that must happen once the
-    node has decided it, where no request is waiting to be told it failed. ``failed``:
+    node has decided it, where no request is waiting to be told it failed — unless its
+    room no longer exists (:func:`_gone`): then it ends. ``failed``:
     the caller's own attempt failed (and was logged), so this one waits first — it
     tried again at once, and the same failure was logged twice in a millisecond."""
     delay = first_s
@@ -184,9 +185,25 @@ async def _until_done(
             await attempt()
             return
         except (StoreUnavailable, BadMessage) as exc:
+            if _gone(exc, what, extra):
+                return
             log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
         await asyncio.sleep(delay)
         delay = min(2 * delay, RETRY_MAX_S)
+
+
+def _gone(exc: StoreUnavailable | BadMessage, what: str, extra: dict[str, Any]) -> bool:
+    """Whether a write that must follow a decision failed because its room no longer
+    exists (``unknown_room``: its keys expired, or Redis lost it whole — which the
+    node has handled then): there is nothing left to write it to, so it is dropped
+    with one line. Retried, a room that expired with its racers still connected had
+    each node log "could not record a racer offline: retrying" every 2 s for every
+    racer who then hung up, until the node restarted (168 lines per node in 5 minutes:
+    a lifecycle audit)."""
+    if not (isinstance(exc, BadMessage) and exc.code == ErrorCode.UNKNOWN_ROOM):
+        return False
+    log.info(f"{what}: the room no longer exists", extra=extra)
+    return True
 
 
 def _last_race(room: LiveRoom) -> str | None:
@@ -333,6 +350,8 @@ class Node:
         try:
             await attempt()
         except (StoreUnavailable, BadMessage) as exc:
+            if _gone(exc, what, extra):
+                return
             log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
             self.spawn(_until_done(attempt, what, extra, WRITE_RETRY_S, failed=True))
 
