@@ -188,13 +188,17 @@ async def test_a_disconnect_redis_fails_to_record_twice_is_logged_once_a_try(
     assert logged[1].created - logged[0].created >= WRITE_RETRY_S * 0.9
 
 
-async def test_a_resume_whose_presence_write_fails_is_joined_once_and_recorded_online(
-    backend: Backend,
+@pytest.mark.parametrize("fault", ["write fails", "reply lost"])
+async def test_a_resume_whose_presence_write_fails_is_refused_once_and_its_retry_resumes(
+    backend: Backend, fault: str
 ) -> None:
-    """Bob drops (recorded offline) and resumes: ``joined`` is sent, then Redis fails
-    the presence that records him online. The resume succeeded (he plays), so it gets
-    that one reply and no error after it, and the node records him online as soon as
-    Redis answers: his grace, still running from the drop, must not forfeit him."""
+    """Bob drops (recorded offline) and resumes: Redis fails the presence that records
+    him online, before storing it or after (its reply lost). A resume records its racer
+    online before it sends ``joined`` (a resume racing a rematch was otherwise left in a
+    room without its racer), so this one is refused ``unavailable``, its one reply, and
+    attaches nothing. Recorded online on that refused connection (the reply lost), Bob
+    is recorded offline again, or no close would ever start his grace. The retry, on
+    the same connection, resumes him; he plays, and the grace does not forfeit him."""
     clock = Clock()
     node = await backend.node(clock=clock)
     race = await _race_on(node, node)
@@ -205,18 +209,23 @@ async def test_a_resume_whose_presence_write_fails_is_joined_once_and_recorded_o
     bob.closed = True
     await lobby.disconnected(node, bob)
     await _frame(ann, "Bob offline", _is("presence", racer=bob_id, online=False))
-    mark = len(ann.frames)
 
     again = FakePeer(node)
-
-    def after_joined(*args: Any, **kwargs: Any) -> bool:
-        sent = any(f.t == "joined" for f in again.frames)
-        return sent and _storing(EventType.PRESENCE)(*args, **kwargs)
-
-    failed = _fail_once(node.store, "append_event", after_joined)
+    inject = _fail_once if fault == "write fails" else _reply_lost_once
+    hit = inject(node.store, "append_event", _storing(EventType.PRESENCE))
     got = await _replies(again, "resume", room=room.room_id, token=token)
-    assert failed, "the presence after the joined reply was never written"
-    assert [f.t for f in got] == ["joined"], [(f.t, dict(f.d)) for f in got]
+    assert hit, "the resume's presence was never written"
+    assert [(f.t, f.d.get("code")) for f in got] == [("error", "unavailable")], got
+    assert again.room is None and bob_id not in room.racers
+
+    async def bob_online() -> bool:
+        await node.sync(room)
+        return room.state.racers[bob_id].online
+
+    await _poll(bob_online, lambda online: not online, "Bob online on a refused connection")
+    mark = len(ann.frames)
+    retried = await again.ask("resume", room=room.room_id, token=token)
+    assert retried.t == "joined", retried.d
     moved = await again.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])
     assert moved.t == "moved", moved.d
     await _frame(ann, "Bob online again", _is("presence", racer=bob_id, online=True), after=mark)
@@ -298,6 +307,88 @@ async def test_two_joins_racing_on_two_nodes_keep_each_racers_token(backend: Bac
         assert await a.store.racer_for_token(room_id, digest) == str(joined.d["racer"])
     resumed = await FakePeer(b).ask("resume", room=room_id, token=bob_joined[0].d["token"])
     assert (resumed.t, resumed.d.get("racer")) == ("joined", 2), resumed.d
+
+
+def _storing_on(store: Store, kind: str, first: Callable[[], Awaitable[None]]) -> list[bool]:
+    """Pause ``store``'s next append of a ``kind`` event between its decision's read and
+    its write, and run ``first()`` meanwhile (another node's decision). Returns a list
+    that is non-empty once the pause has happened: the test checks it hit."""
+    append = store.append_event
+    paused: list[bool] = []
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        if not paused and _event_type(args[1]) == kind:
+            paused.append(True)
+            await first()
+        return await append(*args, **kwargs)
+
+    setattr(store, "append_event", held)  # noqa: B010 (a method of the instance)
+    return paused
+
+
+@pytest.mark.parametrize("first", ["rematch first", "resume first"])
+async def test_a_resume_racing_a_rematch_keeps_the_racer_or_refuses_the_resume(
+    backend: Backend, first: str
+) -> None:
+    """Bob drops after the race_over; his resume on node B and Ann's rematch on node A
+    are decided at once, each on the room as it was before the other. The rematch
+    drops a racer who is offline; the resume had answered ``joined`` first and
+    recorded Bob online after: when the reset came in between, Bob's connection was
+    left attached to a room that no longer had him — ``ready`` refused ``not_racer``,
+    ``join`` ``already_in_room``, never ``presence`` online (5 of 12 tries of a
+    lifecycle audit). Whichever is stored first, the outcome is a documented one: Bob
+    is kept (online when the reset is decided), or his resume is refused ``bad_token``,
+    his connection free to ``join`` the new lobby."""
+    a, b = await backend.node(), await backend.node()
+    race = await _race_on(a, b)
+    ann, bob = race.ann, race.bob
+    room_a, bob_id = ann.room, bob.racer
+    assert room_a is not None and bob_id is not None
+    token = str((await bob.until(lambda f: f.t == "joined")).d["token"])
+    assert (await ann.ask("resign")).t == "ok"
+    assert (await bob.ask("resign")).t == "ok"
+    await ann.until(lambda f: f.t == "race_over")
+    bob.closed = True
+    await lobby.disconnected(b, bob)
+    await _frame(ann, "Bob offline", _is("presence", racer=bob_id, online=False))
+    again = FakePeer(b)
+    replies: list[Envelope] = []
+
+    async def rematch() -> None:
+        assert (await ann.ask("rematch")).t == "ok"
+
+    async def resume() -> None:
+        replies.extend(await _replies(again, "resume", room=room_a.room_id, token=token))
+
+    if first == "rematch first":
+        paused = _storing_on(b.store, EventType.PRESENCE, rematch)
+        await resume()
+    else:
+        paused = _storing_on(a.store, EventType.ROOM_RESET, resume)
+        await rematch()
+    assert paused, "the decisions did not interleave"
+    reset = await _frame(ann, "the reset", _is("room_reset"))
+    kept = [r["racer"] for r in reset.d["racers"]]  # type: ignore[union-attr]
+    assert len(replies) == 1, [(f.t, dict(f.d)) for f in replies]
+    room_b = b.rooms[room_a.room_id]
+
+    async def folded() -> int:
+        return room_b.state.version
+
+    await _poll(folded, lambda v: v == room_a.state.version, "B folded what A stored")
+    if first == "rematch first":
+        assert bob_id not in kept
+        assert (replies[0].t, replies[0].d["code"]) == ("error", "bad_token"), replies[0].d
+        assert again.room is None and bob_id not in room_b.racers
+        joined = await again.ask("join", code=room_a.meta.code, name="Bob")
+        assert joined.t == "joined", joined.d
+    else:
+        assert bob_id in kept
+        assert replies[0].t == "joined", replies[0].d
+        member = room_a.state.racers[bob_id]
+        assert member.online and member.conn == again.conn_id
+        assert room_b.racers[bob_id] is again
+        assert (await again.ask("ready", ready=True)).t == "ok"
 
 
 async def _lobby_whose_next_join_is_not_read_back(

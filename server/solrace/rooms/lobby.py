@@ -288,12 +288,13 @@ async def _enter_as_racer(
 ) -> None:
     """Send ``joined`` (snapshot at the folded version), then the events missed
     since ``since``, then attach the peer for live events — all under the room
-    lock, so no live event can slip in between. ``resumed``: the racer's online event
-    is stored next (Node._presence_folded: until this node folds it, the peer holds
-    the racer against the online events before it)."""
+    lock, so no live event can slip in between. ``resumed``: first record the racer
+    online on this connection (:func:`_resumed_locked`), under the same lock."""
     async with room.lock:
         await node.join_room(room)
         await node.sync_locked(room)
+        if resumed:
+            await _resumed_locked(node, peer, room, racer)
         snapshot = await snapshot_for(node, room, racer)
         replay = await _missed(node, peer, room, since)
         peer.send(
@@ -311,14 +312,57 @@ async def _enter_as_racer(
             peer.send_bytes(frame)
         _rewound(node, peer, room, since, snapshot)
         _attach_racer(node, peer, room, racer)
-        if resumed:
-            room.awaiting_online.add(peer.conn_id)
+
+
+async def _resumed_locked(node: Node, peer: Peer, room: LiveRoom, racer: int) -> None:
+    """Record ``racer`` online on ``peer``'s connection (announced even if it never
+    looked offline, so that its previous connection, on whichever node, is closed),
+    before anything is sent: refused ``bad_token`` (nothing stored) if the racer is
+    no longer one by the time the room is read again. Caller holds the room's lock.
+
+    A rematch decided on another node from the room before this presence drops the
+    racer (offline then); decided after, it keeps it (online). Sent ``joined`` first
+    and recorded online after, a resume whose presence came after such a reset left
+    its connection attached to a room without its racer: ``ready`` refused
+    ``not_racer``, ``join`` ``already_in_room``, for good (5 of 12 tries of a
+    lifecycle audit)."""
+
+    def decision() -> list[RoomEvent]:
+        if _not_resumable(room, racer) is not None:
+            return []
+        return decide_.resumed(room.state, racer)
+
+    await node.decide_locked(room, decision, conn=peer.conn_id, node=node.node_id)
+    refusal = _not_resumable(room, racer)
+    if refusal is not None:
+        raise refusal
+
+
+def _not_resumable(room: LiveRoom, racer: int) -> BadMessage | None:
+    """Why ``racer`` can no longer resume its seat in ``room`` as folded (gone from
+    it, or gone from its race), or None."""
+    member = room.state.racers.get(racer)
+    name = f"room {room.meta.code}"
+    if member is None:
+        return BadMessage(
+            ErrorCode.BAD_TOKEN,
+            f"you are no longer a racer of {name} (you left it, were away longer than "
+            f"the {decide_.DISCONNECT_GRACE_MS // 1000} s grace while it was not racing, or "
+            "were away when its rematch began): join it again",
+        )
+    if member.status == RacerStatus.LEFT:
+        why = (
+            f"you were away longer than the {decide_.DISCONNECT_GRACE_MS // 1000} s grace"
+            if member.left_reason == LeaveReason.GRACE
+            else "you left this race"
+        )
+        return BadMessage(ErrorCode.BAD_TOKEN, f"{why}: you can watch {name}")
+    return None
 
 
 def _attach_racer(node: Node, peer: Peer, room: LiveRoom, racer: int) -> None:
     old = room.racers.get(racer)
     if old is not None and old is not peer:
-        room.awaiting_online.discard(old.conn_id)
         old.detach()
         old.close_later(CloseCode.NORMAL, CloseReason.REPLACED)
     room.racers[racer] = peer
@@ -348,21 +392,10 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
             # must not tell whoever holds a private room's id that the room is there.
             raise gone
         raise BadMessage(ErrorCode.BAD_TOKEN, f"this token is not a racer's of {name}")
-    name = f"room {room.meta.code}"
-    if member is None:
-        raise BadMessage(
-            ErrorCode.BAD_TOKEN,
-            f"you are no longer a racer of {name} (you left it, were away longer than "
-            f"the {decide_.DISCONNECT_GRACE_MS // 1000} s grace while it was not racing, or "
-            "were away when its rematch began): join it again",
-        )
-    if member.status == RacerStatus.LEFT:
-        why = (
-            f"you were away longer than the {decide_.DISCONNECT_GRACE_MS // 1000} s grace"
-            if member.left_reason == LeaveReason.GRACE
-            else "you left this race"
-        )
-        raise BadMessage(ErrorCode.BAD_TOKEN, f"{why}: you can watch {name}")
+    refusal = _not_resumable(room, racer)
+    if refusal is not None:
+        raise refusal
+    assert member is not None  # a racer of the room (_not_resumable)
     if peer.room is not None and (peer.room is not room or peer.racer != racer):
         raise BadMessage(ErrorCode.ALREADY_IN_ROOM)
     # A resume on the connection that already is the racer's (online, recorded as this
@@ -374,23 +407,23 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     if not again:
         room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
     peer.charge(RESUME_COST)
-    await _enter_as_racer(
-        node, peer, room, racer, msg.token, request_id, msg.since, resumed=not again
-    )
-    if again:
-        return
-    log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
     try:
-        await node.decide(
-            room,
-            lambda: decide_.resumed(room.state, racer),
-            conn=peer.conn_id,
-            node=node.node_id,
+        await _enter_as_racer(
+            node, peer, room, racer, msg.token, request_id, msg.since, resumed=not again
         )
-    except (StoreUnavailable, BadMessage):
-        # ``joined`` is sent and the racer plays here: the request succeeded. Its
-        # presence is recorded as soon as Redis lets it, before its grace can end.
-        node.spawn(node.reassert(room, racer, peer.conn_id))
+    except StoreUnavailable:
+        if again:
+            raise
+        # The racer may be recorded online on this connection (its presence stored, a
+        # read after it failed), which is refused and never attached, so its close
+        # would record nothing: record it offline, so that its grace runs. If it was
+        # not stored, this writes nothing (decisions.presence); written late, after
+        # this connection resumed again under a new id, it changes nothing either.
+        await node.record_offline(room, racer, peer.conn_id)
+        peer.new_conn_id()
+        raise
+    if not again:
+        log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
 
 
 def _rewound(node: Node, peer: Peer, room: LiveRoom, since: int | None, snapshot: Snapshot) -> None:
@@ -545,7 +578,6 @@ async def disconnected(node: Node, peer: Peer) -> None:
     if racer is None:
         room.spectators.discard(peer)
         return
-    room.awaiting_online.discard(peer.conn_id)
     if room.racers.get(racer) is not peer:
         return
     del room.racers[racer]

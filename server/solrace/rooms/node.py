@@ -926,14 +926,10 @@ class Node:
         if peer is None or conn is None:
             return
         if event.d["online"]:
-            if peer.conn_id == conn:
-                room.awaiting_online.discard(conn)
-            elif peer.conn_id not in room.awaiting_online:
-                self._replaced(room, racer, conn)
-            # else: ``peer`` resumed here after ``conn`` did, and its own online event
-            # comes later in the stream: it holds the racer. Closed here, two resumes at
-            # once left nobody holding it, the room saying it was online, its grace
-            # never begun (a fuzzing audit: the race waited for its time limit).
+            # Another connection's online is a later one than ``peer``'s own: a resume
+            # records it before attaching its connection, under the room's lock
+            # (lobby._resumed_locked), so every online folded after is newer.
+            self._replaced(room, racer, conn)
         elif peer.conn_id == conn and not peer.closed:
             # Marked offline while connected here (a lease lost in a Redis outage):
             # say again that the racer is here, before its grace can run out.
@@ -972,7 +968,6 @@ class Node:
         connection here, if any, so two windows never play one racer."""
         peer = room.racers.get(racer)
         if peer is not None and peer.conn_id != conn:
-            room.awaiting_online.discard(peer.conn_id)
             del room.racers[racer]
             room.games.pop(racer, None)
             peer.detach()
@@ -1027,76 +1022,89 @@ class Node:
         ``server_only`` sets RoomEvent fields that are stored but never sent (the
         connection and node of a presence, the candidate of a deal)."""
         async with room.lock:
-            await self.join_room(room)
-            for _ in range(DECIDE_ATTEMPTS):
-                await self.sync_locked(room)
-                if prepare is not None:
-                    await prepare()
-                events = decision()
-                if not events:
-                    return events
-                expected = room.state.version
-                if any(ev.t == EventType.COUNTDOWN for ev in events):
-                    # Noted before the race begins, so that if every node serving it
-                    # dies, another finds it, ends it and archives it (sweep_orphans).
-                    await self.store.mark_unarchived(room.room_id)
-                racer_token = None if token is None else token(events)
-                try:
-                    for ev in events:
-                        stamped = ev.but(at=self.clock(), **server_only)
-                        # A race_over closes its round for moves in the same write.
-                        ends = room.state.round if ev.t == EventType.RACE_OVER else None
-                        done = racer_done_by(room.state, ev)
-                        await self.store.append_event(
-                            room.room_id,
-                            pack_event(stamped),
-                            expected,
-                            ends_round=ends,
-                            token=racer_token,
-                            ttl_s=expiry_set_by(room.state, ev),
-                            closes_log=None if done is None else room.log_name(done),
-                        )
-                        racer_token = None  # with the first event only
-                        expected += 1
-                        _log_decision(room, ev)
-                except HeadLost as lost:
-                    # Redis had lost the room's version or chain key; the append
-                    # restored them from the stream and wrote nothing: say so, and
-                    # decide again on what Redis now holds.
-                    await self._resync_locked(room, lost.what)
-                    continue
-                except VersionConflict as conflict:
-                    current = conflict.current_version
-                    if current == 0 and room.expiring():
-                        # Its keys expired (an hour after its race_over, ten minutes
-                        # after everyone left): no lost writes, and nothing to decide.
-                        raise no_longer_exists() from None
-                    if current < room.state.version:
-                        await self._resync_locked(room, f"Redis is at version {current}")
-                        if self.rooms.get(room.room_id) is not room:  # Redis lost it whole
-                            raise no_longer_exists() from None
-                    continue
-                try:
-                    await self.sync_locked(room)
-                except StoreUnavailable:
-                    # Stored, not read back. The request is told so (``unavailable``:
-                    # its outcome unknown, its retry finds the decision made), but the
-                    # writes that follow the decision must not go with the read: a
-                    # rematch kept its race_over's one-hour expiry, an emptied lobby
-                    # stayed listed.
-                    self.store_failed(room=room)
-                    # The round the events leave the room in (a reset begins one).
-                    round_no = room.state.round + sum(ev.t == EventType.ROOM_RESET for ev in events)
-                    writes = functools.partial(
-                        self._after_decision_late, room, events, expected, round_no
-                    )
-                    self.retry_locked(room, "could not make a decision's writes", writes)
-                    raise
-                await self._after_decision(room, events)
+            return await self.decide_locked(room, decision, prepare, token, **server_only)
+
+    async def decide_locked(
+        self,
+        room: LiveRoom,
+        decision: Callable[[], list[RoomEvent]],
+        prepare: Callable[[], Awaitable[None]] | None = None,
+        token: Callable[[list[RoomEvent]], tuple[str, str]] | None = None,
+        **server_only: Any,
+    ) -> list[RoomEvent]:
+        """:meth:`decide`, for a caller that holds the room's lock: what it does next
+        under the same lock (a resume sending its ``joined``) follows the decision with
+        no other decision folded in between."""
+        await self.join_room(room)
+        for _ in range(DECIDE_ATTEMPTS):
+            await self.sync_locked(room)
+            if prepare is not None:
+                await prepare()
+            events = decision()
+            if not events:
                 return events
-            raise BadMessage(
-                ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
-            )
+            expected = room.state.version
+            if any(ev.t == EventType.COUNTDOWN for ev in events):
+                # Noted before the race begins, so that if every node serving it
+                # dies, another finds it, ends it and archives it (sweep_orphans).
+                await self.store.mark_unarchived(room.room_id)
+            racer_token = None if token is None else token(events)
+            try:
+                for ev in events:
+                    stamped = ev.but(at=self.clock(), **server_only)
+                    # A race_over closes its round for moves in the same write.
+                    ends = room.state.round if ev.t == EventType.RACE_OVER else None
+                    done = racer_done_by(room.state, ev)
+                    await self.store.append_event(
+                        room.room_id,
+                        pack_event(stamped),
+                        expected,
+                        ends_round=ends,
+                        token=racer_token,
+                        ttl_s=expiry_set_by(room.state, ev),
+                        closes_log=None if done is None else room.log_name(done),
+                    )
+                    racer_token = None  # with the first event only
+                    expected += 1
+                    _log_decision(room, ev)
+            except HeadLost as lost:
+                # Redis had lost the room's version or chain key; the append
+                # restored them from the stream and wrote nothing: say so, and
+                # decide again on what Redis now holds.
+                await self._resync_locked(room, lost.what)
+                continue
+            except VersionConflict as conflict:
+                current = conflict.current_version
+                if current == 0 and room.expiring():
+                    # Its keys expired (an hour after its race_over, ten minutes
+                    # after everyone left): no lost writes, and nothing to decide.
+                    raise no_longer_exists() from None
+                if current < room.state.version:
+                    await self._resync_locked(room, f"Redis is at version {current}")
+                    if self.rooms.get(room.room_id) is not room:  # Redis lost it whole
+                        raise no_longer_exists() from None
+                continue
+            try:
+                await self.sync_locked(room)
+            except StoreUnavailable:
+                # Stored, not read back. The request is told so (``unavailable``:
+                # its outcome unknown, its retry finds the decision made), but the
+                # writes that follow the decision must not go with the read: a
+                # rematch kept its race_over's one-hour expiry, an emptied lobby
+                # stayed listed.
+                self.store_failed(room=room)
+                # The round the events leave the room in (a reset begins one).
+                round_no = room.state.round + sum(ev.t == EventType.ROOM_RESET for ev in events)
+                writes = functools.partial(
+                    self._after_decision_late, room, events, expected, round_no
+                )
+                self.retry_locked(room, "could not make a decision's writes", writes)
+                raise
+            await self._after_decision(room, events)
+            return events
+        raise BadMessage(
+            ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
+        )
 
     async def after_countdown(self, room: LiveRoom) -> None:
         """What follows a countdown's write (also after a ``start`` retried because

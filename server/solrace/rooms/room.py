@@ -69,11 +69,6 @@ class LiveRoom:
         #: The node is rebuilding the room from Redis (Node._resync_locked): a loss
         #: found meanwhile is the one being rebuilt from, not another.
         self.rebuilding = False
-        #: Connections a ``resume`` attached here as their racer whose own online
-        #: event this node has not folded yet. An online event of another connection
-        #: folded meanwhile is older than theirs in the stream, and does not close them
-        #: (Node._presence_folded): the later event holds the racer, on every node.
-        self.awaiting_online: set[str] = set()
         #: A client brought a version the store does not hold (Node.client_ahead):
         #: logged and counted once.
         self.ahead_reported = False
@@ -132,9 +127,6 @@ class LiveRoom:
         self.sent_boards.clear()
         self.chain = ""
         self.ahead_seen = None  # measured against the old fold; start afresh
-        # An awaited online event may be among the writes lost: the connections
-        # attached here hold their racers as they would after their own events.
-        self.awaiting_online.clear()
 
     def seed(self) -> int:
         """The seed the round deals (the certified candidate, for a winnable room)."""
