@@ -245,6 +245,25 @@ def test_the_race_ends_when_nobody_is_playing() -> None:
     assert all(r.status == "waiting" and not r.ready for r in room.state.racers.values())
 
 
+def test_a_rematch_without_its_host_is_hosted_by_the_earliest_joined_racer_kept() -> None:
+    """Ann hosted and is offline when Cy asks for the rematch, so the reset drops her.
+    The asker became host; the new host is now, as when a host leaves (racer_left),
+    the earliest-joined racer who stays: Bob. A host still online stays host."""
+    room = _racing(3)
+    for racer in (1, 2, 3):
+        room.apply(d.resign(room.state, racer))
+    room.apply(room.tick())
+    assert room.state.phase == "finished"
+    kept_host = d.rematch(room.state, 3)[0]
+    assert kept_host.d["host"] == 1
+    room.apply(d.presence(room.state, 1, False))
+    (reset,) = d.rematch(room.state, 3)
+    assert [r["racer"] for r in reset.d["racers"]] == [2, 3]
+    assert reset.d["host"] == 2
+    room.apply([reset])
+    assert room.state.host == 2
+
+
 def test_a_racer_offline_past_the_grace_period_leaves() -> None:
     room = _racing(2)
     room.apply(d.presence(room.state, 2, False))

@@ -226,7 +226,9 @@ def resumed(state: RoomState, racer: int) -> list[Event]:
 
 def rematch(state: RoomState, racer: int) -> list[Event]:
     """A new round for whoever stays. Asked again in that round's lobby (a retry
-    whose reply was lost), it is already done."""
+    whose reply was lost), it is already done. A host who does not stay is followed,
+    as when a host leaves (:func:`leave`), by the earliest-joined racer who stays
+    (the asker became host, whoever had joined before it)."""
     _member(state, racer)
     if state.phase == Phase.LOBBY and state.round > 1:
         return []
@@ -237,7 +239,7 @@ def rematch(state: RoomState, racer: int) -> list[Event]:
         for r in state.racers.values()
         if (r.status != RacerStatus.LEFT and r.online) or r.racer == racer
     ]
-    host = state.host if any(r.racer == state.host for r in staying) else racer
+    host = state.host if any(r.racer == state.host for r in staying) else staying[0].racer
     racers = [RacerState(r.racer, r.name).info() for r in staying]
     return [event(EventType.ROOM_RESET, host=host, racers=racers)]
 
