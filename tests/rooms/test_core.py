@@ -782,6 +782,39 @@ async def test_a_lobby_everyone_left_takes_nobody_new(backend: Backend) -> None:
     assert not room.state.racers and bob.room is None
 
 
+async def test_a_finished_room_everyone_left_expires_in_ten_minutes_and_says_so(
+    backend: Backend,
+) -> None:
+    """A finished room expires an hour after its race_over, or ten minutes after its
+    last racer leaves (docs/server.md said an hour). A join by its code was told
+    "this race has already started: you can watch it" while a racer could still ask
+    for a rematch, and after everyone had left too: it now says the race is over
+    (``wrong_phase``, as documented for a join outside a lobby), and who is left."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room = ann.room
+    assert room is not None
+    for peer in (ann, bob):
+        assert (await peer.ask("resign")).t == "ok"
+    await bob.until(lambda f: f.t == "race_over")
+    assert await _room_ttl_ms(node, room.room_id) > EMPTY_ROOM_TTL_S * 1000
+    cy = FakePeer(node)
+    refused = await cy.ask("join", code=room.meta.code, name="Cy")
+    assert (refused.t, refused.d["code"]) == ("error", "wrong_phase"), refused.d
+    assert str(refused.d["message"]).startswith("this race is over: "), refused.d
+    assert "rematch" in str(refused.d["message"])
+    for peer in (ann, bob):
+        assert (await peer.ask("leave")).t == "ok"
+    assert 0 < await _room_ttl_ms(node, room.room_id) <= EMPTY_ROOM_TTL_S * 1000
+    refused = await cy.ask("join", code=room.meta.code, name="Cy")
+    assert (refused.t, refused.d["code"]) == ("error", "wrong_phase"), refused.d
+    assert refused.d["message"] == (
+        "this race is over and everyone left the room: you can watch its result"
+    )
+    assert cy.room is None
+
+
 async def test_a_quick_race_skips_a_lobby_everyone_left_that_is_still_listed(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -50,6 +50,10 @@ def join(
     number): every racer gets the same deal, so a second seat is a scout that turns
     cards up for the first (docs/fairness.md). Decided on the folded room like every
     join, so two nodes seating one address at once cannot both succeed."""
+    if state.phase == Phase.FINISHED:
+        # Not "already started": a racer of it may still ask for a rematch (whose
+        # lobby takes joins), unless everyone has left (it then expires).
+        raise RaceError("wrong_phase", _race_over_refusal(state))
     if state.phase != Phase.LOBBY:
         raise RaceError("wrong_phase", "this race has already started: you can watch it")
     if state.everyone_left():
@@ -60,6 +64,16 @@ def join(
         raise RaceError("same_address", ErrorCode.SAME_ADDRESS.message)
     info = RacerState(state.next_racer, distinct_name(state, name)).info()
     return [event(EventType.RACER_JOINED, **info)]
+
+
+def _race_over_refusal(state: RoomState) -> str:
+    """What a join of a finished room is told."""
+    if not state.racers:
+        return "this race is over and everyone left the room: you can watch its result"
+    return (
+        "this race is over: you can watch its result, or join its rematch's lobby "
+        "once one of its racers asks for a rematch"
+    )
 
 
 def seats_its_origin(state: RoomState, origin: str | None, seats_per_origin: int) -> bool:
