@@ -237,6 +237,48 @@ async def test_a_resume_whose_presence_write_fails_is_refused_once_and_its_retry
     assert room.state.racers[bob_id].status == RacerStatus.PLAYING
 
 
+async def test_a_resume_while_redis_stays_down_is_refused_at_once(backend: Backend) -> None:
+    """As above, the reply lost, and then Redis stays down: the resume is refused
+    ``unavailable`` at once, not after the outage (the offline write that follows a
+    refused resume is retried in the background, Node.insist). Once Redis is back, Bob
+    is recorded offline on the refused connection, and the retry resumes him."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    bob, room, bob_id = race.bob, race.bob.room, race.bob.racer
+    assert room is not None and bob_id is not None
+    token = (await bob.until(lambda f: f.t == "joined")).d["token"]
+    bob.closed = True
+    await lobby.disconnected(node, bob)
+    await _frame(race.ann, "Bob offline", _is("presence", racer=bob_id, online=False))
+    faults = StoreFaults(node.store)
+    append = node.store.append_event
+    lost: list[bool] = []
+
+    async def stored_then_down(*args: Any, **kwargs: Any) -> Any:
+        outcome = await append(*args, **kwargs)
+        if not lost and _event_type(args[1]) == EventType.PRESENCE:
+            lost.append(True)
+            faults.down = True  # Bob is online on the refused connection; Redis goes
+            raise StoreUnavailable("append_event: the reply was lost (injected)")
+        return outcome
+
+    setattr(node.store, "append_event", stored_then_down)  # noqa: B010 (of the instance)
+    again = FakePeer(node)
+    async with asyncio.timeout(3):
+        got = await _replies(again, "resume", room=room.room_id, token=token)
+    assert [(f.t, f.d.get("code")) for f in got] == [("error", "unavailable")], got
+    assert lost and again.room is None
+    faults.down = False
+
+    async def bob_online() -> bool:
+        await node.sync(room)
+        return room.state.racers[bob_id].online
+
+    await _poll(bob_online, lambda online: not online, "Bob online on a refused connection")
+    retried = await again.ask("resume", room=room.room_id, token=token)
+    assert retried.t == "joined", retried.d
+
+
 async def test_a_join_whose_write_fails_stores_neither_racer_nor_token(backend: Backend) -> None:
     """A join's token is stored in the same write as its racer_joined: if Redis fails
     that write, the join is refused and neither was stored (a racer without its token
