@@ -216,14 +216,11 @@ def test_the_keepalive_and_the_non_reading_client_are_the_constants() -> None:
     )
     says(f"must answer every ping within {timeout:g} s")
     says(f"a WebSocket ping left unanswered for {timeout:g} s")
-    says(
-        f"`keepalive ping timeout` {timeout:g}–{interval + timeout:g} s after it stopped "
-        f"reading (the next ping goes out within {interval:g} s, and is given {timeout:g} s)"
-    )
     mib = limits.MAX_UNREAD_BYTES / 2**20
-    says(f"or more than {mib:g} MiB (`limits.MAX_UNREAD_BYTES`) of frames wait")
-    says(f"once more than {mib:g} MiB wait in the server's own buffer")
-    says(f"the server waits {limits.CLOSE_TIMEOUT_S:g} s (`limits.CLOSE_TIMEOUT_S`)")
+    says(f"at once when more than {mib:g} MiB (`limits.MAX_UNREAD_BYTES`) wait")
+    assert interval + timeout == limits.STUCK_OUTPUT_S
+    says(f"otherwise {limits.STUCK_OUTPUT_S:g} s (`limits.STUCK_OUTPUT_S`, the keepalive's")
+    says(f"output that has not\nmoved for {limits.STUCK_OUTPUT_S:g} s")
 
 
 async def test_a_race_left_by_all_but_one_in_the_countdown_starts_with_one(

@@ -41,6 +41,7 @@ from solrace.protocol.limits import (
     CONNECTION_RETRY_AFTER_S,
     KEEPALIVE_INTERVAL_S,
     KEEPALIVE_TIMEOUT_S,
+    STUCK_OUTPUT_S,
 )
 from solrace.rooms import lobby
 from solrace.rooms.clock import offset_ms
@@ -110,6 +111,29 @@ class _Connection(ServerConnection):
     race_server: ClassVar[RaceServer]
     ticket: Ticket | None = None
     _refusal_timer: asyncio.TimerHandle | None = None
+    _stuck_timer: asyncio.TimerHandle | None = None
+
+    def pause_writing(self) -> None:
+        """Output waits for a client that does not read it: drop the connection if it
+        still waits :data:`STUCK_OUTPUT_S` from now. Neither the keepalive nor a close
+        can: websockets' ping and close frames both wait for this output to drain
+        first, so a client that stopped reading held its connection, and up to
+        MAX_UNREAD_BYTES of output, for ever (a test found the 1008 close of a
+        non-reading client waiting after 15 s, and nothing ever dropping it)."""
+        super().pause_writing()
+        self._stuck_timer = self.loop.call_later(STUCK_OUTPUT_S, self._drop_stuck)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._stuck_timer is not None:
+            self._stuck_timer.cancel()
+            self._stuck_timer = None
+
+    def _drop_stuck(self) -> None:
+        self._stuck_timer = None
+        log.warning("dropping a connection whose output has not moved for %.0f s", STUCK_OUTPUT_S)
+        self.race_server.metrics.closes.labels(str(int(CloseCode.POLICY_VIOLATION))).inc()
+        self.transport.abort()
 
     def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
         protocol.__class__ = _Protocol
@@ -131,6 +155,8 @@ class _Connection(ServerConnection):
         super().connection_lost(exc)
         if self._refusal_timer is not None:
             self._refusal_timer.cancel()
+        if self._stuck_timer is not None:
+            self._stuck_timer.cancel()
         if self.ticket is not None:
             self.race_server.admission.release(self.ticket)
 

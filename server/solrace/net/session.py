@@ -29,7 +29,6 @@ from websockets.protocol import OPEN
 from solrace.protocol import (
     BadMessage,
     CloseCode,
-    CloseReason,
     ErrorCode,
     ProtocolError,
     RateLimited,
@@ -116,12 +115,14 @@ class Session(Peer):
         self.metrics.frames_out.inc(frames)
         if transport.get_write_buffer_size() > MAX_UNREAD_BYTES:
             # Checked after the write, not before the next one: a connection that went
-            # past the limit and is sent nothing more was held until the keepalive
-            # closed it. Its close frame waits behind what it has not read, so it
-            # never sees it: the close times out and the connection is dropped.
+            # past the limit and is sent nothing more was held. Dropped, not closed:
+            # a close frame would wait behind what the client has not read (it could
+            # never see it), and websockets' close waits for that output to drain
+            # first — for ever (the connection stayed open).
             log.warning("dropping a connection that does not read", extra=self.ids())
             self.metrics.closes.labels(str(int(CloseCode.POLICY_VIOLATION))).inc()
-            self.close_later(CloseCode.POLICY_VIOLATION, CloseReason.TOO_SLOW)
+            self.closed = True
+            transport.abort()
 
     def close_later(self, code: int, reason: str) -> None:
         self.closed = True

@@ -57,7 +57,6 @@ class CloseReason(StrEnum):
 
     REPLACED = "replaced"  # 1000: the racer connected again elsewhere; do not reconnect
     DRAINING = "draining"  # 1001: the node is shutting down; reconnect and resume
-    TOO_SLOW = "too_slow"  # 1008: the client does not read what it is sent
     ROOM_GONE = "room_gone"  # 1001: Redis lost the whole room; a resume says it is gone
 
 

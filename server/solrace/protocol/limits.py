@@ -153,8 +153,13 @@ KEEPALIVE_TIMEOUT_S: Final = 20.0
 #: read never gets the close frame, and sees the connection reset instead.
 CLOSE_TIMEOUT_S: Final = 10.0
 #: Server output a connection may leave unread in the node's own buffer (beyond what
-#: the operating system's socket buffers hold) before it is closed 1008 ``too_slow``.
+#: the operating system's socket buffers hold) before the connection is dropped
+#: (docs/protocol.md §13).
 MAX_UNREAD_BYTES: Final = 4 * 1024 * 1024
+#: How long output may wait in the node's buffer, its writing paused for a client that
+#: does not read, before the connection is dropped: the keepalive's longest wait (a
+#: ping and a close both queue behind that output, so the keepalive cannot do it).
+STUCK_OUTPUT_S: Final = KEEPALIVE_INTERVAL_S + KEEPALIVE_TIMEOUT_S
 
 # --------------------------------------------------------------------------- rate
 #: Sustained messages per second per connection, and the burst allowed on top.
