@@ -260,15 +260,23 @@ def _column_cells(
     start = len(up) - room
     if here and cursor is not None and cursor.index < start:
         start = cursor.index
-    cells = [*head, Text(f"⋮+{start}"[:CARD_W].ljust(CARD_W), style=STYLE_DIM)]
+    cells = [*head, _more(start, above=True)]
     end = start + room
     if end < len(up):
         end -= 1
         cells += [face(i) for i in range(start, end)]
-        cells.append(Text(f"+{len(up) - end}⋮"[:CARD_W].ljust(CARD_W), style=STYLE_DIM))
+        cells.append(_more(len(up) - end, above=False))
     else:
         cells += [face(i) for i in range(start, end)]
     return cells
+
+
+def _more(count: int, *, above: bool) -> Text:
+    """``⋮+n`` (``n⋮`` below): ``count`` face-up cards above (below) a column's window,
+    in three cells; from ten on without the ``+`` (``⋮12``), as ``▒12`` counts backs —
+    cut to three cells, ``⋮+12`` read ``⋮+1``."""
+    label = f"+{count}" if count < 10 else str(count)
+    return Text(f"⋮{label}" if above else f"{label}⋮", style=STYLE_DIM)
 
 
 def board_height(view: Mapping[str, Any], compress: bool = False) -> int:
@@ -686,6 +694,14 @@ def render_watch(
     panel = max(max(widths), 20)
     fit = min(len(racers), watch_columns(width, panel))
     order = [racers[(focus + i) % len(racers)] for i in range(fit)]
+    if len(racers) > fit:
+        note = Text(f"{fit} of {len(racers)} boards: Tab for the others", style=STYLE_DIM)
+    else:
+        note = None
+    # Under a title and an info line, each board gets the rows the note leaves: a board
+    # as high as the screen lost its last row, the top card of its longest column, to
+    # the note (an audit: 51 of 52 cards drawn).
+    board_rows = max(5, height - 2 - (note is not None))
     panels: list[list[Text]] = []
     for slot, info in enumerate(order):
         racer = int(info.get("racer") or 0)
@@ -721,12 +737,8 @@ def render_watch(
                 else:
                     info_line.append(f" · {age_ms // 1000} s ago", STYLE_DIM)
             lines.append(info_line)
-            lines += render_board(view, None, max_rows=max(5, height - 2)).split("\n")
+            lines += render_board(view, None, max_rows=board_rows).split("\n")
         panels.append(lines)
-    if len(racers) > fit:
-        note = Text(f"{fit} of {len(racers)} boards: Tab for the others", style=STYLE_DIM)
-    else:
-        note = None
     depth = max(len(p) for p in panels)
     out: list[Text] = []
     for r in range(depth):

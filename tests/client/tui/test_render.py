@@ -4,6 +4,7 @@ fitting 80×24, long columns, progress bars, lobby and standings."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ from solrace_client.tui.render import (
     PICKED_BG,
     MoveTimes,
     back_text,
+    board_width,
     card_label,
     card_text,
     format_ms,
@@ -33,6 +35,7 @@ from solrace_client.tui.render import (
     render_progress,
     render_standings,
     render_watch,
+    total_cards,
 )
 from solrace_client.verify import CHECKING, Verdict
 
@@ -464,3 +467,69 @@ def test_a_board_behind_its_racers_live_count_past_the_delay_says_held_back() ->
     assert "held back" not in delayed[1]  # 11 s behind is the room's 30 s delay at work
     late = lines(render_watch(racers, boards, 80, 24, now_ms=33_000, delay_ms=30_000))
     assert "held back" in late[1]
+
+
+#: A tableau cell as the watch screen draws it, and how many cards it stands for.
+_CELL_CARDS = (
+    (re.compile(r"^( [A2-9JQK]|10)[♣♦♥♠]$"), lambda m: 1),
+    (re.compile(r"^░░░$"), lambda m: 1),
+    (re.compile(r"^▒×?(\d+)$"), lambda m: int(m.group(1))),
+    (re.compile(r"^⋮\+?(\d+)$"), lambda m: int(m.group(1))),
+    (re.compile(r"^\+?(\d+)⋮$"), lambda m: int(m.group(1))),
+)
+
+
+def drawn_columns(rows: Sequence[str], offset: int, columns: int) -> list[tuple[int, str]]:
+    """Per tableau column of the watch panel at ``offset`` (its rows under the column
+    numbers): (the cards its cells stand for, its last cell)."""
+    drawn = []
+    for c in range(columns):
+        count, last = 0, ""
+        for row in rows:
+            text = row[offset + c * 4 : offset + c * 4 + 3]
+            if not text.strip() or text == " · ":
+                continue
+            matched = [(p.match(text), f) for p, f in _CELL_CARDS]
+            count += next(f(m) for m, f in matched if m)  # an unknown cell fails here
+            last = text
+        drawn.append((count, last))
+    return drawn
+
+
+def _piled_view(variant: str, onto: int, sources: Sequence[int]) -> dict[str, Any]:
+    """A fresh deal whose face-up cards of the ``sources`` columns lie on ``onto``'s: a
+    column longer than a watch panel, the deal's cards all there."""
+    seen = view(deal(variant, 7))
+    tableau = [dict(column) for column in seen["tableau"]]
+    for c in sources:
+        tableau[onto]["up"] = [*tableau[onto]["up"], *tableau[c]["up"]]
+        tableau[c]["up"] = []
+    return {**seen, "tableau": tableau}
+
+
+@pytest.mark.parametrize(
+    ("variant", "racers", "onto", "sources"),
+    [("yukon", 3, 3, (4, 5, 6)), ("double_yukon", 2, 2, (1, 3, 4, 5))],
+)
+def test_watch_draws_every_card_of_a_long_column_when_not_every_board_fits(
+    variant: str, racers: int, onto: int, sources: Sequence[int]
+) -> None:
+    """An audit: at 80×24, with a board one Tab away, the note under the boards took
+    the last row of every board, the top card of its longest column (Yukon 51 of 52
+    cards, double Yukon 103 of 104). Every card is drawn or counted (`▒×n`, `⋮+n`),
+    the top card of each column drawn, and the note under the boards."""
+    seen = _piled_view(variant, onto, sources)
+    assert max(len(column["up"]) for column in seen["tableau"]) >= 20
+    who = [{"racer": r, "name": f"R{r}", "status": "playing"} for r in range(1, racers + 1)]
+    rows = lines(render_watch(who, {r["racer"]: (1000, seen) for r in who}, 80, 24))
+    assert len(rows) <= 24 and "Tab" in rows[-1]
+    panel = max(board_width(seen), 20) + 2
+    shown = (80 + 2) // panel
+    assert 1 <= shown < racers
+    for slot in range(shown):
+        drawn = drawn_columns(rows[5:-1], slot * panel, len(seen["tableau"]))
+        for column, (count, last) in zip(seen["tableau"], drawn, strict=True):
+            assert count == column["down"] + len(column["up"])
+            if column["up"]:
+                assert last == card_label(column["up"][-1])
+        assert sum(count for count, _ in drawn) == total_cards(variant)
