@@ -288,6 +288,22 @@ def board_height(view: Mapping[str, Any], compress: bool = False) -> int:
     return max(heights, default=1)
 
 
+def _stock_lines(view: Mapping[str, Any]) -> list[Text]:
+    """Thoughtful Klondike's stock, face up to its player (docs/rules.md): its cards,
+    bottom to top (the last is drawn next), as many a line as the board is wide, each
+    in a tableau column's cell. Only the owner's view lists them (``stock_cards``); the
+    top row's ``▒24`` alone hid from the player what the variant shows them."""
+    names = list(view.get("stock_cards") or [])
+    per_line = max(1, board_width(view) // CELL_W)
+    lines = []
+    for start in range(0, len(names), per_line):
+        line = Text(" ", no_wrap=True, overflow="crop").join(
+            card_text(name) for name in names[start : start + per_line]
+        )
+        lines.append(line)
+    return lines
+
+
 def board_width(view: Mapping[str, Any]) -> int:
     """Cells the board needs: its columns, or its top row when that is wider (Klondike
     draw-3: stock, three waste cards and four foundations take 33 cells, seven columns
@@ -304,14 +320,15 @@ def render_board(
     header: bool = True,
     look: Look = COLOUR,
 ) -> Text:
-    """A board view as text: top row (stock, waste, foundations), column numbers, and the
-    tableau, fitted into ``max_rows`` rows in all (compressing face-down cards to a
-    count and, if still too long, showing a window of long columns); ``marks`` drawn
-    the ``look``'s way."""
+    """A board view as text: top row (stock, waste, foundations), the stock's cards
+    where its player sees them (thoughtful Klondike), column numbers, and the tableau,
+    fitted into ``max_rows`` rows in all (compressing face-down cards to a count and,
+    if still too long, showing a window of long columns); ``marks`` drawn the
+    ``look``'s way."""
     lines: list[Text] = []
     if header:
         labels, top = _top_row(view, marks, look)
-        lines += [labels, top]
+        lines += [labels, top, *_stock_lines(view)]
         numbers = Text(no_wrap=True, overflow="crop")
         for c in range(len(view["tableau"])):
             label = f"{c + 1:^{CARD_W}}"

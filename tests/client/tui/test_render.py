@@ -130,6 +130,31 @@ def test_klondike_shows_stock_count_and_waste() -> None:
         assert card_label(name).strip() in top
 
 
+@pytest.mark.parametrize("draw", [1, 3])
+def test_thoughtful_klondike_shows_its_player_the_stock(draw: int) -> None:
+    """An audit: under thoughtful (every card face up to its player, the stock too:
+    docs/rules.md) the board drew the stock as ``▒24`` only, though the owner's view
+    lists its cards. They are drawn under the top row, bottom to top, in the board's
+    width and in the 80×24 board area."""
+    board = deal("klondike", 3, {"draw": draw, "thoughtful": True})
+    board.play("D")
+    seen = view(board, owner=True)
+    stock = seen["stock_cards"]
+    assert len(stock) == 24 - draw
+    text = render_board(seen, max_rows=BOARD_ROWS)
+    rows = lines(text)
+    assert len(rows) <= BOARD_ROWS
+    assert max(Text(r).cell_len for r in rows) <= board_width(seen)
+    under = rows[2 : rows.index(next(r for r in rows if r.split()[:2] == ["1", "2"]))]
+    drawn = [label for row in under for label in (row[i : i + 3] for i in range(0, len(row), 4))]
+    assert drawn == [card_label(name) for name in stock]
+    for column in seen["tableau"]:  # the tableau is still all there
+        assert card_label(column["up"][-1]).strip() in "\n".join(rows[len(under) + 3 :])
+    # Nobody else sees them: a spectator's view has no stock cards, nor the board.
+    spectated = render_board(view(board), max_rows=BOARD_ROWS)
+    assert not any(card_label(name) in spectated.plain for name in stock)
+
+
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_every_variant_fits_the_80x24_board_area(variant: str) -> None:
     seen = view(deal(variant, 11), owner=True)
