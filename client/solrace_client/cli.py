@@ -30,7 +30,7 @@ from rich.text import Text
 from solrace.argtypes import OneLineParser, add_version, real, usage_line, whole
 from solrace.protocol import limits
 from solrace.protocol.messages import display_name, room_code
-from solrace.rules import VARIANTS, RulesError, new_board
+from solrace.rules import VARIANTS, RulesError, new_board, variant_class
 from solrace.rules.cli import OUTPUT_ERRNOS, output_unusable, parse_option, reader_gone
 from solrace.rules.options import options_to_json
 from solrace.streams import degrade_gracefully
@@ -198,13 +198,26 @@ def _fmt_seconds(seconds: Any) -> str:
 
 def _non_default(variant: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The options that differ from the variant's defaults (rooms list every option,
-    resolved; the defaults are noise in a table)."""
+    resolved; the defaults are noise in a table) — the defaults the room's other
+    options make, as the engine resolves them: Vegas scoring passes once, three times
+    with draw 3 (docs/rules.md), so ``scoring=vegas max_passes=null`` is not listed as
+    ``scoring=vegas`` (one pass), nor ``draw=3 scoring=vegas`` with its ``max_passes=3``.
+    An option this client's engine does not know or refuses (a newer server's) is shown."""
     try:
-        board = new_board(variant)
+        allowed = variant_class(variant).allowed_options
     except RulesError:
         return dict(options)
-    defaults = options_to_json(board.options, board.allowed_options)
-    return {k: v for k, v in options.items() if defaults.get(k, object()) != v}
+    shown = {}
+    for key, value in options.items():
+        others = {k: v for k, v in options.items() if k != key and k in allowed}
+        try:
+            board = new_board(variant, others)
+        except RulesError:
+            shown[key] = value
+            continue
+        if options_to_json(board.options, board.allowed_options).get(key, object()) != value:
+            shown[key] = value
+    return shown
 
 
 def _option_value(value: Any) -> str:

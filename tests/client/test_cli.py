@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 import solrace_client
 from rich.console import Console
+from solrace.rules import new_board
 from solrace.rules.cli import EXIT_READER_GONE
 from solrace.rules.cli import parse_option as _option
+from solrace.rules.options import options_to_json
 from solrace_client import RaceClient, config
 from solrace_client.cli import (
     _duration,
@@ -955,3 +957,43 @@ def test_races_and_verify_show_a_files_names_as_they_are(
     out = capsys.readouterr().out
     assert "verifying race x[/]y" in out and _MARKUP_NAME in out
     assert "Riv?[2J" in out and "\x1b" not in out
+
+
+def _listed(variant: str, given: dict[str, Any]) -> str:
+    """The variant cell of a room created with ``--option``s ``given``, its options
+    resolved by the engine as a server lists them."""
+    board = new_board(variant, given)
+    room = {**_ROOM, "variant": variant}
+    room["options"] = options_to_json(board.options, board.allowed_options)
+    console = Console(width=140, record=True, file=io.StringIO())
+    console.print(rooms_table([room]))
+    row = next(line for line in console.export_text().splitlines() if "NK2HGJ" in line)
+    return row.split("│")[2].strip()
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        ({"scoring": "vegas", "max_passes": None}, "klondike max_passes=null scoring=vegas"),
+        ({"scoring": "vegas"}, "klondike scoring=vegas"),
+        ({"draw": 3, "scoring": "vegas"}, "klondike scoring=vegas draw=3"),
+        (
+            {"draw": 3, "scoring": "vegas", "max_passes": 1},
+            "klondike scoring=vegas draw=3 max_passes=1",
+        ),
+        ({"max_passes": 1}, "klondike max_passes=1"),
+        ({"max_passes": None}, "klondike"),
+    ],
+)
+def test_rooms_list_the_options_that_differ_from_their_defaults_for_that_room(
+    given: dict[str, Any], shown: str
+) -> None:
+    """An audit: ``rooms`` compared with the plain defaults, not those the room's other
+    options make (Vegas scoring passes once, three times with draw 3): a Vegas room
+    with unlimited passes listed as ``klondike scoring=vegas`` (which reads as one
+    pass), and ``draw=3 scoring=vegas`` added ``max_passes=3``, Vegas's own default.
+    Any room listed is made again by its ``--option``s."""
+    listed = _listed("klondike", given)
+    assert sorted(listed.split()) == sorted(shown.split())
+    again = dict(_option(word) for word in listed.split()[1:])
+    assert new_board("klondike", again).options == new_board("klondike", given).options
