@@ -842,7 +842,9 @@ class SolraceApp(App[int]):
                 self._drop_queued_moves()
                 if err.code == "bad_seq":
                     await self._resync()
-                self.say(refusal_text(err.code, err.message, move), "bold red")
+                self.say(
+                    refusal_text(err.code, err.message, move, self.controller.view), "bold red"
+                )
                 continue
             except (ConnectionError, TimeoutError, ConnectionClosed, OSError):
                 self._unsent += self._drop_queued_moves()

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from rich.style import Style
 from rich.text import Text
+from solrace.rules import RulesError, new_board
 from solrace.rules.cards import NAMES, SUITS
 
 from ..boardview import decks_of
@@ -781,11 +782,51 @@ def plain_cards(message: str) -> str:
     return _CARD_NAME.sub(lambda m: card_label(m.group(0)).strip(), message)
 
 
-def refusal_text(code: str, message: str, move: str | None = None) -> str:
-    """The server's refusal of a move in plain words."""
+#: Every move's notation, by example (docs/rules.md), for a game this client's engine
+#: does not know.
+ALL_EXAMPLES: Final = ("3:4>6", "2>F", "W>5", "W>F", "FH>4", "U3", "D", "R", "undo")
+#: The longest notation (``10:13>10``): a mistyped move is quoted up to this long.
+MOVE_QUOTED: Final = 8
+
+
+def move_examples(view: Mapping[str, Any] | None) -> list[str]:
+    """One example of each move ``view``'s game has, as the engine resolves its variant
+    and options: no waste in Yukon, ``FH2>4`` in double Yukon (which refuses ``FH>4``
+    as ambiguous), no ``R`` with one pass (Australian), ``U3`` only with ``auto_flip``
+    off."""
+    if view is None:
+        return list(ALL_EXAMPLES)
+    try:
+        board = new_board(str(view.get("variant")), dict(view.get("options") or {}))
+    except RulesError:
+        return list(ALL_EXAMPLES)
+    options = board.options
+    examples = ["3:4>6", "2>F"]
+    if board.has_stock:
+        examples += ["W>5", "W>F"]
+    if options.foundation_to_tableau:
+        examples.append("FH2>4" if board.decks > 1 else "FH>4")
+    if not options.auto_flip:
+        examples.append("U3")
+    if board.has_stock:
+        examples.append("D")
+        if options.max_passes != 1:
+            examples.append("R")
+    if options.undo:
+        examples.append("undo")
+    return examples
+
+
+def refusal_text(
+    code: str, message: str, move: str | None = None, view: Mapping[str, Any] | None = None
+) -> str:
+    """The server's refusal of a move in plain words; for a mistyped one, the moves of
+    ``view``'s game by example, on the 80-column status line."""
     if code == "bad_notation":
+        if move and len(move) > MOVE_QUOTED:
+            move = move[: MOVE_QUOTED - 1] + "…"
         shown = f"{move!r} is" if move else "that is"
-        return f"{shown} not a move: write it like 3:4>6, 2>F, W>5, W>F, FH>4, U3, D, R or undo"
+        return f"{shown} not a move (moves: {', '.join(move_examples(view))})"
     if code == "bad_seq":
         return "out of step with the server: your board was reloaded, try again"
     return plain_cards(message)

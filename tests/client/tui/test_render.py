@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
-from solrace.rules import VARIANTS, deal, view
+from solrace.rules import VARIANTS, deal, new_board, parse_move, view
+from solrace.rules.options import OPTION_NAMES
 from solrace_client.cli import standings_table
 from solrace_client.tui.controller import Controller, Cursor, Marks, Source
 from solrace_client.tui.render import (
@@ -390,6 +391,47 @@ def test_refusals_in_plain_words() -> None:
     )
     assert "not a move" in refusal_text("bad_notation", "…", "3-4")
     assert plain_cards("column 3 is empty") == "column 3 is empty"
+
+
+#: Refusals that say a move does not exist in a game (its variant or options), not
+#: that this position does not allow it: the engine's option names, and its words.
+_NOT_IN_THIS_GAME = (*OPTION_NAMES, "has no", "foundations per suit", "foundation per suit")
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"foundation_to_tableau": True, "auto_flip": False}, {"undo": False}],
+)
+def test_a_mistyped_move_is_answered_with_the_moves_of_that_game_in_80_columns(
+    variant: str, options: dict[str, Any]
+) -> None:
+    """An audit: ``'11:1>2' is not a move: write it like 3:4>6, 2>F, W>5, W>F, FH>4,
+    U3, D, R or…`` was cut at 80 columns, and suggested ``FH>4`` in double Yukon, which
+    refuses it as ambiguous (``FH2>4``), a waste in Yukon. Each example it gives now is
+    a move of that game (the engine refuses it, if at all, for the position only), and
+    the status line (a space, then the text) holds it whole."""
+    allowed = new_board(variant).allowed_options
+    options = {k: v for k, v in options.items() if k in allowed}
+    board = deal(variant, 5, options)
+    seen = view(board, owner=True)
+    for typed in ("11:1>2", "3:4>66666666666"):
+        said = refusal_text("bad_notation", "…", typed, seen)
+        assert 1 + len(said) <= 80, said
+    examples = said.partition("(moves: ")[2].rstrip(")").split(", ")
+    assert examples[:2] == ["3:4>6", "2>F"]
+    for example in examples:
+        if example == "undo":
+            assert board.options.undo
+            continue
+        why = board.refusal(parse_move(example))
+        assert why is None or not any(word in why for word in _NOT_IN_THIS_GAME), (example, why)
+    assert ("FH2>4" in examples) == (
+        variant == "double_yukon" and board.options.foundation_to_tableau
+    )
+    assert ("D" in examples) == new_board(variant).has_stock
+    assert ("R" in examples) == (variant == "klondike")  # Australian: one pass
+    assert ("U3" in examples) == (not board.options.auto_flip)
 
 
 def spans_at(text: Text, offset: int) -> list[Style]:
