@@ -164,6 +164,12 @@ def time_decimals(standings: Iterable[Mapping[str, Any]]) -> int:
 _STANDING_NUMBERS: Final = ("place", "foundation", "moves", "score", "elapsed_ms", "reached_ms")
 
 
+def counted(count: object, noun: str) -> str:
+    """``1 card``, ``52 cards``: a count and its noun, singular for one (verify said
+    ``1 cards up``)."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _malformed(
     data: Mapping[str, Any], settings: Mapping[str, Any], result: Mapping[str, Any]
 ) -> str | None:

@@ -28,7 +28,7 @@ from solrace.rules import RulesError, deal
 from solrace.rules.log import apply_entry
 
 from .printable import printable
-from .results import SavedResult
+from .results import SavedResult, counted
 
 
 @dataclass(frozen=True)
@@ -256,7 +256,9 @@ def _check_racer(
     report.add(
         f"{who}: standing",
         not problems,
-        "; ".join(problems) or f"{status}, {facts['foundation']} cards up, {facts['moves']} moves",
+        "; ".join(problems)
+        or f"{status}, {counted(facts['foundation'], 'card')} up, "
+        f"{counted(facts['moves'], 'move')}",
     )
 
 

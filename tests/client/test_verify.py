@@ -18,7 +18,7 @@ from solrace_client.verify import Verdict, race_verdict, verify_result
 
 from tests.net.conftest import Cluster
 
-from .conftest import YUKON, bot_race, synthetic_result
+from .conftest import YUKON, _standing, bot_race, synthetic_result
 
 
 def _tamper_log(data: dict[str, Any]) -> str:
@@ -388,3 +388,18 @@ def test_a_certified_deal_announced_but_no_certificate_revealed_fails(
     for seen in ({"certified": False, "moves": None, "difficulty": None}, None):
         path = write_result(finished_race("r_honest", result, YUKON, "OK0001", deal=seen))
         assert verify_result(load_result(path)).ok
+
+
+def test_a_standing_of_one_card_and_one_move_reads_singular(config_dir: Path) -> None:
+    """An audit: verify said ``resigned, 1 cards up, 1 moves``."""
+    result = synthetic_result()
+    ann = result["standings"][0]
+    bob = _standing(2, 2, "Bob", ann["log"][:1], "resigned")
+    assert (bob["foundation"], bob["moves"]) == (1, 1)
+    result["standings"][1] = bob
+    path = write_result(finished_race("r_one", result, YUKON, "SYN123", published_commitment=None))
+    report = verify_result(load_result(path))
+    assert report.ok, report.failures
+    said = {c.what: c.detail for c in report.checks}
+    assert said["racer 2 (Bob): standing"] == "resigned, 1 card up, 1 move"
+    assert said["racer 1 (Ann): standing"].endswith(" cards up, " + f"{ann['moves']} moves")

@@ -22,7 +22,7 @@ from solrace.rules import RulesError, new_board
 from solrace.rules.cards import NAMES, SUITS
 
 from ..boardview import decks_of
-from ..results import time_decimals
+from ..results import counted, time_decimals
 from ..verify import CHECKING, Verdict
 from .controller import (
     FOUNDATION,
@@ -404,7 +404,7 @@ def render_progress(
         else:
             suffix += status
         moves = info.get("moves")
-        counter = f"{moves} move{'' if moves == 1 else 's'}  " if moves and width >= 24 else ""
+        counter = f"{counted(moves, 'move')}  " if moves and width >= 24 else ""
         room = width - 2 - len(suffix) - len(counter)
         if room < 4:
             counter, room = "", width - 2 - len(suffix)
