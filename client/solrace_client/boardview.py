@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from solrace.rules import Board, RulesError, load_position, variant_class
+from solrace.rules import Board, RulesError, load_position, parse_move, variant_class
 from solrace.rules.cards import CARDS_PER_DECK, NAMES, NAMES_DOWN, SUITS, face_of
 
 _FACE = {name: face for face, name in enumerate(NAMES)}
@@ -67,3 +67,15 @@ def board_from_view(view: Mapping[str, Any]) -> Board:
         "recycles": view["recycles"],
     }
     return load_position(position)
+
+
+def recycle_is_legal(view: Mapping[str, Any]) -> bool:
+    """Whether the engine would turn the viewed board's waste over now (``R``): not
+    with a stock left, nor with the passes spent (Klondike's ``max_passes``, and
+    Australian's one pass) — where an empty stock offered ``↺`` and the footer ``r``.
+    False for a view the engine cannot rebuild (a spectator's, cards withheld)."""
+    try:
+        board = board_from_view(view)
+    except (ValueError, KeyError, TypeError, RulesError):
+        return False
+    return board.refusal(parse_move("R")) is None

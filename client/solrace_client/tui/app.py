@@ -29,6 +29,7 @@ from textual.screen import ModalScreen
 from websockets.exceptions import ConnectionClosed, InvalidURI
 
 from .. import config, results
+from ..boardview import recycle_is_legal
 from ..connection import DEFAULT_SERVER, ENV_SERVER, RaceClient, ServerError, server_list
 from ..errors import EXIT_FAILED, cannot_reach, refusal_of, saved_race_over
 from ..roomview import RACE_OVER_GRACE_S, RoomView
@@ -656,7 +657,10 @@ class SolraceApp(App[int]):
         if kind == "play":
             parts = ["⏎ pick/put", "f found.", "u undo"]
             if self.controller.layout.has_stock:
-                parts += ["d draw", "r recycle"]
+                parts.append("d draw")
+            view = self.controller.view
+            if view is not None and recycle_is_legal(view):  # not in Australian
+                parts.append("r recycle")
             parts += [": type", "arrows/hjkl move"]
         elif kind == "lobby":
             if self.mode == "watch":

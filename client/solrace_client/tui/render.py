@@ -21,7 +21,7 @@ from rich.text import Text
 from solrace.rules import RulesError, new_board
 from solrace.rules.cards import NAMES, SUITS
 
-from ..boardview import decks_of
+from ..boardview import decks_of, recycle_is_legal
 from ..results import counted, time_decimals
 from ..verify import CHECKING, Verdict
 from .controller import (
@@ -173,7 +173,7 @@ def _top_row(view: Mapping[str, Any], marks: Marks | None, look: Look) -> tuple[
         if stock:
             cards.append_text(back_text(stock, mark))
         else:
-            cards.append_text(slot_text("↺" if view.get("waste") else "·", mark))
+            cards.append_text(slot_text("↺" if recycle_is_legal(view) else "·", mark))
         cards.append(" ")
         labels.append("stk ", STYLE_DIM)
         waste = list(view.get("waste") or [])

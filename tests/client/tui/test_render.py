@@ -12,9 +12,10 @@ import pytest
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
-from solrace.rules import VARIANTS, deal, new_board, parse_move, view
+from solrace.rules import VARIANTS, Board, deal, new_board, parse_move, view
 from solrace.rules.options import OPTION_NAMES
 from solrace_client.cli import standings_table
+from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.controller import Controller, Cursor, Marks, Source
 from solrace_client.tui.render import (
     CURSOR_BG,
@@ -154,6 +155,47 @@ def test_thoughtful_klondike_shows_its_player_the_stock(draw: int) -> None:
     # Nobody else sees them: a spectator's view has no stock cards, nor the board.
     spectated = render_board(view(board), max_rows=BOARD_ROWS)
     assert not any(card_label(name) in spectated.plain for name in stock)
+
+
+def _stock_drawn_out(variant: str, options: dict[str, Any]) -> Board:
+    """A deal of ``variant`` whose stock is all drawn, the waste holding it."""
+    board = deal(variant, 3, options)
+    while board.refusal(parse_move("D")) is None:
+        board.play("D")
+    return board
+
+
+@pytest.mark.parametrize(
+    ("variant", "options"),
+    [
+        ("klondike", {}),
+        ("klondike", {"draw": 3}),
+        ("klondike", {"max_passes": 1}),
+        ("klondike", {"scoring": "vegas"}),
+        ("australian", {}),
+    ],
+)
+def test_an_empty_stock_shows_the_recycle_mark_only_when_a_recycle_is_legal(
+    variant: str, options: dict[str, Any]
+) -> None:
+    """An audit: ``↺`` (turn the waste over) stood on every empty stock with a waste,
+    also where the engine refuses it: Australian (one pass), Klondike with its passes
+    spent. The play screen's footer offered ``r recycle`` in Australian. Both now
+    follow the engine."""
+    board = _stock_drawn_out(variant, options)
+    legal = board.refusal(parse_move("R")) is None
+    assert legal == (variant == "klondike" and board.options.max_passes != 1)
+    for owner in (True, False):
+        top = lines(render_board(view(board, owner=owner)))[1]
+        assert top.startswith(" ↺ " if legal else " · "), top
+    app = SolraceApp("ws://127.0.0.1:1/", action="quick", name="Ann", params={})
+    app.controller.set_view(view(board, owner=True))
+    assert ("r recycle" in app.paint_hints("play", 80).plain) == legal
+    if legal:  # turned over: a full stock again, nothing to turn over
+        board.play("R")
+        assert lines(render_board(view(board, owner=True)))[1].startswith("▒")
+        app.controller.set_view(view(board, owner=True))
+        assert "r recycle" not in app.paint_hints("play", 80).plain
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
