@@ -297,7 +297,7 @@ REASONS = [
         [["8S"]],
         {"foundations": {"H": 7}},
         "FH>1",
-        "foundation cards stay where they are (foundation_to_tableau is off)",
+        "foundation cards stay where they are in australian",
     ),
     (
         "double_yukon",

@@ -17,6 +17,7 @@ from solrace.rules import (
     variant_class,
 )
 from solrace.rules.board import Board
+from solrace.rules.options import OPTION_NAMES
 
 from tests.rules.test_support import build, legal, tableau_of
 
@@ -132,7 +133,7 @@ def test_australian_draws_one_card_once_through_no_recycle_ever() -> None:
     board.play("D")
     board.play("D")
     assert "R" not in legal(board)
-    assert_illegal(board, "R", "no passes left (max_passes is 1)")
+    assert_illegal(board, "R", "no passes left (australian allows 1 pass)")
     assert_illegal(board, "D", "the stock is empty")
 
 
@@ -165,7 +166,7 @@ def test_australian_waste_to_tableau_and_foundation() -> None:
 def test_australian_nothing_comes_back_off_a_foundation() -> None:
     """RULES Australian: no foundation → tableau, and the option cannot be turned on."""
     board = build("australian", [["8S"]], foundations={"H": 7})
-    assert_illegal(board, "FH>1", "foundation_to_tableau is off")
+    assert_illegal(board, "FH>1", "foundation cards stay where they are in australian")
     with pytest.raises(InvalidOptionError):
         deal("australian", 1, {"foundation_to_tableau": True})
 
@@ -260,3 +261,26 @@ def test_double_yukon_group_moves_alternate_colours() -> None:
     assert_illegal(board, "9:1>3", "only a King may go to an empty column, not 8H")
     board.play("1:1>3")
     assert tableau_of(board)[2] == ["KD"]
+
+
+def test_australian_refusals_name_no_option_it_does_not_have() -> None:
+    """docs/rules.md: Australian's draw, one pass, no foundation → tableau and auto flip
+    are fixed by the variant, not options; its refusals said "max_passes is 1" and
+    "foundation_to_tableau is off", options a player of it cannot set. Each now says
+    the variant fixes it; Klondike's still name the option its room set."""
+    board = build("australian", [["8S"]], stock=["9D"], foundations={"H": 7})
+    board.play("D")
+    said = {
+        "R": "no passes left (australian allows 1 pass)",
+        "FH>1": "foundation cards stay where they are in australian",
+        "U1": "cards turn up by themselves in australian",
+    }
+    fixed = set(OPTION_NAMES) - set(board.allowed_options)
+    for move, why in said.items():
+        assert_illegal(board, move, why)
+        assert board.refusal(parse_move(move)) == why
+        assert not any(name in why for name in fixed)
+    klondike = build("klondike", [["8S"]], stock=["9D"], foundations={}, options={"max_passes": 1})
+    klondike.play("D")
+    assert_illegal(klondike, "R", "no passes left (max_passes is 1)")
+    assert_illegal(klondike, "U1", "cards turn up by themselves here (auto_flip is on)")

@@ -356,6 +356,13 @@ class Board:
         return self.refusal(move) is None
 
     # ----------------------------------------------------------- move checks
+    def _room_sets(self, option: str) -> bool:
+        """Whether a room of this variant chooses ``option``: a refusal names it only
+        then. A variant that fixes it (Australian: one pass, nothing off a foundation,
+        cards turned up by themselves; docs/rules.md) has no such option, and a
+        refusal naming it ("max_passes is 1") read as one a player could change."""
+        return option in self.allowed_options
+
     def refusal(self, move: Move) -> str | None:
         """Why ``move`` is illegal here, in words for a player, or None if it is legal.
 
@@ -407,6 +414,8 @@ class Board:
             return self._refuse_onto(self.waste[-1], move.dst)
         if kind == FOUNDATION_TO_TABLEAU:
             if not self._f2t:
+                if not self._room_sets("foundation_to_tableau"):
+                    return f"foundation cards stay where they are in {self.variant}"
                 return "foundation cards stay where they are (foundation_to_tableau is off)"
             if self.is_won():
                 return "the game is won: a won game has no legal moves"
@@ -437,11 +446,16 @@ class Board:
                 return "the waste is empty: nothing to turn over"
             if self._max_recycles is not None and self.recycles >= self._max_recycles:
                 passes = self.options.max_passes
+                if not self._room_sets("max_passes"):
+                    plural = "" if passes == 1 else "es"
+                    return f"no passes left ({self.variant} allows {passes} pass{plural})"
                 return f"no passes left (max_passes is {passes})"
             return None
         if kind == FLIP:
             c = move.src
             if self._auto_flip:
+                if not self._room_sets("auto_flip"):
+                    return f"cards turn up by themselves in {self.variant}"
                 return "cards turn up by themselves here (auto_flip is on)"
             if c >= self.columns:
                 return self._no_column(c)
