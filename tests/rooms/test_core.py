@@ -473,15 +473,9 @@ async def test_a_room_check_tells_its_own_moves_in_flight_from_another_nodes(
     assert room.shared
 
 
-async def test_places_follow_finish_times_when_the_nodes_clocks_differ(backend: Backend) -> None:
-    """Bob's node's clock runs 2 s ahead of Ann's. Bob finishes first; Ann finishes
-    just after, at a time her node's clock puts 2 s earlier. Places are decided by the
-    order finishes are stored, so without the store's finish-time floor Ann would be
-    second with the faster time, and `solrace verify` would fail the race. With it,
-    her finish is stored at Bob's time: second place, a tie on time, verify OK."""
-    behind = await backend.node()
-    ahead = await backend.node(clock=lambda: wall_ms() + 2000)
-    race = await _race_on(behind, ahead)
+async def _bob_finishes_then_ann(race: _Race) -> tuple[list[Any], Envelope]:
+    """Ann plays all but her finishing move, Bob the whole winning line, then Ann
+    finishes: the standings (Bob first, Ann second) and the race_over."""
     ann, bob = race.ann, race.bob
     moves = winning_moves(SOLVABLE_SECRET)
     for seq, move in enumerate(moves[:-1]):  # Ann: all but her finishing move
@@ -495,6 +489,19 @@ async def test_places_follow_finish_times_when_the_nodes_clocks_differ(backend: 
     standings = over.d["standings"]
     assert isinstance(standings, list)
     assert [(s["name"], s["place"]) for s in standings] == [("Bob", 1), ("Ann", 2)]
+    return standings, over
+
+
+async def test_places_follow_finish_times_when_the_nodes_clocks_differ(backend: Backend) -> None:
+    """Bob's node's clock runs 2 s ahead of Ann's. Bob finishes first; Ann finishes
+    just after, at a time her node's clock puts 2 s earlier. Places are decided by the
+    order finishes are stored, so without the store's finish-time floor Ann would be
+    second with the faster time, and `solrace verify` would fail the race. With it,
+    her finish is stored at Bob's time: second place, a tie on time, verify OK."""
+    behind = await backend.node()
+    ahead = await backend.node(clock=lambda: wall_ms() + 2000)
+    race = await _race_on(behind, ahead)
+    standings, over = await _bob_finishes_then_ann(race)
     assert standings[1]["elapsed_ms"] == standings[0]["elapsed_ms"], standings
     counted = behind.metrics
     assert isinstance(counted, Tally) and counted.finishes_floored.value == 1
@@ -514,13 +521,6 @@ async def test_a_floored_finish_keeps_the_floor_when_its_retry_comes_after_the_l
     behind = await backend.node(clock=lambda: wall_ms() + offset[0])
     ahead = await backend.node(clock=lambda: wall_ms() + 2000)
     race = await _race_on(behind, ahead, time_limit_s=60)
-    ann, bob = race.ann, race.bob
-    moves = winning_moves(SOLVABLE_SECRET)
-    for seq, move in enumerate(moves[:-1]):
-        assert (await ann.ask("move", seq=seq, move=move)).d["status"] == "playing"
-    for seq, move in enumerate(moves):
-        bob_reply = await bob.ask("move", seq=seq, move=move)
-    assert bob_reply.d["status"] == "finished"
     real_append = behind.store.append_move
 
     async def floored_then_late(*args: Any, **kwargs: Any) -> Any:
@@ -530,12 +530,7 @@ async def test_a_floored_finish_keeps_the_floor_when_its_retry_comes_after_the_l
         return result
 
     monkeypatch.setattr(behind.store, "append_move", floored_then_late)
-    last = await ann.ask("move", seq=len(moves) - 1, move=moves[-1])
-    assert last.t == "moved" and last.d["status"] == "finished", last.d
-    over = await ann.until(lambda f: f.t == "race_over")
-    standings = over.d["standings"]
-    assert isinstance(standings, list)
-    assert [(s["name"], s["place"]) for s in standings] == [("Bob", 1), ("Ann", 2)]
+    standings, over = await _bob_finishes_then_ann(race)
     assert standings[1]["elapsed_ms"] == standings[0]["elapsed_ms"] < 60_000, standings
     report = _verified(race, over)
     assert report.ok, report.failures
