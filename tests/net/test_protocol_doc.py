@@ -10,6 +10,7 @@ import random
 import re
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 from solrace.protocol import limits
@@ -58,9 +59,12 @@ async def test_a_bad_option_is_named_by_a_dotted_path(cluster: Cluster) -> None:
     await client.close()
 
 
-async def _racing_pair(server_url: str) -> tuple[RaceClient, RaceClient]:
+async def _racing_pair(
+    server_url: str, variant: str = "yukon", **settings: Any
+) -> tuple[RaceClient, RaceClient]:
+    """Ann creates a room (``variant``, ``settings``), Bob joins; the race has started."""
     ann, bob = await RaceClient.connect(server_url), await RaceClient.connect(server_url)
-    await ann.create("yukon", "Ann")
+    await ann.create(variant, "Ann", **settings)
     await bob.join(ann.code or "", "Bob")
     await bob.ready()
     await ann.start()
@@ -177,14 +181,11 @@ async def test_a_racer_stuck_without_undo_is_done_racing(cluster: Cluster) -> No
         '`move` it sends, an `undo` included, is `wrong_phase` "you are not racing now"'
     )
     server = await cluster.node()
-    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
     # Russian has no stock: random moves soon leave a racer with none (an audit's
     # racers were stuck after 12 and 13 moves).
-    await ann.create("russian", "Ann", private=True, deals="random", options={"undo": False})
-    await bob.join(ann.code or "", "Bob")
-    await bob.ready()
-    await ann.start()
-    await ann.wait_started()
+    ann, bob = await _racing_pair(
+        server.url, "russian", private=True, deals="random", options={"undo": False}
+    )
     rng, status = random.Random(1), "playing"
     for _ in range(2_000):  # Bob races on, so the race is not over while Ann plays
         moves = board_from_view(ann.board or {}).legal_moves()
