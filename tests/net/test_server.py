@@ -331,13 +331,16 @@ async def test_a_step_of_the_system_clock_shows_in_healthz_and_metrics_and_one_w
     """The system clock is stepped while the node runs. The node's race clock goes on
     unbroken (tests/rooms/test_clock.py); the operator sees the step: one warning with
     its size, ``clock_offset_ms`` in /healthz and the ``solrace_clock_offset_seconds``
-    gauge. /healthz stays 200: the node serves as well as before (docs/server.md)."""
+    gauge. /healthz stays 200: the node serves as well as before (docs/server.md). The
+    store's clock was not stepped: the node's race clock still agrees with it
+    (``store_clock_offset_ms``, ``solrace_clock_store_offset_seconds``)."""
     caplog.set_level(logging.WARNING, logger="solrace.clock")
     prefix = f"solrace-test:{uuid.uuid4().hex}:"
     store = await Store.connect(REDIS_URL, prefix=prefix)
     server = RaceServer(Node(store, name="clock"), "127.0.0.1", 0)
     try:
         await server.start()
+        await server.node.sample_clock()
         http = f"http://127.0.0.1:{server.port}"
         before = server.node.clock()
         real_time_ns = time.time_ns
@@ -345,8 +348,9 @@ async def test_a_step_of_the_system_clock_shows_in_healthz_and_metrics_and_one_w
         assert 0 <= server.node.clock() - before < 1000  # no step
         status, body = await asyncio.to_thread(_get, http + "/healthz?format=json")
         assert status == 200, body
-        offset_ms = json.loads(body)["clock_offset_ms"]
-        assert abs(offset_ms - step_s * 1000) < 100, offset_ms
+        report = json.loads(body)
+        assert abs(report["clock_offset_ms"] - step_s * 1000) < 100, report
+        assert abs(report["store_clock_offset_ms"]) < 100, report
         status, metrics = await asyncio.to_thread(_get, http + "/metrics")
         (offset_s,) = [
             float(line.split()[1])
@@ -354,10 +358,16 @@ async def test_a_step_of_the_system_clock_shows_in_healthz_and_metrics_and_one_w
             if line.startswith("solrace_clock_offset_seconds ")
         ]
         assert abs(offset_s - step_s) < 0.1, offset_s
+        (store_offset_s,) = [
+            float(line.split()[1])
+            for line in metrics.splitlines()
+            if line.startswith("solrace_clock_store_offset_seconds ")
+        ]
+        assert abs(store_offset_s) < 0.1, store_offset_s
         warnings = [r.getMessage() for r in caplog.records if r.name == "solrace.clock"]
         assert warnings == [
-            f"the system clock stepped by {step_s:+.1f} s; this node keeps its own time until"
-            " restarted: races in progress are not affected"
+            f"the system clock is {step_s:+.1f} s from this node's race clock; races in"
+            " progress are not affected (check NTP on this machine)"
         ]
     finally:
         monkeypatch.undo()

@@ -6,11 +6,12 @@ its size stays visible (the offset)."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 
 import pytest
-from solrace.rooms.clock import APART_MS, SteadyClock, offset_ms
+from solrace.rooms.clock import APART_MS, SLEW_MS_PER_S, SteadyClock, offset_ms
 
 #: The real wall clock, before any test steps it.
 REAL_TIME_NS = time.time_ns
@@ -45,8 +46,8 @@ def test_a_step_of_the_system_clock_moves_no_node_clock_and_is_logged_once(
     assert abs(readings[-1] - _wall_ms()) < 1000
     assert abs(offset_ms(clock) - step_s * 1000) < 100
     assert _warnings(caplog) == [
-        f"the system clock stepped by {step_s:+.1f} s; this node keeps its own time until"
-        " restarted: races in progress are not affected"
+        f"the system clock is {step_s:+.1f} s from this node's race clock; races in"
+        " progress are not affected (check NTP on this machine)"
     ]
 
 
@@ -67,9 +68,9 @@ def test_a_new_step_after_the_clocks_agree_again_is_a_new_warning(
     clock()
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 3, messages
-    assert messages[0].startswith("the system clock stepped by +600.0 s")
+    assert messages[0].startswith("the system clock is +600.0 s from this node's")
     assert messages[1].startswith("the system clock agrees with this node's again")
-    assert messages[2].startswith("the system clock stepped by -5.0 s")
+    assert messages[2].startswith("the system clock is -5.0 s from this node's")
 
 
 def test_a_difference_under_a_second_is_not_a_step(
@@ -83,3 +84,88 @@ def test_a_difference_under_a_second_is_not_a_step(
     clock()
     assert caplog.records == []
     assert abs(offset_ms(clock) - 0.6 * APART_MS) < 100
+
+
+class _Monotonic:
+    """``time.monotonic_ns`` that a test moves by hand: seconds of a node's life in
+    no time."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.ns = time.monotonic_ns()
+        monkeypatch.setattr(time, "monotonic_ns", lambda: self.ns)
+
+    def advance(self, seconds: float) -> None:
+        self.ns += int(seconds * 1e9)
+
+
+def test_anchoring_sets_the_clock_to_the_stores_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine whose clock is 60 s off: the node's clock starts on it, and is set to
+    the store's before the node serves (a step, which only then is allowed)."""
+    monotonic = _Monotonic(monkeypatch)
+    clock = SteadyClock(wall=lambda: _wall_ms() + 60_000)
+    assert abs(clock() - _wall_ms() - 60_000) < 100
+    assert clock.anchor(-60_000) == -60_000
+    assert clock.anchored and clock.store_offset_ms == 0
+    assert abs(clock() - _wall_ms()) < 100
+    assert abs(offset_ms(clock) - 60_000) < 100  # the machine's clock, as the gauge says
+    monotonic.advance(10)
+    assert abs(clock() - _wall_ms() - 10_000) < 100
+
+
+@pytest.mark.parametrize("offset_ms_", [2_000, -2_000, 3])
+def test_steering_slews_toward_the_store_at_a_bounded_rate_never_back(
+    monkeypatch: pytest.MonkeyPatch, offset_ms_: int
+) -> None:
+    """Steered 2 s either way, the clock moves at most SLEW_MS_PER_S a second away
+    from its own pace, every reading later than the one before, until it has slewed
+    the whole offset; then it runs at its pace again."""
+    monotonic = _Monotonic(monkeypatch)
+    clock = SteadyClock()
+    clock.anchor(0)
+    start = clock()
+    clock.steer(offset_ms_)
+    readings = [start]
+    for _ in range(10 * 1000):  # 0.1 s steps, 1,000 s
+        monotonic.advance(0.1)
+        readings.append(clock())
+    assert all(b >= a + 99 for a, b in itertools.pairwise(readings))
+    for i, reading in enumerate(readings):
+        pace = i * 100
+        assert abs(reading - start - pace) <= SLEW_MS_PER_S * i / 10 + 1
+    assert readings[-1] - start == 1_000_000 + offset_ms_
+    monotonic.advance(1)
+    assert clock() - readings[-1] == 1000
+
+
+def test_a_new_sample_replaces_what_was_left_to_slew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample is taken against the clock as slewed so far, so it is what is left:
+    steered 1 s, then (after 10 s, 50 ms slewed) measured 950 ms behind, the clock ends
+    1 s ahead of its pace, not 1.95 s."""
+    monotonic = _Monotonic(monkeypatch)
+    clock = SteadyClock()
+    clock.anchor(0)
+    start = clock()
+    clock.steer(1000)
+    monotonic.advance(10)
+    assert clock() - start == 10_000 + 10 * SLEW_MS_PER_S
+    clock.steer(950)
+    monotonic.advance(1000)
+    assert clock() - start == 1_010_000 + 1000
+
+
+def test_a_store_clock_apart_is_warned_about_once_and_its_end_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="solrace.clock")
+    clock = SteadyClock()
+    clock.anchor(0)
+    for _ in range(3):
+        clock.steer(2 * APART_MS)
+    clock.steer(APART_MS // 4)
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        f"this node's race clock is -2.0 s from the store's; slewing toward it,"
+        f" {SLEW_MS_PER_S} ms a second",
+        "this node's race clock agrees with the store's again (-0.2 s apart)",
+    ]
+    assert clock.store_offset_ms == APART_MS // 4

@@ -18,7 +18,7 @@ from solrace.race import RacerGame, RoomSettings, decisions, events
 from solrace.race.events import EventType
 from solrace.rooms import lobby, requests
 from solrace.rooms import node as node_module
-from solrace.rooms.clock import wall_ms
+from solrace.rooms.clock import SteadyClock, wall_ms
 from solrace.rooms.counters import Tally
 from solrace.rooms.node import (
     EMPTY_ROOM_TTL_S,
@@ -507,6 +507,51 @@ async def test_places_follow_finish_times_when_the_nodes_clocks_differ(backend: 
     assert isinstance(counted, Tally) and counted.finishes_floored.value == 1
     report = _verified(race, over)
     assert report.ok, report.failures
+
+
+async def test_nodes_on_machines_whose_clocks_differ_time_a_race_by_the_stores_clock(
+    backend: Backend,
+) -> None:
+    """A timing audit: nodes on machines whose clocks were apart (no NTP) made a
+    room's timed decisions by the fastest clock among them; a race started on a node
+    90 s behind another, with the shortest time limit (60 s), was ended at once by
+    the other ("time_limit"), whichever node its racers played on. Each node's race
+    clock now starts on the store's and is steered toward it: the two nodes agree
+    within milliseconds, and the race runs on."""
+    slow = await backend.node(clock=SteadyClock(wall=lambda: wall_ms() - 45_000))
+    fast = await backend.node(clock=SteadyClock(wall=lambda: wall_ms() + 45_000))
+    for node in (slow, fast):
+        await node.sample_clock()
+    reference = await slow.store.time_ms()
+    assert abs(slow.clock() - reference) < 50 and abs(fast.clock() - reference) < 50
+    race = await _race_on(slow, fast, time_limit_s=60)
+    room = race.bob.room
+    assert room is not None
+    await fast.tick(room)  # the room's clock decisions, made now on the faster machine
+    reply = await race.bob.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])
+    assert reply.t == "moved", reply.d
+    assert reply.d["status"] == "playing"
+    assert not [f for f in race.ann.frames if f.t == "race_over"]
+
+
+async def test_a_node_started_while_the_store_is_down_takes_the_stores_clock_later(
+    backend: Backend,
+) -> None:
+    """A node whose store does not answer at its start keeps its machine's clock (45 s
+    off here) and is set to the store's at the first sample that is answered, before
+    it serves a room; the grace floor it read from its clock moves with it."""
+    clock = SteadyClock(wall=lambda: wall_ms() + 45_000)
+    node = await backend.node(clock=clock)
+    faults = StoreFaults(node.store)  # before its loops' first turn
+    faults.down = True
+    await node.sample_clock()
+    assert not clock.anchored
+    assert abs(node.clock() - wall_ms() - 45_000) < 100
+    floor = node.grace_floor_ms
+    faults.down = False
+    await node.sample_clock()
+    assert abs(node.clock() - await node.store.time_ms()) < 50
+    assert abs(node.grace_floor_ms - (floor - 45_000)) < 100
 
 
 async def test_a_floored_finish_keeps_the_floor_when_its_retry_comes_after_the_limit(

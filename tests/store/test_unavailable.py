@@ -48,6 +48,7 @@ async def _every_call(store: Store) -> list[object]:
         store.racer_for_token("r", token_digest("t")),
         store.save_result("x", b""),
         store.load_result("x"),
+        store.time_ms(),
     ]
     return await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 10)
 

@@ -52,6 +52,7 @@ STORE_CALLS = (
     "room_for_code",
     "room_nodes",
     "save_meta",
+    "time_ms",
     "save_result",
     "settle_expiry",
     "tail",

@@ -698,6 +698,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
         results_ttl_s=args.keep_results,
         seats_per_address=args.seats_per_address,
     )
+    await node.sample_clock()  # before it serves: its clock is then the store's from the start
     open_files = raise_open_files_limit()
     most = args.max_connections or default_max_connections(open_files)
     admission = Admission(

@@ -6,6 +6,7 @@ can run in one process (the tests run two) without their counters colliding.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
@@ -19,7 +20,7 @@ from prometheus_client import (
 
 from solrace.protocol.errors import BAD_INPUT_CLOSES
 from solrace.protocol.views import Phase
-from solrace.rooms.clock import offset_ms
+from solrace.rooms.clock import offset_ms, store_offset_ms
 from solrace.rooms.counters import MOVE_REFUSALS, REQUEST_REFUSALS, Defect
 
 from .admission import REFUSAL_REASONS
@@ -58,10 +59,17 @@ class Metrics:
         self.clock_offset = Gauge(
             "solrace_clock_offset_seconds",
             "The system's wall clock minus this node's race clock, which never steps "
-            "(docs/deploy.md, Clocks)",
+            "and follows the store's (docs/deploy.md, Clocks)",
             registry=r,
         )
         self.clock_offset.set_function(lambda: offset_ms(node.clock) / 1000)
+        self.store_clock_offset = Gauge(
+            "solrace_clock_store_offset_seconds",
+            "The store's clock minus this node's race clock at the last sample: what the "
+            "node has left to slew (NaN before the first sample; docs/deploy.md, Clocks)",
+            registry=r,
+        )
+        self.store_clock_offset.set_function(lambda: _seconds(store_offset_ms(node.clock)))
         self.races_started = Counter(
             "solrace_races_started", "Countdowns started by this node", registry=r
         )
@@ -153,3 +161,8 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _seconds(ms: int | None) -> float:
+    """Milliseconds as a gauge's seconds; NaN for a figure not known yet."""
+    return math.nan if ms is None else ms / 1000

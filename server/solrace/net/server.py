@@ -44,7 +44,7 @@ from solrace.protocol.limits import (
     STUCK_OUTPUT_S,
 )
 from solrace.rooms import lobby
-from solrace.rooms.clock import offset_ms
+from solrace.rooms.clock import offset_ms, store_offset_ms
 from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable
@@ -333,6 +333,7 @@ class RaceServer:
                     "eviction": eviction.policy,
                     "eviction_detail": eviction.detail,
                     "clock_offset_ms": offset_ms(self.node.clock),
+                    "store_clock_offset_ms": store_offset_ms(self.node.clock),
                 }
                 body = json.dumps(report).encode() + b"\n"
                 return _response(status, body, "application/json", extra)

@@ -1,20 +1,29 @@
-"""A node's race clock: Unix milliseconds that never step.
+"""A node's race clock: Unix milliseconds that never step, and that every node sharing
+a store agrees on.
 
 Every race decision a node makes reads its clock: a move's time, the start, the time
 limit, a racer's grace. It read the system's wall clock, which steps when it is set
 (by hand, or by an NTP client told to step): a step of +10 minutes ended every race on
 the node at its next move ("the time limit has passed"), a step back put a racer's
-log out of time order, and nothing said why. :class:`SteadyClock` reads the wall clock
-once, at the node's start, and counts on from it with ``CLOCK_MONOTONIC`` — which NTP
-slews like the wall clock but never steps — so a node's races run on one unbroken
-clock until the node restarts.
+log out of time order, and nothing said why. :class:`SteadyClock` reads a clock once,
+at the node's start, and counts on from it with ``CLOCK_MONOTONIC`` — which NTP slews
+like the wall clock but never steps — so a node's races run on one unbroken clock.
+
+Nodes share rooms, and a room's timed decisions were made by the first node whose
+clock said they were due: the fastest clock among its nodes. Machines whose clocks
+were 2 s apart gave every racer of a room a 1 s countdown, or ended its race 2 s early
+(an audit, docs/deploy.md "Clocks"). So the clock a node starts from is the **store's**
+(Redis's ``TIME``, one server for every node: :meth:`solrace.store.Store.time_ms`),
+sampled before the node serves (:meth:`SteadyClock.anchor`), and the node keeps
+sampling it and **slews** toward it (:meth:`SteadyClock.steer`, at most
+:data:`SLEW_MS_PER_S`): never a step, never backwards, and every node moves toward the
+same reference at the same rate. The machine's own clock then only has to be roughly
+right (the offset below says how far it is).
 
 When the wall clock and the node's clock come more than :data:`APART_MS` apart (a
-step, or a drift NTP should have slewed away), one warning says by how much, once per
-episode; the difference itself is exported (``solrace_clock_offset_seconds``,
-``/healthz``'s ``clock_offset_ms``: docs/deploy.md, "Clocks"). The node keeps its own
-time: its races in progress rely on it, and a restart (after a drain) takes the
-wall clock's new time.
+step, a machine without NTP), one warning says by how much, once per episode; the
+difference itself is exported (``solrace_clock_offset_seconds``, ``/healthz``'s
+``clock_offset_ms``: docs/deploy.md, "Clocks"); the same for the store's clock.
 """
 
 from __future__ import annotations
@@ -25,13 +34,21 @@ from collections.abc import Callable
 
 log = logging.getLogger("solrace.clock")
 
-#: The wall clock and a node's clock this far apart (ms) is a step, warned about once:
-#: NTP's slewing keeps them within milliseconds, and nodes' clocks must agree well
-#: within a second (docs/deploy.md, "Clocks").
+#: The wall clock (or the store's) and a node's clock this far apart (ms) is warned
+#: about once: NTP's slewing keeps a machine's clock within milliseconds of true time,
+#: and a node's clock follows the store's within a few (docs/deploy.md, "Clocks").
 APART_MS = 1000
 #: An episode ends when they are back within this (ms): half the limit, so a wall
 #: clock hovering at the limit is one warning, not a warning at every reading.
 TOGETHER_MS = APART_MS // 2
+#: How fast a node's clock is steered toward the store's: 5 ms a second (0.5 %), so a
+#: 60 s race lasts between 59.7 and 60.3 s while a node catches up. Enough for what a
+#: running node meets (a monotonic clock's drift, some ppm; a Redis failover to a
+#: machine whose clock is 100 ms apart: 20 s), slow enough that no racer notices.
+SLEW_MS_PER_S = 5
+#: A sample of the store's clock is trusted to within half its round trip; one that
+#: took longer than this (a loaded node, a slow network) is not used.
+SAMPLE_RTT_MAX_MS = 100
 
 
 def wall_ms() -> int:
@@ -40,26 +57,89 @@ def wall_ms() -> int:
 
 
 def offset_ms(clock: Callable[[], int]) -> int:
-    """The wall clock minus ``clock``, now: what a node's gauge and /healthz show (a
-    test's injected clock has one too)."""
+    """The machine's wall clock minus ``clock``, now: what a node's gauge and /healthz
+    show (a test's injected clock has one too)."""
     now = clock()
-    return wall_ms() - now
+    wall: Callable[[], int] = getattr(clock, "wall", wall_ms)
+    return wall() - now
+
+
+def store_offset_ms(clock: Callable[[], int]) -> int | None:
+    """The store's clock minus ``clock`` at its last sample: what the node has left
+    to slew (None: not sampled yet, or a test's injected clock, which is not steered)."""
+    offset: int | None = getattr(clock, "store_offset_ms", None)
+    return offset
 
 
 class SteadyClock:
-    """Unix milliseconds: the wall clock read at construction, plus the monotonic
-    time elapsed since. Callable: a node's ``clock``."""
+    """Unix milliseconds: a clock read at construction (the wall clock, until
+    :meth:`anchor` sets it to the store's), plus the monotonic time elapsed since,
+    plus the corrections :meth:`steer` slews in. Callable: a node's ``clock``.
 
-    def __init__(self) -> None:
-        self._origin_ms = wall_ms()
+    ``wall`` is the machine's clock (a test gives a machine whose clock is off)."""
+
+    def __init__(self, wall: Callable[[], int] = wall_ms) -> None:
+        self.wall = wall
+        self._origin_ms = wall()
         self._origin_ns = time.monotonic_ns()
-        #: Whether the wall clock is apart from this one now (an episode is on).
+        #: Corrections slewed in so far (ms), and what is left to slew.
+        self._slewed_ms = 0.0
+        self._to_slew_ms = 0.0
+        self._slewed_at_ns = self._origin_ns
+        #: Whether the clock was set to the store's (:meth:`anchor`).
+        self.anchored = False
+        #: The store's clock minus this one at the last sample (None: none yet).
+        self.store_offset_ms: int | None = None
+        #: Whether the wall clock, and the store's, are apart from this one now.
         self._apart = False
+        self._store_apart = False
 
     def __call__(self) -> int:
-        now = self._origin_ms + (time.monotonic_ns() - self._origin_ns) // 1_000_000
-        self._watch(wall_ms() - now)
+        now_ns = time.monotonic_ns()
+        if self._to_slew_ms:
+            # At most SLEW_MS_PER_S for each second since the last reading: the
+            # reading still grows (by at least 99.5 % of the time elapsed).
+            most = (now_ns - self._slewed_at_ns) * SLEW_MS_PER_S / 1e9
+            step = max(-most, min(most, self._to_slew_ms))
+            self._slewed_ms += step
+            self._to_slew_ms -= step
+        self._slewed_at_ns = now_ns
+        # One float floored once: floors of two terms could go back by 1 ms.
+        now = self._origin_ms + int((now_ns - self._origin_ns) / 1e6 + self._slewed_ms)
+        self._watch(self.wall() - now)
         return now
+
+    def anchor(self, offset_ms: int) -> int:
+        """Set the clock ``offset_ms`` ahead (the store's clock minus this one, just
+        sampled): a step, which only a node that serves no room yet may take. Returns
+        the step, by which the node moves what it read from the clock before."""
+        self._origin_ms += offset_ms
+        self._to_slew_ms = 0.0
+        self.anchored = True
+        self.store_offset_ms = 0
+        return offset_ms
+
+    def steer(self, offset_ms: int) -> None:
+        """Slew toward the store's clock, ``offset_ms`` ahead of this one (just
+        sampled), at :data:`SLEW_MS_PER_S`. The sample includes what was slewed so
+        far: it replaces what was left of the last one."""
+        self()  # what is due from the last correction is slewed in first
+        self._to_slew_ms = float(offset_ms)
+        self.store_offset_ms = offset_ms
+        if not self._store_apart and abs(offset_ms) > APART_MS:
+            self._store_apart = True
+            log.warning(
+                "this node's race clock is %+.1f s from the store's; slewing toward it,"
+                " %d ms a second",
+                -offset_ms / 1000,
+                SLEW_MS_PER_S,
+            )
+        elif self._store_apart and abs(offset_ms) <= TOGETHER_MS:
+            self._store_apart = False
+            log.info(
+                "this node's race clock agrees with the store's again (%+.1f s apart)",
+                -offset_ms / 1000,
+            )
 
     def _watch(self, offset_ms: int) -> None:
         """Say once when the wall clock comes apart from this one, and once when it
@@ -67,8 +147,8 @@ class SteadyClock:
         if not self._apart and abs(offset_ms) > APART_MS:
             self._apart = True
             log.warning(
-                "the system clock stepped by %+.1f s; this node keeps its own time until"
-                " restarted: races in progress are not affected",
+                "the system clock is %+.1f s from this node's race clock; races in"
+                " progress are not affected (check NTP on this machine)",
                 offset_ms / 1000,
             )
         elif self._apart and abs(offset_ms) <= TOGETHER_MS:

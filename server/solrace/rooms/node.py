@@ -35,10 +35,10 @@ from solrace.race import decisions as decide_
 from solrace.race.events import EventType, RoomEvent
 from solrace.race.fairness import round_salt
 from solrace.store import Store, StoredEvent
-from solrace.store.errors import HeadLost, StoreUnavailable, VersionConflict
+from solrace.store.errors import HeadLost, StoreError, StoreUnavailable, VersionConflict
 
 from . import certify, listing, spectators
-from .clock import SteadyClock
+from .clock import SAMPLE_RTT_MAX_MS, SteadyClock
 from .counters import Defect, RoomMetrics, Tally
 from .listing_cache import ListingCache
 from .records import RoomMeta, pack, pack_event, unpack_entries, unpack_event
@@ -65,6 +65,8 @@ DECIDE_ATTEMPTS = 20
 #: nodes serving its rooms mark its racers offline within LEASE_MS + LEASE_RENEW_S.
 LEASE_MS = 5_000
 LEASE_RENEW_S = 1.0
+#: How often a node samples the store's clock to steer its own toward it (clock.py).
+CLOCK_SAMPLE_S = 5.0
 #: A racer marked offline while connected here is marked online again; a failed
 #: attempt is retried after this, doubling up to RETRY_MAX_S.
 REASSERT_RETRY_S = 0.1
@@ -487,6 +489,34 @@ class Node:
             for room in self.rooms.values():
                 self.schedule(room)
 
+    async def sample_clock(self) -> None:
+        """Read the store's clock and bring this node's toward it: set to it (a
+        step) while the node serves no room yet, else slewed (clock.py). Every node
+        of a deployment does, so a room's timed decisions, made by whichever of its
+        nodes finds them due first, fall due at one time. A test's injected clock is
+        left as it is; a store that does not answer is asked again next time."""
+        clock = self.clock
+        if not isinstance(clock, SteadyClock):
+            return
+        before_ns, before_ms = time.monotonic_ns(), clock()
+        try:
+            reference_ms = await self.store.time_ms()
+        except StoreError as exc:
+            log.debug("the store's clock was not read: %s", exc)
+            return
+        after_ns, after_ms = time.monotonic_ns(), clock()
+        if after_ns - before_ns > SAMPLE_RTT_MAX_MS * 1_000_000:
+            return  # the midpoint could be off by half of that
+        offset = reference_ms - (before_ms + after_ms) // 2
+        if clock.anchored or self.rooms:
+            clock.steer(offset)
+            return
+        step = clock.anchor(offset)
+        self.grace_floor_ms += step
+        if self.store_back_ms:
+            self.store_back_ms += step
+        log.info("race clock set to the store's: %+.3f s from the system clock", step / 1000)
+
     def grace_floor(self, room: LiveRoom) -> int:
         """The earliest a grace of ``room`` counts from: the end of this node's last
         outage, or of the room's own trouble with the store, whichever is later."""
@@ -500,10 +530,14 @@ class Node:
         # The second sweep comes once the lease of a node this one replaces (a restart
         # after a crash) has lapsed: its rooms are adopted then, not a minute later.
         sweep_every = LEASE_MS / 1000 + LEASE_RENEW_S
+        next_clock_sample = 0.0
         while True:
             try:
                 await self.store.renew_lease(self.node_id, LEASE_MS)
                 self.store_ok()
+                if time.monotonic() >= next_clock_sample:
+                    await self.sample_clock()
+                    next_clock_sample = time.monotonic() + CLOCK_SAMPLE_S
                 await self.check_rooms()
                 if time.monotonic() >= next_sweep:
                     await self.sweep_orphans()

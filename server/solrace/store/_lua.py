@@ -21,6 +21,7 @@ __all__ = [
     "ACCESS_PROBE",
     "APPEND_EVENT",
     "APPEND_MOVE",
+    "CLOCK",
     "EXPIRE_CODE",
     "EXPIRE_ROOM",
     "JOIN_ROOM_NODES",
@@ -53,5 +54,7 @@ EXPIRE_ROOM = _load("expire_room")
 EXPIRE_CODE = _load("expire_code")
 SETTLE_EXPIRY = _load("settle_expiry")
 JOIN_ROOM_NODES = _load("join_room_nodes")
+#: The store's clock, sampled by every node (Store.time_ms).
+CLOCK = _load("clock")
 #: Run once at start-up only (store/probe.py): may this Redis user run scripts?
 ACCESS_PROBE = _load("access_probe")

@@ -172,6 +172,12 @@ class Keys:
         node starts tailing them (Store.wake; single-key)."""
         return f"{self.prefix}wake:{_check_name('node_id', node_id)}"
 
+    @property
+    def clock(self) -> str:
+        """Never written: the key :meth:`solrace.store.Store.time_ms` names so that on
+        a cluster every node asks the same master for the time (single-key)."""
+        return f"{self.prefix}clock"
+
     def probe(self, token: str) -> str:
         """The start-up access probe's key (store/probe.py): written, read and deleted
         once, under the prefix, since an ACL may allow only keys under it."""

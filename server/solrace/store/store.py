@@ -42,6 +42,7 @@ from ._link import RespLink
 from ._lua import (
     APPEND_EVENT,
     APPEND_MOVE,
+    CLOCK,
     EXPIRE_CODE,
     EXPIRE_ROOM,
     JOIN_ROOM_NODES,
@@ -1240,6 +1241,15 @@ class Store:
             if keys:
                 await self._redis.delete(*keys)
         return len(keys)
+
+    # -- the clock -----------------------------------------------------------------
+
+    async def time_ms(self) -> int:
+        """The store's clock (Unix ms): what every node sharing this store steers its
+        race clock toward (solrace.rooms.clock). One master answers for every node,
+        on a cluster too (the script names :attr:`Keys.clock`)."""
+        seconds, micros = await self._eval(CLOCK, (self.keys.clock,), ())
+        return int(seconds) * 1000 + int(micros) // 1000
 
     # -- node leases ---------------------------------------------------------------
 
