@@ -82,9 +82,10 @@ class SteadyClock:
         self.wall = wall
         self._origin_ms = wall()
         self._origin_ns = time.monotonic_ns()
-        #: Corrections slewed in so far (ms), and what is left to slew.
-        self._slewed_ms = 0.0
-        self._to_slew_ms = 0.0
+        #: Corrections slewed in so far, and what is left to slew (ns: whole numbers,
+        #: so a reading is one floor of one sum, and never goes back).
+        self._slewed_ns = 0
+        self._to_slew_ns = 0
         self._slewed_at_ns = self._origin_ns
         #: Whether the clock was set to the store's (:meth:`anchor`).
         self.anchored = False
@@ -96,16 +97,15 @@ class SteadyClock:
 
     def __call__(self) -> int:
         now_ns = time.monotonic_ns()
-        if self._to_slew_ms:
+        if self._to_slew_ns:
             # At most SLEW_MS_PER_S for each second since the last reading: the
             # reading still grows (by at least 99.5 % of the time elapsed).
-            most = (now_ns - self._slewed_at_ns) * SLEW_MS_PER_S / 1e9
-            step = max(-most, min(most, self._to_slew_ms))
-            self._slewed_ms += step
-            self._to_slew_ms -= step
-        self._slewed_at_ns = now_ns
-        # One float floored once: floors of two terms could go back by 1 ms.
-        now = self._origin_ms + int((now_ns - self._origin_ns) / 1e6 + self._slewed_ms)
+            most = (now_ns - self._slewed_at_ns) * SLEW_MS_PER_S // 1000
+            step = max(-most, min(most, self._to_slew_ns))
+            self._slewed_ns += step
+            self._to_slew_ns -= step
+            self._slewed_at_ns = now_ns
+        now = self._origin_ms + (now_ns - self._origin_ns + self._slewed_ns) // 1_000_000
         self._watch(self.wall() - now)
         return now
 
@@ -114,7 +114,7 @@ class SteadyClock:
         sampled): a step, which only a node that serves no room yet may take. Returns
         the step, by which the node moves what it read from the clock before."""
         self._origin_ms += offset_ms
-        self._to_slew_ms = 0.0
+        self._to_slew_ns = 0
         self.anchored = True
         self.store_offset_ms = 0
         return offset_ms
@@ -124,7 +124,8 @@ class SteadyClock:
         sampled), at :data:`SLEW_MS_PER_S`. The sample includes what was slewed so
         far: it replaces what was left of the last one."""
         self()  # what is due from the last correction is slewed in first
-        self._to_slew_ms = float(offset_ms)
+        self._to_slew_ns = offset_ms * 1_000_000
+        self._slewed_at_ns = time.monotonic_ns()
         self.store_offset_ms = offset_ms
         if not self._store_apart and abs(offset_ms) > APART_MS:
             self._store_apart = True
