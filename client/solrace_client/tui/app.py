@@ -51,7 +51,9 @@ from .render import (
     MONO,
     Look,
     MoveTimes,
+    board_min_rows,
     board_width,
+    fits,
     how_it_starts,
     race_clock,
     refusal_text,
@@ -60,7 +62,9 @@ from .render import (
     render_progress,
     render_standings,
     render_watch,
+    too_small,
     total_cards,
+    watch_needs,
 )
 from .widgets import (
     ConfirmScreen,
@@ -81,6 +85,10 @@ BACKOFF = Backoff(first_s=0.2, max_s=8.0, jitter=0.2)
 SIDE_WIDTH = 28
 MIN_SIDE_WIDTH, MAX_SIDE_WIDTH = 16, 60
 WATCH_SIDE_WIDTH = 19  # two Yukon boards (2 × 28 + 2) and this fit in 80 columns
+#: Rows of every screen around its body: the header, the status line, the key hints.
+FRAME_ROWS = 3
+#: The race screen's board's padding, one column either side (CSS ``#board``).
+BOARD_PAD = 2
 
 CSS = """
 PhaseScreen { layout: vertical; background: #101418; }
@@ -88,7 +96,7 @@ LobbyScreen #body, StandingsScreen #body, ConnectingScreen #body { padding: 0 1;
 #header { height: 1; background: #1d3557; color: #f1faee; }
 #main { height: 1fr; }
 #body { height: 1fr; }
-#board { width: 1fr; padding: 0 1; }
+#board { width: 1fr; padding: 0 BOARD_PAD_HALF; }
 #boards { width: 1fr; }
 WatchScreen #side { width: WATCH_SIDE; }
 #side { width: SIDE; border-left: solid #2a3f5a; padding: 0 0 0 1; }
@@ -100,6 +108,7 @@ HelpScreen { background: #101418; }
 #dialog { width: auto; max-width: 100%; height: auto; padding: 0 1;
           border: round #4f7cac; background: #16202c; }
 """.replace("WATCH_SIDE", str(WATCH_SIDE_WIDTH + 2)).replace("SIDE", str(SIDE_WIDTH + 2))
+CSS = CSS.replace("BOARD_PAD_HALF", str(BOARD_PAD // 2))
 
 
 @dataclass(frozen=True)
@@ -437,7 +446,7 @@ class SolraceApp(App[int]):
         self.news.reset(self.state)
         self.move_times.reset(self.state.racer_list())
         self.controller.set_view(self.state.my_board)
-        self.fit_play()
+        self.fit_side()
         self._save_token()
         if self.state.phase == "finished":
             self._race_over(self.state.version)
@@ -472,7 +481,9 @@ class SolraceApp(App[int]):
             self._loaded()
         if event.t == "board" and event.d.get("racer") == state.me:
             self.controller.set_view(state.my_board)
-            self.fit_play()
+            self.fit_side()
+        elif event.t == "board" and self.mode == "watch":  # a board's width may differ
+            self.fit_side()
         if event.t == "room_reset":
             self.controller.set_view(None)
             self.move_times.reset(state.racer_list())
@@ -730,15 +741,24 @@ class SolraceApp(App[int]):
             text.append("\n" + how_it_starts(state.settings), "grey62")
         return text
 
-    def fit_play(self, screen: PlayScreen | None = None) -> None:
-        """Give the board the width it needs and the racers' sidebar the rest; hide the
-        sidebar when the terminal is too narrow for both."""
-        screen = screen or (self.screen if isinstance(self.screen, PlayScreen) else None)
+    def fit_side(self, screen: PlayScreen | WatchScreen | None = None) -> None:
+        """Give the board the width it needs and the racers' sidebar the rest (on the
+        watch screen: one board, and the standings beside it); hide the sidebar when
+        the terminal is too narrow for both (the watch's standings kept their 21
+        columns in 40 and left a Yukon board 19: it wrapped)."""
+        current = self.screen if isinstance(self.screen, PlayScreen | WatchScreen) else None
+        screen = screen or current
         if screen is None or not screen.is_mounted:
             return
+        side = screen.query_one("#side")
+        if isinstance(screen, WatchScreen):
+            state = self.state
+            need, _ = watch_needs(state.racer_list(), state.boards, screen.size.width)
+            side.display = screen.size.width - need >= WATCH_SIDE_WIDTH + 2
+            return
         view = self.controller.view
-        need = (board_width(view) if view else 7 * 4) + 2  # + the board's padding
-        board, side = screen.query_one("#board"), screen.query_one("#side")
+        need = (board_width(view) if view else 7 * 4) + BOARD_PAD
+        board = screen.query_one("#board")
         room = screen.size.width - need
         if room >= MIN_SIDE_WIDTH + 2:
             board.styles.width = need
@@ -752,7 +772,11 @@ class SolraceApp(App[int]):
         view = self.controller.view
         if view is None:
             return Text("\n  waiting for the deal…")
-        return render_board(view, self.controller.marks(), max_rows=height, look=self.look)
+        board = render_board(view, self.controller.marks(), max_rows=height, look=self.look)
+        if fits(board, width, height):
+            return board
+        need = (board_width(view) + BOARD_PAD, board_min_rows(view) + FRAME_ROWS)
+        return too_small("the board needs", need, (self.size.width, self.size.height))
 
     def paint_side(self, width: int, height: int) -> Text:
         state = self.state
@@ -765,6 +789,10 @@ class SolraceApp(App[int]):
 
     def paint_watch(self, width: int, height: int) -> Text:
         state = self.state
+        need_w, need_h = watch_needs(state.racer_list(), state.boards, width)
+        if width < need_w or height < need_h:  # a board would be wrapped or cut
+            need = (need_w, need_h + FRAME_ROWS)
+            return too_small("the boards need", need, (self.size.width, self.size.height))
         delay_ms = int(state.settings.get("spectator_delay_s") or 0) * 1000
         return render_watch(
             state.racer_list(),

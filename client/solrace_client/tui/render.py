@@ -360,6 +360,34 @@ def render_board(
     return Text("\n", no_wrap=True, overflow="crop").join(lines)
 
 
+def board_min_rows(view: Mapping[str, Any]) -> int:
+    """The fewest rows :func:`render_board` draws this board in whole: every column's
+    top card drawn, what is under it counted (``▒×5``, ``⋮+n``). Fewer rows cut it."""
+    rows = 1
+    while len(render_board(view, max_rows=rows).split("\n")) > rows:
+        rows += 1
+    return rows
+
+
+def fits(text: Text, width: int, height: int) -> bool:
+    """Whether ``text`` shows whole in ``width`` × ``height`` cells: a longer line is
+    wrapped by Textual (a board's tenth column drawn under the others), extra lines cut."""
+    lines = text.split("\n")
+    return len(lines) <= height and all(line.cell_len <= width for line in lines)
+
+
+def too_small(what: str, need: tuple[int, int], terminal: tuple[int, int]) -> Text:
+    """What a screen says instead of a board it cannot draw whole (``what``: "the
+    board needs"): the size it needs and the terminal's, columns × rows, the most
+    useful words first (a small terminal cuts the rest)."""
+    return Text(
+        f"too small: {what} {need[0]}×{need[1]}\n"
+        f"(this terminal is {terminal[0]}×{terminal[1]}):\n"
+        "make it larger; q quits",
+        style="bold",
+    )
+
+
 # ------------------------------------------------------------------ progress
 STATUS_STYLE = {
     "finished": "bold green",
@@ -636,6 +664,33 @@ def watch_columns(width: int, view_width: int) -> int:
     return max(1, (width + 2) // (view_width + 2))
 
 
+#: The narrowest a watched board's panel is (its title and info line).
+WATCH_PANEL_MIN: Final = 20
+#: Rows of a watched board's panel above the board: its title and its info line.
+WATCH_TITLE_ROWS: Final = 2
+
+
+def watch_panel_width(boards: Mapping[int, tuple[int, Mapping[str, Any]]]) -> int:
+    """Cells of one board's panel on the watch screen: the widest board (Yukon's
+    seven columns before any has come), and room for a title."""
+    widths = [board_width(v) for _, v in boards.values()] or [7 * CELL_W]
+    return max(max(widths), WATCH_PANEL_MIN)
+
+
+def watch_needs(
+    racers: Sequence[Mapping[str, Any]],
+    boards: Mapping[int, tuple[int, Mapping[str, Any]]],
+    width: int,
+) -> tuple[int, int]:
+    """The cells :func:`render_watch` needs, columns × rows, to draw one board whole at
+    ``width``: its panel; its title and info line, the board in its fewest rows, and the
+    note under it where not every board fits side by side."""
+    panel = watch_panel_width(boards)
+    rows = max((board_min_rows(v) for _, v in boards.values()), default=0)
+    note = len(racers) > watch_columns(max(width, panel), panel)
+    return panel, WATCH_TITLE_ROWS + rows + int(note)
+
+
 def cards_up(view: Mapping[str, Any]) -> int:
     """Cards on a board view's foundations, those a fair view withholds included."""
     count = int(view.get("withheld_foundation") or 0)
@@ -708,8 +763,7 @@ def render_watch(
     ``moved_at``: per racer, when its move count changed (:func:`held_back`)."""
     if not racers:
         return Text("nobody is racing")
-    widths = [board_width(v) for _, v in boards.values()] or [7 * CELL_W]
-    panel = max(max(widths), 20)
+    panel = watch_panel_width(boards)
     fit = min(len(racers), watch_columns(width, panel))
     order = [racers[(focus + i) % len(racers)] for i in range(fit)]
     if len(racers) > fit:
@@ -719,7 +773,7 @@ def render_watch(
     # Under a title and an info line, each board gets the rows the note leaves: a board
     # as high as the screen lost its last row, the top card of its longest column, to
     # the note (an audit: 51 of 52 cards drawn).
-    board_rows = max(5, height - 2 - (note is not None))
+    board_rows = max(5, height - WATCH_TITLE_ROWS - (note is not None))
     panels: list[list[Text]] = []
     for slot, info in enumerate(order):
         racer = int(info.get("racer") or 0)

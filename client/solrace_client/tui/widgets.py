@@ -125,10 +125,10 @@ class PlayScreen(PhaseScreen):
         yield Input(placeholder="move (3:4>6, 2>F, W>5, D, R, undo) — Esc cancels", id="move")
 
     def on_mount(self) -> None:
-        self.solrace.fit_play(self)
+        self.solrace.fit_side(self)
 
     def on_resize(self, event: Any) -> None:
-        self.solrace.fit_play(self)
+        self.solrace.fit_side(self)
 
     def action_cursor(self, direction: str) -> None:
         self.solrace.cursor(direction)
@@ -190,6 +190,12 @@ class WatchScreen(PhaseScreen):
         with Horizontal(id="body"):
             yield Painted(lambda w, h: app.paint_watch(w, h), id="boards")
             yield Painted(lambda w, h: app.paint_side(w, h), id="side")
+
+    def on_mount(self) -> None:
+        self.solrace.fit_side(self)
+
+    def on_resize(self, event: Any) -> None:
+        self.solrace.fit_side(self)
 
     def action_focus_racer(self, delta: int) -> None:
         self.solrace.focus_racer(delta)

@@ -658,3 +658,82 @@ async def test_the_clock_tick_after_the_screens_are_gone_does_nothing() -> None:
     assert app.screen_stack == []
     app._tick()
     app.action_quit_race()
+
+
+def top_cards(board: Any) -> list[str]:
+    """The label of every tableau column's top card on a board view (a withheld card,
+    None in a fair spectator's view, left out)."""
+    return [
+        card_label(column["up"][-1])
+        for column in board["tableau"]
+        if column["up"] and column["up"][-1] is not None
+    ]
+
+
+async def test_a_terminal_too_small_for_the_board_says_the_size_it_needs(cluster: Cluster) -> None:
+    """Double Yukon's ten columns (40 cells and the board's padding) in a 40×15
+    terminal: the tenth column wrapped under the others, one card a row, the board
+    unreadable; in 20×6 Yukon's columns 6 and 7 were cut and no card was drawn, in
+    42×8 the top cards of double Yukon's columns — with not a word. Now the screen says
+    how large the terminal must be, and the board is back, whole, once it is."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "double_yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        assert app.controller.view is not None
+        tops = top_cards(app.controller.view)
+        # 10 columns × 4 cells + 2 of padding; 3 rows above the tableau, 3 for its
+        # shortest window (▒×n, ⋮+n, the top card), 3 for the header, status and keys
+        need = "42×9"
+        for width, height in ((40, 15), (42, 8), (30, 10)):
+            await pilot.resize_terminal(width, height)
+            screen = await wait_for_text(pilot, "too small")
+            said = f"too small: the board needs {need} (this terminal is {width}×{height})"
+            assert said in " ".join(screen.split()), screen
+        await pilot.resize_terminal(42, 9)
+        await wait_until(pilot, lambda: "too small" not in app.screen_text(), "the board")
+        screen = app.screen_text()
+        assert all(top in screen for top in tops), screen
+        assert screen.split("\n")[3].split() == [str(n) for n in range(1, 11)], screen
+        # the keys still work: q asks, as ever
+        await pilot.resize_terminal(30, 10)
+        await wait_for_text(pilot, "too small")
+        await pilot.press("q")
+        await wait_for_text(pilot, "Quit the race?")
+        await bob.close()
+
+
+async def test_a_watch_in_a_small_terminal_gives_the_boards_the_room(cluster: Cluster) -> None:
+    """``solrace watch`` in 40×15: the standings beside the boards kept 21 columns, and
+    the one board shown in the 19 left wrapped, columns 6 and 7 under the others. The
+    standings now give way to the boards when both do not fit (as the race screen's
+    racers' panel does), and a terminal too small for one board says so."""
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", private=True)
+    assert ann.code
+    await bob.join(ann.code, "Bob")
+    await bob.ready()
+    app = SolraceApp(server.url, mode="watch", code=ann.code)
+    async with app.run_test(size=(40, 15)) as pilot:
+        await wait_for_text(pilot, "boards live")
+        await ann.start()
+        await wait_until(pilot, lambda: len(app.state.boards) == 2, "both boards")
+        first = app.state.racer_list()[0]["racer"]
+        tops = top_cards(app.state.boards[first][1])
+        await wait_until(pilot, lambda: all(t in app.screen_text() for t in tops), "a board")
+        screen = app.screen_text()
+        assert "Racers" not in screen and "too small" not in screen, screen
+        assert "1 of 2 boards: Tab for the others" in screen
+        assert screen.split("\n")[5].split() == [str(n) for n in range(1, 8)], screen
+        # 28 cells a board; a title, an info line, 6 rows of board, the note under it
+        # and the 3 rows of the frame
+        await pilot.resize_terminal(27, 15)
+        screen = await wait_for_text(pilot, "too small")
+        said = "too small: the boards need 28×12 (this terminal is 27×15)"
+        assert said in " ".join(screen.split()), screen
+        await pilot.resize_terminal(28, 12)
+        await wait_until(pilot, lambda: all(t in app.screen_text() for t in tops), "fitted")
+        await pilot.resize_terminal(80, 24)
+        await wait_for_text(pilot, "Racers")
+        await close_all(ann, bob)
