@@ -9,6 +9,7 @@ import os
 import pty
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 SOLRACE = Path(sys.executable).parent / "solrace"
@@ -17,10 +18,13 @@ ALTERNATE_SCREEN = b"\x1b[?1049h"
 TIMEOUT_S = 60.0
 
 
-async def spawn(argv: list[str], *, errors_apart: bool) -> tuple[asyncio.subprocess.Process, int]:
+async def spawn(
+    argv: list[str], *, errors_apart: bool, env: Mapping[str, str] | None = None
+) -> tuple[asyncio.subprocess.Process, int]:
     """``solrace argv`` with standard input and output on a new pseudo-terminal (and
     standard error too unless ``errors_apart``, then a pipe): the process and the
-    terminal's master side, which the caller closes."""
+    terminal's master side, which the caller closes. ``env`` adds to (or overrides) the
+    environment: ``TERM``, say."""
     assert SOLRACE.exists(), f"the console script is not installed: {SOLRACE}"
     master, slave = pty.openpty()
     proc = await asyncio.create_subprocess_exec(
@@ -29,7 +33,7 @@ async def spawn(argv: list[str], *, errors_apart: bool) -> tuple[asyncio.subproc
         stdin=slave,
         stdout=slave,
         stderr=subprocess.PIPE if errors_apart else slave,
-        env={**os.environ, "SOLRACE_SERVER": "", "TERM": "xterm-256color"},
+        env={**os.environ, "SOLRACE_SERVER": "", "TERM": "xterm-256color", **(env or {})},
     )
     os.close(slave)
     return proc, master
@@ -47,10 +51,12 @@ async def read(master: int) -> bytes:
     return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, once), TIMEOUT_S)
 
 
-async def run(argv: list[str], *, errors_apart: bool = True) -> tuple[int, bytes, str]:
+async def run(
+    argv: list[str], *, errors_apart: bool = True, env: Mapping[str, str] | None = None
+) -> tuple[int, bytes, str]:
     """Run ``solrace argv`` to its end: its exit status, everything it wrote to the
     terminal, and its standard error when read apart ("" otherwise)."""
-    proc, master = await spawn(argv, errors_apart=errors_apart)
+    proc, master = await spawn(argv, errors_apart=errors_apart, env=env)
     shown = bytearray()
 
     async def drain() -> None:

@@ -19,6 +19,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from typing import Final
 
 from ..errors import EXIT_FAILED
 from .app import SolraceApp
@@ -45,13 +46,23 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+#: ``TERM`` values of terminals that cannot move their cursor (Emacs' ``M-x shell``,
+#: some IDEs' run consoles): Textual draws there all the same, a stream of escapes.
+DUMB_TERMINALS: Final = frozenset({"dumb"})
+
+
 def _run(app: SolraceApp) -> int:
+    what = "watch screen" if app.mode == "watch" else "race screen"
+    bot = "; `solrace bot` races without one" if app.mode == "race" else ""
     if not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout)):
         # Textual would draw into a pipe or a log file and wait for keys that never come
-        what = "watch screen" if app.mode == "watch" else "race screen"
+        _say(f"solrace: the {what} needs a terminal (standard input and output are not one){bot}")
+        return EXIT_FAILED
+    term = os.environ.get("TERM", "")
+    if term in DUMB_TERMINALS:
         _say(
-            f"solrace: the {what} needs a terminal (standard input and output are not one)"
-            + ("; `solrace bot` races without one" if app.mode == "race" else "")
+            f"solrace: the {what} needs a terminal that can draw a full screen "
+            f"(TERM={term} cannot: run it in a terminal emulator){bot}"
         )
         return EXIT_FAILED
     return asyncio.run(_enter_then_run(app))

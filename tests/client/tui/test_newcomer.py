@@ -207,6 +207,23 @@ async def test_an_unreachable_server_is_one_line_without_opening_the_screen() ->
     assert len(lines) == 1 and lines[0].startswith("solrace: cannot reach ws://127.0.0.1:9")
 
 
+async def test_a_dumb_terminal_is_told_in_one_line_without_the_screen() -> None:
+    """``TERM=dumb`` (Emacs' ``M-x shell``, some IDEs' run consoles) cannot move its
+    cursor: the full screen was written there all the same, a stream of escape
+    sequences, with no word. Now one line says why, status 2, and nothing is drawn."""
+    for command, what in (
+        (["create", "--name", "Ann"], "race screen"),
+        (["watch", "ABC123"], "watch screen"),
+    ):
+        argv = [*command, "--server", "ws://127.0.0.1:9"]
+        code, shown, err = await terminal.run(argv, env={"TERM": "dumb"})
+        assert code == 2 and b"\x1b" not in shown, shown
+        lines = err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(
+            f"solrace: the {what} needs a terminal that can draw a full screen (TERM=dumb"
+        ), err
+
+
 async def test_a_room_entered_first_still_gets_the_screen(cluster: Cluster) -> None:
     """The other side of the change: once the room is entered, the UI takes the screen."""
     server = await cluster.node()
