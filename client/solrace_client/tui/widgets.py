@@ -288,8 +288,18 @@ def help_text(kind: str, look: Look = COLOUR) -> Text:
 
 
 class HelpScreen(ModalScreen[None]):
+    """A screen's keys. Taller than a small terminal (the race screen's needs 18 rows,
+    more where its lines wrap), it scrolls: no key did, and x, q and how to close it
+    could not be read in 40×15."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark,enter,space", "close", "close", show=False),
+        Binding("down,j", "scroll_down", show=False),
+        Binding("up,k", "scroll_up", show=False),
+        Binding("pagedown", "page_down", show=False),
+        Binding("pageup", "page_up", show=False),
+        Binding("home", "scroll_home", show=False),
+        Binding("end", "scroll_end", show=False),
     ]
 
     def __init__(self, kind: str) -> None:

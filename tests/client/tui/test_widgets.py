@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from solrace_client.tui.render import MONO
-from solrace_client.tui.widgets import HELP, help_text
+from solrace_client.tui.render import COLOUR, MONO
+from solrace_client.tui.widgets import HELP, HelpScreen, help_text
+from textual.app import App
 
 
 def test_only_a_racer_is_told_about_picked_cards() -> None:
@@ -39,3 +40,45 @@ def test_the_watch_help_says_boards_lag_and_may_be_held_back() -> None:
     text = help_text("watch").plain
     assert "spectator delay" in text and "held back" in text
     assert "held back" not in help_text("play").plain
+
+
+class _HelpApp(App[None]):
+    """Just the race screen's help, as the app pushes it (it reads the app's look)."""
+
+    look = COLOUR
+
+    def on_mount(self) -> None:
+        self.push_screen(HelpScreen("play"))
+
+    def text(self) -> str:
+        return "\n".join(strip.text for strip in self.screen._compositor.render_strips())
+
+
+async def test_a_help_taller_than_the_terminal_scrolls_with_the_keys() -> None:
+    """In 40×15 the race screen's help showed its first ten keys and a scroll bar; no
+    key scrolled it, so x (resign), q (quit) and how to close it could not be read.
+    ↓/j, PgDn and End scroll it, ↑/k, PgUp and Home back; q still closes it."""
+    app = _HelpApp()
+    async with app.run_test(size=(40, 15)) as pilot:
+        await pilot.pause()
+        assert "Keys" in app.text() and "Press any of" not in app.text()
+        await pilot.press("end")
+        await pilot.pause()
+        assert "Press any of Esc, q, ? to close" in app.text(), app.text()
+        await pilot.press("home")
+        await pilot.pause()
+        assert "Keys" in app.text()
+        for key in ("down", "j", "pagedown"):
+            before = app.text()
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.text() != before, key
+        await pilot.press("end")
+        for key in ("up", "k", "pageup"):
+            before = app.text()
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.text() != before, key
+        await pilot.press("q")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
