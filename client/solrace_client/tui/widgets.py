@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.screen import ModalScreen, Screen
+from textual.visual import visualize
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
@@ -18,6 +20,8 @@ from .controller import normalise
 from .render import COLOUR, Look
 
 if TYPE_CHECKING:
+    from textual.css.styles import RulesMap
+
     from .app import SolraceApp
 
 Paint = Callable[[int, int], Text]
@@ -32,6 +36,43 @@ class Painted(Widget):
 
     def render(self) -> Text:
         return self._paint(self.size.width, self.size.height)
+
+
+class PaintedPage(Painted):
+    """A page drawn by a function of its width, as tall as what it draws: put in a
+    :class:`Page`, which scrolls it where the terminal is shorter (a lobby's or the
+    standings' last lines were cut off the bottom of 40×15, unreachable)."""
+
+    DEFAULT_CSS = "PaintedPage { height: auto; }"
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # drawn at ``width`` (Textual's own measure renders at the widget's last size)
+        drawn = visualize(self, self._paint(width, viewport.height))
+        # as Textual's own measure passes them (its styles read as the rules' mapping)
+        return drawn.get_height(cast("RulesMap", self.styles), width)
+
+
+class Page(VerticalScroll, can_focus=False):
+    """A screen's body that scrolls where it is taller than the terminal, by the keys
+    of :data:`PAGE_KEYS` (its screen's: the page never takes the focus)."""
+
+    def __init__(self, paint: Paint, **kwargs: Any) -> None:
+        super().__init__(PaintedPage(paint), **kwargs)
+
+
+#: The keys that scroll a :class:`Page` (and the help), each with its scroll action.
+PAGE_KEYS: Final = (
+    ("down,j", "scroll_down"),
+    ("up,k", "scroll_up"),
+    ("pagedown", "page_down"),
+    ("pageup", "page_up"),
+    ("home", "scroll_home"),
+    ("end", "scroll_end"),
+)
+#: A screen's bindings of :data:`PAGE_KEYS` to its page.
+PAGE_BINDINGS: Final[list[BindingType]] = [
+    Binding(keys, f"scroll_page('{action}')", show=False) for keys, action in PAGE_KEYS
+]
 
 
 class PhaseScreen(Screen[None]):
@@ -57,10 +98,14 @@ class PhaseScreen(Screen[None]):
 
     def repaint(self) -> None:
         for widget in self.query(Painted):
-            widget.refresh()
+            widget.refresh(layout=isinstance(widget, PaintedPage))  # its height may change
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.kind))
+
+    def action_scroll_page(self, action: str) -> None:
+        for page in self.query(Page):
+            getattr(page, f"action_{action}")()
 
     def action_quit_race(self) -> None:
         self.solrace.ask_quit()
@@ -84,11 +129,12 @@ class LobbyScreen(PhaseScreen):
         Binding("s", "start", "start", show=False),
         Binding("q", "quit_race", "quit", show=False),
         Binding("question_mark", "help", "help", show=False),
+        *PAGE_BINDINGS,
     ]
 
     def compose_body(self) -> ComposeResult:
         app = self.solrace
-        yield Painted(lambda w, h: app.paint_lobby(w, h), id="body")
+        yield Page(lambda w, h: app.paint_lobby(w, h), id="body")
 
     def action_toggle_ready(self) -> None:
         self.solrace.toggle_ready()
@@ -210,11 +256,12 @@ class StandingsScreen(PhaseScreen):
         Binding("m", "rematch", "rematch", show=False),
         Binding("q,escape", "leave_now", "quit", show=False),
         Binding("question_mark", "help", "help", show=False),
+        *PAGE_BINDINGS,
     ]
 
     def compose_body(self) -> ComposeResult:
         app = self.solrace
-        yield Painted(lambda w, h: app.paint_standings(w, h), id="body")
+        yield Page(lambda w, h: app.paint_standings(w, h), id="body")
 
     def action_rematch(self) -> None:
         self.solrace.rematch()
@@ -294,12 +341,7 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark,enter,space", "close", "close", show=False),
-        Binding("down,j", "scroll_down", show=False),
-        Binding("up,k", "scroll_up", show=False),
-        Binding("pagedown", "page_down", show=False),
-        Binding("pageup", "page_up", show=False),
-        Binding("home", "scroll_home", show=False),
-        Binding("end", "scroll_end", show=False),
+        *[Binding(keys, action, show=False) for keys, action in PAGE_KEYS],
     ]
 
     def __init__(self, kind: str) -> None:

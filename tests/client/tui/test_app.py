@@ -737,3 +737,42 @@ async def test_a_watch_in_a_small_terminal_gives_the_boards_the_room(cluster: Cl
         await pilot.resize_terminal(80, 24)
         await wait_for_text(pilot, "Racers")
         await close_all(ann, bob)
+
+
+def flat(app: SolraceApp) -> str:
+    """The screen's words, one space apart: a sentence the screen wrapped reads whole."""
+    return " ".join(app.screen_text().split())
+
+
+async def test_a_lobby_and_standings_taller_than_the_terminal_scroll(cluster: Cluster) -> None:
+    """In 40×15 the lobby's last line (`Everyone is ready: press s to start`) and the
+    race-over screen's verdict and `solrace verify/replay <race id>` were cut off the
+    bottom, with no way to see them. Both now scroll: End (or ↓/j, PgDn) shows them."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(40, 15)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+        bob = await RaceClient.connect(server.url)
+        await bob.join(app.state.code or "", "Bob")
+        await bob.ready()
+        await wait_for_text(pilot, "✔ ready")
+        await pilot.pause(0.2)
+        assert "Everyone is ready" not in flat(app)  # below the bottom
+        await pilot.press("end")
+        await wait_until(pilot, lambda: "press s to start" in flat(app), "the lobby's end")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: isinstance(app.screen, PlayScreen), "the race")
+        await bob.resign()
+        await pilot.press("x")
+        await wait_for_text(pilot, "Resign?")
+        await pilot.press("y")
+        await wait_for_text(pilot, "Race over")
+        replay_line = f"solrace replay {app.race_id}"
+        await wait_until(pilot, lambda: "verified" in flat(app), "the verdict")
+        assert replay_line not in flat(app)
+        await pilot.press("end")
+        await wait_until(pilot, lambda: replay_line in flat(app), "the standings' end")
+        assert f"solrace verify {app.race_id}" in flat(app)
+        await pilot.press("home")
+        await wait_until(pilot, lambda: "Race over" in flat(app), "the standings' top")
+        await bob.close()
