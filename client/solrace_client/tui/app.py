@@ -628,19 +628,24 @@ class SolraceApp(App[int]):
     # ---------------------------------------------------------------- paint
     def paint_header(self, kind: str, width: int) -> Text:
         state = self.state
-        left = Text(" solrace", style="bold")
+        # What the left may lose, least useful first: the app's name, the variant, the
+        # word "room" (the room's code stays, and the clock on the right).
+        name, variant, room, delay_words = " solrace", "", "", ""
         if state.loaded:
-            left.append(f"  {state.variant}")
-            left.append(f"  room {state.code}")
+            variant, room = f"  {state.variant}", f"  room {state.code}"
             if self.mode == "watch":
                 delay = int(state.settings.get("spectator_delay_s") or 0)
-                left.append(f"  boards {delay} s behind" if delay else "  boards live")
+                delay_words = f"  boards {delay} s behind" if delay else "  boards live"
+
+        def left() -> Text:
+            return Text.assemble((name, "bold"), variant, room, delay_words)
+
         clock = race_clock(state.phase, state.start_at_ms, state.ends_at_ms, self.server_now())
         you = state.you or {}
         counters = []
         if kind == "play" and you:
             counters = [f"moves {you.get('moves') or 0}", f"score {you.get('score') or 0}"]
-        while True:  # drop what does not fit: the score first, then the app's name
+        while True:  # drop what does not fit: the score first, then the moves
             right = Text(no_wrap=True)
             if clock:
                 right.append(clock, "bold")
@@ -649,13 +654,20 @@ class SolraceApp(App[int]):
             if not self.online and state.loaded:
                 right.append("  offline", "bold red")
             right.append(" ")
-            if left.cell_len + right.cell_len < width or not counters:
+            if left().cell_len + right.cell_len < width or not counters:
                 break
             counters.pop()
-        if left.cell_len + right.cell_len >= width and left.plain.startswith(" solrace"):
-            left = left[len(" solrace") :]
-        pad = max(1, width - left.cell_len - right.cell_len)
-        return Text.assemble(left, " " * pad, right, no_wrap=True, overflow="crop")
+        for shorter in ("name", "variant", "room"):
+            if left().cell_len + right.cell_len < width:
+                break
+            if shorter == "name":
+                name = ""
+            elif shorter == "variant":
+                variant = ""
+            elif state.loaded:
+                room = f"  {state.code}"
+        pad = max(1, width - left().cell_len - right.cell_len)
+        return Text.assemble(left(), " " * pad, right, no_wrap=True, overflow="crop")
 
     def paint_status(self, width: int) -> Text:
         text = Text(" ", no_wrap=True, overflow="crop")

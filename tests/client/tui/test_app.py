@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from typing import Any
 
 import pytest
@@ -775,4 +776,23 @@ async def test_a_lobby_and_standings_taller_than_the_terminal_scroll(cluster: Cl
         assert f"solrace verify {app.race_id}" in flat(app)
         await pilot.press("home")
         await wait_until(pilot, lambda: "Race over" in flat(app), "the standings' top")
+        await bob.close()
+
+
+async def test_a_narrow_header_keeps_the_time_left(cluster: Cluster) -> None:
+    """The top line dropped the score and the app's name where it did not fit, then
+    cut the rest at the right: double Yukon in 40 columns read `double_yukon  room
+    K7QX2M 00:05 ·`, Yukon in 30 `yukon  room K7QX2M 00:10 ·` — the time left gone.
+    The variant and the word `room` now go before the clock does."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "double_yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        code = app.state.code or ""
+        for width, shown in ((80, f"double_yukon  room {code}"), (40, f"room {code}"), (30, code)):
+            await pilot.resize_terminal(width, 15)
+            await pilot.pause(0.1)
+            header = app.screen_text().split("\n")[0]
+            assert re.search(r"\d\d:\d\d · \d\d:\d\d left", header), header
+            assert shown in header, header
         await bob.close()
