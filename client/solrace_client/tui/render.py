@@ -556,6 +556,13 @@ def how_it_starts(settings: Mapping[str, Any]) -> str:
     return "The host starts the race, or it starts once everyone is ready.\n"
 
 
+#: A lobby racer's name: cut to this many cells at most, and never below the least.
+LOBBY_NAME_MAX: Final = 24
+LOBBY_NAME_MIN: Final = 8
+#: The rest of a lobby racer's row: "▶ ", two spaces, "· not ready", "  (host)".
+LOBBY_FLAGS_W: Final = 2 + 2 + len("· not ready") + len("  (host)")
+
+
 def render_lobby(
     racers: Iterable[Mapping[str, Any]],
     settings: Mapping[str, Any],
@@ -569,21 +576,33 @@ def render_lobby(
     text = Text(no_wrap=True, overflow="crop")
     text.append("Room code ", "bold")
     text.append(f" {code or '?'} ", "bold black on yellow1")
-    text.append(f"   others join with: solrace join {code or '?'}\n", STYLE_DIM)
-    for line in wrap_parts(settings_words(settings), width - 1):  # wrapped, never cut
+    # wrapped, never cut: in 40 columns Textual wrapped it mid-phrase ("others join
+    # / with: solrace join K7QX2M") and cut the deal's words ("65 moves, e")
+    join = f"others join with: solrace join {code or '?'}"
+    if text.cell_len + 3 + len(join) < width:
+        text.append(f"   {join}\n", STYLE_DIM)
+    else:
+        text.append("\n")
+        for line in wrap_parts(join.split(" "), width - 1, " "):
+            text.append(line + "\n", STYLE_DIM)
+    for line in wrap_parts(settings_words(settings), width - 1):
         text.append(line + "\n")
     for line in wrap_parts(option_words(settings.get("options") or {}), width - 1):
         text.append(line + "\n", STYLE_DIM)
     if deal is not None:
-        text.append(deal[: width - 1] + "\n", "bold green" if "certified," in deal else "")
+        for line in textwrap.wrap(deal, width - 1) or [""]:
+            text.append(line + "\n", "bold green" if "certified," in deal else "")
     text.append("\n")
-    text.append("  racer                     ready\n", "bold")
+    # A racer's row on one line: its name is cut to what the flags leave (24 cells
+    # at most, LOBBY_NAME_MIN at least).
+    name_w = max(LOBBY_NAME_MIN, min(LOBBY_NAME_MAX, width - 1 - LOBBY_FLAGS_W))
+    text.append(f"  {'racer':<{name_w}}  ready\n", "bold")
     for info in racers:
         racer = info.get("racer")
         mark = "▶ " if racer == me else "  "
-        name = str(info.get("name", "?"))[:24]
+        name = str(info.get("name", "?"))[:name_w]
         text.append(mark, "bold cyan")
-        text.append(f"{name:<24}  ", "bold" if racer == me else "")
+        text.append(f"{name:<{name_w}}  ", "bold" if racer == me else "")
         # The host's flag too: any room starts once everyone, its host included, is
         # ready (the host may also start it with s once the others are).
         if info.get("ready"):

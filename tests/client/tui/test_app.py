@@ -756,7 +756,8 @@ async def test_a_lobby_and_standings_taller_than_the_terminal_scroll(cluster: Cl
         bob = await RaceClient.connect(server.url)
         await bob.join(app.state.code or "", "Bob")
         await bob.ready()
-        await wait_for_text(pilot, "✔ ready")
+        await wait_for_text(pilot, "Bob is ready")  # the status line
+        await wait_until(pilot, lambda: app.state.deal is not None, "the deal's words")
         await pilot.pause(0.2)
         assert "Everyone is ready" not in flat(app)  # below the bottom
         await pilot.press("end")

@@ -324,6 +324,27 @@ def test_lobby_shows_code_racers_ready_flags_and_host() -> None:
     assert "✔ ready" in ann and "host" in ann
 
 
+def test_a_narrow_lobby_keeps_each_racer_on_one_line_and_the_deal_whole() -> None:
+    """In 40 columns (38 for the lobby) the deal's words were cut (`winnable deal
+    (certified, 65 moves, e`) and each racer's row, its name padded to 24 cells,
+    wrapped its flags onto a line of their own (`▶ Ann   · not` / `ready  (host)`)."""
+    racers = [
+        {"racer": 1, "name": "Ann", "ready": False},
+        {"racer": 2, "name": "Bartholomew-the-Quick", "ready": True, "online": False},
+    ]
+    deal = "winnable deal (certified, 65 moves, easy)"
+    settings = {"variant": "yukon", "options": {}, "max_racers": 4, "time_limit_s": 900}
+    for width in (38, 34):
+        text = render_lobby(racers, settings, "K7QX2M", host=1, me=1, width=width, deal=deal)
+        lines = text.plain.split("\n")
+        assert all(len(line) < width for line in lines), "\n".join(lines)
+        assert deal in " ".join(" ".join(lines).split())
+        [ann] = [line for line in lines if "Ann" in line]
+        assert "not ready" in ann and "(host)" in ann, ann
+        [bart] = [line for line in lines if "Barth" in line]
+        assert "✔ ready" in bart, bart
+
+
 RESULT = {
     "reason": "all_done",
     "seed": 1234567890123,
