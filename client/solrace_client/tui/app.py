@@ -49,12 +49,14 @@ from .news import News, deal_words
 from .render import (
     COLOUR,
     MONO,
+    STYLE_DIM,
     Look,
     MoveTimes,
     board_min_rows,
     board_width,
     fits,
     how_it_starts,
+    progress_brief,
     race_clock,
     refusal_text,
     render_board,
@@ -193,6 +195,8 @@ class SolraceApp(App[int]):
         self.focus_index = 0
         #: When each racer moved, for the watch screen's "held back".
         self.move_times = MoveTimes()
+        #: Whether the race screen shows the racers' panel beside the board (fit_side).
+        self.side_shown = True
         self.race_id: str | None = None
         #: The race-over screen's verdict on the result shown (None: being checked).
         self.verdict: Verdict | None = None
@@ -763,6 +767,7 @@ class SolraceApp(App[int]):
         if screen is None or not screen.is_mounted:
             return
         side = screen.query_one("#side")
+        self.side_shown = True
         if isinstance(screen, WatchScreen):
             state = self.state
             need, _ = watch_needs(state.racer_list(), state.boards, screen.size.width)
@@ -779,6 +784,7 @@ class SolraceApp(App[int]):
         else:
             board.styles.width = "1fr"
             side.display = False
+            self.side_shown = False
 
     def paint_board(self, width: int, height: int) -> Text:
         view = self.controller.view
@@ -786,6 +792,12 @@ class SolraceApp(App[int]):
             return Text("\n  waiting for the deal…")
         board = render_board(view, self.controller.marks(), max_rows=height, look=self.look)
         if fits(board, width, height):
+            if not self.side_shown:  # the racers' panel in brief, where rows are left
+                state = self.state
+                room = height - len(board.split("\n")) - 1  # under a blank row
+                brief = progress_brief(state.ranked(), total_cards(state.variant), state.me, width)
+                if room > 0:
+                    board.append("\n\n" + "\n".join(brief[:room]), STYLE_DIM)
             return board
         need = (board_width(view) + BOARD_PAD, board_min_rows(view) + FRAME_ROWS)
         return too_small("the board needs", need, (self.size.width, self.size.height))

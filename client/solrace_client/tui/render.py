@@ -410,6 +410,26 @@ def progress_bar(count: int, total: int, width: int) -> Text:
     return bar
 
 
+def progress_brief(
+    racers: Sequence[Mapping[str, Any]], total: int, me: int | None, width: int
+) -> list[str]:
+    """The racers' panel in a few words, for under a board that leaves it no room: one
+    part a racer — its name (``▶`` for you), cards up, and its status when it is not
+    playing (``#1 finished``, ``offline``) — in lines of ``width``."""
+    parts = []
+    for info in racers:
+        mark = "▶" if info.get("racer") == me else ""
+        part = f"{mark}{info.get('name', '?')} {int(info.get('foundation') or 0)}/{total}"
+        status = str(info.get("status", ""))
+        if info.get("online") is False and status in ("playing", "stuck", "waiting"):
+            status = "offline"
+        place = info.get("place")
+        if status != "playing":
+            part += f" {f'#{place} ' if place else ''}{status}"
+        parts.append(part)
+    return wrap_parts(parts, width, "  ")
+
+
 def render_progress(
     racers: Sequence[Mapping[str, Any]],
     total: int,

@@ -797,3 +797,24 @@ async def test_a_narrow_header_keeps_the_time_left(cluster: Cluster) -> None:
             assert re.search(r"\d\d:\d\d · \d\d:\d\d left", header), header
             assert shown in header, header
         await bob.close()
+
+
+async def test_a_board_without_room_for_the_racers_panel_says_how_the_others_do(
+    cluster: Cluster,
+) -> None:
+    """Under 48 columns the racers' panel gives way to the board (docs/tui.md), and
+    nothing on the screen said there was anyone else in the race, nor how far along
+    they were. Under the board, where rows are left, one line a few racers says it:
+    each racer's cards up, and its status when it is not playing."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        await pilot.resize_terminal(40, 15)
+        await pilot.pause(0.1)
+        screen = app.screen_text()
+        assert "Racers" not in screen
+        assert "Bob 0/52" in screen and "▶Ann 0/52" in screen, screen
+        await bob.resign()
+        await wait_for_text(pilot, "Bob 0/52 resigned")
+        await bob.close()
