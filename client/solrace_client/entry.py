@@ -5,13 +5,39 @@ printing a traceback."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
 from .exits import EXIT_INTERRUPTED
 
+#: Standard error's file descriptor.
+STDERR_FD = 2
+
+
+def _fill_closed_stderr() -> None:
+    """Standard error closed by the shell (``solrace create 2>&-``) becomes the null
+    device. Left closed, the next file opened took its number — the connection's
+    socket — and the full-screen UI, which draws on standard error, drew into the
+    connection: the terminal stayed blank and no key answered. (Standard output closed
+    is said in one line, status 2: docs/client.md.)"""
+    try:
+        os.fstat(STDERR_FD)
+        return
+    except OSError:
+        pass
+    opened = os.open(os.devnull, os.O_WRONLY)
+    if opened != STDERR_FD:
+        os.dup2(opened, STDERR_FD)
+        os.close(opened)
+    stream = open(STDERR_FD, "w", buffering=1, errors="backslashreplace", closefd=False)  # noqa: SIM115  (for the life of the process)
+    # Python left both None; Textual draws on __stderr__ (typed final: it is not)
+    sys.stderr = stream
+    setattr(sys, "__stderr__", stream)  # noqa: B010
+
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _fill_closed_stderr()
     try:
         from .cli import main as run
 

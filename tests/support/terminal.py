@@ -19,12 +19,17 @@ TIMEOUT_S = 60.0
 
 
 async def spawn(
-    argv: list[str], *, errors_apart: bool, env: Mapping[str, str] | None = None
+    argv: list[str],
+    *,
+    errors_apart: bool,
+    env: Mapping[str, str] | None = None,
+    errors_closed: bool = False,
 ) -> tuple[asyncio.subprocess.Process, int]:
     """``solrace argv`` with standard input and output on a new pseudo-terminal (and
-    standard error too unless ``errors_apart``, then a pipe): the process and the
-    terminal's master side, which the caller closes. ``env`` adds to (or overrides) the
-    environment: ``TERM``, say."""
+    standard error too unless ``errors_apart``, then a pipe; or closed, as the shell's
+    ``2>&-`` does, with ``errors_closed``): the process and the terminal's master side,
+    which the caller closes. ``env`` adds to (or overrides) the environment: ``TERM``,
+    say."""
     assert SOLRACE.exists(), f"the console script is not installed: {SOLRACE}"
     master, slave = pty.openpty()
     proc = await asyncio.create_subprocess_exec(
@@ -34,6 +39,7 @@ async def spawn(
         stdout=slave,
         stderr=subprocess.PIPE if errors_apart else slave,
         env={**os.environ, "SOLRACE_SERVER": "", "TERM": "xterm-256color", **(env or {})},
+        preexec_fn=(lambda: os.close(2)) if errors_closed else None,
     )
     os.close(slave)
     return proc, master

@@ -279,6 +279,41 @@ async def test_the_screen_is_on_the_terminal_with_standard_error_redirected(
         errors.cancel()
 
 
+async def test_the_screen_is_on_the_terminal_with_standard_error_closed(
+    cluster: Cluster,
+) -> None:
+    """``solrace create 2>&-``: the terminal stayed blank and no key did anything (the
+    connection's socket took file descriptor 2, and the screen meant for standard error
+    went to the server); q, y ended it only by luck. Standard error closed is now the
+    null device, and the screen is drawn on the terminal as with ``2>errors.log``."""
+    server = await cluster.node()
+    argv = ["create", "--name", "Ann", "--server", server.url]
+    proc, master = await terminal.spawn(argv, errors_apart=False, errors_closed=True)
+    out = bytearray()
+
+    async def drain() -> None:
+        while chunk := await terminal.read(master):
+            out.extend(chunk)
+
+    reading = asyncio.create_task(drain())
+    try:
+        deadline = asyncio.get_running_loop().time() + 20
+        while terminal.ALTERNATE_SCREEN not in out or b"Room code" not in out:
+            if asyncio.get_running_loop().time() > deadline or reading.done():
+                raise AssertionError(f"no screen on the terminal: {bytes(out)[-500:]!r}")
+            await asyncio.sleep(0.05)
+        for key in (b"q", b"y"):
+            await asyncio.sleep(0.5)
+            os.write(master, key)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        os.close(master)
+        await asyncio.wait_for(reading, 10)
+
+
 async def test_q_ctrl_c_and_ctrl_q_ask_and_twice_quits(cluster: Cluster) -> None:
     """Textual's own Ctrl-C only said "press ctrl+q", and its Ctrl-Q quit at once, past
     the question that q asks before a player loses a seat or forfeits a race; and q
