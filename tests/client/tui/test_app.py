@@ -756,8 +756,14 @@ async def test_a_lobby_and_standings_taller_than_the_terminal_scroll(cluster: Cl
         bob = await RaceClient.connect(server.url)
         await bob.join(app.state.code or "", "Bob")
         await bob.ready()
-        await wait_for_text(pilot, "Bob is ready")  # the status line
-        await wait_until(pilot, lambda: app.state.deal is not None, "the deal's words")
+        await wait_until(
+            pilot,
+            lambda: (
+                app.state.deal is not None
+                and any(r.get("ready") and r.get("name") == "Bob" for r in app.state.racer_list())
+            ),
+            "Bob ready, and the deal's words",
+        )
         await pilot.pause(0.2)
         assert "Everyone is ready" not in flat(app)  # below the bottom
         await pilot.press("end")
