@@ -124,6 +124,7 @@ def test_notation_distinct_notations_are_distinct_moves() -> None:
         "3-4>6",
         "3:4→6",
         "1:105>2",
+        "1:" + "9" * 5000 + ">2",  # more digits than int() converts: ValueError, not ours
         "undo",
         "3:4>6;",
         "１:1>2",  # a full-width digit

@@ -25,6 +25,8 @@ RECYCLE: Final = 6  # R
 FLIP: Final = 7  # Uc
 
 MAX_COLUMNS: Final = 10
+#: The most cards one column can hold (two decks): a longer run names no move.
+MAX_RUN: Final = 104
 
 
 class Move(NamedTuple):
@@ -150,9 +152,11 @@ def _parse_uncached(notation: str) -> Move:
         if kind == TABLEAU:
             src = _column(groups[0], notation)
             dst = _column(groups[2], notation)
+            # Read only as many digits as MAX_RUN has: a count of thousands of digits
+            # raised int()'s ValueError, not a NotationError (a verify audit).
+            if len(groups[1]) > len(str(MAX_RUN)) or int(groups[1]) > MAX_RUN:
+                raise NotationError(f"{notation!r}: no column holds {groups[1]:.9} cards")
             count = int(groups[1])
-            if count > 104:
-                raise NotationError(f"{notation!r}: no column holds {count} cards")
             if src == dst:
                 raise NotationError(f"{notation!r}: a column cannot move onto itself")
             return Move(TABLEAU, src, count, dst)
