@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from solrace import protocol
+from solrace.protocol.limits import MAX_MOVE_LEN
 from solrace.rules import VARIANTS
 
 from .config import config_dir
@@ -183,13 +184,11 @@ def _malformed(
     if not isinstance(settings.get("options") or {}, Mapping):
         return f"settings.options {_is(settings, 'options')}, not a map of options"
     if not _whole_or_none(data.get("saved_at_ms")):
-        return f"saved_at_ms {_is(data, 'saved_at_ms')}, not a whole number"
+        return f"saved_at_ms {_is(data, 'saved_at_ms')}, not a whole number{_WHOLE}"
     if not _whole(result.get("seed")):
-        return f"result.seed {_is(result, 'seed')}, not a whole number"
+        return f"result.seed {_is(result, 'seed')}, not a whole number{_WHOLE}"
     certificate = result.get("certificate")
-    if certificate is not None and not (
-        isinstance(certificate, list) and all(isinstance(move, str) for move in certificate)
-    ):
+    if certificate is not None and not _moves(certificate):
         return f"result.certificate {_is(result, 'certificate')}, not a list of moves"
     standings = result.get("standings")
     if not isinstance(standings, list):
@@ -204,17 +203,36 @@ def _malformed(
             return f"{where}.racer {_is(standing, 'racer')}, not a racer id"
         if not isinstance(standing.get("name"), str):
             return f"{where}.name {_is(standing, 'name')}, not a name"
-        log = standing.get("log")
-        if not isinstance(log, list) or not all(isinstance(entry, str) for entry in log):
+        if not _moves(standing.get("log")):
             return f"{where}.log {_is(standing, 'log')}, not a list of moves"
+        times = standing.get("times")
+        if times is not None and not (isinstance(times, list) and all(map(_whole, times))):
+            return f"{where}.times {_is(standing, 'times')}, not a list of times{_WHOLE}"
         for key in _STANDING_NUMBERS:
             if not _whole_or_none(standing.get(key)):
-                return f"{where}.{key} {_is(standing, key)}, not a whole number"
+                return f"{where}.{key} {_is(standing, key)}, not a whole number{_WHOLE}"
     return None
 
 
+#: The whole numbers a result holds are the protocol's (msgpack): 64 bits at most. A
+#: larger one in a file overflowed verify's arithmetic (OverflowError: a verify audit).
+MIN_WHOLE: Final = -(2**63)
+MAX_WHOLE: Final = 2**64 - 1
+_WHOLE: Final = " (64 bits at most)"
+
+
 def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return (
+        isinstance(value, int) and not isinstance(value, bool) and MIN_WHOLE <= value <= MAX_WHOLE
+    )
+
+
+def _moves(value: Any) -> bool:
+    """A list of moves: no server takes one longer than ``MAX_MOVE_LEN`` (a longer
+    entry made verify's reason a line of thousands of characters)."""
+    return isinstance(value, list) and all(
+        isinstance(entry, str) and len(entry) <= MAX_MOVE_LEN for entry in value
+    )
 
 
 def _whole_or_none(value: Any) -> bool:
@@ -375,6 +393,9 @@ def _read(path: Path) -> SavedResult:
         raise ValueError(f"{path}: {why}") from None
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a race result (not text)") from None
+    except ValueError:  # a number past int()'s digit limit (a verify audit: said without the file)
+        why = f"a number in it has more than {sys.get_int_max_str_digits()} digits"
+        raise ValueError(f"{path}: not a race result ({why})") from None
     except OSError as exc:
         raise ValueError(f"{path}: cannot read a race result: {exc.strerror or exc}") from None
     if not isinstance(data, Mapping):

@@ -577,6 +577,12 @@ def test_verify_and_replay_refuse_odd_files_in_one_line(
     binary.write_bytes(b"\x7fELF\x02\x01\xd0\xff")
     assert main(["verify", str(binary)]) == 2
     assert f"{binary}: not a race result (not text)" in _one_line(capsys.readouterr().err)
+    long = tmp_path / "long.json"  # a verify audit: said without the file, in Python's words
+    long.write_text('{"seed": 1' + "0" * 5000 + "}")
+    assert main(["verify", str(long)]) == 2
+    said = _one_line(capsys.readouterr().err)
+    assert f"{long}: not a race result (a number in it has more than " in said, said
+    assert "set_int_max_str_digits" not in said
     odd = tmp_path / "odd.json"
     odd.write_text('{"race": 5, "result": "x"}')
     assert main(["verify", str(odd)]) == 2
@@ -691,6 +697,28 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     "options not a map": (
         lambda d: d["settings"].update(options=[1]),
         "settings.options is [1], not a map of options",
+    ),
+    # A verify audit: these ended in a traceback (OverflowError formatting the time,
+    # int()'s digit limit in the engine) or a 5,000-character line.
+    "elapsed time beyond 64 bits": (
+        lambda d: d["result"]["standings"][0].update(elapsed_ms=10**400),
+        f"result.standings[0].elapsed_ms is 1{'0' * 38}…, not a whole number (64 bits at most)",
+    ),
+    "a move time beyond 64 bits": (
+        lambda d: d["result"]["standings"][1]["times"].__setitem__(-1, -(10**400)),
+        "result.standings[1].times is [",
+    ),
+    "a move time not a number": (
+        lambda d: d["result"]["standings"][1]["times"].__setitem__(0, "soon"),
+        "result.standings[1].times is [",
+    ),
+    "a log entry longer than any move": (
+        lambda d: d["result"]["standings"][0]["log"].__setitem__(0, "1:" + "9" * 5000 + ">2"),
+        "result.standings[0].log is [",
+    ),
+    "a certificate entry longer than any move": (
+        lambda d: d["result"].update(certificate=["D" * 17]),
+        'result.certificate is ["DDDDDDDDDDDDDDDDD"], not a list of moves',
     ),
     "saved_at_ms not a number": (
         lambda d: d.update(saved_at_ms="yesterday"),
