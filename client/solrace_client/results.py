@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from solrace import protocol
-from solrace.protocol.limits import MAX_MOVE_LEN
+from solrace.protocol.limits import MAX_MOVE_LEN, MAX_TIME_LIMIT_S, MIN_TIME_LIMIT_S
 from solrace.rules import VARIANTS
 
 from .config import config_dir
@@ -183,6 +183,16 @@ def _malformed(
         return f"settings.variant {_is(settings, 'variant')}, not one of {', '.join(VARIANTS)}"
     if not isinstance(settings.get("options") or {}, Mapping):
         return f"settings.options {_is(settings, 'options')}, not a map of options"
+    limit = settings.get("time_limit_s")
+    if not (isinstance(limit, int) and _whole(limit)) or not (
+        MIN_TIME_LIMIT_S <= limit <= MAX_TIME_LIMIT_S
+    ):
+        # Every room has one; verify holds every move and finish to it (without one it
+        # checked neither, and said OK to a finish at 10,000 s: a verify audit).
+        return (
+            f"settings.time_limit_s {_is(settings, 'time_limit_s')}, not a time limit of "
+            f"{MIN_TIME_LIMIT_S} to {MAX_TIME_LIMIT_S} s"
+        )
     if not _whole_or_none(data.get("saved_at_ms")):
         return f"saved_at_ms {_is(data, 'saved_at_ms')}, not a whole number{_WHOLE}"
     if not _whole(result.get("seed")):

@@ -720,6 +720,20 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
         lambda d: d["result"].update(certificate=["D" * 17]),
         'result.certificate is ["DDDDDDDDDDDDDDDDD"], not a list of moves',
     ),
+    # A verify audit: without a time limit of whole seconds, verify skipped the checks
+    # that no move and no finish come at or after it, and said OK to a finish at 10,000 s.
+    "time limit missing": (
+        lambda d: d["settings"].pop("time_limit_s"),
+        "settings.time_limit_s is missing, not a time limit of 60 to 7200 s",
+    ),
+    "time limit not a number": (
+        lambda d: d["settings"].update(time_limit_s="900"),
+        'settings.time_limit_s is "900", not a time limit of 60 to 7200 s',
+    ),
+    "time limit past the protocol's": (
+        lambda d: d["settings"].update(time_limit_s=10**9),
+        "settings.time_limit_s is 1000000000, not a time limit of 60 to 7200 s",
+    ),
     "saved_at_ms not a number": (
         lambda d: d.update(saved_at_ms="yesterday"),
         'saved_at_ms is "yesterday", not a whole number',
