@@ -178,6 +178,10 @@ def _malformed(
     in words, or None: the shape they read, checked once, where files are loaded.
     Values that are well-formed but wrong (a seed that does not match the commitment,
     an illegal move, doctored counts) are left to ``verify`` to catch."""
+    if not isinstance(data.get("room"), str):
+        return f"room {_is(data, 'room')}, not a room id"
+    if not isinstance(data.get("race", ""), str):
+        return f"race {_is(data, 'race')}, not a race id"
     variant = settings.get("variant")
     if not isinstance(variant, str) or variant not in VARIANTS:
         return f"settings.variant {_is(settings, 'variant')}, not one of {', '.join(VARIANTS)}"

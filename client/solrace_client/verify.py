@@ -28,7 +28,7 @@ from solrace.rules import RulesError, deal
 from solrace.rules.log import apply_entry
 
 from .printable import printable
-from .results import SavedResult, counted
+from .results import SavedResult, counted, race_id
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,7 @@ def verify_result(saved: SavedResult) -> Report:
     seed, salt, published = result.get("seed"), result.get("salt"), result.get("commitment")
     certificate = result.get("certificate")
     _check_commitment(report, seed, salt, published, saved.published_commitment, certificate)
+    _check_race_id(report, saved)
     if not isinstance(seed, int) or isinstance(seed, bool):
         report.add("deal", False, f"the seed {seed!r} is not an integer")
         return report
@@ -150,6 +151,20 @@ def verify_result(saved: SavedResult) -> Report:
         _check_racer(report, saved, seed, standing, untimed)
     _check_order(report, standings, saved.settings.get("time_limit_s"))
     return report
+
+
+def _check_race_id(report: Report, saved: SavedResult) -> None:
+    """The race the file says it is — what ``verify`` prints and ``fetch`` asks the
+    server for — is its room and commitment's: a race a cheater won, named as one they
+    lost, verified OK as that race (a verify audit)."""
+    expected = race_id(saved.room, saved.result)
+    report.add(
+        "race id",
+        saved.race == expected,
+        f"{saved.race} is its room and the first 8 digits of its commitment"
+        if saved.race == expected
+        else f"the file names race {saved.race}, but its room and commitment are race {expected}",
+    )
 
 
 def _check_certificate(report: Report, saved: SavedResult, seed: int, line: Any) -> None:

@@ -734,6 +734,14 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
         lambda d: d["settings"].update(time_limit_s=10**9),
         "settings.time_limit_s is 1000000000, not a time limit of 60 to 7200 s",
     ),
+    "room not a name": (  # a verify audit: loaded, and named the race "5.<commitment>"
+        lambda d: d.update(room=5),
+        "room is 5, not a room id",
+    ),
+    "race not a name": (
+        lambda d: d.update(race={"id": 1}),
+        'race is {"id": 1}, not a race id',
+    ),
     "saved_at_ms not a number": (
         lambda d: d.update(saved_at_ms="yesterday"),
         'saved_at_ms is "yesterday", not a whole number',
@@ -995,9 +1003,10 @@ def test_races_and_verify_show_a_files_names_as_they_are(
         assert main(["races"]) == 0
         out = capsys.readouterr().out
         assert _MARKUP_NAME in out and "\x1b" not in out
-    assert main(["verify", str(synthetic_race)]) == 0
+    assert main(["verify", str(synthetic_race)]) == 1  # a race id its room does not make
     out = capsys.readouterr().out
     assert "verifying race x[/]y" in out and _MARKUP_NAME in out
+    assert "FAIL  race id: the file names race x[/]y, but its room" in out
     assert "Riv?[2J" in out and "\x1b" not in out
 
 

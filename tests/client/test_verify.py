@@ -169,7 +169,21 @@ def _tamper_unknown_status(data: dict[str, Any]) -> str:
     return "racer 2 (Bob): standing"
 
 
+def _tamper_race_id(data: dict[str, Any]) -> str:
+    """A verify audit: a race a cheater won, sent as another race (the one they lost):
+    verify printed "verifying race <the other>" and OK, the id bound to nothing."""
+    data["race"] = "r_000000000000.deadbeef"
+    return "race id"
+
+
+def _tamper_room(data: dict[str, Any]) -> str:
+    data["room"] = "r_000000000000"
+    return "race id"
+
+
 TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "race id": _tamper_race_id,
+    "room": _tamper_room,
     "times taken out": _tamper_times_taken_out,
     "moves after the time limit": _tamper_moves_after_the_time_limit,
     "move at the time limit": _tamper_move_at_the_time_limit,
