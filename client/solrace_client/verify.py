@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from solrace.protocol import commitment, verify
-from solrace.protocol.views import is_status
+from solrace.protocol.views import FINAL_STATUSES, end_reason, is_status
 from solrace.rules import RulesError, deal
 from solrace.rules.log import apply_entry
 
@@ -150,7 +150,22 @@ def verify_result(saved: SavedResult) -> Report:
         untimed = bool(timed) and standing.get("times") is None
         _check_racer(report, saved, seed, standing, untimed)
     _check_order(report, standings, saved.settings.get("time_limit_s"))
+    _check_end_reason(report, result.get("reason"), standings)
     return report
+
+
+def _check_end_reason(report: Report, reason: Any, standings: list[dict[str, Any]]) -> None:
+    """The reason the race ended follows from how each racer's ended (the server's
+    own rule, :func:`end_reason`): a race every racer finished or resigned said to have
+    run out of time, or "abandoned", or given no reason, verified OK (a verify audit)."""
+    expected = end_reason([str(s.get("status")) for s in standings])
+    report.add(
+        "end reason",
+        reason == expected,
+        f"{expected}, as the racers' statuses give"
+        if reason == expected
+        else f"{reason!r:.40}, but the racers' statuses give {expected}",
+    )
 
 
 def _check_race_id(report: Report, saved: SavedResult) -> None:
@@ -260,6 +275,8 @@ def _check_racer(
     status = standing.get("status")
     if not is_status(status):
         problems.append(f"status {status!r} is no racer status")
+    elif status not in FINAL_STATUSES:
+        problems.append(f"status {status!r} in a race that is over")
     if status == "finished" and not isinstance(standing.get("elapsed_ms"), int):
         problems.append("status 'finished' with no finish time")
     if (status == "finished") != board.is_won():

@@ -181,7 +181,30 @@ def _tamper_room(data: dict[str, Any]) -> str:
     return "race id"
 
 
+def _tamper_end_reason(data: dict[str, Any]) -> str:
+    """A verify audit: a race every racer finished or resigned, said to have ended at
+    its time limit (or "abandoned", or any word, or none) verified OK. The server's
+    reason follows from the final statuses (docs/protocol.md, RaceResult)."""
+    data["result"]["reason"] = "time_limit"
+    return "end reason"
+
+
+def _tamper_no_end_reason(data: dict[str, Any]) -> str:
+    del data["result"]["reason"]
+    return "end reason"
+
+
+def _tamper_still_playing(data: dict[str, Any]) -> str:
+    """A verify audit: a racer still "playing" (or "waiting") in a race that is over
+    verified OK; the server ends a race with nobody playing (timeout at the limit)."""
+    data["result"]["standings"][1]["status"] = "playing"
+    return "racer 2 (Bob): standing"
+
+
 TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "end reason": _tamper_end_reason,
+    "no end reason": _tamper_no_end_reason,
+    "still playing": _tamper_still_playing,
     "race id": _tamper_race_id,
     "room": _tamper_room,
     "times taken out": _tamper_times_taken_out,

@@ -16,7 +16,7 @@ after decoding).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from enum import StrEnum
 from typing import Final, NotRequired, TypedDict, cast
 
@@ -305,6 +305,23 @@ _STATUSES: Final = _values(RacerStatus)
 def is_status(value: object) -> bool:
     """Whether ``value`` is a :class:`RacerStatus` value."""
     return isinstance(value, str) and value in _STATUSES
+
+
+#: How a racer's race can have ended, in a result: nobody is ``waiting`` or
+#: ``playing`` once a race is over (a racer still playing at the time limit is
+#: ``timeout``).
+FINAL_STATUSES: Final = frozenset(_STATUSES - {RacerStatus.WAITING, RacerStatus.PLAYING})
+
+
+def end_reason(statuses: Collection[str]) -> EndReason:
+    """Why a race whose racers ended with ``statuses`` is over: ``abandoned`` when every
+    racer left, ``time_limit`` when one was still racing at the limit, else ``all_done``.
+    The server decides ``race_over`` by it and ``solrace verify`` holds a result to it."""
+    if statuses and all(s == RacerStatus.LEFT for s in statuses):
+        return EndReason.ABANDONED
+    if any(s == RacerStatus.TIMEOUT for s in statuses):
+        return EndReason.TIME_LIMIT
+    return EndReason.ALL_DONE
 
 
 def _is_card(card: object) -> bool:

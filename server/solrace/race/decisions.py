@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from solrace.protocol.errors import ErrorCode
 from solrace.protocol.limits import MAX_NAME_LEN, MAX_UNREADY, MIN_RACERS_TO_START
-from solrace.protocol.views import EndReason, LeaveReason, Phase, RacerStatus
+from solrace.protocol.views import LeaveReason, Phase, RacerStatus, end_reason
 
 from .errors import RaceError
 from .events import EventType, RoomEvent, event, progress
@@ -344,12 +344,7 @@ def race_over(
     result: Callable[[list[dict[str, Any]], str], dict[str, Any]],
 ) -> Event:
     table = standings(state)
-    if table and all(r["status"] == RacerStatus.LEFT for r in table):
-        reason = EndReason.ABANDONED
-    elif any(r["status"] == RacerStatus.TIMEOUT for r in table):
-        reason = EndReason.TIME_LIMIT
-    else:
-        reason = EndReason.ALL_DONE
+    reason = end_reason([r["status"] for r in table])
     return event(EventType.RACE_OVER, **result(table, reason))
 
 
