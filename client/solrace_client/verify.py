@@ -279,6 +279,8 @@ def _check_racer(
         problems.append(f"status {status!r} in a race that is over")
     if status == "finished" and not isinstance(standing.get("elapsed_ms"), int):
         problems.append("status 'finished' with no finish time")
+    if status != "finished" and standing.get("elapsed_ms") is not None:
+        problems.append(f"a finish time ({standing.get('elapsed_ms')} ms) but status {status!r}")
     if (status == "finished") != board.is_won():
         problems.append(
             f"status {status!r} but the replayed game is {'won' if board.is_won() else 'not won'}"

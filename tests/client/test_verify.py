@@ -201,7 +201,15 @@ def _tamper_still_playing(data: dict[str, Any]) -> str:
     return "racer 2 (Bob): standing"
 
 
+def _tamper_finish_time_of_a_loser(data: dict[str, Any]) -> str:
+    """A verify audit: a finish time given to a racer who resigned verified OK (the
+    standings then show a time for a racer who never finished)."""
+    data["result"]["standings"][1]["elapsed_ms"] = 1_234
+    return "racer 2 (Bob): standing"
+
+
 TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "finish time of a racer who did not finish": _tamper_finish_time_of_a_loser,
     "end reason": _tamper_end_reason,
     "no end reason": _tamper_no_end_reason,
     "still playing": _tamper_still_playing,
