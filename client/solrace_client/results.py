@@ -182,6 +182,9 @@ def _malformed(
         return f"room {_is(data, 'room')}, not a room id"
     if not isinstance(data.get("race", ""), str):
         return f"race {_is(data, 'race')}, not a race id"
+    deal = data.get("deal")
+    if deal is not None and not _deal(deal):
+        return f"deal {_is(data, 'deal')}, not a deal (certified, moves, difficulty)"
     variant = settings.get("variant")
     if not isinstance(variant, str) or variant not in VARIANTS:
         return f"settings.variant {_is(settings, 'variant')}, not one of {', '.join(VARIANTS)}"
@@ -238,6 +241,17 @@ _WHOLE: Final = " (64 bits at most)"
 def _whole(value: Any) -> bool:
     return (
         isinstance(value, int) and not isinstance(value, bool) and MIN_WHOLE <= value <= MAX_WHOLE
+    )
+
+
+def _deal(value: Any) -> bool:
+    """The lobby's Deal (docs/protocol.md): verify holds a certified one to its
+    certificate, so one it cannot read is not taken as none seen (a verify audit)."""
+    return (
+        isinstance(value, Mapping)
+        and isinstance(value.get("certified"), bool)
+        and _whole_or_none(value.get("moves"))
+        and isinstance(value.get("difficulty"), str | None)
     )
 
 

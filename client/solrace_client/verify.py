@@ -125,6 +125,7 @@ def verify_result(saved: SavedResult) -> Report:
         return report
     if certificate is not None:
         _check_certificate(report, saved, seed, certificate)
+        _check_announced_deal(report, saved.deal, certificate)
     elif isinstance(saved.deal, Mapping) and saved.deal.get("certified") is True:
         # A server that announced a winnable deal and revealed no winning line: the
         # commitment then binds none, and the claim would go unchecked (an audit).
@@ -201,6 +202,31 @@ def _check_certificate(report: Report, saved: SavedResult, seed: int, line: Any)
         f"the certified line wins the deal in {len(line)} moves"
         if won
         else f"the certified line ({len(line)} moves) does not win the deal",
+    )
+
+
+def _check_announced_deal(report: Report, deal: Any, line: list[str]) -> None:
+    """What the lobby announced of the deal (when the saving client saw it) is the
+    certificate revealed: a certified line of its length. A server that announced
+    "certified, 20 moves" — or a random deal — and revealed another line verified OK
+    (a verify audit). The difficulty band is the solver's, not checked here."""
+    if not isinstance(deal, Mapping):
+        return
+    if deal.get("certified") is not True:
+        report.add(
+            "announced deal",
+            False,
+            "the lobby announced a deal not certified, but the result reveals a certificate",
+        )
+        return
+    moves = deal.get("moves")
+    report.add(
+        "announced deal",
+        moves == len(line),
+        f"the lobby announced a certified line of {len(line)} moves"
+        if moves == len(line)
+        else f"the lobby announced a certified line of {moves} moves, but the certificate "
+        f"has {len(line)}",
     )
 
 

@@ -742,6 +742,14 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
         lambda d: d.update(race={"id": 1}),
         'race is {"id": 1}, not a race id',
     ),
+    "deal not a map": (  # a verify audit: dropped, as if the lobby had not been seen
+        lambda d: d.update(deal=[1]),
+        "deal is [1], not a deal (certified, moves, difficulty)",
+    ),
+    "deal's moves not a number": (
+        lambda d: d.update(deal={"certified": True, "moves": "many", "difficulty": None}),
+        'deal is {"certified": true, "moves": "many", "d…, not a deal (certified, moves, ',
+    ),
     "saved_at_ms not a number": (
         lambda d: d.update(saved_at_ms="yesterday"),
         'saved_at_ms is "yesterday", not a whole number',

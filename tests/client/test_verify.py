@@ -18,7 +18,7 @@ from solrace_client.verify import Verdict, race_verdict, verify_result
 
 from tests.net.conftest import Cluster
 
-from .conftest import YUKON, _standing, bot_race, synthetic_result
+from .conftest import SALT, SEED, YUKON, _standing, bot_race, synthetic_result
 
 
 def _tamper_log(data: dict[str, Any]) -> str:
@@ -272,7 +272,8 @@ async def test_a_real_race_verifies_and_every_tampering_fails(
     assert main(["verify", str(path)]) == 1
     capsys.readouterr()
     failed = {c.what for c in verify_result(load_result(path)).failures}
-    assert failed == {"certificate", "commitment"}, failed
+    # ... nor is it the line of the length the lobby announced
+    assert failed == {"certificate", "commitment", "announced deal"}, failed
 
 
 def test_a_result_saved_before_logs_had_times_still_verifies(
@@ -448,3 +449,31 @@ def test_a_standing_of_one_card_and_one_move_reads_singular(config_dir: Path) ->
     said = {c.what: c.detail for c in report.checks}
     assert said["racer 2 (Bob): standing"] == "resigned, 1 card up, 1 move"
     assert said["racer 1 (Ann): standing"].endswith(" cards up, " + f"{ann['moves']} moves")
+
+
+def test_a_certificate_other_than_the_lobby_announced_fails(config_dir: Path) -> None:
+    """A verify audit (a dishonest server): the lobby announced "winnable deal
+    (certified, 20 moves)" — or a random deal, not certified — and the result revealed
+    a certificate of another length (or one at all); verify said OK. What the lobby
+    announced is held to the certificate revealed."""
+    result = synthetic_result()
+    line = list(result["standings"][0]["log"])
+    result["certificate"] = line
+    result["commitment"] = commitment(SEED, SALT, line)
+    honest = {"certified": True, "moves": len(line), "difficulty": "easy"}
+    cases = {
+        "honest": (honest, None),
+        "shorter": ({**honest, "moves": 20}, f"20 moves, but the certificate has {len(line)}"),
+        "uncertified": (
+            {"certified": False, "moves": None, "difficulty": None},
+            "announced a deal not certified, but the result reveals a certificate",
+        ),
+    }
+    for room, (deal, says) in cases.items():
+        path = write_result(finished_race(f"r_{room}", result, YUKON, "CERT01", deal=deal))
+        report = verify_result(load_result(path))
+        if says is None:
+            assert report.ok, report.failures
+            continue
+        assert [c.what for c in report.failures] == ["announced deal"], (room, report.failures)
+        assert says in report.failures[0].detail, report.failures[0].detail
