@@ -150,7 +150,7 @@ def verify_result(saved: SavedResult) -> Report:
         # with them was taken out, and its standing's times would go unchecked.
         untimed = bool(timed) and standing.get("times") is None
         _check_racer(report, saved, seed, standing, untimed)
-    _check_order(report, standings, saved.settings.get("time_limit_s"))
+    _check_order(report, standings, saved.settings)
     _check_end_reason(report, result.get("reason"), standings)
     return report
 
@@ -362,11 +362,16 @@ def _time_problems(
     return problems
 
 
-def _check_order(report: Report, standings: list[dict[str, Any]], time_limit_s: Any) -> None:
+def _check_order(
+    report: Report, standings: list[dict[str, Any]], settings: Mapping[str, Any]
+) -> None:
     """docs/rules.md: finishers first by finish time, each before the time limit; then
     by foundation (more first), then by the earlier time that count was reached, then
-    in join order (racer ids)."""
+    in join order (racer ids); no more racers than the room seats."""
     problems: list[str] = []
+    time_limit_s, seats = settings.get("time_limit_s"), settings.get("max_racers")
+    if isinstance(seats, int) and len(standings) > seats:
+        problems.append(f"{len(standings)} racers in a room of {seats} seats")
     places = [s.get("place") for s in standings]
     if places != list(range(1, len(standings) + 1)):
         problems.append(f"places are {places}, not 1..{len(standings)} in order")

@@ -208,7 +208,15 @@ def _tamper_finish_time_of_a_loser(data: dict[str, Any]) -> str:
     return "racer 2 (Bob): standing"
 
 
+def _tamper_more_racers_than_seats(data: dict[str, Any]) -> str:
+    """A verify audit: a third racer added to a room of two (a copy of one, with an id
+    of its own) verified OK. Here the room is made one of a single seat."""
+    data["settings"]["max_racers"] = 1
+    return "standings order"
+
+
 TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "more racers than seats": _tamper_more_racers_than_seats,
     "finish time of a racer who did not finish": _tamper_finish_time_of_a_loser,
     "end reason": _tamper_end_reason,
     "no end reason": _tamper_no_end_reason,
