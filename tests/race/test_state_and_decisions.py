@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from solrace.protocol import verify
-from solrace.protocol.limits import MAX_UNREADY
+from solrace.protocol.limits import MAX_ROUNDS, MAX_UNREADY
 from solrace.race import RaceError, RacerGame, RoomSettings, RoomState, standings
 from solrace.race import decisions as d
 from solrace.race.events import EventType, RoomEvent, event
@@ -243,6 +243,36 @@ def test_the_race_ends_when_nobody_is_playing() -> None:
     room.apply([reset])
     assert room.state.phase == "lobby" and room.state.round == 2
     assert all(r.status == "waiting" and not r.ready for r in room.state.racers.values())
+
+
+def test_a_room_runs_at_most_max_rounds_races() -> None:
+    """A soak audit: a room rematched for ever kept every round's events and logs (40
+    rounds of 150 moves: 6,282 events, 1.1 MB in Redis, 147 ms to fold on a node taking
+    it up), growing by the round. The rematch after round MAX_ROUNDS is refused, and
+    says what to do; the room's result stands."""
+    room = _racing(2)
+    for round_no in range(1, MAX_ROUNDS + 1):
+        assert room.state.round == round_no
+        for racer in (1, 2):
+            room.apply(d.resign(room.state, racer))
+        room.apply(room.tick())
+        assert room.state.phase == "finished"
+        if round_no < MAX_ROUNDS:
+            room.apply(d.rematch(room.state, 1))
+            room.apply(d.deal_chosen(room.state, room.state.round, CERTIFIED))
+            room.apply(d.ready(room.state, 2, True))
+            room.apply(d.start(room.state, 1, room.now, COMMIT))
+            room.now += d.COUNTDOWN_MS
+            room.apply(room.tick())
+            assert room.state.phase == "racing"
+    with pytest.raises(RaceError) as refused:
+        d.rematch(room.state, 2)
+    assert refused.value.code == "too_many_rounds"
+    assert refused.value.message == (
+        f"this room has run {MAX_ROUNDS} races, as many as a room may: create a new room"
+        " for the next"
+    )
+    assert room.state.phase == "finished" and room.state.round == MAX_ROUNDS
 
 
 def test_a_rematch_without_its_host_is_hosted_by_the_earliest_joined_racer_kept() -> None:

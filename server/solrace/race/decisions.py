@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from solrace.protocol.errors import ErrorCode
-from solrace.protocol.limits import MAX_NAME_LEN, MAX_UNREADY, MIN_RACERS_TO_START
+from solrace.protocol.limits import MAX_NAME_LEN, MAX_ROUNDS, MAX_UNREADY, MIN_RACERS_TO_START
 from solrace.protocol.views import LeaveReason, Phase, RacerStatus, end_reason
 
 from .errors import RaceError
@@ -248,6 +248,12 @@ def rematch(state: RoomState, racer: int) -> list[Event]:
         return []
     if state.phase != Phase.FINISHED:
         raise RaceError("wrong_phase", "a rematch follows a finished race")
+    if state.round >= MAX_ROUNDS:
+        raise RaceError(
+            ErrorCode.TOO_MANY_ROUNDS,
+            f"this room has run {MAX_ROUNDS} races, as many as a room may: create a new"
+            " room for the next",
+        )
     staying = [
         r
         for r in state.racers.values()
