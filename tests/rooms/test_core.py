@@ -13,7 +13,7 @@ import pytest
 from solrace.protocol import SERVER_FRAME_LIMITS, CloseReason, decode, race_id
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.limits import MAX_LOG_LEN, MAX_ROOMS_LISTED
-from solrace.protocol.views import LeaveReason, RacerStatus
+from solrace.protocol.views import LeaveReason, Phase, RacerStatus
 from solrace.race import RacerGame, RoomSettings, decisions, events
 from solrace.race.events import EventType
 from solrace.rooms import lobby, requests
@@ -1564,3 +1564,31 @@ async def test_a_reassert_racing_a_resume_elsewhere_takes_nothing_back(
     assert (await back.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])).t == "moved"
     assert not back.closed, back.closes
     assert room.state.racers[1].online and room.state.racers[1].conn == back.conn_id
+
+
+async def test_a_room_that_rematches_keeps_no_claim_on_the_races_it_has_archived(
+    backend: Backend,
+) -> None:
+    """A room its racers rematch in, evening after evening, is one room for as long as
+    they do (each rematch gives it its day back). The node kept the id of every race
+    it had archived there (LiveRoom.archived, a claim against archiving a race twice),
+    one more each round, for as long as it held the room: a soak audit counted 60
+    after 60 rounds. A claim matters only until the race's result is saved, and a
+    rematch comes after that: a new round keeps none of the last one's."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="klondike", name="Ann", deals="random")
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    room = ann.room
+    assert room is not None
+    for round_no in range(1, 4):
+        assert (await bob.ask("ready", ready=True)).t == "ok"
+        assert (await ann.ask("start")).t == "ok"
+        await ann.until(lambda _: room.state.phase == Phase.RACING)
+        for peer in (ann, bob):
+            assert (await peer.ask("resign")).t == "ok"
+        await ann.until(lambda _: room.state.phase == Phase.FINISHED)
+        assert room.archived == {race_id(room.room_id, room.state.commitment)}
+        assert (await ann.ask("rematch")).t == "ok"
+        assert room.state.round == round_no + 1
+        assert room.archived == set(), f"round {round_no + 1} holds {len(room.archived)} claims"

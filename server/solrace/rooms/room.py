@@ -80,7 +80,10 @@ class LiveRoom:
         #: The version Redis was at when the last room check found it ahead of what
         #: this node had folded (None: it was not); see Node._check_alone.
         self.ahead_seen: int | None = None
-        #: Races of this room whose archiving this node has claimed (Node.archive).
+        #: Races of this room whose archiving this node has claimed (Node.archive):
+        #: the current round's only. A rematch comes after its race's result is saved
+        #: (or its archive task holds the race itself), so a new round forgets them;
+        #: kept, a room rematched for weeks held one per round it had ever played.
         self.archived: set[str] = set()
         #: The store failed a call about this room (its slot alone may be in trouble:
         #: a Cluster slot left open), until a tick of it reads the room again.
@@ -164,6 +167,7 @@ class LiveRoom:
             self.games.clear()
             self.shadows.clear()
             self.sent_boards.clear()
+            self.archived.clear()
         return True
 
     def send_own_board(self, racer: int, at_ms: int) -> None:
