@@ -145,6 +145,8 @@ def check_no_leaks(
     result: Mapping[str, Any],
     settings: Mapping[str, Any],
     racer: int | None = None,
+    *,
+    open_boards: bool = False,
 ) -> int:
     """Fail if any frame before ``race_over`` carries the seed or salt, or a card its
     recipient may not learn.
@@ -156,8 +158,9 @@ def check_no_leaks(
     real state of their racer's game withholding nothing, and every card shown must
     be one that EVERY racer still racing at that point of the stream has already seen
     in its own game (who races, and how far, is read from the events the
-    connection received before the frame). Outside board views, no frame may name a
-    card at all. Returns the number of frames checked.
+    connection received before the frame) — unless the round's spectating is open
+    (``open_boards``: every racer agreed to whole boards). Outside board views, no
+    frame may name a card at all. Returns the number of frames checked.
     """
     seed, salt = result["seed"], result["salt"]
     variant, options = settings["variant"], settings["options"]
@@ -185,6 +188,9 @@ def check_no_leaks(
                 status[r] = data.get("status", "finished")
             elif envelope.t == "racer_left" and data["racer"] in status:
                 status[data["racer"]] = "left"
+            elif envelope.t == "started":  # every racer still in the room races now
+                for r, now in status.items():
+                    status[r] = "playing" if now in ("waiting", "playing") else now
         if envelope.t == "error":
             data.pop("message", None)  # refusal reasons name the player's own visible cards
         own: list[tuple[int, Any]] = []
@@ -226,7 +232,7 @@ def check_no_leaks(
                 f"a {envelope.t} frame shows a board no game had"
             )
             for r in games:
-                if still_racing(r):
+                if still_racing(r) and not open_boards:
                     unseen = _shown_names(view) - games[r].seen[entries[r]]
                     assert not unseen, (
                         f"racer {about}'s board shows {sorted(unseen)}, "
