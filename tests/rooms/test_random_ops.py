@@ -621,9 +621,19 @@ def _check_delays(walk: Walk, room_id: str, starts: set[int]) -> int:
     return checked
 
 
+def _line(frame: Envelope) -> str:
+    """One frame in a line (a snapshot's racers in full): for a failure's message."""
+    data = _d(frame)
+    if frame.t in ("joined", "watching", "resync"):
+        snapshot = data["snapshot"]
+        racers = [(r["racer"], r["status"], r["moves"]) for r in snapshot["racers"]]
+        return f"{frame.t} id{frame.id} v{snapshot['version']} {snapshot['phase']} {racers}"
+    return f"{frame.t} v{frame.v} id{frame.id} {str(dict(data))[:160]}"
+
+
 def _dump(peer: TimedPeer) -> str:
     """A connection's frames, one a line: for a failure's message."""
-    return "\n" + "\n".join(f"{f.t} v{f.v} id{f.id} {str(dict(f.d))[:160]}" for f in peer.frames)
+    return "\n" + "\n".join(_line(f) for f in peer.frames)
 
 
 async def _check_presence(walk: Walk) -> None:
@@ -782,13 +792,7 @@ async def _check_rooms(walk: Walk, node: Node) -> dict[str, int]:
                     try:
                         check_no_leaks(stay, result, settings, racer, open_boards=open_boards)
                     except AssertionError:
-                        print(
-                            f"stay of racer {racer} in {room_id}: "
-                            + "\n".join(
-                                f"{f.t} v{f.v} id{f.id} {str(dict(f.d))[:150]}"
-                                for f in stream.peer.frames
-                            )
-                        )
+                        print(f"stay of racer {racer} in {room_id}: {_dump(stream.peer)}")
                         raise
             saved = SavedResult(
                 race=race_id(room_id, str(round_["commitment"])),

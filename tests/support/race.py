@@ -213,7 +213,8 @@ def check_no_leaks(
                         r = info["racer"]
                         entries[r] = games[r].entries_for(info["moves"])
                         counting_down = snapshot["phase"] == "countdown"
-                        status[r] = "playing" if counting_down else info["status"]
+                        waiting = counting_down and info["status"] == "waiting"
+                        status[r] = "playing" if waiting else info["status"]  # (or left)
             data["snapshot"] = snapshot
         for owner, view in own:
             assert racer == owner, f"racer {racer} got racer {owner}'s own board"
