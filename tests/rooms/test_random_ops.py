@@ -636,6 +636,13 @@ def _dump(peer: TimedPeer) -> str:
     return "\n" + "\n".join(_line(f) for f in peer.frames)
 
 
+def _check_replies(walk: Walk) -> None:
+    """Every request got exactly one reply: none came late, after its first."""
+    for stream in walk.streams:
+        ids = [f.id for f in stream.peer.frames if f.id is not None]
+        assert len(ids) == len(set(ids)), f"a request answered twice: {_dump(stream.peer)}"
+
+
 async def _check_presence(walk: Walk) -> None:
     """Once everything settled: a racer the room says is online is held by exactly one
     open connection — the one it names — and every connection that is some racer's is
@@ -910,6 +917,7 @@ async def test_random_requests_keep_every_promise(
             await asyncio.sleep(0.005)
             walk.check_streams()
         await walk.settle()
+        _check_replies(walk)
         await _check_presence(walk)
         races = await _check_rooms(walk, nodes[0])
         # Nothing failed here: no error logged (a lost write, a failed task), no defect.
