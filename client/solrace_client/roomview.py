@@ -273,7 +273,9 @@ class RoomView:
             self.you["status"] = status
 
     def _on_racer_joined(self, d: dict[str, Any]) -> None:
-        d = _shown(d)
+        # A racer joins on a connection: online, as the server's fold has it (a view
+        # that left it unknown showed no presence for a racer until it dropped).
+        d = {**_shown(d), "online": True}
         self.racers[d["racer"]] = d
         self.names[d["racer"]] = str(d.get("name"))
         if self.host is None:

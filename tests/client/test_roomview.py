@@ -169,6 +169,17 @@ def test_a_board_of_another_shape_is_refused(bad: Any) -> None:
     assert s.my_board == _BOARD and s.boards == {}
 
 
+def test_a_racer_who_joins_is_online() -> None:
+    """A random-requests audit: after ``racer_joined`` the view left the racer's
+    ``online`` unknown while the server's fold (and its next snapshot) had it online."""
+    s = RoomView()
+    s.load(snapshot(racers=[racer(1, "Ann")]), racer=1)
+    s.apply(ev("racer_joined", 3, **racer(2, "Bob")))
+    assert s.racers[2]["online"] is True
+    s.apply(ev("presence", 4, racer=2, online=False))
+    assert s.racers[2]["online"] is False
+
+
 def test_race_over_reset_presence_and_leaving() -> None:
     s = RoomView()
     s.load(snapshot(phase="racing", version=6), racer=1)
