@@ -1404,7 +1404,10 @@ async def test_a_client_that_saw_more_than_the_store_holds_is_told_it_was_rewoun
     restarted the node: racers resuming with the version they had seen got a snapshot
     a hundred events older, their acknowledged moves gone — and no ``resync``, no log
     line, no count: the node that had seen the writes was gone, so nobody noticed. The
-    client's ``since`` is the evidence: a version the room does not hold."""
+    client's ``since`` is the evidence: a version the room does not hold. A racer's
+    word (its token proves it one of the room) raises the operator's alarm; a
+    spectator, who may be anyone, is only resynchronised: the random-requests audit
+    raised the alarm with a made-up ``since``, as any client could on every room."""
     caplog.set_level(logging.ERROR, logger="solrace.node")
     ann, _ = await _race(backend)
     room = ann.room
@@ -1423,9 +1426,10 @@ async def test_a_client_that_saw_more_than_the_store_holds_is_told_it_was_rewoun
     assert notice.d["snapshot"]["version"] == reply.d["snapshot"]["version"]  # type: ignore[index]
     assert f"version {ahead}" in str(notice.d["reason"])
     lost = [r for r in caplog.records if r.getMessage().startswith("Redis lost acknowledged")]
-    assert len(lost) == 1, lost
+    alarms = 1 if who == "racer" else 0
+    assert len(lost) == alarms, lost
     counted = again.node.metrics
-    assert isinstance(counted, Tally) and counted.lost_writes.value == 1
+    assert isinstance(counted, Tally) and counted.lost_writes.value == alarms
     # A client that saw no more than the store holds gets no such notice.
     plain = FakePeer(again.node)
     assert (await plain.ask("watch", room=room.room_id, since=version)).t == "watching"

@@ -310,7 +310,7 @@ async def _enter_as_racer(
         )
         for frame in replay:
             peer.send_bytes(frame)
-        _rewound(node, peer, room, since, snapshot)
+        _rewound(node, peer, room, since, snapshot, racer=True)
         _attach_racer(node, peer, room, racer)
 
 
@@ -426,17 +426,34 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
         log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
 
 
-def _rewound(node: Node, peer: Peer, room: LiveRoom, since: int | None, snapshot: Snapshot) -> None:
+def _rewound(
+    node: Node,
+    peer: Peer,
+    room: LiveRoom,
+    since: int | None,
+    snapshot: Snapshot,
+    *,
+    racer: bool,
+) -> None:
     """A client resuming or watching from a version the room does not hold saw events
     the store has since lost (an embedded store's data directory restored without its
     last writes, a Redis restarted from an old snapshot — with the node that had seen
     them gone, nothing else remembers): say so to it (``resync``, with the snapshot it
-    was just sent), and to the operator (Node.client_ahead). Before, an audit's racers
-    were put back a hundred events, their acknowledged moves gone, in silence."""
+    was just sent), and — on a ``racer``'s word, its token proving it one of the room —
+    to the operator (Node.client_ahead). Before, an audit's racers were put back a
+    hundred events, their acknowledged moves gone, in silence. A spectator is anyone:
+    on its word alone a client could raise the data-loss alarm on every room (the
+    random-requests audit did, with a made-up ``since``), so it is only resynchronised."""
     version = snapshot["version"]
     if since is None or since <= version:
         return
-    node.client_ahead(room, since)
+    if racer:
+        node.client_ahead(room, since)
+    else:
+        log.info(
+            "a spectator had seen a version the room does not hold: resynchronised",
+            extra={"room": room.room_id, "detail": f"version {since}, now {version}"},
+        )
     reason = (
         f"the server lost its last changes to this room (you had seen version {since}; "
         f"it now holds {version})"
@@ -492,7 +509,7 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
         )
         for frame in replay:
             peer.send_bytes(frame)
-        _rewound(node, peer, room, msg.since, snapshot)
+        _rewound(node, peer, room, msg.since, snapshot, racer=False)
         peer.attach_spectator(room)
         for notice in boards:
             peer.send(notice)
