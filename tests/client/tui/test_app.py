@@ -271,14 +271,19 @@ async def test_reconnect_after_a_dropped_connection_keeps_the_game(cluster: Clus
         await ann.close()
 
 
-async def test_watch_shows_every_board_and_the_delay(cluster: Cluster) -> None:
+async def _ready_pair_watched(cluster: Cluster) -> tuple[RaceClient, RaceClient, SolraceApp]:
+    """Ann's private Yukon room with Bob ready in it, and an app to watch it."""
     server = await cluster.node()
     ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
     await ann.create("yukon", "Ann", private=True)
     assert ann.code
     await bob.join(ann.code, "Bob")
     await bob.ready()
-    app = SolraceApp(server.url, mode="watch", code=ann.code)
+    return ann, bob, SolraceApp(server.url, mode="watch", code=ann.code)
+
+
+async def test_watch_shows_every_board_and_the_delay(cluster: Cluster) -> None:
+    ann, bob, app = await _ready_pair_watched(cluster)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await wait_for_text(pilot, "boards live")
         assert "Ann" in screen and "Bob" in screen
@@ -709,13 +714,7 @@ async def test_a_watch_in_a_small_terminal_gives_the_boards_the_room(cluster: Cl
     the one board shown in the 19 left wrapped, columns 6 and 7 under the others. The
     standings now give way to the boards when both do not fit (as the race screen's
     racers' panel does), and a terminal too small for one board says so."""
-    server = await cluster.node()
-    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
-    await ann.create("yukon", "Ann", private=True)
-    assert ann.code
-    await bob.join(ann.code, "Bob")
-    await bob.ready()
-    app = SolraceApp(server.url, mode="watch", code=ann.code)
+    ann, bob, app = await _ready_pair_watched(cluster)
     async with app.run_test(size=(40, 15)) as pilot:
         await wait_for_text(pilot, "boards live")
         await ann.start()

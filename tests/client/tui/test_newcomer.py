@@ -242,53 +242,9 @@ async def test_a_room_entered_first_still_gets_the_screen(cluster: Cluster) -> N
         os.close(master)
 
 
-async def test_the_screen_is_on_the_terminal_with_standard_error_redirected(
-    cluster: Cluster,
-) -> None:
-    """``solrace create 2>errors.log``: Textual draws on standard error, so the whole
-    screen went into the file and the terminal stayed blank for the race."""
-    server = await cluster.node()
-    argv = ["create", "--name", "Ann", "--server", server.url]
-    proc, master = await terminal.spawn(argv, errors_apart=True)  # stderr: a pipe
-    out = bytearray()
-
-    async def drain() -> None:  # the screen repaints: a terminal nobody reads blocks it
-        while chunk := await terminal.read(master):
-            out.extend(chunk)
-
-    reading = asyncio.create_task(drain())
-    assert proc.stderr is not None
-    errors = asyncio.create_task(proc.stderr.read())  # the "file": never full
-    try:
-        deadline = asyncio.get_running_loop().time() + 20
-        while terminal.ALTERNATE_SCREEN not in out or b"Room code" not in out:
-            if asyncio.get_running_loop().time() > deadline or reading.done():
-                raise AssertionError(f"no screen on the terminal: {bytes(out)[-500:]!r}")
-            await asyncio.sleep(0.05)
-        for key in (b"q", b"y"):
-            await asyncio.sleep(0.5)
-            os.write(master, key)
-        assert await asyncio.wait_for(proc.wait(), 20) == 0
-        assert await asyncio.wait_for(errors, 10) == b""  # nothing went to the file
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        os.close(master)
-        await asyncio.wait_for(reading, 10)
-        errors.cancel()
-
-
-async def test_the_screen_is_on_the_terminal_with_standard_error_closed(
-    cluster: Cluster,
-) -> None:
-    """``solrace create 2>&-``: the terminal stayed blank and no key did anything (the
-    connection's socket took file descriptor 2, and the screen meant for standard error
-    went to the server); q, y ended it only by luck. Standard error closed is now the
-    null device, and the screen is drawn on the terminal as with ``2>errors.log``."""
-    server = await cluster.node()
-    argv = ["create", "--name", "Ann", "--server", server.url]
-    proc, master = await terminal.spawn(argv, errors_apart=False, errors_closed=True)
+async def _screen_shown_then_quit(proc: asyncio.subprocess.Process, master: int) -> None:
+    """Read the terminal (the screen repaints: a terminal nobody reads blocks it) until
+    the race screen is drawn on it, then quit with q, y: the program ends with 0."""
     out = bytearray()
 
     async def drain() -> None:
@@ -312,6 +268,36 @@ async def test_the_screen_is_on_the_terminal_with_standard_error_closed(
             await proc.wait()
         os.close(master)
         await asyncio.wait_for(reading, 10)
+
+
+async def test_the_screen_is_on_the_terminal_with_standard_error_redirected(
+    cluster: Cluster,
+) -> None:
+    """``solrace create 2>errors.log``: Textual draws on standard error, so the whole
+    screen went into the file and the terminal stayed blank for the race."""
+    server = await cluster.node()
+    argv = ["create", "--name", "Ann", "--server", server.url]
+    proc, master = await terminal.spawn(argv, errors_apart=True)  # stderr: a pipe
+    assert proc.stderr is not None
+    errors = asyncio.create_task(proc.stderr.read())  # the "file": never full
+    try:
+        await _screen_shown_then_quit(proc, master)
+        assert await asyncio.wait_for(errors, 10) == b""  # nothing went to the file
+    finally:
+        errors.cancel()
+
+
+async def test_the_screen_is_on_the_terminal_with_standard_error_closed(
+    cluster: Cluster,
+) -> None:
+    """``solrace create 2>&-``: the terminal stayed blank and no key did anything (the
+    connection's socket took file descriptor 2, and the screen meant for standard error
+    went to the server); q, y ended it only by luck. Standard error closed is now the
+    null device, and the screen is drawn on the terminal as with ``2>errors.log``."""
+    server = await cluster.node()
+    argv = ["create", "--name", "Ann", "--server", server.url]
+    proc, master = await terminal.spawn(argv, errors_apart=False, errors_closed=True)
+    await _screen_shown_then_quit(proc, master)
 
 
 async def test_q_ctrl_c_and_ctrl_q_ask_and_twice_quits(cluster: Cluster) -> None:
