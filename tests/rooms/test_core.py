@@ -1596,3 +1596,56 @@ async def test_a_room_that_rematches_keeps_no_claim_on_the_races_it_has_archived
         assert (await ann.ask("rematch")).t == "ok"
         assert room.state.round == round_no + 1
         assert room.archived == set(), f"round {round_no + 1} holds {len(room.archived)} claims"
+
+
+_ADOPTING = "adopting a room no live node serves"
+
+
+async def test_a_room_being_opened_is_not_adopted_by_its_own_nodes_orphan_sweep(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The orphan sweep ran on the node opening a room, after its creator's join was
+    stored but before the creator was attached: the room, listed, not yet served here,
+    read as one no live node serves, and was adopted with a warning (a soak audit,
+    one node, none dead) that an operator reads as a dead node's room taken over."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    enter = lobby._enter_as_racer
+    swept: list[str] = []
+
+    async def sweep_first(node_: Node, peer: Any, room: LiveRoom, *a: Any, **kw: Any) -> None:
+        assert room.state.racers and not room.served()  # the creator stored, not attached
+        swept.append(room.room_id)
+        await node.sweep_orphans()  # the watch loop's, due at this moment
+        await enter(node_, peer, room, *a, **kw)
+
+    monkeypatch.setattr(lobby, "_enter_as_racer", sweep_first)
+    caplog.set_level(logging.WARNING, logger="solrace.node")
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    assert swept and ann.room is not None and ann.room.room_id in swept
+    assert ann.room.served()
+    assert [r.getMessage() for r in caplog.records if r.getMessage() == _ADOPTING] == []
+
+
+async def test_a_room_whose_creators_join_failed_is_still_adopted_by_the_sweep(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The creator's join was stored but its reply failed (Redis): the racer is
+    recorded offline and never attached, so no node runs its grace. That room is an
+    orphan the sweep must still adopt (its ghost leaves when its grace ends), not one
+    this node is still opening."""
+    node = await backend.node()
+    ann = FakePeer(node)
+
+    async def read_fails(*_a: Any, **_kw: Any) -> None:
+        raise StoreUnavailable("sync: Redis is down (injected)")
+
+    monkeypatch.setattr(lobby, "_enter_as_racer", read_fails)
+    caplog.set_level(logging.WARNING, logger="solrace.node")
+    refused = await ann.ask("create", variant="yukon", name="Ann")
+    assert refused.d.get("code") == "unavailable", refused.d
+    room = node.rooms[str(refused.d["room"])]
+    assert not room.state.racers[1].online and not room.served()
+    await node.sweep_orphans()
+    assert room.served()
+    assert [r.getMessage() for r in caplog.records].count(_ADOPTING) == 1

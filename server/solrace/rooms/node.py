@@ -658,7 +658,17 @@ class Node:
         others = await self.store.room_nodes(room_id) - {self.node_id}
         if others and await self.store.live_nodes(others):
             return None  # a live node that served it does
-        return await self.room(room_id)
+        room = await self.room(room_id)
+        return None if self._joining_here(room) else room
+
+    def _joining_here(self, room: LiveRoom) -> bool:
+        """Whether a racer of ``room`` is recorded online on this node: its join (a new
+        room's creator's too) or resume is between its decision and its attachment
+        (lobby._enter_as_racer), after which this node serves the room. Adopted in
+        between, a room being opened was logged as one no live node serves (a soak
+        audit, one node, none dead). Not a join that failed: its racer is recorded
+        offline (lobby._join), and nobody runs its grace unless the sweep adopts it."""
+        return any(r.online and r.node == self.node_id for r in room.state.racers.values())
 
     async def _adopt(self, room: LiveRoom) -> bool:
         """Serve a room every node serving it has left (see :meth:`sweep_orphans`): its
