@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from solrace.rules import deal, divide, dump_position, load_position, perft, position_dict
-from solrace.rules.cli import EXIT_READER_GONE, main
+from solrace.rules.cli import EXIT_READER_GONE, MAX_POSITION_CHARS, main
 
 from tests.rules.test_support import position
 
@@ -575,3 +575,35 @@ def test_a_read_error_is_said_as_reading_the_file_not_writing_the_output() -> No
     done = run("moves", "/proc/self/mem")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "solrace-rules: cannot read /proc/self/mem: Input/output error\n"
+
+
+def _limit_memory() -> None:
+    """A child's address space capped at 2 GiB: a command that reads without end then
+    fails there (MemoryError) instead of taking the machine's memory."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="a Unix /dev/zero")
+def test_an_endless_input_is_refused_at_its_size_not_read_to_the_end() -> None:
+    """``solrace-rules moves /dev/zero`` (or ``- < /dev/zero``, or any huge file) read
+    it all: it took every byte of the machine's 24 GB until the kernel killed it (137)."""
+    for argv, stdin, name in (
+        (["/dev/zero"], subprocess.DEVNULL, "/dev/zero"),
+        (["-"], open("/dev/zero", "rb"), "standard input"),  # noqa: SIM115
+    ):
+        for command in ("moves", "solve", "hint"):
+            done = subprocess.run(
+                [*CLI, command, *argv],
+                stdin=stdin,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                preexec_fn=_limit_memory,
+            )
+            assert (done.returncode, done.stdout) == (1, ""), done.stderr[-300:]
+            assert done.stderr == (
+                f"solrace-rules: {name} is not a position: "
+                f"longer than {MAX_POSITION_CHARS:,} characters\n"
+            )

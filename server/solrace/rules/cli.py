@@ -52,6 +52,12 @@ def parse_option(text: str) -> tuple[str, Any]:
     return key, value
 
 
+#: The longest position file (or standard input) read, in characters: a position is
+#: under 10,000 even indented 16 deep (Double Yukon); ``/dev/zero`` or a huge file
+#: given by mistake was read to its end, taking all the memory there was.
+MAX_POSITION_CHARS: Final = 1_000_000
+
+
 #: The widest ``--indent`` (spaces a level) the position JSON is printed with.
 MAX_INDENT: Final = 16
 
@@ -128,14 +134,18 @@ def _read_board(source: str) -> Board:
         if source == "-":
             if sys.stdin is None:  # started with standard input closed (`<&-`)
                 raise InputUnreadable(name, "it is closed")
-            text = sys.stdin.read()
+            text = sys.stdin.read(MAX_POSITION_CHARS + 1)
         else:
             with open(source, encoding="utf-8") as handle:
-                text = handle.read()
+                text = handle.read(MAX_POSITION_CHARS + 1)
     except UnicodeDecodeError:  # e.g. a binary file given by mistake
         raise InvalidPositionError(f"{name} is not a position: not UTF-8 text") from None
     except OSError as exc:  # opening or reading: a read error, whatever its errno (EIO…)
         raise InputUnreadable(name, exc.strerror or str(exc)) from None
+    if len(text) > MAX_POSITION_CHARS:
+        raise InvalidPositionError(
+            f"{name} is not a position: longer than {MAX_POSITION_CHARS:,} characters"
+        )
     try:
         return load_position(text)
     except InvalidPositionError as exc:  # its words, and where they come from
