@@ -293,6 +293,11 @@ def test_cli_bad_position_and_missing_file(
         (["deal", "spider", "1"], "solrace-rules deal: unknown variant 'spider'"),
         (["deal", "yukon", "1", "-o", "draw=3"], "solrace-rules deal: variant yukon has no"),
         (["solve", "x.json", "--budget", "0"], "argument --budget: must be 1 or more nodes, got 0"),
+        # an argument too many, as the command's own mistake (they were "solrace-rules:
+        # unrecognized arguments: extra (see solrace-rules --help)")
+        (["solve", "x.json", "extra"], "solrace-rules solve: unrecognized arguments: extra"),
+        (["deal", "yukon", "1", "--bogus"], "solrace-rules deal: unrecognized arguments: --bogus"),
+        (["play", "x.json", "D", "--budget", "9"], "unrecognized arguments: --budget 9"),
     ],
 )
 def test_every_usage_error_is_one_line_and_status_2(

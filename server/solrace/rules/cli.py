@@ -152,6 +152,24 @@ def _read_board(source: str) -> Board:
         raise InvalidPositionError(f"{name}: {exc}") from None
 
 
+#: The name under which each command's parser notes itself in the arguments it parses
+#: (:func:`parse` says an argument too many as that command's mistake).
+COMMAND_PARSER: Final = "command_parser"
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments, or exit 2 with one line. An argument no command takes is said as
+    its command's mistake, ``solrace-rules solve: unrecognized arguments: extra (see
+    solrace-rules solve --help)``, as the module promises: argparse leaves extras to
+    the top parser, which named neither the command nor the help that has the answer."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command: argparse.ArgumentParser = getattr(args, COMMAND_PARSER, parser)
+        command.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="solrace-rules",
@@ -205,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("position", help="position JSON file, or - for standard input")
     p.add_argument("--budget", type=_budget, default=None, metavar="N", help="node budget")
+    for command in sub.choices.values():  # for parse(): whose mistake an extra is
+        command.set_defaults(**{COMMAND_PARSER: command})
     return parser
 
 
@@ -245,7 +265,7 @@ def _solve(args: argparse.Namespace, out: Any) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     degrade_gracefully()  # before a word is said, --help included
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     out = sys.stdout
     if out is None:  # started with standard output closed
         return output_unusable("solrace-rules", "standard output is closed", EXIT_FAILED)
