@@ -612,3 +612,16 @@ def test_an_endless_input_is_refused_at_its_size_not_read_to_the_end() -> None:
                 f"solrace-rules: {name} is not a position: "
                 f"longer than {MAX_POSITION_CHARS:,} characters\n"
             )
+
+
+def test_a_position_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """A file saved by an editor that starts UTF-8 with a byte order mark (Windows'
+    Notepad) was refused: "not JSON: Unexpected UTF-8 BOM (decode using utf-8-sig)"."""
+    text = dump_position(deal("yukon", 42))
+    path = tmp_path / "pos.json"
+    path.write_text(text, encoding="utf-8-sig")
+    expected = sorted(str(m) for m in deal("yukon", 42).legal_moves())
+    for argv, stdin in ((["moves", str(path)], None), (["moves", "-"], "\ufeff" + text)):
+        done = run(*argv, stdin=stdin)
+        assert (done.returncode, done.stderr) == (0, "")
+        assert done.stdout.splitlines() == expected

@@ -58,6 +58,11 @@ def parse_option(text: str) -> tuple[str, Any]:
 MAX_POSITION_CHARS: Final = 1_000_000
 
 
+#: What some editors (Windows' Notepad) write before UTF-8 text; JSON has no room for
+#: it, and a position saved so was refused: "Unexpected UTF-8 BOM".
+BYTE_ORDER_MARK: Final = "\ufeff"
+
+
 #: The widest ``--indent`` (spaces a level) the position JSON is printed with.
 MAX_INDENT: Final = 16
 
@@ -142,6 +147,7 @@ def _read_board(source: str) -> Board:
         raise InvalidPositionError(f"{name} is not a position: not UTF-8 text") from None
     except OSError as exc:  # opening or reading: a read error, whatever its errno (EIO…)
         raise InputUnreadable(name, exc.strerror or str(exc)) from None
+    text = text.removeprefix(BYTE_ORDER_MARK)
     if len(text) > MAX_POSITION_CHARS:
         raise InvalidPositionError(
             f"{name} is not a position: longer than {MAX_POSITION_CHARS:,} characters"
