@@ -625,3 +625,19 @@ def test_a_position_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None
         done = run(*argv, stdin=stdin)
         assert (done.returncode, done.stderr) == (0, "")
         assert done.stdout.splitlines() == expected
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="Linux /dev/full")
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["solve", "--help"]])
+def test_help_and_version_on_a_full_disk_fail_like_any_output(argv: list[str]) -> None:
+    """``solrace-rules --help > /dev/full`` ended with status 0 and no word: argparse
+    drops the write's error, and the help was lost as if it had been printed."""
+    script = str(Path(sys.executable).parent / "solrace-rules")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([script, *argv], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert (done.returncode, done.stderr) == (
+        1,
+        "solrace-rules: cannot write the output: No space left on device\n",
+    )
+    gone = _to_a_closed_pipe([script, *argv])  # `| head` that has its lines: quietly
+    assert (gone.returncode, gone.stderr) == (EXIT_READER_GONE, b"")

@@ -163,13 +163,31 @@ def _read_board(source: str) -> Board:
 COMMAND_PARSER: Final = "command_parser"
 
 
+class _Parser(OneLineParser):
+    """The command line's parser (its commands' parsers are of its class too), whose
+    ``--help`` and ``--version`` fail as any output does: argparse drops the error of
+    their write, so ``--help > /dev/full`` ended with status 0 and the help lost."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if file is None or file is not sys.stdout:  # a mistake, said on standard error
+            super()._print_message(message, file)
+        elif message:
+            file.write(message)
+            file.flush()
+
+
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The arguments, or exit 2 with one line. An argument no command takes is said as
     its command's mistake, ``solrace-rules solve: unrecognized arguments: extra (see
     solrace-rules solve --help)``, as the module promises: argparse leaves extras to
     the top parser, which named neither the command nor the help that has the answer."""
     parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    try:
+        args, extras = parser.parse_known_args(argv)
+    except BrokenPipeError:  # printing --help or --version (_Parser) into `| head`
+        sys.exit(reader_gone())
+    except OSError as exc:
+        sys.exit(output_unusable("solrace-rules", exc.strerror or str(exc), EXIT_FAILED))
     if extras:
         command: argparse.ArgumentParser = getattr(args, COMMAND_PARSER, parser)
         command.error(f"unrecognized arguments: {' '.join(extras)}")
@@ -177,7 +195,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
+    parser = _Parser(
         prog="solrace-rules",
         description="The solrace rules engine on the command line. Exit status: 0 done, "
         "1 an illegal move or impossible position (or a file it cannot read), 2 a usage or "
