@@ -294,3 +294,13 @@ def test_position_rejects_non_list_parts() -> None:
     data = position("klondike", [["KH"]])
     data["options"] = ["draw"]
     _rejects(data, "options must be a JSON object")
+
+
+def test_position_with_a_number_too_long_to_read_says_so_in_its_own_words() -> None:
+    """``"recycles": 999…`` (5,000 digits) said Python's "Exceeds the limit (4300
+    digits) for integer string conversion: …; use sys.set_int_max_str_digits() to
+    increase the limit": advice no user of a position can follow."""
+    text = '{"variant": "yukon", "tableau": [], "foundations": {}, "recycles": ' + "9" * 5000 + "}"
+    with pytest.raises(InvalidPositionError) as caught:
+        load_position(text)
+    assert str(caught.value) == "not a position: a number of more than 4300 digits"

@@ -9,6 +9,7 @@ keys in the order of docs/rules.md.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,8 +55,13 @@ def load_position(data: str | bytes | Mapping[str, Any]) -> Board:
     if isinstance(data, str | bytes):
         try:
             data = json.loads(data)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise InvalidPositionError(f"not JSON: {exc}") from None
+        except ValueError:  # a number past int()'s limit; Python's words advise a call
+            digits = sys.get_int_max_str_digits()
+            raise InvalidPositionError(
+                f"not a position: a number of more than {digits} digits"
+            ) from None
         except RecursionError:  # a hostile file: arrays nested a hundred thousand deep
             raise InvalidPositionError("not a position: JSON nested too deeply") from None
     if not isinstance(data, Mapping):
