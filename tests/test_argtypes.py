@@ -29,6 +29,10 @@ from solrace.argtypes import BadNumber, real, whole
         # written as people write them, not 1e+06 (`solrace races --limit 0` said so)
         (whole(1, 1_000_000), "0", "must be 1 to 1000000, got 0"),
         (real(0, 1e6), "2000000", "must be 0 to 1000000, got 2000000"),
+        # past int()'s 4300 digits: a whole number, too long (it said "not a whole
+        # number: '999…'", five thousand nines on the line: `solrace-rules deal yukon 999…`)
+        (whole(), "9" * 5000, "too long a number: 5000 digits"),
+        (whole(0, 9), "-" + "1" * 4301, "too long a number: 4301 digits"),
     ],
 )
 def test_a_bad_value_says_what_is_wrong(check: object, text: str, says: str) -> None:

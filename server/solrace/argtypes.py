@@ -118,6 +118,10 @@ def whole(
         except argparse.ArgumentTypeError:
             raise
         except ValueError:
+            digits = text.strip()
+            digits = digits[1:] if digits.startswith(("+", "-")) else digits
+            if digits.isdigit():  # past int()'s limit of digits (4300): whole, too long
+                raise BadNumber(f"too long a number: {len(digits)} digits") from None
             raise BadNumber(f"not a whole number: {text!r}") from None
         _checked(value, lo, hi, False, unit)
         return value
