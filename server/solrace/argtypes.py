@@ -25,6 +25,7 @@ from typing import Final, NoReturn
 from solrace import __version__
 
 __all__ = [
+    "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "BadNumber",
     "OneLineParser",
@@ -36,6 +37,10 @@ __all__ = [
 
 #: Every command's exit status for a command-line mistake.
 EXIT_USAGE: Final = 2
+
+#: The exit status of a command Ctrl-C stopped: what a shell reports for a process
+#: SIGINT stops (128 + SIGINT).
+EXIT_INTERRUPTED: Final = 128 + 2
 
 
 def usage_line(prog: str, message: str) -> str:

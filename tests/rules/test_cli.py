@@ -20,6 +20,7 @@ from solrace.rules import deal, divide, dump_position, load_position, perft, pos
 from solrace.rules.cli import EXIT_READER_GONE, MAX_POSITION_CHARS, main
 
 from tests.rules.test_support import position
+from tests.support.interrupt import interrupted_while_loading
 
 CLI = [sys.executable, "-m", "solrace.rules.cli"]
 
@@ -641,3 +642,31 @@ def test_help_and_version_on_a_full_disk_fail_like_any_output(argv: list[str]) -
     )
     gone = _to_a_closed_pipe([script, *argv])  # `| head` that has its lines: quietly
     assert (gone.returncode, gone.stderr) == (EXIT_READER_GONE, b"")
+
+
+def _console_script_module() -> str:
+    """The module the installed ``solrace-rules`` script imports ``main`` from."""
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="solrace-rules")
+    return script.module
+
+
+@pytest.mark.parametrize("module", ["solrace.rules.board", "solrace.rules.cli", "json"])
+def test_ctrl_c_while_the_command_loads_is_one_line_and_130(module: str) -> None:
+    """Ctrl-C in the first ~0.05 s of ``solrace-rules solve …`` (while the engine's
+    modules load, before main's handler) printed a KeyboardInterrupt traceback."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            interrupted_while_loading(_console_script_module()),
+            module,
+            "solve",
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert (done.returncode, done.stderr) == (130, "solrace-rules: interrupted\n")

@@ -27,7 +27,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Final
 
-from solrace.argtypes import EXIT_USAGE, OneLineParser, add_version, usage_line, whole
+from solrace.argtypes import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    OneLineParser,
+    add_version,
+    usage_line,
+    whole,
+)
 from solrace.streams import degrade_gracefully
 
 from .board import Board
@@ -92,8 +99,6 @@ _indent = whole(0, MAX_INDENT, unit=" spaces")
 EXIT_FAILED = 1
 EXIT_UNWINNABLE = 3
 EXIT_UNKNOWN = 4
-#: Ctrl-C: what a shell reports for a process SIGINT stops (128 + SIGINT).
-EXIT_INTERRUPTED: Final = 128 + 2
 #: The status of a command whose output's reader went away (``| head``): what a shell
 #: reports for a process a closed pipe stops (128 + SIGPIPE).
 EXIT_READER_GONE: Final = 128 + 13
