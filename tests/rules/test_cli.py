@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -670,3 +671,26 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_130(module: str) -> None
         timeout=30,
     )
     assert (done.returncode, done.stderr) == (130, "solrace-rules: interrupted\n")
+
+
+def test_solve_help_shows_each_outcome_line_as_solve_prints_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``solve --help`` said the first line had "moves=, nodes= and, when won,
+    difficulty=" — but ``unwinnable`` and ``unknown`` lines have no moves=."""
+    path = tmp_path / "pos.json"
+    firsts = []
+    for data, extra in (
+        (dump_position(deal("yukon", 42)), []),
+        (json.dumps(UNWINNABLE), []),
+        (dump_position(deal("yukon", 5)), ["--budget", "1"]),
+    ):
+        path.write_text(data)
+        _, out, _ = call(["solve", str(path), *extra], capsys)
+        first = out.splitlines()[0]
+        first = re.sub(r"difficulty=[a-z ]+", "difficulty=D", re.sub(r"\d+", "N", first))
+        firsts.append(first.replace("moves=N", "moves=M"))
+    assert firsts == ["won moves=M nodes=N difficulty=D", "unwinnable nodes=N", "unknown nodes=N"]
+    code, help_text, _ = call(["solve", "--help"], capsys)
+    said = " ".join(help_text.split())
+    assert code == 0 and all(f"'{first}'" in said for first in firsts), said

@@ -236,9 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "solve",
         help="solve the position (full information): outcome, then the winning line",
-        description="Print the outcome on the first line (won, unwinnable or unknown, "
-        "with moves=, nodes= and, when won, difficulty=), then, when won, the winning "
-        "line, one move a line in notation.",
+        description="Print the outcome on the first line: 'won moves=M nodes=N "
+        "difficulty=D', 'unwinnable nodes=N' or 'unknown nodes=N' (M moves in the line, "
+        "N positions searched, D easy, medium, hard or very hard); then, when won, the "
+        "winning line, one move a line in notation.",
         epilog=solve_epilog,
     )
     p.add_argument("position", help="position JSON file, or - for standard input")
