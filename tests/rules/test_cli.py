@@ -282,6 +282,8 @@ def test_cli_bad_position_and_missing_file(
         (["perft", "x.json"], "solrace-rules perft: the following arguments are required: depth"),
         (["perft", "x.json", "-2"], "argument depth: must be 0 to 100, got -2"),
         (["perft", "x.json", "two"], "argument depth: not a whole number: 'two'"),
+        # it was a ValueError traceback (divide pushed a move, then perft(-1) refused)
+        (["perft", "x.json", "0", "--divide"], "--divide needs a depth of 1 or more"),
         (["deal", "yukon", "1", "--indent", "99"], "--indent: must be 0 to 16 spaces, got 99"),
         (["deal", "yukon", "x"], "solrace-rules deal: argument seed: not a whole number: 'x'"),
         # the engine's refusals of deal's arguments, as argparse's own (they were

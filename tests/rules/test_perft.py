@@ -49,3 +49,13 @@ def test_perft_depth_1_by_hand() -> None:
 def test_perft_negative_depth_refused() -> None:
     with pytest.raises(ValueError):
         perft(deal("yukon", 1), -1)
+
+
+def test_divide_at_depth_0_is_refused_and_leaves_the_board_unchanged() -> None:
+    """At depth 0 no sequence has a first move: divide pushed the first move, then
+    perft(depth −1) raised "depth must be ≥ 0" with the move still on the board."""
+    board = deal("yukon", 5)
+    before = board.snapshot()
+    with pytest.raises(ValueError, match="divide needs a depth of 1 or more"):
+        divide(board, 0)
+    assert board.snapshot() == before and board.history == []

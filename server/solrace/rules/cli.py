@@ -41,7 +41,7 @@ from .board import Board
 from .deal import deal
 from .errors import IllegalMoveError, InvalidPositionError, NotationError, RulesError
 from .log import apply_entry
-from .perft import divide, perft
+from .perft import DIVIDE_DEPTH, divide, perft
 from .position import dump_position, load_position
 
 
@@ -315,6 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in sorted(str(m) for m in board.legal_moves()):
                 out.write(name + "\n")
         elif args.command == "perft":
+            if args.divide and args.depth < 1:
+                print(usage_line("solrace-rules perft", f"--{DIVIDE_DEPTH}"), file=sys.stderr)
+                return EXIT_USAGE
             board = _read_board(args.position)
             if args.divide:
                 for name, count in sorted(divide(board, args.depth).items()):

@@ -7,7 +7,12 @@ Auto-complete is off and undo is not a move.
 
 from __future__ import annotations
 
+from typing import Final
+
 from .board import Board
+
+#: divide's refusal of depth 0 (the rules CLI says it too, for ``perft 0 --divide``).
+DIVIDE_DEPTH: Final = "divide needs a depth of 1 or more: at depth 0 there is no first move"
 
 
 def perft(board: Board, depth: int) -> int:
@@ -28,7 +33,11 @@ def perft(board: Board, depth: int) -> int:
 
 
 def divide(board: Board, depth: int) -> dict[str, int]:
-    """perft split by first move, for finding where two generators disagree."""
+    """perft split by first move, for finding where two generators disagree. Depth 1
+    or more: at depth 0 no sequence has a first move (refused before any move is
+    pushed, so the board is left as it was)."""
+    if depth < 1:
+        raise ValueError(DIVIDE_DEPTH)
     result: dict[str, int] = {}
     for move in board.legal_moves():
         board.push(move)
