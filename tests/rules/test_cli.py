@@ -696,3 +696,18 @@ def test_solve_help_shows_each_outcome_line_as_solve_prints_it(
     code, help_text, _ = call(["solve", "--help"], capsys)
     said = " ".join(help_text.split())
     assert code == 0 and all(f"'{first}'" in said for first in firsts), said
+
+
+def test_the_help_lists_every_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    """``solrace-rules --help`` listed 0, 1, 2 and 130 but not 141, the status of a
+    command whose reader went away (``| head``), which README lists."""
+    code, said, _ = call(["--help"], capsys)
+    said = " ".join(said.split())
+    assert code == 0
+    for status in ("0 done", "1 an illegal move", "2 a usage", "130 interrupted", "141"):
+        assert status in said, status
+    for command in ("solve", "hint"):
+        code, said, _ = call([command, "--help"], capsys)
+        said = " ".join(said.split())
+        for status in ("0 won", "3 unwinnable", "4 unknown", "130 interrupted", "141"):
+            assert status in said, (command, status)

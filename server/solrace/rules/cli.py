@@ -204,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="solrace-rules",
         description="The solrace rules engine on the command line. Exit status: 0 done, "
         "1 an illegal move or impossible position (or a file it cannot read), 2 a usage or "
-        "notation error (solve and hint: see their --help), 130 interrupted (Ctrl-C).",
+        "notation error (solve and hint: see their --help), 130 interrupted (Ctrl-C), "
+        "141 the reader of its output gone (| head).",
     )
     add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -231,7 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--indent", type=_indent, default=None, help=f"0-{MAX_INDENT} spaces")
     solve_epilog = (
         "Exit status: 0 won (or already won), 3 unwinnable (proved), 4 unknown (budget "
-        "spent), 1 impossible position or unreadable file, 2 usage error, 130 interrupted."
+        "spent), 1 impossible position or unreadable file, 2 usage error, 130 interrupted, "
+        "141 reader gone (| head)."
     )
     p = sub.add_parser(
         "solve",
