@@ -698,7 +698,8 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
         results_ttl_s=args.keep_results,
         seats_per_address=args.seats_per_address,
     )
-    await node.sample_clock()  # before it serves: its clock is then the store's from the start
+    if answers:  # before it serves: its clock is the store's from the start (else at
+        await node.sample_clock()  # its first answer: a dead Redis would hold the start)
     open_files = raise_open_files_limit()
     most = args.max_connections or default_max_connections(open_files)
     admission = Admission(
