@@ -19,14 +19,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Final
 
-from solrace.argtypes import EXIT_USAGE, OneLineParser, real, whole
+from solrace.argtypes import EXIT_INTERRUPTED, EXIT_USAGE, OneLineParser, real, whole
 
 from .failed import RunFailed
 
 PROG: Final = "python -m solrace.bench"
 EXIT_FAILED = 1
-#: Ctrl-C (128 + SIGINT, as a shell reports it).
-EXIT_INTERRUPTED: Final = 128 + 2
 #: Seeds are 0 ≤ seed < 2**64 (docs/deals.md): the solver's consecutive seeds stay below.
 SEED_LIMIT: Final = 2**64
 

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
 from solrace import __version__
-from solrace.argtypes import EXIT_USAGE, OneLineParser, add_version, real, whole
+from solrace.argtypes import EXIT_INTERRUPTED, EXIT_USAGE, OneLineParser, add_version, real, whole
 from solrace.streams import degrade_gracefully
 
 from . import logs
@@ -63,9 +63,8 @@ log = logging.getLogger("solrace.server")
 
 DEFAULT_PORT = 8765
 EXIT_OK, EXIT_CANNOT_START, EXIT_DRAIN_FAILED = 0, 1, 3
-#: Ctrl-C before the node listens (128 + SIGINT, as a shell reports it); once it
-#: listens, SIGINT drains like SIGTERM (EXIT_OK).
-EXIT_INTERRUPTED: Final = 128 + 2
+# EXIT_INTERRUPTED (argtypes): Ctrl-C before the node listens; once it listens,
+# SIGINT drains like SIGTERM (EXIT_OK).
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 
