@@ -27,11 +27,20 @@ from rich.console import Console, Group, JustifyMethod, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
-from solrace.argtypes import OneLineParser, add_version, real, usage_line, whole
+from solrace.argtypes import (
+    OUTPUT_ERRNOS,
+    OneLineParser,
+    add_version,
+    output_unusable,
+    reader_gone,
+    real,
+    usage_line,
+    whole,
+)
 from solrace.protocol import limits
 from solrace.protocol.messages import display_name, room_code
 from solrace.rules import VARIANTS, RulesError, new_board, variant_class
-from solrace.rules.cli import OUTPUT_ERRNOS, output_unusable, parse_option, reader_gone
+from solrace.rules.cli import parse_option
 from solrace.rules.options import options_to_json
 from solrace.streams import degrade_gracefully
 
@@ -774,14 +783,21 @@ def cmd_races(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------ the parser
+class _Parser(OneLineParser):
+    """``solrace``'s parsers (its commands' are of this class too): its ``--help`` and
+    ``--version`` that cannot be written end as other output that cannot (status 2)."""
+
+    output_failed = EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     server_help = f"server URL (default: ${ENV_SERVER} or {DEFAULT_SERVER})"
-    common = OneLineParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--server", default=argparse.SUPPRESS, help=server_help)
     # offline commands take no server; accepting the flag (unlisted) lets main say so
-    offline = OneLineParser(add_help=False)
+    offline = _Parser(add_help=False)
     offline.add_argument("--server", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    parser = OneLineParser(
+    parser = _Parser(
         prog="solrace",
         description="Race solitaire against other people from a terminal. Exit status: "
         "0 done, 1 the answer is no (a race that does not verify, a bot that could not "

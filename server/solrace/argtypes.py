@@ -18,18 +18,28 @@ script says its version alike (:func:`add_version`).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import math
+import sys
 from collections.abc import Callable
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, ClassVar, Final, NoReturn
 
 from solrace import __version__
 
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
 __all__ = [
     "EXIT_INTERRUPTED",
+    "EXIT_READER_GONE",
     "EXIT_USAGE",
+    "OUTPUT_ERRNOS",
     "BadNumber",
     "OneLineParser",
     "add_version",
+    "output_unusable",
+    "reader_gone",
     "real",
     "usage_line",
     "whole",
@@ -51,13 +61,67 @@ def usage_line(prog: str, message: str) -> str:
     return f"{prog}: {message} (see {prog} --help)"
 
 
+#: The status of a command whose output's reader went away (``| head``): what a shell
+#: reports for a process a closed pipe stops (128 + SIGPIPE).
+EXIT_READER_GONE: Final = 128 + 13
+
+
+def reader_gone() -> int:
+    """End quietly when standard output's reader has gone (``| head`` has what it
+    wanted): no message — nothing is wrong — and standard output closed (its last
+    flush fails once more, silently here), so that the interpreter's flush at exit
+    has nothing left to fail on."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.close()
+    return EXIT_READER_GONE
+
+
+#: Errors of writing standard output (a full disk, a closed or broken descriptor),
+#: as opposed to reading a file or standard input, which say what they read.
+OUTPUT_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
+
+
+def output_unusable(prog: str, why: str, status: int) -> int:
+    """Standard output cannot be written (closed: ``cmd >&-``; full: ``> /dev/full``):
+    one line on standard error, and standard output closed (its last flush fails once
+    more, silently here) so that the interpreter's flush at exit has nothing left to
+    fail on — no traceback, no "Exception ignored" after the line."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stdout.close()
+    print(f"{prog}: cannot write the output: {why}", file=sys.stderr)
+    return status
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a mistake is one line (:func:`usage_line`), not the usage block,
     and status :data:`EXIT_USAGE`. Subcommands' parsers are of this class too
-    (``add_subparsers`` makes them of the parser's own class)."""
+    (``add_subparsers`` makes them of the parser's own class).
+
+    And ``--help`` or ``--version`` that cannot be written fails as any output does
+    (:func:`output_unusable`, :func:`reader_gone`): argparse drops the error of that
+    write, so ``--version > /dev/full`` ended with status 0, the answer lost (found in
+    ``solrace-rules``, true of every command). A command line whose status for that
+    is not 1 says so in a subclass (its subcommands' parsers are of its class)."""
+
+    #: The command's status for output it cannot write.
+    output_failed: ClassVar[int] = 1
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, usage_line(self.prog, message) + "\n")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if file is None or file is not sys.stdout:  # a mistake, said on standard error
+            super()._print_message(message, file)
+            return
+        if not message:
+            return
+        try:
+            print(message, end="", file=file, flush=True)
+        except BrokenPipeError:  # `--help | head`: quietly
+            sys.exit(reader_gone())
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            sys.exit(output_unusable(self.prog, why, self.output_failed))
 
 
 def add_version(parser: argparse.ArgumentParser) -> None:

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import solrace_client
 from rich.console import Console
+from solrace.argtypes import EXIT_READER_GONE
 from solrace.rules import new_board
-from solrace.rules.cli import EXIT_READER_GONE
 from solrace.rules.cli import parse_option as _option
 from solrace.rules.options import options_to_json
 from solrace_client import RaceClient, config

@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
+from solrace.argtypes import EXIT_READER_GONE
 from solrace.rules import deal, divide, dump_position, load_position, perft, position_dict
-from solrace.rules.cli import EXIT_READER_GONE, MAX_POSITION_CHARS, main
+from solrace.rules.cli import MAX_POSITION_CHARS, main
 
 from tests.rules.test_support import position
 from tests.support.interrupt import interrupted_while_loading
@@ -639,9 +640,10 @@ def test_help_and_version_on_a_full_disk_fail_like_any_output(argv: list[str]) -
     script = str(Path(sys.executable).parent / "solrace-rules")
     with open("/dev/full", "w") as full:
         done = subprocess.run([script, *argv], stdout=full, stderr=subprocess.PIPE, text=True)
+    prog = " ".join(["solrace-rules", *argv[:-1]])  # a command's own, as its mistakes
     assert (done.returncode, done.stderr) == (
         1,
-        "solrace-rules: cannot write the output: No space left on device\n",
+        f"{prog}: cannot write the output: No space left on device\n",
     )
     gone = _to_a_closed_pipe([script, *argv])  # `| head` that has its lines: quietly
     assert (gone.returncode, gone.stderr) == (EXIT_READER_GONE, b"")

@@ -20,8 +20,6 @@ interrupted`` and 130 (128 + SIGINT).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
 import json
 import sys
 from collections.abc import Sequence
@@ -32,6 +30,8 @@ from solrace.argtypes import (
     EXIT_USAGE,
     OneLineParser,
     add_version,
+    output_unusable,
+    reader_gone,
     usage_line,
     whole,
 )
@@ -99,35 +99,6 @@ _indent = whole(0, MAX_INDENT, unit=" spaces")
 EXIT_FAILED = 1
 EXIT_UNWINNABLE = 3
 EXIT_UNKNOWN = 4
-#: The status of a command whose output's reader went away (``| head``): what a shell
-#: reports for a process a closed pipe stops (128 + SIGPIPE).
-EXIT_READER_GONE: Final = 128 + 13
-
-
-def reader_gone() -> int:
-    """End quietly when standard output's reader has gone (``| head`` has what it
-    wanted): no message — nothing is wrong — and standard output closed (its last
-    flush fails once more, silently here), so that the interpreter's flush at exit
-    has nothing left to fail on."""
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.close()
-    return EXIT_READER_GONE
-
-
-#: Errors of writing standard output (a full disk, a closed or broken descriptor),
-#: as opposed to reading a file or standard input, which say what they read.
-OUTPUT_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
-
-
-def output_unusable(prog: str, why: str, status: int) -> int:
-    """Standard output cannot be written (closed: ``cmd >&-``; full: ``> /dev/full``):
-    one line on standard error, and standard output closed (its last flush fails once
-    more, silently here) so that the interpreter's flush at exit has nothing left to
-    fail on — no traceback, no "Exception ignored" after the line."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        sys.stdout.close()
-    print(f"{prog}: cannot write the output: {why}", file=sys.stderr)
-    return status
 
 
 class InputUnreadable(Exception):
@@ -168,31 +139,13 @@ def _read_board(source: str) -> Board:
 COMMAND_PARSER: Final = "command_parser"
 
 
-class _Parser(OneLineParser):
-    """The command line's parser (its commands' parsers are of its class too), whose
-    ``--help`` and ``--version`` fail as any output does: argparse drops the error of
-    their write, so ``--help > /dev/full`` ended with status 0 and the help lost."""
-
-    def _print_message(self, message: str, file: Any = None) -> None:
-        if file is None or file is not sys.stdout:  # a mistake, said on standard error
-            super()._print_message(message, file)
-        elif message:
-            file.write(message)
-            file.flush()
-
-
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The arguments, or exit 2 with one line. An argument no command takes is said as
     its command's mistake, ``solrace-rules solve: unrecognized arguments: extra (see
     solrace-rules solve --help)``, as the module promises: argparse leaves extras to
     the top parser, which named neither the command nor the help that has the answer."""
     parser = build_parser()
-    try:
-        args, extras = parser.parse_known_args(argv)
-    except BrokenPipeError:  # printing --help or --version (_Parser) into `| head`
-        sys.exit(reader_gone())
-    except OSError as exc:
-        sys.exit(output_unusable("solrace-rules", exc.strerror or str(exc), EXIT_FAILED))
+    args, extras = parser.parse_known_args(argv)
     if extras:
         command: argparse.ArgumentParser = getattr(args, COMMAND_PARSER, parser)
         command.error(f"unrecognized arguments: {' '.join(extras)}")
@@ -200,7 +153,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="solrace-rules",
         description="The solrace rules engine on the command line. Exit status: 0 done, "
         "1 an illegal move or impossible position (or a file it cannot read), 2 a usage or "
