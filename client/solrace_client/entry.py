@@ -1,15 +1,15 @@
 """The ``solrace`` console script. This module and the package's ``__init__`` load only
 the standard library, so a Ctrl-C while the client's modules load (websockets, rich:
 the first ~0.1 s) lands in :func:`main`'s handler — one line, status 130 — instead of
-printing a traceback."""
+printing a traceback (:func:`solrace.argtypes.interruptible`, as ``solrace-rules``)."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from .exits import EXIT_INTERRUPTED
+from solrace.argtypes import interruptible
 
 #: Standard error's file descriptor.
 STDERR_FD = 2
@@ -36,12 +36,12 @@ def _fill_closed_stderr() -> None:
     setattr(sys, "__stderr__", stream)  # noqa: B010
 
 
+def _load() -> Callable[[Sequence[str] | None], int]:
+    from .cli import main
+
+    return main
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _fill_closed_stderr()
-    try:
-        from .cli import main as run
-
-        return run(argv)
-    except KeyboardInterrupt:
-        print("solrace: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    return interruptible("solrace", _load, argv)

@@ -26,11 +26,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from solrace.argtypes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from solrace.argtypes import EXIT_READER_GONE as EXIT_READER_GONE
 from solrace.protocol import ErrorCode
 from websockets.exceptions import InvalidHandshake, InvalidMessage, InvalidStatus, InvalidURI
-
-from .exits import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 
 EXIT_OK: Final = 0
 EXIT_NO: Final = 1

@@ -104,7 +104,7 @@ def test_anchoring_sets_the_clock_to_the_stores_at_once(monkeypatch: pytest.Monk
     monotonic = _Monotonic(monkeypatch)
     clock = SteadyClock(wall=lambda: _wall_ms() + 60_000)
     assert abs(clock() - _wall_ms() - 60_000) < 100
-    assert clock.anchor(-60_000) == -60_000
+    clock.anchor(-60_000)
     assert clock.anchored and clock.store_offset_ms == 0
     assert abs(clock() - _wall_ms()) < 100
     assert abs(offset_ms(clock) - 60_000) < 100  # the machine's clock, as the gauge says

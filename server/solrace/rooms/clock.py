@@ -109,15 +109,14 @@ class SteadyClock:
         self._watch(self.wall() - now)
         return now
 
-    def anchor(self, offset_ms: int) -> int:
+    def anchor(self, offset_ms: int) -> None:
         """Set the clock ``offset_ms`` ahead (the store's clock minus this one, just
-        sampled): a step, which only a node that serves no room yet may take. Returns
-        the step, by which the node moves what it read from the clock before."""
+        sampled): a step, which only a node that serves no room yet may take (it moves
+        what it read from the clock before by as much)."""
         self._origin_ms += offset_ms
         self._to_slew_ns = 0
         self.anchored = True
         self.store_offset_ms = 0
-        return offset_ms
 
     def steer(self, offset_ms: int) -> None:
         """Slew toward the store's clock, ``offset_ms`` ahead of this one (just

@@ -511,11 +511,11 @@ class Node:
         if clock.anchored or self.rooms:
             clock.steer(offset)
             return
-        step = clock.anchor(offset)
-        self.grace_floor_ms += step
+        clock.anchor(offset)
+        self.grace_floor_ms += offset
         if self.store_back_ms:
-            self.store_back_ms += step
-        log.info("race clock set to the store's: %+.3f s from the system clock", step / 1000)
+            self.store_back_ms += offset
+        log.info("race clock set to the store's: %+.3f s from the system clock", offset / 1000)
 
     def grace_floor(self, room: LiveRoom) -> int:
         """The earliest a grace of ``room`` counts from: the end of this node's last
