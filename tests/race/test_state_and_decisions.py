@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from solrace.protocol import verify
-from solrace.protocol.limits import MAX_ROUNDS, MAX_UNREADY
+from solrace.protocol.limits import MAX_UNREADY
 from solrace.race import RaceError, RacerGame, RoomSettings, RoomState, standings
 from solrace.race import decisions as d
 from solrace.race.events import EventType, RoomEvent, event
@@ -22,10 +22,22 @@ class Room:
     def __init__(self, **settings: Any) -> None:
         self.state = RoomState("r_test", "ABCDEF", RoomSettings(**settings))
         self.now = 1_000_000
+        #: Every event folded, by version (the room's stream, untrimmed).
+        self.stored: dict[int, RoomEvent] = {}
 
     def apply(self, events: list[RoomEvent]) -> None:
         for ev in events:
-            self.state.apply(self.state.version + 1, ev.but(at=self.now))
+            version = self.state.version + 1
+            self.stored[version] = ev.but(at=self.now)
+            self.state.apply(version, self.stored[version])
+
+    def folded_from(self, version: int) -> RoomState:
+        """The room folded from ``version`` on, as a node taking it up folds a stream
+        trimmed to begin there."""
+        state = RoomState(self.state.room, self.state.code, self.state.settings)
+        for v in range(version, self.state.version + 1):
+            state.apply(v, self.stored[v])
+        return state
 
     def tick(self) -> list[RoomEvent]:
         return d.tick(self.state, self.now, lambda: COMMIT, self._result)
@@ -245,34 +257,86 @@ def test_the_race_ends_when_nobody_is_playing() -> None:
     assert all(r.status == "waiting" and not r.ready for r in room.state.racers.values())
 
 
-def test_a_room_runs_at_most_max_rounds_races() -> None:
-    """A soak audit: a room rematched for ever kept every round's events and logs (40
-    rounds of 150 moves: 6,282 events, 1.1 MB in Redis, 147 ms to fold on a node taking
-    it up), growing by the round. The rematch after round MAX_ROUNDS is refused, and
-    says what to do; the room's result stands."""
-    room = _racing(2)
-    for round_no in range(1, MAX_ROUNDS + 1):
-        assert room.state.round == round_no
-        for racer in (1, 2):
+def _presence(room: Room, racer: int, online: bool, conn: str) -> None:
+    """A connection of ``racer`` came or went, stored as the node stores it: with the
+    connection and the node (server-only fields)."""
+    events = d.presence(room.state, racer, online, conn)
+    room.apply([ev.but(conn=conn, node=f"node-{conn}") for ev in events])
+
+
+def _presence_of(member: RacerState) -> tuple[bool, int | None, str | None, str | None]:
+    return (member.online, member.offline_since_ms, member.conn, member.node)
+
+
+def test_a_room_folded_from_any_rematch_is_the_room_folded_from_its_first_event() -> None:
+    """A rematch trims the room's stream before the round it follows (docs/store.md,
+    "A room's history"; a soak audit's room of 40 rounds held 6,282 events that a node
+    taking it up folded in 147 ms), so a node folds the room from a ``room_reset``:
+    that reset alone must give the state the whole history gives — the round, the
+    racer ids still to come, each staying racer's presence (online, offline since,
+    connection, node, address digest), the host, a quick room's lobby timer — through
+    joins, leaves, racers away and back, and rounds of 2 and 3 racers."""
+    room = _racing(3)
+    resets = []
+    for round_no in range(1, 9):
+        racing = [r for r in room.state.racers if room.state.racers[r].status == "playing"]
+        if round_no % 3 == 0:  # a racer drops, and another is away but comes back
+            _presence(room, racing[-1], False, "c-gone")
+        if round_no % 2 == 0:
+            _presence(room, racing[0], False, f"c{round_no}")
+            room.now += 1_000
+            _presence(room, racing[0], True, f"c{round_no}b")
+        for racer in racing:
             room.apply(d.resign(room.state, racer))
         room.apply(room.tick())
         assert room.state.phase == "finished"
-        if round_no < MAX_ROUNDS:
-            room.apply(d.rematch(room.state, 1))
-            room.apply(d.deal_chosen(room.state, room.state.round, CERTIFIED))
-            room.apply(d.ready(room.state, 2, True))
-            room.apply(d.start(room.state, 1, room.now, COMMIT))
-            room.now += d.COUNTDOWN_MS
-            room.apply(room.tick())
-            assert room.state.phase == "racing"
-    with pytest.raises(RaceError) as refused:
-        d.rematch(room.state, 2)
-    assert refused.value.code == "too_many_rounds"
-    assert refused.value.message == (
-        f"this room has run {MAX_ROUNDS} races, as many as a room may: create a new room"
-        " for the next"
-    )
-    assert room.state.phase == "finished" and room.state.round == MAX_ROUNDS
+        (reset,) = d.rematch(room.state, racing[0])
+        assert reset.carried is not None and reset.carried.round == round_no + 1
+        before = {r: _presence_of(m) for r, m in room.state.racers.items()}
+        room.apply([reset])
+        after = {r: _presence_of(m) for r, m in room.state.racers.items()}
+        assert after == {r: before[r] for r in after}  # carried over as it was
+        assert after[racing[0]][2] is not None or round_no % 2
+        resets.append(room.state.version)
+        assert room.state.round_began == room.state.version
+        if len(room.state.racers) < 3:  # someone new takes the free seat
+            room.apply(d.join(room.state, f"New{round_no}", origin=f"o{round_no}"))
+        if round_no % 4 == 0:
+            newest = max(room.state.racers)
+            room.apply(d.leave(room.state, newest))
+            room.apply(d.join(room.state, f"Late{round_no}"))
+        room.apply(d.deal_chosen(room.state, room.state.round, CERTIFIED))
+        for racer in list(room.state.racers)[1:]:
+            room.apply(d.ready(room.state, racer, True))
+        room.apply(d.start(room.state, room.state.host or 1, room.now, COMMIT))
+        room.now += d.COUNTDOWN_MS
+        room.apply(room.tick())
+        assert room.state.phase == "racing"
+        for version in resets:
+            assert room.folded_from(version) == room.state
+    assert room.state.round == 9 and room.state.next_racer > 4
+    with pytest.raises(ValueError):  # any other event cannot begin the fold
+        room.folded_from(resets[-1] + 1)
+
+
+def test_a_reset_stored_before_resets_carried_the_past_folds_as_before() -> None:
+    """A reset stored by a node of an earlier release carries nothing: the fold takes
+    the round, the ids and the presence from the state as it did, and such a reset is
+    never trimmed to (round_began stays 0)."""
+    room = _racing(2)
+    for racer in (1, 2):
+        room.apply(d.resign(room.state, racer))
+    room.apply(room.tick())
+    _presence(room, 2, False, "c2")
+    _presence(room, 1, False, "c1")
+    _presence(room, 1, True, "c1b")
+    (reset,) = d.rematch(room.state, 1)
+    room.apply([reset.but(carried=None)])
+    assert room.state.round == 2 and room.state.round_began == 0
+    assert list(room.state.racers) == [1] and room.state.next_racer == 3
+    assert room.state.racers[1].conn == "c1b" and room.state.racers[1].online
+    with pytest.raises(ValueError):
+        room.folded_from(room.state.version)
 
 
 def test_a_rematch_without_its_host_is_hosted_by_the_earliest_joined_racer_kept() -> None:

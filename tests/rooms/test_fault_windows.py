@@ -686,6 +686,45 @@ async def test_a_rematch_gets_its_lifetime_back_whatever_fails_after_its_reset(
         await _until_all_between(serving, room, ROOM_TTL_S - 60, ROOM_TTL_S)
 
 
+@pytest.mark.parametrize("fault", ["save fails", "reset fails", "node killed after the save"])
+async def test_a_rematch_saves_the_race_it_follows_before_its_reset(
+    backend: Backend, fault: str
+) -> None:
+    """A rematch trims the room's history: the race it follows loses its race_over at
+    the rematch after next, and with it the last trace any node could archive the race
+    from (docs/store.md, "A room's history"). So the rematch first saves that race's
+    result if no node has (here the archive was lost: the node that ended the race
+    died before saving it), then stores its reset. Redis failing the save refuses the
+    rematch and stores no reset; Redis failing the reset, or the node dying before
+    it, leaves the result saved; the retry is ``ok``."""
+    node = await backend.node()
+    ann, room = await _two_hour_race_over(node)
+    race = race_id(room.room_id, str(room.state.commitment))
+    await node.store._redis.delete(node.store.keys.result(race))
+    assert await node.store.load_result(race) is None
+    if fault == "node killed after the save":
+        crashed = _dies_at(node, {"append_event": _is_reset})
+        with contextlib.suppress(Crashed):
+            await ann.ask("rematch")
+        assert crashed
+        await node.stop()
+        node = await backend.node()
+        taken_up = await node.room(room.room_id)
+        assert taken_up.state.phase == "finished"  # no reset stored
+        assert await node.store.load_result(race) is not None
+        return
+    failed = _fail_once(node.store, "save_result" if fault == "save fails" else "append_event")
+    refused = await ann.ask("rematch")
+    assert failed and refused.d["code"] == "unavailable", refused.d
+    assert room.state.phase == "finished"
+    last = (await node.store.events_since(room.room_id, room.state.version - 1))[-1]
+    assert unpack_event(last.data).t == EventType.RACE_OVER
+    saved = await node.store.load_result(race)
+    assert (saved is None) == (fault == "save fails")
+    assert (await ann.ask("rematch")).t == "ok"
+    assert room.state.round == 2 and await node.store.load_result(race) is not None
+
+
 async def test_a_finished_races_late_expiry_cannot_cut_another_nodes_rematch_short(
     backend: Backend,
 ) -> None:

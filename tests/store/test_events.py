@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from solrace.store import HeadLost, Store, VersionConflict
+from solrace.store import Finish, HeadLost, Store, Trim, VersionConflict
 
 from .conftest import pairs, triples
 
@@ -212,3 +212,55 @@ async def test_a_rewound_stream_breaks_the_link(store: Store) -> None:
     (again,) = await store.events_since("r", 1)
     assert again.version == 2 and again.prev == read[0].chain  # links to what survived
     assert again.chain != read[1].chain  # ...but is not the event that was read
+
+
+async def test_a_rematch_trims_the_rounds_before_the_last_in_one_step(
+    store: Store, node2: Store
+) -> None:
+    """A rematch's reset (version 9, round 3) trims the stream before the reset that
+    began round 2 (version 5) and deletes round 1's logs, place counter, finish time
+    and closed mark, in the same atomic step as its append: round 2's keys and every
+    event from version 5 stay; a move of round 1 is still refused (its race is over)
+    and writes nothing back; the next events follow on (docs/store.md, "A room's
+    history"). A trim in a conflicting append writes nothing."""
+    room = "r"
+    rk = store.keys.room(room)
+
+    async def play_round(round_no: int) -> None:
+        for racer in ("1", "2"):
+            name = f"{round_no}:{racer}"
+            await store.append_move(room, name, 0, b"m", b"progress", round_no=round_no)
+        name = f"{round_no}:1"
+        finish = Finish(str(round_no), (b"finished 1", b"finished 2"), 100)
+        await store.append_move(room, name, 1, b"m", b"fin", finish, round_no=round_no)
+        await store.append_event(room, b"resigned", closes_log=f"{round_no}:2")
+
+    await store.append_event(room, b"join")  # 1
+    await play_round(1)  # 2-4 moves and finish, 5 resign... versions below
+    await store.append_event(room, b"race_over 1", ends_round=1)
+    round2 = await store.append_event(room, b"reset 2")
+    await play_round(2)
+    await store.append_event(room, b"race_over 2", ends_round=2)
+    before = await store.version(room)
+    with pytest.raises(VersionConflict):
+        await node2.append_event(room, b"stale", before - 1, trim=Trim(round2, 2))
+    assert (await store.events_since(room, 0))[0].version == 1
+    reset3 = await node2.append_event(room, b"reset 3", before, trim=Trim(round2, 2))
+    assert reset3 == before + 1
+    kept = await store.events_since(room, 0)
+    assert [e.version for e in kept] == list(range(round2, reset3 + 1))
+    assert kept[0].data == b"reset 2" and kept[-1].data == b"reset 3"
+    # round 1's keys are gone, round 2's stay
+    members = {
+        m.decode() if isinstance(m, bytes) else m for m in await store._redis.smembers(rk.keyset)
+    }
+    assert members == {rk.log("2:1"), rk.log("2:2"), rk.places("2"), rk.finish_time("2")}
+    for gone in (rk.log("1:1"), rk.log("1:2"), rk.places("1"), rk.finish_time("1")):
+        assert not await store._redis.exists(gone), gone
+    assert await store._redis.hkeys(rk.closed) in ([rk.log("2:2").encode()], [rk.log("2:2")])
+    assert await store.log_length(room, "2:1") == 2
+    late = await store.append_move(room, "1:2", 1, b"late", b"progress", round_no=1)
+    assert not late.accepted and late.race_over
+    assert not await store._redis.exists(rk.log("1:2"))
+    assert await store.append_event(room, b"joined") == reset3 + 1
+    assert [e.version for e in await store.events_since(room, reset3)] == [reset3 + 1]

@@ -100,7 +100,6 @@ class ErrorCode(StrEnum):
     SPECTATOR_CANNOT_ACT = "spectator_cannot_act"
     ALREADY_IN_ROOM = "already_in_room"
     TOO_MANY_ROOMS = "too_many_rooms"
-    TOO_MANY_ROUNDS = "too_many_rounds"
     # Moves (error reply).
     ILLEGAL_MOVE = "illegal_move"
     BAD_NOTATION = "bad_notation"
@@ -144,9 +143,6 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.ALREADY_IN_ROOM: "this connection is already in a room: leave it first",
     ErrorCode.TOO_MANY_ROOMS: (
         "your address has opened too many rooms lately: join one, or try again shortly"
-    ),
-    ErrorCode.TOO_MANY_ROUNDS: (
-        "this room has run as many races as a room may: create a new room for the next"
     ),
     ErrorCode.ILLEGAL_MOVE: "that move is not legal in your position",
     ErrorCode.BAD_NOTATION: "that is not a move in canonical notation",

@@ -112,14 +112,6 @@ MAX_LOG_LEN: Final = 5_000
 #: room's stream lives a day.
 MAX_UNREADY: Final = 50
 
-#: Races one room may run (its first and its rematches). A room's stream and its
-#: rounds' move logs live as long as the room, and a rematch gives it its day back: a
-#: soak audit's room of 40 rematched rounds of 150 moves held 6,282 events and 1.1 MB in
-#: Redis, and a node that took it up (another node serving it, a resume after a
-#: restart) folded them all, 147 ms of its event loop, growing by the round for ever.
-#: Past this, a ``rematch`` is refused ``too_many_rounds``: a new room starts afresh.
-MAX_ROUNDS: Final = 50
-
 MIN_RACERS: Final = 2
 MAX_RACERS: Final = 8
 DEFAULT_MAX_RACERS: Final = 4

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from solrace.protocol.errors import ErrorCode
-from solrace.protocol.limits import MAX_NAME_LEN, MAX_ROUNDS, MAX_UNREADY, MIN_RACERS_TO_START
+from solrace.protocol.limits import MAX_NAME_LEN, MAX_UNREADY, MIN_RACERS_TO_START
 from solrace.protocol.views import LeaveReason, Phase, RacerStatus, end_reason
 
 from .errors import RaceError
 from .events import EventType, RoomEvent, event, progress
-from .state import RacerState, RoomState, standings, takes_back
+from .state import RacerState, RoomState, carried_into, standings, takes_back
 
 Event = RoomEvent
 
@@ -248,12 +248,6 @@ def rematch(state: RoomState, racer: int) -> list[Event]:
         return []
     if state.phase != Phase.FINISHED:
         raise RaceError("wrong_phase", "a rematch follows a finished race")
-    if state.round >= MAX_ROUNDS:
-        raise RaceError(
-            ErrorCode.TOO_MANY_ROUNDS,
-            f"this room has run {MAX_ROUNDS} races, as many as a room may: create a new"
-            " room for the next",
-        )
     staying = [
         r
         for r in state.racers.values()
@@ -261,7 +255,8 @@ def rematch(state: RoomState, racer: int) -> list[Event]:
     ]
     host = state.host if any(r.racer == state.host for r in staying) else staying[0].racer
     racers = [RacerState(r.racer, r.name).info() for r in staying]
-    return [event(EventType.ROOM_RESET, host=host, racers=racers)]
+    reset = event(EventType.ROOM_RESET, host=host, racers=racers)
+    return [reset.but(carried=carried_into(state, racers, state.round + 1))]
 
 
 def _status(member: RacerState, status: RacerStatus) -> Event:

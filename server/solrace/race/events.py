@@ -26,11 +26,11 @@ from solrace.protocol.envelope import Envelope
 from solrace.protocol.messages import room_event
 from solrace.protocol.views import EventType, RacerStatus
 
-__all__ = ["EventType", "RoomEvent", "event", "finished", "progress"]
+__all__ = ["Carried", "EventType", "Presence", "RoomEvent", "event", "finished", "progress"]
 
 #: The stored form's keys for the server-only fields (short: a room's stream holds
 #: one progress event per move).
-_AT, _CONN, _NODE, _ORIGIN, _ENTRY, _LENGTH, _ATTEMPT, _LINE = (
+_AT, _CONN, _NODE, _ORIGIN, _ENTRY, _LENGTH, _ATTEMPT, _LINE, _CARRIED = (
     "at",
     "conn",
     "node",
@@ -39,7 +39,52 @@ _AT, _CONN, _NODE, _ORIGIN, _ENTRY, _LENGTH, _ATTEMPT, _LINE = (
     "n",
     "attempt",
     "line",
+    "carried",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Presence:
+    """A racer's presence as the room's fold holds it (race.state.RacerState): what
+    a rematch carries into the new round for each racer who stays."""
+
+    online: bool
+    offline_since_ms: int | None
+    conn: str | None
+    node: str | None
+    origin: str | None
+
+    def stored(self) -> list[Any]:
+        return [self.online, self.offline_since_ms, self.conn, self.node, self.origin]
+
+    @classmethod
+    def from_stored(cls, raw: list[Any]) -> Presence:
+        online, offline_since_ms, conn, node, origin = raw
+        return cls(bool(online), offline_since_ms, conn, node, origin)
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """What a ``room_reset`` carries from the rounds before it (RoomEvent.carried)."""
+
+    #: The round the reset begins.
+    round: int
+    #: The id the next racer to join gets (ids are never reused in a room).
+    next_racer: int
+    #: Each staying racer's presence, by racer id.
+    presence: Mapping[int, Presence]
+
+    def stored(self) -> dict[str, Any]:
+        return {
+            "round": self.round,
+            "next_racer": self.next_racer,
+            "presence": [[racer, *p.stored()] for racer, p in self.presence.items()],
+        }
+
+    @classmethod
+    def from_stored(cls, raw: Mapping[str, Any]) -> Carried:
+        presence = {int(row[0]): Presence.from_stored(list(row[1:])) for row in raw["presence"]}
+        return cls(int(raw["round"]), int(raw["next_racer"]), presence)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +109,13 @@ class RoomEvent:
     #: ``deal_chosen``: the candidate the round deals and its certificate, if any.
     attempt: int = 0
     line: tuple[str, ...] | None = field(default=None)
+    #: ``room_reset``: what the room carries into the new round from before it — the
+    #: new round's number, the next racer id, and each staying racer's presence
+    #: (:class:`Carried`) — so that the reset alone begins the room's fold: a
+    #: rematch trims the stream before the previous round (docs/store.md, "A room's
+    #: history"), and a node taking the room up folds from a reset. None in a reset
+    #: stored before resets carried it (the fold then takes it from the state).
+    carried: Carried | None = None
 
     def but(self, **changes: Any) -> RoomEvent:
         """A copy with some server-only fields set (``at``, ``conn``, ...)."""
@@ -89,12 +141,15 @@ class RoomEvent:
         if self.t == EventType.DEAL_CHOSEN:
             out[_ATTEMPT] = self.attempt
             out[_LINE] = None if self.line is None else list(self.line)
+        if self.carried is not None:
+            out[_CARRIED] = self.carried.stored()
         return out
 
     @classmethod
     def from_stored(cls, raw: Mapping[str, Any]) -> RoomEvent:
         entry = raw.get(_ENTRY)
         line = raw.get(_LINE)
+        carried = raw.get(_CARRIED)
         return cls(
             EventType(raw["t"]),
             raw["d"],
@@ -106,6 +161,7 @@ class RoomEvent:
             log_length=raw.get(_LENGTH),
             attempt=raw.get(_ATTEMPT) or 0,
             line=None if line is None else tuple(line),
+            carried=None if carried is None else Carried.from_stored(carried),
         )
 
     @property

@@ -14,7 +14,7 @@ node the same clock for timers (lobby timer, disconnect grace, reach times).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -30,7 +30,7 @@ from solrace.protocol.views import (
 )
 from solrace.rules import deal
 
-from .events import EventType, RoomEvent
+from .events import Carried, EventType, Presence, RoomEvent
 from .settings import RoomSettings
 
 #: A quick room's lobby timer: the countdown starts this long after a second racer
@@ -93,6 +93,10 @@ class RoomState:
     version: int = 0
     #: The round being prepared or played: 1 for the first race, +1 per rematch.
     round: int = 1
+    #: The version of the ``room_reset`` that began the round (0 in the first, or if
+    #: that reset did not carry the room's past: RoomEvent.carried): the rematch
+    #: after this round trims the room's stream before it (docs/store.md).
+    round_began: int = 0
     host: int | None = None
     racers: dict[int, RacerState] = field(default_factory=dict)
     next_racer: int = 1
@@ -182,14 +186,24 @@ class RoomState:
 
     # ------------------------------------------------------------------ fold
     def apply(self, version: int, event: RoomEvent) -> None:
-        """Fold one event. Versions must arrive in order, each exactly once."""
-        if version != self.version + 1:
+        """Fold one event. Versions must arrive in order, each exactly once — except
+        that a ``room_reset`` carrying what the room keeps from before it may follow
+        any earlier version: it alone sets everything the rounds before it had, and
+        the stream is trimmed to begin at one (a node taking the room up, or one that
+        had not read the trimmed events yet, folds from it)."""
+        if version != self.version + 1 and not (version > self.version and begins_fold(event)):
             raise ValueError(f"room {self.room}: event {version} after {self.version}")
         self.version = version
         d, at = event.d, event.at
         kind = event.t
         if kind == EventType.PRESENCE:
             self._on_presence(d, at, event)
+            return
+        if kind == EventType.ROOM_RESET:
+            self._on_room_reset(d, at, event)
+            # Only a reset that carries what came before may begin the fold: a
+            # reset stored before resets carried it is never trimmed to.
+            self.round_began = version if begins_fold(event) else 0
             return
         if kind == EventType.PROGRESS and event.entry is not None:
             # A move's times are its log entry's (race clock), the ones the result
@@ -308,8 +322,12 @@ class RoomState:
         """A winnable room waits for its certified deal; a random one never waits."""
         return self.settings.deals != "winnable" or self.deal is not None
 
-    def _on_room_reset(self, d: Mapping[str, Any], at: int) -> None:
-        self.round += 1
+    def _on_room_reset(self, d: Mapping[str, Any], at: int, event: RoomEvent) -> None:
+        carried = event.carried
+        if carried is None:  # stored before resets carried it: the state has it
+            carried = carried_into(self, d["racers"], self.round + 1)
+        self.round = carried.round
+        self.next_racer = carried.next_racer
         self.open_boards = False
         self.deal = None
         self.deal_attempt = 0
@@ -320,19 +338,37 @@ class RoomState:
         self.commitment = None
         self.lobby_deadline_ms = None
         self.host = d["host"]
-        old = self.racers
         self.racers = {}
         for info in d["racers"]:
             racer = RacerState(info["racer"], info["name"])
-            previous = old.get(info["racer"])
-            if previous is not None:  # presence carries over, with what orders it
-                racer.online = previous.online
-                racer.offline_since_ms = previous.offline_since_ms
-                racer.conn, racer.node = previous.conn, previous.node
-                racer.origin = previous.origin
+            presence = carried.presence.get(info["racer"])
+            if presence is not None:  # presence carries over, with what orders it
+                racer.online = presence.online
+                racer.offline_since_ms = presence.offline_since_ms
+                racer.conn, racer.node = presence.conn, presence.node
+                racer.origin = presence.origin
             self.racers[racer.racer] = racer
         if self.settings.quick and len(self.racers) >= 2:
             self.lobby_deadline_ms = at + QUICK_LOBBY_MS
+
+
+def begins_fold(event: RoomEvent) -> bool:
+    """Whether the room's fold may begin at ``event``: a ``room_reset`` that carries
+    what the room keeps from the rounds before it (RoomEvent.carried)."""
+    return event.t == EventType.ROOM_RESET and event.carried is not None
+
+
+def carried_into(state: RoomState, racers: Iterable[Mapping[str, Any]], round_no: int) -> Carried:
+    """What a reset beginning round ``round_no`` for ``racers`` (RacerInfo rows)
+    carries from ``state``: the round, the next racer id, each racer's presence."""
+    presence = {}
+    for info in racers:
+        old = state.racers.get(info["racer"])
+        if old is not None:
+            presence[old.racer] = Presence(
+                old.online, old.offline_since_ms, old.conn, old.node, old.origin
+            )
+    return Carried(round_no, state.next_racer, presence)
 
 
 def takes_back(racer: RacerState, ready: bool, open_boards: bool) -> bool:

@@ -34,7 +34,7 @@ from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
 from solrace.race.events import EventType, RoomEvent
 from solrace.race.fairness import round_salt
-from solrace.store import Store, StoredEvent
+from solrace.store import Store, StoredEvent, Trim
 from solrace.store.errors import HeadLost, StoreError, StoreUnavailable, VersionConflict
 
 from . import certify, listing, spectators
@@ -1095,6 +1095,8 @@ class Node:
             racer_token = None if token is None else token(events)
             try:
                 for ev in events:
+                    reset = ev.t == EventType.ROOM_RESET
+                    trim = await self._history_to_trim(room) if reset else None
                     stamped = ev.but(at=self.clock(), **server_only)
                     # A race_over closes its round for moves in the same write.
                     ends = room.state.round if ev.t == EventType.RACE_OVER else None
@@ -1107,6 +1109,7 @@ class Node:
                         token=racer_token,
                         ttl_s=expiry_set_by(room.state, ev),
                         closes_log=None if done is None else room.log_name(done),
+                        trim=trim,
                     )
                     racer_token = None  # with the first event only
                     expected += 1
@@ -1237,6 +1240,22 @@ class Node:
                     "could not extend a rematch's expiry",
                     extra,
                 )
+
+    async def _history_to_trim(self, room: LiveRoom) -> Trim | None:
+        """What a rematch lets go of: the rounds before the one just ended (docs/store.md,
+        "A room's history"). The race just ended is archived first, if no node has
+        yet: the rematch after next trims its race_over, the last trace of it a node
+        could archive it from (Node.sweep_orphans loads rooms and folds their
+        race_overs). Raises StoreUnavailable if Redis fails, which refuses the
+        rematch (``unavailable``: retry)."""
+        state = room.state
+        if state.result is not None:
+            record = self._archive_record(room, state.result)
+            if await self.store.load_result(record.race) is None:
+                await self.store.save_result(record.race, pack(record.record), self.results_ttl_s)
+        if state.round_began == 0:
+            return None  # the first round: nothing before it
+        return Trim(before_version=state.round_began, first_round=state.round)
 
     def _archive_record(self, room: LiveRoom, result: Mapping[str, Any]) -> _Archive:
         """What archiving the race that ``result`` (a race_over's data) ends writes,

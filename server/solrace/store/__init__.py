@@ -24,7 +24,7 @@ from .errors import (
     VersionConflict,
 )
 from .keys import Keys, RoomKeys
-from .store import Finish, Listing, MoveAppend, Store, StoredEvent
+from .store import Finish, Listing, MoveAppend, Store, StoredEvent, Trim
 
 __all__ = [
     "CLUSTER_SCHEMES",
@@ -41,6 +41,7 @@ __all__ = [
     "StoreRefusing",
     "StoreUnavailable",
     "StoredEvent",
+    "Trim",
     "VersionConflict",
     "parse_cluster_url",
     "token_digest",

@@ -110,6 +110,17 @@ class RoomKeys:
         no later place may be recorded with an earlier time (append_move.lua)."""
         return f"{self.base}:finish_at:{_check_name('finish_counter', counter)}"
 
+    def round_of(self, key: str) -> int | None:
+        """The round a key of the key set belongs to — a move log, a place counter or
+        a finish time, whose names begin with the round (``log:3:2``, ``places:3``;
+        the caller names them so: rooms/records.py) — or None for any other name."""
+        for kind in (":log:", ":places:", ":finish_at:"):
+            head = self.base + kind
+            if key.startswith(head):
+                number = key[len(head) :].split(":", 1)[0]
+                return int(number) if number.isdigit() else None
+        return None
+
     def fixed(self) -> tuple[str, ...]:
         """The keys whose names do not depend on the caller (everything but keyset members):
         meta first (the TTL anchor), the key set last (expire_room.lua relies on both)."""

@@ -63,7 +63,7 @@ from .keeping import NOEVICTION, UNKNOWN, Eviction, Info, Replica, eviction_of, 
 from .keys import Keys
 from .probe import AccessRefused, access_refused
 
-__all__ = ["Durability", "Finish", "Listing", "MoveAppend", "Store", "StoredEvent"]
+__all__ = ["Durability", "Finish", "Listing", "MoveAppend", "Store", "StoredEvent", "Trim"]
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 #: Racers whose move-append key names are kept ready (a live racer's every move needs
@@ -150,6 +150,16 @@ class MoveAppend:
         if self.place is None or self.version is None:
             return None
         return self.version + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Trim:
+    """What an event that begins a round lets go of (:meth:`Store.append_event`):
+    the stream before ``before_version``, and the logs, place counters and finish
+    times of the rounds before ``first_round``."""
+
+    before_version: int
+    first_round: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -928,6 +938,7 @@ class Store:
         token: tuple[str, str] | None = None,
         ttl_s: float | None = None,
         closes_log: str | None = None,
+        trim: Trim | None = None,
     ) -> int:
         """Append a room-level event; return its version (1, 2, 3, ... gap-free).
 
@@ -948,6 +959,12 @@ class Store:
         With ``closes_log`` (a move log's name: the event ends its racer's race), the
         same atomic step closes that log: :meth:`append_move` refuses its moves from
         then on, however stale the appending node's copy of the room.
+        With ``trim`` (the event begins a round: a rematch), the same atomic step
+        trims the stream before ``trim.before_version`` and deletes the key set's
+        members of rounds before ``trim.first_round`` (move logs, place counters and
+        finish times, whose names begin with their round; with their closed marks):
+        a room's history is its last two rounds, however many it runs (docs/store.md,
+        "A room's history"). Their rounds are over, so no move can write them again.
         """
         if expected_version is not None:
             _check_nonneg("expected_version", expected_version)
@@ -957,7 +974,7 @@ class Store:
         racer, digest = ("", "") if token is None else _check_token(*token)
         ttl = "" if ttl_s is None else str(_ttl_ms(ttl_s))
         closed_log = "" if closes_log is None else rk.log(closes_log)
-        keys = (
+        keys: tuple[str, ...] = (
             rk.meta,
             rk.ver,
             rk.events,
@@ -969,7 +986,17 @@ class Store:
             rk.keyset,
             rk.closed,
         )
-        args = (expected, event, _event_id(), ends, racer, digest, ttl, closed_log)
+        trim_from = ""
+        if trim is not None:
+            _check_nonneg("trim.before_version", trim.before_version)
+            trim_from = str(trim.before_version)
+            with redis_errors():
+                members = await self._redis.smembers(rk.keyset)
+            for member in sorted(_as_text(m) for m in members):
+                round_no = rk.round_of(member)
+                if round_no is not None and round_no < trim.first_round:
+                    keys += (member,)
+        args = (expected, event, _event_id(), ends, racer, digest, ttl, closed_log, trim_from)
         reply = await self._eval(APPEND_EVENT, keys, args)
         ok, version = int(reply[0]), int(reply[1])
         if not ok and len(reply) > 2:

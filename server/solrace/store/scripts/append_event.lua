@@ -17,6 +17,12 @@
 --   the event ends that racer's race (resigned, timed out, gone past the grace), and
 --   from the same atomic step on append_move refuses that log's moves — whatever the
 --   appending node's copy of the room says (docs/store.md, "Closed logs").
+-- ARGV[9] a version, or '': the event begins a round (a rematch), and from the same
+--   atomic step the stream holds nothing before that version (the reset that began
+--   the round before), and KEYS[11..] — the key set's members of the rounds before
+--   that one (move logs, place counters, finish times), listed by the caller — are
+--   deleted with their closed marks. Their rounds are over (`over`), so append_move
+--   can never write them again (docs/store.md, "A room's history").
 -- Returns {1, new_version} or {0, current_version} (conflict: nothing written), or
 -- {0, current_version, what was lost} when the room's version or chain key was lost
 -- (restore_head, lib.lua): they are restored from the stream, the event is not
@@ -47,6 +53,14 @@ end
 if ARGV[8] ~= '' then
   redis.call('HSET', KEYS[10], ARGV[8], '1')
   written[#written + 1] = KEYS[10]
+end
+if ARGV[9] ~= '' then
+  redis.call('XTRIM', KEYS[3], 'MINID', '0-' .. ARGV[9])
+  for i = 11, #KEYS do
+    redis.call('DEL', KEYS[i])
+    redis.call('SREM', KEYS[9], KEYS[i])
+    redis.call('HDEL', KEYS[10], KEYS[i])
+  end
 end
 if ARGV[7] ~= '' then
   for _, key in ipairs(KEYS) do
