@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import signal
 import time
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from solrace.rooms import certify, solver_workers
@@ -206,3 +210,45 @@ async def test_stopping_ends_a_job_in_progress_quietly(caplog: pytest.LogCapture
     assert time.monotonic() - began < 5
     assert await asyncio.wait_for(candidate, 10) is None
     assert "lost" not in caplog.text
+
+
+def _die_at_once(pipe: object, flags: object) -> None:
+    """A worker that cannot live (a broken environment, no memory): it exits as it
+    starts, before any job."""
+    os._exit(3)
+
+
+class _Counted(solver_workers.Workers):
+    """Workers that note when each is started."""
+
+    starts: ClassVar[list[float]] = []
+
+    def _start(self, own_stderr: bool = False) -> tuple[BaseProcess, Connection]:
+        self.starts.append(time.monotonic())
+        return super()._start(own_stderr)
+
+
+def test_a_worker_that_dies_as_it_starts_is_started_again_with_a_backoff(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that died at once every time was started again at once for every job,
+    twice a job: a node's queued candidates (100 a room) spawned interpreter after
+    interpreter back to back (9 in 3 s here, as fast as they start). Now the restarts
+    of a worker that keeps dying before it answers a job back off (RESPAWN_FIRST_S,
+    doubled up to RESPAWN_MAX_S), said in one log line, and stopping the workers cuts
+    a wait short."""
+    monkeypatch.setattr(solver_workers, "_worker_main", _die_at_once)
+    pool = _Counted(1)
+    ended: list[bool] = []
+    for _ in range(50):
+        pool.submit(solver_workers._Job(len, ((),), {}, lambda _, failed: ended.append(failed)))
+    time.sleep(3.0)
+    pool.stop()
+    pool._threads[0].join(2)
+    assert not pool._threads[0].is_alive(), "stopping waited out a backoff"
+    gaps = [later - earlier for earlier, later in itertools.pairwise(pool.starts)]
+    # the waits 0, 0.25, 0.5, 1 s: the fourth restart comes at least 1 s after the third
+    assert len(gaps) >= 3 and gaps[-1] >= 0.9 * solver_workers.RESPAWN_FIRST_S * 4, gaps
+    assert all(ended)  # every job that ran was lost, none hung
+    said = [r.getMessage() for r in caplog.records if "keeps dying" in r.getMessage()]
+    assert len(said) == 1, said

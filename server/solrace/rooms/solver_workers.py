@@ -33,6 +33,7 @@ import atexit
 import contextlib
 import ctypes
 import itertools
+import logging
 import multiprocessing
 import os
 import queue
@@ -54,6 +55,14 @@ SOLVER_NICE: Final = 10
 STOP_SLOTS: Final = 256
 #: How long a stopping node waits for a killed worker to be reaped.
 REAP_WAIT_S: Final = 5.0
+#: A worker that keeps dying before it answers a job (a broken environment, no
+#: memory) is started again after RESPAWN_FIRST_S, then twice as long each time, up
+#: to RESPAWN_MAX_S: it was started again at once, twice for every job, and a node's
+#: queued candidates spawned interpreter after interpreter back to back.
+RESPAWN_FIRST_S: Final = 0.25
+RESPAWN_MAX_S: Final = 30.0
+
+log = logging.getLogger("solrace.solver")
 
 _pool: Workers | None = None
 #: The stop flags, one byte per slot (the node's copy; a worker has its own mapping).
@@ -184,7 +193,11 @@ class Workers:
         self.flags: Any = self._context.RawArray(ctypes.c_byte, STOP_SLOTS)
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._stopping = False
+        #: Set by stop(): it cuts short a wait before a worker is started again.
+        self._stopped = threading.Event()
         self._guard = threading.Lock()
+        #: Per worker: how many of its processes in a row died before answering a job.
+        self._deaths = [0] * size
         # Started here, on the caller's thread (as a Pool does): the workers are up
         # before the first job; a worker started again later is its thread's.
         self._workers: list[tuple[BaseProcess, Connection] | None] = []
@@ -220,6 +233,7 @@ class Workers:
         with self._guard:
             self._stopping = True
             workers, self._workers = self._workers, [None] * len(self._workers)
+        self._stopped.set()
         for _ in self._threads:
             self._jobs.put(None)
         for worker in workers:
@@ -276,6 +290,7 @@ class Workers:
             except (EOFError, OSError) as exc:
                 self._lose(index, worker)
                 raise WorkerLost(f"solver worker {process.pid} died ({process.exitcode})") from exc
+            self._deaths[index] = 0  # it answered: it can live
             if not ok:
                 raise outcome
             return outcome
@@ -291,6 +306,7 @@ class Workers:
             return worker
         if worker is not None:
             self._lose(index, worker)
+        self._back_off(index)
         worker = self._start()
         with self._guard:
             if not self._stopping:
@@ -299,6 +315,27 @@ class Workers:
         _kill(*worker)
         raise WorkerLost(STOPPED, stopped=True)
 
+    def _back_off(self, index: int) -> None:
+        """Before the index's worker is started again: wait while its last ones died
+        before answering a job — none after the first such death (one killed from
+        outside), then RESPAWN_FIRST_S, doubled up to RESPAWN_MAX_S; said once, in
+        the log, when it starts. Cut short by stop()."""
+        deaths = self._deaths[index]
+        if deaths < 2:
+            return
+        wait = min(RESPAWN_MAX_S, RESPAWN_FIRST_S * 2 ** (deaths - 2))
+        if deaths == 2:
+            log.warning(
+                "solver worker %d keeps dying before it answers a job (%d in a row): "
+                "starting it again after %g s, then twice as long each time up to %g s",
+                index,
+                deaths,
+                wait,
+                RESPAWN_MAX_S,
+            )
+        if self._stopped.wait(wait):
+            raise WorkerLost(STOPPED, stopped=True)
+
     def _lose(self, index: int, worker: tuple[BaseProcess, Connection]) -> None:
         """Forget a worker that died, and reap it — unless stop() took it (and kills
         it): then the job ends as stopped."""
@@ -306,6 +343,7 @@ class Workers:
             mine = self._workers[index] is worker
             if mine:
                 self._workers[index] = None
+                self._deaths[index] += 1
         if not mine:
             raise WorkerLost(STOPPED, stopped=True)
         _kill(*worker)
