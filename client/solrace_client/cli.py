@@ -802,7 +802,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Race solitaire against other people from a terminal. Exit status: "
         "0 done, 1 the answer is no (a race that does not verify, a bot that could not "
         "finish), 2 could not run (bad arguments, server unreachable or refusing, unknown "
-        "or malformed race), 130 interrupted, 141 the reader of its output went away (| head).",
+        "or malformed race), 130 interrupted, 141 the reader of its output went away (| head), "
+        "143 the race or watch screen ended by SIGTERM (kill PID).",
     )
     parser.add_argument("--server", default=None, help=server_help)
     add_version(parser)

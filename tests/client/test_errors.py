@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from solrace_client import RaceClient, ServerError, errors
-from solrace_client.cli import main
+from solrace_client.cli import build_parser, main
 from websockets.asyncio.server import ServerConnection, serve
 
 from tests.client.test_cli import FakeUI, ui  # noqa: F401  (fixture)
@@ -305,8 +305,12 @@ def test_one_exit_status_table_in_the_docs_matches_the_code() -> None:
         str(errors.EXIT_FAILED),
         str(errors.EXIT_INTERRUPTED),
         str(errors.EXIT_READER_GONE),
+        str(errors.EXIT_TERMINATED),
     }
     assert "cannot be reached" in table[str(errors.EXIT_FAILED)]
+    described = " ".join((build_parser().description or "").split())
+    for status in table:  # `solrace --help` names every one (143 was left out)
+        assert re.search(rf"\b{status} \w", described), (status, described)
     tui = (DOCS / "tui.md").read_text()
     assert "docs/client.md's table" in tui
     assert "1 when the server" not in tui  # the old, contradicting statement

@@ -9,12 +9,15 @@ import os
 import pty
 import subprocess
 import sys
+import termios
 from collections.abc import Mapping
 from pathlib import Path
 
 SOLRACE = Path(sys.executable).parent / "solrace"
 #: What the full-screen UI writes first: the switch to the terminal's alternate screen.
 ALTERNATE_SCREEN = b"\x1b[?1049h"
+#: What it writes last, giving the terminal back: the switch to its normal screen.
+NORMAL_SCREEN = b"\x1b[?1049l"
 TIMEOUT_S = 60.0
 
 
@@ -82,3 +85,31 @@ async def run(
             proc.kill()
             await proc.wait()
     return code, bytes(shown), err.decode(errors="replace")
+
+
+class Screen:
+    """A pseudo-terminal's output, read all along (a terminal nobody reads blocks the
+    program drawing on it) and kept for the test to look at."""
+
+    def __init__(self, master: int) -> None:
+        self.master = master
+        self.out = bytearray()
+        self.reading = asyncio.ensure_future(self._drain())
+
+    async def _drain(self) -> None:
+        while chunk := await read(self.master):
+            self.out.extend(chunk)
+
+    async def until(self, wanted: bytes, since: int = 0, timeout: float = 20.0) -> None:
+        """Until ``wanted`` has been written past offset ``since`` of the output."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while wanted not in self.out[since:]:
+            if loop.time() > deadline or self.reading.done():
+                raise AssertionError(f"no {wanted!r} on the terminal: {bytes(self.out[-500:])!r}")
+            await asyncio.sleep(0.02)
+
+    def echoes(self) -> bool:
+        """Whether the terminal is in its ordinary mode (echoing keys, as a shell
+        wants it), not the full-screen UI's raw mode."""
+        return bool(termios.tcgetattr(self.master)[3] & termios.ECHO)

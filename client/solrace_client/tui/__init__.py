@@ -2,7 +2,8 @@
 
 The command line calls these; each blocks until the player quits and returns an exit
 status (:mod:`solrace_client.errors`): 0 fine; 2 could not run — the server cannot be
-reached or refused (unknown code, full room, stale token…), said in one line.
+reached or refused (unknown code, full room, stale token…), said in one line; 143
+ended by SIGTERM, the terminal given back.
 
     run_race("ws://127.0.0.1:8765", "create", "Ann", variant="yukon", options={},
              max_racers=4, private=False, time_limit_s=900, spectator_delay_s=0)
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from typing import Final
@@ -90,6 +92,23 @@ def _screen_on_the_terminal() -> Iterator[None]:
         os.close(saved)
 
 
+@contextlib.contextmanager
+def _terminated_ends(app: SolraceApp) -> Iterator[None]:
+    """SIGTERM (``kill PID`` from another terminal, ``timeout``) ends the screen as a
+    lost connection would leave the race: the connection closed (the server starts the
+    racer's grace at once: ``solrace resume`` rejoins), the terminal given back, status
+    143 (:data:`~solrace_client.errors.EXIT_TERMINATED`). Its default action killed the
+    process where it stood and left the terminal raw (no echo) on the alternate screen
+    until ``reset``. (SIGHUP keeps its default: the terminal is gone, and with it what
+    there was to give back.)"""
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, app.terminated)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
 async def _enter_then_run(app: SolraceApp) -> int:
     """Enter the room first and open the screen only then: a refusal or an unreachable
     server is one line on standard error, never a screen that opens and vanishes."""
@@ -101,7 +120,7 @@ async def _enter_then_run(app: SolraceApp) -> int:
     finally:
         notice.cancel()
     if entered:
-        with _screen_on_the_terminal():
+        with _screen_on_the_terminal(), _terminated_ends(app):
             await app.run_async()
     if app.failure:  # one line, after the screen is restored (Textual would wrap it)
         _say(f"solrace: {app.failure}")

@@ -31,7 +31,7 @@ from websockets.exceptions import ConnectionClosed, InvalidURI
 from .. import config, results
 from ..boardview import recycle_is_legal
 from ..connection import DEFAULT_SERVER, ENV_SERVER, RaceClient, ServerError, server_list
-from ..errors import EXIT_FAILED, cannot_reach, refusal_of, saved_race_over
+from ..errors import EXIT_FAILED, EXIT_TERMINATED, cannot_reach, refusal_of, saved_race_over
 from ..roomview import RACE_OVER_GRACE_S, RoomView
 from ..session import (
     DROPPED,
@@ -994,6 +994,13 @@ class SolraceApp(App[int]):
                 self.quit_now()
 
         self.push_screen(ConfirmScreen(question, quitting=True), answered)
+
+    def terminated(self) -> None:
+        """SIGTERM: end now, as a lost connection leaves the race — no ``leave``, the
+        saved race kept for ``solrace resume`` — the connection closed as the app
+        unmounts, and the terminal given back (:func:`solrace_client.tui._run`)."""
+        self._stopped = True
+        self.exit(EXIT_TERMINATED, return_code=EXIT_TERMINATED)
 
     def quit_now(self) -> None:
         async def run() -> None:

@@ -1,0 +1,146 @@
+"""The racer's program as a process on a terminal: what signals do to it. Ann runs the
+real ``solrace`` on a pseudo-terminal; Bob, the host, is the library's client and
+hears what the server makes of Ann (``presence``: offline, her disconnect grace
+running)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import pytest
+from solrace_client import RaceClient
+
+from tests.net.conftest import Cluster
+from tests.support import terminal
+
+#: The phases a signal is tried in: the lobby, the countdown (5 s: long enough to be
+#: in it) and the race.
+PHASES = ("lobby", "countdown", "racing")
+
+
+@dataclass
+class Race:
+    proc: asyncio.subprocess.Process
+    screen: terminal.Screen
+    bob: RaceClient
+    errors: asyncio.Future[bytes]
+
+
+@asynccontextmanager
+async def ann_in(cluster: Cluster, phase: str) -> AsyncIterator[Race]:
+    """Ann's ``solrace join`` on a terminal, in Bob's room, in ``phase``."""
+    server = await cluster.node(countdown_ms=5000 if phase == "countdown" else 200)
+    bob = await RaceClient.connect(server.url)
+    await bob.create("yukon", "Bob")
+    code = str((bob.snapshot or {})["code"])
+    argv = ["join", code, "--name", "Ann", "--server", server.url]
+    proc, master = await terminal.spawn(argv, errors_apart=True)
+    screen = terminal.Screen(master)
+    assert proc.stderr is not None
+    errors = asyncio.ensure_future(proc.stderr.read())
+    try:
+        await screen.until(b"Room code")
+        await bob.next_event("racer_joined")
+        if phase != "lobby":
+            os.write(master, b" ")  # Ann: ready
+            await bob.next_event("ready_changed")
+            await bob.start()
+            await bob.next_event("countdown")
+            if phase == "racing":
+                await bob.wait_started()
+                await screen.until(b"/52")
+        yield Race(proc, screen, bob, errors)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        os.close(master)
+        await asyncio.wait_for(screen.reading, 10)
+        await bob.close()
+
+
+async def _gone(race: Race) -> float:
+    """Seconds until Bob hears that Ann's connection closed."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    event = await race.bob.wait_for(lambda e: e.t in ("presence", "racer_left"), 10)
+    assert event.t == "presence" and event.d["online"] is False, event  # a drop, not a leave
+    return loop.time() - began
+
+
+@pytest.mark.parametrize("phase", PHASES)
+async def test_sigterm_gives_the_terminal_back_and_keeps_the_seat(
+    cluster: Cluster, phase: str
+) -> None:
+    """``kill PID`` (SIGTERM) from another terminal killed the UI where it stood: the
+    terminal was left in its raw mode (no echo) on the alternate screen, with mouse
+    reporting on, until ``reset``. Now the UI ends as for a lost connection — the
+    server hears the close at once (Ann offline, her grace running: ``solrace resume``
+    rejoins), the terminal is given back, status 143 (128 + SIGTERM) and no word."""
+    async with ann_in(cluster, phase) as race:
+        race.proc.send_signal(signal.SIGTERM)
+        assert await _gone(race) < 2
+        assert await asyncio.wait_for(race.proc.wait(), 10) == 128 + signal.SIGTERM
+        await race.screen.until(terminal.NORMAL_SCREEN)
+        assert race.screen.echoes()
+        assert await asyncio.wait_for(race.errors, 10) == b""
+
+
+@pytest.mark.parametrize("phase", PHASES)
+async def test_sighup_ends_at_once_and_the_server_hears_the_close(
+    cluster: Cluster, phase: str
+) -> None:
+    """The terminal window closed, or ssh dropped (SIGHUP): the program ends at once
+    (3-7 ms measured), no traceback, and the server hears the close (the grace starts:
+    no ghost holds Ann online)."""
+    async with ann_in(cluster, phase) as race:
+        race.proc.send_signal(signal.SIGHUP)
+        assert await _gone(race) < 2
+        assert await asyncio.wait_for(race.proc.wait(), 5) == -signal.SIGHUP
+        assert await asyncio.wait_for(race.errors, 10) == b""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+async def test_a_signalled_spectator_ends_and_its_connection_closes(
+    cluster: Cluster, sig: signal.Signals
+) -> None:
+    """The watch screen, mid-race: SIGTERM gives the terminal back (status 143),
+    SIGHUP ends at once; either way the server's node holds its connection no more."""
+    server = await cluster.node()
+    bob, cy = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await bob.create("yukon", "Bob")
+    code = str((bob.snapshot or {})["code"])
+    await cy.join(code, "Cy")
+    await cy.ready()
+    await bob.start()
+    await bob.wait_started()
+    argv = ["watch", code, "--server", server.url]
+    proc, master = await terminal.spawn(argv, errors_apart=True)
+    screen = terminal.Screen(master)
+    try:
+        await screen.until(b"/52")
+        connected = len(server.node.peers)
+        proc.send_signal(sig)
+        status = await asyncio.wait_for(proc.wait(), 10)
+        assert status == (128 + sig if sig == signal.SIGTERM else -sig)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 2
+        while len(server.node.peers) == connected:
+            assert loop.time() < deadline, "the server still holds the spectator"
+            await asyncio.sleep(0.01)
+        if sig == signal.SIGTERM:
+            await screen.until(terminal.NORMAL_SCREEN)
+            assert screen.echoes()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        os.close(master)
+        await asyncio.wait_for(screen.reading, 10)
+        await bob.close()
+        await cy.close()
