@@ -12,13 +12,13 @@ import signal
 import time
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
 from solrace.rooms import certify, solver_workers
 
 from tests.net.conftest import SOLVABLE_SECRET
+from tests.support import processes
 
 #: Candidate 12 of the test secret's round 1 (Yukon) is left unknown at 200,000 nodes,
 #: after 9 s of pure Python: at 2,000,000 nodes it runs for more than a minute.
@@ -120,17 +120,9 @@ def _until_dead(pids: list[int]) -> None:
     """Until each process has died (a zombie until the node reaps it)."""
     deadline = time.monotonic() + 10
     for pid in pids:
-        while _state(pid) not in ("Z", None):
+        while processes.state(pid) not in ("Z", None):
             assert time.monotonic() < deadline, f"{pid} still running"
             time.sleep(0.01)
-
-
-def _state(pid: int) -> str | None:
-    """The process's state letter (R, S, Z, …); None once it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return None
 
 
 async def test_workers_killed_while_they_wait_are_started_again_and_stop_at_once() -> None:

@@ -88,24 +88,42 @@ async def run(
 
 
 class Screen:
-    """A pseudo-terminal's output, read all along (a terminal nobody reads blocks the
-    program drawing on it) and kept for the test to look at."""
+    """A pseudo-terminal's output, read as it comes (a terminal nobody reads blocks
+    the program drawing on it) and kept for the test to look at; however long the
+    program is silent (stopped by Ctrl-Z, say). :meth:`close` closes the terminal."""
 
     def __init__(self, master: int) -> None:
         self.master = master
         self.out = bytearray()
-        self.reading = asyncio.ensure_future(self._drain())
+        #: Done once the program has closed its side of the terminal.
+        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        os.set_blocking(master, False)
+        asyncio.get_running_loop().add_reader(master, self._readable)
 
-    async def _drain(self) -> None:
-        while chunk := await read(self.master):
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self.master, 65536)
+        except BlockingIOError:
+            return
+        except OSError:  # the other side closed: the program is done with it
+            chunk = b""
+        if chunk:
             self.out.extend(chunk)
+            return
+        asyncio.get_running_loop().remove_reader(self.master)
+        if not self.ended.done():
+            self.ended.set_result(None)
+
+    def close(self) -> None:
+        asyncio.get_running_loop().remove_reader(self.master)
+        os.close(self.master)
 
     async def until(self, wanted: bytes, since: int = 0, timeout: float = 20.0) -> None:
         """Until ``wanted`` has been written past offset ``since`` of the output."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while wanted not in self.out[since:]:
-            if loop.time() > deadline or self.reading.done():
+            if loop.time() > deadline or self.ended.done():
                 raise AssertionError(f"no {wanted!r} on the terminal: {bytes(self.out[-500:])!r}")
             await asyncio.sleep(0.02)
 

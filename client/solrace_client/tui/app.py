@@ -150,8 +150,13 @@ class SolraceApp(App[int]):
     AUTO_FOCUS = None  # keys go to the screens' bindings; the move box takes focus on ":"
     #: Ctrl-C and Ctrl-Q are q, on every screen and in the move box: they ask before a
     #: quit that forfeits (Textual's own would quit at once, or only say how to).
+    #: Ctrl-Z suspends the program, as in any terminal program, on every screen and in
+    #: the move box: the screen reads keys raw, so the terminal sends no SIGTSTP of its
+    #: own, and the key did nothing. Textual gives the terminal back before it stops
+    #: and draws again on ``fg`` (SIGCONT); the connection resumes as after any drop.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c,ctrl+q", "quit_race", "quit", show=False, priority=True),
+        Binding("ctrl+z", "suspend_process", "suspend", show=False, priority=True),
     ]
 
     def __init__(

@@ -330,6 +330,7 @@ def help_text(kind: str, look: Look = COLOUR) -> Text:
         text.append("\n")
     if kind in HELP_NOTES:
         text.append(f"{HELP_NOTES[kind]}\n\n", "grey62")
+    text.append("Ctrl-Z suspends, as in any terminal program (fg resumes)\n", "grey62")
     text.append("Press any of Esc, q, ? to close", "grey62")
     return text
 

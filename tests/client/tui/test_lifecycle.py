@@ -13,10 +13,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
+from solrace.net import server as server_module
 from solrace_client import RaceClient
 
 from tests.net.conftest import Cluster
-from tests.support import terminal
+from tests.support import processes, terminal
 
 #: The phases a signal is tried in: the lobby, the countdown (5 s: long enough to be
 #: in it) and the race.
@@ -59,8 +60,7 @@ async def ann_in(cluster: Cluster, phase: str) -> AsyncIterator[Race]:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-        os.close(master)
-        await asyncio.wait_for(screen.reading, 10)
+        screen.close()
         await bob.close()
 
 
@@ -140,7 +140,73 @@ async def test_a_signalled_spectator_ends_and_its_connection_closes(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-        os.close(master)
-        await asyncio.wait_for(screen.reading, 10)
+        screen.close()
         await bob.close()
         await cy.close()
+
+
+async def _until_state(pid: int, letter: str) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while processes.state(pid) != letter:
+        assert loop.time() < deadline, f"state {processes.state(pid)}, not {letter}"
+        await asyncio.sleep(0.02)
+
+
+async def suspend_and_fg(race: Race, keys: bytes = b"") -> None:
+    """``keys``, then Ctrl-Z: the program stops with the terminal given back (as a
+    shell wants it for its prompt); SIGCONT (the shell's ``fg``): the screen is drawn
+    again and answers keys (``?``: the help)."""
+    screen, proc = race.screen, race.proc
+    if keys:
+        os.write(screen.master, keys)
+        await asyncio.sleep(0.3)
+    since = len(screen.out)
+    os.write(screen.master, b"\x1a")
+    await _until_state(proc.pid, "T")
+    await screen.until(terminal.NORMAL_SCREEN, since)
+    assert screen.echoes()
+    since = len(screen.out)
+    proc.send_signal(signal.SIGCONT)
+    await screen.until(terminal.ALTERNATE_SCREEN, since)
+    if keys:
+        os.write(screen.master, b"\x1b")  # the move box closed
+        await asyncio.sleep(0.3)
+    os.write(screen.master, b"?")
+    await screen.until(b"Keys", since)
+
+
+@pytest.mark.parametrize(("phase", "keys"), [("lobby", b""), ("racing", b""), ("racing", b":")])
+async def test_ctrl_z_suspends_on_every_screen_and_fg_brings_it_back(
+    cluster: Cluster, phase: str, keys: bytes
+) -> None:
+    """Ctrl-Z did nothing (the screen reads keys raw: no SIGTSTP comes from the
+    terminal, and no key was bound to it). Now it suspends the program as any terminal
+    program's, on every screen and in the move box, and ``fg`` brings it back."""
+    async with ann_in(cluster, phase) as race:
+        await suspend_and_fg(race, keys)
+
+
+async def test_back_from_ctrl_z_within_the_grace_the_race_resumes(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped, the program answers no keepalive: the server drops it (20 + 20 s, and
+    10 s for the close it does not answer: 47 s measured; 1.5 s at most here) and its
+    grace runs (30 s). After ``fg`` within the grace the session resumes as after any
+    drop: ``connection lost — reconnecting (1)…``, then ``reconnected`` (0.9 s after
+    a real 50 s stop)."""
+    monkeypatch.setattr(server_module, "KEEPALIVE_INTERVAL_S", 0.5)
+    monkeypatch.setattr(server_module, "KEEPALIVE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(server_module, "CLOSE_TIMEOUT_S", 0.5)
+    async with ann_in(cluster, "racing") as race:
+        screen, bob = race.screen, race.bob
+        os.write(screen.master, b"\x1a")
+        await _until_state(race.proc.pid, "T")
+        dropped = await bob.wait_for(lambda e: e.t == "presence", 10)
+        assert dropped.d["online"] is False
+        since = len(screen.out)
+        race.proc.send_signal(signal.SIGCONT)
+        await screen.until(b"connection lost", since)
+        await screen.until(b"reconnected", since)
+        back = await bob.wait_for(lambda e: e.t == "presence", 10)
+        assert back.d["online"] is True
