@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pty
+import re
 import subprocess
 import sys
 import termios
@@ -19,6 +20,10 @@ ALTERNATE_SCREEN = b"\x1b[?1049h"
 #: What it writes last, giving the terminal back: the switch to its normal screen.
 NORMAL_SCREEN = b"\x1b[?1049l"
 TIMEOUT_S = 60.0
+#: A cursor move to a row and column: where the program starts drawing a row.
+CURSOR_MOVE = re.compile(rb"\x1b\[[0-9;]*H")
+#: Any other control sequence (CSI: colours, modes) or an OSC (a title, a colour).
+CONTROL = re.compile(rb"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[=>]")
 
 
 async def spawn(
@@ -126,6 +131,14 @@ class Screen:
             if loop.time() > deadline or self.ended.done():
                 raise AssertionError(f"no {wanted!r} on the terminal: {bytes(self.out[-500:])!r}")
             await asyncio.sleep(0.02)
+
+    def lines(self, since: int = 0) -> list[str]:
+        """The text written past offset ``since``, without its control sequences, as
+        the lines it was written in (each a screen row drawn: cut where the terminal
+        ends)."""
+        rows = CURSOR_MOVE.sub(b"\n", bytes(self.out[since:]))
+        text = CONTROL.sub(b"", rows).decode(errors="replace")
+        return [line for line in re.split(r"[\r\n]+", text) if line.strip()]
 
     def echoes(self) -> bool:
         """Whether the terminal is in its ordinary mode (echoing keys, as a shell

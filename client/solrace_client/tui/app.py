@@ -372,8 +372,12 @@ class SolraceApp(App[int]):
             self._replaced = True
             self.say("this race was resumed in another window — press q", "bold red")
         elif isinstance(over.error, ServerError):
-            refusal = refusal_of(over.error.data, "resume")
-            self.say(f"cannot rejoin: {refusal} — press q", "bold red")
+            # The key first and the server's own words (which say why: the grace ran
+            # out) — the status line is one row: "you are no longer in the saved race
+            # (you were away longer than the 30 s grace…) — press q" was cut in 80
+            # columns before the grace and the key, and "saved" is `resume`'s word.
+            why = over.error.message or refusal_of(over.error.data, "resume")
+            self.say(f"cannot rejoin (q quits): {why}", "bold red")
         else:
             self.say(f"{over} — press q", "bold red")
 

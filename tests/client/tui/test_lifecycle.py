@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 from solrace.net import server as server_module
+from solrace.race import decisions
 from solrace_client import RaceClient
 
 from tests.net.conftest import Cluster
@@ -210,3 +211,32 @@ async def test_back_from_ctrl_z_within_the_grace_the_race_resumes(
         await screen.until(b"reconnected", since)
         back = await bob.wait_for(lambda e: e.t == "presence", 10)
         assert back.d["online"] is True
+
+
+async def test_back_from_ctrl_z_past_the_grace_the_status_line_says_why_and_q(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Back after the grace ran out, the rejoin is refused. The status line said
+    ``cannot rejoin: you are no longer in the saved race (you were away longer than
+    the 30 s grace: you can watch room K7QX2M) — press q``: 130 columns, cut in 80
+    after ``away longer than``, with neither the grace nor the key to press left, and
+    "the saved race" is ``solrace resume``'s, not this window's. Now it says first
+    that q quits, then the server's words (the grace)."""
+    monkeypatch.setattr(server_module, "KEEPALIVE_INTERVAL_S", 0.5)
+    monkeypatch.setattr(server_module, "KEEPALIVE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(server_module, "CLOSE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(decisions, "DISCONNECT_GRACE_MS", 2000)
+    async with ann_in(cluster, "racing") as race:
+        screen, bob = race.screen, race.bob
+        os.write(screen.master, b"\x1a")
+        await _until_state(race.proc.pid, "T")
+        left = await bob.wait_for(lambda e: e.t == "racer_left", 10)
+        assert left.d["reason"] == "grace"
+        since = len(screen.out)
+        race.proc.send_signal(signal.SIGCONT)
+        await screen.until(b"cannot rejoin", since)
+        await asyncio.sleep(0.3)  # the row drawn whole
+        said = [line for line in screen.lines(since) if "cannot rejoin" in line][-1]
+        assert "q quits" in said and "away longer than the 2 s grace" in said, said
+        os.write(screen.master, b"q")  # at once: nothing more can happen here
+        assert await asyncio.wait_for(race.proc.wait(), 10) == 0
