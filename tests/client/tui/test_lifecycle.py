@@ -6,8 +6,11 @@ running)."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import signal
+import struct
+import termios
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,6 +34,9 @@ class Race:
     screen: terminal.Screen
     bob: RaceClient
     errors: asyncio.Future[bytes]
+    #: The room's code, and its server's URL.
+    code: str
+    url: str
 
 
 @asynccontextmanager
@@ -56,7 +62,7 @@ async def ann_in(cluster: Cluster, phase: str) -> AsyncIterator[Race]:
             if phase == "racing":
                 await bob.wait_started()
                 await screen.until(b"/52")
-        yield Race(proc, screen, bob, errors)
+        yield Race(proc, screen, bob, errors, code, server.url)
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -240,3 +246,67 @@ async def test_back_from_ctrl_z_past_the_grace_the_status_line_says_why_and_q(
         assert "q quits" in said and "away longer than the 2 s grace" in said, said
         os.write(screen.master, b"q")  # at once: nothing more can happen here
         assert await asyncio.wait_for(race.proc.wait(), 10) == 0
+
+
+async def test_closing_the_terminal_of_a_suspended_program_ends_it(cluster: Cluster) -> None:
+    """Ctrl-Z, then the window closed: the shell sends its stopped jobs SIGHUP and
+    SIGCONT (as the kernel does to an orphaned stopped group): the program ends then,
+    no traceback, and the server hears the close."""
+    async with ann_in(cluster, "racing") as race:
+        os.write(race.screen.master, b"\x1a")
+        await _until_state(race.proc.pid, "T")
+        race.proc.send_signal(signal.SIGHUP)
+        race.proc.send_signal(signal.SIGCONT)
+        assert await asyncio.wait_for(race.proc.wait(), 5) == -signal.SIGHUP
+        assert await _gone(race) < 2
+        assert await asyncio.wait_for(race.errors, 10) == b""
+
+
+#: A window dragged about: too small for the board, larger, far larger, a terminal's
+#: smallest — 30 sizes, 30 ms apart — then 80×24.
+SIZES = [(40, 15), (120, 40), (30, 9), (200, 60), (20, 5), (81, 25)] * 5
+
+
+def _resize(master: int, columns: int, rows: int) -> None:
+    """The terminal's new size, as a window resized says it (the program is told
+    by SIGWINCH, which the kernel sends only to a terminal's foreground group)."""
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+
+
+@pytest.mark.parametrize("phase", ["racing", "watch"])
+async def test_resizes_mid_race_and_mid_watch_redraw_the_screen_whole(
+    cluster: Cluster, phase: str
+) -> None:
+    """SIGWINCH after SIGWINCH: the program lives, says nothing on standard error, and
+    once the size settles at 80×24 draws no row wider than the terminal and the board
+    whole again."""
+    async with ann_in(cluster, "racing") as race:
+        proc, screen = race.proc, race.screen
+        if phase == "watch":
+            argv = ["watch", race.code, "--server", race.url]
+            proc, master = await terminal.spawn(argv, errors_apart=True)
+            screen = terminal.Screen(master)
+        try:
+            await screen.until(b"/52")
+            for columns, rows in SIZES:
+                _resize(screen.master, columns, rows)
+                proc.send_signal(signal.SIGWINCH)
+                await asyncio.sleep(0.03)
+            await asyncio.sleep(1.0)  # the last of them drawn
+            since = len(screen.out)
+            _resize(screen.master, 80, 24)
+            proc.send_signal(signal.SIGWINCH)
+            await screen.until(b"foundations", since)
+            await asyncio.sleep(0.5)
+            drawn = screen.lines(since)
+            assert proc.returncode is None
+            assert max(len(row) for row in drawn) <= 80, drawn
+            assert any("/52" in row for row in drawn) and any("A♥" in row for row in drawn)
+        finally:
+            if phase == "watch":
+                proc.kill()
+                await proc.wait()
+                assert proc.stderr is not None
+                assert await proc.stderr.read() == b""
+                screen.close()
+    assert await asyncio.wait_for(race.errors, 10) == b""
