@@ -234,13 +234,17 @@ def test_a_worker_that_dies_as_it_starts_is_started_again_with_a_backoff(
     ended: list[bool] = []
     for _ in range(50):
         pool.submit(solver_workers._Job(len, ((),), {}, lambda _, failed: ended.append(failed)))
-    time.sleep(3.0)
+    deadline = time.monotonic() + 30  # five starts: a second or two, more on a busy machine
+    while len(pool.starts) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # the fifth dies: its restart waits 2 s, which stop() cuts short
     pool.stop()
     pool._threads[0].join(2)
     assert not pool._threads[0].is_alive(), "stopping waited out a backoff"
     gaps = [later - earlier for earlier, later in itertools.pairwise(pool.starts)]
     # the waits 0, 0.25, 0.5, 1 s: the fourth restart comes at least 1 s after the third
-    assert len(gaps) >= 3 and gaps[-1] >= 0.9 * solver_workers.RESPAWN_FIRST_S * 4, gaps
+    assert len(gaps) >= 4 and gaps[3] >= 0.9 * solver_workers.RESPAWN_FIRST_S * 4, gaps
+    assert len(gaps) < 6, gaps  # none more within the 2 s wait stop() cut short
     assert all(ended)  # every job that ran was lost, none hung
     said = [r.getMessage() for r in caplog.records if "keeps dying" in r.getMessage()]
     assert len(said) == 1, said
