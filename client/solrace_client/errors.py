@@ -78,6 +78,9 @@ ENTRY_WORDS: Final = {
         "solrace watch {code}"
     ),
     ("watch", "unknown_room"): "no room has that code (or it has expired)",
+    ("watch", "too_many_spectators"): (
+        "that race has as many spectators as the server lets watch it: try again later"
+    ),
     ("resume", "unknown_room"): "the saved race's room is gone (it has expired)",
     ("resume", "bad_token"): "you are no longer in the saved race ({message})",
 }

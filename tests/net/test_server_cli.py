@@ -93,6 +93,7 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         ),
         (["--seats-per-address", "-1"], {}, "--seats-per-address: must be 0 or more, got -1"),
         ([], {"SOLRACE_SEATS_PER_ADDRESS": "one"}, "not a whole number: 'one'"),
+        (["--spectators-per-room", "-1"], {}, "--spectators-per-room: must be 0 or more, got -1"),
         (
             ["--trusted-proxies", "my-proxy"],
             {},
@@ -139,6 +140,7 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
         "--max-connections",
         "--max-connections-per-address",
         "--seats-per-address",
+        "--spectators-per-room",
         "--trusted-proxies",
     ):
         assert flag in text
@@ -152,6 +154,7 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
         "SOLRACE_MAX_CONNECTIONS",
         "SOLRACE_MAX_CONNECTIONS_PER_ADDRESS",
         "SOLRACE_SEATS_PER_ADDRESS",
+        "SOLRACE_SPECTATORS_PER_ROOM",
         "SOLRACE_TRUSTED_PROXIES",
     ):
         assert variable in text

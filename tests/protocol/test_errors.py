@@ -23,6 +23,7 @@ DOCUMENTED_CODES = {
     "unknown_type", "unknown_room", "room_full", "wrong_phase", "not_host", "not_racer",
     "not_ready", "bad_options", "bad_token", "spectator_cannot_act", "already_in_room",
     "too_many_rooms", "unknown_race", "same_address",
+    "too_many_spectators",
     "illegal_move", "bad_notation", "bad_seq", "move_limit", "internal", "unavailable",
 }  # fmt: skip
 

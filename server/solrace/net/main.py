@@ -187,6 +187,8 @@ _per_address = whole(0)
 _rooms_per_minute = whole(0)
 #: ``--seats-per-address``: 0 lets an address take any number of a public room's seats.
 _seats_per_address = whole(0)
+#: ``--spectators-per-room``: 0 lets any number watch a room.
+_spectators_per_room = whole(0)
 AUTO_MAX_CONNECTIONS: Final = "auto"
 
 
@@ -329,7 +331,12 @@ class Setting:
 def settings() -> tuple[Setting, ...]:
     """Every setting, in ``--help`` order (built on first use: the rate defaults are
     the protocol's, whose modules :func:`main` loads)."""
-    from solrace.protocol.limits import RATE_BURST, RATE_PER_S, SEATS_PER_ADDRESS
+    from solrace.protocol.limits import (
+        RATE_BURST,
+        RATE_PER_S,
+        SEATS_PER_ADDRESS,
+        SPECTATORS_PER_ROOM,
+    )
 
     from .admission import (
         DEFAULT_MAX_PER_ADDRESS,
@@ -423,6 +430,15 @@ def settings() -> tuple[Setting, ...]:
             "seats one client address may take in a public room (listed or quick), more "
             "are refused same_address: a second seat would scout the shared deal "
             "(counted as connections are; private rooms take any number; 0: no cap)",
+        ),
+        Setting(
+            "--spectators-per-room",
+            "SOLRACE_SPECTATORS_PER_ROOM",
+            str(SPECTATORS_PER_ROOM),
+            _spectators_per_room,
+            "spectators the node lets watch one room at once, more are refused "
+            "too_many_spectators: each one costs the node every frame the room sends "
+            "(0: no cap)",
         ),
         Setting(
             "--trusted-proxies",
@@ -696,6 +712,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
         rate_burst=args.rate_burst,
         results_ttl_s=args.keep_results,
         seats_per_address=args.seats_per_address,
+        spectators_per_room=args.spectators_per_room,
     )
     if answers:  # before it serves: its clock is the store's from the start (else at
         await node.sample_clock()  # its first answer: a dead Redis would hold the start)

@@ -100,6 +100,7 @@ class ErrorCode(StrEnum):
     SPECTATOR_CANNOT_ACT = "spectator_cannot_act"
     ALREADY_IN_ROOM = "already_in_room"
     TOO_MANY_ROOMS = "too_many_rooms"
+    TOO_MANY_SPECTATORS = "too_many_spectators"
     # Moves (error reply).
     ILLEGAL_MOVE = "illegal_move"
     BAD_NOTATION = "bad_notation"
@@ -143,6 +144,9 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.ALREADY_IN_ROOM: "this connection is already in a room: leave it first",
     ErrorCode.TOO_MANY_ROOMS: (
         "your address has opened too many rooms lately: join one, or try again shortly"
+    ),
+    ErrorCode.TOO_MANY_SPECTATORS: (
+        "this room has as many spectators as this server lets watch it: try again later"
     ),
     ErrorCode.ILLEGAL_MOVE: "that move is not legal in your position",
     ErrorCode.BAD_NOTATION: "that is not a move in canonical notation",

@@ -123,6 +123,14 @@ MIN_RACERS_TO_START: Final = 2
 #: Counted by the address connections are counted by (a trusted proxy's client, an
 #: IPv6 /64; a trusted peer's own connections are not counted). ``--seats-per-address``.
 SEATS_PER_ADDRESS: Final = 1
+#: Spectators one node lets watch one room at once (``--spectators-per-room``; 0: no
+#: cap). Every spectator costs the node each frame the room sends (an event, a board:
+#: encoded once, but framed and written once per connection), so a popular room's
+#: watchers are what its racers wait behind: an audit's 8 racers at 10 moves/s each had
+#: their acks' p99 at 7 ms with no spectator, 36 ms with 500 and 125 ms with 1,000 (2-core machine).
+#: Past it a ``watch`` is refused ``too_many_spectators``. Each node counts its own: N
+#: nodes serving a room let up to N times as many watch it.
+SPECTATORS_PER_ROOM: Final = 500
 MIN_TIME_LIMIT_S: Final = 60
 MAX_TIME_LIMIT_S: Final = 2 * 60 * 60
 DEFAULT_TIME_LIMIT_S: Final = 15 * 60

@@ -488,6 +488,11 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
         if room.meta.settings.private:  # as if it did not exist: its id proves nothing
             raise BadMessage(ErrorCode.UNKNOWN_ROOM, f"no room {msg.room}")
     async with room.lock:
+        most = node.spectators_per_room
+        if most and len(room.spectators) >= most:
+            # Before anything is read or sent: a refusal costs the node nothing, and
+            # the room's racers do not wait behind one more connection's every frame.
+            raise BadMessage(ErrorCode.TOO_MANY_SPECTATORS)
         await node.join_room(room)
         await node.sync_locked(room)
         # Everything read from Redis is read before the spectator is added and its

@@ -26,6 +26,7 @@ from solrace.protocol.limits import (
     RATE_BURST,
     RATE_PER_S,
     SEATS_PER_ADDRESS,
+    SPECTATORS_PER_ROOM,
     WORK_BURST,
     WORK_PER_S,
 )
@@ -248,6 +249,7 @@ class Node:
         candidates_in_flight: int = certify.CANDIDATES_IN_FLIGHT,
         results_ttl_s: int | None = None,
         seats_per_address: int = SEATS_PER_ADDRESS,
+        spectators_per_room: int = SPECTATORS_PER_ROOM,
     ) -> None:
         """``clock``: the node's race clock, Unix ms (by default a
         :class:`~.clock.SteadyClock`, which never steps; tests inject one they can
@@ -259,7 +261,8 @@ class Node:
         deal set 1: the deal is then the first candidate won in order);
         ``results_ttl_s``: how long a race's saved result is kept (None: for ever);
         ``seats_per_address``: seats one client address may take in a public room
-        (0: any number; decisions.join)."""
+        (0: any number; decisions.join); ``spectators_per_room``: spectators this
+        node lets watch one room at once (0: any number; lobby.watch)."""
         self.store = store
         self.clock: Callable[[], int] = SteadyClock() if clock is None else clock
         self.name = name
@@ -272,6 +275,7 @@ class Node:
         self.candidates_in_flight = candidates_in_flight
         self.results_ttl_s = results_ttl_s
         self.seats_per_address = seats_per_address
+        self.spectators_per_room = spectators_per_room
         self.rooms: dict[str, LiveRoom] = {}
         #: The public listing, read at most once a second for all connections.
         self.listing_cache = ListingCache()
