@@ -65,11 +65,15 @@ async def test_a_racer_watching_its_own_race_sees_no_card_it_has_not_turned_up(
     await bob.resign()
 
     def whole_boards() -> list[Any]:
-        # Once nobody races (both resigned), the boards are whole again.
+        # Once nobody races (both resigned), the boards are whole again. (The spy may
+        # not have the resignations yet: a spectator's frames wait up to 50 ms.)
         last_resign = max(
-            i
-            for i, e in enumerate(spy.received)
-            if e.t == "progress" and e.d["status"] == "resigned"
+            (
+                i
+                for i, e in enumerate(spy.received)
+                if e.t == "progress" and e.d["status"] == "resigned"
+            ),
+            default=len(spy.received),
         )
         return [
             e

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from solrace.net import server as server_module
+from solrace.net.session import SPECTATOR_WRITE_S, Session
 from solrace.protocol import Envelope, encode
 from solrace.protocol.limits import (
     CLOSE_TIMEOUT_S,
@@ -27,8 +28,11 @@ from solrace.protocol.limits import (
     STUCK_OUTPUT_S,
     SUBPROTOCOL,
 )
+from solrace_client import RaceClient
 
-from .conftest import Cluster
+from tests.support.race import play_until_done, racing, winning_moves
+
+from .conftest import SOLVABLE_SECRET, Cluster
 from .test_refusals import _ws_frame
 
 #: A receive buffer the size of a slow link's: the kernel holds little for the client.
@@ -194,3 +198,37 @@ async def test_a_client_whose_output_stops_moving_is_dropped(
     assert 1 < took < 5, took
     assert _dropped_for_not_reading(server) == 1
     await _cut_short(reader, writer)
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_a_spectators_frames_of_many_moves_go_out_in_few_writes(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every write is a system call, and a spectator had one per event: 1,000 of them
+    watching 8 racers at 10 moves/s each put half the node's samples in
+    ``transport.write`` (an audit, docs/performance.md "One popular race"). A
+    spectator's frames now wait up to SPECTATOR_WRITE_S to go out together; a racer's
+    still go at the end of the loop turn that made them."""
+    server = await cluster.node()
+    ann, bob = await racing(server.url)
+    spy = await RaceClient.connect(server.url)
+    await spy.watch(code=ann.code)
+    (session,) = [
+        p for p in server.node.peers if isinstance(p, Session) and p.room and p.racer is None
+    ]
+    writes = 0
+    write = session._write
+
+    def counted() -> None:
+        nonlocal writes
+        writes += 1
+        write()
+
+    monkeypatch.setattr(session, "_write", counted)
+    began = time.monotonic()
+    await play_until_done(ann, winning_moves(SOLVABLE_SECRET)[:10])
+    await spy.wait_for(lambda e: e.t == "progress" and e.d["moves"] == 10, timeout=10)
+    took = time.monotonic() - began
+    assert writes <= took / SPECTATOR_WRITE_S + 2, f"{writes} writes in {took * 1000:.0f} ms"
+    for client in (ann, bob, spy):
+        await client.close()

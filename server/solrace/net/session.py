@@ -11,8 +11,15 @@ The bytes of all the frames a connection gets in one turn of the event loop go t
 socket in **one** write, at the end of that turn: a move's reply and its own progress
 event, or the progress events of the moves one group commit acknowledged together, cost
 one system call, not one each (the profile of issue 9: writes were the largest single
-cost of a move, docs/performance.md). Nothing waits longer for it than the rest of the
-loop turn that produced it.
+cost of a move, docs/performance.md). Nothing a racer or an idle connection gets waits
+longer for it than the rest of the loop turn that produced it.
+
+A spectator's frames wait up to ``SPECTATOR_WRITE_S`` and go out together: a room's
+events reach each of its spectators, so their writes are what a popular race costs its
+node, one per event per spectator (1,000 spectators of 8 racers at 10 moves/s each: half
+the node's samples in ``transport.write``, its racers' ack p99 125 ms; "One popular
+race" in docs/performance.md). A spectator's boards go out at most ten times a second
+anyway (rooms/spectators.py), and nothing it is sent asks for an answer in time.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable
+from typing import Final
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -45,6 +53,10 @@ from .metrics import Metrics
 from .stalls import LoopStalls
 
 log = logging.getLogger("solrace.session")
+
+#: Longest a spectator's frame waits for others to go out in the same write (module
+#: docstring): at most one write per spectator per interval, whatever the room's pace.
+SPECTATOR_WRITE_S: Final = 0.05
 
 #: Close codes websockets sends on its own for bad input (counted as protocol closes).
 REFUSED_BY_WEBSOCKETS = frozenset(
@@ -91,7 +103,10 @@ class Session(Peer):
         self.ws.protocol.send_binary(frame)
         self._unwritten += 1
         if self._unwritten == 1:
-            self._loop.call_soon(self._write)
+            if self.room is not None and self.racer is None:  # a spectator
+                self._loop.call_later(SPECTATOR_WRITE_S, self._write)
+            else:
+                self._loop.call_soon(self._write)
 
     def _write(self) -> None:
         """Write what was framed this loop turn in one go (websockets' own writes, e.g.
