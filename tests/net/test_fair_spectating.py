@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from solrace.protocol.limits import MAX_RACERS
 from solrace_client import RaceClient, ServerError
 
 from tests.support.race import check_no_leaks, play_until_done, racing, winning_moves
@@ -196,3 +197,30 @@ async def test_open_spectating_is_only_for_private_rooms_that_offer_it(cluster: 
     with pytest.raises(ServerError, match="does not offer open spectating"):
         await ann.ready(spectators="open")
     await ann.close()
+
+
+async def test_a_full_room_with_a_crowd_watching_leaks_nothing_to_any_spectator(
+    cluster: Cluster,
+) -> None:
+    """The most racers a room takes, and a crowd of spectators (whose frames go out in
+    batches: net/session.py): every spectator's frames pass the leak check, and every
+    one ends with the racers' standings. (An audit ran this with 1,000 spectators:
+    docs/performance.md, "One popular race".)"""
+    server = await cluster.node()
+    names = tuple(f"R{i}" for i in range(MAX_RACERS))
+    racers = await racing(server.url, names=names, max_racers=MAX_RACERS, private=True)
+    crowd = [await RaceClient.connect(server.url) for _ in range(12)]
+    for spectator in crowd:
+        await spectator.watch(code=racers[0].code)
+    moves = winning_moves(SOLVABLE_SECRET)
+    await asyncio.gather(*(play_until_done(r, moves[: 3 * i + 2]) for i, r in enumerate(racers)))
+    for racer in racers:
+        await racer.resign()
+    over = await racers[0].next_event("race_over", timeout=10)
+    settings = racers[0].snapshot["settings"]  # type: ignore[index]
+    for spectator in crowd:
+        theirs = await spectator.wait_for(lambda e: e.t == "race_over", timeout=10)
+        assert theirs.d["standings"] == over.d["standings"]
+        assert check_no_leaks(spectator.received, over.d, settings) > MAX_RACERS
+    for client in (*racers, *crowd):
+        await client.close()
