@@ -1,0 +1,352 @@
+"""Races through a misbehaving link (tests/support/flaky_link.py): connections cut at
+random bytes in either direction, a direction stalled without a reset, latency and
+jitter, bytes in tiny chunks, new connections refused for a while.
+
+What must hold (docs/protocol.md §10-§11, docs/client.md "From Python"): every move a
+client got ``moved`` for is stored once, at its seq; a move whose reply was lost is
+stored once or sent again under the same seq, never twice, never lost; a dead link is
+noticed within the client's keepalive and resumed inside the server's 30 s grace;
+every race ends and verifies; the server logs no error and counts no defect and no
+lost write."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from solrace.net.server import RaceServer
+from solrace.race.decisions import DISCONNECT_GRACE_MS
+from solrace_client.bot import BotHooks, run_bot
+from solrace_client.connection import (
+    CLIENT_PING_INTERVAL_S,
+    CLIENT_PING_TIMEOUT_S,
+    CLOSE_WAIT_S,
+)
+from solrace_client.results import SavedResult
+from solrace_client.session import DROPPED, Backoff, Rejoined, Session
+from solrace_client.verify import race_verdict
+
+from tests.net.conftest import SOLVABLE_SECRET, Cluster
+from tests.support.flaky_link import BOTH, Direction, FlakyLink
+from tests.support.race import winning_moves
+from tests.support.stack import http_get
+
+#: The longest a client may take to notice a link that died without a reset
+#: (connection.py: a ping every 5 s, 7 s for its pong, 2 s for the close).
+NOTICE_S = CLIENT_PING_INTERVAL_S + CLIENT_PING_TIMEOUT_S + CLOSE_WAIT_S
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[RaceServer]:
+    """One node on the real Redis (the link, not the store, is under test here)."""
+    cluster = Cluster("redis", f"solrace-test:{uuid.uuid4().hex}:", tmp_path / "engine")
+    try:
+        yield await cluster.node()
+    finally:
+        await cluster.close()
+
+
+def _port(server: RaceServer) -> int:
+    return int(server.url.rsplit(":", 1)[1])
+
+
+async def _server_is_clean(server: RaceServer, caplog: pytest.LogCaptureFixture) -> None:
+    """No defect, no lost write counted, no error logged, no traceback."""
+    status, body = await http_get(_port(server), "/metrics")
+    assert status == 200
+    counted = {
+        name: float(value)
+        for name, value in re.findall(
+            r"^(solrace_(?:defects|lost_writes)_total\S*) (\S+)$", body, re.M
+        )
+    }
+    assert counted and not any(counted.values()), counted
+    bad = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert not bad, [r.getMessage() for r in bad]
+
+
+def _logs(result: dict[str, Any]) -> dict[str, list[str]]:
+    return {s["name"]: list(s["log"]) for s in result["standings"]}
+
+
+async def _play(
+    session: Session,
+    moves: list[str],
+    acked: list[tuple[int, str]],
+    counts: dict[str, int],
+    stop_at: int | None = None,
+) -> None:
+    """Play ``moves`` in order through ``session`` until this racer is no longer playing
+    (or its next seq is ``stop_at``). A move whose reply was lost is sent again, after
+    the resume, under the same seq (a stored one must answer ``moved`` again:
+    docs/protocol.md §11)."""
+    while session.view.my_status == "playing" and session.view.next_seq != stop_at:
+        client, seq = session.live, session.view.next_seq
+        move = moves[seq]
+        try:
+            reply = await client.request("move", seq=seq, move=move)
+        except DROPPED as exc:
+            await session.reconnect(exc)
+            stored = session.view.next_seq > seq
+            counts["stored_reply_lost" if stored else "lost_before_stored"] += 1
+            if stored:  # the retry gets the stored outcome, not bad_seq
+                assert session.view.next_seq == seq + 1
+                while True:
+                    try:
+                        again = await session.live.request("move", seq=seq, move=move)
+                        break
+                    except DROPPED as exc2:
+                        await session.reconnect(exc2)
+                assert again["seq"] == seq
+                counts["retried_stored"] += 1
+                acked.append((seq, move))
+            continue
+        assert reply["seq"] == seq
+        acked.append((seq, move))
+
+
+def _counts() -> dict[str, int]:
+    return dict.fromkeys(("stored_reply_lost", "lost_before_stored", "retried_stored"), 0)
+
+
+async def _racing(*links: FlakyLink, backoff: Backoff | None = None) -> list[Session]:
+    """One racer per link (Ann, Bob, Cy…) in a private Yukon room, raced on the
+    cluster's known deal; returned once each holds its board."""
+    names = ["Ann", "Bob", "Cy", "Di"][: len(links)]
+    sessions = [Session(link.url, backoff=backoff) for link in links]
+    host = sessions[0]
+    await host.enter(lambda c: c.create("yukon", "Ann", private=True, max_racers=len(links)))
+    code = host.view.code
+    assert code is not None
+    for session, name in zip(sessions[1:], names[1:], strict=True):
+        await session.enter(lambda c, name=name: c.join(code, name))
+        await session.live.ready()
+    async with asyncio.timeout(10):
+        while sum(bool(r.get("ready")) for r in host.view.racers.values()) < len(links) - 1:
+            await host.next(1)
+        await host.live.start()
+        for session in sessions:
+            while session.view.my_board is None or session.view.my_status != "playing":
+                await session.next(1)
+    return sessions
+
+
+async def test_moves_through_cuts_mid_frame_are_stored_exactly_once(
+    server: RaceServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two racers play the known winning line, each through a link that cuts every
+    connection after 300-6000 random bytes (either direction; a resume's snapshot alone
+    is about 1.5 KB, so some resumes are cut too). Every acknowledged move is at its
+    seq, each log is exactly the line played, nothing twice, nothing lost."""
+    caplog.set_level(logging.WARNING)
+    moves = winning_moves(SOLVABLE_SECRET)
+    counts = _counts()
+    fast = Backoff(first_s=0.02, max_s=0.2, jitter=0.2, attempts=60)
+    async with (
+        FlakyLink(_port(server), seed=1) as ann_link,
+        FlakyLink(_port(server), seed=2) as bob_link,
+    ):
+        ann, bob = await _racing(ann_link, bob_link, backoff=fast)
+        for link in (ann_link, bob_link):
+            link.cut_within = (300, 6000)
+            link.cut_all(within=3000)
+        acked: dict[str, list[tuple[int, str]]] = {"Ann": [], "Bob": []}
+        async with asyncio.timeout(20):
+            await asyncio.gather(
+                _play(ann, moves, acked["Ann"], counts), _play(bob, moves, acked["Bob"], counts)
+            )
+            for link in (ann_link, bob_link):
+                link.cut_within = None
+            while ann.view.phase != "finished":
+                await ann.next(1)
+        result = ann.view.result
+        assert result is not None
+        cuts = ann_link.stats.cuts + bob_link.stats.cuts
+        for name, log in _logs(result).items():
+            assert log == moves[: len(log)], f"{name}'s log is not the line played"
+            assert [seq for seq, _ in acked[name]] == list(range(len(log))), name
+            assert all(log[seq] == move for seq, move in acked[name])
+        assert all(s["status"] == "finished" for s in result["standings"])
+        assert cuts >= 10, (cuts, counts)
+        await ann.close()
+        await bob.close()
+    await _server_is_clean(server, caplog)
+    print(f"moves: {len(moves)} x 2; cuts: {cuts}; {counts}")
+
+
+async def _bot(
+    url: str, name: str, seed: int, results: dict[str, Any], **entry: Any
+) -> dict[str, Any]:
+    """A bot racing through ``url``; what it acknowledged, said and saved go into
+    ``results[name]``."""
+    mine: dict[str, Any] = {"accepted": [], "said": [], "saved": None}
+    results[name] = mine
+
+    def saved(race: SavedResult) -> None:
+        mine["saved"] = race
+
+    hooks = BotHooks(
+        accepted=lambda seq, move: mine["accepted"].append((seq, move)),
+        say=mine["said"].append,
+        over=saved,
+        joined=entry.pop("joined", None),
+    )
+    return await run_bot(url, name=name, rng_seed=seed, hooks=hooks, max_moves=60, **entry)
+
+
+async def test_bots_race_to_a_verified_end_through_cuts_jitter_tiny_chunks_and_refusals(
+    server: RaceServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Three bots, each on a link of its own: Ann's cuts every connection after
+    0.5-8 KB and refuses new ones for 1.5 s after the first cut; Bob's adds 0-40 ms of
+    jitter on 10 ms of latency and cuts mid-frame twice; Cy's delivers every byte in
+    chunks of 1-8 bytes. The race ends, everyone's acknowledged moves are in the logs
+    at their seq, every racer's saved result verifies, the server is clean."""
+    caplog.set_level(logging.WARNING)
+    results: dict[str, Any] = {}
+    port = _port(server)
+    async with (
+        FlakyLink(port, seed=11) as ann_link,
+        FlakyLink(port, seed=12) as bob_link,
+        FlakyLink(port, seed=13) as cy_link,
+    ):
+        bob_link.latency_s, bob_link.jitter_s = 0.01, 0.04
+        cy_link.chunk = 8
+        joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        create = {"variant": "yukon", "max_racers": 3, "private": True}
+        ann = asyncio.create_task(
+            _bot(
+                ann_link.url,
+                "Ann",
+                1,
+                results,
+                create=create,
+                host_start=True,
+                min_racers=3,
+                joined=joined.set_result,
+            )
+        )
+        code = (await asyncio.wait_for(joined, 10))["code"]
+        bob = asyncio.create_task(_bot(bob_link.url, "Bob", 2, results, code=code))
+        cy = asyncio.create_task(_bot(cy_link.url, "Cy", 3, results, code=code))
+        async with asyncio.timeout(10):
+            while not any(r["accepted"] for r in results.values()):
+                await asyncio.sleep(0.01)
+        ann_link.cut_within = (500, 8000)
+        ann_link.cut_all(within=2000)
+        ann_link.refuse_for(1.5)
+        for _ in range(2):
+            await asyncio.sleep(0.3)
+            bob_link.cut_all(within=400)
+        try:
+            async with asyncio.timeout(18):
+                over = await asyncio.gather(ann, bob, cy)
+        except TimeoutError:
+            for n, r in results.items():
+                print(n, len(r["accepted"]), r["said"][-8:])
+            print(ann_link.stats, bob_link.stats, cy_link.stats)
+            raise
+        stats = {
+            name: link.stats
+            for name, link in (("Ann", ann_link), ("Bob", bob_link), ("Cy", cy_link))
+        }
+    result = over[0]
+    assert over[1] == over[2] == result
+    logs = _logs(result)
+    for name, mine in results.items():
+        assert [seq for seq, _ in mine["accepted"]] == sorted({s for s, _ in mine["accepted"]})
+        assert all(logs[name][seq] == move for seq, move in mine["accepted"]), name
+        # A move never acknowledged can only be the last one: the bot stops after it.
+        assert len(logs[name]) - len(mine["accepted"]) in (0, 1), name
+        verdict = race_verdict(mine["saved"])
+        assert verdict.ok, (name, verdict.line)
+    assert sorted(s["place"] for s in result["standings"]) == [1, 2, 3]
+    assert stats["Ann"].cuts >= 1 and stats["Ann"].refused >= 1, stats["Ann"]
+    assert stats["Bob"].cuts >= 1, stats["Bob"]
+    resumed = {n: sum(s.startswith("resumed on") for s in r["said"]) for n, r in results.items()}
+    assert resumed["Ann"] >= 1 and resumed["Bob"] >= 1, resumed
+    await _server_is_clean(server, caplog)
+    moves = {n: len(log) for n, log in logs.items()}
+    print(f"moves {moves}; resumes {resumed}; {stats}")
+
+
+async def test_a_link_that_dies_silently_is_noticed_and_resumed_within_the_grace(
+    server: RaceServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Mid-race, each racer's link goes silent with no reset: Ann's towards the server
+    only, Bob's from the server only, Cy's both ways; Bob has a move on its way. Each
+    client notices within its keepalive (NOTICE_S, 14 s), resumes on a new connection
+    well inside the server's 30 s grace, still racing, and the race goes on to its end
+    with every move stored once."""
+    caplog.set_level(logging.WARNING)
+    moves = winning_moves(SOLVABLE_SECRET)
+    port = _port(server)
+    counts = _counts()
+    async with (
+        FlakyLink(port, seed=21) as ann_link,
+        FlakyLink(port, seed=22) as bob_link,
+        FlakyLink(port, seed=23) as cy_link,
+    ):
+        sessions = await _racing(ann_link, bob_link, cy_link)
+        acked: list[list[tuple[int, str]]] = [[], [], []]
+        await asyncio.gather(
+            *(_play(s, moves, a, counts, stop_at=40) for s, a in zip(sessions, acked, strict=True))
+        )
+        noticed: dict[int, float] = {}
+        for i, session in enumerate(sessions):
+            session.lost = lambda attempt, why, i=i: noticed.setdefault(i, time.monotonic())
+        stalled_at = time.monotonic()
+        ann_link.stall((Direction.UP,))
+        bob_link.stall((Direction.DOWN,))
+        cy_link.stall(BOTH)
+
+        async def idle_until_rejoined(session: Session) -> float:
+            while not isinstance(await session.next(1), Rejoined):
+                pass
+            return time.monotonic()
+
+        async def move_into_the_stall(session: Session, played: list[tuple[int, str]]) -> float:
+            await _play(session, moves, played, counts, stop_at=41)
+            return time.monotonic()
+
+        async with asyncio.timeout(NOTICE_S + 5):
+            back = await asyncio.gather(
+                idle_until_rejoined(sessions[0]),
+                move_into_the_stall(sessions[1], acked[1]),
+                idle_until_rejoined(sessions[2]),
+            )
+        for i, session in enumerate(sessions):
+            # (+1 s: a busy machine's scheduling; the figures seen are 12.0-13.7 s)
+            assert noticed[i] - stalled_at <= NOTICE_S + 1, (i, noticed[i] - stalled_at)
+            assert back[i] - stalled_at < DISCONNECT_GRACE_MS / 1000, i
+            assert session.reconnects == 1 and session.view.my_status == "playing", i
+        async with asyncio.timeout(10):
+            await asyncio.gather(
+                *(_play(s, moves, a, counts) for s, a in zip(sessions, acked, strict=True))
+            )
+            while sessions[0].view.phase != "finished":
+                await sessions[0].next(1)
+        result = sessions[0].view.result
+        assert result is not None
+        for session in sessions:
+            await session.close()
+    for (name, log), played in zip(_logs(result).items(), acked, strict=True):
+        assert log == moves, name
+        assert [seq for seq, _ in played] == list(range(len(moves))), name
+    assert all(s["status"] == "finished" for s in result["standings"]), result["standings"]
+    await _server_is_clean(server, caplog)
+    print(
+        "noticed after",
+        [round(noticed[i] - stalled_at, 1) for i in range(3)],
+        "s; back after",
+        [round(b - stalled_at, 1) for b in back],
+        "s;",
+        counts,
+    )
