@@ -44,7 +44,7 @@ from solrace.protocol import limits
 
 from .boardview import board_from_view
 from .connection import RaceClient, ServerError, retry_after_s
-from .errors import cannot_reach, refusal_of
+from .errors import cannot_reach, lost_reason, refusal_of
 from .results import SavedResult, finished_race, write_result
 from .roomview import RACE_OVER_GRACE_S, RoomView
 from .session import DROPPED, Backoff, Rejoined, Session, SessionOver, Unreachable
@@ -204,8 +204,7 @@ class _Bot:
 
     def _lost(self, attempt: int, error: BaseException | None) -> None:
         if attempt == 1:
-            why = (error and str(error)) or (type(error).__name__ if error else "closed")
-            self.say(f"connection lost ({why}); reconnecting")
+            self.say(f"connection lost ({lost_reason(error)}); reconnecting")
 
     @property
     def view(self) -> RoomView:
@@ -343,7 +342,9 @@ class _Bot:
             refused = refusal_of(err.data, action, code and str(code))
             raise BotCannotStart(f"{action} refused: {refused}") from None
         except DROPPED as exc:  # no reply: no token to resume with
-            raise BotCannotStart(f"connection lost during {action}: {exc!r}") from None
+            raise BotCannotStart(
+                f"connection lost during {action} ({lost_reason(exc)}): try again"
+            ) from None
         self._loaded()
         self.say(f"joined room {self.view.code} as racer {self.view.me}")
         if self.hooks.joined is not None:

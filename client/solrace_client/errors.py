@@ -168,6 +168,20 @@ def cannot_reach(url: str, exc: BaseException) -> str:
     return f"cannot reach {url}: {connect_reason(url, exc)}"
 
 
+def lost_reason(exc: BaseException | None) -> str:
+    """Why a connection that was up went away, in words. The bot said
+    ``connection lost during create: ConnectionError('connection closed')`` and
+    ``connection lost (TimeoutError); reconnecting`` (an audit through a flaky link):
+    an exception's repr, or its bare name where its text is empty."""
+    if exc is None:
+        return "connection closed"
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or "connection closed"
+
+
 def connect_reason(url: str, exc: BaseException) -> str:
     host = urlsplit(url).hostname or url
     if isinstance(exc, InvalidStatus):

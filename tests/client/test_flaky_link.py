@@ -29,13 +29,16 @@ from solrace_client.connection import (
     CLIENT_PING_TIMEOUT_S,
     CLOSE_WAIT_S,
 )
+from solrace_client.errors import EXIT_FAILED, lost_reason
 from solrace_client.results import SavedResult
 from solrace_client.session import DROPPED, Backoff, Rejoined, Session
 from solrace_client.verify import race_verdict
 
+from tests.client.test_errors import one_line, solrace
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.support.flaky_link import BOTH, Direction, FlakyLink
 from tests.support.race import winning_moves
+from tests.support.server_process import solrace_server
 from tests.support.stack import http_get
 
 #: The longest a client may take to notice a link that died without a reset
@@ -350,3 +353,39 @@ async def test_a_link_that_dies_silently_is_noticed_and_resumed_within_the_grace
         "s;",
         counts,
     )
+
+
+#: An exception's repr or bare name in a user's line (``ConnectionError('…')``,
+#: ``TimeoutError()``): users see words (solrace_client/errors.py).
+EXCEPTION_TEXT = re.compile(r"\b\w*(?:Error|Exception|Closed)\b")
+
+
+async def test_solrace_bot_whose_entry_reply_is_cut_says_so_in_words() -> None:
+    """``solrace bot --create`` through a link cut in the middle of the ``joined``
+    reply (a real solrace-server behind it): the room was made, the bot never learnt
+    its seat. One line, in words, status 2 (it could not start); the server logs no
+    error."""
+    async with solrace_server("redis") as server:
+        async with FlakyLink(int(server.url.rsplit(":", 1)[1]), seed=31) as link:
+            link.cut_within, link.cut_directions = (400, 400), (Direction.DOWN,)
+            status, _, err = await solrace("bot", "--create", "--private", "--server", link.url)
+            assert link.stats.cuts == 1 and link.stats.cuts_mid_chunk == 1, link.stats
+        line = one_line(err)
+        assert status == EXIT_FAILED, err
+        assert "create" in line and not EXCEPTION_TEXT.search(line), line
+    assert "Traceback" not in server.log and " ERROR " not in server.log, server.log
+
+
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [
+        (TimeoutError(), "no answer in time"),
+        (ConnectionError("connection closed"), "connection closed"),
+        (ConnectionResetError(104, "Connection reset by peer"), "Connection reset by peer"),
+        (None, "connection closed"),
+    ],
+)
+def test_a_lost_connection_is_told_in_words(error: BaseException | None, says: str) -> None:
+    """The bot's "connection lost (…)" lines: TimeoutError's text is empty, and the
+    bot printed its name."""
+    assert lost_reason(error) == says
