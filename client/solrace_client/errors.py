@@ -46,6 +46,13 @@ START_HINT: Final = "is solrace-server running? (start one with: solrace-server)
 #: Failures of connecting: the server cannot be reached or is not a solrace server.
 CONNECT_ERRORS: Final = (OSError, TimeoutError, InvalidHandshake, InvalidURI)
 
+#: A connection closed, or reset, before the server answered anything: a network or
+#: proxy that drops connections (websockets, too, counts it a network error).
+CLOSED_UNANSWERED: Final = (
+    "the connection was closed before the server answered (the network, or a proxy, "
+    "dropped it): try again"
+)
+
 #: What nginx answers (HTTP 400) to plain HTTP on a port of its that takes TLS: the
 #: ws:// URL of a deployment behind deploy/nginx.conf's 443.
 NGINX_TLS_PORT: Final = "The plain HTTP request was sent to HTTPS port"
@@ -199,6 +206,8 @@ def connect_reason(url: str, exc: BaseException) -> str:
         if status == 400 and NGINX_TLS_PORT in body:
             return "that port takes TLS only (HTTPS): use wss:// instead of ws://"
         return f"it answered HTTP {status}, not as a solrace server — is that the right port?"
+    if isinstance(exc, InvalidMessage) and isinstance(exc.__cause__, EOFError):
+        return CLOSED_UNANSWERED  # through a flaky link it was "is that the right port?"
     if isinstance(exc, InvalidMessage):
         return "it does not answer as a WebSocket server — is that the right port?"
     if isinstance(exc, InvalidURI):
@@ -220,6 +229,8 @@ def connect_reason(url: str, exc: BaseException) -> str:
             "the TLS handshake failed — a solrace-server speaks plain ws:// unless a proxy "
             "adds TLS; try ws://"
         )
+    if isinstance(exc, ConnectionResetError):  # ws:// (wss:// is the TLS hint above)
+        return CLOSED_UNANSWERED  # asyncio's words were "Connect call failed ('…', 8765)"
     if isinstance(exc, OSError):
         return f"{exc.strerror or exc or type(exc).__name__} — {START_HINT}"
     return str(exc) or type(exc).__name__

@@ -29,10 +29,11 @@ from solrace_client.connection import (
     CLIENT_PING_TIMEOUT_S,
     CLOSE_WAIT_S,
 )
-from solrace_client.errors import EXIT_FAILED, lost_reason
+from solrace_client.errors import CLOSED_UNANSWERED, EXIT_FAILED, connect_reason, lost_reason
 from solrace_client.results import SavedResult
 from solrace_client.session import DROPPED, Backoff, Rejoined, Session
 from solrace_client.verify import race_verdict
+from websockets.exceptions import InvalidMessage
 
 from tests.client.test_errors import one_line, solrace
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
@@ -389,3 +390,34 @@ def test_a_lost_connection_is_told_in_words(error: BaseException | None, says: s
     """The bot's "connection lost (…)" lines: TimeoutError's text is empty, and the
     bot printed its name."""
     assert lost_reason(error) == says
+
+
+def _closed_unanswered() -> InvalidMessage:
+    exc = InvalidMessage("did not receive a valid HTTP response")
+    exc.__cause__ = EOFError("connection closed while reading HTTP status line")
+    return exc
+
+
+@pytest.mark.parametrize(
+    "error",
+    [_closed_unanswered(), ConnectionResetError(104, "Connect call failed ('127.0.0.1', 9)")],
+    ids=["closed", "reset"],
+)
+def test_a_connection_closed_before_any_answer_is_told_as_the_network(
+    error: BaseException,
+) -> None:
+    """A link that resets new connections (a Wi-Fi coming back, a proxy with no server
+    behind it): closed before the handshake's answer, or reset while connecting. The
+    bot that raced on that URL a second ago said "it does not answer as a WebSocket
+    server — is that the right port?", or asyncio's "Connect call failed (…)"."""
+    says = connect_reason("ws://127.0.0.1:9", error)
+    assert says == CLOSED_UNANSWERED, says
+
+
+async def test_solrace_through_a_link_that_resets_every_connection_says_so() -> None:
+    async with FlakyLink(1, seed=41) as link:
+        link.refusing = True
+        status, _, err = await solrace("rooms", "--server", link.url)
+        assert link.stats.refused >= 1
+    assert status == EXIT_FAILED
+    assert one_line(err) == f"solrace: cannot reach {link.url}: {CLOSED_UNANSWERED}"
