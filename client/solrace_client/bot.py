@@ -44,7 +44,7 @@ from solrace.protocol import limits
 
 from .boardview import board_from_view
 from .connection import RaceClient, ServerError, retry_after_s
-from .errors import cannot_reach, lost_reason, refusal_of
+from .errors import cannot_reach, entry_lost, lost_reason, refusal_of
 from .results import SavedResult, finished_race, write_result
 from .roomview import RACE_OVER_GRACE_S, RoomView
 from .session import DROPPED, Backoff, Rejoined, Session, SessionOver, Unreachable
@@ -342,9 +342,7 @@ class _Bot:
             refused = refusal_of(err.data, action, code and str(code))
             raise BotCannotStart(f"{action} refused: {refused}") from None
         except DROPPED as exc:  # no reply: no token to resume with
-            raise BotCannotStart(
-                f"connection lost during {action} ({lost_reason(exc)}): try again"
-            ) from None
+            raise BotCannotStart(entry_lost(action, exc)) from None
         self._loaded()
         self.say(f"joined room {self.view.code} as racer {self.view.me}")
         if self.hooks.joined is not None:

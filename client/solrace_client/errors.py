@@ -189,6 +189,15 @@ def lost_reason(exc: BaseException | None) -> str:
     return str(exc) or "connection closed"
 
 
+def entry_lost(request: str, exc: BaseException) -> str:
+    """One line: the connection went before the reply to ``request`` (``create``,
+    ``join``, ``quick``, ``resume``, ``watch``) came. The server was reached — it may
+    have taken the seat — so this is not "cannot reach … is solrace-server running?",
+    which the full-screen commands said of a server that had just made the room; and
+    with no token there is nothing to resume: the user tries again."""
+    return f"connection lost during {request} ({lost_reason(exc)}): try again"
+
+
 def connect_reason(url: str, exc: BaseException) -> str:
     host = urlsplit(url).hostname or url
     if isinstance(exc, InvalidStatus):

@@ -31,7 +31,14 @@ from websockets.exceptions import ConnectionClosed, InvalidURI
 from .. import config, results
 from ..boardview import recycle_is_legal
 from ..connection import DEFAULT_SERVER, ENV_SERVER, RaceClient, ServerError, server_list
-from ..errors import EXIT_FAILED, EXIT_TERMINATED, cannot_reach, refusal_of, saved_race_over
+from ..errors import (
+    EXIT_FAILED,
+    EXIT_TERMINATED,
+    cannot_reach,
+    entry_lost,
+    refusal_of,
+    saved_race_over,
+)
 from ..roomview import RACE_OVER_GRACE_S, RoomView
 from ..session import (
     DROPPED,
@@ -313,10 +320,10 @@ class SolraceApp(App[int]):
         was started without it (tests run it that way)."""
         if self.session.client is not None:
             return True
+        request = "watch" if self.mode == "watch" else self.action
         try:
             await self.session.enter(self._enter)
         except ServerError as err:
-            request = "watch" if self.mode == "watch" else self.action
             code = self.watch_code if self.mode == "watch" else self.params.get("code")
             message = refusal_of(err.data, request, code and str(code))
             if self.over_race is not None:
@@ -324,7 +331,9 @@ class SolraceApp(App[int]):
             self._entry_failed(message, err.code)
         except Unreachable as err:
             self._entry_failed(cannot_reach(", ".join(err.servers), err.error))
-        except (*DROPPED, InvalidURI, ValueError) as exc:
+        except DROPPED as exc:  # connected (else Unreachable): lost before the reply
+            self._entry_failed(entry_lost(request, exc))
+        except (InvalidURI, ValueError) as exc:
             self._entry_failed(cannot_reach(self.server, exc))
         return self.failure is None
 
