@@ -495,3 +495,66 @@ async def test_solrace_bot_races_a_real_server_through_cuts_and_its_race_verifie
     assert 1 <= stats[0].cuts == resumed, (stats[0], results["Ann"]["said"])
     assert stats[1].cuts >= 1 and stats[1].connections == stats[1].cuts + 1, stats[1]
     print(f"{stats}; moves {[len(s['log']) for s in result['standings']]}")
+
+
+async def test_a_spectator_follows_through_cuts_and_a_short_stall_costs_no_reconnect(
+    server: RaceServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A spectator's link cuts every connection after 1-8 KB from the server: it
+    watches again by code each time and ends with the racers' own result. Mid-race
+    both racers' links stall for 2 s (Ann's towards the server, Bob's from it), less
+    than any of the client's timeouts: the moves wait, no connection is given up."""
+    caplog.set_level(logging.WARNING)
+    moves = winning_moves(SOLVABLE_SECRET)
+    port = _port(server)
+    counts = _counts()
+    fast = Backoff(first_s=0.02, max_s=0.2, jitter=0.2, attempts=60)
+    async with (
+        FlakyLink(port, seed=61) as ann_link,
+        FlakyLink(port, seed=62) as bob_link,
+        FlakyLink(port, seed=63) as spec_link,
+    ):
+        ann, bob = await _racing(ann_link, bob_link)
+        code = ann.view.code
+        spectator = Session(spec_link.url, backoff=fast)
+        await spectator.enter(lambda c: c.watch(code=code))
+        spec_link.cut_within, spec_link.cut_directions = (1000, 8000), (Direction.DOWN,)
+        spec_link.cut_all(within=3000, directions=(Direction.DOWN,))
+        acked: list[list[tuple[int, str]]] = [[], []]
+
+        async def race(stall_at: int) -> None:
+            await asyncio.gather(
+                *(
+                    _play(s, moves, a, counts, stop_at=stall_at)
+                    for s, a in zip((ann, bob), acked, strict=True)
+                )
+            )
+
+        async def watch() -> int:
+            rejoined = 0
+            while spectator.view.phase != "finished":
+                rejoined += isinstance(await spectator.next(1), Rejoined)
+            return rejoined
+
+        async with asyncio.timeout(15):
+            watching = asyncio.create_task(watch())
+            await race(stall_at=200)
+            stalled_at = time.monotonic()
+            ann_link.stall((Direction.UP,), seconds=2)
+            bob_link.stall((Direction.DOWN,), seconds=2)
+            await race(stall_at=201)
+            waited = time.monotonic() - stalled_at
+            await race(stall_at=len(moves))
+            # The finished room's snapshot holds every log (13 KB): past any cut point.
+            spec_link.cut_within = None
+            rejoined = await watching
+        for session in (ann, bob, spectator):
+            await session.close()
+    result = ann.view.result
+    assert result is not None and spectator.view.result == result == bob.view.result
+    assert all(log == moves for log in _logs(result).values())
+    assert 1.9 <= waited < 3 and ann.reconnects == bob.reconnects == 0, waited
+    # (a cut of a watch's own reply is one more attempt of the same reconnect)
+    assert 2 <= rejoined == spectator.reconnects <= spec_link.stats.cuts, spec_link.stats
+    await _server_is_clean(server, caplog)
+    print(f"spectator cut {spec_link.stats.cuts} times, rejoined {rejoined}; stall {waited:.1f} s")

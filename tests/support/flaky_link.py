@@ -215,11 +215,8 @@ class FlakyLink:
         link = _Link(self, (reader, writer), upstream)
         if self.cut_within is not None:
             after = self.rng.randint(*self.cut_within)
-            self._arm(link, self.rng.choice(self.cut_directions), after)
+            link.cut_in[self.rng.choice(self.cut_directions)] = after
         self.links.append(link)
-
-    def _arm(self, link: _Link, direction: Direction, after: int) -> None:
-        link.cut_in[direction] = after
 
     def cut_all(self, within: int = 0, directions: tuple[Direction, ...] = BOTH) -> int:
         """Cut every live connection: at once (``within`` 0), or after a random number of
@@ -231,17 +228,20 @@ class FlakyLink:
                 self.stats.cuts += 1
                 link.cut_now()
             else:
-                self._arm(link, self.rng.choice(directions), self.rng.randint(1, within))
+                link.cut_in[self.rng.choice(directions)] = self.rng.randint(1, within)
         return len(links)
 
-    def stall(self, directions: tuple[Direction, ...] = BOTH) -> int:
-        """Stall ``directions`` of every live connection until :meth:`flow` (or for good):
-        nothing passes, nothing is read, nothing is reset. Returns how many."""
+    def stall(self, directions: tuple[Direction, ...] = BOTH, seconds: float | None = None) -> int:
+        """Stall ``directions`` of every live connection for ``seconds`` (None: until
+        :meth:`flow`, or for good): nothing passes, nothing is read, nothing is reset.
+        Returns how many connections."""
         links = self.live
         for link in links:
             self.stats.stalls += 1
             for direction in directions:
                 link.flowing[direction].clear()
+        if seconds is not None:
+            asyncio.get_running_loop().call_later(seconds, self.flow)
         return len(links)
 
     def flow(self) -> None:
