@@ -189,13 +189,18 @@ def lost_reason(exc: BaseException | None) -> str:
     return str(exc) or "connection closed"
 
 
+def lost_during(request: str, exc: BaseException) -> str:
+    """The connection went before the reply to ``request`` came. The server was
+    reached, so this is not "cannot reach … is solrace-server running?", which was said
+    of a server that had just made the room (or taken the resume)."""
+    return f"connection lost during {request} ({lost_reason(exc)})"
+
+
 def entry_lost(request: str, exc: BaseException) -> str:
     """One line: the connection went before the reply to ``request`` (``create``,
-    ``join``, ``quick``, ``resume``, ``watch``) came. The server was reached — it may
-    have taken the seat — so this is not "cannot reach … is solrace-server running?",
-    which the full-screen commands said of a server that had just made the room; and
-    with no token there is nothing to resume: the user tries again."""
-    return f"connection lost during {request} ({lost_reason(exc)}): try again"
+    ``join``, ``quick``, ``resume``, ``watch``) came. The server may have taken the
+    seat, but with no token there is nothing to resume: the user tries again."""
+    return f"{lost_during(request, exc)}: try again"
 
 
 def connect_reason(url: str, exc: BaseException) -> str:

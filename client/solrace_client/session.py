@@ -34,7 +34,7 @@ from solrace.protocol import CloseReason, Envelope
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from .connection import RaceClient, ServerError, retry_after_s
-from .errors import CONNECT_ERRORS, cannot_reach
+from .errors import CONNECT_ERRORS, cannot_reach, lost_during
 from .roomview import RoomView
 
 #: Failures that mean "this connection is gone": reconnect and resume.
@@ -276,6 +276,7 @@ class Session:
         await _close_quietly(old)
         attempt = 0
         last = error
+        reached = False  # the last attempt connected, and lost the re-entry's reply
         url = self.servers[self.server_index]
         while self.backoff.attempts is None or attempt < self.backoff.attempts:
             if self.closed:
@@ -291,14 +292,14 @@ class Session:
                 client = await self._connect(url)
                 reply = await self._reenter(client)
             except ServerError as err:
-                last = err
+                last, reached = err, False
                 if err.code not in TRANSIENT:
                     await _close_quietly(client)
                     raise SessionOver(
                         f"cannot rejoin: {err}", reason=SessionEnd.REFUSED, error=err
                     ) from None
             except DROPPED as exc:
-                last = exc
+                last, reached = exc, client is not None
             else:
                 if self.closed:
                     await _close_quietly(client)
@@ -311,7 +312,13 @@ class Session:
                 await _close_quietly(client)
         # A server that is gone is said as everywhere else (docs/client.md): the raw
         # "[Errno 111] Connect call failed" was what a bot printed last.
-        why = cannot_reach(url, last) if isinstance(last, CONNECT_ERRORS) else str(last)
+        # One whose re-entry's reply was lost was reached: not "cannot reach" either.
+        if reached and last is not None:
+            why = lost_during("watch" if self.watching else "resume", last)
+        elif isinstance(last, CONNECT_ERRORS):
+            why = cannot_reach(url, last)
+        else:
+            why = str(last)
         raise SessionOver(
             f"could not reconnect after {attempt} attempts: {why}",
             reason=SessionEnd.GAVE_UP,

@@ -31,7 +31,7 @@ from solrace_client.connection import (
 )
 from solrace_client.errors import CLOSED_UNANSWERED, EXIT_FAILED, connect_reason, lost_reason
 from solrace_client.results import SavedResult, race_id
-from solrace_client.session import DROPPED, Backoff, Rejoined, Session
+from solrace_client.session import DROPPED, Backoff, Rejoined, Session, SessionEnd, SessionOver
 from solrace_client.verify import race_verdict
 from websockets.exceptions import InvalidMessage
 
@@ -558,3 +558,24 @@ async def test_a_spectator_follows_through_cuts_and_a_short_stall_costs_no_recon
     assert 2 <= rejoined == spectator.reconnects <= spec_link.stats.cuts, spec_link.stats
     await _server_is_clean(server, caplog)
     print(f"spectator cut {spec_link.stats.cuts} times, rejoined {rejoined}; stall {waited:.1f} s")
+
+
+async def test_a_session_whose_resumes_are_all_cut_gives_up_saying_so(server: RaceServer) -> None:
+    """Every reconnect reaches the server, and every ``resume``'s reply is cut: the
+    session gives up saying the connection was lost during the resume. (It said
+    "cannot reach ws://…: connection closed — is solrace-server running?" of the server
+    that had just taken each resume: a bot printed that as its last line.)"""
+    async with FlakyLink(_port(server), seed=71) as link:
+        session = Session(link.url, backoff=Backoff(first_s=0.01, max_s=0.01, attempts=3))
+        await session.enter(lambda c: c.create("yukon", "Ann", private=True))
+        link.cut_within, link.cut_directions = (400, 400), (Direction.DOWN,)
+        link.cut_all()
+        with pytest.raises(SessionOver) as over:
+            async with asyncio.timeout(10):
+                while True:
+                    await session.next(1)
+        assert link.stats.connections == 4 and link.stats.cuts == 4, link.stats
+    assert over.value.reason is SessionEnd.GAVE_UP
+    assert str(over.value) == (
+        "could not reconnect after 3 attempts: connection lost during resume (connection closed)"
+    )
