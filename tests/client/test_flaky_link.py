@@ -62,7 +62,10 @@ def _port(server: RaceServer) -> int:
 
 
 async def _server_is_clean(server: RaceServer, caplog: pytest.LogCaptureFixture) -> None:
-    """No defect, no lost write counted, no error logged, no traceback."""
+    """No defect, no lost write counted, no error logged, no traceback; no room held
+    short of its end."""
+    held = {room.state.code: room.state.phase for room in server.node.rooms.values()}
+    assert held and all(phase == "finished" for phase in held.values()), held
     status, body = await http_get(_port(server), "/metrics")
     assert status == 200
     counted = {
