@@ -5,9 +5,11 @@ standard error read apart or on the terminal too."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 import termios
@@ -24,6 +26,18 @@ TIMEOUT_S = 60.0
 CURSOR_MOVE = re.compile(rb"\x1b\[[0-9;]*H")
 #: Any other control sequence (CSI: colours, modes) or an OSC (a title, a colour).
 CONTROL = re.compile(rb"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[=>]")
+
+
+def _as_a_shell_starts_it(errors_closed: bool) -> None:
+    """In the child, before ``solrace`` runs: SIGHUP and SIGINT at their default
+    actions, as a shell gives a job it starts in a terminal — the tests may run under
+    ``nohup`` or in a background job, which ignore them, and the child would inherit
+    that (the SIGHUP tests of tests/client/tui/test_lifecycle.py timed out in a CI run
+    started with ``nohup``); and standard error closed if asked (``2>&-``)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if errors_closed:
+        os.close(2)
 
 
 async def spawn(
@@ -47,7 +61,7 @@ async def spawn(
         stdout=slave,
         stderr=subprocess.PIPE if errors_apart else slave,
         env={**os.environ, "SOLRACE_SERVER": "", "TERM": "xterm-256color", **(env or {})},
-        preexec_fn=(lambda: os.close(2)) if errors_closed else None,
+        preexec_fn=functools.partial(_as_a_shell_starts_it, errors_closed),
     )
     os.close(slave)
     return proc, master
