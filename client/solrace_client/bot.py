@@ -42,6 +42,7 @@ from typing import Any, Final
 
 from solrace.protocol import limits
 
+from . import config
 from .boardview import board_from_view
 from .connection import RaceClient, ServerError, retry_after_s
 from .errors import cannot_reach, entry_lost, lost_reason, refusal_of
@@ -339,7 +340,8 @@ class _Bot:
             raise BotCannotStart(cannot_reach(", ".join(err.servers), err.error)) from None
         except ServerError as err:
             code = params.get("code")
-            refused = refusal_of(err.data, action, code and str(code))
+            saved = action == "join" and bool(code) and config.saved_in_room(str(code))
+            refused = refusal_of(err.data, action, code and str(code), saved=saved)
             raise BotCannotStart(f"{action} refused: {refused}") from None
         except DROPPED as exc:  # no reply: no token to resume with
             raise BotCannotStart(entry_lost(action, exc)) from None

@@ -142,6 +142,12 @@ def resume_candidates() -> list[SavedRace]:
     return closed or races[:1]
 
 
+def saved_in_room(code: str) -> bool:
+    """Whether a race of the room with ``code`` is saved on this computer: a seat there
+    that ``solrace resume`` can take back (a join whose reply was lost saved none)."""
+    return any(race.code == code for race in saved_races())
+
+
 def load_race() -> SavedRace | None:
     """The race ``solrace resume`` rejoins first (:func:`resume_candidates`)."""
     return next(iter(resume_candidates()), None)

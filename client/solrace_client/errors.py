@@ -75,6 +75,7 @@ FIELD_WORDS: Final = {
 ENTRY_WORDS: Final = {
     ("join", "unknown_room"): "no room has that code (or it has expired, or everyone left it)",
     ("join", "room_full"): "that room is full",
+    # with a race of that room saved here (else SEAT_HELD, below)
     ("join", "same_address"): (
         "someone from your address already races in that public room (one seat each): to"
         " race each other, one of you opens a private room (solrace create --private); if"
@@ -91,6 +92,18 @@ ENTRY_WORDS: Final = {
     ("resume", "unknown_room"): "the saved race's room is gone (it has expired)",
     ("resume", "bad_token"): "you are no longer in the saved race ({message})",
 }
+
+#: ``join``'s ``same_address`` when this computer has no race of that room saved: with
+#: no token there is nothing to resume. The seat may be the user's own all the same,
+#: taken by a join whose ``joined`` reply a cut lost: the server holds it for its 30 s
+#: disconnect grace, then frees it. (ENTRY_WORDS' "solrace resume takes it back" was
+#: said of that seat too: a flaky-network audit.)
+SEAT_HELD: Final = (
+    "someone from your address already has a seat in that public room (one seat each): if"
+    " it is yours, taken by a join whose reply was lost, it is held for up to 30 s — join"
+    " again after that; to race each other, one of you opens a private room (solrace"
+    " create --private)"
+)
 
 
 def saved_race_over(race: str | None, server: str | None = None) -> str:
@@ -304,12 +317,17 @@ def refusal(
     field: Any = None,
     request: str | None = None,
     room_code: str | None = None,
+    *,
+    saved: bool = False,
 ) -> str:
     """A server's ``error`` reply in words: no field paths, no protocol codes.
     ``request`` (``join``, ``resume``…) lets a refusal to enter a room say why, with
-    the ``room_code`` the user gave where the words name it."""
+    the ``room_code`` the user gave where the words name it. ``saved``: this computer
+    has a race of that room saved (a token ``solrace resume`` can take it back with)."""
     if code == "bad_message":
         return _field_in_words(message)
+    if (request, code) == ("join", "same_address") and not saved:
+        return SEAT_HELD
     if request is not None and (request, code) in ENTRY_WORDS:
         return ENTRY_WORDS[request, code].format(code=room_code or "CODE", message=message)
     if code == "unavailable":
@@ -318,11 +336,15 @@ def refusal(
 
 
 def refusal_of(
-    data: Mapping[str, Any], request: str | None = None, room_code: str | None = None
+    data: Mapping[str, Any],
+    request: str | None = None,
+    room_code: str | None = None,
+    *,
+    saved: bool = False,
 ) -> str:
     """:func:`refusal` of an ``error`` reply's data (a ServerError's ``data``)."""
     code, message = str(data.get("code")), str(data.get("message"))
-    return refusal(code, message, data.get("field"), request, room_code)
+    return refusal(code, message, data.get("field"), request, room_code, saved=saved)
 
 
 _PATH = re.compile(r"^[a-z_]+\.(?P<path>[a-z0-9_.]+): ")

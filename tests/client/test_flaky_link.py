@@ -23,13 +23,21 @@ from typing import Any
 import pytest
 from solrace.net.server import RaceServer
 from solrace.race.decisions import DISCONNECT_GRACE_MS
+from solrace_client import config
 from solrace_client.bot import BotHooks, run_bot
+from solrace_client.config import SavedRace
 from solrace_client.connection import (
     CLIENT_PING_INTERVAL_S,
     CLIENT_PING_TIMEOUT_S,
     CLOSE_WAIT_S,
+    RaceClient,
 )
-from solrace_client.errors import CLOSED_UNANSWERED, EXIT_FAILED, connect_reason, lost_reason
+from solrace_client.errors import (
+    CLOSED_UNANSWERED,
+    EXIT_FAILED,
+    connect_reason,
+    lost_reason,
+)
 from solrace_client.results import SavedResult, race_id
 from solrace_client.session import DROPPED, Backoff, Rejoined, Session, SessionEnd, SessionOver
 from solrace_client.verify import race_verdict
@@ -582,3 +590,43 @@ async def test_a_session_whose_resumes_are_all_cut_gives_up_saying_so(server: Ra
     assert str(over.value) == (
         "could not reconnect after 3 attempts: connection lost during resume (connection closed)"
     )
+
+
+async def test_a_seat_held_by_a_join_whose_reply_was_cut_is_not_told_to_resume(
+    config_dir: Path,
+) -> None:
+    """``solrace join CODE`` through a link cut in the middle of its ``joined`` reply
+    (a real solrace-server counting loopback addresses): the seat was taken, the client
+    never got its token. Joining again from the same address is refused
+    ``same_address`` while the seat waits out the disconnect grace — and the line said
+    "solrace resume takes it back", which cannot work: nothing was saved. It now says
+    the seat is held for up to the grace, then to join again; with a race of that room
+    saved on this computer, the resume advice stays."""
+    grace_s = DISCONNECT_GRACE_MS // 1000
+    async with solrace_server("redis", ["--trusted-proxies", "none"]) as server:
+        # The host from another loopback address: one seat of 127.0.0.1 is the test's.
+        host = await RaceClient.connect(server.url, local_addr=("127.0.0.2", 0))
+        code = (await host.create("yukon", "Ann"))["snapshot"]["code"]
+        async with FlakyLink(int(server.url.rsplit(":", 1)[1]), seed=81) as link:
+            link.cut_within, link.cut_directions = (400, 400), (Direction.DOWN,)
+            status, _, err = await solrace("join", code, "--server", link.url, "--name", "Bob")
+            assert link.stats.cuts == 1 and link.stats.cuts_mid_chunk == 1, link.stats
+        assert status == EXIT_FAILED, err
+        assert (
+            one_line(err) == "solrace: connection lost during join (connection closed): try again"
+        )
+        async with asyncio.timeout(5):  # the seat was taken
+            await host.next_event("racer_joined")
+        for command in (["join", code], ["bot", code]):
+            status, _, err = await solrace(*command, "--server", server.url, "--name", "Bob")
+            line = one_line(err)
+            assert status == EXIT_FAILED, err
+            assert "solrace resume" not in line, line
+            assert f"held for up to {grace_s} s" in line and "join again" in line, line
+            assert "solrace create --private" in line, line
+        saved = SavedRace(server.url, "some-room", code, 2, "a-token", "Bob")
+        config.save_race(saved)  # a race of that room saved here: resume is the advice
+        status, _, err = await solrace("join", code, "--server", server.url, "--name", "Bob")
+        assert status == EXIT_FAILED and "solrace resume takes it back" in one_line(err), err
+        await host.close()
+    assert "Traceback" not in server.log and " ERROR " not in server.log, server.log

@@ -325,7 +325,8 @@ class SolraceApp(App[int]):
             await self.session.enter(self._enter)
         except ServerError as err:
             code = self.watch_code if self.mode == "watch" else self.params.get("code")
-            message = refusal_of(err.data, request, code and str(code))
+            saved = request == "join" and bool(code) and config.saved_in_room(str(code))
+            message = refusal_of(err.data, request, code and str(code), saved=saved)
             if self.over_race is not None:
                 message = saved_race_over(self.over_race.race, self._fetch_server())
             self._entry_failed(message, err.code)

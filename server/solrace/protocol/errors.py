@@ -132,7 +132,8 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.ROOM_FULL: "the room is full",
     ErrorCode.SAME_ADDRESS: (
         "a racer from your address already has a seat in this public room (yours, from"
-        " before? resume it): race them in a private room"
+        " before? resume it with its token; a seat whose join reply was lost is freed"
+        " within 30 s): race them in a private room"
     ),
     ErrorCode.WRONG_PHASE: "not possible in the room's current phase",
     ErrorCode.NOT_HOST: "only the room's host can do that",
