@@ -48,6 +48,7 @@ from . import config
 from .connection import (
     DEFAULT_SERVER,
     ENV_SERVER,
+    NoReply,
     RaceClient,
     ServerError,
     first_answer,
@@ -61,6 +62,7 @@ from .errors import (
     BadServerURL,
     cannot_reach,
     check_server_url,
+    no_reply,
     refusal_of,
 )
 from .printable import printable
@@ -344,6 +346,8 @@ def cmd_rooms(args: argparse.Namespace) -> int:
         answered, rooms = asyncio.run(_list_rooms(server, args.variant))
     except ServerError as err:
         return _fail(f"the server refused: {refusal_of(err.data)}")
+    except NoReply:  # reached (the last one tried), then silent: not "cannot reach"
+        return _fail(no_reply(server_list(server)[-1]))
     except CONNECT_ERRORS as exc:  # every server tried: the last one's reason
         return _fail(cannot_reach(", ".join(server_list(server)), exc))
     except ConnectionError:
@@ -716,6 +720,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         if err.code == "unknown_type":
             return _fail(f"{server} keeps no archive this client can ask for (an older server)")
         return _fail(f"the server refused: {refusal_of(err.data)}")
+    except NoReply:  # reached (the last one tried), then silent: not "cannot reach"
+        return _fail(no_reply(server_list(server)[-1]))
     except CONNECT_ERRORS as exc:
         return _fail(cannot_reach(", ".join(server_list(server)), exc))
     except ConnectionError:

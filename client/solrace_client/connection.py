@@ -134,6 +134,17 @@ class ServerError(Exception):
         self.data = dict(data)
 
 
+class NoReply(TimeoutError):
+    """A request's reply did not come within its timeout, on a connection that was up:
+    the server was reached (the handshake answered), then said nothing in time. A
+    TimeoutError still (a dropped link, to a Session), but not a connect timeout: the
+    commands tell the two apart (:func:`~solrace_client.errors.no_reply`)."""
+
+    def __init__(self, request: str, seconds: float) -> None:
+        super().__init__(f"no reply to {request} within {seconds:g} s")
+        self.request = request
+
+
 def retry_after_s(err: ServerError) -> float:
     """How long an ``unavailable`` refusal asks to wait before a retry, in seconds: its
     ``retry_after_ms``, at most :data:`RETRY_MAX_MS`; :data:`RETRY_DEFAULT_MS` when it
@@ -325,8 +336,8 @@ class RaceClient:
 
     async def request(self, t: str, timeout: float | None = None, **d: Any) -> dict[str, Any]:
         """Send request ``t`` and return its reply's data; raise ServerError on error,
-        TimeoutError after ``timeout`` (default :data:`REQUEST_TIMEOUT_S`). Waits first
-        if sending now would outrun the pace."""
+        :class:`NoReply` (a TimeoutError) after ``timeout`` (default
+        :data:`REQUEST_TIMEOUT_S`). Waits first if sending now would outrun the pace."""
         if self._pacer is not None:
             await self._pacer.wait()
         request_id = next(self._ids)
@@ -337,8 +348,12 @@ class RaceClient:
             if self.closed.done():  # no reader: no reply would ever be read
                 raise ConnectionError(self.failure or "connection closed")
             await self.ws.send(encode(Envelope(t, id=request_id, d=data)))
-            async with asyncio.timeout(REQUEST_TIMEOUT_S if timeout is None else timeout):
-                reply = await future
+            seconds = REQUEST_TIMEOUT_S if timeout is None else timeout
+            try:
+                async with asyncio.timeout(seconds):
+                    reply = await future
+            except TimeoutError:
+                raise NoReply(t, seconds) from None
         finally:
             # A send that failed or a wait given up leaves no future behind for the
             # reader to fail later ("Future exception was never retrieved").

@@ -188,6 +188,18 @@ def cannot_reach(url: str, exc: BaseException) -> str:
     return f"cannot reach {url}: {connect_reason(url, exc)}"
 
 
+def no_reply(url: str) -> str:
+    """One line: ``url`` was reached — the WebSocket handshake answered — but the reply
+    to the request did not come in time (connection.NoReply). Through a link that went
+    silent after the handshake, ``rooms`` and ``fetch`` said "cannot reach …: no answer
+    in time — is solrace-server running?" (a flaky-network audit): the server was
+    running; it, or the network, was busy. A connect timeout keeps those words."""
+    return (
+        f"connected to {url}, but it did not answer in time (the server, or the network, "
+        "is busy): try again"
+    )
+
+
 def lost_reason(exc: BaseException | None) -> str:
     """Why a connection that was up went away, in words. The bot said
     ``connection lost during create: ConnectionError('connection closed')`` and

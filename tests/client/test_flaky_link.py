@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 from solrace.net.server import RaceServer
 from solrace.race.decisions import DISCONNECT_GRACE_MS
-from solrace_client import config
+from solrace_client import config, connection
 from solrace_client.bot import BotHooks, run_bot
+from solrace_client.cli import main
 from solrace_client.config import SavedRace
 from solrace_client.connection import (
     CLIENT_PING_INTERVAL_S,
@@ -35,6 +36,7 @@ from solrace_client.connection import (
 from solrace_client.errors import (
     CLOSED_UNANSWERED,
     EXIT_FAILED,
+    START_HINT,
     connect_reason,
     lost_reason,
 )
@@ -630,3 +632,44 @@ async def test_a_seat_held_by_a_join_whose_reply_was_cut_is_not_told_to_resume(
         assert status == EXIT_FAILED and "solrace resume takes it back" in one_line(err), err
         await host.close()
     assert "Traceback" not in server.log and " ERROR " not in server.log, server.log
+
+
+async def _main(argv: list[str]) -> int:
+    """The ``solrace`` command in a worker thread (it runs its own event loop), so that
+    the link's loop — this test's — goes on meanwhile."""
+    return await asyncio.wait_for(asyncio.to_thread(main, argv), 30)
+
+
+@pytest.mark.parametrize("command", [["rooms"], ["fetch", "AB12CD.0123abcd"]])
+async def test_a_server_reached_that_never_answers_is_not_told_unreachable(
+    server: RaceServer,
+    command: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``solrace rooms`` and ``solrace fetch RACE`` through a link that goes silent once
+    the WebSocket handshake is through: the server was reached, then no reply came.
+    They said "cannot reach …: no answer in time — is solrace-server running?" (of a
+    server that had just answered the handshake); they now say it connected but did not
+    answer in time. A handshake that goes unanswered is still "cannot reach"."""
+    monkeypatch.setattr(connection, "REQUEST_TIMEOUT_S", 1.0)  # the wait for a reply
+    async with FlakyLink(_port(server), seed=91) as link:
+        link.silent = "handshake"
+        status = await _main([*command, "--server", link.url])
+        assert link.stats.connections == link.stats.stalls == 1, link.stats
+        assert link.stats.bytes[Direction.DOWN] > 0, link.stats  # the handshake's answer
+    assert status == EXIT_FAILED
+    assert one_line(capsys.readouterr().err) == (
+        f"solrace: connected to {link.url}, but it did not answer in time "
+        "(the server, or the network, is busy): try again"
+    )
+    if command != ["rooms"]:
+        return
+    async with FlakyLink(_port(server), seed=92) as link:
+        link.silent = "connect"
+        status = await _main([*command, "--server", link.url])
+        assert link.stats.bytes[Direction.DOWN] == 0, link.stats
+    assert status == EXIT_FAILED
+    assert one_line(capsys.readouterr().err) == (
+        f"solrace: cannot reach {link.url}: no answer in time — {START_HINT}"
+    )

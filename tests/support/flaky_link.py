@@ -13,7 +13,11 @@ seen from either end, is what this proxy does to the connections it carries:
 - **delay** each chunk by ``latency_s`` plus up to ``jitter_s`` (in order: TCP's);
 - deliver bytes in **tiny chunks** of at most ``chunk`` bytes, each written on its own;
 - **refuse** new connections (``refusing``): each is accepted and reset at once, as a
-  link with no route answers.
+  link with no route answers;
+- go **silent** on new connections (``silent``), both ways and for good: from their
+  first byte (``"connect"``: the handshake goes unanswered), or once the server's
+  answer to the WebSocket handshake has passed (``"handshake"``: the server was
+  reached, then nothing more comes).
 
 Every random choice comes from the proxy's own ``random.Random(seed)``, so a test run
 with one seed cuts the same links at the same bytes (the racers' timing may still
@@ -30,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import TracebackType
+from typing import Literal
 
 
 class Direction(StrEnum):
@@ -41,6 +46,8 @@ class Direction(StrEnum):
 
 BOTH = (Direction.UP, Direction.DOWN)
 READ_SIZE = 65536
+#: Where an HTTP answer's head ends: the WebSocket handshake's, here.
+HEAD_END = b"\r\n\r\n"
 
 
 @dataclass
@@ -83,7 +90,26 @@ class _Link:
         #: Bytes still to pass before the cut, by direction (None: no cut armed).
         self.cut_in: dict[Direction, int | None] = dict.fromkeys(BOTH)
         self.done = asyncio.Event()
+        #: Silent once the server's handshake answer has passed; the bytes of it seen.
+        self.silent_after_head = proxy.silent == "handshake"
+        self.head = b""
+        if proxy.silent == "connect":
+            self.go_silent()
         self.tasks = [asyncio.create_task(self._pump(d)) for d in BOTH]
+
+    def go_silent(self) -> None:
+        """Stall both directions for good (until :meth:`FlakyLink.flow`)."""
+        self.proxy.stats.stalls += 1
+        for event in self.flowing.values():
+            event.clear()
+
+    def _head_end(self, data: bytes) -> int | None:
+        """Where in ``data`` (the next bytes from the server) its handshake answer ends,
+        once it does; None before that."""
+        seen = len(self.head)
+        self.head += data
+        end = self.head.find(HEAD_END)
+        return None if end < 0 else end + len(HEAD_END) - seen
 
     def cut_now(self) -> None:
         if not self.done.is_set():
@@ -118,6 +144,16 @@ class _Link:
                     await flowing.wait()
                     if self.done.is_set():
                         return
+                if direction is Direction.DOWN and self.silent_after_head:
+                    end = self._head_end(data)
+                    if end is not None:  # the answer passes; what follows waits for good
+                        self.silent_after_head = False
+                        await self._write(writer, direction, data[:end])
+                        self.go_silent()
+                        data = data[end:]
+                        await flowing.wait()
+                        if self.done.is_set() or not data:
+                            continue
                 left = self.cut_in[direction]
                 if left is not None and left < len(data):
                     await self._write(writer, direction, data[:left])
@@ -166,6 +202,8 @@ class FlakyLink:
         self.chunk: int | None = None
         #: New connections are reset at once.
         self.refusing = False
+        #: New connections go silent for good: from the start, or after the handshake.
+        self.silent: Literal["connect", "handshake"] | None = None
         #: Each new connection is cut after a random number of bytes in this range, in
         #: a random direction (None: not cut).
         self.cut_within: tuple[int, int] | None = None
