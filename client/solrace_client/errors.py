@@ -228,6 +228,29 @@ def entry_lost(request: str, exc: BaseException) -> str:
     return f"{lost_during(request, exc)}: try again"
 
 
+#: Closing advice to try again, as reasons end (longest first): said once a retry loop
+#: has run out, it is advice already followed.
+RETRY_ADVICE: Final = (": try again in a moment", ": try again")
+
+
+def without_retry(reason: str) -> str:
+    """``reason`` without its closing "try again" (:data:`RETRY_ADVICE`)."""
+    for advice in RETRY_ADVICE:
+        if reason.endswith(advice):
+            return reason.removesuffix(advice)
+    return reason
+
+
+def gave_up(attempts: int, url: str, why: str) -> str:
+    """One sentence: a session's reconnect attempts ran out, ``why`` the last one (to
+    ``url``) failed. A bot's last line read "could not reconnect after 12 attempts:
+    cannot reach ws://…: the connection was closed … dropped it): try again" (a
+    flaky-network audit): three clauses chained by colons, ending in advice it had
+    just followed twelve times."""
+    tries = "attempt" if attempts == 1 else "attempts"
+    return f"could not reconnect in {attempts} {tries}, the last to {url}: {without_retry(why)}"
+
+
 def connect_reason(url: str, exc: BaseException) -> str:
     host = urlsplit(url).hostname or url
     if isinstance(exc, InvalidStatus):

@@ -34,7 +34,14 @@ from solrace.protocol import CloseReason, Envelope
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from .connection import RaceClient, ServerError, retry_after_s
-from .errors import CONNECT_ERRORS, cannot_reach, lost_during
+from .errors import (
+    CONNECT_ERRORS,
+    connect_reason,
+    gave_up,
+    lost_during,
+    lost_reason,
+    refusal_of,
+)
 from .roomview import RoomView
 
 #: Failures that mean "this connection is gone": reconnect and resume.
@@ -316,11 +323,13 @@ class Session:
         if reached and last is not None:
             why = lost_during("watch" if self.watching else "resume", last)
         elif isinstance(last, CONNECT_ERRORS):
-            why = cannot_reach(url, last)
+            why = connect_reason(url, last)
+        elif isinstance(last, ServerError):  # a refusal to wait for, every time
+            why = refusal_of(last.data, "resume")
         else:
-            why = str(last)
+            why = lost_reason(last)
         raise SessionOver(
-            f"could not reconnect after {attempt} attempts: {why}",
+            gave_up(attempt, url, why),
             reason=SessionEnd.GAVE_UP,
             error=last,
         )

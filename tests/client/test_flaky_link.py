@@ -24,7 +24,7 @@ import pytest
 from solrace.net.server import RaceServer
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace_client import config, connection
-from solrace_client.bot import BotHooks, run_bot
+from solrace_client.bot import BotError, BotHooks, run_bot
 from solrace_client.cli import main
 from solrace_client.config import SavedRace
 from solrace_client.connection import (
@@ -590,7 +590,8 @@ async def test_a_session_whose_resumes_are_all_cut_gives_up_saying_so(server: Ra
         assert link.stats.connections == 4 and link.stats.cuts == 4, link.stats
     assert over.value.reason is SessionEnd.GAVE_UP
     assert str(over.value) == (
-        "could not reconnect after 3 attempts: connection lost during resume (connection closed)"
+        f"could not reconnect in 3 attempts, the last to {link.url}: connection lost during "
+        "resume (connection closed)"
     )
 
 
@@ -672,4 +673,37 @@ async def test_a_server_reached_that_never_answers_is_not_told_unreachable(
     assert status == EXIT_FAILED
     assert one_line(capsys.readouterr().err) == (
         f"solrace: cannot reach {link.url}: no answer in time — {START_HINT}"
+    )
+
+
+async def test_a_bot_that_runs_out_of_reconnects_says_so_in_one_sentence(
+    server: RaceServer,
+) -> None:
+    """A bot waiting in its lobby whose link is cut, then resets every new connection
+    (a Wi-Fi gone for good): it gives up after its attempts. Its last line read
+    "could not reconnect after 3 attempts: cannot reach ws://…: the connection was
+    closed … dropped it): try again" — a chain of colons ending in advice it had just
+    followed three times. It is now one sentence, the last attempt's reason without
+    the "try again"."""
+    async with FlakyLink(_port(server), seed=101) as link:
+        joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        bot = asyncio.create_task(
+            run_bot(
+                link.url,
+                create={"variant": "yukon", "private": True},
+                name="Ann",
+                host_start=True,
+                reconnect_attempts=3,
+                hooks=BotHooks(joined=joined.set_result),
+            )
+        )
+        await asyncio.wait_for(joined, 10)
+        link.refusing = True
+        assert link.cut_all() == 1
+        with pytest.raises(BotError) as gave_up:
+            await asyncio.wait_for(bot, 10)
+        assert link.stats.refused == 3, link.stats
+    assert str(gave_up.value) == (
+        f"could not reconnect in 3 attempts, the last to {link.url}: the connection was "
+        "closed before the server answered (the network, or a proxy, dropped it)"
     )

@@ -137,7 +137,7 @@ async def test_a_session_gives_up_after_its_attempts(cluster: Cluster) -> None:
     assert over.value.reason == SessionEnd.GAVE_UP and lost == [1, 2, 3]
     # in the words every command uses for a server that is not there, not "[Errno 111]"
     assert str(over.value) == (
-        f"could not reconnect after 3 attempts: cannot reach {server.url}: "
+        f"could not reconnect in 3 attempts, the last to {server.url}: "
         f"connection refused — {START_HINT}"
     )
     await bob.close()
