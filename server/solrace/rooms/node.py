@@ -1254,9 +1254,7 @@ class Node:
         rematch (``unavailable``: retry)."""
         state = room.state
         if state.result is not None:
-            record = self._archive_record(room, state.result)
-            if await self.store.load_result(record.race) is None:
-                await self.store.save_result(record.race, pack(record.record), self.results_ttl_s)
+            await self._save_unless_saved(self._archive_record(room, state.result))
         if state.round_began == 0:
             return None  # the first round: nothing before it
         return Trim(before_version=state.round_began, first_round=state.round)
@@ -1276,6 +1274,12 @@ class Node:
         race = race_id(room.room_id, result.get("commitment"))
         return _Archive(race, record)
 
+    async def _save_unless_saved(self, archive: _Archive) -> None:
+        """Save a finished race's result unless the archive has it (any node may have
+        saved it: the result is the race_over's, whoever writes it)."""
+        if await self.store.load_result(archive.race) is None:
+            await self.store.save_result(archive.race, pack(archive.record), self.results_ttl_s)
+
     async def _archive_once(self, room: LiveRoom, archive: _Archive) -> None:
         """Save a finished race's result unless it is saved or this node has claimed
         it already. Raises StoreUnavailable (the claim released) if Redis fails.
@@ -1287,8 +1291,7 @@ class Node:
             return
         room.archived.add(archive.race)
         try:
-            if await self.store.load_result(archive.race) is None:
-                await self.store.save_result(archive.race, pack(archive.record), self.results_ttl_s)
+            await self._save_unless_saved(archive)
             if _last_race(room) == archive.race:
                 await self.store.clear_unarchived(room.room_id)
         except StoreUnavailable:

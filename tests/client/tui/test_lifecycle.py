@@ -64,11 +64,19 @@ async def ann_in(cluster: Cluster, phase: str) -> AsyncIterator[Race]:
                 await screen.until(b"/52")
         yield Race(proc, screen, bob, errors, code, server.url)
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        screen.close()
-        await bob.close()
+        await _end(proc, screen, bob)
+
+
+async def _end(
+    proc: asyncio.subprocess.Process, screen: terminal.Screen, *clients: RaceClient
+) -> None:
+    """Kill the client if it still runs, close its terminal and the test's clients."""
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()
+    screen.close()
+    for client in clients:
+        await client.close()
 
 
 async def _gone(race: Race) -> float:
@@ -144,12 +152,7 @@ async def test_a_signalled_spectator_ends_and_its_connection_closes(
             await screen.until(terminal.NORMAL_SCREEN)
             assert screen.echoes()
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        screen.close()
-        await bob.close()
-        await cy.close()
+        await _end(proc, screen, bob, cy)
 
 
 async def _until_state(pid: int, letter: str) -> None:
