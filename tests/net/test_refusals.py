@@ -8,6 +8,7 @@ import struct
 import msgpack
 import pytest
 from solrace.protocol import SUBPROTOCOL, Envelope, encode
+from solrace.protocol.limits import SPECTATORS_PER_ROOM
 from solrace_client import RaceClient, ServerError
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
@@ -81,6 +82,7 @@ async def test_a_room_takes_as_many_spectators_as_a_node_lets_watch_it(cluster: 
     with no spectator, 125 ms with 1,000). Past the node's cap a ``watch`` is refused
     ``too_many_spectators``, and one who leaves makes room for the next."""
     server = await cluster.node()
+    assert server.node.spectators_per_room == SPECTATORS_PER_ROOM == 500  # a user's default
     server.node.spectators_per_room = 2  # solrace-server --spectators-per-room 2
     ann, bob = await racing(server.url)
     watchers = [await RaceClient.connect(server.url) for _ in range(3)]

@@ -29,6 +29,7 @@ from solrace.net.main import (
     run_on_loop,
 )
 from solrace.net.server import RaceServer
+from solrace.protocol.limits import SPECTATORS_PER_ROOM
 from solrace.rooms import solver_workers
 from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
@@ -160,6 +161,19 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
         assert variable in text
     assert "default $XDG_DATA_HOME/solrace, else ~/.local/share/solrace" in text
     assert "1 could not start, 2 a bad flag or variable, 3 the drain failed" in text
+
+
+def test_the_spectators_cap_a_user_gets_is_the_documented_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``solrace-server`` with no flag lets 500 watch a room (docs/protocol.md §14);
+    ``SOLRACE_SPECTATORS_PER_ROOM`` and the flag change it, 0 lifts the cap."""
+    monkeypatch.delenv("SOLRACE_SPECTATORS_PER_ROOM", raising=False)
+    parse = server_main.build_parser().parse_args
+    assert server_main.resolve(parse([])).spectators_per_room == SPECTATORS_PER_ROOM == 500
+    assert server_main.resolve(parse(["--spectators-per-room", "0"])).spectators_per_room == 0
+    monkeypatch.setenv("SOLRACE_SPECTATORS_PER_ROOM", "40")
+    assert server_main.resolve(server_main.build_parser().parse_args([])).spectators_per_room == 40
 
 
 @pytest.mark.parametrize(
