@@ -280,6 +280,21 @@ async def test_the_logs_name_the_client_a_trusted_proxy_forwards(cluster: Cluste
     await claimed.close()
 
 
+def test_a_forwarded_clients_scope_id_stays_out_of_the_logs() -> None:
+    """ipaddress reads anything after an IPv6 address's ``%`` as its scope id (an
+    interface of the machine that wrote it, meaningless here): spaces, ``=``, C1
+    controls, 7 KB of it. A client behind a trusted proxy (a LAN player, by default)
+    sent ``X-Forwarded-For: 2a01:4f8::1%x room=r_forged racer=7`` and a real node wrote
+    ``rate limited peer=127.0.0.1:36568 client=2a01:4f8::1%x room=r_forged racer=7``;
+    with ``%\x9b31m``, a raw U+009B (a terminal's CSI) into the text log."""
+    admission = Admission(100, trusted=parse_networks("127.0.0.1"))
+    for forwarded in ("2a01:4f8::1%x room=r_forged racer=7", "[2a01:4f8::1%\x9b31m]:40001"):
+        ticket = admission.accept("127.0.0.1")
+        assert ticket is not None and admission.identify(ticket, [forwarded]) is None
+        assert ticket.forwarded == "2a01:4f8::1"
+        assert ticket.key == "2a01:4f8::/64"
+
+
 @pytest.mark.parametrize("cluster", ["redis"], indirect=True)
 async def test_an_untrusted_peer_cannot_escape_its_cap_by_naming_another_address(
     cluster: Cluster,

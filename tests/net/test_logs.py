@@ -42,3 +42,17 @@ def test_a_field_without_a_value_is_left_out_of_a_json_line() -> None:
     data = json.loads(JsonFormatter().format(_record(room="r_1", racer=None, peer="h:1")))
     assert (data["room"], data["peer"]) == ("r_1", "h:1")
     assert "racer" not in data
+
+
+def test_a_text_line_is_one_line_whatever_its_fields_hold() -> None:
+    """A field is written as it is (``error=Redis is out of memory …``), but a control
+    character in one — a newline, ESC, a C1 control such as U+009B, a terminal's CSI —
+    is escaped: it forged a second line, or ran in the terminal of an operator tailing
+    the log (a scope id in ``X-Forwarded-For`` reached ``client=``, test_admission)."""
+    line = TextFormatter("%(levelname)s %(name)s: %(message)s").format(
+        _record(client="2a01::1%\nERROR forged \x1b[2J\x9b31m", error="Redis is out of memory")
+    )
+    assert line == (
+        "WARNING solrace.requests: store unavailable"
+        " client=2a01::1%\\nERROR forged \\x1b[2J\\x9b31m error=Redis is out of memory"
+    )

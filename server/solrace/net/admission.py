@@ -158,12 +158,16 @@ def _reserve(count: int) -> int:
 def _address(text: str) -> Address | None:
     """An address, from ``X-Forwarded-For`` too: some proxies write the client's port
     beside it (``198.51.100.1:40001``, ``[2001:db8::5]:40001``), and an entry read as
-    no address left its client uncounted (a seat audit took every seat of a room)."""
+    no address left its client uncounted (a seat audit took every seat of a room).
+    An IPv6 scope id (``fe80::1%eth0``) is dropped: it names an interface of the
+    machine that wrote it, and ipaddress keeps anything after the ``%`` — a client
+    behind a trusted proxy wrote ``client=2a01:4f8::1%x room=r_forged`` into the log."""
     text = text.strip()
     if text.startswith("["):
         text = text[1:].partition("]")[0]
     elif text.count(":") == 1:
         text = text.partition(":")[0]
+    text = text.partition("%")[0]
     try:
         found = ipaddress.ip_address(text)
     except ValueError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -51,10 +52,22 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, default=str)
 
 
+#: The control characters (Unicode category Cc: C0, DEL and C1).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _escaped(value: object) -> str:
+    """A field's value as text, its control characters escaped (``\\n``, ``\\x1b``,
+    ``\\x9b``): a field that held one forged a line of its own, or ran an escape
+    sequence in the terminal of an operator tailing the log. Other text is kept as it
+    is (``error=Redis is out of memory …``)."""
+    return _CONTROL.sub(lambda found: found[0].encode("unicode_escape").decode(), str(value))
+
+
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         base = super().format(record)
-        extras = [f"{k}={v}" for k, v in _fields(record).items()]
+        extras = [f"{k}={_escaped(v)}" for k, v in _fields(record).items()]
         return base + (" " + " ".join(extras) if extras else "")
 
 
