@@ -148,8 +148,18 @@ class Session(Peer):
             return
         wait_s = self._open_room(self._loop.time())
         if wait_s is not None:
-            log.info("too many rooms from one address", extra=self.ids())
+            self.node.repeated.note(log, "too many rooms from one address", *self._said())
             raise BadMessage(ErrorCode.TOO_MANY_ROOMS, retry_after_ms=math.ceil(wait_s * 1000))
+
+    def origin(self) -> str | None:
+        if self.client is not None:
+            return self.client
+        peer = self.ws.remote_address
+        return str(peer[0]) if isinstance(peer, tuple) else None
+
+    def _said(self) -> tuple[str | None, dict[str, object]]:
+        """This connection's address and fields, for a repeated line about it."""
+        return self.origin(), self.ids()
 
     def ids(self) -> dict[str, object]:
         peer = {"peer": logs.address(self.ws.remote_address)}
@@ -169,7 +179,7 @@ class Session(Peer):
                     self.bucket.require(loop.time())
                     envelope = decode(frame)
                 except RateLimited as err:
-                    log.info("rate limited", extra=self.ids())
+                    self.node.repeated.note(log, "rate limited", *self._said())
                     await self._close_for(
                         err.close_code or CloseCode.POLICY_VIOLATION, err.close_reason
                     )
@@ -191,6 +201,7 @@ class Session(Peer):
             code = None if closed.sent is None else closed.sent.code
             if code in REFUSED_BY_WEBSOCKETS and not closed.rcvd_then_sent:
                 self.metrics.closes.labels(str(code)).inc()
+                self._bad_input(code)
 
     async def _pay_for_work(self, loop: asyncio.AbstractEventLoop) -> None:
         """Charge the request's work (a replay, a listing) and, if that puts the
@@ -206,12 +217,22 @@ class Session(Peer):
             self.metrics.work_waits.inc()
             await asyncio.sleep(wait)
 
+    def _bad_input(self, code: int) -> None:
+        """Say that this connection was closed for bad input (a frame that is not
+        msgpack, too large, not a WebSocket frame): counted by code in
+        solrace_protocol_closes_total, but the log said nothing, so nothing told the
+        operator which address sent it. A repeated line: any client can send it."""
+        origin, ids = self._said()
+        self.node.repeated.note(log, "closed for bad input", origin, {**ids, "code": int(code)})
+
     async def _close_for(self, code: int, reason: str) -> None:
         """Close for bad input. Frames the peer already sent are read and dropped
         meanwhile: a flooder fills the receive queue, and websockets stops reading the
         socket while it is full, so the peer's closing frame would otherwise never be
         read and the close would hang until its timeout."""
         self.metrics.closes.labels(str(code)).inc()
+        if code != CloseCode.POLICY_VIOLATION:  # 1008: rate limited, said above
+            self._bad_input(code)
         self.closed = True
         closing = asyncio.ensure_future(self.ws.close(code, reason))
         try:

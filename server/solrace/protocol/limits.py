@@ -210,6 +210,20 @@ LISTING_COST: Final = 5.0
 RESULT_COST: Final = 5.0
 
 
+# --------------------------------------------------------------------------- logs
+#: A log line any client can cause at will (its connection rate limited, a room
+#: refused to its address, a made-up ``since``, bad input) is written at once the
+#: first time, then at most once this often: one line saying how many more there were
+#: and from which addresses (solrace.rooms.repeats). One address flooding and
+#: reconnecting made a node write 260 lines (25 KB) a second, one for each.
+REPEATED_LOG_EVERY_S: Final = 10.0
+#: Addresses a repeated line counts apart in one interval; past them, its line counts
+#: the rest in its total only (a spread flood cannot grow the node's memory).
+REPEATED_ADDRESSES_KEPT: Final = 1024
+#: Addresses a repeated line names, those that caused most.
+REPEATED_ADDRESSES_NAMED: Final = 3
+
+
 def replay_cost(events: int) -> float:
     """Work units of replaying ``events`` stored events."""
     return events / REPLAY_EVENTS_PER_UNIT

@@ -450,9 +450,11 @@ def _rewound(
     if racer:
         node.client_ahead(room, since)
     else:
-        log.info(
+        node.repeated.note(  # anyone may send a made-up since: one line every 10 s
+            log,
             "a spectator had seen a version the room does not hold: resynchronised",
-            extra={"room": room.room_id, "detail": f"version {since}, now {version}"},
+            peer.origin(),
+            {**peer.ids(), "room": room.room_id, "detail": f"version {since}, now {version}"},
         )
     reason = (
         f"the server lost its last changes to this room (you had seen version {since}; "

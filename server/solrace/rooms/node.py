@@ -43,6 +43,7 @@ from .clock import SAMPLE_RTT_MAX_MS, SteadyClock
 from .counters import Defect, RoomMetrics, Tally
 from .listing_cache import ListingCache
 from .records import RoomMeta, pack, pack_event, unpack_entries, unpack_event
+from .repeats import RepeatedLines
 from .room import LiveRoom
 from .snapshots import resync_clients
 
@@ -282,6 +283,8 @@ class Node:
         self.peers: set[Peer] = set()
         #: What the core counts; a server swaps in its Prometheus metrics.
         self.metrics: RoomMetrics = Tally()
+        #: Log lines a client can cause at will, written at most every 10 s each.
+        self.repeated = RepeatedLines()
         self.inflight = 0
         self.draining = False
         #: This node's id in leases and presence events (unique per process start).
@@ -330,6 +333,7 @@ class Node:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+        self.repeated.stop()
 
     def spawn(self, coro: Awaitable[Any]) -> None:
         """Run ``coro`` as a task the node keeps (and cancels when it stops). One that

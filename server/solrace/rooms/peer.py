@@ -89,6 +89,12 @@ class Peer(ABC):
         longer is, and cannot mark a racer it enters next offline."""
         self.conn_id = secrets.token_hex(8)
 
+    def origin(self) -> str | None:
+        """The client's address as the operator knows it (the one a trusted proxy
+        forwarded, else the peer's), for lines that count by address
+        (solrace.rooms.repeats); None if there is none."""
+        return None
+
     def ids(self) -> dict[str, object]:
         """Fields that name this connection in log lines."""
         return {"room": self.room.room_id if self.room else None, "racer": self.racer}
