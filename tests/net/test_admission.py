@@ -362,6 +362,31 @@ async def test_refusals_are_logged_once_the_quiet_time_is_up_even_if_none_follow
     await held.close()
 
 
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_the_refusals_line_names_the_addresses_refused_most(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``refusing connections (1 dropped): 72 open, at most 19744 in all and 64 per
+    address`` was all a real node said of one address opening 300 connections (236
+    refused): which address, the operator could not tell. The line names the addresses
+    refused most, as a repeated line does (solrace.rooms.repeats)."""
+    proxy = Admission(100, max_per_address=1, trusted=parse_networks("127.0.0.1"))
+    server = await cluster.node(admission=proxy)
+    held = [await _open(server.url, "203.0.113.5"), await _open(server.url, "198.51.100.1")]
+    with caplog.at_level(logging.WARNING, logger="solrace.server"):
+        for _ in range(3):
+            await _refused(server.url, "203.0.113.5")
+        await _refused(server.url, "198.51.100.1")
+        server._log_refusals()  # the 10 s are up
+    lines = [r for r in caplog.records if "refusing" in r.getMessage()]
+    assert [r.__dict__.get("most") for r in lines] == [
+        "203.0.113.5(1)",
+        "203.0.113.5(2),198.51.100.1(1)",
+    ]
+    for ws in held:
+        await ws.close()
+
+
 # ------------------------------------------------------------------ as a user runs it
 
 #: A service manager's open-file limit can be this low (systemd's default is 1,024).

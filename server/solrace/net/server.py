@@ -46,6 +46,7 @@ from solrace.protocol.limits import (
 from solrace.rooms import lobby
 from solrace.rooms.clock import offset_ms, store_offset_ms
 from solrace.rooms.node import Node
+from solrace.rooms.repeats import AddressCounts
 from solrace.store import Store
 from solrace.store.errors import StoreUnavailable
 from solrace.store.keeping import EVICTION_ADVICE, UNKNOWN, Eviction
@@ -144,7 +145,7 @@ class _Connection(ServerConnection):
         peer = transport.get_extra_info("peername")
         ticket = self.race_server.admission.accept(peer[0] if isinstance(peer, tuple) else "")
         if ticket is None:  # past the limit and its margin: no answer, keep the reserve
-            self.race_server.refused(DROPPED)
+            self.race_server.refused(DROPPED, peer[0] if isinstance(peer, tuple) else None)
             self.transport.abort()
             return
         self.ticket = ticket
@@ -159,6 +160,14 @@ class _Connection(ServerConnection):
             self._stuck_timer.cancel()
         if self.ticket is not None:
             self.race_server.admission.release(self.ticket)
+
+    def origin(self) -> str | None:
+        """The client's address for the logs: the one a trusted proxy forwarded, else
+        the peer's."""
+        if self.ticket is not None and self.ticket.forwarded is not None:
+            return self.ticket.forwarded
+        peer = self.remote_address
+        return str(peer[0]) if isinstance(peer, tuple) else None
 
     def refusal(self, forwarded_for: Sequence[str]) -> Refusal | None:
         """Why this connection's upgrade is refused, now that its request is read."""
@@ -196,8 +205,9 @@ class RaceServer:
         #: The connection limits; by default from this process's open-file limit.
         self.admission = admission or Admission(default_max_connections(open_files_limit()))
         self.metrics.watch_admission(self.admission)
-        #: Refusals since the last log line about them, by reason.
+        #: Refusals since the last log line about them, by reason, and by address.
         self._refusals: dict[str, int] = {}
+        self._refused_from = AddressCounts()
         self._refusals_logged_at = -math.inf
         self._refusals_timer: asyncio.TimerHandle | None = None
         #: The event loop's stalls, which no connection's rate limit counts against it.
@@ -206,11 +216,14 @@ class RaceServer:
     def _connection_class(self) -> type[_Connection]:
         return type("_Connection", (_Connection,), {"race_server": self})
 
-    def refused(self, reason: str) -> None:
-        """Count a refused connection; log the refusals at most every 10 s, so a
-        flood of them is a line an operator sees, not a flood of lines."""
+    def refused(self, reason: str, address: str | None) -> None:
+        """Count a refused connection from ``address``; log the refusals at most every
+        10 s, so a flood of them is a line an operator sees, not a flood of lines —
+        naming the addresses refused most (it named none: which address flooded, the
+        operator could not tell)."""
         self.metrics.connections_refused.labels(reason).inc()
         self._refusals[reason] = self._refusals.get(reason, 0) + 1
+        self._refused_from.add(address)
         loop = asyncio.get_running_loop()
         wait = self._refusals_logged_at + REFUSALS_LOG_EVERY_S - loop.time()
         if wait > 0:  # said when the 10 s are up, even if no refusal follows
@@ -226,6 +239,8 @@ class RaceServer:
         self._refusals_logged_at = asyncio.get_running_loop().time()
         counts = ", ".join(f"{n} {why}" for why, n in sorted(self._refusals.items()))
         self._refusals.clear()
+        fields = self._refused_from.fields()
+        self._refused_from.clear()
         admission = self.admission
         log.warning(
             "refusing connections (%s): %d open, at most %d in all and %s per address",
@@ -233,6 +248,7 @@ class RaceServer:
             admission.open,
             admission.max_connections,
             admission.max_per_address or "any number",
+            extra=fields,
         )
 
     async def start(self) -> None:
@@ -348,7 +364,7 @@ class RaceServer:
         refusal = connection.refusal(request.headers.get_all("X-Forwarded-For"))
         if refusal is None:
             return None
-        self.refused(refusal.code)
+        self.refused(refusal.code, connection.origin())
         body = f"{refusal.code.value}: {refusal.code.message}\n".encode()
         status = http.HTTPStatus(refusal.status)
         retry = [("Retry-After", str(CONNECTION_RETRY_AFTER_S))]
@@ -381,6 +397,9 @@ class RaceServer:
         node = self.node
         node.draining = True
         log.info("draining", extra={"connections": len(node.peers)})
+        if self._refusals_timer is not None:  # said now: the timer would not outlive the node
+            self._refusals_timer.cancel()
+        self._log_refusals()
         await node.drained()
         if self.server is not None:
             self.server.close(close_connections=False)

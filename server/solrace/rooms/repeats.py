@@ -28,6 +28,32 @@ from solrace.protocol.limits import (
 UNKNOWN = "unknown"
 
 
+class AddressCounts:
+    """How many lines each address caused in one interval: up to
+    :data:`REPEATED_ADDRESSES_KEPT` addresses apart (a flood spread over many cannot
+    grow the node's memory), as the fields that name those that caused most."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+
+    def add(self, address: str | None) -> None:
+        key = address or UNKNOWN
+        if key in self._counts or len(self._counts) < REPEATED_ADDRESSES_KEPT:
+            self._counts[key] += 1
+
+    def fields(self) -> dict[str, object]:
+        """``addresses`` (``1024+``: at least) and ``most``: ``198.51.100.7(700),…``."""
+        addresses = len(self._counts)
+        named = self._counts.most_common(REPEATED_ADDRESSES_NAMED)
+        return {
+            "addresses": f"{addresses}+" if addresses >= REPEATED_ADDRESSES_KEPT else addresses,
+            "most": ",".join(f"{address}({n})" for address, n in named),
+        }
+
+    def clear(self) -> None:
+        self._counts.clear()
+
+
 class RepeatedLine:
     """One kind of line (its logger, level and message), written at once, then at
     most every ``every_s`` as a summary of the ones that came meanwhile."""
@@ -44,7 +70,7 @@ class RepeatedLine:
         self.level = level
         self.every_s = every_s
         #: Lines not written since the last one, by the address that caused them.
-        self._by_address: Counter[str] = Counter()
+        self._by_address = AddressCounts()
         self._held = 0
         self._timer: asyncio.TimerHandle | None = None
 
@@ -56,9 +82,7 @@ class RepeatedLine:
             self._timer = asyncio.get_running_loop().call_later(self.every_s, self._summary)
             return
         self._held += 1
-        key = address or UNKNOWN
-        if key in self._by_address or len(self._by_address) < REPEATED_ADDRESSES_KEPT:
-            self._by_address[key] += 1
+        self._by_address.add(address)
 
     def _summary(self, again: bool = True) -> None:
         """The interval is up: one line for what it held back, and a new interval
@@ -66,16 +90,13 @@ class RepeatedLine:
         self._timer = None
         if not self._held:
             return
-        named = self._by_address.most_common(REPEATED_ADDRESSES_NAMED)
-        addresses = len(self._by_address)
         self.logger.log(
             self.level,
             self.message,
             extra={
                 "repeated": self._held,
                 "seconds": round(self.every_s),
-                "addresses": f"{addresses}+" if addresses >= REPEATED_ADDRESSES_KEPT else addresses,
-                "most": ",".join(f"{address}({n})" for address, n in named),
+                **self._by_address.fields(),
             },
         )
         self._held = 0
@@ -113,4 +134,4 @@ class RepeatedLines:
             line.stop()
 
 
-__all__ = ["RepeatedLine", "RepeatedLines"]
+__all__ = ["AddressCounts", "RepeatedLine", "RepeatedLines"]
