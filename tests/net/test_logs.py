@@ -200,3 +200,22 @@ async def test_a_made_up_since_is_logged_with_the_spectators_address_and_repeate
     ]
     await ws.close()
     await host.close()
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_a_repeated_line_counts_an_ipv6_client_by_its_64(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One user usually holds a whole IPv6 /64 (connections are counted so): a flood
+    spread over its addresses named each apart, ``addresses=1024+`` with one line each,
+    and hid who it was. The line itself names the address as it is."""
+    server = await cluster.node(rate=None)
+    with caplog.at_level(logging.INFO, logger="solrace.session"):
+        for host in range(1, 7):
+            await _flood(server.url, f"2a01:4f8:1:2::{host}")
+        server.node.repeated.stop()
+    lines = _said(caplog, "rate limited")
+    assert lines[0].__dict__["client"] == "2a01:4f8:1:2::1"
+    assert [(r.__dict__["addresses"], r.__dict__["most"]) for r in lines[1:]] == [
+        (1, "2a01:4f8:1:2::/64(5)")
+    ]

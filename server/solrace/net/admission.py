@@ -184,6 +184,14 @@ def _key(address: Address) -> str:
     return str(address)
 
 
+def counted_as(text: str) -> str:
+    """What the logs count a client address by (solrace.rooms.repeats): as connections
+    are counted, an IPv6 address by its /64 — one user usually holds the whole /64, and
+    a flood spread over its addresses read as 1,024 addresses of one line each."""
+    address = _address(text)
+    return text if address is None else _key(address)
+
+
 @dataclass(eq=False)
 class Ticket:
     """One accepted socket, from its accept until it closes."""

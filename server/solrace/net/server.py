@@ -59,6 +59,7 @@ from .admission import (
     Admission,
     Refusal,
     Ticket,
+    counted_as,
     default_max_connections,
 )
 from .metrics import Metrics
@@ -145,7 +146,7 @@ class _Connection(ServerConnection):
         peer = transport.get_extra_info("peername")
         ticket = self.race_server.admission.accept(peer[0] if isinstance(peer, tuple) else "")
         if ticket is None:  # past the limit and its margin: no answer, keep the reserve
-            self.race_server.refused(DROPPED, peer[0] if isinstance(peer, tuple) else None)
+            self.race_server.refused(DROPPED, self.origin())
             self.transport.abort()
             return
         self.ticket = ticket
@@ -165,9 +166,9 @@ class _Connection(ServerConnection):
         """The client's address for the logs: the one a trusted proxy forwarded, else
         the peer's."""
         if self.ticket is not None and self.ticket.forwarded is not None:
-            return self.ticket.forwarded
+            return counted_as(self.ticket.forwarded)
         peer = self.remote_address
-        return str(peer[0]) if isinstance(peer, tuple) else None
+        return counted_as(str(peer[0])) if isinstance(peer, tuple) else None
 
     def refusal(self, forwarded_for: Sequence[str]) -> Refusal | None:
         """Why this connection's upgrade is refused, now that its request is read."""

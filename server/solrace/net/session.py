@@ -49,6 +49,7 @@ from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
 
 from . import logs
+from .admission import counted_as
 from .metrics import Metrics
 from .stalls import LoopStalls
 
@@ -153,9 +154,9 @@ class Session(Peer):
 
     def origin(self) -> str | None:
         if self.client is not None:
-            return self.client
+            return counted_as(self.client)
         peer = self.ws.remote_address
-        return str(peer[0]) if isinstance(peer, tuple) else None
+        return counted_as(str(peer[0])) if isinstance(peer, tuple) else None
 
     def _said(self) -> tuple[str | None, dict[str, object]]:
         """This connection's address and fields, for a repeated line about it."""
