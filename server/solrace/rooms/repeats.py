@@ -42,11 +42,12 @@ class AddressCounts:
             self._counts[key] += 1
 
     def fields(self) -> dict[str, object]:
-        """``addresses`` (``1024+``: at least) and ``most``: ``198.51.100.7(700),…``."""
-        addresses = len(self._counts)
+        """``addresses`` (an integer in either log format; its most, 1,024, means at
+        least that many) and ``most``: ``198.51.100.7(700),…``."""
+        addresses = len(self._counts)  # at most REPEATED_ADDRESSES_KEPT
         named = self._counts.most_common(REPEATED_ADDRESSES_NAMED)
         return {
-            "addresses": f"{addresses}+" if addresses >= REPEATED_ADDRESSES_KEPT else addresses,
+            "addresses": addresses,
             "most": ",".join(f"{address}({n})" for address, n in named),
         }
 
