@@ -10,11 +10,14 @@ shown.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from solrace.rules import Board, RulesError, load_position, parse_move, variant_class
-from solrace.rules.cards import CARDS_PER_DECK, NAMES, NAMES_DOWN, SUITS, face_of
+from solrace.protocol.views import board_view_wire
+from solrace.rules import Board, RulesError, load_position, parse_move, variant_class, view
+from solrace.rules.cards import CARDS_PER_DECK, NAMES, NAMES_DOWN, RANKS, SUITS, face_of
+from solrace.rules.log import UNDO, apply_entry
 
 _FACE = {name: face for face, name in enumerate(NAMES)}
 
@@ -79,3 +82,39 @@ def recycle_is_legal(view: Mapping[str, Any]) -> bool:
     except (ValueError, KeyError, TypeError, RulesError):
         return False
     return board.refusal(parse_move("R")) is None
+
+
+def played_view(board_view: Mapping[str, Any], move: str) -> dict[str, Any] | None:
+    """The owner's view after ``move``, where the engine can tell it from ``board_view``
+    alone: None for a move it refuses, an ``undo`` (the rebuilt board has no history),
+    and any move that turns up a card the view does not show — a face-down card
+    flipped, a stock card drawn. The hidden places hold fillers (:func:`board_from_view`),
+    so such a move's card would be a guess: it is never shown. Every other move's
+    result is exactly what the server will answer (the engine is deterministic and the
+    fillers neither move nor are seen), so the terminal client can show it before the
+    server's ``moved`` comes (docs/fairness.md, "Latency")."""
+    if move == UNDO:
+        return None
+    try:
+        board = board_from_view(board_view)
+        apply_entry(board, move)
+        after = board_view_wire(view(board, owner=True), owner=True)
+    except (ValueError, KeyError, TypeError, RulesError):
+        return None
+    if _in_sight(after) - _in_sight(board_view):
+        return None  # a card comes into sight: only the server may say which
+    return after
+
+
+def _in_sight(board_view: Mapping[str, Any]) -> Counter[str]:
+    """Every card the view shows, by name (a foundation's cards too: its count)."""
+    names: Counter[str] = Counter()
+    for column in board_view["tableau"]:
+        names.update(column["up"])
+    names.update(board_view["waste"])
+    names.update(board_view.get("stock_cards") or [])
+    for s, suit in enumerate(SUITS):
+        tops = board_view["foundations"][suit]
+        for top in tops if isinstance(tops, list) else [tops]:
+            names.update(RANKS[rank - 1] + SUITS[s] for rank in range(1, int(top) + 1))
+    return names

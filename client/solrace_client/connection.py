@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Final, Literal, TypeVar
 
 from solrace.protocol import (
@@ -338,6 +338,16 @@ class RaceClient:
         """Send request ``t`` and return its reply's data; raise ServerError on error,
         :class:`NoReply` (a TimeoutError) after ``timeout`` (default
         :data:`REQUEST_TIMEOUT_S`). Waits first if sending now would outrun the pace."""
+        return await (await self.send(t, timeout, **d))
+
+    async def send(
+        self, t: str, timeout: float | None = None, **d: Any
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        """Send request ``t`` now (paced, as :meth:`request`) and return, without waiting
+        for it, the wait for its reply (:meth:`request`'s result and errors; its timeout
+        runs from when it is awaited): requests sent one after another leave in that
+        order, which pipelined moves need (docs/protocol.md §11). The caller must await
+        what it gets."""
         if self._pacer is not None:
             await self._pacer.wait()
         request_id = next(self._ids)
@@ -348,23 +358,35 @@ class RaceClient:
             if self.closed.done():  # no reader: no reply would ever be read
                 raise ConnectionError(self.failure or "connection closed")
             await self.ws.send(encode(Envelope(t, id=request_id, d=data)))
-            seconds = REQUEST_TIMEOUT_S if timeout is None else timeout
+        except BaseException:
+            self._forget(request_id, future)
+            raise
+        return self._reply(t, request_id, future, timeout)
+
+    async def _reply(
+        self, t: str, request_id: int, future: asyncio.Future[Envelope], timeout: float | None
+    ) -> dict[str, Any]:
+        seconds = REQUEST_TIMEOUT_S if timeout is None else timeout
+        try:
             try:
                 async with asyncio.timeout(seconds):
                     reply = await future
             except TimeoutError:
                 raise NoReply(t, seconds) from None
         finally:
-            # A send that failed or a wait given up leaves no future behind for the
-            # reader to fail later ("Future exception was never retrieved").
-            self._pending.pop(request_id, None)
-            # Nor one the reader failed already, while the send was under way (the
-            # server closed the connection): the send's own error says what happened.
-            if future.done() and not future.cancelled():
-                future.exception()
+            self._forget(request_id, future)
         if reply.t == "error":
             raise ServerError(reply.d)
         return dict(reply.d)
+
+    def _forget(self, request_id: int, future: asyncio.Future[Envelope]) -> None:
+        """A send that failed or a wait given up leaves no future behind for the reader
+        to fail later ("Future exception was never retrieved"); nor one the reader
+        failed already, while the send was under way (the server closed the
+        connection): the send's own error says what happened."""
+        self._pending.pop(request_id, None)
+        if future.done() and not future.cancelled():
+            future.exception()
 
     def _entered(self, reply: dict[str, Any]) -> dict[str, Any]:
         """Who this connection is in the room (the reader has loaded the snapshot)."""
@@ -461,6 +483,12 @@ class RaceClient:
         """Play ``move`` (notation or "undo") with the next seq; the reply is folded
         into the view (``board``, ``seq``) when it arrives."""
         return await self.request("move", seq=self.seq, move=move)
+
+    async def send_move(self, move: str, seq: int) -> Coroutine[Any, Any, dict[str, Any]]:
+        """Send ``move`` as ``seq`` now, and return the wait for its ``moved`` (folded as
+        :meth:`move`'s): a move sent before the previous one's reply has come is
+        pipelined (docs/protocol.md §11), judged after it."""
+        return await self.send("move", seq=seq, move=move)
 
     async def undo(self) -> dict[str, Any]:
         return await self.move("undo")

@@ -7,7 +7,8 @@ session's stream: events, already folded into the session's
 repaints; when the connection drops the session reconnects with backoff and resumes
 with the token and the last event version, so the player's game is never lost (the
 server is authoritative: after a resume the board is the snapshot's). A second worker
-(``_mover``) sends moves one at a time.
+(``_mover``) sends moves in order, each without waiting for the last one's reply where
+the board shows its outcome already (:mod:`.inflight`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -29,7 +30,7 @@ from textual.screen import ModalScreen
 from websockets.exceptions import ConnectionClosed, InvalidURI
 
 from .. import config, results
-from ..boardview import recycle_is_legal
+from ..boardview import played_view, recycle_is_legal
 from ..connection import DEFAULT_SERVER, ENV_SERVER, RaceClient, ServerError, server_list
 from ..errors import (
     EXIT_FAILED,
@@ -52,6 +53,7 @@ from ..session import (
 )
 from ..verify import Verdict, race_verdict
 from .controller import Controller
+from .inflight import InFlight, Sent
 from .news import News, deal_words
 from .render import (
     COLOUR,
@@ -216,7 +218,11 @@ class SolraceApp(App[int]):
         #: comes back for an earlier one (a rematch since, a snapshot's result after
         #: a reconnection) is dropped.
         self._checking: tuple[str, int] = ("", 0)
-        self._moves: asyncio.Queue[str] = asyncio.Queue()
+        #: Moves typed, to send in order, with the epoch they were typed in (a refusal
+        #: drops the ones typed before it).
+        self._moves: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
+        #: Moves sent whose reply has not come (:mod:`.inflight`).
+        self.in_flight = InFlight()
         #: How long past the time limit the race-over wait is said to be overdue.
         self.race_over_grace_s = RACE_OVER_GRACE_S
         #: The time limit (ends_at_ms) the overdue race was said of.
@@ -229,9 +235,9 @@ class SolraceApp(App[int]):
         self._replaced = False
         #: Moves typed while disconnected: refused, and said so until reconnected.
         self._unsent: list[str] = []
-        #: A move sent when the connection dropped (move, seq): played or not is told
+        #: The moves sent when the connection dropped (move, seq): played or not is told
         #: after the resume, from the snapshot's next seq.
-        self._unconfirmed: tuple[str, int] | None = None
+        self._unconfirmed: list[tuple[str, int]] = []
         self._saved_result_version: int | None = None
         #: Saving the race for ``resume`` failed once (said on the status line).
         self._resume_unsaved = False
@@ -411,11 +417,10 @@ class SolraceApp(App[int]):
 
     def _reconnected(self) -> tuple[str, str]:
         news = []
-        if self._unconfirmed is not None:
-            move, seq = self._unconfirmed
-            played = int((self.state.you or {}).get("next_seq") or 0) > seq
-            news.append(f"{move} was {'played' if played else 'not played'}")
-            self._unconfirmed = None
+        next_seq = int((self.state.you or {}).get("next_seq") or 0)
+        for move, seq in self._unconfirmed:
+            news.append(f"{move} was {'played' if next_seq > seq else 'not played'}")
+        self._unconfirmed = []
         if self._unsent:
             news.append(f"not sent while offline: {' '.join(self._unsent)} — play again")
             self._unsent.clear()
@@ -468,6 +473,7 @@ class SolraceApp(App[int]):
         """Everything the app derives from the view, after a fresh snapshot."""
         self.news.reset(self.state)
         self.move_times.reset(self.state.racer_list())
+        self.in_flight.restart()  # the snapshot's board is the server's: none is ahead
         self.controller.set_view(self.state.my_board)
         self.fit_side()
         self._save_token()
@@ -503,7 +509,8 @@ class SolraceApp(App[int]):
         if event.t == "resync":
             self._loaded()
         if event.t == "board" and event.d.get("racer") == state.me:
-            self.controller.set_view(state.my_board)
+            if not self.in_flight.live():  # else the replies to come set the board
+                self.controller.set_view(state.my_board)
             self.fit_side()
         elif event.t == "board" and self.mode == "watch":  # a board's width may differ
             self.fit_side()
@@ -900,45 +907,95 @@ class SolraceApp(App[int]):
             self._repaint()
             return
         self.controller.cancel()
-        self._moves.put_nowait(move)
+        self._moves.put_nowait((move, self.in_flight.epoch))
         self._repaint()
 
     async def _mover(self) -> None:
+        """Send the moves typed, in order: each at once while the board shows the
+        outcome of every move in flight; after the reply to one that turns a card up."""
         while True:
-            move = await self._moves.get()
+            move, epoch = await self._moves.get()
+            await self.in_flight.settled.wait()
+            if epoch != self.in_flight.epoch:
+                continue  # typed before a refusal: dropped with the queue
             client = self.client
             if client is None or not self.online:
                 self._refuse_offline(move)
                 continue
-            seq, before = client.seq, self.state.my_status
-            try:
-                reply = await client.move(move)  # folded into the view as it arrives
-            except ServerError as err:
-                self._drop_queued_moves()
-                if err.code == "bad_seq":
-                    await self._resync()
-                self.say(
-                    refusal_text(err.code, err.message, move, self.controller.view), "bold red"
-                )
-                continue
-            except (ConnectionError, TimeoutError, ConnectionClosed, OSError):
-                self._unsent += self._drop_queued_moves()
-                self._unconfirmed = (move, seq)
-                self.say(f"{move}: not confirmed — connection lost", "bold yellow")
-                continue
-            self.controller.set_view(reply.get("board"))
-            status = reply.get("status")
-            if status != before and status == "finished":
-                self.say("all foundations complete — you finished!", "bold green")
-            elif status != before and status == "stuck":
-                self.say("no legal move left: you are stuck (u undoes)", "bold yellow")
-            else:
-                self.say(f"{move} ✓")
+            await self._send(client, move)
+
+    async def _send(self, client: RaceClient, move: str) -> None:
+        """Send ``move`` with the next seq, show its board at once where the engine on
+        the board shown knows it (:func:`played_view`), and confirm it on its reply."""
+        flight = self.in_flight
+        epoch, seq, before = flight.epoch, flight.next_seq(client.seq), self.state.my_status
+        try:
+            reply = await client.send_move(move, seq)
+        except (ConnectionError, TimeoutError, ConnectionClosed, OSError):
+            self._connection_lost([*flight.live(), Sent(move, seq, None, epoch)])
+            return
+        view = self.controller.view
+        current = epoch == flight.epoch  # else refused meanwhile: its refusal is moot
+        shown = played_view(view, move) if view is not None and current else None
+        sent = flight.add(move, seq, shown, epoch)
+        if shown is not None:
+            self.controller.set_view(shown)
+            self._repaint()
+        self.run_worker(self._confirm(sent, reply, before), group="moves", exit_on_error=True)
+
+    async def _confirm(
+        self, sent: Sent, reply: Awaitable[dict[str, Any]], before: str | None
+    ) -> None:
+        """``sent``'s reply: the server's board replaces the one shown where they
+        differ; a refusal undoes every move shown ahead of it."""
+        try:
+            moved = await reply  # folded into the view as it arrives
+        except ServerError as err:
+            if self.in_flight.done(sent):  # else it followed a refused move: moot
+                await self._refused(sent.move, err)
+            return
+        except (ConnectionError, TimeoutError, ConnectionClosed, OSError):
+            live = self.in_flight.live()
+            if self.in_flight.done(sent):
+                self._connection_lost(live)
+            return
+        if not self.in_flight.done(sent):
+            return
+        board = moved.get("board")
+        if board != sent.shown:
+            self.controller.set_view(self.in_flight.rebased(board))
+        status = moved.get("status")
+        if status != before and status == "finished":
+            self.say("all foundations complete — you finished!", "bold green")
+        elif status != before and status == "stuck":
+            self.say("no legal move left: you are stuck (u undoes)", "bold yellow")
+        else:
+            self.say(f"{sent.move} ✓")
+
+    async def _refused(self, move: str, err: ServerError) -> None:
+        """The server refused ``move``: back to the server's board (every move shown
+        ahead of the refused one undone, the ones sent after it moot: the server
+        refuses them too), the moves still queued dropped, the reason said."""
+        self.in_flight.restart()
+        self._drop_queued_moves()
+        self.controller.set_view(self.state.my_board)
+        if err.code == "bad_seq":
+            await self._resync()
+        self.say(refusal_text(err.code, err.message, move, self.controller.view), "bold red")
+
+    def _connection_lost(self, sent: list[Sent]) -> None:
+        """The connection dropped with ``sent`` unconfirmed: the resume tells which
+        were played; the moves typed since are not sent."""
+        self.in_flight.restart()
+        self._unsent += self._drop_queued_moves()
+        self._unconfirmed = [(s.move, s.seq) for s in sent]
+        moves = " ".join(s.move for s in sent)
+        self.say(f"{moves}: not confirmed — connection lost", "bold yellow")
 
     def _drop_queued_moves(self) -> list[str]:
         dropped = []
         while not self._moves.empty():
-            dropped.append(self._moves.get_nowait())
+            dropped.append(self._moves.get_nowait()[0])
         return dropped
 
     def toggle_ready(self) -> None:
