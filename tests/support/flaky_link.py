@@ -193,7 +193,7 @@ class FlakyLink:
     """A TCP proxy from a port of its own to ``target_port`` (on 127.0.0.1); use it as an
     async context manager, and give clients :attr:`url` instead of the server's."""
 
-    def __init__(self, target_port: int, *, seed: int) -> None:
+    def __init__(self, target_port: int, *, seed: int, port: int = 0) -> None:
         self.target_port = target_port
         self.rng = random.Random(seed)
         self.latency_s = 0.0
@@ -212,7 +212,8 @@ class FlakyLink:
         self.stats = Stats()
         self.links: list[_Link] = []
         self._server: asyncio.Server | None = None
-        self.port = 0
+        #: The port it listens on (0 until entered: any free one, unless given).
+        self.port = port
 
     @property
     def url(self) -> str:
@@ -223,7 +224,7 @@ class FlakyLink:
         return [link for link in self.links if not link.done.is_set()]
 
     async def __aenter__(self) -> FlakyLink:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 

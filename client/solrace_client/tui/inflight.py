@@ -2,8 +2,8 @@
 
 A racer far from the server waited a whole round trip for each move's ``moved``
 before it saw its board and could play on: through a link of 150 ms round trip, a
-certified Yukon line of 78 moves finished 12.6 s behind the same line played next to
-the server (docs/fairness.md, "Latency"; now 3.5 s for 55 moves). The protocol lets a
+certified Yukon line of 71 moves finished 11.7 s behind the same line played next to
+the server (docs/fairness.md, "Latency"; now 3.2 s for 56 moves). The protocol lets a
 client pipeline moves (docs/protocol.md §11), and most moves turn up no card, so the
 engine on the client's own board knows their outcome. The terminal client therefore
 shows such a move's board at once and sends it with the next seq without waiting; the
