@@ -337,7 +337,7 @@ class _Bot:
         try:
             reply = await self.session.enter(request)
         except Unreachable as err:
-            raise BotCannotStart(cannot_reach(", ".join(err.servers), err.error)) from None
+            raise BotCannotStart(cannot_reach(err.servers, err.error)) from None
         except ServerError as err:
             code = params.get("code")
             saved = action == "join" and bool(code) and config.saved_in_room(str(code))

@@ -349,7 +349,7 @@ def cmd_rooms(args: argparse.Namespace) -> int:
     except NoReply:  # reached (the last one tried), then silent: not "cannot reach"
         return _fail(no_reply(server_list(server)[-1]))
     except CONNECT_ERRORS as exc:  # every server tried: the last one's reason
-        return _fail(cannot_reach(", ".join(server_list(server)), exc))
+        return _fail(cannot_reach(server_list(server), exc))
     except ConnectionError:
         return _fail(f"{server} closed the connection before answering")
     # The server lists finished rooms too (until they expire); they can be neither
@@ -723,7 +723,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     except NoReply:  # reached (the last one tried), then silent: not "cannot reach"
         return _fail(no_reply(server_list(server)[-1]))
     except CONNECT_ERRORS as exc:
-        return _fail(cannot_reach(", ".join(server_list(server)), exc))
+        return _fail(cannot_reach(server_list(server), exc))
     except ConnectionError:
         return _fail(f"{server} closed the connection before answering")
     out = _out()

@@ -22,7 +22,7 @@ import ipaddress
 import re
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -183,9 +183,31 @@ def _is_ipv6(text: str) -> bool:
         return False
 
 
-def cannot_reach(url: str, exc: BaseException) -> str:
-    """One line: why ``url`` could not be reached, and what to do about it."""
-    return f"cannot reach {url}: {connect_reason(url, exc)}"
+#: Most URLs a "cannot reach" line names when several were tried; past it, the first
+#: and how many more.
+NAMED_SERVERS: Final = 3
+
+
+def cannot_reach(urls: str | Sequence[str], exc: BaseException) -> str:
+    """One line: why ``urls`` (one URL, or several tried in turn, ``exc`` the last
+    one's failure) could not be reached, and what to do about it.
+
+    Several were said as ``cannot reach ws://A, ws://B: unknown host 'A'``: the reason
+    was worked out from the URLs joined, so it named the first host for the last one's
+    failure, and nothing said how many had been tried. The reason is the last URL's,
+    said as such."""
+    if isinstance(urls, str):
+        urls = [urls]
+    *others, last = urls
+    reason = connect_reason(last, exc)
+    if not others:
+        return f"cannot reach {last}: {reason}"
+    if len(urls) <= NAMED_SERVERS:
+        return f"cannot reach any of {len(urls)} servers ({', '.join(urls)}); the last: {reason}"
+    return (
+        f"cannot reach any of {len(urls)} servers ({urls[0]} and {len(others)} more); "
+        f"the last, {last}: {reason}"
+    )
 
 
 def no_reply(url: str) -> str:

@@ -111,6 +111,34 @@ async def test_no_server_is_one_line_status_2_and_suggests_starting_one(
     assert "start one with: solrace-server" in line
 
 
+@pytest.mark.parametrize(
+    "command", [["rooms"], ["fetch", "abcdef.0123abcd"], ["bot", "--quick"], *UI_COMMANDS]
+)
+async def test_several_servers_none_reached_says_how_many_and_the_last_ones_reason(
+    command: list[str],
+) -> None:
+    """``--server`` with several URLs, none reachable: one line says how many were
+    tried and names them, and the reason is the last one's, naming its own host. It
+    said ``cannot reach ws://127.0.0.1:P, ws://nohost-b.invalid:8765: unknown host
+    '127.0.0.1'``: the reason was worked out from the URLs joined, so it named the
+    first host for the last one's failure."""
+    refused = f"ws://127.0.0.1:{closed_port()}"
+    unknown = "ws://nohost-b.invalid:8765"
+    status, _, err = await solrace(*command, "--server", f"{refused},{unknown}")
+    assert status == errors.EXIT_FAILED
+    assert one_line(err) == (
+        f"solrace: cannot reach any of 2 servers ({refused}, {unknown}); "
+        "the last: unknown host 'nohost-b.invalid'"
+    )
+    four = ",".join([unknown.replace("-b", f"-{c}") for c in "wxy"] + [refused])
+    status, _, err = await solrace(*command, "--server", four)
+    assert status == errors.EXIT_FAILED
+    assert one_line(err) == (
+        "solrace: cannot reach any of 4 servers (ws://nohost-w.invalid:8765 and 3 more); "
+        f"the last, {refused}: connection refused — {errors.START_HINT}"
+    )
+
+
 async def test_wss_against_a_plain_server_says_why(cluster: Cluster) -> None:
     server = await cluster.node()
     url = server.url.replace("ws://", "wss://")

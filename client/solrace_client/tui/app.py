@@ -337,7 +337,7 @@ class SolraceApp(App[int]):
                 message = saved_race_over(self.over_race.race, self._fetch_server())
             self._entry_failed(message, err.code)
         except Unreachable as err:
-            self._entry_failed(cannot_reach(", ".join(err.servers), err.error))
+            self._entry_failed(cannot_reach(err.servers, err.error))
         except DROPPED as exc:  # connected (else Unreachable): lost before the reply
             self._entry_failed(entry_lost(request, exc))
         except (InvalidURI, ValueError) as exc:
