@@ -344,7 +344,7 @@ class _Bot:
             refused = refusal_of(err.data, action, code and str(code), saved=saved)
             raise BotCannotStart(f"{action} refused: {refused}") from None
         except DROPPED as exc:  # no reply: no token to resume with
-            raise BotCannotStart(entry_lost(action, exc)) from None
+            raise BotCannotStart(entry_lost(action, exc, self.session.server)) from None
         self._loaded()
         self.say(f"joined room {self.view.code} as racer {self.view.me}")
         if self.hooks.joined is not None:

@@ -48,6 +48,7 @@ from websockets.typing import Subprotocol
 
 from . import pacing
 from .errors import CONNECT_ERRORS
+from .errors import NoReply as NoReply  # raised here; defined beside the words for it
 from .pacing import Pace, Pacer
 from .roomview import Fold, RoomView
 
@@ -132,17 +133,6 @@ class ServerError(Exception):
         self.code: str = str(data.get("code"))
         self.message: str = str(data.get("message"))
         self.data = dict(data)
-
-
-class NoReply(TimeoutError):
-    """A request's reply did not come within its timeout, on a connection that was up:
-    the server was reached (the handshake answered), then said nothing in time. A
-    TimeoutError still (a dropped link, to a Session), but not a connect timeout: the
-    commands tell the two apart (:func:`~solrace_client.errors.no_reply`)."""
-
-    def __init__(self, request: str, seconds: float) -> None:
-        super().__init__(f"no reply to {request} within {seconds:g} s")
-        self.request = request
 
 
 def retry_after_s(err: ServerError) -> float:

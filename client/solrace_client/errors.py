@@ -123,6 +123,19 @@ def saved_race_over(race: str | None, server: str | None = None) -> str:
     )
 
 
+class NoReply(TimeoutError):
+    """A request's reply did not come within its timeout, on a connection that was up:
+    the server was reached (the handshake answered), then said nothing in time. A
+    TimeoutError still (a dropped link, to a Session), but not a connect timeout: the
+    commands tell the two apart (:func:`no_reply`). Defined here, not in connection.py
+    (which raises it, and names it too), so that :func:`lost_during` can tell it apart
+    without an import cycle."""
+
+    def __init__(self, request: str, seconds: float) -> None:
+        super().__init__(f"no reply to {request} within {seconds:g} s")
+        self.request = request
+
+
 class BadServerURL(ValueError):
     """A ``--server``/``$SOLRACE_SERVER`` value that is not a WebSocket URL."""
 
@@ -236,18 +249,31 @@ def lost_reason(exc: BaseException | None) -> str:
     return str(exc) or "connection closed"
 
 
-def lost_during(request: str, exc: BaseException) -> str:
+def lost_during(request: str, exc: BaseException, url: str | None = None) -> str:
     """The connection went before the reply to ``request`` came. The server was
     reached, so this is not "cannot reach … is solrace-server running?", which was said
-    of a server that had just made the room (or taken the resume)."""
+    of a server that had just made the room (or taken the resume).
+
+    A reply that never came on a connection still up (connection.NoReply) is no lost
+    connection either: the bot and the UI said "connection lost during create (no
+    answer in time)" of a server that had answered the handshake and then nothing (a
+    stalled server, or a network gone silent). It is said as ``rooms`` and ``fetch``
+    say it (:func:`no_reply`), naming ``url`` where the caller knows it."""
+    if isinstance(exc, NoReply):
+        where = "" if url is None else f" to {url}"
+        return (
+            f"connected{where}, but it did not answer the {request} in time (the server, "
+            "or the network, is busy)"
+        )
     return f"connection lost during {request} ({lost_reason(exc)})"
 
 
-def entry_lost(request: str, exc: BaseException) -> str:
-    """One line: the connection went before the reply to ``request`` (``create``,
-    ``join``, ``quick``, ``resume``, ``watch``) came. The server may have taken the
-    seat, but with no token there is nothing to resume: the user tries again."""
-    return f"{lost_during(request, exc)}: try again"
+def entry_lost(request: str, exc: BaseException, url: str | None = None) -> str:
+    """One line: the reply to ``request`` (``create``, ``join``, ``quick``,
+    ``resume``, ``watch``) never came from ``url`` (:func:`lost_during`). The server
+    may have taken the seat, but with no token there is nothing to resume: the user
+    tries again."""
+    return f"{lost_during(request, exc, url)}: try again"
 
 
 #: Closing advice to try again, as reasons end (longest first): said once a retry loop

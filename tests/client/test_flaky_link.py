@@ -676,6 +676,65 @@ async def test_a_server_reached_that_never_answers_is_not_told_unreachable(
     )
 
 
+def _not_answered(url: str, request: str) -> str:
+    """The line for an entry whose reply never came from a server that was reached."""
+    return (
+        f"solrace: connected to {url}, but it did not answer the {request} in time "
+        "(the server, or the network, is busy): try again"
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "entry"),
+    [(["bot", "--create"], "create"), (["bot", "--quick"], "quick"), (["bot", "AB23CD"], "join")],
+)
+async def test_a_bot_whose_entry_is_never_answered_is_not_told_connection_lost(
+    server: RaceServer,
+    command: list[str],
+    entry: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``solrace bot`` through a link that goes silent once the WebSocket handshake is
+    through: the server was reached, then its reply to the entry never came
+    (connection.NoReply). It said "connection lost during create (no answer in time):
+    try again" of a connection that was never lost; it now says, as ``rooms`` and
+    ``fetch`` do, that the server was reached and did not answer in time."""
+    monkeypatch.setattr(connection, "REQUEST_TIMEOUT_S", 1.0)  # the wait for a reply
+    async with FlakyLink(_port(server), seed=111) as link:
+        link.silent = "handshake"
+        status = await _main([*command, "--server", link.url])
+        assert link.stats.connections == link.stats.stalls == 1, link.stats
+    assert status == EXIT_FAILED
+    assert one_line(capsys.readouterr().err) == _not_answered(link.url, entry)
+
+
+async def test_the_ui_commands_whose_entry_is_never_answered_say_so(server: RaceServer) -> None:
+    """``create``, ``join``, ``quick``, ``watch`` and ``resume`` on a terminal, through a
+    link that goes silent after the handshake, at the client's own 10 s request
+    timeout (a process of its own: nothing patched): after the "connecting to" notice,
+    one line that the server was reached and did not answer in time, not "connection
+    lost during create (no answer in time)"."""
+    async with FlakyLink(_port(server), seed=112) as link:
+        link.silent = "handshake"
+        config.save_race(SavedRace(link.url, "some-room", "AB23CD", 2, "a-token-0123456789", "Ann"))
+        commands = {
+            "create": ["create"],
+            "join": ["join", "AB23CD"],
+            "quick": ["quick"],
+            "watch": ["watch", "AB23CD"],
+            "resume": ["resume"],
+        }
+        runs = await asyncio.gather(
+            *(solrace(*argv, "--server", link.url) for argv in commands.values())
+        )
+    for request, (status, _, err) in zip(commands, runs, strict=True):
+        lines = [line.strip() for line in err.splitlines() if line.strip()]
+        assert status == EXIT_FAILED, err
+        assert "Traceback" not in err
+        assert lines == [f"solrace: connecting to {link.url}…", _not_answered(link.url, request)]
+
+
 async def test_a_bot_that_runs_out_of_reconnects_says_so_in_one_sentence(
     server: RaceServer,
 ) -> None:

@@ -339,7 +339,7 @@ class SolraceApp(App[int]):
         except Unreachable as err:
             self._entry_failed(cannot_reach(err.servers, err.error))
         except DROPPED as exc:  # connected (else Unreachable): lost before the reply
-            self._entry_failed(entry_lost(request, exc))
+            self._entry_failed(entry_lost(request, exc, self.session.server))
         except (InvalidURI, ValueError) as exc:
             self._entry_failed(cannot_reach(self.server, exc))
         return self.failure is None
