@@ -19,9 +19,10 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
 from rich.console import Console, Group, JustifyMethod, RenderableType
 from rich.measure import Measurement
@@ -59,6 +60,7 @@ from .errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_NO,
+    EXIT_TERMINATED,
     BadServerURL,
     cannot_reach,
     check_server_url,
@@ -526,6 +528,43 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
     return table
 
 
+_T = TypeVar("_T")
+
+
+class _Terminated(Exception):
+    """The command's work was cancelled by SIGTERM (:func:`_until_sigterm`)."""
+
+
+async def _until_sigterm(work: Awaitable[_T]) -> _T:
+    """``work``, cancelled by SIGTERM as Ctrl-C cancels it (so it cleans up as for
+    Ctrl-C: a bot leaves its race), then :class:`_Terminated`. Its default action
+    killed ``solrace bot`` where it stood, its seat held for the 30 s grace with
+    nothing to take it back (a bot saves no race for ``solrace resume``). A second
+    SIGTERM kills at once, as the first did before."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    terminated = False
+
+    def terminate() -> None:
+        nonlocal terminated
+        terminated = True
+        loop.remove_signal_handler(signal.SIGTERM)
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, terminate)
+    except (ValueError, RuntimeError):  # not the main thread (main() run by a test)
+        return await task
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if terminated:
+            raise _Terminated from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
 def cmd_bot(args: argparse.Namespace) -> int:
     from .bot import BotCannotStart, BotError, BotHooks, ResultNotSaved, run_bot
     from .results import SavedResult, race_id
@@ -576,22 +615,26 @@ def cmd_bot(args: argparse.Namespace) -> int:
     finished: list[SavedResult] = []
     try:
         result = asyncio.run(
-            run_bot(
-                servers,
-                code=args.code,
-                quick_variant=args.variant if args.quick else None,
-                create=create,
-                name=name,
-                strategy=args.strategy,
-                ready=args.ready,
-                host_start=args.host_start or args.create,
-                min_racers=args.min_racers,
-                max_moves=args.max_moves,
-                move_delay=args.delay,
-                rng_seed=args.seed,
-                hooks=BotHooks(joined=on_joined, say=say, over=finished.append),
+            _until_sigterm(
+                run_bot(
+                    servers,
+                    code=args.code,
+                    quick_variant=args.variant if args.quick else None,
+                    create=create,
+                    name=name,
+                    strategy=args.strategy,
+                    ready=args.ready,
+                    host_start=args.host_start or args.create,
+                    min_racers=args.min_racers,
+                    max_moves=args.max_moves,
+                    move_delay=args.delay,
+                    rng_seed=args.seed,
+                    hooks=BotHooks(joined=on_joined, say=say, over=finished.append),
+                )
             )
         )
+    except _Terminated:
+        return _fail("terminated", EXIT_TERMINATED)
     except BotCannotStart as exc:
         return _fail(str(exc))
     except BotError as exc:
@@ -809,7 +852,8 @@ def build_parser() -> argparse.ArgumentParser:
         "0 done, 1 the answer is no (a race that does not verify, a bot that could not "
         "finish), 2 could not run (bad arguments, server unreachable or refusing, unknown "
         "or malformed race), 130 interrupted, 141 the reader of its output went away (| head), "
-        "143 the race or watch screen ended by SIGTERM (kill PID).",
+        "143 ended by SIGTERM (kill PID): the race or watch screen, or a bot (it leaves its "
+        "race).",
     )
     parser.add_argument("--server", default=None, help=server_help)
     add_version(parser)

@@ -34,8 +34,8 @@ from websockets.exceptions import InvalidHandshake, InvalidMessage, InvalidStatu
 EXIT_OK: Final = 0
 EXIT_NO: Final = 1
 EXIT_FAILED: Final = 2
-#: The full-screen UI ended by SIGTERM (``kill PID``), the terminal given back: what a
-#: shell reports for a process SIGTERM kills (128 + 15).
+#: Ended by SIGTERM (``kill PID``): the full-screen UI, the terminal given back, or a
+#: bot, which left its race: what a shell reports for a process SIGTERM kills (128 + 15).
 EXIT_TERMINATED: Final = 128 + 15
 # EXIT_READER_GONE (141, imported above): the reader of standard output went away
 # (``| head``); the one definition is the rules CLI's, which ends the same way.

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+import signal
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
 from solrace_client.bot import BotCannotStart, BotHooks, run_bot
 from solrace_client.cli import main
+from solrace_client.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
 from solrace_client.results import load_result, race_id
 from solrace_client.session import Session
 from solrace_client.strategy import STRATEGIES, Memory, position_key
@@ -28,6 +31,7 @@ from solrace_client.verify import verify_result
 
 from tests.net.conftest import Cluster
 from tests.support.faults import StoreFaults
+from tests.support.server_process import solrace_server
 
 from .conftest import SEED, bot_race
 
@@ -181,6 +185,74 @@ async def test_an_interrupted_bot_leaves_its_lobby_and_a_quick_race_is_not_match
     live = server.node.rooms[room]
     assert not live.state.racers  # it left: the lobby is empty, unlisted
     assert room not in await server.node.store.listed_rooms()
+
+
+async def _bot_process(url: str, code: str) -> asyncio.subprocess.Process:
+    """``solrace bot CODE -v`` as a shell starts it (SIGINT at its default action: a
+    background job of a non-interactive shell ignores it)."""
+    return await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "solrace"),
+        *("bot", code, "--server", url, "--name", "Bot", "-v", "--delay", "0.5"),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+async def _said(proc: asyncio.subprocess.Process, words: bytes) -> bytes:
+    """What the process wrote to standard error, up to the line holding ``words``."""
+    assert proc.stderr is not None
+    said = b""
+    while words not in said:
+        line = await asyncio.wait_for(proc.stderr.readline(), 20)
+        assert line, said
+        said += line
+    return said
+
+
+@pytest.mark.parametrize(
+    ("sig", "status", "line"),
+    [
+        (signal.SIGTERM, EXIT_TERMINATED, "solrace: terminated"),
+        (signal.SIGINT, EXIT_INTERRUPTED, "solrace: interrupted"),
+    ],
+)
+@pytest.mark.parametrize("phase", ["lobby", "racing"])
+async def test_a_signalled_bot_leaves_its_race_and_says_so_in_one_line(
+    sig: signal.Signals, status: int, line: str, phase: str
+) -> None:
+    """``kill PID`` (SIGTERM) of ``solrace bot`` against a real solrace-server killed it
+    where it stood (status -15, not a word): the server saw it offline and held its
+    seat for the 30 s grace — a bot saves no race for ``solrace resume``, so nothing
+    could take it back, and in a lobby a ready ghost is what a quick race was matched
+    with (the Ctrl-C audit above). It now ends as Ctrl-C does: it leaves the race
+    (the others see ``racer_left``, reason ``left``, at once), says one line, and
+    exits 143 (128 + SIGTERM; Ctrl-C 130), no traceback, in the lobby or mid-race."""
+    async with solrace_server("redis") as server:
+        ann = await RaceClient.connect(server.url)
+        await ann.create("yukon", "Ann", private=True)
+        proc = await _bot_process(server.url, str((ann.snapshot or {})["code"]))
+        try:
+            said = await _said(proc, b"joined room")
+            if phase == "racing":
+                await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["racer"] == 2)
+                await ann.ready()
+                await ann.start()
+                said += await _said(proc, b"bot: started")
+            proc.send_signal(sig)
+            assert proc.stderr is not None
+            said += await asyncio.wait_for(proc.stderr.read(), 10)
+            assert await asyncio.wait_for(proc.wait(), 10) == status, said
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        left = await ann.wait_for(lambda e: e.t in ("racer_left", "presence"), 5)
+        assert (left.t, left.d.get("reason")) == ("racer_left", "left"), left
+        await ann.close()
+    assert said.decode().splitlines()[-1] == line, said
+    assert b"Traceback" not in said
+    assert "Traceback" not in server.log and " ERROR " not in server.log, server.log
 
 
 async def test_a_bot_resumes_on_another_node_when_its_node_dies(cluster: Cluster) -> None:
