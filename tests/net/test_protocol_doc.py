@@ -222,6 +222,9 @@ def test_the_keepalive_and_the_non_reading_client_are_the_constants() -> None:
     assert interval + timeout == limits.STUCK_OUTPUT_S
     says(f"otherwise {limits.STUCK_OUTPUT_S:g} s (`limits.STUCK_OUTPUT_S`, the keepalive's")
     says(f"output that has not\nmoved for {limits.STUCK_OUTPUT_S:g} s")
+    node_mib = limits.MAX_UNREAD_BYTES_PER_NODE / 2**20
+    says(f"or when the node's connections together leave more than {node_mib:g} MiB\n")
+    says("(`limits.MAX_UNREAD_BYTES_PER_NODE`, `solrace-server --max-unread-mib`")
 
 
 async def test_a_race_left_by_all_but_one_in_the_countdown_starts_with_one(

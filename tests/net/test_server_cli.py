@@ -29,7 +29,7 @@ from solrace.net.main import (
     run_on_loop,
 )
 from solrace.net.server import RaceServer
-from solrace.protocol.limits import SPECTATORS_PER_ROOM
+from solrace.protocol.limits import MAX_UNREAD_BYTES_PER_NODE, SPECTATORS_PER_ROOM
 from solrace.rooms import solver_workers
 from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
@@ -142,6 +142,7 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
         "--max-connections-per-address",
         "--seats-per-address",
         "--spectators-per-room",
+        "--max-unread-mib",
         "--trusted-proxies",
     ):
         assert flag in text
@@ -156,6 +157,7 @@ def test_help_names_every_flag_and_variable_and_the_exit_statuses() -> None:
         "SOLRACE_MAX_CONNECTIONS_PER_ADDRESS",
         "SOLRACE_SEATS_PER_ADDRESS",
         "SOLRACE_SPECTATORS_PER_ROOM",
+        "SOLRACE_MAX_UNREAD_MIB",
         "SOLRACE_TRUSTED_PROXIES",
     ):
         assert variable in text
@@ -174,6 +176,22 @@ def test_the_spectators_cap_a_user_gets_is_the_documented_one(
     assert server_main.resolve(parse(["--spectators-per-room", "0"])).spectators_per_room == 0
     monkeypatch.setenv("SOLRACE_SPECTATORS_PER_ROOM", "40")
     assert server_main.resolve(server_main.build_parser().parse_args([])).spectators_per_room == 40
+
+
+def test_the_unread_budget_a_user_gets_is_the_documented_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``solrace-server`` with no flag lets its connections together leave 64 MiB
+    unread (docs/protocol.md §13); ``SOLRACE_MAX_UNREAD_MIB`` and the flag change it, 0
+    lifts the cap, and a bad value is refused naming the flag."""
+    monkeypatch.delenv("SOLRACE_MAX_UNREAD_MIB", raising=False)
+    parse = server_main.build_parser().parse_args
+    assert server_main.resolve(parse([])).max_unread_mib * 2**20 == MAX_UNREAD_BYTES_PER_NODE
+    assert server_main.resolve(parse(["--max-unread-mib", "0"])).max_unread_mib == 0
+    monkeypatch.setenv("SOLRACE_MAX_UNREAD_MIB", "512")
+    assert server_main.resolve(parse([])).max_unread_mib == 512
+    with pytest.raises(server_main.UsageError, match="--max-unread-mib: must be 0 or more"):
+        server_main.resolve(parse(["--max-unread-mib", "-1"]))
 
 
 @pytest.mark.parametrize(

@@ -18,13 +18,14 @@ from typing import Any
 
 import pytest
 from solrace.net import server as server_module
-from solrace.net.session import SPECTATOR_WRITE_S, Session
+from solrace.net.session import SPECTATOR_WRITE_S, Session, UnreadBudget
 from solrace.protocol import Envelope, encode
 from solrace.protocol.limits import (
     CLOSE_TIMEOUT_S,
     KEEPALIVE_INTERVAL_S,
     KEEPALIVE_TIMEOUT_S,
     MAX_UNREAD_BYTES,
+    MAX_UNREAD_BYTES_PER_NODE,
     STUCK_OUTPUT_S,
     SUBPROTOCOL,
 )
@@ -171,6 +172,90 @@ async def test_a_client_that_leaves_too_much_output_unread_is_dropped_at_once(
     assert _dropped_for_not_reading(server) == 1
     assert await _until_closed(server, 2) < 2
     await _cut_short(reader, writer)
+
+
+async def _fill(session: Session, target: int) -> None:
+    """Frames for ``session`` (64 KiB each: a ``result`` is up to some hundred KiB)
+    until at least ``target`` bytes wait unread in the node's buffer for it."""
+    frame = b"\x00" * (64 * 1024)
+    while session.unread_bytes() < target and not session.closed:
+        session.send_bytes(frame)
+        for _ in range(3):  # its write, at the end of the loop turn
+            await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)  # no store involved
+async def test_the_node_drops_the_connection_holding_most_once_all_hold_too_much(
+    cluster: Cluster,
+) -> None:
+    """Each connection may leave MAX_UNREAD_BYTES unread; alone, that let N clients
+    that never read pin N × 4 MiB of the node (an audit's 200 clients asking for an
+    archived race's result and never reading: the node's RSS 65 → 522 MB, which it
+    kept). A node's connections together now leave at most MAX_UNREAD_BYTES_PER_NODE
+    (64 MiB, the default a user gets) unread: past it, the one holding the most is
+    dropped, counted as a 1008 close like the per-connection limit. Clients that do
+    not read fill the node's buffer, each below its own limit, the first the most;
+    the one that takes the node past the budget is not the one dropped."""
+    server = await cluster.node()
+    assert MAX_UNREAD_BYTES_PER_NODE == 64 * 1024 * 1024
+    clients: list[tuple[Session, asyncio.StreamReader, asyncio.StreamWriter]] = []
+    most = MAX_UNREAD_BYTES_PER_NODE // (3 * MAX_UNREAD_BYTES // 4) + 4  # 3 MiB each
+    while _dropped_for_not_reading(server) == 0 and len(clients) < most:
+        known = set(server.node.peers)
+        reader, writer = await _raw_client(server.url)
+        writer.transport.pause_reading()  # it never reads
+        while not (new := [p for p in server.node.peers if p not in known]):
+            await asyncio.sleep(0.01)
+        (session,) = new
+        assert isinstance(session, Session)
+        clients.append((session, reader, writer))
+        held = sum(s.unread_bytes() for s, _, _ in clients)
+        target = 15 * MAX_UNREAD_BYTES // 16 if len(clients) == 1 else 7 * MAX_UNREAD_BYTES // 8
+        await _fill(session, target)
+    print(f"{len(clients)} clients, {held / 2**20:.1f} MiB unread before the last one's")
+    assert _dropped_for_not_reading(server) == 1, f"none dropped: {held / 2**20:.0f} MiB unread"
+    assert held + MAX_UNREAD_BYTES > MAX_UNREAD_BYTES_PER_NODE  # only past the budget
+    first, *others = clients
+    assert first[0].closed and all(not s.closed for s, _, _ in others)
+    left = sum(s.unread_bytes() for s, _, _ in others)
+    assert server.unread.budget == MAX_UNREAD_BYTES_PER_NODE  # the default
+    assert server.unread.total == left <= MAX_UNREAD_BYTES_PER_NODE
+    assert len(server.node.peers) == len(others)
+    await _cut_short(first[1], first[2])
+    for _, _, writer in others:
+        writer.transport.abort()
+
+
+class _Held:
+    """A connection holding ``now`` unread bytes (a session.Holder)."""
+
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def unread_bytes(self) -> int:
+        return self.now
+
+
+def test_the_unread_budget_measures_again_before_it_drops_anyone() -> None:
+    """What a connection held is noted at its writes; its client may read it all
+    since, unseen. The budget measures every holder again before it drops one, and
+    drops the largest only while the fresh total is over: a client that caught up is
+    not dropped for what it once held."""
+    mib = 2**20
+    budget = UnreadBudget(10 * mib)
+    caught_up, slow, stuck = _Held(4 * mib), _Held(3 * mib), _Held(3 * mib)
+    for held in (caught_up, slow, stuck):
+        budget.note(held, held.now)
+    budget.note(stuck, 4 * mib)
+    stuck.now = 4 * mib
+    assert budget.over() and budget.total == 11 * mib
+    caught_up.now = 0  # it read everything since its last write
+    assert budget.to_drop() == (7 * mib, []) and budget.total == 7 * mib
+    slow.now, caught_up.now = 5 * mib, 3 * mib
+    budget.note(slow, slow.now)
+    budget.note(caught_up, caught_up.now)
+    assert budget.to_drop() == (12 * mib, [slow]) and budget.total == 7 * mib  # the largest
+    assert not UnreadBudget(0).over()  # 0: no cap
 
 
 @pytest.mark.parametrize("cluster", ["redis"], indirect=True)  # no store involved

@@ -189,7 +189,11 @@ _rooms_per_minute = whole(0)
 _seats_per_address = whole(0)
 #: ``--spectators-per-room``: 0 lets any number watch a room.
 _spectators_per_room = whole(0)
+#: ``--max-unread-mib``: 0 lets the node's connections leave any amount unread (each
+#: still at most MAX_UNREAD_BYTES).
+_max_unread_mib = whole(0)
 AUTO_MAX_CONNECTIONS: Final = "auto"
+MIB: Final = 1024 * 1024
 
 
 def _max_connections(text: str) -> int | None:
@@ -332,6 +336,7 @@ def settings() -> tuple[Setting, ...]:
     """Every setting, in ``--help`` order (built on first use: the rate defaults are
     the protocol's, whose modules :func:`main` loads)."""
     from solrace.protocol.limits import (
+        MAX_UNREAD_BYTES_PER_NODE,
         RATE_BURST,
         RATE_PER_S,
         SEATS_PER_ADDRESS,
@@ -439,6 +444,15 @@ def settings() -> tuple[Setting, ...]:
             "spectators the node lets watch one room at once, more are refused "
             "too_many_spectators: each one costs the node every frame the room sends "
             "(0: no cap)",
+        ),
+        Setting(
+            "--max-unread-mib",
+            "SOLRACE_MAX_UNREAD_MIB",
+            str(MAX_UNREAD_BYTES_PER_NODE // MIB),
+            _max_unread_mib,
+            "MiB of output all the node's connections together may leave unread; past "
+            "it the connection holding the most is dropped, as one that leaves 4 MiB "
+            "unread is (0: no cap)",
         ),
         Setting(
             "--trusted-proxies",
@@ -732,7 +746,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
             most,
             open_files,
         )
-    server = RaceServer(node, args.host, args.port, admission)
+    server = RaceServer(node, args.host, args.port, admission, args.max_unread_mib * MIB)
     await server.start()
     tune_gc()
     # SIGTERM/SIGINT drain from here on: before the "listening" line, which a process

@@ -41,6 +41,7 @@ from solrace.protocol.limits import (
     CONNECTION_RETRY_AFTER_S,
     KEEPALIVE_INTERVAL_S,
     KEEPALIVE_TIMEOUT_S,
+    MAX_UNREAD_BYTES_PER_NODE,
     STUCK_OUTPUT_S,
 )
 from solrace.rooms import lobby
@@ -63,7 +64,7 @@ from .admission import (
     default_max_connections,
 )
 from .metrics import Metrics
-from .session import Session
+from .session import Session, UnreadBudget
 from .stalls import LoopStalls
 
 log = logging.getLogger("solrace.server")
@@ -194,7 +195,12 @@ EVICTION_CHECK_S = 10.0
 
 class RaceServer:
     def __init__(
-        self, node: Node, host: str, port: int, admission: Admission | None = None
+        self,
+        node: Node,
+        host: str,
+        port: int,
+        admission: Admission | None = None,
+        max_unread_bytes: int = MAX_UNREAD_BYTES_PER_NODE,
     ) -> None:
         self.node = node
         #: Prometheus metrics (``/metrics``); the node counts into them too.
@@ -213,6 +219,8 @@ class RaceServer:
         self._refusals_timer: asyncio.TimerHandle | None = None
         #: The event loop's stalls, which no connection's rate limit counts against it.
         self.stalls = LoopStalls()
+        #: Output all connections together leave unread (``--max-unread-mib``; 0: any).
+        self.unread = UnreadBudget(max_unread_bytes)
 
     def _connection_class(self) -> type[_Connection]:
         return type("_Connection", (_Connection,), {"race_server": self})
@@ -383,13 +391,16 @@ class RaceServer:
         client = None if ticket is None else ticket.forwarded
         open_room = None if ticket is None else functools.partial(self.admission.open_room, ticket)
         address = None if ticket is None else ticket.seat_key
-        session = Session(ws, self.node, self.metrics, client, self.stalls, open_room, address)
+        session = Session(
+            ws, self.node, self.metrics, client, self.stalls, open_room, address, self.unread
+        )
         node = self.node
         node.peers.add(session)
         try:
             await session.run()
         finally:
             node.peers.discard(session)
+            self.unread.forget(session)
             await lobby.disconnected(node, session)
 
     async def drain(self) -> None:

@@ -28,7 +28,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -58,11 +58,79 @@ log = logging.getLogger("solrace.session")
 #: Longest a spectator's frame waits for others to go out in the same write (module
 #: docstring): at most one write per spectator per interval, whatever the room's pace.
 SPECTATOR_WRITE_S: Final = 0.05
+MIB: Final = 1024 * 1024
 
 #: Close codes websockets sends on its own for bad input (counted as protocol closes).
 REFUSED_BY_WEBSOCKETS = frozenset(
     {CloseCode.INVALID_DATA, CloseCode.MESSAGE_TOO_BIG, CloseCode.PROTOCOL_ERROR}
 )
+
+
+class Holder(Protocol):
+    """A connection whose unread output the budget counts (a Session)."""
+
+    def unread_bytes(self) -> int:
+        """Output waiting in the node's buffer for this connection now."""
+        ...
+
+
+class UnreadBudget:
+    """The node's budget for output its clients leave unread, all connections together.
+
+    Each connection may leave up to ``MAX_UNREAD_BYTES`` (4 MiB) unread in the node's
+    buffer before it is dropped (:meth:`Session._write`), and up to 40 s may pass before
+    a client that stopped reading is dropped for it (server.py). Alone, that let N
+    clients that never read pin N × 4 MiB of the node's memory: a node takes up to
+    20,000 connections by default, and 200 clients asking for an archived race's result
+    31 times each and never reading took one node from 65 MB to 522 MB of memory, which
+    it kept after they were gone (docs/server.md, "Connection limits"). So the node
+    keeps a budget for all of them (``MAX_UNREAD_BYTES_PER_NODE``,
+    ``--max-unread-mib``): past it, the connection holding the most is dropped — the
+    one that costs the node the most, and the first an attacker fills — exactly as the
+    per-connection limit drops one.
+
+    What each connection holds is noted after each write to it (the only time it grows);
+    it only shrinks as its client reads, unseen, so the sum may be stale-high: it is
+    measured again, every connection that held some, before anyone is dropped.
+    """
+
+    __slots__ = ("budget", "held", "total")
+
+    def __init__(self, budget: int) -> None:
+        #: Bytes all connections together may leave unread; 0: no budget.
+        self.budget = budget
+        #: What each connection that holds some held at its last write.
+        self.held: dict[Holder, int] = {}
+        self.total = 0
+
+    def note(self, holder: Holder, size: int) -> None:
+        """``holder`` holds ``size`` unread bytes now (after a write, or 0 when gone)."""
+        old = self.held.pop(holder, 0)
+        if size > 0:
+            self.held[holder] = size
+        self.total += size - old
+
+    def forget(self, holder: Holder) -> None:
+        self.note(holder, 0)
+
+    def over(self) -> bool:
+        return 0 < self.budget < self.total
+
+    def to_drop(self) -> tuple[int, list[Holder]]:
+        """What all connections hold, measured afresh (clients that read since their
+        last write hold less than was noted), and the connections to drop, most unread
+        first, so that what is left fits the budget; those are noted as gone."""
+        for holder in list(self.held):
+            self.note(holder, holder.unread_bytes())
+        measured = self.total
+        dropped: list[Holder] = []
+        by_size = sorted(self.held.items(), key=lambda item: item[1], reverse=True)
+        for holder, _ in by_size:
+            if not self.over():
+                break
+            self.forget(holder)
+            dropped.append(holder)
+        return measured, dropped
 
 
 class Session(Peer):
@@ -75,6 +143,7 @@ class Session(Peer):
         stalls: LoopStalls | None = None,
         open_room: Callable[[float], float | None] | None = None,
         address: str | None = None,
+        unread: UnreadBudget | None = None,
     ) -> None:
         super().__init__()
         self.address = address
@@ -96,6 +165,8 @@ class Session(Peer):
         #: Frames framed since the last write to the socket (see the module docstring).
         self._unwritten = 0
         self._loop = loop
+        #: The node's budget for unread output, all connections together (UnreadBudget).
+        self.unread = unread
 
     # ---------------------------------------------------------------- output
     def send_bytes(self, frame: bytes) -> None:
@@ -129,16 +200,49 @@ class Session(Peer):
                 else:
                     transport.close()
         self.metrics.frames_out.inc(frames)
-        if transport.get_write_buffer_size() > MAX_UNREAD_BYTES:
+        unread = transport.get_write_buffer_size()
+        if unread > MAX_UNREAD_BYTES:
             # Checked after the write, not before the next one: a connection that went
-            # past the limit and is sent nothing more was held. Dropped, not closed:
-            # a close frame would wait behind what the client has not read (it could
-            # never see it), and websockets' close waits for that output to drain
-            # first — for ever (the connection stayed open).
-            log.warning("dropping a connection that does not read", extra=self.ids())
-            self.metrics.closes.labels(str(int(CloseCode.POLICY_VIOLATION))).inc()
-            self.closed = True
-            transport.abort()
+            # past the limit and is sent nothing more was held.
+            self.drop_for_not_reading("dropping a connection that does not read")
+        elif self.unread is not None:
+            self.unread.note(self, unread)
+            if self.unread.over():
+                self._drop_most_unread(self.unread)
+
+    def _drop_most_unread(self, budget: UnreadBudget) -> None:
+        """The node's connections together hold more unread output than its budget:
+        drop the ones holding the most (UnreadBudget), as the per-connection limit does."""
+        total, dropped = budget.to_drop()
+        for holder in dropped:
+            if isinstance(holder, Session):
+                holder.drop_for_not_reading(
+                    "dropping the connection with the most unread output: the node's "
+                    f"connections held {total / MIB:.1f} MiB unread, more than its "
+                    f"{budget.budget / MIB:g} MiB"
+                )
+
+    def unread_bytes(self) -> int:
+        """Output waiting in the node's buffer for this connection (a Holder)."""
+        transport = self.ws.transport
+        if transport is None or transport.is_closing():
+            return 0
+        return transport.get_write_buffer_size()
+
+    def drop_for_not_reading(self, why: str) -> None:
+        """Drop the connection: not closed, since a close frame would wait behind what
+        the client has not read (it could never see it), and websockets' close waits
+        for that output to drain first — for ever (the connection stayed open).
+        Counted as a 1008 close (docs/protocol.md §13)."""
+        if self.unread is not None:
+            self.unread.forget(self)
+        self.closed = True
+        transport = self.ws.transport
+        if transport is None or transport.is_closing():
+            return
+        log.warning(why, extra=self.ids())
+        self.metrics.closes.labels(str(int(CloseCode.POLICY_VIOLATION))).inc()
+        transport.abort()
 
     def close_later(self, code: int, reason: str) -> None:
         self.closed = True

@@ -164,6 +164,12 @@ CLOSE_TIMEOUT_S: Final = 10.0
 #: the operating system's socket buffers hold) before the connection is dropped
 #: (docs/protocol.md §13).
 MAX_UNREAD_BYTES: Final = 4 * 1024 * 1024
+#: Server output all a node's connections together may leave unread in its buffers
+#: (``solrace-server --max-unread-mib``; 0: no cap). Past it the connection holding the
+#: most is dropped, as one past MAX_UNREAD_BYTES is. Without it N clients that never
+#: read pinned N × MAX_UNREAD_BYTES of the node's memory, and a node takes up to 20,000
+#: connections (docs/server.md, "Connection limits").
+MAX_UNREAD_BYTES_PER_NODE: Final = 64 * 1024 * 1024
 #: How long output may wait in the node's buffer, its writing paused for a client that
 #: does not read, before the connection is dropped: the keepalive's longest wait (a
 #: ping and a close both queue behind that output, so the keepalive cannot do it).
