@@ -6,6 +6,7 @@ which the next flush connects again."""
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from solrace.net.main import UVLOOP, run_on_loop
 from solrace.store import Store, StoreUnavailable
 from solrace.store._link import RespLink
 
+from tests.support.flaky_link import FlakyLink
 from tests.support.redis import BACKEND_URLS
 
 REDIS = BACKEND_URLS["redis"]
@@ -211,6 +213,34 @@ async def test_a_move_in_flight_when_the_link_dies_is_unavailable_and_never_appl
         await store.delete_all()
         await store.close()
         await admin.aclose()
+
+
+async def test_a_batch_does_not_wait_for_the_round_trip_of_the_one_before() -> None:
+    """Redis 100 ms away (a round trip, through a proxy): Bob's move, made 20 ms after
+    Ann's, goes out at once beside hers and is answered in about one round trip. It
+    waited for Ann's batch to be answered before: two round trips (0.18 s), so two
+    racers moving back to back on a distant node each paid two round trips a move."""
+    url = urllib.parse.urlsplit(REDIS)
+    async with FlakyLink(url.port or 6379, seed=0) as proxy:
+        proxy.latency_s = 0.05  # each way
+        far = url._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
+        store = await Store.connect(far, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+        loop = asyncio.get_running_loop()
+
+        async def move(racer: str, after_s: float) -> float:
+            await asyncio.sleep(after_s)
+            began = loop.time()
+            assert (await store.append_move("r", racer, 0, b"m", b"e", round_no=1)).accepted
+            return loop.time() - began
+
+        try:
+            await move("warm", 0)  # connected, scripts loaded
+            ann, bob = await asyncio.gather(move("ann", 0), move("bob", 0.02))
+            assert ann < 0.15 and bob < 0.15, (ann, bob)
+            assert await store.version("r") == 3
+        finally:
+            await store.delete_all()
+            await store.close()
 
 
 async def test_a_refused_client_name_costs_only_the_name() -> None:
