@@ -202,6 +202,9 @@ class FlakyLink:
         self.chunk: int | None = None
         #: New connections are reset at once.
         self.refusing = False
+        #: Directions a new connection starts stalled in, until :meth:`flow` (a stall
+        #: of the far end itself, a Redis frozen: ``stall(..., new_too=True)``).
+        self.stalling: tuple[Direction, ...] = ()
         #: New connections go silent for good: from the start, or after the handshake.
         self.silent: Literal["connect", "handshake"] | None = None
         #: Each new connection is cut after a random number of bytes in this range, in
@@ -252,6 +255,9 @@ class FlakyLink:
             return
         self.stats.connections += 1
         link = _Link(self, (reader, writer), upstream)
+        for direction in self.stalling:
+            self.stats.stalls += 1
+            link.flowing[direction].clear()
         if self.cut_within is not None:
             after = self.rng.randint(*self.cut_within)
             link.cut_in[self.rng.choice(self.cut_directions)] = after
@@ -270,11 +276,20 @@ class FlakyLink:
                 link.cut_in[self.rng.choice(directions)] = self.rng.randint(1, within)
         return len(links)
 
-    def stall(self, directions: tuple[Direction, ...] = BOTH, seconds: float | None = None) -> int:
+    def stall(
+        self,
+        directions: tuple[Direction, ...] = BOTH,
+        seconds: float | None = None,
+        *,
+        new_too: bool = False,
+    ) -> int:
         """Stall ``directions`` of every live connection for ``seconds`` (None: until
         :meth:`flow`, or for good): nothing passes, nothing is read, nothing is reset.
-        Returns how many connections."""
+        ``new_too``: connections opened meanwhile stall too (the server behind the
+        proxy is frozen, not one link). Returns how many connections."""
         links = self.live
+        if new_too:
+            self.stalling = directions
         for link in links:
             self.stats.stalls += 1
             for direction in directions:
@@ -285,6 +300,7 @@ class FlakyLink:
 
     def flow(self) -> None:
         """End every stall."""
+        self.stalling = ()
         for link in self.links:
             for event in link.flowing.values():
                 event.set()
