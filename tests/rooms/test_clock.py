@@ -9,9 +9,22 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+import urllib.parse
+import uuid
 
 import pytest
-from solrace.rooms.clock import APART_MS, SLEW_MS_PER_S, SteadyClock, offset_ms
+from solrace.rooms.clock import (
+    APART_MS,
+    FAR_SAMPLES_NEEDED,
+    SLEW_MS_PER_S,
+    SteadyClock,
+    offset_ms,
+)
+from solrace.rooms.node import Node
+from solrace.store import Store
+
+from tests.support.flaky_link import FlakyLink
+from tests.support.redis import REDIS_URL
 
 #: The real wall clock, before any test steps it.
 REAL_TIME_NS = time.time_ns
@@ -169,3 +182,36 @@ def test_a_store_clock_apart_is_warned_about_once_and_its_end_said(
         "this node's race clock agrees with the store's again (-0.2 s apart)",
     ]
     assert clock.store_offset_ms == APART_MS // 4
+
+
+async def test_a_node_far_from_its_redis_still_takes_the_stores_clock(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node 120 ms (a round trip) from its Redis, its machine's clock 45 s off: every
+    sample of the store's clock took longer than SAMPLE_RTT_MAX_MS and was dropped,
+    so the node never took the store's clock (``store_clock_offset_ms`` stayed null,
+    nothing logged above debug) and its rooms' decisions followed its machine's clock.
+    A sample as fast as the node's recent ones is its best: used, and said once. A
+    sample slower than those (a stall) is still dropped."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    url = urllib.parse.urlsplit(REDIS_URL)
+    async with FlakyLink(url.port or 6379, seed=0) as proxy:
+        proxy.latency_s = 0.06  # each way
+        far = url._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
+        store = await Store.connect(far, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+        clock = SteadyClock(wall=lambda: _wall_ms() + 45_000)
+        node = Node(store, clock=clock)
+        try:
+            for _ in range(FAR_SAMPLES_NEEDED):
+                await node.sample_clock()
+            assert clock.anchored
+            assert abs(node.clock() - await store.time_ms()) < 150
+            proxy.latency_s = 0.3  # a stall: slower than the recent samples
+            steered: list[int] = []
+            monkeypatch.setattr(clock, "steer", steered.append)
+            await node.sample_clock()
+            assert steered == []
+        finally:
+            await store.close()
+    far_lines = [r.getMessage() for r in caplog.records if "round trip" in r.getMessage()]
+    assert len(far_lines) == 1 and "ms from this node" in far_lines[0], far_lines

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 log = logging.getLogger("solrace.clock")
 
@@ -47,8 +47,26 @@ TOGETHER_MS = APART_MS // 2
 #: machine whose clock is 100 ms apart: 20 s), slow enough that no racer notices.
 SLEW_MS_PER_S = 5
 #: A sample of the store's clock is trusted to within half its round trip; one that
-#: took longer than this (a loaded node, a slow network) is not used.
+#: took longer than this (a loaded node, a slow network) is not used...
 SAMPLE_RTT_MAX_MS = 100
+#: ... unless the node is that far from its Redis: a sample whose round trip is within
+#: this factor of the shortest of the node's last RTT_WINDOW samples (once it has
+#: taken FAR_SAMPLES_NEEDED) is as good as the node gets, and is used. A node 120 ms
+#: away dropped every sample and ran on its machine's clock, unsaid; a stall's sample,
+#: slower than the node's recent ones, is still dropped.
+FAR_SAMPLE_SLACK = 1.25
+FAR_SAMPLES_NEEDED = 3
+RTT_WINDOW = 12
+
+
+def sample_usable(rtt_ms: float, recent_ms: Sequence[float]) -> bool:
+    """Whether a sample of the store's clock whose round trip took ``rtt_ms`` is used,
+    given the round trips of the node's recent samples (``recent_ms``, this one
+    included): a fast one always; a slow one only when the node's samples are all
+    about that slow (a Redis far away), never when it is slower than they are."""
+    if rtt_ms <= SAMPLE_RTT_MAX_MS:
+        return True
+    return len(recent_ms) >= FAR_SAMPLES_NEEDED and rtt_ms <= FAR_SAMPLE_SLACK * min(recent_ms)
 
 
 def wall_ms() -> int:

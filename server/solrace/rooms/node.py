@@ -17,6 +17,7 @@ import functools
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -39,7 +40,7 @@ from solrace.store import Store, StoredEvent, Trim
 from solrace.store.errors import HeadLost, StoreError, StoreUnavailable, VersionConflict
 
 from . import certify, listing, spectators
-from .clock import SAMPLE_RTT_MAX_MS, SteadyClock
+from .clock import RTT_WINDOW, SAMPLE_RTT_MAX_MS, SteadyClock, sample_usable
 from .counters import Defect, RoomMetrics, Tally
 from .listing_cache import ListingCache
 from .records import RoomMeta, pack, pack_event, unpack_entries, unpack_event
@@ -295,6 +296,10 @@ class Node:
         #: When the store last answered again after an outage (never: 0).
         self.store_back_ms = 0
         self._store_down = False
+        #: Round trips (ms) of the last samples of the store's clock (clock.py), and
+        #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
+        self._clock_rtts: deque[float] = deque(maxlen=RTT_WINDOW)
+        self._far_said = False
         self._tail_task: asyncio.Task[None] | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self._wake_task: asyncio.Task[None] | None = None
@@ -513,8 +518,19 @@ class Node:
             log.debug("the store's clock was not read: %s", exc)
             return
         after_ns, after_ms = time.monotonic_ns(), clock()
-        if after_ns - before_ns > SAMPLE_RTT_MAX_MS * 1_000_000:
-            return  # the midpoint could be off by half of that
+        rtt_ms = (after_ns - before_ns) / 1e6
+        self._clock_rtts.append(rtt_ms)
+        if not sample_usable(rtt_ms, self._clock_rtts):
+            return  # the midpoint could be off by half of that: a stall, a busy node
+        if rtt_ms > SAMPLE_RTT_MAX_MS and not self._far_said:
+            self._far_said = True
+            log.warning(
+                "Redis is %.0f ms from this node (a round trip): its race clock follows"
+                " the store's to within %.0f ms, and every move waits as long"
+                ' (docs/deploy.md, "A Redis far away")',
+                rtt_ms,
+                rtt_ms / 2,
+            )
         offset = reference_ms - (before_ms + after_ms) // 2
         if clock.anchored or self.rooms:
             clock.steer(offset)
