@@ -108,6 +108,10 @@ async def test_hung_redis_times_out(silent_server: str) -> None:
             5,
         )
         assert all(isinstance(r, StoreUnavailable) for r in results), results
+        # Each says what happened: the node logs it as its one line about the outage
+        # ("store unavailable error=…"); the tail's said "redis unavailable:
+        # TimeoutError: " and nothing more.
+        assert all("Timeout" in str(r).split("TimeoutError:", 1)[-1] for r in results), results
     finally:
         await store.close()
 

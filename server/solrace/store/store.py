@@ -34,6 +34,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._cluster import cluster_client, is_cluster_url
 from ._commit import GroupCommit
@@ -1060,11 +1061,19 @@ class Store:
                 for key, entries in pairs
                 for eid, fields in entries
             ]
+        limit_s = block_ms / 1000 + self._timeout
         with redis_errors():
-            async with asyncio.timeout(block_ms / 1000 + self._timeout):
-                reply = await self._blocking.xread(
-                    streams, count=count, block=block_ms if block_ms > 0 else None
-                )
+            try:
+                async with asyncio.timeout(limit_s):
+                    reply = await self._blocking.xread(
+                        streams, count=count, block=block_ms if block_ms > 0 else None
+                    )
+            except TimeoutError as exc:
+                # asyncio's own says nothing: the node's one line about the outage read
+                # "store unavailable error=redis unavailable: TimeoutError: ".
+                raise RedisTimeoutError(
+                    f"Timeout reading from Redis: no answer to a blocking read in {limit_s:g} s"
+                ) from exc
         return [
             (room_of[_as_bytes(key) or b""], _entry_of(eid, fields))
             for key, entries in _xread_streams(reply)
