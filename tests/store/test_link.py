@@ -19,6 +19,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from solrace.net.main import UVLOOP, run_on_loop
 from solrace.store import Store, StoreUnavailable
+from solrace.store._commit import FLUSHES_IN_FLIGHT
 from solrace.store._link import RespLink
 
 from tests.support.flaky_link import FlakyLink
@@ -238,6 +239,34 @@ async def test_a_batch_does_not_wait_for_the_round_trip_of_the_one_before() -> N
             ann, bob = await asyncio.gather(move("ann", 0), move("bob", 0.02))
             assert ann < 0.15 and bob < 0.15, (ann, bob)
             assert await store.version("r") == 3
+        finally:
+            await store.delete_all()
+            await store.close()
+
+
+async def test_batches_on_the_wire_at_once_are_bounded() -> None:
+    """Redis stalled (through the proxy): one batch a loop turn goes out until
+    FLUSHES_IN_FLIGHT are on the wire; the calls made after that wait, together, for
+    one batch, and every call is answered once Redis is."""
+    url = urllib.parse.urlsplit(REDIS)
+    async with FlakyLink(url.port or 6379, seed=0) as proxy:
+        far = url._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
+        store = await Store.connect(far, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+        try:
+            assert (await store.append_move("r", "warm", 0, b"m", b"e", round_no=1)).accepted
+            proxy.stall(seconds=0.5)
+            calls = []
+            for i in range(FLUSHES_IN_FLIGHT + 5):
+                calls.append(
+                    asyncio.ensure_future(
+                        store.append_move("r", f"p{i}", 0, b"m", b"e", round_no=1)
+                    )
+                )
+                await asyncio.sleep(0.002)  # a loop turn of its own: a batch of its own
+            assert store.flushes == 1 + FLUSHES_IN_FLIGHT
+            assert all(r.accepted for r in await asyncio.gather(*calls))
+            assert store.flushes == 1 + FLUSHES_IN_FLIGHT + 1
+            assert store.flushed_moves == 1 + FLUSHES_IN_FLIGHT + 5
         finally:
             await store.delete_all()
             await store.close()

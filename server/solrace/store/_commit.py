@@ -209,16 +209,22 @@ class GroupCommit:
     async def _run(self) -> None:
         try:
             while self._queue:
+                if self._link is not None:
+                    # A slot on the wire first (calls queue meanwhile and go together),
+                    # then the batch: none is taken from the queue and left unsent.
+                    await self._window.acquire()
                 batch: list[_Call] = []
                 while self._queue and len(batch) < self._max_batch:
                     call = self._queue.popleft()
                     if not call.future.done():  # done = its caller was cancelled
                         batch.append(call)
-                if batch and self._link is None:
-                    await self._flush(batch)
+                if self._link is None:
+                    if batch:
+                        await self._flush(batch)
                 elif batch:
-                    await self._window.acquire()  # calls queue meanwhile: the next batch
                     self._send_overlapping(batch)
+                else:
+                    self._window.release()
         except BaseException as exc:
             # Only a cancellation of this task gets here (_flush handles everything
             # else): fail whatever is still queued so no caller waits forever.
