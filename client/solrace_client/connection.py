@@ -97,6 +97,11 @@ CLIENT_PING_TIMEOUT_S: Final = 7.0
 #: sent again, or the seat it named resumed, before the refusal goes to the caller
 #: (:meth:`RaceClient._enter`).
 SEAT_ATTEMPTS: Final = 10
+#: How many times a ``resume`` refused ``rate_limited`` (the racer resumed less than
+#: the server's interval ago, limits.RESUME_INTERVAL_S: 2 s) is sent again on the same
+#: connection, each after the refusal's ``retry_after_ms``, before the refusal goes to
+#: the caller. Once is enough unless another connection of the racer resumes meanwhile.
+RESUME_WAITS: Final = 3
 #: The pause before a retry when a refusal gives no ``retry_after_ms`` (or not a
 #: whole number of milliseconds).
 RETRY_DEFAULT_MS: Final = 200
@@ -136,7 +141,8 @@ class ServerError(Exception):
 
 
 def retry_after_s(err: ServerError) -> float:
-    """How long an ``unavailable`` refusal asks to wait before a retry, in seconds: its
+    """How long a refusal (``unavailable``, a resume's ``rate_limited``) asks to wait before a
+    retry, in seconds: its
     ``retry_after_ms``, at most :data:`RETRY_MAX_MS`; :data:`RETRY_DEFAULT_MS` when it
     gives none, or not a positive whole number."""
     asked = err.data.get("retry_after_ms")
@@ -444,15 +450,30 @@ class RaceClient:
         since: int | Literal["last"] | None = "last",
     ) -> dict[str, Any]:
         """Become this racer again. ``since`` is the last event version applied:
-        by default the last one this client saw; None means "I have no state"."""
-        reply = await self.request(
-            "resume",
-            room=room or self.room,
-            token=token or self.token,
-            since=self.version if since == "last" else since,
-            code=self.code,
-        )
-        return self._entered(reply)
+        by default the last one this client saw; None means "I have no state".
+
+        A server resumes a racer at most every few seconds (docs/protocol.md §14): a
+        resume sooner is refused ``rate_limited`` with ``retry_after_ms``, and is sent
+        again, on this connection, once that has passed (at most :data:`RESUME_WAITS`
+        times): a link that drops just after a resume costs its racer a short wait,
+        not an error."""
+        waits = 0
+        while True:
+            try:
+                reply = await self.request(
+                    "resume",
+                    room=room or self.room,
+                    token=token or self.token,
+                    since=self.version if since == "last" else since,
+                    code=self.code,
+                )
+            except ServerError as err:
+                if err.code != "rate_limited" or waits >= RESUME_WAITS:
+                    raise
+                waits += 1
+                await asyncio.sleep(retry_after_s(err))
+                continue
+            return self._entered(reply)
 
     async def watch(
         self, code: str | None = None, room: str | None = None, since: int | None = None

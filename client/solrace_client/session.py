@@ -17,7 +17,8 @@ Its user — the terminal client, the bot, a program — reads one stream
 A connection closed as ``replaced`` (the same racer resumed elsewhere), a resume the
 server refuses for good, or running out of attempts ends the session
 (:class:`SessionOver`); a refusal that says "try again shortly" (``unavailable``,
-``internal``: the server's store is down for a moment) does not.
+``internal``: the server's store is down for a moment; ``rate_limited``: the racer
+resumed a moment ago) does not.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ from .roomview import RoomView
 
 #: Failures that mean "this connection is gone": reconnect and resume.
 DROPPED: Final = (OSError, TimeoutError, ConnectionError, ConnectionClosed, InvalidHandshake)
-#: Refusals of a resume that mean "try again shortly", not "you are out".
-TRANSIENT: Final = ("unavailable", "internal")
+#: Refusals of a resume that mean "try again shortly", not "you are out" (``rate_limited``:
+#: resumed again too soon, which RaceClient.resume waits out a few times itself).
+TRANSIENT: Final = ("unavailable", "internal", "rate_limited")
 CONNECT_TIMEOUT_S: Final = 5.0
 #: How long a user who quits waits for the server to take its ``leave``.
 LEAVE_WAIT_S: Final = 2.0

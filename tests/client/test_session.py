@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from solrace.protocol import Envelope
+from solrace.protocol.limits import RESUME_BURST, RESUME_INTERVAL_S
 from solrace_client import RaceClient, ServerError
 from solrace_client.errors import START_HINT
 from solrace_client.results import finished_race
@@ -108,6 +109,33 @@ async def test_a_gap_is_resynchronised_on_the_same_connection(cluster: Cluster) 
     assert folded(view) == public(await fresh_watch(server.url, view.code or ""))
     assert view.racers[bob.racer or 0]["moves"] == 2
     await bob.close()
+    await session.close()
+
+
+async def test_a_resume_refused_as_too_soon_is_waited_out_on_the_same_connection(
+    cluster: Cluster,
+) -> None:
+    """A link that keeps dropping: the server resumes a racer RESUME_BURST times in a
+    row, then once every RESUME_INTERVAL_S, and refuses one more ``rate_limited`` with
+    ``retry_after_ms``. The client waits that long and sends it again on the same
+    connection: the session goes on, with no error said and no reconnect attempt more
+    (it ended ``cannot rejoin: rate_limited: you resumed too often…``)."""
+    server = await cluster.node()
+    lost: list[int] = []
+    session, bob = await racing_session(server.url, backoff=QUICK, lost=lambda n, e: lost.append(n))
+    loop = asyncio.get_running_loop()
+    for _ in range(RESUME_BURST + 1):  # the burst, then one past it
+        cut = loop.time()
+        session.live.ws.transport.abort()
+        await until(session, lambda i: isinstance(i, Rejoined))
+    assert loop.time() - cut < RESUME_INTERVAL_S + 1
+    refusals = [f.d for f in session.live.received if f.t == "error"]
+    assert [r["code"] for r in refusals] == ["rate_limited"]
+    assert 0 < int(refusals[0]["retry_after_ms"]) <= RESUME_INTERVAL_S * 1000  # type: ignore[call-overload]
+    assert lost == [1] * (RESUME_BURST + 1) and session.reconnects == RESUME_BURST + 1
+    for move in MOVES[:2]:  # and races on
+        await session.live.move(move)
+    await close_all(bob)
     await session.close()
 
 

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 from solrace.protocol import verify
-from solrace.protocol.limits import MAX_UNREADY
+from solrace.protocol.limits import MAX_UNREADY, RESUME_BURST
 from solrace.race import RaceError, RacerGame, RoomSettings, RoomState, standings
 from solrace.race import decisions as d
 from solrace.race.events import EventType, RoomEvent, event
 from solrace.race.fairness import round_commitment, round_salt, round_seed
-from solrace.race.state import QUICK_LOBBY_MS, RacerState
+from solrace.race.state import QUICK_LOBBY_MS, RESUME_INTERVAL_MS, RacerState
 
 COMMIT = "ab" * 32
 
@@ -525,6 +525,50 @@ def test_an_old_connections_offline_never_overrides_a_resume() -> None:
     assert d.presence(room.state, 1, False, "new") == [
         event(EventType.PRESENCE, racer=1, online=False)
     ]
+
+
+def _resume(room: Room, racer: int, conn: str) -> None:
+    """``racer`` resumes on connection ``conn`` (stored as a node stores it)."""
+    room.apply([ev.but(conn=conn, node="a") for ev in d.resumed(room.state, racer, room.now)])
+
+
+def test_a_racer_resumes_at_most_a_burst_then_once_every_resume_interval() -> None:
+    """Each resume stores a presence online (and its connection's close an offline):
+    a racer reconnecting in a loop stored 630 a second. Past RESUME_BURST resumes in a
+    row, one sooner than RESUME_INTERVAL_S after the bucket had room is refused
+    ``rate_limited``, saying when it may come (never later than the interval, should a
+    node's clock be behind the one that stored the last online); the bucket refills
+    with time, a join does not count, nor does a round before a rematch. Folded from
+    the stored events, it is the same on every node, from any reset."""
+    room = _racing()
+    for n in range(RESUME_BURST):
+        _resume(room, 1, f"c{n}")
+        _presence(room, 1, False, f"c{n}")
+    member = room.state.racers[1]
+    assert (member.online_at_ms, member.resumes_left_ms) == (room.now, 0)
+    for later_ms, wait_ms in ((0, RESUME_INTERVAL_MS), (1_500, RESUME_INTERVAL_MS - 1_500)):
+        with pytest.raises(RaceError) as refused:
+            d.resumed(room.state, 1, room.now + later_ms)
+        assert (refused.value.code, refused.value.retry_after_ms) == ("rate_limited", wait_ms)
+    behind = d.resume_too_soon(member, room.now - 5_000)
+    assert behind is not None and behind.retry_after_ms == RESUME_INTERVAL_MS
+    assert d.resumed(room.state, 2, room.now)  # another racer's bucket is its own
+    room.now += RESUME_INTERVAL_MS
+    _resume(room, 1, "due")  # one interval later: one more
+    with pytest.raises(RaceError):
+        d.resumed(room.state, 1, room.now + 1)
+    room.now += 3 * RESUME_INTERVAL_MS  # three intervals: three more, no more
+    for n in range(3):
+        _resume(room, 1, f"later{n}")
+    with pytest.raises(RaceError):
+        d.resumed(room.state, 1, room.now)
+    room.apply(d.resign(room.state, 1))
+    room.apply(d.resign(room.state, 2))
+    room.apply(room.tick())
+    (reset,) = d.rematch(room.state, 2)
+    room.apply([reset])
+    assert d.resumed(room.state, 1, room.now)  # a new round begins full
+    assert room.folded_from(room.state.version) == room.state
 
 
 def test_a_rematch_keeps_each_racers_connection_and_node() -> None:

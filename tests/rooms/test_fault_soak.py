@@ -8,8 +8,11 @@ fails with probability FAULT_RATE — half of them before Redis runs the command
 done), half after (done, the reply lost: the node cannot tell which). Racers do what
 the protocol asks of a client: a move refused ``unavailable`` is sent again with the
 same ``seq`` and move; now and then a racer's connection drops and it resumes on the
-other node (again after ``unavailable``). Once every racer has sent its last move the
-faults stop, and the race must end by itself.
+other node (again after ``unavailable``, and once the time a ``rate_limited`` refusal
+names has passed: a racer resumes RESUME_BURST times in a row, then once every
+RESUME_INTERVAL_S, and at about sixteen drops a racer in a second or two these racers
+go past it; the shared clock jumps that far instead of the test waiting). Once every
+racer has sent its last move the faults stop, and the race must end by itself.
 
 Whatever the schedule, what must hold:
 
@@ -44,7 +47,7 @@ from solrace.store.errors import StoreUnavailable
 from solrace_client.results import SavedResult
 from solrace_client.verify import verify_result
 
-from tests.support.faults import STORE_CALLS
+from tests.support.faults import STORE_CALLS, Clock
 from tests.support.race import winning_moves
 
 from .conftest import SOLVABLE_SECRET, Backend, FakePeer
@@ -105,26 +108,39 @@ async def _ask_until_answered(peer: FakePeer, t: str, **d: Any) -> Any:
         await asyncio.sleep(0.01)
 
 
-async def _drop_and_resume(racer: Racer, to: Node, room_id: str) -> None:
-    """The racer's connection drops (its node sees it close); it resumes on ``to``."""
+async def _drop_and_resume(
+    racer: Racer, to: Node, room_id: str, clock: Clock, nodes: tuple[Node, Node]
+) -> None:
+    """The racer's connection drops (its node sees it close); it resumes on ``to`` —
+    after the time a ``rate_limited`` refusal names, as a client waits it (the clock
+    jumps it: the racer resumed too often)."""
     old = racer.peer
     await lobby.disconnected(old.node, old)
     old.closed = True
     racer.peer = FakePeer(to)
-    reply = await _ask_until_answered(racer.peer, "resume", room=room_id, token=racer.token)
+    while True:
+        reply = await _ask_until_answered(racer.peer, "resume", room=room_id, token=racer.token)
+        if reply.t != "error" or reply.d["code"] != "rate_limited":
+            break
+        clock.advance(int(reply.d["retry_after_ms"]) / 1000, *nodes)
     assert reply.t == "joined", f"{racer.name}'s resume: {reply.d}"
     racer.drops += 1
 
 
 async def _play(
-    racer: Racer, moves: list[str], nodes: tuple[Node, Node], room_id: str, rng: random.Random
+    racer: Racer,
+    moves: list[str],
+    nodes: tuple[Node, Node],
+    room_id: str,
+    rng: random.Random,
+    clock: Clock,
 ) -> None:
     seq = 0
     while seq < len(moves):
         await asyncio.sleep(rng.uniform(0, 0.004))
         if rng.random() < DROP_RATE:
             other = nodes[1] if racer.peer.node is nodes[0] else nodes[0]
-            await _drop_and_resume(racer, other, room_id)
+            await _drop_and_resume(racer, other, room_id, clock, nodes)
         reply = await racer.peer.ask("move", seq=seq, move=moves[seq])
         if reply.t == "moved":
             racer.acked.append((seq, moves[seq]))
@@ -154,7 +170,8 @@ async def test_a_race_under_random_store_faults_ends_with_its_first_finisher_fir
     backend: Backend, seed: int
 ) -> None:
     rng = random.Random(seed)
-    a, b = await backend.node(), await backend.node()
+    clock = Clock()
+    a, b = await backend.node(clock), await backend.node(clock)
     faults = [RandomFaults(node.store, random.Random(rng.random())) for node in (a, b)]
     ann, bob, cy = (Racer("Ann", FakePeer(a)), Racer("Bob", FakePeer(b)), Racer("Cy", FakePeer(a)))
     created = await ann.peer.ask("create", variant="yukon", name="Ann", max_racers=3)
@@ -177,7 +194,10 @@ async def test_a_race_under_random_store_faults_ends_with_its_first_finisher_fir
     for fault in faults:
         fault.on = True
     await asyncio.gather(
-        *(_play(r, moves, (a, b), room_id, random.Random(rng.random())) for r in (ann, bob, cy))
+        *(
+            _play(r, moves, (a, b), room_id, random.Random(rng.random()), clock)
+            for r in (ann, bob, cy)
+        )
     )
     for fault in faults:
         fault.on = False

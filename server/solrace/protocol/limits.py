@@ -112,6 +112,21 @@ MAX_LOG_LEN: Final = 5_000
 #: room's stream lives a day.
 MAX_UNREADY: Final = 50
 
+#: Resumes of one racer that reconnect it: one every RESUME_INTERVAL_S sustained, in
+#: bursts of up to RESUME_BURST (a token bucket per racer, kept in the room's folded
+#: state; a ``resume`` on the connection that already is the racer's only
+#: resynchronises, and is not counted). Each such resume stores a ``presence`` online
+#: in the room's stream and its connection's close an offline, each sent to everyone
+#: in the room and folded by every node taking the room up; a connection's rate and
+#: work buckets are fresh, so a racer reconnecting in a loop stored 630 events (and its
+#: node logged 950 lines) a second. Past the bucket a resume is refused
+#: ``rate_limited`` with ``retry_after_ms``: decided on the room's stored state, so it
+#: holds whichever nodes the resumes reach. The burst is for an honest client on a bad
+#: link, which may lose a few connections in a row (a test's racers, playing at
+#: machine speed through a link that cuts every few KB, resumed 15 times in 3 s).
+RESUME_INTERVAL_S: Final = 2.0
+RESUME_BURST: Final = 20
+
 MIN_RACERS: Final = 2
 MAX_RACERS: Final = 8
 DEFAULT_MAX_RACERS: Final = 4

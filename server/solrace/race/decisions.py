@@ -15,12 +15,26 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from solrace.protocol.errors import ErrorCode
-from solrace.protocol.limits import MAX_NAME_LEN, MAX_UNREADY, MIN_RACERS_TO_START
+from solrace.protocol.limits import (
+    MAX_NAME_LEN,
+    MAX_UNREADY,
+    MIN_RACERS_TO_START,
+    RESUME_BURST,
+    RESUME_INTERVAL_S,
+)
 from solrace.protocol.views import LeaveReason, Phase, RacerStatus, end_reason
 
 from .errors import RaceError
 from .events import EventType, RoomEvent, event, progress
-from .state import RacerState, RoomState, carried_into, standings, takes_back
+from .state import (
+    RESUME_INTERVAL_MS,
+    RacerState,
+    RoomState,
+    carried_into,
+    resume_bucket_ms,
+    standings,
+    takes_back,
+)
 
 Event = RoomEvent
 
@@ -230,12 +244,41 @@ def presence(state: RoomState, racer: int, online: bool, conn: str | None = None
     return [event(EventType.PRESENCE, racer=racer, online=online)]
 
 
-def resumed(state: RoomState, racer: int) -> list[Event]:
+def resumed(state: RoomState, racer: int, now_ms: int) -> list[Event]:
     """A racer's new connection: announced even if the racer never looked offline, so
-    that the node holding its previous connection (maybe another node) closes it."""
-    if racer not in state.racers:
+    that the node holding its previous connection (maybe another node) closes it.
+    Refused ``rate_limited`` past the racer's resume bucket (:func:`resume_too_soon`)."""
+    member = state.racers.get(racer)
+    if member is None:
         return []
+    too_soon = resume_too_soon(member, now_ms)
+    if too_soon is not None:
+        raise too_soon
     return [event(EventType.PRESENCE, racer=racer, online=True)]
+
+
+def resume_too_soon(member: RacerState, now_ms: int) -> RaceError | None:
+    """The refusal of a resume of ``member`` at ``now_ms`` past its resume bucket —
+    RESUME_BURST at once, then one every RESUME_INTERVAL_S (limits.py) — or None.
+
+    Each resume stores a presence online, and its connection's close an offline:
+    events sent to everyone in the room, kept in its stream until a round begins, and
+    folded by every node taking the room up. A racer reconnecting in a loop (each
+    connection with a fresh rate limit) stored 630 a second. The bucket is folded
+    state, timed by the store's clock every node shares, so it holds whichever node
+    each resume reaches; ``retry_after_ms`` says when the next may (at most the
+    interval: a node's clock a moment behind the one that stored the last counts
+    no time since it)."""
+    left = resume_bucket_ms(member, now_ms)
+    if left >= RESUME_INTERVAL_MS:
+        return None
+    wait_ms = RESUME_INTERVAL_MS - left
+    return RaceError(
+        "rate_limited",
+        f"you resumed too often ({RESUME_BURST} in a row, then one every"
+        f" {RESUME_INTERVAL_S:g} s): resume again in {wait_ms} ms",
+        retry_after_ms=wait_ms,
+    )
 
 
 def rematch(state: RoomState, racer: int) -> list[Event]:

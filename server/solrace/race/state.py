@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from solrace.protocol.limits import MIN_RACERS_TO_START
+from solrace.protocol.limits import MIN_RACERS_TO_START, RESUME_BURST, RESUME_INTERVAL_S
 from solrace.protocol.views import (
     Deal,
     Phase,
@@ -36,6 +36,10 @@ from .settings import RoomSettings
 #: A quick room's lobby timer: the countdown starts this long after a second racer
 #: arrives even if not everyone is ready.
 QUICK_LOBBY_MS: Final = 20_000
+#: What one resume costs a racer's resume bucket, and what the bucket holds full (ms:
+#: the bucket refills 1 ms a ms, so a resume is due every RESUME_INTERVAL_S).
+RESUME_INTERVAL_MS: Final = int(RESUME_INTERVAL_S * 1000)
+RESUME_BUCKET_MS: Final = RESUME_BURST * RESUME_INTERVAL_MS
 
 
 @dataclass
@@ -70,6 +74,13 @@ class RacerState:
     log_length: int = 0
     #: Server-only: times the racer took its ready flag back this round (MAX_UNREADY).
     unready: int = 0
+    #: Server-only: the racer's resume bucket (limits.RESUME_BURST), in ms of resume
+    #: interval, as of the last ``presence`` that recorded it online (a resume, on any
+    #: node) at ``online_at_ms``; None: none has this round, the bucket is full
+    #: (decisions.resume_too_soon). Not carried by a reset: a rematch follows a whole
+    #: race, so no loop is quicker than one.
+    online_at_ms: int | None = None
+    resumes_left_ms: int = 0
 
     def info(self) -> RacerInfo:
         """The protocol's RacerInfo."""
@@ -256,6 +267,8 @@ class RoomState:
         racer.offline_since_ms = None if d["online"] else at
         if d["online"]:
             racer.conn, racer.node = conn, event.node
+            racer.resumes_left_ms = max(0, resume_bucket_ms(racer, at) - RESUME_INTERVAL_MS)
+            racer.online_at_ms = at
 
     def _on_ready_changed(self, d: Mapping[str, Any], at: int) -> None:
         racer = self.racers.get(d["racer"])
@@ -356,6 +369,17 @@ def begins_fold(event: RoomEvent) -> bool:
     """Whether the room's fold may begin at ``event``: a ``room_reset`` that carries
     what the room keeps from the rounds before it (RoomEvent.carried)."""
     return event.t == EventType.ROOM_RESET and event.carried is not None
+
+
+def resume_bucket_ms(racer: RacerState, now_ms: int) -> int:
+    """What ``racer``'s resume bucket holds at ``now_ms``: what its last online left,
+    plus the time since (none if ``now_ms`` is earlier: a node's clock a moment behind
+    the one that stored it), at most full. A resume takes RESUME_INTERVAL_MS of it.
+    Integers only, so that every node folds the same bucket from the same events."""
+    if racer.online_at_ms is None:
+        return RESUME_BUCKET_MS
+    elapsed = max(0, now_ms - racer.online_at_ms)
+    return min(RESUME_BUCKET_MS, racer.resumes_left_ms + elapsed)
 
 
 def carried_into(state: RoomState, racers: Iterable[Mapping[str, Any]], round_no: int) -> Carried:

@@ -330,12 +330,28 @@ async def _resumed_locked(node: Node, peer: Peer, room: LiveRoom, racer: int) ->
     def decision() -> list[RoomEvent]:
         if _not_resumable(room, racer) is not None:
             return []
-        return decide_.resumed(room.state, racer)
+        return decide_.resumed(room.state, racer, node.clock())
 
-    await node.decide_locked(room, decision, conn=peer.conn_id, node=node.node_id)
+    try:
+        await node.decide_locked(room, decision, conn=peer.conn_id, node=node.node_id)
+    except RaceError as exc:  # resumed too often (another node's resume, folded now)
+        raise _too_soon(node, peer, room, racer, exc) from None
     refusal = _not_resumable(room, racer)
     if refusal is not None:
         raise refusal
+
+
+def _too_soon(node: Node, peer: Peer, room: LiveRoom, racer: int, refusal: RaceError) -> BadMessage:
+    """The ``rate_limited`` refusal of a resume past the racer's resume bucket
+    (decisions.resume_too_soon), said as a repeated line: a client reconnecting in a
+    loop causes it at will, and the operator learns from it which address."""
+    node.repeated.note(
+        log,
+        "resumed again too soon",
+        peer.origin(),
+        {**peer.ids(), "room": room.room_id, "racer": racer},
+    )
+    return refuse(refusal)
 
 
 def _not_resumable(room: LiveRoom, racer: int) -> BadMessage | None:
@@ -405,6 +421,11 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     # room's stream by 190 events in 10 s (about 250 MB a day per connection).
     again = peer.room is room and member.online and member.conn == peer.conn_id
     if not again:
+        # Refused at once, before the room's lock or any write, when the state folded
+        # here already says so; decided again on the stored state (_resumed_locked).
+        too_soon = decide_.resume_too_soon(member, node.clock())
+        if too_soon is not None:
+            raise _too_soon(node, peer, room, racer, too_soon)
         room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
     peer.charge(RESUME_COST)
     try:

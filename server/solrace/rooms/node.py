@@ -161,9 +161,11 @@ def _keeps_wakeup(event: RoomEvent) -> bool:
 
 def refuse(error: RaceError, **extra: Any) -> BadMessage:
     """The protocol refusal for a race-layer refusal (same code, same words, and the
-    field it names unless ``extra`` names one)."""
+    field and ``retry_after_ms`` it names unless ``extra`` names them)."""
     if error.field is not None:
         extra.setdefault("field", error.field)
+    if error.retry_after_ms is not None:
+        extra.setdefault("retry_after_ms", error.retry_after_ms)
     return BadMessage(ErrorCode(error.code), error.message, **extra)
 
 
