@@ -189,11 +189,11 @@ async def test_calls_during_a_flush_queue_for_the_next(
     real_execute = GroupCommit._execute
     sizes: list[int] = []
 
-    async def slow_execute(self: GroupCommit, batch: list[Any]) -> list[Any]:
+    async def slow_execute(self: GroupCommit, batch: list[Any], *args: Any) -> list[Any]:
         sizes.append(len(batch))
         in_flight.set()
         await gate.wait()
-        return await real_execute(self, batch)
+        return await real_execute(self, batch, *args)
 
     monkeypatch.setattr(GroupCommit, "_execute", slow_execute)
     first = [
