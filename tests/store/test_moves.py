@@ -316,3 +316,16 @@ async def test_a_closed_log_takes_no_more_moves_and_its_stored_ones_stay_stored(
     assert retry == MoveAppend(False, 1, None, None)  # stored: a duplicate, said so
     assert await store.version("r") == 2 and await store.move_log("r", "a") == [b"m0"]
     assert (await store.append_move("r", "b", 0, b"m", b"p", round_no=1)).accepted
+
+
+async def test_calls_past_a_full_batch_go_in_the_next_one(store: Store) -> None:
+    """More calls queued at once than a batch takes (max_batch, here 2): the rest go
+    in the batches after it, each answered. Each batch is its own task on the link,
+    so the one that takes a full batch must start the next (else the rest wait for
+    ever: the 5 s bound below)."""
+    store._commit._max_batch = 2
+    flushes = store.flushes
+    moves = [store.append_move("r", f"c{i}", 0, b"m", b"e", round_no=1) for i in range(5)]
+    results = await asyncio.wait_for(asyncio.gather(*moves), 5)
+    assert all(r.accepted for r in results)
+    assert store.flushes - flushes == 3

@@ -108,8 +108,8 @@ class GroupCommit:
         self._max_batch = max_batch
         self._queue: deque[_Call] = deque()
         self._task: asyncio.Task[None] | None = None
-        #: Batches sent on the link whose replies have not all come (see the module
-        #: docstring), and the slots left for more.
+        #: The tasks of batches not yet answered (on the link one a batch, see the
+        #: module docstring; else the one flusher), and the link's slots left for more.
         self._in_flight: set[asyncio.Task[None]] = set()
         self._window = asyncio.Semaphore(FLUSHES_IN_FLIGHT)
         #: The last batch sent on the link (a NOSCRIPT resend waits for it: below).
@@ -208,7 +208,7 @@ class GroupCommit:
         """Refuse new calls and wait until everything queued has been flushed."""
         self._closed = True
         try:
-            if self._in_flight:
+            while self._in_flight:  # (a batch's task may start the next: calls past it)
                 await asyncio.shield(asyncio.gather(*self._in_flight, return_exceptions=True))
         finally:
             if self._link is not None:
