@@ -344,6 +344,19 @@ async def test_the_screenshot_command(tmp_path: Path) -> None:
         assert target.read_text().lstrip().startswith("<svg")
 
 
+async def test_the_fair_counts_tool(tmp_path: Path) -> None:
+    """docs/fairness.md's figures for counts shown as of a fair state come from this
+    tool: on a few seeds it prints one JSON object per pairing, shares in [0, 1]."""
+    async with world(tmp_path) as (w, _):
+        out = await w.ok("python docs/tools/fair_counts.py --seeds 0 4", timeout=120)
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [row["pairing"] for row in rows] == ["cert→greedy", "greedy→cert", "greedy→greedy"]
+    for row in rows:
+        assert row["deals"] >= 1 and row["ticks"] >= 1, row
+        assert 0 <= row["live_share"] <= 1, row
+        assert 0 <= row["foundation_short_mean"] <= row["foundation_short_max"] <= 52, row
+
+
 async def test_two_nodes_on_one_redis(tmp_path: Path) -> None:
     prefix = f"solrace-doc-test:{uuid.uuid4().hex}:"
     async with world(tmp_path) as (w, _):
