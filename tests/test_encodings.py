@@ -7,17 +7,23 @@ end in UnicodeEncodeError with status 1 — and no ``\\u2014`` escapes on standa
 
 from __future__ import annotations
 
+import ast
+import io
 import os
 import re
 import socket
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
+from typing import Final
 
 import pytest
+from solrace.protocol.messages import _BLANK
 from solrace.streams import STAND_INS, ascii_for
 from solrace_client.results import finished_race, write_result
 from solrace_client.tui import render
+from solrace_client.tui.app import SolraceApp
 
 from tests.client.conftest import YUKON, synthetic_result
 
@@ -106,3 +112,62 @@ def test_the_race_screens_symbols_stand_in_one_character_for_one() -> None:
     assert [ascii_for(c) for c in "─│┼━┃╋"] == ["-", "|", "+", "-", "|", "+"]
     assert ascii_for("é") == "e" and ascii_for("😀") == "?"
     assert all(stand_in.isascii() for stand_in in STAND_INS.values())
+
+
+#: Symbols the code holds that are never written where they cannot be encoded: the
+#: race screen's footer says ``spc`` for ``⏎`` there (tested below).
+NEVER_DEGRADED: Final = frozenset("⏎")
+
+
+def _string_literals(path: Path) -> list[tuple[str, int]]:
+    """The string literals of a module that may reach a terminal: every one but its
+    docstrings (``§`` and ``µ`` abound there)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            docstrings.add(id(body[0].value))
+    return [
+        (node.value, node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def test_every_symbol_the_commands_print_has_a_stand_in() -> None:
+    """An ASCII terminal showed ``?`` for the symbols the stand-ins did not name: the
+    race screen's ``D ✓`` (a move the server took) read ``D ?``, an empty stock that
+    may be turned over (``↺``) a ``?``, the bot's own row ``Bob ?``, and
+    ``solrace-rules deal klondike 1 -o max_passes=0`` said ``a whole number ? 1``.
+    Every non-ASCII character of the code's strings is now a stand-in, a letter that
+    loses its accent, a box line, or one that draws nothing (a control or a filler
+    character: data of the checks that refuse them)."""
+    root = Path(__file__).parent.parent
+    unnamed = []
+    for package in (root / "client" / "solrace_client", root / "server" / "solrace"):
+        for path in sorted(package.rglob("*.py")):
+            for text, line in _string_literals(path):
+                for char in set(text) - NEVER_DEGRADED:
+                    draws = not unicodedata.category(char).startswith("C") and char not in _BLANK
+                    if not char.isascii() and draws and ascii_for(char) == "?":
+                        unnamed.append(f"{path.relative_to(root)}:{line}: {char!r}")
+    assert unnamed == []
+    for symbol in "✓◀↺":  # on the race screen and in the bot's table: one cell each
+        assert len(ascii_for(symbol)) == 1, symbol
+    assert ascii_for("≥") == ">="
+
+
+def test_the_footer_names_the_pick_key_in_what_the_terminal_can_show(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race screen's footer began ``⏎ pick/put``; on an ASCII terminal that was
+    ``? pick/put``, beside ``? help`` (``?`` opens the help, it picks nothing)."""
+    app = SolraceApp("ws://127.0.0.1:1/", action="quick", name="Ann", params={})
+    assert app.paint_hints("play", 80).plain.startswith(" ⏎ pick/put  ")
+    ascii_terminal = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "__stderr__", ascii_terminal)  # what Textual draws on
+    hints = app.paint_hints("play", 80).plain
+    assert hints.startswith(" spc pick/put  ") and hints.isascii(), hints

@@ -394,10 +394,16 @@ class _BadSettings(ValueError):
 
 def _room_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The room ``create`` and ``bot --create`` ask for, from the options they share
-    (:func:`build_parser`'s ``add_settings``); _BadSettings when they contradict."""
+    (:func:`build_parser`'s ``add_settings``); _BadSettings when they contradict, or an
+    ``--option`` the variant does not have or take (``--option draw=3`` in a Yukon
+    room was said only once a server refused it, as ``solrace: …``)."""
     if args.deals == "random" and args.difficulty is not None:
         raise _BadSettings("--difficulty needs winnable deals: leave out --deals random")
     settings: dict[str, Any] = {"variant": args.variant, "options": dict(args.option or [])}
+    try:  # the engine the server checks them with: said before anything connects
+        new_board(args.variant, settings["options"])
+    except RulesError as exc:
+        raise _BadSettings(str(exc)) from None
     for key, value in (
         ("max_racers", args.racers),
         ("time_limit_s", args.time_limit),
@@ -908,10 +914,12 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     p = command("rooms", "list open and running public rooms", cmd_rooms)
-    p.add_argument("--variant", choices=sorted(VARIANTS))
+    p.add_argument("--variant", choices=sorted(VARIANTS), help="only rooms of this variant")
+    # --help said the choices and not which one a room gets without --variant
+    variant_help = "the game (default yukon; docs/rules.md)"
 
     p = command("create", "create a room and race in it", cmd_create)
-    p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon")
+    p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon", help=variant_help)
     add_settings(p)
     add_name(p)
 
@@ -921,7 +929,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_name(p)
 
     p = command("quick", "race strangers: join or open a quick room", cmd_quick)
-    p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon")
+    p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon", help=variant_help)
     add_name(p)
 
     p = command("watch", "watch a room's race (boards delayed by its spectator delay)", cmd_watch)
@@ -935,9 +943,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--quick", action="store_true", help="quick race of --variant")
     p.add_argument("--create", action="store_true", help="create a room (implies --host-start)")
-    p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon")
+    p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon", help=variant_help)
     add_settings(p)
-    p.add_argument("--strategy", choices=("greedy", "random"), default="greedy")
+    p.add_argument(
+        "--strategy", choices=("greedy", "random"), default="greedy", help="(default greedy)"
+    )
     p.add_argument(
         "--name", type=_racer_name, help="the bot's racer name (default: <strategy>-bot)"
     )

@@ -408,6 +408,8 @@ def load_result(ref: str | os.PathLike[str]) -> SavedResult:
             raise ResultNotFound(f"{text!r} matches several saved races: {names}")
     if candidate.is_dir():
         raise ResultNotFound(f"{text} is a directory, not a race result file")
+    if candidate.exists():  # a device or a pipe: it said "… and no such file" of it
+        raise ResultNotFound(f"{text} is not a file: give a race id or a race file")
     raise ResultNotFound(f"no saved race {text!r} in {results_dir()} and no such file")
 
 

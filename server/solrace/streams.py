@@ -19,19 +19,23 @@ import sys
 import unicodedata
 from typing import Final
 
-__all__ = ["ERRORS", "ascii_for", "degrade_gracefully"]
+__all__ = ["ERRORS", "ascii_for", "degrade_gracefully", "encodes"]
 
 #: The codec error handler :func:`degrade_gracefully` registers and gives the streams.
 ERRORS: Final = "solrace-ascii"
 
 #: The stand-ins of the symbols the commands print. One character each, so that the
-#: race screen keeps its columns; ``≤`` alone needs two to keep its meaning (help text).
+#: race screen keeps its columns; ``≤`` and ``≥`` alone need two to keep their meaning
+#: (help text, a refused option). tests/test_encodings.py checks every symbol in the
+#: code's strings has one: ``✓`` (a move taken), ``◀`` (the bot's own row) and ``↺``
+#: (an empty stock that may be turned over: ``R``, its move) were ``?``.
 STAND_INS: Final = {
     "·": "-",
     "—": "-",
     "–": "-",
     "…": ".",
     "▶": ">",
+    "◀": "<",
     "→": ">",
     "←": "<",
     "↑": "^",
@@ -40,6 +44,7 @@ STAND_INS: Final = {
     "⋮": ":",
     "×": "x",
     "✔": "+",
+    "✓": "+",
     "✘": "x",
     "♠": "S",
     "♥": "H",
@@ -48,7 +53,9 @@ STAND_INS: Final = {
     "░": ":",
     "▒": "#",
     "█": "#",
+    "↺": "R",
     "≤": "<=",
+    "≥": ">=",
 }
 
 
@@ -64,6 +71,21 @@ def ascii_for(char: str) -> str:
         return "-" if "HORIZONTAL" in name else "|" if "VERTICAL" in name else "+"
     bare = unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode()
     return bare if len(bare) == 1 else "?"
+
+
+def encodes(text: str, stream: object) -> bool:
+    """Whether ``stream`` writes ``text`` as it is rather than as stand-ins: a symbol
+    whose stand-in would say something else (the footer's ``⏎`` would be ``?``, the
+    help key) is then worded otherwise. True for a stream with no encoding of its own
+    (a test's capture)."""
+    encoding = getattr(stream, "encoding", None)
+    if not isinstance(encoding, str):
+        return True
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def _stand_in(error: UnicodeError) -> tuple[str, int]:

@@ -249,6 +249,28 @@ def test_create_asks_for_deals_and_a_difficulty_only_when_told(
     assert len(ui.calls) == 2  # no room was asked for
 
 
+def test_create_and_bot_refuse_an_option_of_another_variant_before_connecting(
+    ui: FakeUI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer's `solrace create --option draw=3` (a Yukon room: Klondike's option)
+    said `solrace: variant yukon has no option 'draw' …` only once a server answered,
+    without the command or its --help, and `solrace bot --create` said `create
+    refused: …` — or `cannot reach …` first, the option found wrong only after that was
+    mended. The client's engine checks the options as the server does: a bad argument,
+    said as every other one is, before anything connects."""
+    server = ["--server", "ws://127.0.0.1:9"]  # nothing listens there: never reached
+    for command in ("create", "bot"):
+        room = ["--create"] if command == "bot" else []
+        assert main([command, *room, "--option", "draw=3", *server]) == 2
+        said = _usage_error(capsys.readouterr().err, command)
+        assert said.startswith("variant yukon has no option 'draw' (options: "), said
+        argv = [command, *room, "--variant", "klondike", "--option", "draw=4", *server]
+        assert main(argv) == 2
+        said = _usage_error(capsys.readouterr().err, command)
+        assert said == "option draw must be 1 or 3, not 4", said
+    assert ui.calls == []  # no room was asked for
+
+
 def test_join_quick_and_watch_hand_over(ui: FakeUI, monkeypatch: pytest.MonkeyPatch) -> None:
     config.save_name("Bob")
     monkeypatch.setenv("SOLRACE_SERVER", "ws://env:2")
@@ -568,6 +590,12 @@ def test_verify_and_replay_refuse_odd_files_in_one_line(
     assert "nested too deeply" in _one_line(capsys.readouterr().err)
     assert main(["verify", str(tmp_path)]) == 2
     assert "is a directory" in _one_line(capsys.readouterr().err)
+    # a path that is there but is no file: it said "no saved race … and no such file"
+    for command in (["verify"], ["replay", "--print"], ["fetch", "--server", "ws://h:1"]):
+        assert main([command[0], os.devnull, *command[1:]]) == 2
+        said = _one_line(capsys.readouterr().err)
+        not_a_file = f"solrace: {os.devnull} is not a file: give a race id or a race file"
+        assert said.startswith(not_a_file), said
     text = tmp_path / "passwd"  # any text file given by mistake: said as such
     text.write_text("root:x:0:0:root:/root:/bin/bash\n")
     assert main(["verify", str(text)]) == 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from solrace.protocol import Envelope
 from solrace.protocol.messages import CreateRoom
+from solrace.streams import encodes
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
@@ -704,11 +706,18 @@ class SolraceApp(App[int]):
         text.append_text(self.status_text)
         return text
 
+    @staticmethod
+    def _pick_key() -> str:
+        """``⏎`` where the terminal shows it, else ``spc`` (space picks too): on an
+        ASCII terminal its stand-in would be ``?``, the help key, and the footer read
+        ``? pick/put`` beside ``? help``. Textual draws on standard error."""
+        return "⏎" if encodes("⏎", sys.__stderr__) else "spc"
+
     def paint_hints(self, kind: str, width: int) -> Text:
         state = self.state
         last = ["? help", "q quit"]
         if kind == "play":
-            parts = ["⏎ pick/put", "f found.", "u undo"]
+            parts = [f"{self._pick_key()} pick/put", "f found.", "u undo"]
             if self.controller.layout.has_stock:
                 parts.append("d draw")
             view = self.controller.view
