@@ -29,6 +29,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Final, Literal, TypeVar
 
+from solrace.argtypes import DEFAULT_PORT
 from solrace.protocol import (
     MAX_SERVER_FRAME_BYTES,
     SERVER_FRAME_LIMITS,
@@ -52,7 +53,7 @@ from .errors import NoReply as NoReply  # raised here; defined beside the words 
 from .pacing import Pace, Pacer
 from .roomview import Fold, RoomView
 
-DEFAULT_SERVER = "ws://127.0.0.1:8765"
+DEFAULT_SERVER = f"ws://127.0.0.1:{DEFAULT_PORT}"
 #: The environment variable naming the server when ``--server`` is not given.
 ENV_SERVER: Final = "SOLRACE_SERVER"
 

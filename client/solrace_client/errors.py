@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from solrace.argtypes import DEFAULT_PORT
 from solrace.argtypes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from solrace.argtypes import EXIT_READER_GONE as EXIT_READER_GONE
 from solrace.protocol import ErrorCode
@@ -299,6 +300,21 @@ def gave_up(attempts: int, url: str, why: str) -> str:
     return f"could not reconnect in {attempts} {tries}, the last to {url}: {without_retry(why)}"
 
 
+def _no_port_hint(url: str) -> str | None:
+    """For a URL without a port, where it connected and where a server listens: a
+    newcomer's ``ws://127.0.0.1`` went to port 80 and was told only "is solrace-server
+    running?", while the server ran on 8765."""
+    parts = urlsplit(url)
+    if parts.port is not None:
+        return None
+    default = 443 if parts.scheme == "wss" else 80
+    scheme = "wss" if parts.scheme == "wss" else "ws"
+    return (
+        f"the URL names no port, so port {default} was tried; solrace-server listens on "
+        f"{DEFAULT_PORT} unless told otherwise ({scheme}://{parts.netloc}:{DEFAULT_PORT})"
+    )
+
+
 def connect_reason(url: str, exc: BaseException) -> str:
     host = urlsplit(url).hostname or url
     if isinstance(exc, InvalidStatus):
@@ -325,7 +341,7 @@ def connect_reason(url: str, exc: BaseException) -> str:
     if isinstance(exc, InvalidHandshake):
         return f"the WebSocket handshake failed ({exc or type(exc).__name__})"
     if isinstance(exc, ConnectionRefusedError):
-        return f"connection refused — {START_HINT}"
+        return f"connection refused — {_no_port_hint(url) or START_HINT}"
     if isinstance(exc, socket.gaierror):
         return f"unknown host {host!r}"
     if isinstance(exc, TimeoutError):

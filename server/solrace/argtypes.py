@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
 __all__ = [
+    "DEFAULT_PORT",
     "EXIT_INTERRUPTED",
     "EXIT_READER_GONE",
     "EXIT_USAGE",
@@ -45,6 +46,10 @@ __all__ = [
     "usage_line",
     "whole",
 ]
+
+#: The port ``solrace-server`` listens on and the client connects to when neither is
+#: told another (``--port``, ``--server``): one definition for both command lines.
+DEFAULT_PORT: Final = 8765
 
 #: Every command's exit status for a command-line mistake.
 EXIT_USAGE: Final = 2

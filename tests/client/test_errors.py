@@ -408,3 +408,23 @@ def test_a_refused_resume_passes_on_the_servers_reason() -> None:
     why = "you were away longer than the 30 s grace: you can watch room K7QX2M"
     said = errors.refusal("bad_token", why, None, "resume")
     assert said == f"you are no longer in the saved race ({why})"
+
+
+@pytest.mark.parametrize(
+    ("url", "tried", "meant"),
+    [
+        ("ws://127.0.0.1", 80, "ws://127.0.0.1:8765"),
+        ("wss://race.example", 443, "wss://race.example:8765"),
+        ("ws://[::1]/", 80, "ws://[::1]:8765"),
+    ],
+)
+def test_a_url_without_a_port_refused_says_which_port_was_tried(
+    url: str, tried: int, meant: str
+) -> None:
+    """A newcomer's ``--server ws://127.0.0.1`` went to port 80 and was told only "is
+    solrace-server running?" while the server listened on 8765."""
+    reason = errors.connect_reason(url, ConnectionRefusedError(111, "Connection refused"))
+    assert reason.startswith("connection refused — the URL names no port"), reason
+    assert f"port {tried} was tried" in reason and meant in reason, reason
+    with_port = errors.connect_reason("ws://127.0.0.1:9", ConnectionRefusedError())
+    assert with_port == f"connection refused — {errors.START_HINT}"

@@ -45,7 +45,15 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
 from solrace import __version__
-from solrace.argtypes import EXIT_INTERRUPTED, EXIT_USAGE, OneLineParser, add_version, real, whole
+from solrace.argtypes import (
+    DEFAULT_PORT,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    OneLineParser,
+    add_version,
+    real,
+    whole,
+)
 from solrace.streams import degrade_gracefully
 
 from . import logs
@@ -61,7 +69,6 @@ if TYPE_CHECKING:  # loaded by main(), not on import (the module docstring)
 
 log = logging.getLogger("solrace.server")
 
-DEFAULT_PORT = 8765
 EXIT_OK, EXIT_CANNOT_START, EXIT_DRAIN_FAILED = 0, 1, 3
 # EXIT_INTERRUPTED (argtypes): Ctrl-C before the node listens; once it listens,
 # SIGINT drains like SIGTERM (EXIT_OK).
