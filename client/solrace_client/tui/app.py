@@ -716,7 +716,13 @@ class SolraceApp(App[int]):
     def paint_hints(self, kind: str, width: int) -> Text:
         state = self.state
         last = ["? help", "q quit"]
-        if kind == "play":
+        # Stuck keeps the keys: an undo may take it back (where the room allows one).
+        done = state.my_status not in (None, "playing", "stuck")
+        if kind == "play" and self.mode == "race" and done:
+            # Finished, resigned, timed out: the keys below would each be told "no
+            # more moves" (the footer offered them after a resign: a newcomer walk).
+            parts = [f"you: {state.my_status} — the others race on"]
+        elif kind == "play":
             parts = [f"{self._pick_key()} pick/put", "f found.", "u undo"]
             if self.controller.layout.has_stock:
                 parts.append("d draw")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 
 from rich.text import Text
@@ -17,7 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from .controller import normalise
-from .render import COLOUR, Look
+from .render import COLOUR, Look, move_examples
 
 if TYPE_CHECKING:
     from textual.css.styles import RulesMap
@@ -101,7 +101,8 @@ class PhaseScreen(Screen[None]):
             widget.refresh(layout=isinstance(widget, PaintedPage))  # its height may change
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(self.kind))
+        examples = move_examples(self.solrace.controller.view)
+        self.app.push_screen(HelpScreen(self.kind, examples))
 
     def action_scroll_page(self, action: str) -> None:
         for page in self.query(Page):
@@ -314,17 +315,41 @@ HELP_NOTES: Final = {
 }
 
 
-def help_text(kind: str, look: Look = COLOUR) -> Text:
+def _play_rows(examples: Sequence[str]) -> list[tuple[str, str]]:
+    """The race screen's keys for a game whose moves are ``examples``
+    (``render.move_examples``): a newcomer walk found the help of a Yukon race listing
+    ``d / r`` and ``W>5``, of a stock and a waste Yukon does not have."""
+    rows: list[tuple[str, str]] = []
+    for key, what in HELP["play"]:
+        if key == "d  /  r":
+            if "D" not in examples:
+                continue
+            if "R" not in examples:
+                key, what = "d", "draw from the stock"
+        elif key == "u" and "undo" not in examples:
+            continue
+        elif key == ":":
+            what = "type a move: " + "  ".join(examples)
+        elif key == "  2>F  W>5" and "W>5" not in examples:
+            key, what = "  2>F", "column 2's top card to its foundation"
+        rows.append((key, what))
+    return rows
+
+
+def help_text(kind: str, look: Look = COLOUR, examples: Sequence[str] | None = None) -> Text:
     """The help of a screen (``play``, ``lobby``, ``watch``, ``standings``); a racer's
-    says how ``look`` marks the cursor and a pick."""
+    says how ``look`` marks the cursor and a pick, and with ``examples`` (the moves
+    of its game: ``render.move_examples``) only the keys of moves its game has."""
     text = Text()
     text.append("Keys\n", "bold")
     rows = HELP.get(kind) or HELP["play"]
+    if rows is HELP["play"] and examples is not None:
+        rows = _play_rows(examples)
     column = max(len(key) for key, _ in rows) + 2  # "Shift+Tab / ← / h" ran into its words
     for key, what in rows:
         text.append(f"{key:<{column}}", "bold cyan")
         text.append(f"{what}\n")
-    if rows is HELP["play"]:  # only a racer picks cards
+    if kind not in HELP or kind == "play":  # only a racer picks cards
         text.append(f"\n{look.legend}\n", "grey62")
     else:
         text.append("\n")
@@ -345,12 +370,15 @@ class HelpScreen(ModalScreen[None]):
         *[Binding(keys, action, show=False) for keys, action in PAGE_KEYS],
     ]
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, examples: Sequence[str] | None = None) -> None:
         super().__init__()
         self.kind = kind
+        #: The moves of the game on screen (``render.move_examples``), if known.
+        self.examples = examples
 
     def compose(self) -> ComposeResult:
-        yield Static(help_text(self.kind, cast("SolraceApp", self.app).look), id="dialog")
+        look = cast("SolraceApp", self.app).look
+        yield Static(help_text(self.kind, look, self.examples), id="dialog")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -663,3 +663,21 @@ def test_watch_draws_every_card_of_a_long_column_when_not_every_board_fits(
             if column["up"]:
                 assert last == card_label(column["up"][-1])
         assert sum(count for count, _ in drawn) == total_cards(variant)
+
+
+@pytest.mark.parametrize(
+    ("status", "offers_moves"),
+    [("playing", True), ("stuck", True), ("resigned", False), ("finished", False)],
+)
+def test_the_footer_offers_moves_only_to_a_racer_who_can_still_make_one(
+    status: str, offers_moves: bool
+) -> None:
+    """A newcomer walk: after a resign the footer still offered pick/put, undo and
+    type, each of which then said "no more moves". Stuck keeps them (undo may help)."""
+    app = SolraceApp("ws://127.0.0.1:1/", action="quick", name="Ann", params={})
+    app.controller.set_view(view(deal("yukon", 1), owner=True))
+    app.state.you = {"racer": 0, "status": status}
+    hints = app.paint_hints("play", 80).plain
+    assert ("pick/put" in hints and "u undo" in hints) == offers_moves, hints
+    assert (f"you: {status} — the others race on" in hints) != offers_moves, hints
+    assert hints.rstrip().endswith("? help  q quit"), hints

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from solrace_client.tui.render import COLOUR, MONO
+from solrace.rules import deal, view
+from solrace_client.tui.render import COLOUR, MONO, move_examples
 from solrace_client.tui.widgets import HELP, HelpScreen, help_text
 from textual.app import App
 
@@ -79,3 +80,25 @@ async def test_a_help_taller_than_the_terminal_scrolls_with_the_keys() -> None:
         await pilot.press("q")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)
+
+
+@pytest.mark.parametrize(
+    ("variant", "draw", "recycle", "waste"),
+    [
+        ("yukon", False, False, False),
+        ("klondike", True, True, True),
+        ("australian", True, False, True),
+    ],
+)
+def test_the_race_help_lists_only_the_moves_of_its_game(
+    variant: str, draw: bool, recycle: bool, waste: bool
+) -> None:
+    """A newcomer walk: the help of a Yukon race listed ``d / r`` and ``W>5`` — a
+    stock and a waste Yukon does not have."""
+    examples = move_examples(view(deal(variant, 1), owner=True))
+    text = help_text("play", COLOUR, examples).plain
+    assert ("d  /  r  " in text) == recycle, text
+    assert ("draw from the stock" in text) == draw, text
+    assert ("W>5" in text) == waste, text
+    assert "type a move: " + "  ".join(examples) in text
+    assert text.endswith("Press any of Esc, q, ? to close")
