@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from rich.text import Text
 from solrace.protocol import Envelope
@@ -94,6 +94,9 @@ ACTIONS = ("create", "join", "quick", "resume")
 #: (``deals`` and ``difficulty`` were once missing here and silently dropped).
 CREATE_SETTINGS = tuple(sorted(CreateRoom.FIELDS - {"variant", "name"}))
 #: Reconnect attempts: 0.2 s, doubled up to 8 s, ± 20 %, for as long as the app runs.
+#: Refusals of a move that leave its outcome unknown: the store may have taken it
+#: (docs/protocol.md §11, "unavailable means outcome unknown").
+OUTCOME_UNKNOWN: Final = ("unavailable", "internal")
 BACKOFF = Backoff(first_s=0.2, max_s=8.0, jitter=0.2)
 SIDE_WIDTH = 28
 MIN_SIDE_WIDTH, MAX_SIDE_WIDTH = 16, 60
@@ -374,6 +377,7 @@ class SolraceApp(App[int]):
             self.say(self._welcome())
         elif reconnected:
             self.say(*self._reconnected())
+        self._unconfirmed = []
         await self._sync_screen()
         self._repaint()
         client = self.client
@@ -418,17 +422,53 @@ class SolraceApp(App[int]):
         return text
 
     def _reconnected(self) -> tuple[str, str]:
+        """What the resume told of the moves in flight when the link dropped, and the
+        ones the server never got sent again (:meth:`_send_again`)."""
         news = []
-        next_seq = int((self.state.you or {}).get("next_seq") or 0)
-        for move, seq in self._unconfirmed:
-            news.append(f"{move} was {'played' if next_seq > seq else 'not played'}")
-        self._unconfirmed = []
+        state = self.state
+        next_seq = state.next_seq
+        played = [move for move, seq in self._unconfirmed if seq < next_seq]
+        if played:
+            news.append(f"{' '.join(played)} {'was' if len(played) == 1 else 'were'} played")
+        again = self._send_again(next_seq)
+        if again:
+            news.append(f"sent again: {' '.join(again)}")
+        lost = [m for m, seq in self._unconfirmed if seq >= next_seq and m not in again]
+        if lost and not again:
+            news.append(f"{' '.join(lost)} {'was' if len(lost) == 1 else 'were'} not played")
+        if played and state.my_status == "finished":  # decided while the reply was lost
+            place = (state.racers.get(state.me) or {}).get("place") if state.me else None
+            news.append(f"you finished{f' #{place}' if place else ''}!")
         if self._unsent:
             news.append(f"not sent while offline: {' '.join(self._unsent)} — play again")
             self._unsent.clear()
         if not news:
             return "reconnected", "bold green"
         return "reconnected — " + "; ".join(news), "bold yellow"
+
+    def _send_again(self, next_seq: int) -> list[str]:
+        """Queue again, first, the moves in flight when the link dropped that the server
+        never got (their seq at or past the resumed ``next_seq``), and return them.
+        Each goes with the seq it was sent with: the server's log holds exactly the
+        moves before it, so it means on the server's board what it meant on the one
+        shown, and a seq the server took meanwhile is answered as the move it stored
+        (docs/protocol.md §11) — never twice. Only while the racer still races, and
+        only a run that starts at ``next_seq`` (a server that lost writes resumes
+        lower: those moves would land elsewhere)."""
+        state = self.state
+        unplayed = [(move, seq) for move, seq in self._unconfirmed if seq >= next_seq]
+        seqs = [seq for _, seq in unplayed]
+        racing = state.phase == "racing" and state.my_status in ("playing", "stuck")
+        if not unplayed or not racing or seqs != list(range(next_seq, next_seq + len(seqs))):
+            return []
+        typed = []  # typed since (their epoch says whether they still go)
+        while not self._moves.empty():
+            typed.append(self._moves.get_nowait())
+        for move, _ in unplayed:
+            self._moves.put_nowait((move, self.in_flight.epoch))
+        for item in typed:
+            self._moves.put_nowait(item)
+        return [move for move, _ in unplayed]
 
     def _refuse_offline(self, move: str) -> None:
         self._unsent.append(move)
@@ -532,13 +572,15 @@ class SolraceApp(App[int]):
             self._save_token()
         self._repaint()
 
-    async def _resync(self) -> None:
-        """After a refused seq: a fresh snapshot on this connection."""
+    async def _resync(self) -> bool:
+        """After a refused seq, or a move whose outcome is unknown: a fresh snapshot on
+        this connection; whether it came."""
         try:
             await self.session.resync()
         except (ServerError, *DROPPED):
-            return  # the session reconnects if the connection is gone
+            return False  # the session reconnects if the connection is gone
         await self._rejoined(first=False)
+        return True
 
     async def _sync_clock(self, client: RaceClient) -> None:
         """The server's clock offset from the quickest of three pings."""
@@ -967,7 +1009,7 @@ class SolraceApp(App[int]):
             moved = await reply  # folded into the view as it arrives
         except ServerError as err:
             if self.in_flight.done(sent):  # else it followed a refused move: moot
-                await self._refused(sent.move, err)
+                await self._refused(sent, err)
             return
         except (ConnectionError, TimeoutError, ConnectionClosed, OSError):
             live = self.in_flight.live()
@@ -987,23 +1029,43 @@ class SolraceApp(App[int]):
         else:
             self.say(f"{sent.move} ✓")
 
-    async def _refused(self, move: str, err: ServerError) -> None:
-        """The server refused ``move``: back to the server's board (every move shown
+    async def _refused(self, sent: Sent, err: ServerError) -> None:
+        """The server refused ``sent``: back to the server's board (every move shown
         ahead of the refused one undone, the ones sent after it moot: the server
-        refuses them too), the moves still queued dropped, the reason said."""
+        refuses them too), the moves still queued dropped, the reason said.
+
+        ``unavailable`` (and ``internal``) say the outcome is unknown, not that the move
+        was not played (docs/protocol.md §11): the store may have taken it, and then
+        the moves pipelined after it too. The board last confirmed was then not the
+        server's (an audit: three moves stored, the screen showed one, and the next
+        move was refused "out of step"): the server's board and seq are asked for
+        (a resume on this connection), as after ``bad_seq``, and whether the move
+        was played is said."""
         self.in_flight.restart()
         self._drop_queued_moves()
         self.controller.set_view(self.state.my_board)
+        text = refusal_text(err.code, err.message, sent.move, self.controller.view)
         if err.code == "bad_seq":
             await self._resync()
-        self.say(refusal_text(err.code, err.message, move, self.controller.view), "bold red")
+        elif err.code in OUTCOME_UNKNOWN and await self._resync():
+            if self.state.next_seq > sent.seq:
+                text, style = f"{sent.move} was played (the server answered late)", "bold yellow"
+                self.say(text, style)
+                return
+            text = f"{sent.move} was not played: {text}"
+        self.say(text, "bold red")
 
     def _connection_lost(self, sent: list[Sent]) -> None:
         """The connection dropped with ``sent`` unconfirmed: the resume tells which
         were played; the moves typed since are not sent."""
         self.in_flight.restart()
         self._unsent += self._drop_queued_moves()
-        self._unconfirmed = [(s.move, s.seq) for s in sent]
+        # Merged by seq: a send that fails after the replies' failures has told of
+        # the moves before it must not make them forgotten.
+        known = {seq: move for move, seq in self._unconfirmed}
+        for one in sent:
+            known.setdefault(one.seq, one.move)
+        self._unconfirmed = [(known[seq], seq) for seq in sorted(known)]
         moves = " ".join(s.move for s in sent)
         self.say(f"{moves}: not confirmed — connection lost", "bold yellow")
 

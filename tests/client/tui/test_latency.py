@@ -172,7 +172,8 @@ async def test_a_card_turned_up_shows_only_once_the_server_names_it(cluster: Clu
 async def test_a_refused_move_undoes_the_moves_shown_ahead_of_it(cluster: Cluster) -> None:
     """The store fails as the second of three pipelined moves is stored: it is refused
     (``unavailable``), the third after it too (its seq is no longer the next). The screen
-    goes back to the server's board after the first, says why once, and plays on."""
+    goes back to the server's board after the first, says why once (after asking the
+    server's board: the outcome of an ``unavailable`` move is unknown), and plays on."""
     server = await cluster.node()
     line = quiet_line(3)
     views = views_of(line)
@@ -194,6 +195,8 @@ async def test_a_refused_move_undoes_the_moves_shown_ahead_of_it(cluster: Cluste
                 app.send_move(move)
                 await wait_until(pilot, lambda k=k: app.controller.view == views[k + 1], "shown")
             await wait_until(pilot, lambda: not app.in_flight.sent, "every reply")
+            # Its outcome unknown, the server's board is asked for (a round trip) first.
+            await wait_until(pilot, lambda: "not played" in app.status_log[-1], "the refusal")
             assert app.state.next_seq == 1
             assert app.controller.view == app.state.my_board == views[1]
             refusals = [line for line in app.status_log if "unavailable" in line or "retry" in line]

@@ -1,0 +1,192 @@
+"""Pipelined moves (docs/fairness.md, "Latency") under faults: a racer's move is never
+lost, applied twice or shown wrongly, whatever the link does. Each test races the real
+terminal app (headless) against a real server node through tests/support/flaky_link.py,
+and checks both the server's move log and what the app shows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from solrace.rooms.records import unpack_entries
+from solrace.store.errors import StoreUnavailable
+from solrace_client.tui.app import SolraceApp
+from textual.pilot import Pilot
+
+from tests.net.conftest import SOLVABLE_SECRET, Cluster
+from tests.support.faults import StoreFaults
+from tests.support.flaky_link import Direction, FlakyLink
+from tests.support.race import winning_moves
+
+from .conftest import racing, wait_until
+from .test_latency import quiet_line, server_port, views_of
+
+
+async def server_log(app: SolraceApp, store: Any) -> list[str]:
+    """The racer's move log as the server stored it (round 1)."""
+    assert app.state.room is not None
+    raw = await store.move_log(app.state.room, f"1:{app.state.me}")
+    return [move for move, _ in unpack_entries(raw)]
+
+
+async def logged(pilot: Pilot[Any], app: SolraceApp, store: Any, count: int) -> None:
+    """Wait until the server holds ``count`` moves of the racer."""
+    for _ in range(500):
+        if len(await server_log(app, store)) >= count:
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"the server never stored {count} moves: {await server_log(app, store)}")
+
+
+@pytest.mark.parametrize(
+    ("stored", "lost"), [(0, 1), (0, 2), (0, 5), (1, 0), (2, 0), (5, 0), (2, 3)]
+)
+async def test_a_drop_with_moves_in_flight_loses_none_and_repeats_none(
+    cluster: Cluster, stored: int, lost: int
+) -> None:
+    """The link drops with ``stored + lost`` pipelined moves in flight: the server stored
+    the first ``stored`` (their replies are lost), never got the other ``lost``. After
+    the automatic resume every move the racer saw on its board is in the server's log
+    exactly once, in order, and the board shown is the server's."""
+    server = await cluster.node()
+    line = quiet_line(stored + lost)
+    views = views_of(line)
+    store = server.node.store
+    async with FlakyLink(server_port(server.url), seed=1) as link:
+        app = SolraceApp(
+            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
+        )
+        async with app.run_test(size=(80, 24)) as pilot:
+            bob, _ = await racing(pilot, app, server.url)
+            link.stall((Direction.DOWN,))  # no reply comes back
+            for move in line[:stored]:
+                app.send_move(move)
+            await logged(pilot, app, store, stored)
+            link.stall((Direction.UP,))  # the rest never reach the server
+            for move in line[stored:]:
+                app.send_move(move)
+            await wait_until(pilot, lambda: app.controller.view == views[-1], "all shown")
+            await wait_until(pilot, lambda: len(app.in_flight.live()) == len(line), "all sent")
+            for one in link.live:  # the stalled bytes go with the connection
+                one.cut_now()
+            await wait_until(pilot, lambda: app.session.reconnects >= 1, "the resume")
+            await wait_until(
+                pilot,
+                lambda: app.state.next_seq == len(line) and not app.in_flight.sent,
+                "every move played",
+            )
+            assert await server_log(app, store) == line
+            assert app.controller.view == app.state.my_board == views[-1]
+            said = next(said for said in app.status_log if said.startswith("reconnected"))
+            assert "not played" not in said
+            assert ("sent again: " + " ".join(line[stored:]) in said) == bool(lost), said
+            assert (" ".join(line[:stored]) + " w" in said) == bool(stored), said
+            await bob.close()
+
+
+async def test_a_move_stored_but_answered_unavailable_leaves_the_servers_board_shown(
+    cluster: Cluster,
+) -> None:
+    """The store takes the second of three pipelined moves and then fails to answer
+    (``unavailable``: outcome unknown, docs/protocol.md §11). The board shown must end
+    as the server's, and the next move must not be told "out of step"."""
+    server = await cluster.node()
+    line = quiet_line(4)
+    views = views_of(line)
+    faults = StoreFaults(server.node.store)
+
+    async def stored_then_fail(append: Callable[[], Any]) -> Any:
+        await append()
+        raise StoreUnavailable("injected: the reply from Redis was lost")
+
+    async def first(append: Callable[[], Any]) -> Any:
+        faults.on_append_move(stored_then_fail)
+        return await append()
+
+    async with FlakyLink(server_port(server.url), seed=1) as link:
+        link.latency_s = 0.075
+        app = SolraceApp(
+            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
+        )
+        async with app.run_test(size=(80, 24)) as pilot:
+            bob, _ = await racing(pilot, app, server.url)
+            faults.on_append_move(first, log=f"1:{app.state.me}")
+            for k, move in enumerate(line[:3]):
+                app.send_move(move)
+                await wait_until(pilot, lambda k=k: app.controller.view == views[k + 1], "shown")
+            await wait_until(pilot, lambda: not app.in_flight.sent, "every reply")
+            await pilot.pause(0.3)
+            logged_now = await server_log(app, server.node.store)
+            assert app.controller.view == views[len(logged_now)], (logged_now, app.status_log)
+            app.send_move(line[len(logged_now)])
+            await wait_until(
+                pilot, lambda: app.state.next_seq == len(logged_now) + 1, "the next move"
+            )
+            assert not any("out of step" in said for said in app.status_log), app.status_log
+            assert await server_log(app, server.node.store) == line[: len(logged_now) + 1]
+            assert app.controller.view == app.state.my_board == views[len(logged_now) + 1]
+            await bob.close()
+
+
+async def test_the_final_move_pipelined_shows_no_finish_before_the_server_and_keeps_it(
+    cluster: Cluster,
+) -> None:
+    """The winning line, its last move's reply lost with the link: no "finished" or
+    place is shown before the server says so, and after the resume the racer is shown
+    finished first, as the server decided."""
+    server = await cluster.node()
+    line = winning_moves(SOLVABLE_SECRET)
+    store = server.node.store
+    async with FlakyLink(server_port(server.url), seed=1) as link:
+        app = SolraceApp(
+            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
+        )
+        async with app.run_test(size=(80, 24)) as pilot:
+            bob, _ = await racing(pilot, app, server.url)
+            for move in line[:-1]:
+                app.send_move(move)
+            await wait_until(pilot, lambda: app.state.next_seq == len(line) - 1, "all but one")
+            link.stall((Direction.DOWN,))
+            app.send_move(line[-1])
+            await logged(pilot, app, store, len(line))
+            screens = []
+            for _ in range(10):
+                screens.append(app.screen_text())
+                await pilot.pause(0.02)
+            assert not any("finished" in s or "#1" in s for s in screens), screens[-1]
+            for one in link.live:
+                one.cut_now()
+            await wait_until(pilot, lambda: app.session.reconnects >= 1, "the resume")
+            await wait_until(pilot, lambda: "#1 finished" in app.screen_text(), "first place")
+            assert app.state.my_status == "finished"
+            assert any("finished" in said for said in app.status_log[-2:]), app.status_log[-4:]
+            await bob.resign()
+            await wait_until(pilot, lambda: app.state.phase == "finished", "the race's end")
+            standings = (app.state.result or {})["standings"]  # the server's race_over
+            assert standings[0]["racer"] == app.state.me and standings[0]["place"] == 1
+            assert standings[0]["log"] == line == await server_log(app, store)
+            await bob.close()
+
+
+async def test_undo_between_pipelined_moves(cluster: Cluster) -> None:
+    """Quiet moves, an undo, quiet moves again, all typed at once: the server's log is
+    exactly what was typed, and the board shown is the server's."""
+    server = await cluster.node()
+    line = quiet_line(4)
+    typed = [*line[:2], "undo", line[1], *line[2:]]
+    views = views_of(line)
+    async with FlakyLink(server_port(server.url), seed=1) as link:
+        link.latency_s = 0.075
+        app = SolraceApp(
+            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
+        )
+        async with app.run_test(size=(80, 24)) as pilot:
+            bob, _ = await racing(pilot, app, server.url)
+            for move in typed:
+                app.send_move(move)
+            await wait_until(pilot, lambda: app.state.next_seq == len(typed), "every move")
+            await wait_until(pilot, lambda: not app.in_flight.sent, "every reply")
+            assert await server_log(app, server.node.store) == typed
+            assert app.controller.view == app.state.my_board == views[-1]
+            await bob.close()
