@@ -206,6 +206,16 @@ class RaceClient:
         await self.ws.close()
         await asyncio.gather(self._reader, return_exceptions=True)
 
+    def abort(self) -> None:
+        """Drop the connection now, without a closing handshake: the caller takes the
+        link for dead (a request's reply never came: :class:`NoReply`), and a handshake
+        on it would only wait :data:`CLOSE_WAIT_S` for an answer that cannot come. The
+        connection counts as closed at once (``closed``): nothing more is sent on it,
+        and a :class:`~solrace_client.session.Session` reconnects and resumes."""
+        if not self.closed.done():
+            self.closed.set_result(None)
+        self.ws.transport.abort()
+
     @property
     def close_code(self) -> int | None:
         return self.ws.close_code

@@ -313,3 +313,28 @@ async def test_a_server_that_stops_answering_is_noticed_by_the_clients_keepalive
             await client.closed
         took = asyncio.get_running_loop().time() - started
         assert took >= CLIENT_PING_TIMEOUT_S, took
+
+
+async def test_an_aborted_connection_is_closed_at_once_and_sends_nothing_more() -> None:
+    """``abort`` (a reply that never came: the TUI takes the link for dead): the
+    connection counts as closed at once, a request after it fails without going out,
+    and the reader ends without waiting for a close handshake nobody would answer."""
+    received: list[Any] = []
+
+    async def silent(ws: ServerConnection) -> None:
+        async for frame in ws:
+            received.append(frame)
+
+    protocols = [Subprotocol(p) for p in SUPPORTED_SUBPROTOCOLS]
+    async with serve(silent, "127.0.0.1", 0, subprotocols=protocols) as server:
+        port = server.sockets[0].getsockname()[1]
+        client = await RaceClient.connect(f"ws://127.0.0.1:{port}", pace=None)
+        started = asyncio.get_running_loop().time()
+        client.abort()
+        assert client.closed.done()
+        with pytest.raises(ConnectionError):
+            await client.send_move("1>F", 0)
+        async with asyncio.timeout(CLOSE_WAIT_S):
+            await client.close()
+        assert asyncio.get_running_loop().time() - started < CLOSE_WAIT_S / 2
+        assert received == []

@@ -1057,7 +1057,14 @@ class SolraceApp(App[int]):
 
     def _connection_lost(self, sent: list[Sent]) -> None:
         """The connection dropped with ``sent`` unconfirmed: the resume tells which
-        were played; the moves typed since are not sent."""
+        were played, and sends the others again (:meth:`_send_again`); the moves typed
+        since are not sent. A reply that timed out (``NoReply``) on a link still open
+        — gone silent, no reset — drops it now: the keepalive would notice only up to
+        4 s later, and a move typed meanwhile went into the dead link with a seq
+        already in flight (an audit: it was then lost without a word)."""
+        client = self.client
+        if client is not None and not client.closed.done():
+            client.abort()
         self.in_flight.restart()
         self._unsent += self._drop_queued_moves()
         # Merged by seq: a send that fails after the replies' failures has told of

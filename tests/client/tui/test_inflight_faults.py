@@ -190,3 +190,90 @@ async def test_undo_between_pipelined_moves(cluster: Cluster) -> None:
             assert await server_log(app, server.node.store) == typed
             assert app.controller.view == app.state.my_board == views[-1]
             await bob.close()
+
+
+async def test_a_resume_on_another_node_with_moves_in_flight(cluster: Cluster) -> None:
+    """Two nodes on one store; the link to the first drops with two moves stored (their
+    replies lost) and three the node never got, and refuses new connections: the resume
+    lands on the second node, which sends the three again; each move is stored once."""
+    first, second = await cluster.node(), await cluster.node()
+    line = quiet_line(5)
+    views = views_of(line)
+    store = first.node.store
+    async with (
+        FlakyLink(server_port(first.url), seed=1) as near,
+        FlakyLink(server_port(second.url), seed=2) as far,
+    ):
+        app = SolraceApp(
+            f"{near.url},{far.url}",
+            action="create",
+            name="Ann",
+            params={"variant": "yukon"},
+            save=False,
+        )
+        async with app.run_test(size=(80, 24)) as pilot:
+            bob, _ = await racing(pilot, app, second.url)
+            near.stall((Direction.DOWN,))
+            for move in line[:2]:
+                app.send_move(move)
+            await logged(pilot, app, store, 2)
+            near.stall((Direction.UP,))
+            for move in line[2:]:
+                app.send_move(move)
+            await wait_until(pilot, lambda: len(app.in_flight.live()) == len(line), "all sent")
+            near.refuse_for(10)
+            for one in near.live:
+                one.cut_now()
+            await wait_until(pilot, lambda: app.session.reconnects >= 1, "the resume")
+            assert app.session.server == far.url
+            await wait_until(
+                pilot,
+                lambda: app.state.next_seq == len(line) and not app.in_flight.sent,
+                "every move played",
+            )
+            assert await server_log(app, second.node.store) == line
+            assert app.controller.view == app.state.my_board == views[-1]
+            await bob.close()
+
+
+async def test_a_link_gone_silent_with_moves_in_flight(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The link goes silent (no reset) with two pipelined moves in flight; their replies
+    time out, and the racer plays one more before the keepalive would notice the dead
+    link. Before, that move went into the dead link with the seq of the first (the
+    stale confirmed one) and was lost without a word. Now the timeout drops the link:
+    the move is refused offline, said, and the two in flight are sent again."""
+    server = await cluster.node()
+    line = quiet_line(3)
+    views = views_of(line)
+    async with FlakyLink(server_port(server.url), seed=1) as link:
+        app = SolraceApp(
+            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
+        )
+        async with app.run_test(size=(80, 24)) as pilot:
+            bob, _ = await racing(pilot, app, server.url)
+            lost = app._connection_lost
+
+            def typed_then(sent: list[Any]) -> None:  # the racer plays on at that moment
+                lost(sent)
+                if len(app.status_log) and line[2] not in " ".join(app.status_log):
+                    app.send_move(line[2])
+
+            monkeypatch.setattr(app, "_connection_lost", typed_then)
+            link.stall()
+            for move in line[:2]:
+                app.send_move(move)
+            await wait_until(pilot, lambda: app.session.reconnects >= 1, "the resume", 20)
+            await wait_until(
+                pilot, lambda: app.state.next_seq == 2 and not app.in_flight.sent, "two moves"
+            )
+            said = next(said for said in app.status_log if said.startswith("reconnected"))
+            assert said.endswith(f"not sent while offline: {line[2]} — play again"), said
+            assert await server_log(app, server.node.store) == line[:2]
+            assert app.controller.view == app.state.my_board == views[2]
+            app.send_move(line[2])
+            await wait_until(pilot, lambda: app.state.next_seq == 3, "the move played again")
+            assert await server_log(app, server.node.store) == line
+            assert app.controller.view == app.state.my_board == views[-1]
+            await bob.close()
