@@ -93,10 +93,10 @@ ACTIONS = ("create", "join", "quick", "resume")
 #: What ``create`` passes on from its params: every setting the protocol's request has
 #: (``deals`` and ``difficulty`` were once missing here and silently dropped).
 CREATE_SETTINGS = tuple(sorted(CreateRoom.FIELDS - {"variant", "name"}))
-#: Reconnect attempts: 0.2 s, doubled up to 8 s, ± 20 %, for as long as the app runs.
 #: Refusals of a move that leave its outcome unknown: the store may have taken it
 #: (docs/protocol.md §11, "unavailable means outcome unknown").
 OUTCOME_UNKNOWN: Final = ("unavailable", "internal")
+#: Reconnect attempts: 0.2 s, doubled up to 8 s, ± 20 %, for as long as the app runs.
 BACKOFF = Backoff(first_s=0.2, max_s=8.0, jitter=0.2)
 SIDE_WIDTH = 28
 MIN_SIDE_WIDTH, MAX_SIDE_WIDTH = 16, 60

@@ -12,7 +12,11 @@ it). A move that turns a card up shows nothing until the server's reply names th
 (:func:`~solrace_client.boardview.played_view`), and moves typed meanwhile wait for
 that reply, as every move did before. A refusal undoes every move shown ahead of it:
 the screen is back on the server's board, and the moves sent after the refused one,
-which the server refuses too, say nothing more.
+which the server refuses too, say nothing more. A refusal that leaves the outcome
+unknown (``unavailable``) asks the server's board first: the store may have taken the
+move. A lost connection loses none of the moves in flight: the resume tells which the
+server stored, and the app sends the others again with their seqs
+(``SolraceApp._send_again``).
 
 The bookkeeping lives here, apart from the app: which moves are in flight, the seq of
 the next one, and which replies still matter (an ``epoch`` each refusal, lost

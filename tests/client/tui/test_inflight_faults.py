@@ -15,7 +15,7 @@ from solrace_client.tui.app import SolraceApp
 from textual.pilot import Pilot
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
-from tests.support.faults import StoreFaults
+from tests.support.faults import Clock, StoreFaults
 from tests.support.flaky_link import Direction, FlakyLink
 from tests.support.race import winning_moves
 
@@ -274,6 +274,75 @@ async def test_a_link_gone_silent_with_moves_in_flight(
             assert app.controller.view == app.state.my_board == views[2]
             app.send_move(line[2])
             await wait_until(pilot, lambda: app.state.next_seq == 3, "the move played again")
+            assert await server_log(app, server.node.store) == line
+            assert app.controller.view == app.state.my_board == views[-1]
+            await bob.close()
+
+
+async def test_moves_in_flight_when_the_race_ends_are_refused_and_the_result_shown(
+    cluster: Cluster,
+) -> None:
+    """One move stored, three more on their way when the time limit ends the race: they
+    are refused (the race is over), none is in the result, and the app shows the
+    server's standings with the board the server kept."""
+    clock = Clock()
+    server = await cluster.node(clock=clock)
+    line = quiet_line(4)
+    views = views_of(line)
+    async with FlakyLink(server_port(server.url), seed=1) as link:
+        app = SolraceApp(
+            link.url,
+            action="create",
+            name="Ann",
+            params={"variant": "yukon", "time_limit_s": 60},
+            save=False,
+        )
+        async with app.run_test(size=(80, 24)) as pilot:
+            bob, _ = await racing(pilot, app, server.url)
+            app.send_move(line[0])
+            await wait_until(pilot, lambda: app.state.next_seq == 1, "the first move")
+            link.stall((Direction.UP,))
+            for move in line[1:]:
+                app.send_move(move)
+            await wait_until(pilot, lambda: app.controller.view == views[-1], "all shown")
+            clock.advance(61, server.node)
+            await wait_until(pilot, lambda: app.state.phase == "finished", "the race's end")
+            link.flow()
+            await wait_until(pilot, lambda: not app.in_flight.sent, "every reply")
+            await pilot.pause(0.2)
+            standings = (app.state.result or {})["standings"]
+            mine = next(s for s in standings if s["racer"] == app.state.me)
+            assert mine["log"] == line[:1] == await server_log(app, server.node.store)
+            assert app.state.my_board == views[1]
+            assert not any(f"{m} ✓" in said for m in line[1:] for said in app.status_log)
+            await bob.close()
+
+
+async def test_a_pipeline_past_the_rate_limit_loses_no_move(cluster: Cluster) -> None:
+    """A client that does not pace for the server's limit (here a node allowing 10
+    messages a second, bursts of 10, while the app paces for none) pipelines 25 moves:
+    the server closes the connection rate_limited mid-pipeline. After the resume every
+    move is stored once, in order, and the board is the server's (this held before the
+    audit too: the server had taken every move, and the resume said so)."""
+    server = await cluster.node(rate=10.0)
+    line = quiet_line(25)
+    views = views_of(line)
+    async with FlakyLink(server_port(server.url), seed=1) as link:
+        app = SolraceApp(
+            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
+        )
+        async with app.run_test(size=(80, 24)) as pilot:
+            bob, _ = await racing(pilot, app, server.url)
+            await pilot.pause(2.5)  # the bucket full again
+            for move in line:
+                app.send_move(move)
+            await wait_until(
+                pilot,
+                lambda: app.state.next_seq == len(line) and not app.in_flight.sent,
+                "every move played",
+                30,
+            )
+            assert app.session.reconnects >= 1, app.status_log  # it was cut off
             assert await server_log(app, server.node.store) == line
             assert app.controller.view == app.state.my_board == views[-1]
             await bob.close()
