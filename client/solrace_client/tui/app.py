@@ -372,11 +372,12 @@ class SolraceApp(App[int]):
 
     async def _rejoined(self, *, first: bool, reconnected: bool = False) -> None:
         """The view was loaded from a snapshot: entry, resume, or a resync."""
+        missed = self.news.missed(self.state) if reconnected else []
         self._loaded()
         if first:
             self.say(self._welcome())
         elif reconnected:
-            self.say(*self._reconnected())
+            self.say(*self._reconnected(missed))
         self._unconfirmed = []
         await self._sync_screen()
         self._repaint()
@@ -421,9 +422,10 @@ class SolraceApp(App[int]):
             text += f" not sent: {' '.join(self._unsent)}"
         return text
 
-    def _reconnected(self) -> tuple[str, str]:
+    def _reconnected(self, missed: list[str]) -> tuple[str, str]:
         """What the resume told of the moves in flight when the link dropped, and the
-        ones the server never got sent again (:meth:`_send_again`)."""
+        ones the server never got sent again (:meth:`_send_again`); then ``missed``,
+        what the other racers did meanwhile (``News.missed``)."""
         news = []
         state = self.state
         next_seq = state.next_seq
@@ -442,6 +444,8 @@ class SolraceApp(App[int]):
         if self._unsent:
             news.append(f"not sent while offline: {' '.join(self._unsent)} — play again")
             self._unsent.clear()
+        if missed:
+            news.append("while you were away: " + ", ".join(missed))
         if not news:
             return "reconnected", "bold green"
         return "reconnected — " + "; ".join(news), "bold yellow"

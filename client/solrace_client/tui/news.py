@@ -29,6 +29,25 @@ class News:
     def reset(self, view: RoomView) -> None:
         self.statuses = {r: str(info.get("status")) for r, info in view.racers.items()}
 
+    def missed(self, view: RoomView) -> list[str]:
+        """What the other racers' statuses did while the player was away, by the fresh
+        snapshot in ``view`` against the statuses last told (call before
+        :meth:`reset`). A resume replays no event to the app, so a rival who finished
+        meanwhile was told only by the racers panel (the inflight audit's note)."""
+        lines: list[str] = []
+        for racer, info in view.racers.items():
+            before, status = self.statuses.get(racer), str(info.get("status"))
+            if racer == view.me or before is None or status == before:
+                continue
+            name = view.name_of(racer)
+            if status == "finished":
+                lines.append(f"{name} finished — place {info.get('place')}")
+            elif status in _ENDED:
+                lines.append(f"{name} {'is stuck' if status == 'stuck' else _ENDED[status]}")
+            elif status == "left":
+                lines.append(f"{name} left")
+        return lines
+
     def line(self, event: Envelope, view: RoomView) -> str | None:
         """The news ``event`` brings, if any (None for a replayed or gap event: the
         session resynchronises and the app repaints from the snapshot)."""

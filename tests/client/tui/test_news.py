@@ -121,3 +121,22 @@ def test_the_lobby_learns_how_the_deal_was_made() -> None:
     assert deal_words({"certified": False, "moves": None, "difficulty": None}) == (
         "random deal (not certified)"
     )
+
+
+def test_what_the_others_did_while_the_player_was_away() -> None:
+    """A resume replays no event to the app: a rival who finished, resigned or left
+    meanwhile was told only by the racers panel (the inflight audit's note). The fresh
+    snapshot against the statuses last told says it; the player's own is not news here,
+    nor a racer who joined meanwhile, nor a status unchanged."""
+    racers = [racer(1, "Ann"), racer(2, "Bob"), racer(3, "Cy"), racer(4, "Di")]
+    for one in racers:
+        one["status"] = "playing"
+    view, news = loaded(phase="racing", racers=racers)
+    away = [dict(one) for one in racers] + [racer(5, "Ed")]
+    away[0]["status"] = "finished"  # me: _reconnected says it from my moves
+    away[1].update(status="finished", place=1)
+    away[2]["status"] = "resigned"
+    view.load(snapshot(phase="racing", version=9, racers=away), racer=1)
+    assert news.missed(view) == ["Bob finished — place 1", "Cy resigned"]
+    news.reset(view)
+    assert news.missed(view) == []
