@@ -300,6 +300,24 @@ def gave_up(attempts: int, url: str, why: str) -> str:
     return f"could not reconnect in {attempts} {tries}, the last to {url}: {without_retry(why)}"
 
 
+#: The longest ``Retry-After`` a client waits out (a larger one is read as this): a
+#: node asks for a few seconds (docs/protocol.md §1); a reconnect loop does not wait
+#: for ever on a proxy's say-so.
+MAX_RETRY_AFTER_S: Final = 60.0
+
+
+def handshake_retry_after_s(exc: BaseException | None) -> float | None:
+    """The seconds a handshake's refusal asks the client to wait before it tries again
+    (its ``Retry-After``, in seconds, at most :data:`MAX_RETRY_AFTER_S`), or None: no
+    refusal, or none that says (an HTTP date is not read)."""
+    if not isinstance(exc, InvalidStatus):
+        return None
+    value = exc.response.headers.get("Retry-After", "").strip()
+    if not value.isdigit():
+        return None
+    return min(float(value), MAX_RETRY_AFTER_S)
+
+
 def _no_port_hint(url: str) -> str | None:
     """For a URL without a port, where it connected and where a server listens: a
     newcomer's ``ws://127.0.0.1`` went to port 80 and was told only "is solrace-server
@@ -328,6 +346,13 @@ def connect_reason(url: str, exc: BaseException) -> str:
             return (
                 "too many connections from your address to this server: close other solrace "
                 "windows or bots on it, then try again"
+            )
+        if body.startswith(ErrorCode.CONNECTING_TOO_FAST.value):
+            wait = handshake_retry_after_s(exc)
+            when = "a moment" if wait is None else f"{wait:g} s"
+            return (
+                "too many new connections from your address to this server in a short "
+                f"time: wait {when}, then try again"
             )
         if status == 400 and NGINX_TLS_PORT in body:
             return "that port takes TLS only (HTTPS): use wss:// instead of ws://"

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from solrace.net.admission import Admission, parse_networks
 from solrace_client import RaceClient, ServerError, errors
 from solrace_client.cli import build_parser, main
 from websockets.asyncio.server import ServerConnection, serve
@@ -145,6 +146,24 @@ async def test_wss_against_a_plain_server_says_why(cluster: Cluster) -> None:
     status, _, err = await solrace("rooms", "--server", url)
     assert status == errors.EXIT_FAILED
     assert "TLS handshake failed" in one_line(err) and "try ws://" in err
+
+
+async def test_connecting_too_fast_is_one_line_saying_how_long_to_wait(cluster: Cluster) -> None:
+    """A node that refuses an address opening connections too fast (429
+    ``connecting_too_fast``) is said as the other refusals are, with the wait its
+    Retry-After asks for: it said "it answered HTTP 429, not as a solrace server"."""
+    admission = Admission(
+        100, trusted=parse_networks("none"), connections_per_s=0.1, connection_burst=1
+    )
+    server = await cluster.node(admission=admission)
+    first = await RaceClient.connect(server.url)  # the address's one connection for 10 s
+    status, _, err = await solrace("rooms", "--server", server.url)
+    assert status == errors.EXIT_FAILED
+    assert one_line(err) == (
+        f"solrace: cannot reach {server.url}: too many new connections from your address "
+        "to this server in a short time: wait 10 s, then try again"
+    )
+    await first.close()
 
 
 # ------------------------------------------------ TLS: trust, plain servers, proxies

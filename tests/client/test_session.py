@@ -9,6 +9,7 @@ import random
 from typing import Any
 
 import pytest
+from solrace.net.admission import Admission, parse_networks
 from solrace.protocol import Envelope
 from solrace.protocol.limits import RESUME_BURST, RESUME_INTERVAL_S
 from solrace_client import RaceClient, ServerError
@@ -16,6 +17,7 @@ from solrace_client.errors import START_HINT
 from solrace_client.results import finished_race
 from solrace_client.session import Backoff, Rejoined, Session, SessionEnd, SessionOver, Unreachable
 from solrace_client.verify import race_verdict
+from websockets.exceptions import InvalidStatus
 
 from tests.client.test_roomview import folded, fresh_watch, public, you_of
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
@@ -136,6 +138,40 @@ async def test_a_resume_refused_as_too_soon_is_waited_out_on_the_same_connection
     for move in MOVES[:2]:  # and races on
         await session.live.move(move)
     await close_all(bob)
+    await session.close()
+
+
+async def test_a_reconnect_refused_as_connecting_too_fast_waits_out_its_retry_after(
+    cluster: Cluster,
+) -> None:
+    """A node lets one address open so many connections a second (429
+    ``connecting_too_fast``, with Retry-After). A session whose reconnect is refused so
+    waits that long before its next attempt, rather than its backoff (0.05-0.2 s here:
+    it was refused again and again, adding to the flood that the cap is for), then
+    rejoins: one refusal each time, and no error said."""
+    node_admission = Admission(
+        100, trusted=parse_networks("none"), connections_per_s=0.5, connection_burst=3
+    )
+    server = await cluster.node(admission=node_admission)
+    loop = asyncio.get_running_loop()
+    lost: list[tuple[float, BaseException | None]] = []
+    session = Session(server.url, backoff=QUICK, lost=lambda n, e: lost.append((loop.time(), e)))
+    await session.enter(lambda client: client.create("yukon", "Ann", private=True))
+    waits: list[tuple[int, float, float]] = []  # refusals, Retry-After, time waited
+    for _ in range(4):  # the burst (3) runs out within these: the rate is 1 per 2 s
+        lost.clear()
+        session.live.ws.transport.abort()
+        await until(session, lambda i: isinstance(i, Rejoined))
+        refusals = [(t, e) for t, e in lost if isinstance(e, InvalidStatus)]
+        if refusals:
+            when, refusal = refusals[-1]
+            assert isinstance(refusal, InvalidStatus)
+            retry = float(refusal.response.headers["Retry-After"])
+            waits.append((len(refusals), retry, loop.time() - when))
+    assert waits, "no reconnect was refused"
+    for count, retry, waited in waits:
+        assert count == 1 and waited >= retry
+    assert (await session.live.ping()) > 0  # and it goes on
     await session.close()
 
 

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import pytest
 from solrace.net import server as server_module
 from solrace.net.admission import (
+    CONNECTION_BURST,
+    DEFAULT_CONNECTIONS_PER_S,
     DEFAULT_MAX_PER_ADDRESS,
     DEFAULT_ROOMS_PER_MINUTE,
     FD_RESERVE,
@@ -68,7 +70,7 @@ def test_one_address_holds_at_most_its_share_and_others_are_not_affected() -> No
     assert one is not None and one.refusal is None and one.key == "203.0.113.9"
     assert two is not None and two.refusal is None
     assert three is not None and three.refusal is Refusal.TOO_MANY_CONNECTIONS
-    assert admission.identify(three, []) is Refusal.TOO_MANY_CONNECTIONS
+    assert admission.identify(three, [], 0.0) is Refusal.TOO_MANY_CONNECTIONS
     other = admission.accept("203.0.113.10")
     assert other is not None and other.refusal is None
     admission.release(three)
@@ -126,7 +128,7 @@ def test_a_trusted_proxy_is_not_capped_but_the_client_it_names_is() -> None:
     def through_proxy(forwarded: Sequence[str]) -> Refusal | None:
         ticket = admission.accept("10.1.2.3")
         assert ticket is not None and ticket.refusal is None and ticket.key is None
-        return admission.identify(ticket, forwarded)
+        return admission.identify(ticket, forwarded, 0.0)
 
     assert through_proxy([]) is None  # the proxy itself, saying nobody: never capped
     assert through_proxy([]) is None
@@ -144,7 +146,7 @@ def test_a_trusted_proxy_is_not_capped_but_the_client_it_names_is() -> None:
     # A peer outside the trusted networks cannot name someone else.
     direct = admission.accept("203.0.113.77")
     assert direct is not None and direct.key == "203.0.113.77"
-    assert admission.identify(direct, ["198.51.100.200"]) is None
+    assert admission.identify(direct, ["198.51.100.200"], 0.0) is None
     assert direct.key == "203.0.113.77"
 
 
@@ -290,7 +292,7 @@ def test_a_forwarded_clients_scope_id_stays_out_of_the_logs() -> None:
     admission = Admission(100, trusted=parse_networks("127.0.0.1"))
     for forwarded in ("2a01:4f8::1%x room=r_forged racer=7", "[2a01:4f8::1%\x9b31m]:40001"):
         ticket = admission.accept("127.0.0.1")
-        assert ticket is not None and admission.identify(ticket, [forwarded]) is None
+        assert ticket is not None and admission.identify(ticket, [forwarded], 0.0) is None
         assert ticket.forwarded == "2a01:4f8::1"
         assert ticket.key == "2a01:4f8::/64"
 
@@ -439,7 +441,7 @@ async def test_a_flood_of_connections_from_one_client_leaves_the_node_serving() 
 
 def _admitted(admission: Admission, peer: str, forwarded_for: Sequence[str] = ()) -> Ticket:
     ticket = admission.accept(peer)
-    assert ticket is not None and admission.identify(ticket, forwarded_for) is None
+    assert ticket is not None and admission.identify(ticket, forwarded_for, 0.0) is None
     return ticket
 
 
@@ -545,7 +547,7 @@ def test_a_tickets_seat_key_is_the_address_it_is_counted_by_ipv6_by_its_56() -> 
 
     def seat_key(peer: str, forwarded: list[str] | None = None) -> str | None:
         ticket = admission.accept(peer)
-        assert ticket is not None and admission.identify(ticket, forwarded or []) is None
+        assert ticket is not None and admission.identify(ticket, forwarded or [], 0.0) is None
         return ticket.seat_key
 
     assert seat_key("203.0.113.5") == "203.0.113.5"
@@ -599,3 +601,148 @@ async def test_solrace_server_seats_an_address_once_a_public_room_unless_told_ot
         assert len({j["room"] for j in joined}) == rooms
         for racer in racers:
             await racer.close()
+
+
+# ------------------------------------------------------------------ connections opened
+
+
+def _connecting(
+    admission: Admission, peer: str, now: float, forwarded_for: Sequence[str] = ()
+) -> Ticket:
+    """A connection from ``peer`` whose request is read at ``now``, then closed (the
+    flood of an abuser that reconnects in a loop: it never holds one for long)."""
+    ticket = admission.accept(peer)
+    assert ticket is not None
+    admission.identify(ticket, forwarded_for, now)
+    admission.release(ticket)
+    return ticket
+
+
+def test_an_address_opens_so_many_connections_a_second_and_is_told_when_it_may_again() -> None:
+    """A client reconnecting in a loop held one connection at a time, under the cap of
+    those held at once, and opened 2,900 a second (each an accept and an upgrade; with
+    a resume, a Redis read). Past its burst, an address opens connections_per_s a
+    second; the refused are told when to come back (Retry-After, whole seconds), and a
+    refused attempt takes nothing from the bucket."""
+    admission = Admission(100, trusted=NOBODY_TRUSTED, connections_per_s=2, connection_burst=3)
+    assert [_connecting(admission, "203.0.113.5", 0.0).refusal for _ in range(3)] == [None] * 3
+    refused = _connecting(admission, "203.0.113.5", 0.0)
+    assert refused.refusal is Refusal.CONNECTING_TOO_FAST
+    assert (refused.refusal.code, refused.refusal.status) == ("connecting_too_fast", 429)
+    assert refused.retry_after_s == 1  # 0.5 s, in whole seconds
+    assert _connecting(admission, "203.0.113.5", 0.25).refusal is Refusal.CONNECTING_TOO_FAST
+    assert _connecting(admission, "203.0.113.5", 0.5).refusal is None  # nothing was taken
+    assert _connecting(admission, "203.0.113.6", 0.5).refusal is None  # another address
+    assert admission.open == 0 and admission.holds("203.0.113.5") == 0
+    slow = Admission(100, trusted=NOBODY_TRUSTED, connections_per_s=0.1, connection_burst=1)
+    assert _connecting(slow, "203.0.113.5", 0.0).refusal is None
+    assert _connecting(slow, "203.0.113.5", 0.0).retry_after_s == 10
+    assert _connecting(slow, "203.0.113.5", 7.5).retry_after_s == 3  # 2.5 s, rounded up
+    same_64 = [_connecting(slow, f"2001:db8::{n}", 0.0).refusal for n in (1, 2)]
+    assert same_64 == [None, Refusal.CONNECTING_TOO_FAST]  # an IPv6 client by its /64
+    off = Admission(100, trusted=NOBODY_TRUSTED, connections_per_s=0, connection_burst=1)
+    assert all(_connecting(off, "203.0.113.5", 0.0).refusal is None for _ in range(1000))
+    assert Admission(10).connections_per_s == DEFAULT_CONNECTIONS_PER_S
+    assert Admission(10).connection_burst == CONNECTION_BURST
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_opens_its_own_connections() -> None:
+    """The proxy's own connections (the operator's tools, a health check, the test
+    suite over loopback) are never counted; each client it names is, and one refused
+    for opening too fast holds nothing (it is answered and closed at once)."""
+    admission = Admission(
+        100, trusted=parse_networks("10.0.0.0/8"), connections_per_s=1, connection_burst=2
+    )
+    assert all(_connecting(admission, "10.0.0.2", 0.0).refusal is None for _ in range(100))
+    client = [_connecting(admission, "10.0.0.2", 0.0, ["203.0.113.5"]) for _ in range(3)]
+    assert [t.refusal for t in client] == [None, None, Refusal.CONNECTING_TOO_FAST]
+    held = admission.accept("10.0.0.2")
+    assert held is not None
+    assert admission.identify(held, ["203.0.113.5"], 0.0) is Refusal.CONNECTING_TOO_FAST
+    assert admission.holds("203.0.113.5") == 0 and held.key is None
+    admission.release(held)
+    other = _connecting(admission, "10.0.0.2", 0.0, ["198.51.100.1, 203.0.113.6"])
+    assert other.refusal is None
+    untrusted = Admission(100, trusted=NOBODY_TRUSTED, connections_per_s=1, connection_burst=1)
+    assert _connecting(untrusted, "203.0.113.7", 0.0, ["198.51.100.1"]).refusal is None
+    named = _connecting(untrusted, "203.0.113.7", 0.0, ["198.51.100.2"])
+    assert named.refusal is Refusal.CONNECTING_TOO_FAST  # its claim names nobody else
+
+
+def test_an_address_over_its_share_is_refused_for_that_and_spends_no_new_connection() -> None:
+    admission = Admission(
+        100, max_per_address=1, trusted=NOBODY_TRUSTED, connections_per_s=1, connection_burst=2
+    )
+    held = admission.accept("203.0.113.5")
+    assert held is not None and admission.identify(held, [], 0.0) is None
+    for _ in range(5):
+        assert _connecting(admission, "203.0.113.5", 0.0).refusal is Refusal.TOO_MANY_CONNECTIONS
+    admission.release(held)
+    assert _connecting(admission, "203.0.113.5", 0.0).refusal is None  # its second token
+
+
+def test_addresses_whose_connection_counts_are_full_again_are_forgotten() -> None:
+    """Counts outlive connections (that is their point), so they are bounded as the
+    rooms' are: past so many addresses, those whose bucket is full again go — as if
+    never seen, which a full bucket is."""
+    admission = Admission(
+        100,
+        trusted=NOBODY_TRUSTED,
+        connections_per_s=1,
+        connection_burst=1,
+        connection_counts_kept=3,
+    )
+    for n in range(3):
+        assert _connecting(admission, f"203.0.113.{n}", 0.0).refusal is None
+    busy = "198.51.100.1"
+    assert _connecting(admission, busy, 0.9).refusal is None  # the others are short yet
+    assert len(admission._connects) == 4
+    for n in range(2, 5):
+        assert _connecting(admission, f"198.51.100.{n}", 1.1).refusal is None
+    assert sorted(admission._connects) == [f"198.51.100.{n}" for n in range(1, 5)]
+    assert _connecting(admission, busy, 1.1).refusal is Refusal.CONNECTING_TOO_FAST  # kept
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_past_its_burst_an_address_gets_429_connecting_too_fast_until_retry_after(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Real sockets, behind a trusted proxy (127.0.0.1, the test's own address): a
+    client that opens connections past its burst is answered 429 ``connecting_too_fast``
+    with the Retry-After its bucket needs, said in one line by the client library; the
+    proxy's own connections and another client are unaffected; once the wait is over the
+    client connects again. The refusals are counted and logged (the 10 s line)."""
+    admission = Admission(
+        100, trusted=parse_networks("127.0.0.1"), connections_per_s=0.5, connection_burst=3
+    )
+    server = await cluster.node(admission=admission)
+    with caplog.at_level(logging.WARNING, logger="solrace.server"):
+        for _ in range(3):
+            await (await _open(server.url, "203.0.113.5")).close()
+        refusals = [await _refused(server.url, "203.0.113.5") for _ in range(5)]
+    assert {r.response.status_code for r in refusals} == {429}
+    assert refusals[0].response.headers["Retry-After"] == "2"  # 2 s a connection
+    assert {r.response.headers["Retry-After"] for r in refusals} <= {"1", "2"}
+    assert all(bytes(r.response.body or b"").startswith(b"connecting_too_fast: ") for r in refusals)
+    said = cannot_reach(server.url, refusals[0])
+    assert "too many new connections from your address" in said and "wait 2 s" in said
+    assert "\n" not in said
+    other = await _open(server.url, "198.51.100.1")  # another client
+    proxy_own = [await _open(server.url) for _ in range(5)]  # the proxy itself
+    _, metrics = await _get(server.url, "/metrics")
+    assert 'solrace_connections_refused_total{reason="connecting_too_fast"} 5.0' in metrics
+    lines = [r for r in caplog.records if "refusing connections" in r.getMessage()]
+    assert len(lines) == 1 and "(1 connecting_too_fast)" in lines[0].getMessage()
+    assert lines[0].__dict__.get("most") == "203.0.113.5(1)"
+    await asyncio.sleep(int(refusals[-1].response.headers["Retry-After"]))
+    again = await _open(server.url, "203.0.113.5")
+    for ws in (again, other, *proxy_own):
+        await ws.close()
+
+
+async def test_solrace_server_says_its_connection_rate_and_takes_the_flag() -> None:
+    """The "listening" line names every connection limit; 0 turns this one off."""
+    async with solrace_server("redis", ["--connections-per-second-per-address", "0.5"]) as server:
+        assert f"0.5 new a second per address (burst {CONNECTION_BURST})" in server.log
+    async with solrace_server("redis", ["--connections-per-second-per-address", "0"]) as server:
+        assert "new ones at any rate" in server.log

@@ -19,7 +19,7 @@ from solrace.protocol.errors import (
 #: The codes docs/protocol.md §12 promises; renaming one breaks every client.
 DOCUMENTED_CODES = {
     "bad_frame", "too_large", "rate_limited", "unsupported_version", "server_full",
-    "too_many_connections", "bad_message",
+    "too_many_connections", "connecting_too_fast", "bad_message",
     "unknown_type", "unknown_room", "room_full", "wrong_phase", "not_host", "not_racer",
     "not_ready", "bad_options", "bad_token", "spectator_cannot_act", "already_in_room",
     "too_many_rooms", "unknown_race", "same_address",

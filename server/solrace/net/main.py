@@ -192,6 +192,8 @@ _burst = real(1)
 _per_address = whole(0)
 #: ``--rooms-per-minute-per-address``: 0 lets an address open any number.
 _rooms_per_minute = whole(0)
+#: ``--connections-per-second-per-address``: 0 lets an address open them at any rate.
+_connections_per_s = real(0)
 #: ``--seats-per-address``: 0 lets an address take any number of a public room's seats.
 _seats_per_address = whole(0)
 #: ``--spectators-per-room``: 0 lets any number watch a room.
@@ -351,6 +353,8 @@ def settings() -> tuple[Setting, ...]:
     )
 
     from .admission import (
+        CONNECTION_BURST,
+        DEFAULT_CONNECTIONS_PER_S,
         DEFAULT_MAX_PER_ADDRESS,
         DEFAULT_ROOMS_PER_MINUTE,
         DEFAULT_TRUSTED,
@@ -433,6 +437,15 @@ def settings() -> tuple[Setting, ...]:
             _rooms_per_minute,
             "rooms one client address may open a minute (and at once), more are refused "
             "too_many_rooms (counted as connections are; 0: no cap)",
+        ),
+        Setting(
+            "--connections-per-second-per-address",
+            "SOLRACE_CONNECTIONS_PER_SECOND_PER_ADDRESS",
+            f"{DEFAULT_CONNECTIONS_PER_S:g}",
+            _connections_per_s,
+            f"new connections one client address may open a second past a burst of "
+            f"{CONNECTION_BURST}, more get HTTP 429 connecting_too_fast with Retry-After "
+            "(counted as connections are; 0: no cap)",
         ),
         Setting(
             "--seats-per-address",
@@ -699,7 +712,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
     from solrace.rooms import solver_workers
     from solrace.rooms.node import Node
 
-    from .admission import Admission, default_max_connections
+    from .admission import Admission, connection_rate, default_max_connections
     from .server import RaceServer, raise_open_files_limit
 
     engine = store.engine
@@ -744,6 +757,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
         args.max_connections_per_address,
         args.trusted_proxies,
         rooms_per_minute=args.rooms_per_minute_per_address,
+        connections_per_s=args.connections_per_second_per_address,
     )
     if admission.drop_at >= open_files:
         log.warning(
@@ -771,7 +785,8 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
             "rate": f"{args.rate_per_s:g}/s burst {args.rate_burst:g}",
             "loop": args.loop,
             "connections": f"{most} at most (open files {open_files}), "
-            f"{args.max_connections_per_address or 'any number'} per address",
+            f"{args.max_connections_per_address or 'any number'} per address, "
+            f"{connection_rate(admission)}",
         },
     )
     await stop.wait()

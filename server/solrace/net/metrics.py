@@ -133,8 +133,8 @@ class Metrics:
         )
         self.connections_refused = Counter(
             "solrace_connections_refused",
-            "Connections refused for the node's limits (server_full, too_many_connections), "
-            "or dropped unanswered past them (dropped)",
+            "Connections refused for the node's limits (server_full, too_many_connections, "
+            "connecting_too_fast), or dropped unanswered past them (dropped)",
             ["reason"],
             registry=r,
         )

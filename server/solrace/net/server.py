@@ -60,6 +60,7 @@ from .admission import (
     Admission,
     Refusal,
     Ticket,
+    connection_rate,
     counted_as,
     default_max_connections,
 )
@@ -177,7 +178,7 @@ class _Connection(ServerConnection):
             self._refusal_timer.cancel()
         if self.ticket is None:
             return None
-        return self.race_server.admission.identify(self.ticket, forwarded_for)
+        return self.race_server.admission.identify(self.ticket, forwarded_for, self.loop.time())
 
 
 #: Seconds between two log lines about refused connections (each says how many).
@@ -252,11 +253,12 @@ class RaceServer:
         self._refused_from.clear()
         admission = self.admission
         log.warning(
-            "refusing connections (%s): %d open, at most %d in all and %s per address",
+            "refusing connections (%s): %d open, at most %d in all and %s per address, %s",
             counts,
             admission.open,
             admission.max_connections,
             admission.max_per_address or "any number",
+            connection_rate(admission),
             extra=fields,
         )
 
@@ -376,7 +378,9 @@ class RaceServer:
         self.refused(refusal.code, connection.origin())
         body = f"{refusal.code.value}: {refusal.code.message}\n".encode()
         status = http.HTTPStatus(refusal.status)
-        retry = [("Retry-After", str(CONNECTION_RETRY_AFTER_S))]
+        ticket = connection.ticket
+        wait = CONNECTION_RETRY_AFTER_S if ticket is None else ticket.retry_after_s
+        retry = [("Retry-After", str(wait))]
         return _response(status, body, "text/plain; charset=utf-8", retry)
 
     async def _handler(self, ws: ServerConnection) -> None:

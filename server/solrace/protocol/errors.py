@@ -83,6 +83,7 @@ class ErrorCode(StrEnum):
     # Handshake refusals (an HTTP answer instead of the upgrade).
     SERVER_FULL = "server_full"
     TOO_MANY_CONNECTIONS = "too_many_connections"
+    CONNECTING_TOO_FAST = "connecting_too_fast"
     # Message shape (error reply).
     BAD_MESSAGE = "bad_message"
     UNKNOWN_TYPE = "unknown_type"
@@ -124,6 +125,10 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.SERVER_FULL: "the server holds as many connections as it may: try again later",
     ErrorCode.TOO_MANY_CONNECTIONS: (
         "too many connections from your address: close some, then try again"
+    ),
+    ErrorCode.CONNECTING_TOO_FAST: (
+        "too many new connections from your address in a short time: wait as long as"
+        " Retry-After says, then try again"
     ),
     ErrorCode.BAD_MESSAGE: "the message has a missing, unknown or invalid field",
     ErrorCode.UNKNOWN_TYPE: "unknown message type",

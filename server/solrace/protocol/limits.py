@@ -24,10 +24,13 @@ SUPPORTED_SUBPROTOCOLS: Final[tuple[str, ...]] = (SUBPROTOCOL,)
 HANDSHAKE_REFUSAL_STATUS: Final = 400
 #: HTTP statuses of handshakes a node refuses for its connection limits
 #: (solrace.net.admission): it holds as many as it may (503), or the client's address
-#: does (429). Both carry ``Retry-After`` and a body that starts with the error code.
+#: does (429), or that address opens new ones faster than it may (429). All carry
+#: ``Retry-After`` and a body that starts with the error code.
 SERVER_FULL_STATUS: Final = 503
 TOO_MANY_CONNECTIONS_STATUS: Final = 429
-#: Seconds a refused client is asked to wait (``Retry-After``).
+CONNECTING_TOO_FAST_STATUS: Final = 429
+#: Seconds a client refused for the connections held is asked to wait (``Retry-After``;
+#: one refused for opening them too fast is told when its address may open one again).
 CONNECTION_RETRY_AFTER_S: Final = 5
 
 

@@ -55,6 +55,7 @@ REQUEST_REFUSALS: Final = tuple(
         ErrorCode.UNSUPPORTED_VERSION,
         ErrorCode.SERVER_FULL,
         ErrorCode.TOO_MANY_CONNECTIONS,
+        ErrorCode.CONNECTING_TOO_FAST,
     )
 )
 
