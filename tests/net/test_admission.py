@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pytest
 from solrace.net import server as server_module
 from solrace.net.admission import (
+    CONNECTING_TOO_FAST_ANSWERED,
     CONNECTION_BURST,
     DEFAULT_CONNECTIONS_PER_S,
     DEFAULT_MAX_PER_ADDRESS,
@@ -47,11 +48,11 @@ NOBODY_TRUSTED = parse_networks("none")
 
 def test_past_the_most_connections_a_socket_is_refused_then_dropped() -> None:
     admission = Admission(max_connections=4, max_per_address=0, trusted=NOBODY_TRUSTED)
-    admitted = [admission.accept(f"203.0.113.{i}") for i in range(4)]
+    admitted = [admission.accept(f"203.0.113.{i}", 0.0) for i in range(4)]
     assert all(t is not None and t.refusal is None for t in admitted)
-    refused = [admission.accept("198.51.100.1") for _ in range(admission.drop_at - 4)]
+    refused = [admission.accept("198.51.100.1", 0.0) for _ in range(admission.drop_at - 4)]
     assert all(t is not None and t.refusal is Refusal.SERVER_FULL for t in refused)
-    assert admission.accept("198.51.100.1") is None  # past the margin: dropped unanswered
+    assert admission.accept("198.51.100.1", 0.0) is None  # past the margin: dropped unanswered
     assert admission.open == admission.drop_at
     first = admitted[0]
     assert first is not None
@@ -60,23 +61,23 @@ def test_past_the_most_connections_a_socket_is_refused_then_dropped() -> None:
     for ticket in refused:
         assert ticket is not None
         admission.release(ticket)
-    again = admission.accept("198.51.100.1")
+    again = admission.accept("198.51.100.1", 0.0)
     assert again is not None and again.refusal is None
 
 
 def test_one_address_holds_at_most_its_share_and_others_are_not_affected() -> None:
     admission = Admission(max_connections=100, max_per_address=2, trusted=NOBODY_TRUSTED)
-    one, two, three = (admission.accept("203.0.113.9") for _ in range(3))
+    one, two, three = (admission.accept("203.0.113.9", 0.0) for _ in range(3))
     assert one is not None and one.refusal is None and one.key == "203.0.113.9"
     assert two is not None and two.refusal is None
     assert three is not None and three.refusal is Refusal.TOO_MANY_CONNECTIONS
     assert admission.identify(three, [], 0.0) is Refusal.TOO_MANY_CONNECTIONS
-    other = admission.accept("203.0.113.10")
+    other = admission.accept("203.0.113.10", 0.0)
     assert other is not None and other.refusal is None
     admission.release(three)
     assert admission.holds("203.0.113.9") == 2
     admission.release(one)
-    four = admission.accept("203.0.113.9")
+    four = admission.accept("203.0.113.9", 0.0)
     assert four is not None and four.refusal is None
 
 
@@ -84,39 +85,39 @@ def test_an_address_waiting_on_its_refusals_gets_no_more_sockets() -> None:
     """Refused sockets wait up to REFUSAL_WAIT_S for their request: one address may
     not fill the node with them, whatever rate it opens them at."""
     admission = Admission(max_connections=100, max_per_address=2, trusted=NOBODY_TRUSTED)
-    held = [admission.accept("203.0.113.9") for _ in range(2)]
-    waiting = [admission.accept("203.0.113.9") for _ in range(REFUSALS_PER_ADDRESS)]
+    held = [admission.accept("203.0.113.9", 0.0) for _ in range(2)]
+    waiting = [admission.accept("203.0.113.9", 0.0) for _ in range(REFUSALS_PER_ADDRESS)]
     assert all(t is not None and t.refusal is None for t in held)
     assert all(t is not None and t.refusal is Refusal.TOO_MANY_CONNECTIONS for t in waiting)
-    assert admission.accept("203.0.113.9") is None  # dropped at once
+    assert admission.accept("203.0.113.9", 0.0) is None  # dropped at once
     assert admission.open == 2 + REFUSALS_PER_ADDRESS
-    someone_else = admission.accept("203.0.113.10")
+    someone_else = admission.accept("203.0.113.10", 0.0)
     assert someone_else is not None and someone_else.refusal is None
     first_waiting = waiting[0]
     assert first_waiting is not None
     admission.release(first_waiting)
-    again = admission.accept("203.0.113.9")  # refused again, not dropped
+    again = admission.accept("203.0.113.9", 0.0)  # refused again, not dropped
     assert again is not None and again.refusal is Refusal.TOO_MANY_CONNECTIONS
 
 
 def test_a_full_node_refuses_an_address_over_its_share_for_its_share() -> None:
     admission = Admission(max_connections=3, max_per_address=2, trusted=NOBODY_TRUSTED)
-    admission.accept("203.0.113.1"), admission.accept("203.0.113.1")
-    over_share = admission.accept("203.0.113.1")
+    admission.accept("203.0.113.1", 0.0), admission.accept("203.0.113.1", 0.0)
+    over_share = admission.accept("203.0.113.1", 0.0)
     assert over_share is not None and over_share.refusal is Refusal.TOO_MANY_CONNECTIONS
-    full = admission.accept("203.0.113.2")
+    full = admission.accept("203.0.113.2", 0.0)
     assert full is not None and full.refusal is Refusal.SERVER_FULL
 
 
 def test_ipv6_counts_by_its_64_and_mapped_ipv4_as_ipv4() -> None:
     admission = Admission(max_connections=100, max_per_address=1, trusted=NOBODY_TRUSTED)
-    first = admission.accept("2001:db8:1:2::1")
-    same_64 = admission.accept("2001:db8:1:2:ffff::7")
-    other_64 = admission.accept("2001:db8:1:3::1")
+    first = admission.accept("2001:db8:1:2::1", 0.0)
+    same_64 = admission.accept("2001:db8:1:2:ffff::7", 0.0)
+    other_64 = admission.accept("2001:db8:1:3::1", 0.0)
     assert first is not None and first.key == "2001:db8:1:2::/64"
     assert same_64 is not None and same_64.refusal is Refusal.TOO_MANY_CONNECTIONS
     assert other_64 is not None and other_64.refusal is None
-    mapped = admission.accept("::ffff:203.0.113.4")
+    mapped = admission.accept("::ffff:203.0.113.4", 0.0)
     assert mapped is not None and mapped.key == "203.0.113.4"
 
 
@@ -126,7 +127,7 @@ def test_a_trusted_proxy_is_not_capped_but_the_client_it_names_is() -> None:
     )
 
     def through_proxy(forwarded: Sequence[str]) -> Refusal | None:
-        ticket = admission.accept("10.1.2.3")
+        ticket = admission.accept("10.1.2.3", 0.0)
         assert ticket is not None and ticket.refusal is None and ticket.key is None
         return admission.identify(ticket, forwarded, 0.0)
 
@@ -144,7 +145,7 @@ def test_a_trusted_proxy_is_not_capped_but_the_client_it_names_is() -> None:
     assert through_proxy(["198.51.100.9, 10.0.0.5"]) is None
     assert through_proxy(["198.51.100.9", "10.0.0.5"]) is Refusal.TOO_MANY_CONNECTIONS
     # A peer outside the trusted networks cannot name someone else.
-    direct = admission.accept("203.0.113.77")
+    direct = admission.accept("203.0.113.77", 0.0)
     assert direct is not None and direct.key == "203.0.113.77"
     assert admission.identify(direct, ["198.51.100.200"], 0.0) is None
     assert direct.key == "203.0.113.77"
@@ -291,7 +292,7 @@ def test_a_forwarded_clients_scope_id_stays_out_of_the_logs() -> None:
     with ``%\x9b31m``, a raw U+009B (a terminal's CSI) into the text log."""
     admission = Admission(100, trusted=parse_networks("127.0.0.1"))
     for forwarded in ("2a01:4f8::1%x room=r_forged racer=7", "[2a01:4f8::1%\x9b31m]:40001"):
-        ticket = admission.accept("127.0.0.1")
+        ticket = admission.accept("127.0.0.1", 0.0)
         assert ticket is not None and admission.identify(ticket, [forwarded], 0.0) is None
         assert ticket.forwarded == "2a01:4f8::1"
         assert ticket.key == "2a01:4f8::/64"
@@ -440,7 +441,7 @@ async def test_a_flood_of_connections_from_one_client_leaves_the_node_serving() 
 
 
 def _admitted(admission: Admission, peer: str, forwarded_for: Sequence[str] = ()) -> Ticket:
-    ticket = admission.accept(peer)
+    ticket = admission.accept(peer, 0.0)
     assert ticket is not None and admission.identify(ticket, forwarded_for, 0.0) is None
     return ticket
 
@@ -546,7 +547,7 @@ def test_a_tickets_seat_key_is_the_address_it_is_counted_by_ipv6_by_its_56() -> 
     admission = Admission(100, trusted=parse_networks("10.0.0.0/8"))
 
     def seat_key(peer: str, forwarded: list[str] | None = None) -> str | None:
-        ticket = admission.accept(peer)
+        ticket = admission.accept(peer, 0.0)
         assert ticket is not None and admission.identify(ticket, forwarded or [], 0.0) is None
         return ticket.seat_key
 
@@ -611,7 +612,7 @@ def _connecting(
 ) -> Ticket:
     """A connection from ``peer`` whose request is read at ``now``, then closed (the
     flood of an abuser that reconnects in a loop: it never holds one for long)."""
-    ticket = admission.accept(peer)
+    ticket = admission.accept(peer, now)
     assert ticket is not None
     admission.identify(ticket, forwarded_for, now)
     admission.release(ticket)
@@ -656,7 +657,7 @@ def test_behind_a_trusted_proxy_each_forwarded_client_opens_its_own_connections(
     assert all(_connecting(admission, "10.0.0.2", 0.0).refusal is None for _ in range(100))
     client = [_connecting(admission, "10.0.0.2", 0.0, ["203.0.113.5"]) for _ in range(3)]
     assert [t.refusal for t in client] == [None, None, Refusal.CONNECTING_TOO_FAST]
-    held = admission.accept("10.0.0.2")
+    held = admission.accept("10.0.0.2", 0.0)
     assert held is not None
     assert admission.identify(held, ["203.0.113.5"], 0.0) is Refusal.CONNECTING_TOO_FAST
     assert admission.holds("203.0.113.5") == 0 and held.key is None
@@ -669,11 +670,34 @@ def test_behind_a_trusted_proxy_each_forwarded_client_opens_its_own_connections(
     assert named.refusal is Refusal.CONNECTING_TOO_FAST  # its claim names nobody else
 
 
+def test_an_address_that_does_not_wait_is_not_answered_until_it_may_connect() -> None:
+    """An answered refusal costs the node nearly what a bare handshake did: an abuser
+    that did not wait was answered 2,000 times a second. Past so many answers in a row,
+    a direct peer's sockets are closed at once, unanswered, until its bucket holds a
+    connection again; then it is answered (and admitted) as before."""
+    admission = Admission(100, trusted=NOBODY_TRUSTED, connections_per_s=1, connection_burst=1)
+    assert _connecting(admission, "203.0.113.5", 0.0).refusal is None
+    told = [_connecting(admission, "203.0.113.5", 0.25).refusal for _ in range(8)]
+    assert told == [Refusal.CONNECTING_TOO_FAST] * CONNECTING_TOO_FAST_ANSWERED
+    assert admission.accept("203.0.113.5", 0.25) is None  # closed at once
+    assert admission.accept("203.0.113.5", 0.5) is None
+    assert admission.open == 0
+    assert _connecting(admission, "198.51.100.1", 0.5).refusal is None  # someone else
+    assert _connecting(admission, "203.0.113.5", 1.0).refusal is None  # a token again
+    assert _connecting(admission, "203.0.113.5", 1.0).refusal is Refusal.CONNECTING_TOO_FAST
+    # A trusted proxy's client is known only once its request is read: always answered.
+    proxy = Admission(
+        100, trusted=parse_networks("10.0.0.0/8"), connections_per_s=1, connection_burst=1
+    )
+    refusals = [_connecting(proxy, "10.0.0.2", 0.0, ["203.0.113.5"]).refusal for _ in range(20)]
+    assert refusals == [None] + [Refusal.CONNECTING_TOO_FAST] * 19
+
+
 def test_an_address_over_its_share_is_refused_for_that_and_spends_no_new_connection() -> None:
     admission = Admission(
         100, max_per_address=1, trusted=NOBODY_TRUSTED, connections_per_s=1, connection_burst=2
     )
-    held = admission.accept("203.0.113.5")
+    held = admission.accept("203.0.113.5", 0.0)
     assert held is not None and admission.identify(held, [], 0.0) is None
     for _ in range(5):
         assert _connecting(admission, "203.0.113.5", 0.0).refusal is Refusal.TOO_MANY_CONNECTIONS
@@ -738,6 +762,24 @@ async def test_past_its_burst_an_address_gets_429_connecting_too_fast_until_retr
     again = await _open(server.url, "203.0.113.5")
     for ws in (again, other, *proxy_own):
         await ws.close()
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_a_direct_peer_that_does_not_wait_is_closed_unanswered_until_it_may(
+    cluster: Cluster,
+) -> None:
+    admission = Admission(100, trusted=NOBODY_TRUSTED, connections_per_s=0.5, connection_burst=1)
+    server = await cluster.node(admission=admission)
+    await (await _open(server.url)).close()
+    refusals = [await _refused(server.url) for _ in range(CONNECTING_TOO_FAST_ANSWERED)]
+    assert {r.response.status_code for r in refusals} == {429}
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    assert await _answer(reader, 1) == b""  # closed at once, unanswered
+    writer.close()
+    await asyncio.sleep(int(refusals[-1].response.headers["Retry-After"]))
+    await (await _open(server.url)).close()  # answered, and admitted, once it may
+    _, metrics = await _get(server.url, "/metrics")
+    assert 'solrace_connections_refused_total{reason="dropped"} 1.0' in metrics
 
 
 async def test_solrace_server_says_its_connection_rate_and_takes_the_flag() -> None:

@@ -146,7 +146,8 @@ class _Connection(ServerConnection):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         peer = transport.get_extra_info("peername")
-        ticket = self.race_server.admission.accept(peer[0] if isinstance(peer, tuple) else "")
+        address = peer[0] if isinstance(peer, tuple) else ""
+        ticket = self.race_server.admission.accept(address, self.loop.time())
         if ticket is None:  # past the limit and its margin: no answer, keep the reserve
             self.race_server.refused(DROPPED, self.origin())
             self.transport.abort()
