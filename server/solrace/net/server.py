@@ -148,7 +148,9 @@ class _Connection(ServerConnection):
         peer = transport.get_extra_info("peername")
         address = peer[0] if isinstance(peer, tuple) else ""
         ticket = self.race_server.admission.accept(address, self.loop.time())
-        if ticket is None:  # past the limit and its margin: no answer, keep the reserve
+        # Past a limit and its margin, or from an address that does not wait its
+        # Retry-After: no answer (reading the request and answering is the cost).
+        if ticket is None:
             self.race_server.refused(DROPPED, self.origin())
             self.transport.abort()
             return
