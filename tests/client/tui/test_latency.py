@@ -32,7 +32,7 @@ RTT_S = 0.150
 QUIET_MOVES = 6
 #: The round trip of the pipelining test: long enough that the test's own pace on a
 #: loaded machine (about 0.1 s a move under CI's parallel load) stays well inside it,
-#: so that the bound below tells one round trip from several whatever the load.
+#: so that a move is sent while the one before it still waits for its reply.
 PIPELINE_RTT_S = 0.400
 
 
@@ -108,9 +108,12 @@ async def test_moves_that_turn_up_no_card_take_one_round_trip_not_one_each(
     cluster: Cluster,
 ) -> None:
     """Each move is played once its board is on the screen, as a player does. Before,
-    the screen waited for every move's reply: 6 moves took 6 round trips (0.9 s and
-    more); now they take about one (the last reply), and every board shown is a real
-    position of the racer's game."""
+    the screen waited for every move's reply: 6 moves took 6 round trips; now each is
+    shown and sent while the replies to the ones before are on their way, and every
+    board shown is a real position of the racer's game. Counted, not timed (a bound of
+    half the round trips met the test's own pace under CI's load: 0.62 s against 0.45
+    s): how many moves were in flight at once — one, had each waited for its reply.
+    docs/tools/latency.py measures what it saves (docs/fairness.md, "Latency")."""
     server = await cluster.node()
     line = quiet_line(QUIET_MOVES)
     views = views_of(line)
@@ -120,19 +123,14 @@ async def test_moves_that_turn_up_no_card_take_one_round_trip_not_one_each(
         async with app.run_test(size=(80, 24)) as pilot:
             bob, _ = await racing(pilot, app, server.url)
             assert app.controller.view == views[0]
-            loop = asyncio.get_running_loop()
             seen: list[dict[str, Any]] = []
-            start = loop.time()
+            most = 0
             for k, move in enumerate(line):
                 app.send_move(move)
                 await shown_until(pilot, app, lambda k=k: app.controller.view == views[k + 1], seen)
+                most = max(most, len(app.in_flight.live()))
             await shown_until(pilot, app, lambda: app.state.next_seq == QUIET_MOVES, seen)
-            took = loop.time() - start
-            # One at a time they take 6 round trips (2.4 s); pipelined, the last reply's
-            # one and the test's own pace: at most half of that. (It measured 0.62 s
-            # against a 0.45 s bound at a 0.15 s round trip under CI's load.)
-            bound = QUIET_MOVES * PIPELINE_RTT_S / 2
-            assert took < bound, f"{took:.2f} s for {QUIET_MOVES} moves"
+            assert most >= 2, f"at most {most} move in flight: each waited for its reply"
             assert app.controller.view == app.state.my_board == views[-1]
             assert all(board in views for board in seen)  # no guessed board, ever
             assert app.status_log[-1] == f"{line[-1]} ✓"
