@@ -130,6 +130,20 @@ MAX_UNREADY: Final = 50
 RESUME_INTERVAL_S: Final = 2.0
 RESUME_BURST: Final = 20
 
+#: Joins of one room's lobby from one client address (its seat digest, the address
+#: connections are counted by): JOIN_BURST in a row, then one every JOIN_INTERVAL_S
+#: (a token bucket per address, kept in the round's folded state; a rematch gives
+#: every address its burst again). Each join stores a ``racer_joined`` and the
+#: racer's token, and its ``leave`` a ``racer_left``, in a room a host keeps open for
+#: a day: a soak audit's client joining a private lobby and leaving it in a loop, at
+#: the client library's pace, stored 20 events and 10 tokens a second (1.7 million
+#: events, some 340 MB, a day in one room). Past the bucket a join is refused
+#: ``rate_limited`` with ``retry_after_ms``, decided on the stored state like the
+#: resume bucket, so it holds on every node. A connection counted by no address (a
+#: trusted peer's own) is not limited, as for seats.
+JOIN_INTERVAL_S: Final = 2.0
+JOIN_BURST: Final = 20
+
 MIN_RACERS: Final = 2
 MAX_RACERS: Final = 8
 DEFAULT_MAX_RACERS: Final = 4

@@ -16,6 +16,8 @@ from typing import Any, Final
 
 from solrace.protocol.errors import ErrorCode
 from solrace.protocol.limits import (
+    JOIN_BURST,
+    JOIN_INTERVAL_S,
     MAX_NAME_LEN,
     MAX_UNREADY,
     MIN_RACERS_TO_START,
@@ -27,10 +29,12 @@ from solrace.protocol.views import LeaveReason, Phase, RacerStatus, end_reason
 from .errors import RaceError
 from .events import EventType, RoomEvent, event, progress
 from .state import (
+    JOIN_INTERVAL_MS,
     RESUME_INTERVAL_MS,
     RacerState,
     RoomState,
     carried_into,
+    join_bucket_ms,
     resume_bucket_ms,
     standings,
     takes_back,
@@ -50,7 +54,11 @@ def _member(state: RoomState, racer: int) -> RacerState:
 
 
 def join(
-    state: RoomState, name: str, origin: str | None = None, seats_per_origin: int = 0
+    state: RoomState,
+    name: str,
+    origin: str | None = None,
+    seats_per_origin: int = 0,
+    now_ms: int | None = None,
 ) -> list[Event]:
     """A new racer; its id is the next never-used id of the room.
 
@@ -63,7 +71,8 @@ def join(
     public room seats at most ``seats_per_origin`` racers of one origin (0: any
     number): every racer gets the same deal, so a second seat is a scout that turns
     cards up for the first (docs/fairness.md). Decided on the folded room like every
-    join, so two nodes seating one address at once cannot both succeed."""
+    join, so two nodes seating one address at once cannot both succeed. With
+    ``now_ms``, an origin past its join bucket is refused (:func:`join_too_soon`)."""
     if state.phase == Phase.FINISHED:
         # Not "already started": a racer of it may still ask for a rematch (whose
         # lobby takes joins), unless everyone has left (it then expires).
@@ -76,8 +85,31 @@ def join(
         raise RaceError("room_full", f"the room is full ({state.settings.max_racers} racers)")
     if seats_its_origin(state, origin, seats_per_origin):
         raise RaceError("same_address", ErrorCode.SAME_ADDRESS.message)
+    too_soon = None if origin is None or now_ms is None else join_too_soon(state, origin, now_ms)
+    if too_soon is not None:
+        raise too_soon
     info = RacerState(state.next_racer, distinct_name(state, name)).info()
     return [event(EventType.RACER_JOINED, **info)]
+
+
+def join_too_soon(state: RoomState, origin: str, now_ms: int) -> RaceError | None:
+    """The refusal of a join from ``origin`` (a seat digest) at ``now_ms`` past its
+    address's join bucket this round — JOIN_BURST at once, then one every
+    JOIN_INTERVAL_S (limits.py) — or None. A join and its leave are two events kept
+    in the room's stream until its next rematch, and a token kept until it expires;
+    a client looping join and leave in a lobby its host keeps open stored 20 events a
+    second (a soak audit). Folded state timed by the store's clock, as the resume
+    bucket (:func:`resume_too_soon`), so it holds whichever node each join reaches."""
+    left = join_bucket_ms(state, origin, now_ms)
+    if left >= JOIN_INTERVAL_MS:
+        return None
+    wait_ms = JOIN_INTERVAL_MS - left
+    return RaceError(
+        "rate_limited",
+        f"you joined this room too often ({JOIN_BURST} in a row, then one every"
+        f" {JOIN_INTERVAL_S:g} s): join again in {wait_ms} ms",
+        retry_after_ms=wait_ms,
+    )
 
 
 def _race_over_refusal(state: RoomState) -> str:

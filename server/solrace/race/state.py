@@ -18,7 +18,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from solrace.protocol.limits import MIN_RACERS_TO_START, RESUME_BURST, RESUME_INTERVAL_S
+from solrace.protocol.limits import (
+    JOIN_BURST,
+    JOIN_INTERVAL_S,
+    MIN_RACERS_TO_START,
+    RESUME_BURST,
+    RESUME_INTERVAL_S,
+)
 from solrace.protocol.views import (
     Deal,
     Phase,
@@ -40,6 +46,9 @@ QUICK_LOBBY_MS: Final = 20_000
 #: the bucket refills 1 ms a ms, so a resume is due every RESUME_INTERVAL_S).
 RESUME_INTERVAL_MS: Final = int(RESUME_INTERVAL_S * 1000)
 RESUME_BUCKET_MS: Final = RESUME_BURST * RESUME_INTERVAL_MS
+#: An address's join bucket (limits.JOIN_BURST), in ms of join interval, likewise.
+JOIN_INTERVAL_MS: Final = int(JOIN_INTERVAL_S * 1000)
+JOIN_BUCKET_MS: Final = JOIN_BURST * JOIN_INTERVAL_MS
 
 
 @dataclass
@@ -125,6 +134,11 @@ class RoomState:
     #: winning line), from the ``deal_chosen`` event. Secret until the race is over.
     deal_attempt: int = 0
     certificate: list[str] | None = None
+    #: Server-only: each joining address's join bucket this round (limits.JOIN_BURST),
+    #: by seat digest: (the last join's time, ms of interval it left), as
+    #: ``resumes_left_ms`` (decisions.join_too_soon). Emptied by a reset: a rematch
+    #: follows a whole race, so no loop is quicker than one.
+    join_buckets: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     # ----------------------------------------------------------------- phase
     @property
@@ -230,6 +244,9 @@ class RoomState:
         elif kind == EventType.RACER_JOINED:
             joined = self.racers[d["racer"]]
             joined.conn, joined.node, joined.origin = event.conn, event.node, event.origin
+            if event.origin is not None:
+                left = join_bucket_ms(self, event.origin, at) - JOIN_INTERVAL_MS
+                self.join_buckets[event.origin] = (at, max(0, left))
         elif kind == EventType.PROGRESS and event.log_length is not None:
             racer = self.racers.get(d["racer"])
             if racer is not None:
@@ -341,6 +358,7 @@ class RoomState:
             carried = carried_into(self, d["racers"], self.round + 1)
         self.round = carried.round
         self.next_racer = carried.next_racer
+        self.join_buckets = {}
         self.open_boards = False
         self.deal = None
         self.deal_attempt = 0
@@ -380,6 +398,16 @@ def resume_bucket_ms(racer: RacerState, now_ms: int) -> int:
         return RESUME_BUCKET_MS
     elapsed = max(0, now_ms - racer.online_at_ms)
     return min(RESUME_BUCKET_MS, racer.resumes_left_ms + elapsed)
+
+
+def join_bucket_ms(state: RoomState, origin: str, now_ms: int) -> int:
+    """What the join bucket of the address whose seat digest is ``origin`` holds at
+    ``now_ms`` this round, as :func:`resume_bucket_ms`; a join takes JOIN_INTERVAL_MS."""
+    last = state.join_buckets.get(origin)
+    if last is None:
+        return JOIN_BUCKET_MS
+    at_ms, left_ms = last
+    return min(JOIN_BUCKET_MS, left_ms + max(0, now_ms - at_ms))
 
 
 def carried_into(state: RoomState, racers: Iterable[Mapping[str, Any]], round_no: int) -> Carried:

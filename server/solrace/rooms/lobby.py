@@ -60,7 +60,13 @@ LISTING_SCAN: Final = 100
 ORIGIN_HEX_DIGITS: Final = 16
 #: A ``quick`` refused one of these by a lobby it found tries the next (or opens one).
 _NEXT_QUICK_ROOM: Final = frozenset(
-    {ErrorCode.ROOM_FULL, ErrorCode.WRONG_PHASE, ErrorCode.UNKNOWN_ROOM, ErrorCode.SAME_ADDRESS}
+    {
+        ErrorCode.ROOM_FULL,
+        ErrorCode.WRONG_PHASE,
+        ErrorCode.UNKNOWN_ROOM,
+        ErrorCode.SAME_ADDRESS,
+        ErrorCode.RATE_LIMITED,  # this address joined it too often (decisions.join_too_soon)
+    }
 )
 
 
@@ -227,7 +233,7 @@ async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: i
     origin = seat_origin(room, peer)
 
     def decision() -> list[RoomEvent]:
-        events = decide_.join(room.state, name, origin, node.seats_per_address)
+        events = decide_.join(room.state, name, origin, node.seats_per_address, node.clock())
         joined[:] = [events[0].racer]
         return events
 
