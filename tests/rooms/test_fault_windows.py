@@ -608,17 +608,10 @@ def _all_between(ttls: dict[str, int], low_s: float, high_s: float) -> bool:
     return all(low_s * 1000 < ms <= high_s * 1000 for ms in ttls.values())
 
 
-async def _until_all_between(
-    node: Node, room: LiveRoom, low_s: float, high_s: float, *, code: bool = True
-) -> None:
-    """Until every key of the room (and its join code key, unless ``code`` is False)
-    expires in ``low_s``–``high_s``."""
-
-    async def ttls() -> dict[str, int]:
-        return await (_ttls(node, room) if code else room_keys(node.store, room.room_id))
-
+async def _until_all_between(node: Node, room: LiveRoom, low_s: float, high_s: float) -> None:
+    """Until every key of the room and its join code key expire in ``low_s``–``high_s``."""
     await _poll(
-        ttls,
+        lambda: _ttls(node, room),
         lambda ttls: _all_between(ttls, low_s, high_s),
         f"the room's keys expire in {low_s}-{high_s} s",
     )
@@ -795,8 +788,8 @@ async def test_a_leave_whose_outcome_redis_hid_is_ok_when_retried(
     assert (await bob.ask("leave")).t == "ok"
     assert bob.room is None
     assert (await bob.ask("create", variant="yukon", name="Bob")).t == "joined"
-    # (Its join code keeps its day: it only ever gets longer, and names a room gone.)
-    await _until_all_between(node, room, 0, EMPTY_ROOM_TTL_S, code=False)
+    # Its join code too: everyone left, so nothing can give the room a longer expiry.
+    await _until_all_between(node, room, 0, EMPTY_ROOM_TTL_S)
     assert room.room_id not in await node.store.listed_rooms()
 
 

@@ -112,6 +112,24 @@ async def test_a_settle_gives_the_code_a_longer_expiry_never_a_shorter_one(
     assert 0 < await raw.pttl(code_key) <= 100_000
 
 
+async def test_a_final_settle_gives_the_code_the_rooms_expiry_even_shorter(
+    store: Store,
+) -> None:
+    """Everyone left the room: nothing can give it a longer expiry again, so its code
+    follows it down (it kept its 24 hours: every room left a key behind a day, a soak
+    audit) — and only if it still names the room."""
+    await store.create_room("r", "CODE", b"m", listed=True, now_ms=1, ttl_s=86_400)
+    raw, code_key = store._redis, store.keys.code("CODE")
+    await store.append_event("r", b"everyone left", ttl_s=600)
+    await store.settle_expiry("r", unlist=True, final=True)
+    assert 0 < await raw.pttl(code_key) <= 600_000
+    assert "r" not in await store.listed_rooms()
+    await store.create_room("s", "OTHER", b"m", listed=False, now_ms=1, ttl_s=86_400)
+    await raw.set(store.keys.room("r").code, "OTHER")  # a code another room holds now
+    await store.settle_expiry("r", final=True)
+    assert await raw.pttl(store.keys.code("OTHER")) > 86_300_000
+
+
 async def test_a_settle_cut_short_between_its_room_and_its_code_leaves_no_room_unsettled(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -611,7 +611,7 @@ async def leave(node: Node, peer: Peer) -> None:
         # A retry: the leave that emptied the room was stored by a try whose reply
         # was lost; what follows it with it (unlisted, its code expiring) may not be.
         with contextlib.suppress(StoreUnavailable):
-            await node.store.settle_expiry(room.room_id, unlist=True)
+            await node.store.settle_expiry(room.room_id, unlist=True, final=True)
     if room.racers.get(racer) is peer:
         del room.racers[racer]
     room.games.pop(racer, None)

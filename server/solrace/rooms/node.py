@@ -1222,9 +1222,10 @@ class Node:
         for ev in events:
             if ev.t == EventType.RACER_LEFT and not room.state.racers:
                 # Everyone left: the leave set the room's short expiry; it leaves the
-                # list, and its logs and code follow the expiry.
+                # list, and its logs and code follow the expiry (final: nothing can
+                # give it a longer one, so the code may be shortened).
                 await self.insist(
-                    lambda: self.store.settle_expiry(room.room_id, unlist=True),
+                    lambda: self.store.settle_expiry(room.room_id, unlist=True, final=True),
                     "could not expire an empty room",
                     extra,
                 )

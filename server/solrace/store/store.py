@@ -892,7 +892,9 @@ class Store:
         members, code = await self._eval(EXPIRE_ROOM, rk.fixed(), (_ttl_ms(ttl_s),))
         await self._settle(room_id, members, code, unlist, shorten_code=True)
 
-    async def settle_expiry(self, room_id: str, *, unlist: bool = False) -> None:
+    async def settle_expiry(
+        self, room_id: str, *, unlist: bool = False, final: bool = False
+    ) -> None:
         """Give the room's key set members the expiry its fixed keys have now (an event
         appended with ``ttl_s`` set those), and its join code that expiry if it is
         longer than the code's; unlist the room too if ``unlist``. Idempotent, and
@@ -900,16 +902,20 @@ class Store:
         the room its lifetime back), it copies the newer one. The code only ever gets
         longer (another slot: read and written in two steps, between which a late
         settle could otherwise shorten a newer round's code; a code outliving its room
-        names a room that is gone). A fault before it leaves members on their earlier
-        expiry until the next settle (the room's next decision that sets an expiry, or
-        its next countdown)."""
+        names a room that is gone) — unless ``final``: the room's expiry can never
+        grow again (everyone left it: it takes no join and no rematch), so no newer
+        round's code can be cut short, and the code gets exactly the room's expiry
+        (it kept its 24-hour cap, a key left behind a day by every room: a soak
+        audit). A fault before it leaves members on their earlier expiry until the
+        next settle (the room's next decision that sets an expiry, or its next
+        countdown)."""
         rk = self.keys.room(room_id)
         with redis_errors():
             pipe = self._redis.pipeline(transaction=False)
             pipe.smembers(rk.keyset)
             pipe.get(rk.code)
             members, code = await pipe.execute()
-        await self._settle(room_id, members, code, unlist)
+        await self._settle(room_id, members, code, unlist, shorten_code=final)
 
     async def _settle(
         self, room_id: str, members: Any, code: Any, unlist: bool, *, shorten_code: bool = False
