@@ -113,6 +113,8 @@ def run_node(argv: list[str]) -> int:
 
 # ----------------------------------------------------------------- the driver
 STATS: collections.Counter[str] = collections.Counter()
+#: Every race that ended (its race_over seen): (race id, how it was played).
+ENDED: list[tuple[str, str]] = []
 ERRORS: collections.Counter[str] = collections.Counter()
 
 
@@ -151,12 +153,15 @@ async def _play(client: Any, rng: random.Random, moves: int) -> None:
         await client.resign()
 
 
-async def _round(a: Any, b: Any, rng: random.Random) -> None:
+async def _round(a: Any, b: Any, rng: random.Random, how: str) -> None:
+    from solrace.protocol.fairness import race_id
+
     await asyncio.gather(a.ready(), b.ready())
     await a.wait_started(timeout=30)
     await b.wait_started(timeout=30)
     await asyncio.gather(_play(a, rng, rng.randrange(3, 25)), _play(b, rng, rng.randrange(3, 25)))
-    await a.next_event("race_over", timeout=30)
+    over = await a.next_event("race_over", timeout=30)
+    ENDED.append((race_id(a.room, over.d.get("commitment")), how))
     STATS["races"] += 1
 
 
@@ -170,6 +175,7 @@ async def race(url: str, rng: random.Random) -> None:
     ip_a, ip_b = _address(rng), _address(rng)
     a, b = await _connect(url, ip_a), await _connect(url, ip_b)
     spectator = None
+    resumed = False
     try:
         deals = "random" if rng.random() < 0.9 else "winnable"
         await a.create("yukon", "A", deals=deals, private=rng.random() < 0.3)
@@ -184,12 +190,14 @@ async def race(url: str, rng: random.Random) -> None:
             b = await _connect(url, ip_b)
             await b.resume(room, token, since=None)
             STATS["resumes"] += 1
-        await _round(a, b, rng)
+            resumed = True
+        how = f"{deals}{' watched' if spectator else ''}{' resumed' if resumed else ''}"
+        await _round(a, b, rng, how)
         if spectator is not None and rng.random() < 0.5:
             await spectator.leave()
         if rng.random() < 0.3:
             await asyncio.gather(a.rematch(), b.rematch())
-            await _round(a, b, rng)
+            await _round(a, b, rng, how + " rematch")
             STATS["rematches"] += 1
         if rng.random() < 0.5:  # else they hang up: their graces end it
             await asyncio.gather(a.leave(), b.leave())
@@ -205,7 +213,7 @@ async def quick(url: str, rng: random.Random) -> None:
         if a.room != b.room:  # someone else's quick lobby took one: leave both
             await asyncio.gather(a.leave(), b.leave())
             return
-        await _round(a, b, rng)
+        await _round(a, b, rng, "quick")
         STATS["quick"] += 1
     finally:
         await _close(a, b)
@@ -387,6 +395,14 @@ async def drive(args: argparse.Namespace) -> None:
         out.write(json.dumps({"label": "ttl", **ttls}) + "\n")
         print("keys without a TTL:", dict(ttls["no_ttl"]))
         print("keys with one (count, min s, max s):", ttls["ttl"])
+        missing: collections.Counter[str] = collections.Counter()
+        for race, how in ENDED:
+            if not await redis.exists(f"{prefix}result:{race}"):
+                missing[how] += 1
+        out.write(json.dumps({"label": "unarchived", **missing}) + "\n")
+        distinct = len({race for race, _ in ENDED})
+        print(f"races ended: {distinct} ({len(ENDED)} race_over seen), without a result:")
+        print("   ", dict(missing) or "none")
         print("errors:", dict(ERRORS) or "none")
     finally:
         node.send_signal(signal.SIGTERM)
