@@ -69,6 +69,8 @@ ROOM_KINDS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("klondike", {"undo": False, "max_passes": 1}, "random"),
     ("russian", {}, "random"),
     ("alaska", {"undo": False}, "random"),
+    ("double_yukon", {}, "random"),  # two decks: a card's twin is a card of its own
+    ("australian", {}, "random"),
 )
 #: Codes a request may be refused with here; ``internal`` and ``unavailable`` never.
 REFUSALS = {
