@@ -36,17 +36,23 @@ def _from(peer: FakePeer, address: str) -> FakePeer:
     return peer
 
 
+async def _private_lobby(backend: Backend) -> tuple[Clock, Node, FakePeer, str, FakePeer]:
+    """A frozen clock, a node, Ann's private lobby (its code) and a peer from another
+    address that will join it in a loop."""
+    clock = Clock(frozen=True)
+    node = await backend.node(clock=clock)
+    ann = _from(FakePeer(node), "203.0.113.1")
+    created = await ann.ask("create", variant="yukon", name="Ann", private=True)
+    churn = _from(FakePeer(node), "198.51.100.7")
+    return clock, node, ann, str(created.d["code"]), churn
+
+
 async def _stored(node: Node, room_id: str) -> list[EventType]:
     return [unpack_event(e.data).t for e in await node.store.events_since(room_id, 0)]
 
 
 async def test_an_address_joining_and_leaving_in_a_loop_is_slowed(backend: Backend) -> None:
-    clock = Clock(frozen=True)
-    node = await backend.node(clock=clock)
-    ann = _from(FakePeer(node), "203.0.113.1")
-    created = await ann.ask("create", variant="yukon", name="Ann", private=True)
-    code = str(created.d["code"])
-    churn = _from(FakePeer(node), "198.51.100.7")
+    clock, node, ann, code, churn = await _private_lobby(backend)
     joined = refused = 0
     for _ in range(3 * JOIN_BURST):
         reply = await churn.ask("join", code=code, name="Churn")
@@ -77,12 +83,7 @@ async def test_an_address_joining_and_leaving_in_a_loop_is_slowed(backend: Backe
 
 async def test_a_rematch_gives_every_address_its_burst_again(backend: Backend) -> None:
     """Not carried by a reset: a rematch follows a whole race."""
-    clock = Clock(frozen=True)
-    node = await backend.node(clock=clock)
-    ann = _from(FakePeer(node), "203.0.113.1")
-    created = await ann.ask("create", variant="yukon", name="Ann", private=True)
-    code = str(created.d["code"])
-    churn = _from(FakePeer(node), "198.51.100.7")
+    clock, node, ann, code, churn = await _private_lobby(backend)
     for _ in range(JOIN_BURST):
         assert (await churn.ask("join", code=code, name="Churn")).t == "joined"
         assert (await churn.ask("leave")).t == "ok"

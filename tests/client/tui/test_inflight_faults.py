@@ -23,6 +23,13 @@ from .conftest import racing, wait_until
 from .test_latency import quiet_line, server_port, views_of
 
 
+def app_through(link: FlakyLink) -> SolraceApp:
+    """Ann's app, opening a Yukon room through ``link``."""
+    return SolraceApp(
+        link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
+    )
+
+
 async def server_log(app: SolraceApp, store: Any) -> list[str]:
     """The racer's move log as the server stored it (round 1)."""
     assert app.state.room is not None
@@ -54,9 +61,7 @@ async def test_a_drop_with_moves_in_flight_loses_none_and_repeats_none(
     views = views_of(line)
     store = server.node.store
     async with FlakyLink(server_port(server.url), seed=1) as link:
-        app = SolraceApp(
-            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
-        )
+        app = app_through(link)
         async with app.run_test(size=(80, 24)) as pilot:
             bob, _ = await racing(pilot, app, server.url)
             link.stall((Direction.DOWN,))  # no reply comes back
@@ -106,9 +111,7 @@ async def test_a_move_stored_but_answered_unavailable_leaves_the_servers_board_s
 
     async with FlakyLink(server_port(server.url), seed=1) as link:
         link.latency_s = 0.075
-        app = SolraceApp(
-            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
-        )
+        app = app_through(link)
         async with app.run_test(size=(80, 24)) as pilot:
             bob, _ = await racing(pilot, app, server.url)
             faults.on_append_move(first, log=f"1:{app.state.me}")
@@ -139,9 +142,7 @@ async def test_the_final_move_pipelined_shows_no_finish_before_the_server_and_ke
     line = winning_moves(SOLVABLE_SECRET)
     store = server.node.store
     async with FlakyLink(server_port(server.url), seed=1) as link:
-        app = SolraceApp(
-            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
-        )
+        app = app_through(link)
         async with app.run_test(size=(80, 24)) as pilot:
             bob, _ = await racing(pilot, app, server.url)
             for move in line[:-1]:
@@ -178,9 +179,7 @@ async def test_undo_between_pipelined_moves(cluster: Cluster) -> None:
     views = views_of(line)
     async with FlakyLink(server_port(server.url), seed=1) as link:
         link.latency_s = 0.075
-        app = SolraceApp(
-            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
-        )
+        app = app_through(link)
         async with app.run_test(size=(80, 24)) as pilot:
             bob, _ = await racing(pilot, app, server.url)
             for move in typed:
@@ -248,9 +247,7 @@ async def test_a_link_gone_silent_with_moves_in_flight(
     line = quiet_line(3)
     views = views_of(line)
     async with FlakyLink(server_port(server.url), seed=1) as link:
-        app = SolraceApp(
-            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
-        )
+        app = app_through(link)
         async with app.run_test(size=(80, 24)) as pilot:
             bob, _ = await racing(pilot, app, server.url)
             lost = app._connection_lost
@@ -328,9 +325,7 @@ async def test_a_pipeline_past_the_rate_limit_loses_no_move(cluster: Cluster) ->
     line = quiet_line(25)
     views = views_of(line)
     async with FlakyLink(server_port(server.url), seed=1) as link:
-        app = SolraceApp(
-            link.url, action="create", name="Ann", params={"variant": "yukon"}, save=False
-        )
+        app = app_through(link)
         async with app.run_test(size=(80, 24)) as pilot:
             bob, _ = await racing(pilot, app, server.url)
             await pilot.pause(2.5)  # the bucket full again
