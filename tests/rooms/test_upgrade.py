@@ -6,6 +6,8 @@ must fold such rooms as before and trim them only from a reset it wrote itself
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from solrace.protocol import race_id
 from solrace.protocol.views import Phase
@@ -121,3 +123,39 @@ async def test_a_room_the_previous_release_rematched_folds_and_is_trimmed_from_n
         assert await new.store.load_result(race) is not None, race
     fresh = await backend.node()
     assert (await fresh.room(room.room_id)).state == room.state
+
+
+async def test_a_live_node_of_a_release_before_trims_holds_them(backend: Backend) -> None:
+    """A rolling upgrade from a release before trims (094c8a7; its leases say 1): it
+    folds a room only from version 1, so a node of it taking up a room this release
+    had rematched twice refused every request for it ``internal`` (an audit: "event
+    679 after 0"). A node of this release started while such a node holds its lease
+    trims no room's history, and trims again at the first rematch after that lease is
+    gone."""
+    first = await backend.node()
+    old_lease = first.store.keys.lease("old-0a1b2c3d")
+    await first.store._redis.set(old_lease, b"1", px=60_000)
+    node = await backend.node()
+    async with asyncio.timeout(10):
+        while node.older_nodes is None:  # its start-up check (the lease loop's first turn)
+            await asyncio.sleep(0.01)
+    assert node.older_nodes == {"old-0a1b2c3d"}
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="klondike", name="Ann", deals="random")
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    room = ann.room
+    assert room is not None
+    await _race(room, ann, [ann, bob])
+    for _ in range(3):
+        await _rematch(room, ann)
+        stream = await _stream(room, node)
+        assert stream[0][0] == 1, "trimmed while a node of an earlier release runs"
+        await _race(room, ann, [ann, bob])
+    assert await node.store.log_length(room.room_id, "1:1") == 1
+    await first.store._redis.delete(old_lease)
+    began = room.state.round_began
+    await _rematch(room, ann)
+    stream = await _stream(room, node)
+    assert stream[0][0] == began > 1 and stream[0][1].t == EventType.ROOM_RESET
+    assert await node.store.log_length(room.room_id, "1:1") == 0
+    assert node.older_nodes == set()

@@ -38,3 +38,11 @@ def test_bad_names_are_refused(bad: str) -> None:
 def test_prefix_with_braces_is_refused() -> None:
     with pytest.raises(ValueError):
         Keys("{oops}:")
+
+
+def test_the_leases_pattern_matches_this_prefix_only() -> None:
+    """Store.older_nodes scans for ``<prefix>node:*``: a prefix's glob characters are
+    escaped, so that ``a*:`` does not scan another deployment's ``ab:`` leases."""
+    keys = Keys("a*[x]?\\:")
+    assert keys.leases == "a\\*\\[x\\]\\?\\\\:node:*"
+    assert keys.node_of(keys.lease("n-1")) == "n-1"

@@ -49,6 +49,7 @@ async def _every_call(store: Store) -> list[object]:
         store.save_result("x", b""),
         store.load_result("x"),
         store.time_ms(),
+        store.older_nodes(),
     ]
     return await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 10)
 

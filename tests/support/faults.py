@@ -33,6 +33,7 @@ STORE_CALLS = (
     "is_listed",
     "join_room_nodes",
     "live_nodes",
+    "older_nodes",
     "idle_lobbies",
     "list_behind_lobbies",
     "listed_lobbies",

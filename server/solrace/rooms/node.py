@@ -298,6 +298,10 @@ class Node:
         #: When the store last answered again after an outage (never: 0).
         self.store_back_ms = 0
         self._store_down = False
+        #: Live nodes of earlier releases on this store, found at start
+        #: (check_older_nodes; None: not asked yet): while any lives, no rematch here
+        #: trims a room's history (_history_to_trim).
+        self.older_nodes: set[str] | None = None
         #: Round trips (ms) of the last samples of the store's clock (clock.py), and
         #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
         self._clock_rtts: deque[float] = deque(maxlen=RTT_WINDOW)
@@ -561,6 +565,8 @@ class Node:
             try:
                 await self.store.renew_lease(self.node_id, LEASE_MS)
                 self.store_ok()
+                if self.older_nodes is None:
+                    await self.check_older_nodes()
                 if time.monotonic() >= next_clock_sample:
                     await self.sample_clock()
                     next_clock_sample = time.monotonic() + CLOCK_SAMPLE_S
@@ -1280,7 +1286,54 @@ class Node:
             await self._save_unless_saved(self._archive_record(room, state.result))
         if state.round_began == 0:
             return None  # the first round: nothing before it
+        if await self._older_nodes_live():
+            return None  # they could not read the room trimmed: the next rematch will
         return Trim(before_version=state.round_began, first_round=state.round)
+
+    async def check_older_nodes(self) -> None:
+        """Find the live nodes of earlier releases on this store (their leases' store
+        format: Store.older_nodes), once, at start. A release before trims folds a
+        room only from its first event: a node of it taking up a room this release had
+        rematched twice refused every request for it ``internal`` ("event 679 after
+        0"), its racers unable to resume there (an audit's rolling upgrade from
+        094c8a7). So while any of them lives, rematches here trim nothing — the first
+        rematch after they are gone trims what was kept — and the node says so once.
+        A node of an earlier release started after this one is not seen: that is a
+        rollback (docs/deploy.md, "Upgrading"). A store that refuses the SCAN (an ACL)
+        is taken to hold none, and said so. Raises StoreUnavailable (asked again)."""
+        try:
+            older = await self.store.older_nodes()
+        except StoreUnavailable:
+            raise
+        except StoreError as exc:
+            self.older_nodes = set()
+            log.warning(
+                "could not list the nodes sharing this store (%s): a node of an earlier"
+                " release running beside this one would not be noticed",
+                exc,
+            )
+            return
+        self.older_nodes = set(older)
+        if older:
+            named = ", ".join(sorted(older)[:3]) + (" …" if len(older) > 3 else "")
+            log.warning(
+                "%d node(s) of an earlier release share this store (%s): rematches on this"
+                " node trim no room's history while they run; stop them (SIGTERM) once"
+                ' this release serves (docs/deploy.md, "Upgrading")',
+                len(older),
+                named,
+            )
+
+    async def _older_nodes_live(self) -> bool:
+        """Whether a node of an earlier release found at start still holds its lease
+        (one round trip, only while some were found). Raises StoreUnavailable."""
+        if not self.older_nodes:
+            return False
+        live = await self.store.live_nodes(self.older_nodes)
+        if not live:
+            log.info("the nodes of earlier releases are gone: rematches trim again")
+        self.older_nodes = live
+        return bool(live)
 
     def _archive_record(self, room: LiveRoom, result: Mapping[str, Any]) -> _Archive:
         """What archiving the race that ``result`` (a race_over's data) ends writes,

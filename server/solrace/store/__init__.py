@@ -24,10 +24,11 @@ from .errors import (
     VersionConflict,
 )
 from .keys import Keys, RoomKeys
-from .store import Finish, Listing, MoveAppend, Store, StoredEvent, Trim
+from .store import STORE_FORMAT, Finish, Listing, MoveAppend, Store, StoredEvent, Trim
 
 __all__ = [
     "CLUSTER_SCHEMES",
+    "STORE_FORMAT",
     "CodeTaken",
     "Finish",
     "HeadLost",

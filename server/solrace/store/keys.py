@@ -13,6 +13,7 @@ put the whole deployment in one slot.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 __all__ = ["Keys", "RoomKeys"]
@@ -177,6 +178,16 @@ class Keys:
     def lease(self, node_id: str) -> str:
         """A live node's lease (expires unless the node renews it; single-key)."""
         return f"{self.prefix}node:{_check_name('node_id', node_id)}"
+
+    @property
+    def leases(self) -> str:
+        """The SCAN pattern of every node's lease (:meth:`lease`), the prefix's glob
+        characters escaped."""
+        return re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix) + "node:*"
+
+    def node_of(self, lease_key: str) -> str:
+        """The node id a lease key (:meth:`lease`) names."""
+        return lease_key[len(self.prefix) + len("node:") :]
 
     def wake(self, node_id: str) -> str:
         """A node's wake-up stream: room ids another node has started serving, so the

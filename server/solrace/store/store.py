@@ -153,6 +153,14 @@ class MoveAppend:
         return self.version + 1
 
 
+#: The stored formats this release reads and writes, as a number its nodes' leases
+#: hold (Store.renew_lease), so that a node can tell a live node of an earlier
+#: release on its store (Store.older_nodes). Releases before the number was written
+#: wrote 1 in their leases; 2 is the first to write it. Raise it when a stored format
+#: changes in a way an earlier release cannot read (docs/deploy.md, "Upgrading").
+STORE_FORMAT: Final = 2
+
+
 @dataclass(frozen=True, slots=True)
 class Trim:
     """What an event that begins a round lets go of (:meth:`Store.append_event`):
@@ -1302,7 +1310,31 @@ class Store:
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
         with redis_errors():
-            await self._redis.set(self.keys.lease(node_id), b"1", px=ttl_ms)
+            await self._redis.set(self.keys.lease(node_id), str(STORE_FORMAT), px=ttl_ms)
+
+    async def older_nodes(self) -> dict[str, int]:
+        """The live nodes of releases whose stored formats are older than this one's
+        (:data:`STORE_FORMAT`), by node id, with the format their lease says (1: a
+        release before leases said one). One SCAN of the key space, so a node asks at
+        start only (Node.check_older_nodes)."""
+        with redis_errors():
+            found = [k async for k in self._redis.scan_iter(match=self.keys.leases, count=1000)]
+            if not found:
+                return {}
+            pipe = self._redis.pipeline(transaction=False)
+            for key in found:
+                pipe.get(key)
+            values = await pipe.execute()
+        older: dict[str, int] = {}
+        for key, value in zip(found, values, strict=True):
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            if value is None:
+                continue  # it lapsed meanwhile
+            raw = _as_bytes(value) or b""
+            fmt = int(raw) if raw.isdigit() else 1
+            if fmt < STORE_FORMAT:
+                older[self.keys.node_of(name)] = fmt
+        return older
 
     async def drop_lease(self, node_id: str) -> None:
         """Give the lease up at once (a drained node's racers are already offline)."""
