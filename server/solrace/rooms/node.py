@@ -302,6 +302,7 @@ class Node:
         #: (check_older_nodes; None: not asked yet): while any lives, no rematch here
         #: trims a room's history (_history_to_trim).
         self.older_nodes: set[str] | None = None
+        self._asking_older = False
         #: Round trips (ms) of the last samples of the store's clock (clock.py), and
         #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
         self._clock_rtts: deque[float] = deque(maxlen=RTT_WINDOW)
@@ -565,8 +566,9 @@ class Node:
             try:
                 await self.store.renew_lease(self.node_id, LEASE_MS)
                 self.store_ok()
-                if self.older_nodes is None:
-                    await self.check_older_nodes()
+                if self.older_nodes is None and not self._asking_older:
+                    self._asking_older = True
+                    self.spawn(self._ask_older_nodes())
                 if time.monotonic() >= next_clock_sample:
                     await self.sample_clock()
                     next_clock_sample = time.monotonic() + CLOCK_SAMPLE_S
@@ -1323,6 +1325,18 @@ class Node:
                 len(older),
                 named,
             )
+
+    async def _ask_older_nodes(self) -> None:
+        """:meth:`check_older_nodes` beside the lease loop, not in it: one SCAN of the
+        whole key space (results are kept for good), which on a large store far away
+        could outlast the lease (LEASE_MS) the loop must renew. Asked again on the
+        loop's next turn if the store failed it."""
+        try:
+            await self.check_older_nodes()
+        except StoreUnavailable as exc:
+            self.store_failed(exc)
+        finally:
+            self._asking_older = False
 
     async def _older_nodes_live(self) -> bool:
         """Whether a node of an earlier release found at start still holds its lease
