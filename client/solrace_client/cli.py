@@ -29,6 +29,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from solrace.argtypes import (
+    DEFAULT_PORT,
     OUTPUT_ERRNOS,
     OneLineParser,
     add_version,
@@ -485,7 +486,7 @@ def _check_servers(args: argparse.Namespace) -> None:
         return  # the saved race's server, checked when it was saved
     urls = server_list(_server(args))
     if not urls:
-        raise BadServerURL("no server URL given (e.g. ws://127.0.0.1:8765)")
+        raise BadServerURL(f"no server URL given (e.g. ws://127.0.0.1:{DEFAULT_PORT})")
     from_environment = getattr(args, "server", None) is None and _server_given(args) is not None
     for url in urls:
         try:

@@ -144,7 +144,7 @@ class BadServerURL(ValueError):
 def check_server_url(url: str) -> str:
     """``url`` if it is a ``ws://``/``wss://`` URL with a host and a valid port, else
     BadServerURL saying what is wrong (connecting would fail with a traceback)."""
-    example = "e.g. ws://127.0.0.1:8765"
+    example = f"e.g. ws://127.0.0.1:{DEFAULT_PORT}"
     try:
         parts = urlsplit(url)
     except ValueError as exc:
@@ -187,7 +187,7 @@ def _bracketed(where: str) -> str | None:
     address, _, port = where.rpartition(":")
     if port.isdigit() and _is_ipv6(address):
         return f"[{address}]:{port}"
-    return f"[{where}]:8765" if _is_ipv6(where) else None
+    return f"[{where}]:{DEFAULT_PORT}" if _is_ipv6(where) else None
 
 
 def _is_ipv6(text: str) -> bool:
@@ -313,7 +313,7 @@ def handshake_retry_after_s(exc: BaseException | None) -> float | None:
     if not isinstance(exc, InvalidStatus):
         return None
     value = exc.response.headers.get("Retry-After", "").strip()
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):  # "²".isdigit(): float() would raise
         return None
     return min(float(value), MAX_RETRY_AFTER_S)
 
@@ -325,11 +325,19 @@ def _no_port_hint(url: str) -> str | None:
     parts = urlsplit(url)
     if parts.port is not None:
         return None
+    # solrace-server speaks plain ws:// (TLS is a proxy's, docs/deploy.md): a wss://
+    # URL without a port meant the proxy's 443, and no proxy answered there.
     default = 443 if parts.scheme == "wss" else 80
-    scheme = "wss" if parts.scheme == "wss" else "ws"
+    direct = f"ws://{parts.netloc}:{DEFAULT_PORT}"
+    if parts.scheme == "wss":
+        return (
+            f"the URL names no port, so port {default} was tried and no TLS proxy answered"
+            f" there; solrace-server itself speaks plain ws:// on {DEFAULT_PORT} unless told"
+            f" otherwise ({direct})"
+        )
     return (
         f"the URL names no port, so port {default} was tried; solrace-server listens on "
-        f"{DEFAULT_PORT} unless told otherwise ({scheme}://{parts.netloc}:{DEFAULT_PORT})"
+        f"{DEFAULT_PORT} unless told otherwise ({direct})"
     )
 
 

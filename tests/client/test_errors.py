@@ -433,7 +433,7 @@ def test_a_refused_resume_passes_on_the_servers_reason() -> None:
     ("url", "tried", "meant"),
     [
         ("ws://127.0.0.1", 80, "ws://127.0.0.1:8765"),
-        ("wss://race.example", 443, "wss://race.example:8765"),
+        ("wss://race.example", 443, "ws://race.example:8765"),
         ("ws://[::1]/", 80, "ws://[::1]:8765"),
     ],
 )

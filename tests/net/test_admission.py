@@ -27,6 +27,7 @@ from solrace.net.admission import (
     Admission,
     Refusal,
     Ticket,
+    connection_burst_for,
     default_max_connections,
     parse_networks,
 )
@@ -788,3 +789,12 @@ async def test_solrace_server_says_its_connection_rate_and_takes_the_flag() -> N
         assert f"0.5 new a second per address (burst {CONNECTION_BURST})" in server.log
     async with solrace_server("redis", ["--connections-per-second-per-address", "0"]) as server:
         assert "new ones at any rate" in server.log
+
+
+async def test_a_larger_address_cap_is_the_new_connections_burst_too() -> None:
+    """A review: the burst stayed 64 under --max-connections-per-address 300, so a club's
+    NAT whose link dropped met connecting_too_fast for most of its 300 reconnections."""
+    assert connection_burst_for(0) == connection_burst_for(10) == CONNECTION_BURST
+    args = ["--max-connections-per-address", "300"]
+    async with solrace_server("redis", args) as server:
+        assert "5 new a second per address (burst 300)" in server.log

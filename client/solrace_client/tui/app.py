@@ -67,6 +67,7 @@ from .render import (
     board_width,
     fits,
     how_it_starts,
+    move_examples,
     progress_brief,
     race_clock,
     refusal_text,
@@ -762,14 +763,18 @@ class SolraceApp(App[int]):
     def paint_hints(self, kind: str, width: int) -> Text:
         state = self.state
         last = ["? help", "q quit"]
-        # Stuck keeps the keys: an undo may take it back (where the room allows one).
-        done = state.my_status not in (None, "playing", "stuck")
+        examples = move_examples(self.controller.view)
+        # Stuck keeps the keys where the room allows an undo: one may take it back.
+        status = state.my_status
+        done = status not in (None, "playing") and not (status == "stuck" and "undo" in examples)
         if kind == "play" and self.mode == "race" and done:
             # Finished, resigned, timed out: the keys below would each be told "no
             # more moves" (the footer offered them after a resign: a newcomer walk).
             parts = [f"you: {state.my_status} — the others race on"]
         elif kind == "play":
-            parts = [f"{self._pick_key()} pick/put", "f found.", "u undo"]
+            parts = [f"{self._pick_key()} pick/put", "f found."]
+            if "undo" in examples:  # as the help (widgets._play_rows)
+                parts.append("u undo")
             if self.controller.layout.has_stock:
                 parts.append("d draw")
             view = self.controller.view

@@ -85,12 +85,23 @@ DEFAULT_ROOMS_PER_MINUTE: Final = 12
 #: nothing for a minute) are forgotten; the bound doubles with what is left.
 ROOM_COUNTS_KEPT: Final = 4096
 #: New connections one address may open at once (``connection_burst``): as many as it
-#: may hold (``--max-connections-per-address``' default), so a household or a club
+#: may hold (``--max-connections-per-address``' default; a node started with a larger
+#: cap takes that as its burst: :func:`connection_burst_for`), so a household or a club
 #: behind one NAT whose link dropped gets every window, bot and spectator back in one
 #: go however many of its 64 it held — each reconnects within a second or two of the
 #: others (the client's backoff starts at 0.2 s) — and a player's ``solrace`` commands
 #: (``rooms``, ``fetch``, ``replay``: one connection each) never meet it.
 CONNECTION_BURST: Final = DEFAULT_MAX_PER_ADDRESS
+
+
+def connection_burst_for(max_per_address: int) -> int:
+    """The burst of new connections for a node whose address cap is ``max_per_address``
+    (0: none): at least :data:`CONNECTION_BURST`, and what the cap lets an address hold,
+    so that one whose link dropped gets all of them back at once (a review: a club's
+    NAT under ``--max-connections-per-address 300`` would have waited ~47 s)."""
+    return max(CONNECTION_BURST, max_per_address)
+
+
 #: New connections one address may open a second past that burst, sustained, by default
 #: (``--connections-per-second-per-address``; 0: no cap). A person opens a connection a
 #: race, or a command; a household on a bad link reconnects every racer's session a few

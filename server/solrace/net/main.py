@@ -444,7 +444,8 @@ def settings() -> tuple[Setting, ...]:
             f"{DEFAULT_CONNECTIONS_PER_S:g}",
             _connections_per_s,
             f"new connections one client address may open a second past a burst of "
-            f"{CONNECTION_BURST}, more get HTTP 429 connecting_too_fast with Retry-After "
+            f"{CONNECTION_BURST} (or --max-connections-per-address if larger), more get "
+            "HTTP 429 connecting_too_fast with Retry-After "
             "(counted as connections are; 0: no cap)",
         ),
         Setting(
@@ -712,7 +713,12 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
     from solrace.rooms import solver_workers
     from solrace.rooms.node import Node
 
-    from .admission import Admission, connection_rate, default_max_connections
+    from .admission import (
+        Admission,
+        connection_burst_for,
+        connection_rate,
+        default_max_connections,
+    )
     from .server import RaceServer, raise_open_files_limit
 
     engine = store.engine
@@ -758,6 +764,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
         args.trusted_proxies,
         rooms_per_minute=args.rooms_per_minute_per_address,
         connections_per_s=args.connections_per_second_per_address,
+        connection_burst=connection_burst_for(args.max_connections_per_address),
     )
     if admission.drop_at >= open_files:
         log.warning(

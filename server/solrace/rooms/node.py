@@ -1340,7 +1340,13 @@ class Node:
 
     async def _older_nodes_live(self) -> bool:
         """Whether a node of an earlier release found at start still holds its lease
-        (one round trip, only while some were found). Raises StoreUnavailable."""
+        (one round trip, only while some were found) — or may: until the start-up look
+        (:meth:`check_older_nodes`, beside the lease loop) has answered, a rematch here
+        trims nothing (a review: one just after start, or while the store failed the
+        look, trimmed a room a live older node could then not take up). The next
+        rematch trims what was kept. Raises StoreUnavailable."""
+        if self.older_nodes is None:
+            return True
         if not self.older_nodes:
             return False
         live = await self.store.live_nodes(self.older_nodes)

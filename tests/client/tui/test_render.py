@@ -681,3 +681,17 @@ def test_the_footer_offers_moves_only_to_a_racer_who_can_still_make_one(
     assert ("pick/put" in hints and "u undo" in hints) == offers_moves, hints
     assert (f"you: {status} — the others race on" in hints) != offers_moves, hints
     assert hints.rstrip().endswith("? help  q quit"), hints
+
+
+def test_the_footer_offers_undo_only_where_the_room_allows_it() -> None:
+    """A review: the help hid ``u`` in a room without undo while the footer offered it,
+    and a racer stuck there (for good: no undo) was still offered every key."""
+    app = SolraceApp("ws://127.0.0.1:1/", action="quick", name="Ann", params={})
+    app.controller.set_view(view(deal("yukon", 1, {"undo": False}), owner=True))
+    app.state.you = {"racer": 0, "status": "playing"}
+    assert "u undo" not in app.paint_hints("play", 80).plain
+    app.state.you = {"racer": 0, "status": "stuck"}
+    assert "you: stuck — the others race on" in app.paint_hints("play", 80).plain
+    app.controller.set_view(view(deal("yukon", 1), owner=True))
+    hints = app.paint_hints("play", 80).plain
+    assert "u undo" in hints and "pick/put" in hints, hints
