@@ -20,6 +20,9 @@ from solrace.net.admission import Admission, parse_networks
 from solrace_client import RaceClient, ServerError, errors
 from solrace_client.cli import build_parser, main
 from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import InvalidStatus
+from websockets.http11 import Response
 
 from tests.client.test_cli import FakeUI, ui  # noqa: F401  (fixture)
 from tests.net.conftest import Cluster
@@ -447,3 +450,14 @@ def test_a_url_without_a_port_refused_says_which_port_was_tried(
     assert f"port {tried} was tried" in reason and meant in reason, reason
     with_port = errors.connect_reason("ws://127.0.0.1:9", ConnectionRefusedError())
     assert with_port == f"connection refused — {errors.START_HINT}"
+
+
+def test_a_retry_after_of_other_digits_is_not_taken() -> None:
+    """A review: ``"²".isdigit()`` is true and ``float("²")`` raises, outside any try:
+    a proxy's odd Retry-After would have ended the reconnecting with a traceback."""
+    def refused(value: str) -> InvalidStatus:
+        return InvalidStatus(Response(429, "Too Many Requests", Headers({"Retry-After": value})))
+
+    assert errors.handshake_retry_after_s(refused("²")) is None
+    assert errors.handshake_retry_after_s(refused("3")) == 3.0
+    assert errors.handshake_retry_after_s(refused("9999")) == errors.MAX_RETRY_AFTER_S
