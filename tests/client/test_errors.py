@@ -455,6 +455,7 @@ def test_a_url_without_a_port_refused_says_which_port_was_tried(
 def test_a_retry_after_of_other_digits_is_not_taken() -> None:
     """A review: ``"²".isdigit()`` is true and ``float("²")`` raises, outside any try:
     a proxy's odd Retry-After would have ended the reconnecting with a traceback."""
+
     def refused(value: str) -> InvalidStatus:
         return InvalidStatus(Response(429, "Too Many Requests", Headers({"Retry-After": value})))
 
