@@ -159,3 +159,24 @@ async def test_a_live_node_of_a_release_before_trims_holds_them(backend: Backend
     assert stream[0][0] == began > 1 and stream[0][1].t == EventType.ROOM_RESET
     assert await node.store.log_length(room.room_id, "1:1") == 0
     assert node.older_nodes == set()
+
+
+async def test_no_trim_before_the_look_for_older_nodes_has_answered(backend: Backend) -> None:
+    """A review: a rematch before the start-up look (beside the lease loop) had
+    answered — just after start, or while the store failed it — took "not asked yet"
+    for "none" and trimmed a room a live older node could not take up."""
+    node = await backend.node()
+    async with asyncio.timeout(10):
+        while node.older_nodes is None:
+            await asyncio.sleep(0.01)
+    node.older_nodes, node._asking_older = None, True  # as while the look is in flight
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="klondike", name="Ann", deals="random")
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    room = ann.room
+    assert room is not None
+    await _race(room, ann, [ann, bob])
+    for _ in range(3):
+        await _rematch(room, ann)
+        await _race(room, ann, [ann, bob])
+    assert (await _stream(room, node))[0][0] == 1, "trimmed before the look answered"
