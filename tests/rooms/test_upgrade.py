@@ -125,6 +125,24 @@ async def test_a_room_the_previous_release_rematched_folds_and_is_trimmed_from_n
     assert (await fresh.room(room.room_id)).state == room.state
 
 
+async def _looked(node: Node) -> None:
+    """Wait for the node's start-up look for older nodes (the lease loop's first turn)."""
+    async with asyncio.timeout(10):
+        while node.older_nodes is None:
+            await asyncio.sleep(0.01)
+
+
+async def _raced_once(node: Node) -> tuple[FakePeer, FakePeer, LiveRoom]:
+    """Ann's and Bob's room on ``node``, after its first race."""
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="klondike", name="Ann", deals="random")
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    room = ann.room
+    assert room is not None
+    await _race(room, ann, [ann, bob])
+    return ann, bob, room
+
+
 async def test_a_live_node_of_a_release_before_trims_holds_them(backend: Backend) -> None:
     """A rolling upgrade from a release before trims (094c8a7; its leases say 1): it
     folds a room only from version 1, so a node of it taking up a room this release
@@ -136,16 +154,9 @@ async def test_a_live_node_of_a_release_before_trims_holds_them(backend: Backend
     old_lease = first.store.keys.lease("old-0a1b2c3d")
     await first.store._redis.set(old_lease, b"1", px=60_000)
     node = await backend.node()
-    async with asyncio.timeout(10):
-        while node.older_nodes is None:  # its start-up check (the lease loop's first turn)
-            await asyncio.sleep(0.01)
+    await _looked(node)
     assert node.older_nodes == {"old-0a1b2c3d"}
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="klondike", name="Ann", deals="random")
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    room = ann.room
-    assert room is not None
-    await _race(room, ann, [ann, bob])
+    ann, bob, room = await _raced_once(node)
     for _ in range(3):
         await _rematch(room, ann)
         stream = await _stream(room, node)
@@ -166,16 +177,9 @@ async def test_no_trim_before_the_look_for_older_nodes_has_answered(backend: Bac
     answered — just after start, or while the store failed it — took "not asked yet"
     for "none" and trimmed a room a live older node could not take up."""
     node = await backend.node()
-    async with asyncio.timeout(10):
-        while node.older_nodes is None:
-            await asyncio.sleep(0.01)
+    await _looked(node)
     node.older_nodes, node._asking_older = None, True  # as while the look is in flight
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="klondike", name="Ann", deals="random")
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    room = ann.room
-    assert room is not None
-    await _race(room, ann, [ann, bob])
+    ann, bob, room = await _raced_once(node)
     for _ in range(3):
         await _rematch(room, ann)
         await _race(room, ann, [ann, bob])
