@@ -43,7 +43,7 @@ from . import certify, listing, spectators
 from .clock import RTT_WINDOW, SAMPLE_RTT_MAX_MS, SteadyClock, sample_usable
 from .counters import Defect, RoomMetrics, Tally
 from .listing_cache import ListingCache
-from .records import RoomMeta, pack, pack_event, unpack_entries, unpack_event
+from .records import RoomMeta, log_name, pack, pack_event, unpack_entries, unpack_event
 from .repeats import RepeatedLines
 from .room import LiveRoom
 from .snapshots import resync_clients
@@ -1514,15 +1514,27 @@ class Node:
 
         Two rebuilds may overlap (a racer's move and a start board sent late): the one
         whose read returns last may have read the log before the other's engine took a
-        move and stored it, so an engine cached meanwhile is kept, never replaced."""
+        move and stored it, so an engine cached meanwhile is kept, never replaced.
+
+        The round's log, seed and state are taken before the read: a move's rebuild
+        (not under the room's lock) may see a rematch, or a rebuild after lost writes,
+        folded while its read was out. Its engine is then of a round, or a fold, that
+        is gone: returned to its caller (whose move is refused: not racing now), never
+        kept. Kept, it was round 1's log replayed on round 2's deal, and round 2's
+        first move was answered ``moved`` as a retry of an entry no log held."""
         game = room.games.get(racer)
         if game is None:
-            raw = await self.store.move_log(room.room_id, room.log_name(racer))
+            state, round_no, seed = room.state, room.state.round, room.seed()
+            raw = await self.store.move_log(room.room_id, log_name(round_no, racer))
+            settings = room.meta.settings
+            if room.state is not state or state.round != round_no:
+                return RacerGame.rebuild(
+                    settings.variant, seed, settings.options, unpack_entries(raw)
+                )
             game = room.games.get(racer)
             if game is None:
-                settings = room.meta.settings
                 game = RacerGame.rebuild(
-                    settings.variant, room.seed(), settings.options, unpack_entries(raw)
+                    settings.variant, seed, settings.options, unpack_entries(raw)
                 )
                 room.games[racer] = game
         return game

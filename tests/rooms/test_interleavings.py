@@ -1,0 +1,79 @@
+"""Two coroutines of one node interleaved at an ``await``: what one read before a store
+call must still hold when it acts after it, or be checked again. Each test holds one
+store call at a chosen point, runs the other coroutine meanwhile (a timer, another
+racer's request, a rematch), then lets the first go on."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from solrace.protocol.limits import MIN_TIME_LIMIT_S
+from solrace.protocol.views import Phase
+
+from tests.support.faults import Clock
+
+from .conftest import Backend, FakePeer
+from .test_fault_windows import _poll, _value
+
+
+async def test_an_engine_read_for_a_move_across_a_rematch_is_not_the_new_rounds(
+    backend: Backend,
+) -> None:
+    """Ann's engine is rebuilt for her move (a resume, or an ``unavailable``, dropped
+    it): its log is read, and before the read returns the time limit ends the race
+    and Bob's rematch begins round 2. The move is refused (``wrong_phase``); the
+    engine built from the read — round 1's log replayed on round 2's deal — must not
+    be kept as round 2's. It was: round 2's start board showed a card drawn in round
+    1, and her first move of round 2 was answered ``moved`` as the "retry" of that
+    entry, which no log held (acknowledged, never stored: 4 of 4 runs)."""
+    clock = Clock()
+    node = await backend.node(clock)
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask(
+        "create", variant="klondike", name="Ann", deals="random", time_limit_s=MIN_TIME_LIMIT_S
+    )
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    room, ann_id = ann.room, ann.racer
+    assert room is not None and ann_id is not None
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda _: room.state.phase == Phase.RACING)
+    assert (await ann.ask("move", seq=0, move="D")).t == "moved"  # from the stock
+    room.games.pop(ann_id)  # dropped: her next move rebuilds it from the store
+
+    move_log, gate = node.store.move_log, asyncio.Event()
+    reads: list[str] = []
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        raw = await move_log(*args, **kwargs)
+        if not reads:
+            reads.append(str(len(raw)))
+            await gate.wait()
+        return raw
+
+    setattr(node.store, "move_log", held)  # noqa: B010 (a method of the instance)
+    move = asyncio.ensure_future(ann.ask("move", seq=1, move="D"))
+    await _poll(_value(reads), lambda got: got == ["1"], "Ann's engine read")
+    setattr(node.store, "move_log", move_log)  # noqa: B010
+    clock.advance(MIN_TIME_LIMIT_S + 1, node)  # the time limit: the timer ends the race
+    await node.tick(room)  # both racers time out,
+    await node.tick(room)  # then the race is over
+    assert room.state.phase == Phase.FINISHED
+    assert (await bob.ask("rematch")).t == "ok"
+    assert room.state.round == 2
+    gate.set()
+    refused = await move
+    assert (refused.t, refused.d.get("code")) == ("error", "wrong_phase"), refused.d
+
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    assert (await ann.ask("ready", ready=True)).t == "ok"
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda _: room.state.phase == Phase.RACING and room.state.round == 2)
+    assert await node.store.log_length(room.room_id, room.log_name(ann_id)) == 0
+    first = await ann.ask("move", seq=0, move="D")
+    assert (first.t, first.d.get("seq")) == ("moved", 0), first.d
+    assert await node.store.log_length(room.room_id, room.log_name(ann_id)) == 1
+    second = await ann.ask("move", seq=1, move="D")
+    assert (second.t, second.d.get("seq")) == ("moved", 1), second.d
+    assert not [f for f in ann.frames if f.t == "resync"]
