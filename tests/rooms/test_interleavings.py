@@ -8,8 +8,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from solrace.protocol.envelope import Envelope
 from solrace.protocol.limits import MIN_TIME_LIMIT_S
 from solrace.protocol.views import Phase
+from solrace.rooms import requests
+from solrace.store.errors import StoreUnavailable
 
 from tests.support.faults import Clock
 
@@ -77,3 +80,69 @@ async def test_an_engine_read_for_a_move_across_a_rematch_is_not_the_new_rounds(
     second = await ann.ask("move", seq=1, move="D")
     assert (second.t, second.d.get("seq")) == ("moved", 1), second.d
     assert not [f for f in ann.frames if f.t == "resync"]
+
+
+async def test_a_move_resent_after_a_resume_is_not_acknowledged_from_a_move_in_flight(
+    backend: Backend,
+) -> None:
+    """Ann's move 1 on her connection rebuilds her engine (an ``unavailable`` dropped
+    it); before its log read returns she resumes on a new connection of the same node
+    (her old one looks dead to her), whose snapshot rebuilds the engine too. The old
+    move then goes on on that engine, and its append waits for Redis. Her client sends
+    the move again on the new connection, as the protocol asks (its snapshot says
+    ``next_seq`` 1). Redis then fails the old append (nothing stored). The new move's
+    ``moved`` must mean stored: it was answered from the engine holding the old
+    move in flight, as the "retry" of a stored move, and the log ended with 1 entry
+    (4 of 4 runs). Now it waits for the old move's answer, then is checked and stored."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="klondike", name="Ann", deals="random")
+    token = str(created.d["token"])
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    room, ann_id = ann.room, ann.racer
+    assert room is not None and ann_id is not None
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda _: room.state.phase == Phase.RACING)
+    assert (await ann.ask("move", seq=0, move="D")).t == "moved"  # from the stock
+    room.games.pop(ann_id)  # dropped (an unavailable): her next move rebuilds it
+
+    move_log, append_move = node.store.move_log, node.store.append_move
+    read_gate, append_gate = asyncio.Event(), asyncio.Event()
+    held: list[str] = []
+
+    async def read_held(*args: Any, **kwargs: Any) -> Any:
+        raw = await move_log(*args, **kwargs)
+        if "read" not in held:
+            held.append("read")
+            await read_gate.wait()
+        return raw
+
+    async def append_failing(*args: Any, **kwargs: Any) -> Any:
+        if "append" not in held:
+            held.append("append")
+            await append_gate.wait()
+            raise StoreUnavailable("append_move: Redis is down (injected)")
+        return await append_move(*args, **kwargs)
+
+    setattr(node.store, "move_log", read_held)  # noqa: B010 (a method of the instance)
+    setattr(node.store, "append_move", append_failing)  # noqa: B010
+    old_move = asyncio.ensure_future(
+        requests.handle(node, ann, Envelope("move", id=99, d={"seq": 1, "move": "D"}))
+    )
+    await _poll(_value(held), lambda got: got == ["read"], "the old move's engine read")
+    again = FakePeer(node)
+    resumed = await again.ask("resume", room=room.room_id, token=token)
+    assert resumed.t == "joined", resumed.d
+    assert resumed.d["snapshot"]["you"]["next_seq"] == 1  # type: ignore[index]
+    read_gate.set()
+    await _poll(_value(held), lambda got: got == ["read", "append"], "the old move's append")
+    new_move = asyncio.ensure_future(again.ask("move", seq=1, move="D"))
+    for _ in range(20):
+        await asyncio.sleep(0)  # the new move runs as far as it can
+    append_gate.set()
+    await old_move
+    reply = await new_move
+    assert (reply.t, reply.d.get("seq")) == ("moved", 1), reply.d
+    stored = await node.store.log_length(room.room_id, room.log_name(ann_id))
+    assert stored == 2, f"'moved' answered, {stored} entries stored"

@@ -10,6 +10,9 @@ the store on the next request, so a move is never applied in memory but not stor
 Every request gets exactly one reply. A move retried with the same sequence number and
 the same move (after ``unavailable`` or a lost reply) gets the stored outcome, so a
 client can always retry; a different move under a used number is still refused.
+
+A racer's moves on one node are checked and stored one at a time (LiveRoom.moving):
+a resume may leave its old connection's move in flight beside the new connection's.
 """
 
 from __future__ import annotations
@@ -71,25 +74,10 @@ def _reply(peer: Peer, request_id: int | None, seq: int, game: RacerGame, status
 async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | None) -> None:
     received = time.perf_counter()
     room, racer = peer.racer_room()
-    floor = 0
-    while True:
-        try:
-            stored = await _store(node, peer, room, racer, seq, entry, request_id, floor)
-        except _Behind:
-            # Checked on an engine behind the racer's stored log: once more, on one
-            # rebuilt from the log (a retry of a stored move then gets its outcome).
-            stored = await _store(
-                node, peer, room, racer, seq, entry, request_id, floor, recheck=False
-            )
-        if stored is None:
-            return  # a retry of a stored move, answered
-        if stored.result.finish_floor is None:
-            break
-        # Another node stored a finish with a later time than ours: places must agree
-        # with times, so this finish is offered again no earlier than that one.
-        room.games.pop(racer, None)
-        floor = stored.result.finish_floor
-        node.metrics.finishes_floored.inc()
+    async with room.moving(racer):
+        stored = await _checked_and_stored(node, peer, room, racer, seq, entry, request_id)
+    if stored is None:
+        return  # a retry of a stored move, answered
     result, game = stored.result, stored.game
     if result.replicas == 0:
         # The place stands on the master, but a failover now would lose it (the
@@ -107,6 +95,30 @@ async def move(node: Node, peer: Peer, seq: int, entry: str, request_id: int | N
         await _after_move(node, room, racer, result, stored.progress, stored.at, stored.counts)
     except (StoreUnavailable, BadMessage):
         log.warning("could not fold a stored move yet", extra={"room": room.room_id})
+
+
+async def _checked_and_stored(
+    node: Node, peer: Peer, room: LiveRoom, racer: int, seq: int, entry: str, request_id: int | None
+) -> _Stored | None:
+    """The move checked and appended (:func:`_store`), again if the store's answer
+    asks for it; None if it was the retry of a stored move (answered)."""
+    floor = 0
+    while True:
+        try:
+            stored = await _store(node, peer, room, racer, seq, entry, request_id, floor)
+        except _Behind:
+            # Checked on an engine behind the racer's stored log: once more, on one
+            # rebuilt from the log (a retry of a stored move then gets its outcome).
+            stored = await _store(
+                node, peer, room, racer, seq, entry, request_id, floor, recheck=False
+            )
+        if stored is None or stored.result.finish_floor is None:
+            return stored
+        # Another node stored a finish with a later time than ours: places must agree
+        # with times, so this finish is offered again no earlier than that one.
+        room.games.pop(racer, None)
+        floor = stored.result.finish_floor
+        node.metrics.finishes_floored.inc()
 
 
 class _Behind(Exception):

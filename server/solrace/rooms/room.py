@@ -38,6 +38,8 @@ class LiveRoom:
         self.spectators: set[Peer] = set()
         #: Engines of this node's racers (authoritative while the racer is here).
         self.games: dict[int, RacerGame] = {}
+        #: Each racer's moves on this node, one at a time (see ``moving``).
+        self._moving: dict[int, asyncio.Lock] = {}
         #: Engines folded from stored events, for spectators' boards (spectators.py).
         self.shadows: dict[int, Shadow] = {}
         #: The last board view sent to spectators, per racer: only changes are sent.
@@ -168,7 +170,24 @@ class LiveRoom:
             self.shadows.clear()
             self.sent_boards.clear()
             self.archived.clear()
+            # Racer ids only grow: a room rematched for weeks would keep a lock for
+            # every racer it ever had. One held now is its move's until it ends.
+            self._moving = {r: lock for r, lock in self._moving.items() if lock.locked()}
         return True
+
+    def moving(self, racer: int) -> asyncio.Lock:
+        """The lock a move of ``racer`` holds from its check to its store's answer
+        (moves.move). A racer's connection sends one request at a time, but two
+        connections of one racer may both be here: the old one's move in flight when
+        a resume replaced it. Unserialised, the new connection's move (the same move,
+        sent again as the protocol asks) was answered ``moved`` from the engine that
+        held the old move, as the retry of a stored move, before the store had
+        answered the old one — which then failed, and the acknowledged move was in no
+        log."""
+        lock = self._moving.get(racer)
+        if lock is None:
+            lock = self._moving[racer] = asyncio.Lock()
+        return lock
 
     def send_own_board(self, racer: int, at_ms: int) -> None:
         peer = self.racers.get(racer)
