@@ -146,3 +146,66 @@ async def test_a_move_resent_after_a_resume_is_not_acknowledged_from_a_move_in_f
     assert (reply.t, reply.d.get("seq")) == ("moved", 1), reply.d
     stored = await node.store.log_length(room.room_id, room.log_name(ann_id))
     assert stored == 2, f"'moved' answered, {stored} entries stored"
+
+
+async def test_a_move_held_across_a_rematch_and_the_next_start_is_refused_quietly(
+    backend: Backend,
+) -> None:
+    """As above, but the old move's read returns later still: Ann has resumed on a new
+    connection meanwhile, and round 2's race has begun. The move, sent in round 1, is
+    refused: it is judged on the racer as it was when it came (timed out, round 1's),
+    never appended to round 2's log under round 1's sequence number, which the store
+    would refuse as a log shorter than acknowledged: "lost writes", a resync for the
+    whole room. (A guard: this interleaving was found safe.)"""
+    clock = Clock()
+    node = await backend.node(clock)
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask(
+        "create", variant="klondike", name="Ann", deals="random", time_limit_s=MIN_TIME_LIMIT_S
+    )
+    token = str(created.d["token"])
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    room, ann_id = ann.room, ann.racer
+    assert room is not None and ann_id is not None
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda _: room.state.phase == Phase.RACING)
+    assert (await ann.ask("move", seq=0, move="D")).t == "moved"  # from the stock
+    room.games.pop(ann_id)  # dropped: her next move rebuilds it from the store
+
+    move_log, gate = node.store.move_log, asyncio.Event()
+    reads: list[str] = []
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        raw = await move_log(*args, **kwargs)
+        if not reads:
+            reads.append(str(len(raw)))
+            await gate.wait()
+        return raw
+
+    setattr(node.store, "move_log", held)  # noqa: B010 (a method of the instance)
+    old_move = asyncio.ensure_future(
+        requests.handle(node, ann, Envelope("move", id=99, d={"seq": 1, "move": "D"}))
+    )
+    await _poll(_value(reads), lambda got: got == ["1"], "Ann's engine read")
+    clock.advance(MIN_TIME_LIMIT_S + 1, node)  # the time limit: the timer ends the race
+    await node.tick(room)  # both racers time out,
+    await node.tick(room)  # then the race is over
+    assert room.state.phase == Phase.FINISHED
+    assert (await bob.ask("rematch")).t == "ok"
+    again = FakePeer(node)
+    assert (await again.ask("resume", room=room.room_id, token=token)).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    assert (await again.ask("ready", ready=True)).t == "ok"
+    assert (await again.ask("start")).t == "ok"
+    await again.until(lambda _: room.state.phase == Phase.RACING and room.state.round == 2)
+    gate.set()
+    ann.closed = False  # replaced: reopened to read the old move's one reply
+    await old_move
+    replies = [(f.t, f.d.get("code")) for f in ann.frames if f.id == 99]
+    assert replies == [("error", "wrong_phase")], replies
+    assert node.metrics.lost_writes.value == 0
+    assert not [f for f in bob.frames + again.frames if f.t == "resync"]
+    first = await again.ask("move", seq=0, move="D")
+    assert (first.t, first.d.get("seq")) == ("moved", 0), first.d
+    assert await node.store.log_length(room.room_id, room.log_name(ann_id)) == 1
