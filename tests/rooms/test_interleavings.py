@@ -10,14 +10,15 @@ from typing import Any
 
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.limits import MIN_TIME_LIMIT_S
-from solrace.protocol.views import Phase
+from solrace.protocol.views import EventType, Phase
 from solrace.rooms import requests
 from solrace.store.errors import StoreUnavailable
 
 from tests.support.faults import Clock
 
 from .conftest import Backend, FakePeer
-from .test_fault_windows import _poll, _value
+from .test_core import _race_on
+from .test_fault_windows import _poll, _stored, _storing_on, _value
 
 
 async def test_an_engine_read_for_a_move_across_a_rematch_is_not_the_new_rounds(
@@ -209,3 +210,38 @@ async def test_a_move_held_across_a_rematch_and_the_next_start_is_refused_quietl
     first = await again.ask("move", seq=0, move="D")
     assert (first.t, first.d.get("seq")) == ("moved", 0), first.d
     assert await node.store.log_length(room.room_id, room.log_name(ann_id)) == 1
+
+
+async def test_two_rematches_decided_at_once_on_two_nodes_make_one_round(
+    backend: Backend,
+) -> None:
+    """Ann (node A) and Bob (node B) ask for the rematch at once: B's reset is decided
+    on the finished room and its write held until A's reset is stored. Both are
+    answered ``ok``, and the room has one reset, one round 2, both racers in it
+    (a guard: the store's compare-and-append sends B's decision back to the room as
+    A left it, where the rematch is done)."""
+    a, b = await backend.node(), await backend.node()
+    race = await _race_on(a, b)
+    ann, bob = race.ann, race.bob
+    room_a, room_b = ann.room, bob.room
+    assert room_a is not None and room_b is not None
+    for peer in (ann, bob):
+        assert (await peer.ask("resign")).t == "ok"
+    await bob.until(lambda f: f.t == "race_over")
+    replies: list[str] = []
+
+    async def ann_rematch() -> None:
+        replies.append((await ann.ask("rematch")).t)
+
+    paused = _storing_on(b.store, EventType.ROOM_RESET, ann_rematch)
+    replies.append((await bob.ask("rematch")).t)
+    assert paused, "the rematches did not interleave"
+    assert replies == ["ok", "ok"], replies
+    stored = [e.t for e in await _stored(a, room_a)]
+    assert stored.count(EventType.ROOM_RESET) == 1, stored
+    await bob.until(lambda _: room_b.state.version == room_a.state.version)
+    for room in (room_a, room_b):
+        assert room.state.round == 2 and room.state.phase == Phase.LOBBY
+        assert (
+            sorted(room.state.racers) == sorted(room_a.state.racers) and len(room.state.racers) == 2
+        )
