@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from solrace.protocol import CLIENT_MESSAGES, Envelope, limits, parse_client_message
 from solrace.race.decisions import COUNTDOWN_MS
+from solrace.rules import VARIANTS, variant_class
+from solrace.rules.moves import MAX_COLUMNS
 from solrace_client import RaceClient, ServerError
 from solrace_client.boardview import board_from_view
 from websockets.asyncio.client import connect
@@ -83,6 +85,16 @@ async def test_a_move_onto_its_own_column_is_bad_notation(cluster: Cluster) -> N
     with pytest.raises(ServerError) as same:
         await ann.move("1:1>1")
     assert same.value.code == "bad_notation" and same.value.data["seq"] == 0
+    says(
+        "a well-shaped move the engine cannot read (a column past 10, the most any variant "
+        "has: `11:1>2`) is also `bad_notation`, while a column this variant lacks but "
+        "another has (`8:1>2` in Yukon) is `illegal_move`"
+    )
+    assert max(variant_class(v)().columns for v in VARIANTS) == MAX_COLUMNS == 10
+    for move, code in (("11:1>2", "bad_notation"), ("8:1>2", "illegal_move")):
+        with pytest.raises(ServerError) as refused:
+            await ann.move(move)
+        assert refused.value.code == code, move
     for client in (ann, bob):
         await client.close()
 
@@ -343,4 +355,28 @@ async def test_every_json_example_is_what_the_server_takes_and_sends(cluster: Cl
     bad = next(e for e in examples if e.get("d", {}).get("field") == "max_racers")
     assert refused.value.data == bad["d"]
     for client in (ann, bob, cy, watcher, eve):
+        await client.close()
+
+
+async def test_ready_false_naming_open_spectating_agrees_to_nothing(cluster: Cluster) -> None:
+    """An audit's client sent ``ready: false`` with ``spectators: "open"``, which the
+    table seemed to refuse ("Elsewhere refused"): the server takes it, as agreeing to
+    nothing, and refuses the field only in a room without open spectating."""
+    says(
+        "this racer agrees that spectators see whole boards (with `ready: false` it agrees "
+        "to nothing). In a room without open spectating refused (`bad_message`)"
+    )
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", private=True, spectators="open")
+    await ann.ready(True, spectators="open")
+    await ann.ready(False, spectators="open")
+    assert (await ann.next_event("ready_changed")).d.get("open_boards") is True
+    changed = await ann.next_event("ready_changed")
+    assert changed.d == {"racer": 1, "ready": False}  # no open_boards: no agreement
+    await bob.create("yukon", "Bob", private=True)
+    with pytest.raises(ServerError) as refused:
+        await bob.ready(False, spectators="open")
+    assert refused.value.code == "bad_message"
+    for client in (ann, bob):
         await client.close()
