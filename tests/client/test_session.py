@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -343,3 +345,33 @@ async def test_a_racer_back_from_away_shows_who_is_online_now(cluster: Cluster) 
     }
     await close_all(bob, dee)
     await session.close()
+
+
+async def test_the_documented_session_and_client_calls_work_as_written(cluster: Cluster) -> None:
+    """docs/client.md "From Python", as a program written from it uses it: requests go
+    through ``session.live``, ``await send_move`` returns the wait for the reply (a
+    third-party audit awaited it once and got a coroutine, not the reply), and the
+    session ends with the ``SessionEnd`` reasons the page names."""
+    doc = (Path(__file__).parents[2] / "docs" / "client.md").read_text()
+    section = " ".join(doc.split("## From Python", 1)[1].split("\n## ", 1)[0].split())
+    assert "requests go through `session.live`, its current `RaceClient`" in section
+    assert "`reply = await (await client.send_move(move, seq))`" in section
+    reasons = re.search(r"`SessionEnd`\) says why: (.*?) \(the attempts ran out", section)
+    assert reasons is not None
+    assert re.findall(r"`([a-z_]+)`", reasons.group(1)) == [e.value for e in SessionEnd]
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    session = Session(server.url, backoff=QUICK)
+    await session.enter(lambda c: c.join(ann.code or "", "Bob"))
+    await session.live.ready()
+    await ann.start()
+    await until(session, lambda item: isinstance(item, Envelope) and item.t == "board")
+    client = session.live
+    reply = await (await client.send_move(MOVES[0], client.seq or 0))
+    assert reply["seq"] == 0 and session.view.next_seq == 1
+    await session.close()
+    with pytest.raises(SessionOver) as over:
+        await session.next()
+    assert over.value.reason is SessionEnd.CLOSED
+    await ann.close()
