@@ -333,7 +333,7 @@ async def test_every_json_example_is_what_the_server_takes_and_sends(cluster: Cl
     await watcher.next_event("room_reset", timeout=10)
 
     sent: dict[str, Any] = {"snapshot": snapshot}
-    for client in (ann, bob, cy, watcher, eve):
+    for client in (watcher, ann, bob, cy, eve):  # the `board` example is a spectator's
         for message in client.received:
             key = message.t if message.t != "error" else f"error {message.d['code']}"
             sent.setdefault(key, message.d)
