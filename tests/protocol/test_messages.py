@@ -708,3 +708,12 @@ def test_a_result_from_before_times_still_goes_out_and_times_match_the_log() -> 
     short["standings"][0]["times"] = [1_000]
     with pytest.raises(ValueError, match=r"times: 1 times for 4 log entries"):
         m.race_over_event(9, short)
+
+
+def test_every_builder_is_named_in_the_python_api_section() -> None:
+    """§17 lists the builders a Python client or server may call; an audit found
+    ``archived_reply``, ``deal_chosen_event``, ``presence_event``, ``resync_notice``
+    and ``room_event`` missing from it."""
+    section = DOC.split("## 17. Python API", 1)[1]
+    builders = {n for n in dir(m) if re.fullmatch(r"[a-z_]+_(reply|event|notice)", n)}
+    assert {n for n in builders if f"`{n}`" not in section} == set()
