@@ -25,7 +25,7 @@ from solrace.protocol.limits import (
     SERVER_FRAME_LIMITS,
 )
 from solrace.protocol.views import Phase, RaceResult
-from solrace.rules import VARIANTS, deal
+from solrace.rules import VARIANTS, NotationError, deal, parse_move
 
 from . import samples
 
@@ -717,3 +717,19 @@ def test_every_builder_is_named_in_the_python_api_section() -> None:
     section = DOC.split("## 17. Python API", 1)[1]
     builders = {n for n in dir(m) if re.fullmatch(r"[a-z_]+_(reply|event|notice)", n)}
     assert {n for n in builders if f"`{n}`" not in section} == set()
+
+
+def test_bad_notation_names_every_form_the_document_lists() -> None:
+    """The refusal teaches the notation: it named no ``Fsn>d``, the double-deck
+    foundation move (``FH2>3``) that §5 lists and double Yukon takes."""
+    row = next(line for line in DOC.splitlines() if line.startswith("| `move` | string |"))
+    forms = re.findall(r"`([^`]+)`", row.split("docs/rules.md:", 1)[1].split(")", 1)[0])
+    with pytest.raises(BadMessage) as refused:
+        m.PlayMove.from_data({"seq": 0, "move": "nope"})
+    assert refused.value.code == ErrorCode.BAD_NOTATION
+    listed = refused.value.message.split("(", 1)[1].split(")", 1)[0]
+    assert [f.strip() for f in listed.split(",")] == forms
+    with pytest.raises(NotationError) as unreadable:  # the engine's own words agree
+        parse_move("nope")
+    assert str(unreadable.value).endswith(f"(expected {', '.join(forms[:-1])} or {forms[-1]})")
+    assert str(parse_move("FH2>3")) == "FH2>3"

@@ -157,7 +157,9 @@ def test_notation_error_messages_name_the_problem() -> None:
         parse_move("11:1>2")
     with pytest.raises(NotationError, match="a column cannot move onto itself"):
         parse_move("1:1>1")
-    with pytest.raises(NotationError, match=r"expected c:k>d, c>F, W>d, W>F, Fs>d, D, R or Uc"):
+    with pytest.raises(
+        NotationError, match=r"expected c:k>d, c>F, W>d, W>F, Fs>d, Fsn>d, D, R or Uc"
+    ):
         parse_move("3:0>4")
 
 

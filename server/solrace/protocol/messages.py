@@ -571,7 +571,7 @@ class PlayMove:
             err = f.fail(
                 "move",
                 f"{move[:MAX_MOVE_LEN]!r} is not canonical notation "
-                "(c:k>d, c>F, W>d, W>F, Fs>d, D, R, Uc) or 'undo'",
+                "(c:k>d, c>F, W>d, W>F, Fs>d, Fsn>d, D, R, Uc) or 'undo'",
                 ErrorCode.BAD_NOTATION,
             )
             err.seq = seq

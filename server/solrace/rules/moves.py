@@ -169,5 +169,5 @@ def _parse_uncached(notation: str) -> Move:
             return Move(kind, SUITS.index(groups[0]), number, _column(groups[2], notation))
         return Move(kind)
     raise NotationError(
-        f"not a move: {notation!r} (expected c:k>d, c>F, W>d, W>F, Fs>d, D, R or Uc)"
+        f"not a move: {notation!r} (expected c:k>d, c>F, W>d, W>F, Fs>d, Fsn>d, D, R or Uc)"
     )
