@@ -22,6 +22,10 @@ from tests.support.race import winning_moves
 from .conftest import racing, wait_until
 from .test_latency import quiet_line, server_port, views_of
 
+#: Seconds allowed per move of a long line to be sent and answered: a bound on progress,
+#: not a timing (CI plays some 50 a second, a machine loaded to 7 about 30).
+LINE_S_PER_MOVE = 0.1
+
 
 def app_through(link: FlakyLink) -> SolraceApp:
     """Ann's app, opening a Yukon room through ``link``."""
@@ -147,7 +151,14 @@ async def test_the_final_move_pipelined_shows_no_finish_before_the_server_and_ke
             bob, _ = await racing(pilot, app, server.url)
             for move in line[:-1]:
                 app.send_move(move)
-            await wait_until(pilot, lambda: app.state.next_seq == len(line) - 1, "all but one")
+            # The test solver's line is long (528 moves): 10 s sufficed in CI, but under
+            # a loaded machine's 30 moves a second it ran out at move 307, both stores.
+            await wait_until(
+                pilot,
+                lambda: app.state.next_seq == len(line) - 1,
+                "all but one",
+                timeout=len(line) * LINE_S_PER_MOVE,
+            )
             link.stall((Direction.DOWN,))
             app.send_move(line[-1])
             await logged(pilot, app, store, len(line))
