@@ -493,3 +493,11 @@ def test_greedy_puts_a_card_up_before_anything_else() -> None:
             assert str(choice.move).endswith(">F")
         apply_entry(board, str(choice.move))
         memory.arrive(view(board, owner=True))
+
+
+def test_every_bot_hook_is_named_in_the_docs() -> None:
+    """docs/client.md lists the hooks a program can give ``run_bot``: an audit found
+    two of them (``say``, ``before_start``) named nowhere."""
+    doc = (Path(__file__).parents[2] / "docs" / "client.md").read_text()
+    missing = [f.name for f in dataclasses.fields(BotHooks) if f"`{f.name}`" not in doc]
+    assert not missing, missing
