@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Final, Literal, TypeVar
 
@@ -98,6 +99,9 @@ CLIENT_PING_TIMEOUT_S: Final = 7.0
 #: sent again, or the seat it named resumed, before the refusal goes to the caller
 #: (:meth:`RaceClient._enter`).
 SEAT_ATTEMPTS: Final = 10
+#: Random bytes of the seat token a ``create``/``join``/``quick`` proposes
+#: (docs/protocol.md §5): as many as a server's own, 32 url-safe characters.
+PROPOSED_TOKEN_BYTES: Final = 24
 #: How many times a ``resume`` refused ``rate_limited`` (the racer resumed less than
 #: the server's interval ago, limits.RESUME_INTERVAL_S: 2 s) is sent again on the same
 #: connection, each after the refusal's ``retry_after_ms``, before the refusal goes to
@@ -152,6 +156,11 @@ def retry_after_s(err: ServerError) -> float:
     return min(asked, RETRY_MAX_MS) / 1000
 
 
+def _refuses_field(err: ServerError, name: str) -> bool:
+    """Whether ``err`` refuses the request for its field ``name`` (``bad_message``)."""
+    return err.code == "bad_message" and err.data.get("field") == name
+
+
 class RaceClient:
     def __init__(
         self, ws: ClientConnection, pace: Pace | None = None, view: RoomView | None = None
@@ -171,6 +180,11 @@ class RaceClient:
         self.code: str | None = None
         self.racer: int | None = None
         self.token: str | None = None
+        #: The token this connection proposed for a seat whose ``joined`` has not come
+        #: (None once it came, or the request was refused): if the connection drops
+        #: meanwhile, the seat may be stored, and a resume by this token alone takes it
+        #: (:meth:`Session.enter <solrace_client.session.Session.enter>`).
+        self.proposed: str | None = None
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         #: Why this client closed the connection itself: the server sent a frame it
         #: cannot read (None while it has not).
@@ -424,25 +438,42 @@ class RaceClient:
     async def _enter(self, t: str, **d: Any) -> dict[str, Any]:
         """Request ``t`` (``create``, ``join``, ``quick``), which takes a seat, while the
         server's store is down at most :data:`SEAT_ATTEMPTS` times more, each after the
-        refusal's ``retry_after_ms``. Refused ``unavailable`` with no seat named,
-        nothing of this racer was stored, and the request is sent again. With the seat
-        named (``room``, ``token``), its outcome is unknown: the store failed after the
-        racer may have been stored, and asking again would take a second seat. So the
-        seat is resumed instead; a seat the server refuses otherwise (``bad_token``: it
-        was never stored, or its grace ran out) leaves the first refusal standing:
-        asking again is then safe."""
+        refusal's ``retry_after_ms``.
+
+        The seat's token is drawn here and proposed with the request (:attr:`proposed`
+        until the reply comes), so a reply lost with the connection costs a resume by
+        that token, not a second seat. A server of an earlier release refuses the field
+        (``bad_message`` naming ``token``, nothing stored): the request goes again
+        without it, and the server draws the token as before.
+
+        Refused ``unavailable`` with no seat named, nothing of this racer was stored,
+        and the request is sent again. With the seat named (``room``, ``token``), its
+        outcome is unknown: the store failed after the racer may have been stored, and
+        asking again would take a second seat. So the seat is resumed instead; a seat
+        the server refuses otherwise (``bad_token``: it was never stored, or its grace
+        ran out) leaves the first refusal standing: asking again is then safe."""
+        proposed: str | None = secrets.token_urlsafe(PROPOSED_TOKEN_BYTES)
         seat: tuple[str, str] | None = None
         first: ServerError | None = None  # the refusal to give if none succeeds
         refused: ServerError | None = None  # the last one: its retry_after_ms
-        for _ in range(SEAT_ATTEMPTS + 1):
+        attempts = 0
+        while attempts <= SEAT_ATTEMPTS:
             if refused is not None:
                 await asyncio.sleep(retry_after_s(refused))
             try:
                 if seat is None:
-                    return self._entered(await self.request(t, **d))
+                    self.proposed = proposed
+                    reply = await self.request(t, token=proposed, **d)
+                    self.proposed = None
+                    return self._entered(reply)
                 return await self.resume(*seat, since=None)
             except ServerError as err:
+                if proposed is not None and seat is None and _refuses_field(err, "token"):
+                    proposed = self.proposed = None  # an earlier release: it draws one
+                    continue
+                attempts += 1
                 if err.code != "unavailable":
+                    self.proposed = None  # refused: nothing was stored
                     if seat is not None and first is not None:
                         raise first from None
                     raise

@@ -271,9 +271,9 @@ def lost_during(request: str, exc: BaseException, url: str | None = None) -> str
 
 def entry_lost(request: str, exc: BaseException, url: str | None = None) -> str:
     """One line: the reply to ``request`` (``create``, ``join``, ``quick``,
-    ``resume``, ``watch``) never came from ``url`` (:func:`lost_during`). The server
-    may have taken the seat, but with no token there is nothing to resume: the user
-    tries again."""
+    ``resume``, ``watch``) never came from ``url`` (:func:`lost_during`). A seat the
+    server may have taken was resumed by its proposed token if it could be
+    (Session.enter): said once that failed too, and the user tries again."""
     return f"{lost_during(request, exc, url)}: try again"
 
 

@@ -38,6 +38,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from .connection import RaceClient, ServerError, retry_after_s
 from .errors import (
     CONNECT_ERRORS,
+    NoReply,
     connect_reason,
     gave_up,
     handshake_retry_after_s,
@@ -53,6 +54,14 @@ DROPPED: Final = (OSError, TimeoutError, ConnectionError, ConnectionClosed, Inva
 #: resumed again too soon, which RaceClient.resume waits out a few times itself).
 TRANSIENT: Final = ("unavailable", "internal", "rate_limited")
 CONNECT_TIMEOUT_S: Final = 5.0
+#: How many new connections a session opens to take back the seat of an entry whose
+#: reply was lost (:meth:`Session.enter`): with the backoff's doubling from 0.2 s, the
+#: last is some 12 s after the loss, well inside the 30 s grace the seat is held for.
+ENTRY_RECLAIMS: Final = 6
+#: Refusals of a resume by a proposed token that mean "that seat was never stored":
+#: asking again is safe. (``unknown_room``: a private room answers a token that is no
+#: racer's of it so, and a room gone holds no seat.)
+NOT_SEATED: Final = ("bad_token", "unknown_room")
 #: How long a user who quits waits for the server to take its ``leave``.
 LEAVE_WAIT_S: Final = 2.0
 
@@ -169,8 +178,17 @@ class Session:
     # ----------------------------------------------------------- lifecycle
     async def enter(self, entry: Entry) -> dict[str, Any]:
         """Connect (the servers in turn) and enter the room with ``entry``. Raises
-        :class:`Unreachable`, :class:`ServerError` (refused), or a connection error
-        (lost before the reply: there is no token to resume with)."""
+        :class:`Unreachable`, :class:`ServerError` (refused), or a connection error.
+
+        An entry lost with its connection (a ``create``/``join``/``quick`` whose reply
+        did not come) may have taken a seat. The request proposed that seat's token
+        (:attr:`RaceClient.proposed`), so the session reconnects and resumes it by that
+        token: the same seat, not a second one nor a ghost held for the grace; refused
+        ``bad_token`` (:data:`NOT_SEATED`), it was never stored, and the entry is asked
+        again. A connection error is raised only when that fails
+        :data:`ENTRY_RECLAIMS` times, when the entry proposed no token (``resume``,
+        ``watch``, a server of an earlier release), or when its reply did not come in
+        time on a connection still up (:class:`NoReply`: the server is busy)."""
         last: BaseException | None = None
         for index, url in enumerate(self.servers):
             try:
@@ -187,12 +205,66 @@ class Session:
             raise Unreachable(self.servers, last)
         try:
             reply = await entry(client)
+        except DROPPED as exc:
+            await _close_quietly(client)
+            # A reply that did not come in time, on a connection still up, is a busy
+            # server, not a lost link: said at once (a reconnect would wait as long
+            # again, up to ENTRY_RECLAIMS times).
+            if client.proposed is None or isinstance(exc, NoReply):
+                raise
+            return await self._reclaim(client.proposed, entry, exc)
         except BaseException:
             await _close_quietly(client)
             raise
         self.client = client
         self._entered(client)
         return reply
+
+    async def _reclaim(self, token: str, entry: Entry, lost: BaseException) -> dict[str, Any]:
+        """Take back the seat an entry proposed ``token`` for, its reply ``lost``: on new
+        connections (the servers in turn, with the backoff), resume by the token alone;
+        a seat never stored is asked for again (:meth:`enter`)."""
+        proposed: str | None = token
+        last = lost
+        for attempt in range(1, ENTRY_RECLAIMS + 1):
+            delay = self.backoff.delay(attempt, self.rng)
+            await asyncio.sleep(max(delay, handshake_retry_after_s(last) or 0.0))
+            index = (self.server_index + attempt - 1) % len(self.servers)
+            client: RaceClient | None = None
+            try:
+                client = await self._connect(self.servers[index])
+                reply: dict[str, Any] | None = None
+                if proposed is not None:
+                    try:
+                        reply = await client.resume(None, proposed, since=None)
+                    except ServerError as err:
+                        if err.code not in NOT_SEATED:
+                            raise
+                        proposed = None  # never stored: asking again is safe
+                if reply is None:
+                    reply = await entry(client)
+            except ServerError as err:
+                await _close_quietly(client)
+                # Still down, or a node of an earlier release that cannot resume by a
+                # token alone (bad_message): another attempt, maybe on another node.
+                if err.code not in (*TRANSIENT, "bad_message"):
+                    raise
+                last = err
+                continue
+            except DROPPED as exc:
+                await _close_quietly(client)
+                last = exc
+                if client is not None and client.proposed is not None:
+                    proposed = client.proposed  # asked again, and lost again
+                elif client is not None and proposed is None:
+                    raise  # asked again with no token proposed (an earlier release)
+                continue  # not connected, or the resume's reply lost: resume again
+            self.client, self.server_index = client, index
+            self._entered(client)
+            return reply
+        # Out of attempts: said as the loss it is ("connection lost during create"),
+        # not as the last refusal of a resume the user never asked for.
+        raise lost if isinstance(last, ServerError) else last
 
     async def leave(self) -> None:
         """Leave the room, if this session races in it and is connected: a user who

@@ -133,7 +133,7 @@ REQUIRED: list[tuple[str, dict[str, Any]]] = [
     ("create", {"variant": "yukon", "name": "Ann"}),
     ("join", {"code": "K7QX2M", "name": "Bob"}),
     ("quick", {"variant": "yukon", "name": "Cy"}),
-    ("resume", {"room": "r_1", "token": samples.TOKEN}),
+    ("resume", {"token": samples.TOKEN}),  # room: optional (a proposed token alone)
     ("ready", {"ready": True}),
     ("move", {"seq": 0, "move": "D"}),
 ]

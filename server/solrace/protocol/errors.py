@@ -98,6 +98,7 @@ class ErrorCode(StrEnum):
     NOT_READY = "not_ready"
     BAD_OPTIONS = "bad_options"
     BAD_TOKEN = "bad_token"
+    TOKEN_IN_USE = "token_in_use"
     SPECTATOR_CANNOT_ACT = "spectator_cannot_act"
     ALREADY_IN_ROOM = "already_in_room"
     TOO_MANY_ROOMS = "too_many_rooms"
@@ -146,6 +147,9 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.NOT_READY: "the race needs at least two racers, all ready but the host",
     ErrorCode.BAD_OPTIONS: "unknown variant or invalid options for it",
     ErrorCode.BAD_TOKEN: "the resume token does not match a racer of this room",
+    ErrorCode.TOKEN_IN_USE: (
+        "the proposed token already holds a seat in this room: resume it, or propose a fresh one"
+    ),
     ErrorCode.SPECTATOR_CANNOT_ACT: "spectators cannot do that",
     ErrorCode.ALREADY_IN_ROOM: "this connection is already in a room: leave it first",
     ErrorCode.TOO_MANY_ROOMS: (

@@ -99,6 +99,10 @@ ROOM_CODE_LEN: Final = 6
 ROOM_CODE_ALPHABET: Final = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 MIN_TOKEN_LEN: Final = 16
 MAX_TOKEN_LEN: Final = 128
+#: The shortest seat secret a client may propose with ``create``/``join``/``quick``:
+#: 22 url-safe base64 characters carry 132 bits, past the 128 a guess must beat (the
+#: server's own are 32: ``secrets.token_urlsafe(24)``, 192 bits).
+MIN_PROPOSED_TOKEN_LEN: Final = 22
 MAX_MOVE_LEN: Final = 16
 #: Most entries (moves and undos) a racer's log may hold in one race. ``race_over``
 #: carries every racer's log, and a client decodes no frame over

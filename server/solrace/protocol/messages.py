@@ -45,6 +45,7 @@ from .limits import (
     MAX_TOKEN_LEN,
     MAX_VARIANT_LEN,
     MAX_VERSION,
+    MIN_PROPOSED_TOKEN_LEN,
     MIN_RACERS,
     MIN_SPECTATOR_DELAY_S,
     MIN_TIME_LIMIT_S,
@@ -286,6 +287,26 @@ class _Fields:
         value = self.text(name, MAX_ROOM_ID_LEN)
         return self.matching(name, value, _ROOM_ID, "a room id (letters, digits, '_' or '-')")
 
+    def proposed_token(self) -> str | None:
+        """The seat's secret a ``create``/``join``/``quick`` proposes (optional): the
+        client holds it before the reply, so a lost reply costs a ``resume``, not a
+        ghost seat. Random, so at least :data:`MIN_PROPOSED_TOKEN_LEN` characters."""
+        value = self.d.get("token")
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.wrong("token", "a string", value)
+        if (
+            not MIN_PROPOSED_TOKEN_LEN <= len(value) <= MAX_TOKEN_LEN
+            or _TOKEN.fullmatch(value) is None
+        ):
+            raise self.fail(
+                "token",
+                f"must be a fresh random token of {MIN_PROPOSED_TOKEN_LEN} to {MAX_TOKEN_LEN}"
+                " url-safe characters (letters, digits, '_', '-'; 128 random bits or more)",
+            )
+        return value
+
     def code(self, value: object) -> str:
         """A room code, as typed by a human (:func:`room_code`)."""
         if not isinstance(value, str):
@@ -366,6 +387,7 @@ class CreateRoom:
             "deals",
             "difficulty",
             "spectators",
+            "token",
         }
     )
     variant: str
@@ -379,6 +401,8 @@ class CreateRoom:
     deals: str | None = None
     difficulty: str | None = None
     spectators: str = "fair"
+    #: The seat's secret, proposed by the client (None: the server draws one).
+    token: str | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, object]) -> Self:
@@ -401,6 +425,7 @@ class CreateRoom:
             deals=f.one_of("deals", ("winnable", "random"), None),
             difficulty=f.one_of("difficulty", ("easy", "medium", "hard"), None),
             spectators=f.one_of("spectators", ("fair", "open"), "fair"),
+            token=f.proposed_token(),
         )
 
     def to_data(self) -> dict[str, object]:
@@ -415,6 +440,7 @@ class CreateRoom:
             **({} if self.deals is None else {"deals": self.deals}),
             **({} if self.difficulty is None else {"difficulty": self.difficulty}),
             "spectators": self.spectators,
+            **({} if self.token is None else {"token": self.token}),
         }
 
 
@@ -423,17 +449,19 @@ class JoinRoom:
     """``join``: join a room in its lobby by its code. Reply: ``joined``."""
 
     TYPE: ClassVar[str] = "join"
-    FIELDS: ClassVar[frozenset[str]] = frozenset({"code", "name"})
+    FIELDS: ClassVar[frozenset[str]] = frozenset({"code", "name", "token"})
     code: str
     name: str
+    token: str | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, object]) -> Self:
         f = _Fields(cls.TYPE, d, cls.FIELDS)
-        return cls(code=f.code(f.required("code")), name=f.name())
+        return cls(code=f.code(f.required("code")), name=f.name(), token=f.proposed_token())
 
     def to_data(self) -> dict[str, object]:
-        return {"code": self.code, "name": self.name}
+        data: dict[str, object] = {"code": self.code, "name": self.name}
+        return data if self.token is None else {**data, "token": self.token}
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,17 +470,19 @@ class QuickRace:
     or open one (default settings). Reply: ``joined``."""
 
     TYPE: ClassVar[str] = "quick"
-    FIELDS: ClassVar[frozenset[str]] = frozenset({"variant", "name"})
+    FIELDS: ClassVar[frozenset[str]] = frozenset({"variant", "name", "token"})
     variant: str
     name: str
+    token: str | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, object]) -> Self:
         f = _Fields(cls.TYPE, d, cls.FIELDS)
-        return cls(variant=f.variant(), name=f.name())
+        return cls(variant=f.variant(), name=f.name(), token=f.proposed_token())
 
     def to_data(self) -> dict[str, object]:
-        return {"variant": self.variant, "name": self.name}
+        data: dict[str, object] = {"variant": self.variant, "name": self.name}
+        return data if self.token is None else {**data, "token": self.token}
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,11 +490,13 @@ class Resume:
     """``resume``: become racer ``token`` of ``room`` again on this connection.
     Reply: ``joined``, then the events after ``since``, then live events. ``code``
     (optional) is the room's join code as the client knows it, so that a refusal can
-    name the room the way its user knows it even once the room is gone."""
+    name the room the way its user knows it even once the room is gone. ``room`` None:
+    the seat a ``create``/``join``/``quick`` took with this token as its proposed one
+    (its reply lost, the client does not know the room)."""
 
     TYPE: ClassVar[str] = "resume"
     FIELDS: ClassVar[frozenset[str]] = frozenset({"room", "token", "since", "code"})
-    room: str
+    room: str | None
     token: str
     since: int | None = None
     code: str | None = None
@@ -472,14 +504,16 @@ class Resume:
     @classmethod
     def from_data(cls, d: Mapping[str, object]) -> Self:
         f = _Fields(cls.TYPE, d, cls.FIELDS)
-        room = f.room_id()
+        room = f.room_id() if d.get("room") is not None else None
         token = f.text("token", MAX_TOKEN_LEN)
         f.matching("token", token, _TOKEN, "the token received in joined")
         code = f.code(d["code"]) if d.get("code") is not None else None
         return cls(room=room, token=token, since=f.opt_integer("since", 0, MAX_VERSION), code=code)
 
     def to_data(self) -> dict[str, object]:
-        data: dict[str, object] = {"room": self.room, "token": self.token}
+        data: dict[str, object] = {"token": self.token}
+        if self.room is not None:
+            data["room"] = self.room
         if self.since is not None:
             data["since"] = self.since
         if self.code is not None:

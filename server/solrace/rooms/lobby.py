@@ -58,6 +58,11 @@ LISTING_SCAN: Final = 100
 #: Hex digits of the digest a room keeps of a seat's address (seat_origin): 64 bits,
 #: plenty to tell the few addresses of one room apart.
 ORIGIN_HEX_DIGITS: Final = 16
+#: How long the room a client-proposed token was seated in can be found by that token
+#: alone (Store.claim_seat): a client whose ``joined`` reply was lost resumes within
+#: seconds, and the seat it could not find is freed by the 30 s disconnect grace once
+#: its connection's close is noticed (the server's keepalive: under a minute).
+SEAT_CLAIM_TTL_S: Final = 300
 #: A ``quick`` refused one of these by a lobby it found tries the next (or opens one).
 _NEXT_QUICK_ROOM: Final = frozenset(
     {
@@ -110,7 +115,7 @@ async def create(node: Node, peer: Peer, msg: CreateRoom, request_id: int | None
         spectators=msg.spectators,
     )
     room = await _create_room(node, settings, peer)
-    await _join(node, peer, room, msg.name, request_id)
+    await _join(node, peer, room, msg.name, request_id, msg.token)
 
 
 async def _create_room(node: Node, settings: RoomSettings, opener: Peer | None = None) -> LiveRoom:
@@ -160,7 +165,7 @@ async def _create_room(node: Node, settings: RoomSettings, opener: Peer | None =
 
 async def join(node: Node, peer: Peer, msg: JoinRoom, request_id: int | None) -> None:
     room = await node.room_by_code(msg.code)
-    await _join(node, peer, room, msg.name, request_id)
+    await _join(node, peer, room, msg.name, request_id, msg.token)
 
 
 async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) -> None:
@@ -196,7 +201,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
             and not decide_.seats_its_origin(state, seat_origin(room, peer), node.seats_per_address)
         ):
             try:
-                await _join(node, peer, room, msg.name, request_id)
+                await _join(node, peer, room, msg.name, request_id, msg.token)
                 return
             except BadMessage as exc:
                 if exc.code in _NEXT_QUICK_ROOM:
@@ -206,7 +211,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
                 raise
     settings = RoomSettings(variant=msg.variant, quick=True, deals=default_deals(msg.variant))
     room = await _create_room(node, settings, peer)
-    await _join(node, peer, room, msg.name, request_id)
+    await _join(node, peer, room, msg.name, request_id, msg.token)
 
 
 def seat_origin(room: LiveRoom, peer: Peer) -> str | None:
@@ -226,9 +231,28 @@ async def _still_quick(node: Node, room: LiveRoom) -> bool:
     return room.state.round == 1 or await node.store.is_listed(room.room_id)
 
 
-async def _join(node: Node, peer: Peer, room: LiveRoom, name: str, request_id: int | None) -> None:
-    token = secrets.token_urlsafe(24)
+async def _join(
+    node: Node,
+    peer: Peer,
+    room: LiveRoom,
+    name: str,
+    request_id: int | None,
+    proposed: str | None = None,
+) -> None:
+    """Seat ``name`` in ``room``. Its token is the one the client ``proposed`` (it holds
+    it before the reply: a lost ``joined`` costs it a resume by that token), else one
+    drawn here (an older client). A proposed token is stored exactly as a drawn one —
+    its digest, with the ``racer_joined`` — once the room it lands in is claimed for it
+    (Store.claim_seat), so a resume by the token alone finds that room."""
+    token = proposed if proposed is not None else secrets.token_urlsafe(24)
     joined: list[int] = []
+    if proposed is not None:
+        digest = token_digest(proposed)
+        # One seat per token: two racers under one digest would make a resume by it
+        # take either seat.
+        if await node.store.racer_for_token(room.room_id, digest) is not None:
+            raise BadMessage(ErrorCode.TOKEN_IN_USE)
+        await node.store.claim_seat(digest, room.room_id, SEAT_CLAIM_TTL_S)
 
     origin = seat_origin(room, peer)
 
@@ -399,8 +423,17 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     # private room's code to whoever tries a made-up token.
     name = f"room {msg.code}" if msg.code else "this room"
     gone = no_longer_exists(name)
+    room_id = msg.room
+    if room_id is None:  # the seat a create/join/quick took with this token proposed
+        room_id = await node.store.claimed_seat(token_digest(msg.token))
+        if room_id is None:
+            raise BadMessage(
+                ErrorCode.BAD_TOKEN,
+                "no seat was taken with this token (the request that proposed it was not"
+                " stored, or it was long ago): ask again",
+            )
     try:
-        room = await node.room(msg.room)
+        room = await node.room(room_id)
     except BadMessage as exc:
         if exc.code == ErrorCode.UNKNOWN_ROOM:
             raise gone from None

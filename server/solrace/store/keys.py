@@ -158,6 +158,12 @@ class Keys:
         """``code:<CODE>`` -> room id (global, single-key)."""
         return f"{self.prefix}code:{_check_name('code', code)}"
 
+    def seat(self, token_sha256_hex: str) -> str:
+        """``seat:<digest>`` -> the room a client-proposed token was seated in, for a
+        while (global, single-key): how a client whose ``joined`` reply was lost finds
+        the room it does not know (Store.claim_seat)."""
+        return f"{self.prefix}seat:{_check_name('token digest', token_sha256_hex)}"
+
     @property
     def listed(self) -> str:
         """Sorted set of listed open rooms, score = creation time in ms."""

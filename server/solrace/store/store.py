@@ -1408,6 +1408,24 @@ class Store:
                 found = _as_text(racer)
         return found
 
+    async def claim_seat(self, token_sha256_hex: str, room_id: str, ttl_s: int) -> None:
+        """Remember for ``ttl_s`` seconds that the client-proposed token with this
+        digest is being seated in ``room_id``. Written before the seat (the room's
+        ``racer_joined`` and token): a claim without its seat only makes a resume by
+        that token say ``bad_token``; a seat without its claim could not be found by a
+        client that lost its reply. Global and single-key (cluster: another slot than
+        the room's), so it cannot be part of the room's atomic write."""
+        _check_token("claim", token_sha256_hex)
+        with redis_errors():
+            await self._redis.set(self.keys.seat(token_sha256_hex), room_id, ex=ttl_s)
+
+    async def claimed_seat(self, token_sha256_hex: str) -> str | None:
+        """The room :meth:`claim_seat` named for this token digest, while it lasts."""
+        _check_token("claim", token_sha256_hex)
+        with redis_errors():
+            value = await self._redis.get(self.keys.seat(token_sha256_hex))
+        return None if value is None else _as_text(value)
+
     # -- results -------------------------------------------------------------------
 
     async def save_result(self, race_id: str, data: bytes, ttl_s: int | None = None) -> None:

@@ -1,0 +1,173 @@
+"""An entry whose reply is lost in transit: the server stored the seat, the link dropped
+before ``joined`` reached the client (docs/protocol.md §5, "A seat whose outcome is
+unknown"). The client proposed the seat's token with its ``create``/``join``/``quick``,
+so it holds the token without the reply: it resumes by that token on a new connection
+and gets the same seat — no second seat, no ghost held for the 30 s grace, no
+``same_address`` refusal in a public room."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from solrace.protocol import ErrorCode
+from solrace.protocol.limits import MAX_TOKEN_LEN, MIN_PROPOSED_TOKEN_LEN
+from solrace.protocol.messages import CreateRoom, JoinRoom, QuickRace
+from solrace_client import RaceClient
+from solrace_client.connection import ServerError
+from solrace_client.session import Session
+
+from tests.support.flaky_link import Direction, FlakyLink
+
+from .conftest import Cluster
+
+#: The first connection is cut this many bytes into what the server sends: past the
+#: WebSocket handshake's answer, in the middle of the ``joined`` reply (its snapshot is
+#: longer than this), so the seat is stored and its reply lost.
+CUT_AT = 400
+
+
+def _entry(action: str, code: str | None) -> Any:
+    async def enter(client: RaceClient) -> dict[str, Any]:
+        if action == "create":
+            return await client.create("yukon", "Bob")
+        if action == "join":
+            assert code is not None
+            return await client.join(code, "Bob")
+        return await client.quick("yukon", "Bob")
+
+    return enter
+
+
+@pytest.mark.parametrize("action", ["create", "join", "quick"])
+async def test_an_entry_whose_reply_is_lost_gets_the_same_seat(
+    cluster: Cluster, action: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before, ``Session.enter`` raised ConnectionError: the seat stayed a ghost for the
+    30 s grace (the racer's address refused ``same_address`` by a public room
+    meanwhile), and asking again took a second seat."""
+    caplog.set_level(logging.INFO)
+    server = await cluster.node()
+    host: RaceClient | None = None
+    code: str | None = None
+    if action != "create":  # a public room waiting for a second racer
+        host = await RaceClient.connect(server.url)
+        entered = await (host.quick if action == "quick" else host.create)("yukon", "Ann")
+        code = entered["snapshot"]["code"]
+    async with FlakyLink(int(server.url.rsplit(":", 1)[1]), seed=7) as link:
+        link.cut_within, link.cut_directions = (CUT_AT, CUT_AT), (Direction.DOWN,)
+
+        def only_the_first_is_cut(_: RaceClient) -> None:
+            link.cut_within = None  # armed when the first was accepted; none after it
+
+        session = Session(link.url, connected=only_the_first_is_cut)
+        reply = await session.enter(_entry(action, code))
+        assert link.stats.cuts == 1 and link.stats.connections == 2, link.stats
+        room = server.node.rooms[reply["room"]]
+        # One seat of Bob's, the one the reply names: the lost reply's seat, resumed.
+        bobs = [r for r, info in room.state.racers.items() if info.name == "Bob"]
+        assert bobs == [reply["racer"]], room.state.racers
+        assert room.state.racers[reply["racer"]].online
+        # Stored before the cut, then resumed: not asked again.
+        said = [r.getMessage() for r in caplog.records if r.name == "solrace.lobby"]
+        assert (said.count("racer joined"), said.count("racer resumed")) == (
+            (1, 1) if host is None else (2, 1)
+        ), said
+        token = session.token
+        assert token is not None and token == reply["token"]
+        assert token not in caplog.text  # nor in any log line
+        if host is not None:
+            assert reply["room"] == host.room  # the quick found the host's lobby
+            joined = await host.next_event("racer_joined")
+            assert joined.d["racer"] == reply["racer"]
+            assert token not in repr(host.received)  # nor in another racer's frames
+            await host.close()
+        # The token is the one the session holds, and it resumes the seat again.
+        again = await RaceClient.connect(server.url)
+        assert (await again.resume(reply["room"], session.token, since=None))["racer"] == (
+            reply["racer"]
+        )
+        await again.close()
+        await session.close()
+
+
+async def test_a_resume_by_a_token_never_stored_is_refused_bad_token(cluster: Cluster) -> None:
+    """What a client that lost its entry's reply reads when the server never stored the
+    seat: ``bad_token``, so asking again is safe."""
+    server = await cluster.node()
+    client = await RaceClient.connect(server.url)
+    with pytest.raises(ServerError) as refused:
+        await client.resume(None, "x" * 32, since=None)
+    assert refused.value.code == ErrorCode.BAD_TOKEN
+    await client.close()
+
+
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("A" * (MIN_PROPOSED_TOKEN_LEN - 1), "too short to be random"),
+        ("A" * (MAX_TOKEN_LEN + 1), "too long"),
+        ("A" * 30 + "+/", "not url-safe"),
+        (12345678901234567890, "not a string"),
+    ],
+)
+async def test_a_bad_proposed_token_is_refused_in_one_line(
+    cluster: Cluster, token: object, why: str
+) -> None:
+    server = await cluster.node()
+    host = await RaceClient.connect(server.url)
+    code = (await host.create("yukon", "Ann"))["snapshot"]["code"]
+    client = await RaceClient.connect(server.url)
+    for t, d in (
+        ("create", {"variant": "yukon", "name": "Bob"}),
+        ("join", {"code": code, "name": "Bob"}),
+        ("quick", {"variant": "yukon", "name": "Bob"}),
+    ):
+        with pytest.raises(ServerError) as refused:
+            await client.request(t, token=token, **d)
+        err = refused.value
+        assert (err.code, err.data.get("field")) == (ErrorCode.BAD_MESSAGE, "token"), why
+        assert err.message.startswith(f"{t}.token: must be") and "\n" not in err.message
+        assert str(token) not in err.message
+    assert client.room is None and len(server.node.rooms) == 1  # nothing was stored
+    for c in (client, host):
+        await c.close()
+
+
+async def test_a_token_already_seated_in_the_room_is_refused(cluster: Cluster) -> None:
+    """A ``join`` that proposes the token of a seat the room already has (its client
+    asked again instead of resuming): two racers under one token would make a resume
+    by it take either seat."""
+    server = await cluster.node()
+    host = await RaceClient.connect(server.url)
+    token = "T" * 32
+    entered = await host.request("create", variant="yukon", name="Ann", token=token)
+    assert entered["token"] == token
+    bob = await RaceClient.connect(server.url)
+    with pytest.raises(ServerError) as refused:
+        await bob.request("join", code=entered["snapshot"]["code"], name="Bob", token=token)
+    assert refused.value.code == ErrorCode.TOKEN_IN_USE
+    assert len(server.node.rooms[entered["room"]].state.racers) == 1
+    for c in (host, bob):
+        await c.close()
+
+
+async def test_a_server_of_an_earlier_release_is_asked_without_a_token(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that knows no proposed token refuses the field (``bad_message`` naming
+    it, nothing stored): the client asks again without, and gets the server's own."""
+    for request in (CreateRoom, JoinRoom, QuickRace):
+        monkeypatch.setattr(request, "FIELDS", request.FIELDS - {"token"})
+    server = await cluster.node()
+    ann, bob = [await RaceClient.connect(server.url) for _ in range(2)]
+    entered = await ann.create("yukon", "Ann")
+    joined = await bob.join(entered["snapshot"]["code"], "Bob")
+    assert (ann.token, bob.token) == (entered["token"], joined["token"])
+    assert ann.proposed is None and bob.proposed is None
+    refused = [e for c in (ann, bob) for e in c.received if e.t == "error"]
+    assert [e.d["field"] for e in refused] == ["token", "token"]
+    assert len(server.node.rooms[entered["room"]].state.racers) == 2
+    for c in (ann, bob):
+        await c.close()
