@@ -49,3 +49,19 @@ def test_token_digest() -> None:
     assert token_digest("abc") == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     )
+
+
+async def test_a_seat_claim_names_its_room_for_a_while(store: Store) -> None:
+    """The room a client-proposed token is being seated in, found by its digest alone
+    (a resume whose create/join/quick reply was lost), and only for a while: the key
+    expires, and holds the digest, never the token."""
+    token = "proposed-by-the-client-0123456789"
+    assert await store.claimed_seat(token_digest(token)) is None
+    await store.claim_seat(token_digest(token), "r_1", ttl_s=300)
+    assert await store.claimed_seat(token_digest(token)) == "r_1"
+    assert await store.claimed_seat(token_digest("another")) is None
+    key = store.keys.seat(token_digest(token))
+    assert 0 < await store._redis.ttl(key) <= 300
+    assert token not in key
+    with pytest.raises(ValueError):  # a raw token is never a key
+        await store.claim_seat(token, "r_1", ttl_s=300)
