@@ -222,8 +222,51 @@ async def _bot(
         say=mine["said"].append,
         over=saved,
         joined=entry.pop("joined", None),
+        connected=entry.pop("connected", None),
     )
     return await run_bot(url, name=name, rng_seed=seed, hooks=hooks, max_moves=60, **entry)
+
+
+async def test_a_bot_whose_quick_reply_is_cut_races_in_the_seat_it_took(
+    server: RaceServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two bots' quick races meet in one room; Bob's link cuts its first connection in
+    the middle of the ``joined`` reply (the seat stored, its reply lost). Bob resumes
+    that seat by the token its quick proposed (tests/net/test_lost_entry.py), so the
+    room is the one Ann waits in, with two racers, and the race ends and verifies.
+    Before, the bot stopped at once — "connection lost during quick (connection
+    closed): try again" — and Ann's lobby held its ghost for the 30 s grace."""
+    caplog.set_level(logging.WARNING)
+    results: dict[str, Any] = {}
+    async with FlakyLink(_port(server), seed=61) as link:
+        link.cut_within, link.cut_directions = (400, 400), (Direction.DOWN,)
+
+        def only_the_first_is_cut(_: RaceClient) -> None:
+            link.cut_within = None
+
+        ann = asyncio.create_task(
+            _bot(server.url, "Ann", 1, results, quick_variant="yukon", host_start=True)
+        )
+        async with asyncio.timeout(10):  # Ann's quick opened the room Bob's finds
+            while not results.get("Ann", {}).get("said"):
+                await asyncio.sleep(0.01)
+        bob = asyncio.create_task(
+            _bot(
+                link.url, "Bob", 2, results, quick_variant="yukon", connected=only_the_first_is_cut
+            )
+        )
+        async with asyncio.timeout(30):
+            over = await asyncio.gather(ann, bob)
+        assert link.stats.cuts == 1, link.stats
+    assert over[0] == over[1]
+    assert sorted(s["name"] for s in over[0]["standings"]) == ["Ann", "Bob"]
+    assert [s for s in results["Bob"]["said"] if s.startswith("joined room")] == [
+        f"joined room {results['Bob']['saved'].code} as racer 2"
+    ]
+    for name, mine in results.items():
+        assert race_verdict(mine["saved"]).ok, name
+    assert len(server.node.rooms) == 1
+    await _server_is_clean(server, caplog)
 
 
 async def test_bots_race_to_a_verified_end_through_cuts_jitter_tiny_chunks_and_refusals(
