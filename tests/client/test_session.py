@@ -28,6 +28,8 @@ from tests.support.race import close_all, lobby, winning_moves
 
 MOVES = winning_moves(SOLVABLE_SECRET)
 QUICK = Backoff(first_s=0.05, max_s=0.2, jitter=0.2)
+#: Seconds a loaded machine (five engineers' suites, load 8) may add to a rejoin.
+LOADED_SLACK_S = 10.0
 
 
 async def until(session: Session, wanted: Any, timeout: float = 10.0) -> Envelope | Rejoined:
@@ -132,7 +134,9 @@ async def test_a_resume_refused_as_too_soon_is_waited_out_on_the_same_connection
         cut = loop.time()
         session.live.ws.transport.abort()
         await until(session, lambda i: isinstance(i, Rejoined))
-    assert loop.time() - cut < RESUME_INTERVAL_S + 1
+    # The last rejoin waited about the refusal's retry (≤ RESUME_INTERVAL_S), not a
+    # grace or a give-up; the slack is a loaded machine's (1 s failed at load 8).
+    assert loop.time() - cut < RESUME_INTERVAL_S + LOADED_SLACK_S
     refusals = [f.d for f in session.live.received if f.t == "error"]
     assert [r["code"] for r in refusals] == ["rate_limited"]
     assert 0 < int(refusals[0]["retry_after_ms"]) <= RESUME_INTERVAL_S * 1000  # type: ignore[call-overload]
