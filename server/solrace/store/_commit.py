@@ -41,14 +41,14 @@ trip on every move would cost them all.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Final
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis.exceptions import AskError, MovedError, NoScriptError
-from redis.utils import str_if_bytes
+from redis.exceptions import AskError, MovedError, NoPermissionError, NoScriptError
 
 from ._errors import translate
 from ._link import RespLink
@@ -86,11 +86,35 @@ def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
         future.set_exception(translate(exc))
 
 
+log = logging.getLogger("solrace.store")
+
+
 async def _has_replicas(client: RedisCluster, master: ClusterNode) -> bool:
-    """Whether ``master`` has a replica connected now, by its own account (``ROLE``):
-    the slot map names only the replicas of when it was read, maybe none yet."""
-    role = await client.execute_command("ROLE", target_nodes=master)
-    return bool(role) and str_if_bytes(role[0]) == "master" and len(role[2]) > 0
+    """Whether ``master`` has a replica connected now, by its own account (``INFO
+    replication``): the slot map names only the replicas of when it was read, maybe
+    none yet. Not ``ROLE``: it is ``@dangerous``, which the Redis user docs/deploy.md
+    documents refuses, and every finish on a cluster was refused ``unavailable`` for
+    ever (the operator audit); ``INFO`` that user may run, as the node's own checks
+    (eviction, replicas) need. A user refused that too cannot be waited for: its
+    finishes are answered as on a master without replicas, and a warning says so."""
+    try:
+        info = await client.info("replication", target_nodes=master)
+    except NoPermissionError as exc:
+        global _said_refused  # one line a process, not one a finish
+        if not _said_refused:
+            _said_refused = True
+            log.warning(
+                "cannot ask Redis whether a master has a replica (%s): finishes are "
+                "answered without waiting for one; give the node's user +info "
+                "(docs/deploy.md)",
+                exc,
+            )
+        return False
+    return info.get("role") == "master" and int(info.get("connected_slaves", 0)) > 0
+
+
+#: Whether the warning of :func:`_has_replicas` has been logged (once a process).
+_said_refused = False
 
 
 class GroupCommit:
