@@ -671,3 +671,21 @@ def test_ctrl_c_before_listening_is_one_line_and_130(tmp_path: Path, module: str
     assert len(problems) == 1 and problems[0].endswith(said), done.stderr
     # solrace.rooms: the engine had started; uvloop: nothing had (the loop comes first)
     assert ("store: embedded" in done.stderr) == (module == "solrace.rooms")
+
+
+def test_docs_server_md_command_line_table_is_every_setting_with_its_default() -> None:
+    """docs/server.md's "Command line" table is what an operator configures a node by:
+    each row a flag of ``solrace-server`` with its variable and default, and no row for
+    a flag the node does not take (the operator audit pins it to :func:`settings`)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "server.md").read_text()
+    section = text.split("## Command line", 1)[1].split("\n\n", 2)[1]
+    rows = {}
+    for line in section.splitlines()[2:]:
+        flag, variable, default = (cell.strip() for cell in line.split("|")[1:4])
+        rows[flag.strip("`")] = (variable.strip("`"), default)
+    assert sorted(rows) == sorted(s.flag for s in server_main.settings())
+    for setting in server_main.settings():
+        variable, default = rows[setting.flag]
+        assert variable == setting.variable, setting.flag
+        if setting.default is not None:
+            assert default == f"`{setting.default}`", setting.flag
