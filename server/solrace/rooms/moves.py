@@ -159,7 +159,6 @@ async def _store(
         await node.tick(room)  # the start instant has passed: start now
     member = state.racers.get(racer)
     if state.phase not in (Phase.RACING, Phase.FINISHED) or member is None:
-        node.metrics.moves_refused.labels(ErrorCode.WRONG_PHASE).inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
     game = await node.game(room, racer)
     if (
@@ -179,10 +178,8 @@ async def _store(
         _reply(peer, request_id, seq, game, game.status())
         return None
     if state.phase != Phase.RACING or not state.can_move(member):
-        node.metrics.moves_refused.labels(ErrorCode.WRONG_PHASE).inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
     if seq != game.seq:
-        node.metrics.moves_refused.labels(ErrorCode.BAD_SEQ).inc()
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=game.seq)
     checked = node.clock()  # the move's one clock reading: its time and the limit's
     ends_at = state.ends_at_ms
@@ -191,12 +188,10 @@ async def _store(
         # finish's.) The room's timer ends the race now, if it has not yet; one timer
         # per room, however many late moves come in while Redis is down.
         node.schedule(room)
-        node.metrics.moves_refused.labels(ErrorCode.WRONG_PHASE).inc()
         raise BadMessage(ErrorCode.WRONG_PHASE, "the time limit has passed", seq=seq)
     if seq >= MAX_LOG_LEN:
         # The log is full: race_over, every log in one frame, must stay readable by
         # clients. (After the time limit's check: a race that is over says so first.)
-        node.metrics.moves_refused.labels(ErrorCode.MOVE_LIMIT).inc()
         raise BadMessage(
             ErrorCode.MOVE_LIMIT,
             f"you have made the {MAX_LOG_LEN:,} moves a race allows: resign, or wait for"
@@ -212,7 +207,6 @@ async def _store(
     try:
         game.apply(entry, at)
     except RaceError as exc:
-        node.metrics.moves_refused.labels(exc.code).inc()
         field = "move" if exc.code == ErrorCode.BAD_NOTATION else None
         raise refuse(exc, seq=seq, field=field) from None
     counts = game.progress()
@@ -244,7 +238,6 @@ async def _store(
         # Outcome unknown: forget this engine; the next request rebuilds it from the
         # store, which holds the truth, and a retry of this move gets its outcome.
         room.games.pop(racer, None)
-        node.metrics.moves_refused.labels(ErrorCode.UNAVAILABLE).inc()
         raise BadMessage(ErrorCode.UNAVAILABLE, seq=seq, retry_after_ms=RETRY_MOVE_MS) from None
     except BaseException:
         # Any other failure (a store error that is a bug, a cancellation): the engine
@@ -261,7 +254,6 @@ async def _store(
         # race (resigned, timed out, gone past the grace: this node was paused, or
         # cut off from Redis): the move is not stored. Fold the decision, then say so.
         room.games.pop(racer, None)
-        node.metrics.moves_refused.labels(ErrorCode.WRONG_PHASE).inc()
         with contextlib.suppress(StoreUnavailable):  # the refusal stands; the tail catches up
             await node.sync(room)
         whose = "the" if result.race_over else "your"
@@ -270,7 +262,6 @@ async def _store(
         room.games.pop(racer, None)
         if recheck and result.log_length > seq:
             raise _Behind
-        node.metrics.moves_refused.labels(ErrorCode.BAD_SEQ).inc()
         if result.log_length < seq:
             await node.lost_writes(room, f"move log of racer {racer} is shorter than acked")
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=result.log_length)

@@ -42,7 +42,7 @@ from solrace.race import RaceError
 from solrace.store.errors import StoreUnavailable
 
 from . import lobby, moves
-from .counters import Defect
+from .counters import MOVE_REFUSALS, Defect
 from .node import Node, refuse
 from .peer import Peer
 from .records import unpack
@@ -151,27 +151,34 @@ async def handle(node: Node, peer: Peer, envelope: Envelope) -> None:
             raise BadMessage(ErrorCode.UNAVAILABLE, "server draining", retry_after_ms=RETRY_MOVE_MS)
         await HANDLERS[type(message)](node, peer, message, request_id)
     except BadMessage as err:
-        _refuse(node, peer, err, request_id)
+        _refuse(node, peer, err, envelope)
     except RaceError as err:
-        _refuse(node, peer, refuse(err), request_id)
+        _refuse(node, peer, refuse(err), envelope)
     except StoreUnavailable:
         # The outage is the node's to log, once (Node.store_failed): a line per
         # refused request was 40-76 lines in half a minute with two racers.
         log.debug("store unavailable", extra=peer.ids())
         unavailable = BadMessage(ErrorCode.UNAVAILABLE, retry_after_ms=RETRY_STORE_MS)
-        _refuse(node, peer, unavailable, request_id)
+        _refuse(node, peer, unavailable, envelope)
     except Exception:
         log.exception("internal error", extra=peer.ids())
         node.metrics.defects.labels(Defect.REQUEST).inc()
-        _refuse(node, peer, BadMessage(ErrorCode.INTERNAL), request_id)
+        _refuse(node, peer, BadMessage(ErrorCode.INTERNAL), envelope)
 
 
-def _refuse(node: Node, peer: Peer, err: BadMessage, request_id: int | None) -> None:
+def _refuse(node: Node, peer: Peer, err: BadMessage, envelope: Envelope) -> None:
     """Answer ``error``, counted by code (solrace_requests_refused_total): how an
     operator sees addresses held at their room limit (too_many_rooms), clients that
-    keep sending bad messages, or an outage's unavailable replies."""
+    keep sending bad messages, or an outage's unavailable replies. A ``move`` refused
+    for a move's reason counts in solrace_moves_refused_total too, here, whichever
+    step refused it: counted where the engine or the store refused it, a move whose
+    notation the protocol could not read (``bad_notation``), one refused
+    ``unavailable`` while the racer's engine was rebuilt or the node drained, were
+    missing from it (the operator audit)."""
     node.metrics.requests_refused.labels(err.code).inc()
-    peer.send(error_reply(err, request_id))
+    if envelope.t == PlayMove.TYPE and err.code in MOVE_REFUSALS:
+        node.metrics.moves_refused.labels(err.code).inc()
+    peer.send(error_reply(err, envelope.id))
 
 
 __all__ = ["HANDLERS", "handle"]
