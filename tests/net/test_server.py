@@ -376,3 +376,27 @@ async def test_a_step_of_the_system_clock_shows_in_healthz_and_metrics_and_one_w
         await server.node.stop()
         await store.close()
         await delete_prefix(prefix, REDIS_URL)
+
+
+async def test_healthz_is_503_draining_while_the_node_drains_and_alive_to_the_live_probe() -> None:
+    """docs/server.md: ``/healthz`` is 503 while the node drains (its load balancer takes
+    it out before its connections are closed), with ``"draining": true``, whatever the
+    store says; the liveness probe stays ``200 alive`` (the operator audit: each other
+    condition of the status had a test, the drain none)."""
+    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    store = await Store.connect(REDIS_URL, prefix=prefix)
+    server = RaceServer(Node(store, name="draining"), "127.0.0.1", 0)
+    await server.start()
+    base = f"http://127.0.0.1:{server.port}/healthz"
+    try:
+        assert await asyncio.to_thread(_get, base) == (200, "ok\n")
+        server.node.draining = True  # what drain() sets first, before it waits for moves
+        assert await asyncio.to_thread(_get, base) == (503, "unavailable\n")
+        status, body = await asyncio.to_thread(_get, base + "?format=json")
+        report = json.loads(body)
+        assert (status, report["status"], report["draining"]) == (503, "unavailable", True)
+        assert (report["store_answers"], report["store_failing"]) == (True, False)
+        assert await asyncio.to_thread(_get, base + "?probe=live") == (200, "alive\n")
+    finally:
+        await server.drain()
+        await delete_prefix(prefix)
