@@ -408,3 +408,31 @@ def test_systemd_unit_verifies(tmp_path: Path) -> None:
         if line.strip() and "/opt/solrace/.venv/bin/solrace-server is not executable" not in line
     ]
     assert problems == []
+
+
+def _deployed_environments() -> dict[str, dict[str, str]]:
+    """Every place deploy/ sets solrace-server's variables, and what it sets them to."""
+    compose = _compose()
+    found = {f"compose.yaml {n}": dict(compose["services"][n]["environment"]) for n in NODES}
+    found["k8s ConfigMap"] = dict(_kind(_manifests(), "ConfigMap")["data"])
+    found["solrace.env"] = dict(
+        line.split("=", 1)
+        for line in (DEPLOY / "solrace.env").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    env = " ".join(args for op, args in _dockerfile() if op == "ENV")
+    found["Dockerfile"] = dict(re.findall(r"(SOLRACE_[A-Z_]+)=(\S+)", env))
+    return found
+
+
+def test_every_variable_deploy_sets_is_one_the_server_takes_with_a_value_it_takes() -> None:
+    """Names and values alike: a value the node refuses (``SOLRACE_LOG_FORMAT=JSON``) is
+    exit status 2 at the first start of the service. Checked as the node checks them,
+    with ``resolve`` (the operator audit: the Dockerfile's variables were not checked)."""
+    from solrace.net import main as server_main
+
+    names = {s.variable for s in server_main.settings()}
+    no_flags = server_main.build_parser().parse_args([])
+    for where, env in _deployed_environments().items():
+        assert set(env) <= names, (where, set(env) - names)
+        server_main.resolve(no_flags, {k: str(v) for k, v in env.items()})  # raises if not
