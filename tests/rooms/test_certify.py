@@ -14,6 +14,7 @@ from solrace.race import decisions
 from solrace.race.fairness import round_seed
 from solrace.race.settings import RoomSettings, validate_settings
 from solrace.rooms import certify, lobby, solver_workers
+from solrace.rooms.counters import Defect, Tally
 from solrace.rooms.records import RoomMeta
 from solrace.rooms.room import LiveRoom
 from solrace.rules import replay
@@ -253,3 +254,22 @@ async def test_rooms_whose_creators_hung_up_hold_no_solver_worker_until_one_is_b
     while await _certifying(node, {room}):
         assert time.monotonic() - began < 10.0, "a room nobody is in again still certifies"
         await asyncio.sleep(0.02)
+
+
+async def test_a_certification_that_fails_on_a_defect_is_counted_as_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/server.md: every defect is logged with its traceback *and* counted in
+    ``solrace_defects_total``, what an operator alerts on. A certification failing on
+    an unexpected error was logged (``certifying a deal failed``, ERROR) and counted
+    nowhere (the operator audit)."""
+    room = _room()
+
+    async def broken(*args: Any) -> certify.Certificate | None:
+        raise RuntimeError("a defect")
+
+    monkeypatch.setattr(certify, "_solve", broken)
+    tally = Tally()
+    node: Any = SimpleNamespace(certifying={}, candidates_in_flight=1, metrics=tally)
+    await certify._run(node, room, round_no=room.state.round)
+    assert {k: v.value for k, v in tally.defects.values.items()} == {(Defect.TASK,): 1}

@@ -28,6 +28,7 @@ from solrace.solver import SERVER_BUDGET, solve_deal
 from solrace.store.errors import StoreUnavailable
 
 from . import solver_workers
+from .counters import Defect
 
 if TYPE_CHECKING:
     from .node import Node
@@ -266,6 +267,9 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
     except (StoreUnavailable, asyncio.CancelledError):
         raise
     except Exception:
+        # A defect: logged and counted as every other is (docs/server.md, "Metrics"):
+        # it was logged only, and an alert on solrace_defects_total missed it.
         log.exception("certifying a deal failed", extra={"room": room.room_id})
+        node.metrics.defects.labels(Defect.TASK).inc()
     finally:
         node.certifying.pop(key, None)
