@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -689,3 +690,12 @@ def test_docs_server_md_command_line_table_is_every_setting_with_its_default() -
         assert variable == setting.variable, setting.flag
         if setting.default is not None:
             assert default == f"`{setting.default}`", setting.flag
+    # Every variable the server's code reads is there, those without a flag below it.
+    server = Path(server_main.__file__).resolve().parents[1]
+    read = {
+        name
+        for path in server.rglob("*.py")
+        for name in re.findall(r"SOLRACE_[A-Z_]+", path.read_text())
+        if not name.endswith("_")
+    }
+    assert sorted(name for name in read if f"`{name}" not in text) == []
