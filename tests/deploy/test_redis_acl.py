@@ -116,6 +116,8 @@ async def _race(url: str) -> None:
         over = await ann.until(lambda f: f.t == "race_over")
         assert ann.room is not None
         await archived_result(store, race_id(ann.room.room_id, str(over.d["commitment"])))
+        # The start-up's SCAN of the leases (nodes of an earlier release) was answered.
+        assert node.older_nodes == set()
     finally:
         await node.stop()
         await store.close()
