@@ -13,6 +13,7 @@ and the racer could never finish."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import shlex
 import subprocess
@@ -24,7 +25,7 @@ import pytest
 import redis
 from solrace.protocol import race_id
 from solrace.rooms.node import Node
-from solrace.store import Store
+from solrace.store import Store, _commit
 
 from tests.deploy.conftest import DEPLOY, REPO
 from tests.net.conftest import SOLVABLE_SECRET
@@ -137,3 +138,21 @@ async def test_a_node_runs_a_whole_race_as_the_documented_redis_user(
             assert "cannot check" not in server.log, server.log  # so is INFO
         await _race(url)
         assert await asyncio.to_thread(_refused, ports) == []
+
+
+async def test_on_a_cluster_a_user_refused_info_still_finishes_and_is_told_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``+info`` a node cannot learn whether a room's master has a replica to
+    wait for: its finishes are answered as on a master without one, and one warning
+    says so (refused, the check must not refuse every finish as ``ROLE`` did)."""
+    monkeypatch.setattr(_commit, "_said_refused", False)
+    with _cluster(tmp_path) as (url, ports):
+        await asyncio.to_thread(_grant, ports)
+        for port in ports:
+            with redis.Redis(port=port) as admin:
+                admin.execute_command("ACL", "SETUSER", "solrace", "-info")
+        with caplog.at_level(logging.WARNING, logger="solrace.store"):
+            await _race(url)
+    said = [r for r in caplog.records if "whether a master has a replica" in r.getMessage()]
+    assert len(said) == 1, said
