@@ -282,11 +282,21 @@ def entry_lost(request: str, exc: BaseException, url: str | None = None) -> str:
 RETRY_ADVICE: Final = (": try again in a moment", ": try again")
 
 
+#: How a reason's last clause ends when it is advice to try again after doing
+#: something first ("…: wait 1 s, then try again", "…: close yours, then try again").
+THEN_RETRY: Final = ", then try again"
+
+
 def without_retry(reason: str) -> str:
-    """``reason`` without its closing "try again" (:data:`RETRY_ADVICE`)."""
+    """``reason`` without its closing "try again" (:data:`RETRY_ADVICE`), or without
+    its whole last clause when that is advice ending in one (:data:`THEN_RETRY`): a
+    session that gave up on a node's connection limits said "wait 1 s, then try
+    again" after 12 attempts that did."""
     for advice in RETRY_ADVICE:
         if reason.endswith(advice):
             return reason.removesuffix(advice)
+    if reason.endswith(THEN_RETRY) and ": " in reason:
+        return reason.rsplit(": ", 1)[0]
     return reason
 
 
@@ -351,9 +361,12 @@ def connect_reason(url: str, exc: BaseException) -> str:
         if body.startswith(ErrorCode.SERVER_FULL.value):
             return "the server is full (it holds as many connections as it may): try again later"
         if body.startswith(ErrorCode.TOO_MANY_CONNECTIONS.value):
+            # One address may be many people's (a NAT, a proxy the node does not
+            # trust): "close other solrace windows" was wrong for them.
             return (
-                "too many connections from your address to this server: close other solrace "
-                "windows or bots on it, then try again"
+                "too many connections from your address to this server (yours, and those "
+                "of anyone sharing your address: one network, one proxy): close yours, "
+                "then try again"
             )
         if body.startswith(ErrorCode.CONNECTING_TOO_FAST.value):
             wait = handshake_retry_after_s(exc)

@@ -214,6 +214,37 @@ async def test_a_session_gives_up_after_its_attempts(cluster: Cluster) -> None:
     await session.close()
 
 
+async def test_a_session_kept_out_by_its_address_cap_gives_up_saying_why_once(
+    cluster: Cluster,
+) -> None:
+    """Racers behind one address (a NAT, a proxy the node does not trust) share its
+    connection cap. A herd audit: 80 racers from one address on two nodes, one node
+    killed, and the 16 past the survivor's cap of 64 gave up with "…: too many
+    connections from your address to this server: close other solrace windows or bots
+    on it, then try again" — advice it had just followed 12 times, and wrong where the
+    other connections are other people's. The sentence says whose connections count,
+    and ends without the advice."""
+    admission = Admission(100, max_per_address=2, trusted=parse_networks("none"))
+    server = await cluster.node(admission=admission)
+    backoff = Backoff(first_s=0.01, max_s=0.02, attempts=3)
+    session = Session(server.url, backoff=backoff)
+    await session.enter(lambda client: client.create("yukon", "Ann", private=True))
+    other = await RaceClient.connect(server.url)  # someone else behind the address
+    session.live.ws.transport.abort()
+    await asyncio.sleep(0.1)  # the node counts Ann's connection gone
+    taken = await RaceClient.connect(server.url)  # and a third takes Ann's place
+    with pytest.raises(SessionOver) as over:
+        await until(session, lambda i: False)
+    assert over.value.reason == SessionEnd.GAVE_UP
+    assert str(over.value) == (
+        f"could not reconnect in 3 attempts, the last to {server.url}: too many "
+        "connections from your address to this server (yours, and those of anyone "
+        "sharing your address: one network, one proxy)"
+    )
+    await close_all(other, taken)
+    await session.close()
+
+
 async def test_a_closed_session_reads_nothing_more(cluster: Cluster) -> None:
     server = await cluster.node()
     session = Session(server.url)
