@@ -97,8 +97,9 @@ CREATE_SETTINGS = tuple(sorted(CreateRoom.FIELDS - {"variant", "name"}))
 #: Refusals of a move that leave its outcome unknown: the store may have taken it
 #: (docs/protocol.md §11, "unavailable means outcome unknown").
 OUTCOME_UNKNOWN: Final = ("unavailable", "internal")
-#: Reconnect attempts: 0.2 s, doubled up to 8 s, ± 20 %, for as long as the app runs.
-BACKOFF = Backoff(first_s=0.2, max_s=8.0, jitter=0.2)
+#: Reconnect attempts: 0.2 s, doubled up to 8 s, ± 100 % (Backoff's defaults), for as
+#: long as the app runs.
+BACKOFF = Backoff()
 SIDE_WIDTH = 28
 MIN_SIDE_WIDTH, MAX_SIDE_WIDTH = 16, 60
 WATCH_SIDE_WIDTH = 19  # two Yukon boards (2 × 28 + 2) and this fit in 80 columns
