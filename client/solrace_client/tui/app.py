@@ -1035,7 +1035,10 @@ class SolraceApp(App[int]):
         if status != before and status == "finished":
             self.say("all foundations complete — you finished!", "bold green")
         elif status != before and status == "stuck":
-            self.say("no legal move left: you are stuck (u undoes)", "bold yellow")
+            # Stuck is the end of the race in a room without undo: `u` is refused there.
+            can_undo = "undo" in move_examples(self.controller.view)
+            after = "(u undoes)" if can_undo else "— the others race on"
+            self.say(f"no legal move left: you are stuck {after}", "bold yellow")
         else:
             self.say(f"{sent.move} ✓")
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from solrace.protocol import Envelope
+from solrace.race.fairness import round_seed
 from solrace.rules import deal, parse_move, replay, view
 from solrace_client import RaceClient, config, results
 from solrace_client.tui import run_race, run_watch
@@ -21,7 +22,15 @@ from textual.widgets import Input
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.support.race import close_all, winning_moves
 
-from .conftest import SEED, first_view, keys_for, racing, wait_for_text, wait_until
+from .conftest import (
+    SEED,
+    column_key,
+    first_view,
+    keys_for,
+    racing,
+    wait_for_text,
+    wait_until,
+)
 
 MOVES = winning_moves(SOLVABLE_SECRET)
 
@@ -831,4 +840,53 @@ async def test_a_board_without_room_for_the_racers_panel_says_how_the_others_do(
         assert "Bob 0/52" in screen and "▶Ann 0/52" in screen, screen
         await bob.resign()
         await wait_for_text(pilot, "Bob 0/52 resigned")
+        await bob.close()
+
+
+#: A room secret whose round-1 deal, Klondike with one pass, is stuck after STUCK_LINE
+#: (found by random play; the test checks it still is with the engine first).
+STUCK_SECRET = (141).to_bytes(4, "big") * 8
+STUCK_LINE = ["D", "D", "3:1>2", *["D"] * 21, "W>1", "D"]
+
+
+async def _to_the_waste(pilot: Any, app: SolraceApp) -> None:
+    """The cursor onto the waste by keys: ↑ off column 1, then → along the top row."""
+    await pilot.press("1")
+    while app.controller.cursor.zone == "tableau":
+        await pilot.press("k")
+    while app.controller.cursor.zone != "waste":
+        await pilot.press("l")
+
+
+@pytest.mark.parametrize("undo", [True, False])
+async def test_stuck_says_undo_only_where_the_room_has_it(cluster: Cluster, undo: bool) -> None:
+    """A variants audit: Klondike with one pass (`max_passes=1`), played by keys —
+    draws, a card from the waste picked and put on a column — to a board with no legal
+    move. The status line said `you are stuck (u undoes)` in a room with undo off too,
+    where `u` is refused and stuck is the end of the racer's race."""
+    options = {"max_passes": 1, "undo": undo}
+    seed = round_seed(STUCK_SECRET, 1)
+    stuck = replay("klondike", seed, options, STUCK_LINE)
+    assert not stuck.legal_moves() and stuck.foundation_count() < 52
+    server = await cluster.node(secret=STUCK_SECRET)
+    params = {"variant": "klondike", "options": options, "deals": "random"}
+    app = SolraceApp(server.url, action="create", name="Ann", params=params)
+    async with app.run_test(size=(80, 24)) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        for played, move in enumerate(STUCK_LINE, 1):
+            if move == "D":
+                await pilot.press("d")
+            elif move.startswith("W>"):
+                await _to_the_waste(pilot, app)
+                await pilot.press("enter", column_key(int(move[2:]) - 1))
+            else:
+                await pilot.press(*keys_for(move))
+            await wait_until(
+                pilot, lambda n=played: (app.state.you or {}).get("next_seq") == n, move
+            )
+        await wait_until(pilot, lambda: app.state.my_status == "stuck", "stuck")
+        said = [line for line in app.status_log if "stuck" in line]
+        assert said and said[0].startswith("no legal move left: you are stuck"), app.status_log
+        said = " ".join(said)
+        assert ("u undoes" in said) == undo, said
         await bob.close()
