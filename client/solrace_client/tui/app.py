@@ -776,9 +776,11 @@ class SolraceApp(App[int]):
             parts = [f"{self._pick_key()} pick/put", "f found."]
             if "undo" in examples:  # as the help (widgets._play_rows)
                 parts.append("u undo")
-            if self.controller.layout.has_stock:
-                parts.append("d draw")
             view = self.controller.view
+            # `d` only over a stock with cards: drawn out, it is refused (a variants
+            # audit found `d draw` offered after Australian's one pass).
+            if self.controller.layout.has_stock and view is not None and view.get("stock"):
+                parts.append("d draw")
             if view is not None and recycle_is_legal(view):  # not in Australian
                 parts.append("r recycle")
             parts += [": type", "arrows/hjkl move"]

@@ -181,7 +181,8 @@ def test_an_empty_stock_shows_the_recycle_mark_only_when_a_recycle_is_legal(
     """An audit: ``↺`` (turn the waste over) stood on every empty stock with a waste,
     also where the engine refuses it: Australian (one pass), Klondike with its passes
     spent. The play screen's footer offered ``r recycle`` in Australian. Both now
-    follow the engine."""
+    follow the engine. So does ``d draw`` (a variants audit): it stood in the footer
+    over an empty stock, where ``d`` is refused, beside ``r recycle`` or alone."""
     board = _stock_drawn_out(variant, options)
     legal = board.refusal(parse_move("R")) is None
     assert legal == (variant == "klondike" and board.options.max_passes != 1)
@@ -190,12 +191,15 @@ def test_an_empty_stock_shows_the_recycle_mark_only_when_a_recycle_is_legal(
         assert top.startswith(" ↺ " if legal else " · "), top
     app = SolraceApp("ws://127.0.0.1:1/", action="quick", name="Ann", params={})
     app.controller.set_view(view(board, owner=True))
-    assert ("r recycle" in app.paint_hints("play", 80).plain) == legal
+    hints = app.paint_hints("play", 80).plain
+    assert ("r recycle" in hints) == legal, hints
+    assert "d draw" not in hints, hints
     if legal:  # turned over: a full stock again, nothing to turn over
         board.play("R")
         assert lines(render_board(view(board, owner=True)))[1].startswith("▒")
         app.controller.set_view(view(board, owner=True))
-        assert "r recycle" not in app.paint_hints("play", 80).plain
+        hints = app.paint_hints("play", 80).plain
+        assert "r recycle" not in hints and "d draw" in hints, hints
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
