@@ -380,6 +380,8 @@ class Controller:
         if cursor.zone in (WASTE, STOCK) and self.layout.has_stock:
             return Action(move="W>F")
         if cursor.zone == FOUNDATION:
+            if pile_rank(self.view, cursor.col) == 0:  # as Enter there says
+                return Action(message="that foundation is empty")
             return Action(message="that card is on a foundation already")
         return Action(move=f"{cursor.col + 1}>F")
 

@@ -306,3 +306,17 @@ def test_typed_moves_are_normalised_to_canonical_notation() -> None:
     assert normalise("w>f") == "W>F"
     assert normalise("d") == "D"
     assert normalise("Undo") == "undo"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_f_on_an_empty_foundation_says_it_is_empty(variant: str) -> None:
+    """A variants audit: ``f`` with the cursor on an empty foundation said ``that card
+    is on a foundation already`` — there is no card — where Enter there says ``that
+    foundation is empty``. Both say that now, on every pile of every variant."""
+    c = Controller(view(deal(variant, 7), owner=True))
+    piles = [col for zone, col in c.layout.top_zones if zone == FOUNDATION]
+    assert len(piles) == (8 if variant == "double_yukon" else 4)
+    for pile in piles:
+        c.cursor = Cursor(FOUNDATION, pile)
+        for action in (c.foundation(), c.activate()):
+            assert action.move is None and action.message == "that foundation is empty"
