@@ -79,6 +79,13 @@ class Layout:
     piles: int  # foundation piles: 4, or 8 for two decks
     ups: list[int] = field(default_factory=list)  # face-up cards per column
     downs: list[int] = field(default_factory=list)
+    waste_shown: int = 1  # waste cards the top row draws: 3 for draw 3
+
+    @staticmethod
+    def shown_of(view: Mapping[str, Any]) -> int:
+        """How many waste cards the top row draws (render's ``_top_row``): the draw,
+        1 to 3."""
+        return max(1, min(int(view["options"].get("draw", 1) or 1), 3))
 
     @classmethod
     def of(cls, view: Mapping[str, Any]) -> Layout:
@@ -94,6 +101,7 @@ class Layout:
             piles=4 * decks,
             ups=[len(c["up"]) for c in tableau],
             downs=[c["down"] for c in tableau],
+            waste_shown=cls.shown_of(view) if has_stock else 1,
         )
 
     @property
@@ -104,6 +112,19 @@ class Layout:
             zones += [(STOCK, 0), (WASTE, 0)]
         zones += [(FOUNDATION, p) for p in range(self.piles)]
         return zones
+
+    @property
+    def top_spans(self) -> list[tuple[int, int]]:
+        """The tableau columns (first, last; 0-based) each top-row place is drawn over,
+        in :attr:`top_zones` order: one column a place, the waste of draw 3 three (its
+        top card over the last). A column past the last place has none over it."""
+        spans: list[tuple[int, int]] = []
+        at = 0
+        if self.has_stock:
+            spans += [(0, 0), (1, self.waste_shown)]
+            at = 1 + self.waste_shown
+        spans += [(at + p, at + p) for p in range(self.piles)]
+        return spans
 
 
 def pretty(name: str) -> str:
@@ -224,9 +245,16 @@ class Controller:
         if cursor.index > 0:
             self.cursor = Cursor(TABLEAU_ZONE, cursor.col, cursor.index - 1)
             return
-        zones = self.layout.top_zones
-        zone, col = zones[min(cursor.col, len(zones) - 1)]
-        self.cursor = Cursor(zone, col)
+        # The place drawn over the column, else the nearest (a column past the last
+        # place: the last). By position in the row, Klondike draw 3's ↑ went two places
+        # right of the pile over the column (its waste is three cards wide), and ↓ came
+        # down two columns left of it.
+        zones, spans = self.layout.top_zones, self.layout.top_spans
+        slot = min(
+            range(len(zones)),
+            key=lambda i: (max(spans[i][0] - cursor.col, cursor.col - spans[i][1], 0), i),
+        )
+        self.cursor = Cursor(*zones[slot])
 
     def down(self) -> None:
         if self.view is None:
@@ -239,7 +267,8 @@ class Controller:
             return
         zones = self.layout.top_zones
         slot = zones.index((cursor.zone, cursor.col))
-        self._tableau(min(slot, self.layout.columns - 1), 0)
+        under = self.layout.top_spans[slot][1]  # the waste's top card, for draw 3
+        self._tableau(min(under, self.layout.columns - 1), 0)
 
     def home(self) -> None:
         """Cursor to the top card of its column."""

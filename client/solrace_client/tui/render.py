@@ -177,7 +177,7 @@ def _top_row(view: Mapping[str, Any], marks: Marks | None, look: Look) -> tuple[
         cards.append(" ")
         labels.append("stk ", STYLE_DIM)
         waste = list(view.get("waste") or [])
-        shown = max(1, min(int(view["options"].get("draw", 1) or 1), 3))
+        shown = Layout.shown_of(view)  # the controller's ↑ and ↓ go by it too
         visible = waste[-shown:]
         mark = _mark(marks, look, WASTE, 0)
         width = CELL_W * shown

@@ -23,6 +23,7 @@ from solrace_client.tui.controller import (
     Cursor,
     Source,
 )
+from solrace_client.tui.render import card_label, render_board
 
 
 def yukon() -> Controller:
@@ -320,3 +321,33 @@ def test_f_on_an_empty_foundation_says_it_is_empty(variant: str) -> None:
         c.cursor = Cursor(FOUNDATION, pile)
         for action in (c.foundation(), c.activate()):
             assert action.move is None and action.message == "that foundation is empty"
+
+
+@pytest.mark.parametrize(("draw", "over"), [(1, [0, 1, 2, 3, 4, 5, 5]), (3, [0, 1, 1, 1, 2, 3, 4])])
+def test_up_and_down_go_to_the_place_drawn_over_the_column(draw: int, over: list[int]) -> None:
+    """A variants audit: Klondike draw 3 draws three waste cards, so its foundations
+    stand over columns 5 to 8, but ↑ went by place number: from column 3 to ♣ (over
+    column 5), from column 5 to ♥ (over column 7); ↓ from ♣ came down on column 3.
+    ``over`` is the top-row place (stock, waste, ♣ ♦ ♥ ♠) ↑ reaches from each column."""
+    board = deal("klondike", 3, {"draw": draw})
+    for _ in range(3):
+        board.play(parse_move("D"))
+    seen = view(board, owner=True)
+    top = render_board(seen).plain.split("\n")[1]
+    drawn = [top[4 * col : 4 * col + 3].strip() for col in range(8)]
+    # as drawn: the stock, the waste's top card over column 1 + draw, then the piles
+    under = [0, draw, *range(1 + draw, 5 + draw)]
+    assert drawn[0].startswith("▒") and drawn[draw] == card_label(seen["waste"][-1]).strip()
+    assert [drawn[col] for col in under[2:]] == ["♣", "♦", "♥", "♠"], drawn
+    zones = Controller(seen).layout.top_zones
+    for col, place in enumerate(over):
+        c = Controller(seen)
+        c.number(col)
+        while c.cursor.zone == TABLEAU_ZONE:
+            c.up()
+        assert c.cursor == Cursor(*zones[place]), (col, c.cursor)
+    for place, zone in enumerate(zones):  # ↓ comes down on the column under the place
+        c = Controller(seen)
+        c.cursor = Cursor(*zone)
+        c.down()
+        assert (c.cursor.zone, c.cursor.col) == (TABLEAU_ZONE, min(under[place], 6)), zone
