@@ -68,6 +68,7 @@ from .render import (
     fits,
     how_it_starts,
     move_examples,
+    pass_words,
     progress_brief,
     race_clock,
     refusal_text,
@@ -725,7 +726,10 @@ class SolraceApp(App[int]):
         counters = []
         if kind == "play" and you:
             counters = [f"moves {you.get('moves') or 0}", f"score {you.get('score') or 0}"]
-        while True:  # drop what does not fit: the score first, then the moves
+            passes = pass_words(self.controller.view)
+            if passes is not None:  # with passes limited, how many are left
+                counters.insert(0, passes)
+        while True:  # drop what does not fit: the score first, then the moves, the pass
             right = Text(no_wrap=True)
             if clock:
                 right.append(clock, "bold")

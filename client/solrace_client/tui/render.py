@@ -910,6 +910,22 @@ def move_examples(view: Mapping[str, Any] | None) -> list[str]:
     return examples
 
 
+def pass_words(view: Mapping[str, Any] | None) -> str | None:
+    """``pass 2/3``: which pass through the stock ``view``'s game is on, of how many,
+    where they are limited (Klondike's ``max_passes``, Vegas scoring's default,
+    Australian's one pass); None where they are not or there is no stock."""
+    if view is None:
+        return None
+    try:
+        board = new_board(str(view.get("variant")), dict(view.get("options") or {}))
+    except RulesError:
+        return None
+    passes = board.options.max_passes
+    if not board.has_stock or passes is None:
+        return None
+    return f"pass {int(view.get('recycles') or 0) + 1}/{passes}"
+
+
 def refusal_text(
     code: str, message: str, move: str | None = None, view: Mapping[str, Any] | None = None
 ) -> str:

@@ -699,3 +699,37 @@ def test_the_footer_offers_undo_only_where_the_room_allows_it() -> None:
     app.controller.set_view(view(deal("yukon", 1), owner=True))
     hints = app.paint_hints("play", 80).plain
     assert "u undo" in hints and "pick/put" in hints, hints
+
+
+@pytest.mark.parametrize(
+    ("variant", "options", "recycles", "shown"),
+    [
+        ("klondike", {"max_passes": 3}, 0, "pass 1/3"),
+        ("klondike", {"max_passes": 3}, 2, "pass 3/3"),
+        ("klondike", {"scoring": "vegas", "draw": 3}, 1, "pass 2/3"),  # Vegas's default
+        ("australian", {}, 0, "pass 1/1"),
+        ("klondike", {}, 1, None),  # unlimited
+        ("yukon", {}, 0, None),  # no stock
+    ],
+)
+def test_the_top_line_says_which_pass_of_how_many(
+    variant: str, options: dict[str, Any], recycles: int, shown: str | None
+) -> None:
+    """A variants audit: with a limited number of passes through the stock (Klondike's
+    ``max_passes``, Vegas scoring's default, Australian's one) nothing said how many
+    were left: the player learnt it when the empty stock showed ``·`` and ``r`` was
+    refused. The top line says it, beside the move counter."""
+    board = deal(variant, 3, options)
+    for _ in range(recycles):
+        while board.refusal(parse_move("D")) is None:
+            board.play("D")
+        board.play("R")
+    app = SolraceApp("ws://127.0.0.1:1/", action="quick", name="Ann", params={})
+    app.controller.set_view(view(board, owner=True))
+    app.state.you = {"racer": 0, "status": "playing", "moves": 7}
+    header = app.paint_header("play", 80).plain
+    assert "moves 7" in header, header
+    if shown is None:
+        assert "pass" not in header, header
+    else:
+        assert f"{shown}  moves 7" in header, header
