@@ -326,6 +326,8 @@ def _play_rows(examples: Sequence[str]) -> list[tuple[str, str]]:
                 continue
             if "R" not in examples:
                 key, what = "d", "draw from the stock"
+        elif key == "←→↑↓  h l k j" and "W>5" in examples:  # the top row has more
+            what = "move the cursor; ↑ off a column: stock, waste, foundations"
         elif key == "u" and "undo" not in examples:
             continue
         elif key == ":":

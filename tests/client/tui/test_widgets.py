@@ -94,9 +94,13 @@ def test_the_race_help_lists_only_the_moves_of_its_game(
     variant: str, draw: bool, recycle: bool, waste: bool
 ) -> None:
     """A newcomer walk: the help of a Yukon race listed ``d / r`` and ``W>5`` — a
-    stock and a waste Yukon does not have."""
+    stock and a waste Yukon does not have. A variants audit: in Klondike and
+    Australian ↑ off a column was said to reach "the foundations row", where the stock
+    and the waste are, and nothing said how to get at the waste's card."""
     examples = move_examples(view(deal(variant, 1), owner=True))
     text = help_text("play", COLOUR, examples).plain
+    top_row = "stock, waste, foundations" if waste else "the foundations row"
+    assert f"↑ off a column: {top_row}" in text, text
     assert ("d  /  r  " in text) == recycle, text
     assert ("draw from the stock" in text) == draw, text
     assert ("W>5" in text) == waste, text
