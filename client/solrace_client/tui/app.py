@@ -709,8 +709,8 @@ class SolraceApp(App[int]):
     # ---------------------------------------------------------------- paint
     def paint_header(self, kind: str, width: int) -> Text:
         state = self.state
-        # What the left may lose, least useful first: the app's name, the variant, the
-        # word "room" (the room's code stays, and the clock on the right).
+        # What the line may lose, least useful first (below): the app's name, the
+        # counters, the variant, the word "room" (the room's code stays, and the clock).
         name, variant, room, delay_words = " solrace", "", "", ""
         if state.loaded:
             variant, room = f"  {state.variant}", f"  room {state.code}"
@@ -729,7 +729,8 @@ class SolraceApp(App[int]):
             passes = pass_words(self.controller.view)
             if passes is not None:  # with passes limited, how many are left
                 counters.insert(0, passes)
-        while True:  # drop what does not fit: the score first, then the moves, the pass
+
+        def right_side() -> Text:
             right = Text(no_wrap=True)
             if clock:
                 right.append(clock, "bold")
@@ -738,15 +739,21 @@ class SolraceApp(App[int]):
             if not self.online and state.loaded:
                 right.append("  offline", "bold red")
             right.append(" ")
-            if left().cell_len + right.cell_len < width or not counters:
-                break
+            return right
+
+        # Drop what does not fit: the app's name first (with a pass counter, 80 columns
+        # lost the score to it), then the score, the moves, the pass, the variant, the
+        # word "room"; never the clock.
+        right = right_side()
+        if left().cell_len + right.cell_len >= width:
+            name = ""
+        while left().cell_len + right.cell_len >= width and counters:
             counters.pop()
-        for shorter in ("name", "variant", "room"):
+            right = right_side()
+        for shorter in ("variant", "room"):
             if left().cell_len + right.cell_len < width:
                 break
-            if shorter == "name":
-                name = ""
-            elif shorter == "variant":
+            if shorter == "variant":
                 variant = ""
             elif state.loaded:
                 room = f"  {state.code}"

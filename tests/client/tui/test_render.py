@@ -713,7 +713,11 @@ def test_the_footer_offers_undo_only_where_the_room_allows_it() -> None:
     ],
 )
 def test_the_top_line_says_which_pass_of_how_many(
-    variant: str, options: dict[str, Any], recycles: int, shown: str | None
+    variant: str,
+    options: dict[str, Any],
+    recycles: int,
+    shown: str | None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A variants audit: with a limited number of passes through the stock (Klondike's
     ``max_passes``, Vegas scoring's default, Australian's one) nothing said how many
@@ -733,3 +737,14 @@ def test_the_top_line_says_which_pass_of_how_many(
         assert "pass" not in header, header
     else:
         assert f"{shown}  moves 7" in header, header
+    # In 80 columns, mid-race, with a room: the app's name gives way, not the score
+    # (with the pass in, `moves 81  score 41` lost the score).
+    state = app.state
+    state.loaded, state.code, state.settings = True, "HWCSND", {"variant": variant}
+    state.phase, state.start_at_ms, state.ends_at_ms = "racing", 0, 900_000
+    app.server_now = lambda: 16_000  # type: ignore[method-assign]
+    monkeypatch.setattr(SolraceApp, "online", property(lambda _: True))
+    state.you = {"racer": 0, "status": "playing", "moves": 161, "score": 1250}
+    header = app.paint_header("play", 80).plain
+    assert len(header) <= 80 and header.rstrip().endswith("moves 161  score 1250"), header
+    assert f"{variant}  room HWCSND" in header, header
