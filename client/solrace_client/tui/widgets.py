@@ -101,8 +101,9 @@ class PhaseScreen(Screen[None]):
             widget.refresh(layout=isinstance(widget, PaintedPage))  # its height may change
 
     def action_help(self) -> None:
-        examples = move_examples(self.solrace.controller.view)
-        self.app.push_screen(HelpScreen(self.kind, examples))
+        controller = self.solrace.controller
+        columns = controller.layout.columns if controller.view is not None else None
+        self.app.push_screen(HelpScreen(self.kind, move_examples(controller.view), columns))
 
     def action_scroll_page(self, action: str) -> None:
         for page in self.query(Page):
@@ -315,13 +316,17 @@ HELP_NOTES: Final = {
 }
 
 
-def _play_rows(examples: Sequence[str]) -> list[tuple[str, str]]:
+def _play_rows(examples: Sequence[str], columns: int | None = None) -> list[tuple[str, str]]:
     """The race screen's keys for a game whose moves are ``examples``
-    (``render.move_examples``): a newcomer walk found the help of a Yukon race listing
-    ``d / r`` and ``W>5``, of a stock and a waste Yukon does not have."""
+    (``render.move_examples``) on ``columns`` columns: a newcomer walk found the help of
+    a Yukon race listing ``d / r`` and ``W>5``, of a stock and a waste Yukon does not
+    have; a variants audit, ``1 … 9, 0`` for its seven columns."""
     rows: list[tuple[str, str]] = []
     for key, what in HELP["play"]:
-        if key == "d  /  r":
+        if key == "1 … 9, 0" and columns is not None and columns < 10:
+            key = f"1 … {columns}"
+            what = f"go to column 1 … {columns}; with cards picked: put them there"
+        elif key == "d  /  r":
             if "D" not in examples:
                 continue
             if "R" not in examples:
@@ -338,15 +343,21 @@ def _play_rows(examples: Sequence[str]) -> list[tuple[str, str]]:
     return rows
 
 
-def help_text(kind: str, look: Look = COLOUR, examples: Sequence[str] | None = None) -> Text:
+def help_text(
+    kind: str,
+    look: Look = COLOUR,
+    examples: Sequence[str] | None = None,
+    columns: int | None = None,
+) -> Text:
     """The help of a screen (``play``, ``lobby``, ``watch``, ``standings``); a racer's
     says how ``look`` marks the cursor and a pick, and with ``examples`` (the moves
-    of its game: ``render.move_examples``) only the keys of moves its game has."""
+    of its game: ``render.move_examples``) only the keys of moves its game has, with
+    ``columns`` the column keys its board has."""
     text = Text()
     text.append("Keys\n", "bold")
     rows = HELP.get(kind) or HELP["play"]
     if rows is HELP["play"] and examples is not None:
-        rows = _play_rows(examples)
+        rows = _play_rows(examples, columns)
     column = max(len(key) for key, _ in rows) + 2  # "Shift+Tab / ← / h" ran into its words
     for key, what in rows:
         text.append(f"{key:<{column}}", "bold cyan")
@@ -372,15 +383,19 @@ class HelpScreen(ModalScreen[None]):
         *[Binding(keys, action, show=False) for keys, action in PAGE_KEYS],
     ]
 
-    def __init__(self, kind: str, examples: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, kind: str, examples: Sequence[str] | None = None, columns: int | None = None
+    ) -> None:
         super().__init__()
         self.kind = kind
         #: The moves of the game on screen (``render.move_examples``), if known.
         self.examples = examples
+        #: The columns of the board on screen, if known.
+        self.columns = columns
 
     def compose(self) -> ComposeResult:
         look = cast("SolraceApp", self.app).look
-        yield Static(help_text(self.kind, look, self.examples), id="dialog")
+        yield Static(help_text(self.kind, look, self.examples, self.columns), id="dialog")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -873,6 +873,10 @@ async def test_stuck_says_undo_only_where_the_room_has_it(cluster: Cluster, undo
     app = SolraceApp(server.url, action="create", name="Ann", params=params)
     async with app.run_test(size=(80, 24)) as pilot:
         bob, _ = await racing(pilot, app, server.url)
+        await pilot.press("question_mark")  # the help's column keys are the board's
+        help_screen = await wait_for_text(pilot, "go to column 1 … 7;")
+        assert "1 … 9, 0" not in help_screen, help_screen
+        await pilot.press("escape")
         for played, move in enumerate(STUCK_LINE, 1):
             if move == "D":
                 await pilot.press("d")

@@ -88,6 +88,7 @@ async def test_a_help_taller_than_the_terminal_scrolls_with_the_keys() -> None:
         ("yukon", False, False, False),
         ("klondike", True, True, True),
         ("australian", True, False, True),
+        ("double_yukon", False, False, False),
     ],
 )
 def test_the_race_help_lists_only_the_moves_of_its_game(
@@ -97,8 +98,13 @@ def test_the_race_help_lists_only_the_moves_of_its_game(
     stock and a waste Yukon does not have. A variants audit: in Klondike and
     Australian ↑ off a column was said to reach "the foundations row", where the stock
     and the waste are, and nothing said how to get at the waste's card."""
-    examples = move_examples(view(deal(variant, 1), owner=True))
-    text = help_text("play", COLOUR, examples).plain
+    seen = view(deal(variant, 1), owner=True)
+    examples = move_examples(seen)
+    columns = len(seen["tableau"])
+    text = help_text("play", COLOUR, examples, columns).plain
+    # the column keys the board has: 1 … 7 (it said 1 … 9, 0), or 1 … 9, 0 for ten
+    keys = "1 … 9, 0       go to column 1 … 10" if columns == 10 else "1 … 7  "
+    assert keys in text and ("column 1 … 7;" in text) == (columns == 7), text
     top_row = "stock, waste, foundations" if waste else "the foundations row"
     assert f"↑ off a column: {top_row}" in text, text
     assert ("d  /  r  " in text) == recycle, text
