@@ -56,7 +56,7 @@ from ..session import (
 from ..verify import Verdict, race_verdict
 from .controller import Controller
 from .inflight import InFlight, Sent
-from .news import News, deal_words
+from .news import News, deal_words, room_has_undo, stuck_words
 from .render import (
     COLOUR,
     MONO,
@@ -1048,10 +1048,7 @@ class SolraceApp(App[int]):
         if status != before and status == "finished":
             self.say("all foundations complete — you finished!", "bold green")
         elif status != before and status == "stuck":
-            # Stuck is the end of the race in a room without undo: `u` is refused there.
-            can_undo = "undo" in move_examples(self.controller.view)
-            after = "(u undoes)" if can_undo else "— the others race on"
-            self.say(f"no legal move left: you are stuck {after}", "bold yellow")
+            self.say(stuck_words(room_has_undo(self.state)), "bold yellow")
         else:
             self.say(f"{sent.move} ✓")
 

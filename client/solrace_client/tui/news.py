@@ -13,10 +13,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from solrace.protocol import Envelope
+from solrace.rules import RulesError, new_board
 
 from ..roomview import RoomView
 
 _ENDED = {"stuck": "are stuck", "resigned": "resigned", "timeout": "ran out of time"}
+
+
+def stuck_words(can_undo: bool) -> str:
+    """The player's line on becoming stuck: ``u`` only where the room has undo (in one
+    without, stuck is the end of the player's race and ``u`` is refused)."""
+    after = "(u undoes)" if can_undo else "— the others race on"
+    return f"no legal move left: you are stuck {after}"
+
+
+def room_has_undo(view: RoomView) -> bool:
+    """Whether the room's game allows undo (its variant's default where not set)."""
+    try:
+        return new_board(view.variant, dict(view.settings.get("options") or {})).options.undo
+    except RulesError:
+        return True
 
 
 class News:
@@ -96,6 +112,10 @@ class News:
         if status == before or status not in _ENDED:
             return None
         if racer == view.me:
+            # Said after the move's own line, which it replaced on the status line: the
+            # same words (a variants audit read `you are stuck`, the undo hint gone).
+            if status == "stuck":
+                return stuck_words(room_has_undo(view))
             return f"you {_ENDED[str(status)]}"
         words = "is stuck" if status == "stuck" else _ENDED[str(status)]
         return f"{view.name_of(racer)} {words}"

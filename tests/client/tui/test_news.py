@@ -40,7 +40,9 @@ def test_a_race_in_news_lines() -> None:
     assert told(view, news, progress(9, 3, status="resigned")) == "Cy resigned"
     assert told(view, news, progress(10, 2, status="stuck")) == "Bob is stuck"
     assert told(view, news, progress(11, 2, status="stuck", moves=2)) is None  # still stuck
-    assert told(view, news, progress(12, 1, status="stuck")) == "you are stuck"
+    # the player's own: as the move's reply said it (it came after and replaced it)
+    stuck = told(view, news, progress(12, 1, status="stuck"))
+    assert stuck == "no legal move left: you are stuck (u undoes)"
     finished = ev(
         "finished",
         13,
