@@ -99,9 +99,6 @@ CLIENT_PING_TIMEOUT_S: Final = 7.0
 #: sent again, or the seat it named resumed, before the refusal goes to the caller
 #: (:meth:`RaceClient._enter`).
 SEAT_ATTEMPTS: Final = 10
-#: Random bytes of the seat token a ``create``/``join``/``quick`` proposes
-#: (docs/protocol.md §5): as many as a server's own, 32 url-safe characters.
-PROPOSED_TOKEN_BYTES: Final = 24
 #: How many times a ``resume`` refused ``rate_limited`` (the racer resumed less than
 #: the server's interval ago, limits.RESUME_INTERVAL_S: 2 s) is sent again on the same
 #: connection, each after the refusal's ``retry_after_ms``, before the refusal goes to
@@ -452,7 +449,7 @@ class RaceClient:
         asking again would take a second seat. So the seat is resumed instead; a seat
         the server refuses otherwise (``bad_token``: it was never stored, or its grace
         ran out) leaves the first refusal standing: asking again is then safe."""
-        proposed: str | None = secrets.token_urlsafe(PROPOSED_TOKEN_BYTES)
+        proposed: str | None = secrets.token_urlsafe(limits.TOKEN_BYTES)
         seat: tuple[str, str] | None = None
         first: ServerError | None = None  # the refusal to give if none succeeds
         refused: ServerError | None = None  # the last one: its retry_after_ms

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from solrace.net.admission import Admission, parse_networks
+from solrace.net.admission import Admission, counted_as, parse_networks
 from solrace.protocol import Envelope
 from solrace.protocol.limits import RESUME_BURST, RESUME_INTERVAL_S
 from solrace_client import RaceClient, ServerError
@@ -29,8 +29,6 @@ from tests.support.race import close_all, lobby, winning_moves
 
 MOVES = winning_moves(SOLVABLE_SECRET)
 QUICK = Backoff(first_s=0.05, max_s=0.2, jitter=0.2)
-#: Seconds a loaded machine (five engineers' suites, load 8) may add to a rejoin.
-LOADED_SLACK_S = 10.0
 
 
 async def until(session: Session, wanted: Any, timeout: float = 10.0) -> Envelope | Rejoined:
@@ -135,12 +133,13 @@ async def test_a_resume_refused_as_too_soon_is_waited_out_on_the_same_connection
         cut = loop.time()
         session.live.ws.transport.abort()
         await until(session, lambda i: isinstance(i, Rejoined))
-    # The last rejoin waited about the refusal's retry (≤ RESUME_INTERVAL_S), not a
-    # grace or a give-up; the slack is a loaded machine's (1 s failed at load 8).
-    assert loop.time() - cut < RESUME_INTERVAL_S + LOADED_SLACK_S
     refusals = [f.d for f in session.live.received if f.t == "error"]
     assert [r["code"] for r in refusals] == ["rate_limited"]
-    assert 0 < int(refusals[0]["retry_after_ms"]) <= RESUME_INTERVAL_S * 1000  # type: ignore[call-overload]
+    retry_ms = int(refusals[0]["retry_after_ms"])  # type: ignore[call-overload]
+    assert 0 < retry_ms <= RESUME_INTERVAL_S * 1000
+    # It waited the refusal out before asking again (a lower bound: a loaded machine
+    # only adds to it; an upper one of 1 s failed at load 8).
+    assert loop.time() - cut >= retry_ms / 1000
     assert lost == [1] * (RESUME_BURST + 1) and session.reconnects == RESUME_BURST + 1
     for move in MOVES[:2]:  # and races on
         await session.live.move(move)
@@ -232,7 +231,11 @@ async def test_a_session_kept_out_by_its_address_cap_gives_up_saying_why_once(
     await session.enter(lambda client: client.create("yukon", "Ann", private=True))
     other = await RaceClient.connect(server.url)  # someone else behind the address
     session.live.ws.transport.abort()
-    await asyncio.sleep(0.1)  # the node counts Ann's connection gone
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while admission.holds(counted_as("127.0.0.1")) > 1:  # until Ann's is counted gone
+        assert loop.time() < deadline, "the node still counts Ann's connection"
+        await asyncio.sleep(0.01)
     taken = await RaceClient.connect(server.url)  # and a third takes Ann's place
     with pytest.raises(SessionOver) as over:
         await until(session, lambda i: False)

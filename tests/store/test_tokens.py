@@ -4,7 +4,7 @@ atomic step), looked up by digest."""
 from __future__ import annotations
 
 import pytest
-from solrace.store import Store, token_digest
+from solrace.store import SeatClaim, Store, token_digest
 from solrace.store.errors import VersionConflict
 
 
@@ -57,11 +57,13 @@ async def test_a_seat_claim_names_its_room_for_a_while(store: Store) -> None:
     expires, and holds the digest, never the token."""
     token = "proposed-by-the-client-0123456789"
     assert await store.claimed_seat(token_digest(token)) is None
-    await store.claim_seat(token_digest(token), "r_1", ttl_s=300)
-    assert await store.claimed_seat(token_digest(token)) == "r_1"
+    await store.claim_seat(token_digest(token), "r_1", at_ms=1_234, ttl_s=300)
+    assert await store.claimed_seat(token_digest(token)) == SeatClaim("r_1", 1_234)
     assert await store.claimed_seat(token_digest("another")) is None
     key = store.keys.seat(token_digest(token))
     assert 0 < await store._redis.ttl(key) <= 300
     assert token not in key
+    await store.release_seat_claim(token_digest(token))  # its request was refused
+    assert await store.claimed_seat(token_digest(token)) is None
     with pytest.raises(ValueError):  # a raw token is never a key
-        await store.claim_seat(token, "r_1", ttl_s=300)
+        await store.claim_seat(token, "r_1", at_ms=0, ttl_s=300)

@@ -99,10 +99,17 @@ ROOM_CODE_LEN: Final = 6
 ROOM_CODE_ALPHABET: Final = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 MIN_TOKEN_LEN: Final = 16
 MAX_TOKEN_LEN: Final = 128
+#: Random bytes in a seat's secret, drawn by the server (``secrets.token_urlsafe``: 32
+#: characters, 192 bits) or, the same, proposed by solrace's own client.
+TOKEN_BYTES: Final = 24
 #: The shortest seat secret a client may propose with ``create``/``join``/``quick``:
-#: 22 url-safe base64 characters carry 132 bits, past the 128 a guess must beat (the
-#: server's own are 32: ``secrets.token_urlsafe(24)``, 192 bits).
+#: 22 url-safe base64 characters carry 132 bits, past the 128 a guess must beat.
 MIN_PROPOSED_TOKEN_LEN: Final = 22
+#: The fewest different characters a proposed secret may have. A resume by the token
+#: alone finds its seat, so a constant or patterned one (``"T" * 32``, a client's
+#: hard-coded string) would hand the seat to whoever tries it; 22 random characters
+#: have fewer than 11 different about once in a million, fewer than 8 practically never.
+MIN_PROPOSED_TOKEN_DISTINCT: Final = 8
 MAX_MOVE_LEN: Final = 16
 #: Most entries (moves and undos) a racer's log may hold in one race. ``race_over``
 #: carries every racer's log, and a client decodes no frame over

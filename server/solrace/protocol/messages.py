@@ -45,6 +45,7 @@ from .limits import (
     MAX_TOKEN_LEN,
     MAX_VARIANT_LEN,
     MAX_VERSION,
+    MIN_PROPOSED_TOKEN_DISTINCT,
     MIN_PROPOSED_TOKEN_LEN,
     MIN_RACERS,
     MIN_SPECTATOR_DELAY_S,
@@ -290,7 +291,8 @@ class _Fields:
     def proposed_token(self) -> str | None:
         """The seat's secret a ``create``/``join``/``quick`` proposes (optional): the
         client holds it before the reply, so a lost reply costs a ``resume``, not a
-        ghost seat. Random, so at least :data:`MIN_PROPOSED_TOKEN_LEN` characters."""
+        ghost seat. Random, so at least :data:`MIN_PROPOSED_TOKEN_LEN` characters, of
+        at least :data:`MIN_PROPOSED_TOKEN_DISTINCT` different ones."""
         value = self.d.get("token")
         if value is None:
             return None
@@ -299,11 +301,13 @@ class _Fields:
         if (
             not MIN_PROPOSED_TOKEN_LEN <= len(value) <= MAX_TOKEN_LEN
             or _TOKEN.fullmatch(value) is None
+            or len(set(value)) < MIN_PROPOSED_TOKEN_DISTINCT
         ):
             raise self.fail(
                 "token",
                 f"must be a fresh random token of {MIN_PROPOSED_TOKEN_LEN} to {MAX_TOKEN_LEN}"
-                " url-safe characters (letters, digits, '_', '-'; 128 random bits or more)",
+                " url-safe characters (letters, digits, '_', '-'; 128 random bits or more,"
+                f" at least {MIN_PROPOSED_TOKEN_DISTINCT} different characters)",
             )
         return value
 

@@ -21,6 +21,7 @@ from solrace.protocol.limits import (
     RESUME_COST,
     ROOM_CODE_ALPHABET,
     ROOM_CODE_LEN,
+    TOKEN_BYTES,
     replay_cost,
 )
 from solrace.protocol.messages import (
@@ -38,7 +39,7 @@ from solrace.race import RaceError, RoomSettings, validate_settings
 from solrace.race import decisions as decide_
 from solrace.race.events import RoomEvent
 from solrace.race.settings import default_deals
-from solrace.store import token_digest
+from solrace.store import SeatClaim, token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
 from . import certify, listing, spectators
@@ -63,6 +64,11 @@ ORIGIN_HEX_DIGITS: Final = 16
 #: seconds, and the seat it could not find is freed by the 30 s disconnect grace once
 #: its connection's close is noticed (the server's keepalive: under a minute).
 SEAT_CLAIM_TTL_S: Final = 300
+#: How long a claim without its seat may be a seat still being written (the join's
+#: decision waits on the store: each call at most its 5 s command timeout). A resume
+#: by the token alone meanwhile is answered ``unavailable`` — try again — not
+#: ``bad_token``, after which the client would ask again and take a second seat.
+SEAT_CLAIM_SETTLE_S: Final = 15
 #: A ``quick`` refused one of these by a lobby it found tries the next (or opens one).
 _NEXT_QUICK_ROOM: Final = frozenset(
     {
@@ -244,17 +250,23 @@ async def _join(
     drawn here (an older client). A proposed token is stored exactly as a drawn one —
     its digest, with the ``racer_joined`` — once the room it lands in is claimed for it
     (Store.claim_seat), so a resume by the token alone finds that room."""
-    token = proposed if proposed is not None else secrets.token_urlsafe(24)
+    token = proposed if proposed is not None else secrets.token_urlsafe(TOKEN_BYTES)
     joined: list[int] = []
+    origin = seat_origin(room, peer)
+    claim: str | None = None
     if proposed is not None:
-        digest = token_digest(proposed)
+        # A join the folded state already refuses (room full, too many joins, …) is
+        # refused before it writes a claim: refusals must not leave keys behind.
+        try:
+            decide_.join(room.state, name, origin, node.seats_per_address, node.clock())
+        except RaceError as exc:
+            raise refuse(exc) from None
+        claim = token_digest(proposed)
         # One seat per token: two racers under one digest would make a resume by it
         # take either seat.
-        if await node.store.racer_for_token(room.room_id, digest) is not None:
+        if await node.store.racer_for_token(room.room_id, claim) is not None:
             raise BadMessage(ErrorCode.TOKEN_IN_USE)
-        await node.store.claim_seat(digest, room.room_id, SEAT_CLAIM_TTL_S)
-
-    origin = seat_origin(room, peer)
+        await node.store.claim_seat(claim, room.room_id, node.clock(), SEAT_CLAIM_TTL_S)
 
     def decision() -> list[RoomEvent]:
         events = decide_.join(room.state, name, origin, node.seats_per_address, node.clock())
@@ -276,6 +288,10 @@ async def _join(
         log.info("racer joined", extra={"room": room.room_id, "racer": joined[0]})
         await _enter_as_racer(node, peer, room, joined[0], token, request_id, since=None)
     except RaceError as exc:
+        # Refused on the stored state: nothing of this racer was stored.
+        if claim is not None:
+            with contextlib.suppress(StoreUnavailable):
+                await node.store.release_seat_claim(claim)
         raise refuse(exc) from None
     except (StoreUnavailable, BadMessage) as exc:
         if not joined:
@@ -424,23 +440,31 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     name = f"room {msg.code}" if msg.code else "this room"
     gone = no_longer_exists(name)
     room_id = msg.room
+    claim: SeatClaim | None = None
     if room_id is None:  # the seat a create/join/quick took with this token proposed
-        room_id = await node.store.claimed_seat(token_digest(msg.token))
-        if room_id is None:
-            raise BadMessage(
-                ErrorCode.BAD_TOKEN,
-                "no seat was taken with this token (the request that proposed it was not"
-                " stored, or it was long ago): ask again",
-            )
+        claim = await node.store.claimed_seat(token_digest(msg.token))
+        if claim is None:
+            raise _not_seated()
+        room_id = claim.room_id
     try:
         room = await node.room(room_id)
     except BadMessage as exc:
         if exc.code == ErrorCode.UNKNOWN_ROOM:
-            raise gone from None
+            raise (gone if claim is None else _not_seated()) from None
         raise
     racer_id = await node.store.racer_for_token(room.room_id, token_digest(msg.token))
     racer = int(racer_id) if racer_id is not None else None
     member = room.state.racers.get(racer) if racer is not None else None
+    if racer is None and claim is not None:
+        # Only the token's holder gets here, and it knows the room already (it asked
+        # to be seated there): ``bad_token`` says what happened, private room or not.
+        if node.clock() - claim.at_ms < SEAT_CLAIM_SETTLE_S * 1000:
+            raise BadMessage(
+                ErrorCode.UNAVAILABLE,
+                "the seat this token asked for is still being taken: resume again shortly",
+                retry_after_ms=RETRY_STORE_MS,
+            )
+        raise _not_seated()
     if racer is None:
         if room.meta.settings.private:
             # As if it did not exist (as ``watch`` by id answers): a made-up token
@@ -484,6 +508,15 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
         raise
     if not again:
         log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
+
+
+def _not_seated() -> BadMessage:
+    """A resume by a token alone whose seat was never stored: asking again is safe."""
+    return BadMessage(
+        ErrorCode.BAD_TOKEN,
+        "no seat was taken with this token (the request that proposed it was not"
+        " stored, or it was long ago): ask again",
+    )
 
 
 def _rewound(

@@ -24,7 +24,16 @@ from .errors import (
     VersionConflict,
 )
 from .keys import Keys, RoomKeys
-from .store import STORE_FORMAT, Finish, Listing, MoveAppend, Store, StoredEvent, Trim
+from .store import (
+    STORE_FORMAT,
+    Finish,
+    Listing,
+    MoveAppend,
+    SeatClaim,
+    Store,
+    StoredEvent,
+    Trim,
+)
 
 __all__ = [
     "CLUSTER_SCHEMES",
@@ -36,6 +45,7 @@ __all__ = [
     "Listing",
     "MoveAppend",
     "RoomKeys",
+    "SeatClaim",
     "Store",
     "StoreError",
     "StoreForbidden",

@@ -109,6 +109,13 @@ class StoredEvent(NamedTuple):
     chain: str = ""
 
 
+class SeatClaim(NamedTuple):
+    """Where a client-proposed token is being seated, and since when (Store.claim_seat)."""
+
+    room_id: str
+    at_ms: int
+
+
 @dataclass(frozen=True, slots=True)
 class MoveAppend:
     """Outcome of :meth:`Store.append_move`.
@@ -1408,23 +1415,35 @@ class Store:
                 found = _as_text(racer)
         return found
 
-    async def claim_seat(self, token_sha256_hex: str, room_id: str, ttl_s: int) -> None:
+    async def claim_seat(self, token_sha256_hex: str, room_id: str, at_ms: int, ttl_s: int) -> None:
         """Remember for ``ttl_s`` seconds that the client-proposed token with this
-        digest is being seated in ``room_id``. Written before the seat (the room's
-        ``racer_joined`` and token): a claim without its seat only makes a resume by
-        that token say ``bad_token``; a seat without its claim could not be found by a
+        digest is being seated in ``room_id`` since ``at_ms`` (the race clock). Written
+        before the seat (the room's ``racer_joined`` and token): a claim without its
+        seat is a seat still being written, or one never stored (the resume tells them
+        apart by the claim's age); a seat without its claim could not be found by a
         client that lost its reply. Global and single-key (cluster: another slot than
         the room's), so it cannot be part of the room's atomic write."""
         _check_token("claim", token_sha256_hex)
         with redis_errors():
-            await self._redis.set(self.keys.seat(token_sha256_hex), room_id, ex=ttl_s)
+            await self._redis.set(self.keys.seat(token_sha256_hex), f"{room_id} {at_ms}", ex=ttl_s)
 
-    async def claimed_seat(self, token_sha256_hex: str) -> str | None:
-        """The room :meth:`claim_seat` named for this token digest, while it lasts."""
+    async def claimed_seat(self, token_sha256_hex: str) -> SeatClaim | None:
+        """The claim :meth:`claim_seat` wrote for this token digest, while it lasts."""
         _check_token("claim", token_sha256_hex)
         with redis_errors():
             value = await self._redis.get(self.keys.seat(token_sha256_hex))
-        return None if value is None else _as_text(value)
+        if value is None:
+            return None
+        room_id, _, at_ms = _as_text(value).partition(" ")
+        return SeatClaim(room_id, int(at_ms) if at_ms.isdigit() else 0)
+
+    async def release_seat_claim(self, token_sha256_hex: str) -> None:
+        """Forget the claim of a seat its request was refused (room full, too many
+        joins, …): a refused request leaves no key behind, and a resume by its token
+        says ``bad_token`` at once."""
+        _check_token("claim", token_sha256_hex)
+        with redis_errors():
+            await self._redis.delete(self.keys.seat(token_sha256_hex))
 
     # -- results -------------------------------------------------------------------
 
