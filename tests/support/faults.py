@@ -24,6 +24,8 @@ from solrace.store.errors import StoreUnavailable
 STORE_CALLS = (
     "append_event",
     "append_move",
+    "claim_seat",
+    "claimed_seat",
     "create_room",
     "drop_lease",
     "drop_quick",
@@ -49,6 +51,7 @@ STORE_CALLS = (
     "ping",
     "quick_lobbies",
     "racer_for_token",
+    "release_seat_claim",
     "renew_lease",
     "room_for_code",
     "room_nodes",
