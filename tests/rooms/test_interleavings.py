@@ -6,12 +6,14 @@ racer's request, a rematch), then lets the first go on."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, NamedTuple
 
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.limits import MIN_TIME_LIMIT_S
 from solrace.protocol.views import EventType, Phase
 from solrace.rooms import requests
+from solrace.rooms.node import Node
+from solrace.rooms.room import LiveRoom
 from solrace.store.errors import StoreUnavailable
 
 from tests.support.faults import Clock
@@ -19,6 +21,53 @@ from tests.support.faults import Clock
 from .conftest import Backend, FakePeer
 from .test_core import _race_on
 from .test_fault_windows import _poll, _stored, _storing_on, _value
+
+
+class _Racing(NamedTuple):
+    """A Klondike race of Ann and Bob on one node, Ann's first move (a draw from the
+    stock) stored and her engine dropped, as a resume or an ``unavailable`` drops it:
+    her next move rebuilds it from the store."""
+
+    node: Node
+    ann: FakePeer
+    bob: FakePeer
+    room: LiveRoom
+    ann_id: int
+    token: str
+
+
+async def _racing_with_a_dropped_engine(
+    backend: Backend, clock: Clock | None = None, **options: Any
+) -> _Racing:
+    node = await backend.node(clock)
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="klondike", name="Ann", deals="random", **options)
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    room, ann_id = ann.room, ann.racer
+    assert room is not None and ann_id is not None
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda _: room.state.phase == Phase.RACING)
+    assert (await ann.ask("move", seq=0, move="D")).t == "moved"
+    room.games.pop(ann_id)
+    return _Racing(node, ann, bob, room, ann_id, str(created.d["token"]))
+
+
+def _hold_the_first_log_read(node: Node) -> tuple[list[str], asyncio.Event]:
+    """Hold the node's first move-log read, once it has read, until the gate opens;
+    the list gets the number of entries it read."""
+    move_log, gate = node.store.move_log, asyncio.Event()
+    reads: list[str] = []
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        raw = await move_log(*args, **kwargs)
+        if not reads:
+            reads.append(str(len(raw)))
+            await gate.wait()
+        return raw
+
+    setattr(node.store, "move_log", held)  # noqa: B010 (a method of the instance)
+    return reads, gate
 
 
 async def test_an_engine_read_for_a_move_across_a_rematch_is_not_the_new_rounds(
@@ -32,31 +81,10 @@ async def test_an_engine_read_for_a_move_across_a_rematch_is_not_the_new_rounds(
     1, and her first move of round 2 was answered ``moved`` as the "retry" of that
     entry, which no log held (acknowledged, never stored: 4 of 4 runs)."""
     clock = Clock()
-    node = await backend.node(clock)
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask(
-        "create", variant="klondike", name="Ann", deals="random", time_limit_s=MIN_TIME_LIMIT_S
-    )
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    room, ann_id = ann.room, ann.racer
-    assert room is not None and ann_id is not None
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    assert (await ann.ask("start")).t == "ok"
-    await ann.until(lambda _: room.state.phase == Phase.RACING)
-    assert (await ann.ask("move", seq=0, move="D")).t == "moved"  # from the stock
-    room.games.pop(ann_id)  # dropped: her next move rebuilds it from the store
-
-    move_log, gate = node.store.move_log, asyncio.Event()
-    reads: list[str] = []
-
-    async def held(*args: Any, **kwargs: Any) -> Any:
-        raw = await move_log(*args, **kwargs)
-        if not reads:
-            reads.append(str(len(raw)))
-            await gate.wait()
-        return raw
-
-    setattr(node.store, "move_log", held)  # noqa: B010 (a method of the instance)
+    race = await _racing_with_a_dropped_engine(backend, clock, time_limit_s=MIN_TIME_LIMIT_S)
+    node, ann, bob, room, ann_id = race.node, race.ann, race.bob, race.room, race.ann_id
+    move_log = node.store.move_log
+    reads, gate = _hold_the_first_log_read(node)
     move = asyncio.ensure_future(ann.ask("move", seq=1, move="D"))
     await _poll(_value(reads), lambda got: got == ["1"], "Ann's engine read")
     setattr(node.store, "move_log", move_log)  # noqa: B010
@@ -95,19 +123,8 @@ async def test_a_move_resent_after_a_resume_is_not_acknowledged_from_a_move_in_f
     ``moved`` must mean stored: it was answered from the engine holding the old
     move in flight, as the "retry" of a stored move, and the log ended with 1 entry
     (4 of 4 runs). Now it waits for the old move's answer, then is checked and stored."""
-    node = await backend.node()
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="klondike", name="Ann", deals="random")
-    token = str(created.d["token"])
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    room, ann_id = ann.room, ann.racer
-    assert room is not None and ann_id is not None
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    assert (await ann.ask("start")).t == "ok"
-    await ann.until(lambda _: room.state.phase == Phase.RACING)
-    assert (await ann.ask("move", seq=0, move="D")).t == "moved"  # from the stock
-    room.games.pop(ann_id)  # dropped (an unavailable): her next move rebuilds it
-
+    race = await _racing_with_a_dropped_engine(backend)
+    node, ann, room, ann_id, token = race.node, race.ann, race.room, race.ann_id, race.token
     move_log, append_move = node.store.move_log, node.store.append_move
     read_gate, append_gate = asyncio.Event(), asyncio.Event()
     held: list[str] = []
@@ -159,32 +176,9 @@ async def test_a_move_held_across_a_rematch_and_the_next_start_is_refused_quietl
     would refuse as a log shorter than acknowledged: "lost writes", a resync for the
     whole room. (A guard: this interleaving was found safe.)"""
     clock = Clock()
-    node = await backend.node(clock)
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask(
-        "create", variant="klondike", name="Ann", deals="random", time_limit_s=MIN_TIME_LIMIT_S
-    )
-    token = str(created.d["token"])
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    room, ann_id = ann.room, ann.racer
-    assert room is not None and ann_id is not None
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    assert (await ann.ask("start")).t == "ok"
-    await ann.until(lambda _: room.state.phase == Phase.RACING)
-    assert (await ann.ask("move", seq=0, move="D")).t == "moved"  # from the stock
-    room.games.pop(ann_id)  # dropped: her next move rebuilds it from the store
-
-    move_log, gate = node.store.move_log, asyncio.Event()
-    reads: list[str] = []
-
-    async def held(*args: Any, **kwargs: Any) -> Any:
-        raw = await move_log(*args, **kwargs)
-        if not reads:
-            reads.append(str(len(raw)))
-            await gate.wait()
-        return raw
-
-    setattr(node.store, "move_log", held)  # noqa: B010 (a method of the instance)
+    race = await _racing_with_a_dropped_engine(backend, clock, time_limit_s=MIN_TIME_LIMIT_S)
+    node, ann, bob, room, ann_id = race.node, race.ann, race.bob, race.room, race.ann_id
+    reads, gate = _hold_the_first_log_read(node)
     old_move = asyncio.ensure_future(
         requests.handle(node, ann, Envelope("move", id=99, d={"seq": 1, "move": "D"}))
     )
@@ -195,7 +189,7 @@ async def test_a_move_held_across_a_rematch_and_the_next_start_is_refused_quietl
     assert room.state.phase == Phase.FINISHED
     assert (await bob.ask("rematch")).t == "ok"
     again = FakePeer(node)
-    assert (await again.ask("resume", room=room.room_id, token=token)).t == "joined"
+    assert (await again.ask("resume", room=room.room_id, token=race.token)).t == "joined"
     assert (await bob.ask("ready", ready=True)).t == "ok"
     assert (await again.ask("ready", ready=True)).t == "ok"
     assert (await again.ask("start")).t == "ok"
