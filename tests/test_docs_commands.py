@@ -41,6 +41,7 @@ from solrace_client import RaceClient
 
 from tests.support.redis import REDIS_URL, delete_prefix
 from tests.support.server_process import ServerProcess, solrace_server
+from tests.support.terminal import signals_as_a_shell_gives
 
 ROOT = Path(__file__).parents[1]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -167,6 +168,7 @@ class World:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=signals_as_a_shell_gives,  # the tests interrupt it with SIGINT
         )
 
 
@@ -540,6 +542,7 @@ async def test_the_readme_example_interrupted_says_one_line(tmp_path: Path) -> N
             env=w.env,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            preexec_fn=signals_as_a_shell_gives,
         )
         try:
             assert proc.stdout is not None and proc.stderr is not None

@@ -20,6 +20,7 @@ from solrace.bench.failed import RunFailed
 
 from tests.support.interrupt import interrupted_while_loading
 from tests.support.redis import REDIS_URL
+from tests.support.terminal import signals_as_a_shell_gives
 
 PROG = "python -m solrace.bench"
 
@@ -170,7 +171,7 @@ def _interrupted(argv: list[str], after_s: float) -> subprocess.CompletedProcess
         text=True,
         start_new_session=True,
         # Ctrl-C's default even where the tests run with SIGINT ignored (a background job)
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=signals_as_a_shell_gives,
     )
     try:
         time.sleep(after_s)

@@ -32,6 +32,7 @@ from solrace_client.verify import verify_result
 from tests.net.conftest import Cluster
 from tests.support.faults import StoreFaults
 from tests.support.server_process import solrace_server
+from tests.support.terminal import signals_as_a_shell_gives
 
 from .conftest import SEED, bot_race
 
@@ -195,7 +196,7 @@ async def _bot_process(url: str, code: str) -> asyncio.subprocess.Process:
         *("bot", code, "--server", url, "--name", "Bot", "-v", "--delay", "0.5"),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=signals_as_a_shell_gives,
     )
 
 

@@ -23,6 +23,7 @@ from solrace.rules.cli import MAX_POSITION_CHARS, main
 
 from tests.rules.test_support import position
 from tests.support.interrupt import interrupted_while_loading
+from tests.support.terminal import signals_as_a_shell_gives
 
 CLI = [sys.executable, "-m", "solrace.rules.cli"]
 
@@ -553,7 +554,7 @@ def test_ctrl_c_is_one_line_and_status_130(command: str, tmp_path: Path) -> None
         text=True,
         # Ctrl-C's default even when the tests run where SIGINT is ignored (a
         # background job), as at an interactive shell
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=signals_as_a_shell_gives,
     )
     try:
         time.sleep(1.0)  # well into the search (or perft)

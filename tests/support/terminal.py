@@ -28,14 +28,21 @@ CURSOR_MOVE = re.compile(rb"\x1b\[[0-9;]*H")
 CONTROL = re.compile(rb"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[=>]")
 
 
-def _as_a_shell_starts_it(errors_closed: bool) -> None:
-    """In the child, before ``solrace`` runs: SIGHUP and SIGINT at their default
-    actions, as a shell gives a job it starts in a terminal — the tests may run under
-    ``nohup`` or in a background job, which ignore them, and the child would inherit
-    that (the SIGHUP tests of tests/client/tui/test_lifecycle.py timed out in a CI run
-    started with ``nohup``); and standard error closed if asked (``2>&-``)."""
+def signals_as_a_shell_gives() -> None:
+    """In a child about to run a command (a ``preexec_fn``): SIGHUP and SIGINT at their
+    default actions, as a shell gives a job it starts in a terminal. The tests may run
+    under ``nohup`` or in a background job, which ignore them, and the child would
+    inherit that: the SIGHUP tests of tests/client/tui/test_lifecycle.py timed out in a
+    CI run started with ``nohup``, and the docs' Ctrl-C tests saw a bot race on and the
+    README's example exit 0 in a suite started with ``&``."""
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _as_a_shell_starts_it(errors_closed: bool) -> None:
+    """:func:`signals_as_a_shell_gives`, and standard error closed if asked
+    (``2>&-``)."""
+    signals_as_a_shell_gives()
     if errors_closed:
         os.close(2)
 
