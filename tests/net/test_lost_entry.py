@@ -7,17 +7,30 @@ and gets the same seat — no second seat, no ghost held for the 30 s grace, no
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from solrace.protocol import ErrorCode
+from solrace.protocol import (
+    SUBPROTOCOL,
+    BadMessage,
+    Envelope,
+    ErrorCode,
+    decode,
+    encode,
+    error_reply,
+)
 from solrace.protocol.limits import MAX_TOKEN_LEN, MIN_PROPOSED_TOKEN_LEN
 from solrace.protocol.messages import CreateRoom, JoinRoom, QuickRace
 from solrace_client import RaceClient
 from solrace_client.connection import ServerError
 from solrace_client.session import Session
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
 
 from tests.support.flaky_link import Direction, FlakyLink
 
@@ -173,3 +186,69 @@ async def test_a_server_of_an_earlier_release_is_asked_without_a_token(
     assert len(server.node.rooms[entered["room"]].state.racers) == 2
     for c in (ann, bob):
         await c.close()
+
+
+@contextlib.asynccontextmanager
+async def _earlier_release_node(
+    asked: list[Envelope], answered: Callable[[], None]
+) -> AsyncIterator[str]:
+    """A node of the release before proposed tokens (effe554), as far as a resume by a
+    token alone goes: its ``resume`` requires ``room``, and it answers what that node
+    answered on the audit's real process (docs/deploy.md, "Upgrading"). Every request is
+    kept in ``asked``; ``answered`` is called before each reply."""
+
+    async def handler(ws: ServerConnection) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            async for frame in ws:
+                request = decode(frame)
+                asked.append(request)
+                answered()
+                missing = BadMessage(
+                    ErrorCode.BAD_MESSAGE, "resume.room: missing required field", field="room"
+                )
+                await ws.send(encode(error_reply(missing, request.id)))
+
+    async with serve(
+        handler, "127.0.0.1", 0, subprotocols=[Subprotocol(SUBPROTOCOL)], compression=None
+    ) as node:
+        yield f"ws://127.0.0.1:{next(iter(node.sockets)).getsockname()[1]}"
+
+
+async def test_an_entry_lost_whose_resume_meets_an_earlier_release_gets_its_seat_on_the_next(
+    cluster: Cluster,
+) -> None:
+    """A rolling upgrade (docs/deploy.md, "Upgrading"): Bob's ``create`` on a node of
+    this release is stored, its reply lost; the session's first try to take the seat
+    back finds that node unreachable, the next reaches a node of the earlier release,
+    which cannot resume by a token alone (``bad_message`` naming ``room``, nothing
+    stored). The session goes on to the next node and takes the same seat there: one
+    seat of Bob's, not a second room, not an error. (A guard: found to hold on real
+    processes of both releases, and here without the earlier release's code.)"""
+    server = await cluster.node()
+    asked: list[Envelope] = []
+    async with FlakyLink(int(server.url.rsplit(":", 1)[1]), seed=17) as link:
+        link.cut_within, link.cut_directions = (CUT_AT, CUT_AT), (Direction.DOWN,)
+
+        def let_the_link_in() -> None:
+            link.refusing = False  # the next try reaches this release's node again
+
+        async with _earlier_release_node(asked, let_the_link_in) as old_url:
+
+            async def create(client: RaceClient) -> dict[str, Any]:
+                # The first connection is the link's: cut in its reply. The next one
+                # through the link is refused, so the session tries the earlier release.
+                link.cut_within, link.refusing = None, True
+                return await client.create("yukon", "Bob")
+
+            session = Session([link.url, old_url])
+            reply = await session.enter(create)
+        assert (link.stats.cuts, link.stats.refused, link.stats.connections) == (1, 1, 2)
+        assert [(e.t, "room" in e.d, e.d["token"] == session.token) for e in asked] == [
+            ("resume", False, True)
+        ]
+        room = server.node.rooms[reply["room"]]
+        bobs = [r for r, info in room.state.racers.items() if info.name == "Bob"]
+        assert bobs == [reply["racer"]]
+        assert room.state.racers[reply["racer"]].online  # on the link's second connection
+        assert len(server.node.rooms) == 1
+        await session.close()
