@@ -49,7 +49,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from . import pacing
-from .errors import CONNECT_ERRORS
+from .errors import CONNECT_ERRORS, closed_in_words
 from .errors import NoReply as NoReply  # raised here; defined beside the words for it
 from .pacing import Pace, Pacer
 from .roomview import Fold, RoomView
@@ -275,6 +275,11 @@ class RaceClient:
         except ConnectionClosed:
             pass
         finally:
+            if self.failure is None:  # the server's close frame, said in words
+                protocol = self.ws.protocol
+                self.failure = closed_in_words(
+                    protocol.close_rcvd, protocol.close_sent, protocol.close_rcvd_then_sent
+                )
             # The reader is the only one to read replies: once it stops, so does the
             # connection (an audit: a frame it could not read ended it and left the
             # socket open, so the next request waited its whole timeout for nothing).

@@ -15,7 +15,7 @@ from solrace.net.admission import Admission, counted_as, parse_networks
 from solrace.protocol import Envelope
 from solrace.protocol.limits import RESUME_BURST, RESUME_INTERVAL_S
 from solrace_client import RaceClient, ServerError
-from solrace_client.errors import START_HINT
+from solrace_client.errors import START_HINT, lost_reason
 from solrace_client.results import finished_race
 from solrace_client.session import Backoff, Rejoined, Session, SessionEnd, SessionOver, Unreachable
 from solrace_client.tui.app import BACKOFF as TUI_BACKOFF
@@ -48,11 +48,12 @@ async def settled(session: Session) -> None:
         pass
 
 
-async def racing_session(url: str, **kw: Any) -> tuple[Session, RaceClient]:
-    """Ann races through a session, Bob on a plain client; both hold their boards."""
+async def racing_session(url: str | list[str], **kw: Any) -> tuple[Session, RaceClient]:
+    """Ann races through a session, Bob on a plain client (on the last of several
+    servers); both hold their boards."""
     session = Session(url, **kw)
     await session.enter(lambda client: client.create("yukon", "Ann"))
-    bob = await RaceClient.connect(url)
+    bob = await RaceClient.connect(url if isinstance(url, str) else url[-1])
     await bob.join(session.view.code or "", "Bob")
     await bob.ready()
     await until(session, lambda i: isinstance(i, Envelope) and i.t == "ready_changed")
@@ -178,6 +179,28 @@ async def test_a_reconnect_refused_as_connecting_too_fast_waits_out_its_retry_af
     for count, retry, waited in waits:
         assert count == 1 and waited >= retry
     assert (await session.live.ping()) > 0  # and it goes on
+    await session.close()
+
+
+async def test_a_session_whose_node_drains_says_so_in_words_and_rejoins_on_another(
+    cluster: Cluster,
+) -> None:
+    """A drained node closes its connections 1001 ``draining``: the session rejoins on
+    the next node, and the reason it reports is the restart in words, not websockets'
+    "received 1001 (going away) draining; then sent 1001 (going away) draining" that a
+    bot printed of its drained node (15 of 76 bots in a herd audit)."""
+    first, second = await cluster.node(), await cluster.node()
+    lost: list[BaseException | None] = []
+    session, bob = await racing_session(
+        [first.url, second.url], backoff=QUICK, lost=lambda n, e: lost.append(e)
+    )
+    await first.drain()
+    item = await until(session, lambda i: isinstance(i, Rejoined))
+    assert isinstance(item, Rejoined) and session.server == second.url
+    assert [lost_reason(e) for e in lost[:1]] == ["the server is restarting"], lost
+    moved = await session.live.move(MOVES[0])
+    assert moved["seq"] == 0
+    await bob.close()
     await session.close()
 
 
