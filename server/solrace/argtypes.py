@@ -106,8 +106,10 @@ class OneLineParser(argparse.ArgumentParser):
     And ``--help`` or ``--version`` that cannot be written fails as any output does
     (:func:`output_unusable`, :func:`reader_gone`): argparse drops the error of that
     write, so ``--version > /dev/full`` ended with status 0, the answer lost (found in
-    ``solrace-rules``, true of every command). A command line whose status for that
-    is not 1 says so in a subclass (its subcommands' parsers are of its class)."""
+    ``solrace-rules``, true of every command), and so does one with standard output
+    closed (``--help >&-``: argparse wrote the help on standard error, status 0). A
+    command line whose status for that is not 1 says so in a subclass (its
+    subcommands' parsers are of its class)."""
 
     #: The command's status for output it cannot write.
     output_failed: ClassVar[int] = 1
@@ -116,6 +118,11 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, usage_line(self.prog, message) + "\n")
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if file is None and sys.stdout is None and sys.stderr is not None:
+            # ``--help >&-``: argparse passes the closed standard output (None) and
+            # then writes to standard error instead — the help there, status 0. Its
+            # mistakes name standard error itself, so None here is the output's.
+            sys.exit(output_unusable(self.prog, "standard output is closed", self.output_failed))
         if file is None or file is not sys.stdout:  # a mistake, said on standard error
             super()._print_message(message, file)
             return
