@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from solrace import __version__
-from solrace.argtypes import BadNumber, real, whole
+from solrace.argtypes import BadNumber, BadText, real, utf8, whole
 
 
 @pytest.mark.parametrize(
@@ -48,6 +48,16 @@ def test_good_values_and_their_spellings() -> None:
     assert whole()("08") == 8  # leading zeros read as decimal
     assert whole(0, 10)("10") == 10
     assert real(0, above=True)("0.25") == 0.25
+
+
+def test_text_that_is_not_utf8_is_refused_with_its_bytes_shown() -> None:
+    """A command line's non-UTF-8 bytes arrive as lone surrogates: refused, shown as
+    the bytes typed (a ValueError and argparse's error alike, as BadNumber)."""
+    assert utf8("ws://höst") == "ws://höst"
+    with pytest.raises(BadText) as refused:
+        utf8("d\udcff")
+    assert str(refused.value) == "not UTF-8 text: 'd\\xff'"
+    assert isinstance(refused.value, ValueError)
 
 
 def test_a_refusal_is_both_what_argparse_prints_and_a_value_error() -> None:

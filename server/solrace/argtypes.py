@@ -37,6 +37,7 @@ __all__ = [
     "EXIT_USAGE",
     "OUTPUT_ERRNOS",
     "BadNumber",
+    "BadText",
     "OneLineParser",
     "add_version",
     "interruptible",
@@ -44,6 +45,7 @@ __all__ = [
     "reader_gone",
     "real",
     "usage_line",
+    "utf8",
     "whole",
 ]
 
@@ -244,3 +246,22 @@ def real(
 
     check.__name__ = "number"
     return check
+
+
+class BadText(argparse.ArgumentTypeError, ValueError):
+    """A text flag's (or variable's) value that is not UTF-8."""
+
+
+def utf8(text: str) -> str:
+    """``text`` if it is UTF-8, else :class:`BadText`: ``not UTF-8 text: 'd\\xff'``.
+
+    Python reads a command line's bytes that are not UTF-8 (``$'\\xff'``, a file name
+    from another locale) as lone surrogates, which pass every check of characters and
+    then fail the first encoding — a Redis key, a socket path, a URL's quoting, a host
+    name's IDNA — as a traceback. Shown with its bytes escaped, as typed."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise BadText(f"not UTF-8 text: '{shown}'") from None
+    return text

@@ -12,6 +12,7 @@ import re
 import socket
 import ssl
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -70,6 +71,34 @@ async def test_a_bad_server_url_is_one_line_and_status_2(command: list[str]) -> 
         status, _, err = await solrace(*command, "--server", url)
         assert status == errors.EXIT_FAILED
         assert says in one_line(err)
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        # each was a traceback (status 1): the host reached getaddrinfo, whose IDNA
+        # encoding refused it, or the path websockets' quoting
+        ("ws://" + "a" * 64 + ":8765", "'" + "a" * 64 + "' is not a host name (label too long)"),
+        ("ws://a..b:8765", "'a..b' is not a host name (label empty or too long)"),
+        ("ws://.:8765", "'.' is not a host name (label empty or too long)"),
+        ("ws://h\udcffst:8765", "not UTF-8 text: 'ws://h\\xffst:8765'"),
+        ("ws://127.0.0.1:8765/\udcff", "not UTF-8 text: 'ws://127.0.0.1:8765/\\xff'"),
+    ],
+)
+def test_a_server_url_no_connection_can_take_is_one_line_and_status_2(url: str, says: str) -> None:
+    """A host name that is not one (an empty or 64-character label, a byte that is not
+    UTF-8 — ``$'ws://h\\xffst'`` as a shell passes it) is a bad server URL, said before
+    anything connects, not a traceback."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "solrace"), "--server", url, "rooms"],
+        capture_output=True,
+        text=True,
+        errors="backslashreplace",
+        timeout=60,
+    )
+    assert done.returncode == errors.EXIT_FAILED, done.stderr
+    line = one_line(done.stderr)
+    assert line.startswith("solrace: bad server URL") and says in line
 
 
 @pytest.mark.parametrize(
