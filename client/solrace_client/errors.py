@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from solrace.argtypes import DEFAULT_PORT, BadText, utf8
+from solrace.argtypes import DEFAULT_PORT, BadText, not_a_host_name, utf8
 from solrace.argtypes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from solrace.argtypes import EXIT_READER_GONE as EXIT_READER_GONE
 from solrace.protocol import CloseCode, CloseReason, ErrorCode
@@ -182,7 +182,7 @@ def check_server_url(url: str) -> str:
         )
     if not parts.hostname:
         raise BadServerURL(f"bad server URL {url!r}: no host ({example})")
-    unnamed = _not_a_host_name(parts.hostname)
+    unnamed = not_a_host_name(parts.hostname)
     if unnamed is not None:
         raise BadServerURL(
             f"bad server URL {url!r}: {parts.hostname!r} is not a host name ({unnamed}) ({example})"
@@ -194,19 +194,6 @@ def check_server_url(url: str) -> str:
     if port == 0:
         raise BadServerURL(f"bad server URL {url!r}: port 0 is not a port to connect to")
     return url
-
-
-def _not_a_host_name(host: str) -> str | None:
-    """Why connecting cannot even look ``host`` up, else None: getaddrinfo encodes a
-    name with IDNA, which refuses an empty label (``a..b``, ``.``) or one past 63
-    characters — a UnicodeError out of the connection, as a traceback (status 1).
-    Addresses encode as they are."""
-    try:
-        host.encode("idna")
-    except UnicodeError as exc:
-        found = re.search(r"\(UnicodeError: (.*)\)$", str(exc))
-        return found.group(1) if found else str(exc)
-    return None
 
 
 def _bracketed(where: str) -> str | None:

@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import errno
 import math
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final, NoReturn
@@ -41,6 +42,7 @@ __all__ = [
     "OneLineParser",
     "add_version",
     "interruptible",
+    "not_a_host_name",
     "output_unusable",
     "reader_gone",
     "real",
@@ -265,3 +267,16 @@ def utf8(text: str) -> str:
         shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         raise BadText(f"not UTF-8 text: '{shown}'") from None
     return text
+
+
+def not_a_host_name(host: str) -> str | None:
+    """Why ``host`` cannot even be looked up, else None: getaddrinfo encodes a name
+    with IDNA, which refuses an empty label (``a..b``, ``.``) or one past 63 characters
+    with a UnicodeError — out of a connection (``solrace --server``) a traceback, and
+    in ``solrace-server --host`` the codec's words. Addresses encode as they are."""
+    try:
+        host.encode("idna")
+    except UnicodeError as exc:
+        found = re.search(r"\(UnicodeError: (.*)\)$", str(exc))
+        return found.group(1) if found else str(exc)
+    return None

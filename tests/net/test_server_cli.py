@@ -102,6 +102,19 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
             "--trusted-proxies: 'my-proxy' is not an address or network",
         ),
         ([], {"SOLRACE_TRUSTED_PROXIES": "10.0.0.0/33"}, "'10.0.0.0/33' is not an address"),
+        # bytes that are not UTF-8 ($'\xff' in a shell): a traceback, status 1, once the
+        # engine's socket path or the first key was encoded; a Redis URL's host was
+        # served (retried for ever); a host's said IDNA's words
+        (["--data-dir", "/tmp/d\udcff"], {}, "--data-dir: not UTF-8 text: '/tmp/d\\xff'"),
+        (
+            ["--key-prefix", "p\udcff:", "--redis-url", REDIS_URL],
+            {},
+            "--key-prefix: not UTF-8 text: 'p\\xff:'",
+        ),
+        ([], {"SOLRACE_KEY_PREFIX": "\udcff"}, "$SOLRACE_KEY_PREFIX: not UTF-8 text: '\\xff'"),
+        (["--redis-url", "redis://\udcff/0"], {}, "--redis-url: not UTF-8 text"),
+        (["--host", "h\udcff"], {}, "--host: not UTF-8 text: 'h\\xff'"),
+        (["--host", "a..b"], {}, "--host: 'a..b' is not a host name (label empty or too long)"),
     ],
 )
 def test_a_bad_flag_or_variable_is_one_line_and_exit_status_2(

@@ -51,7 +51,9 @@ from solrace.argtypes import (
     EXIT_USAGE,
     OneLineParser,
     add_version,
+    not_a_host_name,
     real,
+    utf8,
     whole,
 )
 from solrace.streams import degrade_gracefully
@@ -154,6 +156,9 @@ def _host(text: str) -> str:
     failures (no IPv6 here, …) are left to the real start, which says them."""
     if not text.strip():
         raise ValueError("must not be empty (0.0.0.0 listens on every IPv4 address)")
+    unnamed = not_a_host_name(text)
+    if unnamed is not None:
+        raise ValueError(f"{text!r} is not a host name ({unnamed})")
     try:
         found = socket.getaddrinfo(text, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:  # its codes are not errnos
@@ -538,8 +543,8 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
         if given is None:
             values[setting.dest] = None
             continue
-        try:
-            values[setting.dest] = setting.check(given)
+        try:  # bytes that are not UTF-8 first: no check (key, path, URL) can use them
+            values[setting.dest] = setting.check(utf8(given))
         except ValueError as exc:
             raise UsageError(f"{source}: {exc}") from None
     return argparse.Namespace(**values)
