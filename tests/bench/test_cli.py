@@ -49,7 +49,14 @@ def _node() -> str:
         (["rules", "--seconds", "soon"], "argument --seconds: not a number: 'soon'"),
         (["solver", "--budget", "0"], "argument --budget: must be 1 or more, got 0"),
         (["solver", "--deals", "-1"], "argument --deals: must be 0 or more, got -1"),
-        (["solver", "--workers", "0"], "argument --workers: must be 1 or more, got 0"),
+        (["solver", "--workers", "0"], "argument --workers: must be 1 to 256, got 0"),
+        (["solver", "--workers", "257"], "argument --workers: must be 1 to 256, got 257"),
+        # an OverflowError traceback (status 1) as the pool started; 1000 started 1000
+        # processes on a 2-core machine
+        (
+            ["solver", "--workers", "99999999999999999999"],
+            "argument --workers: must be 1 to 256, got 99999999999999999999",
+        ),
         (["solver", "--start", "-1"], "argument --start: must be 0 or more, got -1"),
         (["solver", "--certify", "-1"], "argument --certify: must be 0 or more, got -1"),
         (["solver", "--certify-budget", "0"], "--certify-budget: must be 1 or more, got 0"),

@@ -32,6 +32,10 @@ SEED_LIMIT: Final = 2**64
 # ------------------------------------------------------ argument types (solrace.argtypes)
 more_than_0 = real(0, above=True)
 at_least_0 = real(0)
+#: The most ``--workers`` (solver processes): past it each machine's cores are long
+#: outnumbered. Unbounded, 1000 started 1000 processes on a 2-core machine, and a number
+#: past a C int was an OverflowError traceback as the pool started.
+MAX_WORKERS: Final = 256
 
 
 def redis_url(text: str) -> str:
@@ -86,7 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--deals", type=whole(0), default=200, help="solver: deals per preset")
     parser.add_argument("--budget", type=at_least_1, default=100_000, help="solver: node budget")
-    parser.add_argument("--workers", type=at_least_1, default=None, help="solver: processes")
+    parser.add_argument(
+        "--workers",
+        type=whole(1, MAX_WORKERS),
+        default=None,
+        help=f"solver: processes (at most {MAX_WORKERS})",
+    )
     parser.add_argument("--start", type=whole(0), default=0, help="solver: first seed")
     parser.add_argument("--certify", type=whole(0), default=200, help="solver: certify walks")
     parser.add_argument("--certify-budget", type=at_least_1, default=None, help="solver")
