@@ -247,6 +247,9 @@ def test_cli_play_illegal_and_notation(tmp_path: Path, capsys: pytest.CaptureFix
         ("double_yukon", "11>F", "column 11 is not between 1 and 10 (double_yukon has 10 col"),
         ("klondike", "100>F", "not a move: '100>F'"),  # not notation at all, as it was
         ("klondike", "1:1>1", "'1:1>1': a column cannot move onto itself"),
+        # a count past MAX_RUN was quoted cut to 9 digits: "no column holds 999999999 cards"
+        ("klondike", "1:" + "9" * 20 + ">2", "no column holds more than 104 cards"),
+        ("klondike", "1:105>2", "'1:105>2': no column holds more than 104 cards"),
     ],
 )
 def test_a_column_no_variant_has_is_refused_with_the_boards_range(

@@ -155,7 +155,8 @@ def _parse_uncached(notation: str) -> Move:
             # Read only as many digits as MAX_RUN has: a count of thousands of digits
             # raised int()'s ValueError, not a NotationError (a verify audit).
             if len(groups[1]) > len(str(MAX_RUN)) or int(groups[1]) > MAX_RUN:
-                raise NotationError(f"{notation!r}: no column holds {groups[1]:.9} cards")
+                # not the count itself: cut short, it was quoted as another number
+                raise NotationError(f"{notation!r}: no column holds more than {MAX_RUN} cards")
             count = int(groups[1])
             if src == dst:
                 raise NotationError(f"{notation!r}: a column cannot move onto itself")
