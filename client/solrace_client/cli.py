@@ -170,11 +170,14 @@ _seconds_at_least_0 = real(0, unit=" seconds")
 
 
 def _code(text: str) -> str:
+    """A typed room code as the server reads it; refused with its bounds (MAX_CODE_LEN):
+    "letters and digits" alone was said of 17 letters too, true of them and not why."""
     try:
         return room_code(text)  # the server's own reading of a typed code
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a room code: letters and digits, like K7QX2M"
+            f"{text!r} is not a room code: 1 to {limits.MAX_CODE_LEN} letters and digits, "
+            "like K7QX2M"
         ) from None
 
 

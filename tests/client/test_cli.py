@@ -948,8 +948,8 @@ def test_a_code_typed_as_it_is_read_out_in_two_words_is_one_code(
         main(["join", "kbz", "8c!"])
     assert exit_.value.code == 2
     assert _one_line(capsys.readouterr().err) == (
-        "solrace join: argument code: 'kbz 8c!' is not a room code: letters and digits, "
-        "like K7QX2M (see solrace join --help)"
+        "solrace join: argument code: 'kbz 8c!' is not a room code: 1 to 16 letters and "
+        "digits, like K7QX2M (see solrace join --help)"
     )
 
 

@@ -358,6 +358,9 @@ async def test_a_redirect_to_a_web_address_says_where_not_bad_url(location: str,
         (["create", "--spectator-delay", "11m"], "--spectator-delay: must be 0 to 600 s"),
         (["create", "--option", "draw"], "--option"),
         (["join", "AB-12!"], "is not a room code"),
+        # it said "letters and digits, like K7QX2M" of 17 letters: true of them, not why
+        (["join", "ABCDEFGHJKLMNPQRS"], "is not a room code: 1 to 16 letters and digits"),
+        (["bot", "ABCDEFGHJKLMNPQRS"], "is not a room code: 1 to 16 letters and digits"),
         (
             ["--server", "ws://h:1", "verify", "r_x"],
             "solrace verify: it works on this computer's saved races: no --server "
