@@ -115,6 +115,19 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         (["--redis-url", "redis://\udcff/0"], {}, "--redis-url: not UTF-8 text"),
         (["--host", "h\udcff"], {}, "--host: not UTF-8 text: 'h\\xff'"),
         (["--host", "a..b"], {}, "--host: 'a..b' is not a host name (label empty or too long)"),
+        # the default data directory, from $XDG_DATA_HOME, was not checked as --data-dir
+        # is: a traceback (not UTF-8), or an engine whose socket URL lost the newline
+        (
+            ["--port", "0"],
+            {"XDG_DATA_HOME": "/tmp/x\udcff", "SOLRACE_DATA_DIR": ""},
+            "--data-dir: not UTF-8 text: '/tmp/x\\xff/solrace' (the default, from "
+            "$XDG_DATA_HOME or $HOME: name another with --data-dir)",
+        ),
+        (
+            ["--port", "0"],
+            {"XDG_DATA_HOME": "/tmp/x\ny", "SOLRACE_DATA_DIR": ""},
+            "--data-dir: must not contain a control character (U+000A) (the default",
+        ),
     ],
 )
 def test_a_bad_flag_or_variable_is_one_line_and_exit_status_2(

@@ -567,8 +567,16 @@ async def open_store(
     from solrace.store.embedded import DataDirUnusable, default_data_dir
 
     if url is None:
+        if data_dir is None:  # checked as --data-dir is: its variables are a user's too
+            try:
+                data_dir = _data_dir(utf8(str(default_data_dir())))
+            except ValueError as exc:
+                raise UsageError(
+                    f"--data-dir: {exc} (the default, from $XDG_DATA_HOME or $HOME: name "
+                    "another with --data-dir)"
+                ) from None
         try:
-            return await Store.start_embedded(data_dir or default_data_dir(), prefix=prefix), True
+            return await Store.start_embedded(data_dir, prefix=prefix), True
         except DataDirUnusable as exc:
             raise UsageError(f"--data-dir: {exc}") from None
     try:
