@@ -717,3 +717,22 @@ def test_the_help_lists_every_exit_status(capsys: pytest.CaptureFixture[str]) ->
         said = " ".join(said.split())
         for status in ("0 won", "3 unwinnable", "4 unknown", "130 interrupted", "141"):
             assert status in said, (command, status)
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "says"),
+    [
+        # "cannot read : No such file or directory": no name where the name goes
+        (["moves", ""], b"", "solrace-rules: cannot read '' (an empty file name): No such file"),
+        # "standard input: not JSON: Expecting value": the file of these bytes said why
+        (["moves", "-"], b"\xff\xfe{}", "solrace-rules: standard input is not a position: not"),
+        (["solve", "-"], b"\xff", "solrace-rules: standard input is not a position: not UTF-8"),
+    ],
+)
+def test_an_empty_file_name_and_bytes_not_utf8_on_standard_input_say_so(
+    args: list[str], stdin: bytes, says: str
+) -> None:
+    done = subprocess.run([*CLI, *args], input=stdin, capture_output=True, timeout=60)
+    err = done.stderr.decode()
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert err.startswith(says) and err.count("\n") == 1, err

@@ -28,11 +28,13 @@ from typing import Any, Final
 from solrace.argtypes import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    BadText,
     OneLineParser,
     add_version,
     output_unusable,
     reader_gone,
     usage_line,
+    utf8,
     whole,
 )
 from solrace.streams import degrade_gracefully
@@ -110,16 +112,19 @@ class InputUnreadable(Exception):
 
 
 def _read_board(source: str) -> Board:
-    name = "standard input" if source == "-" else source
+    # an empty name ('') said "cannot read : No such file or directory"
+    name = "standard input" if source == "-" else source or "'' (an empty file name)"
     try:
         if source == "-":
             if sys.stdin is None:  # started with standard input closed (`<&-`)
                 raise InputUnreadable(name, "it is closed")
-            text = sys.stdin.read(MAX_POSITION_CHARS + 1)
+            # read as the locale says, which may keep bytes that are not UTF-8 as
+            # surrogates (a file's are refused as it is opened): refused alike
+            text = utf8(sys.stdin.read(MAX_POSITION_CHARS + 1))
         else:
             with open(source, encoding="utf-8") as handle:
                 text = handle.read(MAX_POSITION_CHARS + 1)
-    except UnicodeDecodeError:  # e.g. a binary file given by mistake
+    except (UnicodeDecodeError, BadText):  # e.g. a binary file given by mistake
         raise InvalidPositionError(f"{name} is not a position: not UTF-8 text") from None
     except OSError as exc:  # opening or reading: a read error, whatever its errno (EIO…)
         raise InputUnreadable(name, exc.strerror or str(exc)) from None
