@@ -193,6 +193,10 @@ def check_server_url(url: str) -> str:
         )
     if port == 0:
         raise BadServerURL(f"bad server URL {url!r}: port 0 is not a port to connect to")
+    if "#" in url:  # websockets refuses it, said as "cannot reach" once it was tried
+        raise BadServerURL(
+            f"bad server URL {url!r}: a WebSocket URL takes no #fragment ({example})"
+        )
     return url
 
 

@@ -83,6 +83,9 @@ async def test_a_bad_server_url_is_one_line_and_status_2(command: list[str]) -> 
         ("ws://.:8765", "'.' is not a host name (label empty or too long)"),
         ("ws://h\udcffst:8765", "not UTF-8 text: 'ws://h\\xffst:8765'"),
         ("ws://127.0.0.1:8765/\udcff", "not UTF-8 text: 'ws://127.0.0.1:8765/\\xff'"),
+        # "cannot reach ws://…#x: bad server URL (… isn't a valid URI: fragment
+        # identifier is meaningless)": websockets' words, after trying to connect
+        ("ws://127.0.0.1:8765/#x", "'ws://127.0.0.1:8765/#x': a WebSocket URL takes no #"),
     ],
 )
 def test_a_server_url_no_connection_can_take_is_one_line_and_status_2(url: str, says: str) -> None:
