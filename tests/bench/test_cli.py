@@ -65,7 +65,9 @@ def _node() -> str:
             ["solver", "--start", str(2**64 - 1), "--deals", "2"],
             f"--start: the last seed, --start + --deals - 1 = {2**64}, is not below 2**64",
         ),
-        (["solver", "--variant", "golf"], "--variant: unknown preset(s): golf"),
+        (["solver", "--variant", "golf"], "--variant: unknown preset(s): 'golf' (presets: yukon,"),
+        # said "unknown preset(s): " and nothing: the empty name did not show
+        (["solver", "--variant", ""], "--variant: unknown preset(s): '' (presets: yukon, russian"),
         (
             ["solver", "--log", "/proc/nonexistent/dir/log", "--deals", "1"],
             "--log: cannot open /proc/nonexistent/dir/log: No such file or directory",

@@ -4,9 +4,9 @@ Exit status: 0 the benchmark ran (its JSON on standard output); 1 it could not r
 the end (Redis does not answer, or failed during the run, or the run could not go on: a
 child or the rooms did not start, bench/failed.py), said in one line; 2 a bad argument,
 said in one line before anything runs — a number out of its range (not finite,
-negative, zero where one is needed), a malformed Redis URL or one Redis refuses or
-answers otherwise (a cluster URL for a standalone Redis, TLS for a plain-text one), a
-``--log`` that cannot be opened, an unknown preset, a loop not installed; 130
+negative, zero where one is needed, ``--workers`` past 256), a malformed Redis URL or
+one Redis refuses or answers otherwise (a cluster URL for a standalone Redis, TLS for a
+plain-text one), a ``--log`` that cannot be opened, an unknown preset, a loop not installed; 130
 interrupted (Ctrl-C).
 """
 
@@ -175,7 +175,9 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         args.variant = args.variant or list(DEFAULT_PRESETS)
         unknown = [p for p in args.variant if p not in PRESETS]
         if unknown:
-            parser.error(f"--variant: unknown preset(s): {', '.join(unknown)}")
+            # quoted, and the presets named: '' said "unknown preset(s): " and nothing
+            named = ", ".join(repr(p) for p in unknown)
+            parser.error(f"--variant: unknown preset(s): {named} (presets: {', '.join(PRESETS)})")
         if args.start + args.deals > SEED_LIMIT:
             parser.error(
                 f"--start: the last seed, --start + --deals - 1 = {args.start + args.deals - 1}"
