@@ -449,7 +449,8 @@ class RaceClient:
         without it, and the server draws the token as before.
 
         Refused ``unavailable`` with no seat named, nothing of this racer was stored,
-        and the request is sent again. With the seat named (``room``, ``token``), its
+        and the request is sent again, with a fresh token (the first one's claim may be
+        left: docs/protocol.md §5). With the seat named (``room``, ``token``), its
         outcome is unknown: the store failed after the racer may have been stored, and
         asking again would take a second seat. So the seat is resumed instead; a seat
         the server refuses otherwise (``bad_token``: it was never stored, or its grace
@@ -483,6 +484,11 @@ class RaceClient:
                 room, token = err.data.get("room"), err.data.get("token")
                 if seat is None and isinstance(room, str) and isinstance(token, str):
                     seat = (room, token)
+                elif seat is None and proposed is not None:
+                    # Nothing stored, but the claim the request took of its token may
+                    # be left (the store failed before it could let it go), and a
+                    # claim is taken once: token_in_use. A fresh one, which none holds.
+                    proposed = secrets.token_urlsafe(limits.TOKEN_BYTES)
                 refused = err
         assert first is not None
         raise first

@@ -277,20 +277,25 @@ async def test_a_reply_to_no_request_waiting_is_not_folded() -> None:
 
 
 class _Answering(_Hostile):
-    """A server connection that answers each request with ``reply(request)``."""
+    """A server connection that answers each request with ``reply(request)``; its
+    frames end when the client closes it."""
 
     def __init__(self, reply: Any) -> None:
         super().__init__([])
         self.reply = reply
-        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
     async def send(self, frame: Any) -> None:
         if not self.shut.is_set():
             self.queue.put_nowait(encode(self.reply(decode(frame))))
 
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        await super().close(code, reason)
+        self.queue.put_nowait(None)
+
     async def _frames(self) -> Any:
-        while not self.shut.is_set():
-            yield await self.queue.get()
+        while (frame := await self.queue.get()) is not None:
+            yield frame
 
 
 async def test_a_reply_that_cannot_be_folded_fails_its_request_at_once() -> None:
@@ -353,3 +358,25 @@ async def test_an_aborted_connection_is_closed_at_once_and_sends_nothing_more() 
             await client.close()
         assert asyncio.get_running_loop().time() - started < CLOSE_WAIT_S / 2
         assert received == []
+
+
+async def test_an_entry_sent_again_after_an_unseated_refusal_proposes_a_fresh_token() -> None:
+    """``unavailable`` naming no seat: nothing of this racer was stored, but the claim
+    its request took of the token may be left (the store failed before it could let it
+    go), and a claim is taken once (a second request proposing that token is refused
+    ``token_in_use``): the join goes again with a token of its own, which no claim holds."""
+    proposed: list[str] = []
+
+    def reply(request: Envelope) -> Envelope:
+        proposed.append(str(request.d["token"]))
+        if len(proposed) == 1:
+            refusal = {"code": "unavailable", "message": "…", "retry_after_ms": 1}
+            return Envelope("error", id=request.id, d=refusal)
+        seat = {"room": "r_1", "racer": 2, "token": request.d["token"], "snapshot": _LOBBY}
+        return Envelope("joined", id=request.id, d=seat)
+
+    client = RaceClient(cast(ClientConnection, _Answering(reply)))
+    joined = await client.join("ABC234", "Bob")
+    assert len(proposed) == 2 and proposed[0] != proposed[1], proposed
+    assert joined["token"] == client.token == proposed[1] and client.proposed is None
+    await client.close()

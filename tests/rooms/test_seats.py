@@ -15,6 +15,7 @@ from solrace.race.events import EventType
 from solrace.rooms import lobby
 from solrace.rooms.records import unpack_event
 from solrace.store import token_digest
+from solrace.store.errors import StoreUnavailable
 
 from .conftest import Backend, FakePeer
 
@@ -162,9 +163,10 @@ async def test_a_resume_by_token_while_its_join_is_written_waits_for_it(
     claim_seat, written, go_on = node.store.claim_seat, asyncio.Event(), asyncio.Event()
 
     async def held(*args: Any, **kwargs: Any) -> Any:
-        await claim_seat(*args, **kwargs)
+        taken = await claim_seat(*args, **kwargs)
         written.set()
         await go_on.wait()
+        return taken
 
     node.store.claim_seat = held  # type: ignore[method-assign]
     token = secrets.token_urlsafe(24)
@@ -243,6 +245,81 @@ async def test_of_two_joins_for_the_last_seat_the_refused_one_releases_its_claim
     assert sorted(r.t for r in replies) == ["error", "joined"], [r.d for r in replies]
     assert [r.d["code"] for r in replies if r.t == "error"] == ["room_full"]
     assert await _seat_claims(backend) == 1
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+async def test_two_joins_proposing_one_token_at_once_seat_it_once(
+    backend: Backend, nodes: int
+) -> None:
+    """A review: ``token_in_use`` was checked (racer_for_token) before the seat was
+    written, and the claim was a plain SET, so two ``join``s proposing one token at the
+    same moment — on one node or on two — both passed the check and both were seated:
+    two racers under one digest, and a resume by it took either seat. The claim is
+    taken atomically now: one join holds it and is seated, the other is refused
+    ``token_in_use`` with nothing stored, and leaves the claim to the seated one."""
+    first = await backend.node()
+    second = first if nodes == 1 else await backend.node()
+    ann = FakePeer(first)
+    created = await ann.ask("create", variant="klondike", name="Ann", max_racers=8)
+    code = str(created.d["code"])
+    room = ann.room
+    assert room is not None
+    for attempt in range(3):
+        token = secrets.token_urlsafe(24)
+        one, two = FakePeer(first), FakePeer(second)
+        replies = await asyncio.gather(
+            one.ask("join", code=code, name=f"One{attempt}", token=token),
+            two.ask("join", code=code, name=f"Two{attempt}", token=token),
+        )
+        assert sorted(r.t for r in replies) == ["error", "joined"], [r.d for r in replies]
+        assert [r.d["code"] for r in replies if r.t == "error"] == ["token_in_use"]
+        seated, refused = (one, two) if one.room is not None else (two, one)
+        assert seated.room is not None and seated.room.room_id == room.room_id
+        assert refused.room is None
+        joined = next(r for r in replies if r.t == "joined")
+        # The seated one's claim stays: its resume by the token alone finds the seat.
+        resumed = await FakePeer(second).ask("resume", token=token)
+        assert resumed.t == "joined" and resumed.d["racer"] == joined.d["racer"], resumed.d
+        digest = token_digest(token)
+        assert await first.store.racer_for_token(room.room_id, digest) == str(joined.d["racer"])
+        claim = await first.store.claimed_seat(digest)
+        assert claim is not None and claim.room_id == room.room_id
+    stored = [unpack_event(e.data) for e in await first.store.events_since(room.room_id, 0)]
+    names = [ev.d["name"] for ev in stored if ev.t == EventType.RACER_JOINED]
+    assert len(names) == 4, names  # Ann, then one seat a token
+
+
+async def test_a_join_the_store_failed_before_deciding_leaves_its_token_free(
+    backend: Backend,
+) -> None:
+    """The claim written, the store failed before the seat was decided: refused
+    ``unavailable`` naming no seat (nothing stored), and its claim goes, so that a
+    resume by the token says ``bad_token`` and the same request sent again — as the
+    client does after such a refusal — is seated, not refused ``token_in_use`` by its
+    own first attempt's claim."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="klondike", name="Ann", max_racers=4)
+    code = str(created.d["code"])
+    decide = node.decide
+
+    async def down(*args: Any, **kwargs: Any) -> Any:
+        raise StoreUnavailable("injected: Redis went away after the claim")
+
+    node.decide = down  # type: ignore[method-assign]
+    token = secrets.token_urlsafe(24)
+    refused = await bob.ask("join", code=code, name="Bob", token=token)
+    assert (refused.t, refused.d["code"]) == ("error", "unavailable"), refused.d
+    assert "room" not in refused.d and "token" not in refused.d
+    node.decide = decide  # type: ignore[method-assign]
+    assert await node.store.claimed_seat(token_digest(token)) is None
+    again = await bob.ask("join", code=code, name="Bob", token=token)
+    assert again.t == "joined", again.d
+    room = ann.room
+    assert room is not None and sorted(r.name for r in room.state.racers.values()) == [
+        "Ann",
+        "Bob",
+    ]
 
 
 def test_the_claims_times_are_the_documented_ones() -> None:

@@ -57,7 +57,12 @@ async def test_a_seat_claim_names_its_room_for_a_while(store: Store) -> None:
     expires, and holds the digest, never the token."""
     token = "proposed-by-the-client-0123456789"
     assert await store.claimed_seat(token_digest(token)) is None
-    await store.claim_seat(token_digest(token), "r_1", at_ms=1_234, ttl_s=300)
+    assert await store.claim_seat(token_digest(token), "r_1", at_ms=1_234, ttl_s=300)
+    assert await store.claimed_seat(token_digest(token)) == SeatClaim("r_1", 1_234)
+    # Taken once: another request proposing the token, for this room or another,
+    # finds it held and writes nothing.
+    assert not await store.claim_seat(token_digest(token), "r_1", at_ms=1_300, ttl_s=300)
+    assert not await store.claim_seat(token_digest(token), "r_2", at_ms=1_300, ttl_s=300)
     assert await store.claimed_seat(token_digest(token)) == SeatClaim("r_1", 1_234)
     assert await store.claimed_seat(token_digest("another")) is None
     key = store.keys.seat(token_digest(token))
@@ -65,5 +70,7 @@ async def test_a_seat_claim_names_its_room_for_a_while(store: Store) -> None:
     assert token not in key
     await store.release_seat_claim(token_digest(token))  # its request was refused
     assert await store.claimed_seat(token_digest(token)) is None
+    assert await store.claim_seat(token_digest(token), "r_2", at_ms=2_000, ttl_s=300)
+    assert await store.claimed_seat(token_digest(token)) == SeatClaim("r_2", 2_000)
     with pytest.raises(ValueError):  # a raw token is never a key
         await store.claim_seat(token, "r_1", at_ms=0, ttl_s=300)

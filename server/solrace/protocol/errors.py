@@ -148,7 +148,8 @@ _MESSAGES: Final[dict[ErrorCode, str]] = {
     ErrorCode.BAD_OPTIONS: "unknown variant or invalid options for it",
     ErrorCode.BAD_TOKEN: "the resume token does not match a racer of this room",
     ErrorCode.TOKEN_IN_USE: (
-        "the proposed token already holds a seat in this room: resume it, or propose a fresh one"
+        "the proposed token already holds a seat, or another request proposing it is being"
+        " seated: resume it, or propose a fresh one"
     ),
     ErrorCode.SPECTATOR_CANNOT_ACT: "spectators cannot do that",
     ErrorCode.ALREADY_IN_ROOM: "this connection is already in a room: leave it first",

@@ -261,12 +261,16 @@ async def _join(
             decide_.join(room.state, name, origin, node.seats_per_address, node.clock())
         except RaceError as exc:
             raise refuse(exc) from None
-        claim = token_digest(proposed)
+        digest = token_digest(proposed)
         # One seat per token: two racers under one digest would make a resume by it
-        # take either seat.
-        if await node.store.racer_for_token(room.room_id, claim) is not None:
+        # take either seat. The seated token of this room (its claim may be gone), then
+        # the claim, taken atomically: of two requests proposing one token at once, on
+        # any nodes, only one is seated (both passed a check before a plain SET).
+        if await node.store.racer_for_token(room.room_id, digest) is not None:
             raise BadMessage(ErrorCode.TOKEN_IN_USE)
-        await node.store.claim_seat(claim, room.room_id, node.clock(), SEAT_CLAIM_TTL_S)
+        if not await node.store.claim_seat(digest, room.room_id, node.clock(), SEAT_CLAIM_TTL_S):
+            raise BadMessage(ErrorCode.TOKEN_IN_USE)  # another request's: nothing written
+        claim = digest  # this request's, to release if nothing is stored
 
     def decision() -> list[RoomEvent]:
         events = decide_.join(room.state, name, origin, node.seats_per_address, node.clock())
@@ -295,6 +299,12 @@ async def _join(
         raise refuse(exc) from None
     except (StoreUnavailable, BadMessage) as exc:
         if not joined:
+            # Not decided: nothing of this racer was stored. Its claim goes (best
+            # effort: the store may be what failed), so that a resume by the token
+            # says ``bad_token`` and the token is free to be proposed again.
+            if claim is not None:
+                with contextlib.suppress(StoreUnavailable):
+                    await node.store.release_seat_claim(claim)
             raise
         # The racer may be stored (Redis failed after its racer_joined), online on this
         # connection, which is refused and never attached, so its close would record

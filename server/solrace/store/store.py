@@ -1415,17 +1415,24 @@ class Store:
                 found = _as_text(racer)
         return found
 
-    async def claim_seat(self, token_sha256_hex: str, room_id: str, at_ms: int, ttl_s: int) -> None:
+    async def claim_seat(self, token_sha256_hex: str, room_id: str, at_ms: int, ttl_s: int) -> bool:
         """Remember for ``ttl_s`` seconds that the client-proposed token with this
-        digest is being seated in ``room_id`` since ``at_ms`` (the race clock). Written
-        before the seat (the room's ``racer_joined`` and token): a claim without its
-        seat is a seat still being written, or one never stored (the resume tells them
-        apart by the claim's age); a seat without its claim could not be found by a
-        client that lost its reply. Global and single-key (cluster: another slot than
-        the room's), so it cannot be part of the room's atomic write."""
+        digest is being seated in ``room_id`` since ``at_ms`` (the race clock), unless
+        a claim of it is there already: whether this call took the claim (False: another
+        request proposing the token holds it — in flight, or seated — and nothing was
+        written). One ``SET … NX``: of two requests proposing one token at once, on any
+        nodes, exactly one gets it (a check before a plain SET let both through, and
+        both were seated). Written before the seat (the room's ``racer_joined`` and
+        token): a claim without its seat is a seat still being written, or one never
+        stored (the resume tells them apart by the claim's age); a seat without its
+        claim could not be found by a client that lost its reply. Global and
+        single-key (cluster: another slot than the room's), so it cannot be part of
+        the room's atomic write."""
         _check_token("claim", token_sha256_hex)
+        key = self.keys.seat(token_sha256_hex)
         with redis_errors():
-            await self._redis.set(self.keys.seat(token_sha256_hex), f"{room_id} {at_ms}", ex=ttl_s)
+            taken = await self._redis.set(key, f"{room_id} {at_ms}", ex=ttl_s, nx=True)
+        return bool(taken)
 
     async def claimed_seat(self, token_sha256_hex: str) -> SeatClaim | None:
         """The claim :meth:`claim_seat` wrote for this token digest, while it lasts."""
@@ -1439,8 +1446,9 @@ class Store:
 
     async def release_seat_claim(self, token_sha256_hex: str) -> None:
         """Forget the claim of a seat its request was refused (room full, too many
-        joins, …): a refused request leaves no key behind, and a resume by its token
-        says ``bad_token`` at once."""
+        joins, …) or never decided: a refused request leaves no key behind, and a
+        resume by its token says ``bad_token`` at once. Only the request that took the
+        claim (:meth:`claim_seat` True) releases it."""
         _check_token("claim", token_sha256_hex)
         with redis_errors():
             await self._redis.delete(self.keys.seat(token_sha256_hex))
