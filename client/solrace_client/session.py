@@ -190,9 +190,13 @@ class Session:
         token: the same seat, not a second one nor a ghost held for the grace; refused
         ``bad_token`` (:data:`NOT_SEATED`), it was never stored, and the entry is asked
         again. A connection error is raised only when that fails
-        :data:`ENTRY_RECLAIMS` times, when the entry proposed no token (``resume``,
-        ``watch``, a server of an earlier release), or when its reply did not come in
-        time on a connection still up (:class:`NoReply`: the server is busy)."""
+        :data:`ENTRY_RECLAIMS` times, or when the entry proposed no token (``resume``,
+        ``watch``, a server of an earlier release).
+
+        An entry whose reply did not come in time on a connection still up
+        (:class:`NoReply`: the server is busy) may have taken a seat too, stored late:
+        its token is resumed the same way (:meth:`_reclaim_unanswered`), but never
+        asked for again, and the NoReply is raised unless the seat is found."""
         last: BaseException | None = None
         for index, url in enumerate(self.servers):
             try:
@@ -211,11 +215,10 @@ class Session:
             reply = await entry(client)
         except DROPPED as exc:
             await _close_quietly(client)
-            # A reply that did not come in time, on a connection still up, is a busy
-            # server, not a lost link: said at once (a reconnect would wait as long
-            # again, up to ENTRY_RECLAIMS times).
-            if client.proposed is None or isinstance(exc, NoReply):
+            if client.proposed is None:
                 raise
+            if isinstance(exc, NoReply):
+                return await self._reclaim_unanswered(client.proposed, exc)
             return await self._reclaim(client.proposed, entry, exc)
         except BaseException:
             await _close_quietly(client)
@@ -269,6 +272,46 @@ class Session:
         # Out of attempts: said as the loss it is ("connection lost during create"),
         # not as the last refusal of a resume the user never asked for.
         raise lost if isinstance(last, ServerError) else last
+
+    async def _reclaim_unanswered(self, token: str, unanswered: NoReply) -> dict[str, Any]:
+        """Take back the seat an entry proposed ``token`` for, whose reply did not come
+        in time on a connection still up (``unanswered``): a busy server may store it
+        after the client gave up on it — a ghost held for the 30 s grace, which a
+        public room counts as this address's one seat (``same_address``), or a second
+        seat "Bob (2)" when asked again. On new connections (the servers in turn, with
+        the backoff), the token is resumed alone, again while the seat may still be
+        being written (``unavailable``: :data:`TRANSIENT`), at most
+        :data:`ENTRY_RECLAIMS` times. A busy server is waited for once more, not
+        ENTRY_RECLAIMS times: a resume unanswered too, or a connection that fails,
+        raises ``unanswered``. So does ``bad_token`` (:data:`NOT_SEATED`), and the
+        entry is not asked again: on a busy server it may still be on its way to the
+        store (its claim not written yet), and a second entry could take a second
+        seat."""
+        last: BaseException = unanswered
+        for attempt in range(1, ENTRY_RECLAIMS + 1):
+            delay = self.backoff.delay(attempt, self.rng)
+            asked = retry_after_s(last) if isinstance(last, ServerError) else 0.0
+            await asyncio.sleep(max(delay, asked))
+            index = (self.server_index + attempt - 1) % len(self.servers)
+            client: RaceClient | None = None
+            try:
+                client = await self._connect(self.servers[index])
+                reply = await client.resume(None, token, since=None)
+            except ServerError as err:
+                await _close_quietly(client)
+                # The seat still being written, or a node of an earlier release that
+                # cannot resume by a token alone (bad_message): another attempt.
+                if err.code not in (*TRANSIENT, "bad_message"):
+                    raise unanswered from None
+                last = err
+                continue
+            except DROPPED:
+                await _close_quietly(client)
+                raise unanswered from None
+            self.client, self.server_index = client, index
+            self._entered(client)
+            return reply
+        raise unanswered
 
     async def leave(self) -> None:
         """Leave the room, if this session races in it and is connected: a user who

@@ -7,6 +7,7 @@ and gets the same seat — no second seat, no ghost held for the 30 s grace, no
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from solrace.net.admission import Admission, parse_networks
 from solrace.protocol import (
     SUBPROTOCOL,
     BadMessage,
@@ -26,7 +28,7 @@ from solrace.protocol import (
 from solrace.protocol.limits import MAX_TOKEN_LEN, MIN_PROPOSED_TOKEN_LEN
 from solrace.protocol.messages import CreateRoom, JoinRoom, QuickRace
 from solrace_client import RaceClient
-from solrace_client.connection import ServerError
+from solrace_client.connection import REQUEST_TIMEOUT_S, ServerError
 from solrace_client.session import Session
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -252,3 +254,63 @@ async def test_an_entry_lost_whose_resume_meets_an_earlier_release_gets_its_seat
         assert room.state.racers[reply["racer"]].online  # on the link's second connection
         assert len(server.node.rooms) == 1
         await session.close()
+
+
+async def test_an_entry_answered_after_the_clients_timeout_gets_the_same_seat(
+    cluster: Cluster,
+) -> None:
+    """A busy node, not a dead link: the store write of Bob's seat (its ``racer_joined``
+    with the token) is held past the client's request timeout, so ``joined`` comes
+    after the client gave up on it (NoReply) on a connection still up. ``Session.enter``
+    raised NoReply at once and forgot the proposed token: the seat was stored anyway,
+    a ghost held for the 30 s grace, and the user's next ``join`` of this public room
+    from the same address was refused ``same_address`` (or, uncapped, seated "Bob (2)").
+    It now resumes by that token on a new connection — which waits for the write, the
+    room's lock held by it — and the user is in the seat."""
+    server = await cluster.node(admission=Admission(100, trusted=parse_networks("none")))
+    # The host from another loopback address: the one seat of 127.0.0.1 is Bob's.
+    host = await RaceClient.connect(server.url, local_addr=("127.0.0.2", 0))
+    code = (await host.create("yukon", "Ann"))["snapshot"]["code"]
+    store = server.node.store
+    append_event, claimed_seat = store.append_event, store.claimed_seat
+    go_on, resumed = asyncio.Event(), asyncio.Event()
+
+    async def slow(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("token") is not None:  # the seat's write: held, as a busy store
+            await go_on.wait()
+        return await append_event(*args, **kwargs)
+
+    async def looked_up(*args: Any, **kwargs: Any) -> Any:
+        resumed.set()  # a resume by the token alone reached the node
+        return await claimed_seat(*args, **kwargs)
+
+    store.append_event = slow  # type: ignore[method-assign]
+    store.claimed_seat = looked_up  # type: ignore[method-assign]
+    clients: list[RaceClient] = []
+    session = Session(server.url, connected=clients.append)
+    entering = asyncio.ensure_future(session.enter(lambda c: c.join(code, "Bob")))
+    try:
+        async with asyncio.timeout(REQUEST_TIMEOUT_S + 10):
+            await resumed.wait()
+    finally:
+        go_on.set()  # the write lands (a failing test must not leave it held for ever)
+    reply = await asyncio.wait_for(entering, 30)
+    room = server.node.rooms[reply["room"]]
+    assert sorted(r.name for r in room.state.racers.values()) == ["Ann", "Bob"]
+    bob = room.state.racers[reply["racer"]]
+    assert bob.name == "Bob" and session.token == reply["token"]
+    async with asyncio.timeout(5):  # held by this session's connection, online
+        while not room.state.racers[reply["racer"]].online:
+            await asyncio.sleep(0.05)
+    assert session.live is clients[-1] and len(clients) == 2
+    # The user is in; no second attempt is needed, and one would be refused as a second
+    # seat of this address, not seated as "Bob (2)".
+    store.append_event = append_event  # type: ignore[method-assign]
+    again = await RaceClient.connect(server.url)
+    with pytest.raises(ServerError) as refused:
+        await again.join(code, "Bob")
+    assert refused.value.code == ErrorCode.SAME_ADDRESS
+    assert sorted(r.name for r in room.state.racers.values()) == ["Ann", "Bob"]
+    for c in (again, host):
+        await c.close()
+    await session.close()
