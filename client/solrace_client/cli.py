@@ -63,6 +63,7 @@ from .errors import (
     EXIT_NO,
     EXIT_TERMINATED,
     BadServerURL,
+    ConnectionLost,
     cannot_reach,
     check_server_url,
     no_reply,
@@ -354,10 +355,10 @@ def cmd_rooms(args: argparse.Namespace) -> int:
         return _fail(f"the server refused: {refusal_of(err.data)}")
     except NoReply:  # reached (the last one tried), then silent: not "cannot reach"
         return _fail(no_reply(server_list(server)[-1]))
+    except ConnectionLost as exc:  # reached, then closed (an OSError: caught first)
+        return _fail(f"{server} closed the connection before answering ({exc})")
     except CONNECT_ERRORS as exc:  # every server tried: the last one's reason
         return _fail(cannot_reach(server_list(server), exc))
-    except ConnectionError:
-        return _fail(f"{server} closed the connection before answering")
     # The server lists finished rooms too (until they expire); they can be neither
     # joined nor watched racing, so they are not news.
     rooms = [room for room in rooms if room.get("phase") in LISTED_PHASES]
@@ -775,10 +776,10 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         return _fail(f"the server refused: {refusal_of(err.data)}")
     except NoReply:  # reached (the last one tried), then silent: not "cannot reach"
         return _fail(no_reply(server_list(server)[-1]))
+    except ConnectionLost as exc:  # reached, then closed (an OSError: caught first)
+        return _fail(f"{server} closed the connection before answering ({exc})")
     except CONNECT_ERRORS as exc:
         return _fail(cannot_reach(server_list(server), exc))
-    except ConnectionError:
-        return _fail(f"{server} closed the connection before answering")
     out = _out()
     if local is None:
         path = write_result(archived)

@@ -49,7 +49,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from . import pacing
-from .errors import CONNECT_ERRORS, closed_in_words
+from .errors import CONNECT_ERRORS, ConnectionLost, closed_in_words
 from .errors import NoReply as NoReply  # raised here; defined beside the words for it
 from .pacing import Pace, Pacer
 from .roomview import Fold, RoomView
@@ -275,8 +275,8 @@ class RaceClient:
         except ConnectionClosed:
             pass
         finally:
-            if self.failure is None:  # the server's close frame, said in words
-                protocol = self.ws.protocol
+            protocol = getattr(self.ws, "protocol", None)  # never raise before `closed`
+            if self.failure is None and protocol is not None:  # a close frame, in words
                 self.failure = closed_in_words(
                     protocol.close_rcvd, protocol.close_sent, protocol.close_rcvd_then_sent
                 )
@@ -285,7 +285,7 @@ class RaceClient:
             # socket open, so the next request waited its whole timeout for nothing).
             for _, future in self._pending.values():
                 if not future.done():
-                    future.set_exception(ConnectionError(self.failure or "connection closed"))
+                    future.set_exception(ConnectionLost(self.failure or "connection closed"))
             self._pending.clear()
             if not self.closed.done():
                 self.closed.set_result(None)
@@ -379,7 +379,7 @@ class RaceClient:
         data = {k: v for k, v in d.items() if v is not None}
         try:
             if self.closed.done():  # no reader: no reply would ever be read
-                raise ConnectionError(self.failure or "connection closed")
+                raise ConnectionLost(self.failure or "connection closed")
             await self.ws.send(encode(Envelope(t, id=request_id, d=data)))
         except BaseException:
             self._forget(request_id, future)

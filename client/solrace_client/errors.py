@@ -39,6 +39,8 @@ from websockets.exceptions import (
 )
 from websockets.frames import Close
 
+from .printable import printable
+
 EXIT_OK: Final = 0
 EXIT_NO: Final = 1
 EXIT_FAILED: Final = 2
@@ -131,6 +133,14 @@ def saved_race_over(race: str | None, server: str | None = None) -> str:
     )
 
 
+class ConnectionLost(ConnectionError):
+    """The connection went after the server was reached (a request's reply or the next
+    event will not come); its text says why in words (:func:`closed_in_words`, else
+    "connection closed"). Its own type, because ConnectionError is an OSError like the
+    errors of a server never reached: ``rooms`` said "cannot reach …: the server is
+    restarting — is solrace-server running?" of a node that closed 1001 ``draining``."""
+
+
 class NoReply(TimeoutError):
     """A request's reply did not come within its timeout, on a connection that was up:
     the server was reached (the handshake answered), then said nothing in time. A
@@ -193,7 +203,7 @@ def check_server_url(url: str) -> str:
         )
     if port == 0:
         raise BadServerURL(f"bad server URL {url!r}: port 0 is not a port to connect to")
-    if "#" in url:  # websockets refuses it, said as "cannot reach" once it was tried
+    if urlsplit(url).fragment:  # websockets refuses it, said as "cannot reach" once tried
         raise BadServerURL(
             f"bad server URL {url!r}: a WebSocket URL takes no #fragment ({example})"
         )
@@ -302,7 +312,9 @@ def closed_in_words(
         said = SERVER_CLOSES.get((rcvd.code, rcvd.reason)) or SERVER_CLOSES.get((rcvd.code, None))
         if said is not None:
             return said
-        return f"closed by the server ({rcvd.code} {rcvd.reason})".replace(" )", ")")
+        # The server's own words, made printable: a hostile server's escape sequences
+        # must not reach the terminal (client/printable.py).
+        return f"closed by the server ({rcvd.code} {printable(rcvd.reason)})".replace(" )", ")")
     if sent is not None and sent.reason == KEEPALIVE_TIMEOUT_REASON:
         return "no answer from the server in time"
     return None

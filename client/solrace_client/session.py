@@ -38,6 +38,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from .connection import RaceClient, ServerError, retry_after_s
 from .errors import (
     CONNECT_ERRORS,
+    ConnectionLost,
     NoReply,
     connect_reason,
     gave_up,
@@ -475,7 +476,7 @@ async def _receive(client: RaceClient, timeout: float | None) -> Envelope | None
     if not client.events.empty():
         return client.events.get_nowait()
     if client.closed.done():
-        raise ConnectionError(client.failure or "connection closed")
+        raise ConnectionLost(client.failure or "connection closed")
     getter = asyncio.ensure_future(client.events.get())
     try:
         waiters: set[asyncio.Future[Any]] = {getter, client.closed}
@@ -488,7 +489,7 @@ async def _receive(client: RaceClient, timeout: float | None) -> Envelope | None
     if getter.done() and not getter.cancelled():
         return getter.result()
     if client.closed.done():
-        raise ConnectionError(client.failure or "connection closed")
+        raise ConnectionLost(client.failure or "connection closed")
     return None
 
 

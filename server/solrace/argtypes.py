@@ -269,6 +269,11 @@ def utf8(text: str) -> str:
     return text
 
 
+#: Why a name fails IDNA encoding (what getaddrinfo does to it first): a label, the
+#: text between two dots, is empty or longer than 63 characters.
+NOT_A_LABEL: Final = "label empty or too long"
+
+
 def not_a_host_name(host: str) -> str | None:
     """Why ``host`` cannot even be looked up, else None: getaddrinfo encodes a name
     with IDNA, which refuses an empty label (``a..b``, ``.``) or one past 63 characters
@@ -277,6 +282,14 @@ def not_a_host_name(host: str) -> str | None:
     try:
         host.encode("idna")
     except UnicodeError as exc:
-        found = re.search(r"\(UnicodeError: (.*)\)$", str(exc))
-        return found.group(1) if found else str(exc)
+        # The codec's words differ between Python releases ("label empty or too long"
+        # wrapped in "encoding with 'idna' codec failed (UnicodeError: …)" on 3.11,
+        # "'idna' codec can't encode character '\x2e' …: label empty" on 3.13): a
+        # label's length said one way, anything else by its bare reason.
+        reason = getattr(exc, "reason", None)
+        said = reason if isinstance(reason, str) and reason else str(exc)
+        if "label empty" in said or "label too long" in said:
+            return NOT_A_LABEL
+        found = re.search(r"\(UnicodeError: (.*)\)$", said)
+        return found.group(1) if found else said
     return None

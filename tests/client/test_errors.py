@@ -22,7 +22,8 @@ from solrace_client import RaceClient, ServerError, errors
 from solrace_client.cli import build_parser, main
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus
+from websockets.frames import Close
 from websockets.http11 import Response
 
 from tests.client.test_cli import FakeUI, ui  # noqa: F401  (fixture)
@@ -78,7 +79,10 @@ async def test_a_bad_server_url_is_one_line_and_status_2(command: list[str]) -> 
     [
         # each was a traceback (status 1): the host reached getaddrinfo, whose IDNA
         # encoding refused it, or the path websockets' quoting
-        ("ws://" + "a" * 64 + ":8765", "'" + "a" * 64 + "' is not a host name (label too long)"),
+        (
+            "ws://" + "a" * 64 + ":8765",
+            "'" + "a" * 64 + "' is not a host name (label empty or too long)",
+        ),
         ("ws://a..b:8765", "'a..b' is not a host name (label empty or too long)"),
         ("ws://.:8765", "'.' is not a host name (label empty or too long)"),
         ("ws://h\udcffst:8765", "not UTF-8 text: 'ws://h\\xffst:8765'"),
@@ -502,3 +506,79 @@ def test_a_retry_after_of_other_digits_is_not_taken() -> None:
     assert errors.handshake_retry_after_s(refused("²")) is None
     assert errors.handshake_retry_after_s(refused("3")) == 3.0
     assert errors.handshake_retry_after_s(refused("9999")) == errors.MAX_RETRY_AFTER_S
+
+
+def _closed(
+    rcvd: tuple[int, str] | None, sent: tuple[int, str] | None, rcvd_first: bool | None
+) -> ConnectionClosed:
+    return ConnectionClosedError(
+        None if rcvd is None else Close(*rcvd),
+        None if sent is None else Close(*sent),
+        rcvd_first if rcvd is not None and sent is not None else None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("closed", "says"),
+    [
+        (_closed((1001, "draining"), (1001, "draining"), True), "the server is restarting"),
+        (_closed((1001, "room_gone"), (1001, "room_gone"), True), "the server lost the room"),
+        (
+            _closed((1000, "replaced"), (1000, "replaced"), True),
+            "a newer connection of this racer took over",
+        ),
+        (_closed((1008, "rate_limited"), None, None), "too many requests"),
+        (
+            _closed((1011, "keepalive ping timeout"), None, None),
+            "the server heard nothing from this client in time",
+        ),
+        (_closed((1011, "internal"), None, None), "the server failed"),
+        (_closed((4000, "odd"), None, None), "closed by the server (4000 odd)"),
+        (_closed((4000, ""), None, None), "closed by the server (4000)"),
+        (_closed((4000, "\x1b]0;PWNED\x07"), None, None), "closed by the server (4000 ?]0;PWNED?)"),
+        (
+            _closed(None, (1011, "keepalive ping timeout"), None),
+            "no answer from the server in time",
+        ),
+        (_closed((1000, ""), (1000, "bye"), False), "connection closed"),  # this client's close
+        (_closed(None, None, None), "connection closed"),  # no frame either way
+    ],
+)
+def test_a_close_frame_is_told_in_words_and_a_servers_own_reason_made_printable(
+    closed: ConnectionClosed, says: str
+) -> None:
+    """docs/protocol.md §13's closes, as a bot's "connection lost (…)" and a command's
+    error say them: websockets' "received 1001 (going away) draining; then sent …" was
+    printed; a server's own reason reached the terminal with its escape sequences."""
+    assert errors.lost_reason(closed) == says
+
+
+@pytest.mark.parametrize(
+    ("reason", "says"),
+    [("draining", "the server is restarting"), ("\x1b]0;PWNED\x07", "(1001 ?]0;PWNED?)")],
+)
+async def test_rooms_on_a_server_that_closes_says_it_was_reached_and_why(
+    reason: str, says: str
+) -> None:
+    """A node that closes 1001 on the request (it is draining): ``rooms`` said "cannot
+    reach …: the server is restarting — is solrace-server running?" of the server it had
+    reached, and a hostile server's close reason reached the terminal raw."""
+
+    async def handler(ws: ServerConnection) -> None:
+        await ws.recv()
+        await ws.close(1001, reason)
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        url = f"ws://127.0.0.1:{next(iter(server.sockets)).getsockname()[1]}"
+        status, _, err = await terminal.run(["rooms", "--server", url])
+    assert status == errors.EXIT_FAILED
+    assert "\x1b" not in err and "\x07" not in err, repr(err)
+    line = one_line(err)
+    assert line.startswith(f"solrace: {url} closed the connection before answering ("), line
+    assert says in line and "cannot reach" not in line, line
+
+
+@pytest.mark.parametrize("url", ["ws://127.0.0.1:8765/#", "ws://127.0.0.1:8765/?a=b#"])
+def test_an_empty_fragment_is_no_bad_server_url(url: str) -> None:
+    """websockets refuses only a fragment with something in it."""
+    assert errors.check_server_url(url) == url
