@@ -31,20 +31,9 @@ from websockets.exceptions import ConnectionClosedError
 from websockets.typing import Subprotocol
 
 
-class _NoCloseFrame:
-    """The part of a connection's protocol state the client reads when its reader
-    stops (which close frames came and went): none, here."""
-
-    close_rcvd = None
-    close_sent = None
-    close_rcvd_then_sent = None
-
-
 class _Closing:
     """A connection that refuses every send and whose frames end when ``end`` is set
     (the reader notices the close after the send failed, as on a real socket)."""
-
-    protocol = _NoCloseFrame()
 
     def __init__(self) -> None:
         self.end = asyncio.Event()
@@ -80,8 +69,6 @@ async def test_a_request_whose_send_fails_leaves_no_unretrieved_future() -> None
 
 class _Scripted:
     """A connection that answers the first frame sent with ``frames``, in order."""
-
-    protocol = _NoCloseFrame()
 
     def __init__(self, frames: list[bytes]) -> None:
         self.frames = frames
@@ -180,8 +167,6 @@ def test_a_refusals_pause_is_bounded(asked: Any, wait_s: float) -> None:
 class _Hostile:
     """A server connection that sends ``frames`` at once, then stays open until the
     client closes it (and refuses sends after that, as a closed socket does)."""
-
-    protocol = _NoCloseFrame()
 
     def __init__(self, frames: list[Any]) -> None:
         self.frames = frames
