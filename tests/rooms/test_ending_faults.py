@@ -14,7 +14,7 @@ twice. (docs/design.md, "Faults"; the resign's own window is in test_fault_windo
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -282,7 +282,8 @@ async def test_a_race_whose_lone_node_dies_as_it_begins_begins_on_the_next_one(
         assert resumed.t == "joined", resumed.d
         assert resumed.d["snapshot"]["phase"] == "racing", resumed.d["snapshot"]  # type: ignore[index]
         assert resumed.d["snapshot"]["you"]["board"], resumed.d["snapshot"]  # type: ignore[index]
-    commitment = str(next(e.d for e in await _stored(nxt, room) if e.t == "countdown")["commitment"])
+    countdown = next(e for e in await _stored(nxt, room) if e.t == EventType.COUNTDOWN)
+    commitment = str(countdown.d["commitment"])
     line = winning_moves(SOLVABLE_SECRET)
     for seq, move in enumerate(line):
         assert (await ann2.ask("move", seq=seq, move=move)).t == "moved"

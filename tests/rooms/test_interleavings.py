@@ -1,26 +1,35 @@
-"""Two coroutines of one node interleaved at an ``await``: what one read before a store
-call must still hold when it acts after it, or be checked again. Each test holds one
-store call at a chosen point, runs the other coroutine meanwhile (a timer, another
-racer's request, a rematch), then lets the first go on."""
+"""Two coroutines interleaved at an ``await`` — of one node, or two nodes deciding about
+one room at once: what one read before a store call must still hold when it acts after
+it, or be checked again (the store's compare-and-append sends a decision made on a
+stale room back to decide again). Each test holds one store call at a chosen point,
+runs the other coroutine meanwhile (a timer, another racer's request, a rematch, the
+other node's decision), then lets the first go on."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
+import pytest
+from solrace.protocol import race_id
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.limits import MIN_TIME_LIMIT_S
-from solrace.protocol.views import EventType, Phase
-from solrace.rooms import requests
+from solrace.protocol.views import EventType, Phase, RacerStatus
+from solrace.rooms import lobby, requests
 from solrace.rooms.node import Node
+from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
+from solrace.store import Store
 from solrace.store.errors import StoreUnavailable
 
+from tests.net.conftest import SOLVABLE_SECRET
 from tests.support.faults import Clock
+from tests.support.race import archived_result, winning_moves
 
 from .conftest import Backend, FakePeer
 from .test_core import _race_on
-from .test_fault_windows import _poll, _stored, _storing_on, _value
+from .test_fault_windows import GRACE_S, _poll, _replies, _stored, _storing_on, _value
 
 
 class _Racing(NamedTuple):
@@ -239,3 +248,130 @@ async def test_two_rematches_decided_at_once_on_two_nodes_make_one_round(
         assert (
             sorted(room.state.racers) == sorted(room_a.state.racers) and len(room.state.racers) == 2
         )
+
+
+def _versions(*rooms: LiveRoom) -> Callable[[], Awaitable[list[int]]]:
+    """A probe of the versions the nodes have folded of one room."""
+
+    async def probe() -> list[int]:
+        return [room.state.version for room in rooms]
+
+    return probe
+
+
+def _race_over_held(store: Store, arrived: asyncio.Event, go: asyncio.Event) -> None:
+    """Hold ``store``'s append of a race_over, once decided: say it ``arrived``, then
+    wait for ``go`` before writing it."""
+    append = store.append_event
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        if unpack_event(args[1]).t == EventType.RACE_OVER and not arrived.is_set():
+            arrived.set()
+            await go.wait()
+        return await append(*args, **kwargs)
+
+    setattr(store, "append_event", held)  # noqa: B010 (a method of the instance)
+
+
+async def test_two_nodes_ending_one_race_at_once_store_one_race_over(backend: Backend) -> None:
+    """Ann (node A) and Bob (node B) have resigned; each node decides the race_over on
+    the room as it was before the other's, and B's is stored first. A's compare-and-
+    append must find the race ended: one race_over, the one both racers get once, its
+    result archived and the room's note cleared — not a second end, nor one that
+    differs from node to node."""
+    a, b = await backend.node(), await backend.node()
+    race = await _race_on(a, b)
+    ann, bob = race.ann, race.bob
+    room_a, room_b = ann.room, bob.room
+    assert room_a is not None and room_b is not None
+    a_decided, b_decided, b_stored = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    _race_over_held(a.store, a_decided, b_stored)  # A's waits until B's is stored
+    _race_over_held(b.store, b_decided, a_decided)  # B's waits until A has decided its own
+    assert (await ann.ask("resign")).t == "ok"
+    assert (await bob.ask("resign")).t == "ok"  # B's tick decides the end; so does A's
+    await asyncio.wait_for(b_decided.wait(), 10)
+    await asyncio.wait_for(a_decided.wait(), 10)  # both decided before either is stored
+
+    async def b_over() -> list[str]:
+        return [e.t for e in await _stored(b, room_b) if e.t == EventType.RACE_OVER]
+
+    await _poll(b_over, bool, "B's race_over")
+    b_stored.set()
+    over = await ann.until(lambda f: f.t == "race_over")
+    await bob.until(lambda f: f.t == "race_over")
+    await _poll(_versions(room_a, room_b), lambda v: v[0] == v[1], "the folds")
+    stored = await _stored(a, room_a)
+    assert [e.t for e in stored].count(EventType.RACE_OVER) == 1, [e.t for e in stored]
+    assert [e.t for e in stored][-1] == EventType.RACE_OVER
+    for peer in (ann, bob):
+        assert [f.d for f in peer.frames if f.t == "race_over"] == [over.d]
+    assert room_a.state.result == room_b.state.result == over.d
+    kept = await archived_result(a.store, race_id(room_a.room_id, race.commitment))
+    assert unpack(kept)["result"] == over.d
+    await _poll(a.store.unarchived_rooms, lambda rooms: room_a.room_id not in rooms, "the note")
+
+
+@pytest.mark.parametrize("first", ["resume first", "forfeit first"])
+async def test_a_resume_racing_its_forfeit_on_another_node_is_one_or_the_other(
+    backend: Backend, first: str
+) -> None:
+    """Bob's connection to node B dropped. Node A, whose clock says his grace is over,
+    decides his forfeit while he resumes on B, whose clock (a moment behind) says it is
+    not: each decided on the room as it was before the other. Whichever is stored
+    first, the outcome is one of the rules': he is back, online, racing, and never
+    forfeited by A's late decision; or he is gone from the race (``left``, his log
+    closed) and his resume is refused ``bad_token`` saying why — never both, never a
+    racer online on a connection the room does not hold."""
+    clock_a, clock_b = Clock(), Clock()
+    a, b = await backend.node(clock_a), await backend.node(clock_b)
+    race = await _race_on(a, b)
+    ann, bob = race.ann, race.bob
+    room_a, room_b, bob_id = ann.room, bob.room, bob.racer
+    assert room_a is not None and room_b is not None and bob_id is not None
+    token = str((await bob.until(lambda f: f.t == "joined")).d["token"])
+    line = winning_moves(SOLVABLE_SECRET)
+    assert (await bob.ask("move", seq=0, move=line[0])).t == "moved"
+    bob.closed = True
+    await lobby.disconnected(b, bob)
+    await ann.until(lambda f: f.t == "presence" and f.d == {"racer": bob_id, "online": False})
+    clock_a.advance(GRACE_S + 1)  # A only: B's clock is behind A's, inside the grace
+    again = FakePeer(b)
+    replies: list[Envelope] = []
+
+    async def resume() -> None:
+        replies.extend(await _replies(again, "resume", room=room_b.room_id, token=token))
+
+    async def forfeit() -> None:
+        await a.tick(room_a)
+
+    if first == "resume first":
+        paused = _storing_on(a.store, EventType.RACER_LEFT, resume)
+        await forfeit()
+    else:
+        paused = _storing_on(b.store, EventType.PRESENCE, forfeit)
+        await resume()
+    assert paused, "the decisions did not interleave"
+    assert len(replies) == 1, [(f.t, dict(f.d)) for f in replies]
+    await _poll(_versions(room_a, room_b), lambda v: v[0] == v[1], "the folds")
+    stored = await _stored(a, room_a)
+    left = [e for e in stored if e.t == EventType.RACER_LEFT]
+    member = room_a.state.racers[bob_id]
+    if first == "resume first":
+        assert replies[0].t == "joined", replies[0].d
+        assert not left, left
+        assert member.online and member.conn == again.conn_id and room_b.racers[bob_id] is again
+        await a.tick(room_a)  # A's clock stays past the old grace: Bob is online now
+        assert not [e for e in await _stored(a, room_a) if e.t == EventType.RACER_LEFT]
+        assert (await again.ask("move", seq=1, move=line[1])).t == "moved"
+    else:
+        assert (replies[0].t, replies[0].d["code"]) == ("error", "bad_token"), replies[0].d
+        assert "grace" in str(replies[0].d["message"]), replies[0].d
+        assert [e.d["reason"] for e in left] == ["grace"] and member.status == RacerStatus.LEFT
+        assert not member.online and again.room is None and bob_id not in room_b.racers
+        for seq, move in enumerate(line):  # Ann, the last racer racing, wins
+            assert (await ann.ask("move", seq=seq, move=move)).t == "moved"
+        over = await ann.until(lambda f: f.t == "race_over")
+        standings = over.d["standings"]
+        assert isinstance(standings, list)
+        ends = [(s["name"], s["status"]) for s in standings]
+        assert ends == [("Ann", "finished"), ("Bob", "left")], ends
