@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ from solrace.race import RacerGame
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.fairness import round_seed
 from solrace.rooms.node import LEASE_MS, LEASE_RENEW_S
-from solrace.rooms.records import unpack_event
+from solrace.rooms.records import unpack_entries, unpack_event
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
 
@@ -309,6 +310,81 @@ async def test_a_drained_node_closes_with_draining(cluster: Cluster) -> None:
     cluster.servers.remove(server)
     await ann.closed
     assert (ann.ws.close_code, ann.ws.close_reason) == (1001, "draining")
+    await bob.close()
+
+
+@pytest.mark.parametrize("held", ["at its append", "at its engine read"])
+async def test_a_move_in_flight_across_a_drain_is_stored_once(
+    cluster: Cluster, held: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A drain lets the moves between their check and their store append reach the
+    store (Node.drained), then closes every connection 1001 and the racers resume on
+    another node. Ann's move is in flight as node one drains: at its append (Redis
+    slow), or before it, at the read that rebuilds her engine (an ``unavailable``
+    dropped it). It is stored exactly once at its seq, and nothing acknowledged is
+    lost: answered ``moved`` before the close when it was at its append; else her
+    client, closed with no reply, resumes on node two and sends it again (its
+    snapshot says it is not stored yet), and that one is the move stored. Node one
+    logs no error: its late move finds the one stored, as a retry does."""
+    caplog.set_level(logging.WARNING)
+    one, two = await cluster.node(), await cluster.node()
+    ann, bob = await racing(one.url, two.url)
+    assert ann.room is not None and ann.racer is not None
+    moves = winning_moves(SOLVABLE_SECRET)
+    await play_until_done(ann, moves[:3])
+    reached, gate = asyncio.Event(), asyncio.Event()
+    store = one.node.store
+    if held == "at its append":
+
+        async def hold(append: Callable[[], Awaitable[Any]]) -> Any:
+            reached.set()
+            await gate.wait()
+            return await append()
+
+        StoreFaults(store).on_append_move(hold)
+    else:
+        one.node.rooms[ann.room].games.pop(ann.racer)
+        read = store.move_log
+
+        async def read_held(*args: Any, **kwargs: Any) -> Any:
+            raw = await read(*args, **kwargs)
+            if not reached.is_set():
+                reached.set()
+                await gate.wait()
+            return raw
+
+        setattr(store, "move_log", read_held)  # noqa: B010 (a method of the instance)
+    in_flight = asyncio.ensure_future(ann.move(moves[3]))
+    await asyncio.wait_for(reached.wait(), 5)
+    drain = asyncio.ensure_future(one.drain())
+    cluster.servers.remove(one)
+    if held == "at its append":
+        await asyncio.sleep(0.3)
+        assert not drain.done() and not ann.closed.done(), "the drain did not wait for it"
+        gate.set()
+        assert (await in_flight)["seq"] == 3
+        await ann.closed
+    else:
+        await ann.closed  # at once: nothing counted it in flight yet
+        with pytest.raises(ConnectionError):
+            await in_flight
+    assert (ann.ws.close_code, ann.ws.close_reason) == (1001, "draining")
+    again = await RaceClient.connect(two.url)
+    joined = await again.resume(room=ann.room, token=ann.token, since=ann.version)
+    stored = 4 if held == "at its append" else 3
+    assert joined["snapshot"]["you"]["next_seq"] == stored
+    if held == "at its engine read":
+        again.seq = 3
+        assert (await again.move(moves[3]))["seq"] == 3  # sent again, as the client does
+        gate.set()  # node one's move goes on now, after the one stored
+    await drain
+    log = await two.node.store.move_log(ann.room, one.node.rooms[ann.room].log_name(ann.racer))
+    assert [e for e, _at in unpack_entries(log)] == moves[:4]
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert (await play_until_done(again, moves[4:]))["status"] == "finished"
+    await bob.resign()
+    assert await _standings(bob) == [("Ann", 1, "finished"), ("Bob", 2, "resigned")]
+    await again.close()
     await bob.close()
 
 
