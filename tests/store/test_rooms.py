@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from solrace.rooms.node import ROOM_TTL_S
 from solrace.store import CodeTaken, Listing, Store
+from solrace.store.errors import StoreUnavailable
 
 
 async def test_create_and_load(store: Store) -> None:
@@ -38,6 +41,64 @@ async def test_concurrent_code_claims_from_two_nodes(store: Store, node2: Store)
     assert len(winners) == 1
     assert all(isinstance(r, CodeTaken) for r in results if r is not None)
     assert await store.room_for_code("SAME") == f"r{winners[0]}"
+
+
+def _room_writes_fail(store: Store, monkeypatch: pytest.MonkeyPatch, *, gone: bool) -> None:
+    """Redis fails create_room's second round trip (the room's own writes, one pipeline)
+    after its code is claimed; ``gone``: the best-effort release of the code too (Redis
+    vanished, or the node died there: nothing more is written)."""
+    raw = store._redis
+    pipeline = raw.pipeline
+    made: list[Any] = []
+
+    async def fails(*_args: Any, **_kwargs: Any) -> Any:
+        raise ConnectionError("injected: Redis went away after the code's claim")
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        pipe = pipeline(*args, **kwargs)
+        if not made:  # the create's own (a cluster client's DEL makes one too)
+            made.append(pipe)
+            pipe.execute = fails
+        return pipe
+
+    monkeypatch.setattr(raw, "pipeline", failing)
+    if gone:
+        monkeypatch.setattr(raw, "delete", fails)
+
+
+async def test_a_create_whose_room_write_fails_lets_its_code_go(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A create is two round trips: the code's claim (SET NX), then the room's meta,
+    code copy and listing. Redis fails the second: the create fails, its code is let go
+    (drawn again, it is free) and nothing of the room is stored or listed."""
+    _room_writes_fail(store, monkeypatch, gone=False)
+    with pytest.raises(StoreUnavailable):
+        await store.create_room("r1", "ABCD", b"m", True, 1, ROOM_TTL_S, quick="yukon")
+    monkeypatch.undo()
+    assert await store.room_for_code("ABCD") is None
+    assert await store.load_meta("r1") is None
+    assert await store.listed_rooms() == [] and await store.quick_lobbies("yukon") == []
+    await store.create_room("r2", "ABCD", b"m", True, 2, ROOM_TTL_S, quick="yukon")
+    assert await store.room_for_code("ABCD") == "r2"
+
+
+async def test_a_code_claimed_by_a_create_cut_short_names_no_room_and_expires(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis vanishes (or the node dies) right after a create's code is claimed: the
+    code key stays, naming a room with no meta (a join by it is ``unknown_room``), and
+    it carries the room's lifetime cap from its own write, so it goes by itself —
+    nothing else of the room was written, nothing is listed."""
+    _room_writes_fail(store, monkeypatch, gone=True)
+    with pytest.raises(StoreUnavailable):
+        await store.create_room("r1", "ABCD", b"m", True, 1, ROOM_TTL_S, quick="yukon")
+    monkeypatch.undo()
+    assert await store.room_for_code("ABCD") == "r1"
+    assert await store.load_meta("r1") is None
+    assert await store.listed_rooms() == [] and await store.quick_lobbies("yukon") == []
+    ttl_ms = int(await store._redis.pttl(store.keys.code("ABCD")))
+    assert (ROOM_TTL_S - 60) * 1000 < ttl_ms <= ROOM_TTL_S * 1000, ttl_ms
 
 
 async def test_listing_newest_first_limit_and_unlist(store: Store) -> None:
