@@ -1128,7 +1128,8 @@ async def test_a_room_nobody_has_joined_yet_takes_racers(backend: Backend) -> No
     """A quick room whose creator's join failed (Redis) has never had a racer: unlike
     a lobby everyone left, the next quick race fills it."""
     node = await backend.node()
-    empty = await lobby._create_room(node, RoomSettings(variant="yukon", quick=True))
+    settings = lobby._checked(RoomSettings(variant="yukon", quick=True))
+    empty = await lobby._create_room(node, settings)
     bob = FakePeer(node)
     assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
     assert bob.room is empty

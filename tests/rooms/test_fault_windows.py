@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -954,6 +955,69 @@ async def test_a_room_whose_node_dies_right_after_creating_it_still_expires(
             ttls[name] = int(await raw.pttl(name))
     assert len(ttls) == 3, ttls  # the room's meta and code copy, the global code key
     assert _all_between(ttls, ROOM_TTL_S - 60, ROOM_TTL_S), ttls
+
+
+async def _room_metas(node: Node) -> list[str]:
+    """Every room the store holds (its meta key), whichever node made it."""
+    pattern = node.store.keys.prefix + "\\{room:*\\}:meta"
+    return [k.decode() async for k in node.store._redis.scan_iter(match=pattern, count=1000)]
+
+
+@pytest.mark.parametrize("request_type", ["create", "quick"])
+async def test_a_room_whose_write_fails_after_its_claim_leaves_neither(
+    backend: Backend, request_type: str
+) -> None:
+    """A room-opening request proposing a token claims it, then writes its room: Redis
+    failing that write refuses it ``unavailable`` naming no seat, with no room stored
+    and its claim released — so the same request sent again is seated, not refused
+    ``token_in_use`` by its own first attempt."""
+    node = await backend.node()
+    bob = FakePeer(node)
+    failed = _fail_once(node.store, "create_room")
+    token = secrets.token_urlsafe(24)
+    refused = await bob.ask(request_type, variant="yukon", name="Bob", token=token)
+    assert failed
+    assert (refused.t, refused.d.get("code")) == ("error", "unavailable"), refused.d
+    assert "room" not in refused.d and "token" not in refused.d
+    assert bob.room is None and not node.rooms
+    assert await _room_metas(node) == [] and await node.store.listed_rooms() == []
+    assert await node.store.claimed_seat(token_digest(token)) is None
+    again = await bob.ask(request_type, variant="yukon", name="Bob", token=token)
+    assert again.t == "joined", again.d
+    assert len(await _room_metas(node)) == 1
+
+
+@pytest.mark.parametrize("dies", ["before its room", "before its seat"])
+async def test_a_room_opener_whose_node_dies_after_its_claim_is_resumed_as_never_seated(
+    backend: Backend, dies: str
+) -> None:
+    """The node is killed after a ``create``'s claim: before the room is written, or
+    after it and before the creator's seat. No fault leaves a room its claim does not
+    name: none at all, or the empty room (which expires: the test above). A resume by
+    the token alone on another node is told ``unavailable`` while the seat may still be
+    being written, then ``bad_token`` — ask again — and the claim expires on its own."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    call = "create_room" if dies == "before its room" else "append_event"
+    crashed = _dies_at(node, {call: _always})
+    token = secrets.token_urlsafe(24)
+    with contextlib.suppress(Crashed):
+        await FakePeer(node).ask("create", variant="yukon", name="Ann", token=token)
+    assert crashed == [call]
+    await node.stop()
+    other = await backend.node(clock=clock)
+    rooms = await _room_metas(other)
+    assert len(rooms) == (0 if dies == "before its room" else 1), rooms
+    claim = await other.store.claimed_seat(token_digest(token))
+    assert claim is not None
+    assert any(claim.room_id in meta for meta in rooms) == (dies == "before its seat")
+    early = await FakePeer(other).ask("resume", token=token)
+    assert (early.t, early.d["code"]) == ("error", "unavailable"), early.d
+    clock.advance(lobby.SEAT_CLAIM_SETTLE_S, other)
+    later = await FakePeer(other).ask("resume", token=token)
+    assert (later.t, later.d["code"]) == ("error", "bad_token"), later.d
+    ttl = int(await other.store._redis.ttl(other.store.keys.seat(token_digest(token))))
+    assert 0 < ttl <= lobby.SEAT_CLAIM_TTL_S
 
 
 async def _adopted_after(backend: Backend, clock: Clock, dead: Node, room: LiveRoom) -> Node:

@@ -322,6 +322,81 @@ async def test_a_join_the_store_failed_before_deciding_leaves_its_token_free(
     ]
 
 
+async def _rooms_stored(backend: Backend) -> dict[str, object]:
+    """What the store holds of rooms, whichever node made them: their metas, their
+    join codes, the listing and the quick lobbies."""
+    node = await backend.node()
+    raw, keys = node.store._redis, node.store.keys
+
+    async def matching(pattern: str) -> list[str]:
+        return sorted([k.decode() async for k in raw.scan_iter(match=pattern, count=1000)])
+
+    return {
+        "metas": await matching(keys.prefix + "\\{room:*\\}:meta"),
+        "codes": await matching(keys.prefix + "code:*"),
+        "listed": await node.store.listed_rooms(),
+        "quick": await node.store.quick_lobbies("yukon"),
+    }
+
+
+@pytest.mark.parametrize("request_type", ["create", "quick"])
+async def test_a_room_opened_with_a_claimed_token_is_refused_before_it_is_made(
+    backend: Backend, request_type: str
+) -> None:
+    """A review: a ``create`` (or a ``quick`` that opens a room) proposing a token
+    another request holds made its room first and was refused ``token_in_use`` by the
+    join after: an empty room was left, listed (a quick one among the quick lobbies,
+    where the next quick racer was seated in it), holding a join code for a day and
+    loaded on the node. The claim is taken before the room is made now: refused, the
+    request stores nothing, as protocol.md says of ``token_in_use``."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    token = secrets.token_urlsafe(24)
+    # Klondike: Bob's yukon quick finds no lobby to join, so it opens one.
+    held = await ann.ask("create", variant="klondike", name="Ann", token=token)
+    assert held.t == "joined", held.d
+    before, loaded = await _rooms_stored(backend), set(node.rooms)
+    refused = await bob.ask(request_type, variant="yukon", name="Bob", token=token)
+    assert (refused.t, refused.d["code"]) == ("error", "token_in_use"), refused.d
+    assert bob.room is None
+    assert await _rooms_stored(backend) == before
+    assert set(node.rooms) == loaded
+    claim = await node.store.claimed_seat(token_digest(token))  # still Ann's
+    assert claim is not None and claim.room_id == held.d["room"]
+
+
+@pytest.mark.parametrize("request_type", ["create", "quick"])
+async def test_a_resume_by_token_while_its_room_is_made_waits_for_it(
+    backend: Backend, request_type: str
+) -> None:
+    """The claim of a room-opening request is written before its room: a resume by the
+    token alone in between finds a claim naming a room not made yet, which is a room
+    still being made — ``unavailable``, resume again — not ``bad_token`` (after which
+    the client would ask again and open a second room)."""
+    node = await backend.node()
+    bob, bob_again, bob_later = (FakePeer(node) for _ in range(3))
+    create_room, written, go_on = node.store.create_room, asyncio.Event(), asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        written.set()
+        await go_on.wait()
+        return await create_room(*args, **kwargs)
+
+    node.store.create_room = held  # type: ignore[method-assign]
+    token = secrets.token_urlsafe(24)
+    first = asyncio.ensure_future(bob.ask(request_type, variant="yukon", name="Bob", token=token))
+    await written.wait()
+    early = await bob_again.ask("resume", token=token)
+    assert (early.t, early.d["code"]) == ("error", "unavailable"), early.d
+    assert int(early.d["retry_after_ms"]) > 0  # type: ignore[call-overload]
+    go_on.set()
+    opened = await first
+    assert opened.t == "joined", opened.d
+    later = await bob_later.ask("resume", token=token)
+    assert later.t == "joined", later.d
+    assert (later.d["room"], later.d["racer"]) == (opened.d["room"], opened.d["racer"])
+
+
 def test_the_claims_times_are_the_documented_ones() -> None:
     """How long a claim names its room and how long a seatless one may still be
     written, as protocol.md and server.md say them (a review: nothing held the doc's

@@ -120,24 +120,61 @@ async def create(node: Node, peer: Peer, msg: CreateRoom, request_id: int | None
         difficulty=msg.difficulty,
         spectators=msg.spectators,
     )
-    room = await _create_room(node, settings, peer)
-    await _join(node, peer, room, msg.name, request_id, msg.token)
+    await _open_and_join(node, peer, settings, msg.name, request_id, msg.token)
 
 
-async def _create_room(node: Node, settings: RoomSettings, opener: Peer | None = None) -> LiveRoom:
-    """A new room with ``settings``, opened by ``opener``'s request: refused
-    ``too_many_rooms`` if its client has opened too many lately (Peer.may_open_room,
-    asked once the settings are known good: a refused setting costs nothing)."""
+async def _open_and_join(
+    node: Node,
+    peer: Peer,
+    settings: RoomSettings,
+    name: str,
+    request_id: int | None,
+    proposed: str | None,
+) -> None:
+    """Open a room with ``settings`` for ``peer`` and seat ``name`` in it (``create``,
+    or a ``quick`` that found no lobby). A ``proposed`` token is claimed for the new
+    room's id before the room is written: refused ``token_in_use``, the request stores
+    nothing (made first, the refused join after it left an empty room — listed, a
+    quick lobby, its code held for a day). Of the writes this way round, a fault
+    between them leaves at most the claim, which names a room that never came: a
+    resume by the token is told ``unavailable`` while it may still come, ``bad_token``
+    after (resume), and the claim expires; the other way round it left the room."""
+    settings = _checked(settings)  # a refused setting costs nothing ...
+    peer.may_open_room()  # ... and a client past its rooms (too_many_rooms) no write
+    room_id = _new_room_id()
+    if proposed is not None:
+        await _claim_seat(node, room_id, proposed)
     try:
-        settings = validate_settings(settings)
+        room = await _create_room(node, settings, room_id)
+    except (StoreUnavailable, BadMessage):
+        if proposed is not None:  # no room, so no seat: the token is free again
+            with contextlib.suppress(StoreUnavailable):
+                await node.store.release_seat_claim(token_digest(proposed))
+        raise
+    await _join(node, peer, room, name, request_id, proposed, claimed=proposed is not None)
+
+
+def _checked(settings: RoomSettings) -> RoomSettings:
+    """``settings`` as the rules take them, or the refusal (``bad_options``, …)."""
+    try:
+        return validate_settings(settings)
     except RaceError as exc:
         raise refuse(exc) from None
-    if opener is not None:
-        opener.may_open_room()
+
+
+def _new_room_id() -> str:
+    """A fresh room id, drawn at random (never checked: 48 bits)."""
+    return "r_" + secrets.token_hex(6)
+
+
+async def _create_room(node: Node, settings: RoomSettings, room_id: str | None = None) -> LiveRoom:
+    """A new room, id ``room_id`` (None: a fresh one), with ``settings`` as
+    :func:`_checked` returns them."""
+    room_id = room_id or _new_room_id()
     for _ in range(10):
         code = "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LEN))
         meta = RoomMeta(
-            room="r_" + secrets.token_hex(6),
+            room=room_id,
             code=code,
             secret=node.room_secret(),
             settings=settings,
@@ -216,8 +253,7 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
                     continue
                 raise
     settings = RoomSettings(variant=msg.variant, quick=True, deals=default_deals(msg.variant))
-    room = await _create_room(node, settings, peer)
-    await _join(node, peer, room, msg.name, request_id, msg.token)
+    await _open_and_join(node, peer, settings, msg.name, request_id, msg.token)
 
 
 def seat_origin(room: LiveRoom, peer: Peer) -> str | None:
@@ -237,6 +273,17 @@ async def _still_quick(node: Node, room: LiveRoom) -> bool:
     return room.state.round == 1 or await node.store.is_listed(room.room_id)
 
 
+async def _claim_seat(node: Node, room_id: str, proposed: str) -> str:
+    """Claim the ``proposed`` token for a seat in ``room_id`` (Store.claim_seat), or
+    refuse ``token_in_use`` with nothing written; the claim's digest. Atomic: of two
+    requests proposing one token at once, on any nodes, only one is seated (both passed
+    a check before a plain SET)."""
+    digest = token_digest(proposed)
+    if not await node.store.claim_seat(digest, room_id, node.clock(), SEAT_CLAIM_TTL_S):
+        raise BadMessage(ErrorCode.TOKEN_IN_USE)  # another request's: nothing written
+    return digest
+
+
 async def _join(
     node: Node,
     peer: Peer,
@@ -244,33 +291,33 @@ async def _join(
     name: str,
     request_id: int | None,
     proposed: str | None = None,
+    *,
+    claimed: bool = False,
 ) -> None:
     """Seat ``name`` in ``room``. Its token is the one the client ``proposed`` (it holds
     it before the reply: a lost ``joined`` costs it a resume by that token), else one
     drawn here (an older client). A proposed token is stored exactly as a drawn one —
     its digest, with the ``racer_joined`` — once the room it lands in is claimed for it
-    (Store.claim_seat), so a resume by the token alone finds that room."""
+    (Store.claim_seat), so a resume by the token alone finds that room. ``claimed``:
+    this request claimed it already, for the room it has just made (_open_and_join);
+    the claim is still released here if the seat is refused or never decided."""
     token = proposed if proposed is not None else secrets.token_urlsafe(TOKEN_BYTES)
     joined: list[int] = []
     origin = seat_origin(room, peer)
-    claim: str | None = None
-    if proposed is not None:
+    claim: str | None = token_digest(proposed) if proposed is not None and claimed else None
+    if proposed is not None and not claimed:
         # A join the folded state already refuses (room full, too many joins, …) is
         # refused before it writes a claim: refusals must not leave keys behind.
         try:
             decide_.join(room.state, name, origin, node.seats_per_address, node.clock())
         except RaceError as exc:
             raise refuse(exc) from None
-        digest = token_digest(proposed)
         # One seat per token: two racers under one digest would make a resume by it
         # take either seat. The seated token of this room (its claim may be gone), then
-        # the claim, taken atomically: of two requests proposing one token at once, on
-        # any nodes, only one is seated (both passed a check before a plain SET).
-        if await node.store.racer_for_token(room.room_id, digest) is not None:
+        # the claim.
+        if await node.store.racer_for_token(room.room_id, token_digest(proposed)) is not None:
             raise BadMessage(ErrorCode.TOKEN_IN_USE)
-        if not await node.store.claim_seat(digest, room.room_id, node.clock(), SEAT_CLAIM_TTL_S):
-            raise BadMessage(ErrorCode.TOKEN_IN_USE)  # another request's: nothing written
-        claim = digest  # this request's, to release if nothing is stored
+        claim = await _claim_seat(node, room.room_id, proposed)  # to release if not stored
 
     def decision() -> list[RoomEvent]:
         events = decide_.join(room.state, name, origin, node.seats_per_address, node.clock())
@@ -460,7 +507,10 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
         room = await node.room(room_id)
     except BadMessage as exc:
         if exc.code == ErrorCode.UNKNOWN_ROOM:
-            raise (gone if claim is None else _not_seated()) from None
+            # A claimed room not there is a room still being made (a create or quick
+            # claims its token before it writes its room: _open_and_join), then one
+            # never made.
+            raise (gone if claim is None else _unsettled(node, claim)) from None
         raise
     racer_id = await node.store.racer_for_token(room.room_id, token_digest(msg.token))
     racer = int(racer_id) if racer_id is not None else None
@@ -468,13 +518,7 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     if racer is None and claim is not None:
         # Only the token's holder gets here, and it knows the room already (it asked
         # to be seated there): ``bad_token`` says what happened, private room or not.
-        if node.clock() - claim.at_ms < SEAT_CLAIM_SETTLE_S * 1000:
-            raise BadMessage(
-                ErrorCode.UNAVAILABLE,
-                "the seat this token asked for is still being taken: resume again shortly",
-                retry_after_ms=RETRY_STORE_MS,
-            )
-        raise _not_seated()
+        raise _unsettled(node, claim)
     if racer is None:
         if room.meta.settings.private:
             # As if it did not exist (as ``watch`` by id answers): a made-up token
@@ -518,6 +562,19 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
         raise
     if not again:
         log.info("racer resumed", extra={"room": room.room_id, "racer": racer})
+
+
+def _unsettled(node: Node, claim: SeatClaim) -> BadMessage:
+    """The answer to a resume by a token alone whose claim has no seat (nor, maybe, its
+    room) yet: a seat still being written while the claim is younger than
+    SEAT_CLAIM_SETTLE_S (``unavailable``: resume again), then one never stored."""
+    if node.clock() - claim.at_ms < SEAT_CLAIM_SETTLE_S * 1000:
+        return BadMessage(
+            ErrorCode.UNAVAILABLE,
+            "the seat this token asked for is still being taken: resume again shortly",
+            retry_after_ms=RETRY_STORE_MS,
+        )
+    return _not_seated()
 
 
 def _not_seated() -> BadMessage:
