@@ -42,7 +42,7 @@ from solrace.argtypes import (
 from solrace.protocol import limits
 from solrace.protocol.messages import display_name, room_code
 from solrace.rules import VARIANTS, RulesError, new_board, variant_class
-from solrace.rules.cli import parse_option
+from solrace.rules.cli import OptionAction, parse_option
 from solrace.rules.options import options_to_json
 from solrace.streams import degrade_gracefully
 
@@ -890,10 +890,10 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument(
             "--option",
-            action="append",
+            action=OptionAction,
             type=parse_option,
             metavar="KEY=VALUE",
-            help="a variant option, e.g. draw=3, undo=false (repeatable)",
+            help="a variant option, e.g. draw=3, undo=false (repeatable, each key once)",
         )
         p.add_argument("--private", action="store_true", help="unlisted: join by code only")
         p.add_argument(

@@ -271,6 +271,24 @@ def test_create_and_bot_refuse_an_option_of_another_variant_before_connecting(
     assert ui.calls == []  # no room was asked for
 
 
+def test_create_and_bot_refuse_an_option_given_twice(
+    ui: FakeUI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A review: ``--option draw=3 --option draw=1`` asked for a room of draw 1, the
+    first value dropped in silence. A key given twice is a bad argument, said before
+    anything connects."""
+    server = ["--server", "ws://127.0.0.1:9"]  # nothing listens there: never reached
+    for command in ("create", "bot"):
+        room = ["--create"] if command == "bot" else []
+        twice = ["--option", "draw=3", "--option", "scoring=vegas", "--option", "draw=1"]
+        with pytest.raises(SystemExit) as refused:  # as argparse refuses any argument
+            main([command, *room, "--variant", "klondike", *twice, *server])
+        assert refused.value.code == 2
+        said = _usage_error(capsys.readouterr().err, command)
+        assert said == "argument --option: draw is given twice: give each option once", said
+    assert ui.calls == []  # no room was asked for
+
+
 def test_join_quick_and_watch_hand_over(ui: FakeUI, monkeypatch: pytest.MonkeyPatch) -> None:
     config.save_name("Bob")
     monkeypatch.setenv("SOLRACE_SERVER", "ws://env:2")

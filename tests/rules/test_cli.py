@@ -186,6 +186,19 @@ def test_cli_option_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2
 
 
+def test_cli_refuses_an_option_given_twice(capsys: pytest.CaptureFixture[str]) -> None:
+    """A review: ``deal klondike 7 -o draw=3 -o draw=1`` dealt with draw 1, the first
+    value dropped in silence. A key given twice (whatever its values, whichever
+    spelling of the flag) is a usage error, in one line, before anything is dealt."""
+    help_ = " (see solrace-rules deal --help)\n"
+    for options in (["-o", "draw=3", "-o", "draw=1"], ["--option", "draw=3", "-o", "draw=3"]):
+        code, out, err = call(["deal", "klondike", "7", *options], capsys)
+        said = "argument --option/-o: draw is given twice: give each option once"
+        assert (code, out, err) == (2, "", f"solrace-rules deal: {said}{help_}")
+    code, out, _ = call(["deal", "klondike", "7", "-o", "draw=3", "-o", "undo=false"], capsys)
+    assert code == 0 and json.loads(out)["options"]["draw"] == 3
+
+
 def test_cli_seeds(capsys: pytest.CaptureFixture[str]) -> None:
     """Seeds in decimal or 0x…; out of range, not a number, or an unknown variant: a
     usage error, 2 (out of range and unknown variants were 1, "not a number" 2)."""

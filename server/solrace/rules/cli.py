@@ -61,6 +61,26 @@ def parse_option(text: str) -> tuple[str, Any]:
     return key, value
 
 
+class OptionAction(argparse.Action):
+    """``--option KEY=VALUE``, repeatable (its ``type``: :func:`parse_option`): the
+    options in the order given, each key once. A key given twice is a bad argument —
+    kept as the last value, ``-o draw=3 -o draw=1`` dealt (or asked a server for) a
+    game the first value did not describe, and nothing said so."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        key, value = values
+        given: list[tuple[str, Any]] = list(getattr(namespace, self.dest, None) or [])
+        if any(known == key for known, _ in given):
+            raise argparse.ArgumentError(self, f"{key} is given twice: give each option once")
+        setattr(namespace, self.dest, [*given, (key, value)])
+
+
 #: The longest position file (or standard input) read, in characters: a position is
 #: under 10,000 even indented 16 deep (Double Yukon); ``/dev/zero`` or a huge file
 #: given by mistake was read to its end, taking all the memory there was.
@@ -171,7 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("variant")
     # The seed's range is the engine's to check (deal's RulesError, status 2 too).
     p.add_argument("seed", type=_seed, help="0 ≤ seed < 2**64 (decimal or 0x…)")
-    p.add_argument("--option", "-o", action="append", type=parse_option, default=[], metavar="K=V")
+    p.add_argument(
+        "--option", "-o", action=OptionAction, type=parse_option, default=[], metavar="K=V"
+    )
     p.add_argument("--indent", type=_indent, default=None, help=f"0-{MAX_INDENT} spaces")
     p = sub.add_parser("moves", help="print the legal moves, one a line, sorted")
     p.add_argument("position", help="position JSON file, or - for standard input")
