@@ -8,7 +8,9 @@ over three partial lists and the documented series count (73) one short."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator
@@ -22,7 +24,7 @@ from solrace.store import Store
 from solrace_client import ServerError
 
 from tests.support.race import play_until_done, racing, winning_moves
-from tests.support.redis import REDIS_URL
+from tests.support.redis import REDIS_URL, redis_process, spare_port
 
 from .conftest import SOLVABLE_SECRET, Cluster
 
@@ -148,3 +150,40 @@ async def test_the_counters_move_when_a_race_is_played_through_a_node(on_redis: 
     assert sum(v for k, v in after.items() if k.startswith("solrace_defects_total")) == 0
     await ann.close()
     await bob.close()
+
+
+async def _store_up_within(server: RaceServer, value: float, seconds: float) -> None:
+    """Until ``solrace_store_up``, scraped over HTTP, reads ``value`` (or fail after
+    ``seconds``: the node learns it at its next call to the store — its lease renewal,
+    every LEASE_RENEW_S, when nothing else calls)."""
+    deadline = time.monotonic() + seconds
+    while (read := (await asyncio.to_thread(_scrape, server)).get("solrace_store_up")) != value:
+        assert time.monotonic() < deadline, f"solrace_store_up is {read}, not {value}"
+        await asyncio.sleep(0.1)
+
+
+async def test_store_up_reads_0_while_redis_is_gone_and_1_once_it_is_back(
+    tmp_path: Path,
+) -> None:
+    """An operator had no series saying whether a node's store answers (/healthz does,
+    to a probe, but a dashboard or an alert reads /metrics). ``solrace_store_up`` is 1
+    while the node's last call to the store was answered, 0 once one failed: Redis
+    stopped under a running node, then started again on the same port."""
+    port = spare_port()
+    redis = contextlib.ExitStack()
+    url = redis.enter_context(redis_process(tmp_path / "redis", port=port))
+    store = await Store.connect(url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+    server = RaceServer(Node(store, name="store-up"), "127.0.0.1", 0)
+    try:
+        await server.start()
+        await _store_up_within(server, 1, 0)
+        redis.close()  # Redis goes away
+        await _store_up_within(server, 0, 15)
+        assert redis.enter_context(redis_process(tmp_path / "redis", port=port)) == url
+        await _store_up_within(server, 1, 15)
+    finally:
+        if server.server is not None:
+            server.server.close(close_connections=True)
+        await server.node.stop()
+        await store.close()
+        redis.close()

@@ -76,16 +76,20 @@ def answers(port: int) -> bool:
 
 
 @contextmanager
-def redis_process(data_dir: Path, args: Sequence[str] = ()) -> Iterator[str]:
+def redis_process(
+    data_dir: Path, args: Sequence[str] = (), *, port: int | None = None
+) -> Iterator[str]:
     """``redis-server [args] --port SPARE --bind 127.0.0.1 --dir DATA_DIR``; its URL.
-    ``args`` may start with a configuration file (the later flags override it).
+    ``args`` may start with a configuration file (the later flags override it);
+    ``port``: that one instead of a spare one (a Redis stopped and started again where
+    its clients left it).
 
     For a test that must do to Redis what would disturb the other tests sharing the
-    machine's (pause it, kill its clients, configure it as an operator would)."""
+    machine's (pause it, kill its clients, stop it, configure it as an operator would)."""
     binary = shutil.which("redis-server")
     if binary is None:  # .ci/run installs it: a missing one is a failure, not a skip
         pytest.fail("redis-server is not installed (bash .ci/run installs it)")
-    port = spare_port()
+    port = spare_port() if port is None else port
     data_dir.mkdir(parents=True, exist_ok=True)
     argv = [binary, *args, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir)]
     argv += ["--daemonize", "no", "--save", "", "--logfile", str(data_dir / "redis.log")]

@@ -73,6 +73,17 @@ class Metrics:
             registry=r,
         )
         self.store_clock_offset.set_function(lambda: _seconds(store_offset_ms(node.clock)))
+        # The node's own word (Node.store_down): every call to the store that fails
+        # sets it, and the lease renewal — every LEASE_RENEW_S, whatever the traffic —
+        # clears it once the store answers, so an idle node's reading is a second old
+        # at most. No probe of its own: a scrape never waits on the store.
+        self.store_up = Gauge(
+            "solrace_store_up",
+            "1 while this node's store (Redis, or its embedded engine) answers its calls, "
+            "0 since one failed until it answers again (docs/server.md, Metrics)",
+            registry=r,
+        )
+        self.store_up.set_function(lambda: 0 if node.store_down else 1)
         self.races_started = Counter(
             "solrace_races_started", "Countdowns started by this node", registry=r
         )
