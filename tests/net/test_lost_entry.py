@@ -11,7 +11,9 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,11 +27,12 @@ from solrace.protocol import (
     encode,
     error_reply,
 )
-from solrace.protocol.limits import MAX_TOKEN_LEN, MIN_PROPOSED_TOKEN_LEN
+from solrace.protocol.limits import MAX_TOKEN_LEN, MIN_PROPOSED_TOKEN_LEN, SEAT_SETTLE_S
 from solrace.protocol.messages import CreateRoom, JoinRoom, QuickRace
+from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient
 from solrace_client.connection import REQUEST_TIMEOUT_S, ServerError
-from solrace_client.session import Session
+from solrace_client.session import Backoff, Session
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
@@ -314,3 +317,59 @@ async def test_an_entry_answered_after_the_clients_timeout_gets_the_same_seat(
     for c in (again, host):
         await c.close()
     await session.close()
+
+
+@pytest.mark.parametrize(
+    "backoff",
+    [Backoff(), Backoff(first_s=0.1, max_s=5.0, jitter=0.5)],
+    ids=["session", "bot"],
+)
+async def test_a_create_lost_between_its_claim_and_its_room_is_asked_again_once_settled(
+    tmp_path: Path, backoff: Backoff
+) -> None:
+    """A create claims its token for the new room's id, then writes the room: its node
+    dying between the two (here: the room's write held for ever, the link cut) leaves a
+    claim naming no room, which a resume by the token is told ``unavailable`` — the
+    room may still come — for SEAT_SETTLE_S, then ``bad_token``: ask again. The
+    session gave up after six refusals a second apart (6.3-7.1 s with the bot's
+    backoff: ConnectionLost, 'connection lost during create'), inside that window, so
+    the user never got the room asking again would have given. It now resumes for the
+    whole window, then asks again: one room, the second create's (the default
+    settings: the real window, 25 s). On one store: the client's doing, not the store's."""
+    cluster = Cluster("redis", f"solrace-test:{uuid.uuid4().hex}:", tmp_path / "engine")
+    server = await cluster.node()
+    store = server.node.store
+    create_room = store.create_room
+    held, release = asyncio.Event(), asyncio.Event()
+    creates: list[str] = []
+
+    async def dies_after_the_claim(*args: Any, **kwargs: Any) -> Any:
+        creates.append(args[0])
+        if len(creates) == 1:  # the first create's node never gets past the claim
+            held.set()
+            await release.wait()
+            raise StoreUnavailable("the node died")  # only once the test is over
+        return await create_room(*args, **kwargs)
+
+    store.create_room = dies_after_the_claim  # type: ignore[method-assign]
+    try:
+        async with FlakyLink(int(server.url.rsplit(":", 1)[1]), seed=5) as link:
+            session = Session(link.url, backoff=backoff)
+            entering = asyncio.ensure_future(
+                session.enter(lambda c: c.create("yukon", "Ann", private=True))
+            )
+            await asyncio.wait_for(held.wait(), 10)
+            lost_at = asyncio.get_running_loop().time()
+            link.cut_all()
+            reply = await asyncio.wait_for(entering, SEAT_SETTLE_S + 20)
+            waited = asyncio.get_running_loop().time() - lost_at
+            # Asked again once the claim had settled as never stored, not before.
+            assert waited >= SEAT_SETTLE_S - 1, waited
+            assert len(creates) == 2 and reply["room"] == creates[1], (creates, reply)
+            assert reply["snapshot"]["phase"] == "lobby" and session.token == reply["token"]
+            room = server.node.rooms[reply["room"]]
+            assert [r.name for r in room.state.racers.values()] == ["Ann"]
+            await session.close()
+    finally:
+        release.set()
+        await cluster.close()

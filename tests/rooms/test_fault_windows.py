@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import pytest
 from solrace.protocol import race_id
 from solrace.protocol.envelope import Envelope
+from solrace.protocol.limits import SEAT_SETTLE_S
 from solrace.protocol.views import EventType, LeaveReason, RacerStatus
 from solrace.race import RacerGame, decisions
 from solrace.race.decisions import DISCONNECT_GRACE_MS
@@ -1013,7 +1014,7 @@ async def test_a_room_opener_whose_node_dies_after_its_claim_is_resumed_as_never
     assert any(claim.room_id in meta for meta in rooms) == (dies == "before its seat")
     early = await FakePeer(other).ask("resume", token=token)
     assert (early.t, early.d["code"]) == ("error", "unavailable"), early.d
-    clock.advance(lobby.SEAT_CLAIM_SETTLE_S, other)
+    clock.advance(SEAT_SETTLE_S, other)
     later = await FakePeer(other).ask("resume", token=token)
     assert (later.t, later.d["code"]) == ("error", "bad_token"), later.d
     ttl = int(await other.store._redis.ttl(other.store.keys.seat(token_digest(token))))

@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 from solrace.protocol.envelope import Envelope
+from solrace.protocol.limits import SEAT_SETTLE_S
 from solrace.race.events import EventType
 from solrace.rooms import lobby
 from solrace.rooms.records import unpack_event
 from solrace.store import token_digest
 from solrace.store.errors import StoreUnavailable
+from solrace.store.store import COMMAND_TIMEOUT_S
 
 from .conftest import Backend, FakePeer
 
@@ -155,7 +157,7 @@ async def test_a_resume_by_token_while_its_join_is_written_waits_for_it(
     """A review: the link dropped after the join's claim was written but before its
     seat was; the client's resume by the token alone came in between and was told
     ``bad_token`` ("never stored"), so it asked again — and the room held "Bob" and
-    "Bob (2)" once the first join landed. A claim younger than SEAT_CLAIM_SETTLE_S
+    "Bob (2)" once the first join landed. A claim younger than SEAT_SETTLE_S
     without its seat is a seat still being written: ``unavailable``, resume again."""
     node = await backend.node()
     ann, bob, bob_again, bob_later = (FakePeer(node) for _ in range(4))
@@ -173,12 +175,12 @@ async def test_a_resume_by_token_while_its_join_is_written_waits_for_it(
     first = asyncio.ensure_future(
         bob.ask("join", code=str(created.d["code"]), name="Bob", token=token)
     )
-    await written.wait()
+    await asyncio.wait_for(written.wait(), 10)  # a regression fails, never hangs
     early = await bob_again.ask("resume", token=token)
     assert (early.t, early.d["code"]) == ("error", "unavailable"), early.d
     assert int(early.d["retry_after_ms"]) > 0  # type: ignore[call-overload]
     go_on.set()
-    assert (await first).t == "joined"
+    assert (await asyncio.wait_for(first, 10)).t == "joined"
     later = await bob_later.ask("resume", token=token)
     assert later.t == "joined" and later.d["racer"] == (await first).d["racer"]
     room = ann.room
@@ -192,7 +194,7 @@ async def test_a_claim_left_without_its_seat_is_not_seated_once_settled(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A claim whose join was never stored (its node died before the write) is
-    ``bad_token`` — ask again — once older than SEAT_CLAIM_SETTLE_S; in a private room
+    ``bad_token`` — ask again — once older than SEAT_SETTLE_S; in a private room
     too (a review: it said ``unknown_room``, "no longer exists", of a room that
     exists, to the one client that knows it, having asked to join it)."""
     node = await backend.node()
@@ -201,7 +203,7 @@ async def test_a_claim_left_without_its_seat_is_not_seated_once_settled(
     room = ann.room
     assert room is not None
     token = secrets.token_urlsafe(24)
-    at = node.clock() - lobby.SEAT_CLAIM_SETTLE_S * 1000
+    at = node.clock() - SEAT_SETTLE_S * 1000
     await node.store.claim_seat(token_digest(token), room.room_id, at, lobby.SEAT_CLAIM_TTL_S)
     refused = await carl.ask("resume", token=token)
     assert (refused.t, refused.d["code"]) == ("error", "bad_token"), refused.d
@@ -385,12 +387,12 @@ async def test_a_resume_by_token_while_its_room_is_made_waits_for_it(
     node.store.create_room = held  # type: ignore[method-assign]
     token = secrets.token_urlsafe(24)
     first = asyncio.ensure_future(bob.ask(request_type, variant="yukon", name="Bob", token=token))
-    await written.wait()
+    await asyncio.wait_for(written.wait(), 10)  # a regression fails, never hangs
     early = await bob_again.ask("resume", token=token)
     assert (early.t, early.d["code"]) == ("error", "unavailable"), early.d
     assert int(early.d["retry_after_ms"]) > 0  # type: ignore[call-overload]
     go_on.set()
-    opened = await first
+    opened = await asyncio.wait_for(first, 10)
     assert opened.t == "joined", opened.d
     later = await bob_later.ask("resume", token=token)
     assert later.t == "joined", later.d
@@ -405,5 +407,47 @@ def test_the_claims_times_are_the_documented_ones() -> None:
     for name in ("protocol.md", "server.md"):
         text = " ".join((docs / name).read_text().split())
         assert f"{lobby.SEAT_CLAIM_TTL_S // 60} minutes" in text, name
-        assert f"{lobby.SEAT_CLAIM_SETTLE_S} s" in text, name
+        assert f"{SEAT_SETTLE_S} s" in text, name
     assert lobby.SEAT_CLAIM_TTL_S % 60 == 0
+
+
+def test_the_settle_window_covers_every_store_call_a_seat_waits_on_after_its_claim() -> None:
+    """A create writes after its token's claim a code and a room (two calls), then the
+    seat's node set, the events since and the seat's event (three): each may take the
+    store's whole command timeout before it fails. A window shorter than all five (it
+    was 15 s, sized for a join's three) told a seat still being written ``bad_token``,
+    and the client, asking again, opened a second room beside it (a review)."""
+    calls_after_claim = 5
+    assert calls_after_claim * COMMAND_TIMEOUT_S <= SEAT_SETTLE_S
+
+
+async def test_a_resume_during_a_create_on_its_node_loads_the_room_once(backend: Backend) -> None:
+    """A resume by the creator's token alone that reaches the node once the room is
+    written, before the create goes on, loads the room (its claim names it); the create
+    then put its own LiveRoom in its place: two live copies of one room on a node, one
+    of them folding events nobody reads any more (a review)."""
+    node = await backend.node()
+    bob, bob_again = FakePeer(node), FakePeer(node)
+    create_room = node.store.create_room
+    written, go_on = asyncio.Event(), asyncio.Event()
+    ids: list[str] = []
+
+    async def held(room_id: str, *args: Any, **kwargs: Any) -> Any:
+        await create_room(room_id, *args, **kwargs)  # the store has the room ...
+        ids.append(room_id)
+        written.set()
+        await go_on.wait()  # ... and the create has not gone on yet
+
+    node.store.create_room = held  # type: ignore[method-assign]
+    token = secrets.token_urlsafe(24)
+    first = asyncio.ensure_future(bob.ask("create", variant="yukon", name="Bob", token=token))
+    try:
+        await asyncio.wait_for(written.wait(), 5)
+        early = await asyncio.wait_for(bob_again.ask("resume", token=token), 10)
+        assert early.d.get("code") == "unavailable", early.d  # no seat yet: try again
+        loaded = node.rooms.get(ids[0])
+    finally:
+        go_on.set()
+    opened = await asyncio.wait_for(first, 10)
+    assert opened.t == "joined", opened.d
+    assert loaded is not None and node.rooms[ids[0]] is loaded, "two LiveRooms for one room"

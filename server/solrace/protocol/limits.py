@@ -155,6 +155,17 @@ RESUME_BURST: Final = 20
 JOIN_INTERVAL_S: Final = 2.0
 JOIN_BURST: Final = 20
 
+#: How long after a client-proposed token is claimed for a seat a resume by that token
+#: alone may find the claim without its seat (or its room) and be answered
+#: ``unavailable`` — the seat may still be being written — before it is told
+#: ``bad_token`` (never stored: ask again). The server's writes after the claim are at
+#: most five store calls (a create's code and room, then the seat's node set, read and
+#: event), each waited for at most its command timeout (5 s, store.COMMAND_TIMEOUT_S);
+#: a client that lost an entry's reply resumes for at least this long before it
+#: gives up (a shorter window told a seat still being written ``bad_token``, and the
+#: client, asking again, opened a second room beside it).
+SEAT_SETTLE_S: Final = 25
+
 MIN_RACERS: Final = 2
 MAX_RACERS: Final = 8
 DEFAULT_MAX_RACERS: Final = 4

@@ -21,6 +21,7 @@ from solrace.protocol.limits import (
     RESUME_COST,
     ROOM_CODE_ALPHABET,
     ROOM_CODE_LEN,
+    SEAT_SETTLE_S,
     TOKEN_BYTES,
     replay_cost,
 )
@@ -64,11 +65,6 @@ ORIGIN_HEX_DIGITS: Final = 16
 #: seconds, and the seat it could not find is freed by the 30 s disconnect grace once
 #: its connection's close is noticed (the server's keepalive: under a minute).
 SEAT_CLAIM_TTL_S: Final = 300
-#: How long a claim without its seat may be a seat still being written (the join's
-#: decision waits on the store: each call at most its 5 s command timeout). A resume
-#: by the token alone meanwhile is answered ``unavailable`` — try again — not
-#: ``bad_token``, after which the client would ask again and take a second seat.
-SEAT_CLAIM_SETTLE_S: Final = 15
 #: A ``quick`` refused one of these by a lobby it found tries the next (or opens one).
 _NEXT_QUICK_ROOM: Final = frozenset(
     {
@@ -194,7 +190,9 @@ async def _create_room(node: Node, settings: RoomSettings, room_id: str | None =
             )
         except CodeTaken:
             continue
-        room = node.rooms[meta.room] = LiveRoom(meta)
+        # A resume by the creator's token alone may have loaded the room already, on
+        # this node, once its writes landed (its claim names it): one LiveRoom a room.
+        room = node.rooms.setdefault(meta.room, LiveRoom(meta))
         room.last_used_ms = node.clock()  # as Node.room marks a room it loads
         # A public room's code too: racers report rooms by their code, the log names
         # them by id. Not a private room's: its code is the key to it, and its id is
@@ -567,8 +565,8 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
 def _unsettled(node: Node, claim: SeatClaim) -> BadMessage:
     """The answer to a resume by a token alone whose claim has no seat (nor, maybe, its
     room) yet: a seat still being written while the claim is younger than
-    SEAT_CLAIM_SETTLE_S (``unavailable``: resume again), then one never stored."""
-    if node.clock() - claim.at_ms < SEAT_CLAIM_SETTLE_S * 1000:
+    SEAT_SETTLE_S (``unavailable``: resume again), then one never stored."""
+    if node.clock() - claim.at_ms < SEAT_SETTLE_S * 1000:
         return BadMessage(
             ErrorCode.UNAVAILABLE,
             "the seat this token asked for is still being taken: resume again shortly",

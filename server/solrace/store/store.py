@@ -281,6 +281,13 @@ class Listing(enum.IntEnum):
     IDLE = IDLE_LISTING_OFFSET_MS
 
 
+#: How long a store waits for one command's answer before it calls the store failed
+#: (``StoreUnavailable``): the default of every way to open a store. Decisions that
+#: wait on several calls are bounded by multiples of it (a seat's settle window,
+#: protocol.limits.SEAT_SETTLE_S; a node's lease).
+COMMAND_TIMEOUT_S: Final = 5.0
+
+
 #: Connections a store opens to Redis at most, for commands (and as many for blocking
 #: reads). A command past them waits for one to come free, up to the store's timeout.
 #: redis-py's own pool refuses the command instead ("Too many connections"), which a
@@ -409,7 +416,7 @@ class Store:
         *,
         prefix: str = "solrace:",
         embedded: bool = False,
-        timeout: float = 5.0,
+        timeout: float = COMMAND_TIMEOUT_S,
         url: str | None = None,
         fake_server: Any = None,
         max_batch: int = 1024,
@@ -465,7 +472,9 @@ class Store:
     # -- construction --------------------------------------------------------------
 
     @classmethod
-    async def connect(cls, url: str, prefix: str = "solrace:", *, timeout: float = 5.0) -> Store:
+    async def connect(
+        cls, url: str, prefix: str = "solrace:", *, timeout: float = COMMAND_TIMEOUT_S
+    ) -> Store:
         """A store on Redis at ``url``.
 
         Does not contact Redis (connections are made on first use); call
@@ -502,7 +511,7 @@ class Store:
         data_dir: str | os.PathLike[str],
         prefix: str = "solrace:",
         *,
-        timeout: float = 5.0,
+        timeout: float = COMMAND_TIMEOUT_S,
     ) -> Store:
         """A store on a private valkey-server this process starts on ``data_dir``
         (:mod:`solrace.store.embedded`: Unix socket, AOF fsynced on every write), so
@@ -519,7 +528,7 @@ class Store:
         return store
 
     @classmethod
-    def fake(cls, prefix: str = "solrace:", *, timeout: float = 5.0) -> Store:
+    def fake(cls, prefix: str = "solrace:", *, timeout: float = COMMAND_TIMEOUT_S) -> Store:
         """The test double: this class and its Lua scripts on an in-process fakeredis
         server. Never durable, never a default; for tests that need what a real engine
         cannot give (e.g. a switchable outage). Needs the ``test`` extra (fakeredis[lua])."""
