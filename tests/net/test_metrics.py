@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from solrace.net import metrics
 from solrace.net.server import RaceServer
 from solrace.rooms.node import Node
 from solrace.store import Store
@@ -163,12 +164,15 @@ async def _store_up_within(server: RaceServer, value: float, seconds: float) -> 
 
 
 async def test_store_up_reads_0_while_redis_is_gone_and_1_once_it_is_back(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An operator had no series saying whether a node's store answers (/healthz does,
     to a probe, but a dashboard or an alert reads /metrics). ``solrace_store_up`` is 1
-    while the node's last call to the store was answered, 0 once one failed: Redis
-    stopped under a running node, then started again on the same port."""
+    while the node's calls to the store are answered, 0 once one failed: Redis
+    stopped under a running node, then started again on the same port. The hold after
+    the last failure (a scrape interval, 15 s) is shortened to see it end within the
+    test; tests/rooms/test_fault_windows.py reads the gauge at its default."""
+    monkeypatch.setattr(metrics, "STORE_FAILED_RECENTLY_S", 1.0)
     port = spare_port()
     redis = contextlib.ExitStack()
     url = redis.enter_context(redis_process(tmp_path / "redis", port=port))

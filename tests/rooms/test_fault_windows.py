@@ -16,10 +16,14 @@ import contextlib
 import contextvars
 import logging
 import secrets
+import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import redis.asyncio as aioredis
+from solrace.net.metrics import Metrics
 from solrace.protocol import race_id
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.limits import SEAT_SETTLE_S
@@ -35,6 +39,7 @@ from solrace.rooms.node import (
     LEASE_MS,
     LEASE_RENEW_S,
     ROOM_TTL_S,
+    TICK_RETRY_S,
     WRITE_RETRY_S,
     Node,
 )
@@ -47,6 +52,7 @@ from tests.net.conftest import SOLVABLE_SECRET
 from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
 from tests.support.race import archived_result, winning_moves
+from tests.support.redis import redis_process
 
 from .conftest import Backend, FakePeer
 from .test_core import _race_on, _room_ttl_ms
@@ -1489,3 +1495,50 @@ async def test_after_an_outage_other_nodes_racers_are_not_marked_offline_before_
     clock.advance(node_a.store.timeout_s + LEASE_RENEW_S)
     await node_a.check_rooms()  # B had time to renew, and has not: it is dead
     assert not room_a.state.racers[bob_id].online
+
+
+async def test_a_redis_refusing_every_write_reads_as_down_and_its_room_retries_paced(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Redis that answers reads and refuses every write (as one out of memory under
+    ``noeviction`` does; here ``min-replicas-to-write 1``: NOREPLICAS) under a race whose
+    time limit is due. Two defects a review found: ``solrace_store_up`` read 1 in 60 of
+    60 samples (a request's failure never set the node's flag, and each read that
+    answered cleared it), and the room's tick, failing, was re-armed at once by the fold
+    of its own read, bypassing TICK_RETRY_S: 1,588-2,245 'tick failed; retrying' lines
+    in 3 s for one room. A real Redis: the failure is the store's, not an injected one."""
+    caplog.set_level(logging.WARNING, logger="solrace.node")
+    with redis_process(tmp_path / "redis") as url:
+        clock = Clock()
+        store = await Store.connect(url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+        node = Node(
+            store,
+            room_secret=lambda: SOLVABLE_SECRET,
+            candidates_in_flight=1,
+            countdown_ms=100,
+            clock=clock,
+        )
+        node.start()
+        store_up = Metrics(node).store_up  # the series /metrics exports
+        admin = aioredis.from_url(url)
+        try:
+            race = await _race_on(node, node)
+            assert store_up.collect()[0].samples[0].value == 1
+            await admin.config_set("min-replicas-to-write", 1)  # every write refused now
+            refused = await FakePeer(node).ask("create", variant="yukon", name="Cy")
+            assert refused.d.get("code") == "unavailable", refused.d
+            caplog.clear()
+            clock.advance(int(race.settings["time_limit_s"]) + 1, node)  # timeouts due
+            samples = []
+            for _ in range(30):  # 3 s
+                await asyncio.sleep(0.1)
+                samples.append(store_up.collect()[0].samples[0].value)
+            retries = sum(r.getMessage() == "tick failed; retrying" for r in caplog.records)
+            assert samples.count(0) == len(samples), samples
+            assert 1 <= retries <= 3 / TICK_RETRY_S + 2, retries
+        finally:
+            await admin.config_set("min-replicas-to-write", 0)
+            await admin.aclose()
+            await node.stop()
+            await store.delete_all()
+            await store.close()

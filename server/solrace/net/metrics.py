@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client import (
     CollectorRegistry,
@@ -25,6 +25,11 @@ from solrace.rooms.clock import offset_ms, store_offset_ms
 from solrace.rooms.counters import MOVE_REFUSALS, REQUEST_REFUSALS, Defect
 
 from .admission import REFUSAL_REASONS
+
+#: How long a failed store call keeps ``solrace_store_up`` at 0: a scrape interval's
+#: worth (Prometheus' usual 15 s), so that a scrape sees an outage that came and went
+#: since the one before, and a store failing calls now and then reads 0, not up.
+STORE_FAILED_RECENTLY_S: Final = 15.0
 
 if TYPE_CHECKING:
     from solrace.rooms.node import Node
@@ -73,17 +78,23 @@ class Metrics:
             registry=r,
         )
         self.store_clock_offset.set_function(lambda: _seconds(store_offset_ms(node.clock)))
-        # The node's own word (Node.store_down): every call to the store that fails
-        # sets it, and the lease renewal — every LEASE_RENEW_S, whatever the traffic —
-        # clears it once the store answers, so an idle node's reading is a second old
-        # at most. No probe of its own: a scrape never waits on the store.
+        # The node's own word (Node.store_down: its loops found the store down; the lease
+        # renewal, every LEASE_RENEW_S whatever the traffic, notices within a second)
+        # and the store's record of every call (a request's, a write's): a Redis that
+        # answers reads and refuses every write failed requests and ticks while the
+        # node's flag, cleared by each read that answered, said up (a review: 60 of 60
+        # samples). No probe of its own: a scrape never waits on the store.
         self.store_up = Gauge(
             "solrace_store_up",
             "1 while this node's store (Redis, or its embedded engine) answers its calls, "
-            "0 since one failed until it answers again (docs/server.md, Metrics)",
+            f"0 while it fails them and {STORE_FAILED_RECENTLY_S:g} s after the last "
+            "failure (docs/server.md, Metrics)",
             registry=r,
         )
-        self.store_up.set_function(lambda: 0 if node.store_down else 1)
+        store = node.store
+        self.store_up.set_function(
+            lambda: 0 if node.store_down or store.failed_within(STORE_FAILED_RECENTLY_S) else 1
+        )
         self.races_started = Counter(
             "solrace_races_started", "Countdowns started by this node", registry=r
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from redis.exceptions import (
@@ -130,18 +130,27 @@ def _still_cancelled() -> None:
 
 
 @contextmanager
-def redis_errors() -> Iterator[None]:
+def redis_errors(failed: Callable[[], None] | None = None) -> Iterator[None]:
     """Let store errors through; turn redis (and socket) errors into store errors; a
-    cancelled caller gets CancelledError whatever redis-py did with it.
+    cancelled caller gets CancelledError whatever redis-py did with it. ``failed`` is
+    called when the store failed the call (StoreUnavailable: down, refusing, or
+    forbidden): a store's own record of its outages (Store.failed_within).
 
     ``RedisClusterException`` is not a ``RedisError`` in redis-py (it is what the
     cluster client raises when no node answers, or for a cross-slot command), so it is
     caught by name."""
     try:
         yield
+    except StoreUnavailable:
+        if failed is not None:
+            failed()
+        raise
     except StoreError:
         raise
     except (RedisError, RedisClusterException, OSError) as exc:
         _still_cancelled()
-        raise translate(exc) from exc
+        err = translate(exc)
+        if failed is not None and isinstance(err, StoreUnavailable):
+            failed()
+        raise err from exc
     _still_cancelled()

@@ -25,6 +25,7 @@ import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
 
@@ -437,6 +438,9 @@ class Store:
         """True when this process runs the store's engine itself: the embedded
         valkey-server (:meth:`start_embedded`) or the fakeredis test double (:meth:`fake`)."""
         self._timeout = timeout
+        #: When (time.monotonic) the store last failed a call: down, refusing or
+        #: forbidden (StoreUnavailable); None: never. Any call, whoever made it.
+        self._failed_at: float | None = None
         self._url = url
         self._fake_server = fake_server
         #: The private engine this store runs on (:meth:`start_embedded`), released by close().
@@ -590,6 +594,21 @@ class Store:
                 if self.engine is not None:
                     await self.engine.release()
 
+    def _errors(self) -> AbstractContextManager[None]:
+        """:func:`redis_errors`, noting a failure's time (:meth:`failed_within`)."""
+        return redis_errors(self._note_failure)
+
+    def _note_failure(self) -> None:
+        self._failed_at = time.monotonic()
+
+    def failed_within(self, seconds: float) -> bool:
+        """Whether a call to this store failed (StoreUnavailable) in the last
+        ``seconds``: any call, a request's or a loop's, a read or a write. A node's
+        own flag (Node.store_down) is cleared by the next read that answers, so a
+        Redis that answers reads and refuses every write looked up to an operator."""
+        at = self._failed_at
+        return at is not None and time.monotonic() - at < seconds
+
     @property
     def timeout_s(self) -> float:
         """How long one command may take before it counts as failed (StoreUnavailable)."""
@@ -598,7 +617,7 @@ class Store:
     async def ping(self) -> bool:
         """True if Redis answers; never raises for an unreachable Redis."""
         try:
-            with redis_errors():
+            with self._errors():
                 return bool(await self._redis.ping())
         except StoreUnavailable:
             return False
@@ -670,7 +689,7 @@ class Store:
         if not isinstance(self._redis, RedisCluster):
             return [("", self._redis.info)]
         rc = self._redis
-        with redis_errors():
+        with self._errors():
             await rc.initialize()
         masters: list[tuple[str, Info]] = []
         for node in sorted(rc.get_primaries(), key=lambda n: n.name):
@@ -693,7 +712,7 @@ class Store:
         """The weakest promise of the cluster's masters: a room lives on one master, so
         the deployment keeps only the promise every master keeps."""
         try:
-            with redis_errors():
+            with self._errors():
                 await rc.initialize()
                 primaries = sorted(rc.get_primaries(), key=lambda n: n.name)
         except StoreUnavailable:
@@ -721,7 +740,7 @@ class Store:
         """One Redis' promise, asking it with ``config_get`` (a client's method, or a
         call aimed at one cluster master)."""
         try:
-            with redis_errors():
+            with self._errors():
                 appendonly = _config_value(await config_get("appendonly"), "appendonly")
                 fsync = _config_value(await config_get("appendfsync"), "appendfsync")
         except StoreForbidden:  # NOPERM: the user's ACL
@@ -786,7 +805,7 @@ class Store:
         rk = self.keys.room(room_id)
         code_key = self.keys.code(code)
         px = None if ttl_s is None else _ttl_ms(ttl_s)
-        with redis_errors():
+        with self._errors():
             if not await self._redis.set(code_key, room_id, nx=True, px=px):
                 raise CodeTaken(code)
             try:
@@ -805,17 +824,17 @@ class Store:
 
     async def load_meta(self, room_id: str) -> bytes | None:
         """The room's metadata bytes, or None if the room does not exist (or expired)."""
-        with redis_errors():
+        with self._errors():
             return _as_bytes(await self._redis.get(self.keys.room(room_id).meta))
 
     async def save_meta(self, room_id: str, meta: bytes) -> None:
         """Overwrite the room's metadata, keeping its TTL if it is expiring (KEEPTTL)."""
-        with redis_errors():
+        with self._errors():
             await self._redis.set(self.keys.room(room_id).meta, meta, keepttl=True)
 
     async def room_for_code(self, code: str) -> str | None:
         """The room a join code names, or None."""
-        with redis_errors():
+        with self._errors():
             value = await self._redis.get(self.keys.code(code))
         return None if value is None else _as_text(value)
 
@@ -824,7 +843,7 @@ class Store:
         (:meth:`list_behind_lobbies`)."""
         if limit <= 0:
             return []
-        with redis_errors():
+        with self._errors():
             members: list[Any] = await self._redis.zrevrange(self.keys.listed, 0, limit - 1)
         return [_as_text(m) for m in members]
 
@@ -833,7 +852,7 @@ class Store:
         :meth:`list_behind_lobbies` Redis failed is among them: callers check)."""
         if limit <= 0:
             return []
-        with redis_errors():
+        with self._errors():
             members: list[Any] = await self._redis.zrevrangebyscore(
                 self.keys.listed, "+inf", 0, start=0, num=limit
             )
@@ -855,7 +874,7 @@ class Store:
         (``XX``: a late move cannot list again a room that closed, or began a rematch).
         ``quick``: a quick room's variant, whose quick lobbies it leaves, or joins again
         as a lobby if it is still listed (the caller checks what it reads there)."""
-        with redis_errors():
+        with self._errors():
             await self._redis.zadd(self.keys.listed, {room_id: created_ms - listing}, xx=True)
             if quick is None:
                 return
@@ -870,25 +889,25 @@ class Store:
         check, and :meth:`drop_quick` it)."""
         if limit <= 0:
             return []
-        with redis_errors():
+        with self._errors():
             members: list[Any] = await self._redis.zrange(self.keys.quick(variant), 0, limit - 1)
         return [_as_text(m) for m in members]
 
     async def drop_quick(self, variant: str, room_id: str) -> None:
         """Take a room out of the variant's quick lobbies (it is no longer one)."""
-        with redis_errors():
+        with self._errors():
             await self._redis.zrem(self.keys.quick(variant), room_id)
 
     async def is_listed(self, room_id: str) -> bool:
         """Whether the room is in the public listing."""
-        with redis_errors():
+        with self._errors():
             return await self._redis.zscore(self.keys.listed, room_id) is not None
 
     async def idle_lobbies(self, limit: int = 100) -> list[str]:
         """The listed lobbies nobody is in (:data:`Listing.IDLE`), newest first."""
         if limit <= 0:
             return []
-        with redis_errors():
+        with self._errors():
             members: list[Any] = await self._redis.zrevrangebyscore(
                 self.keys.listed, -Listing.RACE, "-inf", start=0, num=limit
             )
@@ -896,7 +915,7 @@ class Store:
 
     async def unlist(self, room_id: str) -> None:
         """Remove the room from the public listing (it started, filled up, or closed)."""
-        with redis_errors():
+        with self._errors():
             await self._redis.zrem(self.keys.listed, room_id)
 
     async def expire_room(self, room_id: str, ttl_s: float, *, unlist: bool = True) -> None:
@@ -934,7 +953,7 @@ class Store:
         next settle (the room's next decision that sets an expiry, or its next
         countdown)."""
         rk = self.keys.room(room_id)
-        with redis_errors():
+        with self._errors():
             pipe = self._redis.pipeline(transaction=False)
             pipe.smembers(rk.keyset)
             pipe.get(rk.code)
@@ -954,7 +973,7 @@ class Store:
             mode = "set" if shorten_code else "extend"
             await self._eval(EXPIRE_CODE, (code_key,), (room_id, ttl_ms, mode))
         if unlist:
-            with redis_errors():
+            with self._errors():
                 await self._redis.zrem(self.keys.listed, room_id)
 
     # -- events --------------------------------------------------------------------
@@ -1021,7 +1040,7 @@ class Store:
         if trim is not None:
             _check_nonneg("trim.before_version", trim.before_version)
             trim_from = str(trim.before_version)
-            with redis_errors():
+            with self._errors():
                 members = await self._redis.smembers(rk.keyset)
             for member in sorted(_as_text(m) for m in members):
                 round_no = rk.round_of(member)
@@ -1044,7 +1063,7 @@ class Store:
         if limit is not None and limit <= 0:
             return []
         key = self.keys.room(room_id).events
-        with redis_errors():
+        with self._errors():
             entries: list[Any] = (
                 await self._redis.xrange(key, f"0-{after_version + 1}", "+", count=limit) or []
             )
@@ -1052,7 +1071,7 @@ class Store:
 
     async def version(self, room_id: str) -> int:
         """The room's current version (0 before the first event)."""
-        with redis_errors():
+        with self._errors():
             value = await self._redis.get(self.keys.room(room_id).ver)
         return 0 if value is None else int(value)
 
@@ -1092,7 +1111,7 @@ class Store:
                 for eid, fields in entries
             ]
         limit_s = block_ms / 1000 + self._timeout
-        with redis_errors():
+        with self._errors():
             try:
                 async with asyncio.timeout(limit_s):
                     reply = await self._blocking.xread(
@@ -1127,7 +1146,7 @@ class Store:
 
     async def room_nodes(self, room_id: str) -> set[str]:
         """The nodes that have served the room (:meth:`join_room_nodes`)."""
-        with redis_errors():
+        with self._errors():
             members: Any = await self._redis.smembers(self.keys.room(room_id).nodes)
         return {_as_text(m) for m in members or ()}
 
@@ -1138,7 +1157,7 @@ class Store:
         one (a node that died leaves nothing behind for long)."""
         if not node_ids:
             return
-        with redis_errors():
+        with self._errors():
             pipe = self._redis.pipeline(transaction=False)
             for node_id in sorted(node_ids):
                 key = self.keys.wake(node_id)
@@ -1152,7 +1171,7 @@ class Store:
         as ``after`` next time. Runs on the blocking connection."""
         _check_nonneg("block_ms", block_ms)
         key = self.keys.wake(node_id)
-        with redis_errors():
+        with self._errors():
             async with asyncio.timeout(block_ms / 1000 + self._timeout):
                 reply = await self._blocking.xread(
                     {key: after}, block=block_ms if block_ms > 0 else None
@@ -1175,7 +1194,7 @@ class Store:
         entries or ``block_ms`` is over (see :meth:`tail`)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + block_ms / 1000
-        with redis_errors():
+        with self._errors():
             await rc.initialize()
             by_slot: dict[int, list[Any]] = {}
             for key in streams:
@@ -1254,10 +1273,14 @@ class Store:
             keys += (rk.places(finish.counter), rk.finish_time(finish.counter))
             args += (finish.at_ms, *finish.events)
         replicas = None
-        if finish is None:
-            reply = await self._commit.call(APPEND_MOVE, keys, args)
-        else:  # a place is decided: answered once a replica holds it (see _commit)
-            reply, replicas = await self._commit.call_replicated(APPEND_MOVE, keys, args)
+        try:
+            if finish is None:
+                reply = await self._commit.call(APPEND_MOVE, keys, args)
+            else:  # a place is decided: answered once a replica holds it (see _commit)
+                reply, replicas = await self._commit.call_replicated(APPEND_MOVE, keys, args)
+        except StoreUnavailable:  # the commit's failures are store errors already
+            self._note_failure()
+            raise
         accepted, length, version, place = (int(x) for x in reply[:4])
         if not accepted:
             floor, refusal = int(reply[7]), int(reply[8])
@@ -1287,7 +1310,7 @@ class Store:
         rebuild the racer's game (or, from where a replica is, to bring it up to date)."""
         if start < 0:
             raise ValueError("start must be >= 0")
-        with redis_errors():
+        with self._errors():
             entries: list[Any] = await self._redis.lrange(
                 self.keys.room(room_id).log(log_name), start, -1
             )
@@ -1295,13 +1318,13 @@ class Store:
 
     async def log_length(self, room_id: str, log_name: str) -> int:
         """Entries in a move log = the sequence number the next move must carry."""
-        with redis_errors():
+        with self._errors():
             return int(await self._redis.llen(self.keys.room(room_id).log(log_name)))
 
     async def delete_all(self) -> int:
         """Delete every key under this store's prefix (a benchmark's or a test's own
         keys, never anyone else's: no FLUSHDB). Returns how many were deleted."""
-        with redis_errors():
+        with self._errors():
             pattern = f"{self.keys.prefix}*"
             keys = [k async for k in self._redis.scan_iter(match=pattern, count=1000)]
             if keys:
@@ -1325,7 +1348,7 @@ class Store:
         then mark its racers offline (docs/server.md, "Presence")."""
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
-        with redis_errors():
+        with self._errors():
             await self._redis.set(self.keys.lease(node_id), str(STORE_FORMAT), px=ttl_ms)
 
     async def older_nodes(self) -> dict[str, int]:
@@ -1333,7 +1356,7 @@ class Store:
         (:data:`STORE_FORMAT`), by node id, with the format their lease says (1: a
         release before leases said one). One SCAN of the key space, so a node asks at
         start only (Node.check_older_nodes)."""
-        with redis_errors():
+        with self._errors():
             found = [k async for k in self._redis.scan_iter(match=self.keys.leases, count=1000)]
             if not found:
                 return {}
@@ -1354,7 +1377,7 @@ class Store:
 
     async def drop_lease(self, node_id: str) -> None:
         """Give the lease up at once (a drained node's racers are already offline)."""
-        with redis_errors():
+        with self._errors():
             await self._redis.delete(self.keys.lease(node_id))
 
     async def live_nodes(self, node_ids: Collection[str]) -> set[str]:
@@ -1362,7 +1385,7 @@ class Store:
         ids = sorted(node_ids)
         if not ids:
             return set()
-        with redis_errors():
+        with self._errors():
             pipe = self._redis.pipeline(transaction=False)
             for node_id in ids:
                 pipe.exists(self.keys.lease(node_id))
@@ -1394,7 +1417,7 @@ class Store:
         rooms = sorted(room_ids)
         if not rooms:
             return {}
-        with redis_errors():
+        with self._errors():
             pipe = self._redis.pipeline(transaction=False)
             for room_id in rooms:
                 pipe.xrevrange(self.keys.room(room_id).events, count=1)
@@ -1416,7 +1439,7 @@ class Store:
         racers), so response timing says nothing about how close a guess was.
         """
         wanted = token_sha256_hex.encode()
-        with redis_errors():
+        with self._errors():
             table: dict[Any, Any] = await self._redis.hgetall(self.keys.room(room_id).tokens)
         found: str | None = None
         for racer, digest in table.items():
@@ -1439,14 +1462,14 @@ class Store:
         the room's atomic write."""
         _check_token("claim", token_sha256_hex)
         key = self.keys.seat(token_sha256_hex)
-        with redis_errors():
+        with self._errors():
             taken = await self._redis.set(key, f"{room_id} {at_ms}", ex=ttl_s, nx=True)
         return bool(taken)
 
     async def claimed_seat(self, token_sha256_hex: str) -> SeatClaim | None:
         """The claim :meth:`claim_seat` wrote for this token digest, while it lasts."""
         _check_token("claim", token_sha256_hex)
-        with redis_errors():
+        with self._errors():
             value = await self._redis.get(self.keys.seat(token_sha256_hex))
         if value is None:
             return None
@@ -1459,7 +1482,7 @@ class Store:
         resume by its token says ``bad_token`` at once. Only the request that took the
         claim (:meth:`claim_seat` True) releases it."""
         _check_token("claim", token_sha256_hex)
-        with redis_errors():
+        with self._errors():
             await self._redis.delete(self.keys.seat(token_sha256_hex))
 
     # -- results -------------------------------------------------------------------
@@ -1467,12 +1490,12 @@ class Store:
     async def save_result(self, race_id: str, data: bytes, ttl_s: int | None = None) -> None:
         """Store a finished race's result, for ``ttl_s`` seconds (None: for ever, the
         default: results stay when their rooms expire)."""
-        with redis_errors():
+        with self._errors():
             await self._redis.set(self.keys.result(race_id), data, ex=ttl_s)
 
     async def load_result(self, race_id: str) -> bytes | None:
         """A race's stored result, or None."""
-        with redis_errors():
+        with self._errors():
             return _as_bytes(await self._redis.get(self.keys.result(race_id)))
 
     async def mark_unarchived(self, room_id: str) -> None:
@@ -1480,20 +1503,20 @@ class Store:
         yet. Written before the countdown and again before the race_over, so that a
         node started later finds the room even if every node that served it died
         before its race ended or before its result was archived."""
-        with redis_errors():
+        with self._errors():
             await self._redis.sadd(self.keys.unarchived, room_id)
 
     async def unarchived_rooms(self, limit: int = 100) -> list[str]:
         """Up to ``limit`` rooms noted by :meth:`mark_unarchived` and not cleared."""
         if limit <= 0:
             return []
-        with redis_errors():
+        with self._errors():
             members: Any = await self._redis.srandmember(self.keys.unarchived, limit)
         return sorted(_as_text(m) for m in members or ())
 
     async def clear_unarchived(self, room_id: str) -> None:
         """The room's results are archived (or its keys are gone): forget the note."""
-        with redis_errors():
+        with self._errors():
             await self._redis.srem(self.keys.unarchived, room_id)
 
     # -- internals -----------------------------------------------------------------
@@ -1506,7 +1529,7 @@ class Store:
         NOSCRIPT means the script did not run, so the second EVALSHA cannot apply
         anything twice.
         """
-        with redis_errors():
+        with self._errors():
             try:
                 return await self._redis.evalsha(script.sha, len(keys), *keys, *args)
             except NoScriptError:
