@@ -17,12 +17,14 @@ import asyncio
 import contextlib
 import json
 import logging
+import subprocess
 import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -31,6 +33,7 @@ from solrace.net import server as server_module
 from solrace.net.server import RaceServer
 from solrace.rooms.node import LEASE_RENEW_S, Node
 from solrace.store import Store
+from solrace.store.embedded import find_engine
 from solrace_client import RaceClient, ServerError
 
 from tests.support.server_process import solrace_server
@@ -250,3 +253,59 @@ async def test_a_master_demoted_under_a_node_is_an_outage_and_sigterm_drains_cle
     finally:
         await admin.execute_command("REPLICAOF", "NO", "ONE")
         await admin.aclose()
+
+
+@contextlib.contextmanager
+def _password_engine(socket_path: Path, password: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A Redis (the embedded engine's binary) on ``socket_path`` that requires
+    ``password``: one started again on the same socket with another stands for a Redis
+    whose password was changed and which was restarted under a running node."""
+    argv = [str(find_engine()), "--port", "0", "--unixsocket", str(socket_path)]
+    argv += ["--requirepass", password, "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen(
+        [*argv, "--dir", str(socket_path.parent)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not socket_path.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "no engine"
+            time.sleep(0.01)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_an_outage_that_turns_into_refused_credentials_says_so(tmp_path: Path) -> None:
+    """Redis restarted with another password under a running node (an operator rotated
+    it and forgot the node's URL): the node logged the outage's first reason only,
+    ``Connection closed by server`` (or refused) — and nothing more while Redis, up
+    again, refused every reconnect ``invalid username-password pair``: the operator
+    read a Redis that does not answer. A changed reason is a line of its own now, and
+    a refused password says which setting to mend."""
+    socket_path = tmp_path / "r.sock"
+    url = f"unix://:old@{socket_path}"
+    with _password_engine(socket_path, "old") as first:
+        server_cm = solrace_server(args=["--redis-url", url])
+        server = await server_cm.__aenter__()
+    try:
+        first.wait(10)  # stopped: the node's next lease renewal fails
+        deadline = time.monotonic() + LEASE_RENEW_S + 5
+        while "store unavailable" not in server.log:
+            assert time.monotonic() < deadline, server.log
+            await asyncio.sleep(0.1)
+        with _password_engine(socket_path, "new"):
+            deadline = time.monotonic() + LEASE_RENEW_S * 4 + 5
+            while "credentials" not in server.log:
+                assert time.monotonic() < deadline, server.log
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(LEASE_RENEW_S * 3)  # more refused renewals: no more lines
+    finally:
+        await server_cm.__aexit__(None, None, None)
+    said = [line for line in server.lines if "store unavailable" in line]
+    assert len(said) == 2, server.log
+    assert "Redis refused the node's credentials" in said[1], said
+    assert "--redis-url" in said[1] and ":old@" not in server.log, said
+    assert "Traceback" not in server.log, server.log

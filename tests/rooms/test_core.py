@@ -25,6 +25,7 @@ from solrace.rooms.node import (
     EMPTY_ROOM_TTL_S,
     FINISHED_ROOM_TTL_S,
     IDLE_ROOM_MS,
+    OUTAGE_REASONS_LOGGED,
     Node,
     racer_done_by,
 )
@@ -1277,6 +1278,26 @@ async def test_an_outage_is_logged_once_with_its_reason(
         node.store_failed(StoreUnavailable("redis refused the node's user (its ACL): NOPERM"))
     lines = [r for r in caplog.records if r.getMessage() == "store unavailable"]
     assert len(lines) == 1 and "NOPERM" in str(getattr(lines[0], "error", "")), lines
+
+
+async def test_an_outage_whose_reason_changes_says_each_reason_a_bounded_number_of_times(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis restarted with another password: the outage began "connection closed" and
+    went on refusing the node's credentials, which was never logged. Each new reason
+    is a line now, at most OUTAGE_REASONS_LOGGED an outage (reasons may alternate for
+    as long as it lasts); the next outage starts the count again."""
+    caplog.set_level(logging.WARNING, logger="solrace.node")
+    node = await backend.node()
+    reasons = [f"reason {i}" for i in range(OUTAGE_REASONS_LOGGED + 3)]
+    for _ in range(3):
+        for reason in reasons:
+            node.store_failed(StoreUnavailable(reason))
+    node.store_ok()
+    node.store_failed(StoreUnavailable("reason 0"))
+    lines = [r for r in caplog.records if r.getMessage() == "store unavailable"]
+    said = [str(getattr(r, "error", "")) for r in lines]
+    assert said == [*reasons[:OUTAGE_REASONS_LOGGED], "reason 0"], said
 
 
 def _fail_reads_of(

@@ -659,6 +659,7 @@ async def auth_refused(url: str) -> str | None:
     from redis.exceptions import AuthenticationError, RedisError
 
     from solrace.store import CLUSTER_SCHEMES, parse_cluster_url
+    from solrace.store.errors import AUTH_REFUSALS
 
     if urlsplit(url).scheme in CLUSTER_SCHEMES:
         url = parse_cluster_url(url)[0]  # its first node, with the credentials
@@ -678,18 +679,6 @@ async def auth_refused(url: str) -> str | None:
     if urlsplit(url).password is None:
         return "it requires a password (redis://:PASSWORD@host:port/db)"
     return why or "authentication failed"
-
-
-#: What Redis and Valkey say when they refuse a connection's credentials.
-AUTH_REFUSALS: Final = (
-    "NOAUTH",
-    "WRONGPASS",
-    "NOPERM",
-    "Authentication required",
-    "invalid username-password pair",
-    "invalid password",
-    "HELLO must be called with the client already authenticated",
-)
 
 
 async def run(args: argparse.Namespace) -> int:

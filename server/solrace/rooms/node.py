@@ -94,6 +94,12 @@ TAIL_BLOCK_MS = 250
 WAKE_BLOCK_MS = 1000
 TAIL_IDLE_S = 0.1
 LOOP_RETRY_S = 0.5
+#: Reasons an outage is logged with at most ("store unavailable error=…"): its first,
+#: then each new one as it changes. A Redis restarted with another password was logged
+#: as "Connection closed by server" only, and its refused reconnects never: the operator
+#: read a Redis that did not answer. Bounded, as reasons may alternate (a timeout, a
+#: refusal) for as long as the outage lasts.
+OUTAGE_REASONS_LOGGED = 4
 #: How often a draining node looks whether its moves in flight are stored.
 DRAIN_POLL_S = 0.01
 #: Events after which every spectator board may change (the withholding does).
@@ -298,6 +304,8 @@ class Node:
         #: When the store last answered again after an outage (never: 0).
         self.store_back_ms = 0
         self._store_down = False
+        #: The reasons the current outage was logged with (Node.store_failed).
+        self._outage_reasons: list[str] = []
         #: Live nodes of earlier releases on this store, found at start
         #: (check_older_nodes; None: not asked yet): while any lives, no rematch here
         #: trims a room's history (_history_to_trim).
@@ -484,8 +492,9 @@ class Node:
         self, error: StoreUnavailable | None = None, room: LiveRoom | None = None
     ) -> None:
         """The store failed a call (``error``, where the caller has it: its words go in
-        the one line logged per outage, so an operator reads why — Redis unreachable,
-        or its user's ACL changed). A call about one ``room`` is that room's trouble
+        the line logged per outage, so an operator reads why — Redis unreachable,
+        or its user's ACL changed —, and again when the reason changes: Redis back
+        but refusing the node's password). A call about one ``room`` is that room's trouble
         until its timer reads it again, when its graces restart (Node.tick): not the
         node's, whose loops notice a store that is down for it. A Cluster slot left
         open failed its rooms' calls every second, and each "outage" of the node
@@ -495,8 +504,15 @@ class Node:
                 room.store_down = True
                 self._tick_later(room, TICK_RETRY_S)  # its trouble ends when it reads
             return
+        reason = str(error) if error else None
+        reasons = self._outage_reasons
         if not self._store_down:
-            log.warning("store unavailable", extra={"error": str(error) if error else None})
+            reasons.clear()
+            log.warning("store unavailable", extra={"error": reason})
+            reasons.append(reason or "")
+        elif reason and reason not in reasons and len(reasons) < OUTAGE_REASONS_LOGGED:
+            log.warning("store unavailable", extra={"error": reason})  # its reason changed
+            reasons.append(reason)
         self._store_down = True
 
     def store_ok(self) -> None:

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 from redis.exceptions import (
     AskError,
+    AuthenticationError,
     ClusterDownError,
     ClusterError,
     MasterDownError,
@@ -24,7 +25,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .errors import StoreError, StoreForbidden, StoreRefusing, StoreUnavailable
+from .errors import AUTH_REFUSALS, StoreError, StoreForbidden, StoreRefusing, StoreUnavailable
 
 __all__ = ["redis_errors", "refusal", "translate"]
 
@@ -92,6 +93,16 @@ def translate(exc: BaseException) -> StoreError:
         err = type(exc)(*exc.args)
     elif (reason := refusal(exc)) is not None:
         err = StoreRefusing(reason)
+    elif isinstance(exc, AuthenticationError) or (
+        isinstance(exc, RedisConnectionError) and any(w in str(exc) for w in AUTH_REFUSALS)
+    ):
+        # Redis is up but refuses the node's password or user (changed under it: the
+        # start-up check refuses it, probe.py). redis-py calls that a connection error;
+        # said so, the operator looked for a Redis that did not answer.
+        err = StoreUnavailable(
+            f"Redis refused the node's credentials ({exc}): the password or user in "
+            "--redis-url is no longer accepted"
+        )
     elif isinstance(exc, _UNAVAILABLE + _CLUSTER_UNAVAILABLE):
         err = StoreUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}")
     elif isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc):

@@ -12,7 +12,10 @@ they are bugs in the caller, not conditions to handle at run time.
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = [
+    "AUTH_REFUSALS",
     "CodeTaken",
     "HeadLost",
     "StoreError",
@@ -21,6 +24,20 @@ __all__ = [
     "StoreUnavailable",
     "VersionConflict",
 ]
+
+
+#: What Redis and Valkey say when they refuse a connection's credentials (redis-py
+#: raises AuthenticationError for some, a plain ConnectionError for others): start-up
+#: refuses such a URL (net.main), and a running node logs it as such (_errors.translate).
+AUTH_REFUSALS: Final = (
+    "NOAUTH",
+    "WRONGPASS",
+    "NOPERM",
+    "Authentication required",
+    "invalid username-password pair",
+    "invalid password",
+    "HELLO must be called with the client already authenticated",
+)
 
 
 class StoreError(Exception):
