@@ -447,6 +447,17 @@ def connect_reason(url: str, exc: BaseException) -> str:
             )
         if status == 400 and NGINX_TLS_PORT in body:
             return "that port takes TLS only (HTTPS): use wss:// instead of ws://"
+        if status == 426:
+            # This client always asks for the upgrade: a 426 means someone between
+            # dropped it — a proxy that does not pass the headers (an operator audit:
+            # "is that the right port?" sent the operator to check the port, which was
+            # right).
+            return (
+                "it answered HTTP 426 Upgrade Required: a WebSocket server is there, but "
+                "the Upgrade and Connection headers of this client's handshake did not "
+                "reach it — a proxy in front of it that does not pass them? (tell its "
+                "operator: docs/deploy.md)"
+            )
         return f"it answered HTTP {status}, not as a solrace server — is that the right port?"
     if isinstance(exc, InvalidMessage) and isinstance(exc.__cause__, EOFError):
         return CLOSED_UNANSWERED  # through a flaky link it was "is that the right port?"

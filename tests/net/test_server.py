@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 from solrace.net.admission import REFUSAL_REASONS
-from solrace.net.server import HEALTHZ_PING_TIMEOUT_S, RaceServer
+from solrace.net.server import HEALTHZ_PING_TIMEOUT_S, RaceServer, upgrade_stripped
 from solrace.protocol.errors import BAD_INPUT_CLOSES
 from solrace.rooms.counters import MOVE_REFUSALS, REQUEST_REFUSALS, Defect
 from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace_client import RaceClient
+from websockets.datastructures import Headers
 
 from tests.net.conftest import Cluster
 from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix
@@ -400,3 +401,19 @@ async def test_healthz_is_503_draining_while_the_node_drains_and_alive_to_the_li
     finally:
         await server.drain()
         await delete_prefix(prefix)
+
+
+def test_a_handshake_is_upgrade_stripped_only_when_a_proxy_dropped_its_upgrade_headers() -> None:
+    """What the node warns about (tests/deploy/test_nginx_without_upgrade.py runs the
+    real nginx): a client's handshake without ``Upgrade``/``Connection: upgrade``; not
+    a whole one (header case and lists as clients and proxies write them), nor a
+    request that is no WebSocket handshake at all (a browser, a scanner)."""
+    key = ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+    whole = [("Upgrade", "websocket"), ("Connection", "Upgrade"), key]
+    assert not upgrade_stripped(Headers(whole))
+    assert not upgrade_stripped(
+        Headers([("upgrade", "WebSocket"), ("connection", "keep-alive, Upgrade"), key])
+    )
+    assert upgrade_stripped(Headers([("Connection", "close"), key]))  # nginx, as deployed wrong
+    assert upgrade_stripped(Headers([("Upgrade", "websocket"), ("Connection", "close"), key]))
+    assert not upgrade_stripped(Headers([("Connection", "close")]))

@@ -259,14 +259,22 @@ async def _wait_until(timeout: float, probe: Callable[[], Awaitable[bool]], what
         await asyncio.sleep(0.1)
 
 
-def _nginx_conf(work: Path, lb_port: int, node_ports: Sequence[int]) -> Path:
-    """deploy/nginx/local.conf.template filled in as deploy/local.sh fills it."""
+def _nginx_conf(
+    work: Path,
+    lb_port: int,
+    node_ports: Sequence[int],
+    edit: Callable[[str], str] | None = None,
+) -> Path:
+    """deploy/nginx/local.conf.template filled in as deploy/local.sh fills it (then
+    ``edit``ed: a test's misconfiguration)."""
     upstream = "".join(
         f"        server 127.0.0.1:{port} max_fails=2 fail_timeout=5s;\n" for port in node_ports
     )
     text = (DEPLOY / "nginx" / "local.conf.template").read_text()
     for name, value in (("UPSTREAM", upstream), ("WORK", str(work)), ("LB_PORT", str(lb_port))):
         text = text.replace(f"@{name}@", value.rstrip("\n"))
+    if edit is not None:
+        text = edit(text)
     conf = work / "nginx" / "nginx.conf"
     conf.write_text(text)
     return conf
@@ -274,11 +282,15 @@ def _nginx_conf(work: Path, lb_port: int, node_ports: Sequence[int]) -> Path:
 
 @contextlib.asynccontextmanager
 async def local_stack(
-    nodes: int = 3, prefix: str = "solrace-chaos:", node_env: dict[str, str] | None = None
+    nodes: int = 3,
+    prefix: str = "solrace-chaos:",
+    node_env: dict[str, str] | None = None,
+    nginx_edit: Callable[[str], str] | None = None,
 ) -> AsyncIterator[Stack]:
     """Redis (deploy/redis.conf, AOF ``always``), ``nodes`` solrace-server nodes (with
-    ``node_env`` added to their environment) and nginx in front, all started and
-    answering; everything stopped and removed after."""
+    ``node_env`` added to their environment) and nginx in front (its configuration
+    changed by ``nginx_edit``, if given), all started and answering; everything
+    stopped and removed after."""
     redis_server = _binary("redis-server")
     nginx = _binary("nginx", "/usr/sbin/nginx")
     assert SERVER_SCRIPT.exists(), f"the console script is not installed: {SERVER_SCRIPT}"
@@ -317,7 +329,13 @@ async def local_stack(
     lb_port = spare_port()
     balancer = Managed(
         "nginx",
-        [nginx, "-p", str(work / "nginx"), "-c", str(_nginx_conf(work, lb_port, node_ports))],
+        [
+            nginx,
+            "-p",
+            str(work / "nginx"),
+            "-c",
+            str(_nginx_conf(work, lb_port, node_ports, nginx_edit)),
+        ],
         work / "nginx.out",
     )
     stack = Stack(work, redis, redis_port, servers, node_ports, balancer, lb_port, prefix)

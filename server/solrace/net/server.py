@@ -197,6 +197,29 @@ HEALTHZ_PING_TIMEOUT_S: Final = 1.0
 EVICTION_CHECK_S = 10.0
 
 
+#: The line a handshake stripped of its upgrade headers is logged with (a repeated
+#: line: at most one every 10 s, docs/server.md).
+UPGRADE_STRIPPED: Final = (
+    "a WebSocket handshake came without its Upgrade and Connection headers (answered"
+    " 426): a proxy in front of this node that does not pass them? nginx needs"
+    " proxy_set_header Upgrade $http_upgrade and proxy_set_header Connection"
+    " $connection_upgrade (deploy/nginx.conf)"
+)
+
+
+def upgrade_stripped(headers: Headers) -> bool:
+    """Whether a request is a WebSocket client's handshake — it carries the key only
+    such a client sends — without the headers that make it an upgrade: what a proxy
+    that does not pass them forwards (nginx sends ``Connection: close`` and no
+    ``Upgrade``). An operator audit found the node answered it 426 and said nothing,
+    and every racer was refused through that proxy."""
+    if "Sec-WebSocket-Key" not in headers:
+        return False
+    upgrade = {t.strip().lower() for v in headers.get_all("Upgrade") for t in v.split(",")}
+    connection = {t.strip().lower() for v in headers.get_all("Connection") for t in v.split(",")}
+    return "websocket" not in upgrade or "upgrade" not in connection
+
+
 class RaceServer:
     def __init__(
         self,
@@ -375,6 +398,12 @@ class RaceServer:
             return _response(http.HTTPStatus.SERVICE_UNAVAILABLE, b"draining\n", "text/plain")
         # Probes above are answered whatever the limits: a full node is alive.
         assert isinstance(connection, _Connection)
+        if upgrade_stripped(request.headers):  # websockets answers it 426
+            peer = connection.remote_address
+            address = counted_as(str(peer[0])) if isinstance(peer, tuple) else None
+            fields = {"peer": logs.address(peer)}
+            self.node.repeated.note(log, UPGRADE_STRIPPED, address, fields, logging.WARNING)
+            return None
         refusal = connection.refusal(request.headers.get_all("X-Forwarded-For"))
         if refusal is None:
             return None

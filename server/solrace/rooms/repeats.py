@@ -124,10 +124,11 @@ class RepeatedLines:
         message: str,
         address: str | None,
         extra: Mapping[str, object],
+        level: int = logging.INFO,
     ) -> None:
         line = self._lines.get(message)
         if line is None:
-            line = self._lines[message] = RepeatedLine(logger, message)
+            line = self._lines[message] = RepeatedLine(logger, message, level)
         line.note(address, extra)
 
     def stop(self) -> None:
