@@ -455,8 +455,8 @@ def connect_reason(url: str, exc: BaseException) -> str:
             return (
                 "it answered HTTP 426 Upgrade Required: a WebSocket server is there, but "
                 "the Upgrade and Connection headers of this client's handshake did not "
-                "reach it — a proxy in front of it that does not pass them? (tell its "
-                "operator: docs/deploy.md)"
+                "reach it — a proxy in front of it that does not pass them? (tell the "
+                "server's operator)"
             )
         return f"it answered HTTP {status}, not as a solrace server — is that the right port?"
     if isinstance(exc, InvalidMessage) and isinstance(exc.__cause__, EOFError):
