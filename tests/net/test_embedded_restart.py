@@ -176,3 +176,66 @@ async def test_an_engine_killed_under_a_running_server_is_restarted_and_the_race
             assert _log_moves(standings[name]) == acked[name]
         for client in (ann, bob):
             await client.close()
+
+
+async def test_a_copy_of_the_data_directory_taken_while_serving_restores_the_race(
+    tmp_path: Path,
+) -> None:
+    """docs/server.md's backup and restore, as an operator does them: ``cp -a`` of the
+    data directory while the node serves, then (the node stopped) the copy put in its
+    place. The race resumes as it was at the copy; a move acknowledged after it is
+    gone, and the racer who had seen it is resynchronised and the loss logged."""
+    data, copy = tmp_path / "data", tmp_path / "copy"
+    rng = random.Random(11)
+    async with solrace_server(data_dir=data) as first:
+        ann, bob = await RaceClient.connect(first.url), await RaceClient.connect(first.url)
+        joined = await ann.create("yukon", "Ann")
+        await bob.join(ann.code or "", "Bob")
+        await bob.ready()
+        await ann.start()
+        started = await ann.next_event("started", timeout=30)
+        await ann.wait_for(lambda e: e.t == "board" and e.d.get("racer") == ann.racer)
+        await bob.wait_started()
+        acked = {"Ann": await _play(ann, 6, rng), "Bob": await _play(bob, 4, rng)}
+        boards = {"Ann": ann.board, "Bob": bob.board}
+        subprocess.run(["cp", "-a", str(data), str(copy)], check=True)  # as documented
+        assert await _play(ann, 3, rng)  # acknowledged after the copy: lost
+        seen = {"Ann": ann.version, "Bob": bob.version}
+        tokens = {"Ann": ann.token, "Bob": bob.token}
+        room = ann.room
+        first.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(first.proc.wait(), 15) == 0, first.log
+        for client in (ann, bob):
+            await asyncio.wait_for(client.closed, 10)
+            await client.close()
+    data.rename(tmp_path / "aside")
+    copy.rename(data)
+    async with solrace_server(data_dir=data) as second:
+        back: dict[str, RaceClient] = {}
+        for name in ("Ann", "Bob"):
+            client = back[name] = await RaceClient.connect(second.url)
+            resumed = await client.resume(room=room, token=tokens[name], since=seen[name])
+            await client.wait_for(lambda e: e.t == "resync")
+            you = resumed["snapshot"]["you"]
+            assert you["next_seq"] == len(acked[name]), (name, you, second.log)
+            assert client.board == boards[name]
+        assert "Redis lost acknowledged writes" in second.log, second.log
+        acked["Ann"] += await _play(back["Ann"], 4, rng)
+        for client in back.values():
+            with contextlib.suppress(ServerError):  # already stuck or finished
+                await client.resign()
+        over = await back["Ann"].next_event("race_over", timeout=30)
+        standings = {s["name"]: s for s in over.d["standings"]}
+        for name in ("Ann", "Bob"):
+            assert _log_moves(standings[name]) == acked[name]
+        saved = SavedResult(
+            race=race_id(room or "", over.d),
+            room=room or "",
+            settings=dict(joined["snapshot"]["settings"]),
+            result=dict(over.d),
+            published_commitment=str(started.d["commitment"]),
+        )
+        report = verify_result(saved)
+        assert report.ok, report.failures
+        for client in back.values():
+            await client.close()
