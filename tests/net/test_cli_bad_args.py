@@ -71,6 +71,13 @@ def _one_line(stderr: str, says: str) -> None:
         ),
         (["--redis-url", "unix:///tmp/x.sock?bogus=1"], {}, "takes no option 'bogus'"),
         (["--redis-url", REDIS_URL + "?socket_timeout=abc"], {}, "Invalid value"),
+        # redis-py takes the query's db over the path's: the node ran on database 3
+        # while its "store: redis url=…/14?db=3" line named 14 first (an operator audit).
+        (
+            ["--redis-url", "redis://127.0.0.1:6379/14?db=3"],
+            {},
+            "--redis-url: the database is given twice ('14' in the path, '3' in the query)",
+        ),
         # On the embedded engine the store's ValueError was a traceback (status 1); with a
         # Redis URL it was blamed on --redis-url.
         (["--key-prefix", "a{b"], {}, "--key-prefix: must not contain braces"),

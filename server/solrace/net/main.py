@@ -42,7 +42,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from solrace import __version__
 from solrace.argtypes import (
@@ -264,6 +264,14 @@ def check_redis_url(text: str) -> str:
         db = parts.path.strip("/")
         if parts.scheme != "unix" and db and not db.isdigit():
             raise ValueError(f"database index {db!r} is not a number (redis://host:port/0)")
+        # redis-py takes the query's db over the path's, silently: a URL naming both
+        # ran the node on the query's while its log line showed the path's first.
+        query_db = parse_qs(parts.query).get("db")
+        if parts.scheme != "unix" and db and query_db:
+            raise ValueError(
+                f"the database is given twice ({db!r} in the path, {query_db[0]!r} in the "
+                "query): give it once (redis://host:port/0)"
+            )
     if parts.query:
         _check_query_options(text, cluster=parts.scheme in CLUSTER_SCHEMES)
     return text
