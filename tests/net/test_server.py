@@ -173,6 +173,22 @@ async def test_sigterm_drains_closes_1001_and_exits_cleanly(
     assert await asyncio.wait_for(embedded_server.proc.wait(), 10) == 0
 
 
+async def test_a_hangup_drains_as_sigterm_does(embedded_server: ServerProcess) -> None:
+    """A node run from a terminal or an ssh session gets SIGHUP when that session
+    ends (and ``kill -HUP`` is many operators' habit for "reload"): its default action
+    killed the node at once — no drain, no log line, its racers left to its lease's
+    lapse (an operator audit: the log ended at "listening", the engine gone with it)."""
+    client = await RaceClient.connect(embedded_server.url)
+    await client.create("yukon", "Ann")
+    embedded_server.proc.send_signal(signal.SIGHUP)
+    await asyncio.wait_for(client.closed, 10)
+    assert client.close_code == 1001
+    assert await asyncio.wait_for(embedded_server.proc.wait(), 10) == 0
+    assert embedded_server.proc.stderr is not None
+    rest = (await embedded_server.proc.stderr.read()).decode()
+    assert "draining" in rest and "stopped" in rest, rest
+
+
 async def test_configured_by_environment_with_redis() -> None:
     prefix = f"solrace-test-env:{os.getpid()}:"
     server = await _start(

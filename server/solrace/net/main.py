@@ -11,14 +11,14 @@ below: the event loop). Without a Redis URL the node starts its own engine (a pr
 valkey-server, :mod:`solrace.store.embedded`) on ``--data-dir`` and says where the data
 lives first; restarted on the same directory, it resumes the races.
 
-Exit status (docs/server.md): 0 stopped by SIGTERM/SIGINT after draining; 1 could not
+Exit status (docs/server.md): 0 stopped by SIGTERM/SIGINT/SIGHUP after draining; 1 could not
 start (the port is taken, the data directory is in use by another node, …); 2 a bad flag
 or variable (including a ``--host`` that names no address of this machine, a Redis URL
 that is malformed, that Redis refuses, such as a database index it does not have, or
 that names the wrong kind of Redis — a cluster URL for a standalone Redis, a plain one
 for a cluster node, TLS for one that speaks plain text — or whose user an ACL keeps from
 what a node does, and a data directory that cannot be created or written); 3 the drain
-after SIGTERM/SIGINT failed (a defect: the log holds its traceback); 130
+after SIGTERM/SIGINT/SIGHUP failed (a defect: the log holds its traceback); 130
 interrupted (Ctrl-C) before it was listening. Every failure to start is one line on
 stderr, never a traceback.
 
@@ -520,7 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run one solrace node: WebSocket races, /healthz and /metrics on one "
         "port. Every flag has an environment variable ("
         + ", ".join(s.variable for s in settings())
-        + "); a flag wins over its variable. Exit status: 0 stopped (SIGTERM/SIGINT), "
+        + "); a flag wins over its variable. Exit status: 0 stopped (SIGTERM/SIGINT/SIGHUP), "
         "1 could not start, 2 a bad flag or variable, 3 the drain failed, 130 interrupted "
         "before listening.",
     )
@@ -715,7 +715,7 @@ def tune_gc() -> None:
 
 
 async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True) -> int:
-    """Run the node on ``store`` until SIGTERM/SIGINT, then drain; the exit status.
+    """Run the node on ``store`` until SIGTERM/SIGINT/SIGHUP, then drain; the exit status.
     The first line names the store (docs/server.md), then whether Redis ``answers``."""
     import asyncio
     import signal
@@ -789,10 +789,12 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
     tune_gc()
     # SIGTERM/SIGINT drain from here on: before the "listening" line, which a process
     # manager (or a test) may answer with SIGTERM at once — after it, that SIGTERM
-    # found the default action and killed the node undrained (status -15).
+    # found the default action and killed the node undrained (status -15). SIGHUP too:
+    # the end of the terminal or ssh session the node runs in (or `kill -HUP` meant as
+    # a reload) killed it at once, without a drain or a line in its log.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
     log.info(
         "listening",
