@@ -285,3 +285,26 @@ def test_the_benchmark_refuses_an_unknown_redis_url_option_in_one_line() -> None
     )
     assert done.returncode == 2, done.stderr
     _one_line(done.stderr, "--redis-url: the Redis client takes no option 'bogus'")
+
+
+def test_a_default_data_dir_that_cannot_be_made_says_no_redis_url_was_given(
+    tmp_path: Path,
+) -> None:
+    """The systemd unit of deploy/ with SOLRACE_REDIS_URL missing from its environment
+    file (a typo, a line commented out): the node fell back to the embedded store in
+    its user's home, which ProtectSystem=strict makes read-only, and said only
+    "--data-dir: cannot use data directory /opt/solrace/.local/share/solrace:
+    Read-only file system" — a flag nobody gave, and not the Redis URL nobody gave
+    (an operator audit)."""
+    home = tmp_path / "home"
+    home.write_text("a file: no directory can be made under it\n")
+    env = {"HOME": str(home), "XDG_DATA_HOME": "", "SOLRACE_DATA_DIR": "", "SOLRACE_REDIS_URL": ""}
+    done = _server(env=env)
+    assert done.returncode == 2, done.stderr
+    _one_line(done.stderr, f"cannot use data directory {home}/.local/share/solrace")
+    assert "no --redis-url or $SOLRACE_REDIS_URL" in done.stderr, done.stderr
+    assert "--data-dir: " not in done.stderr, done.stderr  # not a flag it was given
+    # Given by the operator, it is that flag's fault, as before.
+    done = _server("--data-dir", str(home / "data"), env=env)
+    assert done.returncode == 2, done.stderr
+    _one_line(done.stderr, f"--data-dir: cannot use data directory {home}/data")

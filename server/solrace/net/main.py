@@ -575,6 +575,7 @@ async def open_store(
     from solrace.store.embedded import DataDirUnusable, default_data_dir
 
     if url is None:
+        given = data_dir is not None
         if data_dir is None:  # checked as --data-dir is: its variables are a user's too
             try:
                 data_dir = _data_dir(utf8(str(default_data_dir())))
@@ -586,7 +587,16 @@ async def open_store(
         try:
             return await Store.start_embedded(data_dir, prefix=prefix), True
         except DataDirUnusable as exc:
-            raise UsageError(f"--data-dir: {exc}") from None
+            if given:
+                raise UsageError(f"--data-dir: {exc}") from None
+            # Nobody chose the embedded store here: deploy/'s systemd unit with its
+            # Redis URL missing from the environment file ended "--data-dir: cannot use
+            # … /opt/solrace/.local/share/solrace: Read-only file system".
+            raise UsageError(
+                f"{exc} (the embedded store's default directory, from $XDG_DATA_HOME or "
+                "$HOME: no --redis-url or $SOLRACE_REDIS_URL is given; give one, or a "
+                "directory with --data-dir)"
+            ) from None
     try:
         store = await Store.connect(url, prefix=prefix)
     except ValueError as exc:  # redis-py's URL parser
