@@ -138,6 +138,19 @@ def _statuses(result: dict[str, Any]) -> list[tuple[str, int, str]]:
     return [(s["name"], s["place"], s["status"]) for s in result["standings"]]
 
 
+async def _ended_after(
+    fault: str, backend: Backend, clock: Clock, node: Node, room: LiveRoom, race: _Race
+) -> tuple[dict[str, Any], Node]:
+    """The race's result once its cut is over, and a node to read the store with: the
+    race_over Bob got from this node once Redis answered again, or, the node killed,
+    the next node's archived result (_next_node_ends)."""
+    if fault == "redis fails":
+        over = await race.bob.until(lambda f: f.t == "race_over")
+        return dict(over.d), node
+    result = await _next_node_ends(backend, clock, node, room, race)
+    return result, await backend.node()
+
+
 @pytest.mark.parametrize("fault", FAULTS)
 async def test_a_time_limit_cut_between_its_timeouts_ends_the_race_once(
     backend: Backend, fault: str
@@ -161,13 +174,7 @@ async def test_a_time_limit_cut_between_its_timeouts_ends_the_race_once(
     [before] = await _poll(lambda: _held(held), bool, "the timeouts were not cut")
     assert _ends(before) == [(ann.racer, RacerStatus.TIMEOUT)], _ends(before)  # between them
 
-    if fault == "redis fails":
-        over = await bob.until(lambda f: f.t == "race_over")
-        result = dict(over.d)
-        reader = node
-    else:
-        result = await _next_node_ends(backend, clock, node, room, race)
-        reader = await backend.node()
+    result, reader = await _ended_after(fault, backend, clock, node, room, race)
     assert result["reason"] == "time_limit", result["reason"]
     statuses = {s["name"]: s["status"] for s in result["standings"]}
     assert statuses == {"Ann": RacerStatus.TIMEOUT, "Bob": RacerStatus.TIMEOUT}
@@ -210,13 +217,7 @@ async def test_a_race_cut_between_its_last_racers_end_and_its_race_over_ends_onc
     assert _ends(before)[-1] == (ann_id, ann_end), _ends(before)
     assert not any(e.t == EventType.RACE_OVER for e in before)
 
-    if fault == "redis fails":
-        over = await bob.until(lambda f: f.t == "race_over")
-        result = dict(over.d)
-        reader = node
-    else:
-        result = await _next_node_ends(backend, clock, node, room, race)
-        reader = await backend.node()
+    result, reader = await _ended_after(fault, backend, clock, node, room, race)
     if ending == "finish":
         assert _statuses(result) == [("Ann", 1, "finished"), ("Bob", 2, "resigned")]
         assert result["standings"][0]["log"] == line
