@@ -725,12 +725,15 @@ class Node:
         checks mark the dead nodes' racers offline, and its timers let them leave when
         their grace ends and end the race (or its time limit does). False if this node
         serves it already."""
-        if room.served():
-            return False
-        log.warning("adopting a room no live node serves", extra={"room": room.room_id})
         async with room.lock:
+            # Asked under the lock: two sweeps at once (the loop's, and one a caller
+            # asked for) both saw the room unserved before either joined it, and it
+            # was adopted, logged and joined twice (a CI run under load).
+            if room.served():
+                return False
+            log.warning("adopting a room no live node serves", extra={"room": room.room_id})
             await self.join_room(room)
-        room.serving = True
+            room.serving = True
         self.schedule(room)
         return True
 
