@@ -200,6 +200,9 @@ async def test_a_copy_of_the_data_directory_taken_while_serving_restores_the_rac
         boards = {"Ann": ann.board, "Bob": bob.board}
         subprocess.run(["cp", "-a", str(data), str(copy)], check=True)  # as documented
         assert await _play(ann, 3, rng)  # acknowledged after the copy: lost
+        async with asyncio.timeout(10):  # Bob has seen them too (a CI run under load:
+            while bob.version != ann.version:  # not yet, so he had nothing to resync)
+                await asyncio.sleep(0.02)
         seen = {"Ann": ann.version, "Bob": bob.version}
         tokens = {"Ann": ann.token, "Bob": bob.token}
         room = ann.room
