@@ -223,8 +223,12 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str,
 
     from solrace.store import StoreError
 
+    prefix = ""  # the run's keys (bench/runkeys.py), for the suites that write any
     if args.suite in ("store", "server", "core"):
+        from .runkeys import BENCH_FAMILY, CORE_FAMILY, run_prefix
+
         asyncio.run(_check_redis(args.redis_url))
+        prefix = run_prefix(CORE_FAMILY if args.suite == "core" else BENCH_FAMILY)
     try:
         if args.suite == "solver":
             from .solver import run as run_solver
@@ -264,6 +268,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str,
                 find_max=args.find_max,
                 aligned=args.aligned,
                 loop=args.loop,
+                prefix=prefix,
             )
         if args.suite == "core":
             from .core import DEFAULT_MOVES, DEFAULT_ROOMS
@@ -275,10 +280,11 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str,
                 moves=DEFAULT_MOVES if args.moves is None else args.moves,
                 callgrind=args.callgrind,
                 loop=args.loop,
+                prefix=prefix,
             )
         from .store import run as run_store
 
-        return run_store(args.redis_url)
+        return run_store(args.redis_url, prefix=prefix)
     except StoreError as exc:  # Redis went away (or failed) during the run
         raise _Failed(f"Redis failed during the run: {exc}", EXIT_FAILED) from None
     except RunFailed as exc:  # the run could not go on (bench/failed.py)

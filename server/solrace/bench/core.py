@@ -24,9 +24,10 @@ Two regimes, as a node sees them:
 - ``concurrent``: every racer's next move at once, round after round — a busy node,
   whose group commits carry many moves.
 
-The child run is ``python -m solrace.bench.core STORE ROOMS MOVES REGIME [LINE_MOVES]``
-(STORE a Redis URL or ``embedded``; LINE_MOVES how long the racers' lines are worked
-out, see :func:`drive`); it prints one JSON object.
+The child run is ``python -m solrace.bench.core STORE ROOMS MOVES REGIME [LINE_MOVES
+[PREFIX]]`` (STORE a Redis URL or ``embedded``; LINE_MOVES how long the racers' lines are
+worked out, see :func:`drive`; PREFIX its store's key prefix on Redis, under the run's:
+bench/runkeys.py); it prints one JSON object.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, cast
@@ -61,6 +61,7 @@ from solrace.rooms.peer import Peer
 from solrace.store import Store
 
 from .failed import RunFailed
+from .runkeys import CORE_FAMILY, part, run_prefix
 from .server import ROOM_SIZE  # rooms as the server benchmark's: 4 racers, a spectator
 
 DEFAULT_ROOMS: Final = 10
@@ -122,10 +123,10 @@ def _secrets() -> Iterator[bytes]:
         yield hashlib.sha256(b"solrace-bench-core:%d" % i).digest()
 
 
-async def _open_store(where: str, data_dir: str) -> Store:
+async def _open_store(where: str, data_dir: str, prefix: str) -> Store:
     if where == EMBEDDED:
-        return await Store.start_embedded(data_dir, prefix="solrace-bench-core:")
-    return await Store.connect(where, prefix=f"solrace-bench-core:{uuid.uuid4().hex}:")
+        return await Store.start_embedded(data_dir, prefix=CORE_FAMILY)
+    return await Store.connect(where, prefix=prefix)
 
 
 async def _rooms(node: Node, rooms: int) -> tuple[list[_CountingPeer], list[_CountingPeer]]:
@@ -168,16 +169,23 @@ def random_line(game: RacerGame, moves: int, rng: random.Random) -> list[str]:
 
 
 async def drive(
-    where: str, rooms: int, moves: int, regime: str, line_moves: int | None = None
+    where: str,
+    rooms: int,
+    moves: int,
+    regime: str,
+    line_moves: int | None = None,
+    prefix: str | None = None,
 ) -> dict[str, Any]:
     """One in-process run: set up, play the first ``moves`` moves of every racer's line,
     count. The lines are worked out ``line_moves`` (at least ``moves``) long: the two
     callgrind runs of a setting both work them out to the longer run's length, so that
     choosing the moves (the benchmark's own engine work, about 12 µs a move) cancels out
-    of their difference and is not counted as the node's."""
+    of their difference and is not counted as the node's. ``prefix``: the store's key
+    prefix on Redis (default one of a new run's, bench/runkeys.py)."""
     line_moves = max(moves, line_moves or 0)
+    prefix = prefix or part(run_prefix(CORE_FAMILY), regime)
     with tempfile.TemporaryDirectory(prefix="solrace-bench-core-") as data_dir:
-        store = await _open_store(where, data_dir)
+        store = await _open_store(where, data_dir, prefix)
         secrets = _secrets()
         node = Node(store, countdown_ms=0, room_secret=lambda: next(secrets))
         node.start()
@@ -221,9 +229,10 @@ async def drive(
 
 
 def _callgrind_total(
-    where: str, rooms: int, moves: int, regime: str, loop: str, line_moves: int
+    where: str, rooms: int, moves: int, regime: str, loop: str, line_moves: int, prefix: str
 ) -> tuple[int, int]:
-    """Instructions of a whole child run under callgrind, and the moves it played."""
+    """Instructions of a whole child run under callgrind, and the moves it played; the
+    child's store on Redis is under ``prefix``."""
     with tempfile.TemporaryDirectory(prefix="solrace-bench-cg-") as tmp:
         out = Path(tmp) / "callgrind.out"
         child = subprocess.run(
@@ -239,6 +248,7 @@ def _callgrind_total(
                 str(moves),
                 regime,
                 str(line_moves),
+                prefix,
             ],
             capture_output=True,
             text=True,
@@ -256,11 +266,24 @@ def _callgrind_total(
 
 
 def instructions_per_move(
-    where: str, rooms: int, moves: int, regime: str, loop: str, short: int = SHORT_MOVES
+    where: str,
+    rooms: int,
+    moves: int,
+    regime: str,
+    loop: str,
+    short: int = SHORT_MOVES,
+    prefix: str | None = None,
 ) -> float:
-    """ΔIr / Δmoves between a run of ``short`` and one of ``moves`` moves a racer."""
-    short_ir, short_moves = _callgrind_total(where, rooms, short, regime, loop, moves)
-    long_ir, long_moves = _callgrind_total(where, rooms, moves, regime, loop, moves)
+    """ΔIr / Δmoves between a run of ``short`` and one of ``moves`` moves a racer; their
+    stores on Redis are under ``prefix``, the run's (default a new one)."""
+    run_keys = prefix or run_prefix(CORE_FAMILY)
+
+    def total(moves_now: int) -> tuple[int, int]:
+        child = part(run_keys, f"callgrind-{regime}")
+        return _callgrind_total(where, rooms, moves_now, regime, loop, moves, child)
+
+    short_ir, short_moves = total(short)
+    long_ir, long_moves = total(moves)
     if long_moves <= short_moves:
         raise RunFailed("the longer run played no more moves than the shorter")
     return (long_ir - short_ir) / (long_moves - short_moves)
@@ -277,11 +300,14 @@ def run(
     moves: int = DEFAULT_MOVES,
     callgrind: bool = False,
     loop: str = AUTO,
+    prefix: str | None = None,
 ) -> dict[str, Any]:
-    """Both regimes on Redis, then on the embedded engine."""
+    """Both regimes on Redis, then on the embedded engine; every key on Redis under
+    ``prefix``, the run's (default a new one, bench/runkeys.py)."""
     if callgrind and moves <= SHORT_MOVES:
         raise ValueError(f"--moves must be above {SHORT_MOVES} with --callgrind")
     loop_name = resolve_loop(loop)
+    run_keys = prefix or run_prefix(CORE_FAMILY)
     result: dict[str, Any] = {
         "benchmark": "core",
         "rooms": rooms,
@@ -295,9 +321,12 @@ def run(
         figures: dict[str, Any] = {}
         for regime in REGIMES:
             with _quiet():
-                plain = run_on_loop(loop_name, drive(where, rooms, moves, regime))
+                on = part(run_keys, regime)
+                plain = run_on_loop(loop_name, drive(where, rooms, moves, regime, prefix=on))
             if callgrind:
-                per_move = instructions_per_move(where, rooms, moves, regime, loop_name)
+                per_move = instructions_per_move(
+                    where, rooms, moves, regime, loop_name, prefix=run_keys
+                )
                 plain["instructions_per_move"] = round(per_move)
             figures[regime] = plain
         result[label] = figures
@@ -317,13 +346,16 @@ def _quiet() -> Iterator[None]:
 
 
 def child_main(argv: list[str]) -> int:
-    """``python -m solrace.bench.core STORE ROOMS MOVES REGIME [LINE_MOVES]``: one run,
-    its JSON."""
+    """``python -m solrace.bench.core STORE ROOMS MOVES REGIME [LINE_MOVES [PREFIX]]``:
+    one run, its JSON."""
     where, rooms, moves, regime = argv[0], int(argv[1]), int(argv[2]), argv[3]
     line_moves = int(argv[4]) if len(argv) > 4 else moves
+    prefix = argv[5] if len(argv) > 5 else None
     loop = os.environ.get("SOLRACE_LOOP", AUTO)
     with _quiet():
-        figures = run_on_loop(resolve_loop(loop), drive(where, rooms, moves, regime, line_moves))
+        figures = run_on_loop(
+            resolve_loop(loop), drive(where, rooms, moves, regime, line_moves, prefix)
+        )
     print(json.dumps(figures))
     return 0
 

@@ -48,7 +48,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -64,10 +63,10 @@ from solrace.net.main import AUTO, resolve_loop, run_on_loop, tune_gc
 from solrace.protocol import Envelope, encode
 from solrace.protocol._msgpack import unpack_trusted
 from solrace.protocol.limits import SUBPROTOCOL
-from solrace.store import Store
 from solrace.store.embedded import PID_NAME
 
 from .failed import RunFailed
+from .runkeys import BENCH_FAMILY, delete_prefix, part, run_prefix
 from .wire import WireClient
 
 ROOM_SIZE = 4
@@ -656,15 +655,9 @@ async def _echo_figures(load: Load, loop: str, core: set[int] | None) -> dict[st
         return await _drive(f"ws://127.0.0.1:{port}", proc.pid, load, echo=True)
 
 
-async def _delete_prefix(redis_url: str, prefix: str) -> None:
-    store = await Store.connect(redis_url, prefix)
-    try:
-        await store.delete_all()
-    finally:
-        await store.close()
-
-
-async def _run(redis_url: str | None, load: Load, find_max: bool, loop: str) -> dict[str, Any]:
+async def _run(
+    redis_url: str | None, load: Load, find_max: bool, loop: str, run_keys: str
+) -> dict[str, Any]:
     child_core, load_core = _cores()
     before = os.sched_getaffinity(0) if load_core is not None else None
     if load_core is not None:
@@ -716,7 +709,7 @@ async def _run(redis_url: str | None, load: Load, find_max: bool, loop: str) -> 
             },
         }
         if redis_url is not None:
-            prefix = f"solrace-bench:{uuid.uuid4().hex}:"
+            prefix = part(run_keys, "server")
             try:
                 with _pinned(await _local_redis_pid(redis_url), load_core) as redis_pinned:
                     on_redis = await _server_figures(
@@ -727,7 +720,7 @@ async def _run(redis_url: str | None, load: Load, find_max: bool, loop: str) -> 
                         echo_us,
                     )
             finally:
-                await _delete_prefix(redis_url, prefix)
+                await delete_prefix(redis_url, prefix)
             result.update(on_redis)
             result["store_pinned"] = redis_pinned
         with tempfile.TemporaryDirectory(prefix="solrace-bench-") as data:
@@ -755,15 +748,19 @@ def run(
     find_max: bool = False,
     aligned: bool = False,
     loop: str = AUTO,
+    prefix: str | None = None,
 ) -> dict[str, Any]:
     """The benchmark's JSON object; ``redis_url=None`` skips the real-Redis run (its
     top-level figures are then absent and only ``embedded`` is measured). ``aligned``:
     see :class:`Window` (the default, a random phase per racer, is what users do).
     ``loop``: the event loop of the echo, the node and the load (``--loop`` of
-    ``solrace-server``); raises ``ValueError`` for one that is not installed."""
+    ``solrace-server``); raises ``ValueError`` for one that is not installed.
+    ``prefix``: the run's key prefix (default a new one, bench/runkeys.py), under which
+    the node on Redis keeps its keys."""
     load = Load(racers, rate, seconds, warmup, aligned)
     resolved = resolve_loop(loop)
-    return run_on_loop(resolved, _run(redis_url, load, find_max, resolved))
+    run_keys = prefix or run_prefix(BENCH_FAMILY)
+    return run_on_loop(resolved, _run(redis_url, load, find_max, resolved, run_keys))
 
 
 # ------------------------------------------------------------------ echo

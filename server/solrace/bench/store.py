@@ -2,12 +2,12 @@
 real Redis, on the embedded engine and on the fakeredis test double.
 
 Appends run against real Redis (``--redis-url``, default redis://127.0.0.1:6379/0)
-under a throw-away key prefix that is deleted afterwards, then against the embedded
-engine (a private valkey-server in a throw-away data directory, AOF fsynced on every
-write, as ``solrace-server`` runs it without a URL), then against fakeredis when it is
-installed (the test extra). ``sequential`` awaits each append before the next (one
-round trip per move); ``grouped_50`` keeps 50 racers' appends in flight at once, which
-the store's group commit sends as shared pipelines.
+under a throw-away key prefix, the run's (bench/runkeys.py), deleted afterwards, then
+against the embedded engine (a private valkey-server in a throw-away data directory,
+AOF fsynced on every write, as ``solrace-server`` runs it without a URL), then against
+fakeredis when it is installed (the test extra). ``sequential`` awaits each append
+before the next (one round trip per move); ``grouped_50`` keeps 50 racers' appends in
+flight at once, which the store's group commit sends as shared pipelines.
 
 CPU time per move is measured with ``process_time`` so a noisy machine matters less;
 wall time is reported too. On fakeredis the Lua runs in this process, so its CPU is all
@@ -27,6 +27,8 @@ import uuid
 from typing import Any
 
 from solrace.store import Store
+
+from .runkeys import BENCH_FAMILY, part, run_prefix
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -77,12 +79,14 @@ async def _both(store: Store, moves: int) -> dict[str, Any]:
     }
 
 
-def run(url: str, moves: int = 5000) -> dict[str, Any]:
-    """Redis figures at the top level (as before), then ``embedded`` and ``fake``."""
+def run(url: str, moves: int = 5000, prefix: str | None = None) -> dict[str, Any]:
+    """Redis figures at the top level (as before), then ``embedded`` and ``fake``.
+    ``prefix``: the run's key prefix (default a new one, bench/runkeys.py)."""
+    on_redis = part(prefix or run_prefix(BENCH_FAMILY), "store")
 
     async def every() -> dict[str, Any]:
         result: dict[str, Any] = {"benchmark": "store"}
-        store = await Store.connect(url, prefix=f"solrace-bench:{uuid.uuid4().hex}:")
+        store = await Store.connect(url, prefix=on_redis)
         try:
             result.update(await _both(store, moves))
         finally:
