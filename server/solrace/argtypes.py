@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_PORT",
     "EXIT_INTERRUPTED",
     "EXIT_READER_GONE",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "OUTPUT_ERRNOS",
     "BadNumber",
@@ -61,6 +62,11 @@ EXIT_USAGE: Final = 2
 #: The exit status of a command Ctrl-C stopped: what a shell reports for a process
 #: SIGINT stops (128 + SIGINT).
 EXIT_INTERRUPTED: Final = 128 + 2
+
+#: The exit status of a command SIGTERM stopped (``timeout``, a job cancelled) once it
+#: had cleaned up after itself: what a shell reports for a process SIGTERM stops
+#: (128 + SIGTERM), so a caller reads the same status as if it had died of it.
+EXIT_TERMINATED: Final = 128 + 15
 
 
 def usage_line(prog: str, message: str) -> str:

@@ -6,8 +6,10 @@ child or the rooms did not start, bench/failed.py), said in one line; 2 a bad ar
 said in one line before anything runs — a number out of its range (not finite,
 negative, zero where one is needed, ``--workers`` past 256), a malformed Redis URL or
 one Redis refuses or answers otherwise (a cluster URL for a standalone Redis, TLS for a
-plain-text one), a ``--log`` that cannot be opened, an unknown preset, a loop not installed; 130
-interrupted (Ctrl-C).
+plain-text one), a ``--log`` that cannot be opened, an unknown preset, a loop not
+installed; 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), each once the run has
+stopped what it started and deleted its keys (bench/stopping.py, bench/runkeys.py: a
+line says so if the keys could not be, and names their prefix).
 """
 
 from __future__ import annotations
@@ -17,14 +19,25 @@ import json
 import platform
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
-from solrace.argtypes import EXIT_INTERRUPTED, EXIT_USAGE, OneLineParser, real, whole
+from solrace.argtypes import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    OneLineParser,
+    real,
+    whole,
+)
 
+from . import stopping
 from .failed import RunFailed
 
 PROG: Final = "python -m solrace.bench"
 EXIT_FAILED = 1
+#: The suites that write to Redis (``--redis-url``), under their run's key prefix.
+REDIS_SUITES: Final = ("store", "server", "core")
 #: Seeds are 0 ≤ seed < 2**64 (docs/deals.md): the solver's consecutive seeds stay below.
 SEED_LIMIT: Final = 2**64
 
@@ -65,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run one benchmark and print its JSON object. Exit status: 0 done, "
         "1 it could not run to the end (Redis does not answer or failed, or the run "
         "could not go on: a child or the rooms did not start), 2 a bad argument, "
-        "130 interrupted.",
+        "130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the run's processes stopped "
+        "and its keys deleted first.",
     )
     parser.add_argument("suite", choices=["rules", "store", "solver", "server", "core"])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -218,17 +232,26 @@ def _where(url: str) -> str:
     return parts.path if parts.scheme == "unix" else parts.netloc.rpartition("@")[2]
 
 
-def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+@dataclass
+class _Keys:
+    """Where the run keeps its Redis keys (bench/runkeys.py), once it may write some."""
+
+    url: str = ""
+    prefix: str = ""
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, keys: _Keys) -> dict[str, Any]:
     import asyncio
 
     from solrace.store import StoreError
 
-    prefix = ""  # the run's keys (bench/runkeys.py), for the suites that write any
-    if args.suite in ("store", "server", "core"):
+    if args.suite in REDIS_SUITES:
         from .runkeys import BENCH_FAMILY, CORE_FAMILY, run_prefix
 
         asyncio.run(_check_redis(args.redis_url))
-        prefix = run_prefix(CORE_FAMILY if args.suite == "core" else BENCH_FAMILY)
+        family = CORE_FAMILY if args.suite == "core" else BENCH_FAMILY
+        keys.url, keys.prefix = args.redis_url, run_prefix(family)
+    prefix = keys.prefix
     try:
         if args.suite == "solver":
             from .solver import run as run_solver
@@ -294,26 +317,60 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str,
         raise _Failed(f"the run could not go on: {why}", EXIT_FAILED) from None
 
 
+def _clean_up(children: stopping.Children, keys: _Keys) -> str | None:
+    """What the run leaves, however it ended: the processes it started that are still
+    there stopped, then its keys deleted — with SIGINT and SIGTERM ignored meanwhile
+    (bench/stopping.py). After a run that ended by itself there is nothing left to
+    stop or delete. Why the keys could not be deleted, if they could not. (Imports
+    inside: a Ctrl-C while a module loads is ignored here.)"""
+    with stopping.shielded():
+        children.stop()
+        if not keys.prefix:
+            return None
+        import asyncio
+
+        from solrace.store import StoreError
+
+        from .runkeys import delete_prefix
+
+        try:
+            asyncio.run(delete_prefix(keys.url, keys.prefix))
+        except (StoreError, OSError) as exc:
+            return str(exc) or type(exc).__name__
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        _check(parser, args)
-        result = _run(parser, args)
-    except _Failed as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return exc.status
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    result["python"] = platform.python_version()
-    result["machine"] = platform.machine()
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(json.dumps(result, indent=2))
-    return 0
+    with stopping.sigterm_as_interrupt() as stop:
+        children, keys = stopping.Children(), _Keys()
+        result: dict[str, Any] | None = None
+        status, said = 0, ""
+        try:
+            try:
+                parser = build_parser()
+                args = parser.parse_args(argv)
+                _check(parser, args)
+                result = _run(parser, args, keys)
+            except _Failed as exc:
+                status, said = exc.status, str(exc)
+            except KeyboardInterrupt:
+                status, said = stop.status, stop.words
+        finally:
+            unclean = _clean_up(children, keys)
+    if unclean is not None:
+        left = f"its keys could not be deleted ({unclean}): delete those under {keys.prefix}"
+        status, said = status or EXIT_FAILED, f"{said}; {left}" if said else left
+    if result is not None:
+        result["python"] = platform.python_version()
+        result["machine"] = platform.machine()
+        print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    if said:
+        print(f"{PROG}: {said}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_status = main()
+    if exit_status in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        stopping.ignore_late_signals()
+    sys.exit(exit_status)

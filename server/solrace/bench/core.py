@@ -41,6 +41,7 @@ import logging
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,6 +61,7 @@ from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
 from solrace.store import Store
 
+from . import stopping
 from .failed import RunFailed
 from .runkeys import CORE_FAMILY, part, run_prefix
 from .server import ROOM_SIZE  # rooms as the server benchmark's: 4 racers, a spectator
@@ -72,6 +74,9 @@ REGIMES: Final = ("sequential", "concurrent")
 EMBEDDED: Final = "embedded"
 #: Lets the room timers of a started race settle before the measured moves.
 SETTLE_S: Final = 0.3
+#: How long a callgrind child asked to stop (SIGTERM) may take to clean up — its node,
+#: its keys, its embedded engine, ~50 times slower under valgrind — before SIGKILL.
+CALLGRIND_STOP_S: Final = 30.0
 
 
 class _CountingPeer(Peer):
@@ -232,10 +237,17 @@ def _callgrind_total(
     where: str, rooms: int, moves: int, regime: str, loop: str, line_moves: int, prefix: str
 ) -> tuple[int, int]:
     """Instructions of a whole child run under callgrind, and the moves it played; the
-    child's store on Redis is under ``prefix``."""
+    child's store on Redis is under ``prefix``.
+
+    The child runs in a session of its own, its temporary files (its embedded engine's
+    data) in this run's directory: a Ctrl-C or ``timeout``'s SIGTERM reaches this
+    process alone, which stops the child (SIGTERM: it cleans up as this process does,
+    slowly under valgrind; SIGKILL past ``CALLGRIND_STOP_S``) before the directory
+    goes; it gets SIGTERM too if this process dies. ``subprocess.run`` killed it 0.25 s
+    after a Ctrl-C, which both had received: its keys stayed, and so did its directory."""
     with tempfile.TemporaryDirectory(prefix="solrace-bench-cg-") as tmp:
         out = Path(tmp) / "callgrind.out"
-        child = subprocess.run(
+        proc = subprocess.Popen(
             [
                 "valgrind",
                 "--tool=callgrind",
@@ -250,15 +262,20 @@ def _callgrind_total(
                 str(line_moves),
                 prefix,
             ],
-            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            check=False,
-            env={**os.environ, "SOLRACE_LOOP": loop},
+            env={**os.environ, "SOLRACE_LOOP": loop, "TMPDIR": tmp},
+            start_new_session=True,
+            preexec_fn=stopping.death_signal(signal.SIGTERM),
         )
-        if child.returncode != 0:
-            tail = (child.stderr.strip().splitlines() or ["no output"])[-1]
+        with stopping.tracked(proc, CALLGRIND_STOP_S):
+            stdout, stderr = proc.communicate()
+        if proc.returncode != 0:
+            tail = (stderr.strip().splitlines() or ["no output"])[-1]
             raise RunFailed(f"the callgrind run failed: {tail}")
-        played = json.loads(child.stdout)["moves"]
+        played = json.loads(stdout)["moves"]
         for text in out.read_text(encoding="utf-8", errors="replace").splitlines():
             if text.startswith(("summary:", "totals:")):
                 return int(text.split()[1]), played
@@ -347,15 +364,21 @@ def _quiet() -> Iterator[None]:
 
 def child_main(argv: list[str]) -> int:
     """``python -m solrace.bench.core STORE ROOMS MOVES REGIME [LINE_MOVES [PREFIX]]``:
-    one run, its JSON."""
+    one run, its JSON. SIGTERM (its parent stopping it) stops it as Ctrl-C would: its
+    keys deleted, its engine stopped, status 143 (bench/stopping.py)."""
     where, rooms, moves, regime = argv[0], int(argv[1]), int(argv[2]), argv[3]
     line_moves = int(argv[4]) if len(argv) > 4 else moves
     prefix = argv[5] if len(argv) > 5 else None
     loop = os.environ.get("SOLRACE_LOOP", AUTO)
-    with _quiet():
-        figures = run_on_loop(
-            resolve_loop(loop), drive(where, rooms, moves, regime, line_moves, prefix)
-        )
+    with stopping.sigterm_as_interrupt() as stop:
+        try:
+            with _quiet():
+                figures = run_on_loop(
+                    resolve_loop(loop), drive(where, rooms, moves, regime, line_moves, prefix)
+                )
+        except KeyboardInterrupt:
+            print(f"python -m solrace.bench.core: {stop.words}", file=sys.stderr)
+            return stop.status
     print(json.dumps(figures))
     return 0
 

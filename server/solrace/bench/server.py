@@ -65,6 +65,7 @@ from solrace.protocol._msgpack import unpack_trusted
 from solrace.protocol.limits import SUBPROTOCOL
 from solrace.store.embedded import PID_NAME
 
+from . import stopping
 from .failed import RunFailed
 from .runkeys import BENCH_FAMILY, delete_prefix, part, run_prefix
 from .wire import WireClient
@@ -226,14 +227,19 @@ def _rss_mb(pid: int) -> float:
 @contextlib.contextmanager
 def _child(argv: list[str], port: int, core: set[int] | None) -> Iterator[subprocess.Popen[bytes]]:
     """Start ``argv``, pin it, wait until ``port`` accepts; always stop it (SIGTERM,
-    then SIGKILL after ``STOP_TIMEOUT_S``) so no run leaves a process behind. It runs in
-    a session of its own: a Ctrl-C reaches only the benchmark, which stops it here,
-    instead of every server in the terminal's process group printing its own
-    KeyboardInterrupt."""
+    then SIGKILL after ``STOP_TIMEOUT_S``: bench/stopping.py, which stops it too if this
+    stop is cut short) so no run leaves a process behind — and it gets SIGTERM if the
+    benchmark dies (SIGKILL). It runs in a session of its own: a Ctrl-C reaches only the
+    benchmark, which stops it here, instead of every server in the terminal's process
+    group printing its own KeyboardInterrupt."""
     proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=stopping.death_signal(signal.SIGTERM),
     )
-    try:
+    with stopping.tracked(proc, STOP_TIMEOUT_S):
         if core is not None:
             os.sched_setaffinity(proc.pid, core)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -247,14 +253,6 @@ def _child(argv: list[str], port: int, core: set[int] | None) -> Iterator[subpro
                 raise RunFailed(f"{argv[2:]} did not listen within {STARTUP_TIMEOUT_S} s")
             time.sleep(0.05)
         yield proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(STOP_TIMEOUT_S)
 
 
 # ------------------------------------------------------------------ load

@@ -19,15 +19,19 @@ does while the other core does the same: a fair picture of a 2-core server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import multiprocessing
 import os
+import signal
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from solrace.solver import solve_deal
 
+from . import stopping
 from .failed import RunFailed
 
 #: Presets: name → (variant, options). Options are the engine's defaults unless stated.
@@ -234,6 +238,49 @@ def _summary(rows: Iterable[tuple[int, str, int, int, float]]) -> dict[str, Any]
     }
 
 
+#: The signals a worker leaves to the benchmark, which stops the workers itself.
+_STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _worker_start(benchmark: int) -> None:
+    """A worker's signals: Ctrl-C is the benchmark's to handle (a worker it reached
+    while waiting for work printed ``Process ForkProcess-1:`` and a traceback before
+    the benchmark's line), and SIGTERM — how the benchmark stops it — its default action,
+    not the handler the fork copied from the benchmark (bench/stopping.py). They were
+    blocked until now (:func:`_workers`). And it dies with the ``benchmark`` process:
+    one killed by SIGKILL left its workers waiting for work for ever."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+    ask = stopping.death_signal(signal.SIGKILL, benchmark)
+    if ask is not None:
+        ask()
+
+
+@contextlib.contextmanager
+def _workers(count: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``count`` processes whose workers stop at once if the run is left
+    early (Ctrl-C, SIGTERM, a failure): the pool's own exit waited for the chunks its
+    workers held — tens of seconds at 100,000 nodes a deal, past a minute for a
+    Ctrl-C seen on a 2-core machine (2026-12-06) — and a SIGTERM did not reach them.
+    The workers start at once (a first job; the pool forks them all then), with SIGINT
+    and SIGTERM blocked until :func:`_worker_start` has set them: a Ctrl-C in between
+    reached a worker still starting, which printed a traceback."""
+    before = set(multiprocessing.active_children())
+    with ProcessPoolExecutor(count, initializer=_worker_start, initargs=(os.getpid(),)) as pool:
+        try:
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+            try:
+                pool.submit(int).result()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            yield pool
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            stopping.stop_workers(stopping.new_workers(before))
+            raise
+
+
 def run(
     presets: Sequence[str] = DEFAULT_PRESETS,
     deals: int = 200,
@@ -255,7 +302,7 @@ def run(
         "workers": workers,
         "variants": {},
     }
-    with ProcessPoolExecutor(workers) as pool:
+    with _workers(workers) as pool:
         for name in presets:
             variant, options = PRESETS[name]
             count = (deals_by_preset or {}).get(name, deals)
