@@ -19,19 +19,16 @@ does while the other core does the same: a fair picture of a 2-core server.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import math
-import multiprocessing
 import os
-import signal
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from solrace.solver import solve_deal
 
-from . import stopping
+from . import workers as bench_workers
 from .failed import RunFailed
 
 #: Presets: name → (variant, options). Options are the engine's defaults unless stated.
@@ -238,49 +235,6 @@ def _summary(rows: Iterable[tuple[int, str, int, int, float]]) -> dict[str, Any]
     }
 
 
-#: The signals a worker leaves to the benchmark, which stops the workers itself.
-_STOPS = {signal.SIGINT, signal.SIGTERM}
-
-
-def _worker_start(benchmark: int) -> None:
-    """A worker's signals: Ctrl-C is the benchmark's to handle (a worker it reached
-    while waiting for work printed ``Process ForkProcess-1:`` and a traceback before
-    the benchmark's line), and SIGTERM — how the benchmark stops it — its default action,
-    not the handler the fork copied from the benchmark (bench/stopping.py). They were
-    blocked until now (:func:`_workers`). And it dies with the ``benchmark`` process:
-    one killed by SIGKILL left its workers waiting for work for ever."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
-    ask = stopping.death_signal(signal.SIGKILL, benchmark)
-    if ask is not None:
-        ask()
-
-
-@contextlib.contextmanager
-def _workers(count: int) -> Iterator[ProcessPoolExecutor]:
-    """A pool of ``count`` processes whose workers stop at once if the run is left
-    early (Ctrl-C, SIGTERM, a failure): the pool's own exit waited for the chunks its
-    workers held — tens of seconds at 100,000 nodes a deal, past a minute for a
-    Ctrl-C seen on a 2-core machine (2026-12-06) — and a SIGTERM did not reach them.
-    The workers start at once (a first job; the pool forks them all then), with SIGINT
-    and SIGTERM blocked until :func:`_worker_start` has set them: a Ctrl-C in between
-    reached a worker still starting, which printed a traceback."""
-    before = set(multiprocessing.active_children())
-    with ProcessPoolExecutor(count, initializer=_worker_start, initargs=(os.getpid(),)) as pool:
-        try:
-            mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-            try:
-                pool.submit(int).result()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            yield pool
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            stopping.stop_workers(stopping.new_workers(before))
-            raise
-
-
 def run(
     presets: Sequence[str] = DEFAULT_PRESETS,
     deals: int = 200,
@@ -302,14 +256,15 @@ def run(
         "workers": workers,
         "variants": {},
     }
-    with _workers(workers) as pool:
+    with bench_workers.pool(workers) as pool:
         for name in presets:
             variant, options = PRESETS[name]
             count = (deals_by_preset or {}).get(name, deals)
             jobs = [(variant, options, start + i, budget) for i in range(count)]
             t0 = time.perf_counter()
             rows = []
-            for row in pool.map(_solve_one, jobs, chunksize=8):
+            solve = functools.partial(bench_workers.call, _solve_one)
+            for row in pool.map(solve, jobs, chunksize=8):
                 rows.append(row)
                 if log is not None and not len(rows) % PROGRESS_EVERY:
                     # Running counts, so a long study's progress (and a partial
@@ -328,7 +283,8 @@ def run(
             cbudget = certify_budget or budget
             # Start points spread over the seed space, each walking consecutive seeds.
             jobs2 = [(variant, options, 10**9 + 7919 * i, cbudget, 1000) for i in range(certify)]
-            walks = list(pool.map(_certify_one, jobs2, chunksize=4))
+            certify_one = functools.partial(bench_workers.call, _certify_one)
+            walks = list(pool.map(certify_one, jobs2, chunksize=4))
             secs = [w[2] for w in walks]
             tried = [w[0] for w in walks]
             out["certify"] = {
