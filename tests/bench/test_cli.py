@@ -14,8 +14,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import solrace.bench.__main__
 import solrace.bench.core
-from solrace.bench.__main__ import main
+from solrace.bench import limits
+from solrace.bench.__main__ import _check, build_parser, main
 from solrace.bench.failed import RunFailed
 
 from tests.support.interrupt import interrupted_while_loading
@@ -44,11 +46,11 @@ def _node() -> str:
     [
         (["rules", "--seconds", "nan"], "argument --seconds: not a finite number: 'nan'"),
         (["rules", "--seconds", "inf"], "argument --seconds: not a finite number: 'inf'"),
-        (["rules", "--seconds", "-1"], "argument --seconds: must be more than 0, got -1"),
-        (["rules", "--seconds", "0"], "argument --seconds: must be more than 0, got 0"),
+        (["rules", "--seconds", "-1"], "--seconds: must be more than 0 and at most 600, got -1"),
+        (["rules", "--seconds", "0"], "--seconds: must be more than 0 and at most 600, got 0"),
         (["rules", "--seconds", "soon"], "argument --seconds: not a number: 'soon'"),
-        (["solver", "--budget", "0"], "argument --budget: must be 1 or more, got 0"),
-        (["solver", "--deals", "-1"], "argument --deals: must be 0 or more, got -1"),
+        (["solver", "--budget", "0"], "argument --budget: must be 1 to 10000000, got 0"),
+        (["solver", "--deals", "-1"], "argument --deals: must be 0 to 100000, got -1"),
         (["solver", "--workers", "0"], "argument --workers: must be 1 to 256, got 0"),
         (["solver", "--workers", "257"], "argument --workers: must be 1 to 256, got 257"),
         # an OverflowError traceback (status 1) as the pool started; 1000 started 1000
@@ -58,8 +60,8 @@ def _node() -> str:
             "argument --workers: must be 1 to 256, got 99999999999999999999",
         ),
         (["solver", "--start", "-1"], "argument --start: must be 0 or more, got -1"),
-        (["solver", "--certify", "-1"], "argument --certify: must be 0 or more, got -1"),
-        (["solver", "--certify-budget", "0"], "--certify-budget: must be 1 or more, got 0"),
+        (["solver", "--certify", "-1"], "argument --certify: must be 0 to 10000, got -1"),
+        (["solver", "--certify-budget", "0"], "--certify-budget: must be 1 to 10000000, got 0"),
         (["solver", "--deals", "many"], "argument --deals: not a whole number: 'many'"),
         (
             ["solver", "--start", str(2**64 - 1), "--deals", "2"],
@@ -85,13 +87,13 @@ def _node() -> str:
             ["store", "--redis-url", f"redis+cluster://{_node()}"],
             f"--redis-url: {_node()} is not a Redis Cluster (cluster support disabled)",
         ),
-        (["server", "--racers", "1"], "argument --racers: must be 2 or more, got 1"),
+        (["server", "--racers", "1"], "argument --racers: must be 2 to 2000, got 1"),
         (["server", "--racers", "6"], "--racers: more than 4 racers fill rooms of 4: 6 is not"),
-        (["server", "--rate", "0"], "argument --rate: must be more than 0, got 0"),
+        (["server", "--rate", "0"], "--rate: must be more than 0 and at most 100, got 0"),
         (["server", "--rate", "nan"], "argument --rate: not a finite number: 'nan'"),
-        (["server", "--warmup", "-1"], "argument --warmup: must be 0 or more, got -1"),
+        (["server", "--warmup", "-1"], "argument --warmup: must be 0 to 60, got -1"),
         (["server", "--loop", "trio"], "argument --loop: invalid choice: 'trio'"),
-        (["core", "--rooms", "0"], "argument --rooms: must be 1 or more, got 0"),
+        (["core", "--rooms", "0"], "argument --rooms: must be 1 to 1000, got 0"),
         (["core", "--moves", "x"], "argument --moves: not a whole number: 'x'"),
         (["core", "--callgrind", "--moves", "10"], "--moves: must be above 10 with --callgrind"),
         ([], "the following arguments are required: suite"),
@@ -105,6 +107,55 @@ def test_a_bad_argument_is_one_line_and_status_2_before_anything_runs(
     assert (status, out) == (2, "")
     assert err.startswith(f"{PROG}: ") and says in err and err.count("\n") == 1, err
     assert time.monotonic() - began < 10  # said before any measuring
+
+
+#: Every size option's bound (bench/limits.py): (suite, flag, bound, lowest value).
+SIZE_BOUNDS = [
+    ("rules", "--seconds", limits.MAX_SECONDS, "more than 0 and at most"),
+    ("server", "--seconds", limits.MAX_SECONDS, "more than 0 and at most"),
+    ("server", "--warmup", limits.MAX_WARMUP_S, "0 to"),
+    ("server", "--racers", limits.MAX_RACERS, "2 to"),
+    ("server", "--rate", limits.MAX_RATE, "more than 0 and at most"),
+    ("core", "--rooms", limits.MAX_ROOMS, "1 to"),
+    ("core", "--moves", limits.MAX_MOVES, "1 to"),
+    ("solver", "--deals", limits.MAX_DEALS, "0 to"),
+    ("solver", "--budget", limits.MAX_BUDGET, "1 to"),
+    ("solver", "--certify-budget", limits.MAX_BUDGET, "1 to"),
+    ("solver", "--certify", limits.MAX_WALKS, "0 to"),
+    ("solver", "--certify-node", limits.MAX_WALKS, "0 to"),
+    ("solver", "--workers", limits.MAX_WORKERS, "1 to"),
+]
+
+
+@pytest.mark.parametrize(
+    ("suite", "flag", "bound", "low"),
+    SIZE_BOUNDS,
+    ids=[f"{suite}{flag}" for suite, flag, _, _ in SIZE_BOUNDS],
+)
+def test_a_size_at_its_bound_is_taken_and_one_past_it_refused_in_one_line(
+    suite: str,
+    flag: str,
+    bound: float,
+    low: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Unbounded, ``--racers 1000000`` (and every other size) was accepted and the run
+    set off to build it (bench/limits.py says why each bound is where it is). Nothing
+    runs here: a value the parser takes fails the test instead of running."""
+
+    def ran(*args: object) -> dict[str, object]:
+        raise AssertionError(f"{suite} {flag} {past} was taken and would run")
+
+    monkeypatch.setattr(solrace.bench.__main__, "_run", ran)
+    at, past = (str(int(v)) if float(v).is_integer() else str(v) for v in (bound, bound + 1))
+    parser = build_parser()
+    args = parser.parse_args([suite, flag, at])
+    _check(parser, args)  # the bound itself: a run it would start
+    assert getattr(args, flag.removeprefix("--").replace("-", "_")) == bound
+    status, out, err = _call([suite, flag, past], capsys)
+    assert (status, out) == (2, "")
+    assert err == f"{PROG}: argument {flag}: must be {low} {at}, got {past} (see {PROG} --help)\n"
 
 
 def test_callgrind_without_valgrind_is_one_line_and_status_2(

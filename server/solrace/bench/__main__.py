@@ -4,12 +4,13 @@ Exit status: 0 the benchmark ran (its JSON on standard output); 1 it could not r
 the end (Redis does not answer, or failed during the run, or the run could not go on: a
 child or the rooms did not start, bench/failed.py), said in one line; 2 a bad argument,
 said in one line before anything runs — a number out of its range (not finite,
-negative, zero where one is needed, ``--workers`` past 256), a malformed Redis URL or
-one Redis refuses or answers otherwise (a cluster URL for a standalone Redis, TLS for a
-plain-text one), a ``--log`` that cannot be opened, an unknown preset, a loop not
-installed; 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), each once the run has
-stopped what it started and deleted its keys (bench/stopping.py, bench/runkeys.py: a
-line says so if the keys could not be, and names their prefix).
+negative, zero where one is needed, a size past its bound: bench/limits.py), a
+malformed Redis URL or one Redis refuses or answers otherwise (a cluster URL for a
+standalone Redis, TLS for a plain-text one), a ``--log`` that cannot be opened, an
+unknown preset, a loop not installed; 130 interrupted (Ctrl-C), 143 terminated
+(SIGTERM), each once the run has stopped what it started and deleted its keys
+(bench/stopping.py, bench/runkeys.py: a line says so if the keys could not be, and
+names their prefix).
 """
 
 from __future__ import annotations
@@ -33,6 +34,18 @@ from solrace.argtypes import (
 
 from . import stopping
 from .failed import RunFailed
+from .limits import (
+    MAX_BUDGET,
+    MAX_DEALS,
+    MAX_MOVES,
+    MAX_RACERS,
+    MAX_RATE,
+    MAX_ROOMS,
+    MAX_SECONDS,
+    MAX_WALKS,
+    MAX_WARMUP_S,
+    MAX_WORKERS,
+)
 
 PROG: Final = "python -m solrace.bench"
 EXIT_FAILED = 1
@@ -40,15 +53,6 @@ EXIT_FAILED = 1
 REDIS_SUITES: Final = ("store", "server", "core")
 #: Seeds are 0 ≤ seed < 2**64 (docs/deals.md): the solver's consecutive seeds stay below.
 SEED_LIMIT: Final = 2**64
-
-
-# ------------------------------------------------------ argument types (solrace.argtypes)
-more_than_0 = real(0, above=True)
-at_least_0 = real(0)
-#: The most ``--workers`` (solver processes): past it each machine's cores are long
-#: outnumbered. Unbounded, 1000 started 1000 processes on a 2-core machine, and a number
-#: past a C int was an OverflowError traceback as the pool started.
-MAX_WORKERS: Final = 256
 
 
 def redis_url(text: str) -> str:
@@ -72,7 +76,7 @@ class _Failed(Exception):
 def build_parser() -> argparse.ArgumentParser:
     from solrace.net.main import AUTO, LOOPS
 
-    at_least_1 = whole(1)
+    budget = whole(1, MAX_BUDGET)
     parser = OneLineParser(
         prog=PROG,
         description="Run one benchmark and print its JSON object. Exit status: 0 done, "
@@ -85,9 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--seconds",
-        type=more_than_0,
+        type=real(0, MAX_SECONDS, above=True),
         default=None,
-        help="rules: time budget (default 4); server: measured window (default 20)",
+        help="rules: time budget (default 4); server: measured window (default 20); "
+        f"at most {MAX_SECONDS:g}",
     )
     parser.add_argument(
         "--redis-url",
@@ -102,8 +107,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="solver: a preset (repeatable): yukon, russian, alaska, australian, double_yukon,"
         " klondike, klondike-draw3, klondike-draw3-solvitaire, klondike-draw3-thoughtful",
     )
-    parser.add_argument("--deals", type=whole(0), default=200, help="solver: deals per preset")
-    parser.add_argument("--budget", type=at_least_1, default=100_000, help="solver: node budget")
+    parser.add_argument(
+        "--deals",
+        type=whole(0, MAX_DEALS),
+        default=200,
+        help=f"solver: deals per preset (at most {MAX_DEALS:,})",
+    )
+    parser.add_argument(
+        "--budget",
+        type=budget,
+        default=100_000,
+        help=f"solver: node budget (at most {MAX_BUDGET:,})",
+    )
     parser.add_argument(
         "--workers",
         type=whole(1, MAX_WORKERS),
@@ -111,21 +126,43 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"solver: processes (at most {MAX_WORKERS})",
     )
     parser.add_argument("--start", type=whole(0), default=0, help="solver: first seed")
-    parser.add_argument("--certify", type=whole(0), default=200, help="solver: certify walks")
-    parser.add_argument("--certify-budget", type=at_least_1, default=None, help="solver")
+    parser.add_argument(
+        "--certify",
+        type=whole(0, MAX_WALKS),
+        default=200,
+        help=f"solver: certify walks (at most {MAX_WALKS:,})",
+    )
+    parser.add_argument(
+        "--certify-budget",
+        type=budget,
+        default=None,
+        help=f"solver: node budget of a certify walk's deals (at most {MAX_BUDGET:,})",
+    )
     parser.add_argument(
         "--certify-node",
-        type=whole(0),
+        type=whole(0, MAX_WALKS),
         default=100,
-        help="solver: certify walks through the node's own code and workers, per setting",
+        help="solver: certify walks through the node's own code and workers, per setting "
+        f"(at most {MAX_WALKS:,})",
     )
     parser.add_argument("--log", default=None, help="solver: progress log file")
     parser.add_argument(
-        "--racers", type=whole(2), default=200, help="server: racers (rooms of 4; at least 2)"
+        "--racers",
+        type=whole(2, MAX_RACERS),
+        default=200,
+        help=f"server: racers (rooms of 4; 2 to {MAX_RACERS:,})",
     )
-    parser.add_argument("--rate", type=more_than_0, default=5.0, help="server: moves/s per racer")
     parser.add_argument(
-        "--warmup", type=at_least_0, default=3.0, help="server: seconds before measuring"
+        "--rate",
+        type=real(0, MAX_RATE, above=True),
+        default=5.0,
+        help=f"server: moves/s per racer (at most {MAX_RATE:g})",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=real(0, MAX_WARMUP_S),
+        default=3.0,
+        help=f"server: seconds before measuring (at most {MAX_WARMUP_S:g})",
     )
     parser.add_argument(
         "--find-max", action="store_true", help="server: step the load up for max_moves_per_s"
@@ -143,10 +180,16 @@ def build_parser() -> argparse.ArgumentParser:
         " core: of the node",
     )
     parser.add_argument(
-        "--rooms", type=at_least_1, default=None, help="core: rooms of 4 racers (default 10)"
+        "--rooms",
+        type=whole(1, MAX_ROOMS),
+        default=None,
+        help=f"core: rooms of 4 racers (default 10, at most {MAX_ROOMS:,})",
     )
     parser.add_argument(
-        "--moves", type=at_least_1, default=None, help="core: moves per racer (default 40)"
+        "--moves",
+        type=whole(1, MAX_MOVES),
+        default=None,
+        help=f"core: moves per racer (default 40, at most {MAX_MOVES:,})",
     )
     parser.add_argument(
         "--callgrind",
