@@ -158,6 +158,49 @@ def test_a_size_at_its_bound_is_taken_and_one_past_it_refused_in_one_line(
     assert err == f"{PROG}: argument {flag}: must be {low} {at}, got {past} (see {PROG} --help)\n"
 
 
+@pytest.mark.parametrize("suite", ["core", "server"])
+def test_a_bad_solrace_loop_is_refused_as_solrace_server_refuses_it(
+    suite: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SOLRACE_LOOP`` is ``--loop``'s variable: ``solrace-server`` refuses a bad one
+    (status 2) and the benchmark ran on the default loop as if it were not set (and,
+    here, said that Redis does not answer, status 1). Now the same words, said by the
+    same definition (solrace.net.main.LOOP), before anything runs."""
+    from solrace.net.main import UsageError, resolve
+    from solrace.net.main import build_parser as server_parser
+
+    with pytest.raises(UsageError) as server:
+        resolve(server_parser().parse_args([]), {"SOLRACE_LOOP": "bogus"})
+    assert str(server.value) == "$SOLRACE_LOOP: must be one of auto, uvloop, asyncio, got 'bogus'"
+    monkeypatch.setenv("SOLRACE_LOOP", "bogus")
+    status, out, err = _call([suite, "--redis-url", "redis://127.0.0.1:1/0"], capsys)
+    assert (status, out, err) == (2, "", f"{PROG}: {server.value} (see {PROG} --help)\n")
+
+
+@pytest.mark.parametrize(
+    ("variable", "flag", "loop"),
+    [
+        (None, [], "uvloop"),  # auto: uvloop where installed, as solrace-server
+        ("asyncio", [], "asyncio"),
+        ("", [], "uvloop"),  # an empty variable is not set, as for solrace-server
+        ("bogus", ["--loop", "asyncio"], "asyncio"),  # the flag wins over the variable
+        ("asyncio", ["--loop", "auto"], "uvloop"),
+    ],
+)
+def test_the_loop_comes_from_the_flag_else_solrace_loop_else_auto(
+    variable: str | None, flag: list[str], loop: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if variable is None:
+        monkeypatch.delenv("SOLRACE_LOOP", raising=False)
+    else:
+        monkeypatch.setenv("SOLRACE_LOOP", variable)
+    for suite in ("core", "server"):
+        parser = build_parser()
+        args = parser.parse_args([suite, *flag])
+        _check(parser, args)
+        assert args.loop == loop, suite
+
+
 def test_callgrind_without_valgrind_is_one_line_and_status_2(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

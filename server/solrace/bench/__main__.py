@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 from collections.abc import Sequence
@@ -51,6 +52,8 @@ PROG: Final = "python -m solrace.bench"
 EXIT_FAILED = 1
 #: The suites that write to Redis (``--redis-url``), under their run's key prefix.
 REDIS_SUITES: Final = ("store", "server", "core")
+#: The suites that run an event loop of ``--loop``'s (or ``$SOLRACE_LOOP``'s) choice.
+LOOP_SUITES: Final = ("server", "core")
 #: Seeds are 0 ≤ seed < 2**64 (docs/deals.md): the solver's consecutive seeds stay below.
 SEED_LIMIT: Final = 2**64
 
@@ -74,7 +77,7 @@ class _Failed(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from solrace.net.main import AUTO, LOOPS
+    from solrace.net.main import LOOP, LOOPS
 
     budget = whole(1, MAX_BUDGET)
     parser = OneLineParser(
@@ -175,9 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--loop",
         choices=LOOPS,
-        default=AUTO,
+        default=None,
         help="server: event loop of the echo, the node and the load (auto: uvloop if installed);"
-        " core: of the node",
+        f" core: of the node (${LOOP.variable} when not given, as for solrace-server; default"
+        f" {LOOP.default})",
     )
     parser.add_argument(
         "--rooms",
@@ -201,15 +205,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """What one argument alone cannot say (parser.error: one line, status 2)."""
-    from solrace.net.main import LoopUnavailable, resolve_loop
+    from solrace.net.main import LOOP, UsageError
 
+    if args.suite in LOOP_SUITES:
+        # --loop, else $SOLRACE_LOOP, else auto, resolved: as solrace-server reads it,
+        # with its words for a bad one (the variable was ignored, even 'bogus')
+        try:
+            args.loop = LOOP.value(args.loop, os.environ)
+        except UsageError as exc:
+            parser.error(str(exc))
     if args.suite == "server":
         from .server import ROOM_SIZE
 
-        try:
-            resolve_loop(args.loop)
-        except LoopUnavailable as exc:
-            parser.error(f"--loop: {exc}")
         if args.racers > ROOM_SIZE and args.racers % ROOM_SIZE:
             parser.error(
                 f"--racers: more than {ROOM_SIZE} racers fill rooms of {ROOM_SIZE}: "
@@ -218,10 +225,6 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.suite == "core":
         from .core import SHORT_MOVES, callgrind_available
 
-        try:
-            resolve_loop(args.loop)
-        except LoopUnavailable as exc:
-            parser.error(f"--loop: {exc}")
         if args.callgrind and not callgrind_available():
             parser.error("--callgrind: valgrind is not installed here (apt-get install valgrind)")
         if args.callgrind and args.moves is not None and args.moves <= SHORT_MOVES:

@@ -50,7 +50,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, cast
 
-from solrace.net.main import AUTO, resolve_loop, run_on_loop
+from solrace.net.main import AUTO, LOOP, resolve_loop, run_on_loop
 from solrace.protocol._msgpack import unpack_trusted
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.views import RacerStatus
@@ -266,7 +266,7 @@ def _callgrind_total(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "SOLRACE_LOOP": loop, "TMPDIR": tmp},
+            env={**os.environ, LOOP.variable: loop, "TMPDIR": tmp},
             start_new_session=True,
             preexec_fn=stopping.death_signal(signal.SIGTERM),
         )
@@ -369,13 +369,11 @@ def child_main(argv: list[str]) -> int:
     where, rooms, moves, regime = argv[0], int(argv[1]), int(argv[2]), argv[3]
     line_moves = int(argv[4]) if len(argv) > 4 else moves
     prefix = argv[5] if len(argv) > 5 else None
-    loop = os.environ.get("SOLRACE_LOOP", AUTO)
+    loop = LOOP.value(None, os.environ)  # what its parent resolved (_callgrind_total)
     with stopping.sigterm_as_interrupt() as stop:
         try:
             with _quiet():
-                figures = run_on_loop(
-                    resolve_loop(loop), drive(where, rooms, moves, regime, line_moves, prefix)
-                )
+                figures = run_on_loop(loop, drive(where, rooms, moves, regime, line_moves, prefix))
         except KeyboardInterrupt:
             print(f"python -m solrace.bench.core: {stop.words}", file=sys.stderr)
             return stop.status

@@ -39,7 +39,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -352,6 +352,34 @@ class Setting:
     def dest(self) -> str:
         return self.flag.removeprefix("--").replace("-", "_")
 
+    def value(self, given: str | None, environ: Mapping[str, str]) -> Any:
+        """The setting from its flag's value ``given``, else its variable in
+        ``environ`` (an empty one is not set), else its default; checked. Raises
+        UsageError naming the flag or the variable that is wrong. The benchmarks read
+        ``--loop`` with it too (:data:`LOOP`): the same words for the same mistake."""
+        source = self.flag
+        if given is None and environ.get(self.variable):
+            given, source = environ[self.variable], f"${self.variable}"
+        if given is None:
+            given, source = self.default, "default"
+        if given is None:
+            return None
+        try:  # bytes that are not UTF-8 first: no check (key, path, URL) can use them
+            return self.check(utf8(given))
+        except ValueError as exc:
+            raise UsageError(f"{source}: {exc}") from None
+
+
+#: ``--loop`` / ``SOLRACE_LOOP``: the event loop, for the node and for the benchmarks
+#: that run one (``python -m solrace.bench server|core``), which take it alike.
+LOOP: Final = Setting(
+    "--loop",
+    "SOLRACE_LOOP",
+    AUTO,
+    resolve_loop,
+    f"event loop: {', '.join(LOOPS)} (auto: uvloop when installed, else asyncio)",
+)
+
 
 @functools.cache
 def settings() -> tuple[Setting, ...]:
@@ -504,13 +532,7 @@ def settings() -> tuple[Setting, ...]:
             "days a finished race's result stays in Redis for replay and verify, or "
             f"{KEEP_FOREVER} (each is a few kilobytes)",
         ),
-        Setting(
-            "--loop",
-            "SOLRACE_LOOP",
-            "auto",
-            resolve_loop,
-            f"event loop: {', '.join(LOOPS)} (auto: uvloop when installed, else asyncio)",
-        ),
+        LOOP,
     )
 
 
@@ -540,22 +562,9 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
     """Each setting from its flag, else its variable, else its default, checked.
     Raises UsageError naming the flag or the variable that is wrong."""
     environ = dict(os.environ) if environ is None else environ
-    values: dict[str, Any] = {}
-    for setting in settings():
-        given = getattr(args, setting.dest)
-        source = setting.flag
-        if given is None and environ.get(setting.variable):
-            given, source = environ[setting.variable], f"${setting.variable}"
-        if given is None:
-            given, source = setting.default, "default"
-        if given is None:
-            values[setting.dest] = None
-            continue
-        try:  # bytes that are not UTF-8 first: no check (key, path, URL) can use them
-            values[setting.dest] = setting.check(utf8(given))
-        except ValueError as exc:
-            raise UsageError(f"{source}: {exc}") from None
-    return argparse.Namespace(**values)
+    return argparse.Namespace(
+        **{s.dest: s.value(getattr(args, s.dest), environ) for s in settings()}
+    )
 
 
 # ------------------------------------------------------------------- run
