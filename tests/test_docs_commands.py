@@ -32,14 +32,13 @@ import sys
 import termios
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from solrace_client import RaceClient
 
-from tests.support.redis import REDIS_URL, delete_prefix
+from tests.support.redis import REDIS_URL, delete_prefix, new_prefix
 from tests.support.server_process import ServerProcess, solrace_server
 from tests.support.terminal import signals_as_a_shell_gives
 
@@ -363,7 +362,7 @@ async def test_the_fair_counts_tool(tmp_path: Path) -> None:
 
 
 async def test_two_nodes_on_one_redis(tmp_path: Path) -> None:
-    prefix = f"solrace-doc-test:{uuid.uuid4().hex}:"
+    prefix = new_prefix("doc")
     async with world(tmp_path) as (w, _):
         w.env["SOLRACE_KEY_PREFIX"] = prefix  # the flag is not given: the variable counts
         ports = {"8765": str(free_port()), "8766": str(free_port())}

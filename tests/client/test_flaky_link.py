@@ -15,7 +15,6 @@ import asyncio
 import logging
 import re
 import time
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ from tests.client.test_errors import one_line, solrace
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.support.flaky_link import BOTH, Direction, FlakyLink
 from tests.support.race import winning_moves
+from tests.support.redis import new_prefix
 from tests.support.server_process import solrace_server
 from tests.support.stack import http_get
 
@@ -68,7 +68,7 @@ NOTICE_S = CLIENT_PING_INTERVAL_S + CLIENT_PING_TIMEOUT_S + CLOSE_WAIT_S
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[RaceServer]:
     """One node on the real Redis (the link, not the store, is under test here)."""
-    cluster = Cluster("redis", f"solrace-test:{uuid.uuid4().hex}:", tmp_path / "engine")
+    cluster = Cluster("redis", new_prefix(), tmp_path / "engine")
     try:
         yield await cluster.node()
     finally:

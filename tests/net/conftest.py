@@ -17,7 +17,6 @@ as they do for a user, against the limit a user's server has.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace_client import pacing
 
-from tests.support.redis import BACKEND_URLS, connect_or_fail, delete_prefix
+from tests.support.redis import BACKEND_URLS, connect_or_fail, delete_prefix, new_prefix
 
 #: A room secret whose round-1 Yukon deal the test solver wins quickly (checked by
 #: the tests that use it: they fail, loudly, if it ever stops being solvable).
@@ -123,7 +122,7 @@ class Cluster:
 
 @pytest.fixture(params=["redis", "cluster", "embedded"])
 async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(request.param, f"solrace-test:{uuid.uuid4().hex}:", tmp_path / "engine")
+    c = Cluster(request.param, new_prefix(), tmp_path / "engine")
     try:
         yield c
     finally:

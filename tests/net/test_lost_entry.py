@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from tests.support.flaky_link import Direction, FlakyLink
+from tests.support.redis import new_prefix
 
 from .conftest import Cluster
 
@@ -336,7 +336,7 @@ async def test_a_create_lost_between_its_claim_and_its_room_is_asked_again_once_
     the user never got the room asking again would have given. It now resumes for the
     whole window, then asks again: one room, the second create's (the default
     settings: the real window, 25 s). On one store: the client's doing, not the store's."""
-    cluster = Cluster("redis", f"solrace-test:{uuid.uuid4().hex}:", tmp_path / "engine")
+    cluster = Cluster("redis", new_prefix(), tmp_path / "engine")
     server = await cluster.node()
     store = server.node.store
     create_room = store.create_room

@@ -12,7 +12,6 @@ import contextlib
 import re
 import time
 import urllib.request
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from solrace.store import Store
 from solrace_client import ServerError
 
 from tests.support.race import play_until_done, racing, winning_moves
-from tests.support.redis import REDIS_URL, redis_process, spare_port
+from tests.support.redis import REDIS_URL, new_prefix, redis_process, spare_port
 
 from .conftest import SOLVABLE_SECRET, Cluster
 
@@ -103,7 +102,7 @@ def _scrape(server: RaceServer) -> dict[str, float]:
 @pytest.fixture
 async def on_redis(tmp_path: Path) -> AsyncIterator[Cluster]:
     """Nodes on Redis only: the counting is the node's, whatever its store."""
-    nodes = Cluster("redis", f"solrace-test:{uuid.uuid4().hex}:", tmp_path / "engine")
+    nodes = Cluster("redis", new_prefix(), tmp_path / "engine")
     try:
         yield nodes
     finally:
@@ -176,7 +175,7 @@ async def test_store_up_reads_0_while_redis_is_gone_and_1_once_it_is_back(
     port = spare_port()
     redis = contextlib.ExitStack()
     url = redis.enter_context(redis_process(tmp_path / "redis", port=port))
-    store = await Store.connect(url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+    store = await Store.connect(url, prefix=new_prefix())
     server = RaceServer(Node(store, name="store-up"), "127.0.0.1", 0)
     try:
         await server.start()

@@ -21,7 +21,6 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from solrace.store import Store
 from solrace.store.embedded import find_engine
 from solrace_client import RaceClient, ServerError
 
+from tests.support.redis import new_prefix
 from tests.support.server_process import solrace_server
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ async def serving(url: str, store_url: str | None = None) -> AsyncIterator[Runni
     """A node (in this process, with its HTTP endpoints) on the Redis at ``url``,
     connected as ``store_url`` says (another user, say), and an admin client."""
     admin = redis.asyncio.from_url(url)
-    store = await Store.connect(store_url or url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+    store = await Store.connect(store_url or url, prefix=new_prefix())
     server = RaceServer(Node(store, name="states"), "127.0.0.1", 0)
     try:
         await server.start()

@@ -11,7 +11,6 @@ import signal
 import sys
 import time
 import urllib.request
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from solrace_client import RaceClient
 from websockets.datastructures import Headers
 
 from tests.net.conftest import Cluster
-from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix
+from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix, new_prefix
 
 
 class ServerProcess:
@@ -190,7 +189,7 @@ async def test_a_hangup_drains_as_sigterm_does(embedded_server: ServerProcess) -
 
 
 async def test_configured_by_environment_with_redis() -> None:
-    prefix = f"solrace-test-env:{os.getpid()}:"
+    prefix = new_prefix("env")
     server = await _start(
         env={
             "SOLRACE_REDIS_URL": REDIS_URL,
@@ -209,7 +208,7 @@ async def test_configured_by_environment_with_redis() -> None:
 
 
 async def test_configured_by_environment_with_a_redis_cluster() -> None:
-    prefix = f"solrace-test-env:{os.getpid()}:"
+    prefix = new_prefix("env")
     server = await _start(env={"SOLRACE_REDIS_URL": CLUSTER_URL, "SOLRACE_KEY_PREFIX": prefix})
     try:
         assert "store: redis cluster" in server.first_line, server.first_line
@@ -251,7 +250,7 @@ async def _random_moves(client: RaceClient, count: int) -> int:
 
 
 async def test_two_server_processes_on_one_redis_race_one_room() -> None:
-    prefix = f"solrace-test-procs:{os.getpid()}:{id(object())}:"
+    prefix = new_prefix("procs")
     one, two = await _redis_server(prefix), await _redis_server(prefix)
     try:
         ann = await RaceClient.connect(one.url)
@@ -280,7 +279,7 @@ async def test_two_server_processes_on_one_redis_race_one_room() -> None:
 
 
 async def test_a_killed_server_process_loses_no_acknowledged_move() -> None:
-    prefix = f"solrace-test-kill:{os.getpid()}:{id(object())}:"
+    prefix = new_prefix("kill")
     first = await _redis_server(prefix)
     try:
         ann = await RaceClient.connect(first.url)
@@ -352,7 +351,7 @@ async def test_a_step_of_the_system_clock_shows_in_healthz_and_metrics_and_one_w
     store's clock was not stepped: the node's race clock still agrees with it
     (``store_clock_offset_ms``, ``solrace_clock_store_offset_seconds``)."""
     caplog.set_level(logging.WARNING, logger="solrace.clock")
-    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    prefix = new_prefix()
     store = await Store.connect(REDIS_URL, prefix=prefix)
     server = RaceServer(Node(store, name="clock"), "127.0.0.1", 0)
     try:
@@ -400,7 +399,7 @@ async def test_healthz_is_503_draining_while_the_node_drains_and_alive_to_the_li
     it out before its connections are closed), with ``"draining": true``, whatever the
     store says; the liveness probe stays ``200 alive`` (the operator audit: each other
     condition of the status had a test, the drain none)."""
-    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    prefix = new_prefix()
     store = await Store.connect(REDIS_URL, prefix=prefix)
     server = RaceServer(Node(store, name="draining"), "127.0.0.1", 0)
     await server.start()

@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -36,7 +35,7 @@ from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
 
 from tests.support.interrupt import interrupted_while_loading
-from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix
+from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix, new_prefix
 from tests.support.server_process import SERVER_SCRIPT, solrace_server
 
 
@@ -242,7 +241,7 @@ async def test_a_drain_that_fails_exits_3_with_its_traceback_not_cannot_start(
         monkeypatch.setattr(RaceServer, "drain", broken_drain)
     else:
         monkeypatch.setattr(solver_workers, "shutdown", broken_workers)
-    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    prefix = new_prefix()
     argv = ["--port", "0", "--redis-url", REDIS_URL, "--key-prefix", prefix]
     args = server_main.resolve(server_main.build_parser().parse_args(argv))
     store, _ = await server_main.open_store(args.redis_url, args.key_prefix, args.data_dir)
@@ -340,7 +339,7 @@ async def test_a_taken_port_cannot_start_in_one_error_line_that_names_it(
             ["--data-dir", str(tmp_path)] if backend == "embedded" else ["--redis-url", REDIS_URL]
         )
         done = await asyncio.to_thread(
-            _run, ["--port", port, *store, "--key-prefix", f"solrace-test:{uuid.uuid4().hex}:"], {}
+            _run, ["--port", port, *store, "--key-prefix", new_prefix()], {}
         )
     assert done.returncode == 1
     problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
@@ -501,7 +500,7 @@ def test_a_redis_that_answers_but_not_as_the_url_says_is_a_bad_flag(url: str, sa
     """A cluster URL for a standalone Redis logged "redis does not answer" and served,
     refusing every request ``unavailable``; TLS to a plain-text Redis stalled and then
     did the same. Redis answers: the URL is wrong, and no wait mends it (status 2)."""
-    done = _run(["--redis-url", url, "--key-prefix", f"solrace-test:{uuid.uuid4().hex}:"], {})
+    done = _run(["--redis-url", url, "--key-prefix", new_prefix()], {})
     assert done.returncode == 2, done.stderr
     problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
     assert len(problems) == 1, done.stderr

@@ -5,7 +5,6 @@ peers that keep every frame they are sent."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from solrace.rooms.peer import Peer
 from solrace.store import Store
 
 from tests.net.conftest import SOLVABLE_SECRET
-from tests.support.redis import BACKEND_URLS, connect_or_fail, delete_prefix
+from tests.support.redis import BACKEND_URLS, connect_or_fail, delete_prefix, new_prefix
 
 
 def pytest_asyncio_loop_factories(
@@ -77,7 +76,7 @@ class Backend:
     def __init__(self, kind: str, data_dir: Path) -> None:
         self.kind = kind
         self.data_dir = data_dir
-        self.prefix = f"solrace-test:{uuid.uuid4().hex}:"
+        self.prefix = new_prefix()
         self.nodes: list[Node] = []
         self._first: Store | None = None
 

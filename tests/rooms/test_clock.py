@@ -10,7 +10,6 @@ import itertools
 import logging
 import time
 import urllib.parse
-import uuid
 
 import pytest
 from solrace.rooms.clock import (
@@ -24,7 +23,7 @@ from solrace.rooms.node import Node
 from solrace.store import Store
 
 from tests.support.flaky_link import FlakyLink
-from tests.support.redis import REDIS_URL
+from tests.support.redis import REDIS_URL, new_prefix
 
 #: The real wall clock, before any test steps it.
 REAL_TIME_NS = time.time_ns
@@ -198,7 +197,7 @@ async def test_a_node_far_from_its_redis_still_takes_the_stores_clock(
     async with FlakyLink(url.port or 6379, seed=0) as proxy:
         proxy.latency_s = 0.06  # each way
         far = url._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
-        store = await Store.connect(far, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+        store = await Store.connect(far, prefix=new_prefix())
         clock = SteadyClock(wall=lambda: _wall_ms() + 45_000)
         node = Node(store, clock=clock)
         try:

@@ -16,7 +16,6 @@ import contextlib
 import contextvars
 import logging
 import secrets
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -52,7 +51,7 @@ from tests.net.conftest import SOLVABLE_SECRET
 from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
 from tests.support.race import archived_result, winning_moves
-from tests.support.redis import redis_process
+from tests.support.redis import new_prefix, redis_process
 
 from .conftest import Backend, FakePeer
 from .test_core import _race_on, _room_ttl_ms
@@ -1510,7 +1509,7 @@ async def test_a_redis_refusing_every_write_reads_as_down_and_its_room_retries_p
     caplog.set_level(logging.WARNING, logger="solrace.node")
     with redis_process(tmp_path / "redis") as url:
         clock = Clock()
-        store = await Store.connect(url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+        store = await Store.connect(url, prefix=new_prefix())
         node = Node(
             store,
             room_secret=lambda: SOLVABLE_SECRET,

@@ -16,14 +16,13 @@ loudly: a green run must mean the Lua ran on a real server.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from solrace.store import Store, StoredEvent
 
-from tests.support.redis import BACKEND_URLS, connect_or_fail
+from tests.support.redis import BACKEND_URLS, connect_or_fail, new_prefix
 from tests.support.redis import delete_prefix as _delete_prefix
 
 
@@ -38,7 +37,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         finally:
             await s.close()
         return
-    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    prefix = new_prefix()
     s = await connect_or_fail(request.param, prefix)
     try:
         yield s

@@ -11,7 +11,6 @@ import asyncio
 import os
 import subprocess
 import time
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,14 +24,14 @@ from solrace.store._errors import redis_errors
 from solrace.store.errors import StoreError
 
 from tests.deploy.conftest import DEPLOY
-from tests.support.redis import CLUSTER_URL, connect_or_fail, delete_prefix
+from tests.support.redis import CLUSTER_URL, connect_or_fail, delete_prefix, new_prefix
 
 from .conftest import room_keys, triples
 
 
 @pytest.fixture
 async def cstore() -> AsyncIterator[Store]:
-    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    prefix = new_prefix()
     store = await connect_or_fail("cluster", prefix)
     try:
         yield store

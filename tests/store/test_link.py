@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import urllib.parse
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from solrace.store._commit import FLUSHES_IN_FLIGHT
 from solrace.store._link import RespLink
 
 from tests.support.flaky_link import FlakyLink
-from tests.support.redis import BACKEND_URLS
+from tests.support.redis import BACKEND_URLS, new_prefix
 
 REDIS = BACKEND_URLS["redis"]
 
@@ -46,7 +45,7 @@ async def _serve(handle: Handler) -> tuple[asyncio.Server, str]:
 
 
 async def test_replies_come_in_order_with_redis_py_error_types() -> None:
-    key = f"solrace-test:link:{uuid.uuid4().hex}"
+    key = new_prefix("link") + "k"
     link = _link()
     try:
         replies = await link.execute(
@@ -72,7 +71,7 @@ async def test_replies_come_in_order_with_redis_py_error_types() -> None:
 
 
 async def test_the_url_decides_database_and_credentials() -> None:
-    key = f"solrace-test:link:{uuid.uuid4().hex}"
+    key = new_prefix("link") + "k"
     link = _link(REDIS.rsplit("/", 1)[0] + "/5")
     other = redis.asyncio.from_url(REDIS.rsplit("/", 1)[0] + "/5")
     try:
@@ -191,7 +190,7 @@ async def test_a_move_in_flight_when_the_link_dies_is_unavailable_and_never_appl
     next move goes through on a new connection. On a private Redis: a pause would hold
     every other test's writes, and the shared one has other tests' links."""
     url = private_redis()
-    store = await Store.connect(url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+    store = await Store.connect(url, prefix=new_prefix())
     admin = redis.asyncio.from_url(url)
     try:
         assert (await store.append_move("r", "p0", 0, b"m0", b"e0", round_no=1)).accepted
@@ -226,7 +225,7 @@ async def test_a_batch_does_not_wait_for_the_round_trip_of_the_one_before() -> N
     async with FlakyLink(url.port or 6379, seed=0) as proxy:
         proxy.latency_s = 0.05  # each way
         far = url._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
-        store = await Store.connect(far, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+        store = await Store.connect(far, prefix=new_prefix())
         loop = asyncio.get_running_loop()
 
         async def move(racer: str, after_s: float) -> float:
@@ -253,7 +252,7 @@ async def test_batches_on_the_wire_at_once_are_bounded() -> None:
     url = urllib.parse.urlsplit(REDIS)
     async with FlakyLink(url.port or 6379, seed=0) as proxy:
         far = url._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
-        store = await Store.connect(far, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+        store = await Store.connect(far, prefix=new_prefix())
         try:
             assert (await store.append_move("r", "warm", 0, b"m", b"e", round_no=1)).accepted
             proxy.stall(seconds=0.5)
@@ -301,7 +300,7 @@ def test_the_link_runs_on_uvloop_whose_transports_are_not_asyncio_transports() -
     The same group-commit flush, on uvloop, against the real Redis."""
 
     async def flush() -> tuple[str, list[object]]:
-        key = f"solrace-test:link:{uuid.uuid4().hex}"
+        key = new_prefix("link") + "k"
         link = _link()
         try:
             replies = await link.execute([("SET", key, "v"), ("GET", key), ("DEL", key)])
@@ -327,7 +326,7 @@ async def test_batches_resent_after_noscript_still_run_in_their_order(
     async with FlakyLink(url.port or 6379, seed=0) as proxy:
         proxy.latency_s = 0.05  # each way
         far = url._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
-        store = await Store.connect(far, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+        store = await Store.connect(far, prefix=new_prefix())
         admin = redis.asyncio.from_url(url.geturl())
         commit: Any = store._commit
         real_load = commit._client.script_load

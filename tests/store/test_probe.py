@@ -6,7 +6,6 @@ turn or every request (the operator audit); solrace-server now exits 2 on each
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 
 import pytest
@@ -14,7 +13,7 @@ import redis.asyncio
 from solrace.store import Store, StoreForbidden, StoreUnavailable
 from solrace.store.probe import ACCESS_PROBE_TTL_MS, cluster_node
 
-from tests.support.redis import CLUSTER_URL, REDIS_URL
+from tests.support.redis import CLUSTER_URL, REDIS_URL, new_prefix
 
 
 async def test_a_user_who_may_do_everything_is_refused_nothing_and_no_key_is_left(
@@ -47,7 +46,7 @@ async def test_what_an_acl_forbids_the_node_is_named(
     scripts). The probe names the first thing refused, and leaves no key behind that
     does not expire by itself."""
     url = private_redis()
-    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    prefix = new_prefix()
     admin = redis.asyncio.from_url(url)
     try:
         acl = [r.format(prefix=prefix) for r in rules]
@@ -100,7 +99,7 @@ async def test_an_acl_changed_under_a_running_store_is_an_outage_with_its_reason
     resumes when the ACL is mended."""
     assert issubclass(StoreForbidden, StoreUnavailable)
     url = private_redis()
-    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    prefix = new_prefix()
     admin = redis.asyncio.from_url(url)
     await admin.execute_command("ACL", "SETUSER", "node", "on", ">pw", "&*", "~*", "+@all")
     store = await Store.connect(url.replace("://", "://node:pw@"), prefix=prefix)

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from solrace.store import Finish, Store, token_digest
 
-from tests.support.redis import REDIS_URL
+from tests.support.redis import REDIS_URL, new_prefix
 
 from .conftest import _delete_prefix, pairs, triples
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
 async def test_same_results_under_both_protocols(protocol: int) -> None:
-    prefix = f"solrace-test:{uuid.uuid4().hex}:"
+    prefix = new_prefix()
     sep = "&" if "?" in REDIS_URL else "?"
     store = await Store.connect(f"{REDIS_URL}{sep}protocol={protocol}", prefix=prefix)
     try:

@@ -14,7 +14,6 @@ Private redis-servers only: these tests reconfigure them."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import redis.asyncio
 from solrace.store import Store, StoreRefusing, StoreUnavailable
 from solrace.store.keeping import Replica
 
-from tests.support.redis import CLUSTER_URL, REDIS_URL
+from tests.support.redis import CLUSTER_URL, REDIS_URL, new_prefix
 
 
 @pytest.fixture
@@ -33,7 +32,7 @@ async def admin_and_store(
     """A private Redis (an admin client on it) and a store on it."""
     url = private_redis()
     admin = redis.asyncio.from_url(url)
-    store = await Store.connect(url, prefix=f"solrace-test:{uuid.uuid4().hex}:")
+    store = await Store.connect(url, prefix=new_prefix())
     try:
         yield admin, store
     finally:

@@ -3,7 +3,6 @@ own packer writes) and send without a task unless the socket must drain first.""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
@@ -11,7 +10,7 @@ from redis.asyncio import ConnectionPool
 from redis.asyncio.connection import AbstractConnection, Connection
 from solrace.store._resp import speed_up
 
-from tests.support.redis import connect_or_fail
+from tests.support.redis import connect_or_fail, new_prefix
 
 COMMAND = ("EVALSHA", "a" * 40, 2, "k:{r}:1", "k:{r}:2", 7, b"\x92\xa41>F\x05", "caf\u00e9", 2.5)
 
@@ -38,7 +37,7 @@ async def _connection(store: Any) -> AbstractConnection:
 async def test_a_send_the_socket_takes_needs_no_drain_and_one_that_must_drain_waits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    store = await connect_or_fail("redis", f"solrace-test:{uuid.uuid4().hex}:")
+    store = await connect_or_fail("redis", new_prefix())
     try:
         conn = await _connection(store)
         slow_path: list[Any] = []

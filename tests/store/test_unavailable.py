@@ -11,14 +11,14 @@ import pytest
 from solrace.store import Store, StoreUnavailable, token_digest
 
 from tests.support.faults import NOT_STORE_CALLS, STORE_CALLS
-from tests.support.redis import REDIS_URL
+from tests.support.redis import REDIS_URL, new_prefix
 
 DEAD_URL = "redis://127.0.0.1:1/0"
 
 
 async def test_real_redis_is_reachable() -> None:
     """Fails (not skips) without Redis: the suite must have run the Lua on a real server."""
-    store = await Store.connect(REDIS_URL, prefix="solrace-test:reachable:")
+    store = await Store.connect(REDIS_URL, prefix=new_prefix())
     try:
         assert await store.ping(), f"Redis not reachable at {REDIS_URL}"
         assert not store.embedded

@@ -1,7 +1,8 @@
 """The real Redis (and Redis Cluster) that tests use, and cleaning up after them.
 
 Tests share the machine's Redis with other runs, so each test uses its own key prefix
-and deletes exactly that prefix's keys afterwards (never FLUSHDB).
+(:func:`new_prefix`, the only place one is made) and deletes exactly that prefix's keys
+afterwards (never FLUSHDB).
 
 The cluster is a local three-master Redis Cluster, ``SOLRACE_TEST_CLUSTER_URL``
 (default ``redis+cluster://127.0.0.1:7101``): ``.ci/run`` starts one with
@@ -16,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -28,6 +30,16 @@ CLUSTER_URL = os.environ.get("SOLRACE_TEST_CLUSTER_URL", "redis+cluster://127.0.
 
 #: What each real backend of the parametrized fixtures connects to.
 BACKEND_URLS = {"redis": REDIS_URL, "cluster": CLUSTER_URL}
+
+#: What every test's key prefix begins with.
+TEST_PREFIX = "solrace-test"
+
+
+def new_prefix(kind: str = "") -> str:
+    """A key prefix of the test's own, ``solrace-test[-KIND]:<random>:``: for a store,
+    a server's ``--key-prefix`` or a raw key."""
+    return f"{TEST_PREFIX}{f'-{kind}' if kind else ''}:{uuid.uuid4().hex}:"
+
 
 _HOW_TO_START = {
     "redis": "set SOLRACE_TEST_REDIS_URL, or run bash .ci/run",

@@ -18,13 +18,12 @@ import shutil
 import signal
 import sys
 import tempfile
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.redis import BACKEND_URLS, delete_prefix
+from tests.support.redis import BACKEND_URLS, delete_prefix, new_prefix
 
 BIN = Path(sys.executable).parent
 SERVER_SCRIPT = BIN / "solrace-server"
@@ -68,7 +67,7 @@ async def solrace_server(
     signal as a terminal's Ctrl-C does."""
     assert SERVER_SCRIPT.exists(), f"the console script is not installed: {SERVER_SCRIPT}"
     argv = [str(SERVER_SCRIPT), "--port", "0", *args]
-    prefix = f"solrace-doc-test:{uuid.uuid4().hex}:"
+    prefix = new_prefix("doc")
     scratch: str | None = None
     if backend in BACKEND_URLS:
         argv += ["--redis-url", BACKEND_URLS[backend], "--key-prefix", prefix]
