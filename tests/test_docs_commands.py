@@ -361,6 +361,19 @@ async def test_the_fair_counts_tool(tmp_path: Path) -> None:
         assert 0 <= row["foundation_short_mean"] <= row["foundation_short_max"] <= 52, row
 
 
+async def _stop(proc: asyncio.subprocess.Process) -> int | None:
+    """SIGTERM; its exit status, or None if it had to be killed after 15 s."""
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            return await asyncio.wait_for(proc.wait(), 15)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return None
+    return proc.returncode
+
+
 async def test_two_nodes_on_one_redis(tmp_path: Path) -> None:
     prefix = new_prefix("doc")
     async with world(tmp_path) as (w, _):
@@ -393,11 +406,12 @@ async def test_two_nodes_on_one_redis(tmp_path: Path) -> None:
             await ann.close()
             await bob.close()
         finally:
-            for proc in procs:
-                if proc.returncode is None:
-                    proc.send_signal(signal.SIGTERM)
-                    assert await asyncio.wait_for(proc.wait(), 15) == 0
-            await delete_prefix(prefix)
+            try:  # each node stopped (killed if it does not stop in time), then the
+                # prefix deleted: a stop that failed skipped both, and left the room
+                statuses = [await _stop(proc) for proc in procs]
+            finally:
+                await delete_prefix(prefix)
+    assert statuses == [0] * len(procs)
 
 
 async def test_the_terminal_client_walkthrough(tmp_path: Path) -> None:

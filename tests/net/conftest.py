@@ -53,6 +53,9 @@ class Cluster:
         self.prefix = prefix
         self.stores: list[Store] = []
         self.servers: list[RaceServer] = []
+        #: Every node started, those a test killed or crashed too (tests/support/faults.py
+        #: takes a crashed one out of ``servers`` and never stops it).
+        self.started: list[RaceServer] = []
         self._first: Store | None = None
 
     async def store(self) -> Store:
@@ -99,6 +102,7 @@ class Cluster:
         server = RaceServer(node, "127.0.0.1", 0, admission)
         await server.start()
         self.servers.append(server)
+        self.started.append(server)
         return server
 
     async def kill(self, server: RaceServer) -> None:
@@ -111,13 +115,29 @@ class Cluster:
         await server.node.stop()
 
     async def close(self) -> None:
+        """Drain the nodes, stop the ones killed or crashed, close the stores, then
+        delete the prefix's keys: once no task of any node can write again (a crashed
+        node's retries ran on after the fixture), and whatever failed before (a drain
+        that raised skipped the delete, and left the test's rooms in Redis)."""
         self._unpaced.undo()
+        failed: list[BaseException] = []
         for server in list(self.servers):
-            await server.drain()
+            try:
+                await server.drain()
+            except Exception as exc:
+                failed.append(exc)
+        for server in self.started:
+            if server not in self.servers:  # killed (stopped once) or crashed (never)
+                await server.node.stop()
         for store in self.stores:  # killed nodes' too; the engine stops with the last
-            await store.close()
+            try:
+                await store.close()
+            except Exception as exc:
+                failed.append(exc)
         if self.backend in BACKEND_URLS:
             await delete_prefix(self.prefix, BACKEND_URLS[self.backend])
+        if failed:
+            raise failed[0]
 
 
 @pytest.fixture(params=["redis", "cluster", "embedded"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -11,7 +12,7 @@ import signal
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -188,49 +189,63 @@ async def test_a_hangup_drains_as_sigterm_does(embedded_server: ServerProcess) -
     assert "draining" in rest and "stopped" in rest, rest
 
 
+async def _stop(server: ServerProcess) -> None:
+    """SIGTERM; SIGKILL (and TimeoutError) if it has not exited within 10 s."""
+    if server.proc.returncode is None:
+        server.proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(server.proc.wait(), 10)
+        except TimeoutError:
+            server.proc.kill()
+            await server.proc.wait()
+            raise
+
+
+@contextlib.asynccontextmanager
+async def _servers(url: str, kind: str) -> AsyncIterator[Callable[..., Awaitable[ServerProcess]]]:
+    """``start(**env)`` starts a server process on the Redis at ``url``, under a prefix
+    of the test's own (``new_prefix(kind)``). Afterwards every one is stopped, then the
+    prefix's keys are deleted, whatever failed on the way (a stop that timed out
+    skipped the delete, and left the test's room behind with its server running)."""
+    prefix = new_prefix(kind)
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(delete_prefix, prefix, url)
+
+        async def start(**env: str) -> ServerProcess:
+            environment = {"SOLRACE_REDIS_URL": url, "SOLRACE_KEY_PREFIX": prefix, **env}
+            server = await _start(env=environment)
+            stack.push_async_callback(_stop, server)
+            return server
+
+        yield start
+
+
+async def _stopped(server: ServerProcess) -> int:
+    """SIGTERM, and the exit status (within 10 s)."""
+    server.proc.send_signal(signal.SIGTERM)
+    return await asyncio.wait_for(server.proc.wait(), 10)
+
+
 async def test_configured_by_environment_with_redis() -> None:
-    prefix = new_prefix("env")
-    server = await _start(
-        env={
-            "SOLRACE_REDIS_URL": REDIS_URL,
-            "SOLRACE_KEY_PREFIX": prefix,
-            "SOLRACE_LOG_FORMAT": "json",
-        }
-    )
-    try:
+    async with _servers(REDIS_URL, "env") as start:
+        server = await start(SOLRACE_LOG_FORMAT="json")
         assert '"store: redis"' in server.first_line or "store: redis" in server.first_line
         assert server.first_line.startswith("{")
         status, _ = await asyncio.to_thread(_get, server.http + "/healthz")
         assert status == 200
-    finally:
-        server.proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(server.proc.wait(), 10) == 0
+        assert await _stopped(server) == 0
 
 
 async def test_configured_by_environment_with_a_redis_cluster() -> None:
-    prefix = new_prefix("env")
-    server = await _start(env={"SOLRACE_REDIS_URL": CLUSTER_URL, "SOLRACE_KEY_PREFIX": prefix})
-    try:
+    async with _servers(CLUSTER_URL, "env") as start:
+        server = await start()
         assert "store: redis cluster" in server.first_line, server.first_line
         status, _ = await asyncio.to_thread(_get, server.http + "/healthz")
         assert status == 200, f"is the test cluster up at {CLUSTER_URL}? {server.lines}"
         client = await RaceClient.connect(server.url)
         await client.create("yukon", "Ann")  # MOVED replies made this `internal` before
         await client.close()
-    finally:
-        server.proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(server.proc.wait(), 10) == 0
-        await delete_prefix(prefix, CLUSTER_URL)
-
-
-async def _redis_server(prefix: str) -> ServerProcess:
-    return await _start(env={"SOLRACE_REDIS_URL": REDIS_URL, "SOLRACE_KEY_PREFIX": prefix})
-
-
-async def _stop(server: ServerProcess) -> None:
-    if server.proc.returncode is None:
-        server.proc.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(server.proc.wait(), 10)
+        assert await _stopped(server) == 0
 
 
 async def _random_moves(client: RaceClient, count: int) -> int:
@@ -250,9 +265,8 @@ async def _random_moves(client: RaceClient, count: int) -> int:
 
 
 async def test_two_server_processes_on_one_redis_race_one_room() -> None:
-    prefix = new_prefix("procs")
-    one, two = await _redis_server(prefix), await _redis_server(prefix)
-    try:
+    async with _servers(REDIS_URL, "procs") as start:
+        one, two = await start(), await start()
         ann = await RaceClient.connect(one.url)
         bob = await RaceClient.connect(two.url)
         await ann.create("yukon", "Ann")
@@ -272,16 +286,11 @@ async def test_two_server_processes_on_one_redis_race_one_room() -> None:
         assert {s["name"] for s in over.d["standings"]} == {"Ann", "Bob"}
         for client in (ann, bob):
             await client.close()
-    finally:
-        await _stop(one)
-        await _stop(two)
-        await delete_prefix(prefix)
 
 
 async def test_a_killed_server_process_loses_no_acknowledged_move() -> None:
-    prefix = new_prefix("kill")
-    first = await _redis_server(prefix)
-    try:
+    async with _servers(REDIS_URL, "kill") as start:
+        first = await start()
         ann = await RaceClient.connect(first.url)
         bob = await RaceClient.connect(first.url)
         await ann.create("yukon", "Ann")
@@ -294,18 +303,12 @@ async def test_a_killed_server_process_loses_no_acknowledged_move() -> None:
         first.proc.kill()  # SIGKILL: no drain, no goodbye
         await first.proc.wait()
         await asyncio.wait_for(ann.closed, 10)
-        second = await _redis_server(prefix)
-        try:
-            again = await RaceClient.connect(second.url)
-            joined = await again.resume(room=ann.room, token=ann.token, since=ann.version)
-            assert joined["snapshot"]["you"]["next_seq"] == played
-            assert joined["snapshot"]["you"]["board"] == acknowledged
-            await again.close()
-        finally:
-            await _stop(second)
-    finally:
-        await _stop(first)
-        await delete_prefix(prefix)
+        second = await start()
+        again = await RaceClient.connect(second.url)
+        joined = await again.resume(room=ann.room, token=ann.token, since=ann.version)
+        assert joined["snapshot"]["you"]["next_seq"] == played
+        assert joined["snapshot"]["you"]["board"] == acknowledged
+        await again.close()
 
 
 async def test_a_closed_connection_is_freed_at_once_not_left_for_the_cyclic_collector(

@@ -259,9 +259,12 @@ async def test_a_drain_that_fails_exits_3_with_its_traceback_not_cannot_start(
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-        serving.cancel()
-        await store.close()
-        await delete_prefix(prefix)
+        serving.cancel()  # and waited for: a node still running renews its lease
+        await asyncio.gather(serving, return_exceptions=True)
+        try:
+            await store.close()
+        finally:
+            await delete_prefix(prefix)
     assert status == server_main.EXIT_DRAIN_FAILED == 3
     failed = [r for r in caplog.records if r.getMessage().startswith(says)]
     assert len(failed) == 1 and failed[0].exc_info is not None
@@ -333,14 +336,18 @@ async def test_a_taken_port_cannot_start_in_one_error_line_that_names_it(
     """docs/server.md: exit 1 when the port is taken. The error names the port and the
     way out, with no errno, and no "store unavailable" warning from node loops left
     running while the store closed (there was one)."""
+    prefix = new_prefix()
     async with solrace_server(backend) as first:
         port = first.url.rsplit(":", 1)[1]
         store = (
             ["--data-dir", str(tmp_path)] if backend == "embedded" else ["--redis-url", REDIS_URL]
         )
-        done = await asyncio.to_thread(
-            _run, ["--port", port, *store, "--key-prefix", new_prefix()], {}
-        )
+        try:
+            done = await asyncio.to_thread(
+                _run, ["--port", port, *store, "--key-prefix", prefix], {}
+            )
+        finally:  # its lease: a node that cannot listen has written it (for LEASE_MS)
+            await delete_prefix(prefix)
     assert done.returncode == 1
     problems = [line for line in done.stderr.splitlines() if " INFO " not in line]
     problems = [line for line in problems if "durability: none" not in line]  # the dev Redis
@@ -362,9 +369,12 @@ async def test_an_ipv6_host_is_bracketed_in_the_url_it_logs_and_in_its_errors() 
         client = await RaceClient.connect(server.url)
         assert await client.list_rooms() == []
         await client.close()
-        done = await asyncio.to_thread(
-            _run, ["--host", "::1", "--port", port, "--redis-url", REDIS_URL], {}
-        )
+        prefix = new_prefix()  # not the default one: the node writes its lease
+        try:
+            argv = ["--host", "::1", "--port", port, "--redis-url", REDIS_URL]
+            done = await asyncio.to_thread(_run, [*argv, "--key-prefix", prefix], {})
+        finally:
+            await delete_prefix(prefix)
     assert done.returncode == 1
     assert f"cannot start: [::1]:{port}: Address already in use" in done.stderr, done.stderr
 

@@ -105,11 +105,20 @@ class Backend:
         return node
 
     async def close(self) -> None:
+        """Stop every node and close its store, then delete the prefix's keys: once no
+        node can write again, and whatever failed before (a stop that raised skipped
+        the delete, and left the test's rooms in Redis)."""
+        failed: list[BaseException] = []
         for node in self.nodes:
-            await node.stop()
-            await node.store.close()
+            for step in (node.stop, node.store.close):
+                try:
+                    await step()
+                except Exception as exc:
+                    failed.append(exc)
         if self.kind in BACKEND_URLS:
             await delete_prefix(self.prefix, BACKEND_URLS[self.kind])
+        if failed:
+            raise failed[0]
 
 
 @pytest.fixture(params=["redis", "cluster", "embedded"])

@@ -103,11 +103,13 @@ async def solrace_server(
                 proc.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(proc.wait(), 15) == 0, server.log
     finally:
-        if proc.returncode is None:  # never leave a server behind
-            proc.kill()
-            await proc.wait()
-        await asyncio.wait_for(reader, 5)
-        if backend in BACKEND_URLS:
-            await delete_prefix(prefix, BACKEND_URLS[backend])
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            if proc.returncode is None:  # never leave a server behind
+                proc.kill()
+                await proc.wait()
+            await asyncio.wait_for(reader, 5)
+        finally:  # once it can write no more, and whatever failed
+            if backend in BACKEND_URLS:
+                await delete_prefix(prefix, BACKEND_URLS[backend])
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
