@@ -1,5 +1,6 @@
 """What every test may use: private ``redis-server`` processes (``private_redis``,
-tests/support/redis.py), and how many workers ``-n auto`` starts.
+tests/support/redis.py), how many workers ``-n auto`` starts, and the leak guard (a
+test that leaves keys of its prefix in the shared Redis fails: tests/support/leaks.py).
 
 The suite runs in parallel (pytest-xdist, ``-n auto`` in pyproject.toml): most tests
 wait on sockets, timers and child processes, not on the CPU. Three workers for two
@@ -10,9 +11,9 @@ with four workers on 2 cores the chaos test, which alone loads both cores with t
 nodes and thirty bots, once saw three racers of the surviving nodes drop their
 connections (tests/deploy/test_chaos.py, "others dropped too"; not yet explained).
 
-Tests never share state: each uses its own Redis key prefix, temporary directory and
-spare ports, and one that must disturb Redis itself (pause it, kill its clients,
-configure it) starts a private one."""
+Tests never share state: each uses its own Redis key prefix (``new_prefix``), temporary
+directory and spare ports, and one that must disturb Redis itself (pause it, kill its
+clients, configure it) starts a private one."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import os
 
 import pytest
 
+from tests.support.leaks import pytest_runtest_setup, pytest_runtest_teardown  # noqa: F401
 from tests.support.redis import private_redis  # noqa: F401  (fixture)
 
 #: Workers per core for ``-n auto`` (rounded down, at least one), and the most workers

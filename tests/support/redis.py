@@ -2,7 +2,8 @@
 
 Tests share the machine's Redis with other runs, so each test uses its own key prefix
 (:func:`new_prefix`, the only place one is made) and deletes exactly that prefix's keys
-afterwards (never FLUSHDB).
+afterwards (never FLUSHDB). A test that leaves any behind fails, by name
+(tests/support/leaks.py).
 
 The cluster is a local three-master Redis Cluster, ``SOLRACE_TEST_CLUSTER_URL``
 (default ``redis+cluster://127.0.0.1:7101``): ``.ci/run`` starts one with
@@ -31,14 +32,22 @@ CLUSTER_URL = os.environ.get("SOLRACE_TEST_CLUSTER_URL", "redis+cluster://127.0.
 #: What each real backend of the parametrized fixtures connects to.
 BACKEND_URLS = {"redis": REDIS_URL, "cluster": CLUSTER_URL}
 
-#: What every test's key prefix begins with.
+#: What every test's key prefix begins with: the leak guard (tests/support/leaks.py)
+#: scans for it, and nothing else in the shared Redis is its business.
 TEST_PREFIX = "solrace-test"
+
+#: Every prefix :func:`new_prefix` made in this process, in order (what the leak guard
+#: checks: this run's own keys, never another run's).
+ISSUED: list[str] = []
 
 
 def new_prefix(kind: str = "") -> str:
     """A key prefix of the test's own, ``solrace-test[-KIND]:<random>:``: for a store,
-    a server's ``--key-prefix`` or a raw key."""
-    return f"{TEST_PREFIX}{f'-{kind}' if kind else ''}:{uuid.uuid4().hex}:"
+    a server's ``--key-prefix`` or a raw key. Made here only, so the leak guard knows
+    it and fails the test that leaves one of its keys behind."""
+    prefix = f"{TEST_PREFIX}{f'-{kind}' if kind else ''}:{uuid.uuid4().hex}:"
+    ISSUED.append(prefix)
+    return prefix
 
 
 _HOW_TO_START = {

