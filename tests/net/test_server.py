@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,7 @@ from websockets.datastructures import Headers
 
 from tests.net.conftest import Cluster
 from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix, new_prefix
+from tests.support.terminal import signals_as_a_shell_gives
 
 
 class ServerProcess:
@@ -38,10 +39,15 @@ class ServerProcess:
         self.lines: list[str] = [first_line]
 
 
-async def _start(*args: str, env: dict[str, str] | None = None) -> ServerProcess:
+async def _start(
+    *args: str, env: dict[str, str] | None = None, wrapper: Sequence[str] = ()
+) -> ServerProcess:
+    """``[WRAPPER] solrace-server --port 0 ARGS``, once it listens; its signals as a
+    shell gives them (the suite may run under ``nohup``), then as ``wrapper`` sets them."""
     # Never the user's data directory: a Redis URL, or a data directory of the test's own.
     assert {"--redis-url", "--data-dir"} & set(args) or "SOLRACE_REDIS_URL" in (env or {})
     proc = await asyncio.create_subprocess_exec(
+        *wrapper,
         sys.executable,
         "-m",
         "solrace.net.main",
@@ -50,6 +56,7 @@ async def _start(*args: str, env: dict[str, str] | None = None) -> ServerProcess
         *args,
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **(env or {})},
+        preexec_fn=signals_as_a_shell_gives,
     )
     assert proc.stderr is not None
     lines: list[str] = []
@@ -187,6 +194,25 @@ async def test_a_hangup_drains_as_sigterm_does(embedded_server: ServerProcess) -
     assert embedded_server.proc.stderr is not None
     rest = (await embedded_server.proc.stderr.read()).decode()
     assert "draining" in rest and "stopped" in rest, rest
+
+
+async def test_a_node_started_ignoring_hangups_outlives_its_terminal(tmp_path: Path) -> None:
+    """``nohup solrace-server &`` asks the node to outlive the terminal it was started
+    from: the SIGHUP it was started ignoring is still ignored. Handled like SIGTERM
+    (the drain above), that node stopped when its terminal closed (a review)."""
+    server = await _start("--data-dir", str(tmp_path / "data"), wrapper=("nohup",))
+    try:
+        server.proc.send_signal(signal.SIGHUP)
+        client = await RaceClient.connect(server.url)  # still serving, not draining
+        assert (await client.create("yukon", "Ann"))["snapshot"]["phase"] == "lobby"
+        assert server.proc.returncode is None and client.close_code is None
+        await client.close()
+        server.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(server.proc.wait(), 10) == 0
+    finally:
+        if server.proc.returncode is None:
+            server.proc.kill()
+            await server.proc.wait()
 
 
 async def _stop(server: ServerProcess) -> None:

@@ -56,6 +56,10 @@ def _interrupted(signum: int, frame: FrameType | None) -> None:
         raise Stopped
 
 
+#: How the workers start: forked (:func:`pool` says why).
+WORKER_START: Final = "fork"
+
+
 def _start(benchmark: int, stop: Event) -> None:
     """A worker's first act: its signals, which were blocked until now (:func:`pool`),
     and its death with the ``benchmark`` process."""
@@ -90,9 +94,16 @@ def pool(count: int) -> Iterator[ProcessPoolExecutor]:
     at once) with SIGINT and SIGTERM blocked until :func:`_start` has set them — a
     Ctrl-C in between reached a worker still starting, which printed a traceback. Left
     early, the run stops them (the module's docstring) before the pool ends."""
-    stop = multiprocessing.Event()
+    # Forked, named: the blocked signals are inherited only by a fork, and a worker's
+    # death with the benchmark asks that its parent be the benchmark. Python 3.14's
+    # default on Linux, forkserver, broke both: every worker exited at its start (its
+    # parent the fork server), BrokenProcessPool (a review, forced on 3.11).
+    forked = multiprocessing.get_context(WORKER_START)
+    stop = forked.Event()
     before = set(multiprocessing.active_children())
-    with ProcessPoolExecutor(count, initializer=_start, initargs=(os.getpid(), stop)) as executor:
+    with ProcessPoolExecutor(
+        count, mp_context=forked, initializer=_start, initargs=(os.getpid(), stop)
+    ) as executor:
         try:
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
             try:

@@ -811,9 +811,12 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
     # found the default action and killed the node undrained (status -15). SIGHUP too:
     # the end of the terminal or ssh session the node runs in (or `kill -HUP` meant as
     # a reload) killed it at once, without a drain or a line in its log.
+    # Not a SIGHUP the node was started ignoring: ``nohup solrace-server &`` asks for
+    # the node to outlive its terminal, and handled, its end stopped the node (a review).
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    hangup = () if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else (signal.SIGHUP,)
+    for sig in (signal.SIGTERM, signal.SIGINT, *hangup):
         loop.add_signal_handler(sig, stop.set)
     log.info(
         "listening",
