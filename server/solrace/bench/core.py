@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from solrace.net.main import AUTO, LOOP, resolve_loop, run_on_loop
+from solrace.orphans import death_signal
 from solrace.protocol._msgpack import unpack_trusted
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.views import RacerStatus
@@ -268,7 +269,7 @@ def _callgrind_total(
             text=True,
             env={**os.environ, LOOP.variable: loop, "TMPDIR": tmp},
             start_new_session=True,
-            preexec_fn=stopping.death_signal(signal.SIGTERM),
+            preexec_fn=death_signal(signal.SIGTERM),
         )
         with stopping.tracked(proc, CALLGRIND_STOP_S):
             stdout, stderr = proc.communicate()

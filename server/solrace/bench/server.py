@@ -60,6 +60,7 @@ from solrace_client.boardview import board_from_view
 from websockets.asyncio.server import ServerConnection, serve
 
 from solrace.net.main import AUTO, resolve_loop, run_on_loop, tune_gc
+from solrace.orphans import death_signal
 from solrace.protocol import Envelope, encode
 from solrace.protocol._msgpack import unpack_trusted
 from solrace.protocol.limits import SUBPROTOCOL
@@ -237,7 +238,7 @@ def _child(argv: list[str], port: int, core: set[int] | None) -> Iterator[subpro
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=stopping.death_signal(signal.SIGTERM),
+        preexec_fn=death_signal(signal.SIGTERM),
     )
     with stopping.tracked(proc, STOP_TIMEOUT_S):
         if core is not None:

@@ -23,15 +23,13 @@ what it leaves is said in docs/performance.md ("When a run is killed").
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import multiprocessing
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from types import FrameType
@@ -41,8 +39,6 @@ from solrace.argtypes import EXIT_INTERRUPTED, EXIT_TERMINATED
 
 #: How long a child asked to stop (SIGTERM) may take before it is killed (SIGKILL).
 STOP_TIMEOUT_S: Final = 5.0
-#: prctl's option that names the signal a process gets when its parent dies (Linux).
-PR_SET_PDEATHSIG: Final = 1
 
 _tracked: set[subprocess.Popen[Any]] = set()
 
@@ -153,30 +149,6 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = STOP_TIMEOUT_S) -
         proc.wait(timeout)
 
 
-def death_signal(sig: int, parent: int | None = None) -> Callable[[], None] | None:
-    """What a child calls first — a ``preexec_fn``, or a worker's start — to receive
-    ``sig`` when its parent (``parent``, default this process) dies, even by SIGKILL,
-    which no clean-up survives: then no process of a killed run goes on (Linux
-    ``prctl(PR_SET_PDEATHSIG)``; None elsewhere). Everything is looked up here, in the
-    parent: between fork and exec the child only calls prctl, and exits at once if the
-    parent died before it could ask. (The embedded engine's and the node's solver
-    workers ask the same, in store/embedded.py and rooms/solver_workers.py.)"""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid() if parent is None else parent
-
-    def ask() -> None:
-        prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return ask
-
-
 def ignore_late_signals() -> None:
     """SIGINT and SIGTERM ignored from now on: for a run that a signal stopped and that
     has cleaned up, so that another signal during the interpreter's exit — which puts
@@ -240,7 +212,6 @@ __all__ = [
     "STOP_TIMEOUT_S",
     "Children",
     "Stop",
-    "death_signal",
     "ignore_late_signals",
     "new_workers",
     "shielded",

@@ -32,6 +32,8 @@ from multiprocessing.synchronize import Event
 from types import FrameType
 from typing import Final, TypeVar
 
+from solrace.orphans import death_signal
+
 from . import stopping
 
 J = TypeVar("J")
@@ -69,7 +71,7 @@ def _start(benchmark: int, stop: Event) -> None:
         signal.signal(sig, signal.SIG_IGN)
     signal.signal(INTERRUPT, _interrupted)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
-    ask = stopping.death_signal(signal.SIGKILL, benchmark)
+    ask = death_signal(signal.SIGKILL, benchmark)
     if ask is not None:
         ask()
 

@@ -46,6 +46,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
+from solrace.orphans import death_signal
+
 #: Solver worker processes (each solves one candidate at a time).
 SOLVER_WORKERS: Final = 2
 #: The workers' niceness: the node's event loop (every room's moves) runs first.
@@ -390,9 +392,9 @@ def _worker_init(flags: Any) -> None:
         os.dup2(devnull, fd)
     if hasattr(os, "nice"):
         os.nice(SOLVER_NICE)
-    if sys.platform == "linux":
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    ask = death_signal(signal.SIGKILL, os.getppid())
+    if ask is not None:
+        ask()
 
 
 _exit_registered = False

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import fcntl
 import importlib.util
 import logging
@@ -62,11 +61,11 @@ import os
 import re
 import shutil
 import signal
-import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
+
+from solrace.orphans import death_signal
 
 __all__ = [
     "DataDirBusy",
@@ -105,7 +104,6 @@ DIR_CHECK_S = 1.0
 REWRITE_TIMEOUT_S = 120.0
 #: sun_path is 108 bytes on Linux (104 on BSDs); keep a margin.
 _MAX_SOCKET_PATH = 100
-_PR_SET_PDEATHSIG = 1
 
 
 class EngineError(Exception):
@@ -203,26 +201,6 @@ def _is_file(path: Path) -> bool:
         return path.exists() and not path.is_dir()
     except OSError:
         return False
-
-
-def _death_signal() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child receive SIGTERM when its parent dies
-    (Linux ``prctl(PR_SET_PDEATHSIG)``); None where prctl does not exist. Everything is
-    resolved here, in the parent: between fork and exec the child only calls prctl."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl: no signal would come
-            os._exit(1)
-
-    return preexec
 
 
 def _is_stale_engine(pid: int, data_dir: Path) -> bool:
@@ -691,7 +669,7 @@ async def _spawn(
                 stderr=log_file,
                 cwd=directory,
                 start_new_session=True,
-                preexec_fn=_death_signal(),
+                preexec_fn=death_signal(signal.SIGTERM),
             )
     except OSError as exc:
         raise EngineError(f"cannot run {binary}: {exc.strerror or exc}") from None
