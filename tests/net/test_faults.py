@@ -25,7 +25,7 @@ from solrace_client import RaceClient, ServerError
 
 from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults, crash
-from tests.support.race import check_no_leaks, play_until_done, racing, winning_moves
+from tests.support.race import check_no_leaks, lobby, play_until_done, racing, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Cluster
 
@@ -310,6 +310,41 @@ async def test_a_drained_node_closes_with_draining(cluster: Cluster) -> None:
     cluster.servers.remove(server)
     await ann.closed
     assert (ann.ws.close_code, ann.ws.close_reason) == (1001, "draining")
+    await bob.close()
+
+
+_ADOPTING = "adopting a room no live node serves"
+_TAKING_UP = "taking up a room its node handed off when it stopped"
+
+
+async def test_a_clean_restart_takes_up_its_drained_rooms_without_a_warning(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIGTERM then a start on the same store (a clean restart): the new node adopts
+    the lobby the old one drained, and said so as a dead node's room, a warning (an
+    operator audit: ``adopting a room no live node serves`` on every restart). A
+    drained node hands its rooms off (Store.hand_off), so that is one INFO; a node
+    that died without a drain (its lease gone, no hand-off) still warns."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    first = await cluster.node()
+    ann = (await lobby(first.url, names=("Ann",)))[0]
+    await first.drain()
+    cluster.servers.remove(first)
+    await ann.closed
+    second = await cluster.node()
+    await second.node.sweep_orphans()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert ("INFO", _TAKING_UP) in said and ("WARNING", _ADOPTING) not in said, said
+    assert second.node.rooms[ann.room or ""].served()
+    # A node that dies instead: its lease lapses, nothing says it handed off.
+    caplog.clear()
+    bob = (await lobby(second.url, names=("Bob",)))[0]
+    await cluster.kill(second)
+    await second.node.store.drop_lease(second.node.node_id)  # what 5 s without renewal does
+    third = await cluster.node()
+    await third.node.sweep_orphans()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert ("WARNING", _ADOPTING) in said and ("INFO", _TAKING_UP) not in said, said
     await bob.close()
 
 

@@ -31,6 +31,8 @@ STORE_CALLS = (
     "drop_quick",
     "events_since",
     "expire_room",
+    "hand_off",
+    "handed_off",
     "heads",
     "is_listed",
     "join_room_nodes",

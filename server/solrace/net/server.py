@@ -457,7 +457,7 @@ class RaceServer:
         await node.stop()
         self.stalls.stop()
         with contextlib.suppress(StoreUnavailable):
-            await node.store.drop_lease(node.node_id)
+            await node.hand_off()
         await node.store.close()
 
 

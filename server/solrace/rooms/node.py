@@ -724,14 +724,23 @@ class Node:
         """Serve a room every node serving it has left (see :meth:`sweep_orphans`): its
         checks mark the dead nodes' racers offline, and its timers let them leave when
         their grace ends and end the race (or its time limit does). False if this node
-        serves it already."""
+        serves it already. Said at INFO when every node that served it drained
+        (:meth:`hand_off`: a clean restart's own rooms), else as a dead node's, a
+        warning: a restart warned of the rooms it had itself drained (an audit)."""
         async with room.lock:
             # Asked under the lock: two sweeps at once (the loop's, and one a caller
             # asked for) both saw the room unserved before either joined it, and it
             # was adopted, logged and joined twice (a CI run under load).
             if room.served():
                 return False
-            log.warning("adopting a room no live node serves", extra={"room": room.room_id})
+            served_by = await self.store.room_nodes(room.room_id) - {self.node_id}
+            if served_by and await self.store.handed_off(served_by) == served_by:
+                log.info(
+                    "taking up a room its node handed off when it stopped",
+                    extra={"room": room.room_id, "nodes": ",".join(sorted(served_by))},
+                )
+            else:
+                log.warning("adopting a room no live node serves", extra={"room": room.room_id})
             await self.join_room(room)
             room.serving = True
         self.schedule(room)
@@ -1572,6 +1581,11 @@ class Node:
         return game
 
     # ----------------------------------------------------------------- drain
+    async def hand_off(self) -> None:
+        """The last word of a drained node: its rooms are handed off, not orphaned by a
+        death (Store.hand_off, noted as long as a room may live), and its lease goes."""
+        await self.store.hand_off(self.node_id, ROOM_TTL_S * 1000)
+
     async def drained(self, timeout: float = 10.0) -> None:
         """Wait until no move is between its engine check and its store append."""
         deadline = asyncio.get_running_loop().time() + timeout

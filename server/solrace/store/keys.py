@@ -185,6 +185,12 @@ class Keys:
         """A live node's lease (expires unless the node renews it; single-key)."""
         return f"{self.prefix}node:{_check_name('node_id', node_id)}"
 
+    def handed_off(self, node_id: str) -> str:
+        """Set by a node that drained (Store.hand_off): its rooms were handed off on
+        purpose, not left by a death, so the node that takes one up says so at INFO
+        (single-key; not under ``node:``, which :attr:`leases` scans)."""
+        return f"{self.prefix}handoff:{_check_name('node_id', node_id)}"
+
     @property
     def leases(self) -> str:
         """The SCAN pattern of every node's lease (:meth:`lease`), the prefix's glob

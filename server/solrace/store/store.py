@@ -1380,6 +1380,28 @@ class Store:
         with self._errors():
             await self._redis.delete(self.keys.lease(node_id))
 
+    async def hand_off(self, node_id: str, keep_ms: int) -> None:
+        """A drained node stops: its hand-off is noted for ``keep_ms`` (as long as its
+        rooms may live), then its lease is given up. Noted first, so that no node sees
+        the lease gone without the note and takes the node for dead."""
+        if keep_ms <= 0:
+            raise ValueError("keep_ms must be positive")
+        with self._errors():
+            await self._redis.set(self.keys.handed_off(node_id), b"1", px=keep_ms)
+            await self._redis.delete(self.keys.lease(node_id))
+
+    async def handed_off(self, node_ids: Collection[str]) -> set[str]:
+        """Those of ``node_ids`` that stopped after a drain (:meth:`hand_off`)."""
+        ids = sorted(node_ids)
+        if not ids:
+            return set()
+        with self._errors():
+            pipe = self._redis.pipeline(transaction=False)
+            for node_id in ids:
+                pipe.exists(self.keys.handed_off(node_id))
+            found = await pipe.execute()
+        return {node_id for node_id, n in zip(ids, found, strict=True) if int(n)}
+
     async def live_nodes(self, node_ids: Collection[str]) -> set[str]:
         """Those of ``node_ids`` whose lease is current."""
         ids = sorted(node_ids)
