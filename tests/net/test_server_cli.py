@@ -379,6 +379,25 @@ async def test_an_ipv6_host_is_bracketed_in_the_url_it_logs_and_in_its_errors() 
     assert f"cannot start: [::1]:{port}: Address already in use" in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize(
+    ("host", "loopback", "family"), [("0.0.0.0", "127.0.0.1", "IPv4"), ("::", "[::1]", "IPv6")]
+)
+async def test_a_node_on_every_address_logs_a_url_a_client_can_use(
+    host: str, loopback: str, family: str
+) -> None:
+    """``--host 0.0.0.0`` logged ``url=ws://0.0.0.0:P`` (``::``: ``ws://[::]:P``), no
+    address a client can connect to (an operator audit). The URL is this machine's
+    loopback address of that family, and the line says that the node listens on every
+    address, and what another machine uses."""
+    async with solrace_server("redis", ["--host", host]) as server:
+        port = server.url.rpartition(":")[2]
+        assert server.url == f"ws://{loopback}:{port}", server.log
+        assert f"on=every {family} address ({host}): from another machine" in server.log
+        client = await RaceClient.connect(server.url)
+        assert await client.list_rooms() == []
+        await client.close()
+
+
 @pytest.mark.parametrize(("args", "loop"), [([], "uvloop"), (["--loop", "asyncio"], "asyncio")])
 async def test_the_node_runs_a_race_on_uvloop_by_default_and_on_asyncio_on_request(
     args: list[str], loop: str

@@ -822,6 +822,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
         "listening",
         extra={
             "url": server.url,
+            **({"on": server.listens_on} if server.listens_on else {}),
             "version": __version__,
             "rate": f"{args.rate_per_s:g}/s burst {args.rate_burst:g}",
             "loop": args.loop,

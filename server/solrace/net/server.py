@@ -10,6 +10,7 @@ import contextlib
 import errno
 import functools
 import http
+import ipaddress
 import json
 import logging
 import math
@@ -341,8 +342,29 @@ class RaceServer:
     @property
     def url(self) -> str:
         """Where clients connect: an IPv6 address in brackets (``ws://[::1]:8765``), as a
-        URL must have it — ``ws://::1:8765`` is read as host ``:`` and a bad port."""
-        return f"ws://{logs.address((self.host, self.port))}"
+        URL must have it — ``ws://::1:8765`` is read as host ``:`` and a bad port. A
+        node listening on every address (``--host 0.0.0.0``, ``::``) is reached on this
+        machine's loopback address of that family: ``ws://0.0.0.0:8765``, what the log
+        said, is no address a client can use (an operator audit)."""
+        host = self.host
+        if (family := every_address(host)) is not None:
+            host = "127.0.0.1" if family == socket.AF_INET else "::1"
+        return f"ws://{logs.address((host, self.port))}"
+
+    @property
+    def listens_on(self) -> str | None:
+        """For a node listening on every address of a family, what the "listening" line
+        says beside its loopback :attr:`url`: which addresses, and the URL other
+        machines use (this machine's name, which they may or may not resolve)."""
+        family = every_address(self.host)
+        if family is None:
+            return None
+        which = "IPv4" if family == socket.AF_INET else "IPv6"
+        elsewhere = f"ws://{logs.address((socket.gethostname(), self.port))}"
+        return (
+            f"every {which} address ({self.host}): from another machine, this one's name "
+            f"or address, e.g. {elsewhere}"
+        )
 
     async def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
@@ -459,6 +481,19 @@ class RaceServer:
         with contextlib.suppress(StoreUnavailable):
             await node.hand_off()
         await node.store.close()
+
+
+def every_address(host: str) -> socket.AddressFamily | None:
+    """The address family whose every address ``host`` listens on (``0.0.0.0``:
+    IPv4; ``::``: IPv6 only, as asyncio binds it), or None for a particular address
+    or a name."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if not address.is_unspecified:
+        return None
+    return socket.AF_INET if address.version == 4 else socket.AF_INET6
 
 
 async def _answers_within(store: Store, timeout_s: float) -> bool:
