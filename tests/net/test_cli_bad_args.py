@@ -86,6 +86,13 @@ def _one_line(stderr: str, says: str) -> None:
             {"SOLRACE_KEY_PREFIX": "x}"},
             "$SOLRACE_KEY_PREFIX: must not contain braces",
         ),
+        # An empty prefix was taken: the node's keys (node:…, rooms:listed, code:…)
+        # mixed with every other key of the database (an operator audit).
+        (
+            ["--key-prefix", "", "--redis-url", REDIS_URL],
+            {},
+            "--key-prefix: must not be empty",
+        ),
     ],
 )
 def test_a_bad_flag_found_by_the_audit_is_one_line_and_status_2(

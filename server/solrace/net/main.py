@@ -323,7 +323,15 @@ def _data_dir(text: str) -> str:
 def _key_prefix(text: str) -> str:
     """The store refuses braces in it (solrace.store.keys: a ``{`` would become every
     key's cluster hash tag); said as this flag's fault, before anything starts — not
-    as a traceback once the embedded engine runs, nor as the Redis URL's."""
+    as a traceback once the embedded engine runs, nor as the Redis URL's. An empty one
+    is refused too: the node's keys (``node:…``, ``rooms:listed``, ``code:…``) would mix
+    with every other key of the database, and nothing could tell them apart (an
+    operator audit). (An empty ``$SOLRACE_KEY_PREFIX`` is unset: the default.)"""
+    if not text:
+        raise ValueError(
+            "must not be empty: solrace's keys would mix with every other key of the "
+            "database (the default is solrace:)"
+        )
     if "{" in text or "}" in text:
         raise ValueError(f"must not contain braces (they are Redis Cluster's hash tag): {text!r}")
     return text
@@ -439,7 +447,7 @@ def settings() -> tuple[Setting, ...]:
             "SOLRACE_KEY_PREFIX",
             "solrace:",
             _key_prefix,
-            "prefix of every Redis key",
+            "prefix of every Redis key (not empty, no braces)",
         ),
         Setting(
             "--rate-per-s",
