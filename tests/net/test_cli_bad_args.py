@@ -5,6 +5,7 @@ starts and cannot serve (docs/server.md, "Command line")."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import io
@@ -23,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from solrace.rules import deal, dump_position
 from solrace.rules.cli import main as rules_main
-from solrace.store.embedded import find_engine
+from solrace.store.embedded import EmbeddedEngine, find_engine
 
 from tests.support.redis import CLUSTER_URL, REDIS_URL
 from tests.support.server_process import SERVER_SCRIPT
@@ -101,6 +102,42 @@ def test_a_bad_flag_found_by_the_audit_is_one_line_and_status_2(
     done = _server(*args, env=env)
     assert done.returncode == 2, done.stderr
     _one_line(done.stderr, says)
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["in its data dir", "in a temporary dir"])
+async def test_another_nodes_embedded_engine_is_refused_as_a_redis_url(
+    tmp_path: Path, deep: bool
+) -> None:
+    """``--redis-url unix://DATA_DIR/engine.sock`` ran a second node on another node's
+    embedded engine, which stopped with its owner (an operator audit): the second node
+    then failed every request. The embedded store is one node's; it is refused, one
+    line, status 2, saying whose it is and that several nodes share a Redis. Its
+    socket is found in the data directory, or (a data directory too long for a socket
+    address) in the private temporary directory the engine listens in instead."""
+    data = tmp_path / ("d" * 60) / ("e" * 60) if deep else tmp_path / "data"
+    engine = await EmbeddedEngine.start(data)
+    try:
+        assert engine.socket_path.startswith(str(data)) != deep
+        done = await asyncio.to_thread(_server, "--redis-url", engine.url)
+    finally:
+        await engine.stop()
+    assert done.returncode == 2, done.stderr
+    _one_line(
+        done.stderr,
+        f"--redis-url: {engine.url} is the embedded engine of the solrace-server on {data} "
+        f"(pid {os.getpid()}): it is that node's alone and stops with it; several nodes "
+        "share a Redis of their own",
+    )
+
+
+def test_a_plain_redis_on_a_socket_named_like_the_engines_is_not_refused(tmp_path: Path) -> None:
+    """Only the embedded engine's socket is refused: an operator's Redis may listen on
+    any path, ``engine.sock`` included, in a directory that holds no node's lock."""
+    from solrace.store.embedded import embedded_data_dir
+
+    (tmp_path / "engine.sock").touch()
+    assert embedded_data_dir(str(tmp_path / "engine.sock")) is None
+    assert embedded_data_dir("/run/redis/redis-server.sock") is None
 
 
 def test_a_redis_url_query_option_redis_py_takes_still_starts() -> None:

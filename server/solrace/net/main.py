@@ -17,7 +17,8 @@ or variable (including a ``--host`` that names no address of this machine, a Red
 that is malformed, that Redis refuses, such as a database index it does not have, or
 that names the wrong kind of Redis — a cluster URL for a standalone Redis, a plain one
 for a cluster node, TLS for one that speaks plain text — or whose user an ACL keeps from
-what a node does, and a data directory that cannot be created or written); 3 the drain
+what a node does, or that is another node's embedded engine, and a data directory
+that cannot be created or written); 3 the drain
 after SIGTERM/SIGINT/SIGHUP failed (a defect: the log holds its traceback); 130
 interrupted (Ctrl-C) before it was listening. Every failure to start is one line on
 stderr, never a traceback.
@@ -614,6 +615,7 @@ async def open_store(
                 "$HOME: no --redis-url or $SOLRACE_REDIS_URL is given; give one, or a "
                 "directory with --data-dir)"
             ) from None
+    _refuse_embedded_engine(url)
     try:
         store = await Store.connect(url, prefix=prefix)
     except ValueError as exc:  # redis-py's URL parser
@@ -638,6 +640,29 @@ async def open_store(
             await store.close()
             raise UsageError(f"--redis-url: Redis refused {_redact(url)}: {refused}")
     return store, answers
+
+
+def _refuse_embedded_engine(url: str) -> None:
+    """Raise UsageError if ``url`` is another node's embedded engine's socket
+    (``unix://DATA_DIR/engine.sock``). A second node ran on it, and failed every
+    request once the owner stopped, its engine with it (an operator audit): the
+    embedded store is one node's, and several nodes share a Redis of their own. An
+    operator's Redis on a unix socket is not: only the engine's own socket, found by
+    the files beside it (:func:`solrace.store.embedded.embedded_data_dir`)."""
+    parts = urlsplit(url)
+    if parts.scheme != "unix":
+        return
+    from solrace.store.embedded import data_dir_owner, embedded_data_dir
+
+    data_dir = embedded_data_dir(unquote(parts.path))
+    if data_dir is None:
+        return
+    raise UsageError(
+        f"--redis-url: {_redact(url)} is the embedded engine of the solrace-server on "
+        f"{data_dir} (pid {data_dir_owner(data_dir)}): it is that node's alone and stops "
+        "with it; several nodes share a Redis of their own (redis://host:port/db on "
+        "each, docs/deploy.md)"
+    )
 
 
 async def _refuse_unusable(store: Store, url: str) -> None:

@@ -73,6 +73,7 @@ __all__ = [
     "EmbeddedEngine",
     "EngineError",
     "default_data_dir",
+    "embedded_data_dir",
     "find_engine",
 ]
 
@@ -82,6 +83,9 @@ LOCK_NAME = "solrace.lock"
 PID_NAME = "engine.pid"
 SOCKET_NAME = "engine.sock"
 LOG_NAME = "engine.log"
+#: In the private temporary directory of an engine's socket (a data directory too long
+#: for a socket address): a symbolic link to the data directory, which names the owner.
+DATA_LINK_NAME = "data-dir"
 #: Names of a usable engine on PATH, in order of preference.
 PATH_ENGINES = ("valkey-server", "redis-server")
 #: How long a start may take: loading a large AOF is the slow case, not the process.
@@ -192,6 +196,32 @@ class _Lock:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor drops the flock
             self._fd = None
+
+
+def embedded_data_dir(socket_path: str) -> Path | None:
+    """The data directory of the embedded engine whose socket is ``socket_path`` — an
+    ``engine.sock`` beside a node's ``solrace.lock``, or in the temporary directory
+    whose link names the data directory — else None (any other Redis's socket). No
+    engine need be listening: the path says whose it is."""
+    path = Path(os.path.realpath(socket_path))
+    if path.name != SOCKET_NAME:
+        return None
+    folder = path.parent
+    try:
+        if (folder / LOCK_NAME).is_file():
+            return folder
+        link = folder / DATA_LINK_NAME
+        return Path(os.readlink(link)) if link.is_symlink() else None
+    except OSError:  # a directory this user cannot look into: not a node's, as far as known
+        return None
+
+
+def data_dir_owner(data_dir: Path) -> str:
+    """The pid a data directory's lock file names (its last owner), or ``?``."""
+    try:
+        return (data_dir / LOCK_NAME).read_text(errors="replace").strip() or "?"
+    except OSError:
+        return "?"
 
 
 def _is_file(path: Path) -> bool:
@@ -429,6 +459,7 @@ class EmbeddedEngine:
             if len(socket_path.encode()) > _MAX_SOCKET_PATH:
                 socket_dir = tempfile.mkdtemp(prefix="solrace-")
                 socket_path = os.path.join(socket_dir, SOCKET_NAME)
+                os.symlink(directory, os.path.join(socket_dir, DATA_LINK_NAME))
             proc, start_ms = await _spawn(engine, directory, socket_path)
             self = cls(proc, directory, socket_path, engine, lock, socket_dir, start_ms, stale)
             self._control = await _connect(socket_path)
