@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import pytest
 from solrace.protocol import SERVER_FRAME_LIMITS, CloseReason, decode, race_id
 from solrace.protocol.envelope import Envelope
-from solrace.protocol.limits import MAX_LOG_LEN, MAX_ROOMS_LISTED
+from solrace.protocol.limits import MAX_LOG_LEN, MAX_ROOMS_LISTED, SEAT_SETTLE_S
 from solrace.protocol.views import LeaveReason, Phase, RacerStatus
 from solrace.race import RacerGame, RoomSettings, decisions, events
 from solrace.race.events import EventType
@@ -975,6 +975,55 @@ async def test_races_under_way_never_hide_a_lobby_from_list_or_quick(backend: Ba
     bob = FakePeer(node)
     assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
     assert bob.room is waiting
+
+
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+async def test_public_rooms_whose_creators_join_never_stored_leave_the_listing(
+    backend: Backend,
+) -> None:
+    """A create stores its room (listed) then its creator's join; a failure between the
+    two left a room with no racer in the listing for its day. ``list`` skipped it but
+    counted it among the LISTING_SCAN (100) rooms it reads, so a hundred of them hid
+    every real room (an operator audit). Past the seat-settle window (SEAT_SETTLE_S:
+    no join of its creator can still be coming) ``list`` unlists such a room. At the
+    server's own scan, on one backend."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    ann = FakePeer(node)
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    assert ann.room is not None
+    settings = RoomSettings(variant="klondike", deals="random")
+    ghosts = [
+        (await lobby._create_room(node, settings)).room_id  # what a fault between writes leaves
+        for _ in range(lobby.LISTING_SCAN)
+    ]
+
+    async def listed_codes() -> list[str]:
+        node.listing_cache.forget()
+        return [r["code"] for r in (await FakePeer(node).ask("list")).d["rooms"]]
+
+    assert await listed_codes() == []  # each may still get its creator: kept meanwhile
+    clock.advance(SEAT_SETTLE_S + 1)
+    assert await listed_codes() == [ann.room.meta.code]
+    listed = await node.store.listed_rooms()
+    assert listed == [ann.room.room_id] and not set(ghosts) & set(listed)
+
+
+async def test_a_create_whose_creators_join_is_never_decided_unlists_its_room(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The create's room is stored, its creator's join fails before it is decided
+    (Redis): nothing of a racer was stored, the create is abandoned, and its room
+    leaves the listing at once instead of waiting for a ``list`` to find it there."""
+    node = await backend.node()
+
+    async def join_fails(*_a: Any, **_kw: Any) -> None:
+        raise StoreUnavailable("join: Redis is down (injected)")
+
+    monkeypatch.setattr(lobby, "_join", join_fails)
+    refused = await FakePeer(node).ask("create", variant="yukon", name="Ann")
+    assert refused.d.get("code") == "unavailable", refused.d
+    assert await node.store.listed_rooms() == []
 
 
 async def _hang_up(peer: FakePeer) -> None:

@@ -57,6 +57,10 @@ log = logging.getLogger("solrace.lobby")
 
 #: Listed rooms a ``list`` or ``quick`` reads at most: lobbies first, newest first.
 LISTING_SCAN: Final = 100
+#: Reads of the listing one ``list`` makes at most: a second only if the first unlisted
+#: rooms that can never be joined (their places are read then), so a read costs at most
+#: this many LISTING_SCANs however many such rooms there are.
+LISTING_READS: Final = 2
 #: Hex digits of the digest a room keeps of a seat's address (seat_origin): 64 bits,
 #: plenty to tell the few addresses of one room apart.
 ORIGIN_HEX_DIGITS: Final = 16
@@ -88,20 +92,46 @@ async def list_rooms(node: Node, peer: Peer, variant: str | None) -> list[RoomSu
 
 
 async def _read_listing(node: Node) -> list[RoomSummary]:
-    summaries = []
-    for room_id in await node.store.listed_rooms(limit=LISTING_SCAN):
-        try:
-            room = await node.room(room_id)
-        except BadMessage:
-            await node.store.unlist(room_id)  # its keys expired
-            continue
-        state = room.state
-        if state.phase == Phase.FINISHED or not state.racers:
-            continue
-        if state.phase == Phase.LOBBY and listing.nobody_in(state):
-            continue
-        summaries.append(state.summary())
+    """The summaries of the newest LISTING_SCAN listed rooms that can be joined or
+    watched. Rooms that can never be (their keys gone; no racer past the seat-settle
+    window) leave the listing as they are read, and the rooms they took the place of are
+    read then, once: past their window, a hundred such rooms hid every real one (an
+    operator audit), on every read until something unlisted them."""
+    summaries: list[RoomSummary] = []
+    seen: set[str] = set()
+    for _ in range(LISTING_READS):
+        unlisted = False
+        for room_id in await node.store.listed_rooms(limit=LISTING_SCAN):
+            if room_id in seen:
+                continue
+            seen.add(room_id)
+            summary, gone = await _listed(node, room_id)
+            unlisted |= gone
+            if summary is not None:
+                summaries.append(summary)
+        if not unlisted:
+            break
     return summaries
+
+
+async def _listed(node: Node, room_id: str) -> tuple[RoomSummary | None, bool]:
+    """A listed room's summary if ``list`` shows it, and whether it was unlisted."""
+    try:
+        room = await node.room(room_id)
+    except BadMessage:
+        await node.store.unlist(room_id)  # its keys expired
+        return None, True
+    state = room.state
+    if not state.racers and node.clock() - room.meta.created_ms > SEAT_SETTLE_S * 1000:
+        # Its creator's join never stored (a create cut between its writes): no join of
+        # it can still come. A late one lists it again (listing.sort_locked).
+        await node.store.unlist(room_id)
+        return None, True
+    if state.phase == Phase.FINISHED or not state.racers:
+        return None, False
+    if state.phase == Phase.LOBBY and listing.nobody_in(state):
+        return None, False
+    return state.summary(), False
 
 
 async def create(node: Node, peer: Peer, msg: CreateRoom, request_id: int | None) -> None:
@@ -147,7 +177,17 @@ async def _open_and_join(
             with contextlib.suppress(StoreUnavailable):
                 await node.store.release_seat_claim(token_digest(proposed))
         raise
-    await _join(node, peer, room, name, request_id, proposed, claimed=proposed is not None)
+    try:
+        await _join(node, peer, room, name, request_id, proposed, claimed=proposed is not None)
+    except (StoreUnavailable, BadMessage, RaceError):
+        if not room.state.racers and not settings.private:
+            # The create is abandoned with nobody in its room: out of the listing now
+            # (best effort: Redis may be what failed; then ``list`` unlists it once the
+            # seat-settle window is past). A join stored all the same lists it again
+            # with its first event (listing.sort_locked).
+            with contextlib.suppress(StoreUnavailable):
+                await node.store.unlist(room.room_id)
+        raise
 
 
 def _checked(settings: RoomSettings) -> RoomSettings:
