@@ -57,16 +57,8 @@ async def test_a_restarted_server_resumes_the_race_with_every_acknowledged_move(
     data = tmp_path / "data"
     rng = random.Random(7)
     async with solrace_server(data_dir=data) as first:
-        ann, bob = await RaceClient.connect(first.url), await RaceClient.connect(first.url)
-        joined = await ann.create("yukon", "Ann")
-        await bob.join(ann.code or "", "Bob")
-        await bob.ready()
-        await ann.start()
-        started = await ann.next_event("started", timeout=30)
-        await ann.wait_for(lambda e: e.t == "board" and e.d.get("racer") == ann.racer)
-        await bob.wait_started()
-        published = str(started.d["commitment"])
-        settings = dict(joined["snapshot"]["settings"])
+        ann, bob = await racing(first.url)
+        published, settings = str(ann.view.published_commitment), dict(ann.view.settings)
         acked = {"Ann": await _play(ann, 8, rng), "Bob": await _play(bob, 5, rng)}
         boards = {"Ann": ann.board, "Bob": bob.board}
         tokens = {"Ann": ann.token, "Bob": bob.token}
@@ -188,14 +180,8 @@ async def test_a_copy_of_the_data_directory_taken_while_serving_restores_the_rac
     data, copy = tmp_path / "data", tmp_path / "copy"
     rng = random.Random(11)
     async with solrace_server(data_dir=data) as first:
-        ann, bob = await RaceClient.connect(first.url), await RaceClient.connect(first.url)
-        joined = await ann.create("yukon", "Ann")
-        await bob.join(ann.code or "", "Bob")
-        await bob.ready()
-        await ann.start()
-        started = await ann.next_event("started", timeout=30)
-        await ann.wait_for(lambda e: e.t == "board" and e.d.get("racer") == ann.racer)
-        await bob.wait_started()
+        ann, bob = await racing(first.url)
+        published, settings = str(ann.view.published_commitment), dict(ann.view.settings)
         acked = {"Ann": await _play(ann, 6, rng), "Bob": await _play(bob, 4, rng)}
         boards = {"Ann": ann.board, "Bob": bob.board}
         subprocess.run(["cp", "-a", str(data), str(copy)], check=True)  # as documented
@@ -234,9 +220,9 @@ async def test_a_copy_of_the_data_directory_taken_while_serving_restores_the_rac
         saved = SavedResult(
             race=race_id(room or "", over.d),
             room=room or "",
-            settings=dict(joined["snapshot"]["settings"]),
+            settings=settings,
             result=dict(over.d),
-            published_commitment=str(started.d["commitment"]),
+            published_commitment=published,
         )
         report = verify_result(saved)
         assert report.ok, report.failures
