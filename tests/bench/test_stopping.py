@@ -132,6 +132,8 @@ class Stopped:
     survivors: list[str]
     #: What it left in its temporary directory ($TMPDIR).
     files: list[str]
+    #: How long it took to end once signalled.
+    seconds: float
 
 
 def _sigint_ignored() -> None:
@@ -145,11 +147,13 @@ def _stop_mid_run(
     group: bool,
     tmp: Path,
     preexec: Callable[[], None] = signals_as_a_shell_gives,
+    meanwhile: Callable[[list[int]], None] = lambda children: None,
 ) -> Stopped:
     """Start the benchmark, wait for the case's evidence, send ``sig`` to it (or to its
     process group, as a terminal's Ctrl-C and ``timeout`` do), and see what is left.
     Its output goes to files: a child left running would hold a pipe open. ``preexec``:
-    the signals it starts with (by default Ctrl-C's default, even in a background job)."""
+    the signals it starts with (by default Ctrl-C's default, even in a background job).
+    ``meanwhile`` is given the benchmark's children just before the signal."""
     mark = uuid.uuid4().hex
     out_path, err_path, tmpdir = tmp / "out", tmp / "err", tmp / "tmp"
     tmpdir.mkdir()
@@ -170,15 +174,19 @@ def _stop_mid_run(
         if case.children:
             children = lambda: len(_marked(mark)) > case.children  # noqa: E731
             _wait_for(f"{case.children} child processes", children, proc)
+        meanwhile([pid for pid in _marked(mark) if pid != proc.pid])
+        signalled = time.monotonic()
         (os.killpg if group else os.kill)(proc.pid, sig)
         proc.wait(timeout=STOP_TIMEOUT_S)
+        seconds = time.monotonic() - signalled
         out, err = out_path.read_text(), err_path.read_text()
         deadline = time.monotonic() + GRACE_S
         while _marked(mark) and time.monotonic() < deadline:
             time.sleep(0.05)
         left = asyncio.run(_count(f"{run_keys}*")) if case.family is not None else 0
         files = sorted(str(p.relative_to(tmpdir)) for p in tmpdir.rglob("*"))
-        return Stopped(proc.returncode, out, err, left, _described(_marked(mark)), files)
+        survivors = _described(_marked(mark))
+        return Stopped(proc.returncode, out, err, left, survivors, files, seconds)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -294,6 +302,24 @@ def test_a_stopped_solver_run_leaves_no_worker(how: str, tmp_path: Path) -> None
     status, line = SAID[sig]
     assert (stopped.survivors, stopped.files) == ([], [])
     assert (stopped.status, stopped.out, stopped.err) == (status, "", line + "\n")
+
+
+def test_a_solver_run_with_a_paused_worker_still_stops(tmp_path: Path) -> None:
+    """A worker that does not answer the stop (paused by SIGSTOP: a debugger, a
+    container frozen in part) is waited for ``stopping.STOP_TIMEOUT_S``, then killed.
+    Before, the benchmark waited for its pool for ever with SIGINT and SIGTERM ignored
+    (bench/stopping.py's ``shielded``): still there 60 s after the SIGTERM, SIGKILL the
+    only way out."""
+
+    def pause_one(children: list[int]) -> None:
+        os.kill(children[0], signal.SIGSTOP)
+
+    stopped = _stop_mid_run(CASES["solver"], signal.SIGTERM, False, tmp_path, meanwhile=pause_one)
+    status, line = SAID[signal.SIGTERM]
+    assert (stopped.survivors, stopped.files) == ([], [])
+    assert (stopped.status, stopped.out, stopped.err) == (status, "", line + "\n")
+    # The wait, and not twice it: the killing itself is not another wait.
+    assert stopping.STOP_TIMEOUT_S <= stopped.seconds < 1.5 * stopping.STOP_TIMEOUT_S
 
 
 @pytest.mark.parametrize("sigint", ["default", "ignored"])

@@ -31,3 +31,32 @@ def test_the_workers_start_forked_whatever_the_default_start_method() -> None:
     )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == "[1, 2, 3]", ran.stdout
+
+
+#: The run's clean-up (bench/stopping.py's ``Children``) meeting the pool's workers
+#: still there (a stop of the pool cut short): it prints how long it took.
+_CLEAN_UP_WITH_WORKERS = """
+import time
+from solrace.bench import stopping, workers
+if __name__ == "__main__":
+    children = stopping.Children()
+    with workers.pool(2):
+        began = time.monotonic()
+        children.stop()
+        print(time.monotonic() - began)
+"""
+
+
+def test_the_clean_up_stops_the_workers_at_once() -> None:
+    """The workers leave SIGTERM to the benchmark (they ignore it: ``timeout`` sends it
+    to the whole group), so the clean-up's SIGTERM did nothing and each stop of them
+    waited ``stopping.STOP_TIMEOUT_S`` (5.0 s) for the SIGKILL that followed."""
+    ran = subprocess.run(
+        [sys.executable, "-c", _CLEAN_UP_WITH_WORKERS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert float(ran.stdout) < 1.0, ran.stdout

@@ -172,12 +172,13 @@ class Children:
         self._before = set(multiprocessing.active_children())
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
-        """Stop every one still there: all asked at once (SIGTERM), then killed
-        (SIGKILL) past ``timeout``, and reaped."""
+        """Stop every one still there: the tracked ones all asked at once (SIGTERM), then
+        killed (SIGKILL) past ``timeout``; multiprocessing's killed (:func:`stop_workers`);
+        all reaped."""
         procs = [p for p in _tracked if p.poll() is None]
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
-        stop_workers(new_workers(self._before), timeout)
+        stop_workers(new_workers(self._before))
         deadline = time.monotonic() + timeout
         for proc in procs:
             try:
@@ -194,18 +195,15 @@ def new_workers(before: set[BaseProcess]) -> list[BaseProcess]:
     return [p for p in multiprocessing.active_children() if p not in before]
 
 
-def stop_workers(workers: list[BaseProcess], timeout: float = STOP_TIMEOUT_S) -> None:
-    """Stop multiprocessing ``workers`` now: all asked at once (SIGTERM), those still
-    there after ``timeout`` killed (SIGKILL), all reaped."""
+def stop_workers(workers: list[BaseProcess]) -> None:
+    """Stop multiprocessing ``workers`` now: killed (SIGKILL), not asked, and reaped. A
+    worker holds nothing to clean up (the node's solver workers are killed so too), and
+    the solver benchmark's ignore SIGTERM (bench/workers.py: ``timeout`` sends it to the
+    whole group): asked first, they made every stop wait ``STOP_TIMEOUT_S`` for nothing."""
     for worker in workers:
-        worker.terminate()
-    deadline = time.monotonic() + timeout
+        worker.kill()
     for worker in workers:
-        worker.join(max(0.0, deadline - time.monotonic()))
-    for worker in workers:
-        if worker.is_alive():
-            worker.kill()
-            worker.join()
+        worker.join()
 
 
 __all__ = [

@@ -11,7 +11,9 @@ traceback after the benchmark's one line; fixed in 3.12, CPython gh-107219), and
 pool shut down without waiting for its thread raced the interpreter's exit
 ("Exception ignored in: <module 'threading'>"). So a stop is asked: a flag the workers
 share makes each skip the jobs it has not begun, SIGUSR1 interrupts the one it is
-solving, and the pool then ends as it does after a full run.
+solving, and the pool then ends as it does after a full run — within
+``stopping.STOP_TIMEOUT_S``: a worker that has not answered by then (paused by SIGSTOP)
+is killed, once the pool has cancelled what it had not begun (:func:`_shut_down`).
 
 A worker also leaves Ctrl-C and SIGTERM to the benchmark, which a terminal's Ctrl-C
 and ``timeout`` send to the whole process group: one reached by Ctrl-C while it waited
@@ -26,8 +28,10 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.process import BaseProcess
 from multiprocessing.synchronize import Event
 from types import FrameType
 from typing import Final, TypeVar
@@ -103,25 +107,46 @@ def pool(count: int) -> Iterator[ProcessPoolExecutor]:
     forked = multiprocessing.get_context(WORKER_START)
     stop = forked.Event()
     before = set(multiprocessing.active_children())
-    with ProcessPoolExecutor(
+    executor = ProcessPoolExecutor(
         count, mp_context=forked, initializer=_start, initargs=(os.getpid(), stop)
-    ) as executor:
+    )
+    try:
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
         try:
-            mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-            try:
-                executor.submit(int).result()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            yield executor
-        except BaseException:
-            with stopping.shielded():
-                stop.set()
-                for worker in stopping.new_workers(before):
-                    if worker.pid is not None:
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(worker.pid, INTERRUPT)
-                executor.shutdown(wait=True, cancel_futures=True)
-            raise
+            executor.submit(int).result()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        yield executor
+    except BaseException:
+        with stopping.shielded():
+            stop.set()
+            workers = stopping.new_workers(before)
+            for worker in workers:
+                if worker.pid is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(worker.pid, INTERRUPT)
+            _shut_down(executor, workers)
+        raise
+    executor.shutdown(wait=True)
+
+
+def _shut_down(executor: ProcessPoolExecutor, workers: list[BaseProcess]) -> None:
+    """The pool of a stopped run ended, waited for ``stopping.STOP_TIMEOUT_S`` at most:
+    its ``workers`` still there then are killed, and the pool ends as after a worker
+    that died. The wait is the shutdown's, in a thread of its own (the pool has no
+    bounded one). Before, it waited for ever — with SIGINT and SIGTERM ignored — for a
+    worker that never answered the stop (paused by SIGSTOP): only SIGKILL ended the
+    benchmark. A worker killed while it solves still holds a job, which the pool then
+    fails (BrokenProcessPool); the ones it had not begun were cancelled first, so that
+    Python 3.11 raises no InvalidStateError on them (the module's docstring)."""
+    ending = threading.Thread(
+        target=executor.shutdown, kwargs={"wait": True, "cancel_futures": True}, daemon=True
+    )
+    ending.start()
+    ending.join(stopping.STOP_TIMEOUT_S)
+    if ending.is_alive():
+        stopping.stop_workers(workers)
+        ending.join(stopping.STOP_TIMEOUT_S)
 
 
 __all__ = ["INTERRUPT", "Stopped", "call", "pool"]
