@@ -79,6 +79,23 @@ def _one_line(stderr: str, says: str) -> None:
             {},
             "--redis-url: the database is given twice ('14' in the path, '3' in the query)",
         ),
+        # redis-py takes a repeated option's first value, silently: the node ran on
+        # database 3 of a URL whose last word was 4.
+        (
+            ["--redis-url", "redis://127.0.0.1:6379?db=3&db=4"],
+            {},
+            "--redis-url: the option 'db' is given twice in the query ('3', '4')",
+        ),
+        (
+            ["--redis-url", "redis://127.0.0.1:6379/0?db=3&db=4"],
+            {},
+            "--redis-url: the option 'db' is given twice in the query ('3', '4')",
+        ),
+        (
+            ["--redis-url", CLUSTER_URL + "?socket_timeout=2&socket_timeout=3"],
+            {},
+            "--redis-url: the option 'socket_timeout' is given twice in the query ('2', '3')",
+        ),
         # On the embedded engine the store's ValueError was a traceback (status 1); with a
         # Redis URL it was blamed on --redis-url.
         (["--key-prefix", "a{b"], {}, "--key-prefix: must not contain braces"),

@@ -43,7 +43,7 @@ import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
 from solrace import __version__
 from solrace.argtypes import (
@@ -259,6 +259,7 @@ def check_redis_url(text: str) -> str:
             f"not a Redis URL: {text!r} (redis://host:port/db, rediss://…, unix:///path, "
             "redis+cluster://host:port[,host:port…])"
         )
+    _check_query_once(parts.query)
     if parts.scheme in CLUSTER_SCHEMES:
         parse_cluster_url(text)  # raises ValueError saying what is wrong
     else:
@@ -276,6 +277,20 @@ def check_redis_url(text: str) -> str:
     if parts.query:
         _check_query_options(text, cluster=parts.scheme in CLUSTER_SCHEMES)
     return text
+
+
+def _check_query_once(query: str) -> None:
+    """Each option of a Redis URL's query given once: redis-py takes a repeated one's
+    first value without a word (``?db=3&db=4`` ran on database 3)."""
+    values: dict[str, list[str]] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        values.setdefault(name, []).append(value)
+    for name, given in values.items():
+        if len(given) > 1:
+            shown = ", ".join(repr(v) for v in given)
+            raise ValueError(
+                f"the option {name!r} is given twice in the query ({shown}): give it once"
+            )
 
 
 def _check_query_options(text: str, *, cluster: bool) -> None:
