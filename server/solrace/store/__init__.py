@@ -17,6 +17,7 @@ from ._cluster import CLUSTER_SCHEMES, parse_cluster_url
 from .errors import (
     CodeTaken,
     HeadLost,
+    StoreClosed,
     StoreError,
     StoreForbidden,
     StoreRefusing,
@@ -47,6 +48,7 @@ __all__ = [
     "RoomKeys",
     "SeatClaim",
     "Store",
+    "StoreClosed",
     "StoreError",
     "StoreForbidden",
     "StoreRefusing",

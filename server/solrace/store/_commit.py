@@ -53,7 +53,7 @@ from redis.exceptions import AskError, MovedError, NoPermissionError, NoScriptEr
 from ._errors import translate
 from ._link import RespLink
 from ._lua import LuaScript
-from .errors import StoreUnavailable
+from .errors import StoreClosed, StoreUnavailable
 
 __all__ = ["GroupCommit"]
 
@@ -152,7 +152,7 @@ class GroupCommit:
         once sent, its outcome is whatever Redis did.
         """
         if self._closed:
-            raise StoreUnavailable("store is closed")
+            raise StoreClosed
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._queue.append(_Call(script, keys, args, future))
@@ -184,7 +184,7 @@ class GroupCommit:
         if self._link is not None or not isinstance(client, RedisCluster):
             return await self.call(script, keys, args), None
         if self._closed:
-            raise StoreUnavailable("store is closed")
+            raise StoreClosed
         try:
             await client.initialize()  # the slot map; a no-op once known
             master = client.get_node_from_key(keys[0])

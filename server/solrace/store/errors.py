@@ -18,6 +18,7 @@ __all__ = [
     "AUTH_REFUSALS",
     "CodeTaken",
     "HeadLost",
+    "StoreClosed",
     "StoreError",
     "StoreForbidden",
     "StoreRefusing",
@@ -102,3 +103,13 @@ class StoreRefusing(StoreUnavailable):
     an outage (``unavailable``, retry later); its message is the reason in one line,
     for the log line an outage gets. Raised as a plain error, every request was
     answered ``internal`` and every loop turn logged a traceback (the memory audit)."""
+
+
+class StoreClosed(StoreUnavailable):
+    """The store was closed (:meth:`Store.close <solrace.store.Store.close>`): it
+    refuses every write, and nothing ran. Before, only moves were refused: every
+    other write opened a new connection and ran (redis-py reconnects a closed client),
+    so a task that outlived its node's stop still wrote to Redis."""
+
+    def __init__(self) -> None:
+        super().__init__("store is closed")

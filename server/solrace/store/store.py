@@ -56,6 +56,7 @@ from .embedded import EmbeddedEngine
 from .errors import (
     CodeTaken,
     HeadLost,
+    StoreClosed,
     StoreError,
     StoreForbidden,
     StoreUnavailable,
@@ -594,6 +595,12 @@ class Store:
                 if self.engine is not None:
                     await self.engine.release()
 
+    def _refuse_closed(self) -> None:
+        """Raise :class:`StoreClosed` once the store is closed: every write method's
+        first act (moves: the group commit's)."""
+        if self._closed:
+            raise StoreClosed
+
     def _errors(self) -> AbstractContextManager[None]:
         """:func:`redis_errors`, noting a failure's time (:meth:`failed_within`)."""
         return redis_errors(self._note_failure)
@@ -628,6 +635,7 @@ class Store:
         (:func:`solrace.store.probe.access_refused`): PING passes whatever the ACL,
         and a node that started anyway failed every loop turn on NOPERM. It writes one
         key under the prefix and deletes it."""
+        self._refuse_closed()
         key = self.keys.probe(secrets.token_hex(8))
         return await access_refused(self._redis, key, self.keys.prefix)
 
@@ -802,6 +810,7 @@ class Store:
         the variant of a listed quick room, which joins that variant's quick lobbies
         (:meth:`quick_lobbies`) in the same pipeline.
         """
+        self._refuse_closed()
         rk = self.keys.room(room_id)
         code_key = self.keys.code(code)
         px = None if ttl_s is None else _ttl_ms(ttl_s)
@@ -829,6 +838,7 @@ class Store:
 
     async def save_meta(self, room_id: str, meta: bytes) -> None:
         """Overwrite the room's metadata, keeping its TTL if it is expiring (KEEPTTL)."""
+        self._refuse_closed()
         with self._errors():
             await self._redis.set(self.keys.room(room_id).meta, meta, keepttl=True)
 
@@ -874,6 +884,7 @@ class Store:
         (``XX``: a late move cannot list again a room that closed, or began a rematch).
         ``quick``: a quick room's variant, whose quick lobbies it leaves, or joins again
         as a lobby if it is still listed (the caller checks what it reads there)."""
+        self._refuse_closed()
         with self._errors():
             await self._redis.zadd(self.keys.listed, {room_id: created_ms - listing}, xx=True)
             if quick is None:
@@ -895,6 +906,7 @@ class Store:
 
     async def drop_quick(self, variant: str, room_id: str) -> None:
         """Take a room out of the variant's quick lobbies (it is no longer one)."""
+        self._refuse_closed()
         with self._errors():
             await self._redis.zrem(self.keys.quick(variant), room_id)
 
@@ -915,6 +927,7 @@ class Store:
 
     async def unlist(self, room_id: str) -> None:
         """Remove the room from the public listing (it started, filled up, or closed)."""
+        self._refuse_closed()
         with self._errors():
             await self._redis.zrem(self.keys.listed, room_id)
 
@@ -931,6 +944,7 @@ class Store:
         and the join code the anchor's TTL (:meth:`settle_expiry`). Writes after this
         keep the TTL, so a finished room can still receive its last events.
         """
+        self._refuse_closed()
         rk = self.keys.room(room_id)
         members, code = await self._eval(EXPIRE_ROOM, rk.fixed(), (_ttl_ms(ttl_s),))
         await self._settle(room_id, members, code, unlist, shorten_code=True)
@@ -952,6 +966,7 @@ class Store:
         audit). A fault before it leaves members on their earlier expiry until the
         next settle (the room's next decision that sets an expiry, or its next
         countdown)."""
+        self._refuse_closed()
         rk = self.keys.room(room_id)
         with self._errors():
             pipe = self._redis.pipeline(transaction=False)
@@ -1016,6 +1031,7 @@ class Store:
         a room's history is its last two rounds, however many it runs (docs/store.md,
         "A room's history"). Their rounds are over, so no move can write them again.
         """
+        self._refuse_closed()
         if expected_version is not None:
             _check_nonneg("expected_version", expected_version)
         rk = self.keys.room(room_id)
@@ -1140,6 +1156,7 @@ class Store:
         so of two nodes joining at once the later one sees the earlier and must
         :meth:`wake` it: between them, every node in a shared room tails it.
         """
+        self._refuse_closed()
         rk = self.keys.room(room_id)
         members = await self._eval(JOIN_ROOM_NODES, (rk.meta, rk.nodes), (node_id,))
         return {_as_text(m) for m in members or ()} - {node_id}
@@ -1155,6 +1172,7 @@ class Store:
         starts tailing the room's stream). One single-key XADD per node; a wake-up
         stream keeps its last ``WAKE_KEEP`` entries and expires a day after the last
         one (a node that died leaves nothing behind for long)."""
+        self._refuse_closed()
         if not node_ids:
             return
         with self._errors():
@@ -1324,6 +1342,7 @@ class Store:
     async def delete_all(self) -> int:
         """Delete every key under this store's prefix (a benchmark's or a test's own
         keys, never anyone else's: no FLUSHDB). Returns how many were deleted."""
+        self._refuse_closed()
         with self._errors():
             pattern = f"{self.keys.prefix}*"
             keys = [k async for k in self._redis.scan_iter(match=pattern, count=1000)]
@@ -1346,6 +1365,7 @@ class Store:
         """Say that node ``node_id`` is alive for the next ``ttl_ms``. A node that stops
         renewing (crash, partition) loses its lease, and other nodes serving its rooms
         then mark its racers offline (docs/server.md, "Presence")."""
+        self._refuse_closed()
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
         with self._errors():
@@ -1377,6 +1397,7 @@ class Store:
 
     async def drop_lease(self, node_id: str) -> None:
         """Give the lease up at once (a drained node's racers are already offline)."""
+        self._refuse_closed()
         with self._errors():
             await self._redis.delete(self.keys.lease(node_id))
 
@@ -1482,6 +1503,7 @@ class Store:
         claim could not be found by a client that lost its reply. Global and
         single-key (cluster: another slot than the room's), so it cannot be part of
         the room's atomic write."""
+        self._refuse_closed()
         _check_token("claim", token_sha256_hex)
         key = self.keys.seat(token_sha256_hex)
         with self._errors():
@@ -1503,6 +1525,7 @@ class Store:
         joins, …) or never decided: a refused request leaves no key behind, and a
         resume by its token says ``bad_token`` at once. Only the request that took the
         claim (:meth:`claim_seat` True) releases it."""
+        self._refuse_closed()
         _check_token("claim", token_sha256_hex)
         with self._errors():
             await self._redis.delete(self.keys.seat(token_sha256_hex))
@@ -1512,6 +1535,7 @@ class Store:
     async def save_result(self, race_id: str, data: bytes, ttl_s: int | None = None) -> None:
         """Store a finished race's result, for ``ttl_s`` seconds (None: for ever, the
         default: results stay when their rooms expire)."""
+        self._refuse_closed()
         with self._errors():
             await self._redis.set(self.keys.result(race_id), data, ex=ttl_s)
 
@@ -1525,6 +1549,7 @@ class Store:
         yet. Written before the countdown and again before the race_over, so that a
         node started later finds the room even if every node that served it died
         before its race ended or before its result was archived."""
+        self._refuse_closed()
         with self._errors():
             await self._redis.sadd(self.keys.unarchived, room_id)
 
@@ -1538,6 +1563,7 @@ class Store:
 
     async def clear_unarchived(self, room_id: str) -> None:
         """The room's results are archived (or its keys are gone): forget the note."""
+        self._refuse_closed()
         with self._errors():
             await self._redis.srem(self.keys.unarchived, room_id)
 
