@@ -37,6 +37,10 @@ class ListingCache:
         """The listing changed: the next ``list`` reads it again."""
         self._until = float("-inf")
 
+    def tasks(self) -> list[asyncio.Task[list[RoomSummary]]]:
+        """The read under way, if any: the node's, cancelled when it stops."""
+        return [self._reading] if self._reading is not None else []
+
     async def summaries(self, read: Read) -> list[RoomSummary]:
         loop = asyncio.get_running_loop()
         if loop.time() < self._until:

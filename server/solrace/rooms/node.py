@@ -343,16 +343,29 @@ class Node:
                 await asyncio.sleep(LOOP_RETRY_S)
 
     async def stop(self) -> None:
+        """Stop everything the node started: its loops, its tasks, its rooms' timers.
+        Cancelled tasks run their handlers, which may start more — a retry spawned, a
+        tick armed, a certification begun by a fold — so the node cancels again until
+        a round ends with nothing left, then stops the rooms' timers once more. Before,
+        only the tasks there when the stop began were cancelled: one started while they
+        drained outlived the node."""
         for loop_task in (self._tail_task, self._watch_task, self._wake_task):
             if loop_task is not None:
                 loop_task.cancel()
                 await asyncio.gather(loop_task, return_exceptions=True)
-        for room in self.rooms.values():
-            room.cancel_timers()
-        pending = [*self._tasks, *self.certifying.values()]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        while True:
+            for room in self.rooms.values():
+                room.cancel_timers()
+            pending = [
+                t
+                for t in (*self._tasks, *self.certifying.values(), *self.listing_cache.tasks())
+                if not t.done()
+            ]
+            if not pending:
+                break
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
         self.repeated.stop()
 
     def spawn(self, coro: Awaitable[Any]) -> None:

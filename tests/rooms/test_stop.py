@@ -1,0 +1,37 @@
+"""``Node.stop`` stops everything the node started, including what is started while it
+stops: a cancelled task's handler that spawns a retry or arms a room's tick."""
+
+from __future__ import annotations
+
+import asyncio
+
+from .conftest import Backend, FakePeer
+
+
+async def test_a_task_armed_while_the_node_stops_does_not_outlive_it(backend: Backend) -> None:
+    """Before, the stop cancelled the tasks there when it began: here the retry spawned
+    by a task it cancelled was still running after it, and the tick armed then was
+    still due (it would have started a tick of a stopped node)."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    [room] = node.rooms.values()
+    before = asyncio.all_tasks()
+    draining = asyncio.Event()
+
+    async def drains() -> None:
+        try:
+            draining.set()
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            node.spawn(asyncio.sleep(3600))  # a retry, spawned while the node stops
+            node._tick_later(room, 0.001)  # a room's tick, armed meanwhile
+            raise
+
+    node.spawn(drains())
+    await draining.wait()
+    await node.stop()
+    left = [t for t in asyncio.all_tasks() if t not in before and not t.done()]
+    assert left == []
+    timers = [room.timer, room.boards_due, room.retry_due]
+    assert [t for t in timers if t is not None and not t.cancelled()] == []
