@@ -71,15 +71,23 @@ async def test_replies_come_in_order_with_redis_py_error_types() -> None:
 
 
 async def test_the_url_decides_database_and_credentials() -> None:
+    """The link writes to the URL's database: the test database (it wrote to database 5
+    whatever SOLRACE_TEST_REDIS_URL said, where no leak guard looks), and not to the
+    one after it (only read there)."""
     key = new_prefix("link") + "k"
-    link = _link(REDIS.rsplit("/", 1)[0] + "/5")
-    other = redis.asyncio.from_url(REDIS.rsplit("/", 1)[0] + "/5")
+    parts = urllib.parse.urlsplit(REDIS)
+    next_db = (int(parts.path.strip("/") or 0) + 1) % 16
+    link = _link(REDIS)
+    other = redis.asyncio.from_url(REDIS)
+    elsewhere = redis.asyncio.from_url(parts._replace(path=f"/{next_db}").geturl())
     try:
-        await link.execute([("SET", key, "on-5")])
-        assert await other.get(key) == b"on-5"
+        await link.execute([("SET", key, "on-the-test-db")])
+        assert await other.get(key) == b"on-the-test-db"
+        assert await elsewhere.get(key) is None
     finally:
         await other.delete(key)
         await other.aclose()
+        await elsewhere.aclose()
         await link.close()
     # the test Redis has no password: AUTH is refused, and so is the connection
     refused = _link(REDIS.replace("redis://", "redis://:wrong@"))
