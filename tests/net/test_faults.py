@@ -20,12 +20,14 @@ from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.fairness import round_seed
 from solrace.rooms.node import LEASE_MS, LEASE_RENEW_S
 from solrace.rooms.records import unpack_entries, unpack_event
+from solrace.rules import deal
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
 
 from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults, crash
 from tests.support.race import check_no_leaks, lobby, play_until_done, racing, winning_moves
+from tests.support.solver import solve
 
 from .conftest import SOLVABLE_SECRET, Cluster
 
@@ -630,11 +632,54 @@ async def test_a_rewind_to_before_the_race_over_is_detected_and_announced(
     seen = await bob.wait_for(lambda e: e.t == "resync", timeout=5)
     assert seen.d["lost_events"] == lost
     assert "solrace_lost_writes_total 1.0" in one.metrics.render().decode()
-    # The race goes on from what Redis holds, and ends again.
+    # What Redis holds is a race whose seed the racers have seen: it ends again at
+    # once, as at its time limit (the next test: no move of it is taken).
+    over = await ann.wait_for(lambda e: e.t == "race_over" and e.v > acked, timeout=10)
+    assert [s["status"] for s in over.d["standings"]] == ["timeout", "timeout"]
+    for client in (ann, bob):
+        await client.close()
+
+
+async def test_a_race_whose_seed_was_revealed_does_not_go_on_after_a_rewind(
+    cluster: Cluster,
+) -> None:
+    """Redis restarts from a snapshot taken mid-race after the race_over, seed and all,
+    reached the racers. The room came back racing that same deal: a racer, holding the
+    seed, replayed the whole deal face up and won it in seconds (an audit: Ann played
+    the revealed seed's winning line after the resync and was placed 1st). The node
+    remembers the round it revealed: the rebuilt race ends at once, as at its time
+    limit, and no move of it is taken."""
+    one = await cluster.node()
+    ann, bob = await racing(one.url, one.url)
+    room_id = ann.room or ""
+    await play_until_done(ann, winning_moves(SOLVABLE_SECRET)[:4])
+    await bob.wait_for(lambda e: e.t == "progress" and e.d["moves"] >= 4, timeout=5)
+    snapshot = await _snapshot(one, room_id)
+    acked = ann.version
     await ann.resign()
     await bob.resign()
+    revealed = await ann.next_event("race_over", timeout=10)
+    await _restore(one, room_id, snapshot)
+    notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
+    assert notice.d["snapshot"]["phase"] == "racing"
+    # What Ann knows now: every card of the deal, from the revealed seed.
+    line = [str(m) for m in solve(deal("yukon", revealed.d["seed"])) or []]
+    assert line, "the revealed deal is not solvable by the test solver"
+    played: list[str] = []
+    refused: list[str] = []
+    for move in line[ann.seq :]:
+        try:
+            played.append((await ann.move(move))["status"])
+        except ServerError as exc:
+            refused.append(exc.code)
+            break
+        if played[-1] != "playing":
+            break
+    assert (refused, played[-1:]) == (["wrong_phase"], []), (refused, len(played), played[-1:])
     over = await ann.wait_for(lambda e: e.t == "race_over" and e.v > acked, timeout=10)
-    assert [s["status"] for s in over.d["standings"]] == ["resigned", "resigned"]
+    assert over.d["reason"] == "time_limit"
+    assert [s["status"] for s in over.d["standings"]] == ["timeout", "timeout"]
+    assert [s["moves"] for s in over.d["standings"]] == [4, 0]
     for client in (ann, bob):
         await client.close()
 

@@ -357,6 +357,7 @@ def tick(
     result: Callable[[list[dict[str, Any]], str], dict[str, Any]],
     countdown_ms: int = COUNTDOWN_MS,
     grace_floor_ms: int = 0,
+    seed_revealed: bool = False,
 ) -> list[Event]:
     """Everything the clock decides: a room's start when everyone is ready (or a quick
     room's lobby timer runs out), the start instant, the disconnect grace, the time
@@ -364,6 +365,8 @@ def tick(
 
     ``commitment()`` gives the round's seed commitment; ``result(standings, reason)``
     completes the RaceResult (scores, logs, seed and salt: the node has them).
+    ``seed_revealed``: the round's seed already went out in a race_over the store has
+    since lost (LiveRoom.seed_revealed): its time is up now, the countdown's start too.
     """
     phase = state.phase
     if phase == Phase.LOBBY:
@@ -383,7 +386,7 @@ def tick(
         return []
     if phase == Phase.COUNTDOWN:
         assert state.start_at_ms is not None
-        if now_ms < state.start_at_ms:
+        if now_ms < state.start_at_ms and not seed_revealed:
             return []
         ends = state.start_at_ms + state.settings.time_limit_s * 1000
         return [
@@ -397,7 +400,7 @@ def tick(
     if phase != Phase.RACING:
         return []
     ends_at = state.ends_at_ms
-    if ends_at is not None and now_ms >= ends_at:
+    if seed_revealed or (ends_at is not None and now_ms >= ends_at):
         events = [_status(r, RacerStatus.TIMEOUT) for r in state.playing()]
         if events:
             return events
@@ -424,11 +427,16 @@ def race_over(
     return event(EventType.RACE_OVER, **result(table, reason))
 
 
-def next_wakeup(state: RoomState, grace_floor_ms: int = 0) -> int | None:
+def next_wakeup(
+    state: RoomState, grace_floor_ms: int = 0, seed_revealed: bool = False
+) -> int | None:
     """When :func:`tick` may next have something to decide, for the node's timer.
-    A time in the past means "now" (e.g. nobody can move any more: the race ends)."""
+    A time in the past means "now" (e.g. nobody can move any more: the race ends; or
+    its seed was revealed, ``seed_revealed`` as for :func:`tick`)."""
     times: list[int] = []
     phase = state.phase
+    if seed_revealed and phase in (Phase.COUNTDOWN, Phase.RACING):
+        return 0
     if phase == Phase.LOBBY and state.settings.quick and state.lobby_deadline_ms is not None:
         times.append(state.lobby_deadline_ms)
     if phase == Phase.LOBBY:

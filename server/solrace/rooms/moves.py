@@ -179,6 +179,11 @@ async def _store(
         return None
     if state.phase != Phase.RACING or not state.can_move(member):
         raise BadMessage(ErrorCode.WRONG_PHASE, "you are not racing now", seq=seq)
+    if room.seed_revealed():
+        # Its race_over, seed and all, reached the racers before Redis lost it: the
+        # room's timer ends the race now (LiveRoom.seed_revealed).
+        node.schedule(room)
+        raise BadMessage(ErrorCode.WRONG_PHASE, "the race is over", seq=seq)
     if seq != game.seq:
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=game.seq)
     checked = node.clock()  # the move's one clock reading: its time and the limit's

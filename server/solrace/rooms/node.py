@@ -889,7 +889,7 @@ class Node:
             room = self.rooms.setdefault(room_id, LiveRoom(RoomMeta.decode(raw)))
         room.last_used_ms = self.clock()
         await self.sync(room)
-        wake = decide_.next_wakeup(room.state, self.grace_floor(room))
+        wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.seed_revealed())
         if wake is not None and wake <= self.clock():
             # A timer nobody ran (every node serving the room had gone): catch up now.
             await self.tick(room)
@@ -1108,7 +1108,7 @@ class Node:
             self._disarm(room)
             return
         certify.ensure(self, room)
-        wake = decide_.next_wakeup(room.state, self.grace_floor(room))
+        wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.seed_revealed())
         if wake is None:
             self._disarm(room)
             return
@@ -1471,7 +1471,9 @@ class Node:
             state = room.state
             ends = state.ends_at_ms
             if state.phase == Phase.RACING and (
-                not state.playing() or (ends is not None and self.clock() >= ends)
+                not state.playing()
+                or room.seed_revealed()
+                or (ends is not None and self.clock() >= ends)
             ):
                 finals.clear()
                 finals.update(await self._finals(room))
@@ -1488,6 +1490,7 @@ class Node:
                 lambda table, reason: self._result(room, table, reason, finals),
                 self.countdown_ms,
                 self.grace_floor(room),
+                room.seed_revealed(),
             )
 
         try:

@@ -93,6 +93,11 @@ class LiveRoom:
         #: When this room's trouble with the store last ended: its offline racers'
         #: grace counts from then at the earliest (Node.grace_floor).
         self.grace_floor_ms = 0
+        #: The last round whose ``race_over`` (its seed) this node folded and so sent
+        #: its clients. Kept through :meth:`reset`: a Redis that lost that race_over
+        #: (restored from a snapshot taken before it) comes back racing the round, and
+        #: its racers hold its seed (see :meth:`seed_revealed`).
+        self.revealed_round = 0
 
     @property
     def room_id(self) -> str:
@@ -133,6 +138,17 @@ class LiveRoom:
         self.chain = ""
         self.ahead_seen = None  # measured against the old fold; start afresh
 
+    def seed_revealed(self) -> bool:
+        """Whether the round under way (countdown or race) is one whose seed this node
+        has already revealed: Redis lost its ``race_over``. Its racers may know every
+        card, so the race cannot go on; it ends at once, as at its time limit
+        (decisions.tick), and no move of it is taken (moves). Before, it went on: an
+        audit's racer replayed the revealed deal's winning line after the resync and
+        won it (524 moves in seconds)."""
+        phase = self.state.phase
+        racing = phase in (Phase.COUNTDOWN, Phase.RACING)
+        return racing and self.state.round <= self.revealed_round
+
     def seed(self) -> int:
         """The seed the round deals (the certified candidate, for a winnable room)."""
         return round_seed(self.meta.secret, self.state.round, self.state.deal_attempt)
@@ -159,6 +175,8 @@ class LiveRoom:
             return False
         self.state.apply(version, event)
         self.chain = chain
+        if event.t == EventType.RACE_OVER:
+            self.revealed_round = max(self.revealed_round, self.state.round)
         if live:
             frame = encode(event.wire(version))
             for peer in list(self.racers.values()):
