@@ -219,6 +219,27 @@ def test_time_limit_times_out_the_playing_racers_then_ends_the_race() -> None:
     assert [(s["racer"], s["place"]) for s in over.d["standings"]] == [(2, 1), (1, 2), (3, 3)]
 
 
+def test_a_round_whose_seed_was_revealed_starts_and_ends_at_once() -> None:
+    """Redis lost the round's race_over after the racers saw its seed (a restore): the
+    round comes back counting down or racing, and the node says its seed is out. The
+    countdown starts at once, and the race times out at once, whatever the clock."""
+    room = _lobby(2)
+    room.apply(d.ready(room.state, 2, True))
+    room.apply(d.start(room.state, 1, room.now, COMMIT))
+    assert d.next_wakeup(room.state, seed_revealed=True) == 0
+    assert room.tick() == []
+    (started,) = d.tick(room.state, room.now, lambda: COMMIT, room._result, seed_revealed=True)
+    assert started.t == "started"
+    room.apply([started])
+    assert d.next_wakeup(room.state, seed_revealed=True) == 0
+    assert room.tick() == []  # its time limit is 900 s away
+    timeouts = d.tick(room.state, room.now, lambda: COMMIT, room._result, seed_revealed=True)
+    assert [(e.d["racer"], e.d["status"]) for e in timeouts] == [(1, "timeout"), (2, "timeout")]
+    room.apply(timeouts)
+    (over,) = room.tick()
+    assert over.t == "race_over" and over.d["reason"] == "time_limit"
+
+
 def test_standings_follow_the_race_rules() -> None:
     """RULES race rules: finishers by finish order; then by cards up (more first), then
     by the earlier time that count was reached."""
