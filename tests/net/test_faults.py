@@ -684,6 +684,45 @@ async def test_a_race_whose_seed_was_revealed_does_not_go_on_after_a_rewind(
         await client.close()
 
 
+async def test_a_resume_from_a_version_its_own_presence_now_holds_is_a_loss(
+    cluster: Cluster,
+) -> None:
+    """A node that did not see the lost events (restarted on a restored store) learns
+    of the loss from the racer's ``since`` only. Its own events after the restore
+    (here Bob's two resumes; after a restart, the offlines of racers whose node's lease
+    lapsed) and the resume's own ``presence`` brought the room back to the version the
+    racer had seen: no resync, no error, the racer rewound from the results screen to
+    a race whose seed it holds (an audit of the embedded store's restore). The resume's
+    own event is one its client cannot have seen: a ``since`` at or past it is a loss."""
+    one = await cluster.node()
+    ann, bob = await racing(one.url, one.url)
+    room_id = ann.room or ""
+    snapshot = await _snapshot(one, room_id)
+    acked = ann.version
+    await ann.resign()
+    await bob.resign()
+    await ann.next_event("race_over", timeout=10)
+    seen = ann.version
+    assert seen == acked + 3
+    for client in (ann, bob):
+        await client.close()
+    await _restore(one, room_id, snapshot)
+    # The node no longer holds the room (restarted, or it went idle): no memory of it.
+    one.node.rooms.pop(room_id).cancel_timers()
+    for _ in range(2):
+        again = await RaceClient.connect(one.url)
+        await again.resume(room=room_id, token=bob.token, since=None)
+    back = await RaceClient.connect(one.url)
+    joined = await back.resume(room=room_id, token=ann.token, since=seen)
+    assert joined["snapshot"]["version"] == seen  # the version Ann saw, other events
+    notice = await back.wait_for(lambda e: e.t == "resync", timeout=5)
+    assert f"you had seen version {seen}" in notice.d["reason"], notice.d
+    assert notice.d["snapshot"]["phase"] == "racing"
+    assert "solrace_lost_writes_total 1.0" in one.metrics.render().decode()
+    await back.close()
+    await again.close()
+
+
 async def test_a_rewind_followed_by_new_events_is_still_detected(cluster: Cluster) -> None:
     """Redis lost Ann's last 3 moves, then Bob (on another node) appended 4 events:
     the version is higher than Ann's node delivered, but the events differ."""

@@ -434,8 +434,13 @@ async def _enter_as_racer(
     async with room.lock:
         await node.join_room(room)
         await node.sync_locked(room)
+        held: int | None = None  # the last version its client can have seen
         if resumed:
+            before = room.state.version
             await _resumed_locked(node, peer, room, racer)
+            if room.state.version > before:
+                # Its presence, just stored, is the last event folded: no client saw it.
+                held = room.state.version - 1
         snapshot = await snapshot_for(node, room, racer)
         replay = await _missed(node, peer, room, since)
         peer.send(
@@ -451,7 +456,7 @@ async def _enter_as_racer(
         )
         for frame in replay:
             peer.send_bytes(frame)
-        _rewound(node, peer, room, since, snapshot, racer=True)
+        _rewound(node, peer, room, since, snapshot, racer=True, held=held)
         _attach_racer(node, peer, room, racer)
 
 
@@ -632,6 +637,7 @@ def _rewound(
     snapshot: Snapshot,
     *,
     racer: bool,
+    held: int | None = None,
 ) -> None:
     """A client resuming or watching from a version the room does not hold saw events
     the store has since lost (an embedded store's data directory restored without its
@@ -641,9 +647,15 @@ def _rewound(
     to the operator (Node.client_ahead). Before, an audit's racers were put back a
     hundred events, their acknowledged moves gone, in silence. A spectator is anyone:
     on its word alone a client could raise the data-loss alarm on every room (the
-    random-requests audit did, with a made-up ``since``), so it is only resynchronised."""
+    random-requests audit did, with a made-up ``since``), so it is only resynchronised.
+
+    ``held``: the last version the client can have seen, when the request stored an
+    event of its own (a resume's ``presence``). Events stored after a restore — the
+    resume's own, offlines of racers whose node's lease lapsed — took the lost
+    versions again, and an audit's racer, back at the very version it had seen (a
+    race whose ``race_over`` it had seen), was rewound without a word."""
     version = snapshot["version"]
-    if since is None or since <= version:
+    if since is None or since <= (version if held is None else held):
         return
     if racer:
         node.client_ahead(room, since)
@@ -654,11 +666,13 @@ def _rewound(
             peer.origin(),
             {**peer.ids(), "room": room.room_id, "detail": f"version {since}, now {version}"},
         )
+    reused = "" if since > version else ", other events in their place"
     reason = (
         f"the server lost its last changes to this room (you had seen version {since}; "
-        f"it now holds {version})"
+        f"it now holds {version}{reused})"
     )
-    peer.send(resync_notice(reason=reason, lost_events=since - version, snapshot=snapshot))
+    lost = max(0, since - version)  # 0: the versions were reused for other events
+    peer.send(resync_notice(reason=reason, lost_events=lost, snapshot=snapshot))
 
 
 async def _missed(node: Node, peer: Peer, room: LiveRoom, since: int | None) -> list[bytes]:
