@@ -29,6 +29,7 @@ WRITES: dict[str, Callable[[Store], Awaitable[object]]] = {
     "delete_all": lambda s: s.delete_all(),
     "renew_lease": lambda s: s.renew_lease("n1", 10_000),
     "drop_lease": lambda s: s.drop_lease("n0"),
+    "hand_off": lambda s: s.hand_off("n0", 60_000),
     "claim_seat": lambda s: s.claim_seat("ab" * 32, "r1", 1, 60),
     "release_seat_claim": lambda s: s.release_seat_claim("cd" * 32),
     "save_result": lambda s: s.save_result("race1", b"result"),
@@ -43,7 +44,7 @@ READS = {
     "replica", "load_meta", "room_for_code", "listed_rooms", "listed_lobbies",
     "quick_lobbies", "is_listed", "idle_lobbies", "events_since", "version", "tail",
     "room_nodes", "wakes", "move_log", "log_length", "time_ms", "older_nodes",
-    "live_nodes", "heads", "racer_for_token", "claimed_seat", "load_result",
+    "live_nodes", "handed_off", "heads", "racer_for_token", "claimed_seat", "load_result",
     "unarchived_rooms",
 }  # fmt: skip
 

@@ -1407,6 +1407,7 @@ class Store:
         the lease gone without the note and takes the node for dead."""
         if keep_ms <= 0:
             raise ValueError("keep_ms must be positive")
+        self._refuse_closed()
         with self._errors():
             await self._redis.set(self.keys.handed_off(node_id), b"1", px=keep_ms)
             await self._redis.delete(self.keys.lease(node_id))
