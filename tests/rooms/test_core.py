@@ -1026,6 +1026,43 @@ async def test_a_create_whose_creators_join_is_never_decided_unlists_its_room(
     assert await node.store.listed_rooms() == []
 
 
+async def test_a_create_whose_creators_join_may_be_stored_stays_listed(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review: the creator's join reached Redis but its reply did not, and the
+    offline that follows failed too, so the node's fold had no racer. The abandoned
+    create unlisted the room at once, and since a listing only moves a room still
+    listed, Ann (resuming) and Bob (joining by code) raced in a room ``list`` never
+    showed again. A join whose outcome is unknown leaves the room to ``list``, which
+    decides on the stored events after the seat-settle window."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    real_append = node.store.append_event
+    failed: list[bool] = []
+
+    async def stored_then_fails(*args: Any, **kwargs: Any) -> Any:
+        written = await real_append(*args, **kwargs)  # the join reached Redis ...
+        if not failed:
+            failed.append(True)
+            raise StoreUnavailable("the reply was lost (injected)")  # ... its reply not
+        return written
+
+    async def offline_fails(*_args: Any, **_kwargs: Any) -> None:
+        return None  # its first try failed (Redis): retried later
+
+    monkeypatch.setattr(node.store, "append_event", stored_then_fails)
+    monkeypatch.setattr(node, "record_offline", offline_fails)
+    refused = await FakePeer(node).ask("create", variant="yukon", name="Ann")
+    assert refused.d.get("code") == "unavailable" and refused.d.get("room"), refused.d
+    room_id = refused.d["room"]
+    assert await node.store.listed_rooms() == [room_id]
+    clock.advance(SEAT_SETTLE_S + 1)  # past the window: list reads the stored join
+    bob = FakePeer(node)
+    listed = await bob.ask("list", variant="yukon")
+    assert [r["room"] for r in listed.d["rooms"]] == [room_id], listed.d
+    assert await node.store.listed_rooms() == [room_id]
+
+
 async def _hang_up(peer: FakePeer) -> None:
     """The connection closes without ``leave`` (what the server does on a close)."""
     peer.closed = True

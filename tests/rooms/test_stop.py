@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+from solrace.store import StoreClosed
+
 from .conftest import Backend, FakePeer
 
 
@@ -35,3 +37,21 @@ async def test_a_task_armed_while_the_node_stops_does_not_outlive_it(backend: Ba
     assert left == []
     timers = [room.timer, room.boards_due, room.retry_due]
     assert [t for t in timers if t is not None and not t.cancelled()] == []
+
+
+async def test_a_write_to_a_closed_store_is_not_retried(backend: Backend) -> None:
+    """A review: ``StoreClosed`` is a ``StoreUnavailable``, so a write that must follow a
+    decision (``Node.insist``), failing because the node's store was closed, spawned a
+    retry that tried again every 2 s for ever. It is dropped, with one line."""
+    node = await backend.node()
+    before = asyncio.all_tasks()
+    tries: list[int] = []
+
+    async def write() -> None:
+        tries.append(1)
+        raise StoreClosed
+
+    await node.insist(write, "a write after the stop", {})
+    await asyncio.sleep(0.05)
+    assert tries == [1]
+    assert [t for t in asyncio.all_tasks() if t not in before and not t.done()] == []

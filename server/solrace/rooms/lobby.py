@@ -123,8 +123,8 @@ async def _listed(node: Node, room_id: str) -> tuple[RoomSummary | None, bool]:
         return None, True
     state = room.state
     if not state.racers and node.clock() - room.meta.created_ms > SEAT_SETTLE_S * 1000:
-        # Its creator's join never stored (a create cut between its writes): no join of
-        # it can still come. A late one lists it again (listing.sort_locked).
+        # Its creator's join never stored (a create cut between its writes): past the
+        # window no join of it can still come (the fold just read the stored events).
         await node.store.unlist(room_id)
         return None, True
     if state.phase == Phase.FINISHED or not state.racers:
@@ -179,15 +179,23 @@ async def _open_and_join(
         raise
     try:
         await _join(node, peer, room, name, request_id, proposed, claimed=proposed is not None)
-    except (StoreUnavailable, BadMessage, RaceError):
-        if not room.state.racers and not settings.private:
+    except (StoreUnavailable, BadMessage, RaceError) as exc:
+        if _join_not_stored(exc) and not room.state.racers and not settings.private:
             # The create is abandoned with nobody in its room: out of the listing now
             # (best effort: Redis may be what failed; then ``list`` unlists it once the
-            # seat-settle window is past). A join stored all the same lists it again
-            # with its first event (listing.sort_locked).
+            # seat-settle window is past). Not when the join's outcome is unknown: a
+            # join stored all the same could not list the room again (a listing only
+            # moves a room still listed, Store.move_listing), so ``list`` decides it
+            # after the window, on the room's stored events.
             with contextlib.suppress(StoreUnavailable):
                 await node.store.unlist(room.room_id)
         raise
+
+
+def _join_not_stored(exc: Exception) -> bool:
+    """Whether a failed join is known to have stored nothing: every failure but the
+    ``unavailable`` refusal naming the seat it may have taken (``_join``)."""
+    return not (isinstance(exc, BadMessage) and exc.room is not None)
 
 
 def _checked(settings: RoomSettings) -> RoomSettings:

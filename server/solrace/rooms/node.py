@@ -37,7 +37,13 @@ from solrace.race import decisions as decide_
 from solrace.race.events import EventType, RoomEvent
 from solrace.race.fairness import round_salt
 from solrace.store import Store, StoredEvent, Trim
-from solrace.store.errors import HeadLost, StoreError, StoreUnavailable, VersionConflict
+from solrace.store.errors import (
+    HeadLost,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+    VersionConflict,
+)
 
 from . import certify, listing, spectators
 from .clock import RTT_WINDOW, SAMPLE_RTT_MAX_MS, SteadyClock, sample_usable
@@ -212,7 +218,11 @@ def _gone(exc: StoreUnavailable | BadMessage, what: str, extra: dict[str, Any]) 
     with one line. Retried, a room that expired with its racers still connected had
     each node log "could not record a racer offline: retrying" every 2 s for every
     racer who then hung up, until the node restarted (168 lines per node in 5 minutes:
-    a lifecycle audit)."""
+    a lifecycle audit). Nor is a write to a closed store (the node stopped: a task
+    that outlived :meth:`Node.stop` would otherwise retry it every 2 s for ever)."""
+    if isinstance(exc, StoreClosed):
+        log.info(f"{what}: the store is closed (the node stopped)", extra=extra)
+        return True
     if not (isinstance(exc, BadMessage) and exc.code == ErrorCode.UNKNOWN_ROOM):
         return False
     log.info(f"{what}: the room no longer exists", extra=extra)
@@ -907,7 +917,8 @@ class Node:
         cutoff = self.clock() - IDLE_ROOM_MS
         for room_id, room in list(self.rooms.items()):
             running = room.state.phase in (Phase.COUNTDOWN, Phase.RACING) and room.serving
-            due = room.serving and decide_.next_wakeup(room.state, self.grace_floor(room))
+            wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.seed_revealed())
+            due = room.serving and wake
             if not room.has_peers() and not running and not due and room.last_used_ms < cutoff:
                 room.cancel_timers()
                 del self.rooms[room_id]
