@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from solrace.argtypes import DEFAULT_PORT, BadText, not_a_host_name, utf8
+from solrace.argtypes import DEFAULT_PORT, REDIS_DEFAULT_PORT, BadText, not_a_host_name, utf8
 from solrace.argtypes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from solrace.argtypes import EXIT_READER_GONE as EXIT_READER_GONE
 from solrace.protocol import CloseCode, CloseReason, ErrorCode
@@ -421,6 +421,23 @@ def _no_port_hint(url: str) -> str | None:
     )
 
 
+def _closed_unanswered(url: str) -> str:
+    """A connection closed before any answer: the network's doing — unless the URL
+    names Redis's port, which closes a WebSocket handshake unanswered every time (a
+    newcomer's ``--server ws://127.0.0.1:6379``, the port of the README's
+    ``--redis-url``, was told to try again)."""
+    parts = urlsplit(url)
+    if parts.scheme != "ws" or parts.port != REDIS_DEFAULT_PORT:
+        return CLOSED_UNANSWERED
+    host = parts.netloc.rpartition(":")[0]  # as written: an IPv6 address keeps its brackets
+    return (
+        f"the connection was closed unanswered, as Redis closes one — port "
+        f"{REDIS_DEFAULT_PORT} is Redis's; solrace-server listens on {DEFAULT_PORT} unless "
+        f"told otherwise (ws://{host}:{DEFAULT_PORT}), and the Redis URL is the server's "
+        "(solrace-server --redis-url)"
+    )
+
+
 def connect_reason(url: str, exc: BaseException) -> str:
     host = urlsplit(url).hostname or url
     if isinstance(exc, InvalidStatus):
@@ -460,7 +477,7 @@ def connect_reason(url: str, exc: BaseException) -> str:
             )
         return f"it answered HTTP {status}, not as a solrace server — is that the right port?"
     if isinstance(exc, InvalidMessage) and isinstance(exc.__cause__, EOFError):
-        return CLOSED_UNANSWERED  # through a flaky link it was "is that the right port?"
+        return _closed_unanswered(url)  # through a flaky link it was "is that the right port?"
     if isinstance(exc, InvalidMessage):
         return "it does not answer as a WebSocket server — is that the right port?"
     if isinstance(exc, InvalidURI):
@@ -483,7 +500,7 @@ def connect_reason(url: str, exc: BaseException) -> str:
             "adds TLS; try ws://"
         )
     if isinstance(exc, ConnectionResetError):  # ws:// (wss:// is the TLS hint above)
-        return CLOSED_UNANSWERED  # asyncio's words were "Connect call failed ('…', 8765)"
+        return _closed_unanswered(url)  # asyncio's said "Connect call failed ('…', 8765)"
     if isinstance(exc, OSError):
         return f"{exc.strerror or exc or type(exc).__name__} — {START_HINT}"
     return str(exc) or type(exc).__name__

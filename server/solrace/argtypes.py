@@ -38,6 +38,7 @@ __all__ = [
     "EXIT_TERMINATED",
     "EXIT_USAGE",
     "OUTPUT_ERRNOS",
+    "REDIS_DEFAULT_PORT",
     "BadNumber",
     "BadText",
     "OneLineParser",
@@ -55,6 +56,10 @@ __all__ = [
 #: The port ``solrace-server`` listens on and the client connects to when neither is
 #: told another (``--port``, ``--server``): one definition for both command lines.
 DEFAULT_PORT: Final = 8765
+
+#: Redis's own default port: a client URL naming it was meant for ``--redis-url``
+#: (the client says so instead of blaming the network: solrace_client.errors).
+REDIS_DEFAULT_PORT: Final = 6379
 
 #: Every command's exit status for a command-line mistake.
 EXIT_USAGE: Final = 2

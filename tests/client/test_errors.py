@@ -15,20 +15,28 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+import websockets.asyncio.client
 from solrace.net.admission import Admission, parse_networks
 from solrace_client import RaceClient, ServerError, errors
 from solrace_client.cli import build_parser, main
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
-from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus
+from websockets.exceptions import (
+    ConnectionClosed,
+    ConnectionClosedError,
+    InvalidMessage,
+    InvalidStatus,
+)
 from websockets.frames import Close
 from websockets.http11 import Response
 
 from tests.client.test_cli import FakeUI, ui  # noqa: F401  (fixture)
 from tests.net.conftest import Cluster
 from tests.support import terminal
+from tests.support.redis import REDIS_URL
 
 DOCS = Path(__file__).parents[2] / "docs"
 DEPLOY = Path(__file__).parents[2] / "deploy"
@@ -582,3 +590,20 @@ async def test_rooms_on_a_server_that_closes_says_it_was_reached_and_why(
 def test_an_empty_fragment_is_no_bad_server_url(url: str) -> None:
     """websockets refuses only a fragment with something in it."""
     assert errors.check_server_url(url) == url
+
+
+async def test_a_server_url_on_redis_port_says_it_is_redis_not_try_again() -> None:
+    """A newcomer audit: ``solrace quick --server ws://127.0.0.1:6379`` (the port the
+    README's ``--redis-url`` names) was told "the connection was closed before the
+    server answered (the network, or a proxy, dropped it): try again" — Redis closes a
+    WebSocket handshake unanswered, and trying again changes nothing. The failure is
+    the one a real Redis gives (the test's own, on whatever port it listens)."""
+    redis = urlsplit(REDIS_URL)
+    with pytest.raises(InvalidMessage) as closed:
+        await websockets.asyncio.client.connect(f"ws://{redis.hostname}:{redis.port or 6379}")
+    said = errors.connect_reason("ws://127.0.0.1:6379", closed.value)
+    assert "try again" not in said, said
+    assert "port 6379 is Redis's" in said and "ws://127.0.0.1:8765" in said
+    assert "--redis-url" in said
+    # another port's unanswered close is still the network's (tests/client/test_flaky_link)
+    assert errors.connect_reason("ws://127.0.0.1:9", closed.value) == errors.CLOSED_UNANSWERED
