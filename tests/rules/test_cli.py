@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pty
 import re
 import shlex
 import signal
@@ -749,3 +750,40 @@ def test_an_empty_file_name_and_bytes_not_utf8_on_standard_input_say_so(
     err = done.stderr.decode()
     assert (done.returncode, done.stdout) == (1, b"")
     assert err.startswith(says) and err.count("\n") == 1, err
+
+
+def test_standard_input_on_a_terminal_says_what_it_waits_for() -> None:
+    """A newcomer audit: ``solrace-rules moves -`` typed without a pipe sat silent,
+    waiting for a position on the terminal — it looked hung until Ctrl-C. It now says,
+    on standard error, what it reads and how to end it; a position typed (pasted) and
+    Ctrl-D still work."""
+    rules = Path(sys.executable).parent / "solrace-rules"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [str(rules), "moves", "-"],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=signals_as_a_shell_gives,
+    )
+    os.close(slave)
+    try:
+        assert proc.stderr is not None
+        os.set_blocking(proc.stderr.fileno(), False)
+        said = b""
+        deadline = time.monotonic() + 10
+        while b"\n" not in said and time.monotonic() < deadline and proc.poll() is None:
+            said += proc.stderr.read() or b""
+            time.sleep(0.05)
+        line = said.decode()
+        assert "reading the position from standard input" in line, line
+        assert "Ctrl-D" in line and "solrace-rules deal yukon 42 | solrace-rules moves -" in line
+        os.write(master, dump_position(deal("yukon", 42)).encode() + b"\n\x04")
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    assert b"2>F" in out.splitlines()

@@ -131,13 +131,23 @@ class InputUnreadable(Exception):
         super().__init__(f"cannot read {name}: {why}")
 
 
-def _read_board(source: str) -> Board:
+def _read_board(source: str, command: str) -> Board:
     # an empty name ('') said "cannot read : No such file or directory"
     name = "standard input" if source == "-" else source or "'' (an empty file name)"
     try:
         if source == "-":
             if sys.stdin is None:  # started with standard input closed (`<&-`)
                 raise InputUnreadable(name, "it is closed")
+            if sys.stdin.isatty():
+                # typed without a pipe (`solrace-rules moves -`) it sat silent, waiting
+                # for a position on the terminal: it looked hung until Ctrl-C
+                print(
+                    "solrace-rules: reading the position from standard input, this "
+                    "terminal: paste its JSON, then Ctrl-D on a line of its own (or pipe one "
+                    f"in: solrace-rules deal yukon 42 | solrace-rules {command} -)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             # read as the locale says, which may keep bytes that are not UTF-8 as
             # surrogates (a file's are refused as it is opened): refused alike
             text = utf8(sys.stdin.read(MAX_POSITION_CHARS + 1))
@@ -245,7 +255,7 @@ def _solve(args: argparse.Namespace, out: Any) -> int:
     pay for it."""
     from solrace.solver import DEFAULT_BUDGET, Outcome, solve_board
 
-    board = _read_board(args.position)
+    board = _read_board(args.position, args.command)
     budget = args.budget if args.budget is not None else DEFAULT_BUDGET
     result = solve_board(board, budget)
     if args.command == "solve":
@@ -293,14 +303,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return EXIT_USAGE
             out.write(dump_position(board, args.indent) + "\n")
         elif args.command == "moves":
-            board = _read_board(args.position)
+            board = _read_board(args.position, args.command)
             for name in sorted(str(m) for m in board.legal_moves()):
                 out.write(name + "\n")
         elif args.command == "perft":
             if args.divide and args.depth < 1:
                 print(usage_line("solrace-rules perft", f"--{DIVIDE_DEPTH}"), file=sys.stderr)
                 return EXIT_USAGE
-            board = _read_board(args.position)
+            board = _read_board(args.position, args.command)
             if args.divide:
                 for name, count in sorted(divide(board, args.depth).items()):
                     out.write(f"{name} {count}\n")
@@ -309,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.moves:
                 print(usage_line("solrace-rules play", NO_MOVE), file=sys.stderr)
                 return EXIT_USAGE
-            board = _read_board(args.position)
+            board = _read_board(args.position, args.command)
             for entry in args.moves:
                 apply_entry(board, entry)
             out.write(dump_position(board, args.indent) + "\n")
