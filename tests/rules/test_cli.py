@@ -435,10 +435,20 @@ def test_cli_solve_and_hint_unknown_exit_4(
 ) -> None:
     path = tmp_path / "pos.json"
     path.write_text(dump_position(deal("yukon", 5)))
-    code, out, _ = call(["solve", str(path), "--budget", "1"], capsys)
+    code, out, err = call(["solve", str(path), "--budget", "1"], capsys)
     assert code == 4 and out == "unknown nodes=1\n"
+    # a newcomer audit: "unknown nodes=100000" and status 4 said nothing of --budget,
+    # which decides more (the help said only "node budget", without its default)
+    assert err == (
+        "solrace-rules: no answer within the budget of 1 nodes: a larger --budget "
+        "searches further\n"
+    ), err
     code, out, err = call(["hint", str(path), "--budget", "1"], capsys)
-    assert code == 4 and out == "" and "no winning move known" in err
+    assert code == 4 and out == ""
+    assert err == (
+        "solrace-rules: no winning move known (budget of 1 nodes spent): a larger "
+        "--budget searches further\n"
+    ), err
 
 
 def test_cli_hint_on_a_won_game(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -118,6 +118,13 @@ _depth = whole(0, MAX_PERFT_DEPTH)
 _indent = whole(0, MAX_INDENT, unit=" spaces")
 
 
+_BUDGET_HELP: Final = (
+    "positions to search at most before answering unknown (default: the solver's "
+    "DEFAULT_BUDGET, docs/solver.md)"
+)
+#: What ``solve`` and ``hint`` add when the budget ran out before an answer (status 4).
+_MORE_BUDGET: Final = "a larger --budget searches further"
+
 EXIT_FAILED = 1
 EXIT_UNWINNABLE = 3
 EXIT_UNKNOWN = 4
@@ -235,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=solve_epilog,
     )
     p.add_argument("position", help="position JSON file, or - for standard input")
-    p.add_argument("--budget", type=_budget, default=None, metavar="N", help="node budget")
+    p.add_argument("--budget", type=_budget, default=None, metavar="N", help=_BUDGET_HELP)
     p = sub.add_parser(
         "hint",
         help="print the next move of a winning line",
@@ -244,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=solve_epilog,
     )
     p.add_argument("position", help="position JSON file, or - for standard input")
-    p.add_argument("--budget", type=_budget, default=None, metavar="N", help="node budget")
+    p.add_argument("--budget", type=_budget, default=None, metavar="N", help=_BUDGET_HELP)
     for command in sub.choices.values():  # for parse(): whose mistake an extra is
         command.set_defaults(**{COMMAND_PARSER: command})
     return parser
@@ -268,7 +275,14 @@ def _solve(args: argparse.Namespace, out: Any) -> int:
                 out.write(move + "\n")
             return 0
         out.write(f"{result.outcome.value} nodes={result.nodes}\n")
-        return EXIT_UNWINNABLE if result.outcome is Outcome.UNWINNABLE else EXIT_UNKNOWN
+        if result.outcome is Outcome.UNWINNABLE:
+            return EXIT_UNWINNABLE
+        # the line above is for programs; a person was told nothing of --budget
+        print(
+            f"solrace-rules: no answer within the budget of {budget} nodes: {_MORE_BUDGET}",
+            file=sys.stderr,
+        )
+        return EXIT_UNKNOWN
     if result.outcome is Outcome.WON:
         if result.moves:
             out.write(result.moves[0] + "\n")
@@ -279,7 +293,7 @@ def _solve(args: argparse.Namespace, out: Any) -> int:
         print("solrace-rules: no winning move: the position is unwinnable", file=sys.stderr)
         return EXIT_UNWINNABLE
     print(
-        f"solrace-rules: no winning move known (budget of {budget} nodes spent)",
+        f"solrace-rules: no winning move known (budget of {budget} nodes spent): {_MORE_BUDGET}",
         file=sys.stderr,
     )
     return EXIT_UNKNOWN
