@@ -27,6 +27,8 @@ from tests.support.interrupt import interrupted_while_loading
 from tests.support.terminal import signals_as_a_shell_gives
 
 CLI = [sys.executable, "-m", "solrace.rules.cli"]
+#: The console script, as a user runs it.
+RULES = Path(sys.executable).parent / "solrace-rules"
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -511,8 +513,9 @@ def test_a_reader_that_went_away_ends_the_command_quietly_with_141(command: str)
         (b"\x7fELF\x02\x01\x01\x00\xd0\xff", "{path} is not a position: not UTF-8 text"),
         # named: it said only "not JSON: …"
         ("root:x:0:0:root\n", "{path}: not JSON: Expecting value: line 1 column 1 (char 0)"),
+        ("\n", "{path} is empty: no position"),  # it said "not JSON: Expecting value: …"
     ],
-    ids=["missing", "directory", "binary", "text"],
+    ids=["missing", "directory", "binary", "text", "empty"],
 )
 def test_a_file_that_is_not_a_position_is_one_line_with_its_name(
     tmp_path: Path, content: bytes | str | None, says: str
@@ -767,10 +770,9 @@ def test_standard_input_on_a_terminal_says_what_it_waits_for() -> None:
     waiting for a position on the terminal — it looked hung until Ctrl-C. It now says,
     on standard error, what it reads and how to end it; a position typed (pasted) and
     Ctrl-D still work."""
-    rules = Path(sys.executable).parent / "solrace-rules"
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [str(rules), "moves", "-"],
+        [str(RULES), "moves", "-"],
         stdin=slave,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -797,3 +799,19 @@ def test_standard_input_on_a_terminal_says_what_it_waits_for() -> None:
             proc.wait()
     assert proc.returncode == 0
     assert b"2>F" in out.splitlines()
+
+
+def test_an_empty_input_says_it_is_empty_and_why_it_may_be() -> None:
+    """A newcomer audit: ``solrace-rules deal yukon | solrace-rules moves -`` (the seed
+    forgotten) said the deal's usage line, then "standard input: not JSON: Expecting
+    value: line 1 column 1 (char 0)" — the parser's words for nothing at all."""
+    done = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(str(RULES))} deal yukon | {shlex.quote(str(RULES))} moves -"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "solrace-rules: standard input is empty: no position (did the command before the | fail?)"
+    ), done.stderr

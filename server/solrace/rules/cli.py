@@ -166,6 +166,13 @@ def _read_board(source: str, command: str) -> Board:
     except OSError as exc:  # opening or reading: a read error, whatever its errno (EIO…)
         raise InputUnreadable(name, exc.strerror or str(exc)) from None
     text = text.removeprefix(BYTE_ORDER_MARK)
+    if not text.strip():
+        # the parser's "not JSON: Expecting value: line 1 column 1 (char 0)" said
+        # nothing of the usual cause: a pipe's first command failed (a forgotten seed)
+        raise InvalidPositionError(
+            f"{name} is empty: no position"
+            + (" (did the command before the | fail?)" if source == "-" else "")
+        )
     if len(text) > MAX_POSITION_CHARS:
         raise InvalidPositionError(
             f"{name} is not a position: longer than {MAX_POSITION_CHARS:,} characters"
