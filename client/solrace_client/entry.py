@@ -5,9 +5,11 @@ printing a traceback (:func:`solrace.argtypes.interruptible`, as ``solrace-rules
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from solrace.argtypes import interruptible
 
@@ -36,10 +38,35 @@ def _fill_closed_stderr() -> None:
     setattr(sys, "__stderr__", stream)  # noqa: B010
 
 
-def _load() -> Callable[[Sequence[str] | None], int]:
-    from .cli import main
+#: The modules of the ``client`` extra (pyproject.toml) the command line loads.
+CLIENT_EXTRA_MODULES: Final = ("rich", "textual")
 
+
+def _load() -> Callable[[Sequence[str] | None], int]:
+    try:
+        from .cli import main
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        if missing not in CLIENT_EXTRA_MODULES:
+            raise
+        return functools.partial(_without_the_client_extra, missing)
     return main
+
+
+def _without_the_client_extra(missing: str, argv: Sequence[str] | None) -> int:
+    """Every command, where the ``client`` extra is not installed: any ``pip install``
+    of the package installs this console script (deploy/README.md's server install,
+    the Dockerfile's), and each command was a traceback ending in
+    ``ModuleNotFoundError: No module named 'rich'``."""
+    from .errors import EXIT_FAILED
+
+    print(
+        "solrace: the terminal client needs the 'client' extra, which is not installed here "
+        f"(no module named {missing!r}): install the package with it, e.g. "
+        ".venv/bin/pip install -e '.[client]' in its checkout (docs/client.md)",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> int:

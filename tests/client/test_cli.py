@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -1102,3 +1103,43 @@ def test_rooms_list_the_options_that_differ_from_their_defaults_for_that_room(
     assert sorted(listed.split()) == sorted(shown.split())
     again = dict(_option(word) for word in listed.split()[1:])
     assert new_board("klondike", again).options == new_board("klondike", given).options
+
+
+#: Runs ``solrace_client.entry.main(sys.argv[1:])`` where the modules of the client
+#: extra (rich, textual) are not installed: a plain ``pip install`` of the package.
+_WITHOUT_THE_CLIENT_EXTRA = textwrap.dedent(
+    """
+    import sys
+    from importlib.abc import MetaPathFinder
+
+    class NotInstalled(MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] in ("rich", "textual"):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, NotInstalled())
+    from solrace_client.entry import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+@pytest.mark.parametrize("argv", [["rooms"], ["races"], ["quick"], ["--version"]])
+def test_without_the_client_extra_it_says_how_to_install_it(argv: list[str]) -> None:
+    """A newcomer audit: the ``solrace`` console script is installed by any ``pip
+    install`` of the package — deploy/README.md's server install, the Dockerfile's —
+    but without the ``client`` extra every command was a traceback ending in
+    ``ModuleNotFoundError: No module named 'rich'``."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_THE_CLIENT_EXTRA, *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "solrace: the terminal client needs the 'client' extra, which is not installed "
+        "here (no module named 'rich'): install the package with it, e.g. "
+        ".venv/bin/pip install -e '.[client]' in its checkout (docs/client.md)\n"
+    )
