@@ -284,7 +284,7 @@ HELP = {
         (":", "type a move: 3:4>6  2>F  W>5  W>F  FH>4  D  R  U3  undo"),
         ("  3:4>6", "the top 4 cards of column 3 onto column 6"),
         ("  2>F  W>5", "column 2's top card to its foundation; waste onto 5"),
-        ("x", "resign (you stay in the standings)"),
+        ("x", "resign (asks first; you stay in the standings)"),
         ("q", "quit (asks first; quitting a race forfeits it)"),
     ],
     "lobby": [

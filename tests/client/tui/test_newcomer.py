@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from solrace_client.tui.render import (
     render_watch,
     settings_words,
 )
-from solrace_client.tui.widgets import ConfirmScreen, LobbyScreen
+from solrace_client.tui.widgets import HELP, ConfirmScreen, LobbyScreen
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.support import terminal
@@ -356,3 +357,22 @@ async def test_the_quick_lobby_says_its_whole_sentence(cluster: Cluster) -> None
         assert app.status_log[0] == (
             "quick race: press space when ready; it starts once everyone is ready"
         )
+
+
+async def test_x_asks_before_resigning_as_the_keys_say(cluster: Cluster) -> None:
+    """A newcomer audit: x opens "Resign? You stay in the standings." (y/n), but the
+    help and docs/tui.md's table read only "resign (you stay in the standings)" — a
+    player who pressed x and then a move key saw the board ignore every key, under a
+    question, while q's row says "asks first"."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=SIZE) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "asked")
+        await pilot.press("n")
+        await bob.close()
+    assert "asks first" in dict(HELP["play"])["x"]
+    table = (Path(__file__).parents[3] / "docs" / "tui.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| x |"))
+    assert "asks first" in row, row
