@@ -19,7 +19,15 @@ from pathlib import Path
 
 import pytest
 from solrace.argtypes import EXIT_READER_GONE
-from solrace.rules import deal, divide, dump_position, load_position, perft, position_dict
+from solrace.rules import (
+    VARIANTS,
+    deal,
+    divide,
+    dump_position,
+    load_position,
+    perft,
+    position_dict,
+)
 from solrace.rules.cli import MAX_POSITION_CHARS, main
 
 from tests.rules.test_support import position
@@ -815,3 +823,21 @@ def test_an_empty_input_says_it_is_empty_and_why_it_may_be() -> None:
     assert done.stderr.splitlines()[-1] == (
         "solrace-rules: standard input is empty: no position (did the command before the | fail?)"
     ), done.stderr
+
+
+def test_every_commands_help_says_what_its_arguments_take(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A newcomer audit: ``solrace-rules deal --help`` listed ``variant`` and ``--option
+    K=V`` with no word — which variants, which options? — and ``perft``'s and
+    ``play``'s ``position`` had none either (``moves``' said "JSON file, or -")."""
+    code, out, _ = call(["deal", "--help"], capsys)
+    assert code == 0
+    words = " ".join(out.split())
+    for name in VARIANTS:
+        assert name in words, words
+    assert "draw=3" in words and "docs/rules.md" in words, words
+    for command in ("moves", "perft", "play", "solve", "hint"):
+        code, out, _ = call([command, "--help"], capsys)
+        assert code == 0
+        assert "position JSON file, or - for standard input" in " ".join(out.split()), out

@@ -45,6 +45,7 @@ from .errors import IllegalMoveError, InvalidPositionError, NotationError, Rules
 from .log import apply_entry
 from .perft import DIVIDE_DEPTH, divide, perft
 from .position import dump_position, load_position
+from .variants import VARIANTS
 
 
 def parse_option(text: str) -> tuple[str, Any]:
@@ -118,6 +119,7 @@ _depth = whole(0, MAX_PERFT_DEPTH)
 _indent = whole(0, MAX_INDENT, unit=" spaces")
 
 
+_POSITION_HELP: Final = "position JSON file, or - for standard input"
 _BUDGET_HELP: Final = (
     "positions to search at most before answering unknown (default: the solver's "
     "DEFAULT_BUDGET, docs/solver.md)"
@@ -212,17 +214,24 @@ def build_parser() -> argparse.ArgumentParser:
     add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("deal", help="print the position JSON of a deal")
-    p.add_argument("variant")
+    p.add_argument("variant", help=", ".join(VARIANTS) + " (docs/rules.md)")
     # The seed's range is the engine's to check (deal's RulesError, status 2 too).
     p.add_argument("seed", type=_seed, help="0 ≤ seed < 2**64 (decimal or 0x…)")
     p.add_argument(
-        "--option", "-o", action=OptionAction, type=parse_option, default=[], metavar="K=V"
+        "--option",
+        "-o",
+        action=OptionAction,
+        type=parse_option,
+        default=[],
+        metavar="K=V",
+        help="a variant option, e.g. draw=3, undo=false (repeatable, each key once; every "
+        "variant's options and defaults: docs/rules.md)",
     )
     p.add_argument("--indent", type=_indent, default=None, help=f"0-{MAX_INDENT} spaces")
     p = sub.add_parser("moves", help="print the legal moves, one a line, sorted")
-    p.add_argument("position", help="position JSON file, or - for standard input")
+    p.add_argument("position", help=_POSITION_HELP)
     p = sub.add_parser("perft", help="print perft(DEPTH)")
-    p.add_argument("position")
+    p.add_argument("position", help=_POSITION_HELP)
     p.add_argument("depth", type=_depth, help=f"0-{MAX_PERFT_DEPTH}")
     p.add_argument("--divide", action="store_true", help="print the count per first move")
     p = sub.add_parser(
@@ -230,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the position after the moves, or the error",
         usage="%(prog)s [-h] [--indent INDENT] position MOVE [MOVE ...]",
     )
-    p.add_argument("position")
+    p.add_argument("position", help=_POSITION_HELP)
     # at least one, checked by main(), which then says why there may be none
     p.add_argument("moves", nargs="*", metavar="MOVE", help='moves in notation, or "undo"')
     p.add_argument("--indent", type=_indent, default=None, help=f"0-{MAX_INDENT} spaces")
@@ -248,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
         "winning line, one move a line in notation.",
         epilog=solve_epilog,
     )
-    p.add_argument("position", help="position JSON file, or - for standard input")
+    p.add_argument("position", help=_POSITION_HELP)
     p.add_argument("--budget", type=_budget, default=None, metavar="N", help=_BUDGET_HELP)
     p = sub.add_parser(
         "hint",
@@ -257,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         "that none is known.",
         epilog=solve_epilog,
     )
-    p.add_argument("position", help="position JSON file, or - for standard input")
+    p.add_argument("position", help=_POSITION_HELP)
     p.add_argument("--budget", type=_budget, default=None, metavar="N", help=_BUDGET_HELP)
     for command in sub.choices.values():  # for parse(): whose mistake an extra is
         command.set_defaults(**{COMMAND_PARSER: command})
