@@ -84,7 +84,8 @@ FIELD_WORDS: Final = {
 #: the server's own words (which say why, e.g. a grace that ran out).
 ENTRY_WORDS: Final = {
     ("join", "unknown_room"): "no room has that code (or it has expired, or everyone left it)",
-    ("join", "room_full"): "that room is full",
+    # a full room can be watched, as a started one can (it said only "that room is full")
+    ("join", "room_full"): "that room is full: watch it with solrace watch {code}",
     # with a race of that room saved here (else SEAT_HELD, below)
     ("join", "same_address"): (
         "someone from your address already races in that public room (one seat each): to"

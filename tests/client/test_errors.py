@@ -607,3 +607,23 @@ async def test_a_server_url_on_redis_port_says_it_is_redis_not_try_again() -> No
     assert "--redis-url" in said
     # another port's unanswered close is still the network's (tests/client/test_flaky_link)
     assert errors.connect_reason("ws://127.0.0.1:9", closed.value) == errors.CLOSED_UNANSWERED
+
+
+async def test_a_full_room_says_it_can_be_watched(cluster: Cluster) -> None:
+    """A newcomer audit: ``solrace join CODE`` of a full room said only "that room is
+    full" — a room whose race has started says how to watch it, and a full one can be
+    watched as well."""
+    server = await cluster.node()
+    host = await RaceClient.connect(server.url)
+    await host.create("yukon", "Ann", max_racers=2, private=True)
+    guest = await RaceClient.connect(server.url)
+    await guest.join(host.code, "Bob")
+    try:
+        status, _, err = await solrace("bot", host.code, "--name", "Cy", "--server", server.url)
+    finally:
+        await guest.close()
+        await host.close()
+    assert status == errors.EXIT_FAILED
+    assert one_line(err) == (
+        f"solrace: join refused: that room is full: watch it with solrace watch {host.code}"
+    )
