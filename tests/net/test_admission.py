@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import urllib.error
 import urllib.request
 from collections.abc import Sequence
 
@@ -798,3 +799,22 @@ async def test_a_larger_address_cap_is_the_new_connections_burst_too() -> None:
     args = ["--max-connections-per-address", "300"]
     async with solrace_server("redis", args) as server:
         assert "5 new a second per address (burst 300)" in server.log
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_a_browser_at_the_servers_url_is_told_what_the_port_is(cluster: Cluster) -> None:
+    """A newcomer audit: http://127.0.0.1:8765/ in a browser (or curl), the address the
+    server's "listening" line gives, answered websockets' own "Failed to open a
+    WebSocket connection: missing Connection header. … You need a WebSocket client." —
+    nothing of solrace, of the command that races there, or of the probes."""
+    server = await cluster.node()
+    http = server.url.replace("ws://", "http://", 1)
+    with pytest.raises(urllib.error.HTTPError) as answered:
+        await asyncio.to_thread(_http_get, http + "/")
+    assert answered.value.code == 426  # still Upgrade Required: it is a WebSocket port
+    body = answered.value.read().decode()
+    assert body.startswith("This is a solrace-server: its port takes the solrace protocol"), body
+    assert f"solrace quick --server {server.url}" in body and "/healthz" in body, body
+    # a WebSocket client's handshake is not taken for a browser: a racer still connects
+    client = await RaceClient.connect(server.url)
+    await client.close()

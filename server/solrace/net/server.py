@@ -221,6 +221,26 @@ def upgrade_stripped(headers: Headers) -> bool:
     return "websocket" not in upgrade or "upgrade" not in connection
 
 
+def plain_http(headers: Headers) -> bool:
+    """Whether a request is no WebSocket handshake at all — no key, no ``Upgrade``: a
+    browser or curl at the address the "listening" line gives (a proxy's stripped
+    handshake still has its key: :func:`upgrade_stripped`)."""
+    return "Sec-WebSocket-Key" not in headers and "Upgrade" not in headers
+
+
+def not_a_browsers_port(host: str | None, url: str) -> bytes:
+    """What a browser at the node's port is told: websockets' own words ("You need a
+    WebSocket client") named neither solrace nor the command that races there. The URL
+    is the one the browser used (its ``Host``), else the node's own."""
+    if host and host.isascii() and host.isprintable() and " " not in host and len(host) <= 255:
+        url = f"ws://{host}"
+    return (
+        "This is a solrace-server: its port takes the solrace protocol over WebSocket, not a"
+        f" browser. Race from a terminal: solrace quick --server {url} (docs/client.md)."
+        " Probes: /healthz, /metrics.\n"
+    ).encode()
+
+
 class RaceServer:
     def __init__(
         self,
@@ -418,6 +438,12 @@ class RaceServer:
             return _response(http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4")
         if self.node.draining:
             return _response(http.HTTPStatus.SERVICE_UNAVAILABLE, b"draining\n", "text/plain")
+        if plain_http(request.headers):  # a browser, curl: no WebSocket client at all
+            page = not_a_browsers_port(request.headers.get("Host"), self.url)
+            upgrade = [("Upgrade", "websocket")]
+            return _response(
+                http.HTTPStatus.UPGRADE_REQUIRED, page, "text/plain; charset=utf-8", upgrade
+            )
         # Probes above are answered whatever the limits: a full node is alive.
         assert isinstance(connection, _Connection)
         if upgrade_stripped(request.headers):  # websockets answers it 426
