@@ -462,8 +462,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
             return _fail(f"the saved race in {files[0]} is unreadable: start or join a new race")
         return _fail(f"no race to resume (nothing saved in {config.config_dir()})")
     status = EXIT_FAILED
+    # Only a typed --server overrides the saved race's own (the server moved): with
+    # $SOLRACE_SERVER naming another, the variable's server knew no such room, and the
+    # race — its token with it — was forgotten as expired.
+    typed = getattr(args, "server", None)
     for saved in candidates:
-        server = _server_given(args) or saved.server
+        server = saved.server if typed is None else str(typed)
         params = {
             "room": saved.room,
             "token": saved.token,
@@ -486,8 +490,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 def _check_servers(args: argparse.Namespace) -> None:
     """Every server URL the command will use is a ws:// or wss:// URL (BadServerURL)."""
-    if args.run is cmd_resume and _server_given(args) is None:
-        return  # the saved race's server, checked when it was saved
+    if args.run is cmd_resume and getattr(args, "server", None) is None:
+        return  # the saved race's server (not $SOLRACE_SERVER's), checked when it was saved
     urls = server_list(_server(args))
     if not urls:
         raise BadServerURL(f"no server URL given (e.g. ws://127.0.0.1:{DEFAULT_PORT})")

@@ -320,6 +320,26 @@ def test_resume_rejoins_the_saved_race(ui: FakeUI, capsys: pytest.CaptureFixture
     ]
 
 
+def test_resume_goes_to_the_saved_races_server_whatever_solrace_server_says(
+    ui: FakeUI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer audit: with ``export SOLRACE_SERVER=…`` (the README's way to name a
+    server) and a race run on another with ``--server``, ``resume`` asked the
+    variable's server, which knew no such room — "the saved race's room is gone (it
+    has expired)" — and the saved race, token and all, was forgotten. The variable is
+    a default for commands that name no server; a saved race names its own. Only a
+    ``--server`` typed on the command line overrides it (the server moved)."""
+    monkeypatch.setenv("SOLRACE_SERVER", "ws://env:2")
+    saved = config.SavedRace("ws://saved:3", "r_1", "ABC123", 2, "t" * 32, "Dee", 7)
+    config.save_race(saved)
+    assert main(["resume"]) == 0
+    assert main(["resume", "--server", "ws://typed:4"]) == 0
+    assert [call[1][0] for call in ui.calls] == ["ws://saved:3", "ws://typed:4"]
+    monkeypatch.setenv("SOLRACE_SERVER", "not a url")  # nor is the variable checked
+    assert main(["resume"]) == 0
+    assert ui.calls[-1][1][0] == "ws://saved:3"
+
+
 def _closed_window_race(room: str, age_s: int) -> None:
     """A race saved by a window that is gone (pid 0: unknown), ``age_s`` old."""
     race = config.SavedRace("ws://saved:3", room, "ABC123", 1, f"{room}-token", "Dee")
