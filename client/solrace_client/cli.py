@@ -4,7 +4,8 @@ Racing and watching hand over to the Textual UI (:mod:`solrace_client.tui`), whi
 imported only by the commands that need it, so ``rooms``, ``bot``, ``replay``,
 ``verify`` and ``races`` keep working on a machine (or in a build) where the UI cannot
 start. The server comes from ``--server``, else ``SOLRACE_SERVER``, else
-ws://127.0.0.1:8765.
+ws://127.0.0.1:8765 — but ``resume`` goes to the saved race's own server unless
+``--server`` is typed.
 
 Exit statuses: one table for every command (:mod:`solrace_client.errors`,
 docs/client.md): 0 done; 1 it ran and the answer is no (a race that does not verify, a
@@ -861,6 +862,12 @@ def build_parser() -> argparse.ArgumentParser:
     # offline commands take no server; accepting the flag (unlisted) lets main say so
     offline = _Parser(add_help=False)
     offline.add_argument("--server", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    resuming = _Parser(add_help=False)  # a saved race goes back to its own server
+    resuming.add_argument(
+        "--server",
+        default=argparse.SUPPRESS,
+        help=f"server URL (default: the saved race's own server, not ${ENV_SERVER})",
+    )
     parser = _Parser(
         prog="solrace",
         description="Race solitaire against other people from a terminal. Exit status: "
@@ -876,6 +883,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(name: str, help_text: str, run: Callable[[argparse.Namespace], int]) -> Any:
         parents = [offline] if name in OFFLINE_COMMANDS else [common]
+        if name == "resume":
+            parents = [resuming]
         p = sub.add_parser(name, parents=parents, help=help_text, description=help_text)
         p.set_defaults(run=run, command_parser=p)
         return p

@@ -815,6 +815,14 @@ async def test_a_browser_at_the_servers_url_is_told_what_the_port_is(cluster: Cl
     body = answered.value.read().decode()
     assert body.startswith("This is a solrace-server: its port takes the solrace protocol"), body
     assert f"solrace quick --server {server.url}" in body and "/healthz" in body, body
+    # behind the TLS proxy of deploy/nginx (X-Forwarded-Proto), the URL to give is wss
+    proxied = urllib.request.Request(
+        http + "/", headers={"Host": "race.example", "X-Forwarded-Proto": "https"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as answered:
+        await asyncio.to_thread(urllib.request.urlopen, proxied, timeout=5)
+    body = answered.value.read().decode()
+    assert "solrace quick --server wss://race.example " in body, body  # a review: ws://
     # a WebSocket client's handshake is not taken for a browser: a racer still connects
     client = await RaceClient.connect(server.url)
     await client.close()

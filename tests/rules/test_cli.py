@@ -28,7 +28,7 @@ from solrace.rules import (
     perft,
     position_dict,
 )
-from solrace.rules.cli import MAX_POSITION_CHARS, main
+from solrace.rules.cli import MAX_POSITION_CHARS, build_parser, main
 
 from tests.rules.test_support import position
 from tests.support.interrupt import interrupted_while_loading
@@ -773,14 +773,21 @@ def test_an_empty_file_name_and_bytes_not_utf8_on_standard_input_say_so(
     assert err.startswith(says) and err.count("\n") == 1, err
 
 
-def test_standard_input_on_a_terminal_says_what_it_waits_for() -> None:
+@pytest.mark.parametrize(
+    ("command", "pasted"),
+    [(["moves", "-"], True), (["perft", "-", "1"], True), (["moves", "-"], False)],
+)
+def test_standard_input_on_a_terminal_says_what_it_waits_for(
+    command: list[str], pasted: bool
+) -> None:
     """A newcomer audit: ``solrace-rules moves -`` typed without a pipe sat silent,
     waiting for a position on the terminal — it looked hung until Ctrl-C. It now says,
     on standard error, what it reads and how to end it; a position typed (pasted) and
-    Ctrl-D still work."""
+    Ctrl-D still work. A review: the example it gives is a whole command (``perft -``
+    alone was a usage error), and Ctrl-D at once is not asked about a pipe."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [str(RULES), "moves", "-"],
+        [str(RULES), *command],
         stdin=slave,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -797,16 +804,27 @@ def test_standard_input_on_a_terminal_says_what_it_waits_for() -> None:
             time.sleep(0.05)
         line = said.decode()
         assert "reading the position from standard input" in line, line
-        assert "Ctrl-D" in line and "solrace-rules deal yukon 42 | solrace-rules moves -" in line
-        os.write(master, dump_position(deal("yukon", 42)).encode() + b"\n\x04")
-        out, _ = proc.communicate(timeout=30)
+        example = line.split("| ", 1)[1].split(")", 1)[0]
+        assert "Ctrl-D" in line and example.startswith(f"solrace-rules {command[0]} -"), line
+        build_parser().parse_args(shlex.split(example)[1:])  # a whole command: no usage error
+        if pasted:
+            os.write(master, dump_position(deal("yukon", 42)).encode() + b"\n\x04")
+        else:
+            os.write(master, b"\x04")
+        out, err = proc.communicate(timeout=30)
     finally:
         os.close(master)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    if not pasted:
+        assert proc.returncode == 1
+        assert (
+            err.decode().splitlines()[-1] == "solrace-rules: standard input is empty: no position"
+        )
+        return
     assert proc.returncode == 0
-    assert b"2>F" in out.splitlines()
+    assert b"2>F" in out.splitlines() if command[0] == "moves" else out.strip().isdigit(), out
 
 
 def test_an_empty_input_says_it_is_empty_and_why_it_may_be() -> None:

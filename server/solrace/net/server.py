@@ -228,16 +228,19 @@ def plain_http(headers: Headers) -> bool:
     return "Sec-WebSocket-Key" not in headers and "Upgrade" not in headers
 
 
-def not_a_browsers_port(host: str | None, url: str) -> bytes:
+def not_a_browsers_port(host: str | None, url: str, forwarded_proto: str | None = None) -> bytes:
     """What a browser at the node's port is told: websockets' own words ("You need a
     WebSocket client") named neither solrace nor the command that races there. The URL
-    is the one the browser used (its ``Host``), else the node's own."""
+    is the one the browser used (its ``Host``; ``wss`` when a TLS proxy says it took
+    ``https``, ``X-Forwarded-Proto``), else the node's own. A hint, so the proxy's word
+    is taken as it comes: it decides nothing."""
     if host and host.isascii() and host.isprintable() and " " not in host and len(host) <= 255:
-        url = f"ws://{host}"
+        scheme = "wss" if (forwarded_proto or "").strip().lower() == "https" else "ws"
+        url = f"{scheme}://{host}"
     return (
         "This is a solrace-server: its port takes the solrace protocol over WebSocket, not a"
         f" browser. Race from a terminal: solrace quick --server {url} (docs/client.md)."
-        " Probes: /healthz, /metrics.\n"
+        " Probes on the node's own port: /healthz, /metrics.\n"
     ).encode()
 
 
@@ -439,7 +442,10 @@ class RaceServer:
         if self.node.draining:
             return _response(http.HTTPStatus.SERVICE_UNAVAILABLE, b"draining\n", "text/plain")
         if plain_http(request.headers):  # a browser, curl: no WebSocket client at all
-            page = not_a_browsers_port(request.headers.get("Host"), self.url)
+            headers = request.headers
+            page = not_a_browsers_port(
+                headers.get("Host"), self.url, headers.get("X-Forwarded-Proto")
+            )
             upgrade = [("Upgrade", "websocket")]
             return _response(
                 http.HTTPStatus.UPGRADE_REQUIRED, page, "text/plain; charset=utf-8", upgrade

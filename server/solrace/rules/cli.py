@@ -140,20 +140,28 @@ class InputUnreadable(Exception):
         super().__init__(f"cannot read {name}: {why}")
 
 
+#: What a command takes after its position, in the example its terminal hint gives (a
+#: review: ``perft -`` alone is a usage error).
+_REST_OF_COMMAND: Final = {"perft": " 3", "play": " MOVE"}
+
+
 def _read_board(source: str, command: str) -> Board:
     # an empty name ('') said "cannot read : No such file or directory"
     name = "standard input" if source == "-" else source or "'' (an empty file name)"
+    from_terminal = False
     try:
         if source == "-":
             if sys.stdin is None:  # started with standard input closed (`<&-`)
                 raise InputUnreadable(name, "it is closed")
-            if sys.stdin.isatty():
+            from_terminal = sys.stdin.isatty()
+            if from_terminal:
                 # typed without a pipe (`solrace-rules moves -`) it sat silent, waiting
                 # for a position on the terminal: it looked hung until Ctrl-C
+                rest = _REST_OF_COMMAND.get(command, "")
                 print(
                     "solrace-rules: reading the position from standard input, this "
                     "terminal: paste its JSON, then Ctrl-D on a line of its own (or pipe one "
-                    f"in: solrace-rules deal yukon 42 | solrace-rules {command} -)",
+                    f"in: solrace-rules deal yukon 42 | solrace-rules {command} -{rest})",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -173,7 +181,11 @@ def _read_board(source: str, command: str) -> Board:
         # nothing of the usual cause: a pipe's first command failed (a forgotten seed)
         raise InvalidPositionError(
             f"{name} is empty: no position"
-            + (" (did the command before the | fail?)" if source == "-" else "")
+            + (
+                " (did the command before the | fail?)"
+                if source == "-" and not from_terminal
+                else ""
+            )
         )
     if len(text) > MAX_POSITION_CHARS:
         raise InvalidPositionError(

@@ -24,8 +24,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
 
@@ -601,9 +600,18 @@ class Store:
         if self._closed:
             raise StoreClosed
 
-    def _errors(self) -> AbstractContextManager[None]:
-        """:func:`redis_errors`, noting a failure's time (:meth:`failed_within`)."""
-        return redis_errors(self._note_failure)
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """:func:`redis_errors`, noting a failure's time (:meth:`failed_within`). A call
+        failing once the store is closed (a read: the embedded engine's socket is gone
+        with it) is :class:`StoreClosed`, so that no caller retries it as an outage."""
+        try:
+            with redis_errors(self._note_failure):
+                yield
+        except StoreUnavailable as exc:
+            if self._closed and not isinstance(exc, StoreClosed):
+                raise StoreClosed from exc
+            raise
 
     def _note_failure(self) -> None:
         self._failed_at = time.monotonic()
