@@ -498,15 +498,20 @@ class RaceClient:
         room: str | None = None,
         token: str | None = None,
         since: int | Literal["last"] | None = "last",
+        revealed: Mapping[str, Any] | Literal["last"] | None = "last",
     ) -> dict[str, Any]:
         """Become this racer again. ``since`` is the last event version applied:
         by default the last one this client saw; None means "I have no state".
+        ``revealed``: the ``{seed, salt}`` of the room's last ``race_over`` seen, by
+        default the view's (:attr:`RoomView.revealed`): a node that lost it with its
+        store learns the round's seed went out (docs/protocol.md, ``resume``).
 
         A server resumes a racer at most every few seconds (docs/protocol.md §14): a
         resume sooner is refused ``rate_limited`` with ``retry_after_ms``, and is sent
         again, on this connection, once that has passed (at most :data:`RESUME_WAITS`
         times): a link that drops just after a resume costs its racer a short wait,
         not an error."""
+        proof = self._proof(room or self.room, None, revealed)
         waits = 0
         while True:
             try:
@@ -516,8 +521,12 @@ class RaceClient:
                     token=token or self.token,
                     since=self.version if since == "last" else since,
                     code=self.code,
+                    revealed=proof,
                 )
             except ServerError as err:
+                if proof is not None and _refuses_field(err, "revealed"):
+                    proof = None  # a server of an earlier release: it knows no proof
+                    continue
                 if err.code != "rate_limited" or waits >= RESUME_WAITS:
                     raise
                 waits += 1
@@ -526,9 +535,39 @@ class RaceClient:
             return self._entered(reply)
 
     async def watch(
-        self, code: str | None = None, room: str | None = None, since: int | None = None
+        self,
+        code: str | None = None,
+        room: str | None = None,
+        since: int | None = None,
+        revealed: Mapping[str, Any] | Literal["last"] | None = "last",
     ) -> dict[str, Any]:
-        return self._entered(await self.request("watch", code=code, room=room, since=since))
+        """Watch a room by ``code`` or ``room`` id; ``since`` and ``revealed`` as in
+        :meth:`resume` (``revealed`` by default the view's, when it is this room)."""
+        proof = self._proof(room, code, revealed)
+        try:
+            reply = await self.request("watch", code=code, room=room, since=since, revealed=proof)
+        except ServerError as err:
+            if proof is None or not _refuses_field(err, "revealed"):
+                raise
+            reply = await self.request("watch", code=code, room=room, since=since)
+        return self._entered(reply)
+
+    def _proof(
+        self,
+        room: str | None,
+        code: str | None,
+        revealed: Mapping[str, Any] | Literal["last"] | None,
+    ) -> dict[str, Any] | None:
+        """What a resume or watch of the room named by ``room`` or ``code`` sends as
+        ``revealed``: given, or (``"last"``) the view's when the view is that room."""
+        if revealed != "last":
+            return None if revealed is None else dict(revealed)
+        view = self.view
+        if view.room is None or view.revealed is None:
+            return None
+        if (room is not None and room == view.room) or (code is not None and code == view.code):
+            return dict(view.revealed)
+        return None
 
     async def ready(self, flag: bool = True, spectators: str | None = None) -> None:
         """Set the ready flag; ``spectators="open"`` also agrees to open spectating."""

@@ -113,6 +113,12 @@ class RoomView:
         self.needs_resync = False
         #: The last rounds' ends, by the version that ended them (:class:`RoundOver`).
         self.overs: dict[int, RoundOver] = {}
+        #: The last ``race_over`` of this room the client saw, as ``{seed, salt}``: sent
+        #: back with a resume or watch (the protocol's ``revealed``), it proves to a node
+        #: that lost that race_over with its store that the round's seed went out, and
+        #: that round, back under way, is not raced again (docs/fairness.md). Kept past
+        #: the rematch and any later snapshot of the room; dropped for another room.
+        self.revealed: dict[str, Any] | None = None
 
     # ------------------------------------------------------------ snapshot
     def load(self, snapshot: Mapping[str, Any], racer: int | None = None) -> None:
@@ -124,6 +130,8 @@ class RoomView:
         if you is not None and you.get("board") is not None:  # before anything changes
             you["board"] = _board(you["board"], owner=True)
         self.snapshot = snap
+        if snap.get("room") != self.room:
+            self.revealed = None  # another room's round proves nothing here
         self.room = snap.get("room")
         self.code = _text(snap.get("code"))
         self.version = int(snap.get("version") or 0)
@@ -370,6 +378,9 @@ class RoomView:
     def _keep_over(self) -> None:
         """Keep the round that ended at this version (:attr:`overs`), the oldest out."""
         assert self.result is not None
+        seed, salt = self.result.get("seed"), self.result.get("salt")
+        if isinstance(seed, int) and isinstance(salt, str):
+            self.revealed = {"seed": seed, "salt": salt}
         self.overs[self.version] = RoundOver(
             version=self.version,
             room=self.room,

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 from solrace.net.server import RaceServer
+from solrace.protocol import Envelope
 from solrace.protocol.views import EventType
 from solrace.race import RacerGame
 from solrace.race.decisions import DISCONNECT_GRACE_MS
-from solrace.race.fairness import round_seed
+from solrace.race.fairness import round_salt, round_seed
 from solrace.rooms.node import LEASE_MS, LEASE_RENEW_S
 from solrace.rooms.records import unpack_entries, unpack_event
 from solrace.rules import deal
@@ -26,7 +27,14 @@ from solrace_client import RaceClient, ServerError
 
 from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults, crash
-from tests.support.race import check_no_leaks, lobby, play_until_done, racing, winning_moves
+from tests.support.race import (
+    check_no_leaks,
+    close_all,
+    lobby,
+    play_until_done,
+    racing,
+    winning_moves,
+)
 from tests.support.solver import solve
 
 from .conftest import SOLVABLE_SECRET, Cluster
@@ -721,6 +729,124 @@ async def test_a_resume_from_a_version_its_own_presence_now_holds_is_a_loss(
     assert "solrace_lost_writes_total 1.0" in one.metrics.render().decode()
     await back.close()
     await again.close()
+
+
+async def _revealed_then_forgotten(
+    cluster: Cluster,
+) -> tuple[RaceServer, RaceClient, Envelope]:
+    """A race that ended (both resigned; Ann holds its race_over: seed and salt), then
+    the store restored to just after its start, and the node's memory of the room gone
+    (restarted on the restored store, or it had dropped the room idle): the state in
+    which the node races the revealed deal on. Returns the node, Ann's view on a new
+    connection not yet resumed, and the race_over."""
+    one = await cluster.node()
+    ann, bob = await racing(one.url, one.url)
+    room_id = ann.room or ""
+    snapshot = await _snapshot(one, room_id)
+    await ann.resign()
+    await bob.resign()
+    over = await ann.next_event("race_over", timeout=10)
+    assert ann.view.revealed == {"seed": over.d["seed"], "salt": over.d["salt"]}
+    for client in (ann, bob):
+        await client.close()
+    await _restore(one, room_id, snapshot)
+    one.node.rooms.pop(room_id).cancel_timers()
+    back = await RaceClient.connect(one.url, view=ann.view)
+    back.room, back.code, back.token = room_id, ann.code, ann.token
+    return one, back, over
+
+
+async def _replay_certificate(client: RaceClient, seed: int) -> tuple[list[str], list[str]]:
+    """Play the revealed deal's winning line (what a racer who saw its seed can do):
+    the statuses of the moves taken, the codes of those refused (it stops at one)."""
+    line = [str(m) for m in solve(deal("yukon", seed)) or []]
+    assert line, "the revealed deal is not solvable by the test solver"
+    played: list[str] = []
+    refused: list[str] = []
+    for move in line[client.seq :]:
+        try:
+            played.append((await client.move(move))["status"])
+        except ServerError as exc:
+            refused.append(exc.code)
+            break
+        if played[-1] != "playing":
+            break
+    return played, refused
+
+
+async def test_a_racer_proving_the_seed_revealed_ends_a_race_its_node_forgot(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node with no memory of the race_over (restarted on a restored store, or
+    holding the room afresh) cannot know the seed went out, and raced the revealed
+    deal on: Ann, who saw the race_over, replayed its winning line and was placed 1st.
+    Her client sends back the race_over's seed and salt with its resume (``revealed``),
+    which only a client that saw it can make: the race ends at once, as at its time
+    limit, takes none of her moves, and the node says so once, as a warning."""
+    caplog.set_level(logging.INFO, logger="solrace.lobby")
+    _, back, revealed = await _revealed_then_forgotten(cluster)
+    room_id = back.room or ""
+    joined = await back.resume()
+    assert joined["snapshot"]["phase"] == "racing"
+    played, refused = await _replay_certificate(back, revealed.d["seed"])
+    assert (refused, played) == (["wrong_phase"], []), (refused, len(played), played[-1:])
+    over = await back.wait_for(
+        lambda e: e.t == "race_over" and e.v > joined["snapshot"]["version"], timeout=10
+    )
+    assert over.d["reason"] == "time_limit"
+    assert [s["status"] for s in over.d["standings"]] == ["timeout", "timeout"]
+    assert over.d["seed"] == revealed.d["seed"]
+    warned = [
+        r
+        for r in caplog.records
+        if r.levelname == "WARNING" and "seed was already revealed" in r.getMessage()
+    ]
+    assert len(warned) == 1 and getattr(warned[0], "room", None) == room_id, warned
+    assert "a resumed racer proved" in warned[0].getMessage()
+    settings = joined["snapshot"]["settings"]
+    assert check_no_leaks(back.received, over.d, settings, racer=back.racer) > 2
+    await back.close()
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"seed": round_seed(SOLVABLE_SECRET, 1), "salt": round_salt(bytes(32), 1)},
+        {"seed": 12345, "salt": round_salt(SOLVABLE_SECRET, 1)},
+        {"seed": round_seed(SOLVABLE_SECRET, 2), "salt": round_salt(SOLVABLE_SECRET, 2)},
+    ],
+    ids=["salt-of-another-room", "wrong-seed", "another-round"],
+)
+async def test_a_proof_that_is_not_the_rounds_changes_nothing(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, forged: dict[str, object]
+) -> None:
+    """A ``revealed`` that does not match the round under way — another room's salt, the
+    right seed (which a racer may guess) with the wrong salt, another
+    round's pair — proves nothing: the race goes on, the racer's moves are taken, and
+    nothing is logged. Else any racer could end everyone's race with a made-up proof."""
+    caplog.set_level(logging.INFO, logger="solrace.lobby")
+    one = await cluster.node()
+    ann, bob = await racing(one.url, one.url)
+    room_id = ann.room or ""
+    await play_until_done(ann, winning_moves(SOLVABLE_SECRET)[:2])
+    await ann.close()
+    back = await RaceClient.connect(one.url, view=ann.view)
+    back.room, back.code, back.token = room_id, ann.code, ann.token
+    joined = await back.resume(revealed=forged)
+    assert joined["snapshot"]["phase"] == "racing"
+    for move in winning_moves(SOLVABLE_SECRET)[2:6]:
+        assert (await back.move(move))["status"] == "playing"
+    await asyncio.sleep(0.3)
+    assert not [e for e in back.received if e.t == "race_over"]
+    assert one.node.rooms[room_id].state.phase == "racing"
+    assert not [r for r in caplog.records if "already revealed" in r.getMessage()]
+    await back.resign()
+    await bob.resign()
+    over = await back.wait_for(lambda e: e.t == "race_over", timeout=10)
+    assert over.d["reason"] != "time_limit"
+    settings = joined["snapshot"]["settings"]
+    assert check_no_leaks(back.received, over.d, settings, racer=back.racer) > 2
+    await close_all(back, bob)
 
 
 async def test_a_rewind_followed_by_new_events_is_still_detected(cluster: Cluster) -> None:

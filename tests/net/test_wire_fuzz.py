@@ -103,6 +103,7 @@ OVER_LIMIT = sized_frame(MAX_FRAME_BYTES + 1)
 
 _FIELDS = sorted(
     {"seq", "move", "variant", "name", "code", "room", "token", "since", "ready", "options"}
+    | {"revealed"}
     | {"max_racers", "time_limit_s", "private", "spectator_delay_s", "deals", "spectators"}
     | {"difficulty", "maxracers", "é", "", "\u202e", "x" * 40}
 )

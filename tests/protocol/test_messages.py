@@ -68,8 +68,11 @@ EXAMPLES: list[m.ClientMessage] = [
     m.Resume(room="r_8f3k2", token=samples.TOKEN, since=41),
     m.Resume(room="r_8f3k2", token=samples.TOKEN),
     m.Resume(room=None, token=samples.TOKEN),  # the seat its proposed token took
+    m.Resume(room="r_8f3k2", token=samples.TOKEN, since=95, revealed=m.Revealed(0, "0" * 64)),
+    m.Resume(room="r_8f3k2", token=samples.TOKEN, revealed=m.Revealed(2**64 - 1, "a1" * 32)),
     m.Watch(room="r_8f3k2"),
     m.Watch(code="K7QX2M", since=0),
+    m.Watch(code="K7QX2M", since=95, revealed=m.Revealed(1234567890123, "3b" * 32)),
     m.SetReady(ready=True),
     m.SetReady(ready=False),
     m.StartRace(),
@@ -313,6 +316,53 @@ class TestCodes:
 )
 def test_bad_resume(d: dict[str, Any], field: str) -> None:
     assert refusal("resume", d).field == field
+
+
+_SALT = "3b" * 32
+#: A ``revealed`` that is not a (seed, salt) pair, each refused with a one-line
+#: ``bad_message`` naming the field, and no part of the value echoed at length.
+BAD_REVEALED: list[object] = [
+    "3b" * 32,
+    [1, _SALT],
+    {"seed": 1},
+    {"salt": _SALT},
+    {"seed": "1", "salt": _SALT},
+    {"seed": 1.0, "salt": _SALT},
+    {"seed": True, "salt": _SALT},
+    {"seed": -1, "salt": _SALT},
+    {"seed": 2**64, "salt": _SALT},
+    {"seed": 1, "salt": _SALT.upper()},
+    {"seed": 1, "salt": _SALT[:-1]},
+    {"seed": 1, "salt": _SALT + "0"},
+    {"seed": 1, "salt": bytes(32)},
+    {"seed": 1, "salt": "f" * 100_000},
+    {"seed": 1, "salt": _SALT, "round": 1},
+    {"seed": 1, "salt": _SALT, "x" * 10_000: 1},
+    {f"k{i}": i for i in range(5_000)},
+]
+
+
+@pytest.mark.parametrize("value", BAD_REVEALED, ids=lambda v: repr(v)[:40])
+@pytest.mark.parametrize(
+    "t,d",
+    [("resume", {"room": "r_1", "token": samples.TOKEN}), ("watch", {"code": "K7QX2M"})],
+    ids=["resume", "watch"],
+)
+def test_bad_revealed(t: str, d: dict[str, Any], value: object) -> None:
+    """Checked on the decoded map itself: some of these never get past the codec
+    (a frame over the size limit, a binary value, an integer msgpack cannot carry),
+    and the validator must not depend on that."""
+    with pytest.raises(BadMessage) as info:
+        m.CLIENT_MESSAGES[t]({**d, "revealed": value})
+    err = info.value
+    assert err.code == ErrorCode.BAD_MESSAGE and err.field == "revealed"
+    assert err.message.startswith(f"{t}.revealed: ") and "\n" not in err.message
+    assert len(err.message) < 120, err.message
+
+
+def test_revealed_nil_means_absent() -> None:
+    d = {"room": "r_1", "token": samples.TOKEN, "revealed": None}
+    assert m.parse_client_message(wire("resume", d)) == m.Resume(room="r_1", token=samples.TOKEN)
 
 
 @pytest.mark.parametrize(

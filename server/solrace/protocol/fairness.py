@@ -31,6 +31,8 @@ from .limits import MAX_ROOM_ID_LEN
 
 SEED_BYTES: Final = 8
 SALT_BYTES: Final = 32
+#: The largest seed: 8 bytes, unsigned.
+MAX_SEED: Final = 2 ** (8 * SEED_BYTES) - 1
 _HEX64: Final = re.compile(r"[0-9a-f]{64}")
 
 
@@ -58,7 +60,7 @@ def commitment(seed: int, salt: str, certificate: Sequence[str] | None = None) -
     ``salt`` is the hex text sent on the wire; the server makes it with
     ``secrets.token_hex(SALT_BYTES)`` (drawing randomness is not this layer's job).
     """
-    if not is_int_in(seed, 0, 2**64 - 1):
+    if not is_int_in(seed, 0, MAX_SEED):
         raise ValueError(f"a seed is an integer 0 <= seed < 2**64, not {seed!r}")
     if not is_salt(salt):
         raise ValueError("a salt is 64 lower-case hex digits")

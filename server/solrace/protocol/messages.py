@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Final, Self, cast
 from ._check import is_int, is_int_in, type_name
 from .envelope import Envelope
 from .errors import BadMessage, ErrorCode, ProtocolError
-from .fairness import RACE_ID, is_commitment, race_id
+from .fairness import MAX_SEED, RACE_ID, is_commitment, is_salt, race_id
 from .limits import (
     DEFAULT_MAX_RACERS,
     DEFAULT_SPECTATOR_DELAY_S,
@@ -93,6 +93,7 @@ __all__ = [
     "Rematch",
     "Resign",
     "Resume",
+    "Revealed",
     "SetReady",
     "StartRace",
     "Watch",
@@ -355,8 +356,47 @@ class _Fields:
             out[key] = item
         return out
 
+    def revealed(self) -> Revealed | None:
+        """The optional proof that the client saw a round's ``race_over``
+        (:class:`Revealed`): a map of exactly ``seed`` and ``salt``."""
+        value = self.d.get("revealed")
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise self.wrong("revealed", "a map {seed, salt}", value)
+        unknown = sorted(str(k)[:32] for k in value if k not in _REVEALED_FIELDS)
+        if unknown:
+            raise self.fail("revealed", f"unknown field {unknown[0]!r} (fields: salt, seed)")
+        seed, salt = value.get("seed"), value.get("salt")
+        if not (is_int(seed) and 0 <= seed <= MAX_SEED):
+            raise self.fail("revealed", f"seed must be an integer in 0..{MAX_SEED}")
+        if not is_salt(salt):
+            raise self.fail("revealed", "salt must be 64 lower-case hex digits")
+        assert isinstance(salt, str)
+        return Revealed(seed=seed, salt=salt)
+
 
 # ====================================================================== client → server
+_REVEALED_FIELDS: Final = frozenset({"seed", "salt"})
+
+
+@dataclass(frozen=True, slots=True)
+class Revealed:
+    """A round's ``seed`` and ``salt`` as its ``race_over`` revealed them, sent back
+    with a ``resume`` or ``watch``: proof that the seed already went out. Nobody who
+    did not see that race_over (or the room's result) can make the pair: the salt is
+    256 bits of HMAC of the room's secret, a new one each round, so it names its round.
+    A node that lost the race_over with the store (restarted on a restored one, or
+    holding the room afresh) learns from it that the race the store holds is one whose
+    deal a racer may know card by card (docs/fairness.md)."""
+
+    seed: int
+    salt: str
+
+    def to_data(self) -> dict[str, object]:
+        return {"seed": self.seed, "salt": self.salt}
+
+
 @dataclass(frozen=True, slots=True)
 class ListRooms:
     """``list``: public rooms, optionally of one variant. Reply: ``rooms``."""
@@ -499,11 +539,13 @@ class Resume:
     (its reply lost, the client does not know the room)."""
 
     TYPE: ClassVar[str] = "resume"
-    FIELDS: ClassVar[frozenset[str]] = frozenset({"room", "token", "since", "code"})
+    FIELDS: ClassVar[frozenset[str]] = frozenset({"room", "token", "since", "code", "revealed"})
     room: str | None
     token: str
     since: int | None = None
     code: str | None = None
+    #: The last race_over of the room the client saw (:class:`Revealed`).
+    revealed: Revealed | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, object]) -> Self:
@@ -512,7 +554,13 @@ class Resume:
         token = f.text("token", MAX_TOKEN_LEN)
         f.matching("token", token, _TOKEN, "the token received in joined")
         code = f.code(d["code"]) if d.get("code") is not None else None
-        return cls(room=room, token=token, since=f.opt_integer("since", 0, MAX_VERSION), code=code)
+        return cls(
+            room=room,
+            token=token,
+            since=f.opt_integer("since", 0, MAX_VERSION),
+            code=code,
+            revealed=f.revealed(),
+        )
 
     def to_data(self) -> dict[str, object]:
         data: dict[str, object] = {"token": self.token}
@@ -522,6 +570,8 @@ class Resume:
             data["since"] = self.since
         if self.code is not None:
             data["code"] = self.code
+        if self.revealed is not None:
+            data["revealed"] = self.revealed.to_data()
         return data
 
 
@@ -531,10 +581,12 @@ class Watch:
     Reply: ``watching``, then the events after ``since``, then live events."""
 
     TYPE: ClassVar[str] = "watch"
-    FIELDS: ClassVar[frozenset[str]] = frozenset({"room", "code", "since"})
+    FIELDS: ClassVar[frozenset[str]] = frozenset({"room", "code", "since", "revealed"})
     room: str | None = None
     code: str | None = None
     since: int | None = None
+    #: As in :class:`Resume`.
+    revealed: Revealed | None = None
 
     @classmethod
     def from_data(cls, d: Mapping[str, object]) -> Self:
@@ -547,6 +599,7 @@ class Watch:
             room=f.room_id() if has_room else None,
             code=f.code(d["code"]) if has_code else None,
             since=f.opt_integer("since", 0, MAX_VERSION),
+            revealed=f.revealed(),
         )
 
     def to_data(self) -> dict[str, object]:
@@ -557,6 +610,8 @@ class Watch:
             data["code"] = self.code
         if self.since is not None:
             data["since"] = self.since
+        if self.revealed is not None:
+            data["revealed"] = self.revealed.to_data()
         return data
 
 

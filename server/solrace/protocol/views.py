@@ -21,7 +21,7 @@ from enum import StrEnum
 from typing import Final, NotRequired, TypedDict, cast
 
 from ._check import is_int, is_int_in, type_name
-from .fairness import is_commitment, is_salt
+from .fairness import MAX_SEED, is_commitment, is_salt
 from .limits import MAX_RACERS, ROOM_CODE_ALPHABET
 
 OptionValue = bool | int | str | None
@@ -244,7 +244,6 @@ _FACE_UP_CARDS: Final[frozenset[str | None]] = frozenset(
 _CARDS_OR_WITHHELD: Final[frozenset[str | None]] = _FACE_UP_CARDS | {None}
 _MAX_RANK: Final = 13
 _MAX_COUNT: Final = 2**31 - 1
-_MAX_SEED: Final = 2**64 - 1
 
 
 def _keys(where: str, obj: object, required: frozenset[str], optional: frozenset[str]) -> None:
@@ -638,7 +637,7 @@ def result_wire(result: Mapping[str, object]) -> dict[str, object]:
         "standings": [
             standing_wire(_map(s), f"{where}.standings[{i}]") for i, s in enumerate(standings)
         ],
-        "seed": _int(f"{where}.seed", result["seed"], 0, _MAX_SEED),
+        "seed": _int(f"{where}.seed", result["seed"], 0, MAX_SEED),
         "salt": salt,
         "commitment": commitment,
         "certificate": _opt_moves(f"{where}.certificate", result["certificate"]),

@@ -30,6 +30,7 @@ from solrace.protocol.messages import (
     JoinRoom,
     QuickRace,
     Resume,
+    Revealed,
     Watch,
     joined_reply,
     resync_notice,
@@ -434,14 +435,17 @@ async def _enter_as_racer(
     since: int | None,
     *,
     resumed: bool = False,
+    revealed: Revealed | None = None,
 ) -> None:
     """Send ``joined`` (snapshot at the folded version), then the events missed
     since ``since``, then attach the peer for live events — all under the room
     lock, so no live event can slip in between. ``resumed``: first record the racer
-    online on this connection (:func:`_resumed_locked`), under the same lock."""
+    online on this connection (:func:`_resumed_locked`), under the same lock.
+    ``revealed``: the resume's proof that the round's seed went out (:func:`_proof`)."""
     async with room.lock:
         await node.join_room(room)
         await node.sync_locked(room)
+        proved = _proof(node, peer, room, revealed, "a resumed racer")
         held: int | None = None  # the last version its client can have seen
         if resumed:
             before = room.state.version
@@ -466,6 +470,8 @@ async def _enter_as_racer(
             peer.send_bytes(frame)
         _rewound(node, peer, room, since, snapshot, racer=True, held=held)
         _attach_racer(node, peer, room, racer)
+        if proved:
+            node.schedule(room)  # now served here: its timer ends the race at once
 
 
 async def _resumed_locked(node: Node, peer: Peer, room: LiveRoom, racer: int) -> None:
@@ -598,7 +604,15 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     peer.charge(RESUME_COST)
     try:
         await _enter_as_racer(
-            node, peer, room, racer, msg.token, request_id, msg.since, resumed=not again
+            node,
+            peer,
+            room,
+            racer,
+            msg.token,
+            request_id,
+            msg.since,
+            resumed=not again,
+            revealed=msg.revealed,
         )
     except StoreUnavailable:
         if again:
@@ -683,6 +697,24 @@ def _rewound(
     peer.send(resync_notice(reason=reason, lost_events=lost, snapshot=snapshot))
 
 
+def _proof(node: Node, peer: Peer, room: LiveRoom, revealed: Revealed | None, who: str) -> bool:
+    """Whether ``revealed`` (a resume's or watch's) proves that the round the store
+    holds under way is one whose seed already went out (LiveRoom.proves_revealed):
+    the store lost its race_over (restored, rewound) and this node, holding no memory
+    of it, would race the revealed deal on. The race then ends at once, as at its time
+    limit, and takes no move. Said once, as a warning: a store rewind, which the
+    operator should know of. A proof that is not the round's changes nothing. Caller
+    holds the room's lock, the room freshly synced."""
+    if revealed is None or not room.proves_revealed(revealed.seed, revealed.salt):
+        return False
+    log.warning(
+        f"{who} proved the round's seed was already revealed (a store rewind):"
+        " the race ends now, as at its time limit",
+        extra={**peer.ids(), "room": room.room_id, "detail": f"round {room.state.round}"},
+    )
+    return True
+
+
 async def _missed(node: Node, peer: Peer, room: LiveRoom, since: int | None) -> list[bytes]:
     """The stored events after ``since`` up to the folded version, as frames; the
     events read are charged to ``peer`` (limits.REPLAY_EVENTS_PER_UNIT)."""
@@ -717,6 +749,7 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
             raise BadMessage(ErrorCode.TOO_MANY_SPECTATORS)
         await node.join_room(room)
         await node.sync_locked(room)
+        _proof(node, peer, room, msg.revealed, "a returning spectator")
         # Everything read from Redis is read before the spectator is added and its
         # reply sent: a read Redis fails then refuses the watch (one ``unavailable``,
         # retried) and leaves nothing behind. Read after, it left a spectator that

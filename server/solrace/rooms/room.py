@@ -9,6 +9,7 @@ version order without gaps or duplicates, whichever node appended them.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from solrace.protocol.messages import board_notice
 from solrace.protocol.views import Phase
 from solrace.race import RacerGame, RoomState
 from solrace.race.events import EventType, RoomEvent
-from solrace.race.fairness import round_commitment, round_seed
+from solrace.race.fairness import round_commitment, round_salt, round_seed
 
 from .records import RoomMeta, log_name
 
@@ -148,6 +149,26 @@ class LiveRoom:
         phase = self.state.phase
         racing = phase in (Phase.COUNTDOWN, Phase.RACING)
         return racing and self.state.round <= self.revealed_round
+
+    def proves_revealed(self, seed: int, salt: str) -> bool:
+        """Whether ``seed`` and ``salt``, sent back by a client that saw a race_over
+        (a resume's or watch's ``revealed``), are those of the round under way
+        (countdown or race) that this node did not know was revealed; if so, it now
+        does (:meth:`seed_revealed`). A node with no memory of that race_over —
+        restarted on a restored store, or taking the room up afresh after dropping it
+        idle — raced the revealed deal on, and a racer replayed its winning line and
+        won (tests/net/test_faults.py). Nobody can make the pair without the race_over:
+        the salt is an HMAC of the room's secret, a new one each round. A pair that is
+        not this round's is ignored: it proves nothing, and must not let a racer end
+        anyone's race."""
+        state = self.state
+        if state.phase not in (Phase.COUNTDOWN, Phase.RACING) or self.seed_revealed():
+            return False
+        own = round_salt(self.meta.secret, state.round)
+        if not hmac.compare_digest(salt.encode(), own.encode()) or seed != self.seed():
+            return False
+        self.revealed_round = max(self.revealed_round, state.round)
+        return True
 
     def seed(self) -> int:
         """The seed the round deals (the certified candidate, for a winnable room)."""
