@@ -246,6 +246,26 @@ def test_a_snapshot_of_another_round_after_the_reveal_publishes_nothing() -> Non
     assert s.published_commitment is None
 
 
+def test_the_last_race_over_seen_is_kept_as_the_rooms_proof() -> None:
+    """What a resume or watch sends back (``revealed``): the last race_over's seed and
+    salt, kept past the rematch and a snapshot of the same room — a store that lost the
+    race_over sends a snapshot of the race under way — and dropped for another room."""
+    s = RoomView()
+    s.load(snapshot(phase="racing", version=6), racer=1)
+    assert s.revealed is None
+    result = {"reason": "all_done", "seed": 7, "salt": "ab" * 32, "commitment": "c"}
+    s.apply(ev("race_over", 7, standings=[], certificate=None, **result))
+    assert s.revealed == {"seed": 7, "salt": "ab" * 32}
+    s.apply(ev("room_reset", 8, host=1, racers=[racer(1, "Ann"), racer(2, "Bob")]))
+    s.load(snapshot(phase="racing", version=5, commitment="c"), racer=1)  # rewound
+    assert s.revealed == {"seed": 7, "salt": "ab" * 32}
+    finished = {**result, "seed": 8, "standings": [], "certificate": None}
+    s.load(snapshot(phase="finished", version=20, commitment="c", result=finished), racer=1)
+    assert s.revealed == {"seed": 8, "salt": "ab" * 32}  # a finished room's snapshot
+    s.load(snapshot(room="r_2", phase="racing", version=3, commitment="c"), racer=1)
+    assert s.revealed is None
+
+
 def test_a_racer_who_leaves_mid_race_stays_listed() -> None:
     s = RoomView()
     s.load(snapshot(phase="racing", version=6), racer=1)

@@ -228,3 +228,49 @@ async def test_a_copy_of_the_data_directory_taken_while_serving_restores_the_rac
         assert report.ok, report.failures
         for client in back.values():
             await client.close()
+
+
+async def test_a_race_that_ended_after_the_copy_is_not_raced_again_after_a_restore(
+    tmp_path: Path,
+) -> None:
+    """docs/server.md's restore of a copy taken mid-race, the race ending after it: the
+    restarted node has no memory of the race_over, and the store says the race is under
+    way. Before, Ann, holding the revealed seed and certificate, played the certificate
+    and was placed 1st (an audit: 72 moves, 10.5 s). Her client sends the race_over's
+    seed and salt with its resume: the race ends at once, as at its time limit, and
+    takes none of her moves; the node logs it as a warning."""
+    data, copy = tmp_path / "data", tmp_path / "copy"
+    async with solrace_server(data_dir=data) as first:
+        ann, bob = await racing(first.url)
+        subprocess.run(["cp", "-a", str(data), str(copy)], check=True)  # as documented
+        await ann.resign()
+        await bob.resign()
+        revealed = await ann.next_event("race_over", timeout=10)
+        line = list(revealed.d["certificate"] or [])
+        assert line, "a winnable room reveals its certificate"
+        first.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(first.proc.wait(), 15) == 0, first.log
+        for client in (ann, bob):
+            await asyncio.wait_for(client.closed, 10)
+            await client.close()
+    data.rename(tmp_path / "aside")
+    copy.rename(data)
+    async with solrace_server(data_dir=data) as second:
+        back = await RaceClient.connect(second.url, view=ann.view)  # Ann's client
+        back.room, back.code, back.token = ann.room, ann.code, ann.token
+        joined = await back.resume()
+        assert joined["snapshot"]["phase"] == "racing"
+        played: list[str] = []
+        refused: list[str] = []
+        for move in line[back.seq :]:
+            try:
+                played.append((await back.move(move))["status"])
+            except ServerError as exc:
+                refused.append(exc.code)
+                break
+        assert (refused, played[-1:]) == (["wrong_phase"], []), (refused, len(played), played[-1:])
+        over = await back.wait_for(lambda e: e.t == "race_over", timeout=10)
+        assert over.d["reason"] == "time_limit", over.d["reason"]
+        assert [s["status"] for s in over.d["standings"]] == ["timeout", "timeout"]
+        assert "proved the round's seed was already revealed" in second.log, second.log
+        await back.close()

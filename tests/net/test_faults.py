@@ -808,6 +808,42 @@ async def test_a_racer_proving_the_seed_revealed_ends_a_race_its_node_forgot(
     await back.close()
 
 
+async def test_a_spectator_proving_the_seed_revealed_ends_a_race_its_node_forgot(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A spectator saw the race_over too: its watch sends the proof back, and the race a
+    forgetful node would have raced on ends at once; Ann, resuming with no proof of
+    her own, cannot replay the revealed deal."""
+    caplog.set_level(logging.INFO, logger="solrace.lobby")
+    one = await cluster.node()
+    ann, bob = await racing(one.url, one.url)
+    room_id, code = ann.room or "", ann.code or ""
+    eve = await RaceClient.connect(one.url)
+    await eve.watch(code=code)
+    snapshot = await _snapshot(one, room_id)
+    await ann.resign()
+    await bob.resign()
+    revealed = await eve.next_event("race_over", timeout=10)
+    for client in (ann, bob, eve):
+        await client.close()
+    await _restore(one, room_id, snapshot)
+    one.node.rooms.pop(room_id).cancel_timers()
+    again = await RaceClient.connect(one.url, view=eve.view)
+    watching = await again.watch(code=code)
+    assert watching["snapshot"]["phase"] == "racing"
+    over = await again.wait_for(lambda e: e.t == "race_over", timeout=10)
+    assert over.d["reason"] == "time_limit"
+    back = await RaceClient.connect(one.url)
+    await back.resume(room=room_id, token=ann.token, since=None, revealed=None)
+    played, refused = await _replay_certificate(back, revealed.d["seed"])
+    assert refused and not played, (refused, len(played), played[-1:])
+    said = [r.getMessage() for r in caplog.records if "already revealed" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("a returning spectator proved"), said
+    settings = watching["snapshot"]["settings"]
+    assert check_no_leaks(again.received, over.d, settings) > 1
+    await close_all(again, back)
+
+
 @pytest.mark.parametrize(
     "forged",
     [

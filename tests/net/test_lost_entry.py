@@ -27,7 +27,7 @@ from solrace.protocol import (
     error_reply,
 )
 from solrace.protocol.limits import MAX_TOKEN_LEN, MIN_PROPOSED_TOKEN_LEN, SEAT_SETTLE_S
-from solrace.protocol.messages import CreateRoom, JoinRoom, QuickRace
+from solrace.protocol.messages import CreateRoom, JoinRoom, QuickRace, Resume, Watch
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient
 from solrace_client.connection import REQUEST_TIMEOUT_S, ServerError
@@ -37,6 +37,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from tests.support.flaky_link import Direction, FlakyLink
+from tests.support.race import close_all, racing
 from tests.support.redis import new_prefix
 
 from .conftest import Cluster
@@ -191,6 +192,32 @@ async def test_a_server_of_an_earlier_release_is_asked_without_a_token(
     assert len(server.node.rooms[entered["room"]].state.racers) == 2
     for c in (ann, bob):
         await c.close()
+
+
+async def test_a_server_of_an_earlier_release_is_asked_without_the_proof_of_a_reveal(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that knows no ``revealed`` refuses the field (``bad_message`` naming it):
+    the client's resume and watch go again without it, as before the field."""
+    for request in (Resume, Watch):
+        monkeypatch.setattr(request, "FIELDS", request.FIELDS - {"revealed"})
+    server = await cluster.node()
+    ann, bob = await racing(server.url, server.url)
+    eve = await RaceClient.connect(server.url)
+    await eve.watch(code=ann.code)
+    await ann.resign()
+    await bob.resign()
+    for client in (ann, eve):
+        await client.next_event("race_over", timeout=10)
+    assert ann.view.revealed is not None and eve.view.revealed is not None
+    await ann.resume()
+    again = await RaceClient.connect(server.url, view=eve.view)
+    await again.watch(code=eve.code)
+    for client in (ann, again):
+        refused = [e.d["field"] for e in client.received if e.t == "error"]
+        assert refused == ["revealed"], refused
+        assert [e.t for e in client.received if e.t in ("joined", "watching")][-1:]
+    await close_all(ann, bob, eve, again)
 
 
 @contextlib.asynccontextmanager
