@@ -808,6 +808,45 @@ async def test_a_racer_proving_the_seed_revealed_ends_a_race_its_node_forgot(
     await back.close()
 
 
+async def test_a_proof_in_the_rounds_lobby_ends_its_race_as_soon_as_it_starts(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store rewound to the lobby of a round whose race then ran and ended: the
+    round's countdown would deal the revealed seed again. The racer's proof, given in
+    that lobby, is remembered: the race ends as soon as it starts, none of its moves
+    taken."""
+    caplog.set_level(logging.INFO, logger="solrace.lobby")
+    one = await cluster.node()
+    ann, bob = await lobby(one.url, one.url)
+    room_id = ann.room or ""
+    snapshot = await _snapshot(one, room_id)
+    await ann.start()
+    for client in (ann, bob):
+        await client.wait_started()
+    await ann.resign()
+    await bob.resign()
+    revealed = await ann.next_event("race_over", timeout=10)
+    for client in (ann, bob):
+        await client.close()
+    await _restore(one, room_id, snapshot)
+    one.node.rooms.pop(room_id).cancel_timers()
+    back = await RaceClient.connect(one.url, view=ann.view)
+    back.room, back.code, back.token = room_id, ann.code, ann.token
+    joined = await back.resume()
+    assert joined["snapshot"]["phase"] == "lobby"
+    await back.start()
+    over = await back.wait_for(lambda e: e.t == "race_over", timeout=10)
+    assert over.d["reason"] == "time_limit"
+    assert over.d["seed"] == revealed.d["seed"]
+    played, refused = await _replay_certificate(back, revealed.d["seed"])
+    assert refused and not played, (refused, len(played), played[-1:])
+    said = [r.getMessage() for r in caplog.records if "already revealed" in r.getMessage()]
+    assert len(said) == 1 and "as soon as it starts" in said[0], said
+    settings = joined["snapshot"]["settings"]
+    assert check_no_leaks(back.received, over.d, settings, racer=back.racer) > 1
+    await back.close()
+
+
 async def test_a_spectator_proving_the_seed_revealed_ends_a_race_its_node_forgot(
     cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -699,17 +699,19 @@ def _rewound(
 
 def _proof(node: Node, peer: Peer, room: LiveRoom, revealed: Revealed | None, who: str) -> bool:
     """Whether ``revealed`` (a resume's or watch's) proves that the round the store
-    holds under way is one whose seed already went out (LiveRoom.proves_revealed):
+    holds not yet over is one whose seed already went out (LiveRoom.proves_revealed):
     the store lost its race_over (restored, rewound) and this node, holding no memory
-    of it, would race the revealed deal on. The race then ends at once, as at its time
-    limit, and takes no move. Said once, as a warning: a store rewind, which the
-    operator should know of. A proof that is not the round's changes nothing. Caller
-    holds the room's lock, the room freshly synced."""
+    of it, would race the revealed deal on. The race then ends at once (from a lobby:
+    as soon as it starts), as at its time limit, and takes no move. Said once, as a
+    warning: a store rewind, which the operator should know of. A proof that is not
+    the round's changes nothing. Caller holds the room's lock, the room freshly
+    synced."""
     if revealed is None or not room.proves_revealed(revealed.seed, revealed.salt):
         return False
+    when = "as soon as it starts" if room.state.phase == Phase.LOBBY else "now"
     log.warning(
         f"{who} proved the round's seed was already revealed (a store rewind):"
-        " the race ends now, as at its time limit",
+        f" the race ends {when}, as at its time limit",
         extra={**peer.ids(), "room": room.room_id, "detail": f"round {room.state.round}"},
     )
     return True

@@ -152,22 +152,27 @@ class LiveRoom:
 
     def proves_revealed(self, seed: int, salt: str) -> bool:
         """Whether ``seed`` and ``salt``, sent back by a client that saw a race_over
-        (a resume's or watch's ``revealed``), are those of the round under way
-        (countdown or race) that this node did not know was revealed; if so, it now
-        does (:meth:`seed_revealed`). A node with no memory of that race_over —
-        restarted on a restored store, or taking the room up afresh after dropping it
-        idle — raced the revealed deal on, and a racer replayed its winning line and
-        won (tests/net/test_faults.py). Nobody can make the pair without the race_over:
-        the salt is an HMAC of the room's secret, a new one each round. A pair that is
-        not this round's is ignored: it proves nothing, and must not let a racer end
-        anyone's race."""
+        (a resume's or watch's ``revealed``), are those of the round the store holds
+        not yet over (its lobby, countdown or race) that this node did not know was
+        revealed; if so, it now does (:meth:`seed_revealed`: that round's race ends as
+        soon as it is under way). A node with no memory of that race_over — restarted
+        on a restored store, or taking the room up afresh after dropping it idle —
+        raced the revealed deal on, and a racer replayed its winning line and won
+        (tests/net/test_faults.py). Nobody can make the pair without the race_over:
+        the salt is an HMAC of the room's secret, a new one each round (it is the
+        proof in a lobby whose deal is not chosen yet: the seed then may be another
+        candidate's). A pair that is not this round's is ignored: it proves nothing,
+        and must not let a racer end anyone's race."""
         state = self.state
-        if state.phase not in (Phase.COUNTDOWN, Phase.RACING) or self.seed_revealed():
+        if state.phase == Phase.FINISHED or state.round <= self.revealed_round:
             return False
         own = round_salt(self.meta.secret, state.round)
-        if not hmac.compare_digest(salt.encode(), own.encode()) or seed != self.seed():
+        if not hmac.compare_digest(salt.encode(), own.encode()):
             return False
-        self.revealed_round = max(self.revealed_round, state.round)
+        chosen = state.phase != Phase.LOBBY or state.deal is not None
+        if chosen and seed != self.seed():
+            return False
+        self.revealed_round = state.round
         return True
 
     def seed(self) -> int:
