@@ -1681,7 +1681,8 @@ async def test_a_reassert_racing_a_resume_elsewhere_takes_nothing_back(
     async with asyncio.timeout(5):
         while room.state.racers[1].conn != back.conn_id:
             await asyncio.sleep(0.01)
-    assert (await back.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])).t == "moved"
+    moved = await back.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])
+    assert moved.t == "moved", moved.d
     assert not back.closed, back.closes
     assert room.state.racers[1].online and room.state.racers[1].conn == back.conn_id
 
