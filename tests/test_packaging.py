@@ -6,8 +6,12 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 import tomllib
 from pathlib import Path
+
+import pytest
+from solrace_client.entry import CLIENT_EXTRA_MODULES
 
 from tests.support.redis import CLUSTER_URL
 
@@ -19,7 +23,10 @@ FAKE_PYTHON = """#!/usr/bin/env bash
 if [ "$1 $2" = "-m venv" ]; then
     mkdir -p "$3/bin"
     printf '%s\\n' '#!/usr/bin/env bash' \\
-        'case "$*" in *pytest*) exit "${FAKE_RC:-0}";; esac' 'cat >/dev/null; exit 0' \\
+        'case "$*" in *pytest*) exit "${FAKE_RC:-0}";; esac' \\
+        'p="${FAKE_REDIS_PID:-}"' \\
+        'if [ "$*" = "-" ] && [ -n "$p" ] && [ ! -s "$p" ]; then exit 1; fi' \\
+        'cat >/dev/null; exit 0' \\
         > "$3/bin/python"
     printf '%s\\n' '#!/usr/bin/env bash' 'exit 0' > "$3/bin/ruff"
     cp "$3/bin/ruff" "$3/bin/mypy"
@@ -28,6 +35,16 @@ if [ "$1 $2" = "-m venv" ]; then
     exit 0
 fi
 exit 1
+"""
+
+#: A stand-in for redis-server: a process that stays up until it is stopped, its pid
+#: written where ``--pidfile`` says and in $FAKE_REDIS_PID (which the fake python above
+#: reads as "Redis answers").
+FAKE_REDIS_SERVER = """#!/usr/bin/env bash
+while [ $# -gt 0 ]; do [ "$1" = "--pidfile" ] && pidfile="$2"; shift; done
+sleep 300 >/dev/null 2>&1 &
+echo $! > "$pidfile"
+echo $! > "$FAKE_REDIS_PID"
 """
 
 
@@ -42,12 +59,16 @@ def test_license_is_an_spdx_string_that_the_build_backend_supports() -> None:
     assert match is not None and int(match.group(1)) >= 77
 
 
-def _run_ci(tmp_path: Path, rc: int) -> subprocess.CompletedProcess[str]:
+def _run_ci(
+    tmp_path: Path, rc: int, redis_pid: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """.ci/run with stand-ins; ``redis_pid``: no Redis answers until the run starts
+    one (a stand-in whose pid is written there)."""
     fake_bin = tmp_path / "fakebin"
     fake_bin.mkdir(exist_ok=True)
-    python3 = fake_bin / "python3"
-    python3.write_text(FAKE_PYTHON)
-    python3.chmod(0o755)
+    for name, text in (("python3", FAKE_PYTHON), ("redis-server", FAKE_REDIS_SERVER)):
+        (fake_bin / name).write_text(text)
+        (fake_bin / name).chmod(0o755)
     scratch = tmp_path / "tmp"
     scratch.mkdir(exist_ok=True)
     env = {
@@ -58,6 +79,7 @@ def _run_ci(tmp_path: Path, rc: int) -> subprocess.CompletedProcess[str]:
         # the cluster the tests already use: the fake run must not start another on
         # its ports (tests/deploy/test_redis_cluster_sh.py runs that script)
         "SOLRACE_TEST_CLUSTER_URL": CLUSTER_URL,
+        "FAKE_REDIS_PID": str(redis_pid or ""),
     }
     return subprocess.run(
         ["bash", str(ROOT / ".ci" / "run")],
@@ -76,3 +98,42 @@ def test_ci_removes_its_virtual_environment_on_success_and_on_failure(tmp_path: 
     failed = _run_ci(tmp_path, 3)
     assert failed.returncode == 3
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+@pytest.mark.parametrize("rc", [0, 3])
+def test_ci_stops_the_redis_it_started(tmp_path: Path, rc: int) -> None:
+    """A newcomer audit: on a machine with no Redis, .ci/run started one on 6379 and
+    left it running after the run, passed or failed."""
+    redis_pid = tmp_path / "redis.pid"
+    redis_pid.touch()
+    done = _run_ci(tmp_path, rc, redis_pid)
+    assert done.returncode == rc, done.stderr
+    assert "ci: starting redis-server" in done.stdout, done.stdout
+    pid = int(redis_pid.read_text())
+    for _ in range(50):
+        if not Path(f"/proc/{pid}").exists() or "Z" in _state(pid):
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        raise AssertionError("the Redis the run started is still running")
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (``Z``: a zombie, stopped but not yet reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return "Z"
+
+
+def test_the_client_extra_is_what_the_command_line_checks_for() -> None:
+    """``solrace`` without the ``client`` extra says so in one line (entry.py) for the
+    modules it names: they are the extra's, one list kept in step with pyproject.toml
+    (a review: three copies)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extra = pyproject["project"]["optional-dependencies"]["client"]
+    assert {re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0].lower() for req in extra} == set(
+        CLIENT_EXTRA_MODULES
+    )

@@ -57,8 +57,9 @@ __all__ = [
 #: told another (``--port``, ``--server``): one definition for both command lines.
 DEFAULT_PORT: Final = 8765
 
-#: Redis's own default port: a client URL naming it was meant for ``--redis-url``
-#: (the client says so instead of blaming the network: solrace_client.errors).
+#: Redis's own default port: what a Redis URL without one means (the store), and a
+#: client URL naming it was meant for ``--redis-url`` (the client says so instead of
+#: blaming the network: solrace_client.errors).
 REDIS_DEFAULT_PORT: Final = 6379
 
 #: Every command's exit status for a command-line mistake.

@@ -36,6 +36,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import DataError, InvalidResponse
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from solrace.argtypes import REDIS_DEFAULT_PORT
+
 __all__ = ["RespLink"]
 
 Arg = bytes | str | int
@@ -129,7 +131,7 @@ class RespLink:
         self,
         *,
         host: str = "127.0.0.1",
-        port: int = 6379,
+        port: int = REDIS_DEFAULT_PORT,
         path: str | None = None,
         db: int = 0,
         username: str | None = None,
@@ -153,7 +155,7 @@ class RespLink:
         kw = pool.connection_kwargs
         return cls(
             host=str(kw.get("host", "127.0.0.1")),
-            port=int(kw.get("port", 6379)),
+            port=int(kw.get("port", REDIS_DEFAULT_PORT)),
             path=kw.get("path"),
             db=int(kw.get("db", 0) or 0),
             username=kw.get("username"),

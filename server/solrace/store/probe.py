@@ -49,6 +49,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError, RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from solrace.argtypes import REDIS_DEFAULT_PORT
+
 from ._cluster import CLUSTER_SCHEMES, parse_cluster_url
 from ._lua import ACCESS_PROBE
 
@@ -92,7 +94,7 @@ def _nodes(url: str) -> list[tuple[str, str]]:
             for host, port in nodes
         ]
     if parts.scheme in ("redis", "rediss"):
-        return [(f"{_host(parts.hostname or 'localhost')}:{parts.port or 6379}", url)]
+        return [(f"{_host(parts.hostname or 'localhost')}:{parts.port or REDIS_DEFAULT_PORT}", url)]
     return []
 
 
