@@ -119,6 +119,8 @@ class RoomView:
         #: that round, back under way, is not raced again (docs/fairness.md). Kept past
         #: the rematch and any later snapshot of the room; dropped for another room.
         self.revealed: dict[str, Any] | None = None
+        #: The version :attr:`revealed` was kept at.
+        self.revealed_at: int | None = None
 
     # ------------------------------------------------------------ snapshot
     def load(self, snapshot: Mapping[str, Any], racer: int | None = None) -> None:
@@ -132,6 +134,7 @@ class RoomView:
         self.snapshot = snap
         if snap.get("room") != self.room:
             self.revealed = None  # another room's round proves nothing here
+            self.revealed_at = None
         self.room = snap.get("room")
         self.code = _text(snap.get("code"))
         self.version = int(snap.get("version") or 0)
@@ -173,7 +176,7 @@ class RoomView:
         self.needs_resync = False
         self.loaded = True
         if self.phase == "finished" and self.result:
-            self._keep_over()
+            self._keep_over(live=False)
 
     # ------------------------------------------------------------ queries
     @property
@@ -373,14 +376,20 @@ class RoomView:
             if info is not None:
                 info.update(place=standing.get("place"), status=standing.get("status"))
             self._set_my_status(standing.get("racer"), standing.get("status"))
-        self._keep_over()
+        self._keep_over(live=True)
 
-    def _keep_over(self) -> None:
-        """Keep the round that ended at this version (:attr:`overs`), the oldest out."""
+    def _keep_over(self, live: bool) -> None:
+        """Keep the round that ended at this version (:attr:`overs`), the oldest out.
+        Its seed and salt become :attr:`revealed` when the race_over came ``live``, or
+        from a snapshot at a later version than the pair held: a resync's snapshot of
+        an earlier round (a store put back between rounds) must not replace the later
+        round's pair, the one that proves the rewind (a review)."""
         assert self.result is not None
         seed, salt = self.result.get("seed"), self.result.get("salt")
-        if isinstance(seed, int) and isinstance(salt, str):
+        later = self.revealed_at is None or self.version > self.revealed_at
+        if isinstance(seed, int) and isinstance(salt, str) and (live or later):
             self.revealed = {"seed": seed, "salt": salt}
+            self.revealed_at = self.version
         self.overs[self.version] = RoundOver(
             version=self.version,
             room=self.room,

@@ -21,6 +21,7 @@ from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.fairness import round_salt, round_seed
 from solrace.rooms.node import LEASE_MS, LEASE_RENEW_S
 from solrace.rooms.records import unpack_entries, unpack_event
+from solrace.rooms.room import PROOF_ROUNDS_AHEAD
 from solrace.rules import deal
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
@@ -808,6 +809,68 @@ async def test_a_racer_proving_the_seed_revealed_ends_a_race_its_node_forgot(
     await back.close()
 
 
+async def test_a_later_rounds_proof_ends_that_round_after_a_restore_between_rounds(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A review: a copy taken on round 1's results screen (no race under way, as
+    docs/server.md advised), restored after round 2 raced and ended. A round's seed and
+    salt are its number's, so the rematch dealt round 2's revealed seed again; the
+    proof checked only the store's round (1, finished), and the resync's snapshot of
+    round 1 replaced the view's round-2 pair. Now the view keeps the later pair, a
+    proof may name a later round (its salt), and that round ends as soon as it
+    starts, taking no move."""
+    caplog.set_level(logging.INFO, logger="solrace.lobby")
+    one = await cluster.node()
+    ann, bob = await racing(one.url, one.url)
+    room_id = ann.room or ""
+    for client in (ann, bob):
+        await client.resign()
+    await ann.next_event("race_over", timeout=10)
+    snapshot = await _snapshot(one, room_id)  # round 1 over: no race under way
+    await ann.rematch()
+    await bob.wait_for(lambda e: e.t == "room_reset", timeout=10)
+    await bob.ready(True)
+    await ann.wait_for(lambda e: e.t == "ready_changed", timeout=10)
+    await ann.start()
+    for client in (ann, bob):
+        await client.wait_started()
+    for client in (ann, bob):
+        await client.resign()
+    second = await ann.wait_for(lambda e: e.t == "race_over", timeout=10)
+    pair = {"seed": second.d["seed"], "salt": second.d["salt"]}
+    for client in (ann, bob):
+        await client.close()
+    await _restore(one, room_id, snapshot)
+    one.node.rooms.pop(room_id).cancel_timers()
+    clients = []
+    for was in (ann, bob):
+        again = await RaceClient.connect(one.url, view=was.view)
+        again.room, again.code, again.token = room_id, was.code, was.token
+        assert (await again.resume())["snapshot"]["phase"] == "finished"
+        clients.append(again)
+    back, bob2 = clients
+    assert back.view.revealed == pair  # round 1's snapshot did not replace it
+    assert one.node.rooms[room_id].revealed_round == 2
+    await back.rematch()
+    await bob2.wait_for(lambda e: e.t == "room_reset", timeout=10)
+    await bob2.ready(True)
+    await back.wait_for(lambda e: e.t == "ready_changed", timeout=10)
+    await back.start()
+    over = await back.wait_for(
+        lambda e: e.t == "race_over" and e.d["seed"] == pair["seed"], timeout=10
+    )
+    assert over.d["reason"] == "time_limit"
+    with pytest.raises(ServerError) as refused:
+        await back.move(str(deal("yukon", pair["seed"]).legal_moves()[0]))
+    assert refused.value.code == "wrong_phase"
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert [m for m in warned if "round 2's seed was already revealed" in m], warned
+    reset = next(i for i, e in enumerate(back.received) if e.t == "room_reset")
+    round_two = back.received[reset:]  # before it, round 1's (revealed) board and result
+    assert check_no_leaks(round_two, over.d, back.view.settings, racer=back.racer) > 0
+    await close_all(back, bob2)
+
+
 async def test_a_proof_in_the_rounds_lobby_ends_its_race_as_soon_as_it_starts(
     cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -888,16 +951,17 @@ async def test_a_spectator_proving_the_seed_revealed_ends_a_race_its_node_forgot
     [
         {"seed": round_seed(SOLVABLE_SECRET, 1), "salt": round_salt(bytes(32), 1)},
         {"seed": 12345, "salt": round_salt(SOLVABLE_SECRET, 1)},
-        {"seed": round_seed(SOLVABLE_SECRET, 2), "salt": round_salt(SOLVABLE_SECRET, 2)},
+        # a later round's salt proves a rewind (test above), but not past the bound
+        {"seed": 1, "salt": round_salt(SOLVABLE_SECRET, 2 + PROOF_ROUNDS_AHEAD)},
     ],
-    ids=["salt-of-another-room", "wrong-seed", "another-round"],
+    ids=["salt-of-another-room", "wrong-seed", "a-round-too-far-ahead"],
 )
 async def test_a_proof_that_is_not_the_rounds_changes_nothing(
     cluster: Cluster, caplog: pytest.LogCaptureFixture, forged: dict[str, object]
 ) -> None:
     """A ``revealed`` that does not match the round under way — another room's salt, the
-    right seed (which a racer may guess) with the wrong salt, another
-    round's pair — proves nothing: the race goes on, the racer's moves are taken, and
+    right seed (which a racer may guess) with the wrong salt, the salt of a round
+    further ahead than any restored copy (PROOF_ROUNDS_AHEAD) — proves nothing: the race goes on, the racer's moves are taken, and
     nothing is logged. Else any racer could end everyone's race with a made-up proof."""
     caplog.set_level(logging.INFO, logger="solrace.lobby")
     one = await cluster.node()

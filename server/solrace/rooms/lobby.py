@@ -708,11 +708,20 @@ def _proof(node: Node, peer: Peer, room: LiveRoom, revealed: Revealed | None, wh
     synced."""
     if revealed is None or not room.proves_revealed(revealed.seed, revealed.salt):
         return False
-    when = "as soon as it starts" if room.state.phase == Phase.LOBBY else "now"
+    if room.revealed_round > room.state.round:  # a later round's: the store went back
+        said = (
+            f"{who} proved round {room.revealed_round}'s seed was already revealed (a store"
+            f" rewind to round {room.state.round}): every round up to it ends as soon as it"
+            " starts, as at its time limit"
+        )
+    else:
+        when = "as soon as it starts" if room.state.phase == Phase.LOBBY else "now"
+        said = (
+            f"{who} proved the round's seed was already revealed (a store rewind):"
+            f" the race ends {when}, as at its time limit"
+        )
     log.warning(
-        f"{who} proved the round's seed was already revealed (a store rewind):"
-        f" the race ends {when}, as at its time limit",
-        extra={**peer.ids(), "room": room.room_id, "detail": f"round {room.state.round}"},
+        said, extra={**peer.ids(), "room": room.room_id, "detail": f"round {room.revealed_round}"}
     )
     return True
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from solrace.protocol import encode
 from solrace.protocol.messages import board_notice
@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from .spectators import Shadow
 
 log = logging.getLogger("solrace.room")
+
+#: How many rounds past the store's a resume's ``revealed`` may name
+#: (:meth:`LiveRoom.proves_revealed`): a restored copy that many rematches old. Each
+#: is one HMAC a proof that matches no round, so a resume stays cheap.
+PROOF_ROUNDS_AHEAD: Final = 64
 
 
 class LiveRoom:
@@ -162,17 +167,30 @@ class LiveRoom:
         the salt is an HMAC of the room's secret, a new one each round (it is the
         proof in a lobby whose deal is not chosen yet: the seed then may be another
         candidate's). A pair that is not this round's is ignored: it proves nothing,
-        and must not let a racer end anyone's race."""
+        and must not let a racer end anyone's race.
+
+        A later round's pair (up to :data:`PROOF_ROUNDS_AHEAD` ahead) proves more: the
+        store was put back to before that round's race_over, so every round up to it
+        went out, and since a round's seed and salt are its number's, a rematch would
+        deal them again (a review: a copy restored between rounds re-dealt round 2,
+        whose seed its racers held). Its salt is the proof (its seed depends on the
+        lost round's certification); the rounds up to it end as soon as they start."""
         state = self.state
-        if state.phase == Phase.FINISHED or state.round <= self.revealed_round:
+        for number in range(
+            max(state.round, self.revealed_round + 1), state.round + PROOF_ROUNDS_AHEAD + 1
+        ):
+            own = round_salt(self.meta.secret, number)
+            if hmac.compare_digest(salt.encode(), own.encode()):
+                break
+        else:
             return False
-        own = round_salt(self.meta.secret, state.round)
-        if not hmac.compare_digest(salt.encode(), own.encode()):
-            return False
-        chosen = state.phase != Phase.LOBBY or state.deal is not None
-        if chosen and seed != self.seed():
-            return False
-        self.revealed_round = state.round
+        if number == state.round:
+            if state.phase == Phase.FINISHED:
+                return False  # its race is over: nothing left to end
+            chosen = state.phase != Phase.LOBBY or state.deal is not None
+            if chosen and seed != self.seed():
+                return False
+        self.revealed_round = number
         return True
 
     def seed(self) -> int:
