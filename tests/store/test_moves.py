@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from solrace.store import Finish, MoveAppend, Store, StoreError, StoreUnavailable
 from solrace.store._commit import GroupCommit
+from solrace.store._lua import SCRIPT_LOADS
+
+from tests.support.redis import new_prefix
 
 from .conftest import pairs
 
@@ -230,17 +234,60 @@ async def test_each_caller_gets_its_own_error(store: Store) -> None:
     assert store.flushes == 1
 
 
-async def test_scripts_reload_after_script_flush(store: Store) -> None:
-    assert (await store.append_move("r", "a", 0, b"m", b"e", round_no=1)).accepted
-    await store.append_event("r", b"x")
-    await store._redis.script_flush()
-    results = await asyncio.gather(
-        *(store.append_move("r", f"p{i}", 0, b"m", b"e", round_no=1) for i in range(5))
-    )
-    assert all(r.accepted for r in results)
-    await store._redis.script_flush()
-    assert await store.append_event("r", b"y") == 8
-    assert await store.version("r") == 8  # nothing ran twice
+async def test_scripts_reload_after_script_flush(private_redis: Callable[..., str]) -> None:
+    """On a private Redis: flushing the shared one's scripts failed other tests' moves
+    (a CI run: a move answered ``internal``, NOSCRIPT on its resend)."""
+    store = await Store.connect(private_redis(), prefix=new_prefix())
+    try:
+        assert (await store.append_move("r", "a", 0, b"m", b"e", round_no=1)).accepted
+        await store.append_event("r", b"x")
+        await store._redis.script_flush()
+        results = await asyncio.gather(
+            *(store.append_move("r", f"p{i}", 0, b"m", b"e", round_no=1) for i in range(5))
+        )
+        assert all(r.accepted for r in results)
+        await store._redis.script_flush()
+        assert await store.append_event("r", b"y") == 8
+        assert await store.version("r") == 8  # nothing ran twice
+    finally:
+        await store.delete_all()
+        await store.close()
+
+
+async def test_scripts_gone_again_before_the_resend_are_loaded_again(
+    private_redis: Callable[..., str],
+) -> None:
+    """The scripts go again between a NOSCRIPT's load and the resend (a failover, a
+    restart, another SCRIPT FLUSH): the call was answered NOSCRIPT a second time and
+    failed (``internal`` for a move, seen in a CI run). It is loaded and sent again, at
+    most SCRIPT_LOADS times; each NOSCRIPT means it did not run, so nothing runs twice."""
+    store = await Store.connect(private_redis(), prefix=new_prefix())
+    client: Any = store._commit._client
+    real_loads = (client.script_load, store._redis.script_load)
+    flushes_left = SCRIPT_LOADS - 1
+
+    async def load_then_lose(source: str) -> Any:
+        nonlocal flushes_left
+        sha = await real_loads[0](source)
+        if flushes_left > 0:
+            flushes_left -= 1
+            await store._redis.script_flush()  # gone again before the resend
+        return sha
+
+    try:
+        assert (await store.append_move("r", "a", 0, b"m", b"e", round_no=1)).accepted
+        client.script_load = store._redis.script_load = load_then_lose
+        await store._redis.script_flush()
+        moved = await store.append_move("r", "b", 0, b"m", b"e", round_no=1)
+        assert moved.accepted and moved.version == 2
+        flushes_left = SCRIPT_LOADS - 1
+        await store._redis.script_flush()
+        assert await store.append_event("r", b"x") == 3  # the other way (EVALSHA) too
+        assert await store.version("r") == 3  # nothing ran twice
+    finally:
+        client.script_load, store._redis.script_load = real_loads
+        await store.delete_all()
+        await store.close()
 
 
 async def test_cancelled_caller_before_flush_is_never_sent(store: Store) -> None:

@@ -52,7 +52,7 @@ from redis.exceptions import AskError, MovedError, NoPermissionError, NoScriptEr
 
 from ._errors import translate
 from ._link import RespLink
-from ._lua import LuaScript
+from ._lua import SCRIPT_LOADS, LuaScript
 from .errors import StoreClosed, StoreUnavailable
 
 __all__ = ["GroupCommit"]
@@ -190,8 +190,8 @@ class GroupCommit:
             master = client.get_node_from_key(keys[0])
             if master is None or not await _has_replicas(client, master):
                 return await self.call(script, keys, args), None
-            loaded = False
-            for _ in range(MAX_REDIRECTS + 2):  # and one resend after a script reload
+            loads = 0
+            for _ in range(MAX_REDIRECTS + 1 + SCRIPT_LOADS):  # and resends after loads
                 pipe = client.pipeline(transaction=False)
                 pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
                 # WAIT counts the replicas holding everything its connection wrote
@@ -202,8 +202,8 @@ class GroupCommit:
                 # one, whose replicas say nothing of that write — a finish claimed
                 # replicated that no replica held (tests/deploy/test_cluster_failover.py).
                 reply, acked = await pipe.execute(raise_on_error=False, allow_redirections=False)
-                if isinstance(reply, NoScriptError) and not loaded:
-                    loaded = True
+                if isinstance(reply, NoScriptError) and loads < SCRIPT_LOADS:
+                    loads += 1
                     await client.script_load(script.source)  # it did not run: resend
                     continue
                 if isinstance(reply, MovedError):
@@ -377,11 +377,11 @@ class GroupCommit:
         the command did not run) one command at a time, in order.
         """
         todo = group
-        for attempt in (1, 2):
+        for loads in range(SCRIPT_LOADS + 1):
             replies = await self._send(batch, todo)
             missing: list[int] = []
             for i, reply in zip(todo, replies, strict=True):
-                if attempt == 1 and isinstance(reply, NoScriptError):
+                if loads < SCRIPT_LOADS and isinstance(reply, NoScriptError):
                     missing.append(i)
                 else:
                     results[i] = reply

@@ -16,6 +16,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from importlib import resources
+from typing import Final
+
+#: How many times a call answered NOSCRIPT is sent again, its script loaded first
+#: (NOSCRIPT: it did not run, so a resend applies nothing twice). More than once:
+#: the scripts may go again between the load and the resend (a failover, a restart,
+#: another SCRIPT FLUSH), and a move answered ``internal`` for it was a test run's
+#: failure while another test flushed the shared Redis's scripts twice.
+SCRIPT_LOADS: Final = 3
 
 __all__ = [
     "ACCESS_PROBE",

@@ -47,6 +47,7 @@ from ._lua import (
     EXPIRE_CODE,
     EXPIRE_ROOM,
     JOIN_ROOM_NODES,
+    SCRIPT_LOADS,
     SETTLE_EXPIRY,
     LuaScript,
 )
@@ -1581,14 +1582,18 @@ class Store:
     async def _eval(
         self, script: LuaScript, keys: tuple[str, ...], args: tuple[bytes | str | int, ...]
     ) -> Any:
-        """EVALSHA, loading the script once if Redis does not know it (NOSCRIPT).
+        """EVALSHA, loading the script if Redis does not know it (NOSCRIPT), at most
+        SCRIPT_LOADS times.
 
-        NOSCRIPT means the script did not run, so the second EVALSHA cannot apply
+        NOSCRIPT means the script did not run, so another EVALSHA cannot apply
         anything twice.
         """
         with self._errors():
-            try:
-                return await self._redis.evalsha(script.sha, len(keys), *keys, *args)
-            except NoScriptError:
-                await self._redis.script_load(script.source)
-                return await self._redis.evalsha(script.sha, len(keys), *keys, *args)
+            for loads in range(SCRIPT_LOADS + 1):
+                try:
+                    return await self._redis.evalsha(script.sha, len(keys), *keys, *args)
+                except NoScriptError:
+                    if loads == SCRIPT_LOADS:
+                        raise
+                    await self._redis.script_load(script.source)
+            raise AssertionError("unreachable")
