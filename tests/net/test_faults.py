@@ -961,8 +961,9 @@ async def test_a_proof_that_is_not_the_rounds_changes_nothing(
 ) -> None:
     """A ``revealed`` that does not match the round under way — another room's salt, the
     right seed (which a racer may guess) with the wrong salt, the salt of a round
-    further ahead than any restored copy (PROOF_ROUNDS_AHEAD) — proves nothing: the race goes on, the racer's moves are taken, and
-    nothing is logged. Else any racer could end everyone's race with a made-up proof."""
+    further ahead than any restored copy (PROOF_ROUNDS_AHEAD) — proves nothing: the
+    race goes on, the racer's moves are taken, and nothing is logged. Else any racer
+    could end everyone's race with a made-up proof."""
     caplog.set_level(logging.INFO, logger="solrace.lobby")
     one = await cluster.node()
     ann, bob = await racing(one.url, one.url)
