@@ -25,8 +25,8 @@ from solrace_client.boardview import board_from_view
 from solrace_client.results import SavedResult, race_id
 from solrace_client.verify import verify_result
 
-from tests.support.race import racing
-from tests.support.server_process import SERVER_SCRIPT, solrace_server
+from tests.support.race import play_until_refused, racing
+from tests.support.server_process import SERVER_SCRIPT, ServerProcess, solrace_server
 from tests.support.stack import http_get
 
 
@@ -43,6 +43,22 @@ async def _play(client: RaceClient, count: int, rng: random.Random) -> list[str]
         if reply["status"] != "playing":
             break
     return acked
+
+
+async def _stop(server: ServerProcess, *clients: RaceClient) -> None:
+    """Stop the server as an operator does before a restore (SIGTERM: it drains), and
+    its clients once it has closed them."""
+    server.proc.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(server.proc.wait(), 15) == 0, server.log
+    for client in clients:
+        await asyncio.wait_for(client.closed, 10)
+        await client.close()
+
+
+def _restore_copy(data: Path, copy: Path, tmp_path: Path) -> None:
+    """Put the copy of the data directory in its place (docs/server.md's restore)."""
+    data.rename(tmp_path / "aside")
+    copy.rename(data)
 
 
 def _log_moves(standing: dict[str, Any]) -> list[str]:
@@ -192,13 +208,8 @@ async def test_a_copy_of_the_data_directory_taken_while_serving_restores_the_rac
         seen = {"Ann": ann.version, "Bob": bob.version}
         tokens = {"Ann": ann.token, "Bob": bob.token}
         room = ann.room
-        first.proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(first.proc.wait(), 15) == 0, first.log
-        for client in (ann, bob):
-            await asyncio.wait_for(client.closed, 10)
-            await client.close()
-    data.rename(tmp_path / "aside")
-    copy.rename(data)
+        await _stop(first, ann, bob)
+    _restore_copy(data, copy, tmp_path)
     async with solrace_server(data_dir=data) as second:
         back: dict[str, RaceClient] = {}
         for name in ("Ann", "Bob"):
@@ -248,26 +259,14 @@ async def test_a_race_that_ended_after_the_copy_is_not_raced_again_after_a_resto
         revealed = await ann.next_event("race_over", timeout=10)
         line = list(revealed.d["certificate"] or [])
         assert line, "a winnable room reveals its certificate"
-        first.proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(first.proc.wait(), 15) == 0, first.log
-        for client in (ann, bob):
-            await asyncio.wait_for(client.closed, 10)
-            await client.close()
-    data.rename(tmp_path / "aside")
-    copy.rename(data)
+        await _stop(first, ann, bob)
+    _restore_copy(data, copy, tmp_path)
     async with solrace_server(data_dir=data) as second:
         back = await RaceClient.connect(second.url, view=ann.view)  # Ann's client
         back.room, back.code, back.token = ann.room, ann.code, ann.token
         joined = await back.resume()
         assert joined["snapshot"]["phase"] == "racing"
-        played: list[str] = []
-        refused: list[str] = []
-        for move in line[back.seq :]:
-            try:
-                played.append((await back.move(move))["status"])
-            except ServerError as exc:
-                refused.append(exc.code)
-                break
+        played, refused = await play_until_refused(back, line)
         assert (refused, played[-1:]) == (["wrong_phase"], []), (refused, len(played), played[-1:])
         over = await back.wait_for(lambda e: e.t == "race_over", timeout=10)
         assert over.d["reason"] == "time_limit", over.d["reason"]

@@ -33,6 +33,7 @@ from tests.support.race import (
     close_all,
     lobby,
     play_until_done,
+    play_until_refused,
     racing,
     winning_moves,
 )
@@ -672,18 +673,7 @@ async def test_a_race_whose_seed_was_revealed_does_not_go_on_after_a_rewind(
     notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
     assert notice.d["snapshot"]["phase"] == "racing"
     # What Ann knows now: every card of the deal, from the revealed seed.
-    line = [str(m) for m in solve(deal("yukon", revealed.d["seed"])) or []]
-    assert line, "the revealed deal is not solvable by the test solver"
-    played: list[str] = []
-    refused: list[str] = []
-    for move in line[ann.seq :]:
-        try:
-            played.append((await ann.move(move))["status"])
-        except ServerError as exc:
-            refused.append(exc.code)
-            break
-        if played[-1] != "playing":
-            break
+    played, refused = await _replay_certificate(ann, revealed.d["seed"])
     assert (refused, played[-1:]) == (["wrong_phase"], []), (refused, len(played), played[-1:])
     over = await ann.wait_for(lambda e: e.t == "race_over" and e.v > acked, timeout=10)
     assert over.d["reason"] == "time_limit"
@@ -762,17 +752,7 @@ async def _replay_certificate(client: RaceClient, seed: int) -> tuple[list[str],
     the statuses of the moves taken, the codes of those refused (it stops at one)."""
     line = [str(m) for m in solve(deal("yukon", seed)) or []]
     assert line, "the revealed deal is not solvable by the test solver"
-    played: list[str] = []
-    refused: list[str] = []
-    for move in line[client.seq :]:
-        try:
-            played.append((await client.move(move))["status"])
-        except ServerError as exc:
-            refused.append(exc.code)
-            break
-        if played[-1] != "playing":
-            break
-    return played, refused
+    return await play_until_refused(client, line)
 
 
 async def test_a_racer_proving_the_seed_revealed_ends_a_race_its_node_forgot(

@@ -14,7 +14,7 @@ from solrace.race.fairness import round_seed
 from solrace.rules import deal
 from solrace.rules.cards import CARDS_PER_DECK, NAMES
 from solrace.store import Store
-from solrace_client import RaceClient
+from solrace_client import RaceClient, ServerError
 
 from .solver import solve
 
@@ -35,6 +35,25 @@ async def play_until_done(client: RaceClient, moves: Iterable[str]) -> dict[str,
         if reply["status"] != "playing":
             break
     return reply
+
+
+async def play_until_refused(
+    client: RaceClient, line: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """Play ``line`` from the client's next seq on (a racer who knows a revealed deal
+    replaying its winning line): the statuses of the moves taken, and the code of the
+    one refused (it stops there, or once the game is over)."""
+    played: list[str] = []
+    refused: list[str] = []
+    for move in list(line)[client.seq :]:
+        try:
+            played.append((await client.move(move))["status"])
+        except ServerError as exc:
+            refused.append(exc.code)
+            break
+        if played[-1] != "playing":
+            break
+    return played, refused
 
 
 def _strings(value: Any) -> Iterable[str]:

@@ -1423,25 +1423,21 @@ class Store:
 
     async def handed_off(self, node_ids: Collection[str]) -> set[str]:
         """Those of ``node_ids`` that stopped after a drain (:meth:`hand_off`)."""
-        ids = sorted(node_ids)
-        if not ids:
-            return set()
-        with self._errors():
-            pipe = self._redis.pipeline(transaction=False)
-            for node_id in ids:
-                pipe.exists(self.keys.handed_off(node_id))
-            found = await pipe.execute()
-        return {node_id for node_id, n in zip(ids, found, strict=True) if int(n)}
+        return await self._nodes_with(self.keys.handed_off, node_ids)
 
     async def live_nodes(self, node_ids: Collection[str]) -> set[str]:
         """Those of ``node_ids`` whose lease is current."""
+        return await self._nodes_with(self.keys.lease, node_ids)
+
+    async def _nodes_with(self, key: Callable[[str], str], node_ids: Collection[str]) -> set[str]:
+        """Those of ``node_ids`` whose ``key`` exists, in one round trip."""
         ids = sorted(node_ids)
         if not ids:
             return set()
         with self._errors():
             pipe = self._redis.pipeline(transaction=False)
             for node_id in ids:
-                pipe.exists(self.keys.lease(node_id))
+                pipe.exists(key(node_id))
             found = await pipe.execute()
         return {node_id for node_id, n in zip(ids, found, strict=True) if int(n)}
 
