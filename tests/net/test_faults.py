@@ -360,6 +360,56 @@ async def test_a_clean_restart_takes_up_its_drained_rooms_without_a_warning(
     await bob.close()
 
 
+@pytest.mark.parametrize("fails", ["between its writes", "before its first write"])
+async def test_a_hand_off_cut_by_a_fault_still_lets_the_room_be_adopted_once(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, fails: str
+) -> None:
+    """A drain's last word takes two writes (Store.hand_off: the hand-off note, then the
+    lease dropped). Redis failing between them leaves the note and the lease, which
+    lapses: the room is taken up once, at INFO (the node did drain). Failing before the
+    first leaves neither: the drain still ends, and the room is adopted once as a dead
+    node's, with the warning — a hand-off is only ever what the log says, never a
+    room left unserved or served twice."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    first = await cluster.node()
+    ann = (await lobby(first.url, names=("Ann",)))[0]
+    store = first.node.store
+    lease = store.keys.lease(first.node.node_id)
+    real_set, real_delete = store._redis.set, store._redis.delete
+
+    async def fails_set(*args: Any, **kwargs: Any) -> Any:
+        raise StoreUnavailable("hand-off note: Redis is down (injected)")
+
+    async def fails_at_lease(*keys: Any) -> Any:
+        if lease in keys:
+            raise StoreUnavailable("lease: Redis failed (injected)")
+        return await real_delete(*keys)
+
+    if fails == "between its writes":
+        store._redis.delete = fails_at_lease
+    else:
+        store._redis.set = fails_set
+    try:
+        await first.drain()  # ends all the same
+    finally:
+        store._redis.set, store._redis.delete = real_set, real_delete
+    cluster.servers.remove(first)
+    await ann.closed
+    second = await cluster.node()
+    gone = {first.node.node_id}
+    between = fails == "between its writes"
+    assert await second.node.store.handed_off(gone) == (gone if between else set())
+    assert await second.node.store.live_nodes(gone) == gone  # it lapses only later
+    await second.node.store.drop_lease(first.node.node_id)  # what 5 s without renewal does
+    await second.node.sweep_orphans()
+    await second.node.sweep_orphans()  # a second sweep adopts nothing more
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    taken = [m for level, m in said if m in (_TAKING_UP, _ADOPTING)]
+    expected = ("INFO", _TAKING_UP) if between else ("WARNING", _ADOPTING)
+    assert expected in said and len(taken) == 1, said
+    assert second.node.rooms[ann.room or ""].served()
+
+
 @pytest.mark.parametrize("held", ["at its append", "at its engine read"])
 async def test_a_move_in_flight_across_a_drain_is_stored_once(
     cluster: Cluster, held: str, caplog: pytest.LogCaptureFixture
