@@ -26,7 +26,6 @@ from solrace.rules import deal
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
 
-from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults, crash
 from tests.support.race import (
     check_no_leaks,
@@ -35,6 +34,8 @@ from tests.support.race import (
     play_until_done,
     play_until_refused,
     racing,
+    restore_room,
+    snapshot_room,
     winning_moves,
 )
 from tests.support.solver import solve
@@ -648,23 +649,6 @@ async def test_a_redis_rewind_is_detected_and_announced(cluster: Cluster) -> Non
         await client.close()
 
 
-async def _snapshot(server: RaceServer, room_id: str) -> dict[str, bytes]:
-    """Every key of the room, dumped (DUMP): what a snapshot of Redis holds of it."""
-    store = server.node.store
-    raw = store._redis  # the test saves and restores the real keys
-    return {key: await raw.dump(key) for key in await room_keys(store, room_id)}
-
-
-async def _restore(server: RaceServer, room_id: str, snapshot: dict[str, bytes]) -> None:
-    """Redis restarted from ``snapshot``: the room's keys as they were then, the keys
-    written since gone."""
-    raw = server.node.store._redis
-    for key in set(await _snapshot(server, room_id)) - set(snapshot):
-        await raw.delete(key)
-    for key, dumped in snapshot.items():
-        await raw.restore(key, 0, dumped, replace=True)
-
-
 async def test_a_rewind_to_before_the_race_over_is_detected_and_announced(
     cluster: Cluster,
 ) -> None:
@@ -678,14 +662,14 @@ async def test_a_rewind_to_before_the_race_over_is_detected_and_announced(
     await play_until_done(ann, moves[:4])
     await bob.wait_for(lambda e: e.t == "progress" and e.d["moves"] >= 4, timeout=5)
     room_id = ann.room or ""
-    snapshot = await _snapshot(one, room_id)
+    snapshot = await snapshot_room(one, room_id)
     acked = ann.version
     await ann.resign()
     await bob.resign()
     await ann.next_event("race_over", timeout=10)
     lost = ann.version - acked  # two resignations and the race_over
     assert lost == 3
-    await _restore(one, room_id, snapshot)
+    await restore_room(one, room_id, snapshot)
     notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
     assert "lost" in notice.d["reason"] and notice.d["lost_events"] == lost
     assert notice.d["snapshot"]["phase"] == "racing"
@@ -714,12 +698,12 @@ async def test_a_race_whose_seed_was_revealed_does_not_go_on_after_a_rewind(
     room_id = ann.room or ""
     await play_until_done(ann, winning_moves(SOLVABLE_SECRET)[:4])
     await bob.wait_for(lambda e: e.t == "progress" and e.d["moves"] >= 4, timeout=5)
-    snapshot = await _snapshot(one, room_id)
+    snapshot = await snapshot_room(one, room_id)
     acked = ann.version
     await ann.resign()
     await bob.resign()
     revealed = await ann.next_event("race_over", timeout=10)
-    await _restore(one, room_id, snapshot)
+    await restore_room(one, room_id, snapshot)
     notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
     assert notice.d["snapshot"]["phase"] == "racing"
     # What Ann knows now: every card of the deal, from the revealed seed.
@@ -746,7 +730,7 @@ async def test_a_resume_from_a_version_its_own_presence_now_holds_is_a_loss(
     one = await cluster.node()
     ann, bob = await racing(one.url, one.url)
     room_id = ann.room or ""
-    snapshot = await _snapshot(one, room_id)
+    snapshot = await snapshot_room(one, room_id)
     acked = ann.version
     await ann.resign()
     await bob.resign()
@@ -755,7 +739,7 @@ async def test_a_resume_from_a_version_its_own_presence_now_holds_is_a_loss(
     assert seen == acked + 3
     for client in (ann, bob):
         await client.close()
-    await _restore(one, room_id, snapshot)
+    await restore_room(one, room_id, snapshot)
     # The node no longer holds the room (restarted, or it went idle): no memory of it.
     one.node.rooms.pop(room_id).cancel_timers()
     for _ in range(2):
@@ -783,14 +767,14 @@ async def _revealed_then_forgotten(
     one = await cluster.node()
     ann, bob = await racing(one.url, one.url)
     room_id = ann.room or ""
-    snapshot = await _snapshot(one, room_id)
+    snapshot = await snapshot_room(one, room_id)
     await ann.resign()
     await bob.resign()
     over = await ann.next_event("race_over", timeout=10)
     assert ann.view.revealed == {"seed": over.d["seed"], "salt": over.d["salt"]}
     for client in (ann, bob):
         await client.close()
-    await _restore(one, room_id, snapshot)
+    await restore_room(one, room_id, snapshot)
     one.node.rooms.pop(room_id).cancel_timers()
     back = await RaceClient.connect(one.url, view=ann.view)
     back.room, back.code, back.token = room_id, ann.code, ann.token
@@ -856,7 +840,7 @@ async def test_a_later_rounds_proof_ends_that_round_after_a_restore_between_roun
     for client in (ann, bob):
         await client.resign()
     await ann.next_event("race_over", timeout=10)
-    snapshot = await _snapshot(one, room_id)  # round 1 over: no race under way
+    snapshot = await snapshot_room(one, room_id)  # round 1 over: no race under way
     await ann.rematch()
     await bob.wait_for(lambda e: e.t == "room_reset", timeout=10)
     await bob.ready(True)
@@ -870,7 +854,7 @@ async def test_a_later_rounds_proof_ends_that_round_after_a_restore_between_roun
     pair = {"seed": second.d["seed"], "salt": second.d["salt"]}
     for client in (ann, bob):
         await client.close()
-    await _restore(one, room_id, snapshot)
+    await restore_room(one, room_id, snapshot)
     one.node.rooms.pop(room_id).cancel_timers()
     clients = []
     for was in (ann, bob):
@@ -912,7 +896,7 @@ async def test_a_proof_in_the_rounds_lobby_ends_its_race_as_soon_as_it_starts(
     one = await cluster.node()
     ann, bob = await lobby(one.url, one.url)
     room_id = ann.room or ""
-    snapshot = await _snapshot(one, room_id)
+    snapshot = await snapshot_room(one, room_id)
     await ann.start()
     for client in (ann, bob):
         await client.wait_started()
@@ -921,7 +905,7 @@ async def test_a_proof_in_the_rounds_lobby_ends_its_race_as_soon_as_it_starts(
     revealed = await ann.next_event("race_over", timeout=10)
     for client in (ann, bob):
         await client.close()
-    await _restore(one, room_id, snapshot)
+    await restore_room(one, room_id, snapshot)
     one.node.rooms.pop(room_id).cancel_timers()
     back = await RaceClient.connect(one.url, view=ann.view)
     back.room, back.code, back.token = room_id, ann.code, ann.token
@@ -952,13 +936,13 @@ async def test_a_spectator_proving_the_seed_revealed_ends_a_race_its_node_forgot
     room_id, code = ann.room or "", ann.code or ""
     eve = await RaceClient.connect(one.url)
     await eve.watch(code=code)
-    snapshot = await _snapshot(one, room_id)
+    snapshot = await snapshot_room(one, room_id)
     await ann.resign()
     await bob.resign()
     revealed = await eve.next_event("race_over", timeout=10)
     for client in (ann, bob, eve):
         await client.close()
-    await _restore(one, room_id, snapshot)
+    await restore_room(one, room_id, snapshot)
     one.node.rooms.pop(room_id).cancel_timers()
     again = await RaceClient.connect(one.url, view=eve.view)
     watching = await again.watch(code=code)
@@ -1017,6 +1001,148 @@ async def test_a_proof_that_is_not_the_rounds_changes_nothing(
     settings = joined["snapshot"]["settings"]
     assert check_no_leaks(back.received, over.d, settings, racer=back.racer) > 2
     await close_all(back, bob)
+
+
+async def _revealed_in_a_lobby(cluster: Cluster) -> tuple[RaceServer, str, RaceClient, Envelope]:
+    """A round that raced and ended (Ann holds its race_over), then the store restored
+    to its lobby and the node's memory of the room gone; Ann, back with her proof, is
+    in that lobby, then hangs up. Returns the node, the room, Ann's client (closed)
+    and the race_over."""
+    one = await cluster.node()
+    ann, bob = await lobby(one.url, one.url)
+    room_id = ann.room or ""
+    snapshot = await snapshot_room(one, room_id)
+    await ann.start()
+    for client in (ann, bob):
+        await client.wait_started()
+    await ann.resign()
+    await bob.resign()
+    revealed = await ann.next_event("race_over", timeout=10)
+    await close_all(ann, bob)
+    await restore_room(one, room_id, snapshot)
+    one.node.rooms.pop(room_id).cancel_timers()
+    back = await RaceClient.connect(one.url, view=ann.view)
+    back.room, back.code, back.token = room_id, ann.code, ann.token
+    assert (await back.resume())["snapshot"]["phase"] == "lobby"
+    assert one.node.rooms[room_id].revealed_round == 1  # the proof, taken
+    await back.close()
+    return one, room_id, back, revealed
+
+
+@pytest.mark.parametrize("where", ["same node, room dropped", "another node"])
+async def test_a_proof_outlives_the_memory_of_the_node_given_it(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, where: str
+) -> None:
+    """The proof, given in the lobby of a round whose race already ran, was kept in the
+    memory of the node given it only: that node dropping the idle room (its sweep), or
+    another node serving it, raced the revealed deal again — Ann, back without a proof,
+    replayed its winning line (72 moves) and won. The proof is written to the store
+    (its ``over``): any node taking the room up reads it, and the race ends as soon as
+    it starts."""
+    caplog.set_level(logging.INFO, logger="solrace.lobby")
+    one, room_id, ann, revealed = await _revealed_in_a_lobby(cluster)
+    if where == "another node":
+        node = await cluster.node()
+    else:
+        node = one
+        one.node.rooms.pop(room_id).cancel_timers()  # idle: the sweep forgets it
+    again = await RaceClient.connect(node.url)
+    joined = await again.resume(room=room_id, token=ann.token, since=None, revealed=None)
+    assert joined["snapshot"]["phase"] == "lobby"
+    await again.start()
+    await again.wait_started()
+    played, refused = await _replay_certificate(again, revealed.d["seed"])
+    assert (refused, played) == (["wrong_phase"], []), (refused, len(played), played[-1:])
+    over = await again.wait_for(lambda e: e.t == "race_over", timeout=10)
+    assert over.d["reason"] == "time_limit"
+    assert over.d["seed"] == revealed.d["seed"]
+    said = [r.getMessage() for r in caplog.records if "already revealed" in r.getMessage()]
+    assert len(said) == 1, said  # the proof's, once: the node taking the room up knew
+    settings = joined["snapshot"]["settings"]
+    assert check_no_leaks(again.received, over.d, settings, racer=again.racer) > 0
+    await again.close()
+
+
+async def _racing_again_on(
+    cluster: Cluster,
+) -> tuple[RaceServer, RaceClient, RaceClient, Envelope]:
+    """Two nodes. A race on node two ended (Eve watched its race_over), the store was
+    restored to mid-race and node two forgot the room; Ann is back racing on node two
+    with no proof. Returns node one, Ann, Eve's view on a new connection to node one
+    (not yet watching) and the race_over."""
+    one, two = await cluster.node(), await cluster.node()
+    ann, bob = await racing(two.url, two.url)
+    room_id = ann.room or ""
+    eve = await RaceClient.connect(two.url)
+    await eve.watch(code=ann.code)
+    snapshot = await snapshot_room(two, room_id)
+    await ann.resign()
+    await bob.resign()
+    revealed = await eve.next_event("race_over", timeout=10)
+    await close_all(ann, bob, eve)
+    await restore_room(two, room_id, snapshot)
+    two.node.rooms.pop(room_id).cancel_timers()
+    back = await RaceClient.connect(two.url)
+    joined = await back.resume(room=room_id, token=ann.token, since=None, revealed=None)
+    assert joined["snapshot"]["phase"] == "racing"
+    watcher = await RaceClient.connect(one.url, view=eve.view)
+    return one, back, watcher, revealed
+
+
+async def test_a_proof_whose_node_dies_before_ending_the_race_still_ends_it(
+    cluster: Cluster,
+) -> None:
+    """The fault window between the proof and the race's end: Eve's proof reaches node
+    one, which dies before it ends the race (its timer never runs). Kept in that node's
+    memory only, the proof died with it: Ann, racing on node two, replayed the revealed
+    deal's winning line (72 moves) and won — and with node one alive, node two took
+    her moves until it folded the end. Written to the store first, it closes the round
+    to moves on every node at once; node two, refused a move of a round the store says
+    is over with no race_over to fold, ends the race itself."""
+    one, ann, eve, revealed = await _racing_again_on(cluster)
+    faults = StoreFaults(one.node.store)
+
+    async def never() -> None:
+        return None
+
+    one.node.schedule = lambda room: None  # type: ignore[method-assign]  # it dies first
+    one.node.tick = lambda room: never()  # type: ignore[method-assign]
+    assert (await eve.watch(code=ann.code))["snapshot"]["phase"] == "racing"
+    _crashed(cluster, one, faults)
+    played, refused = await _replay_certificate(ann, revealed.d["seed"])
+    assert (refused, played) == (["wrong_phase"], []), (refused, len(played), played[-1:])
+    over = await ann.wait_for(lambda e: e.t == "race_over", timeout=10)
+    assert over.d["reason"] == "time_limit"
+    assert [s["status"] for s in over.d["standings"]] == ["timeout", "timeout"]
+    assert over.d["seed"] == revealed.d["seed"]
+    await close_all(ann, eve)
+
+
+async def test_a_proof_redis_fails_to_write_is_refused_and_taken_when_sent_again(
+    cluster: Cluster,
+) -> None:
+    """Redis fails the proof's write: the watch is refused ``unavailable`` with nothing
+    known (the node acted on no proof it could not keep: its memory and the store
+    unchanged, Ann's race on), and the same watch sent again ends the race."""
+    one, ann, eve, _ = await _racing_again_on(cluster)
+    room_id = ann.room or ""
+    faults = StoreFaults(one.node.store)
+
+    async def fails(write: Callable[[], Awaitable[Any]]) -> Any:
+        raise StoreUnavailable("reveal_round: Redis is down (injected)")
+
+    faults.on_call("reveal_round", fails)
+    with pytest.raises(ServerError) as refused:
+        await eve.watch(code=ann.code)
+    assert refused.value.code == "unavailable"
+    assert one.node.rooms[room_id].revealed_round == 0
+    assert await one.node.store.round_over(room_id) == 0
+    assert (await ann.move(winning_moves(SOLVABLE_SECRET)[0]))["status"] == "playing"
+    await eve.watch(code=ann.code)
+    over = await ann.wait_for(lambda e: e.t == "race_over", timeout=10)
+    assert over.d["reason"] == "time_limit"
+    assert await one.node.store.round_over(room_id) == 1
+    await close_all(ann, eve)
 
 
 async def test_a_rewind_followed_by_new_events_is_still_detected(cluster: Cluster) -> None:

@@ -25,6 +25,7 @@ WRITES: dict[str, Callable[[Store], Awaitable[object]]] = {
         "r1", "0", 0, b"m", b"e", Finish("1", (b"f",), 5), round_no=1
     ),
     "join_room_nodes": lambda s: s.join_room_nodes("r1", "n1"),
+    "reveal_round": lambda s: s.reveal_round("r1", 1),
     "wake": lambda s: s.wake({"n1"}, "r1"),
     "delete_all": lambda s: s.delete_all(),
     "renew_lease": lambda s: s.renew_lease("n1", 10_000),
@@ -45,7 +46,7 @@ READS = {
     "quick_lobbies", "is_listed", "idle_lobbies", "events_since", "version", "tail",
     "room_nodes", "wakes", "move_log", "log_length", "time_ms", "older_nodes",
     "live_nodes", "handed_off", "heads", "racer_for_token", "claimed_seat", "load_result",
-    "unarchived_rooms",
+    "unarchived_rooms", "round_over",
 }  # fmt: skip
 
 

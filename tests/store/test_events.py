@@ -264,3 +264,32 @@ async def test_a_rematch_trims_the_rounds_before_the_last_in_one_step(
     assert not await store._redis.exists(rk.log("1:2"))
     assert await store.append_event(room, b"joined") == reset3 + 1
     assert [e.version for e in await store.events_since(room, reset3)] == [reset3 + 1]
+
+
+async def test_a_round_proved_revealed_takes_no_more_moves_and_is_never_lowered(
+    store: Store, node2: Store
+) -> None:
+    """``reveal_round`` (a client proved a round's seed went out: docs/store.md, "Key
+    layout", ``over``) closes that round and every one before it to moves on every
+    node in one atomic step, is read back by ``round_over``, never lowers ``over`` (a
+    race_over's, or an earlier proof's), and keeps the room's expiry."""
+    room = "r"
+    await store.create_room(room, "ABCD", b"meta", listed=False, now_ms=1)
+    await store.append_event(room, b"countdown 1")
+    assert (await store.append_move(room, "1:1", 0, b"m", b"progress", round_no=1)).accepted
+    assert await store.round_over(room) == 0
+    assert await store.reveal_round(room, 1) == 0  # over before: nothing went out
+    assert await node2.round_over(room) == 1
+    for s, seq in ((store, 1), (node2, 1)):
+        late = await s.append_move(room, "1:1", seq, b"m", b"progress", round_no=1)
+        assert not late.accepted and late.race_over
+    assert await node2.reveal_round(room, 3) == 1  # a later round's proof
+    assert await store.reveal_round(room, 2) == 3  # an earlier one lowers nothing
+    await store.append_event(room, b"race_over 1", ends_round=1)  # nor a race_over
+    assert await store.round_over(room) == 3
+    assert await store.round_over("nope") == 0
+    await store.expire_room(room, 60)
+    await store.reveal_round(room, 4)
+    assert 0 < await store._redis.pttl(store.keys.room(room).over) <= 60_000
+    with pytest.raises(ValueError):
+        await store.reveal_round(room, 0)

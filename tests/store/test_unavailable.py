@@ -51,6 +51,8 @@ async def _every_call(store: Store) -> list[object]:
         store.release_seat_claim(token_digest("t")),
         store.save_result("x", b""),
         store.load_result("x"),
+        store.reveal_round("r", 1),
+        store.round_over("r"),
         store.time_ms(),
         store.older_nodes(),
     ]

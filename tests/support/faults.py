@@ -55,6 +55,8 @@ STORE_CALLS = (
     "racer_for_token",
     "release_seat_claim",
     "renew_lease",
+    "reveal_round",
+    "round_over",
     "room_for_code",
     "room_nodes",
     "save_meta",
@@ -94,6 +96,7 @@ class StoreFaults:
         self.down = False
         self._move_hook: Hook | None = None
         self._move_log: str | None = None
+        self._hooks: dict[str, Hook] = {}
         for name in STORE_CALLS:
             setattr(store, name, self._wrap(name, getattr(store, name)))
 
@@ -111,6 +114,9 @@ class StoreFaults:
             ):
                 hook, self._move_hook = self._move_hook, None
                 return await hook(lambda: call(*args, **kwargs))
+            hook = self._hooks.pop(name, None)
+            if hook is not None:
+                return await hook(lambda: call(*args, **kwargs))
             return await call(*args, **kwargs)
 
         return wrapper
@@ -119,6 +125,11 @@ class StoreFaults:
         """Let ``hook`` decide the next move append (only the next one to move log
         ``log``, when given: another racer's move may come first)."""
         self._move_hook, self._move_log = hook, log
+
+    def on_call(self, name: str, hook: Hook) -> None:
+        """Let ``hook`` decide the next call of the store method ``name``."""
+        assert name in STORE_CALLS, name
+        self._hooks[name] = hook
 
 
 def crash(server: RaceServer, faults: StoreFaults) -> None:

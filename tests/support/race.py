@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from solrace.net.server import RaceServer
 from solrace.protocol import Envelope
 from solrace.race import RacerGame
 from solrace.race.fairness import round_seed
@@ -15,6 +16,8 @@ from solrace.rules import deal
 from solrace.rules.cards import CARDS_PER_DECK, NAMES
 from solrace.store import Store
 from solrace_client import RaceClient, ServerError
+
+from tests.store.conftest import room_keys
 
 from .solver import solve
 
@@ -306,3 +309,20 @@ async def archived_result(store: Store, race: str, timeout: float = 10) -> bytes
         while (kept := await store.load_result(race)) is None:
             await asyncio.sleep(0.02)
     return kept
+
+
+async def snapshot_room(server: RaceServer, room_id: str) -> dict[str, bytes]:
+    """Every key of the room, dumped (DUMP): what a snapshot of Redis holds of it."""
+    store = server.node.store
+    raw = store._redis  # the test saves and restores the real keys
+    return {key: await raw.dump(key) for key in await room_keys(store, room_id)}
+
+
+async def restore_room(server: RaceServer, room_id: str, snapshot: dict[str, bytes]) -> None:
+    """Redis restarted from ``snapshot`` (:func:`snapshot_room`): the room's keys as they
+    were then, the keys written since gone (a store rewind)."""
+    raw = server.node.store._redis
+    for key in set(await snapshot_room(server, room_id)) - set(snapshot):
+        await raw.delete(key)
+    for key, dumped in snapshot.items():
+        await raw.restore(key, 0, dumped, replace=True)

@@ -445,7 +445,7 @@ async def _enter_as_racer(
     async with room.lock:
         await node.join_room(room)
         await node.sync_locked(room)
-        proved = _proof(node, peer, room, revealed, "a resumed racer")
+        proved = await _proof(node, peer, room, revealed, "a resumed racer")
         held: int | None = None  # the last version its client can have seen
         if resumed:
             before = room.state.version
@@ -697,20 +697,38 @@ def _rewound(
     peer.send(resync_notice(reason=reason, lost_events=lost, snapshot=snapshot))
 
 
-def _proof(node: Node, peer: Peer, room: LiveRoom, revealed: Revealed | None, who: str) -> bool:
+async def _proof(
+    node: Node, peer: Peer, room: LiveRoom, revealed: Revealed | None, who: str
+) -> bool:
     """Whether ``revealed`` (a resume's or watch's) proves that the round the store
-    holds not yet over is one whose seed already went out (LiveRoom.proves_revealed):
+    holds not yet over is one whose seed already went out (LiveRoom.proven_round):
     the store lost its race_over (restored, rewound) and this node, holding no memory
     of it, would race the revealed deal on. The race then ends at once (from a lobby:
     as soon as it starts), as at its time limit, and takes no move. Said once, as a
     warning: a store rewind, which the operator should know of. A proof that is not
     the round's changes nothing. Caller holds the room's lock, the room freshly
-    synced."""
-    if revealed is None or not room.proves_revealed(revealed.seed, revealed.salt):
+    synced.
+
+    The proof is written to the store before this node acts on it
+    (Store.reveal_round: the room's ``over`` rises to the round): from that one
+    atomic write on, no node stores a move of the round, and a node that takes the
+    room up later — this one after dropping it idle, another — reads it back
+    (Node.room). Kept in this node's memory only, a node that dropped the room
+    before its countdown forgot it, and the other nodes serving the room took moves
+    until they folded the race's end. A write Redis fails refuses the request
+    (``unavailable``) with nothing known: the client's retry brings the proof again."""
+    if revealed is None:
         return False
-    if room.revealed_round > room.state.round:  # a later round's: the store went back
+    number = room.proven_round(revealed.seed, revealed.salt)
+    if number is None:
+        return False
+    before = await node.store.reveal_round(room.room_id, number)
+    room.revealed_round = max(room.revealed_round, number, before)
+    if before >= number:
+        return True  # another node was given the proof first, and said so
+    if number > room.state.round:  # a later round's: the store went back
         said = (
-            f"{who} proved round {room.revealed_round}'s seed was already revealed (a store"
+            f"{who} proved round {number}'s seed was already revealed (a store"
             f" rewind to round {room.state.round}): every round up to it ends as soon as it"
             " starts, as at its time limit"
         )
@@ -720,9 +738,7 @@ def _proof(node: Node, peer: Peer, room: LiveRoom, revealed: Revealed | None, wh
             f"{who} proved the round's seed was already revealed (a store rewind):"
             f" the race ends {when}, as at its time limit"
         )
-    log.warning(
-        said, extra={**peer.ids(), "room": room.room_id, "detail": f"round {room.revealed_round}"}
-    )
+    log.warning(said, extra={**peer.ids(), "room": room.room_id, "detail": f"round {number}"})
     return True
 
 
@@ -760,7 +776,7 @@ async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> N
             raise BadMessage(ErrorCode.TOO_MANY_SPECTATORS)
         await node.join_room(room)
         await node.sync_locked(room)
-        _proof(node, peer, room, msg.revealed, "a returning spectator")
+        await _proof(node, peer, room, msg.revealed, "a returning spectator")
         # Everything read from Redis is read before the spectator is added and its
         # reply sent: a read Redis fails then refuses the watch (one ``unavailable``,
         # retried) and leaves nothing behind. Read after, it left a spectator that

@@ -228,6 +228,7 @@ async def _store(
             tuple(pack_event(events.finished(racer, p, at, counts).but(at=now)) for p in places),
             at,
         )
+    round_no = state.round
     node.inflight += 1
     try:
         result = await node.store.append_move(
@@ -237,7 +238,7 @@ async def _store(
             pack_entry(entry, at),
             pack_event(progress),
             finish,
-            round_no=state.round,
+            round_no=round_no,
         )
     except StoreUnavailable:
         # Outcome unknown: forget this engine; the next request rebuilds it from the
@@ -261,6 +262,13 @@ async def _store(
         room.games.pop(racer, None)
         with contextlib.suppress(StoreUnavailable):  # the refusal stands; the tail catches up
             await node.sync(room)
+            under_way = room.state.phase in (Phase.COUNTDOWN, Phase.RACING)
+            if result.race_over and room.state.round == round_no and under_way:
+                # The store closed the round with no race_over to fold: its seed was
+                # proved revealed to another node (Store.reveal_round), which may have
+                # died before ending it. This node ends it now, as that node would.
+                room.revealed_round = max(room.revealed_round, round_no)
+                node.schedule(room)
         whose = "the" if result.race_over else "your"
         raise BadMessage(ErrorCode.WRONG_PHASE, f"{whose} race is over", seq=seq)
     if not result.accepted and result.finish_floor is None:

@@ -896,7 +896,11 @@ class Node:
             raw = await self.store.load_meta(room_id)
             if raw is None:
                 raise BadMessage(ErrorCode.UNKNOWN_ROOM, f"no room {room_id}")
+            # The rounds whose seed went out, as the store knows them: a client's proof
+            # given to any node (lobby._proof) outlives that node's memory of the room.
+            over = await self.store.round_over(room_id)
             room = self.rooms.setdefault(room_id, LiveRoom(RoomMeta.decode(raw)))
+            room.revealed_round = max(room.revealed_round, over)
         room.last_used_ms = self.clock()
         await self.sync(room)
         wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.seed_revealed())

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("solrace.room")
 
 #: How many rounds past the store's a resume's ``revealed`` may name
-#: (:meth:`LiveRoom.proves_revealed`): a restored copy that many rematches old. Each
+#: (:meth:`LiveRoom.proven_round`): a restored copy that many rematches old. Each
 #: is one HMAC a proof that matches no round, so a resume stays cheap.
 PROOF_ROUNDS_AHEAD: Final = 64
 
@@ -102,7 +102,9 @@ class LiveRoom:
         #: The last round whose ``race_over`` (its seed) this node folded and so sent
         #: its clients. Kept through :meth:`reset`: a Redis that lost that race_over
         #: (restored from a snapshot taken before it) comes back racing the round, and
-        #: its racers hold its seed (see :meth:`seed_revealed`).
+        #: its racers hold its seed (see :meth:`seed_revealed`). Raised too by a
+        #: client's proof (lobby._proof) and by the store's ``over`` when the node
+        #: takes the room up, or a move is refused for it (Store.reveal_round).
         self.revealed_round = 0
 
     @property
@@ -155,19 +157,20 @@ class LiveRoom:
         racing = phase in (Phase.COUNTDOWN, Phase.RACING)
         return racing and self.state.round <= self.revealed_round
 
-    def proves_revealed(self, seed: int, salt: str) -> bool:
-        """Whether ``seed`` and ``salt``, sent back by a client that saw a race_over
-        (a resume's or watch's ``revealed``), are those of the round the store holds
-        not yet over (its lobby, countdown or race) that this node did not know was
-        revealed; if so, it now does (:meth:`seed_revealed`: that round's race ends as
-        soon as it is under way). A node with no memory of that race_over — restarted
-        on a restored store, or taking the room up afresh after dropping it idle —
-        raced the revealed deal on, and a racer replayed its winning line and won
-        (tests/net/test_faults.py). Nobody can make the pair without the race_over:
-        the salt is an HMAC of the room's secret, a new one each round (it is the
-        proof in a lobby whose deal is not chosen yet: the seed then may be another
-        candidate's). A pair that is not this round's is ignored: it proves nothing,
-        and must not let a racer end anyone's race.
+    def proven_round(self, seed: int, salt: str) -> int | None:
+        """The round that ``seed`` and ``salt``, sent back by a client that saw a
+        race_over (a resume's or watch's ``revealed``), prove revealed, if it is the
+        round the store holds not yet over (its lobby, countdown or race), or a later
+        one, that this node did not know was revealed; else None. The caller makes it
+        known (Store.reveal_round, then :attr:`revealed_round`: that round's race ends
+        as soon as it is under way, :meth:`seed_revealed`). A node with no memory of
+        that race_over — restarted on a restored store, or taking the room up afresh
+        after dropping it idle — raced the revealed deal on, and a racer replayed its
+        winning line and won (tests/net/test_faults.py). Nobody can make the pair
+        without the race_over: the salt is an HMAC of the room's secret, a new one each
+        round (it is the proof in a lobby whose deal is not chosen yet: the seed then
+        may be another candidate's). A pair that is not this round's is ignored: it
+        proves nothing, and must not let a racer end anyone's race.
 
         A later round's pair (up to :data:`PROOF_ROUNDS_AHEAD` ahead) proves more: the
         store was put back to before that round's race_over, so every round up to it
@@ -183,15 +186,14 @@ class LiveRoom:
             if hmac.compare_digest(salt.encode(), own.encode()):
                 break
         else:
-            return False
+            return None
         if number == state.round:
             if state.phase == Phase.FINISHED:
-                return False  # its race is over: nothing left to end
+                return None  # its race is over: nothing left to end
             chosen = state.phase != Phase.LOBBY or state.deal is not None
             if chosen and seed != self.seed():
-                return False
-        self.revealed_round = number
-        return True
+                return None
+        return number
 
     def seed(self) -> int:
         """The seed the round deals (the certified candidate, for a winnable room)."""

@@ -33,6 +33,7 @@ __all__ = [
     "EXPIRE_CODE",
     "EXPIRE_ROOM",
     "JOIN_ROOM_NODES",
+    "REVEAL_ROUND",
     "SETTLE_EXPIRY",
     "LuaScript",
 ]
@@ -62,6 +63,8 @@ EXPIRE_ROOM = _load("expire_room")
 EXPIRE_CODE = _load("expire_code")
 SETTLE_EXPIRY = _load("settle_expiry")
 JOIN_ROOM_NODES = _load("join_room_nodes")
+#: A round proved revealed by a client (Store.reveal_round).
+REVEAL_ROUND = _load("reveal_round")
 #: The store's clock, sampled by every node (Store.time_ms).
 CLOCK = _load("clock")
 #: Run once at start-up only (store/probe.py): may this Redis user run scripts?

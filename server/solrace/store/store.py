@@ -47,6 +47,7 @@ from ._lua import (
     EXPIRE_CODE,
     EXPIRE_ROOM,
     JOIN_ROOM_NODES,
+    REVEAL_ROUND,
     SCRIPT_LOADS,
     SETTLE_EXPIRY,
     LuaScript,
@@ -1169,6 +1170,26 @@ class Store:
         rk = self.keys.room(room_id)
         members = await self._eval(JOIN_ROOM_NODES, (rk.meta, rk.nodes), (node_id,))
         return {_as_text(m) for m in members or ()} - {node_id}
+
+    async def reveal_round(self, room_id: str, round_no: int) -> int:
+        """Note that round ``round_no``'s seed went out (a client proved it: the store
+        lost the ``race_over`` that revealed it): ``over`` rises to it, never falls, so
+        :meth:`append_move` refuses every move of the rounds up to it from this one
+        atomic step on, on every node. Returns ``over`` as it was before: at or past
+        ``round_no``, the store knew it already (docs/store.md, "Key layout"). A node
+        that takes the room up reads it back (:meth:`round_over`)."""
+        self._refuse_closed()
+        if round_no < 1:
+            raise ValueError("round_no must be a round number (1 or more)")
+        rk = self.keys.room(room_id)
+        return int(await self._eval(REVEAL_ROUND, (rk.meta, rk.over), (str(round_no),)))
+
+    async def round_over(self, room_id: str) -> int:
+        """The last round whose race is over or whose seed was proved revealed
+        (``over``; 0: none): what a node taking the room up knows went out."""
+        with self._errors():
+            raw = await self._redis.get(self.keys.room(room_id).over)
+        return int(raw) if raw is not None else 0
 
     async def room_nodes(self, room_id: str) -> set[str]:
         """The nodes that have served the room (:meth:`join_room_nodes`)."""

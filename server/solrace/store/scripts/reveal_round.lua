@@ -1,0 +1,15 @@
+-- reveal_round: note that a round's seed went out (a client proved it: a store rewind
+-- lost the race_over that revealed it), so that no move of that round, nor of any
+-- before it, is ever stored again, whichever node checks it.
+-- KEYS[1] meta (TTL anchor)  KEYS[2] over (the last round whose race is over;
+--   append_move.lua refuses the moves of every round up to it)
+-- ARGV[1] the round proved revealed
+-- Never lowers `over`: one atomic step, so a proof of an earlier round read and
+-- written around another node's race_over cannot undo it. Returns `over` before: at
+-- or past the round, the store knew already (another node was given the proof).
+local over = tonumber(redis.call('GET', KEYS[2]) or '0')
+if tonumber(ARGV[1]) > over then
+  redis.call('SET', KEYS[2], ARGV[1])
+  inherit_ttl(KEYS[1], {KEYS[2]})
+end
+return over
