@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 from solrace.net.server import RaceServer
 from solrace.protocol import Envelope
+from solrace.protocol.fairness import race_id
 from solrace.protocol.views import EventType
 from solrace.race import RacerGame
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.fairness import round_salt, round_seed
 from solrace.rooms.node import LEASE_MS, LEASE_RENEW_S
-from solrace.rooms.records import unpack_entries, unpack_event
+from solrace.rooms.records import unpack, unpack_entries, unpack_event
 from solrace.rooms.room import PROOF_ROUNDS_AHEAD
 from solrace.rules import deal
 from solrace.store.errors import StoreUnavailable
@@ -28,6 +29,7 @@ from solrace_client import RaceClient, ServerError
 
 from tests.support.faults import Clock, Crashed, StoreFaults, crash
 from tests.support.race import (
+    archived_result,
     check_no_leaks,
     close_all,
     lobby,
@@ -1143,6 +1145,43 @@ async def test_a_proof_redis_fails_to_write_is_refused_and_taken_when_sent_again
     assert over.d["reason"] == "time_limit"
     assert await one.node.store.round_over(room_id) == 1
     await close_all(ann, eve)
+
+
+async def test_a_race_ended_again_after_a_rewind_keeps_its_first_archived_result(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A round's race id is its commitment's: the store restored to mid-race, the race
+    ended again (everyone timed out, as the revealed seed requires), and that second
+    result replaced the first — the true one, Ann and Bob resigned — in the archive
+    under the same id. The archive keeps the first, and the node says so."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    one = await cluster.node()
+    ann, bob = await racing(one.url, one.url)
+    room_id = ann.room or ""
+    snapshot = await snapshot_room(one, room_id)
+    await ann.resign()
+    await bob.resign()
+    first = await ann.next_event("race_over", timeout=10)
+    race = race_id(room_id, first.d["commitment"])
+    kept = await archived_result(one.node.store, race)
+    await restore_room(one, room_id, snapshot)
+    await ann.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
+    again = await ann.wait_for(lambda e: e.t == "race_over", timeout=10)
+    assert race_id(room_id, again.d["commitment"]) == race
+    assert [s["status"] for s in again.d["standings"]] == ["timeout", "timeout"]
+    store = one.node.store
+
+    def warned() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "ended again" in r.getMessage()]
+
+    async with asyncio.timeout(10):  # the second end's archive: written, or refused
+        while not warned() and await store.load_result(race) == kept:
+            await asyncio.sleep(0.02)
+    assert await store.load_result(race) == kept
+    assert len(warned()) == 1, warned()
+    archived = unpack(kept)
+    assert [s["status"] for s in archived["result"]["standings"]] == ["resigned", "resigned"]
+    await close_all(ann, bob)
 
 
 async def test_a_rewind_followed_by_new_events_is_still_detected(cluster: Cluster) -> None:

@@ -293,3 +293,12 @@ async def test_a_round_proved_revealed_takes_no_more_moves_and_is_never_lowered(
     assert 0 < await store._redis.pttl(store.keys.room(room).over) <= 60_000
     with pytest.raises(ValueError):
         await store.reveal_round(room, 0)
+
+
+async def test_a_result_is_saved_once_and_the_first_stands(store: Store, node2: Store) -> None:
+    """A race id's first result stands: a store rewound to before a race_over ends the
+    round again under the same race id, and its second result replaced the true one."""
+    assert await store.save_result("race-1", b"first")
+    assert not await node2.save_result("race-1", b"second")
+    assert not await store.save_result("race-1", b"first")  # a retry: the same bytes
+    assert await store.load_result("race-1") == b"first"

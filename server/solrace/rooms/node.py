@@ -1310,9 +1310,7 @@ class Node:
                     # follow (settle copies the room's expiry now, never an older one:
                     # run after another node's rematch, it cannot cut the round short).
                     await self.store.settle_expiry(room.room_id, unlist=True)
-                    await self.store.save_result(
-                        record.race, pack(record.record), self.results_ttl_s
-                    )
+                    await self._save_result(record)
                     await self.store.clear_unarchived(room.room_id)
                 except StoreUnavailable:
                     room.archived.discard(record.race)
@@ -1438,7 +1436,22 @@ class Node:
         """Save a finished race's result unless the archive has it (any node may have
         saved it: the result is the race_over's, whoever writes it)."""
         if await self.store.load_result(archive.race) is None:
-            await self.store.save_result(archive.race, pack(archive.record), self.results_ttl_s)
+            await self._save_result(archive)
+
+    async def _save_result(self, archive: _Archive) -> None:
+        """Archive a race's result unless one is archived under its id already: the
+        first stands (Store.save_result). Another one there is a retry's (the same
+        bytes), or the race ended a second time — the store rewound to before its
+        race_over, and the round ended again, everyone timed out — which replaced the
+        true result in the archive before; said as a warning."""
+        data = pack(archive.record)
+        if await self.store.save_result(archive.race, data, self.results_ttl_s):
+            return
+        if await self.store.load_result(archive.race) not in (None, data):
+            log.warning(
+                "a race ended again (a store rewind): its first archived result stands",
+                extra={"room": archive.record["room"], "race": archive.race},
+            )
 
     async def _archive_once(self, room: LiveRoom, archive: _Archive) -> None:
         """Save a finished race's result unless it is saved or this node has claimed

@@ -1559,12 +1559,16 @@ class Store:
 
     # -- results -------------------------------------------------------------------
 
-    async def save_result(self, race_id: str, data: bytes, ttl_s: int | None = None) -> None:
+    async def save_result(self, race_id: str, data: bytes, ttl_s: int | None = None) -> bool:
         """Store a finished race's result, for ``ttl_s`` seconds (None: for ever, the
-        default: results stay when their rooms expire)."""
+        default: results stay when their rooms expire), unless one is stored under
+        that race id already (``SET NX``): whether it was written. The first result
+        of a race stands: a store rewound to before its ``race_over`` ends the race
+        again (a round's race id is its commitment's, the same), and that second end
+        — everyone timed out — replaced the true result in the archive."""
         self._refuse_closed()
         with self._errors():
-            await self._redis.set(self.keys.result(race_id), data, ex=ttl_s)
+            return bool(await self._redis.set(self.keys.result(race_id), data, ex=ttl_s, nx=True))
 
     async def load_result(self, race_id: str) -> bytes | None:
         """A race's stored result, or None."""
