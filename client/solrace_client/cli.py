@@ -452,6 +452,27 @@ def cmd_quick(args: argparse.Namespace) -> int:
     return _race(_server(args), "quick", _name(args), variant=args.variant)
 
 
+def resume_params(saved: config.SavedRace) -> dict[str, object]:
+    """What the race window's ``resume`` of ``saved`` sends. With it, ``revealed``: the
+    ``{seed, salt}`` of the room's last race_over this computer saw — the saved race's
+    (the window's view when it saved it), else the newest saved result of the room (an
+    older client's file) — the proof that the round's seed went out, for a store
+    rewound since, which would race that revealed deal again (docs/fairness.md). A
+    new process's view holds none: before, ``solrace resume`` sent no proof."""
+    from .results import last_revealed
+
+    params: dict[str, object] = {
+        "room": saved.room,
+        "token": saved.token,
+        "code": saved.code,
+        "commitment": saved.commitment,
+    }
+    proof = saved.revealed or last_revealed(room=saved.room)
+    if proof is not None:
+        params["revealed"] = proof
+    return params
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     """Rejoin the saved race; one the server refuses for good (over, left, expired) is
     forgotten and the next saved one whose window is gone is tried, in this one run: a
@@ -469,13 +490,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     typed = getattr(args, "server", None)
     for saved in candidates:
         server = saved.server if typed is None else str(typed)
-        params = {
-            "room": saved.room,
-            "token": saved.token,
-            "code": saved.code,
-            "commitment": saved.commitment,
-        }
-        status = _race(server, "resume", saved.name, **params)
+        status = _race(server, "resume", saved.name, **resume_params(saved))
         if status != EXIT_FAILED or config.is_saved(saved):  # not refused for good
             return status
     return status

@@ -9,6 +9,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from solrace.protocol.limits import MAX_NAME_LEN
 from solrace.protocol.messages import display_name
@@ -33,6 +34,10 @@ class SavedRace:
     #: The round's commitment once announced (its countdown on; None in a lobby, and in
     #: an older client's file): it names the race (its id) when the room has moved on.
     commitment: str | None = None
+    #: The ``{seed, salt}`` of the room's last race_over the window saw (RoomView.
+    #: revealed; None before any, and in an older client's file): ``resume`` sends it
+    #: back as the proof that the round's seed went out (docs/protocol.md, ``resume``).
+    revealed: dict[str, Any] | None = None
 
 
 def race_path() -> Path:
@@ -84,7 +89,21 @@ def _read(path: Path) -> SavedRace | None:
         race = SavedRace(**data)
     except (OSError, ValueError, TypeError):
         return None
-    return race if _well_formed(race) else None
+    if not _well_formed(race):
+        return None
+    if not is_proof(race.revealed):
+        race.revealed = None  # edited by hand: the race resumes, with no proof
+    return race
+
+
+def is_proof(value: object) -> bool:
+    """Whether ``value`` is a ``{seed, salt}`` pair as a race_over reveals them: a whole
+    number and a string (the server checks the rest, and ignores a pair that is not
+    the room's)."""
+    if not isinstance(value, dict) or set(value) != {"seed", "salt"}:
+        return False
+    seed, salt = value["seed"], value["salt"]
+    return isinstance(seed, int) and not isinstance(seed, bool) and isinstance(salt, str)
 
 
 #: Each SavedRace field's type (bool is no int here: ``"racer": true`` is no racer).

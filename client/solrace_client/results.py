@@ -439,6 +439,21 @@ def _files() -> Iterator[Path]:
         yield from directory.glob("*.json")
 
 
+def last_revealed(*, room: str | None = None, code: str | None = None) -> dict[str, Any] | None:
+    """The ``{seed, salt}`` of the newest race saved here of the room ``room`` (or, for
+    a spectator who knows only the code, of a room with ``code``), or None: what a
+    resume or watch from a new process sends back as the proof that the round's seed
+    went out (docs/protocol.md, ``resume``) — the window that saw the race_over, and
+    held it, is gone. A pair of another room (a code drawn again) proves nothing, and
+    the server ignores it."""
+    for saved in list_results():
+        if (room is not None and saved.room == room) or (code is not None and saved.code == code):
+            seed, salt = saved.result.get("seed"), saved.result.get("salt")
+            if isinstance(seed, int) and not isinstance(seed, bool) and isinstance(salt, str):
+                return {"seed": seed, "salt": salt}
+    return None
+
+
 def list_results() -> list[SavedResult]:
     """Every readable saved race, newest first."""
     found: list[SavedResult] = []

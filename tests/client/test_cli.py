@@ -320,6 +320,29 @@ def test_resume_rejoins_the_saved_race(ui: FakeUI, capsys: pytest.CaptureFixture
     ]
 
 
+def test_resume_sends_back_the_proof_that_the_rooms_last_race_over_went_out(
+    ui: FakeUI, synthetic_race: Path
+) -> None:
+    """``solrace resume`` is a new process: its view holds no race_over, and it sent no
+    proof (``revealed``), so a store rewound to before the room's last race_over raced
+    the revealed deal again. It sends the saved race's pair (the window's view when it
+    saved the race), else — an older client's file has none — the newest saved result
+    of the room; a room with neither sends none."""
+    pair = {"seed": 7, "salt": "5" * 64}
+    saved = config.SavedRace("ws://saved:3", "r_synthetic", "SYN123", 2, "t" * 32, "Dee")
+    saved.revealed = pair
+    config.save_race(saved)
+    assert main(["resume"]) == 0
+    config.save_race(config.SavedRace("ws://saved:3", "r_synthetic", "SYN123", 2, "t" * 32, "Dee"))
+    assert main(["resume"]) == 0
+    config.clear_race("r_synthetic", "t" * 32)
+    config.save_race(config.SavedRace("ws://saved:3", "r_other", "OTH123", 2, "u" * 32, "Dee"))
+    assert main(["resume"]) == 0
+    result = json.loads(synthetic_race.read_text())["result"]
+    proofs = [call[2].get("revealed") for call in ui.calls]
+    assert proofs == [pair, {"seed": result["seed"], "salt": result["salt"]}, None]
+
+
 def test_resume_goes_to_the_saved_races_server_whatever_solrace_server_says(
     ui: FakeUI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

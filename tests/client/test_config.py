@@ -105,3 +105,18 @@ def test_resume_with_a_malformed_saved_race_says_so_in_one_line(config_dir: Path
     )
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_saved_races_proof_is_kept_and_a_malformed_one_dropped(config_dir: Path) -> None:
+    """The pair a window saves with its race (``revealed``: its view's last race_over)
+    comes back for ``resume``; one edited into something else is dropped, and the race
+    still resumes (without a proof), as an older client's file without one does."""
+    race = config.SavedRace(**{**asdict(ANN), "revealed": {"seed": 3, "salt": "a" * 64}})
+    config.save_race(race)
+    saved = config.load_race()
+    assert saved is not None and saved.revealed == {"seed": 3, "salt": "a" * 64}
+    for bad in ({"seed": True, "salt": "a"}, {"seed": 3}, [3, "a"], "x"):
+        (path,) = config.saved_race_files()
+        path.write_text(json.dumps({**asdict(ANN), "revealed": bad}))
+        saved = config.load_race()
+        assert saved is not None and saved.token == ANN.token and saved.revealed is None

@@ -8,7 +8,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from solrace_client.results import finished_race, load_result, race_id, results_dir, write_result
+from solrace_client.results import (
+    finished_race,
+    last_revealed,
+    load_result,
+    race_id,
+    results_dir,
+    write_result,
+)
 from solrace_client.verify import verify_result
 
 from .conftest import YUKON, synthetic_result
@@ -138,3 +145,15 @@ def test_two_saves_at_once_both_leave_their_part(config_dir: Path) -> None:
             list(pool.map(write_result, [racer, spectator]))
         kept = load_result(racer.race)
         assert (kept.published_commitment, kept.deal) == (result["commitment"], DEAL)
+
+
+def test_the_newest_saved_result_of_a_room_is_its_proof(synthetic_race: Path) -> None:
+    """``last_revealed``: what a resume (by room) or a watch (by code) from a new process
+    sends back as ``revealed`` — the newest saved race of the room, else nothing."""
+    result = synthetic_result()
+    pair = {"seed": result["seed"], "salt": result["salt"]}
+    assert last_revealed(room="r_synthetic") == pair
+    assert last_revealed(code="SYN123") == pair
+    assert last_revealed(room="r_other") is None
+    assert last_revealed(code="OTHER1") is None
+    assert last_revealed() is None

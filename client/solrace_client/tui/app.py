@@ -483,7 +483,9 @@ class SolraceApp(App[int]):
 
     async def _enter(self, client: RaceClient) -> dict[str, Any]:
         if self.mode == "watch":
-            return await client.watch(code=self.watch_code)
+            # A race of the room saved here (by a window gone now) proves its seed out.
+            proof = results.last_revealed(code=self.watch_code) if self.watch_code else None
+            return await client.watch(code=self.watch_code, revealed=proof or "last")
         p = self.params
         if self.action == "create":
             settings = {k: p[k] for k in CREATE_SETTINGS if p.get(k) is not None}
@@ -500,9 +502,15 @@ class SolraceApp(App[int]):
         the grace) is looked into: where the room's race is over, the server's "you can
         watch room X" sent a newcomer to watch a race that had ended (an audit), so the
         room is looked at as a spectator for the race id to fetch instead."""
+        # The saved race's proof that the room's last race_over went out (cmd_resume):
+        # this process's view, new, holds none.
+        proof = self.params.get("revealed")
         try:
             return await client.resume(
-                room=str(self.params["room"]), token=str(self.params["token"]), since=None
+                room=str(self.params["room"]),
+                token=str(self.params["token"]),
+                since=None,
+                revealed=proof if isinstance(proof, Mapping) else "last",
             )
         except ServerError as err:
             if err.code == "bad_token":
@@ -621,6 +629,7 @@ class SolraceApp(App[int]):
                     name=self.state.name_of(self.state.me) if self.state.me else self.name_,
                     version=self.state.version,
                     commitment=self.state.commitment,
+                    revealed=self.state.revealed,
                 )
             )
         except OSError as exc:  # the race goes on; say once that resume will not work

@@ -20,7 +20,7 @@ from solrace_client.tui.widgets import LobbyScreen, PlayScreen, StandingsScreen,
 from textual.widgets import Input
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
-from tests.support.race import close_all, winning_moves
+from tests.support.race import close_all, restore_room, snapshot_room, winning_moves
 
 from .conftest import (
     SEED,
@@ -448,6 +448,48 @@ async def test_resume_from_a_saved_token_replaces_the_old_window(cluster: Cluste
             assert first.client is not None and first.client.ws.close_code == 1000
             assert not first.online
     await bob.close()
+
+
+async def test_resume_in_a_new_process_proves_the_rooms_revealed_seed(cluster: Cluster) -> None:
+    """``solrace resume`` after a store rewind: Ann's window saw round 1's race_over and
+    went on to the rematch's lobby; its node is gone, and the store, restored from a
+    copy taken mid-race, comes back on a fresh node racing round 1 again, whose seed
+    Ann holds. A new window (``resume_params`` of the saved race, as ``solrace
+    resume`` passes them) had no view to prove it with, sent no ``revealed``, and the
+    revealed deal was raced again. The saved race holds the window's pair: the resume
+    sends it, and the race ends at once, as at its time limit."""
+    from solrace_client.cli import resume_params
+
+    one = await cluster.node()
+    bob = await RaceClient.connect(one.url)
+    first = SolraceApp(one.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with first.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: first.state.code, "the room")
+        await bob.join(first.state.code or "", "Bob")
+        await bob.ready()
+        await wait_for_text(pilot, "Everyone is ready")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: first.state.phase == "racing", "the race")
+        room_id = first.state.room or ""
+        snapshot = await snapshot_room(one, room_id)
+        assert first.client is not None
+        await first.client.resign()
+        await bob.resign()
+        await wait_until(pilot, lambda: first.state.revealed is not None, "the race_over")
+        pair = first.state.revealed
+        await first.client.rematch()
+        await wait_until(pilot, lambda: config.load_race() is not None, "the lobby saved")
+        saved = config.load_race()
+        assert saved is not None and saved.revealed == pair
+        await bob.close()
+        await cluster.kill(one)
+        await restore_room(one, room_id, snapshot)
+    two = await cluster.node()
+    second = SolraceApp(two.url, action="resume", name=saved.name, params=resume_params(saved))
+    async with second.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: second.state.phase == "finished", "the race's end")
+        assert (second.state.result or {}).get("reason") == "time_limit"
+        assert (second.state.result or {}).get("seed") == pair["seed"]  # type: ignore[index]
 
 
 async def test_a_saved_token_that_no_longer_works_is_forgotten(cluster: Cluster) -> None:
