@@ -11,7 +11,6 @@ with it, or to get a race this computer never saw end.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -48,7 +47,11 @@ async def _archived_on(url: str, race: str) -> SavedResult:
         settings=dict(reply["settings"]),
         result=dict(reply["result"]),
         deal=dict(reply["deal"]) if reply.get("deal") else None,
-        saved_at_ms=int(time.time() * 1000),
+        # No time: when the race was run is unknown, and a copy fetched now of an old
+        # race, timed now, was the room's "newest" — the pair a resume from a new
+        # process sent as its proof (results.last_revealed) instead of the last
+        # race's, which the server ignored (a review). Untimed, it orders oldest.
+        saved_at_ms=None,
     )
 
 

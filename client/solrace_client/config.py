@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from solrace.protocol.fairness import MAX_SEED, is_salt
 from solrace.protocol.limits import MAX_NAME_LEN
 from solrace.protocol.messages import display_name
 
@@ -97,13 +98,15 @@ def _read(path: Path) -> SavedRace | None:
 
 
 def is_proof(value: object) -> bool:
-    """Whether ``value`` is a ``{seed, salt}`` pair as a race_over reveals them: a whole
-    number and a string (the server checks the rest, and ignores a pair that is not
-    the room's)."""
+    """Whether ``value`` is a ``{seed, salt}`` pair as a race_over reveals them: a seed
+    in 0..MAX_SEED and 64 lower-case hex digits — what the server takes (one it
+    ignores if it is not the room's). A seed past 64 bits, edited in by hand, was sent
+    on and failed to encode: a traceback, and no resume (a review)."""
     if not isinstance(value, dict) or set(value) != {"seed", "salt"}:
         return False
     seed, salt = value["seed"], value["salt"]
-    return isinstance(seed, int) and not isinstance(seed, bool) and isinstance(salt, str)
+    whole = isinstance(seed, int) and not isinstance(seed, bool)
+    return whole and 0 <= seed <= MAX_SEED and is_salt(salt)
 
 
 #: Each SavedRace field's type (bool is no int here: ``"racer": true`` is no racer).

@@ -411,8 +411,17 @@ class RaceClient:
         if future.done() and not future.cancelled():
             future.exception()
 
-    def _entered(self, reply: dict[str, Any]) -> dict[str, Any]:
-        """Who this connection is in the room (the reader has loaded the snapshot)."""
+    def _entered(
+        self, reply: dict[str, Any], proof: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Who this connection is in the room (the reader has loaded the snapshot).
+        ``proof``: the ``revealed`` a resume or watch sent; a view holding no pair of
+        the room keeps it, to send again on the next entry — a new window given the
+        saved pair, entering a snapshot with no result (the rematch's lobby), kept
+        none, saved its race with none and proved nothing on a reconnect (a review).
+        A race_over or a snapshot's result replaces it (:meth:`RoomView._keep_over`)."""
+        if proof is not None and self.view.room == reply["room"] and self.view.revealed is None:
+            self.view.revealed = dict(proof)
         self.room = reply["room"]
         self.code = reply["snapshot"]["code"]
         if "racer" in reply:
@@ -532,7 +541,7 @@ class RaceClient:
                 waits += 1
                 await asyncio.sleep(retry_after_s(err))
                 continue
-            return self._entered(reply)
+            return self._entered(reply, proof)
 
     async def watch(
         self,
@@ -550,7 +559,8 @@ class RaceClient:
             if proof is None or not _refuses_field(err, "revealed"):
                 raise
             reply = await self.request("watch", code=code, room=room, since=since)
-        return self._entered(reply)
+            proof = None
+        return self._entered(reply, proof)
 
     def _proof(
         self,

@@ -41,7 +41,7 @@ from solrace import protocol
 from solrace.protocol.limits import MAX_MOVE_LEN, MAX_TIME_LIMIT_S, MIN_TIME_LIMIT_S
 from solrace.rules import VARIANTS
 
-from .config import config_dir
+from .config import config_dir, is_proof
 
 #: What may name a saved race (no path separators, no leading dot).
 _RACE_REF: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,129}")
@@ -445,12 +445,13 @@ def last_revealed(*, room: str | None = None, code: str | None = None) -> dict[s
     resume or watch from a new process sends back as the proof that the round's seed
     went out (docs/protocol.md, ``resume``) — the window that saw the race_over, and
     held it, is gone. A pair of another room (a code drawn again) proves nothing, and
-    the server ignores it."""
+    the server ignores it. Newest by the time a race was saved as it ended; a copy
+    fetched from a server's archive has none and comes last."""
     for saved in list_results():
         if (room is not None and saved.room == room) or (code is not None and saved.code == code):
-            seed, salt = saved.result.get("seed"), saved.result.get("salt")
-            if isinstance(seed, int) and not isinstance(seed, bool) and isinstance(salt, str):
-                return {"seed": seed, "salt": salt}
+            pair = {"seed": saved.result.get("seed"), "salt": saved.result.get("salt")}
+            if is_proof(pair):
+                return pair
     return None
 
 

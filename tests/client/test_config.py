@@ -115,7 +115,9 @@ def test_a_saved_races_proof_is_kept_and_a_malformed_one_dropped(config_dir: Pat
     config.save_race(race)
     saved = config.load_race()
     assert saved is not None and saved.revealed == {"seed": 3, "salt": "a" * 64}
-    for bad in ({"seed": True, "salt": "a"}, {"seed": 3}, [3, "a"], "x"):
+    too_big = {"seed": 2**70, "salt": "a" * 64}  # a traceback on sending it (a review)
+    malformed = ({"seed": True, "salt": "a" * 64}, {"seed": 3}, [3, "a"], "x", too_big)
+    for bad in (*malformed, {"seed": -1, "salt": "a" * 64}, {"seed": 3, "salt": "A" * 64}):
         (path,) = config.saved_race_files()
         path.write_text(json.dumps({**asdict(ANN), "revealed": bad}))
         saved = config.load_race()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from solrace_client.results import (
+    SavedResult,
     finished_race,
     last_revealed,
     load_result,
@@ -157,3 +158,22 @@ def test_the_newest_saved_result_of_a_room_is_its_proof(synthetic_race: Path) ->
     assert last_revealed(room="r_other") is None
     assert last_revealed(code="OTHER1") is None
     assert last_revealed() is None
+
+
+def test_a_fetched_copy_of_an_older_race_is_not_the_rooms_proof(synthetic_race: Path) -> None:
+    """A copy fetched from the archive (``solrace fetch``) is untimed — when its race
+    was run is unknown — and orders after every race saved as it ended: fetched now
+    and timed now, an older race of the room became its "newest", the pair a resume
+    from a new process sent, which the server ignored (a review)."""
+    live = synthetic_result()
+    older = {**live, "seed": 7, "salt": "b" * 64}
+    write_result(
+        SavedResult(
+            race="r_synthetic.0badc0de",
+            room="r_synthetic",
+            settings=YUKON,
+            result=older,
+            saved_at_ms=None,
+        )
+    )
+    assert last_revealed(room="r_synthetic") == {"seed": live["seed"], "salt": live["salt"]}

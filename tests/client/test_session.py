@@ -25,7 +25,7 @@ from websockets.exceptions import InvalidStatus
 from tests.client.test_roomview import folded, fresh_watch, public, you_of
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
 from tests.store.conftest import delete_room_keys
-from tests.support.race import close_all, lobby, winning_moves
+from tests.support.race import close_all, lobby, racing, winning_moves
 
 MOVES = winning_moves(SOLVABLE_SECRET)
 QUICK = Backoff(first_s=0.05, max_s=0.2, jitter=0.2)
@@ -457,3 +457,30 @@ async def test_the_documented_session_and_client_calls_work_as_written(cluster: 
         await session.next()
     assert over.value.reason is SessionEnd.CLOSED
     await ann.close()
+
+
+@pytest.mark.parametrize("entry", ["resume", "watch"])
+async def test_a_proof_given_to_an_entry_is_kept_for_the_next_one(
+    cluster: Cluster, entry: str
+) -> None:
+    """A new window (``solrace resume``/``watch`` of a room seen before) sends the saved
+    ``{seed, salt}`` of the room's last race_over. Entering the rematch's lobby, whose
+    snapshot holds no result, the view kept no pair: the window saved its race with
+    none and every reconnect of it proved nothing — the store rewound under it raced
+    the revealed deal again (a review). The pair given is kept as the view's."""
+    node = await cluster.node()
+    ann, bob = await racing(node.url, node.url)
+    await ann.resign()
+    await bob.resign()
+    over = await ann.next_event("race_over", timeout=10)
+    pair = {"seed": over.d["seed"], "salt": over.d["salt"]}
+    await ann.rematch()
+    await ann.close()
+    back = await RaceClient.connect(node.url)
+    if entry == "resume":
+        reply = await back.resume(room=ann.room, token=ann.token, since=None, revealed=pair)
+    else:
+        reply = await back.watch(code=ann.code, revealed=pair)
+    assert reply["snapshot"]["phase"] == "lobby" and reply["snapshot"]["result"] is None
+    assert back.view.revealed == pair
+    await close_all(back, bob)

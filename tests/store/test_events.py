@@ -293,6 +293,9 @@ async def test_a_round_proved_revealed_takes_no_more_moves_and_is_never_lowered(
     assert 0 < await store._redis.pttl(store.keys.room(room).over) <= 60_000
     with pytest.raises(ValueError):
         await store.reveal_round(room, 0)
+    # a room gone (expired) meanwhile is not brought back as an `over` with no expiry
+    assert await store.reveal_round("gone", 1) == 0
+    assert not await store._redis.exists(store.keys.room("gone").over)
 
 
 async def test_a_result_is_saved_once_and_the_first_stands(store: Store, node2: Store) -> None:

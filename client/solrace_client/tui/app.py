@@ -483,8 +483,10 @@ class SolraceApp(App[int]):
 
     async def _enter(self, client: RaceClient) -> dict[str, Any]:
         if self.mode == "watch":
-            # A race of the room saved here (by a window gone now) proves its seed out.
-            proof = results.last_revealed(code=self.watch_code) if self.watch_code else None
+            # A race of the room saved here (by a window gone now) proves its seed out;
+            # read off the event loop (every saved race file is read).
+            code = self.watch_code
+            proof = await asyncio.to_thread(results.last_revealed, code=code) if code else None
             return await client.watch(code=self.watch_code, revealed=proof or "last")
         p = self.params
         if self.action == "create":

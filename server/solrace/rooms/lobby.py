@@ -716,7 +716,8 @@ async def _proof(
     (Node.room). Kept in this node's memory only, a node that dropped the room
     before its countdown forgot it, and the other nodes serving the room took moves
     until they folded the race's end. A write Redis fails refuses the request
-    (``unavailable``) with nothing known: the client's retry brings the proof again."""
+    (``unavailable``), this node keeping nothing (the write may have been made: a
+    timeout cannot tell): the client's retry brings the proof again."""
     if revealed is None:
         return False
     number = room.proven_round(revealed.seed, revealed.salt)

@@ -7,6 +7,11 @@
 -- Never lowers `over`: one atomic step, so a proof of an earlier round read and
 -- written around another node's race_over cannot undo it. Returns `over` before: at
 -- or past the round, the store knew already (another node was given the proof).
+-- A room whose keys expired meanwhile is left gone: SET on it would leave an `over`
+-- with no TTL to inherit, never expiring (a review).
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return tonumber(redis.call('GET', KEYS[2]) or '0')
+end
 local over = tonumber(redis.call('GET', KEYS[2]) or '0')
 if tonumber(ARGV[1]) > over then
   redis.call('SET', KEYS[2], ARGV[1])
