@@ -1664,11 +1664,17 @@ async def test_a_reassert_racing_a_resume_elsewhere_takes_nothing_back(
     token = (await ann.until(lambda f: f.t == "joined")).d["token"]
     back = FakePeer(elsewhere)
     real_decide = ann.node.decide
+    #: The resume's reply: ``back`` plays once it has it, as a client does (a
+    #: connection's requests are handled in turn). Moved as soon as this node had
+    #: folded the resume, it could still be refused ``not_racer``: the resume had
+    #: stored its presence, but not yet attached its connection (1 run in 80 with a
+    #: CPU hog; every run with the store's calls 0-40 ms late).
+    resumed: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
 
     async def resume_first(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("conn") == ann.conn_id and kwargs.get("node") is not None:
             # The racer resumes on the other node while this one is about to re-assert.
-            assert (await back.ask("resume", room=room.room_id, token=token)).t == "joined"
+            resumed.set_result(await back.ask("resume", room=room.room_id, token=token))
         return await real_decide(*args, **kwargs)
 
     monkeypatch.setattr(ann.node, "decide", resume_first)
@@ -1676,6 +1682,7 @@ async def test_a_reassert_racing_a_resume_elsewhere_takes_nothing_back(
     # the racer offline while its connection here is open; the node re-asserts it.
     offline = lambda: decisions.presence(room.state, 1, False, ann.conn_id)  # noqa: E731
     await real_decide(room, offline, conn=ann.conn_id)
+    assert (await asyncio.wait_for(resumed, 10)).t == "joined"
     await ann.until(lambda f: ann.closed)
     assert ann.closes == [(1000, CloseReason.REPLACED)]
     async with asyncio.timeout(5):
