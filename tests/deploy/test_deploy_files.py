@@ -6,11 +6,12 @@ example-certificate script writes a matching pair."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 import yaml
@@ -436,3 +437,30 @@ def test_every_variable_deploy_sets_is_one_the_server_takes_with_a_value_it_take
     for where, env in _deployed_environments().items():
         assert set(env) <= names, (where, set(env) - names)
         server_main.resolve(no_flags, {k: str(v) for k, v in env.items()})  # raises if not
+
+
+#: Where each deployment's proxy reaches the nodes from: docker's default address pool
+#: (compose's backend network), a pod network (ingress-nginx), nginx on the host.
+PROXY_SEEN_FROM: Final = {
+    "compose.yaml": "172.18.0.5",
+    "k8s ConfigMap": "10.244.1.7",
+    "solrace.env": "127.0.0.1",
+}
+
+
+def test_every_deployments_proxy_is_a_trusted_one() -> None:
+    """A node trusts loopback alone by default (a LAN client is no proxy): a deployment
+    whose proxy reaches the nodes from a container or pod network names that network,
+    or every client behind its nginx shares one cap of 64 connections and 12 rooms a
+    minute, and one seat in a public room."""
+    from solrace.net import main as server_main
+    from solrace.net.admission import Admission
+
+    no_flags = server_main.build_parser().parse_args([])
+    for where, env in _deployed_environments().items():
+        seen_from = next((a for w, a in PROXY_SEEN_FROM.items() if where.startswith(w)), None)
+        if seen_from is None:
+            continue  # the image's own defaults: no proxy of its own
+        args = server_main.resolve(no_flags, {k: str(v) for k, v in env.items()})
+        admission = Admission(100, trusted=args.trusted_proxies)
+        assert admission.is_trusted(ipaddress.ip_address(seen_from)), where

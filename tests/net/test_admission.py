@@ -153,6 +153,30 @@ def test_a_trusted_proxy_is_not_capped_but_the_client_it_names_is() -> None:
     assert direct.key == "203.0.113.77"
 
 
+def test_by_default_only_this_machine_is_a_trusted_proxy() -> None:
+    """A LAN client is not a proxy: trusted by default (``loopback,private`` before),
+    a client from a private address was never capped and its own ``X-Forwarded-For``
+    was believed — a real node capped at 2 per address admitted 10 connections from
+    fd00::2, each naming another 203.0.113.x. By default only loopback (nginx on the
+    host, deploy/nginx.conf) is trusted; a private peer is capped by its own address."""
+    admission = Admission(max_connections=100, max_per_address=2)
+    for peer in ("10.1.2.3", "192.168.1.20", "172.16.0.9", "fd00::2"):
+        admitted = [admission.accept(peer, 0.0) for _ in range(2)]
+        for n, ticket in enumerate(admitted):
+            assert ticket is not None and ticket.key is not None
+            assert admission.identify(ticket, [f"203.0.113.{n + 1}"], 0.0) is None
+            assert ticket.forwarded is None  # its claim is not believed
+        third = admission.accept(peer, 0.0)
+        assert third is not None
+        assert admission.identify(third, ["198.51.100.7"], 0.0) is Refusal.TOO_MANY_CONNECTIONS
+    # nginx on the host (deploy/nginx.conf, deploy/local.sh) still names its clients.
+    for n in range(3):
+        proxied = admission.accept("127.0.0.1", 0.0)
+        assert proxied is not None and proxied.key is None
+        assert admission.identify(proxied, [f"203.0.113.{50 + n}"], 0.0) is None
+        assert proxied.forwarded == f"203.0.113.{50 + n}"
+
+
 def test_the_default_limits_follow_the_open_file_limit() -> None:
     assert default_max_connections(1024) == 1024 - min(FD_RESERVE, 1024 // 4)
     assert default_max_connections(200) == 200 - 200 // 4

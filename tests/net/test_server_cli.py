@@ -204,6 +204,19 @@ def test_the_spectators_cap_a_user_gets_is_the_documented_one(
     assert server_main.resolve(server_main.build_parser().parse_args([])).spectators_per_room == 40
 
 
+def test_the_trusted_proxies_a_user_gets_are_this_machines_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``solrace-server`` with no flag trusts loopback only (docs/server.md, "Behind a
+    proxy"): a LAN client's ``X-Forwarded-For`` must not lift its caps."""
+    monkeypatch.delenv("SOLRACE_TRUSTED_PROXIES", raising=False)
+    parse = server_main.build_parser().parse_args
+    trusted = [str(n) for n in server_main.resolve(parse([])).trusted_proxies]
+    assert trusted == ["127.0.0.0/8", "::1/128"]
+    monkeypatch.setenv("SOLRACE_TRUSTED_PROXIES", "loopback,private")
+    assert len(server_main.resolve(parse([])).trusted_proxies) == 6
+
+
 def test_the_unread_budget_a_user_gets_is_the_documented_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -13,9 +13,10 @@ connections past its limits with an HTTP answer that says why (docs/protocol.md 
   :attr:`Admission.max_per_address` of them, so one address cannot take the node.
 
 The address of a connection is the peer's, unless the peer is in a *trusted* network
-(by default loopback and the private ranges: the machine itself, a proxy beside it, a
-container network). A trusted peer's own address is never capped (it is a proxy or
-the operator's own tools, speaking for many people); when it forwards
+(by default loopback alone: the machine itself, nginx beside the node; a container
+network's or a LAN proxy's range is named by the operator). A trusted peer's own
+address is never capped (it is a proxy or the operator's own tools, speaking for many
+people); when it forwards
 ``X-Forwarded-For``, the last entry no trusted proxy holds (the client as the proxies
 saw it) is the address capped. An IPv6 client is counted by its /64, which one user
 usually holds whole.
@@ -149,9 +150,13 @@ NAMED_NETWORKS: Final[dict[str, tuple[str, ...]]] = {
     "loopback": ("127.0.0.0/8", "::1/128"),
     "private": ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"),
 }
-#: Trusted by default: the machine itself, and the private ranges (RFC 1918, RFC 4193)
-#: where a proxy or a container network beside the node lives.
-DEFAULT_TRUSTED: Final = "loopback,private"
+#: Trusted by default: the machine itself (nginx on the host, deploy/nginx.conf) and
+#: nothing else. Why not the private ranges too (the default before): a LAN client is a
+#: private address, and a trusted one is uncapped and believed when it names another
+#: client in ``X-Forwarded-For`` — a real node capped at 2 per address admitted 10
+#: connections from fd00::2, each naming another address. A proxy on a container or
+#: LAN network is named with ``--trusted-proxies`` (deploy/compose.yaml, deploy/k8s).
+DEFAULT_TRUSTED: Final = "loopback"
 
 
 class Refusal(enum.Enum):
