@@ -363,6 +363,33 @@ async def test_a_clean_restart_takes_up_its_drained_rooms_without_a_warning(
     await bob.close()
 
 
+async def test_a_room_whose_last_node_drained_is_taken_up_at_info_after_an_earlier_crash(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A room served by a node that crashed, then by the node that took it up (which
+    warned: a death), then drained: the next take-up is a clean restart's, one INFO.
+    It warned again (an operator audit): the crashed node stayed in the room's set of
+    serving nodes, without a hand-off note, so the room read as a dead node's."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    first = await cluster.node()
+    ann = (await lobby(first.url, names=("Ann",)))[0]
+    await cluster.kill(first)
+    await first.node.store.drop_lease(first.node.node_id)  # what 5 s without renewal does
+    second = await cluster.node()
+    await second.node.sweep_orphans()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert ("WARNING", _ADOPTING) in said, said  # the crash: warned once
+    caplog.clear()
+    await second.drain()
+    cluster.servers.remove(second)
+    third = await cluster.node()
+    await third.node.sweep_orphans()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert ("INFO", _TAKING_UP) in said and ("WARNING", _ADOPTING) not in said, said
+    assert third.node.rooms[ann.room or ""].served()
+    await ann.close()
+
+
 @pytest.mark.parametrize("fails", ["between its writes", "before its first write"])
 async def test_a_hand_off_cut_by_a_fault_still_lets_the_room_be_adopted_once(
     cluster: Cluster, caplog: pytest.LogCaptureFixture, fails: str

@@ -36,6 +36,7 @@ STORE_CALLS = (
     "heads",
     "is_listed",
     "join_room_nodes",
+    "leave_room_nodes",
     "live_nodes",
     "older_nodes",
     "idle_lobbies",

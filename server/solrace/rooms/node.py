@@ -749,7 +749,13 @@ class Node:
         their grace ends and end the race (or its time limit does). False if this node
         serves it already. Said at INFO when every node that served it drained
         (:meth:`hand_off`: a clean restart's own rooms), else as a dead node's, a
-        warning: a restart warned of the rooms it had itself drained (an audit)."""
+        warning: a restart warned of the rooms it had itself drained (an audit).
+
+        The nodes it takes the room over from leave the room's set of serving nodes
+        (Store.leave_room_nodes), once this node is in it: the next take-up judges the
+        nodes that served the room since. Kept, a node that crashed long before made
+        every later take-up warn, after a drain too (an audit). Only nodes still not
+        live are taken out: one that joined meanwhile serves it."""
         async with room.lock:
             # Asked under the lock: two sweeps at once (the loop's, and one a caller
             # asked for) both saw the room unserved before either joined it, and it
@@ -757,7 +763,8 @@ class Node:
             if room.served():
                 return False
             served_by = await self.store.room_nodes(room.room_id) - {self.node_id}
-            if served_by and await self.store.handed_off(served_by) == served_by:
+            handed_off = await self.store.handed_off(served_by)
+            if served_by and handed_off == served_by:
                 log.info(
                     "taking up a room its node handed off when it stopped",
                     extra={"room": room.room_id, "nodes": ",".join(sorted(served_by))},
@@ -766,6 +773,8 @@ class Node:
                 log.warning("adopting a room no live node serves", extra={"room": room.room_id})
             await self.join_room(room)
             room.serving = True
+            gone = served_by - await self.store.live_nodes(served_by)
+            await self.store.leave_room_nodes(room.room_id, gone)
         self.schedule(room)
         return True
 

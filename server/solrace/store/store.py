@@ -1191,8 +1191,19 @@ class Store:
             raw = await self._redis.get(self.keys.room(room_id).over)
         return int(raw) if raw is not None else 0
 
+    async def leave_room_nodes(self, room_id: str, node_ids: Collection[str]) -> None:
+        """Take ``node_ids`` out of the room's set of serving nodes: a node that took
+        the room up after they left it (Node._adopt) replaces them, so the next node
+        to take it up judges only those that served it since (did they drain or die?)."""
+        self._refuse_closed()
+        if not node_ids:
+            return
+        with self._errors():
+            await self._redis.srem(self.keys.room(room_id).nodes, *sorted(node_ids))
+
     async def room_nodes(self, room_id: str) -> set[str]:
-        """The nodes that have served the room (:meth:`join_room_nodes`)."""
+        """The nodes that serve the room, or served it and were not yet replaced by a
+        node that took it up (:meth:`join_room_nodes`, :meth:`leave_room_nodes`)."""
         with self._errors():
             members: Any = await self._redis.smembers(self.keys.room(room_id).nodes)
         return {_as_text(m) for m in members or ()}
