@@ -109,6 +109,35 @@ async def test_a_node_that_stops_drops_the_batch_still_due(
     assert not node._tasks  # and no task started after the stop
 
 
+async def test_a_node_that_stops_drops_the_boards_still_delayed(backend: Backend) -> None:
+    """A board built for spectators goes out one spectator delay later (fair
+    spectating). That wait was a timer nobody kept: a node that stopped within the
+    delay still sent the board afterwards, from a stopped node. The room keeps its
+    delayed boards and cancels them with its other timers when the node stops."""
+    node = await backend.node()
+    ann, bob, spy = FakePeer(node), FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann", spectator_delay_s=1)
+    assert created.t == "joined", created.d
+    code = str(created.d["code"])
+    assert (await bob.ask("join", code=code, name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    await ann.until(lambda f: f.t == "started")
+    assert (await spy.ask("watch", code=code)).t == "watching"
+    moves = winning_moves(SOLVABLE_SECRET)
+    assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
+    [room] = [r for r in node.rooms.values() if r.spectators]
+    async with asyncio.timeout(5):  # the board is built, and waits out the delay
+        while not room.delayed_boards:
+            await asyncio.sleep(0.01)
+    await node.stop()
+    assert not room.delayed_boards
+    sent = len(spy.frames)
+    await asyncio.sleep(1.3)  # past the delay
+    assert spy.frames[sent:] == [], "a board came from a stopped node"
+
+
 async def test_a_delayed_board_of_a_finished_round_is_not_sent_after_a_rematch(
     backend: Backend,
 ) -> None:

@@ -58,6 +58,9 @@ class LiveRoom:
         self.unsent_boards: set[int] = set()
         self.boards_sent_at = float("-inf")
         self.boards_due: asyncio.Handle | None = None
+        #: Boards built and waiting out the spectator delay (spectators._send_later),
+        #: until each is sent: cancelled with the room's timers.
+        self.delayed_boards: set[asyncio.Handle] = set()
         #: The room's next wake-up (Node.schedule) and the loop time it is due. A
         #: Handle, not a TimerHandle: uvloop returns a plain Handle, which has no
         #: ``when()``, for a call due less than half a millisecond away.
@@ -131,11 +134,13 @@ class LiveRoom:
         return state.phase == Phase.FINISHED or not state.racers
 
     def cancel_timers(self) -> None:
-        """Stop the room's timer and its spectators' pending boards: the node stops,
-        forgets the room, or Redis lost it."""
-        for timer in (self.timer, self.boards_due, self.retry_due):
+        """Stop the room's timer and its spectators' pending boards (the batch due, and
+        the boards waiting out the spectator delay): the node stops, forgets the room,
+        or Redis lost it."""
+        for timer in (self.timer, self.boards_due, self.retry_due, *self.delayed_boards):
             if timer is not None:
                 timer.cancel()
+        self.delayed_boards.clear()
 
     def reset(self) -> None:
         """Forget everything folded (Redis lost writes): fold again from version 0."""

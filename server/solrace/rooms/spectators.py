@@ -311,8 +311,21 @@ async def _build_and_send(node: Node, room: LiveRoom) -> None:
         if delay == 0:
             _send_to_spectators(room, frame, state.round)
         else:
-            loop = asyncio.get_running_loop()
-            loop.call_later(delay, _send_to_spectators, room, frame, state.round)
+            _send_later(room, delay, frame, state.round)
+
+
+def _send_later(room: LiveRoom, delay_s: float, frame: bytes, round_no: int) -> None:
+    """Send a board ``delay_s`` from now (fair spectating's delay), on a timer the room
+    keeps (LiveRoom.delayed_boards) until it fires: cancelled with the room's other
+    timers when the node stops or forgets the room. Untracked, a board built within
+    the delay before a stop went out after it."""
+
+    def send() -> None:
+        room.delayed_boards.discard(handle)
+        _send_to_spectators(room, frame, round_no)
+
+    handle = asyncio.get_running_loop().call_later(delay_s, send)
+    room.delayed_boards.add(handle)
 
 
 def _send_to_spectators(room: LiveRoom, frame: bytes, round_no: int) -> None:
