@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -20,7 +21,7 @@ from solrace.protocol.views import EventType
 from solrace.race import RacerGame
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.fairness import round_salt, round_seed
-from solrace.rooms.node import LEASE_MS, LEASE_RENEW_S
+from solrace.rooms.node import HAND_OFF_KEEP_MS, LEASE_MS, LEASE_RENEW_S
 from solrace.rooms.records import unpack, unpack_entries, unpack_event
 from solrace.rooms.room import PROOF_ROUNDS_AHEAD
 from solrace.rules import deal
@@ -361,6 +362,27 @@ async def test_a_clean_restart_takes_up_its_drained_rooms_without_a_warning(
     said = [(r.levelname, r.getMessage()) for r in caplog.records]
     assert ("WARNING", _ADOPTING) in said and ("INFO", _TAKING_UP) not in said, said
     await bob.close()
+
+
+async def test_a_clean_restart_leaves_no_hand_off_note_behind(cluster: Cluster) -> None:
+    """A drain's hand-off note (``handoff:<id>``) is read when the node's rooms are
+    taken up, and never after: it goes as soon as they are, and otherwise lapses within
+    HAND_OFF_KEEP_MS, not a day (ROOM_TTL_S) as it did — each drain left a key for a
+    day (an operator audit)."""
+    first = await cluster.node()
+    ann = (await lobby(first.url, names=("Ann",)))[0]
+    await first.drain()
+    cluster.servers.remove(first)
+    await ann.closed
+    second = await cluster.node()
+    store = second.node.store
+    note = store.keys.handed_off(first.node.node_id)
+    assert 0 < await store._redis.pttl(note) <= HAND_OFF_KEEP_MS
+    await second.node.sweep_orphans()
+    assert second.node.rooms[ann.room or ""].served()  # taken up: the note did its work
+    assert await store._redis.exists(note) == 0
+    pattern = re.sub(r"([*?\[\]\\])", r"\\\1", store.keys.prefix) + "handoff:*"
+    assert [k async for k in store._redis.scan_iter(match=pattern)] == []
 
 
 async def test_a_room_whose_last_node_drained_is_taken_up_at_info_after_an_earlier_crash(

@@ -32,6 +32,7 @@ WRITES: dict[str, Callable[[Store], Awaitable[object]]] = {
     "renew_lease": lambda s: s.renew_lease("n1", 10_000),
     "drop_lease": lambda s: s.drop_lease("n0"),
     "hand_off": lambda s: s.hand_off("n0", 60_000),
+    "forget_hand_offs": lambda s: s.forget_hand_offs({"n0"}),
     "claim_seat": lambda s: s.claim_seat("ab" * 32, "r1", 1, 60),
     "release_seat_claim": lambda s: s.release_seat_claim("cd" * 32),
     "save_result": lambda s: s.save_result("race1", b"result"),

@@ -32,6 +32,7 @@ STORE_CALLS = (
     "events_since",
     "expire_room",
     "hand_off",
+    "forget_hand_offs",
     "handed_off",
     "heads",
     "is_listed",

@@ -93,6 +93,16 @@ RETRY_MAX_S = 2.0
 #: How often a node looks for rooms no live node looks after (Node.sweep_orphans): at
 #: its start, once its predecessor's lease has lapsed, then this often.
 ORPHAN_SWEEP_S = 60.0
+#: The longest a drained node's hand-off note (Node.hand_off) is kept when nothing takes
+#: its rooms up; taken up, the note goes at once (Node.sweep_orphans). It is read only
+#: by the first sweep after the node's lease is gone: another live node's within
+#: ORPHAN_SWEEP_S, or a restarted node's at its start. Not the lease (5 s): a note that
+#: short lapsed before the other nodes' next sweep, and before a restart slower than
+#: 5 s, and every scale-down warned. Five sweeps cover a slow sweep and a stop, upgrade
+#: and start of some minutes; a room left unserved longer than that (its racers' grace
+#: and its timers unheeded) is worth the warning anyway. Before, a day (ROOM_TTL_S):
+#: each drain left its key that long.
+HAND_OFF_KEEP_MS = int(5 * ORPHAN_SWEEP_S * 1000)
 #: The tail and wake loops: how long a read blocks in Redis waiting for another node's
 #: events (or wake-ups), how long the tail waits while no room is shared, and how
 #: long both wait after the store failed before reading again.
@@ -321,6 +331,9 @@ class Node:
         #: trims a room's history (_history_to_trim).
         self.older_nodes: set[str] | None = None
         self._asking_older = False
+        #: Nodes whose handed-off rooms this node took up in the sweep under way: their
+        #: hand-off notes are deleted when it ends (sweep_orphans).
+        self.taken_up: set[str] = set()
         #: Round trips (ms) of the last samples of the store's clock (clock.py), and
         #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
         self._clock_rtts: deque[float] = deque(maxlen=RTT_WINDOW)
@@ -721,6 +734,12 @@ class Node:
                 adopted += await self._adopt(room)
         if adopted:
             await self.check_rooms()  # the dead nodes' racers go offline: their grace starts
+        if self.taken_up:
+            # Every room those nodes handed off that no live node serves was taken up
+            # by this sweep (or is served by the node that took it up meanwhile): their
+            # notes have done their work. Kept, each drain left a key behind.
+            await self.store.forget_hand_offs(self.taken_up)
+            self.taken_up.clear()
 
     async def _orphan(self, room_id: str) -> LiveRoom | None:
         """The room, loaded, if no live node looks after it; else None. Raises
@@ -769,6 +788,7 @@ class Node:
                     "taking up a room its node handed off when it stopped",
                     extra={"room": room.room_id, "nodes": ",".join(sorted(served_by))},
                 )
+                self.taken_up |= handed_off
             else:
                 log.warning("adopting a room no live node serves", extra={"room": room.room_id})
             await self.join_room(room)
@@ -1636,8 +1656,9 @@ class Node:
     # ----------------------------------------------------------------- drain
     async def hand_off(self) -> None:
         """The last word of a drained node: its rooms are handed off, not orphaned by a
-        death (Store.hand_off, noted as long as a room may live), and its lease goes."""
-        await self.store.hand_off(self.node_id, ROOM_TTL_S * 1000)
+        death (Store.hand_off, noted until they are taken up, at most
+        HAND_OFF_KEEP_MS), and its lease goes."""
+        await self.store.hand_off(self.node_id, HAND_OFF_KEEP_MS)
 
     async def drained(self, timeout: float = 10.0) -> None:
         """Wait until no move is between its engine check and its store append."""

@@ -1453,6 +1453,18 @@ class Store:
             await self._redis.set(self.keys.handed_off(node_id), b"1", px=keep_ms)
             await self._redis.delete(self.keys.lease(node_id))
 
+    async def forget_hand_offs(self, node_ids: Collection[str]) -> None:
+        """Delete the hand-off notes of ``node_ids``: their rooms were taken up. One
+        single-key DEL each, in a pipeline (the notes hash to any slot)."""
+        self._refuse_closed()
+        if not node_ids:
+            return
+        with self._errors():
+            pipe = self._redis.pipeline(transaction=False)
+            for node_id in sorted(node_ids):
+                pipe.delete(self.keys.handed_off(node_id))
+            await pipe.execute()
+
     async def handed_off(self, node_ids: Collection[str]) -> set[str]:
         """Those of ``node_ids`` that stopped after a drain (:meth:`hand_off`)."""
         return await self._nodes_with(self.keys.handed_off, node_ids)
