@@ -147,6 +147,11 @@ async def first_won(
             await asyncio.wait(running)
 
 
+class WorkersFailing(RuntimeError):
+    """The solver workers keep dying before they answer (solver_workers.failing): no
+    candidate can be solved now, so the round deals uncertified (:func:`_run`)."""
+
+
 async def _solve(*args: Any) -> Certificate | None:
     """``try_candidate(*args)`` on a solver worker, awaited without blocking the loop.
 
@@ -155,15 +160,24 @@ async def _solve(*args: Any) -> Certificate | None:
     candidates) holds the others up by one candidate at most (its second candidate in
     flight only goes to a spare worker), and a certification nobody needs any more
     (the room was left, another node chose the deal) stops its candidates in progress
-    (cancelled, a candidate is stopped on its worker) instead of running to its end."""
+    (cancelled, a candidate is stopped on its worker) instead of running to its end.
+
+    Workers that keep dying (:func:`solver_workers.failing`) raise
+    :class:`WorkersFailing` instead, before a candidate is handed to them: each
+    candidate waited out their restarts' back-off (growing to 30 s) and died, a line
+    logged each time, and a room got no deal for most of an hour (100 candidates)."""
+    if solver_workers.failing():
+        raise WorkersFailing("the solver workers keep dying")
     try:
         found: Certificate | None = await solver_workers.run(try_candidate, *args)
     except solver_workers.WorkerLost as lost:
+        if lost.stopped:
+            return None  # stopped with the node: nothing to say
+        if solver_workers.failing():
+            raise WorkersFailing(str(lost)) from lost  # said once, by the workers
         # Killed from outside (a signal, the kernel out of memory): this candidate is
-        # not known to be won; the next one runs on a worker started again. (Stopped
-        # with the node: nothing to say.)
-        if not lost.stopped:
-            log.warning("a solver worker was lost: %s", lost)
+        # not known to be won; the next one runs on a worker started again.
+        log.warning("a solver worker was lost: %s", lost)
         return None
     return found
 
@@ -219,20 +233,30 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
     key = (room.room_id, round_no)
     try:
         settings = room.meta.settings
-        found = await first_won(
-            lambda attempt: _solve(
-                settings.variant,
-                dict(settings.options),
-                room.meta.secret,
-                round_no,
-                attempt,
-                settings.difficulty,
-            ),
-            # Until the deal is chosen (maybe by another node), or the round is gone.
-            lambda: _needed(room, round_no),
-            node.candidates_in_flight,
-            spare=solver_workers.spare,
-        )
+        failing = False
+        try:
+            found = await first_won(
+                lambda attempt: _solve(
+                    settings.variant,
+                    dict(settings.options),
+                    room.meta.secret,
+                    round_no,
+                    attempt,
+                    settings.difficulty,
+                ),
+                # Until the deal is chosen (maybe by another node), or the round is gone.
+                lambda: _needed(room, round_no),
+                node.candidates_in_flight,
+                spare=solver_workers.spare,
+            )
+        except WorkersFailing:
+            # Dealt uncertified, announced so, as when no candidate is won: a room
+            # waits for no worker that cannot live.
+            log.warning(
+                "the solver workers keep dying: dealing uncertified",
+                extra={"room": room.room_id},
+            )
+            found, failing = Certificate(0, None, None), True
         if not _needed(room, round_no):
             return  # everyone left (or the deal was chosen) while the solver ran
         line = None if found.line is None else list(found.line)
@@ -241,7 +265,7 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
             "moves": None if line is None else len(line),
             "difficulty": found.difficulty,
         }
-        if line is None:
+        if line is None and not failing:
             log.warning("no winnable deal found: uncertified", extra={"room": room.room_id})
 
         async def choose() -> None:

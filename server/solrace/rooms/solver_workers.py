@@ -40,6 +40,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -63,6 +64,12 @@ REAP_WAIT_S: Final = 5.0
 #: queued candidates spawned interpreter after interpreter back to back.
 RESPAWN_FIRST_S: Final = 0.25
 RESPAWN_MAX_S: Final = 30.0
+#: A worker whose processes died this many times in a row before answering a job is
+#: failing (:meth:`Workers.failing`): certifications deal uncertified rather than wait
+#: for it. Not two: a worker killed twice from outside (an operator, the kernel out of
+#: memory) is started again and answers; three in a row is an environment it cannot
+#: live in.
+FAILING_STREAK: Final = 3
 
 log = logging.getLogger("solrace.solver")
 
@@ -89,6 +96,14 @@ def spare() -> bool:
 def idle() -> bool:
     """Whether the workers hold no job (none running, none queued)."""
     return _jobs == 0
+
+
+def failing() -> bool:
+    """Whether the workers keep dying before they answer a job (:meth:`Workers.failing`):
+    a certification then deals uncertified at once instead of waiting out their
+    restarts' back-off candidate after candidate (solrace.rooms.certify)."""
+    pool = _pool
+    return pool is not None and pool.failing()
 
 
 def stopper(slot: int | None) -> Callable[[], bool] | None:
@@ -200,6 +215,8 @@ class Workers:
         self._guard = threading.Lock()
         #: Per worker: how many of its processes in a row died before answering a job.
         self._deaths = [0] * size
+        #: When a worker last died (monotonic seconds; never: -inf).
+        self._last_death = float("-inf")
         # Started here, on the caller's thread (as a Pool does): the workers are up
         # before the first job; a worker started again later is its thread's.
         self._workers: list[tuple[BaseProcess, Connection] | None] = []
@@ -222,6 +239,14 @@ class Workers:
         """The workers' process ids (None for one not running now)."""
         with self._guard:
             return [None if w is None else w[0].pid for w in self._workers]
+
+    def failing(self) -> bool:
+        """Whether a worker keeps dying before it answers a job (FAILING_STREAK times in
+        a row), the last death within RESPAWN_MAX_S: past that, a job may try a worker
+        again (a mended environment: its answer ends the streak)."""
+        with self._guard:
+            streak = any(deaths >= FAILING_STREAK for deaths in self._deaths)
+            return streak and time.monotonic() - self._last_death < RESPAWN_MAX_S
 
     def submit(self, job: _Job) -> None:
         """Queue a job for the next free worker."""
@@ -346,6 +371,7 @@ class Workers:
             if mine:
                 self._workers[index] = None
                 self._deaths[index] += 1
+                self._last_death = time.monotonic()
         if not mine:
             raise WorkerLost(STOPPED, stopped=True)
         _kill(*worker)
