@@ -737,7 +737,9 @@ class Node:
         if self.taken_up:
             # Every room those nodes handed off that no live node serves was taken up
             # by this sweep (or is served by the node that took it up meanwhile): their
-            # notes have done their work. Kept, each drain left a key behind.
+            # notes have done their work. Kept, each drain left a key behind. (Another
+            # node sweeping the same rooms at that instant may take one up with the
+            # warning instead: a log line, never a room left or served twice.)
             await self.store.forget_hand_offs(self.taken_up)
             self.taken_up.clear()
 
