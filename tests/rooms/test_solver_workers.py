@@ -248,3 +248,19 @@ def test_a_worker_that_dies_as_it_starts_is_started_again_with_a_backoff(
     assert all(ended)  # every job that ran was lost, none hung
     said = [r.getMessage() for r in caplog.records if "keeps dying" in r.getMessage()]
     assert len(said) == 1, said
+
+
+def test_one_worker_that_keeps_dying_is_not_the_whole_node_failing() -> None:
+    """``failing`` (every room then deals uncertified) is every worker dying as it
+    starts, not one of them: a worker killed three times in a row (the kernel out of
+    memory on large candidates, say) made every room of the node uncertified for 30 s
+    while the other worker solved (a review)."""
+    pool = solver_workers.Workers(2)
+    try:
+        pool._deaths = [solver_workers.FAILING_STREAK, 0]
+        pool._last_death = time.monotonic()
+        assert not pool.failing()
+        pool._deaths = [solver_workers.FAILING_STREAK] * 2
+        assert pool.failing()
+    finally:
+        pool.stop()

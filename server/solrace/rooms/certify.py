@@ -50,6 +50,12 @@ CANDIDATES_IN_FLIGHT: Final = 2
 #: deal (else its candidates are stopped: the lobby emptied, another node chose the
 #: deal) and whether a worker has become spare for a second candidate.
 RECHECK_S: Final = 0.1
+#: How long a node whose solver workers keep dying leaves a room that another node
+#: serves too to that node's certification before it deals uncertified itself: the
+#: first deal_chosen stands, and an instant uncertified one took the round from a
+#: healthy node's certificate (a review). Well inside the START_WAIT_S a ``start``
+#: waits for the deal.
+SHARED_FALLBACK_S: Final = START_WAIT_S / 3
 
 #: A requested difficulty accepts these solver bands.
 _BANDS: Final = {"easy": ("easy",), "medium": ("medium",), "hard": ("hard", "very hard")}
@@ -214,6 +220,15 @@ async def ready(node: Node, room: LiveRoom) -> None:
     await node.sync(room)
 
 
+async def _chosen_elsewhere(room: LiveRoom, round_no: int, seconds: float) -> None:
+    """Wait up to ``seconds`` while the round still wants its deal (folded from
+    another node's deal_chosen, or everyone gone)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while _needed(room, round_no) and loop.time() < deadline:
+        await asyncio.sleep(RECHECK_S)
+
+
 def _needed(room: LiveRoom, round_no: int) -> bool:
     """Whether the round wants its deal now: not chosen yet, and a racer of the lobby
     online (on any node: presence is folded room state). One everyone left expires:
@@ -251,7 +266,10 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
             )
         except WorkersFailing:
             # Dealt uncertified, announced so, as when no candidate is won: a room
-            # waits for no worker that cannot live.
+            # waits for no worker that cannot live — unless another node serving it
+            # may still certify it (SHARED_FALLBACK_S).
+            if room.shared:
+                await _chosen_elsewhere(room, round_no, SHARED_FALLBACK_S)
             log.warning(
                 "the solver workers keep dying: dealing uncertified",
                 extra={"room": room.room_id},

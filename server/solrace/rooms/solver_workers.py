@@ -241,11 +241,12 @@ class Workers:
             return [None if w is None else w[0].pid for w in self._workers]
 
     def failing(self) -> bool:
-        """Whether a worker keeps dying before it answers a job (FAILING_STREAK times in
-        a row), the last death within RESPAWN_MAX_S: past that, a job may try a worker
-        again (a mended environment: its answer ends the streak)."""
+        """Whether every worker keeps dying before it answers a job (FAILING_STREAK
+        times in a row), the last death within RESPAWN_MAX_S: past that, a job may try
+        a worker again (a mended environment: its answer ends the streak). Every, not
+        any: while one worker lives, candidates are solved (a review)."""
         with self._guard:
-            streak = any(deaths >= FAILING_STREAK for deaths in self._deaths)
+            streak = all(deaths >= FAILING_STREAK for deaths in self._deaths)
             return streak and time.monotonic() - self._last_death < RESPAWN_MAX_S
 
     def submit(self, job: _Job) -> None:
