@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from solrace.rules import deal, dump_position
+from solrace.rules.cli import MAX_PERFT_DEPTH, PERFT_GROWS
 from solrace.rules.cli import main as rules_main
 from solrace.store.embedded import EmbeddedEngine, find_engine
 
@@ -316,7 +317,7 @@ def test_solrace_rules_on_a_spoilt_position_says_one_line(text: str, command: li
             ["perft", "-", "2000"],
             dump_position(deal("yukon", 7)),
             2,
-            "argument depth: must be 0 to 100, got 2000",
+            f"argument depth: must be 0 to {MAX_PERFT_DEPTH}, got 2000: {PERFT_GROWS}",
         ),
     ],
 )

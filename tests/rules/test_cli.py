@@ -28,7 +28,7 @@ from solrace.rules import (
     perft,
     position_dict,
 )
-from solrace.rules.cli import MAX_POSITION_CHARS, build_parser, main
+from solrace.rules.cli import MAX_PERFT_DEPTH, MAX_POSITION_CHARS, build_parser, main
 
 from tests.rules.test_support import position
 from tests.support.interrupt import interrupted_while_loading
@@ -309,7 +309,12 @@ def test_cli_bad_position_and_missing_file(
         ([], "solrace-rules: the following arguments are required: command"),
         (["fly"], "solrace-rules: argument command: invalid choice: 'fly'"),
         (["perft", "x.json"], "solrace-rules perft: the following arguments are required: depth"),
-        (["perft", "x.json", "-2"], "argument depth: must be 0 to 100, got -2"),
+        (["perft", "x.json", "-2"], f"argument depth: must be 0 to {MAX_PERFT_DEPTH}, got -2"),
+        # 99 was taken and counted for ever (a dealt Yukon: 41 s at depth 9, 7x a depth)
+        (
+            ["perft", "x.json", "99"],
+            f"argument depth: must be 0 to {MAX_PERFT_DEPTH}, got 99: perft grows",
+        ),
         (["perft", "x.json", "two"], "argument depth: not a whole number: 'two'"),
         # it was a ValueError traceback (divide pushed a move, then perft(-1) refused)
         (["perft", "x.json", "0", "--divide"], "--divide needs a depth of 1 or more"),
@@ -584,7 +589,7 @@ def test_ctrl_c_is_one_line_and_status_130(command: str, tmp_path: Path) -> None
     """Ctrl-C in a long perft, solve or hint printed a KeyboardInterrupt traceback."""
     path = tmp_path / "pos.json"
     path.write_text(_hard_yukon() if command != "perft" else dump_position(deal("yukon", 4)))
-    extra = ["99"] if command == "perft" else ["--budget", str(10**8)]
+    extra = [str(MAX_PERFT_DEPTH)] if command == "perft" else ["--budget", str(10**8)]
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "solrace-rules"), command, str(path), *extra],
         stdout=subprocess.PIPE,
