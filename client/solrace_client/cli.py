@@ -76,6 +76,12 @@ from .printable import printable
 LISTED_PHASES = ("lobby", "countdown", "racing")
 #: Commands that work on this computer only: a --server would do nothing.
 OFFLINE_COMMANDS = ("replay", "verify", "races")
+#: Commands that race or watch, and save as they go (the name, the race for ``resume``,
+#: its result): where the config directory cannot hold them the race still goes on,
+#: and main() says so once, before it starts.
+SAVING_COMMANDS = ("create", "join", "quick", "watch", "bot")
+#: What a race or a watch keeps in the config directory, said when it cannot.
+NOT_KEPT: Final = "this time your name, the race for `solrace resume` and its result are not kept"
 
 
 class _Output(Console):
@@ -140,6 +146,8 @@ def _name(args: argparse.Namespace) -> str:
     if args.name is not None:
         try:
             config.save_name(args.name)
+        except config.ConfigDirUnusable:  # said once already, by main()
+            pass
         except OSError as exc:  # the race can go on; only the memory of the name is lost
             _fail(f"could not remember the name in {config.config_dir()}: {exc.strerror or exc}")
         return str(args.name)
@@ -674,7 +682,8 @@ def cmd_bot(args: argparse.Namespace) -> int:
         return _fail(f"the server refused: {refusal_of(exc.data)}", EXIT_NO)
     except ResultNotSaved as exc:  # the race counts; only replay and verify lose it
         result, saved = exc.result, False
-        _fail(f"{exc} (in {config.config_dir()}): replay and verify will not know it")
+        if config.config_dir_problem() is None:  # else said before the race, by main()
+            _fail(f"{exc} (in {config.config_dir()}): replay and verify will not know it")
     out = _out()
     out.print(standings_table(result, joined.get("racer")))
     if joined.get("room") and saved:
@@ -1060,6 +1069,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(str(exc))
     if sys.stdout is None:  # started with standard output closed (`solrace races >&-`)
         return output_unusable("solrace", "standard output is closed", EXIT_FAILED)
+    if args.command in SAVING_COMMANDS:
+        problem = config.config_dir_problem()
+        if problem is not None:
+            _err().print(Text(f"solrace: {problem} ({NOT_KEPT})", style="yellow"))
     try:
         status = run(args)
         sys.stdout.flush()  # a full disk fails here, inside the try, not at exit
@@ -1068,6 +1081,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return reader_gone()  # `solrace races | head`: quietly, 141
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
+    except config.ConfigDirUnusable as exc:  # what it would read or write cannot be there
+        return _fail(str(exc))
     except ConnectionError as exc:  # a server that went away mid-command
         return _fail(f"the connection to the server failed: {exc.strerror or exc}")
     except OSError as exc:  # a file, or the output, that cannot be used

@@ -17,8 +17,58 @@ from solrace.protocol.messages import display_name
 
 
 def config_dir() -> Path:
+    """Where the client keeps its files (docs/client.md), whether or not it can."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(Path.home(), ".config")
     return Path(os.environ.get("SOLRACE_CONFIG_DIR") or os.path.join(base, "solrace"))
+
+
+class ConfigDirUnusable(NotADirectoryError):
+    """The config directory is not one: a file (or a device) stands where it, or a
+    directory it would be made in, should be. Its message is the one line to say."""
+
+
+def _named_by() -> str:
+    """What chose the config directory, for a message."""
+    for variable in ("SOLRACE_CONFIG_DIR", "XDG_CONFIG_HOME"):
+        if os.environ.get(variable):
+            return f"${variable}"
+    return "the default, ~/.config/solrace"
+
+
+def config_dir_problem() -> str | None:
+    """Why the config directory cannot hold the client's files, in one line, or None.
+
+    ``SOLRACE_CONFIG_DIR`` naming a file made ``races`` say "no saved races in
+    FILE/races", ``replay`` "no saved race … in FILE/races", ``resume`` "nothing saved
+    in FILE", and ``--name`` "could not remember the name in FILE: File exists" (a
+    newcomer audit): none said that the directory is a file. Only what can be seen
+    without writing is judged: a directory that cannot be written says so when it is."""
+    path = config_dir()
+    for part in (path, *path.parents):
+        try:
+            is_dir = part.is_dir()
+            exists = is_dir or part.exists()
+        except OSError:  # unreadable on the way (EACCES): left to the file operation
+            return None
+        if is_dir:
+            return None
+        if exists:
+            fix = "set $SOLRACE_CONFIG_DIR to a directory"
+            if part == path:
+                return f"the config directory {path} ({_named_by()}) is not a directory: {fix}"
+            return (
+                f"the config directory {path} ({_named_by()}) cannot be made: {part} is "
+                f"not a directory: {fix}"
+            )
+    return None
+
+
+def usable_config_dir() -> Path:
+    """:func:`config_dir`, or :class:`ConfigDirUnusable` saying why it cannot be used."""
+    problem = config_dir_problem()
+    if problem is not None:
+        raise ConfigDirUnusable(problem)
+    return config_dir()
 
 
 @dataclass
@@ -43,14 +93,14 @@ class SavedRace:
 
 def race_path() -> Path:
     """Where an older client saved its one current race (still read by ``resume``)."""
-    return config_dir() / "race.json"
+    return usable_config_dir() / "race.json"
 
 
 def playing_dir() -> Path:
     """Where each race in progress on this computer is saved for ``resume``: one file
     per racer, so that two windows racing at once (Ann and Bob on one computer, as in
     the README) never overwrite or forget each other's token."""
-    return config_dir() / "playing"
+    return usable_config_dir() / "playing"
 
 
 def _playing_path(room: str, racer: int) -> Path:
@@ -167,7 +217,10 @@ def resume_candidates() -> list[SavedRace]:
 def saved_in_room(code: str) -> bool:
     """Whether a race of the room with ``code`` is saved on this computer: a seat there
     that ``solrace resume`` can take back (a join whose reply was lost saved none)."""
-    return any(race.code == code for race in saved_races())
+    try:
+        return any(race.code == code for race in saved_races())
+    except ConfigDirUnusable:  # nothing can be saved there
+        return False
 
 
 def load_race() -> SavedRace | None:
@@ -196,7 +249,7 @@ def default_name() -> str:
     not make every later command fail over a ``--name`` nobody gave)."""
     candidates = []
     try:
-        data = json.loads((config_dir() / "profile.json").read_text(encoding="utf-8"))
+        data = json.loads((usable_config_dir() / "profile.json").read_text(encoding="utf-8"))
         candidates.append(str(data["name"]))
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -210,6 +263,6 @@ def default_name() -> str:
 
 
 def save_name(name: str) -> None:
-    directory = config_dir()
+    directory = usable_config_dir()
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "profile.json").write_text(json.dumps({"name": name}), encoding="utf-8")

@@ -41,7 +41,7 @@ from solrace import protocol
 from solrace.protocol.limits import MAX_MOVE_LEN, MAX_TIME_LIMIT_S, MIN_TIME_LIMIT_S
 from solrace.rules import VARIANTS
 
-from .config import config_dir, is_proof
+from .config import is_proof, usable_config_dir
 
 #: What may name a saved race (no path separators, no leading dot).
 _RACE_REF: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,129}")
@@ -52,7 +52,8 @@ class ResultNotFound(LookupError):
 
 
 def results_dir() -> Path:
-    return config_dir() / "races"
+    """Where finished races are saved (ConfigDirUnusable where they cannot be)."""
+    return usable_config_dir() / "races"
 
 
 #: What a room id and a commitment are made of (docs/protocol.md §5, §15): anything

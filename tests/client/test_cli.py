@@ -716,10 +716,61 @@ def test_the_race_screen_without_a_terminal_says_so_in_one_line() -> None:
 def test_an_unusable_config_directory_is_a_warning_not_a_traceback(
     ui: FakeUI, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The race goes on, said once why nothing is kept (it said "could not remember the
+    name in /dev/null/solrace: Not a directory", and nothing of resume or results)."""
     monkeypatch.setenv("SOLRACE_CONFIG_DIR", "/dev/null/solrace")
     assert main(["quick", "--name", "Ann", "--server", "ws://h:1"]) == 0  # the UI's status
-    assert "could not remember the name" in _one_line(capsys.readouterr().err)
-    assert ui.calls[-1][1][2] == "Ann"
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(
+        "solrace: the config directory /dev/null/solrace ($SOLRACE_CONFIG_DIR) cannot be "
+        "made: /dev/null is not a directory: set $SOLRACE_CONFIG_DIR to a directory ("
+    ), line
+    assert "resume" in line and ui.calls[-1][1][2] == "Ann"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["races"],
+        ["resume"],
+        ["replay", "r_1.abcdef01"],
+        ["verify", "r_1"],
+        ["fetch", "r_1.abcdef01", "--server", "ws://127.0.0.1:1"],
+    ],
+)
+def test_a_config_directory_that_is_a_file_is_said_so_by_every_command_reading_it(
+    argv: list[str],
+    ui: FakeUI,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """A newcomer audit: ``SOLRACE_CONFIG_DIR`` naming a file made ``races`` say "no
+    saved races in FILE/races" (status 0), ``resume`` "nothing saved in FILE", and
+    ``replay``, ``verify`` and ``fetch`` "no saved race … in FILE/races"."""
+    file = tmp_path / "cfgfile"
+    file.write_text("")
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(file))
+    assert main(argv) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"solrace: the config directory {file} ($SOLRACE_CONFIG_DIR) is not a directory: "
+        "set $SOLRACE_CONFIG_DIR to a directory"
+    )
+    assert ui.calls == [] and file.read_text() == ""
+
+
+def test_a_config_home_that_is_a_file_is_named(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    file = tmp_path / "home-config"
+    file.write_text("")
+    monkeypatch.delenv("SOLRACE_CONFIG_DIR")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(file))
+    assert main(["races"]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"solrace: the config directory {file / 'solrace'} ($XDG_CONFIG_HOME) cannot be "
+        f"made: {file} is not a directory: set $SOLRACE_CONFIG_DIR to a directory"
+    )
 
 
 def test_a_stepper_interrupted_with_ctrl_c_exits_130(
