@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from solrace.protocol.fairness import RACE_ID
@@ -31,8 +32,10 @@ def is_race_id(text: str) -> bool:
 async def fetch_archived(servers: str, race: str) -> tuple[str, SavedResult]:
     """The first of ``servers`` (comma-separated) that answers, and the race as it
     archived it. Raises the last server's connection error when none answers, and
-    ServerError (``unknown_race``, say) when one answers with a refusal."""
-    return await first_answer(servers, lambda url: _archived_on(url, race))
+    ServerError (``unknown_race``, say) when one answers with a refusal. The copy
+    names ``servers`` as its server, as a race saved by its racer does."""
+    url, archived = await first_answer(servers, lambda url: _archived_on(url, race))
+    return url, replace(archived, server=servers)
 
 
 async def _archived_on(url: str, race: str) -> SavedResult:

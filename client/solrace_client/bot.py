@@ -618,6 +618,7 @@ async def run_bot(
         view.code,
         published_commitment=over.published_commitment if over else view.published_commitment,
         deal=over.deal if over else view.deal,
+        server=",".join(servers),
     )
     if bot.hooks.over is not None:
         bot.hooks.over(finished)

@@ -792,6 +792,16 @@ def cmd_fetch(args: argparse.Namespace) -> int:
             return _fail(f"{exc}; nor is it a race id (<room>.<8 hex digits>) to fetch")
     race = args.race if local is None else local.race
     server = _server(args)
+    typed = getattr(args, "server", None)
+    if typed is None and local is not None and local.server:
+        # The server the race was saved from, as resume does: not $SOLRACE_SERVER's,
+        # nor the default (a race run with --server needed it typed again).
+        server = local.server
+        try:
+            for url in server_list(server):
+                check_server_url(url)
+        except BadServerURL as exc:
+            return _fail(f"{local.path or race}: its server: {exc}: give --server")
     try:
         answered, archived = asyncio.run(fetch_archived(server, race))
     except ServerError as err:

@@ -92,6 +92,10 @@ class SavedResult:
     #: difficulty), when the saving client saw it: ``verify`` holds a certified one to
     #: its certificate.
     deal: dict[str, Any] | None = None
+    #: The server it was raced on, as the saving client was told it (``--server``: one
+    #: URL, or several nodes of one deployment separated by commas): ``fetch`` asks it
+    #: by default. None in a file saved before it was kept, and in the server's own.
+    server: str | None = None
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -119,6 +123,8 @@ class SavedResult:
             data["published_commitment"] = self.published_commitment
         if self.deal is not None:
             data["deal"] = self.deal
+        if self.server is not None:
+            data["server"] = self.server
         return data
 
     @classmethod
@@ -149,6 +155,7 @@ class SavedResult:
             published_commitment=None if published is None else str(published),
             deal=dict(data["deal"]) if isinstance(data.get("deal"), Mapping) else None,
             saved_at_ms=data.get("saved_at_ms"),
+            server=data.get("server"),
             path=path,
         )
 
@@ -183,6 +190,8 @@ def _malformed(
         return f"room {_is(data, 'room')}, not a room id"
     if not isinstance(data.get("race", ""), str):
         return f"race {_is(data, 'race')}, not a race id"
+    if not isinstance(data.get("server", ""), str | None):
+        return f"server {_is(data, 'server')}, not a server URL"
     deal = data.get("deal")
     if deal is not None and not _deal(deal):
         return f"deal {_is(data, 'deal')}, not a deal (certified, moves, difficulty)"
@@ -287,11 +296,13 @@ def finished_race(
     *,
     published_commitment: str | None = None,
     deal: Mapping[str, Any] | None = None,
+    server: str | None = None,
 ) -> SavedResult:
     """A ``race_over`` (``result`` is its data) with the room's ``settings``, as
     :func:`write_result` saves it and ``verify`` reads it: the bot and the race-over
     screen verify this before (or without) saving. ``published_commitment`` is the
-    commitment seen at the countdown, if the caller saw it."""
+    commitment seen at the countdown, if the caller saw it; ``server`` the server it
+    was raced on (``solrace fetch`` asks it)."""
     return SavedResult(
         race=race_id(room, result),
         room=room,
@@ -301,6 +312,7 @@ def finished_race(
         published_commitment=published_commitment,
         saved_at_ms=int(time.time() * 1000),
         deal=dict(deal) if deal else None,
+        server=server,
     )
 
 
@@ -333,6 +345,9 @@ def write_result(saved: SavedResult) -> Path:
 #: What a saver knows only if it was there at the time (the countdown, the lobby, the
 #: room's code): a spectator who came late, or ``fetch``, saves a race without them.
 _WITNESSED: Final = ("published_commitment", "deal", "code")
+#: What a save of the same race adds where the file lacks it: the witnessed things, and
+#: the server (a file saved before it was kept gets it from the next save).
+_FILLED: Final = (*_WITNESSED, "server")
 
 
 def kept_result(held: SavedResult, new: SavedResult) -> SavedResult:
@@ -350,7 +365,7 @@ def kept_result(held: SavedResult, new: SavedResult) -> SavedResult:
     )
     if not same:
         return new if _seen(new) > _seen(held) else held
-    gaps = {key: getattr(new, key) for key in _WITNESSED if getattr(held, key) is None}
+    gaps = {key: getattr(new, key) for key in _FILLED if getattr(held, key) is None}
     return replace(held, **gaps)
 
 

@@ -94,6 +94,36 @@ async def test_a_race_never_seen_here_is_fetched_saved_and_verifies(
     assert "OK: " in capsys.readouterr().out
 
 
+async def test_a_saved_race_is_fetched_from_its_own_server_without_server(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer audit: a race run with ``--server`` was saved without it, so ``solrace
+    fetch RACE`` asked ws://127.0.0.1:8765 ("cannot reach") until --server was typed
+    again. The saved race names its server; a typed --server still wins, and a file
+    saved before it was kept still works (the default, then)."""
+    server = await cluster.node()
+    result, joined = await bot_race(server.url, max_moves=300)
+    rid = race_id(joined["room"], result)
+    saved = load_result(rid)
+    assert saved.server == server.url and saved.path is not None
+    assert json.loads(saved.path.read_text())["server"] == server.url
+    monkeypatch.setenv("SOLRACE_SERVER", "ws://127.0.0.1:9")  # as for resume: not this
+    assert await _run(["fetch", rid]) == 0
+    assert f"is the race {server.url} archived" in capsys.readouterr().out
+    assert await _run(["fetch", rid, "--server", "ws://127.0.0.1:9"]) == 2  # typed wins
+    assert "cannot reach ws://127.0.0.1:9" in capsys.readouterr().err
+    older = json.loads(saved.path.read_text())
+    del older["server"]
+    saved.path.write_text(json.dumps(older))
+    assert load_result(rid).server is None
+    assert await _run(["fetch", rid]) == 2  # $SOLRACE_SERVER's, which is not running
+    assert "cannot reach ws://127.0.0.1:9" in capsys.readouterr().err
+    saved.path.unlink()
+    assert await _run(["fetch", rid, "--server", server.url]) == 0  # fetched: its server too
+    capsys.readouterr()
+    assert load_result(rid).server == server.url
+
+
 async def test_fetch_says_in_one_line_what_it_cannot_do(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:

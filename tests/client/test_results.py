@@ -4,6 +4,7 @@ race keeps."""
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -109,6 +110,24 @@ def test_a_racers_save_after_a_spectators_adds_what_the_spectator_lacked() -> No
     kept = load_result(path.stem)
     assert kept.published_commitment == synthetic_result()["commitment"]
     assert kept.deal == DEAL
+
+
+def test_a_file_saved_before_servers_were_kept_reads_and_gains_one() -> None:
+    """A race saved by an older client has no ``server``: it is read all the same, and
+    the next save of the same race adds the server (``fetch`` asks it by default)."""
+    path = _racer_saves()
+    data = json.loads(path.read_text())
+    assert "server" not in data  # saved with none
+    assert load_result(path.stem).server is None
+    write_result(finished_race("r_synthetic", synthetic_result(), YUKON, server="ws://h:1"))
+    assert load_result(path.stem).server == "ws://h:1"
+    assert json.loads(path.read_text())["server"] == "ws://h:1"
+    write_result(finished_race("r_synthetic", synthetic_result(), YUKON, server="ws://h:2"))
+    assert load_result(path.stem).server == "ws://h:1"  # a save never takes it away
+    data["server"] = 5
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="not a saved race result: server is 5, not a server"):
+        load_result(path.stem)
 
 
 def test_another_story_of_the_race_does_not_replace_the_file_that_saw_the_countdown() -> None:

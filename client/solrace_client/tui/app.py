@@ -665,6 +665,7 @@ class SolraceApp(App[int]):
             # the commitment as seen at the countdown, before the reveal
             published_commitment=over.published_commitment or None,
             deal=over.deal,
+            server=self.server,
         )
         # Checked each time a result arrives (a race_over, a finished room's snapshot):
         # what a server says after a reconnection is checked too.
