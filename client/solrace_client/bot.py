@@ -44,7 +44,7 @@ from solrace.protocol import limits
 
 from . import config
 from .boardview import board_from_view
-from .connection import RaceClient, ServerError, retry_after_s
+from .connection import RaceClient, ServerError, retry_after_s, server_flag
 from .errors import cannot_reach, entry_lost, lost_reason, refusal_of
 from .results import SavedResult, finished_race, write_result
 from .roomview import RACE_OVER_GRACE_S, RoomView
@@ -158,6 +158,8 @@ class _Bot:
         self.move_delay = move_delay
         self.race_over_grace_s = race_over_grace_s
         self.hooks = hooks
+        #: The servers as ``--server`` names them: for a command suggested to the user.
+        self.servers = ",".join(servers)
         self.session = Session(
             servers,
             backoff=Backoff(first_s=0.1, max_s=5.0, jitter=0.5, attempts=reconnect_attempts),
@@ -341,7 +343,8 @@ class _Bot:
         except ServerError as err:
             code = params.get("code")
             saved = action == "join" and bool(code) and config.saved_in_room(str(code))
-            refused = refusal_of(err.data, action, code and str(code), saved=saved)
+            flag = server_flag(self.servers)  # for the command the words suggest
+            refused = refusal_of(err.data, action, code and str(code), saved=saved, server=flag)
             raise BotCannotStart(f"{action} refused: {refused}") from None
         except DROPPED as exc:  # no reply: no token to resume with
             raise BotCannotStart(entry_lost(action, exc, self.session.server)) from None

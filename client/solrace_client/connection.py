@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Final, Literal, TypeVar
@@ -57,6 +58,16 @@ from .roomview import Fold, RoomView
 DEFAULT_SERVER = f"ws://127.0.0.1:{DEFAULT_PORT}"
 #: The environment variable naming the server when ``--server`` is not given.
 ENV_SERVER: Final = "SOLRACE_SERVER"
+
+
+def server_flag(server: str) -> str:
+    """`` --server URL`` for a command printed for the user to run next (``solrace
+    watch CODE`` after a full room), so that it works as printed: empty where
+    ``server`` is the one that command would ask by itself (``$SOLRACE_SERVER``, else
+    :data:`DEFAULT_SERVER`). A hint without it asked ws://127.0.0.1:8765 of a room on
+    the server the user had typed (a newcomer audit)."""
+    default = os.environ.get(ENV_SERVER) or DEFAULT_SERVER
+    return "" if server == default else f" --server {server}"
 
 
 _T = TypeVar("_T")

@@ -81,20 +81,21 @@ FIELD_WORDS: Final = {
 
 #: Refusals of entering a room, in plain words, by (request, code); ``{code}`` is the
 #: room code the user gave (``CODE`` when the caller does not know it), ``{message}``
-#: the server's own words (which say why, e.g. a grace that ran out).
+#: the server's own words (which say why, e.g. a grace that ran out), ``{server}`` the
+#: `` --server URL`` a command suggested needs to work as printed (connection.server_flag).
 ENTRY_WORDS: Final = {
     ("join", "unknown_room"): "no room has that code (or it has expired, or everyone left it)",
     # a full room can be watched, as a started one can (it said only "that room is full")
-    ("join", "room_full"): "that room is full: watch it with solrace watch {code}",
+    ("join", "room_full"): "that room is full: watch it with solrace watch {code}{server}",
     # with a race of that room saved here (else SEAT_HELD, below)
     ("join", "same_address"): (
         "someone from your address already races in that public room (one seat each): to"
-        " race each other, one of you opens a private room (solrace create --private); if"
-        " it is your own seat, from a window that closed, solrace resume takes it back"
+        " race each other, one of you opens a private room (solrace create --private{server});"
+        " if it is your own seat, from a window that closed, solrace resume takes it back"
     ),
     ("join", "wrong_phase"): (
         "that room takes no racers now (its race has started, or is over): watch it with "
-        "solrace watch {code}"
+        "solrace watch {code}{server}"
     ),
     ("watch", "unknown_room"): "no room has that code (or it has expired)",
     ("watch", "too_many_spectators"): (
@@ -113,24 +114,23 @@ SEAT_HELD: Final = (
     "someone from your address already has a seat in that public room (one seat each): if"
     " it is yours, taken by a join whose reply was lost, it is held for up to 30 s — join"
     " again after that; to race each other, one of you opens a private room (solrace"
-    " create --private)"
+    " create --private{server})"
 )
 
 
-def saved_race_over(race: str | None, server: str | None = None) -> str:
+def saved_race_over(race: str | None, server: str = "") -> str:
     """A resume refused because the saved race is over (``resume``'s ``bad_token``,
     with the room past that race): where to see how it ended, not "watch it". ``race``
     None: the saved race does not name its round, and the room's latest race may not
-    be it, so none is named."""
+    be it, so none is named. ``server``: the `` --server URL`` fetch needs, if any."""
     if race is None:
         return (
             "the saved race is over, and you were no longer in it (it was saved without "
             "its race id, so which of the room's races it was is not known)"
         )
-    where = "" if server is None else f" --server {server}"
     return (
         "the saved race is over, and you were no longer in it: see how it ended with "
-        f"solrace fetch {race}{where}"
+        f"solrace fetch {race}{server}"
     )
 
 
@@ -563,17 +563,20 @@ def refusal(
     room_code: str | None = None,
     *,
     saved: bool = False,
+    server: str = "",
 ) -> str:
     """A server's ``error`` reply in words: no field paths, no protocol codes.
     ``request`` (``join``, ``resume``…) lets a refusal to enter a room say why, with
     the ``room_code`` the user gave where the words name it. ``saved``: this computer
-    has a race of that room saved (a token ``solrace resume`` can take it back with)."""
+    has a race of that room saved (a token ``solrace resume`` can take it back with).
+    ``server``: the `` --server URL`` a command the words suggest needs (else empty)."""
     if code == "bad_message":
         return _field_in_words(message)
     if (request, code) == ("join", "same_address") and not saved:
-        return SEAT_HELD
+        return SEAT_HELD.format(server=server)
     if request is not None and (request, code) in ENTRY_WORDS:
-        return ENTRY_WORDS[request, code].format(code=room_code or "CODE", message=message)
+        words = ENTRY_WORDS[request, code]
+        return words.format(code=room_code or "CODE", message=message, server=server)
     if code == "unavailable":
         return "the server is busy (its store is down): try again in a moment"
     return message
@@ -585,10 +588,12 @@ def refusal_of(
     room_code: str | None = None,
     *,
     saved: bool = False,
+    server: str = "",
 ) -> str:
     """:func:`refusal` of an ``error`` reply's data (a ServerError's ``data``)."""
     code, message = str(data.get("code")), str(data.get("message"))
-    return refusal(code, message, data.get("field"), request, room_code, saved=saved)
+    field = data.get("field")
+    return refusal(code, message, field, request, room_code, saved=saved, server=server)
 
 
 _PATH = re.compile(r"^[a-z_]+\.(?P<path>[a-z0-9_.]+): ")

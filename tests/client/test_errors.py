@@ -9,18 +9,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import shlex
 import socket
 import ssl
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 import websockets.asyncio.client
 from solrace.net.admission import Admission, parse_networks
-from solrace_client import RaceClient, ServerError, errors
+from solrace_client import DEFAULT_SERVER, RaceClient, ServerError, errors
 from solrace_client.cli import build_parser, main
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
@@ -609,21 +610,40 @@ async def test_a_server_url_on_redis_port_says_it_is_redis_not_try_again() -> No
     assert errors.connect_reason("ws://127.0.0.1:9", closed.value) == errors.CLOSED_UNANSWERED
 
 
-async def test_a_full_room_says_it_can_be_watched(cluster: Cluster) -> None:
+def _works_as_printed(command: str, server: str, env: Mapping[str, str]) -> None:
+    """``command`` (``solrace watch CODE …``), parsed as the shell and ``solrace`` would,
+    asks ``server`` with the environment ``env``."""
+    argv = shlex.split(command)
+    assert argv[0] == "solrace"
+    args = build_parser().parse_args(argv[1:])
+    given = getattr(args, "server", None) or env.get("SOLRACE_SERVER") or DEFAULT_SERVER
+    assert given == server, command
+
+
+@pytest.mark.parametrize("command", ["bot", "join"])
+async def test_a_full_room_says_it_can_be_watched(command: str, cluster: Cluster) -> None:
     """A newcomer audit: ``solrace join CODE`` of a full room said only "that room is
     full" — a room whose race has started says how to watch it, and a full one can be
-    watched as well."""
+    watched as well. And the command works as printed: it dropped the ``--server`` the
+    user typed (``solrace watch CODE`` then asked ws://127.0.0.1:8765), which it names
+    unless ``$SOLRACE_SERVER`` names that server already."""
     server = await cluster.node()
     host = await RaceClient.connect(server.url)
     await host.create("yukon", "Ann", max_racers=2, private=True)
     guest = await RaceClient.connect(server.url)
     await guest.join(host.code, "Bob")
+    told = f"solrace: {'join refused: ' if command == 'bot' else ''}that room is full: "
     try:
-        status, _, err = await solrace("bot", host.code, "--name", "Cy", "--server", server.url)
+        status, _, err = await solrace(command, host.code, "--name", "Cy", "--server", server.url)
+        assert status == errors.EXIT_FAILED
+        said = one_line(err)
+        assert said == f"{told}watch it with solrace watch {host.code} --server {server.url}"
+        _works_as_printed(said.partition("watch it with ")[2], server.url, {})
+        env = {"SOLRACE_SERVER": server.url}
+        status, _, err = await terminal.run([command, host.code, "--name", "Cy"], env=env)
+        said = one_line(ESCAPES.sub("", err))
+        assert said == f"{told}watch it with solrace watch {host.code}"
+        _works_as_printed(said.partition("watch it with ")[2], server.url, env)
     finally:
         await guest.close()
         await host.close()
-    assert status == errors.EXIT_FAILED
-    assert one_line(err) == (
-        f"solrace: join refused: that room is full: watch it with solrace watch {host.code}"
-    )

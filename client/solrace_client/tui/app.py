@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 import time
 from collections.abc import Awaitable, Mapping
@@ -33,7 +32,7 @@ from websockets.exceptions import ConnectionClosed, InvalidURI
 
 from .. import config, results
 from ..boardview import played_view, recycle_is_legal
-from ..connection import DEFAULT_SERVER, ENV_SERVER, RaceClient, ServerError, server_list
+from ..connection import RaceClient, ServerError, server_flag, server_list
 from ..errors import (
     EXIT_FAILED,
     EXIT_TERMINATED,
@@ -340,9 +339,10 @@ class SolraceApp(App[int]):
         except ServerError as err:
             code = self.watch_code if self.mode == "watch" else self.params.get("code")
             saved = request == "join" and bool(code) and config.saved_in_room(str(code))
-            message = refusal_of(err.data, request, code and str(code), saved=saved)
+            flag = server_flag(self.server)  # for the command the words suggest
+            message = refusal_of(err.data, request, code and str(code), saved=saved, server=flag)
             if self.over_race is not None:
-                message = saved_race_over(self.over_race.race, self._fetch_server())
+                message = saved_race_over(self.over_race.race, flag)
             self._entry_failed(message, err.code)
         except Unreachable as err:
             self._entry_failed(cannot_reach(err.servers, err.error))
@@ -521,12 +521,6 @@ class SolraceApp(App[int]):
                     client, params.get("code"), params.get("commitment")
                 )
             raise
-
-    def _fetch_server(self) -> str | None:
-        """The ``--server`` a ``solrace fetch`` needs to ask this app's server, or None
-        where it asks that one by default."""
-        default = os.environ.get(ENV_SERVER) or DEFAULT_SERVER
-        return None if self.server == default else self.server
 
     def _loaded(self) -> None:
         """Everything the app derives from the view, after a fresh snapshot."""
