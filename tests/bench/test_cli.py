@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 import solrace.bench.__main__
 import solrace.bench.core
+from solrace.argtypes import EXIT_READER_GONE
 from solrace.bench import limits
 from solrace.bench.__main__ import _check, build_parser, main
 from solrace.bench.failed import RunFailed
@@ -320,3 +321,21 @@ def test_ctrl_c_while_the_modules_load_is_one_line_and_130(module: str, argv: li
         timeout=60,
     )
     assert (done.returncode, done.stdout, done.stderr) == (130, "", f"{PROG}: interrupted\n")
+
+
+def test_a_reader_that_went_away_ends_it_quietly_with_141() -> None:
+    """A newcomer's ``python -m solrace.bench rules --json | head -c 600`` (the README's
+    command, looked at) ended in a BrokenPipeError traceback once head had its bytes;
+    every other command ends quietly with 141, as a closed pipe stops a process."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before the result is written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "solrace.bench", "rules", "--seconds", "0.01", "--json"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (EXIT_READER_GONE, b"")

@@ -10,7 +10,7 @@ standalone Redis, TLS for a plain-text one), a ``--log`` that cannot be opened, 
 unknown preset, a loop not installed; 130 interrupted (Ctrl-C), 143 terminated
 (SIGTERM), each once the run has stopped what it started and deleted its keys
 (bench/stopping.py, bench/runkeys.py: a line says so if the keys could not be, and
-names their prefix).
+names their prefix); 141, quietly, when the reader of its output went away (``| head``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from solrace.argtypes import (
     EXIT_TERMINATED,
     EXIT_USAGE,
     OneLineParser,
+    reader_gone,
     real,
     whole,
 )
@@ -86,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         "1 it could not run to the end (Redis does not answer or failed, or the run "
         "could not go on: a child or the rooms did not start), 2 a bad argument, "
         "130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the run's processes stopped "
-        "and its keys deleted first.",
+        "and its keys deleted first; 141 the reader of its output went away (| head).",
     )
     parser.add_argument("suite", choices=["rules", "store", "solver", "server", "core"])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -409,7 +410,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if result is not None:
         result["python"] = platform.python_version()
         result["machine"] = platform.machine()
-        print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+        try:
+            print(json.dumps(result) if args.json else json.dumps(result, indent=2), flush=True)
+        except BrokenPipeError:  # `| head`: quietly, 141, as every command (a traceback)
+            status = reader_gone()
     if said:
         print(f"{PROG}: {said}", file=sys.stderr)
     return status
