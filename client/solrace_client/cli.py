@@ -55,6 +55,7 @@ from .connection import (
     RaceClient,
     ServerError,
     first_answer,
+    server_flag,
     server_list,
 )
 from .errors import (
@@ -375,7 +376,8 @@ def cmd_rooms(args: argparse.Namespace) -> int:
     if not rooms:
         what = f"{args.variant} rooms" if args.variant else "rooms"
         variant = args.variant or "yukon"
-        hint = f"no open {what} on {answered}; start one with: solrace create --variant {variant}"
+        create = f"solrace create --variant {variant}{server_flag(server)}"  # works as printed
+        hint = f"no open {what} on {answered}; start one with: {create}"
         out.print(hint, soft_wrap=True)  # a command to copy: never cut in two
         return 0
     out.print(rooms_view(rooms, out))

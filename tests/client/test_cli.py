@@ -161,20 +161,25 @@ def test_races_show_every_value_whole_at_every_width(
 
 
 async def test_rooms_says_when_there_are_none(
-    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = await cluster.node()
     assert await _run(["--server", server.url, "rooms"]) == 0
     out = capsys.readouterr().out
     assert "no open rooms" in out
-    # the command to copy stays on one line, whatever the width (it was cut at 80)
-    assert out.rstrip("\n").endswith("; start one with: solrace create --variant yukon")
+    # the command to copy stays on one line, whatever the width (it was cut at 80), and
+    # works as printed: with the --server typed (it asked ws://127.0.0.1:8765 without)
+    flag = f" --server {server.url}"
+    assert out.rstrip("\n").endswith(f"; start one with: solrace create --variant yukon{flag}")
     assert out.count("\n") == 1
     # the hint names the variant asked for (it said yukon whatever was asked)
     assert await _run(["--server", server.url, "rooms", "--variant", "klondike"]) == 0
     out = capsys.readouterr().out
     assert "no open klondike rooms" in out
-    assert out.rstrip("\n").endswith("; start one with: solrace create --variant klondike")
+    assert out.rstrip("\n").endswith(f"; start one with: solrace create --variant klondike{flag}")
+    monkeypatch.setenv("SOLRACE_SERVER", server.url)  # then the command needs none
+    assert await _run(["rooms"]) == 0
+    assert capsys.readouterr().out.rstrip("\n").endswith("solrace create --variant yukon")
 
 
 def test_rooms_without_a_server_fails_with_2(capsys: pytest.CaptureFixture[str]) -> None:
