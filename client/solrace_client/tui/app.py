@@ -838,6 +838,7 @@ class SolraceApp(App[int]):
             state.me,
             width,
             deal_words(state.deal, deals),
+            server_flag(self.server),
         )
         if state.phase == "countdown" and state.start_at_ms is not None:
             left = max(0.0, (state.start_at_ms - self.server_now()) / 1000)

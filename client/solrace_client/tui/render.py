@@ -591,14 +591,18 @@ def render_lobby(
     me: int | None,
     width: int = 80,
     deal: str | None = None,
+    server: str = "",
 ) -> Text:
-    """The lobby: code, settings, ``deal`` (how the deal is made, in words), racers."""
+    """The lobby: code, settings, ``deal`` (how the deal is made, in words), racers.
+    ``server``: the `` --server URL`` the join command needs to work as printed
+    (connection.server_flag): it was dropped, and a second terminal's ``solrace join
+    CODE`` asked ws://127.0.0.1:8765 of a room on the server the host had typed."""
     text = Text(no_wrap=True, overflow="crop")
     text.append("Room code ", "bold")
     text.append(f" {code or '?'} ", "bold black on yellow1")
     # wrapped, never cut: in 40 columns Textual wrapped it mid-phrase ("others join
     # / with: solrace join K7QX2M") and cut the deal's words ("65 moves, e")
-    join = f"others join with: solrace join {code or '?'}"
+    join = f"others join with: solrace join {code or '?'}{server}"
     if text.cell_len + 3 + len(join) < width:
         text.append(f"   {join}\n", STYLE_DIM)
     else:

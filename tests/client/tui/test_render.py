@@ -328,6 +328,18 @@ def test_lobby_shows_code_racers_ready_flags_and_host() -> None:
     assert "✔ ready" in ann and "host" in ann
 
 
+def test_the_lobbys_join_command_names_the_server_it_needs() -> None:
+    """The lobby's "others join with: solrace join K7QX2M" dropped the --server the host
+    typed: run as printed in a second terminal it asked ws://127.0.0.1:8765. Whole,
+    wrapped or not."""
+    settings = {"variant": "yukon", "options": {}, "max_racers": 4, "time_limit_s": 900}
+    flag = " --server ws://127.0.0.1:19000"
+    for width in (80, 38):
+        text = render_lobby([], settings, "K7QX2M", host=1, me=1, width=width, server=flag)
+        said = " ".join(text.plain.split())
+        assert "others join with: solrace join K7QX2M --server ws://127.0.0.1:19000" in said
+
+
 def test_a_narrow_lobby_keeps_each_racer_on_one_line_and_the_deal_whole() -> None:
     """In 40 columns (38 for the lobby) the deal's words were cut (`winnable deal
     (certified, 65 moves, e`) and each racer's row, its name padded to 24 cells,
