@@ -159,6 +159,22 @@ class BadServerURL(ValueError):
     """A ``--server``/``$SOLRACE_SERVER`` value that is not a WebSocket URL."""
 
 
+def _websocket_form(url: str) -> str | None:
+    """The WebSocket URL ``url`` plainly means, or None: ``host:port`` (what the server
+    logs, without its ``ws://``) as ``ws://host:port``, ``http(s)://…`` as ``ws(s)://…``.
+    The example alone named another port than the one typed."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        web = {"http": "ws", "https": "wss"}.get(scheme.lower())
+        return None if web is None else f"{web}://{rest}"
+    try:
+        parts = urlsplit(f"ws://{url}")
+        has_port = parts.port is not None
+    except ValueError:
+        return None
+    return f"ws://{url}" if has_port and parts.hostname else None
+
+
 def check_server_url(url: str) -> str:
     """``url`` if it is a ``ws://``/``wss://`` URL with a host and a valid port, else
     BadServerURL saying what is wrong (connecting would fail with a traceback)."""
@@ -188,9 +204,9 @@ def check_server_url(url: str) -> str:
             why = f"its port {text!r} is not a number"
         raise BadServerURL(f"bad server URL {url!r}: {why} ({example})") from None
     if parts.scheme not in ("ws", "wss") or "://" not in url:
-        raise BadServerURL(
-            f"bad server URL {url!r}: it must start with ws:// or wss:// ({example})"
-        )
+        meant = _websocket_form(url)
+        use = example if meant is None else f"use {meant}"
+        raise BadServerURL(f"bad server URL {url!r}: it must start with ws:// or wss:// ({use})")
     if not parts.hostname:
         raise BadServerURL(f"bad server URL {url!r}: no host ({example})")
     unnamed = not_a_host_name(parts.hostname)

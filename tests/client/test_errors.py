@@ -647,3 +647,31 @@ async def test_a_full_room_says_it_can_be_watched(command: str, cluster: Cluster
     finally:
         await guest.close()
         await host.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "use"),
+    [
+        ("127.0.0.1:19000", "ws://127.0.0.1:19000"),
+        ("localhost:8765", "ws://localhost:8765"),
+        ("http://127.0.0.1:8765", "ws://127.0.0.1:8765"),
+        ("https://race.example.org/", "wss://race.example.org/"),
+    ],
+)
+def test_a_url_without_ws_says_the_one_to_use(url: str, use: str) -> None:
+    """A newcomer's ``--server 127.0.0.1:19000`` (the host and port the server logs)
+    was told only "it must start with ws:// or wss:// (e.g. ws://127.0.0.1:8765)": an
+    example on another port. Where the URL meant is plain, it is said, to copy."""
+    with pytest.raises(errors.BadServerURL) as refused:
+        errors.check_server_url(url)
+    assert str(refused.value) == (
+        f"bad server URL {url!r}: it must start with ws:// or wss:// (use {use})"
+    )
+
+
+def test_a_url_that_names_no_server_gets_the_example() -> None:
+    with pytest.raises(errors.BadServerURL) as refused:
+        errors.check_server_url("bogus")
+    assert str(refused.value) == (
+        "bad server URL 'bogus': it must start with ws:// or wss:// (e.g. ws://127.0.0.1:8765)"
+    )
