@@ -795,6 +795,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     race = args.race if local is None else local.race
     server = _server(args)
     typed = getattr(args, "server", None)
+    saved_from = ""  # said where the server came from, when from the file
     if typed is None and local is not None and local.server:
         # The server the race was saved from, as resume does: not $SOLRACE_SERVER's,
         # nor the default (a race run with --server needed it typed again).
@@ -804,6 +805,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
                 check_server_url(url)
         except BadServerURL as exc:
             return _fail(f"{local.path or race}: its server: {exc}: give --server")
+        saved_from = " (the server the race was saved from: --server asks another)"
     try:
         answered, archived = asyncio.run(fetch_archived(server, race))
     except ServerError as err:
@@ -820,7 +822,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     except ConnectionLost as exc:  # reached, then closed (an OSError: caught first)
         return _fail(f"{server} closed the connection before answering ({exc})")
     except CONNECT_ERRORS as exc:
-        return _fail(cannot_reach(server_list(server), exc))
+        return _fail(cannot_reach(server_list(server), exc) + saved_from)
     out = _out()
     if local is None:
         path = write_result(archived)

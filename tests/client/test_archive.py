@@ -112,6 +112,15 @@ async def test_a_saved_race_is_fetched_from_its_own_server_without_server(
     assert f"is the race {server.url} archived" in capsys.readouterr().out
     assert await _run(["fetch", rid, "--server", "ws://127.0.0.1:9"]) == 2  # typed wins
     assert "cannot reach ws://127.0.0.1:9" in capsys.readouterr().err
+    gone = json.loads(saved.path.read_text())
+    saved.path.write_text(json.dumps({**gone, "server": "ws://127.0.0.1:9"}))
+    assert await _run(["fetch", rid]) == 2  # the file's server, said to be the file's
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("(the server the race was saved from: --server asks another)")
+    )
+    saved.path.write_text(json.dumps(gone))
     older = json.loads(saved.path.read_text())
     del older["server"]
     saved.path.write_text(json.dumps(older))
