@@ -32,7 +32,7 @@ def _named_by() -> str:
     for variable in ("SOLRACE_CONFIG_DIR", "XDG_CONFIG_HOME"):
         if os.environ.get(variable):
             return f"${variable}"
-    return "the default, ~/.config/solrace"
+    return "the default"
 
 
 def config_dir_problem() -> str | None:
