@@ -376,7 +376,7 @@ def cmd_rooms(args: argparse.Namespace) -> int:
     if not rooms:
         what = f"{args.variant} rooms" if args.variant else "rooms"
         variant = args.variant or "yukon"
-        create = f"solrace create --variant {variant}{server_flag(server)}"  # works as printed
+        create = f"solrace create --variant {variant}{server_flag(answered)}"  # as printed
         hint = f"no open {what} on {answered}; start one with: {create}"
         out.print(hint, soft_wrap=True)  # a command to copy: never cut in two
         return 0
