@@ -20,8 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from solrace.protocol import BadMessage, ErrorCode
 from solrace.protocol.errors import RETRY_MOVE_MS
@@ -126,9 +125,12 @@ class _Behind(Exception):
     that engine was behind the store (dropped now), so the move is checked again."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Stored:
-    """A move the store has answered: accepted, or refused for its finish time."""
+class _Stored(NamedTuple):
+    """A move the store has answered: accepted, or refused for its finish time.
+
+    A named tuple, not a frozen dataclass: made on every move, and a frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__`` (about
+    1,300 instructions a field on Python 3.11; docs/performance.md, round 27)."""
 
     result: MoveAppend
     game: RacerGame
