@@ -50,6 +50,13 @@ RESUME_BUCKET_MS: Final = RESUME_BURST * RESUME_INTERVAL_MS
 JOIN_INTERVAL_MS: Final = int(JOIN_INTERVAL_S * 1000)
 JOIN_BUCKET_MS: Final = JOIN_BURST * JOIN_INTERVAL_MS
 
+# The members :attr:`RoomState.phase` and :meth:`RoomState.can_move` answer with, read
+# once: on Python 3.11 every ``Phase.X`` read through its class goes through
+# ``EnumType.__getattr__``'s lookup hook (about 1,100 instructions), and both are asked
+# several times a move (5.5 reads a move; docs/performance.md, round 27).
+_LOBBY, _COUNTDOWN, _RACING, _FINISHED = Phase.LOBBY, Phase.COUNTDOWN, Phase.RACING, Phase.FINISHED
+_PLAYING, _STUCK = RacerStatus.PLAYING, RacerStatus.STUCK
+
 
 @dataclass
 class RacerState:
@@ -144,12 +151,12 @@ class RoomState:
     @property
     def phase(self) -> str:
         if self.result is not None:
-            return Phase.FINISHED
+            return _FINISHED
         if self.started:
-            return Phase.RACING
+            return _RACING
         if self.start_at_ms is not None:
-            return Phase.COUNTDOWN
-        return Phase.LOBBY
+            return _COUNTDOWN
+        return _LOBBY
 
     @property
     def ends_at_ms(self) -> int | None:
@@ -168,9 +175,10 @@ class RoomState:
 
     def can_move(self, member: RacerState) -> bool:
         """Playing, or stuck in a room that allows undo (an undo is a move)."""
-        if member.status == RacerStatus.PLAYING:
+        status = member.status
+        if status == _PLAYING:
             return True
-        return member.status == RacerStatus.STUCK and bool(self.settings.options.get("undo", False))
+        return status == _STUCK and bool(self.settings.options.get("undo", False))
 
     def snapshot(self, now_ms: int, spectators: int = 0) -> Snapshot:
         """The public part of the protocol's Snapshot (``you`` is added per racer)."""
