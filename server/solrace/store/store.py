@@ -119,9 +119,12 @@ class SeatClaim(NamedTuple):
     at_ms: int
 
 
-@dataclass(frozen=True, slots=True)
-class MoveAppend:
+class MoveAppend(NamedTuple):
     """Outcome of :meth:`Store.append_move`.
+
+    A named tuple, not a frozen dataclass: made on every move, and a frozen
+    dataclass's ``__init__`` sets each of its 11 fields through ``object.__setattr__``
+    (about 1,300 instructions a field on Python 3.11; docs/performance.md, round 27).
 
     ``accepted`` False means nothing was written: ``log_length`` is then the log's
     current length, i.e. the sequence number the next move must carry — unless
