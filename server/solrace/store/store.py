@@ -601,15 +601,20 @@ class Store:
 
     def _refuse_closed(self) -> None:
         """Raise :class:`StoreClosed` once the store is closed: every write method's
-        first act (moves: the group commit's)."""
+        first act (moves: the group commit's), and every read's (:meth:`_errors`)."""
         if self._closed:
             raise StoreClosed
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
         """:func:`redis_errors`, noting a failure's time (:meth:`failed_within`). A call
-        failing once the store is closed (a read: the embedded engine's socket is gone
-        with it) is :class:`StoreClosed`, so that no caller retries it as an outage."""
+        on a closed store is refused at once (:class:`StoreClosed`): redis-py reconnects
+        a closed client, so a read ran, and on a cluster reconnecting to every master
+        held a write retried after the node stopped (its decision reads first) past
+        the node's end. One failing once the store is closed (the embedded engine's
+        socket is gone with it) is StoreClosed too, so that no caller retries it as an
+        outage."""
+        self._refuse_closed()
         try:
             with redis_errors(self._note_failure):
                 yield
