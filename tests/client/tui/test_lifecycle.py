@@ -233,20 +233,19 @@ async def test_ctrl_z_suspends_on_every_screen_and_fg_brings_it_back(
         await suspend_and_fg(race, keys)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known flaky under CI (2 of 3 stores in one CI run of 2026-12-06: no 'connection"
-    " lost' on the terminal within 20 s after fg, the server having dropped Ann); not"
-    " explained yet — quarantined in the open, see the closing note",
-)
 async def test_back_from_ctrl_z_within_the_grace_the_race_resumes(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Stopped, the program answers no keepalive: the server drops it (20 + 20 s, and
     10 s for the close it does not answer: 47 s measured; 1.5 s at most here) and its
     grace runs (30 s). After ``fg`` within the grace the session resumes as after any
-    drop: ``connection lost — reconnecting (1)…``, then ``reconnected`` (0.9 s after
-    a real 50 s stop)."""
+    drop: ``reconnected`` (0.9 s after a real 50 s stop), and the server has Ann back.
+
+    Only ``reconnected`` is asserted: ``connection lost — reconnecting (1)…`` is said
+    first, but the first attempt waits 0–0.4 s (the backoff's jitter), and a resume
+    done before the screen's next frame — or before the full redraw that follows
+    ``fg`` — is drawn as ``reconnected`` alone. Waiting for both failed 2 runs of 3 in
+    a CI run; with the first delay at 0, 3 of 3, the screen showing ``reconnected``."""
     _keepalive_fast(monkeypatch)
     async with ann_in(cluster, "racing") as race:
         screen, bob = race.screen, race.bob
@@ -256,7 +255,6 @@ async def test_back_from_ctrl_z_within_the_grace_the_race_resumes(
         assert dropped.d["online"] is False
         since = len(screen.out)
         race.proc.send_signal(signal.SIGCONT)
-        await screen.until(b"connection lost", since)
         await screen.until(b"reconnected", since)
         back = await bob.wait_for(lambda e: e.t == "presence", 10)
         assert back.d["online"] is True
