@@ -944,24 +944,7 @@ async def test_a_proof_in_the_rounds_lobby_ends_its_race_as_soon_as_it_starts(
     that lobby, is remembered: the race ends as soon as it starts, none of its moves
     taken."""
     caplog.set_level(logging.INFO, logger="solrace.lobby")
-    one = await cluster.node()
-    ann, bob = await lobby(one.url, one.url)
-    room_id = ann.room or ""
-    snapshot = await snapshot_room(one, room_id)
-    await ann.start()
-    for client in (ann, bob):
-        await client.wait_started()
-    await ann.resign()
-    await bob.resign()
-    revealed = await ann.next_event("race_over", timeout=10)
-    for client in (ann, bob):
-        await client.close()
-    await restore_room(one, room_id, snapshot)
-    one.node.rooms.pop(room_id).cancel_timers()
-    back = await RaceClient.connect(one.url, view=ann.view)
-    back.room, back.code, back.token = room_id, ann.code, ann.token
-    joined = await back.resume()
-    assert joined["snapshot"]["phase"] == "lobby"
+    _, _, back, revealed = await _revealed_in_a_lobby(cluster, hang_up=False)
     await back.start()
     over = await back.wait_for(lambda e: e.t == "race_over", timeout=10)
     assert over.d["reason"] == "time_limit"
@@ -970,8 +953,7 @@ async def test_a_proof_in_the_rounds_lobby_ends_its_race_as_soon_as_it_starts(
     assert refused and not played, (refused, len(played), played[-1:])
     said = [r.getMessage() for r in caplog.records if "already revealed" in r.getMessage()]
     assert len(said) == 1 and "as soon as it starts" in said[0], said
-    settings = joined["snapshot"]["settings"]
-    assert check_no_leaks(back.received, over.d, settings, racer=back.racer) > 1
+    assert check_no_leaks(back.received, over.d, back.view.settings, racer=back.racer) > 1
     await back.close()
 
 
@@ -1054,11 +1036,13 @@ async def test_a_proof_that_is_not_the_rounds_changes_nothing(
     await close_all(back, bob)
 
 
-async def _revealed_in_a_lobby(cluster: Cluster) -> tuple[RaceServer, str, RaceClient, Envelope]:
+async def _revealed_in_a_lobby(
+    cluster: Cluster, *, hang_up: bool = True
+) -> tuple[RaceServer, str, RaceClient, Envelope]:
     """A round that raced and ended (Ann holds its race_over), then the store restored
     to its lobby and the node's memory of the room gone; Ann, back with her proof, is
-    in that lobby, then hangs up. Returns the node, the room, Ann's client (closed)
-    and the race_over."""
+    in that lobby, then hangs up (unless not ``hang_up``). Returns the node, the room,
+    Ann's client (closed if she hung up) and the race_over."""
     one = await cluster.node()
     ann, bob = await lobby(one.url, one.url)
     room_id = ann.room or ""
@@ -1076,7 +1060,8 @@ async def _revealed_in_a_lobby(cluster: Cluster) -> tuple[RaceServer, str, RaceC
     back.room, back.code, back.token = room_id, ann.code, ann.token
     assert (await back.resume())["snapshot"]["phase"] == "lobby"
     assert one.node.rooms[room_id].revealed_round == 1  # the proof, taken
-    await back.close()
+    if hang_up:
+        await back.close()
     return one, room_id, back, revealed
 
 
