@@ -109,11 +109,9 @@ async def test_a_node_that_stops_drops_the_batch_still_due(
     assert not node._tasks  # and no task started after the stop
 
 
-async def test_a_node_that_stops_drops_the_boards_still_delayed(backend: Backend) -> None:
-    """A board built for spectators goes out one spectator delay later (fair
-    spectating). That wait was a timer nobody kept: a node that stopped within the
-    delay still sent the board afterwards, from a stopped node. The room keeps its
-    delayed boards and cancels them with its other timers when the node stops."""
+async def _watched_with_a_delay(backend: Backend) -> tuple[Node, FakePeer, FakePeer, FakePeer]:
+    """Ann and Bob racing in a room whose spectators see boards 1 s late, watched by
+    ``spy``: the node and the three peers."""
     node = await backend.node()
     ann, bob, spy = FakePeer(node), FakePeer(node), FakePeer(node)
     created = await ann.ask("create", variant="yukon", name="Ann", spectator_delay_s=1)
@@ -125,6 +123,15 @@ async def test_a_node_that_stops_drops_the_boards_still_delayed(backend: Backend
     assert (await ann.ask("start")).t == "ok"
     await ann.until(lambda f: f.t == "started")
     assert (await spy.ask("watch", code=code)).t == "watching"
+    return node, ann, bob, spy
+
+
+async def test_a_node_that_stops_drops_the_boards_still_delayed(backend: Backend) -> None:
+    """A board built for spectators goes out one spectator delay later (fair
+    spectating). That wait was a timer nobody kept: a node that stopped within the
+    delay still sent the board afterwards, from a stopped node. The room keeps its
+    delayed boards and cancels them with its other timers when the node stops."""
+    node, ann, _, spy = await _watched_with_a_delay(backend)
     moves = winning_moves(SOLVABLE_SECRET)
     assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
     [room] = [r for r in node.rooms.values() if r.spectators]
@@ -144,17 +151,7 @@ async def test_a_delayed_board_of_a_finished_round_is_not_sent_after_a_rematch(
     """Boards go out one spectator delay late. A rematch begun within that delay must
     not let the last round's boards through after its ``room_reset``: a spectator would
     take them for boards of the new round (its racers' first cards)."""
-    node = await backend.node()
-    ann, bob, spy = FakePeer(node), FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann", spectator_delay_s=1)
-    assert created.t == "joined", created.d
-    code = str(created.d["code"])
-    assert (await bob.ask("join", code=code, name="Bob")).t == "joined"
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    assert (await ann.ask("start")).t == "ok"
-    await ann.until(lambda f: f.t == "started")
-    assert (await spy.ask("watch", code=code)).t == "watching"
+    _, ann, bob, spy = await _watched_with_a_delay(backend)
     moves = winning_moves(SOLVABLE_SECRET)
     for seq in range(3):
         assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
