@@ -17,6 +17,7 @@ from solrace_client.tui import run_race, run_watch
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.render import card_label, plain_cards
 from solrace_client.tui.widgets import LobbyScreen, PlayScreen, StandingsScreen, WatchScreen
+from textual.pilot import Pilot
 from textual.widgets import Input
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster
@@ -404,6 +405,15 @@ async def test_spectator_delay_is_shown_and_a_bad_code_exits_with_an_error(
     assert lost.return_code == 2
 
 
+async def _start_with_bob(pilot: Pilot[Any], app: SolraceApp, bob: RaceClient) -> None:
+    """The window's host starts its room once Bob has joined it and is ready (``s``)."""
+    await wait_until(pilot, lambda: app.state.code, "the room")
+    await bob.join(app.state.code or "", "Bob")
+    await bob.ready()
+    await wait_for_text(pilot, "Everyone is ready")
+    await pilot.press("s")
+
+
 async def test_resume_from_a_saved_token_replaces_the_old_window(cluster: Cluster) -> None:
     """``solrace resume`` after a crash: a second app resumes with the saved token; the
     first is told it was replaced and does not fight back."""
@@ -411,11 +421,7 @@ async def test_resume_from_a_saved_token_replaces_the_old_window(cluster: Cluste
     bob = await RaceClient.connect(server.url)
     first = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
     async with first.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: first.state.code, "the room")
-        await bob.join(first.state.code or "", "Bob")
-        await bob.ready()
-        await wait_for_text(pilot, "Everyone is ready")
-        await pilot.press("s")
+        await _start_with_bob(pilot, first, bob)
         await wait_until(pilot, lambda: first.controller.view is not None, "the deal")
         await pilot.press(*keys_for(MOVES[0]))
         await wait_until(pilot, lambda: (first.state.you or {}).get("next_seq") == 1, "move 1")
@@ -464,11 +470,7 @@ async def test_resume_in_a_new_process_proves_the_rooms_revealed_seed(cluster: C
     bob = await RaceClient.connect(one.url)
     first = SolraceApp(one.url, action="create", name="Ann", params={"variant": "yukon"})
     async with first.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: first.state.code, "the room")
-        await bob.join(first.state.code or "", "Bob")
-        await bob.ready()
-        await wait_for_text(pilot, "Everyone is ready")
-        await pilot.press("s")
+        await _start_with_bob(pilot, first, bob)
         await wait_until(pilot, lambda: first.state.phase == "racing", "the race")
         room_id = first.state.room or ""
         snapshot = await snapshot_room(one, room_id)
