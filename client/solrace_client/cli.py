@@ -533,13 +533,16 @@ def _check_servers(args: argparse.Namespace) -> None:
 
 # --------------------------------------------------------------- bot
 def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
-    """A RaceResult's standings; ``me`` (a racer id) is highlighted."""
+    """A RaceResult's standings; ``me`` (a racer id) is highlighted, and marked ◀ in a
+    column of its own. Marked after the name, a long name in 80 columns (a pipe's
+    width) wrapped the mark alone onto a second line."""
     reason = str(result.get("reason"))
     table = Table(title=f"race over: {reason.replace('_', ' ')}", title_justify="left")
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("place", "right"),
         ("racer", "right"),
         ("name", "left"),
+        ("", "left"),
         ("status", "left"),
         ("cards up", "right"),
         ("moves", "right"),
@@ -547,7 +550,14 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
         ("time", "right"),
     )
     for column, justify in columns:
-        table.add_column(column, justify=justify)
+        # Only a name wraps where the table is too wide: the figures and the mark stay
+        # whole (rich shrinks the columns that may wrap first).
+        table.add_column(
+            column,
+            justify=justify,
+            no_wrap=column != "name",
+            min_width=8 if column == "name" else 1,
+        )
     from .results import time_decimals
 
     standings = result.get("standings") or []
@@ -558,7 +568,8 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
         table.add_row(
             _cell(s.get("place")),
             _cell(s.get("racer")),
-            _cell(str(s.get("name")) + (" ◀" if s.get("racer") == me else "")),
+            _cell(s.get("name")),
+            "◀" if s.get("racer") == me else "",
             _cell(s.get("status")),
             _cell(s.get("foundation")),
             _cell(s.get("moves")),

@@ -20,6 +20,7 @@ import pytest
 import solrace_client
 from rich.console import Console
 from solrace.argtypes import EXIT_READER_GONE
+from solrace.protocol.limits import MAX_NAME_LEN
 from solrace.rules import new_board
 from solrace.rules.cli import parse_option as _option
 from solrace.rules.options import options_to_json
@@ -1139,6 +1140,46 @@ def test_standings_show_names_as_they_are_and_no_escape_sequence() -> None:
     console.print(standings_table(result, 2))
     out = console.export_text()
     assert _MARKUP_NAME in out and "Riv?[2J" in out and "\x1b" not in out
+
+
+def test_standings_in_80_columns_keep_one_line_per_racer_and_every_figure() -> None:
+    """``solrace bot … | tee log`` prints its table 80 columns wide (not a terminal).
+    The mark ◀ followed a name: with a name of the longest length (24, one word) it
+    wrapped onto a line of its own. It has a column of its own now; a long name is
+    cut, never a figure."""
+    long = "A" * MAX_NAME_LEN
+    result = {
+        "reason": "all_done",
+        "standings": [
+            {
+                "place": 1,
+                "racer": 1,
+                "name": long,
+                "status": "finished",
+                "foundation": 52,
+                "moves": 1234,
+                "score": 5678,
+                "elapsed_ms": 754321,
+            },
+            {
+                "place": 2,
+                "racer": 2,
+                "name": "B" * MAX_NAME_LEN,
+                "status": "resigned",
+                "foundation": 10,
+                "moves": 60,
+                "score": 12,
+                "elapsed_ms": None,
+            },
+        ],
+    }
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(standings_table(result, 1))
+    rows = [line for line in console.export_text().splitlines() if line.startswith("│")]
+    assert len(rows) == 2, rows
+    assert "◀" in rows[0] and "◀" not in rows[1], rows
+    for figure in ("52", "1234", "5678", "754.3s", "finished"):
+        assert figure in rows[0], (figure, rows[0])
 
 
 def test_races_and_verify_show_a_files_names_as_they_are(
