@@ -78,19 +78,21 @@ class Cluster:
         secret: bytes | Callable[[], bytes] = SOLVABLE_SECRET,
         rate: float | None = 100_000.0,
         admission: Admission | None = None,
+        burst: float | None = None,
         **node_args: object,
     ) -> RaceServer:
         """A started server node on this cluster's backend. Tests race fast: the rate
         limit is lifted unless a test sets it (None: the server's default limit, and
-        clients pace themselves again), countdowns last 0.2 s, and a certification
-        solves one candidate at a time, so the deal is the known one."""
+        clients pace themselves again; ``burst``: its bucket, ``rate`` unless given),
+        countdowns last 0.2 s, and a certification solves one candidate at a time, so
+        the deal is the known one."""
         store = await self.store()
         source = secret if callable(secret) else (lambda: secret)
         if rate is None:
             self._unpaced.undo()  # clients pace again, as against a user's server
             limits: dict[str, float] = {}
         else:
-            limits = {"rate_per_s": rate, "rate_burst": rate}
+            limits = {"rate_per_s": rate, "rate_burst": rate if burst is None else burst}
         node = Node(
             store,
             name=f"node{len(self.servers)}",
