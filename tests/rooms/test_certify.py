@@ -365,20 +365,36 @@ async def test_a_node_whose_workers_fail_leaves_a_shared_rooms_deal_to_a_healthy
     """Bob's node's solver workers keep dying; Ann's are well. Dealing uncertified at
     once there took the round from the certificate Ann's node was finding (the first
     deal_chosen stands; a review). A node whose workers fail leaves a room another
-    node serves to that node for a while, then deals uncertified as before."""
+    node serves to that node for a while, then deals uncertified as before.
+
+    Ann's node solves only once Bob's is waiting for it: raced against a real hard
+    certification instead, a loaded machine (load 8, a CI run) took longer than that
+    while (SHARED_FALLBACK_S), and without the wait Ann's node would never solve."""
     healthy, broken = await backend.node(), await backend.node()
-    run = certify._run
+    run, solve, chosen_elsewhere = certify._run, certify._solve, certify._chosen_elsewhere
     failing = contextvars.ContextVar("failing", default=False)
+    waiting = asyncio.Event()  # Bob's node leaves the deal to Ann's
 
     async def run_on(node: Any, room: LiveRoom, round_no: int) -> None:
         failing.set(node is broken)  # each certification task runs in its own context
         await run(node, room, round_no)
 
+    async def solve_once_waited_for(*args: Any) -> certify.Certificate | None:
+        if not failing.get():
+            await waiting.wait()
+        return await solve(*args)
+
+    async def wait_elsewhere(room: LiveRoom, round_no: int, seconds: float) -> None:
+        waiting.set()
+        await chosen_elsewhere(room, round_no, seconds)
+
     monkeypatch.setattr(certify, "_run", run_on)
+    monkeypatch.setattr(certify, "_solve", solve_once_waited_for)
+    monkeypatch.setattr(certify, "_chosen_elsewhere", wait_elsewhere)
     monkeypatch.setattr(solver_workers, "failing", failing.get)
     try:
         ann, bob = FakePeer(healthy), FakePeer(broken)
-        created = await ann.ask("create", variant="yukon", name="Ann", difficulty="hard")
+        created = await ann.ask("create", variant="yukon", name="Ann")
         assert created.t == "joined", created.d
         assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
         chosen = await ann.until(lambda f: f.t == "deal_chosen", timeout=60)
