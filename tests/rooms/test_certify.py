@@ -184,9 +184,27 @@ async def test_candidates_nobody_needs_any_more_are_stopped_at_once() -> None:
     candidates = _Candidates({0: (False, 5.0), 1: (False, 5.0)})
     began = time.monotonic()
     found = await certify.first_won(candidates.solve, _Flips(True, 0.05), in_flight=2)
-    assert found == certify.Certificate(0, None, None)
+    assert found is None  # stopped: not "none was won"
     assert time.monotonic() - began < 1.0
     assert sorted(candidates.cancelled) == [0, 1]
+
+
+async def test_a_walk_stopped_says_so_and_one_that_won_nothing_says_that() -> None:
+    """Two outcomes without a line, told apart: the round stopped wanting its deal
+    (None: nothing was learnt, the round certifies again once wanted), and every
+    candidate tried and none won (a certificate without a line: dealt uncertified).
+    Both were ``Certificate(0, None, None)``, and a racer back within the window dealt
+    the round uncertified (tests below)."""
+    unneeded = await certify.first_won(_Candidates({}).solve, lambda: False, in_flight=2)
+    assert unneeded is None
+    stopped = await certify.first_won(
+        _Candidates({0: (False, 5.0)}).solve, _Flips(True, 0.05), in_flight=1
+    )
+    assert stopped is None
+    exhausted = await certify.first_won(
+        _Candidates({}).solve, lambda: True, in_flight=2, candidates=3
+    )
+    assert exhausted == certify.Certificate(0, None, None)
 
 
 async def test_a_worker_that_becomes_spare_takes_the_second_candidate() -> None:
@@ -401,3 +419,78 @@ async def test_a_node_whose_workers_fail_leaves_a_shared_rooms_deal_to_a_healthy
         assert chosen.d["certified"] is True, chosen.d
     finally:
         solver_workers.shutdown()
+
+
+class _FirstHeld:
+    """``certify._solve`` with its first candidate held: solving until the walk stops
+    it, and then still stopping until ``back`` is set (the window in which a racer
+    reconnects: one turn of the loop in production, as long as the test needs here);
+    every later candidate solved for real."""
+
+    def __init__(self) -> None:
+        self.real = certify._solve
+        self.started, self.stopping, self.back = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self.tried: list[int] = []
+
+    async def solve(self, *args: Any) -> certify.Certificate | None:
+        self.tried.append(args[4])  # the candidate number
+        if len(self.tried) > 1:
+            return await self.real(*args)
+        self.started.set()
+        try:
+            await asyncio.Event().wait()  # solving, until the walk stops it
+        except asyncio.CancelledError:
+            self.stopping.set()
+            await self.back.wait()
+            raise
+        raise AssertionError("unreachable")
+
+
+async def _drop(node: Any, peer: FakePeer) -> None:
+    """The connection closes without ``leave`` (as the network layer closes one)."""
+    peer.closed = True
+    await lobby.disconnected(node, peer)
+
+
+def _certificate() -> tuple[str, ...]:
+    """The line certifying round 1 of the test secret's Yukon room."""
+    settings = validate_settings(RoomSettings(variant="yukon"))
+    found = certify.certify("yukon", settings.options, SOLVABLE_SECRET, 1, None)
+    assert found.line is not None
+    return found.line
+
+
+async def test_a_racer_back_while_its_certification_stops_gets_a_certified_deal(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lobby's only racer drops and reconnects (a flap) while candidate 0 is
+    solved: the walk sees the round unwanted at a recheck and stops, and by the time it
+    has stopped its candidate the racer is back. The stop read as "no candidate won",
+    and the round was dealt uncertified ("no winnable deal found") in a room whose
+    candidate 0 is won; and the racer's return started no certification, one being
+    still under way. Now the stopped walk deals nothing and the round is certified
+    again."""
+    held = _FirstHeld()
+    monkeypatch.setattr(certify, "_solve", held.solve)
+    node = await backend.node()
+    ann = FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined", created.d
+    room_id, token = str(created.d["room"]), created.d["token"]
+    room = node.rooms[room_id]
+    async with asyncio.timeout(10):
+        await held.started.wait()
+    await _drop(node, ann)
+    async with asyncio.timeout(10):
+        await held.stopping.wait()  # within a recheck (RECHECK_S)
+    again = FakePeer(node)
+    assert (await again.ask("resume", room=room_id, token=token)).t == "joined"
+    assert all(racer.online for racer in room.state.racers.values())
+    held.back.set()
+    chosen = await again.until(lambda f: f.t == "deal_chosen", timeout=15)
+    assert chosen.d["certified"] is True, chosen.d
+    line = _certificate()
+    assert chosen.d["moves"] == len(line) and room.state.certificate == list(line)
+    assert held.tried == [0, 0]  # the stopped candidate, then the same one solved again
+    assert len(again.events("deal_chosen")) == 1
+    assert not [r for r in caplog.records if "no winnable deal found" in r.getMessage()]

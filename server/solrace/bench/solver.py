@@ -113,7 +113,7 @@ async def _node_walk(
     t0 = time.perf_counter()
     found = await node_certify.first_won(solve, lambda: True, in_flight, spare=solver_workers.spare)
     elapsed = time.perf_counter() - t0
-    if found.line is None:
+    if found is None or found.line is None:  # None: never, the walk is always wanted
         raise RunFailed(f"no candidate won in {started}")
     return started, elapsed
 

@@ -117,13 +117,18 @@ async def first_won(
     in_flight: int = CANDIDATES_IN_FLIGHT,
     candidates: int = MAX_CANDIDATES,
     spare: Callable[[], bool] = lambda: True,
-) -> Certificate:
+) -> Certificate | None:
     """Solve candidates ``0, 1, …`` with ``solve``, up to ``in_flight`` at a time (more
     than one only while ``spare`` says a worker is free for it), until one is won: that
-    one (the lowest attempt if several are won together), or a certificate without a
-    line when none of ``candidates`` is or the round stopped being ``needed`` (looked
-    at every RECHECK_S). A candidate still running then is cancelled (on a worker:
-    stopped, its result dropped)."""
+    one (the lowest attempt if several are won together), a certificate without a line
+    when none of ``candidates`` is, or None when the round stopped being ``needed``
+    (looked at every RECHECK_S). A candidate still running then is cancelled (on a
+    worker: stopped, its result dropped).
+
+    A stop is not "none won": nothing was learnt of the candidates stopped, and the
+    round may be wanted again before the caller looks (its racer reconnected at once).
+    Both were a certificate without a line, and such a round was dealt uncertified,
+    "no winnable deal found", though its candidate would have been won (:func:`_run`)."""
     running: set[asyncio.Future[Certificate | None]] = set()
     attempt = 0
     try:
@@ -137,7 +142,8 @@ async def first_won(
                 running.add(asyncio.ensure_future(solve(attempt)))
                 attempt += 1
             if not running:
-                return Certificate(0, None, None)
+                # Every candidate tried, none won; or not one started: unwanted.
+                return Certificate(0, None, None) if attempt >= candidates else None
             done, running = await asyncio.wait(
                 running, timeout=RECHECK_S, return_when=asyncio.FIRST_COMPLETED
             )
@@ -145,7 +151,7 @@ async def first_won(
             if won:
                 return min(won, key=lambda found: found.attempt)
             if not needed():
-                return Certificate(0, None, None)
+                return None
     finally:
         for task in running:
             task.cancel()
@@ -245,7 +251,15 @@ def _needed(room: LiveRoom, round_no: int) -> bool:
 
 
 async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
+    """Certify the round and deal it. A walk stopped because the round was no longer
+    wanted (:func:`first_won`: None) deals nothing; if the round is wanted again by the
+    time its candidates are stopped (the racer's connection dropped and came back),
+    the run starts again: the racer's return, folded meanwhile, found this run still
+    in ``node.certifying`` and :func:`ensure` started none. Only then: a run cancelled
+    (the node stops) or failed (Redis, a defect) is not started again from here, or a
+    stopping node or a failing store would start runs without end; a fold does."""
     key = (room.room_id, round_no)
+    stopped = False
     try:
         settings = room.meta.settings
         failing = False
@@ -275,6 +289,9 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
                 extra={"room": room.room_id},
             )
             found, failing = Certificate(0, None, None), True
+        if found is None:
+            stopped = True
+            return  # nobody wanted the deal a moment ago: nothing to deal (finally)
         if not _needed(room, round_no):
             return  # everyone left (or the deal was chosen) while the solver ran
         line = None if found.line is None else list(found.line)
@@ -315,3 +332,5 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
         node.metrics.defects.labels(Defect.TASK).inc()
     finally:
         node.certifying.pop(key, None)
+        if stopped and room.served() and _needed(room, round_no):
+            ensure(node, room)  # as a fold here would (Node.schedule)
