@@ -494,3 +494,42 @@ async def test_a_racer_back_while_its_certification_stops_gets_a_certified_deal(
     assert held.tried == [0, 0]  # the stopped candidate, then the same one solved again
     assert len(again.events("deal_chosen")) == 1
     assert not [r for r in caplog.records if "no winnable deal found" in r.getMessage()]
+
+
+async def test_a_start_held_through_a_certification_that_starts_again_gets_its_deal(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same flap with two racers, and the host's ``start`` arriving on its new
+    connection while the stopped walk ends: the start waited for that run only, which
+    dealt nothing, and was refused ``not_ready`` though the run started again would
+    certify the deal at once. It waits for the run started again (within START_WAIT_S)
+    and the countdown begins, committed to the certificate."""
+    held = _FirstHeld()
+    monkeypatch.setattr(certify, "_solve", held.solve)
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined", created.d
+    room_id = str(created.d["room"])
+    joined = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert joined.t == "joined", joined.d
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    room = node.rooms[room_id]
+    async with asyncio.timeout(10):
+        await held.started.wait()
+    for peer in (bob, ann):
+        await _drop(node, peer)
+    async with asyncio.timeout(10):
+        await held.stopping.wait()
+    ann2, bob2 = FakePeer(node), FakePeer(node)
+    for peer, token in ((bob2, joined.d["token"]), (ann2, created.d["token"])):
+        assert (await peer.ask("resume", room=room_id, token=token)).t == "joined"
+    starting = asyncio.ensure_future(ann2.ask("start"))
+    await asyncio.sleep(0.05)  # the start waits for the deal
+    assert not starting.done()
+    held.back.set()
+    async with asyncio.timeout(15):
+        started = await starting
+    assert started.t == "ok", started.d
+    assert room.state.certificate == list(_certificate())
+    await ann2.until(lambda f: f.t == "countdown")

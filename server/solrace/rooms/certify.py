@@ -218,11 +218,16 @@ def _retrieve(task: asyncio.Future[None]) -> None:
 
 
 async def ready(node: Node, room: LiveRoom) -> None:
-    """Wait until the room's round has its deal (certifying it here if need be)."""
+    """Wait until the room's round has its deal (certifying it here if need be), up to
+    START_WAIT_S in all: through a run that stopped and started again (:func:`_run`)
+    too. Waiting for the first run only, a ``start`` sent by a host back from a dropped
+    connection was refused ``not_ready`` when that run stopped, dealing nothing, though
+    the run started again certified the deal at once."""
     ensure(node, room)
-    task = node.certifying.get((room.room_id, room.state.round))
-    if task is not None:
-        await asyncio.wait_for(asyncio.shield(task), START_WAIT_S)
+    key = (room.room_id, room.state.round)
+    async with asyncio.timeout(START_WAIT_S):
+        while (task := node.certifying.get(key)) is not None:
+            await asyncio.shield(task)  # ended: out of node.certifying, or replaced
     await node.sync(room)
 
 
