@@ -79,6 +79,9 @@ class _Failed(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     from solrace.net.main import LOOP, LOOPS
+    from solrace.solver import DEFAULT_BUDGET, SERVER_BUDGET
+
+    from .solver import DEFAULT_PRESETS
 
     budget = whole(1, MAX_BUDGET)
     parser = OneLineParser(
@@ -102,71 +105,76 @@ def build_parser() -> argparse.ArgumentParser:
         "--redis-url",
         type=redis_url,
         default="redis://127.0.0.1:6379/0",
-        help="store, server, core",
+        # the default is said: on a shared Redis, db 0 is usually someone else's
+        help="store, server, core: the Redis to run on (default %(default)s)",
     )
     parser.add_argument(
         "--variant",
         action="append",
         default=None,
         help="solver: a preset (repeatable): yukon, russian, alaska, australian, double_yukon,"
-        " klondike, klondike-draw3, klondike-draw3-solvitaire, klondike-draw3-thoughtful",
+        " klondike, klondike-draw3, klondike-draw3-solvitaire, klondike-draw3-thoughtful"
+        f" (default {', '.join(DEFAULT_PRESETS)})",
     )
     parser.add_argument(
         "--deals",
         type=whole(0, MAX_DEALS),
         default=200,
-        help=f"solver: deals per preset (at most {MAX_DEALS:,})",
+        help=f"solver: deals per preset (default %(default)s, at most {MAX_DEALS:,})",
     )
     parser.add_argument(
         "--budget",
         type=budget,
-        default=100_000,
-        help=f"solver: node budget (at most {MAX_BUDGET:,})",
+        default=DEFAULT_BUDGET,
+        help=f"solver: node budget (default {DEFAULT_BUDGET:,}, at most {MAX_BUDGET:,})",
     )
     parser.add_argument(
         "--workers",
         type=whole(1, MAX_WORKERS),
         default=None,
-        help=f"solver: processes (at most {MAX_WORKERS})",
+        help=f"solver: processes (default: this machine's cores, at most {MAX_WORKERS})",
     )
-    parser.add_argument("--start", type=whole(0), default=0, help="solver: first seed")
+    parser.add_argument(
+        "--start", type=whole(0), default=0, help="solver: first seed (default %(default)s)"
+    )
     parser.add_argument(
         "--certify",
         type=whole(0, MAX_WALKS),
         default=200,
-        help=f"solver: certify walks (at most {MAX_WALKS:,})",
+        help=f"solver: certify walks (default %(default)s, at most {MAX_WALKS:,})",
     )
     parser.add_argument(
         "--certify-budget",
         type=budget,
         default=None,
-        help=f"solver: node budget of a certify walk's deals (at most {MAX_BUDGET:,})",
+        help="solver: node budget of a certify walk's deals (default: --budget's; for "
+        f"--certify-node the server's, {SERVER_BUDGET:,}; at most {MAX_BUDGET:,})",
     )
     parser.add_argument(
         "--certify-node",
         type=whole(0, MAX_WALKS),
         default=100,
         help="solver: certify walks through the node's own code and workers, per setting "
-        f"(at most {MAX_WALKS:,})",
+        f"(default %(default)s, at most {MAX_WALKS:,})",
     )
     parser.add_argument("--log", default=None, help="solver: progress log file")
     parser.add_argument(
         "--racers",
         type=whole(2, MAX_RACERS),
         default=200,
-        help=f"server: racers (rooms of 4; 2 to {MAX_RACERS:,})",
+        help=f"server: racers (rooms of 4; default %(default)s, 2 to {MAX_RACERS:,})",
     )
     parser.add_argument(
         "--rate",
         type=real(0, MAX_RATE, above=True),
         default=5.0,
-        help=f"server: moves/s per racer (at most {MAX_RATE:g})",
+        help=f"server: moves/s per racer (default %(default)g, at most {MAX_RATE:g})",
     )
     parser.add_argument(
         "--warmup",
         type=real(0, MAX_WARMUP_S),
         default=3.0,
-        help=f"server: seconds before measuring (at most {MAX_WARMUP_S:g})",
+        help=f"server: seconds before measuring (default %(default)g, at most {MAX_WARMUP_S:g})",
     )
     parser.add_argument(
         "--find-max", action="store_true", help="server: step the load up for max_moves_per_s"
