@@ -375,7 +375,7 @@ def cmd_rooms(args: argparse.Namespace) -> int:
     out = _out()
     if not rooms:
         what = f"{args.variant} rooms" if args.variant else "rooms"
-        variant = args.variant or "yukon"
+        variant = args.variant or DEFAULT_VARIANT
         create = f"solrace create --variant {variant}{server_flag(answered)}"  # as printed
         hint = f"no open {what} on {answered}; start one with: {create}"
         out.print(hint, soft_wrap=True)  # a command to copy: never cut in two
@@ -433,6 +433,10 @@ def _room_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["private"] = True
     return settings
 
+
+#: The variant ``create``, ``quick`` and a bot's ``--quick``/``--create`` race without
+#: ``--variant`` (and what ``rooms`` suggests creating when none is open).
+DEFAULT_VARIANT: Final = "yukon"
 
 #: The ``add_settings`` options, by their attribute: only a room being created has them.
 ROOM_OPTIONS: Final = {
@@ -636,6 +640,12 @@ def cmd_bot(args: argparse.Namespace) -> int:
             return _bad_arguments(
                 args, f"{given[0]} is a setting of a room the bot creates: it needs --create"
             )
+    if args.code and args.variant is not None:  # it joined whatever the room was, silently
+        return _bad_arguments(
+            args,
+            "--variant chooses the room of --quick or --create: a room CODE has its own variant",
+        )
+    args.variant = args.variant or DEFAULT_VARIANT
     room_size = args.racers if args.racers is not None else limits.DEFAULT_MAX_RACERS
     if args.create and args.min_racers > room_size:
         return _bad_arguments(
@@ -983,10 +993,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("rooms", "list open and running public rooms", cmd_rooms)
     p.add_argument("--variant", choices=sorted(VARIANTS), help="only rooms of this variant")
     # --help said the choices and not which one a room gets without --variant
-    variant_help = "the game (default yukon; docs/rules.md)"
+    variant_help = f"the game (default {DEFAULT_VARIANT}; docs/rules.md)"
 
     p = command("create", "create a room and race in it", cmd_create)
-    p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon", help=variant_help)
+    p.add_argument(
+        "--variant", choices=sorted(VARIANTS), default=DEFAULT_VARIANT, help=variant_help
+    )
     add_settings(p)
     add_name(p)
 
@@ -996,7 +1008,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_name(p)
 
     p = command("quick", "race strangers: join or open a quick room", cmd_quick)
-    p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon", help=variant_help)
+    p.add_argument(
+        "--variant", choices=sorted(VARIANTS), default=DEFAULT_VARIANT, help=variant_help
+    )
     add_name(p)
 
     p = command("watch", "watch a room's race (boards delayed by its spectator delay)", cmd_watch)
@@ -1010,7 +1024,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--quick", action="store_true", help="quick race of --variant")
     p.add_argument("--create", action="store_true", help="create a room (implies --host-start)")
-    p.add_argument("--variant", choices=sorted(VARIANTS), default="yukon", help=variant_help)
+    # no default here: given with a CODE, it is refused (cmd_bot), not ignored
+    p.add_argument("--variant", choices=sorted(VARIANTS), help=variant_help)
     add_settings(p)
     p.add_argument(
         "--strategy", choices=("greedy", "random"), default="greedy", help="(default greedy)"

@@ -488,6 +488,18 @@ def test_bot_needs_exactly_one_way_in(capsys: pytest.CaptureFixture[str]) -> Non
     assert said == "--racers is a setting of a room the bot creates: it needs --create"
 
 
+def test_a_bot_joining_by_code_refuses_a_variant(capsys: pytest.CaptureFixture[str]) -> None:
+    """``solrace bot K7QX2M --variant klondike`` joined the room, whatever its variant,
+    and raced it: the flag did nothing, without a word — as a room's settings with a
+    CODE did before they were refused. A room's code names its variant already; the
+    default (yukon, for --quick and --create) still needs no flag."""
+    assert main(["bot", "K7QX2M", "--variant", "klondike", "--server", "ws://127.0.0.1:9"]) == 2
+    said = _usage_error(capsys.readouterr().err, "bot")
+    assert said == (
+        "--variant chooses the room of --quick or --create: a room CODE has its own variant"
+    )
+
+
 @pytest.mark.parametrize("argv", [["races"], ["verify", "r_synthetic"]])
 def test_a_reader_that_went_away_ends_a_command_quietly_with_141(
     argv: list[str], synthetic_race: Path, config_dir: Path
