@@ -811,6 +811,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a file, but not a readable result: nothing to compare
         return _fail(str(exc))
     except ResultNotFound as exc:
+        if not args.race.strip():  # nothing given: no race id either, said once
+            return _fail(str(exc))
         if not is_race_id(args.race):
             return _fail(f"{exc}; nor is it a race id (<room>.<8 hex digits>) to fetch")
     race = args.race if local is None else local.race

@@ -1044,7 +1044,9 @@ def test_every_whole_number_argument_is_refused_in_the_same_words(
 def test_an_empty_race_is_called_empty_not_a_directory(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for command in ("verify", "replay"):
+    """``fetch`` added "; nor is it a race id (<room>.<8 hex digits>) to fetch" to it, as
+    if an empty string might have been meant as one."""
+    for command in ("verify", "replay", "fetch"):
         assert main([command, ""]) == 2
         line = _one_line(capsys.readouterr().err)
         assert line == "solrace: no race given: the race id or file name is empty", line
