@@ -30,6 +30,7 @@ from solrace.argtypes import DEFAULT_PORT, REDIS_DEFAULT_PORT, BadText, not_a_ho
 from solrace.argtypes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from solrace.argtypes import EXIT_READER_GONE as EXIT_READER_GONE
 from solrace.protocol import CloseCode, CloseReason, ErrorCode
+from solrace.protocol.handshake import PROBE_PATHS
 from websockets.exceptions import (
     ConnectionClosed,
     InvalidHandshake,
@@ -492,6 +493,10 @@ def connect_reason(url: str, exc: BaseException) -> str:
                 "reach it — a proxy in front of it that does not pass them? (tell the "
                 "server's operator)"
             )
+        parts = urlsplit(url)
+        if parts.path in PROBE_PATHS:  # the port is right: "is that the right port?" misled
+            root = f"{parts.scheme}://{parts.netloc}"
+            return f"{parts.path} is the node's HTTP probe, not its WebSocket: use {root}"
         return f"it answered HTTP {status}, not as a solrace server — is that the right port?"
     if isinstance(exc, InvalidMessage) and isinstance(exc.__cause__, EOFError):
         return _closed_unanswered(url)  # through a flaky link it was "is that the right port?"

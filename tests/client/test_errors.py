@@ -196,6 +196,21 @@ async def test_wss_against_a_plain_server_says_why(cluster: Cluster) -> None:
     assert "TLS handshake failed" in one_line(err) and "try ws://" in err
 
 
+@pytest.mark.parametrize("probe", ["/healthz", "/metrics", "/healthz?format=json"])
+async def test_a_url_naming_a_probe_says_to_drop_the_path(probe: str, cluster: Cluster) -> None:
+    """A newcomer audit: ``solrace rooms --server ws://127.0.0.1:8765/healthz`` (the
+    probe's URL, from docs/server.md, with ws://) said "it answered HTTP 200, not as a
+    solrace server — is that the right port?": the port was right, the path is the
+    node's HTTP probe. Any other path of the node's port is its WebSocket."""
+    server = await cluster.node()
+    status, _, err = await solrace("rooms", "--server", server.url + probe)
+    assert status == errors.EXIT_FAILED
+    said = one_line(err)
+    assert "right port" not in said, said
+    path = probe.partition("?")[0]
+    assert f"{path} is the node's HTTP probe, not its WebSocket: use {server.url}" in said, said
+
+
 async def test_connecting_too_fast_is_one_line_saying_how_long_to_wait(cluster: Cluster) -> None:
     """A node that refuses an address opening connections too fast (429
     ``connecting_too_fast``) is said as the other refusals are, with the wait its

@@ -36,7 +36,12 @@ from solrace.protocol import (
     ErrorCode,
     UnsupportedVersion,
 )
-from solrace.protocol.handshake import parse_subprotocol_header, select_subprotocol
+from solrace.protocol.handshake import (
+    HEALTHZ_PATH,
+    METRICS_PATH,
+    parse_subprotocol_header,
+    select_subprotocol,
+)
 from solrace.protocol.limits import (
     CLOSE_TIMEOUT_S,
     CONNECTION_RETRY_AFTER_S,
@@ -391,7 +396,7 @@ class RaceServer:
 
     async def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
-        if path == "/healthz":
+        if path == HEALTHZ_PATH:
             # 200 "ok" when the store answers and the node is not draining, else 503.
             # "Answers" is PING within a second *and* the node's last call to the store
             # not failed: PING passes whatever the user's ACL, so a node whose ACL was
@@ -437,7 +442,7 @@ class RaceServer:
                 return _response(status, body, "application/json", extra)
             body = b"ok\n" if ok else b"unavailable\n"
             return _response(status, body, "text/plain; charset=utf-8", extra)
-        if path == "/metrics":
+        if path == METRICS_PATH:
             return _response(http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4")
         if self.node.draining:
             return _response(http.HTTPStatus.SERVICE_UNAVAILABLE, b"draining\n", "text/plain")

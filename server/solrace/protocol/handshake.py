@@ -11,9 +11,17 @@ websockets' ``NegotiationError`` (an HTTP 400 whose body is the error's message)
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 from .errors import UnsupportedVersion
 from .limits import SUPPORTED_SUBPROTOCOLS
+
+#: The node's plain-HTTP probes on its own port (docs/server.md, "HTTP on the same
+#: port"): every other path of that port is its WebSocket. A client given one of these
+#: as its server URL says so, rather than "is that the right port?" (it is).
+HEALTHZ_PATH: Final = "/healthz"
+METRICS_PATH: Final = "/metrics"
+PROBE_PATHS: Final = (HEALTHZ_PATH, METRICS_PATH)
 
 
 def parse_subprotocol_header(values: Iterable[str]) -> list[str]:
