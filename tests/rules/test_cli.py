@@ -260,6 +260,22 @@ def test_cli_play_illegal_and_notation(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == 2 and "column 11 is not between 1 and 7 (yukon has 7 columns)" in err
 
 
+def test_play_refusing_a_non_move_lists_undo_which_it_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer's ``solrace-rules play pos.json D u`` (``u`` undoes in the terminal
+    UI) was told ``expected c:k>d, c>F, W>d, W>F, Fs>d, Fsn>d, D, R or Uc``: play takes
+    ``undo`` too (its --help says so), and the list was all the refusal offered."""
+    path = tmp_path / "pos.json"
+    path.write_text(json.dumps(position("yukon", [["8H"], ["7H"]])))
+    code, out, err = call(["play", str(path), "u"], capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        "solrace-rules: not a move: 'u' "
+        "(expected c:k>d, c>F, W>d, W>F, Fs>d, Fsn>d, D, R, Uc or undo)\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("variant", "entry", "says"),
     [

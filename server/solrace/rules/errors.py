@@ -24,6 +24,17 @@ class NotationError(RulesError):
         self.column = column
 
 
+class NotAMove(NotationError):
+    """A string that is no notation at all; the message lists the ``forms`` that are
+    (those :func:`solrace.rules.parse_move` takes, and ``undo`` where a caller takes
+    it too: a log entry, ``solrace-rules play``)."""
+
+    def __init__(self, notation: str, forms: tuple[str, ...]) -> None:
+        expected = f"{', '.join(forms[:-1])} or {forms[-1]}"
+        super().__init__(f"not a move: {notation!r} (expected {expected})")
+        self.notation = notation
+
+
 class IllegalMoveError(RulesError):
     """A well-formed move that the rules do not allow in this position.
 

@@ -10,6 +10,8 @@ from typing import Any, Final
 
 from .board import Board
 from .deal import deal
+from .errors import NotAMove
+from .moves import NOTATIONS
 
 UNDO: Final = "undo"
 
@@ -19,7 +21,10 @@ def apply_entry(board: Board, entry: str, at_ms: int | None = None) -> None:
     if entry == UNDO:
         board.undo(at_ms)
     else:
-        board.play(entry, at_ms)
+        try:
+            board.play(entry, at_ms)
+        except NotAMove:  # its list of what is a move leaves out undo, which a log takes
+            raise NotAMove(entry, (*NOTATIONS, UNDO)) from None
         if board.options.auto_complete and board.can_auto_complete():
             board.auto_complete(at_ms)
 

@@ -12,7 +12,7 @@ import re
 from typing import Final, NamedTuple
 
 from .cards import SUITS
-from .errors import NotationError
+from .errors import NotAMove, NotationError
 
 # Move kinds. Plain ints keep the engine's dispatch a couple of integer compares.
 TABLEAU: Final = 0  # c:k>d
@@ -125,6 +125,10 @@ def _column(text: str, notation: str) -> int:
     return value - 1
 
 
+#: The notations :func:`parse_move` takes, as a refusal of anything else lists them.
+NOTATIONS: Final = ("c:k>d", "c>F", "W>d", "W>F", "Fs>d", "Fsn>d", "D", "R", "Uc")
+
+
 def parse_move(notation: str) -> Move:
     """Parse canonical notation (``3:4>6``, ``2>F``, ``W>5``, ``FH>4``, ``D``, ``R``, ``U3``).
 
@@ -169,6 +173,4 @@ def _parse_uncached(notation: str) -> Move:
             number = int(groups[1]) if groups[1] else 0
             return Move(kind, SUITS.index(groups[0]), number, _column(groups[2], notation))
         return Move(kind)
-    raise NotationError(
-        f"not a move: {notation!r} (expected c:k>d, c>F, W>d, W>F, Fs>d, Fsn>d, D, R or Uc)"
-    )
+    raise NotAMove(notation, NOTATIONS)
