@@ -102,8 +102,12 @@ async def test_a_second_owner_of_a_data_dir_is_refused_in_one_line(tmp_path: Pat
         with pytest.raises(DataDirBusy) as refused:
             await EmbeddedEngine.start(tmp_path)
         message = str(refused.value)
+        # and what to do: a newcomer's second node (``solrace-server --port 8766``) was
+        # told the directory was taken, not that it needs its own or a shared Redis
         assert message == (
             f"data directory {tmp_path} is in use by another solrace-server (pid {os.getpid()})"
+            ": another node needs a --data-dir of its own; nodes that share races share a "
+            "Redis (--redis-url)"
         )
         assert await _ping(first)  # the first engine is untouched
     finally:

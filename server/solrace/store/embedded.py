@@ -64,6 +64,7 @@ import signal
 import tempfile
 import time
 from pathlib import Path
+from typing import Final
 
 from solrace.orphans import death_signal
 
@@ -151,6 +152,14 @@ def find_engine() -> Path:
     )
 
 
+#: What a node refused its data directory can do instead: a newcomer starting a second
+#: node on the default directory was told only that it was taken.
+DATA_DIR_BUSY_HINT: Final = (
+    ": another node needs a --data-dir of its own; nodes that share races share a Redis "
+    "(--redis-url)"
+)
+
+
 class _Lock:
     """An exclusive ``flock`` on ``DATA_DIR/solrace.lock``, released when the owning
     process exits however it exits; the file holds the owner's pid for error messages."""
@@ -175,6 +184,7 @@ class _Lock:
             os.close(fd)
             raise DataDirBusy(
                 f"data directory {data_dir} is in use by another solrace-server (pid {owner})"
+                f"{DATA_DIR_BUSY_HINT}"
             ) from None
         except OSError as exc:
             os.close(fd)
