@@ -929,6 +929,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help=f"server URL (default: the saved race's own server, not ${ENV_SERVER})",
     )
+    fetching = _Parser(add_help=False)  # a saved race's file names its server: as resume
+    fetching.add_argument(
+        "--server",
+        default=argparse.SUPPRESS,
+        help=f"server URL (default: a saved race's own server, not ${ENV_SERVER}; for a race "
+        f"id with no file here, ${ENV_SERVER} or {DEFAULT_SERVER})",
+    )
     parser = _Parser(
         prog="solrace",
         description="Race solitaire against other people from a terminal. Exit status: "
@@ -946,6 +953,8 @@ def build_parser() -> argparse.ArgumentParser:
         parents = [offline] if name in OFFLINE_COMMANDS else [common]
         if name == "resume":
             parents = [resuming]
+        if name == "fetch":
+            parents = [fetching]
         p = sub.add_parser(name, parents=parents, help=help_text, description=help_text)
         p.set_defaults(run=run, command_parser=p)
         return p

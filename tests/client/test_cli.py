@@ -4,6 +4,7 @@ UI (with a stand-in UI module), ``resume`` from the saved race, names remembered
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import io
 import json
@@ -472,6 +473,27 @@ def _usage_error(stderr: str, command: str) -> str:
     head, tail = f"solrace {command}: ", f" (see solrace {command} --help)"
     assert line.startswith(head) and line.endswith(tail), line
     return line[len(head) : -len(tail)]
+
+
+def test_each_commands_help_says_which_server_it_asks_by_default() -> None:
+    """``solrace fetch --help`` said ``server URL (default: $SOLRACE_SERVER or
+    ws://127.0.0.1:8765)``, but fetch of a saved race asks the server it was raced on
+    (its file's ``server``), as resume does — a newcomer with $SOLRACE_SERVER set was
+    told the wrong server by --help, and right by docs/client.md."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+
+    def server_help(command: str) -> str:
+        action = next(a for a in sub.choices[command]._actions if "--server" in a.option_strings)
+        return " ".join((action.help or "").split())
+
+    assert server_help("rooms") == "server URL (default: $SOLRACE_SERVER or ws://127.0.0.1:8765)"
+    assert server_help("resume") == (
+        "server URL (default: the saved race's own server, not $SOLRACE_SERVER)"
+    )
+    assert server_help("fetch") == (
+        "server URL (default: a saved race's own server, not $SOLRACE_SERVER; for a race id "
+        "with no file here, $SOLRACE_SERVER or ws://127.0.0.1:8765)"
+    )
 
 
 def test_bot_needs_exactly_one_way_in(capsys: pytest.CaptureFixture[str]) -> None:
