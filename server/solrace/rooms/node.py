@@ -1659,8 +1659,31 @@ class Node:
     async def hand_off(self) -> None:
         """The last word of a drained node: its rooms are handed off, not orphaned by a
         death (Store.hand_off, noted until they are taken up, at most
-        HAND_OFF_KEEP_MS), and its lease goes."""
+        HAND_OFF_KEEP_MS), and its lease goes. Then it leaves the serving sets of the
+        rooms another live node serves too (:meth:`_leave_shared_rooms`)."""
         await self.store.hand_off(self.node_id, HAND_OFF_KEEP_MS)
+        await self._leave_shared_rooms()
+
+    async def _leave_shared_rooms(self) -> None:
+        """Leave the set of serving nodes of each shared room that another node, live
+        now, still serves: that node goes on serving it, and whoever takes the room up
+        after it judges only it (and those that joined since). Kept in the set, this
+        node made a rolling restart warn: by the time the other node drained too and
+        its room was taken up, this node's hand-off note had been deleted (a sweep took
+        up this node's own rooms) or had lapsed, and the room read as a dead node's.
+
+        Asked after the lease is gone (Store.hand_off), so of nodes draining at once
+        the one whose lease went last sees no other live and stays: a room never loses
+        every node it was served by from its set. A fault midway leaves the rest of the
+        rooms as before: the next take-up of those may warn, a log line only. Only the
+        rooms this node shares: one it serves alone (by its own reckoning) has nobody
+        else to be judged by."""
+        shared = [rid for rid, room in self.rooms.items() if room.joined and room.shared]
+        others = {rid: await self.store.room_nodes(rid) - {self.node_id} for rid in shared}
+        live = await self.store.live_nodes(set().union(*others.values()))
+        for room_id, nodes in others.items():
+            if nodes & live:
+                await self.store.leave_room_nodes(room_id, {self.node_id})
 
     async def drained(self, timeout: float = 10.0) -> None:
         """Wait until no move is between its engine check and its store append."""
