@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+from solrace.rooms.node import LEASE_RENEW_S
+from solrace.store import Store
 
 from tests.support.race import lobby
 
@@ -82,3 +86,105 @@ async def test_two_nodes_draining_at_once_leave_one_of_them_to_judge_by(
     assert _said(caplog) == [("INFO", _TAKING_UP)]
     await ann.close()
     await bob.close()
+
+
+async def _poll_nodes(
+    store: Store, room_id: str, wanted: Callable[[set[str]], bool] | set[str], timeout: float
+) -> set[str]:
+    """The room's serving set once it is ``wanted`` (or ``wanted`` accepts it), or as it
+    is after ``timeout``."""
+    done = wanted if callable(wanted) else wanted.__eq__
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not done(nodes := await store.room_nodes(room_id)):
+        if asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    return nodes
+
+
+async def test_a_node_whose_lease_lapsed_briefly_is_back_in_its_rooms_serving_sets(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node stalls past its lease (5 s without a renewal) and renews it again. In
+    between another node's sweep took its room up — rightly, as far as it could tell —
+    and replaced it in the room's set of serving nodes (Store.leave_room_nodes). The
+    stalled node still serves the room, but it was out of the set for good: when the
+    other node drained, a third took the room up again, at INFO, while a live node
+    served it. The node that finds its lease had lapsed joins its rooms' sets again."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    n = await cluster.node()
+    ann = (await lobby(n.url, names=("Ann",)))[0]
+    room_id = ann.room or ""
+    stalled = asyncio.Event()
+    renew = n.node.store.renew_lease
+
+    async def slow_renewal(*args: Any, **kwargs: Any) -> Any:
+        await stalled.wait()
+        return await renew(*args, **kwargs)
+
+    n.node.store.renew_lease = slow_renewal  # type: ignore[method-assign]
+    await n.node.store.drop_lease(n.node.node_id)  # what 5 s without renewal does
+    c = await cluster.node()
+    await c.node.sweep_orphans()
+    assert _said(caplog) == [("WARNING", _ADOPTING)]  # all C could tell: N was gone
+    assert await c.node.store.room_nodes(room_id) == {c.node.node_id}
+    stalled.set()  # N renews its lease
+    both = {n.node.node_id, c.node.node_id}
+    assert await _poll_nodes(c.node.store, room_id, both, timeout=5) == both
+    caplog.clear()
+    await c.drain()
+    cluster.servers.remove(c)
+    d = await cluster.node()
+    await d.node.sweep_orphans()
+    assert _said(caplog) == []  # N serves it: nothing to take up
+    assert room_id not in d.node.rooms or not d.node.rooms[room_id].served()
+    assert n.node.rooms[room_id].served()
+    await ann.close()
+
+
+async def test_a_take_up_that_removes_a_node_after_it_joined_again_is_undone(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The take-up reads the stalled node's lease as gone, then removes it from the
+    room's set — a round trip later, which may come after that node renewed its lease
+    and joined the set again (Node._rejoin_rooms). It joins once more when the store's
+    command timeout has passed since: by then the removal is made, and the node is back
+    in the set for good."""
+    n = await cluster.node()
+    ann = (await lobby(n.url, names=("Ann",)))[0]
+    room_id, node_id = ann.room or "", n.node.node_id
+    stalled = asyncio.Event()
+    renew = n.node.store.renew_lease
+
+    async def slow_renewal(*args: Any, **kwargs: Any) -> Any:
+        await stalled.wait()
+        return await renew(*args, **kwargs)
+
+    n.node.store.renew_lease = slow_renewal  # type: ignore[method-assign]
+    rejoin, rejoined = n.node._rejoin_rooms, asyncio.Event()
+
+    async def rejoin_rooms() -> None:
+        await rejoin()
+        rejoined.set()
+
+    n.node._rejoin_rooms = rejoin_rooms  # type: ignore[method-assign]
+    leave = Store.leave_room_nodes
+    late: list[set[str]] = []
+
+    async def late_removal(store: Store, room: str, node_ids: Any) -> None:
+        if node_id in node_ids and not stalled.is_set():
+            stalled.set()  # N renews, finds its lease had lapsed, and joins again
+            await asyncio.wait_for(rejoined.wait(), 5)
+            late.append(await store.room_nodes(room))
+        await leave(store, room, node_ids)
+
+    monkeypatch.setattr(Store, "leave_room_nodes", late_removal)
+    await n.node.store.drop_lease(node_id)  # what 5 s without renewal does
+    c = await cluster.node()
+    await c.node.sweep_orphans()
+    both = {node_id, c.node.node_id}
+    assert late == [both]  # N had joined again before the removal
+    assert node_id not in await c.node.store.room_nodes(room_id)  # removed all the same
+    wait = n.node.store.timeout_s + LEASE_RENEW_S + 2
+    assert await _poll_nodes(c.node.store, room_id, both, timeout=wait) == both
+    await ann.close()

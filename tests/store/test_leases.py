@@ -21,3 +21,13 @@ async def test_older_nodes_are_the_live_leases_of_an_earlier_format(
     await node2.drop_lease("old-1")
     await node2.drop_lease("odd-1")
     assert await store.older_nodes() == {}
+
+
+async def test_a_renewal_says_whether_the_lease_was_still_current(store: Store) -> None:
+    """A node whose lease lapsed and that renews it again learns so from the renewal
+    (Node._rejoin_rooms): at its first renewal too, and never while it is current."""
+    assert await store.renew_lease("n-1", 10_000) is False
+    assert await store.renew_lease("n-1", 10_000) is True
+    await store.drop_lease("n-1")  # what a lapse does
+    assert await store.renew_lease("n-1", 10_000) is False
+    assert await store.renew_lease("n-1", 10_000) is True

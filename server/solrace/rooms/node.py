@@ -334,6 +334,9 @@ class Node:
         #: Nodes whose handed-off rooms this node took up in the sweep under way: their
         #: hand-off notes are deleted when it ends (sweep_orphans).
         self.taken_up: set[str] = set()
+        #: When (time.monotonic) this node joins its rooms' sets of serving nodes again,
+        #: its lease having lapsed (Node._rejoin_rooms): at once, then once more.
+        self._rejoins: list[float] = []
         #: Round trips (ms) of the last samples of the store's clock (clock.py), and
         #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
         self._clock_rtts: deque[float] = deque(maxlen=RTT_WINDOW)
@@ -616,8 +619,13 @@ class Node:
         next_clock_sample = 0.0
         while True:
             try:
-                await self.store.renew_lease(self.node_id, LEASE_MS)
+                if not await self.store.renew_lease(self.node_id, LEASE_MS):
+                    now = time.monotonic()
+                    self._rejoins = [now, now + self.store.timeout_s + LEASE_RENEW_S]
                 self.store_ok()
+                if self._rejoins and time.monotonic() >= self._rejoins[0]:
+                    await self._rejoin_rooms()
+                    self._rejoins.pop(0)
                 if self.older_nodes is None and not self._asking_older:
                     self._asking_older = True
                     self.spawn(self._ask_older_nodes())
@@ -799,6 +807,26 @@ class Node:
             await self.store.leave_room_nodes(room.room_id, gone)
         self.schedule(room)
         return True
+
+    async def _rejoin_rooms(self) -> None:
+        """Join again the sets of serving nodes of the rooms this node serves: its lease
+        had lapsed (a stall, a partition), so another node's sweep may have taken them
+        up and replaced it there (:meth:`_adopt`, Store.leave_room_nodes). Left out,
+        this node served on a room whose set no longer named it: the next take-up of it
+        (the other node drained) was a second node serving it, its INFO a hand-off
+        while this node was live, and a node joining it later did not wake this one.
+
+        Once when the lapse is found, and once more when a take-up that read this
+        node's lease as gone just before the renewal has made its removal (it does at
+        once, within the store's command timeout): its removal may come after the
+        first join. Each is a join (:meth:`join_room`): the other nodes are woken, so
+        they tail the room."""
+        for room in list(self.rooms.values()):
+            if room.joined and room.served():
+                others = await self.store.join_room_nodes(room.room_id, self.node_id)
+                if others:
+                    await self.store.wake(others, room.room_id)
+                    self._share(room.room_id)
 
     def _check_alone(self, room: LiveRoom, version: int) -> None:
         """A room this node thinks it serves alone: if Redis is ahead of what it has

@@ -1410,15 +1410,21 @@ class Store:
 
     # -- node leases ---------------------------------------------------------------
 
-    async def renew_lease(self, node_id: str, ttl_ms: int) -> None:
+    async def renew_lease(self, node_id: str, ttl_ms: int) -> bool:
         """Say that node ``node_id`` is alive for the next ``ttl_ms``. A node that stops
         renewing (crash, partition) loses its lease, and other nodes serving its rooms
-        then mark its racers offline (docs/server.md, "Presence")."""
+        then mark its racers offline (docs/server.md, "Presence"). Returns whether the
+        lease was still current (one ``SET … GET``): False at a node's first renewal,
+        and after a lapse, when another node may have taken its rooms up meanwhile and
+        replaced it in their sets of serving nodes (Node._rejoin_rooms)."""
         self._refuse_closed()
         if ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive")
         with self._errors():
-            await self._redis.set(self.keys.lease(node_id), str(STORE_FORMAT), px=ttl_ms)
+            was = await self._redis.set(
+                self.keys.lease(node_id), str(STORE_FORMAT), px=ttl_ms, get=True
+            )
+        return was is not None
 
     async def older_nodes(self) -> dict[str, int]:
         """The live nodes of releases whose stored formats are older than this one's
