@@ -803,9 +803,14 @@ class Node:
                 log.warning("adopting a room no live node serves", extra={"room": room.room_id})
             await self.join_room(room)
             room.serving = True
+            # Armed as soon as it is served: armed after the replacement below, a
+            # room whose replacement Redis failed was served here (so no sweep took
+            # it up again) but never ticked — its racers' graces, already running,
+            # never ran out, and its race never ended (a fault test). The replacement
+            # failing only leaves the nodes it replaces to be judged again.
+            self.schedule(room)
             gone = served_by - await self.store.live_nodes(served_by)
             await self.store.leave_room_nodes(room.room_id, gone)
-        self.schedule(room)
         return True
 
     async def _rejoin_rooms(self) -> None:

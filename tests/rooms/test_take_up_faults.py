@@ -1,0 +1,199 @@
+"""A take-up's writes cut by a fault (docs/design.md, "Faults").
+
+A node's sweep takes a room up (Node._adopt) in two writes: it joins the room's set
+of serving nodes (Node.join_room), then takes the nodes it replaces out of it
+(Store.leave_room_nodes). At the end of the sweep a third deletes the hand-off notes
+of the drained nodes whose rooms it took up (Store.forget_hand_offs). Redis failing
+between them, or the node dying there, must leave every room served — by one node,
+not by none and not by two — and its race ended once; the notes go all the same, by
+the next sweep or by their own expiry (HAND_OFF_KEEP_MS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+import pytest
+from solrace.protocol import race_id
+from solrace.rooms import lobby
+from solrace.rooms.node import HAND_OFF_KEEP_MS, Node
+from solrace.rooms.records import unpack
+from solrace.rooms.room import LiveRoom
+from solrace.store.errors import StoreUnavailable
+
+from tests.support.faults import Clock, Crashed, StoreFaults
+from tests.support.race import archived_result
+
+from .conftest import Backend, FakePeer
+from .test_core import _race_on
+from .test_ending_faults import _ended_once
+from .test_fault_windows import GRACE_S, _always, _dies_at
+
+_ADOPTING = "adopting a room no live node serves"
+_TAKING_UP = "taking up a room its node handed off when it stopped"
+#: Where the fault strikes: Redis fails the write (nothing written, the node lives), or
+#: the node dies at it (it writes nothing more; another node must take the room up).
+FAULTS = ["redis fails", "node dies"]
+
+
+def _taken(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    """Every take-up the log tells of: (level, line)."""
+    return [
+        (r.levelname, r.getMessage())
+        for r in caplog.records
+        if r.getMessage() in (_ADOPTING, _TAKING_UP)
+    ]
+
+
+def _cut(node: Node, call: str, fault: str) -> list[str]:
+    """Make ``node``'s next Store.``call`` fail as an unreachable Redis would (nothing
+    written), or kill ``node`` there. Returns the calls cut, once cut."""
+    if fault == "node dies":
+        return _dies_at(node, {call: _always})
+    cut: list[str] = []
+    real = getattr(node.store, call)
+
+    async def failing(*args: Any, **kwargs: Any) -> Any:
+        if not cut:
+            cut.append(call)
+            raise StoreUnavailable(f"{call}: Redis is down (injected)")
+        return await real(*args, **kwargs)
+
+    setattr(node.store, call, failing)
+    return cut
+
+
+async def _node(backend: Backend, clock: Clock) -> Node:
+    """A started node whose watch loop leaves its sweeps to the test (:func:`_sweep`):
+    one at its start, running at the same time as the test's, took the rooms up in
+    its place — or, sharing the node's set of nodes taken up from, deleted a hand-off
+    note the test's sweep was to fail to delete."""
+    node = await backend.node(clock=clock)
+    node.sweep_orphans = _no_sweep  # type: ignore[method-assign]  # before its loop runs
+    return node
+
+
+async def _no_sweep() -> None:
+    return None
+
+
+async def _sweep(node: Node) -> None:
+    """The node's sweep, whatever a fault cut short in it."""
+    with contextlib.suppress(StoreUnavailable, Crashed):
+        await Node.sweep_orphans(node)
+
+
+async def _dead(node: Node, by: Node) -> None:
+    """``node`` is dead: it writes nothing more, and its lease is gone."""
+    StoreFaults(node.store).down = True
+    await node.stop()
+    await by.store.drop_lease(node.node_id)  # what 5 s without renewal does
+
+
+async def _served_once(nodes: list[Node], room: LiveRoom) -> Node:
+    """The one node of ``nodes`` (the live ones) that serves ``room``, its timer armed."""
+    serving = [n for n in nodes if (r := n.rooms.get(room.room_id)) is not None and r.served()]
+    assert len(serving) == 1, [n.node_id for n in serving]
+    adopted = serving[0].rooms[room.room_id]
+    assert adopted.timer is not None, "served, but nothing will end its race"
+    return serving[0]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_a_take_up_cut_between_its_join_and_its_replacing_still_ends_the_race_once(
+    backend: Backend, caplog: pytest.LogCaptureFixture, fault: str
+) -> None:
+    """A race's racers went offline on its node, which then died (their grace running,
+    nothing else to come). The next node takes the race up: it joins the room's set,
+    then Redis fails as it takes the dead node out — or it dies there. Redis failing
+    left the room served by that node but never armed (Node._adopt armed it after the
+    replacement): its graces never ran out, no sweep took it up again (a live node
+    served it), and the race ran on, unarchived, until its keys expired. Now the take-up
+    arms the room as it joins. The node dying there leaves two dead nodes in the set:
+    the next node takes it up once, with the warning, and the race ends once."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    clock = Clock()
+    first = await _node(backend, clock)
+    race = await _race_on(first, first)
+    room = race.ann.room
+    assert room is not None
+    for peer in (race.ann, race.bob):
+        await lobby.disconnected(first, peer)
+    nxt = await _node(backend, clock)
+    cut = _cut(nxt, "leave_room_nodes", fault)
+    await _dead(first, by=nxt)
+    await _sweep(nxt)
+    assert cut == ["leave_room_nodes"]
+    assert _taken(caplog) == [("WARNING", _ADOPTING)]
+    nodes = {first.node_id, nxt.node_id}
+    serving = [nxt]
+    if fault == "node dies":
+        await nxt.stop()
+        other = await _node(backend, clock)
+        await other.store.drop_lease(nxt.node_id)  # what 5 s without renewal does
+        assert await other.store.room_nodes(room.room_id) == nodes  # nobody replaced
+        await _sweep(other)
+        assert _taken(caplog) == [("WARNING", _ADOPTING)] * 2
+        serving = [other]
+        nodes = {other.node_id}
+    later = await _node(backend, clock)
+    await _sweep(later)  # a live node serves it: nothing more to take up
+    await _sweep(serving[0])
+    assert len(_taken(caplog)) == (1 if fault == "redis fails" else 2)
+    survivor = await _served_once([*serving, later], room)
+    assert await survivor.store.room_nodes(room.room_id) == nodes
+    clock.advance(GRACE_S + 1, survivor)  # both forfeit: the race is over, archived
+    race_key = race_id(room.room_id, race.commitment)
+    kept = await archived_result(survivor.store, race_key, timeout=10)
+    await _ended_once(survivor, room, race, dict(unpack(kept)["result"]))
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_a_take_up_cut_before_it_forgets_the_hand_off_takes_nothing_up_twice(
+    backend: Backend, caplog: pytest.LogCaptureFixture, fault: str
+) -> None:
+    """A node drains (its hand-off note written, its lease gone) and another takes its
+    lobby up at INFO; Redis fails as the sweep deletes the note, or the node dies
+    there. Redis failing: the room stays served by that node alone, and its next sweep
+    deletes the note (it still owes it). The node dying: the note is left to expire
+    within HAND_OFF_KEEP_MS, and the next node takes the lobby up once — with the
+    warning, as the node that died was the last to serve it."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    clock = Clock()
+    first = await _node(backend, clock)
+    ann = FakePeer(first)
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    room = ann.room
+    assert room is not None
+    nxt = await _node(backend, clock)
+    cut = _cut(nxt, "forget_hand_offs", fault)
+    await first.stop()
+    await first.hand_off()
+    await _sweep(nxt)
+    assert cut == ["forget_hand_offs"]
+    assert _taken(caplog) == [("INFO", _TAKING_UP)]
+    note = first.store.keys.handed_off(first.node_id)
+    redis = first.store._redis
+    assert 0 < await redis.pttl(note) <= HAND_OFF_KEEP_MS  # it expires by itself
+    assert await first.store.room_nodes(room.room_id) == {nxt.node_id}
+    if fault == "redis fails":
+        await _sweep(nxt)
+        assert await redis.exists(note) == 0  # deleted by the next sweep
+        serving = [nxt]
+    else:
+        await nxt.stop()
+        other = await _node(backend, clock)
+        await other.store.drop_lease(nxt.node_id)  # what 5 s without renewal does
+        await _sweep(other)
+        assert 0 < await redis.pttl(note) <= HAND_OFF_KEEP_MS
+        serving = [other]
+    later = await _node(backend, clock)
+    await _sweep(later)
+    await _sweep(serving[0])
+    expected: list[tuple[str, str]] = [("INFO", _TAKING_UP)]
+    if fault == "node dies":
+        expected.append(("WARNING", _ADOPTING))
+    assert _taken(caplog) == expected
+    await _served_once([*serving, later], room)
