@@ -334,9 +334,10 @@ class Node:
         #: Nodes whose handed-off rooms this node took up in the sweep under way: their
         #: hand-off notes are deleted when it ends (sweep_orphans).
         self.taken_up: set[str] = set()
-        #: When (time.monotonic) this node joins its rooms' sets of serving nodes again,
-        #: its lease having lapsed (Node._rejoin_rooms): at once, then once more.
-        self._rejoins: list[float] = []
+        #: This node has held a lease (renewed it once): a renewal that finds none then
+        #: finds a lapse (Node._lapsed), and the task joining its rooms' sets again.
+        self._leased = False
+        self._rejoining: asyncio.Future[Any] | None = None
         #: Round trips (ms) of the last samples of the store's clock (clock.py), and
         #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
         self._clock_rtts: deque[float] = deque(maxlen=RTT_WINDOW)
@@ -394,13 +395,14 @@ class Node:
             await asyncio.gather(*pending, return_exceptions=True)
         self.repeated.stop()
 
-    def spawn(self, coro: Awaitable[Any]) -> None:
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         """Run ``coro`` as a task the node keeps (and cancels when it stops). One that
         fails is logged with its traceback when it ends (a defect: asyncio would say
         so only when the task is collected, if ever)."""
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+        return task
 
     def _task_done(self, task: asyncio.Future[Any]) -> None:
         self._tasks.discard(task)
@@ -619,13 +621,11 @@ class Node:
         next_clock_sample = 0.0
         while True:
             try:
-                if not await self.store.renew_lease(self.node_id, LEASE_MS):
-                    now = time.monotonic()
-                    self._rejoins = [now, now + self.store.timeout_s + LEASE_RENEW_S]
+                current = await self.store.renew_lease(self.node_id, LEASE_MS)
+                if not current and self._leased:
+                    self._lapsed()
+                self._leased = True
                 self.store_ok()
-                if self._rejoins and time.monotonic() >= self._rejoins[0]:
-                    await self._rejoin_rooms()
-                    self._rejoins.pop(0)
                 if self.older_nodes is None and not self._asking_older:
                     self._asking_older = True
                     self.spawn(self._ask_older_nodes())
@@ -813,19 +813,37 @@ class Node:
             await self.store.leave_room_nodes(room.room_id, gone)
         return True
 
-    async def _rejoin_rooms(self) -> None:
-        """Join again the sets of serving nodes of the rooms this node serves: its lease
-        had lapsed (a stall, a partition), so another node's sweep may have taken them
-        up and replaced it there (:meth:`_adopt`, Store.leave_room_nodes). Left out,
-        this node served on a room whose set no longer named it: the next take-up of it
-        (the other node drained) was a second node serving it, its INFO a hand-off
-        while this node was live, and a node joining it later did not wake this one.
+    def _lapsed(self) -> None:
+        """This node's lease had lapsed (a stall, a partition) and is renewed: another
+        node's sweep may have taken its rooms up meanwhile and replaced it in their sets
+        of serving nodes (:meth:`_adopt`, Store.leave_room_nodes). Left out, this node
+        served on a room whose set no longer named it: the next take-up of it (the other
+        node drained) made a second node serve it, its INFO a hand-off while this node
+        was live, and a node joining it later did not wake this one. So it joins them
+        again (:meth:`_rejoin_after_lapse`), in a task of its own: one round trip a
+        room, which must not hold up the next renewal. A new lapse starts it over."""
+        if self._rejoining is not None:
+            self._rejoining.cancel()
+        self._rejoining = self.spawn(self._rejoin_after_lapse())
 
-        Once when the lapse is found, and once more when a take-up that read this
+    async def _rejoin_after_lapse(self) -> None:
+        """Join the rooms' sets at once, and once more when a take-up that read this
         node's lease as gone just before the renewal has made its removal (it does at
-        once, within the store's command timeout): its removal may come after the
-        first join. Each is a join (:meth:`join_room`): the other nodes are woken, so
-        they tail the room."""
+        once, within the store's command timeout): that removal may come after the
+        first join. Each until Redis takes it."""
+        for delay in (0.0, self.store.timeout_s + LEASE_RENEW_S):
+            await asyncio.sleep(delay)
+            while True:
+                try:
+                    await self._rejoin_rooms()
+                    break
+                except StoreUnavailable as exc:
+                    self.store_failed(exc)
+                    await asyncio.sleep(LOOP_RETRY_S)
+
+    async def _rejoin_rooms(self) -> None:
+        """Join again the sets of serving nodes of the rooms this node serves. Each is
+        a join (:meth:`join_room`): the other nodes are woken, so they tail the room."""
         for room in list(self.rooms.values()):
             if room.joined and room.served():
                 others = await self.store.join_room_nodes(room.room_id, self.node_id)
