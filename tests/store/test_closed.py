@@ -27,6 +27,7 @@ WRITES: dict[str, Callable[[Store], Awaitable[object]]] = {
     "join_room_nodes": lambda s: s.join_room_nodes("r1", "n1"),
     "reveal_round": lambda s: s.reveal_round("r1", 1),
     "leave_room_nodes": lambda s: s.leave_room_nodes("r1", {"n1"}),
+    "leave_rooms": lambda s: s.leave_rooms({"r1"}, "n1"),
     "wake": lambda s: s.wake({"n1"}, "r1"),
     "delete_all": lambda s: s.delete_all(),
     "renew_lease": lambda s: s.renew_lease("n1", 10_000),
@@ -46,7 +47,7 @@ READS = {
     "connect", "start_embedded", "sibling", "close", "ping", "durability", "eviction",
     "replica", "load_meta", "room_for_code", "listed_rooms", "listed_lobbies",
     "quick_lobbies", "is_listed", "idle_lobbies", "events_since", "version", "tail",
-    "room_nodes", "wakes", "move_log", "log_length", "time_ms", "older_nodes",
+    "room_nodes", "rooms_nodes", "wakes", "move_log", "log_length", "time_ms", "older_nodes",
     "live_nodes", "handed_off", "heads", "racer_for_token", "claimed_seat", "load_result",
     "unarchived_rooms", "round_over",
 }  # fmt: skip

@@ -191,3 +191,25 @@ async def test_the_nodes_that_served_a_room_are_joined_one_at_a_time_and_read(
     assert await node2.join_room_nodes("r1", "node-b") == {"node-a"}
     assert await node2.room_nodes("r1") == {"node-a", "node-b"}
     assert await store.room_nodes("nope") == set()
+
+
+async def test_the_sets_of_many_rooms_are_read_and_left_in_one_go(store: Store) -> None:
+    """A draining node reads the sets of its shared rooms and leaves those another live
+    node serves (Node._leave_shared_rooms): pipelined, over rooms of any slot."""
+    rooms = [f"r{i}" for i in range(8)]  # on a cluster, on several masters
+    for i, room_id in enumerate(rooms):
+        await store.create_room(room_id, f"C{i:03d}", b"m", listed=False, now_ms=1)
+        await store.join_room_nodes(room_id, "node-a")
+        if i % 2:
+            await store.join_room_nodes(room_id, "node-b")
+    read = await store.rooms_nodes([*rooms, "nope"])
+    assert read == {
+        **{r: {"node-a", "node-b"} if i % 2 else {"node-a"} for i, r in enumerate(rooms)},
+        "nope": set(),
+    }
+    assert await store.rooms_nodes([]) == {}
+    await store.leave_rooms(rooms[1::2], "node-a")
+    await store.leave_rooms([], "node-a")
+    assert await store.rooms_nodes(rooms) == {
+        r: {"node-b"} if i % 2 else {"node-a"} for i, r in enumerate(rooms)
+    }

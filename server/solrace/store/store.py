@@ -1209,6 +1209,36 @@ class Store:
         with self._errors():
             await self._redis.srem(self.keys.room(room_id).nodes, *sorted(node_ids))
 
+    async def leave_rooms(self, room_ids: Collection[str], node_id: str) -> None:
+        """Take ``node_id`` out of the sets of serving nodes of ``room_ids``: a node
+        that drains, from the rooms another live node serves (Node._leave_shared_rooms).
+        One SREM a room, in a pipeline (the rooms hash to any slot): a drain takes one
+        round trip for them all, not one a room."""
+        self._refuse_closed()
+        ids = sorted(room_ids)
+        if not ids:
+            return
+        with self._errors():
+            pipe = self._redis.pipeline(transaction=False)
+            for room_id in ids:
+                pipe.srem(self.keys.room(room_id).nodes, node_id)
+            await pipe.execute()
+
+    async def rooms_nodes(self, room_ids: Collection[str]) -> dict[str, set[str]]:
+        """:meth:`room_nodes` of each of ``room_ids``, in one round trip (pipelined)."""
+        ids = sorted(room_ids)
+        if not ids:
+            return {}
+        with self._errors():
+            pipe = self._redis.pipeline(transaction=False)
+            for room_id in ids:
+                pipe.smembers(self.keys.room(room_id).nodes)
+            found: list[Any] = await pipe.execute()
+        return {
+            room_id: {_as_text(m) for m in members or ()}
+            for room_id, members in zip(ids, found, strict=True)
+        }
+
     async def room_nodes(self, room_id: str) -> set[str]:
         """The nodes that serve the room, or served it and were not yet replaced by a
         node that took it up (:meth:`join_room_nodes`, :meth:`leave_room_nodes`)."""
