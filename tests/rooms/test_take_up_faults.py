@@ -23,6 +23,7 @@ from solrace.rooms.records import unpack
 from solrace.rooms.room import LiveRoom
 from solrace.store.errors import StoreUnavailable
 
+from tests.store.conftest import delete_room_keys, room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
 from tests.support.race import archived_result
 
@@ -197,3 +198,27 @@ async def test_a_take_up_cut_before_it_forgets_the_hand_off_takes_nothing_up_twi
         expected.append(("WARNING", _ADOPTING))
     assert _taken(caplog) == expected
     await _served_once([*serving, later], room)
+
+
+async def test_a_node_joining_its_rooms_again_leaves_no_key_without_a_ttl(
+    backend: Backend,
+) -> None:
+    """A node whose lease lapsed joins its rooms' sets of serving nodes again
+    (Node._rejoin_rooms). A room whose keys Redis no longer holds (a restart without
+    persistence: every lease lapsed too) is not joined: the set, with no key to take
+    its TTL from, would have stayed for ever."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    ann = FakePeer(node)
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    room = ann.room
+    assert room is not None and room.joined and room.served()
+    kept = FakePeer(node)
+    assert (await kept.ask("create", variant="yukon", name="Bob")).t == "joined"
+    assert kept.room is not None
+    await delete_room_keys(node.store, room.room_id)
+    await node._rejoin_rooms()
+    assert await room_keys(node.store, room.room_id) == {}
+    kept_keys = await room_keys(node.store, kept.room.room_id)
+    assert kept_keys and all(ttl != -1 for ttl in kept_keys.values()), kept_keys
+    assert await node.store.room_nodes(kept.room.room_id) == {node.node_id}

@@ -846,7 +846,7 @@ class Node:
         a join (:meth:`join_room`): the other nodes are woken, so they tail the room."""
         for room in list(self.rooms.values()):
             if room.joined and room.served():
-                others = await self.store.join_room_nodes(room.room_id, self.node_id)
+                others = await self.store.join_room_nodes(room.room_id, self.node_id, again=True)
                 if others:
                     await self.store.wake(others, room.room_id)
                     self._share(room.room_id)
