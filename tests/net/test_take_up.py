@@ -40,7 +40,7 @@ async def test_a_rolling_restart_takes_up_a_shared_room_at_info(
     that served it drained, so that is one INFO. It warned, as if a node had died: A
     was still in the room's set of serving nodes (B was live when C took A's rooms up,
     so nobody replaced A there), and A's note was gone by then — the room read as a
-    dead node's. (An operator audit of a rolling restart.)"""
+    dead node's (a review of a rolling restart)."""
     caplog.set_level(logging.INFO, logger="solrace.node")
     a, b = await cluster.node(), await cluster.node()
     ann, bob = await lobby(a.url, b.url)
