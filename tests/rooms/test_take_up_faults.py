@@ -218,7 +218,9 @@ async def test_a_node_joining_its_rooms_again_leaves_no_key_without_a_ttl(
     assert kept.room is not None
     await delete_room_keys(node.store, room.room_id)
     await node._rejoin_rooms()
-    assert await room_keys(node.store, room.room_id) == {}
+    # (The node's room check may meanwhile find the lost writes and store again.)
+    gone_keys = await room_keys(node.store, room.room_id)
+    assert all(ttl != -1 for ttl in gone_keys.values()), gone_keys
     kept_keys = await room_keys(node.store, kept.room.room_id)
     assert kept_keys and all(ttl != -1 for ttl in kept_keys.values()), kept_keys
     assert await node.store.room_nodes(kept.room.room_id) == {node.node_id}
