@@ -168,9 +168,10 @@ async def test_a_take_up_that_removes_a_node_after_it_joined_again_is_undone(
     stalled = await _stalled(n.node)
     rejoin, rejoined = n.node._rejoin_rooms, asyncio.Event()
 
-    async def rejoin_rooms() -> None:
-        await rejoin()
+    async def rejoin_rooms(room_ids: list[str] | None = None) -> list[str]:
+        failed = await rejoin(room_ids)
         rejoined.set()
+        return failed
 
     n.node._rejoin_rooms = rejoin_rooms  # type: ignore[method-assign]
     leave = Store.leave_room_nodes

@@ -11,6 +11,7 @@ the next sweep or by their own expiry (HAND_OFF_KEEP_MS).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 from solrace.protocol import race_id
 from solrace.rooms import lobby
-from solrace.rooms.node import HAND_OFF_KEEP_MS, Node
+from solrace.rooms.node import HAND_OFF_KEEP_MS, LEASE_MS, LEASE_RENEW_S, Node
 from solrace.rooms.records import unpack
 from solrace.rooms.room import LiveRoom
 from solrace.store.errors import StoreUnavailable
@@ -224,3 +225,95 @@ async def test_a_node_joining_its_rooms_again_leaves_no_key_without_a_ttl(
     kept_keys = await room_keys(node.store, kept.room.room_id)
     assert kept_keys and all(ttl != -1 for ttl in kept_keys.values()), kept_keys
     assert await node.store.room_nodes(kept.room.room_id) == {node.node_id}
+
+
+async def test_a_take_up_whose_wake_redis_fails_still_serves_the_room(backend: Backend) -> None:
+    """The take-up's join writes the room's set, then wakes the nodes in it (the dead
+    one too). Redis failing the wake left the room in the set of a live node, so no
+    sweep took it up again, yet not joined, so not served: nobody served it until that
+    node's next sweep, a minute later (a review). Joined once in the set, the wake
+    retried: the room is served, by one node."""
+    clock = Clock()
+    first = await _node(backend, clock)
+    race = await _race_on(first, first)
+    room = race.ann.room
+    assert room is not None
+    for peer in (race.ann, race.bob):
+        await lobby.disconnected(first, peer)
+    nxt = await _node(backend, clock)
+    cut = _cut(nxt, "wake", "redis fails")
+    await _dead(first, by=nxt)
+    await _sweep(nxt)
+    assert cut == ["wake"]
+    later = await _node(backend, clock)
+    await _sweep(later)  # nxt is live and in the set: nothing for this one to take up
+    await _served_once([nxt, later], room)
+
+
+async def test_a_room_whose_join_again_fails_holds_up_no_other_room(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After a lapsed lease the node joins its rooms' sets again. One room's join
+    failing (its Cluster slot left open) was taken for the node's outage, retried
+    with every room in order every 0.5 s: the rooms after it were never joined, and
+    each "outage" re-armed every offline racer's grace (a review, shown). Now it is
+    that room's trouble, and the others are joined."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    node = await backend.node(clock=Clock())
+    ann, bob = FakePeer(node), FakePeer(node)
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    assert (await bob.ask("create", variant="yukon", name="Bob")).t == "joined"
+    assert ann.room is not None and bob.room is not None
+    bad, good = ann.room.room_id, bob.room.room_id
+    for room_id in (bad, good):  # another node's take-up replaced it while it lapsed
+        await node.store.leave_room_nodes(room_id, {node.node_id})
+    real = node.store.join_room_nodes
+
+    async def join(room_id: str, node_id: str, **kwargs: Any) -> set[str]:
+        if room_id == bad:
+            raise StoreUnavailable("CLUSTERDOWN: the room's slot is not served (injected)")
+        return await real(room_id, node_id, **kwargs)
+
+    node.store.join_room_nodes = join  # type: ignore[method-assign]
+    caplog.clear()
+    node._lapsed()
+    async with asyncio.timeout(5):
+        while node.node_id not in await node.store.room_nodes(good):
+            await asyncio.sleep(0.05)
+    assert not [r for r in caplog.records if r.getMessage() == "store unavailable"]
+    assert not node.store_down
+
+
+async def test_a_lapse_whose_renewal_reply_was_lost_is_noticed(backend: Backend) -> None:
+    """The renewal that re-created a lapsed lease was taken by Redis with its reply
+    lost (a timeout): the next renewal found the lease current, and the node never
+    joined again the set of the room another node had taken up meanwhile (a review,
+    shown). A renewal a lease after the last one answered counts as a lapse too."""
+    node = await backend.node(clock=Clock())
+    ann = FakePeer(node)
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    assert ann.room is not None
+    room_id = ann.room.room_id
+    release, waiting = asyncio.Event(), asyncio.Event()
+    renew = node.store.renew_lease
+
+    async def renewal(*args: Any, **kwargs: Any) -> Any:
+        if not release.is_set():
+            waiting.set()
+            await release.wait()
+            await renew(*args, **kwargs)  # taken by Redis, its reply lost
+            raise StoreUnavailable("Timeout reading from socket (injected)")
+        return await renew(*args, **kwargs)
+
+    node.store.renew_lease = renewal  # type: ignore[method-assign]
+    await asyncio.wait_for(waiting.wait(), LEASE_RENEW_S + 5)
+    await node.store.drop_lease(node.node_id)  # what 5 s without renewal does
+    other = await _node(backend, Clock())
+    await _sweep(other)  # takes the room up, replacing the node in its set
+    assert await other.store.room_nodes(room_id) == {other.node_id}
+    await asyncio.sleep(LEASE_MS / 1000)  # the lease's time passes unrenewed
+    release.set()
+    async with asyncio.timeout(node.store.timeout_s + 4 * LEASE_RENEW_S):
+        while node.node_id not in await other.store.room_nodes(room_id):
+            await asyncio.sleep(0.05)
+    assert node.rooms[room_id].served()

@@ -337,6 +337,9 @@ class Node:
         #: This node has held a lease (renewed it once): a renewal that finds none then
         #: finds a lapse (Node._lapsed), and the task joining its rooms' sets again.
         self._leased = False
+        #: When the last renewal Redis answered was sent (monotonic): a lease older
+        #: than that may have lapsed, whatever the next renewal finds (_watch_loop).
+        self._renewed_at = 0.0
         self._rejoining: asyncio.Future[Any] | None = None
         #: Round trips (ms) of the last samples of the store's clock (clock.py), and
         #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
@@ -490,10 +493,18 @@ class Node:
         if room.joined:
             return
         others = await self.store.join_room_nodes(room.room_id, self.node_id)
-        if others:
-            await self.store.wake(others, room.room_id)
-            room.shared = True
+        # Joined once in the set, whatever the wake does: a take-up whose wake Redis
+        # failed was in the set, so no live node's sweep took the room up, but not
+        # joined, so not served — nobody served it until this node's next sweep, a
+        # minute later (a review, shown). The wake is retried until Redis takes it.
         room.joined = True
+        if others:
+            room.shared = True
+            await self.insist(
+                lambda: self.store.wake(others, room.room_id),
+                "could not wake the nodes serving a room",
+                {"room": room.room_id},
+            )
 
     async def _wake_loop(self) -> None:
         """Start tailing the rooms another node has started serving (Store.wake), after
@@ -621,10 +632,17 @@ class Node:
         next_clock_sample = 0.0
         while True:
             try:
+                sent = time.monotonic()
                 current = await self.store.renew_lease(self.node_id, LEASE_MS)
-                if not current and self._leased:
+                # Lapsed if Redis says so, or if the last renewal known to have been
+                # taken is a lease old: the renewal that re-created the lease may
+                # have been taken with its reply lost (a timeout), and the next one
+                # found it current — the lapse went unnoticed (a review, shown). A
+                # false alarm only joins the rooms' sets again.
+                late = time.monotonic() - self._renewed_at > LEASE_MS / 1000
+                if (not current or late) and self._leased:
                     self._lapsed()
-                self._leased = True
+                self._leased, self._renewed_at = True, sent
                 self.store_ok()
                 if self.older_nodes is None and not self._asking_older:
                     self._asking_older = True
@@ -830,26 +848,38 @@ class Node:
         """Join the rooms' sets at once, and once more when a take-up that read this
         node's lease as gone just before the renewal has made its removal (it does at
         once, within the store's command timeout): that removal may come after the
-        first join. Each until Redis takes it."""
+        first join. Each room until Redis takes it, on its own: one room's failure (a
+        Cluster slot left open) is that room's trouble (``store_failed(room=…)``), and
+        the rooms after it are joined meanwhile. Counted as the node's outage, it
+        re-armed every offline racer's grace at each renewal, and retried in order,
+        the rooms after the failing one were never joined (a review, shown)."""
         for delay in (0.0, self.store.timeout_s + LEASE_RENEW_S):
             await asyncio.sleep(delay)
-            while True:
-                try:
-                    await self._rejoin_rooms()
-                    break
-                except StoreUnavailable as exc:
-                    self.store_failed(exc)
+            left = [room.room_id for room in self.rooms.values()]
+            while left:
+                left = await self._rejoin_rooms(left)
+                if left:
                     await asyncio.sleep(LOOP_RETRY_S)
 
-    async def _rejoin_rooms(self) -> None:
-        """Join again the sets of serving nodes of the rooms this node serves. Each is
-        a join (:meth:`join_room`): the other nodes are woken, so they tail the room."""
-        for room in list(self.rooms.values()):
-            if room.joined and room.served():
-                others = await self.store.join_room_nodes(room.room_id, self.node_id, again=True)
+    async def _rejoin_rooms(self, room_ids: list[str] | None = None) -> list[str]:
+        """Join again the sets of serving nodes of the rooms this node serves (of
+        ``room_ids``, else all). Each is a join (:meth:`join_room`): the other nodes
+        are woken, so they tail the room. Returns the rooms Redis failed."""
+        failed = []
+        ids = list(self.rooms) if room_ids is None else room_ids
+        for room_id in ids:
+            room = self.rooms.get(room_id)
+            if room is None or not (room.joined and room.served()):
+                continue
+            try:
+                others = await self.store.join_room_nodes(room_id, self.node_id, again=True)
                 if others:
-                    await self.store.wake(others, room.room_id)
-                    self._share(room.room_id)
+                    await self.store.wake(others, room_id)
+                    self._share(room_id)
+            except StoreUnavailable:
+                self.store_failed(room=room)
+                failed.append(room_id)
+        return failed
 
     def _check_alone(self, room: LiveRoom, version: int) -> None:
         """A room this node thinks it serves alone: if Redis is ahead of what it has
