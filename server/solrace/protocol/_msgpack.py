@@ -18,6 +18,10 @@ StackError: type[Exception] = msgpack.StackError
 #: Raised when the frame ends in the middle of a value.
 OutOfData: type[Exception] = msgpack.OutOfData
 
+#: What ``msgpack.unpackb`` says (a plain ValueError) when the data end inside a value;
+#: its ``Unpacker`` raises :data:`OutOfData` instead.
+_INCOMPLETE = "Unpack failed: incomplete input"
+
 PairsHook = Callable[[list[tuple[object, object]]], object]
 
 
@@ -56,7 +60,6 @@ def unpack_trusted(data: bytes) -> object:
 def unpack_one(
     data: bytes,
     *,
-    max_buffer_size: int,
     max_str_len: int,
     max_array_len: int,
     max_map_len: int,
@@ -68,23 +71,34 @@ def unpack_one(
     ``ext`` are refused by the unpacker itself (their length limits are 0, so even a
     timestamp ext fails); an empty ``bin`` gets through as ``b""`` and is the caller's to
     refuse. Map keys must be ``str`` or ``bytes`` (``strict_map_key``) and are handed, in
-    order, to ``pairs_hook``. Raises whatever msgpack raises: the caller treats any exception as
-    an unreadable frame, as msgpack's own documentation advises.
+    order, to ``pairs_hook``. Raises :data:`OutOfData` when ``data`` ends inside the
+    value, and otherwise whatever msgpack raises: the caller treats any exception as an
+    unreadable frame, as msgpack's own documentation advises.
+
+    One ``msgpack.unpackb`` call, not an ``Unpacker``: making an ``Unpacker`` (its
+    keyword arguments, its buffer) cost 45,000 instructions a frame, three times the
+    whole ``unpackb`` of a move request (docs/performance.md, round 28). ``unpackb``
+    has the same limits; it tells trailing bytes by :class:`msgpack.ExtraData`, which
+    carries the value, and a truncated frame by a ``ValueError`` of its own text.
     """
-    unpacker = msgpack.Unpacker(
-        raw=False,
-        strict_map_key=True,
-        use_list=True,
-        unicode_errors="strict",
-        max_buffer_size=max_buffer_size,
-        max_str_len=max_str_len,
-        max_bin_len=0,
-        max_array_len=max_array_len,
-        max_map_len=max_map_len,
-        max_ext_len=0,
-        object_pairs_hook=pairs_hook,
-    )
-    unpacker.feed(data)
-    value: object = unpacker.unpack()
-    trailing: bool = unpacker.tell() < len(data)
-    return value, trailing
+    try:
+        value: object = msgpack.unpackb(
+            data,
+            raw=False,
+            strict_map_key=True,
+            use_list=True,
+            unicode_errors="strict",
+            max_str_len=max_str_len,
+            max_bin_len=0,
+            max_array_len=max_array_len,
+            max_map_len=max_map_len,
+            max_ext_len=0,
+            object_pairs_hook=pairs_hook,
+        )
+    except msgpack.ExtraData as extra:
+        return extra.unpacked, True
+    except ValueError as exc:
+        if str(exc) == _INCOMPLETE:
+            raise msgpack.OutOfData from None
+        raise
+    return value, False

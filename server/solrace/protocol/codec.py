@@ -98,7 +98,6 @@ def _unpack(data: bytes, limits: FrameLimits) -> object:
     try:
         value, trailing = _msgpack.unpack_one(
             data,
-            max_buffer_size=max(len(data), 1),
             max_str_len=limits.max_str_bytes,
             max_array_len=limits.max_array_len,
             max_map_len=limits.max_map_len,
