@@ -8,7 +8,7 @@ cheaply it refuses, before any game code runs:
 
 - text frames (close 1003) — the protocol is binary;
 - frames over the byte limit (1009), checked before unpacking;
-- strings, arrays and maps over their limits (1009), refused by ``msgpack.Unpacker``
+- strings, arrays and maps over their limits (1009), refused by ``msgpack.unpackb``
   before they are allocated, and nesting deeper than ``max_depth`` (1009);
 - anything msgpack cannot read: truncated, trailing bytes, invalid UTF-8, reserved
   bytes (1007);

@@ -40,7 +40,7 @@ class FrameLimits:
     """Decoder limits for one direction.
 
     ``max_frame_bytes`` bounds the whole frame; the others are passed to
-    ``msgpack.Unpacker`` (so oversized values are refused before they are allocated),
+    ``msgpack.unpackb`` (so oversized values are refused before they are allocated),
     except ``max_depth``, which msgpack cannot bound and the codec checks itself.
     ``max_str_bytes`` counts UTF-8 bytes, as msgpack does.
     """
