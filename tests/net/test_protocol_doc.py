@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from solrace.protocol import CLIENT_MESSAGES, Envelope, limits, parse_client_message
+from solrace.protocol import (
+    CLIENT_MESSAGES,
+    SUBPROTOCOL,
+    Envelope,
+    limits,
+    parse_client_message,
+)
 from solrace.race.decisions import COUNTDOWN_MS
 from solrace.rules import VARIANTS, variant_class
 from solrace.rules.moves import MAX_COLUMNS
@@ -22,6 +28,7 @@ from solrace_client import RaceClient, ServerError
 from solrace_client.boardview import board_from_view
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
+from websockets.typing import Subprotocol
 
 from tests.support.race import lobby, play_until_done, winning_moves
 
@@ -380,3 +387,17 @@ async def test_ready_false_naming_open_spectating_agrees_to_nothing(cluster: Clu
     assert refused.value.code == "bad_message"
     for client in (ann, bob):
         await client.close()
+
+
+@pytest.mark.parametrize(("rate", "header"), [(None, "20 40"), (2.0, "2 4")])
+async def test_the_handshake_says_the_connections_rate_limit(
+    cluster: Cluster, rate: float | None, header: str
+) -> None:
+    says(
+        "`Solrace-Rate-Limit: 20 40` by default, `Solrace-Rate-Limit: 2 4` on a server run "
+        "with `--rate-per-s 2 --rate-burst 4`"
+    )
+    server = await cluster.node(rate=rate, burst=None if rate is None else 4.0)
+    async with connect(server.url, subprotocols=[Subprotocol(SUBPROTOCOL)]) as ws:
+        assert ws.response is not None
+        assert ws.response.headers.get_all("Solrace-Rate-Limit") == [header]

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 from solrace.protocol.errors import ErrorCode, UnsupportedVersion
-from solrace.protocol.handshake import parse_subprotocol_header, select_subprotocol
+from solrace.protocol.handshake import (
+    format_rate_limit,
+    parse_rate_limit,
+    parse_subprotocol_header,
+    select_subprotocol,
+)
 
 
 def test_parse_header_values() -> None:
@@ -36,3 +41,32 @@ def test_refusal_message_stays_short_for_a_hostile_offer() -> None:
     with pytest.raises(UnsupportedVersion) as info:
         select_subprotocol(["x" * 10_000] * 1000)
     assert len(str(info.value)) < 600
+
+
+def test_a_rate_limit_header_reads_back_as_the_server_wrote_it() -> None:
+    assert format_rate_limit(2.0, 4.0) == "2 4"
+    assert parse_rate_limit(format_rate_limit(2.0, 4.0)) == (2.0, 4.0)
+    assert parse_rate_limit(format_rate_limit(0.5, 1.0)) == (0.5, 1.0)
+    assert parse_rate_limit("  20\t40 ") == (20.0, 40.0)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "20",
+        "20 40 60",
+        "twenty forty",
+        "20,40",
+        "0 40",
+        "-1 40",
+        "20 0.5",
+        "nan 40",
+        "20 inf",
+        "1e999 40",
+        "20 " + "4" * 80,
+        "\x00 \x00",
+    ],
+)
+def test_a_malformed_rate_limit_header_is_none_never_an_exception(value: str) -> None:
+    assert parse_rate_limit(value) is None

@@ -39,6 +39,8 @@ from solrace.protocol import (
 from solrace.protocol.handshake import (
     HEALTHZ_PATH,
     METRICS_PATH,
+    RATE_LIMIT_HEADER,
+    format_rate_limit,
     parse_subprotocol_header,
     select_subprotocol,
 )
@@ -330,6 +332,7 @@ class RaceServer:
                 subprotocols=[Subprotocol(p) for p in SUPPORTED_SUBPROTOCOLS],
                 select_subprotocol=_select,
                 process_request=self._http,
+                process_response=self._advertise,
                 create_connection=self._connection_class(),
                 max_size=MAX_FRAME_BYTES,
                 compression=None,
@@ -473,6 +476,19 @@ class RaceServer:
         wait = CONNECTION_RETRY_AFTER_S if ticket is None else ticket.retry_after_s
         retry = [("Retry-After", str(wait))]
         return _response(status, body, "text/plain; charset=utf-8", retry)
+
+    def _advertise(
+        self, connection: ServerConnection, request: Request, response: Response
+    ) -> None:
+        """Tell every connection accepted its rate limit (:data:`RATE_LIMIT_HEADER` on the
+        101 answer), so that clients pace inside the limit this node runs, not the
+        default: a lowered ``--rate-per-s`` closed every paced client 1008. Refusals
+        (HTTP 4xx/5xx, probes) carry none: they are no connection to pace."""
+        if response.status_code == http.HTTPStatus.SWITCHING_PROTOCOLS:
+            node = self.node
+            response.headers[RATE_LIMIT_HEADER] = format_rate_limit(
+                node.rate_per_s, node.rate_burst
+            )
 
     async def _handler(self, ws: ServerConnection) -> None:
         # websockets keeps the handshake's subprotocol callback on the connection's

@@ -10,6 +10,7 @@ websockets' ``NegotiationError`` (an HTTP 400 whose body is the error's message)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Final
 
@@ -22,6 +23,43 @@ from .limits import SUPPORTED_SUBPROTOCOLS
 HEALTHZ_PATH: Final = "/healthz"
 METRICS_PATH: Final = "/metrics"
 PROBE_PATHS: Final = (HEALTHZ_PATH, METRICS_PATH)
+
+#: The handshake response header in which a server tells each connection its rate
+#: limit (docs/protocol.md §1): ``<rate_per_s> <burst>``, e.g. ``20 40``. A client
+#: paces inside it; an operator who lowered the limit (``--rate-per-s 2``) otherwise
+#: made every client that paced to the default be closed 1008 ``rate_limited`` and
+#: reconnect in a loop (a newcomer audit). Older servers send none: a client then
+#: paces to the default limit, as before.
+RATE_LIMIT_HEADER: Final = "Solrace-Rate-Limit"
+#: Longest :data:`RATE_LIMIT_HEADER` value a client reads (two numbers, a space): a
+#: longer one is malformed, not parsed.
+RATE_LIMIT_HEADER_MAX_CHARS: Final = 64
+
+
+def format_rate_limit(rate_per_s: float, burst: float) -> str:
+    """The :data:`RATE_LIMIT_HEADER` value for a limit of ``rate_per_s`` messages a
+    second, bursts of ``burst``."""
+    return f"{rate_per_s:g} {burst:g}"
+
+
+def parse_rate_limit(value: str) -> tuple[float, float] | None:
+    """The ``(rate_per_s, burst)`` a :data:`RATE_LIMIT_HEADER` value says, or None when
+    it is malformed: not two finite numbers, a rate that is not above 0, a burst below
+    1 (no server runs such a limit) or over :data:`RATE_LIMIT_HEADER_MAX_CHARS`. Never
+    raises: a header is whatever the peer sent, and a client ignores one it cannot
+    read rather than fail to connect."""
+    if len(value) > RATE_LIMIT_HEADER_MAX_CHARS:
+        return None
+    fields = value.split()
+    if len(fields) != 2:
+        return None
+    try:
+        rate, burst = float(fields[0]), float(fields[1])
+    except ValueError:
+        return None
+    if not (math.isfinite(rate) and math.isfinite(burst)) or rate <= 0 or burst < 1:
+        return None
+    return rate, burst
 
 
 def parse_subprotocol_header(values: Iterable[str]) -> list[str]:
