@@ -10,9 +10,10 @@ token, that is what a resume needs. A connection that drops is not repaired here
 :class:`~solrace_client.session.Session` reconnects and resumes, onto the same view.
 
 Requests are paced (:mod:`solrace_client.pacing`) to stay inside the rate limit every
-server applies by default, so a program may play as fast as it likes without being
-disconnected; ``connect(..., pace=None)`` turns that off (for servers whose limit was
-raised), ``pace=Pace(...)`` sets another.
+server applies by default, or inside the lower one a server says it runs in its
+handshake (``Solrace-Rate-Limit``), so a program may play as fast as it likes without
+being disconnected; ``connect(..., pace=None)`` turns that off (for servers whose limit
+was raised), ``pace=Pace(...)`` sets another (still kept inside a server's lower limit).
 
     client = await RaceClient.connect("ws://127.0.0.1:8765")
     joined = await client.create("yukon", "Ann")
@@ -44,6 +45,7 @@ from solrace.protocol import (
     encode,
     limits,
 )
+from solrace.protocol.handshake import RATE_LIMIT_HEADER, parse_rate_limit
 from solrace.protocol.messages import REPLY_TYPES
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
@@ -143,6 +145,18 @@ _FOLDED_REPLY: Final = {
 SERVER_DEFAULT: Final = "server-default"
 
 
+def advertised_limit(ws: ClientConnection) -> tuple[float, float] | None:
+    """The rate limit the server advertised in its handshake answer, ``(rate_per_s,
+    burst)``; None when it sent no :data:`RATE_LIMIT_HEADER` (a server older than the
+    header), sent it twice, or sent one :func:`parse_rate_limit` cannot read — the
+    client then paces as it would without it, never fails to connect for it."""
+    response = ws.response
+    if response is None:
+        return None
+    values = response.headers.get_all(RATE_LIMIT_HEADER)
+    return parse_rate_limit(values[0]) if len(values) == 1 else None
+
+
 class ServerError(Exception):
     """The server refused a request: ``code`` is the protocol's error code."""
 
@@ -209,7 +223,9 @@ class RaceClient:
         **kwargs: Any,
     ) -> RaceClient:
         """Connect to ``url``. Requests are paced to ``pace``: by default inside the
-        rate limit a server applies unless configured otherwise; None: not at all."""
+        rate limit a server applies unless configured otherwise; None: not at all. A
+        pace is kept inside the limit the server advertises in its handshake, when
+        that is lower (:func:`pacing.pace_for`)."""
         if pace == SERVER_DEFAULT:
             pace = pacing.SERVER_DEFAULT_PACE
         kwargs.setdefault("ping_interval", CLIENT_PING_INTERVAL_S)
@@ -222,7 +238,8 @@ class RaceClient:
             compression=None,
             **kwargs,
         )
-        return cls(ws, pace if isinstance(pace, Pace) else None, view)
+        paced = pacing.pace_for(advertised_limit(ws), pace) if isinstance(pace, Pace) else None
+        return cls(ws, paced, view)
 
     async def close(self) -> None:
         await self.ws.close()
@@ -237,6 +254,11 @@ class RaceClient:
         if not self.closed.done():
             self.closed.set_result(None)
         self.ws.transport.abort()
+
+    @property
+    def pace(self) -> Pace | None:
+        """The pace this connection's requests keep (None: not paced)."""
+        return None if self._pacer is None else self._pacer.pace
 
     @property
     def close_code(self) -> int | None:

@@ -7,12 +7,18 @@ seconds, so :class:`~solrace_client.connection.RaceClient` waits before each req
 instead. It keeps well inside the server's bucket (90 % of its rate, half its burst):
 frames sent on time can still arrive bunched after network jitter, and the slack
 absorbs that. Humans never notice; a bot plays at 18 moves/s.
+
+An operator may lower the limit (``solrace-server --rate-per-s``): a server says its
+own in the handshake (``Solrace-Rate-Limit``, docs/protocol.md §1), and the client
+paces inside whichever is stricter, that or the default (:func:`pace_for`). Without
+it, a lowered limit closed every client, which reconnected in a loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Final
 
 from solrace.protocol.limits import RATE_BURST, RATE_PER_S, TokenBucket
 
@@ -32,6 +38,26 @@ class Pace:
 
 #: Inside the limit every solrace-server applies unless configured otherwise.
 SERVER_DEFAULT_PACE = Pace.within(RATE_PER_S, RATE_BURST)
+
+#: The slowest pace a server's advertised limit brings a client down to: one request
+#: every 10 s. No race can be played slower (a move every 10 s), so a lower figure is
+#: taken for a mistake or a hostile server's, whose 1e-300/s kept a request waiting
+#: for ever rather than being sent, and closed for it if the server meant it.
+MIN_PACE_PER_S: Final = 0.1
+
+
+def pace_for(advertised: tuple[float, float] | None, pace: Pace) -> Pace:
+    """The pace to keep on a server that ``advertised`` its limit as ``(rate_per_s,
+    burst)`` (None: it said nothing, as servers before the header): ``pace``, or a pace
+    inside the advertised limit when that is stricter (rate and burst apart), never
+    slower than :data:`MIN_PACE_PER_S` unless ``pace`` is. A limit higher than the
+    default changes nothing: the default is what was chosen, and this library never
+    paces faster than that unasked (``connect(pace=...)``)."""
+    if advertised is None:
+        return pace
+    inside = Pace.within(*advertised)
+    rate = min(pace.rate_per_s, max(inside.rate_per_s, MIN_PACE_PER_S))
+    return Pace(rate, min(pace.burst, inside.burst))
 
 
 class Pacer:
