@@ -494,7 +494,12 @@ def connect_reason(url: str, exc: BaseException) -> str:
                 "server's operator)"
             )
         parts = urlsplit(url)
-        if parts.path in PROBE_PATHS:  # the port is right: "is that the right port?" misled
+        # The port is right, if a solrace node's probe answered: "is that the right
+        # port?" misled. Any HTTP server's /healthz was taken for one (a review: a 404
+        # told "use ws://host:port", the wrong port); the node's health answer carries
+        # its durability header, its metrics their solrace_ names.
+        probe = "Solrace-Durability" in exc.response.headers or "solrace_" in body
+        if parts.path in PROBE_PATHS and probe:
             root = f"{parts.scheme}://{parts.netloc}"
             return f"{parts.path} is the node's HTTP probe, not its WebSocket: use {root}"
         return f"it answered HTTP {status}, not as a solrace server — is that the right port?"

@@ -211,6 +211,29 @@ async def test_a_url_naming_a_probe_says_to_drop_the_path(probe: str, cluster: C
     assert f"{path} is the node's HTTP probe, not its WebSocket: use {server.url}" in said, said
 
 
+async def test_another_servers_probe_path_is_not_taken_for_a_nodes() -> None:
+    """A review: any HTTP server's ``/healthz`` was taken for a node's probe — a 404
+    from a plain web server told "/healthz is the node's HTTP probe … use
+    ws://host:port", the wrong port. Only a solrace node's answer says so."""
+
+    async def not_found(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found")
+        await writer.drain()
+        writer.close()
+
+    web = await asyncio.start_server(not_found, "127.0.0.1", 0)
+    port = web.sockets[0].getsockname()[1]
+    try:
+        status, _, err = await solrace("rooms", "--server", f"ws://127.0.0.1:{port}/healthz")
+    finally:
+        web.close()
+        await web.wait_closed()
+    said = one_line(err)
+    assert status == errors.EXIT_FAILED
+    assert "HTTP probe" not in said and "right port" in said, said
+
+
 async def test_connecting_too_fast_is_one_line_saying_how_long_to_wait(cluster: Cluster) -> None:
     """A node that refuses an address opening connections too fast (429
     ``connecting_too_fast``) is said as the other refusals are, with the wait its

@@ -23,6 +23,13 @@ class NotationError(RulesError):
         super().__init__(message)
         self.column = column
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickled by its own arguments (a solver worker's error reaches the node
+        # pickled): by default an exception is rebuilt from its message alone, and
+        # an error whose __init__ takes other arguments (NotAMove, IllegalMoveError)
+        # could not be unpickled at all — TypeError instead of the error (a review).
+        return (type(self), (str(self), self.column))
+
 
 class NotAMove(NotationError):
     """A string that is no notation at all; the message lists the ``forms`` that are
@@ -33,6 +40,10 @@ class NotAMove(NotationError):
         expected = f"{', '.join(forms[:-1])} or {forms[-1]}"
         super().__init__(f"not a move: {notation!r} (expected {expected})")
         self.notation = notation
+        self.forms = forms
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.notation, self.forms))
 
 
 class IllegalMoveError(RulesError):
@@ -45,6 +56,9 @@ class IllegalMoveError(RulesError):
         super().__init__(f"illegal move {move}: {reason}")
         self.move = move
         self.reason = reason
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.move, self.reason))  # see NotationError.__reduce__
 
 
 class InvalidPositionError(RulesError):
@@ -62,6 +76,9 @@ class InvalidOptionError(RulesError):
     def __init__(self, message: str, option: str | None = None) -> None:
         super().__init__(message)
         self.option = option
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.option))  # see NotationError.__reduce__
 
 
 class UnknownVariantError(RulesError):
