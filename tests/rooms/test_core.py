@@ -35,7 +35,7 @@ from solrace.store.errors import StoreError, StoreUnavailable
 from solrace_client.results import SavedResult
 from solrace_client.verify import Report, verify_result
 
-from tests.store.conftest import delete_room_keys
+from tests.store.conftest import delete_room_keys, room_keys
 from tests.support.faults import Clock, StoreFaults
 from tests.support.race import archived_result, winning_moves
 
@@ -1288,6 +1288,30 @@ async def test_a_decision_about_a_room_whose_keys_are_gone_is_unknown_room_at_on
         assert node.metrics.lost_writes.value == 1
         assert ann.closes == bob.closes == [(1001, "room_gone")]
         assert room.room_id not in node.rooms
+
+
+async def test_a_move_in_a_room_redis_lost_whole_writes_nothing_and_closes_it(
+    backend: Backend,
+) -> None:
+    """Redis lost a room whole mid-race (a restart without persistence): a racer's
+    first move found its missing log at length 0, was stored and acknowledged, and
+    wrote the room's version, stream, chain, log and key set back with no TTL, to
+    stay in Redis for ever. Nothing is written now: the move is not acknowledged,
+    the loss counted once, the room's connections closed room_gone."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room = ann.room
+    assert room is not None
+    await delete_room_keys(node.store, room.room_id)
+    first = winning_moves(SOLVABLE_SECRET)[0]
+    await requests.handle(node, ann, Envelope("move", id=98, d={"seq": 0, "move": first}))
+    assert not [f for f in ann.frames if f.id == 98 and f.t == "moved"], ann.frames[-3:]
+    assert await room_keys(node.store, room.room_id) == {}
+    assert isinstance(node.metrics, Tally)
+    assert node.metrics.lost_writes.value == 1
+    assert ann.closes == bob.closes == [(1001, "room_gone")]
+    assert room.room_id not in node.rooms
 
 
 async def test_a_racer_dropping_after_its_rooms_keys_expired_is_not_recorded_for_ever(

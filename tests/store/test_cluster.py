@@ -26,7 +26,7 @@ from solrace.store.errors import StoreError
 from tests.deploy.conftest import DEPLOY
 from tests.support.redis import CLUSTER_URL, connect_or_fail, delete_prefix, new_prefix
 
-from .conftest import room_keys, triples
+from .conftest import make_rooms, room_keys, triples
 
 
 @pytest.fixture
@@ -53,7 +53,8 @@ def _master_of(store: Store, key: str) -> str:
 
 
 async def rooms_on_every_master(store: Store, per_master: int = 1) -> list[str]:
-    """Room ids, ``per_master`` on each master of the cluster (masters in name order)."""
+    """Room ids, ``per_master`` on each master of the cluster (masters in name order),
+    created (their meta key: the scripts write nothing to a room without one)."""
     await _rc(store).initialize()
     masters = sorted(n.name for n in _rc(store).get_primaries())
     assert len(masters) >= 3, f"the test cluster should have 3 masters, has {masters}"
@@ -65,7 +66,9 @@ async def rooms_on_every_master(store: Store, per_master: int = 1) -> list[str]:
         if len(rooms) < per_master:
             rooms.append(room)
         i += 1
-    return [room for m in masters for room in found[m]]
+    rooms = [room for m in masters for room in found[m]]
+    await make_rooms(store, *rooms)
+    return rooms
 
 
 def test_every_key_of_a_room_hashes_to_the_room_slot() -> None:
@@ -228,7 +231,7 @@ async def test_delete_all_empties_the_prefix_on_every_master(cstore: Store) -> N
     rooms = await rooms_on_every_master(cstore)
     for room in rooms:
         await cstore.append_event(room, b"e")
-    assert await cstore.delete_all() == 3 * 3  # ver, chain, events per room
+    assert await cstore.delete_all() == 3 * 4  # meta, ver, chain, events per room
     assert all([await cstore.version(room) == 0 for room in rooms])
 
 
@@ -353,6 +356,7 @@ def _slot_owners(port: int) -> str:
 async def _ask_window_on_a_new_master(url: str, cluster_dir: Path, new: int) -> None:
     store = await Store.connect(url, prefix="added:", timeout=2.0)
     try:
+        await make_rooms(store, "r")
         for seq in range(3):
             assert (
                 await store.append_move("r", "1:1", seq, b"m%d" % seq, b"p", round_no=1)

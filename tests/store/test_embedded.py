@@ -31,6 +31,8 @@ from solrace.store.embedded import (
     find_engine,
 )
 
+from .conftest import make_rooms
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -86,6 +88,7 @@ async def test_socket_only_aof_always_and_the_data_survives_a_restart(tmp_path: 
             "save": "",
             "dir": str(data),
         }
+        await make_rooms(store, "r")
         assert (await store.append_move("r", "a", 0, b"m0", b"e", round_no=1)).accepted
         assert (await store.append_move("r", "a", 1, b"m1", b"e", round_no=1)).accepted
         assert (data / "appendonlydir").is_dir()
@@ -309,6 +312,7 @@ async def test_an_engine_killed_under_the_node_is_restarted_on_its_data(
     try:
         assert store.engine is not None
         engine, pid = store.engine, store.engine.pid
+        await make_rooms(store, "r")
         assert (await store.append_move("r", "a", 0, b"m0", b"e", round_no=1)).accepted
         assert (await store.append_move("r", "a", 1, b"m1", b"e", round_no=1)).accepted
         os.kill(pid, signal.SIGKILL)
@@ -428,6 +432,7 @@ async def test_a_data_dir_removed_under_the_node_is_made_again_with_every_write_
     data = tmp_path / "data"
     store = await Store.start_embedded(data, prefix="t:", timeout=1.0)
     try:
+        await make_rooms(store, "r")
         assert (await store.append_move("r", "a", 0, b"m0", b"e", round_no=1)).accepted
         shutil.rmtree(data)
         # Acknowledged over the store's open connection, into a file no directory holds:
@@ -467,6 +472,7 @@ async def test_a_data_dir_whose_rewrite_fails_is_tried_again_not_taken_for_anoth
     data = tmp_path / "data"
     store = await Store.start_embedded(data, prefix="t:", timeout=1.0)
     try:
+        await make_rooms(store, "r")
         assert (await store.append_move("r", "a", 0, b"m0", b"e", round_no=1)).accepted
         shutil.rmtree(data)
         await _logged(caplog, "holds the engine's data again")

@@ -6,10 +6,10 @@ import asyncio
 from typing import Any
 
 import pytest
-from solrace.store import Finish, Store, StoreUnavailable, token_digest
+from solrace.store import Finish, Store, StoreUnavailable, VersionConflict, token_digest
 from solrace.store._lua import EXPIRE_CODE
 
-from .conftest import room_keys
+from .conftest import delete_room_keys, make_rooms, room_keys
 
 
 async def _populate(store: Store, room_id: str, code: str) -> None:
@@ -174,10 +174,53 @@ async def test_delete_all_removes_only_this_prefixs_keys(store: Store) -> None:
     outsider = f"not-{store.keys.prefix}key"
     await raw.set(outsider, b"someone else's")
     try:
+        await make_rooms(store, "r")
         await store.append_event("r", b"mine")
-        assert await store.delete_all() >= 3  # ver, chain, events
+        assert await store.delete_all() >= 4  # meta, ver, chain, events
         assert await store.version("r") == 0
         assert await store.delete_all() == 0
         assert await raw.get(outsider) == b"someone else's"
     finally:
         await raw.delete(outsider)
+
+
+async def test_a_room_redis_lost_whole_is_not_written_again(store: Store) -> None:
+    """Every key of a room gone (a restart without persistence, an operator's DEL):
+    an append on it wrote the room's version, stream, chain and a move log back, with
+    no meta key to take a TTL from, and they stayed in Redis for ever. A move of
+    sequence 0 found its missing log at length 0 and was stored."""
+    await store.create_room("r", "CODE", b"meta", listed=False, now_ms=1)
+    await store.append_event("r", b"joined", 0)
+    await store.append_move("r", "ann", 0, b"m0", b"p0", round_no=1)
+    await delete_room_keys(store, "r")
+    moved = await store.append_move("r", "ann", 0, b"m0", b"p0", round_no=1)
+    assert not moved.accepted and moved.room_gone, moved
+    finish = Finish("1", (b"first",), 1000)
+    moved = await store.append_move("r", "bob", 0, b"m0", b"p0", finish, round_no=1)
+    assert not moved.accepted and moved.room_gone, moved
+    for expected in (0, 2, None):
+        with pytest.raises(VersionConflict) as conflict:
+            await store.append_event("r", b"left", expected, token=("ann", "a" * 64))
+        assert conflict.value.current_version == 0
+    assert await room_keys(store, "r") == {}
+
+
+async def test_a_room_whose_meta_key_is_gone_is_not_written_again(store: Store) -> None:
+    """The meta key alone gone (an eviction, an operator's DEL) from an expiring room:
+    its other keys keep their TTL, and an append writes nothing, not even a key that
+    would then have no TTL (a move's first log, its place counter)."""
+    await store.create_room("r", "CODE", b"meta", listed=False, now_ms=1, ttl_s=60)
+    await store.append_event("r", b"joined", 0)
+    await store.append_move("r", "ann", 0, b"m0", b"p0", round_no=1)
+    before = await room_keys(store, "r")
+    await store._redis.delete(store.keys.room("r").meta)
+    moved = await store.append_move("r", "bob", 0, b"m0", b"p0", round_no=1)
+    assert not moved.accepted and moved.room_gone, moved
+    with pytest.raises(VersionConflict) as conflict:
+        await store.append_event("r", b"left", 2)
+    assert conflict.value.current_version == 0
+    after = await room_keys(store, "r")
+    assert set(after) == set(before) - {store.keys.room("r").meta}
+    assert all(ttl > 0 for ttl in after.values()), after
+    assert await store.version("r") == 2
+    assert await store.move_log("r", "bob") == []

@@ -25,6 +25,8 @@ from solrace.store._link import RespLink
 from tests.support.flaky_link import FlakyLink
 from tests.support.redis import BACKEND_URLS, new_prefix
 
+from .conftest import make_rooms
+
 REDIS = BACKEND_URLS["redis"]
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -100,6 +102,7 @@ async def test_a_unix_socket_url_is_served_too(tmp_path: Path) -> None:
     store = await Store.start_embedded(tmp_path / "data")
     try:
         assert store._commit._link is not None and store._commit._link._path is not None
+        await make_rooms(store, "r")
         assert await store.append_move("r", "p0", 0, b"m", b"e", round_no=1) is not None
     finally:
         await store.close()
@@ -201,6 +204,7 @@ async def test_a_move_in_flight_when_the_link_dies_is_unavailable_and_never_appl
     store = await Store.connect(url, prefix=new_prefix())
     admin = redis.asyncio.from_url(url)
     try:
+        await make_rooms(store, "r")
         assert (await store.append_move("r", "p0", 0, b"m0", b"e0", round_no=1)).accepted
         [link_id] = [c["id"] for c in await admin.client_list() if c["name"] == "solrace-commit"]
         await admin.execute_command("CLIENT", "PAUSE", "2000", "WRITE")
@@ -243,6 +247,7 @@ async def test_a_batch_does_not_wait_for_the_round_trip_of_the_one_before() -> N
             return loop.time() - began
 
         try:
+            await make_rooms(store, "r")
             await move("warm", 0)  # connected, scripts loaded
             ann, bob = await asyncio.gather(move("ann", 0), move("bob", 0.02))
             # one round trip (0.1 s) each, not two (0.2 s): a margin for a loaded machine
@@ -262,6 +267,7 @@ async def test_batches_on_the_wire_at_once_are_bounded() -> None:
         far = url._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
         store = await Store.connect(far, prefix=new_prefix())
         try:
+            await make_rooms(store, "r")
             assert (await store.append_move("r", "warm", 0, b"m", b"e", round_no=1)).accepted
             proxy.stall(seconds=0.5)
             calls = []
@@ -348,6 +354,7 @@ async def test_batches_resent_after_noscript_still_run_in_their_order(
             return await real_load(source)
 
         try:
+            await make_rooms(store, "r")
             assert (await store.append_move("r", "warm", 0, b"m", b"e", round_no=1)).accepted
             await admin.script_flush()
             commit._client.script_load = first_load_slow

@@ -13,7 +13,15 @@ from solrace.store._lua import SCRIPT_LOADS
 
 from tests.support.redis import new_prefix
 
-from .conftest import pairs
+from .conftest import ROOMS, make_rooms, pairs
+
+
+@pytest.fixture
+async def store(store: Store) -> Store:
+    """The conftest's store, with the rooms these tests write to created (their meta
+    key): the scripts write nothing to a room whose meta key is gone."""
+    await make_rooms(store, *ROOMS)
+    return store
 
 
 async def test_accepted_then_stale_then_duplicate(store: Store) -> None:
@@ -239,6 +247,7 @@ async def test_scripts_reload_after_script_flush(private_redis: Callable[..., st
     (a CI run: a move answered ``internal``, NOSCRIPT on its resend)."""
     store = await Store.connect(private_redis(), prefix=new_prefix())
     try:
+        await make_rooms(store, "r")
         assert (await store.append_move("r", "a", 0, b"m", b"e", round_no=1)).accepted
         await store.append_event("r", b"x")
         await store._redis.script_flush()
@@ -275,6 +284,7 @@ async def test_scripts_gone_again_before_the_resend_are_loaded_again(
         return sha
 
     try:
+        await make_rooms(store, "r")
         assert (await store.append_move("r", "a", 0, b"m", b"e", round_no=1)).accepted
         client.script_load = store._redis.script_load = load_then_lose
         await store._redis.script_flush()

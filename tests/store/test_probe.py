@@ -15,6 +15,8 @@ from solrace.store.probe import ACCESS_PROBE_TTL_MS, cluster_node
 
 from tests.support.redis import CLUSTER_URL, REDIS_URL, new_prefix
 
+from .conftest import make_rooms
+
 
 async def test_a_user_who_may_do_everything_is_refused_nothing_and_no_key_is_left(
     store: Store,
@@ -104,6 +106,7 @@ async def test_an_acl_changed_under_a_running_store_is_an_outage_with_its_reason
     await admin.execute_command("ACL", "SETUSER", "node", "on", ">pw", "&*", "~*", "+@all")
     store = await Store.connect(url.replace("://", "://node:pw@"), prefix=prefix)
     try:
+        await make_rooms(store, "r")
         assert await store.append_event("r", b"e1") == 1
         await admin.execute_command("ACL", "SETUSER", "node", "resetkeys", "~other:*")
         with pytest.raises(StoreForbidden, match=r"redis refused the node's user \(its ACL\)"):

@@ -7,7 +7,7 @@ from solrace.store import Finish, Store, token_digest
 
 from tests.support.redis import REDIS_URL, new_prefix
 
-from .conftest import _delete_prefix, pairs, triples
+from .conftest import _delete_prefix, make_rooms, pairs, triples
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
@@ -16,6 +16,7 @@ async def test_same_results_under_both_protocols(protocol: int) -> None:
     sep = "&" if "?" in REDIS_URL else "?"
     store = await Store.connect(f"{REDIS_URL}{sep}protocol={protocol}", prefix=prefix)
     try:
+        await make_rooms(store, "r")
         assert await store.append_event("r", b"e1") == 1
         move = await store.append_move(
             "r", "a", 0, b"m", b"e2", Finish("race", (b"fin",), 1000), round_no=1

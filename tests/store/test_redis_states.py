@@ -24,6 +24,8 @@ from solrace.store.keeping import Replica
 
 from tests.support.redis import CLUSTER_URL, REDIS_URL, new_prefix
 
+from .conftest import make_rooms
+
 
 @pytest.fixture
 async def admin_and_store(
@@ -34,6 +36,7 @@ async def admin_and_store(
     admin = redis.asyncio.from_url(url)
     store = await Store.connect(url, prefix=new_prefix())
     try:
+        await make_rooms(store, "r")
         yield admin, store
     finally:
         await store.close()

@@ -7,6 +7,16 @@ import pytest
 from solrace.store import SeatClaim, Store, token_digest
 from solrace.store.errors import VersionConflict
 
+from .conftest import ROOMS, make_rooms
+
+
+@pytest.fixture
+async def store(store: Store) -> Store:
+    """The conftest's store, with the rooms these tests write to created (their meta
+    key): the scripts write nothing to a room whose meta key is gone."""
+    await make_rooms(store, *ROOMS)
+    return store
+
 
 async def test_set_and_lookup(store: Store) -> None:
     alice, bob = "alice-secret-token-0123456789", "bob-secret-token-9876543210"

@@ -13,6 +13,8 @@ from solrace.store import Store, StoreUnavailable, token_digest
 from tests.support.faults import NOT_STORE_CALLS, STORE_CALLS
 from tests.support.redis import REDIS_URL, new_prefix
 
+from .conftest import make_rooms
+
 DEAD_URL = "redis://127.0.0.1:1/0"
 
 
@@ -129,6 +131,7 @@ async def test_outage_and_recovery_on_the_fake() -> None:
     store = Store.fake()
     try:
         assert store.embedded
+        await make_rooms(store, "r")
         assert (await store.append_move("r", "a", 0, b"m", b"e", round_no=1)).accepted
         store._fake_server.connected = False
         assert not await store.ping()

@@ -34,7 +34,7 @@ from solrace.rules.log import UNDO
 from solrace.store import Finish, MoveAppend
 from solrace.store.errors import StoreUnavailable
 
-from .node import refuse
+from .node import no_longer_exists, refuse
 from .records import pack_entry, pack_event
 
 if TYPE_CHECKING:
@@ -256,6 +256,14 @@ async def _store(
         raise
     finally:
         node.inflight -= 1
+    if result.room_gone:
+        # The room's meta key is gone: the store wrote nothing. Its expiry (keys set
+        # to expire go one by one) is no loss; else Redis lost the room, and its
+        # connections here are closed ``room_gone``, as a decision finding it gone does.
+        room.games.pop(racer, None)
+        if not room.expiring():
+            node.room_lost(room)
+        raise no_longer_exists()
     if result.race_over or result.log_closed:
         # A decision this node had not folded when it checked the move ended the race
         # (another node, or this one while the move was in flight), or this racer's

@@ -968,6 +968,12 @@ class Node:
             resync = functools.partial(resync_clients, self, room, message, lost)
             self.retry_locked(room, "could not resynchronise clients", resync)
 
+    def room_lost(self, room: LiveRoom) -> None:
+        """A write found the room's meta key gone (the store refused it): a lost write,
+        counted once, and the room closed as :meth:`_room_gone` closes it."""
+        self.metrics.lost_writes.inc()
+        self._room_gone(room)
+
     def _room_gone(self, room: LiveRoom) -> None:
         """Redis holds nothing of the room any more (it restarted empty, without
         persistence): there is no state to resynchronise to. Every connection of the
@@ -1335,6 +1341,12 @@ class Node:
                 if current == 0 and room.expiring():
                     # Its keys expired (an hour after its race_over, ten minutes
                     # after everyone left): no lost writes, and nothing to decide.
+                    raise no_longer_exists() from None
+                if current == 0 and await self.store.load_meta(room.room_id) is None:
+                    # Redis lost the room (its meta key; the store writes nothing to
+                    # a room without one), whatever of its stream is left: a rebuild
+                    # from that stream would only conflict again on every try.
+                    self.room_lost(room)
                     raise no_longer_exists() from None
                 if current < room.state.version:
                     await self._resync_locked(room, f"Redis is at version {current}")

@@ -150,6 +150,10 @@ class MoveAppend(NamedTuple):
     #: Refused because the log is closed: its racer's race is over (resigned, timed
     #: out, gone past the grace), whatever the caller's copy of the room said.
     log_closed: bool = False
+    #: Refused because the room's meta key is gone: Redis lost the room whole (a
+    #: restart without persistence, an eviction, an operator's DEL). Nothing written:
+    #: keys written then had no TTL to inherit and stayed in Redis for ever.
+    room_gone: bool = False
     #: For an accepted finish on a cluster whose master has a replica: how many
     #: replicas held it when it was answered (0: none within REPLICA_WAIT_MS, so a
     #: failover now could lose it). None when there was no replica to ask.
@@ -1028,6 +1032,8 @@ class Store:
         With ``expected_version``, the append happens only if the room is still at
         that version, else VersionConflict(current) and nothing is written: two nodes
         deciding from the same state (both start the countdown) cannot both win.
+        A room whose meta key is gone (Redis lost it whole) is refused, nothing written,
+        with VersionConflict(0): its keys, written, had no TTL to inherit.
         If Redis had lost the room's version or chain key (its stream whole), they are
         restored from the stream and :class:`HeadLost` (a VersionConflict) says what
         was lost, nothing appended: announce it, then decide again.
@@ -1344,7 +1350,8 @@ class Store:
     ) -> MoveAppend:
         """Append ``entry`` to a move log iff the log has exactly ``expected_seq`` entries
         and round ``round_no``'s race is not over (``race_over`` then, nothing written)
-        and the log is not closed (``log_closed``: :meth:`append_event`'s ``closes_log``).
+        and the log is not closed (``log_closed``: :meth:`append_event`'s ``closes_log``)
+        and the room's meta key exists (``room_gone``: Redis lost the room whole).
 
         In the same atomic script: append ``event`` to the room stream, and with
         ``finish`` hand out the next finishing place (1 = winner) exactly once and
@@ -1392,6 +1399,7 @@ class Store:
                 finish_floor=floor if floor else None,
                 race_over=refusal == 1,
                 log_closed=refusal == 2,
+                room_gone=refusal == 3,
             )
         prev, chain, after, lost = (_as_text(x) for x in (*reply[4:7], reply[9]))
         placed = place if finish is not None else None

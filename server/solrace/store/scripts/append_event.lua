@@ -31,6 +31,13 @@
 -- version 0 conflicted with every decision, which the node took for its writes lost,
 -- and rebuilt the room, and tried again, as often as it was allowed.
 -- The appending node folds the event from the stream afterwards, links and all.
+-- A room whose meta key is gone (Redis restarted without it, evicted it, an
+-- operator's DEL) is refused before anything is read or written: {0, 0}, a conflict
+-- at version 0, which the node takes for the room gone (Node.decide_locked). Written,
+-- its keys had no TTL to inherit (inherit_ttl) and stayed in Redis for ever.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {0, 0}
+end
 local lost = restore_head(KEYS[2], KEYS[3], KEYS[4])
 local current = tonumber(redis.call('GET', KEYS[2]) or '0')
 if lost ~= '' then

@@ -20,6 +20,8 @@
 --   timed out, gone past the grace), however stale the copy of the room on which the
 --   appending node checked it — a node paused or cut off from Redis stored the
 --   finishing move of a racer who had left, and that racer won (docs/store.md).
+-- A move of a room whose meta key is gone is refused (3) before anything is written:
+--   Redis lost the room whole, and keys written now would have no TTL to inherit.
 -- Places follow finish times: a finish whose time is earlier than the finish stored
 --   before it (another node's clock ran ahead, or its commit was slower) is refused
 --   with that time as a floor, and the caller retries at the floor. So a later place
@@ -28,13 +30,19 @@
 --          place (0 if none), the id of the event before the progress event, the
 --          progress event's id, the finished event's id ('' where none),
 --          the finish-time floor (0 unless refused for it), 1 if refused because
---          the race is over, 2 if because the log is closed (else 0),
+--          the race is over, 2 if because the log is closed, 3 if because the
+--          room's meta key is gone: the room no longer exists (else 0),
 --          what Redis had lost of the room's version and chain keys, restored from
 --          the stream before the append ('' if nothing: lib.lua, restore_head)}.
 -- A finished event, when written, is version + 1.
 local len = redis.call('LLEN', KEYS[5])
 if tonumber(redis.call('GET', KEYS[7]) or '0') >= tonumber(ARGV[6]) then
   return {0, len, 0, 0, '', '', '', 0, 1}
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  -- the room is gone (its meta key: a restart without it, an eviction, a DEL):
+  -- written, its keys had no TTL to inherit and stayed in Redis for ever
+  return {0, len, 0, 0, '', '', '', 0, 3}
 end
 if len ~= tonumber(ARGV[1]) then
   -- stale or duplicate sequence number: write nothing, report where the log is (a
