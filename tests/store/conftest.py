@@ -79,9 +79,12 @@ async def room_keys(store: Store, room_id: str) -> dict[str, int]:
 
 async def delete_room_keys(store: Store, room_id: str) -> None:
     """Every key of a room gone from Redis: what its expiry, or a restart without
-    persistence, leaves of it."""
-    for key in await room_keys(store, room_id):
-        await store._redis.delete(key)
+    persistence, leaves of it. One DEL (the room's keys share a slot), as a restart
+    loses them at once: deleted one by one, a write of the room's node between two
+    (a lobby's deal_chosen) restored its version and chain from the stream left."""
+    keys = await room_keys(store, room_id)
+    if keys:
+        await store._redis.delete(*keys)
 
 
 def pairs(events: list[StoredEvent]) -> list[tuple[int, bytes]]:
