@@ -58,7 +58,9 @@ def _sh(*args: str) -> str:
 
 async def _room_master(store: Store, room_id: str) -> tuple[RedisCluster, ClusterNode]:
     """The store's cluster client and the master of the room's keys (the test asks
-    where the room lives, to stop or kill that master or its replica)."""
+    where the room lives, to stop or kill that master or its replica). The room is
+    created (its meta key): the store writes nothing to a room without one."""
+    await store.save_meta(room_id, b"meta")
     rc = store._redis
     assert isinstance(rc, RedisCluster)
     await rc.initialize()

@@ -186,7 +186,7 @@ async def test_delete_all_removes_only_this_prefixs_keys(store: Store) -> None:
 
 async def test_a_room_redis_lost_whole_is_not_written_again(store: Store) -> None:
     """Every key of a room gone (a restart without persistence, an operator's DEL):
-    an append on it wrote the room's version, stream, chain and a move log back, with
+    a join or an append on it wrote the room's version, stream, chain and a move log back, with
     no meta key to take a TTL from, and they stayed in Redis for ever. A move of
     sequence 0 found its missing log at length 0 and was stored."""
     await store.create_room("r", "CODE", b"meta", listed=False, now_ms=1)
@@ -202,6 +202,9 @@ async def test_a_room_redis_lost_whole_is_not_written_again(store: Store) -> Non
         with pytest.raises(VersionConflict) as conflict:
             await store.append_event("r", b"left", expected, token=("ann", "a" * 64))
         assert conflict.value.current_version == 0
+    # A node's first join of it (before a decision: Node.join_room) writes no set.
+    assert await store.join_room_nodes("r", "node-a") == set()
+    assert await store.room_nodes("r") == set()
     assert await room_keys(store, "r") == {}
 
 

@@ -872,7 +872,7 @@ class Node:
             if room is None or not (room.joined and room.served()):
                 continue
             try:
-                others = await self.store.join_room_nodes(room_id, self.node_id, again=True)
+                others = await self.store.join_room_nodes(room_id, self.node_id)
                 if others:
                     await self.store.wake(others, room_id)
                     self._share(room_id)

@@ -1171,10 +1171,9 @@ class Store:
 
     # -- which nodes serve a room ----------------------------------------------------
 
-    async def join_room_nodes(self, room_id: str, node_id: str, *, again: bool = False) -> set[str]:
+    async def join_room_nodes(self, room_id: str, node_id: str) -> set[str]:
         """Record that ``node_id`` serves the room; return the other nodes that have.
-        ``again``: a node whose lease lapsed joins its rooms again (Node._rejoin_rooms),
-        only those whose keys Redis still holds (no set is left without a TTL).
+        Only a room whose meta key Redis still holds (no set is left without a TTL).
 
         A node need not read a room's stream back for the events it appended itself:
         only events of other nodes are news to it. So a node tails a room only once
@@ -1184,8 +1183,7 @@ class Store:
         """
         self._refuse_closed()
         rk = self.keys.room(room_id)
-        args = (node_id, "1" if again else "")
-        members = await self._eval(JOIN_ROOM_NODES, (rk.meta, rk.nodes), args)
+        members = await self._eval(JOIN_ROOM_NODES, (rk.meta, rk.nodes), (node_id,))
         return {_as_text(m) for m in members or ()} - {node_id}
 
     async def reveal_round(self, room_id: str, round_no: int) -> int:
