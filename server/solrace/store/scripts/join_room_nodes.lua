@@ -6,8 +6,8 @@
 -- so that a set created after expire_room inherits the room's TTL. A join does
 -- nothing to a room whose meta key is gone (Redis restarted without it, evicted it):
 -- the set would have no TTL to inherit, and would stay for ever. (Only a join again,
--- a node's whose lease lapsed, was refused: a first join, before a decision on a room
--- Redis had lost, wrote the set all the same.)
+-- by a node whose lease lapsed, was refused: a first join, before a decision on a
+-- room Redis had lost, wrote the set all the same.)
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return redis.call('SMEMBERS', KEYS[2])
 end
