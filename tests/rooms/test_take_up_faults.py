@@ -103,6 +103,25 @@ async def _served_once(nodes: list[Node], room: LiveRoom) -> Node:
     return serving[0]
 
 
+async def _taken_up_with_a_cut(
+    backend: Backend, clock: Clock, call: str, fault: str
+) -> tuple[Node, Any, LiveRoom, Node, list[str]]:
+    """A race whose racers went offline on its node, which then died; the next node's
+    sweep takes it up with ``fault`` at its Store.``call``. Returns the dead node, the
+    race, its room, the next node and the calls cut."""
+    first = await _node(backend, clock)
+    race = await _race_on(first, first)
+    room = race.ann.room
+    assert room is not None
+    for peer in (race.ann, race.bob):
+        await lobby.disconnected(first, peer)
+    nxt = await _node(backend, clock)
+    cut = _cut(nxt, call, fault)
+    await _dead(first, by=nxt)
+    await _sweep(nxt)
+    return first, race, room, nxt, cut
+
+
 @pytest.mark.parametrize("fault", FAULTS)
 async def test_a_take_up_cut_between_its_join_and_its_replacing_still_ends_the_race_once(
     backend: Backend, caplog: pytest.LogCaptureFixture, fault: str
@@ -117,16 +136,9 @@ async def test_a_take_up_cut_between_its_join_and_its_replacing_still_ends_the_r
     the next node takes it up once, with the warning, and the race ends once."""
     caplog.set_level(logging.INFO, logger="solrace.node")
     clock = Clock()
-    first = await _node(backend, clock)
-    race = await _race_on(first, first)
-    room = race.ann.room
-    assert room is not None
-    for peer in (race.ann, race.bob):
-        await lobby.disconnected(first, peer)
-    nxt = await _node(backend, clock)
-    cut = _cut(nxt, "leave_room_nodes", fault)
-    await _dead(first, by=nxt)
-    await _sweep(nxt)
+    first, race, room, nxt, cut = await _taken_up_with_a_cut(
+        backend, clock, "leave_room_nodes", fault
+    )
     assert cut == ["leave_room_nodes"]
     assert _taken(caplog) == [("WARNING", _ADOPTING)]
     nodes = {first.node_id, nxt.node_id}
@@ -234,16 +246,7 @@ async def test_a_take_up_whose_wake_redis_fails_still_serves_the_room(backend: B
     node's next sweep, a minute later (a review). Joined once in the set, the wake
     retried: the room is served, by one node."""
     clock = Clock()
-    first = await _node(backend, clock)
-    race = await _race_on(first, first)
-    room = race.ann.room
-    assert room is not None
-    for peer in (race.ann, race.bob):
-        await lobby.disconnected(first, peer)
-    nxt = await _node(backend, clock)
-    cut = _cut(nxt, "wake", "redis fails")
-    await _dead(first, by=nxt)
-    await _sweep(nxt)
+    _, _, room, nxt, cut = await _taken_up_with_a_cut(backend, clock, "wake", "redis fails")
     assert cut == ["wake"]
     later = await _node(backend, clock)
     await _sweep(later)  # nxt is live and in the set: nothing for this one to take up
