@@ -320,9 +320,16 @@ async def snapshot_room(server: RaceServer, room_id: str) -> dict[str, bytes]:
 
 async def restore_room(server: RaceServer, room_id: str, snapshot: dict[str, bytes]) -> None:
     """Redis restarted from ``snapshot`` (:func:`snapshot_room`): the room's keys as they
-    were then, the keys written since gone (a store rewind)."""
+    were then, the keys written since gone (a store rewind) — all at once, in one
+    transaction (a room's keys share a slot), as a restart gives them. Restored key by
+    key, a node's own writes landing in between (its racers' offline after a race) left
+    the version key ahead of the stream, no rewind Redis makes, and every decision of
+    the room conflicted: ``unavailable``, for good (CI, twice)."""
     raw = server.node.store._redis
-    for key in set(await snapshot_room(server, room_id)) - set(snapshot):
-        await raw.delete(key)
-    for key, dumped in snapshot.items():
-        await raw.restore(key, 0, dumped, replace=True)
+    stale = set(await snapshot_room(server, room_id)) - set(snapshot)
+    async with raw.pipeline(transaction=True) as pipe:
+        for key in stale:
+            pipe.delete(key)
+        for key, dumped in snapshot.items():
+            pipe.restore(key, 0, dumped, replace=True)
+        await pipe.execute()
