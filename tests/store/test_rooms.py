@@ -213,3 +213,21 @@ async def test_the_sets_of_many_rooms_are_read_and_left_in_one_go(store: Store) 
     assert await store.rooms_nodes(rooms) == {
         r: {"node-b"} if i % 2 else {"node-a"} for i, r in enumerate(rooms)
     }
+
+
+async def test_one_rooms_failing_set_leaves_the_others_read_and_left(store: Store) -> None:
+    """A drain reads and leaves its shared rooms' sets in one pipeline. One room's
+    command failing (its Cluster slot left open; here a key of the wrong type, which
+    fails that command alone) failed the whole pipeline, and the drain left no room's
+    set — as the room checks once did (Store.heads). That room is left out now."""
+    rooms = ["r1", "r2", "r3"]
+    for i, room_id in enumerate(rooms):
+        await store.create_room(room_id, f"C{i:03d}", b"m", listed=False, now_ms=1)
+        await store.join_room_nodes(room_id, "node-a")
+    bad = store.keys.room("r2").nodes
+    await store._redis.delete(bad)
+    await store._redis.set(bad, "not a set")  # WRONGTYPE for SMEMBERS and SREM
+    assert await store.rooms_nodes(rooms) == {"r1": {"node-a"}, "r3": {"node-a"}}
+    await store.leave_rooms(rooms, "node-a")
+    assert await store.rooms_nodes(["r1", "r3"]) == {"r1": set(), "r3": set()}
+    await store._redis.delete(bad)

@@ -1220,7 +1220,9 @@ class Store:
         """Take ``node_id`` out of the sets of serving nodes of ``room_ids``: a node
         that drains, from the rooms another live node serves (Node._leave_shared_rooms).
         One SREM a room, in a pipeline (the rooms hash to any slot): a drain takes one
-        round trip for them all, not one a room."""
+        round trip for them all, not one a room. A room whose SREM Redis refuses is
+        left as it was, the others are left (as :meth:`heads` reads them): one room's
+        slot left open failed the whole pipeline, and no room was left."""
         self._refuse_closed()
         ids = sorted(room_ids)
         if not ids:
@@ -1229,10 +1231,11 @@ class Store:
             pipe = self._redis.pipeline(transaction=False)
             for room_id in ids:
                 pipe.srem(self.keys.room(room_id).nodes, node_id)
-            await pipe.execute()
+            await pipe.execute(raise_on_error=False)
 
     async def rooms_nodes(self, room_ids: Collection[str]) -> dict[str, set[str]]:
-        """:meth:`room_nodes` of each of ``room_ids``, in one round trip (pipelined)."""
+        """:meth:`room_nodes` of each of ``room_ids``, in one round trip (pipelined). A
+        room whose read Redis refuses is left out, as in :meth:`heads`."""
         ids = sorted(room_ids)
         if not ids:
             return {}
@@ -1240,10 +1243,11 @@ class Store:
             pipe = self._redis.pipeline(transaction=False)
             for room_id in ids:
                 pipe.smembers(self.keys.room(room_id).nodes)
-            found: list[Any] = await pipe.execute()
+            found: list[Any] = await pipe.execute(raise_on_error=False)
         return {
             room_id: {_as_text(m) for m in members or ()}
             for room_id, members in zip(ids, found, strict=True)
+            if not isinstance(members, Exception)
         }
 
     async def room_nodes(self, room_id: str) -> set[str]:
