@@ -736,7 +736,7 @@ def _load(ref: str) -> Any:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .replay import board_text, find_track, step_through, tracks
+    from .replay import NoCommands, board_text, find_track, step_through, tracks
 
     if args.racer and not args.print:  # before the race is read: the arguments first
         return _bad_arguments(args, "--racer goes with --print (the stepper shows every racer)")
@@ -759,7 +759,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
             return _fail(str(exc))
         print(board_text(saved, track, args.step or 0))
         return 0
-    return step_through(saved, _out(), start=args.step or 0, all_tracks=all_tracks)
+    try:
+        return step_through(saved, _out(), start=args.step or 0, all_tracks=all_tracks)
+    except NoCommands as exc:
+        return _fail(str(exc))
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -1074,7 +1077,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=whole(), help="seed the strategy's tie-breaks (reproducible)")
     p.add_argument("-v", "--verbose", action="store_true", help="say what the bot does")
 
-    p = command("replay", "step through a finished race, every racer's board", cmd_replay)
+    p = command(
+        "replay",
+        "step through a finished race, every racer's board (commands n, p, q … one a line "
+        "on standard input: a pipe works; none there and not a terminal: status 2)",
+        cmd_replay,
+    )
     p.add_argument("race", help="a saved race id (see `solrace races`) or a result file")
     p.add_argument(
         "--step",

@@ -270,6 +270,12 @@ _NEXT = {"", "n", "next", "\x1b[c", "→"}
 _PREVIOUS = {"p", "prev", "previous", "\x1b[d", "←"}
 
 
+class NoCommands(Exception):
+    """Standard input is not a terminal and ends before its first command (``<
+    /dev/null``, an empty pipe): the stepper would replay nothing, so it does not start
+    (the command line says so in one line, status 2)."""
+
+
 def step_through(
     saved: SavedResult,
     console: Console,
@@ -279,31 +285,34 @@ def step_through(
 ) -> int:
     """The interactive stepper: show a step, read a command line (``read``, by default
     :func:`input`), repeat. ``all_tracks``: :func:`tracks` of ``saved``, if the caller
-    has them already. A ``start`` past the last step starts at the last."""
+    has them already. A ``start`` past the last step starts at the last.
+
+    Raises :class:`NoCommands` before showing anything when standard input is not a
+    terminal and holds no command: a redirected replay that showed step 0 and ended
+    with status 0 looked like success to a script."""
     # input()'s prompt ends a line only when a terminal echoes the command typed after
     # it: piped commands, and Ctrl-D anywhere, would leave the shell's prompt after ours
     piped = read is None and not (sys.stdin is not None and sys.stdin.isatty())
     read = read or input
+    first = _first_piped_command(read) if piped else None
     all_tracks = tracks(saved) if all_tracks is None else all_tracks
     last = last_step(all_tracks)
     step = max(0, min(start, last))
-    commands = 0
     while True:
         if console.is_terminal:
             console.clear()
         console.print(step_view(saved, all_tracks, step))
         console.print(Text(HELP, style="dim"))
         try:
-            command = read(f"step {step}/{last}> ").strip().lower()
+            prompt = f"step {step}/{last}> "
+            if first is None:
+                command = read(prompt).strip().lower()
+            else:  # read already, before the first board: shown as input() would
+                console.print(prompt, end="")
+                command, first = first.strip().lower(), None
         except EOFError:  # the end of piped commands (or Ctrl-D): done
             console.print()
-            if piped and not commands:  # an empty input (`< /dev/null`): said, not silent
-                console.print(
-                    "no commands on standard input: pipe some (n, p, q …), or use --print "
-                    "to print one board"
-                )
             return 0
-        commands += 1
         if piped:  # not echoed: end the prompt's line before what follows
             console.print()
         # KeyboardInterrupt (Ctrl-C) goes up: the command line ends it with 130
@@ -321,3 +330,15 @@ def step_through(
             step = min(last, int(command))
         else:
             console.print(Text(f"unknown command {command!r}: {HELP}", style="yellow"))
+
+
+def _first_piped_command(read: Callable[[str], str]) -> str:
+    """The first line of a standard input that is not a terminal (read with no prompt:
+    the first board is not shown yet), or :class:`NoCommands` if it has none."""
+    try:
+        return read("")
+    except EOFError:
+        raise NoCommands(
+            "replay: no commands on standard input (it is not a terminal and is empty): "
+            "pipe some (n, p, q …), or use --print to print one board"
+        ) from None
