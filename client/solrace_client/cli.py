@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -54,6 +53,7 @@ from .connection import (
     NoReply,
     RaceClient,
     ServerError,
+    env_server,
     first_answer,
     server_flag,
     server_list,
@@ -129,11 +129,11 @@ def _bad_arguments(args: argparse.Namespace, message: str) -> int:
 
 def _server_given(args: argparse.Namespace) -> str | None:
     """``--server`` as given (even empty: then it is refused, never replaced), else a
-    non-empty ``$SOLRACE_SERVER``, else None."""
+    non-blank ``$SOLRACE_SERVER`` (:func:`env_server`), else None."""
     given = getattr(args, "server", None)
     if given is not None:
         return str(given)
-    return os.environ.get(ENV_SERVER) or None
+    return env_server()
 
 
 def _server(args: argparse.Namespace) -> str:

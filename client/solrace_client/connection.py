@@ -68,8 +68,15 @@ def server_flag(server: str) -> str:
     ``server`` is the one that command would ask by itself (``$SOLRACE_SERVER``, else
     :data:`DEFAULT_SERVER`). A hint without it asked ws://127.0.0.1:8765 of a room on
     the server the user had typed (a newcomer audit)."""
-    default = os.environ.get(ENV_SERVER) or DEFAULT_SERVER
+    default = env_server() or DEFAULT_SERVER
     return "" if server == default else f" --server {server}"
+
+
+def env_server() -> str | None:
+    """``$SOLRACE_SERVER`` without the spaces around it, or None when unset or blank:
+    the one place it is read. As written (``export SOLRACE_SERVER="$URL "``) it never
+    equalled the URL that answered, and every hint added a needless ``--server``."""
+    return os.environ.get(ENV_SERVER, "").strip() or None
 
 
 _T = TypeVar("_T")

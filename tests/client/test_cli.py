@@ -182,6 +182,11 @@ async def test_rooms_says_when_there_are_none(
     monkeypatch.setenv("SOLRACE_SERVER", server.url)  # then the command needs none
     assert await _run(["rooms"]) == 0
     assert capsys.readouterr().out.rstrip("\n").endswith("solrace create --variant yukon")
+    # nor with spaces around it (`export SOLRACE_SERVER="$URL "`): the hint compared
+    # the URL that answered with the variable as written and added a needless --server
+    monkeypatch.setenv("SOLRACE_SERVER", f" {server.url} ")
+    assert await _run(["rooms"]) == 0
+    assert capsys.readouterr().out.rstrip("\n").endswith("solrace create --variant yukon")
 
 
 def test_rooms_without_a_server_fails_with_2(capsys: pytest.CaptureFixture[str]) -> None:
