@@ -135,11 +135,20 @@ async def shoot(svg: Path, size: tuple[int, int] = (80, 24)) -> None:
         scratch.cleanup()
 
 
-def to_png(svg: Path, png: Path) -> None:
+def _cairosvg() -> Any:
+    """cairosvg, or exit with one line: called before the race, which takes seconds and
+    writes the SVG, so that a --png that cannot be written is said at once. (Without
+    the cairo library, cairocffi fails with OSError rather than ImportError.)"""
     try:
-        cairosvg: Any = importlib.import_module("cairosvg")
-    except ImportError:
-        sys.exit("--png needs cairosvg (pip install cairosvg), or convert the SVG yourself")
+        return importlib.import_module("cairosvg")
+    except (ImportError, OSError):
+        sys.exit(
+            "screenshot: --png needs cairosvg (pip install cairosvg), or leave --png out "
+            "and convert the SVG yourself"
+        )
+
+
+def to_png(cairosvg: Any, svg: Path, png: Path) -> None:
     # The SVG asks for Fira Code; name a monospace font that has the card suits and
     # block characters, so the picture keeps the terminal's grid.
     text = svg.read_text(encoding="utf-8")
@@ -172,13 +181,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--png", type=_writable, help="also write a PNG (needs cairosvg)")
     parser.add_argument("--size", type=_size, default="80x24", help="terminal size, COLSxROWS")
     args = parser.parse_args(argv)
+    cairosvg = _cairosvg() if args.png else None
     try:
         asyncio.run(shoot(args.svg, args.size))
     except OSError as exc:  # e.g. the file cannot be written after all
         sys.exit(f"screenshot: {exc.filename or args.svg}: {exc.strerror or exc}")
     print(f"wrote {args.svg}")
     if args.png:
-        to_png(args.svg, args.png)
+        to_png(cairosvg, args.svg, args.png)
         print(f"wrote {args.png}")
     return 0
 

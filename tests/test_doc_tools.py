@@ -1,0 +1,45 @@
+"""The documentation's own tools (docs/tools/), called as functions where running the
+documented command (tests/test_docs_commands.py) cannot show the defect."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+TOOLS = Path(__file__).parents[1] / "docs" / "tools"
+
+
+def _tool(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"doc_tool_{name}", TOOLS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_screenshot_png_without_cairosvg_fails_before_the_race(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``screenshot.py OUT.svg --png OUT.png`` without cairosvg raced a whole screenshot
+    (seconds: a server, an app, two bots) and wrote the SVG before it said that the PNG
+    needs cairosvg. It says so first, in one line, and runs nothing."""
+    screenshot = _tool("screenshot")
+    monkeypatch.setitem(sys.modules, "cairosvg", None)  # not installed: import fails
+
+    async def shoot(*args: object) -> None:
+        raise AssertionError("the screenshot ran although the PNG cannot be written")
+
+    monkeypatch.setattr(screenshot, "shoot", shoot)
+    svg, png = tmp_path / "shot.svg", tmp_path / "shot.png"
+    with pytest.raises(SystemExit) as stopped:
+        screenshot.main([str(svg), "--png", str(png)])
+    assert stopped.value.code == (
+        "screenshot: --png needs cairosvg (pip install cairosvg), or leave --png out and "
+        "convert the SVG yourself"
+    )
+    assert not svg.exists() and not png.exists()
+    assert capsys.readouterr().out == ""
