@@ -160,6 +160,42 @@ def test_a_size_at_its_bound_is_taken_and_one_past_it_refused_in_one_line(
     assert err == f"{PROG}: argument {flag}: must be {low} {at}, got {past} (see {PROG} --help)\n"
 
 
+def _table_default(page: str, option: str) -> str:
+    """The default column of ``option``'s row of docs/performance.md's size table."""
+    for line in page.splitlines():
+        if line.startswith(f"| `{option}`"):
+            return line.split("|")[3].strip()
+    raise AssertionError(f"no row for {option} in docs/performance.md's size table")
+
+
+def test_a_bare_solver_run_is_a_quick_look_and_the_docs_say_its_defaults() -> None:
+    """``python -m solrace.bench solver`` with no sizes ran 200 deals of each of seven
+    presets at 100,000 nodes, 200 certify walks and 4 × 100 through the node's workers:
+    killed after 10 minutes on a 2-core machine, not half-way (the Australian deals the
+    solver leaves unknown cost the whole budget each). A newcomer's first run is a quick
+    look at every measure, at the server's budget; docs/winnability.md's studies name
+    their sizes (tests/test_docs_commands.py). Its --help and docs/performance.md's
+    table say the defaults the parser has."""
+    from solrace.bench.solver import DEFAULT_PRESETS
+    from solrace.solver import SERVER_BUDGET
+
+    parser = build_parser()
+    args = parser.parse_args(["solver"])
+    _check(parser, args)
+    assert args.budget == SERVER_BUDGET and args.certify_budget is None
+    assert len(args.variant) * args.deals <= len(DEFAULT_PRESETS) * 20
+    assert args.certify <= 20 and args.certify_node <= 10
+    page = (Path(__file__).parents[2] / "docs" / "performance.md").read_text()
+    assert _table_default(page, "--deals") == str(args.deals)
+    assert _table_default(page, "--budget").startswith(f"{args.budget:,} (the server's")
+    assert _table_default(page, "--certify") == f"{args.certify}, {args.certify_node}"
+    shown = " ".join(parser.format_help().split())
+    assert f"--deals DEALS solver: deals per preset (default {args.deals}," in shown
+    assert f"--budget BUDGET solver: node budget (default {args.budget:,}" in shown
+    assert f"--certify CERTIFY solver: certify walks (default {args.certify}," in shown
+    assert f"per setting (default {args.certify_node}," in shown
+
+
 @pytest.mark.parametrize("suite", ["core", "server"])
 def test_a_bad_solrace_loop_is_refused_as_solrace_server_refuses_it(
     suite: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

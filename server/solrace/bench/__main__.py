@@ -79,9 +79,9 @@ class _Failed(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     from solrace.net.main import LOOP, LOOPS
-    from solrace.solver import DEFAULT_BUDGET, SERVER_BUDGET
+    from solrace.solver import SERVER_BUDGET
 
-    from .solver import DEFAULT_PRESETS
+    from .solver import DEFAULT_DEALS, DEFAULT_NODE_WALKS, DEFAULT_PRESETS, DEFAULT_WALKS
 
     budget = whole(1, MAX_BUDGET)
     parser = OneLineParser(
@@ -90,7 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
         "1 it could not run to the end (Redis does not answer or failed, or the run "
         "could not go on: a child or the rooms did not start), 2 a bad argument, "
         "130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the run's processes stopped "
-        "and its keys deleted first; 141 the reader of its output went away (| head).",
+        "and its keys deleted first; 141 the reader of its output went away (| head). "
+        "solver: with no sizes given, a quick look at every measure at the server's node "
+        "budget (about 20 s on a loaded 2-core machine); a study names its sizes "
+        "(docs/winnability.md).",
     )
     parser.add_argument("suite", choices=["rules", "store", "solver", "server", "core"])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -119,14 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--deals",
         type=whole(0, MAX_DEALS),
-        default=200,
+        default=DEFAULT_DEALS,
         help=f"solver: deals per preset (default %(default)s, at most {MAX_DEALS:,})",
     )
     parser.add_argument(
         "--budget",
         type=budget,
-        default=DEFAULT_BUDGET,
-        help=f"solver: node budget (default {DEFAULT_BUDGET:,}, at most {MAX_BUDGET:,})",
+        default=SERVER_BUDGET,
+        help=f"solver: node budget (default {SERVER_BUDGET:,}, the server's; at most "
+        f"{MAX_BUDGET:,})",
     )
     parser.add_argument(
         "--workers",
@@ -140,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--certify",
         type=whole(0, MAX_WALKS),
-        default=200,
+        default=DEFAULT_WALKS,
         help=f"solver: certify walks (default %(default)s, at most {MAX_WALKS:,})",
     )
     parser.add_argument(
@@ -153,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--certify-node",
         type=whole(0, MAX_WALKS),
-        default=100,
+        default=DEFAULT_NODE_WALKS,
         help="solver: certify walks through the node's own code and workers, per setting "
         f"(default %(default)s, at most {MAX_WALKS:,})",
     )

@@ -46,22 +46,22 @@ MAX_ROOMS: Final = 1_000
 #: would fail its count.
 MAX_MOVES: Final = MAX_LOG_LEN
 
-#: ``--deals`` (solver; deals per preset, default 200; the studies of
-#: docs/winnability.md ran 10,000): hours of a 2-core machine at the default budget,
+#: ``--deals`` (solver; deals per preset, default 20; the studies of
+#: docs/winnability.md ran 10,000): hours of a 2-core machine at 100,000 nodes,
 #: and a winnable share already known within ±0.3 % (95 % Wilson interval). Every
 #: deal's job is listed before the first is solved.
 MAX_DEALS: Final = 100_000
 
-#: ``--budget`` and ``--certify-budget`` (solver; nodes a deal, default 100,000; the
+#: ``--budget`` and ``--certify-budget`` (solver; nodes a deal, default 20,000; the
 #: largest documented 2,000,000): the solver keeps every position it reached, so
 #: memory grows with the budget — one Yukon deal at 2,000,000 nodes took 87 s and
 #: 80 MB of one worker (2026-12-06); at the bound, some 7 minutes and 300 MB a deal.
 MAX_BUDGET: Final = 10_000_000
 
-#: ``--certify`` and ``--certify-node`` (solver; certify walks, default 200 and 100,
+#: ``--certify`` and ``--certify-node`` (solver; certify walks, default 20 and 10,
 #: the documented 300): a walk solves deals until one is won (its p95 0.3-1.3 s at
-#: the server's budget, docs/performance.md "Solver"); 10,000 are fifty times the
-#: default, hours of one core on the slower presets.
+#: the server's budget, docs/performance.md "Solver"); 10,000 are over thirty times
+#: the documented, hours of one core on the slower presets.
 MAX_WALKS: Final = 10_000
 
 #: ``--workers`` (solver processes): past it each machine's cores are long

@@ -3,7 +3,7 @@ run is left early (Ctrl-C, SIGTERM, a failure: bench/stopping.py).
 
 Why a stop of its own. Left to itself, a ``ProcessPoolExecutor`` leaving its ``with``
 block waits for the jobs its workers have taken — chunks of deals, tens of seconds at
-the default budget: a Ctrl-C took over a minute to end a run on a 2-core machine
+100,000 nodes: a Ctrl-C took over a minute to end a run on a 2-core machine
 (2026-12-06) — and a SIGTERM to the benchmark never reached them. Killing them is not
 the way on Python 3.11: a pool whose workers die marks its pending futures broken, the
 run's cancelled ones too, which raised InvalidStateError in the pool's thread (a
