@@ -92,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
         "130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the run's processes stopped "
         "and its keys deleted first; 141 the reader of its output went away (| head). "
         "solver: with no sizes given, a quick look at every measure at the server's node "
-        "budget (about 20 s on a loaded 2-core machine); a study names its sizes "
-        "(docs/winnability.md).",
+        "budget (under a minute on a loaded 2-core machine, some 20 s of CPU); a study "
+        "names its sizes (docs/winnability.md).",
     )
     parser.add_argument("suite", choices=["rules", "store", "solver", "server", "core"])
     parser.add_argument("--json", action="store_true", help="print one JSON object")

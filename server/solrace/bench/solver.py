@@ -67,12 +67,12 @@ DEFAULT_PRESETS = (
     "klondike-draw3",
 )
 
-# The sizes of a run with none given: a quick look at every measure (about 20 s on a
-# loaded 2-core machine), at the server's node budget. They were 200 deals at 100,000
-# nodes, 200 certify walks and 100 node walks a setting — the study's sizes: a bare
-# run, killed after 10 minutes, was not half-way (each Australian deal the solver
-# leaves unknown costs the whole budget). The studies of docs/winnability.md name
-# their sizes, so these defaults are no part of their figures.
+# The sizes of a run with none given: a quick look at every measure (22-45 s on a
+# 2-core machine under load 6-7, 18-21 s of CPU), at the server's node budget. They
+# were 200 deals at 100,000 nodes, 200 certify walks and 100 node walks a setting —
+# the study's sizes: a bare run, killed after 10 minutes, was not half-way (each
+# Australian deal the solver leaves unknown costs the whole budget). The studies of
+# docs/winnability.md name their sizes, so these defaults are no part of their figures.
 #: Deals per preset.
 DEFAULT_DEALS: Final = 20
 #: Certify walks (``--certify``).
