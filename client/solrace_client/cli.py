@@ -952,13 +952,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, help_text: str, run: Callable[[argparse.Namespace], int]) -> Any:
+    def command(
+        name: str,
+        help_text: str,
+        run: Callable[[argparse.Namespace], int],
+        description: str | None = None,
+    ) -> Any:
+        """A subcommand: ``help_text`` in ``solrace --help``'s list, and ``description``
+        (by default the same) atop its own --help."""
         parents = [offline] if name in OFFLINE_COMMANDS else [common]
         if name == "resume":
             parents = [resuming]
         if name == "fetch":
             parents = [fetching]
-        p = sub.add_parser(name, parents=parents, help=help_text, description=help_text)
+        p = sub.add_parser(
+            name, parents=parents, help=help_text, description=description or help_text
+        )
         p.set_defaults(run=run, command_parser=p)
         return p
 
@@ -1077,11 +1086,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=whole(), help="seed the strategy's tie-breaks (reproducible)")
     p.add_argument("-v", "--verbose", action="store_true", help="say what the bot does")
 
+    replay_help = "step through a finished race, every racer's board"
     p = command(
         "replay",
-        "step through a finished race, every racer's board (commands n, p, q … one a line "
-        "on standard input: a pipe works; none there and not a terminal: status 2)",
+        replay_help,
         cmd_replay,
+        f"{replay_help}: commands n, p, q … one a line on standard input (a pipe works; "
+        "none there and not a terminal: status 2)",
     )
     p.add_argument("race", help="a saved race id (see `solrace races`) or a result file")
     p.add_argument(
