@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from solrace.protocol import race_id
 from solrace.rooms import lobby
-from solrace.rooms.node import HAND_OFF_KEEP_MS, LEASE_MS, LEASE_RENEW_S, Node
+from solrace.rooms.node import HAND_OFF_KEEP_MS, IDLE_ROOM_MS, LEASE_MS, LEASE_RENEW_S, Node
 from solrace.rooms.records import unpack
 from solrace.rooms.room import LiveRoom
 from solrace.store.errors import StoreUnavailable
@@ -320,3 +320,114 @@ async def test_a_lapse_whose_renewal_reply_was_lost_is_noticed(backend: Backend)
         while node.node_id not in await other.store.room_nodes(room_id):
             await asyncio.sleep(0.05)
     assert node.rooms[room_id].served()
+
+
+#: How a live node comes to be in a room's set of serving nodes without serving it:
+#: a spectator of it left, a join to it was refused (decided on the stored state,
+#: which joins the set first), or a spectator left and the room was then forgotten as
+#: idle (Node._sweep).
+NOT_SERVING = ["a spectator left", "a join was refused", "forgotten idle"]
+
+
+async def _in_its_set_unserved(node: Node, room: LiveRoom, how: str) -> None:
+    """Make live ``node`` enter ``room``'s set of serving nodes and stop serving it."""
+    peer = FakePeer(node)
+    if how == "a join was refused":
+        reply = await peer.ask("join", code=room.meta.code, name="Cy")
+        assert (reply.t, reply.d["code"]) == ("error", "wrong_phase"), reply.d
+    else:
+        reply = await peer.ask("watch", code=room.meta.code)
+        assert reply.t == "watching", reply.d
+        await lobby.disconnected(node, peer)
+    if how == "forgotten idle":
+        node.rooms[room.room_id].last_used_ms -= IDLE_ROOM_MS + 1000  # long unused here
+        async with asyncio.timeout(10):
+            while room.room_id in node.rooms:
+                node._sweep()  # what its tail loop does every minute
+                await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("how", NOT_SERVING)
+async def test_live_nodes_that_no_longer_serve_a_race_do_not_keep_it_from_its_end(
+    backend: Backend, caplog: pytest.LogCaptureFixture, how: str
+) -> None:
+    """A race's racers went offline on its node; two other nodes each came into the
+    room's set of serving nodes (``how``) and stopped serving it; then the race's node
+    died. Each of the two read the other, live and in the set, as serving the room,
+    so neither took it up: the race never ended and was never archived (a hang). Now
+    a node leaves the set once it no longer serves a room (Node.leave_unserved): one
+    of them takes the race up, and it ends once."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    clock = Clock()
+    first = await _node(backend, clock)
+    race = await _race_on(first, first)
+    room = race.ann.room
+    assert room is not None
+    for peer in (race.ann, race.bob):
+        await lobby.disconnected(first, peer)
+    idle = [await _node(backend, clock) for _ in range(2)]
+    for node in idle:
+        await _in_its_set_unserved(node, room, how)
+    await _dead(first, by=idle[0])
+    await _taken_up_once(caplog, clock, idle, room, race)
+
+
+async def _taken_up_once(
+    caplog: pytest.LogCaptureFixture, clock: Clock, nodes: list[Node], room: LiveRoom, race: Any
+) -> None:
+    """``nodes`` (the live ones) sweep until one takes the race up, with the warning (no
+    live node served it), and sweep again: it is served by that one, and it ends once,
+    archived, when its racers' grace is over."""
+    try:
+        async with asyncio.timeout(10):
+            while not _taken(caplog):
+                for node in nodes:
+                    await _sweep(node)
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        nodes_in = sorted(await nodes[0].store.room_nodes(room.room_id))
+        pytest.fail(f"nobody took the race up; its set: {nodes_in}")
+    for node in nodes:
+        await _sweep(node)
+    assert _taken(caplog) == [("WARNING", _ADOPTING)]
+    survivor = await _served_once(nodes, room)
+    clock.advance(GRACE_S + 1, survivor)  # both forfeit: the race is over, archived
+    race_key = race_id(room.room_id, race.commitment)
+    kept = await archived_result(survivor.store, race_key, timeout=10)
+    await _ended_once(survivor, room, race, dict(unpack(kept)["result"]))
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_a_node_leaving_a_room_it_no_longer_serves_cut_keeps_no_race_from_its_end(
+    backend: Backend, caplog: pytest.LogCaptureFixture, fault: str
+) -> None:
+    """A node that no longer serves a room leaves its set (Node.leave_unserved): Redis
+    failing that write leaves it in the set until its next room check leaves it; the
+    node dying there leaves a dead node in the set, which holds nothing up. Either way
+    the race whose node died is taken up once and ends once."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    clock = Clock()
+    first = await _node(backend, clock)
+    race = await _race_on(first, first)
+    room = race.ann.room
+    assert room is not None
+    for peer in (race.ann, race.bob):
+        await lobby.disconnected(first, peer)
+    cut_node, other = await _node(backend, clock), await _node(backend, clock)
+    cut = _cut(cut_node, "leave_rooms", fault)
+    for node in (cut_node, other):
+        await _in_its_set_unserved(node, room, "a spectator left")
+    async with asyncio.timeout(10):
+        while not cut:
+            await asyncio.sleep(0.05)
+    assert cut == ["leave_rooms"]
+    await _dead(first, by=other)
+    live = [cut_node, other]
+    if fault == "redis fails":
+        async with asyncio.timeout(10):  # its outage over: its graces count from then
+            while cut_node.store_down:
+                await asyncio.sleep(0.05)
+    else:
+        await _dead(cut_node, by=other)
+        live = [other]
+    await _taken_up_once(caplog, clock, live, room, race)

@@ -27,7 +27,7 @@ WRITES: dict[str, Callable[[Store], Awaitable[object]]] = {
     "join_room_nodes": lambda s: s.join_room_nodes("r1", "n1"),
     "reveal_round": lambda s: s.reveal_round("r1", 1),
     "leave_room_nodes": lambda s: s.leave_room_nodes("r1", {"n1"}),
-    "leave_rooms": lambda s: s.leave_rooms({"r1"}, "n1"),
+    "leave_rooms": lambda s: s.leave_rooms({"r1": {"n1"}}),
     "wake": lambda s: s.wake({"n1"}, "r1"),
     "delete_all": lambda s: s.delete_all(),
     "renew_lease": lambda s: s.renew_lease("n1", 10_000),

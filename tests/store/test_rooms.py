@@ -208,11 +208,15 @@ async def test_the_sets_of_many_rooms_are_read_and_left_in_one_go(store: Store) 
         "nope": set(),
     }
     assert await store.rooms_nodes([]) == {}
-    await store.leave_rooms(rooms[1::2], "node-a")
-    await store.leave_rooms([], "node-a")
+    left = await store.leave_rooms({r: {"node-a"} for r in rooms[1::2]})
+    assert left == set(rooms[1::2])
+    assert await store.leave_rooms({}) == set()
+    assert await store.leave_rooms({rooms[0]: set()}) == set()  # nobody to take out
     assert await store.rooms_nodes(rooms) == {
         r: {"node-b"} if i % 2 else {"node-a"} for i, r in enumerate(rooms)
     }
+    await store.leave_rooms({rooms[1]: {"node-b", "node-c"}})  # several at once
+    assert await store.rooms_nodes(rooms[1:2]) == {rooms[1]: set()}
 
 
 async def test_one_rooms_failing_set_leaves_the_others_read_and_left(store: Store) -> None:
@@ -228,6 +232,6 @@ async def test_one_rooms_failing_set_leaves_the_others_read_and_left(store: Stor
     await store._redis.delete(bad)
     await store._redis.set(bad, "not a set")  # WRONGTYPE for SMEMBERS and SREM
     assert await store.rooms_nodes(rooms) == {"r1": {"node-a"}, "r3": {"node-a"}}
-    await store.leave_rooms(rooms, "node-a")
+    assert await store.leave_rooms({r: {"node-a"} for r in rooms}) == {"r1", "r3"}
     assert await store.rooms_nodes(["r1", "r3"]) == {"r1": set(), "r3": set()}
     await store._redis.delete(bad)

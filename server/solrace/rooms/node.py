@@ -651,6 +651,7 @@ class Node:
                     await self.sample_clock()
                     next_clock_sample = time.monotonic() + CLOCK_SAMPLE_S
                 await self.check_rooms()
+                await self.leave_unserved()
                 if time.monotonic() >= next_sweep:
                     await self.sweep_orphans()
                     next_sweep = time.monotonic() + sweep_every
@@ -715,6 +716,39 @@ class Node:
         lease is back (a partition healing: Redis answered this node first); and a
         lease more, so that a lease renewed at the last moment is seen."""
         return LEASE_MS + (self.store.timeout_s + LEASE_RENEW_S) * 1000
+
+    async def leave_unserved(self) -> None:
+        """Leave the set of serving nodes of each room this node is in but no longer
+        serves (:meth:`LiveRoom.served`): a spectator of it left, a request decided on
+        it (a refused join) and went, its race ended, or the node stopped serving it
+        idle (:meth:`_sweep`). Every other node's sweep reads a live node in the set as
+        serving the room: kept in, two such nodes each left the room to the other, and
+        a race whose serving node died was never taken up — it never ended, never was
+        archived (a fault test). This node's own sweep still takes the room up if it is
+        orphaned, as any node's does.
+
+        Each room under its lock, taken only if free (a room whose lock is held is in
+        use: asked again a second later), so no request joins the set in between and
+        finds itself out of it; not a room with a racer recorded online here
+        (:meth:`_joining_here`: its attachment is coming). One round trip for them all
+        (Store.leave_rooms); a room whose leave Redis refuses stays joined, left at the
+        next check."""
+        held: list[LiveRoom] = []
+        try:
+            for room in list(self.rooms.values()):
+                unserved = room.joined and not room.served() and not self._joining_here(room)
+                if unserved and not room.lock.locked():
+                    await room.lock.acquire()  # free, so taken without yielding
+                    held.append(room)
+            if not held:
+                return
+            left = await self.store.leave_rooms({r.room_id: {self.node_id} for r in held})
+            for room in held:
+                if room.room_id in left:
+                    room.joined = room.shared = False
+        finally:
+            for room in held:
+                room.lock.release()
 
     async def sweep_orphans(self) -> None:
         """Look after the rooms no live node looks after: every node that served them
@@ -869,17 +903,26 @@ class Node:
         ids = list(self.rooms) if room_ids is None else room_ids
         for room_id in ids:
             room = self.rooms.get(room_id)
-            if room is None or not (room.joined and room.served()):
+            if room is None:
                 continue
             try:
-                others = await self.store.join_room_nodes(room_id, self.node_id)
-                if others:
-                    await self.store.wake(others, room_id)
-                    self._share(room_id)
+                await self._rejoin_room(room)
             except StoreUnavailable:
                 self.store_failed(room=room)
                 failed.append(room_id)
         return failed
+
+    async def _rejoin_room(self, room: LiveRoom) -> None:
+        """Join the room's set again if this node serves it, under the room's lock: a
+        join read as served, then written after the node stopped serving the room and
+        left its set (:meth:`leave_unserved`), would put it back there for good."""
+        async with room.lock:
+            if not (room.joined and room.served()):
+                return
+            others = await self.store.join_room_nodes(room.room_id, self.node_id)
+            if others:
+                await self.store.wake(others, room.room_id)
+                self._share(room.room_id)
 
     def _check_alone(self, room: LiveRoom, version: int) -> None:
         """A room this node thinks it serves alone: if Redis is ahead of what it has
@@ -1043,6 +1086,12 @@ class Node:
             due = room.serving and wake
             if not room.has_peers() and not running and not due and room.last_used_ms < cutoff:
                 room.cancel_timers()
+                if room.joined:
+                    # Forgotten while in the room's set, it was served by nobody here
+                    # yet read as served by every other node's sweep: it stops serving
+                    # it, leaves the set (leave_unserved), and is forgotten next time.
+                    room.serving = False
+                    continue
                 del self.rooms[room_id]
 
     async def room_by_code(self, code: str) -> LiveRoom:
@@ -1778,7 +1827,7 @@ class Node:
         }
         live = await self.store.live_nodes(set().union(*others.values()))
         await self.store.leave_rooms(
-            [r for r, nodes in others.items() if nodes & live], self.node_id
+            {r: {self.node_id} for r, nodes in others.items() if nodes & live}
         )
 
     async def drained(self, timeout: float = 10.0) -> None:

@@ -1216,22 +1216,25 @@ class Store:
         with self._errors():
             await self._redis.srem(self.keys.room(room_id).nodes, *sorted(node_ids))
 
-    async def leave_rooms(self, room_ids: Collection[str], node_id: str) -> None:
-        """Take ``node_id`` out of the sets of serving nodes of ``room_ids``: a node
-        that drains, from the rooms another live node serves (Node._leave_shared_rooms).
-        One SREM a room, in a pipeline (the rooms hash to any slot): a drain takes one
-        round trip for them all, not one a room. A room whose SREM Redis refuses is
-        left as it was, the others are left (as :meth:`heads` reads them): one room's
-        slot left open failed the whole pipeline, and no room was left."""
+    async def leave_rooms(self, leaving: Mapping[str, Collection[str]]) -> set[str]:
+        """Take each room's nodes in ``leaving`` out of its set of serving nodes; return
+        the rooms whose set Redis changed so. A node that drains leaves the rooms another
+        live node serves (Node._leave_shared_rooms); a node leaves the rooms it no
+        longer serves (Node.leave_unserved). One SREM a room, in a pipeline (the rooms
+        hash to any slot): one round trip for them all, not one a room. A room whose
+        SREM Redis refuses is left as it was, and not returned; the others are left (as
+        :meth:`heads` reads them): one room's slot left open failed the whole pipeline,
+        and no room was left."""
         self._refuse_closed()
-        ids = sorted(room_ids)
+        ids = sorted(r for r, nodes in leaving.items() if nodes)
         if not ids:
-            return
+            return set()
         with self._errors():
             pipe = self._redis.pipeline(transaction=False)
             for room_id in ids:
-                pipe.srem(self.keys.room(room_id).nodes, node_id)
-            await pipe.execute(raise_on_error=False)
+                pipe.srem(self.keys.room(room_id).nodes, *sorted(leaving[room_id]))
+            done: list[Any] = await pipe.execute(raise_on_error=False)
+        return {r for r, d in zip(ids, done, strict=True) if not isinstance(d, Exception)}
 
     async def rooms_nodes(self, room_ids: Collection[str]) -> dict[str, set[str]]:
         """:meth:`room_nodes` of each of ``room_ids``, in one round trip (pipelined). A
