@@ -431,3 +431,43 @@ async def test_a_node_leaving_a_room_it_no_longer_serves_cut_keeps_no_race_from_
         await _dead(cut_node, by=other)
         live = [other]
     await _taken_up_once(caplog, clock, live, room, race)
+
+
+@pytest.mark.parametrize("fault", [None, *FAULTS])
+async def test_a_node_that_died_beside_a_live_one_is_replaced_by_it_when_it_drains(
+    backend: Backend, caplog: pytest.LogCaptureFixture, fault: str | None
+) -> None:
+    """Ann races on one node, Bob on another; Ann's node dies and Bob's serves the
+    race on, then drains. The dead node stayed in the room's set (nobody took the room
+    up: a live node served it), so the take-up after the drain read the room as a dead
+    node's and warned, not a hand-off at INFO (a review). Now the draining node, live
+    and serving it, first takes the dead node out (Node._replace_dead_co_servers).
+    Redis failing that write, or the node dying at it, costs the warning only: the race
+    is taken up once and ends once."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    clock = Clock()
+    dead, draining = await _node(backend, clock), await _node(backend, clock)
+    race = await _race_on(dead, draining)
+    room = race.ann.room
+    assert room is not None
+    await _dead(dead, by=draining)
+    cut = [] if fault is None else _cut(draining, "leave_rooms", fault)
+    await lobby.disconnected(draining, race.bob)  # the drain closes its connections
+    await draining.stop()
+    with contextlib.suppress(Crashed):
+        await draining.hand_off()
+    assert cut == ([] if fault is None else ["leave_rooms"])
+    if fault == "node dies":
+        await draining.store.close()
+    nxt = await _node(backend, clock)
+    await nxt.store.drop_lease(draining.node_id)  # gone already, unless it died
+    await _sweep(nxt)
+    await _sweep(nxt)
+    said = ("INFO", _TAKING_UP) if fault is None else ("WARNING", _ADOPTING)
+    assert _taken(caplog) == [said]
+    survivor = await _served_once([nxt], room)
+    assert await nxt.store.room_nodes(room.room_id) == {nxt.node_id}
+    clock.advance(GRACE_S + 1, survivor)  # both forfeit: the race is over, archived
+    race_key = race_id(room.room_id, race.commitment)
+    kept = await archived_result(survivor.store, race_key, timeout=10)
+    await _ended_once(survivor, room, race, dict(unpack(kept)["result"]))

@@ -1801,10 +1801,29 @@ class Node:
     async def hand_off(self) -> None:
         """The last word of a drained node: its rooms are handed off, not orphaned by a
         death (Store.hand_off, noted until they are taken up, at most
-        HAND_OFF_KEEP_MS), and its lease goes. Then it leaves the serving sets of the
-        rooms another live node serves too (:meth:`_leave_shared_rooms`)."""
+        HAND_OFF_KEEP_MS), and its lease goes. First it takes the nodes that died beside
+        it out of its shared rooms' sets (:meth:`_replace_dead_co_servers`); last it
+        leaves the serving sets of the rooms another live node serves too
+        (:meth:`_leave_shared_rooms`)."""
+        await self._replace_dead_co_servers()
         await self.store.hand_off(self.node_id, HAND_OFF_KEEP_MS)
         await self._leave_shared_rooms()
+
+    async def _replace_dead_co_servers(self) -> None:
+        """Before handing off, while its lease is current, take out of its shared rooms'
+        sets the nodes whose lease is gone: they died (or drained) while this node
+        served on, so this node took the rooms over from them, as a take-up would
+        (:meth:`_adopt`). Kept, a node that crashed while this one served with it stayed
+        in the set, and the take-up after this node's drain read the room as a dead
+        node's and warned, not a hand-off at INFO (a review). Done while this node is
+        live and in the set, so no set loses its last node; a node only stalled joins
+        again when it renews (:meth:`_lapsed`), as after a take-up. Redis failing it
+        costs a log line at most: the hand-off goes on."""
+        try:
+            others, live = await self._co_servers()
+            await self.store.leave_rooms({rid: nodes - live for rid, nodes in others.items()})
+        except StoreUnavailable:
+            log.warning("could not take dead nodes out of the rooms handed off")
 
     async def _leave_shared_rooms(self) -> None:
         """Leave the set of serving nodes of each shared room that another node, live
@@ -1820,15 +1839,20 @@ class Node:
         rooms as before: the next take-up of those may warn, a log line only. Only the
         rooms this node shares: one it serves alone (by its own reckoning) has nobody
         else to be judged by. Three round trips, however many rooms (pipelined)."""
+        others, live = await self._co_servers()
+        await self.store.leave_rooms(
+            {r: {self.node_id} for r, nodes in others.items() if nodes & live}
+        )
+
+    async def _co_servers(self) -> tuple[dict[str, set[str]], set[str]]:
+        """The other nodes in the sets of the rooms this node shares, by room, and
+        those of them that are live: two round trips, however many rooms (pipelined)."""
         shared = [rid for rid, room in self.rooms.items() if room.joined and room.shared]
         others = {
             rid: nodes - {self.node_id}
             for rid, nodes in (await self.store.rooms_nodes(shared)).items()
         }
-        live = await self.store.live_nodes(set().union(*others.values()))
-        await self.store.leave_rooms(
-            {r: {self.node_id} for r, nodes in others.items() if nodes & live}
-        )
+        return others, await self.store.live_nodes(set().union(*others.values()))
 
     async def drained(self, timeout: float = 10.0) -> None:
         """Wait until no move is between its engine check and its store append."""

@@ -75,7 +75,8 @@ class RoomKeys:
     def nodes(self) -> str:
         """Set of the node ids that serve the room (Store.join_room_nodes), or served
         it until they died or drained and no node took it up since (a node taking it
-        up removes them: Store.leave_room_nodes); a live node that stops serving the room
+        up removes them, Store.leave_room_nodes, as does a node serving on beside them
+        when it drains, Store.leave_rooms); a live node that stops serving the room
         leaves it. A node tails the room's stream only when another node is in it."""
         return f"{self.base}:nodes"
 

@@ -1219,12 +1219,13 @@ class Store:
     async def leave_rooms(self, leaving: Mapping[str, Collection[str]]) -> set[str]:
         """Take each room's nodes in ``leaving`` out of its set of serving nodes; return
         the rooms whose set Redis changed so. A node that drains leaves the rooms another
-        live node serves (Node._leave_shared_rooms); a node leaves the rooms it no
-        longer serves (Node.leave_unserved). One SREM a room, in a pipeline (the rooms
-        hash to any slot): one round trip for them all, not one a room. A room whose
-        SREM Redis refuses is left as it was, and not returned; the others are left (as
-        :meth:`heads` reads them): one room's slot left open failed the whole pipeline,
-        and no room was left."""
+        live node serves (Node._leave_shared_rooms), having first taken out of its rooms'
+        sets the nodes that died while it served on (Node._replace_dead_co_servers); a
+        node leaves the rooms it no longer serves (Node.leave_unserved). One SREM a
+        room, in a pipeline (the rooms hash to any slot): one round trip for them all,
+        not one a room. A room whose SREM Redis refuses is left as it was, and not
+        returned; the others are left (as :meth:`heads` reads them): one room's slot
+        left open failed the whole pipeline, and no room was left."""
         self._refuse_closed()
         ids = sorted(r for r, nodes in leaving.items() if nodes)
         if not ids:
