@@ -7,6 +7,11 @@ of the drained nodes whose rooms it took up (Store.forget_hand_offs). Redis fail
 between them, or the node dying there, must leave every room served — by one node,
 not by none and not by two — and its race ended once; the notes go all the same, by
 the next sweep or by their own expiry (HAND_OFF_KEEP_MS).
+
+The sets a take-up reads must name only the nodes that serve the room or died (or
+drained) serving it: a live node that stops serving a room leaves its set
+(Node.leave_unserved), and a draining node first takes the nodes that died beside it
+out (Node._replace_dead_co_servers) — each a write that a fault may cut too.
 """
 
 from __future__ import annotations
@@ -103,18 +108,34 @@ async def _served_once(nodes: list[Node], room: LiveRoom) -> Node:
     return serving[0]
 
 
-async def _taken_up_with_a_cut(
-    backend: Backend, clock: Clock, call: str, fault: str
-) -> tuple[Node, Any, LiveRoom, Node, list[str]]:
-    """A race whose racers went offline on its node, which then died; the next node's
-    sweep takes it up with ``fault`` at its Store.``call``. Returns the dead node, the
-    race, its room, the next node and the calls cut."""
+async def _forfeited_once(clock: Clock, survivor: Node, room: LiveRoom, race: Any) -> None:
+    """The race's racers, offline, forfeit when their grace is over on ``survivor``, the
+    node serving it: the race is over once, and archived."""
+    clock.advance(GRACE_S + 1, survivor)
+    race_key = race_id(room.room_id, race.commitment)
+    kept = await archived_result(survivor.store, race_key, timeout=10)
+    await _ended_once(survivor, room, race, dict(unpack(kept)["result"]))
+
+
+async def _offline_race(backend: Backend, clock: Clock) -> tuple[Node, Any, LiveRoom]:
+    """A race on a new node whose racers then went offline (their grace running): the
+    node, the race and its room."""
     first = await _node(backend, clock)
     race = await _race_on(first, first)
     room = race.ann.room
     assert room is not None
     for peer in (race.ann, race.bob):
         await lobby.disconnected(first, peer)
+    return first, race, room
+
+
+async def _taken_up_with_a_cut(
+    backend: Backend, clock: Clock, call: str, fault: str
+) -> tuple[Node, Any, LiveRoom, Node, list[str]]:
+    """A race whose racers went offline on its node, which then died; the next node's
+    sweep takes it up with ``fault`` at its Store.``call``. Returns the dead node, the
+    race, its room, the next node and the calls cut."""
+    first, race, room = await _offline_race(backend, clock)
     nxt = await _node(backend, clock)
     cut = _cut(nxt, call, fault)
     await _dead(first, by=nxt)
@@ -158,10 +179,7 @@ async def test_a_take_up_cut_between_its_join_and_its_replacing_still_ends_the_r
     assert len(_taken(caplog)) == (1 if fault == "redis fails" else 2)
     survivor = await _served_once([*serving, later], room)
     assert await survivor.store.room_nodes(room.room_id) == nodes
-    clock.advance(GRACE_S + 1, survivor)  # both forfeit: the race is over, archived
-    race_key = race_id(room.room_id, race.commitment)
-    kept = await archived_result(survivor.store, race_key, timeout=10)
-    await _ended_once(survivor, room, race, dict(unpack(kept)["result"]))
+    await _forfeited_once(clock, survivor, room, race)
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -359,12 +377,7 @@ async def test_live_nodes_that_no_longer_serve_a_race_do_not_keep_it_from_its_en
     of them takes the race up, and it ends once."""
     caplog.set_level(logging.INFO, logger="solrace.node")
     clock = Clock()
-    first = await _node(backend, clock)
-    race = await _race_on(first, first)
-    room = race.ann.room
-    assert room is not None
-    for peer in (race.ann, race.bob):
-        await lobby.disconnected(first, peer)
+    first, race, room = await _offline_race(backend, clock)
     idle = [await _node(backend, clock) for _ in range(2)]
     for node in idle:
         await _in_its_set_unserved(node, room, how)
@@ -391,10 +404,7 @@ async def _taken_up_once(
         await _sweep(node)
     assert _taken(caplog) == [("WARNING", _ADOPTING)]
     survivor = await _served_once(nodes, room)
-    clock.advance(GRACE_S + 1, survivor)  # both forfeit: the race is over, archived
-    race_key = race_id(room.room_id, race.commitment)
-    kept = await archived_result(survivor.store, race_key, timeout=10)
-    await _ended_once(survivor, room, race, dict(unpack(kept)["result"]))
+    await _forfeited_once(clock, survivor, room, race)
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -407,12 +417,7 @@ async def test_a_node_leaving_a_room_it_no_longer_serves_cut_keeps_no_race_from_
     the race whose node died is taken up once and ends once."""
     caplog.set_level(logging.INFO, logger="solrace.node")
     clock = Clock()
-    first = await _node(backend, clock)
-    race = await _race_on(first, first)
-    room = race.ann.room
-    assert room is not None
-    for peer in (race.ann, race.bob):
-        await lobby.disconnected(first, peer)
+    first, race, room = await _offline_race(backend, clock)
     cut_node, other = await _node(backend, clock), await _node(backend, clock)
     cut = _cut(cut_node, "leave_rooms", fault)
     for node in (cut_node, other):
@@ -467,7 +472,4 @@ async def test_a_node_that_died_beside_a_live_one_is_replaced_by_it_when_it_drai
     assert _taken(caplog) == [said]
     survivor = await _served_once([nxt], room)
     assert await nxt.store.room_nodes(room.room_id) == {nxt.node_id}
-    clock.advance(GRACE_S + 1, survivor)  # both forfeit: the race is over, archived
-    race_key = race_id(room.room_id, race.commitment)
-    kept = await archived_result(survivor.store, race_key, timeout=10)
-    await _ended_once(survivor, room, race, dict(unpack(kept)["result"]))
+    await _forfeited_once(clock, survivor, room, race)
