@@ -218,13 +218,21 @@ class RoomState:
         }
 
     # ------------------------------------------------------------------ fold
+    def follows(self, version: int, event: RoomEvent) -> bool:
+        """Whether ``event``, stored at ``version``, may be folded next (:meth:`apply`):
+        the next version, or a reset that begins the fold after any earlier one. A
+        later version that is not such a reset follows a gap in the stream: the events
+        between are gone, and no fold can rebuild what was decided on them
+        (Node.history_broken)."""
+        return version == self.version + 1 or (version > self.version and begins_fold(event))
+
     def apply(self, version: int, event: RoomEvent) -> None:
         """Fold one event. Versions must arrive in order, each exactly once — except
         that a ``room_reset`` carrying what the room keeps from before it may follow
         any earlier version: it alone sets everything the rounds before it had, and
         the stream is trimmed to begin at one (a node taking the room up, or one that
         had not read the trimmed events yet, folds from it)."""
-        if version != self.version + 1 and not (version > self.version and begins_fold(event)):
+        if not self.follows(version, event):
             raise ValueError(f"room {self.room}: event {version} after {self.version}")
         self.version = version
         d, at = event.d, event.at

@@ -470,7 +470,8 @@ class Node:
                     room = self.rooms.get(room_id)
                     if room is not None and event.version > room.state.version:
                         links = (event.prev, event.chain)
-                        await self.ingest(room, event.version, unpack_event(event.data), links)
+                        with contextlib.suppress(BadMessage):  # lost: closed (history_broken)
+                            await self.ingest(room, event.version, unpack_event(event.data), links)
             except StoreUnavailable:
                 # A fold may read Redis too (a rebuild after lost writes, a gap): what
                 # was not folded is read again from each room's folded version. Let
@@ -533,6 +534,8 @@ class Node:
             await self.sync(room)
         except StoreUnavailable:
             self.store_failed(room=room)  # the tail and the room checks catch up later
+        except BadMessage:
+            pass  # lost, and closed (history_broken)
 
     # ------------------------------------------------------- leases, rewinds
     @property
@@ -682,9 +685,9 @@ class Node:
                 # result under the race's id (an audit, reproduced).
                 continue
             if version < mine:
-                await self.lost_writes(room, f"Redis is at version {version}, not {mine}")
+                await self._rebuild_checked(room, f"Redis is at version {version}, not {mine}")
             elif version == mine and chain != link:
-                await self.lost_writes(room, f"event {mine} is not the one delivered")
+                await self._rebuild_checked(room, f"event {mine} is not the one delivered")
             elif not room.shared:
                 self._check_alone(room, version)
         others = {
@@ -944,6 +947,13 @@ class Node:
             node=self.node_id if online else None,
         )
 
+    async def _rebuild_checked(self, room: LiveRoom, what: str) -> None:
+        """:meth:`lost_writes`, for the room check: a room whose rebuild finds its
+        history broken is lost and closed by then (:meth:`history_broken`), and the
+        check goes on to the next room."""
+        with contextlib.suppress(BadMessage):
+            await self.lost_writes(room, what)
+
     async def lost_writes(self, room: LiveRoom, what: str) -> None:
         """Redis holds less than this node acknowledged or delivered: say so loudly,
         rebuild the room from what Redis has, and resynchronise every client here from
@@ -1017,6 +1027,28 @@ class Node:
         self.metrics.lost_writes.inc()
         self._room_gone(room)
 
+    def history_broken(self, room: LiveRoom, detail: str) -> None:
+        """The room's stream jumps a version (1..5, then 13), or ends below its version
+        key (1..5, the key at 13: the next move is stored at 14), as ``detail`` says: a
+        restore of the room's keys one by one under a node's writes, or an
+        operator's partial one, left an event stored past events that are gone. No
+        Redis rewind makes one (a restart or a promoted replica gives back a prefix of
+        the stream), and no fold can mend it: folding on across the gap invents the
+        state the missing events decided, and trimming the stream back to before it
+        drops what was decided since — a finish, a winner — which must stand. So the
+        room is lost, as one whose meta key is gone (:meth:`room_lost`): its
+        connections closed ``room_gone``, a resume answered ``unknown_room``, and its
+        stream left as it is, to expire with the room. Folded on, every node stopped
+        at the gap: each request refused, each tick retried for ever, the race never
+        ended (a CI run's partial restore, reproduced in
+        tests/rooms/test_broken_history.py)."""
+        log.error(
+            "Redis holds the room's history with a gap: closing its connections",
+            extra={"room": room.room_id, "version": room.state.version, "detail": detail},
+        )
+        self.metrics.lost_writes.inc()
+        self._close_room(room)
+
     def _room_gone(self, room: LiveRoom) -> None:
         """Redis holds nothing of the room any more (it restarted empty, without
         persistence): there is no state to resynchronise to. Every connection of the
@@ -1027,6 +1059,10 @@ class Node:
         log.error(
             "Redis lost the whole room: closing its connections", extra={"room": room.room_id}
         )
+        self._close_room(room)
+
+    def _close_room(self, room: LiveRoom) -> None:
+        """Close every connection of a room Redis lost ``room_gone`` and forget it."""
         for peer in [*room.racers.values(), *room.spectators]:
             peer.detach()  # its close must not write about a room Redis no longer has
             peer.close_later(CloseCode.GOING_AWAY, CloseReason.ROOM_GONE)
@@ -1111,12 +1147,17 @@ class Node:
         await self._fold_entries(room, entries, live)
 
     async def _fold_entries(self, room: LiveRoom, entries: list[StoredEvent], live: bool) -> None:
-        """Fold stored events read from the room's folded version, then re-arm its timer."""
+        """Fold stored events read from the room's folded version, then re-arm its timer.
+        Raises BadMessage (``unknown_room``) if they jump a version: the room is lost
+        (:meth:`history_broken`)."""
         for event in entries:
+            unpacked = unpack_event(event.data)
+            state = room.state
+            if event.version > state.version and not state.follows(event.version, unpacked):
+                self.history_broken(room, f"event {event.version} follows event {state.version}")
+                raise no_longer_exists()
             links = (event.prev, event.chain)
-            if not await self._fold_locked(
-                room, event.version, unpack_event(event.data), links, live
-            ):
+            if not await self._fold_locked(room, event.version, unpacked, links, live):
                 break  # the room was rebuilt from the store meanwhile
         self.schedule(room)
 
@@ -1401,6 +1442,8 @@ class Node:
                     await self._resync_locked(room, f"Redis is at version {current}")
                     if self.rooms.get(room.room_id) is not room:  # Redis lost it whole
                         raise no_longer_exists() from None
+                else:
+                    await self._behind_version_key(room, current)
                 continue
             try:
                 await self.sync_locked(room)
@@ -1423,6 +1466,20 @@ class Node:
         raise BadMessage(
             ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
         )
+
+    async def _behind_version_key(self, room: LiveRoom, current: int) -> None:
+        """A decision conflicted with version ``current``, past the folded one: fold
+        up to it. A stream that ends below it (its version key ahead of it: the
+        events between gone, history_broken) conflicts with every decision for ever,
+        "the room is busy"; it is lost instead (BadMessage ``unknown_room``). Unless
+        its keys are expiring: one may go before another."""
+        await self.sync_locked(room)
+        if room.state.version >= current:
+            return
+        if not room.expiring():
+            detail = f"its version key at {current}, its stream at {room.state.version}"
+            self.history_broken(room, detail)
+        raise no_longer_exists()
 
     async def after_countdown(self, room: LiveRoom) -> None:
         """What follows a countdown's write (also after a ``start`` retried because
@@ -1697,6 +1754,11 @@ class Node:
         try:
             await self.decide(room, decision, prepare)
         except (StoreUnavailable, BadMessage) as exc:
+            if self.rooms.get(room.room_id) is not room:
+                # Lost meanwhile (history_broken, room_lost: closed and forgotten) or
+                # forgotten idle: nothing here ticks it again. Retried, a room whose
+                # stream had a gap was read, and its loss logged, every second for ever.
+                return
             # One line a retry: a tick armed by the failing one's own read (its fold
             # schedules the decision due now) fails beside it, and asks for the retry
             # already pending.
