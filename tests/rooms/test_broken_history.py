@@ -27,6 +27,7 @@ from solrace.protocol.envelope import Envelope
 from solrace.rooms import requests
 from solrace.rooms.counters import Tally
 from solrace.rooms.node import Node
+from solrace.rooms.room import LiveRoom
 
 from tests.support.race import winning_moves
 
@@ -34,6 +35,20 @@ from .conftest import SOLVABLE_SECRET, Backend, FakePeer
 from .test_core import _race_on
 
 BROKEN = "Redis holds the room's history with a gap: closing its connections"
+
+
+async def _at_version_15(node: Node) -> tuple[FakePeer, FakePeer, LiveRoom, str]:
+    """Ann and Bob race on ``node`` and Ann's first nine moves take the room to version
+    15: the racers, the room and Ann's token."""
+    race = await _race_on(node, node)
+    room = race.ann.room
+    assert room is not None
+    token = str((await race.ann.until(lambda f: f.t == "joined")).d["token"])
+    moves = winning_moves(SOLVABLE_SECRET)
+    for seq in range(9):
+        assert (await race.ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
+    assert room.state.version == 15
+    return race.ann, race.bob, room, token
 
 
 async def _break(node: Node, room_id: str) -> list[int]:
@@ -57,20 +72,12 @@ async def test_a_stream_with_a_gap_loses_the_room_rather_than_keeping_it_busy(
     """Ann and Bob race, Ann's moves take the room to version 15; its stream is left
     at 1..5 and 13. Found by the node's room check, by Bob resigning (a decision), or
     by another node Ann resumes on, the room is lost: both racers closed
-    ``room_gone`` (on the node that found it), a resume answered ``unknown_room``, one ERROR with
-    the room and the versions, one lost write counted, no traceback; the stream is as
-    it was left."""
+    ``room_gone`` (on the node that found it), a resume answered ``unknown_room``, an
+    ERROR with the room and the versions, a lost write counted, no traceback; the
+    stream is as it was left."""
     caplog.set_level(logging.INFO)
     node = await backend.node()
-    race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
-    token = (await ann.until(lambda f: f.t == "joined")).d["token"]
-    moves = winning_moves(SOLVABLE_SECRET)
-    for seq in range(9):
-        assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
-    assert room.state.version == 15
+    ann, bob, room, token = await _at_version_15(node)
     left = await _break(node, room.room_id)
     assert left == [1, 2, 3, 4, 5, 13]
     caplog.clear()
@@ -119,14 +126,7 @@ async def test_a_version_key_ahead_of_its_stream_loses_the_room(
     there."""
     caplog.set_level(logging.INFO)
     node = await backend.node()
-    race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
-    token = (await ann.until(lambda f: f.t == "joined")).d["token"]
-    moves = winning_moves(SOLVABLE_SECRET)
-    for seq in range(9):
-        assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
+    ann, bob, room, token = await _at_version_15(node)
     keys = node.store.keys.room(room.room_id)
     redis = node.store._redis
     entries = await node.store.events_since(room.room_id, 0)
