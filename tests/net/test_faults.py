@@ -333,6 +333,18 @@ _ADOPTING = "adopting a room no live node serves"
 _TAKING_UP = "taking up a room its node handed off when it stopped"
 
 
+async def _drained_lobby(cluster: Cluster) -> tuple[RaceServer, RaceClient]:
+    """A node with Ann alone in its room's lobby, drained (a SIGTERM: its rooms handed
+    off, its lease deleted) and out of the cluster, Ann's connection closed by the
+    drain: the node and Ann. What a clean restart leaves the next node to take up."""
+    first = await cluster.node()
+    ann = (await lobby(first.url, names=("Ann",)))[0]
+    await first.drain()
+    cluster.servers.remove(first)
+    await ann.closed
+    return first, ann
+
+
 async def test_a_clean_restart_takes_up_its_drained_rooms_without_a_warning(
     cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -342,11 +354,7 @@ async def test_a_clean_restart_takes_up_its_drained_rooms_without_a_warning(
     drained node hands its rooms off (Store.hand_off), so that is one INFO; a node
     that died without a drain (its lease gone, no hand-off) still warns."""
     caplog.set_level(logging.INFO, logger="solrace.node")
-    first = await cluster.node()
-    ann = (await lobby(first.url, names=("Ann",)))[0]
-    await first.drain()
-    cluster.servers.remove(first)
-    await ann.closed
+    _, ann = await _drained_lobby(cluster)
     second = await cluster.node()
     await second.node.sweep_orphans()
     said = [(r.levelname, r.getMessage()) for r in caplog.records]
@@ -369,11 +377,7 @@ async def test_a_clean_restart_leaves_no_hand_off_note_behind(cluster: Cluster) 
     taken up, and never after: it goes as soon as they are, and otherwise lapses within
     HAND_OFF_KEEP_MS, not a day (ROOM_TTL_S) as it did — each drain left a key for a
     day (an operator audit)."""
-    first = await cluster.node()
-    ann = (await lobby(first.url, names=("Ann",)))[0]
-    await first.drain()
-    cluster.servers.remove(first)
-    await ann.closed
+    first, ann = await _drained_lobby(cluster)
     store = await cluster.store()
     note = store.keys.handed_off(first.node.node_id)
     # Read before a node starts: its start's own sweep takes the room up and deletes
