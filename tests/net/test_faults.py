@@ -333,6 +333,23 @@ _ADOPTING = "adopting a room no live node serves"
 _TAKING_UP = "taking up a room its node handed off when it stopped"
 
 
+async def _dies(cluster: Cluster, server: RaceServer) -> None:
+    """``server`` dies: killed, no drain and no hand-off, and its lease gone (what 5 s
+    without a renewal does)."""
+    await cluster.kill(server)
+    await server.node.store.drop_lease(server.node.node_id)
+
+
+async def _swept_by_a_new_node(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> tuple[RaceServer, list[tuple[str, str]]]:
+    """A node started on the cluster's store, its sweep run (a restart's): the node and
+    the lines logged so far, as (level, message)."""
+    server = await cluster.node()
+    await server.node.sweep_orphans()
+    return server, [(r.levelname, r.getMessage()) for r in caplog.records]
+
+
 async def _drained_lobby(cluster: Cluster) -> tuple[RaceServer, RaceClient]:
     """A node with Ann alone in its room's lobby, drained (a SIGTERM: its rooms handed
     off, its lease deleted) and out of the cluster, Ann's connection closed by the
@@ -355,19 +372,14 @@ async def test_a_clean_restart_takes_up_its_drained_rooms_without_a_warning(
     that died without a drain (its lease gone, no hand-off) still warns."""
     caplog.set_level(logging.INFO, logger="solrace.node")
     _, ann = await _drained_lobby(cluster)
-    second = await cluster.node()
-    await second.node.sweep_orphans()
-    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    second, said = await _swept_by_a_new_node(cluster, caplog)
     assert ("INFO", _TAKING_UP) in said and ("WARNING", _ADOPTING) not in said, said
     assert second.node.rooms[ann.room or ""].served()
     # A node that dies instead: its lease lapses, nothing says it handed off.
     caplog.clear()
     bob = (await lobby(second.url, names=("Bob",)))[0]
-    await cluster.kill(second)
-    await second.node.store.drop_lease(second.node.node_id)  # what 5 s without renewal does
-    third = await cluster.node()
-    await third.node.sweep_orphans()
-    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    await _dies(cluster, second)
+    _, said = await _swept_by_a_new_node(cluster, caplog)
     assert ("WARNING", _ADOPTING) in said and ("INFO", _TAKING_UP) not in said, said
     await bob.close()
 
@@ -401,18 +413,13 @@ async def test_a_room_whose_last_node_drained_is_taken_up_at_info_after_an_earli
     caplog.set_level(logging.INFO, logger="solrace.node")
     first = await cluster.node()
     ann = (await lobby(first.url, names=("Ann",)))[0]
-    await cluster.kill(first)
-    await first.node.store.drop_lease(first.node.node_id)  # what 5 s without renewal does
-    second = await cluster.node()
-    await second.node.sweep_orphans()
-    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    await _dies(cluster, first)
+    second, said = await _swept_by_a_new_node(cluster, caplog)
     assert ("WARNING", _ADOPTING) in said, said  # the crash: warned once
     caplog.clear()
     await second.drain()
     cluster.servers.remove(second)
-    third = await cluster.node()
-    await third.node.sweep_orphans()
-    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    third, said = await _swept_by_a_new_node(cluster, caplog)
     assert ("INFO", _TAKING_UP) in said and ("WARNING", _ADOPTING) not in said, said
     assert third.node.rooms[ann.room or ""].served()
     await ann.close()
