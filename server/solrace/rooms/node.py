@@ -1386,8 +1386,10 @@ class Node:
         under the same lock (a resume sending its ``joined``) follows the decision with
         no other decision folded in between."""
         await self.join_room(room)
+        conflicted = 0  # the version the last try conflicted with, past the folded one
         for _ in range(DECIDE_ATTEMPTS):
             await self.sync_locked(room)
+            self._reached(room, conflicted)
             if prepare is not None:
                 await prepare()
             events = decision()
@@ -1442,8 +1444,7 @@ class Node:
                     await self._resync_locked(room, f"Redis is at version {current}")
                     if self.rooms.get(room.room_id) is not room:  # Redis lost it whole
                         raise no_longer_exists() from None
-                else:
-                    await self._behind_version_key(room, current)
+                conflicted = current
                 continue
             try:
                 await self.sync_locked(room)
@@ -1467,17 +1468,17 @@ class Node:
             ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
         )
 
-    async def _behind_version_key(self, room: LiveRoom, current: int) -> None:
-        """A decision conflicted with version ``current``, past the folded one: fold
-        up to it. A stream that ends below it (its version key ahead of it: the
-        events between gone, history_broken) conflicts with every decision for ever,
-        "the room is busy"; it is lost instead (BadMessage ``unknown_room``). Unless
-        its keys are expiring: one may go before another."""
-        await self.sync_locked(room)
-        if room.state.version >= current:
+    def _reached(self, room: LiveRoom, conflicted: int) -> None:
+        """After a decision conflicted with version ``conflicted`` (0: it did not) and
+        the room was folded again, the fold must have reached it: the version key and
+        the stream are written in one step. A stream that ends below it (the key ahead
+        of it: the events between gone, history_broken) conflicted with every
+        decision for ever, "the room is busy"; the room is lost instead (BadMessage
+        ``unknown_room``). Unless its keys are expiring: one may go before another."""
+        if room.state.version >= conflicted:
             return
         if not room.expiring():
-            detail = f"its version key at {current}, its stream at {room.state.version}"
+            detail = f"its version key at {conflicted}, its stream at {room.state.version}"
             self.history_broken(room, detail)
         raise no_longer_exists()
 
