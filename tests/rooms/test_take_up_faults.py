@@ -473,3 +473,99 @@ async def test_a_node_that_died_beside_a_live_one_is_replaced_by_it_when_it_drai
     survivor = await _served_once([nxt], room)
     assert await nxt.store.room_nodes(room.room_id) == {nxt.node_id}
     await _forfeited_once(clock, survivor, room, race)
+
+
+async def _no_leave() -> None:
+    return None
+
+
+async def _unserved_by_a_node_left_to_the_test(
+    backend: Backend, clock: Clock
+) -> tuple[Node, LiveRoom]:
+    """A node in the set of an offline race's room that no longer serves it, whose room
+    checks leave the sets to the test (it calls Node.leave_unserved itself); the room
+    as that node holds it."""
+    _first, _race, room = await _offline_race(backend, clock)
+    node = await _node(backend, clock)
+    node.leave_unserved = _no_leave  # type: ignore[method-assign]
+    await _in_its_set_unserved(node, room, "a spectator left")
+    return node, node.rooms[room.room_id]
+
+
+async def test_a_node_leaves_no_room_a_waiting_request_is_about_to_serve(
+    backend: Backend,
+) -> None:
+    """Node.leave_unserved takes a room's lock only if nobody holds it or waits for it.
+    A released lock that a watch still waited for read as free: the leave waited for
+    the watch, which served the room, then took the node out of the room's set — a
+    room served from outside its set, which another node's sweep adopts (a review,
+    shown)."""
+    node, live = await _unserved_by_a_node_left_to_the_test(backend, Clock())
+    real_room = node.room
+    in_use = asyncio.Event()
+
+    async def loaded_then_in_use(room_id: str) -> LiveRoom:
+        """The watch's room, loaded; then a tick or a fold takes its lock."""
+        loaded = await real_room(room_id)
+        await loaded.lock.acquire()
+        in_use.set()
+        return loaded
+
+    node.room = loaded_then_in_use  # type: ignore[method-assign]
+    watching = asyncio.create_task(FakePeer(node).ask("watch", room=live.room_id))
+    async with asyncio.timeout(10):
+        await in_use.wait()
+        while not live.lock._waiters:  # the watch waits for the lock
+            await asyncio.sleep(0)
+    live.lock.release()  # the watch is next
+    await Node.leave_unserved(node)
+    assert (await watching).t == "watching"
+    assert live.served() and live.joined
+    assert node.node_id in await node.store.room_nodes(live.room_id)
+
+
+async def test_a_leave_whose_reply_was_lost_is_joined_again_by_the_next_request(
+    backend: Backend,
+) -> None:
+    """Redis took a node's leave of a room's set and its reply was lost: the node, still
+    marking itself joined, skipped the join of every later request and served the room
+    from outside its set for good (a review, shown)."""
+    node, live = await _unserved_by_a_node_left_to_the_test(backend, Clock())
+    real = node.store.leave_rooms
+
+    async def taken_reply_lost(leaving: Any) -> set[str]:
+        await real(leaving)
+        raise StoreUnavailable("leave_rooms: its reply was lost (injected)")
+
+    node.store.leave_rooms = taken_reply_lost  # type: ignore[method-assign]
+    with contextlib.suppress(StoreUnavailable):
+        await Node.leave_unserved(node)
+    node.store.leave_rooms = real  # type: ignore[method-assign]
+    assert node.node_id not in await node.store.room_nodes(live.room_id)
+    assert (await FakePeer(node).ask("watch", room=live.room_id)).t == "watching"
+    assert node.node_id in await node.store.room_nodes(live.room_id)
+
+
+async def test_a_join_whose_reply_was_lost_is_left_once_nothing_serves_the_room(
+    backend: Backend,
+) -> None:
+    """Redis took a node's join of a room's set and its reply was lost: the request
+    failed, the node did not mark itself joined, and no leave ever took it out again —
+    two such nodes kept every other node's sweep from taking up a race whose node died
+    (a review). It is left as a joined one is."""
+    node, live = await _unserved_by_a_node_left_to_the_test(backend, Clock())
+    await Node.leave_unserved(node)
+    assert node.node_id not in await node.store.room_nodes(live.room_id)
+    real = node.store.join_room_nodes
+
+    async def taken_reply_lost(*args: Any, **kwargs: Any) -> Any:
+        await real(*args, **kwargs)
+        raise StoreUnavailable("join_room_nodes: its reply was lost (injected)")
+
+    node.store.join_room_nodes = taken_reply_lost  # type: ignore[method-assign]
+    reply = await FakePeer(node).ask("watch", room=live.room_id)
+    node.store.join_room_nodes = real  # type: ignore[method-assign]
+    assert (reply.t, reply.d["code"]) == ("error", "unavailable"), reply.d
+    assert node.node_id in await node.store.room_nodes(live.room_id)
+    await Node.leave_unserved(node)
+    assert node.node_id not in await node.store.room_nodes(live.room_id)

@@ -239,6 +239,13 @@ def _gone(exc: StoreUnavailable | BadMessage, what: str, extra: dict[str, Any]) 
     return True
 
 
+def _free(lock: asyncio.Lock) -> bool:
+    """Whether ``lock.acquire()`` would take ``lock`` at once: nobody holds it and no
+    task waits for it. A released lock that a task still waits for reads as unlocked
+    (Python 3.11), and taking it then waits until that task is done with it."""
+    return not lock.locked() and not any(not w.cancelled() for w in lock._waiters or ())
+
+
 def _last_race(room: LiveRoom) -> str | None:
     """The id of the last race the room ended, if any."""
     result = room.state.result
@@ -493,7 +500,14 @@ class Node:
         """
         if room.joined:
             return
-        others = await self.store.join_room_nodes(room.room_id, self.node_id)
+        try:
+            others = await self.store.join_room_nodes(room.room_id, self.node_id)
+        except StoreUnavailable:
+            # Applied with its reply lost, it left this node in the set unserved: no
+            # other node's sweep took the room up (leave_unserved leaves it).
+            room.maybe_joined = True
+            raise
+        room.maybe_joined = False
         # Joined once in the set, whatever the wake does: a take-up whose wake Redis
         # failed was in the set, so no live node's sweep took the room up, but not
         # joined, so not served — nobody served it until this node's next sweep, a
@@ -730,25 +744,36 @@ class Node:
         archived (a fault test). This node's own sweep still takes the room up if it is
         orphaned, as any node's does.
 
-        Each room under its lock, taken only if free (a room whose lock is held is in
-        use: asked again a second later), so no request joins the set in between and
-        finds itself out of it; not a room with a racer recorded online here
-        (:meth:`_joining_here`: its attachment is coming). One round trip for them all
-        (Store.leave_rooms); a room whose leave Redis refuses stays joined, left at the
-        next check."""
+        Each room under its lock, taken only if nobody holds it or waits for it (a
+        room in use is asked again a second later): taken without yielding, so no
+        request joins the set in between and finds itself out of it — a waiting watch
+        that went first served the room from outside its set (a review, shown). Not a
+        room with a racer recorded online here (:meth:`_joining_here`: its attachment
+        is coming). One round trip for them all (Store.leave_rooms). Marked out of the
+        set before the leave and unsure of it until Redis answers: a leave applied with
+        its reply lost, or refused, is asked again at the next check, and a request
+        meanwhile joins again (a leave left "joined" out of the set had every later
+        request skip the join)."""
         held: list[LiveRoom] = []
         try:
             for room in list(self.rooms.values()):
-                unserved = room.joined and not room.served() and not self._joining_here(room)
-                if unserved and not room.lock.locked():
-                    await room.lock.acquire()  # free, so taken without yielding
+                if (
+                    (room.joined or room.maybe_joined)
+                    and not room.served()
+                    and not self._joining_here(room)
+                    and _free(room.lock)
+                ):
+                    await room.lock.acquire()  # free: taken without yielding
                     held.append(room)
             if not held:
                 return
+            for room in held:
+                room.joined = room.shared = False
+                room.maybe_joined = True
             left = await self.store.leave_rooms({r.room_id: {self.node_id} for r in held})
             for room in held:
                 if room.room_id in left:
-                    room.joined = room.shared = False
+                    room.maybe_joined = False
         finally:
             for room in held:
                 room.lock.release()
@@ -1122,7 +1147,7 @@ class Node:
             due = room.serving and wake
             if not room.has_peers() and not running and not due and room.last_used_ms < cutoff:
                 room.cancel_timers()
-                if room.joined:
+                if room.joined or room.maybe_joined:
                     # Forgotten while in the room's set, it was served by nobody here
                     # yet read as served by every other node's sweep: it stops serving
                     # it, leaves the set (leave_unserved), and is forgotten next time.

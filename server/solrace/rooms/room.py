@@ -88,6 +88,10 @@ class LiveRoom:
         self.ahead_reported = False
         #: This node is in the room's set of serving nodes (Node.join_room).
         self.joined = False
+        #: This node may be in the room's set without knowing it: a join or a leave
+        #: whose reply Redis did not give (it may have been applied). Node.leave_unserved
+        #: leaves such a room unless it is served by then, as it leaves a joined one.
+        self.maybe_joined = False
         #: Another node serves the room too, so this node tails its stream for their
         #: events. Alone, a node has nothing to read back: it folds its own appends.
         self.shared = False
