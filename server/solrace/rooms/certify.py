@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from solrace.protocol import BadMessage, ErrorCode
 from solrace.protocol.limits import START_WAIT_S
 from solrace.protocol.views import Phase
 from solrace.race import decisions as decide_
@@ -330,11 +331,14 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
             raise
     except (StoreUnavailable, asyncio.CancelledError):
         raise
-    except Exception:
-        # A defect: logged and counted as every other is (docs/server.md, "Metrics"):
-        # it was logged only, and an alert on solrace_defects_total missed it.
-        log.exception("certifying a deal failed", extra={"room": room.room_id})
-        node.metrics.defects.labels(Defect.TASK).inc()
+    except Exception as exc:
+        if not (isinstance(exc, BadMessage) and exc.code == ErrorCode.UNKNOWN_ROOM):
+            # A defect: logged and counted as every other is (docs/server.md,
+            # "Metrics"): it was logged only, and an alert on solrace_defects_total
+            # missed it. Not a room lost meanwhile (Node.room_lost, history_broken):
+            # said and closed there, with nothing left to deal.
+            log.exception("certifying a deal failed", extra={"room": room.room_id})
+            node.metrics.defects.labels(Defect.TASK).inc()
     finally:
         node.certifying.pop(key, None)
         if stopped and room.served() and _needed(room, round_no):
