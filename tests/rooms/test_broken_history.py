@@ -30,7 +30,7 @@ from solrace.rooms import requests
 from solrace.rooms.counters import Tally
 from solrace.rooms.node import Node
 from solrace.rooms.room import LiveRoom
-from solrace.store.errors import VersionConflict
+from solrace.store.errors import HeadLost, VersionConflict
 
 from tests.support.race import winning_moves
 
@@ -239,3 +239,31 @@ async def test_a_room_check_marking_a_dead_nodes_racer_offline_goes_on_past_a_br
     assert [r.getMessage() for r in caplog.records if r.getMessage() == BROKEN] == [BROKEN]
     assert race.ann.closes == [(CloseCode.GOING_AWAY, CloseReason.ROOM_GONE)]
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+async def test_a_head_lost_after_a_short_fold_is_no_broken_history(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A conflict at 16, a fold short of it (a rewind between), then an append that
+    found the version key gone and restored it from the stream (HeadLost): the room is
+    judged again on what Redis holds then. Judged against the conflict of before the
+    rebuild, the next short fold closed a healthy race (a review, shown)."""
+    caplog.set_level(logging.INFO)
+    node = await backend.node()
+    _ann, bob, room, _token = await _at_version_15(node)
+    real = node.store.append_event
+    calls = 0
+
+    async def append_event(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise VersionConflict(16, args[2])
+        if calls == 2:
+            raise HeadLost(15, args[2], "its version key")
+        return await real(*args, **kwargs)
+
+    node.store.append_event = append_event  # type: ignore[method-assign]
+    await requests.handle(node, bob, Envelope("resign", id=1, d={}))
+    assert not [r for r in caplog.records if r.getMessage() == BROKEN]
+    assert room.room_id in node.rooms and room.state.version == 16

@@ -502,13 +502,11 @@ class Node:
         """
         if room.joined:
             return
-        try:
-            others = await self.store.join_room_nodes(room.room_id, self.node_id)
-        except StoreUnavailable:
-            # Applied with its reply lost, it left this node in the set unserved: no
-            # other node's sweep took the room up (leave_unserved leaves it).
-            room.maybe_joined = True
-            raise
+        # Applied with its reply lost (or the call cancelled once sent), the join left
+        # this node in the set unserved: no other node's sweep took the room up
+        # (leave_unserved leaves it).
+        room.maybe_joined = True
+        others = await self.store.join_room_nodes(room.room_id, self.node_id)
         room.maybe_joined = False
         # Joined once in the set, whatever the wake does: a take-up whose wake Redis
         # failed was in the set, so no live node's sweep took the room up, but not
@@ -1474,6 +1472,7 @@ class Node:
                 # restored them from the stream and wrote nothing: say so, and
                 # decide again on what Redis now holds.
                 await self._resync_locked(room, lost.what)
+                conflicted = 0  # judged again on what Redis now holds (a rewind too)
                 continue
             except VersionConflict as conflict:
                 current = conflict.current_version
