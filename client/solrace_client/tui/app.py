@@ -364,6 +364,11 @@ class SolraceApp(App[int]):
             except SessionOver as over:
                 self._over(over)
                 return
+            if not self.screen_stack:
+                # The app is shutting down (its screens gone): nothing left to show it
+                # on. A resume that landed then crashed the worker ("No screens on
+                # stack", fit_side: a CI run, a test exiting mid-reconnect).
+                return
             if isinstance(item, Rejoined):
                 await self._rejoined(first=False, reconnected=item.reconnected)
             elif item is not None:
