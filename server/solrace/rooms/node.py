@@ -221,6 +221,13 @@ async def _until_done(
         delay = min(2 * delay, RETRY_MAX_S)
 
 
+def no_longer_there(exc: BaseException) -> bool:
+    """Whether ``exc`` says the room no longer exists (:func:`no_longer_exists`: its keys
+    expired, or Redis lost it — Node.room_lost, Node.history_broken — which closed it):
+    nothing is left to decide or write for it, and it is no defect."""
+    return isinstance(exc, BadMessage) and exc.code == ErrorCode.UNKNOWN_ROOM
+
+
 def _gone(exc: StoreUnavailable | BadMessage, what: str, extra: dict[str, Any]) -> bool:
     """Whether a write that must follow a decision failed because its room no longer
     exists (``unknown_room``: its keys expired, or Redis lost it whole — which the
@@ -233,7 +240,7 @@ def _gone(exc: StoreUnavailable | BadMessage, what: str, extra: dict[str, Any]) 
     if isinstance(exc, StoreClosed):
         log.info(f"{what}: the store is closed (the node stopped)", extra=extra)
         return True
-    if not (isinstance(exc, BadMessage) and exc.code == ErrorCode.UNKNOWN_ROOM):
+    if not no_longer_there(exc):
         return False
     log.info(f"{what}: the room no longer exists", extra=extra)
     return True
@@ -727,7 +734,7 @@ class Node:
                     try:
                         await self.presence(room, member.racer, False, member.conn)
                     except BadMessage as exc:
-                        if exc.code != ErrorCode.UNKNOWN_ROOM:
+                        if not no_longer_there(exc):
                             raise
                         break  # lost meanwhile (history_broken, room_lost): closed
 

@@ -1218,7 +1218,8 @@ class Store:
 
     async def leave_rooms(self, leaving: Mapping[str, Collection[str]]) -> set[str]:
         """Take each room's nodes in ``leaving`` out of its set of serving nodes; return
-        the rooms whose set Redis changed so. A node that drains leaves the rooms another
+        the rooms whose SREM Redis answered (the nodes are out of the set now, whether
+        or not they were in it). A node that drains leaves the rooms another
         live node serves (Node._leave_shared_rooms), having first taken out of its rooms'
         sets the nodes that died while it served on (Node._replace_dead_co_servers); a
         node leaves the rooms it no longer serves (Node.leave_unserved). One SREM a
