@@ -147,7 +147,7 @@ def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
 
 
 #: The statuses a progress event sets that end a racer's race by decision (a finish
-#: is the racer's own last move: nothing can follow it).
+#: is the racer's own last move: its append closes its log, append_move.lua).
 _ENDING_STATUSES = frozenset({RacerStatus.RESIGNED, RacerStatus.TIMEOUT})
 
 

@@ -147,8 +147,9 @@ class MoveAppend(NamedTuple):
     finish_floor: int | None = None
     #: Refused because the move's round has its ``race_over`` stored.
     race_over: bool = False
-    #: Refused because the log is closed: its racer's race is over (resigned, timed
-    #: out, gone past the grace), whatever the caller's copy of the room said.
+    #: Refused because the log is closed: its racer's race is over (finished,
+    #: resigned, timed out, gone past the grace), whatever the caller's copy of the
+    #: room said.
     log_closed: bool = False
     #: Refused because the room's meta key is gone: Redis lost the room whole (a
     #: restart without persistence, an eviction, an operator's DEL). Nothing written:
@@ -1357,7 +1358,8 @@ class Store:
     ) -> MoveAppend:
         """Append ``entry`` to a move log iff the log has exactly ``expected_seq`` entries
         and round ``round_no``'s race is not over (``race_over`` then, nothing written)
-        and the log is not closed (``log_closed``: :meth:`append_event`'s ``closes_log``)
+        and the log is not closed (``log_closed``: :meth:`append_event`'s ``closes_log``,
+        or a finish: its append closes its log)
         and the room's meta key exists (``room_gone``: Redis lost the room whole).
 
         In the same atomic script: append ``event`` to the room stream, and with

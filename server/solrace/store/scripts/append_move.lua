@@ -1,7 +1,7 @@
 -- append_move: append one racer's move and its room event(s), atomically.
 -- KEYS[1] meta (TTL anchor)  KEYS[2] ver  KEYS[3] events  KEYS[4] keyset
 -- KEYS[5] log  KEYS[6] chain  KEYS[7] over (the last round whose race is over)
--- KEYS[8] closed (the logs closed to moves: append_event.lua writes them)
+-- KEYS[8] closed (the logs closed to moves: append_event.lua writes them; a finish here)
 -- [KEYS[9] places counter, KEYS[10] last finish time: only when this move finishes]
 -- ARGV[1] expected log length (the move's sequence number)
 -- ARGV[2] log entry bytes  ARGV[3] progress event bytes (all opaque)
@@ -16,9 +16,9 @@
 --   finished event per possible place; the script picks the one for the place it
 --   hands out. Place, progress and finished event are then ONE atomic write: no
 --   crash or Redis failure can leave a finisher without its place (docs/store.md).
--- A move of a closed log is refused the same way: its racer's race is over (resigned,
---   timed out, gone past the grace), however stale the copy of the room on which the
---   appending node checked it — a node paused or cut off from Redis stored the
+-- A move of a closed log is refused the same way: its racer's race is over (finished:
+--   a finish closes its own log here; resigned, timed out, gone past the grace),
+--   however stale the copy of the room on which the appending node checked it — a node paused or cut off from Redis stored the
 --   finishing move of a racer who had left, and that racer won (docs/store.md).
 -- A move of a room whose meta key is gone is refused (3) before anything is written:
 --   Redis lost the room whole, and keys written now would have no TTL to inherit.
@@ -77,6 +77,11 @@ if len == 1 then
   written[#written + 1] = KEYS[4]
 end
 if finished ~= nil then
+  -- A finish is its racer's last entry: the log is closed with it, so nothing (an
+  -- undo from a node whose copy of the room has not folded the finish yet) can take
+  -- back a won game whose place stands (docs/store.md, "Closed logs").
+  redis.call('HSET', KEYS[8], KEYS[5], '1')
+  written[#written + 1] = KEYS[8]
   redis.call('INCR', KEYS[9])
   redis.call('SET', KEYS[10], ARGV[7])
   written[#written + 1] = KEYS[9]

@@ -1,0 +1,80 @@
+"""A finish against a copy of the room that has not folded it yet.
+
+A finish is its racer's last move: the place it took is the racer's for the round.
+A node decides whether a racer may still move on its own copy of the room, which can
+be behind the store (its tail held up: paused, cut off from Redis, or merely slower
+than the node that stored the finish). The store must then refuse what the rules
+refuse — nothing may follow a finish in its log — or the racer keeps a place its log
+no longer earns (docs/store.md, "Closed logs").
+"""
+
+from __future__ import annotations
+
+from solrace.protocol import CloseCode, CloseReason
+from solrace.protocol.envelope import Envelope
+from solrace.protocol.views import EventType, RacerStatus
+from solrace.rooms import requests
+from solrace.rules.log import UNDO
+
+from tests.net.conftest import SOLVABLE_SECRET
+from tests.support.faults import Clock
+from tests.support.race import winning_moves
+
+from .conftest import Backend, FakePeer
+from .test_fault_windows import _stored, _tail_held
+
+
+async def test_nothing_follows_a_finish_stored_by_another_node(backend: Backend) -> None:
+    """Bob races on node B. He resumes on node A (his reply lost, say) and finishes
+    there: place 1. B has not folded that yet, so his old connection on B still looks
+    like a playing racer's, and it sends an ``undo`` (undo is on). Stored, Bob's log
+    no longer ended in a won game while he held place 1: the race waited for him to
+    the time limit and then named a winner ``solrace verify`` refuses. It must be
+    refused (``your race is over``), nothing stored."""
+    clock = Clock()
+    node_a, node_b = await backend.node(clock), await backend.node(clock)
+    ann, bob = FakePeer(node_a), FakePeer(node_b)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined", created.d
+    assert created.d["snapshot"]["settings"]["options"]["undo"]  # type: ignore[index]
+    joined = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert joined.t == "joined", joined.d
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await ann.ask("start")).t == "ok"
+    await bob.until(lambda f: f.t == "started")
+    line = winning_moves(SOLVABLE_SECRET)
+    for seq, move in enumerate(line[:-1]):
+        assert (await bob.ask("move", seq=seq, move=move)).t == "moved"
+    room_b = bob.room
+    assert room_b is not None
+    bob_id = bob.racer
+    assert bob_id is not None
+
+    release = await _tail_held(node_b)
+    bob_on_a = FakePeer(node_a)
+    resumed = await bob_on_a.ask("resume", room=room_b.room_id, token=str(joined.d["token"]))
+    assert resumed.t == "joined", resumed.d
+    won = await bob_on_a.ask("move", seq=len(line) - 1, move=line[-1])
+    assert (won.t, won.d["status"]) == ("moved", RacerStatus.FINISHED), won.d
+    assert room_b.state.racers[bob_id].status == RacerStatus.PLAYING  # B's copy is stale
+
+    undo = Envelope("move", id=10**6, d={"seq": len(line), "move": UNDO})  # (an id unused)
+    await requests.handle(node_b, bob, undo)
+    replies = [f for f in bob.frames if f.id == undo.id]
+    assert not any(f.t == "moved" for f in replies), replies
+    # Refused, B folds the room: Bob's connection there was replaced by the one on A,
+    # so B closes it (the refusal goes nowhere, as on a closing socket).
+    assert bob.closes == [(CloseCode.NORMAL, CloseReason.REPLACED)], bob.closes
+    log = await node_a.store.move_log(room_b.room_id, room_b.log_name(bob_id))
+    assert len(log) == len(line)
+    stored = await _stored(node_a, room_b)
+    bob_progress = [e.d["status"] for e in stored if e.t == EventType.PROGRESS]
+    assert bob_progress[-1] == RacerStatus.FINISHED, bob_progress
+    release.set()
+
+    # The race goes on for Ann alone, and Bob's win stands when it ends.
+    assert (await ann.ask("resign")).t == "ok"
+    over = await ann.until(lambda f: f.t == "race_over")
+    first = over.d["standings"][0]  # type: ignore[index]
+    assert (first["name"], first["status"], first["log"]) == ("Bob", "finished", line), first
