@@ -375,6 +375,24 @@ async def test_a_closed_log_takes_no_more_moves_and_its_stored_ones_stay_stored(
     assert (await store.append_move("r", "b", 0, b"m", b"p", round_no=1)).accepted
 
 
+async def test_a_finish_closes_its_own_log_in_its_write(store: Store, node2: Store) -> None:
+    """Nothing follows a finish in its log: the finish's own script closes the log, so
+    a move checked on a copy of the room that has not folded the finish (an undo, with
+    undo on) is refused ``log_closed``, nothing written, and a retry of the finish
+    itself is still told it is stored (docs/store.md, "Closed logs")."""
+    done = await store.append_move("r", "a", 0, b"win", b"p", _finish("race", 2, 10), round_no=1)
+    assert done.accepted and done.place == 1
+    undo = await node2.append_move("r", "a", 1, b"undo", b"p", round_no=1)
+    assert undo == MoveAppend(False, 1, None, None, log_closed=True)
+    again = await node2.append_move("r", "a", 1, b"win", b"p", _finish("race", 2, 20), round_no=1)
+    assert again == MoveAppend(False, 1, None, None, log_closed=True)
+    retry = await node2.append_move("r", "a", 0, b"win", b"p", _finish("race", 2, 10), round_no=1)
+    assert retry == MoveAppend(False, 1, None, None)  # stored: a duplicate, said so
+    assert await store.move_log("r", "a") == [b"win"] and await store.version("r") == 2
+    other = await node2.append_move("r", "b", 0, b"win", b"p", _finish("race", 2, 30), round_no=1)
+    assert other.accepted and other.place == 2
+
+
 async def test_calls_past_a_full_batch_go_in_the_next_one(store: Store) -> None:
     """More calls queued at once than a batch takes (max_batch, here 2): the rest go
     in the batches after it, each answered. Each batch is its own task on the link,
