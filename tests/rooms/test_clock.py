@@ -12,6 +12,8 @@ import time
 import urllib.parse
 
 import pytest
+from solrace.race.settings import RoomSettings
+from solrace.rooms import lobby
 from solrace.rooms.clock import (
     APART_MS,
     FAR_SAMPLES_NEEDED,
@@ -214,3 +216,38 @@ async def test_a_node_far_from_its_redis_still_takes_the_stores_clock(
             await store.close()
     far_lines = [r.getMessage() for r in caplog.records if "round trip" in r.getMessage()]
     assert len(far_lines) == 1 and "ms from this node" in far_lines[0], far_lines
+
+
+@pytest.mark.parametrize("first", ["create", "load"])
+async def test_a_node_whose_first_sample_failed_takes_the_stores_clock_before_a_room(
+    first: str,
+) -> None:
+    """A node started while Redis did not answer runs on its machine's clock, here
+    45 s off, until its next sample of the store's — which may only step the clock
+    while the node serves no room. A room request that reached the node once Redis
+    answered, before its watch loop sampled, made it serve one: the clock could only
+    slew from then on (45 s at 5 ms a second: 2.5 hours), and its rooms' timed
+    decisions (the countdown's start, the time limit, a grace; a room loaded with a
+    decision due is ticked at once) followed the machine's clock. The node takes the
+    store's clock before it serves its first room, whether it opens it or loads it."""
+    prefix = new_prefix()
+    other = await Store.connect(REDIS_URL, prefix=prefix)
+    store = await Store.connect(REDIS_URL, prefix=prefix)
+    clock = SteadyClock(wall=lambda: _wall_ms() + 45_000)
+    node = Node(store, clock=clock)  # not started: no sample yet (Redis was down)
+    try:
+        if first == "create":
+            room = await lobby._create_room(node, RoomSettings(variant="yukon"))
+        else:
+            creator = Node(other)
+            await creator.sample_clock()
+            made = await lobby._create_room(creator, RoomSettings(variant="yukon"))
+            room = await node.room(made.room_id)
+        assert node.rooms == {room.room_id: room}
+        await node.sample_clock()  # the watch loop's, once Redis answers
+        assert clock.anchored
+        assert abs(node.clock() - await store.time_ms()) < 1000
+    finally:
+        await store.delete_all()
+        await store.close()
+        await other.close()

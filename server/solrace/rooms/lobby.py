@@ -216,6 +216,7 @@ async def _create_room(node: Node, settings: RoomSettings, room_id: str | None =
     """A new room, id ``room_id`` (None: a fresh one), with ``settings`` as
     :func:`_checked` returns them."""
     room_id = room_id or _new_room_id()
+    await node.clock_before_serving()  # its created_ms, and every decision after it
     for _ in range(10):
         code = "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LEN))
         meta = RoomMeta(

@@ -640,6 +640,18 @@ class Node:
             self.store_back_ms += offset
         log.info("race clock set to the store's: %+.3f s from the system clock", offset / 1000)
 
+    async def clock_before_serving(self) -> None:
+        """Take the store's clock now if this node serves no room yet and has not
+        taken it (its start-up sample found Redis down, or too far to trust): the
+        first room served may only be slewed toward it afterwards (5 ms a second).
+        A room request that reached the node once Redis answered, before the watch
+        loop's next sample, had it serve a room on its machine's clock — 45 s off,
+        its countdowns, time limits and graces followed that clock for hours
+        (tests/rooms/test_clock.py). One round trip, before the first room only."""
+        clock = self.clock
+        if not self.rooms and isinstance(clock, SteadyClock) and not clock.anchored:
+            await self.sample_clock()
+
     def grace_floor(self, room: LiveRoom) -> int:
         """The earliest a grace of ``room`` counts from: the end of this node's last
         outage, or of the room's own trouble with the store, whichever is later."""
@@ -1140,6 +1152,7 @@ class Node:
     async def room(self, room_id: str) -> LiveRoom:
         room = self.rooms.get(room_id)
         if room is None:
+            await self.clock_before_serving()
             raw = await self.store.load_meta(room_id)
             if raw is None:
                 raise BadMessage(ErrorCode.UNKNOWN_ROOM, f"no room {room_id}")

@@ -91,9 +91,10 @@ class RoomKeys:
     def closed(self) -> str:
         """Hash of the move logs closed to moves (field: the log's key name): written
         with the event that ends a racer's race (resigned, timed out, gone past the
-        grace) and by a finish's own append, read by every move append, which refuses a closed log's moves. A node
-        acting on a stale copy of the room (paused, cut off from Redis) could otherwise
-        store the move of a racer who has left, and that racer could win."""
+        grace) and by a finish's own append, read by every move append, which refuses
+        a closed log's moves. A node acting on a stale copy of the room (paused, cut
+        off from Redis) could otherwise store the move of a racer who has left (and
+        that racer could win), or an undo after a finish."""
         return f"{self.base}:closed"
 
     @property
