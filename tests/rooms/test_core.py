@@ -48,6 +48,8 @@ class _Race(NamedTuple):
     settings: dict[str, Any]
     #: The commitment the countdown announced (what a client saves to verify by).
     commitment: str
+    #: Bob's resume token (from his join).
+    bob_token: str = ""
 
 
 async def _race_on(ann_node: Node, bob_node: Node, **settings: object) -> _Race:
@@ -57,13 +59,14 @@ async def _race_on(ann_node: Node, bob_node: Node, **settings: object) -> _Race:
     created = await ann.ask("create", variant="yukon", name="Ann", **settings)
     assert created.t == "joined", created.d
     settings = dict(created.d["snapshot"]["settings"])  # type: ignore[index]
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    joined = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert joined.t == "joined", joined.d
     assert (await bob.ask("ready", ready=True)).t == "ok"
     await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
     assert (await ann.ask("start")).t == "ok"
     started = await ann.until(lambda f: f.t == "started")
     await bob.until(lambda f: f.t == "started")
-    return _Race(ann, bob, settings, str(started.d["commitment"]))
+    return _Race(ann, bob, settings, str(started.d["commitment"]), str(joined.d["token"]))
 
 
 async def _race(backend: Backend) -> tuple[FakePeer, FakePeer]:

@@ -21,28 +21,22 @@ from tests.support.faults import Clock
 from tests.support.race import winning_moves
 
 from .conftest import Backend, FakePeer
+from .test_core import _race_on
 from .test_fault_windows import _stored, _tail_held
 
 
 async def test_nothing_follows_a_finish_stored_by_another_node(backend: Backend) -> None:
     """Bob races on node B. He resumes on node A (his reply lost, say) and finishes
     there: place 1. B has not folded that yet, so his old connection on B still looks
-    like a playing racer's, and it sends an ``undo`` (undo is on). Stored, Bob's log
-    no longer ended in a won game while he held place 1: the race waited for him to
-    the time limit and then named a winner ``solrace verify`` refuses. It must be
-    refused (``your race is over``), nothing stored."""
+    like a playing racer's, and it sends an ``undo`` (undo is on). It was stored: Bob
+    held place 1 with a log that no longer won, and played on (the race waited for him
+    until its time limit; finishing again would have taken him a second place). It
+    must be refused (``your race is over``), nothing stored."""
     clock = Clock()
     node_a, node_b = await backend.node(clock), await backend.node(clock)
-    ann, bob = FakePeer(node_a), FakePeer(node_b)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    assert created.t == "joined", created.d
-    assert created.d["snapshot"]["settings"]["options"]["undo"]  # type: ignore[index]
-    joined = await bob.ask("join", code=str(created.d["code"]), name="Bob")
-    assert joined.t == "joined", joined.d
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    assert (await ann.ask("start")).t == "ok"
-    await bob.until(lambda f: f.t == "started")
+    race = await _race_on(node_a, node_b)
+    ann, bob = race.ann, race.bob
+    assert race.settings["options"]["undo"]
     line = winning_moves(SOLVABLE_SECRET)
     for seq, move in enumerate(line[:-1]):
         assert (await bob.ask("move", seq=seq, move=move)).t == "moved"
@@ -53,7 +47,7 @@ async def test_nothing_follows_a_finish_stored_by_another_node(backend: Backend)
 
     release = await _tail_held(node_b)
     bob_on_a = FakePeer(node_a)
-    resumed = await bob_on_a.ask("resume", room=room_b.room_id, token=str(joined.d["token"]))
+    resumed = await bob_on_a.ask("resume", room=room_b.room_id, token=race.bob_token)
     assert resumed.t == "joined", resumed.d
     won = await bob_on_a.ask("move", seq=len(line) - 1, move=line[-1])
     assert (won.t, won.d["status"]) == ("moved", RacerStatus.FINISHED), won.d
@@ -69,7 +63,9 @@ async def test_nothing_follows_a_finish_stored_by_another_node(backend: Backend)
     log = await node_a.store.move_log(room_b.room_id, room_b.log_name(bob_id))
     assert len(log) == len(line)
     stored = await _stored(node_a, room_b)
-    bob_progress = [e.d["status"] for e in stored if e.t == EventType.PROGRESS]
+    bob_progress = [
+        e.d["status"] for e in stored if e.t == EventType.PROGRESS and e.d["racer"] == bob_id
+    ]
     assert bob_progress[-1] == RacerStatus.FINISHED, bob_progress
     release.set()
 
