@@ -31,9 +31,9 @@ from solrace.store.errors import StoreUnavailable
 
 from tests.store.conftest import delete_room_keys, room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
-from tests.support.race import archived_result
+from tests.support.race import archived_result, winning_moves
 
-from .conftest import Backend, FakePeer
+from .conftest import SOLVABLE_SECRET, Backend, FakePeer
 from .test_core import _race_on
 from .test_ending_faults import _ended_once
 from .test_fault_windows import GRACE_S, _always, _dies_at
@@ -303,6 +303,89 @@ async def test_a_room_whose_join_again_fails_holds_up_no_other_room(
             await asyncio.sleep(0.05)
     assert not [r for r in caplog.records if r.getMessage() == "store unavailable"]
     assert not node.store_down
+
+
+async def test_a_join_again_that_redis_holds_delays_no_move_of_its_room(
+    backend: Backend,
+) -> None:
+    """After a lapsed lease the node joins its rooms' sets again. A Redis that takes
+    the SADD and never answers (until the store's command timeout) held the room's
+    lock through it: every racer's move waited for the timeout (its fold and its
+    fan-out, and so the connection's next request), and the lobby's requests too (a
+    review). The move is answered and folded while the join hangs; the node is in the
+    set once Redis answers, and leaves it like any room it stops serving."""
+    node = await backend.node(clock=Clock())
+    race = await _race_on(node, node)
+    assert race.ann.room is not None
+    room_id = race.ann.room.room_id
+    await node.store.leave_room_nodes(room_id, {node.node_id})  # taken up while it lapsed
+    hung, answer = asyncio.Event(), asyncio.Event()
+    real = node.store.join_room_nodes
+
+    async def held(room_id: str, node_id: str, **kwargs: Any) -> set[str]:
+        hung.set()
+        await answer.wait()  # Redis holds the command: no reply, no error
+        return await real(room_id, node_id, **kwargs)
+
+    node.store.join_room_nodes = held  # type: ignore[method-assign]
+    node._lapsed()
+    async with asyncio.timeout(5):
+        await hung.wait()
+    moving = asyncio.ensure_future(
+        race.ann.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])
+    )
+    try:
+        done, _ = await asyncio.wait({moving}, timeout=2)
+        assert done, "a move waited for the node's join again"
+        assert moving.result().t == "moved", moving.result().d
+        await race.bob.until(lambda f: f.t == "progress", timeout=2)  # folded, fanned out
+    finally:
+        answer.set()
+        await moving
+    async with asyncio.timeout(5):
+        while node.node_id not in await node.store.room_nodes(room_id):
+            await asyncio.sleep(0.05)
+
+
+async def test_a_room_left_unserved_while_its_join_again_is_out_is_left_after_it(
+    backend: Backend,
+) -> None:
+    """The join again after a lapse is not under the room's lock, so the room may stop
+    being served while it is out (its spectator left). A leave sent then could reach
+    Redis before the join, which would have put the node back in the set of a room it
+    no longer serves, for good. The leave waits for the join's answer: the node is out
+    of the set after it."""
+    ann_node, node = await backend.node(clock=Clock()), await backend.node(clock=Clock())
+    ann, watcher = FakePeer(ann_node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined", created.d
+    room_id = str(created.d["room"])
+    assert (await watcher.ask("watch", code=str(created.d["code"]))).t == "watching"
+    await node.store.leave_room_nodes(room_id, {node.node_id})  # taken up while it lapsed
+    hung, answer = asyncio.Event(), asyncio.Event()
+    real = node.store.join_room_nodes
+
+    async def held(room_id: str, node_id: str, **kwargs: Any) -> set[str]:
+        hung.set()
+        await answer.wait()  # Redis holds the command: no reply, no error
+        return await real(room_id, node_id, **kwargs)
+
+    node.store.join_room_nodes = held  # type: ignore[method-assign]
+    node._lapsed()
+    async with asyncio.timeout(5):
+        await hung.wait()
+    await lobby.disconnected(node, watcher)
+    room = node.rooms[room_id]
+    assert not room.served()
+    await node.leave_unserved()  # as the node's next room check does
+    answer.set()
+    async with asyncio.timeout(5):
+        while node.node_id not in await node.store.room_nodes(room_id):
+            await asyncio.sleep(0.02)  # the join lands
+        while node.node_id in await node.store.room_nodes(room_id):
+            await node.leave_unserved()
+            await asyncio.sleep(0.05)
+    assert not room.joined and not room.maybe_joined
 
 
 async def test_a_lapse_whose_renewal_reply_was_lost_is_noticed(backend: Backend) -> None:

@@ -771,7 +771,9 @@ class Node:
         Each room under its lock, taken only if nobody holds it or waits for it (a
         room in use is asked again a second later): taken without yielding, so no
         request joins the set in between and finds itself out of it — a waiting watch
-        that went first served the room from outside its set (a review, shown). Not a
+        that went first served the room from outside its set (a review, shown). Nor a
+        room whose join again after a lapse is out (:meth:`_rejoin_room`, not under the
+        lock): left first, that join could land after the leave. Not a
         room with a racer recorded online here (:meth:`_joining_here`: its attachment
         is coming). One round trip for them all (Store.leave_rooms). Marked out of the
         set before the leave and unsure of it until Redis answers: a leave applied with
@@ -785,6 +787,7 @@ class Node:
                     (room.joined or room.maybe_joined)
                     and not room.served()
                     and not self._joining_here(room)
+                    and not room.rejoining
                     and _free(room.lock)
                 ):
                     await room.lock.acquire()  # free: taken without yielding
@@ -965,16 +968,27 @@ class Node:
         return failed
 
     async def _rejoin_room(self, room: LiveRoom) -> None:
-        """Join the room's set again if this node serves it, under the room's lock: a
-        join read as served, then written after the node stopped serving the room and
-        left its set (:meth:`leave_unserved`), would put it back there for good."""
-        async with room.lock:
-            if not (room.joined and room.served()):
-                return
+        """Join the room's set again if this node serves it and is in it by its own
+        reckoning (``joined``). Marked ``rejoining`` while the join is out, which
+        :meth:`leave_unserved` leaves alone (it asks again at its next check): a join
+        read as served, then written after the node stopped serving the room and left
+        its set, would put it back there for good. Judged and marked without yielding,
+        so no leave is under way (it would have made the room not ``joined``).
+
+        Not under the room's lock: a Redis that took the SADD and never answered held
+        it up to the store's command timeout, and every request of the room — a move's
+        fold, and so its racer's next move — waited for it (a review, shown). The node
+        serves the room all along, as it did while out of the set after its lapse."""
+        if not (room.joined and room.served()):
+            return
+        room.rejoining += 1
+        try:
             others = await self.store.join_room_nodes(room.room_id, self.node_id)
-            if others:
-                await self.store.wake(others, room.room_id)
-                self._share(room.room_id)
+        finally:
+            room.rejoining -= 1
+        if others:
+            await self.store.wake(others, room.room_id)
+            self._share(room.room_id)
 
     def _check_alone(self, room: LiveRoom, version: int) -> None:
         """A room this node thinks it serves alone: if Redis is ahead of what it has

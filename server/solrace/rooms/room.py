@@ -92,6 +92,9 @@ class LiveRoom:
         #: whose reply Redis did not give (it may have been applied). Node.leave_unserved
         #: leaves such a room unless it is served by then, as it leaves a joined one.
         self.maybe_joined = False
+        #: Joins again after a lapsed lease out now (Node._rejoin_room), not under the
+        #: room's lock: Node.leave_unserved leaves the room alone meanwhile.
+        self.rejoining = 0
         #: Another node serves the room too, so this node tails its stream for their
         #: events. Alone, a node has nothing to read back: it folds its own appends.
         self.shared = False
