@@ -27,12 +27,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import os
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Final, Literal, TypeVar
 
 from solrace.argtypes import DEFAULT_PORT
+from solrace.environ import variable
 from solrace.protocol import (
     MAX_SERVER_FRAME_BYTES,
     SERVER_FRAME_LIMITS,
@@ -76,7 +76,7 @@ def env_server() -> str | None:
     """``$SOLRACE_SERVER`` without the spaces around it, or None when unset or blank:
     the one place it is read. As written (``export SOLRACE_SERVER="$URL "``) it never
     equalled the URL that answered, and every hint added a needless ``--server``."""
-    return os.environ.get(ENV_SERVER, "").strip() or None
+    return variable(ENV_SERVER)
 
 
 _T = TypeVar("_T")

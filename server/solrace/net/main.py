@@ -57,6 +57,7 @@ from solrace.argtypes import (
     utf8,
     whole,
 )
+from solrace.environ import variable
 from solrace.streams import degrade_gracefully
 
 from . import logs
@@ -378,12 +379,13 @@ class Setting:
 
     def value(self, given: str | None, environ: Mapping[str, str]) -> Any:
         """The setting from its flag's value ``given``, else its variable in
-        ``environ`` (an empty one is not set), else its default; checked. Raises
+        ``environ`` (trimmed, :func:`solrace.environ.variable`: a blank one is not
+        set), else its default; checked. Raises
         UsageError naming the flag or the variable that is wrong. The benchmarks read
         ``--loop`` with it too (:data:`LOOP`): the same words for the same mistake."""
         source = self.flag
-        if given is None and environ.get(self.variable):
-            given, source = environ[self.variable], f"${self.variable}"
+        if given is None and (found := variable(self.variable, environ)) is not None:
+            given, source = found, f"${self.variable}"
         if given is None:
             given, source = self.default, "default"
         if given is None:

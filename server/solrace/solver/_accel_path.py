@@ -6,9 +6,10 @@ reading in the solver package, at import."""
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from pathlib import Path
+
+from solrace.environ import variable
 
 #: The modules compiled, in import order.
 MODULES = ("faces", "deadlock", "search")
@@ -18,7 +19,7 @@ STAMP = "STAMP"
 
 def compiled_dir() -> Path:
     """Where the build goes and is looked for."""
-    override = os.environ.get("SOLRACE_SOLVER_COMPILED")
+    override = variable("SOLRACE_SOLVER_COMPILED")
     return Path(override) if override else HERE / "_compiled"
 
 
@@ -34,7 +35,7 @@ def source_stamp() -> str:
 def usable() -> Path | None:
     """The build directory if the accelerator should be used: a build of the current
     sources exists and ``SOLRACE_SOLVER_PURE`` is not set."""
-    if os.environ.get("SOLRACE_SOLVER_PURE", "") not in ("", "0"):
+    if variable("SOLRACE_SOLVER_PURE") not in (None, "0"):
         return None
     where = compiled_dir()
     try:
