@@ -14,16 +14,21 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from solrace.protocol import race_id
 from solrace.race import decisions
+from solrace.race.events import EventType
 from solrace.race.fairness import round_seed
 from solrace.race.settings import RoomSettings, validate_settings
 from solrace.rooms import certify, lobby, solver_workers
 from solrace.rooms.counters import Defect, Tally
-from solrace.rooms.records import RoomMeta
+from solrace.rooms.records import RoomMeta, unpack_event
 from solrace.rooms.room import LiveRoom
 from solrace.rules import replay
+from solrace_client.results import SavedResult
+from solrace_client.verify import verify_result
 
 from tests.net.conftest import SOLVABLE_SECRET
+from tests.support.race import winning_moves
 
 from .conftest import Backend, FakePeer
 
@@ -533,3 +538,128 @@ async def test_a_start_held_through_a_certification_that_starts_again_gets_its_d
     assert started.t == "ok", started.d
     assert room.state.certificate == list(_certificate())
     await ann2.until(lambda f: f.t == "countdown")
+
+
+#: How the second node of the room certifies beside a first one whose certification
+#: outlasts SHARED_FALLBACK_S: healthy, winning another candidate first or later than
+#: the first node's; or with its workers failing (it deals uncertified once that
+#: while is over).
+_SECOND = [
+    "another candidate first",
+    "another candidate later",
+    "another candidate at once",
+    "workers failing",
+]
+
+
+@pytest.mark.parametrize("second", _SECOND)
+async def test_a_certification_outlasting_the_shared_fallback_deals_the_race_once(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, second: str
+) -> None:
+    """Ann's node certifies slowly (a loaded machine: longer than SHARED_FALLBACK_S);
+    Bob's node, on the same Redis, certifies the same round too (every node serving
+    the lobby does), another candidate, sooner or later, or deals it uncertified
+    once that while is over (its workers failing). Two deals are found and each node
+    stores its own: the first deal_chosen stored stands (decided against the stored
+    state: the later one, conflicting, finds the deal chosen and decides nothing).
+    What a racer needs holds: one deal stored and announced, one countdown, one
+    start, the race played on that deal and verified by ``solrace verify``."""
+    monkeypatch.setattr(certify, "SHARED_FALLBACK_S", 0.3)
+    slow_s = 2 * certify.SHARED_FALLBACK_S
+    ann_node, bob_node = await backend.node(), await backend.node()
+    run, solve = certify._run, certify._solve
+    on = contextvars.ContextVar[Any]("on")
+
+    async def run_on(node: Any, room: LiveRoom, round_no: int) -> None:
+        on.set(node)  # each certification task runs in its own context
+        await run(node, room, round_no)
+
+    found: list[Any] = []
+    together = asyncio.Event()  # "at once": both nodes have their deal
+
+    async def slow(*args: Any) -> certify.Certificate | None:
+        attempt = args[4]
+        if second == "another candidate at once" and (on.get() is ann_node or attempt):
+            await asyncio.sleep(slow_s)
+            won = await solve(*args)
+            found.append(on.get())
+            if len(found) == 2:
+                together.set()
+            await together.wait()
+            return won
+        if on.get() is ann_node:
+            await asyncio.sleep(slow_s * (2 if second == "another candidate first" else 1))
+        elif attempt == 0:
+            return None  # Bob's node wins another candidate (two in flight, timing)
+        else:
+            await asyncio.sleep(slow_s * (2 if second == "another candidate later" else 1))
+        return await solve(*args)
+
+    appended: list[str] = []  # the deals each node stored, or tried to
+    both_decided = asyncio.Event()
+    for node in (ann_node, bob_node):
+        append = node.store.append_event
+
+        async def spied(room_id: str, data: bytes, *args: Any, _a: Any = append, **kw: Any) -> Any:
+            if unpack_event(data).t == EventType.DEAL_CHOSEN:
+                appended.append(room_id)
+                if second == "another candidate at once":
+                    if len(appended) == 2:
+                        both_decided.set()
+                    # Each decided on the same stored state: their writes race.
+                    await asyncio.wait_for(both_decided.wait(), 5)
+            return await _a(room_id, data, *args, **kw)
+
+        node.store.append_event = spied  # type: ignore[method-assign]
+    monkeypatch.setattr(certify, "_run", run_on)
+    monkeypatch.setattr(certify, "_solve", slow)
+    monkeypatch.setattr(solver_workers, "failing", lambda: second == "workers failing")
+    ann, bob = FakePeer(ann_node), FakePeer(bob_node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined", created.d
+    room_id = str(created.d["room"])
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    async with asyncio.timeout(15):
+        for node in (ann_node, bob_node):  # both have certified, and stored or not
+            while not any(key[0] == room_id for key in node.certifying):
+                await asyncio.sleep(0.01)
+        while any(key[0] == room_id for n in (ann_node, bob_node) for key in n.certifying):
+            await asyncio.sleep(0.05)
+    stored = [unpack_event(e.data) for e in await ann_node.store.events_since(room_id, 0)]
+    chosen = [e for e in stored if e.t == EventType.DEAL_CHOSEN]
+    assert len(chosen) == 1, chosen
+    if second == "another candidate at once":
+        assert len(appended) == 2  # both stored theirs: the second conflicted
+    certified = second != "workers failing"
+    assert chosen[0].d["certified"] is certified
+    for peer in (ann, bob):
+        assert len(peer.events("deal_chosen")) == 1
+        assert peer.events("deal_chosen")[0].d["certified"] is certified
+    started = await ann.ask("start")
+    assert started.t == "ok", started.d
+    for peer in (ann, bob):
+        await peer.until(lambda f: f.t == "started")
+        assert len(peer.events("countdown")) == 1 and len(peer.events("started")) == 1
+    room = ann_node.rooms[room_id]
+    assert room.state.certificate == bob_node.rooms[room_id].state.certificate
+    line = room.state.certificate or winning_moves(SOLVABLE_SECRET)  # uncertified: candidate 0
+    for seq, move in enumerate(line):
+        reply = await ann.ask("move", seq=seq, move=move)
+        assert reply.t == "moved", reply.d
+    assert reply.d["status"] == "finished"
+    assert (await bob.ask("resign")).t == "ok"
+    over = await bob.until(lambda f: f.t == "race_over", timeout=10)
+    commitment = str(ann.events("countdown")[0].d["commitment"])
+    saved = SavedResult(
+        race=race_id(room_id, commitment),
+        room=room_id,
+        settings=dict(created.d["snapshot"]["settings"]),  # type: ignore[index]
+        result=dict(over.d),
+        published_commitment=commitment,
+    )
+    report = verify_result(saved)
+    assert report.ok, report.failures
+    stored = [unpack_event(e.data) for e in await ann_node.store.events_since(room_id, 0)]
+    assert [e.t for e in stored].count(EventType.DEAL_CHOSEN) == 1
+    assert [e.t for e in stored].count(EventType.STARTED) == 1
