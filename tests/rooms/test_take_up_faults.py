@@ -305,6 +305,25 @@ async def test_a_room_whose_join_again_fails_holds_up_no_other_room(
     assert not node.store_down
 
 
+async def _joining_again_held(node: Node) -> asyncio.Event:
+    """``node`` finds its lease had lapsed and joins its rooms' sets again, and Redis
+    takes the join and holds it (no reply, no error: up to the store's command
+    timeout) until the event returned is set. Returns once the join is out."""
+    hung, answer = asyncio.Event(), asyncio.Event()
+    real = node.store.join_room_nodes
+
+    async def held(room_id: str, node_id: str, **kwargs: Any) -> set[str]:
+        hung.set()
+        await answer.wait()
+        return await real(room_id, node_id, **kwargs)
+
+    node.store.join_room_nodes = held  # type: ignore[method-assign]
+    node._lapsed()
+    async with asyncio.timeout(5):
+        await hung.wait()
+    return answer
+
+
 async def test_a_join_again_that_redis_holds_delays_no_move_of_its_room(
     backend: Backend,
 ) -> None:
@@ -319,18 +338,7 @@ async def test_a_join_again_that_redis_holds_delays_no_move_of_its_room(
     assert race.ann.room is not None
     room_id = race.ann.room.room_id
     await node.store.leave_room_nodes(room_id, {node.node_id})  # taken up while it lapsed
-    hung, answer = asyncio.Event(), asyncio.Event()
-    real = node.store.join_room_nodes
-
-    async def held(room_id: str, node_id: str, **kwargs: Any) -> set[str]:
-        hung.set()
-        await answer.wait()  # Redis holds the command: no reply, no error
-        return await real(room_id, node_id, **kwargs)
-
-    node.store.join_room_nodes = held  # type: ignore[method-assign]
-    node._lapsed()
-    async with asyncio.timeout(5):
-        await hung.wait()
+    answer = await _joining_again_held(node)
     moving = asyncio.ensure_future(
         race.ann.ask("move", seq=0, move=winning_moves(SOLVABLE_SECRET)[0])
     )
@@ -362,18 +370,7 @@ async def test_a_room_left_unserved_while_its_join_again_is_out_is_left_after_it
     room_id = str(created.d["room"])
     assert (await watcher.ask("watch", code=str(created.d["code"]))).t == "watching"
     await node.store.leave_room_nodes(room_id, {node.node_id})  # taken up while it lapsed
-    hung, answer = asyncio.Event(), asyncio.Event()
-    real = node.store.join_room_nodes
-
-    async def held(room_id: str, node_id: str, **kwargs: Any) -> set[str]:
-        hung.set()
-        await answer.wait()  # Redis holds the command: no reply, no error
-        return await real(room_id, node_id, **kwargs)
-
-    node.store.join_room_nodes = held  # type: ignore[method-assign]
-    node._lapsed()
-    async with asyncio.timeout(5):
-        await hung.wait()
+    answer = await _joining_again_held(node)
     await lobby.disconnected(node, watcher)
     room = node.rooms[room_id]
     assert not room.served()
