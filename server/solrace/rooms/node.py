@@ -1953,7 +1953,15 @@ class Node:
         HAND_OFF_KEEP_MS), and its lease goes. First it takes the nodes that died beside
         it out of its shared rooms' sets (:meth:`_replace_dead_co_servers`); last it
         leaves the serving sets of the rooms another live node serves too
-        (:meth:`_leave_shared_rooms`)."""
+        (:meth:`_leave_shared_rooms`).
+
+        The sets and the leases are read for each (:meth:`_co_servers`), not once for
+        both: the dead are told apart while this node's lease is current, the live ones
+        it leaves to once its lease is gone. Judged on one read, two nodes draining at
+        once each took the other out, or each left seeing the other live: the room lost
+        every node from its set (tests/net/test_take_up.py). And the sets read late see
+        the nodes its racers resumed on meanwhile (their connections were closed first):
+        unseen, this node stayed in the set beside them."""
         await self._replace_dead_co_servers()
         await self.store.hand_off(self.node_id, HAND_OFF_KEEP_MS)
         await self._leave_shared_rooms()
