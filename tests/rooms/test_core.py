@@ -1317,6 +1317,35 @@ async def test_a_move_in_a_room_redis_lost_whole_writes_nothing_and_closes_it(
     assert room.room_id not in node.rooms
 
 
+async def test_a_move_in_flight_when_its_room_check_finds_the_room_lost_counts_the_loss_once(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A move's append was on its way when the room check found the room gone (its
+    version behind the node's, then no meta key): the check counted the loss and closed
+    the room, and the append, refused for the missing meta key, counted it again and
+    said "lost the whole room" twice (a CI run under load). One loss, counted once."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann = race.ann
+    room = ann.room
+    assert room is not None
+    await delete_room_keys(node.store, room.room_id)
+    real = node.store.append_move
+
+    async def checked_first(*args: Any, **kwargs: Any) -> Any:
+        await node.check_rooms()  # finds the loss while the move's append is out
+        assert room.room_id not in node.rooms
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(node.store, "append_move", checked_first)
+    first = winning_moves(SOLVABLE_SECRET)[0]
+    await requests.handle(node, ann, Envelope("move", id=98, d={"seq": 0, "move": first}))
+    assert not [f for f in ann.frames if f.id == 98 and f.t == "moved"], ann.frames[-3:]
+    assert await room_keys(node.store, room.room_id) == {}
+    assert isinstance(node.metrics, Tally)
+    assert node.metrics.lost_writes.value == 1
+
+
 async def test_a_racer_dropping_after_its_rooms_keys_expired_is_not_recorded_for_ever(
     backend: Backend, caplog: pytest.LogCaptureFixture
 ) -> None:

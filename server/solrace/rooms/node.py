@@ -1086,7 +1086,11 @@ class Node:
 
     def room_lost(self, room: LiveRoom) -> None:
         """A write found the room's meta key gone (the store refused it): a lost write,
-        counted once, and the room closed as :meth:`_room_gone` closes it."""
+        counted once, and the room closed as :meth:`_room_gone` closes it. Not again
+        for a room closed meanwhile (no longer this node's): a move's append that was
+        out while the room check found the loss counted it a second time."""
+        if self.rooms.get(room.room_id) is not room:
+            return
         self.metrics.lost_writes.inc()
         self._room_gone(room)
 
