@@ -54,8 +54,9 @@ class FakePeer(Peer):
         """Send request ``t`` and return its reply (the frame carrying its id)."""
         self._next_id += 1
         request_id = self._next_id
+        sent = len(self.frames)  # its reply comes after (not a scan of every frame)
         await requests.handle(self.node, self, Envelope(t, id=request_id, d=d))
-        replies = [f for f in self.frames if f.id == request_id]
+        replies = [f for f in self.frames[sent:] if f.id == request_id]
         assert len(replies) == 1, f"{t}: {len(replies)} replies"
         return replies[0]
 
