@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import secrets
 import time
 import urllib.parse
 
@@ -22,10 +23,12 @@ from solrace.rooms.clock import (
     offset_ms,
 )
 from solrace.rooms.node import Node
-from solrace.store import Store
+from solrace.store import Store, token_digest
 
 from tests.support.flaky_link import FlakyLink
 from tests.support.redis import REDIS_URL, new_prefix
+
+from .conftest import FakePeer
 
 #: The real wall clock, before any test steps it.
 REAL_TIME_NS = time.time_ns
@@ -237,7 +240,9 @@ async def test_a_node_whose_first_sample_failed_takes_the_stores_clock_before_a_
     node = Node(store, clock=clock)  # not started: no sample yet (Redis was down)
     try:
         if first == "create":
-            room = await lobby._create_room(node, RoomSettings(variant="yukon"))
+            created = await FakePeer(node).ask("create", variant="yukon", name="Ann")
+            assert created.t == "joined", created.d
+            (room,) = node.rooms.values()
         else:
             creator = Node(other)
             await creator.sample_clock()
@@ -251,3 +256,28 @@ async def test_a_node_whose_first_sample_failed_takes_the_stores_clock_before_a_
         await store.delete_all()
         await store.close()
         await other.close()
+
+
+async def test_a_create_claims_its_token_on_the_stores_clock() -> None:
+    """A create (or a quick that opens a room) claims its proposed token before it
+    writes the room (lobby._open_and_join), and the claim's time is what every node
+    judges the seat's settle window by (SEAT_SETTLE_S: a resume by the token alone is
+    told ``unavailable`` while the seat may still be written, ``bad_token`` after).
+    A review: a node whose start-up sample failed, its machine 45 s behind, took the
+    store's clock only for the room, after the claim: the claim was stored 45 s in
+    the past, so any other node told a resume ``bad_token`` ("never stored") while
+    the seat was still being written, and the client asked again beside it."""
+    prefix = new_prefix()
+    store = await Store.connect(REDIS_URL, prefix=prefix)
+    clock = SteadyClock(wall=lambda: _wall_ms() - 45_000)
+    node = Node(store, clock=clock)  # not started: no sample yet (Redis was down)
+    token = secrets.token_urlsafe(24)
+    try:
+        created = await FakePeer(node).ask("create", variant="yukon", name="Ann", token=token)
+        assert created.t == "joined", created.d
+        claim = await store.claimed_seat(token_digest(token))
+        assert claim is not None
+        assert abs(claim.at_ms - await store.time_ms()) < 1000, claim.at_ms
+    finally:
+        await store.delete_all()
+        await store.close()

@@ -169,6 +169,9 @@ async def _open_and_join(
     settings = _checked(settings)  # a refused setting costs nothing ...
     peer.may_open_room()  # ... and a client past its rooms (too_many_rooms) no write
     room_id = _new_room_id()
+    # Before the claim: its time is what every node judges the seat's settle window by
+    # (_unsettled), and the room's created_ms and every decision after it follow.
+    await node.clock_before_serving()
     if proposed is not None:
         await _claim_seat(node, room_id, proposed)
     try:
@@ -216,7 +219,6 @@ async def _create_room(node: Node, settings: RoomSettings, room_id: str | None =
     """A new room, id ``room_id`` (None: a fresh one), with ``settings`` as
     :func:`_checked` returns them."""
     room_id = room_id or _new_room_id()
-    await node.clock_before_serving()  # its created_ms, and every decision after it
     for _ in range(10):
         code = "".join(secrets.choice(ROOM_CODE_ALPHABET) for _ in range(ROOM_CODE_LEN))
         meta = RoomMeta(
