@@ -281,3 +281,59 @@ async def test_a_create_claims_its_token_on_the_stores_clock() -> None:
     finally:
         await store.delete_all()
         await store.close()
+
+
+async def test_a_node_takes_the_stores_clock_before_a_room_over_a_new_connection() -> None:
+    """The sample a room request takes (Node.clock_before_serving) comes after an
+    outage, when the node has no connection to Redis left: it timed the new one's
+    set-up too (connect, SELECT, CLIENT SETINFO: some four round trips, 170 ms for a
+    Redis 40 ms away), was dropped as too slow (SAMPLE_RTT_MAX_MS), and the node
+    served its first room on its machine's clock, 45 s off — for a Redis whose every
+    sample on a live connection is fast enough to use."""
+    url = urllib.parse.urlsplit(REDIS_URL)
+    async with FlakyLink(url.port or 6379, seed=0) as proxy:
+        proxy.latency_s = 0.02  # each way: 40 ms a round trip, under SAMPLE_RTT_MAX_MS
+        near = url._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
+        store = await Store.connect(near, prefix=new_prefix())  # no connection yet
+        clock = SteadyClock(wall=lambda: _wall_ms() + 45_000)
+        node = Node(store, clock=clock)  # not started: no sample yet (Redis was down)
+        try:
+            created = await FakePeer(node).ask("create", variant="yukon", name="Ann")
+            assert created.t == "joined", created.d
+            assert clock.anchored
+            assert abs(node.clock() - await store.time_ms()) < 150
+        finally:
+            await store.delete_all()
+            await store.close()
+
+
+@pytest.mark.parametrize("request_", ["create", "resume"])
+async def test_a_room_request_to_a_node_whose_redis_hangs_fails_in_one_timeout(
+    request_: str,
+) -> None:
+    """A node whose Redis does not answer (hung: its connections open, nothing comes
+    back) refuses a room request ``unavailable`` once a command has waited its
+    timeout — not twice as long: its sample of the store's clock before the first
+    room (Node.clock_before_serving) waited a timeout, was dropped, and the room's own
+    read or write waited another."""
+    url = urllib.parse.urlsplit(REDIS_URL)
+    timeout = 0.5
+    async with FlakyLink(url.port or 6379, seed=0) as proxy:
+        proxy.silent = "connect"
+        hung = url._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
+        store = await Store.connect(hung, prefix=new_prefix(), timeout=timeout)
+        node = Node(store, clock=SteadyClock())
+        token = secrets.token_urlsafe(24)
+        d: dict[str, object] = (
+            {"variant": "yukon", "name": "Ann", "token": token}
+            if request_ == "create"
+            else {"room": "r_0123456789ab", "token": token}
+        )
+        try:
+            began = time.monotonic()
+            refused = await FakePeer(node).ask(request_, **d)
+            took = time.monotonic() - began
+        finally:
+            await store.close()
+    assert (refused.t, refused.d["code"]) == ("error", "unavailable"), refused.d
+    assert timeout <= took < 1.5 * timeout, took

@@ -647,9 +647,18 @@ class Node:
         A room request that reached the node once Redis answered, before the watch
         loop's next sample, had it serve a room on its machine's clock — 45 s off,
         its countdowns, time limits and graces followed that clock for hours
-        (tests/rooms/test_clock.py). One round trip, before the first room only."""
+        (tests/rooms/test_clock.py). Two round trips, before the first room only.
+
+        The store is asked once unmeasured first: after an outage the node has no
+        connection to Redis left, and a sample that timed a new one's set-up (some
+        four round trips: 170 ms for a Redis 40 ms away) was dropped as too slow,
+        for a Redis whose samples on a live connection are fast enough. A store that
+        does not answer raises StoreUnavailable there (the request is refused
+        ``unavailable``) after one command timeout: the sample swallowed its failure,
+        and the room's own read waited a second timeout."""
         clock = self.clock
         if not self.rooms and isinstance(clock, SteadyClock) and not clock.anchored:
+            await self.store.time_ms()
             await self.sample_clock()
 
     def grace_floor(self, room: LiveRoom) -> int:
