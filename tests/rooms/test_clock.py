@@ -6,6 +6,7 @@ its size stays visible (the offset)."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import secrets
@@ -337,3 +338,39 @@ async def test_a_room_request_to_a_node_whose_redis_hangs_fails_in_one_timeout(
             await store.close()
     assert (refused.t, refused.d["code"]) == ("error", "unavailable"), refused.d
     assert timeout <= took < 1.5 * timeout, took
+
+
+async def test_a_sample_taken_while_another_set_the_clock_is_dropped(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two samples of the store's clock at once on a node that serves no room yet (a
+    room request's, Node.clock_before_serving, and the watch loop's; or two requests'
+    as clients come back after an outage): the first to end set the clock, a 45 s
+    step; the other had read the clock before the step and after it, so its midpoint
+    was 22.5 s off. The node slewed toward that, and warned that its race clock was
+    22.5 s from the store's. Such a sample is dropped."""
+    caplog.set_level(logging.INFO, logger="solrace.clock")
+    store = await Store.connect(REDIS_URL, prefix=new_prefix())
+    clock = SteadyClock(wall=lambda: _wall_ms() + 45_000)
+    node = Node(store, clock=clock)
+    time_ms, asked, answer = store.time_ms, asyncio.Event(), asyncio.Event()
+
+    async def held() -> int:
+        asked.set()
+        await answer.wait()
+        return await time_ms()
+
+    try:
+        monkeypatch.setattr(store, "time_ms", held)
+        first = asyncio.ensure_future(node.sample_clock())
+        await asyncio.wait_for(asked.wait(), 10)
+        monkeypatch.setattr(store, "time_ms", time_ms)
+        await node.sample_clock()  # ends first: sets the clock
+        assert clock.anchored and clock.store_offset_ms == 0
+        answer.set()
+        await asyncio.wait_for(first, 10)
+        assert clock.store_offset_ms is not None and abs(clock.store_offset_ms) < 1000
+        assert abs(node.clock() - await store.time_ms()) < 1000
+    finally:
+        await store.close()
+    assert not [r for r in caplog.records if "from the store's" in r.getMessage()]

@@ -610,6 +610,7 @@ class Node:
         clock = self.clock
         if not isinstance(clock, SteadyClock):
             return
+        anchored = clock.anchored
         before_ns, before_ms = time.monotonic_ns(), clock()
         try:
             reference_ms = await self.store.time_ms()
@@ -617,6 +618,11 @@ class Node:
             log.debug("the store's clock was not read: %s", exc)
             return
         after_ns, after_ms = time.monotonic_ns(), clock()
+        if clock.anchored != anchored:
+            # Another sample (a room request's, the watch loop's) set the clock while
+            # this one waited: its readings straddle that step, and its midpoint was
+            # half the step off (22.5 s of 45), slewed toward and warned about.
+            return
         rtt_ms = (after_ns - before_ns) / 1e6
         self._clock_rtts.append(rtt_ms)
         if not sample_usable(rtt_ms, self._clock_rtts):
