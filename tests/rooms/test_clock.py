@@ -337,7 +337,7 @@ async def test_a_room_request_to_a_node_whose_redis_hangs_fails_in_one_timeout(
         finally:
             await store.close()
     assert (refused.t, refused.d["code"]) == ("error", "unavailable"), refused.d
-    assert timeout <= took < 1.5 * timeout, took
+    assert timeout <= took < 2 * timeout, took  # one command timeout, not two
 
 
 async def test_a_sample_taken_while_another_set_the_clock_is_dropped(
