@@ -38,6 +38,7 @@ from tests.support.race import (
     play_until_refused,
     racing,
     restore_room,
+    restore_store,
     snapshot_room,
     winning_moves,
 )
@@ -798,12 +799,12 @@ async def test_a_resume_from_a_version_its_own_presence_now_holds_is_a_loss(
     acked = ann.version
     await ann.resign()
     await bob.resign()
-    await ann.next_event("race_over", timeout=10)
+    over = await ann.next_event("race_over", timeout=10)
     seen = ann.version
     assert seen == acked + 3
     for client in (ann, bob):
         await client.close()
-    await restore_room(one, room_id, snapshot)
+    await restore_store(one, room_id, snapshot, race_id(room_id, over.d["commitment"]))
     # The node no longer holds the room (restarted, or it went idle): no memory of it.
     one.node.rooms.pop(room_id).cancel_timers()
     for _ in range(2):
@@ -821,13 +822,14 @@ async def test_a_resume_from_a_version_its_own_presence_now_holds_is_a_loss(
 
 
 async def _revealed_then_forgotten(
-    cluster: Cluster,
+    cluster: Cluster, keep_archive: bool = False
 ) -> tuple[RaceServer, RaceClient, Envelope]:
     """A race that ended (both resigned; Ann holds its race_over: seed and salt), then
     the store restored to just after its start, and the node's memory of the room gone
     (restarted on the restored store, or it had dropped the room idle): the state in
     which the node races the revealed deal on. Returns the node, Ann's view on a new
-    connection not yet resumed, and the race_over."""
+    connection not yet resumed, and the race_over. ``keep_archive``: only the room's
+    keys were restored (restore_room), the race's archived result kept."""
     one = await cluster.node()
     ann, bob = await racing(one.url, one.url)
     room_id = ann.room or ""
@@ -838,7 +840,10 @@ async def _revealed_then_forgotten(
     assert ann.view.revealed == {"seed": over.d["seed"], "salt": over.d["salt"]}
     for client in (ann, bob):
         await client.close()
-    await restore_room(one, room_id, snapshot)
+    if keep_archive:
+        await restore_room(one, room_id, snapshot)
+    else:
+        await restore_store(one, room_id, snapshot, race_id(room_id, over.d["commitment"]))
     one.node.rooms.pop(room_id).cancel_timers()
     back = await RaceClient.connect(one.url, view=ann.view)
     back.room, back.code, back.token = room_id, ann.code, ann.token
@@ -885,6 +890,67 @@ async def test_a_racer_proving_the_seed_revealed_ends_a_race_its_node_forgot(
     settings = joined["snapshot"]["settings"]
     assert check_no_leaks(back.received, over.d, settings, racer=back.racer) > 2
     await back.close()
+
+
+async def test_a_node_taking_up_a_round_whose_result_is_archived_ends_it(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store rewound the room's keys to mid-race but kept the race's archived
+    result (on a Cluster it lives in another slot), and the node forgot the room. A
+    racer who saw the race_over and sends no proof back played the revealed deal on
+    (an audit: 528 moves, finished). The node taking the room up finds the round's
+    result archived: the proof is the store's own, and the race ends at once, as at
+    its time limit, taking no move."""
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    one, back, revealed = await _revealed_then_forgotten(cluster, keep_archive=True)
+    cheat = await RaceClient.connect(one.url)  # Ann, sending no proof back
+    cheat.room, cheat.code, cheat.token = back.room, back.code, back.token
+    joined = await cheat.resume(revealed=None)
+    played, refused = await _replay_certificate(cheat, revealed.d["seed"])
+    assert (refused, played) == (["wrong_phase"], []), (refused, len(played), played[-1:])
+    over = await cheat.wait_for(
+        lambda e: e.t == "race_over" and e.v > joined["snapshot"]["version"], timeout=10
+    )
+    assert [s["status"] for s in over.d["standings"]] == ["timeout", "timeout"]
+    warned = [r for r in caplog.records if "result is archived" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].levelname == "WARNING", warned
+    for client in (cheat, back):
+        await client.close()
+
+
+async def test_an_archived_result_of_a_round_raced_again_ends_it_before_it_is_sent(
+    cluster: Cluster,
+) -> None:
+    """The store rewound the room to mid-race (its keys only: on a Cluster the archive
+    lives in another slot, and another shard's failover need not lose it) and its node
+    forgot the room. A racer whose client sends no proof resumes the race; anyone who
+    saw the countdown knows the race id (room and commitment), and ``result`` sent the
+    archived seed of the round under way (an audit: the racer fetched it and replayed
+    the deal's winning line). The archive is the proof a client would send: the round
+    ends, as at its time limit, before the seed goes out, and takes no move."""
+    one, back, revealed = await _revealed_then_forgotten(cluster, keep_archive=True)
+    store = one.node.store
+    race = race_id(back.room or "", revealed.d["commitment"])
+    # Archived after the node took the room up again (an archive retried while Redis
+    # failed it): the node's own look at the archive, on taking the room up, found none.
+    kept = await archived_result(store, race)
+    await store._redis.delete(store.keys.result(race))
+    cheat = await RaceClient.connect(one.url)  # Ann, sending no proof back
+    cheat.room, cheat.code, cheat.token = back.room, back.code, back.token
+    joined = await cheat.resume(revealed=None)
+    assert joined["snapshot"]["phase"] == "racing"
+    assert await store.save_result(race, kept)
+    fetched = (await cheat.fetch_result(race))["result"]
+    assert fetched["seed"] == revealed.d["seed"]
+    played, refused = await _replay_certificate(cheat, fetched["seed"])
+    assert (refused, played) == (["wrong_phase"], []), (refused, len(played), played[-1:])
+    over = await cheat.wait_for(
+        lambda e: e.t == "race_over" and e.v > joined["snapshot"]["version"], timeout=10
+    )
+    assert over.d["reason"] == "time_limit"
+    assert [s["status"] for s in over.d["standings"]] == ["timeout", "timeout"]
+    for client in (cheat, back):
+        await client.close()
 
 
 async def test_a_later_rounds_proof_ends_that_round_after_a_restore_between_rounds(
@@ -988,7 +1054,7 @@ async def test_a_spectator_proving_the_seed_revealed_ends_a_race_its_node_forgot
     revealed = await eve.next_event("race_over", timeout=10)
     for client in (ann, bob, eve):
         await client.close()
-    await restore_room(one, room_id, snapshot)
+    await restore_store(one, room_id, snapshot, race_id(room_id, revealed.d["commitment"]))
     one.node.rooms.pop(room_id).cancel_timers()
     again = await RaceClient.connect(one.url, view=eve.view)
     watching = await again.watch(code=code)
@@ -1129,7 +1195,7 @@ async def _racing_again_on(
     await bob.resign()
     revealed = await eve.next_event("race_over", timeout=10)
     await close_all(ann, bob, eve)
-    await restore_room(two, room_id, snapshot)
+    await restore_store(two, room_id, snapshot, race_id(room_id, revealed.d["commitment"]))
     two.node.rooms.pop(room_id).cancel_timers()
     back = await RaceClient.connect(two.url)
     joined = await back.resume(room=room_id, token=ann.token, since=None, revealed=None)

@@ -351,3 +351,18 @@ async def restore_room(server: RaceServer, room_id: str, snapshot: dict[str, byt
         for key, dumped in snapshot.items():
             pipe.restore(key, 0, dumped, replace=True)
         await pipe.execute()
+
+
+async def restore_store(
+    server: RaceServer, room_id: str, snapshot: dict[str, bytes], race: str
+) -> None:
+    """The whole store restored from ``snapshot`` (:func:`snapshot_room`), taken before
+    ``race`` ended: the room's keys as they were then (:func:`restore_room`), and the
+    race's archived result, saved after its race_over, gone with them, as a restart
+    from one snapshot (or the embedded store's restore) gives it. With :func:`restore_room`
+    alone the archive stays (on a Cluster, the room's shard rewound, not the archive's):
+    a node taking the room up then ends the round itself (Node._archived_already)."""
+    store = server.node.store
+    await archived_result(store, race)  # saved after the race_over: there, then gone
+    await restore_room(server, room_id, snapshot)
+    await store._redis.delete(store.keys.result(race))

@@ -9,8 +9,8 @@ import hashlib
 import hmac
 import logging
 import secrets
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, encode
 from solrace.protocol.errors import RETRY_STORE_MS
@@ -744,6 +744,39 @@ async def _proof(
         )
     log.warning(said, extra={**peer.ids(), "room": room.room_id, "detail": f"round {number}"})
     return True
+
+
+async def prove_archived(node: Node, peer: Peer, record: Mapping[str, Any]) -> None:
+    """Before a ``result`` reply sends an archived result: if its round is one the
+    store holds not yet over — the store lost its ``race_over`` (a rewind of the
+    room's keys; on a Cluster the archive lives in another slot, so another shard's
+    failover need not lose it) — the result is the proof a resume or watch sends back
+    (:func:`_proof`), and it ends that round first. Sent as it was, it gave anyone who
+    knew the race id (its room and commitment, which every racer and spectator saw at
+    the countdown) the seed of a race under way: an audit's racer, its client sending
+    no proof, fetched it after the rewind and won the deal's winning line, 528 moves.
+
+    One read when the store knows the round is over (``over``, Store.round_over): the
+    usual case. Otherwise the room is taken up (its keys expired: nothing goes on, and
+    the result is sent). Raises StoreUnavailable (the request is refused, nothing sent)
+    when Redis fails a read or the proof's write."""
+    room_id, round_no = str(record["room"]), record.get("round")
+    if isinstance(round_no, int) and await node.store.round_over(room_id) >= round_no:
+        return
+    try:
+        room = await node.room(room_id)
+    except BadMessage:
+        return  # gone (expired, or its history lost): no round of it goes on
+    result = record["result"]
+    revealed = Revealed(seed=int(result["seed"]), salt=str(result["salt"]))
+    async with room.lock:
+        if room.proven_round(revealed.seed, revealed.salt) is None:
+            return  # over, or a later round: the result reveals nothing under way
+        await node.join_room(room)
+        await node.sync_locked(room)
+        proved = await _proof(node, peer, room, revealed, "an archived result")
+    if proved:
+        node.schedule(room)  # served here now: its timer ends the race at once
 
 
 async def _missed(node: Node, peer: Peer, room: LiveRoom, since: int | None) -> list[bytes]:

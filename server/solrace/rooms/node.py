@@ -49,7 +49,15 @@ from . import certify, listing, spectators
 from .clock import RTT_WINDOW, SAMPLE_RTT_MAX_MS, SteadyClock, sample_usable
 from .counters import Defect, RoomMetrics, Tally
 from .listing_cache import ListingCache
-from .records import RoomMeta, log_name, pack, pack_event, unpack_entries, unpack_event
+from .records import (
+    RoomMeta,
+    log_name,
+    pack,
+    pack_event,
+    unpack,
+    unpack_entries,
+    unpack_event,
+)
 from .repeats import RepeatedLines
 from .room import LiveRoom
 from .snapshots import resync_clients
@@ -1196,11 +1204,43 @@ class Node:
             room.revealed_round = max(room.revealed_round, over)
         room.last_used_ms = self.clock()
         await self.sync(room)
+        if not room.archive_checked:
+            await self._archived_already(room)
         wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.seed_revealed())
         if wake is not None and wake <= self.clock():
             # A timer nobody ran (every node serving the room had gone): catch up now.
             await self.tick(room)
         return room
+
+    async def _archived_already(self, room: LiveRoom) -> None:
+        """A room taken up under way whose round's result is archived: the store lost
+        the race_over (its keys rewound; on a Cluster the archive lives in another
+        slot) and the seed went out with it. The archive is the proof a client's resume
+        would bring (lobby._proof), held by the store itself: the round is closed to
+        moves in the store (Store.reveal_round) and ends at once, as at its time limit.
+        Before, only a client that sent the proof back ended it, and one that did not
+        (an audit's racer, holding the seed) played the revealed deal on: 528 moves,
+        finished. One read, once a node has taken up a room under way (again on the
+        next request if Redis failed it: StoreUnavailable)."""
+        state = room.state
+        if state.phase not in (Phase.COUNTDOWN, Phase.RACING) or room.seed_revealed():
+            room.archive_checked = True
+            return
+        commitment = state.commitment
+        stored = await self.store.load_result(race_id(room.room_id, commitment))
+        if stored is None or unpack(stored)["result"].get("commitment") != commitment:
+            room.archive_checked = True
+            return
+        round_no = state.round
+        before = await self.store.reveal_round(room.room_id, round_no)
+        room.revealed_round = max(room.revealed_round, round_no, before)
+        room.archive_checked = True
+        if before < round_no:
+            log.warning(
+                "the round's result is archived: its seed was already revealed (a store"
+                " rewind): the race ends now, as at its time limit",
+                extra={"room": room.room_id, "detail": f"round {round_no}"},
+            )
 
     def _sweep(self) -> None:
         """Forget rooms this node has not served for a while; the store keeps

@@ -74,6 +74,7 @@ async def _result(node: Node, peer: Peer, msg: FetchResult, request_id: int | No
     if stored is None:  # never archived here, expired (--keep-results), or made up
         raise BadMessage(ErrorCode.UNKNOWN_RACE, field="race")
     record = unpack(stored)
+    await lobby.prove_archived(node, peer, record)
     reply = archived_reply(
         request_id,
         race=msg.race,

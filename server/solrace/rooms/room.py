@@ -119,6 +119,10 @@ class LiveRoom:
         #: client's proof (lobby._proof) and by the store's ``over`` when the node
         #: takes the room up, or a move is refused for it (Store.reveal_round).
         self.revealed_round = 0
+        #: Whether this node, since taking the room up, has looked for an archived
+        #: result of the round under way (Node._archived_already): a look the store
+        #: failed is made again on the next request, not skipped for good.
+        self.archive_checked = False
 
     @property
     def room_id(self) -> str:
