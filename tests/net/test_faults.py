@@ -912,10 +912,27 @@ async def test_a_node_taking_up_a_round_whose_result_is_archived_ends_it(
         lambda e: e.t == "race_over" and e.v > joined["snapshot"]["version"], timeout=10
     )
     assert [s["status"] for s in over.d["standings"]] == ["timeout", "timeout"]
+    settings = joined["snapshot"]["settings"]
+    assert check_no_leaks(cheat.received, over.d, settings, racer=cheat.racer) > 1
     warned = [r for r in caplog.records if "result is archived" in r.getMessage()]
     assert len(warned) == 1 and warned[0].levelname == "WARNING", warned
     for client in (cheat, back):
         await client.close()
+
+
+async def test_a_result_request_that_takes_up_a_round_raced_again_ends_it_first(
+    cluster: Cluster,
+) -> None:
+    """As above, the result asked of a node that does not hold the room: taking it up
+    finds the round's result archived, and the race is over (its race_over stored)
+    before the reply carries the seed."""
+    one, back, revealed = await _revealed_then_forgotten(cluster, keep_archive=True)
+    room_id = back.room or ""
+    asker = await RaceClient.connect(one.url)
+    fetched = await asker.fetch_result(race_id(room_id, revealed.d["commitment"]))
+    assert fetched["result"]["seed"] == revealed.d["seed"]
+    assert one.node.rooms[room_id].state.phase == "finished"
+    await close_all(asker, back)
 
 
 async def test_an_archived_result_of_a_round_raced_again_ends_it_before_it_is_sent(
@@ -949,6 +966,11 @@ async def test_an_archived_result_of_a_round_raced_again_ends_it_before_it_is_se
     )
     assert over.d["reason"] == "time_limit"
     assert [s["status"] for s in over.d["standings"]] == ["timeout", "timeout"]
+    # The race ended before its result went: no frame before it carries the seed.
+    kinds = [e.t for e in cheat.received]
+    assert kinds.index("race_over") < kinds.index("archived"), kinds
+    settings = joined["snapshot"]["settings"]
+    assert check_no_leaks(cheat.received, over.d, settings, racer=cheat.racer) > 1
     for client in (cheat, back):
         await client.close()
 

@@ -746,6 +746,11 @@ async def _proof(
     return True
 
 
+#: Ticks that end a round proved revealed from its countdown (prove_archived): it
+#: starts, its racers time out, its race_over.
+_ENDING_TICKS: Final = 3
+
+
 async def prove_archived(node: Node, peer: Peer, record: Mapping[str, Any]) -> None:
     """Before a ``result`` reply sends an archived result: if its round is one the
     store holds not yet over — the store lost its ``race_over`` (a rewind of the
@@ -758,8 +763,9 @@ async def prove_archived(node: Node, peer: Peer, record: Mapping[str, Any]) -> N
 
     One read when the store knows the round is over (``over``, Store.round_over): the
     usual case. Otherwise the room is taken up (its keys expired: nothing goes on, and
-    the result is sent). Raises StoreUnavailable (the request is refused, nothing sent)
-    when Redis fails a read or the proof's write."""
+    the result is sent; taking it up under way looks for its archive itself,
+    Node._archived_already). Raises StoreUnavailable (the request is refused, nothing
+    sent) when Redis fails a read or the proof's write."""
     room_id, round_no = str(record["room"]), record.get("round")
     if isinstance(round_no, int) and await node.store.round_over(room_id) >= round_no:
         return
@@ -770,13 +776,17 @@ async def prove_archived(node: Node, peer: Peer, record: Mapping[str, Any]) -> N
     result = record["result"]
     revealed = Revealed(seed=int(result["seed"]), salt=str(result["salt"]))
     async with room.lock:
-        if room.proven_round(revealed.seed, revealed.salt) is None:
-            return  # over, or a later round: the result reveals nothing under way
-        await node.join_room(room)
-        await node.sync_locked(room)
-        proved = await _proof(node, peer, room, revealed, "an archived result")
-    if proved:
-        node.schedule(room)  # served here now: its timer ends the race at once
+        if room.proven_round(revealed.seed, revealed.salt) is not None:
+            await node.join_room(room)
+            await node.sync_locked(room)
+            await _proof(node, peer, room, revealed, "an archived result")
+    # The race ends before the result goes, its race_over first (a tick a step: the
+    # start of a round counting down, the timeouts, the race_over), whether this proof
+    # or the room's take-up (Node._archived_already) found the round revealed.
+    for _ in range(_ENDING_TICKS):
+        if not room.seed_revealed():
+            break
+        await node.tick(room)
 
 
 async def _missed(node: Node, peer: Peer, room: LiveRoom, since: int | None) -> list[bytes]:
