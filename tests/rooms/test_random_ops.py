@@ -278,7 +278,10 @@ class Walk:
                 board, seq = you.get("board"), int(you.get("next_seq") or 0)
                 version = int(snapshot["version"])
             elif frame.t == "board" and frame.d["racer"] == peer.racer:
-                board, seq = dict(_d(frame)["view"]), 0
+                # Its board at the start, seq unchanged: built when sent, it may follow
+                # a first move sent blind while the other racers' engines were read
+                # (and show it); a new round's seq 0 comes with its room_reset.
+                board = dict(_d(frame)["view"])
             elif frame.t == "moved":  # a retry's (an older seq) shows the board now
                 board = dict(_d(frame)["board"])
                 seq = max(seq, int(_d(frame)["seq"]) + 1)
