@@ -323,7 +323,7 @@ def test_the_documented_solver_commands_parse_and_name_their_sizes() -> None:
     commands quoted in the prose) is taken by the benchmark's own parser and checks, as
     the run would take it; one that names any of :data:`SOLVER_SIZES` names them all,
     so what it runs is what the page says it measured, whatever the defaults."""
-    from solrace.bench.__main__ import _check, build_parser
+    from solrace.bench.cli import _check, build_parser
 
     program = "python -m solrace.bench solver"
     commands = [line for line in sh_lines() if program in line] + inline_commands(program)

@@ -15,14 +15,15 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import solrace.bench.__main__
+import solrace.bench.cli
 import solrace.bench.core
 from solrace.argtypes import EXIT_READER_GONE
 from solrace.bench import limits
-from solrace.bench.__main__ import _check, build_parser, main
+from solrace.bench.__main__ import main
+from solrace.bench.cli import _check, build_parser
 from solrace.bench.failed import RunFailed
 
-from tests.support.interrupt import interrupted_while_loading
+from tests.support.interrupt import interrupted_while_loading, interrupted_while_running
 from tests.support.redis import REDIS_URL
 from tests.support.terminal import signals_as_a_shell_gives
 
@@ -149,7 +150,7 @@ def test_a_size_at_its_bound_is_taken_and_one_past_it_refused_in_one_line(
     def ran(*args: object) -> dict[str, object]:
         raise AssertionError(f"{suite} {flag} {past} was taken and would run")
 
-    monkeypatch.setattr(solrace.bench.__main__, "_run", ran)
+    monkeypatch.setattr(solrace.bench.cli, "_run", ran)
     at, past = (str(int(v)) if float(v).is_integer() else str(v) for v in (bound, bound + 1))
     parser = build_parser()
     args = parser.parse_args([suite, flag, at])
@@ -353,6 +354,21 @@ _INTERRUPTED_WHILE_LOADING = interrupted_while_loading("solrace.bench.__main__")
 def test_ctrl_c_while_the_modules_load_is_one_line_and_130(module: str, argv: list[str]) -> None:
     done = subprocess.run(
         [sys.executable, "-c", _INTERRUPTED_WHILE_LOADING, module, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", f"{PROG}: interrupted\n")
+
+
+@pytest.mark.parametrize("module", ["solrace.protocol", "solrace.bench.limits", "platform"])
+def test_ctrl_c_while_python_m_loads_the_command_is_one_line_and_130(module: str) -> None:
+    """A newcomer audit: Ctrl-C in the first ~0.1-0.2 s of ``python -m solrace.bench
+    core`` printed a KeyboardInterrupt traceback and died by the signal: ``-m`` ran the
+    command's module, whose own imports (its limits, and with them solrace.protocol)
+    came before main's handler. ``__main__`` now loads the command-line helpers only."""
+    done = subprocess.run(
+        [sys.executable, "-c", interrupted_while_running("solrace.bench"), module, "rules"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -34,7 +34,7 @@ from solrace.rooms import solver_workers
 from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
 
-from tests.support.interrupt import interrupted_while_loading
+from tests.support.interrupt import console_script_module, interrupted_while_loading
 from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix, new_prefix
 from tests.support.server_process import SERVER_SCRIPT, solrace_server
 
@@ -724,6 +724,31 @@ def test_ctrl_c_while_the_modules_load_is_one_line_and_130(module: str, tmp_path
     KeyboardInterrupt traceback."""
     done = subprocess.run(
         [sys.executable, "-c", _INTERRUPTED_WHILE_LOADING, module, "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert (done.returncode, done.stderr) == (130, "solrace-server: interrupted\n")
+
+
+@pytest.mark.parametrize("module", ["socket", "logging"])
+def test_ctrl_c_while_the_console_script_loads_is_one_line_and_130(
+    module: str, tmp_path: Path
+) -> None:
+    """A newcomer audit: Ctrl-C in solrace-server's first ~0.1-0.2 s printed a
+    KeyboardInterrupt traceback and died by the signal. The console script imported
+    solrace.net.main, and with it the standard library it needs (socket, logging,
+    urllib…), before main's handler was in place; its entry point now loads the
+    command-line helpers only, as solrace-rules' and solrace's do."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            interrupted_while_loading(console_script_module("solrace-server")),
+            module,
+            "--data-dir",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=30,

@@ -31,7 +31,7 @@ from solrace.rules import (
 from solrace.rules.cli import MAX_PERFT_DEPTH, MAX_POSITION_CHARS, build_parser, main
 
 from tests.rules.test_support import position
-from tests.support.interrupt import interrupted_while_loading
+from tests.support.interrupt import console_script_module, interrupted_while_loading
 from tests.support.terminal import signals_as_a_shell_gives
 
 CLI = [sys.executable, "-m", "solrace.rules.cli"]
@@ -709,14 +709,6 @@ def test_help_and_version_on_a_full_disk_fail_like_any_output(argv: list[str]) -
     assert (gone.returncode, gone.stderr) == (EXIT_READER_GONE, b"")
 
 
-def _console_script_module() -> str:
-    """The module the installed ``solrace-rules`` script imports ``main`` from."""
-    from importlib.metadata import entry_points
-
-    (script,) = entry_points(group="console_scripts", name="solrace-rules")
-    return script.module
-
-
 @pytest.mark.parametrize("module", ["solrace.rules.board", "solrace.rules.cli", "json"])
 def test_ctrl_c_while_the_command_loads_is_one_line_and_130(module: str) -> None:
     """Ctrl-C in the first ~0.05 s of ``solrace-rules solve …`` (while the engine's
@@ -725,7 +717,7 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_130(module: str) -> None
         [
             sys.executable,
             "-c",
-            interrupted_while_loading(_console_script_module()),
+            interrupted_while_loading(console_script_module("solrace-rules")),
             module,
             "solve",
             "-",

@@ -149,15 +149,6 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = STOP_TIMEOUT_S) -
         proc.wait(timeout)
 
 
-def ignore_late_signals() -> None:
-    """SIGINT and SIGTERM ignored from now on: for a run that a signal stopped and that
-    has cleaned up, so that another signal during the interpreter's exit — which puts
-    Python's handlers back to the default actions — does not change its status (a
-    second Ctrl-C 0.05 s after the first ended a core run with -2, not 130)."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
-
-
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(OSError):
         if os.getpgid(pid) == pid:
@@ -210,7 +201,6 @@ __all__ = [
     "STOP_TIMEOUT_S",
     "Children",
     "Stop",
-    "ignore_late_signals",
     "new_workers",
     "shielded",
     "sigterm_as_interrupt",

@@ -956,9 +956,10 @@ def _last_words(exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``solrace-server`` console script. Its module loads only the standard
-    library, so a Ctrl-C while the node's modules load (the first ~0.3 s) lands here:
-    one line and :data:`EXIT_INTERRUPTED`, no traceback."""
+    """The ``solrace-server`` command (its console script, :mod:`solrace.server_entry`,
+    loads this module under its own Ctrl-C handler). This module loads only the
+    standard library, so a Ctrl-C while the node's modules load (the first ~0.3 s)
+    lands here: one line and :data:`EXIT_INTERRUPTED`, no traceback."""
     degrade_gracefully()  # before a word is said, --help and the logs included
     try:
         return _main(argv)
