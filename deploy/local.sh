@@ -8,7 +8,7 @@
 #
 #   bash deploy/local.sh [--nodes N] [--cluster] [--venv DIR] [--keep-running]
 #
-#   --nodes N        nodes behind nginx (default 3, or $SOLRACE_LOCAL_NODES)
+#   --nodes N        nodes behind nginx, 1 to 32 (default 3, or $SOLRACE_LOCAL_NODES)
 #   --cluster        Redis Cluster (three masters, AOF, appendfsync always) instead of
 #                    one standalone Redis; the nodes get a redis+cluster:// URL
 #   --venv DIR       virtual environment with solrace installed (default: .venv)
@@ -16,7 +16,9 @@
 #                    solrace quick --server ws://127.0.0.1:LB_PORT)
 #
 # Needs redis-server and nginx; nginx is installed with apt-get when missing (as root,
-# or with sudo). Exit status: 0 the race ended and verified, 1 otherwise.
+# or with sudo). Exit status: 0 the race ended and verified, 1 otherwise, 2 a bad
+# argument (said in one line before anything starts), 130 interrupted (Ctrl-C), 143
+# terminated (SIGTERM) — everything it started stopped and removed first.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -24,17 +26,30 @@ nodes="${SOLRACE_LOCAL_NODES:-3}"
 venv="$repo/.venv"
 keep=0
 cluster=0
+#: Nodes at most: each is a Python process of some 60 MB, started one after another.
+max_nodes=32
+value_of() {  # value_of FLAG ARGS...: the flag's value, or one line and status 2
+    [ $# -ge 2 ] || { echo "local.sh: $1 needs a value (see --help)" >&2; exit 2; }
+    printf '%s' "$2"
+}
 while [ $# -gt 0 ]; do
     case "$1" in
-        --nodes) nodes="$2"; shift 2 ;;
+        --nodes) nodes="$(value_of "$@")" || exit 2; shift 2 ;;
         --cluster) cluster=1; shift ;;
-        --venv) venv="$2"; shift 2 ;;
+        --venv) venv="$(value_of "$@")" || exit 2; shift 2 ;;
         --keep-running) keep=1; shift ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;  # the comment above
         *) echo "local.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-case "$nodes" in ''|*[!0-9]*|0) echo "local.sh: --nodes must be a number >= 1" >&2; exit 2 ;; esac
+# digits only, a few of them (bash's arithmetic wraps past 2**63), then the range
+case "$nodes" in ''|*[!0-9]*) nodes_ok=0 ;; *) nodes_ok=1 ;; esac
+if [ "$nodes_ok" = 1 ] && [ "${#nodes}" -le 3 ] && (( 10#$nodes >= 1 && 10#$nodes <= max_nodes )); then
+    nodes=$(( 10#$nodes ))
+else
+    echo "local.sh: --nodes must be a whole number, 1 to $max_nodes, not '$nodes'" >&2
+    exit 2
+fi
 bin="$venv/bin"
 for tool in python solrace-server solrace; do
     [ -x "$bin/$tool" ] || { echo "local.sh: $bin/$tool missing (--venv DIR)" >&2; exit 2; }

@@ -93,6 +93,37 @@ def test_bad_arguments_are_refused_before_anything_starts() -> None:
     assert done.returncode == 2 and "missing" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--nodes"], "local.sh: --nodes needs a value (see --help)\n"),
+        (["--cluster", "--venv"], "local.sh: --venv needs a value (see --help)\n"),
+        (["--nodes", "00"], "local.sh: --nodes must be a whole number, 1 to 32, not '00'\n"),
+        (["--nodes", "-1"], "local.sh: --nodes must be a whole number, 1 to 32, not '-1'\n"),
+        (["--nodes", "33"], "local.sh: --nodes must be a whole number, 1 to 32, not '33'\n"),
+        (
+            ["--nodes", "99999999999999999999999"],
+            "local.sh: --nodes must be a whole number, 1 to 32, not '99999999999999999999999'\n",
+        ),
+    ],
+)
+def test_a_missing_or_unusable_value_is_one_line_and_status_2(args: list[str], says: str) -> None:
+    """A newcomer audit: ``--nodes`` or ``--venv`` typed last said ``$2: unbound
+    variable`` (bash's words, status 1); ``--nodes 00`` started no node at all behind
+    nginx, and ``--nodes 99999999999999999999999`` started Redis and went on starting
+    nodes until it was stopped."""
+    done = _run(*args)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", says)
+
+
+def test_help_names_every_exit_status() -> None:
+    """The help said ``0 the race ended and verified, 1 otherwise``: a bad argument is
+    2, and Ctrl-C and SIGTERM end it with 130 and 143 (its traps)."""
+    text = " ".join(_run("--help").stdout.split())
+    for said in ("2 a bad argument", "130 interrupted (Ctrl-C)", "143 terminated (SIGTERM)"):
+        assert said in text
+
+
 def test_the_template_has_the_placeholders_the_script_fills_and_listens_on_loopback() -> None:
     template = (DEPLOY / "nginx" / "local.conf.template").read_text()
     assert set(re.findall(r"@([A-Z_]+)@", template)) == {"WORK", "LB_PORT", "UPSTREAM"}
