@@ -15,7 +15,7 @@
 #            (redis+cluster://127.0.0.1:PORT,...)
 #   stop     SHUTDOWN NOSAVE every server started in DIR, then remove DIR
 #   url      print the solrace URL for these ports
-#   spare-ports  print N ports where nothing listens, nor on PORT+10000 (each node
+#   spare-ports  print N (1 to 100) ports where nothing listens, nor on PORT+10000 (each node
 #            also listens on its cluster bus port, PORT+10000); both stay below the
 #            kernel's ephemeral range, so an outgoing connection cannot hold either
 #   --conf FILE   a redis.conf to load first (e.g. deploy/redis.conf for AOF, always)
@@ -25,11 +25,32 @@
 #   SOLRACE_TEST_CLUSTER_URL=redis+cluster://127.0.0.1:7101 .venv/bin/python -m pytest tests/store
 #   bash deploy/redis-cluster.sh stop /tmp/solrace-cluster
 #
-# Needs redis-server and redis-cli (Redis >= 7). Exit status: 0 done, 1 failed, 2 usage.
+# A PORT is 1 to 55535 (its bus port, PORT+10000, is a port too), --replicas 0 to 5.
+# Needs redis-server and redis-cli (Redis >= 7). Exit status: 0 done, 1 failed, 2 usage
+# (a bad argument: one line, before anything starts).
 set -euo pipefail
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; }  # the comment above
 die() { echo "redis-cluster.sh: $*" >&2; exit 1; }
+bad() { echo "redis-cluster.sh: $*" >&2; exit 2; }  # a bad argument: usage, status 2
+
+#: Ports at most: each node's cluster bus listens on PORT+10000, a port too.
+MAX_PORT=55535
+
+whole_in() {  # whole_in LOW HIGH TEXT: 0 when TEXT is a whole number LOW to HIGH
+    case "$3" in ''|*[!0-9]*) return 1 ;; esac
+    [ "${#3}" -le 5 ] && (( 10#$3 >= $1 && 10#$3 <= $2 ))  # bash's arithmetic wraps past 2**63
+}
+
+check_port() {  # check_port TEXT: a port a node (and its bus) can listen on, else status 2
+    whole_in 1 "$MAX_PORT" "$1" \
+        || bad "not a port: '$1' (1 to $MAX_PORT: its cluster bus port, PORT+10000, is a port too)"
+}
+
+value_of() {  # value_of FLAG ARGS...: the flag's value, else one line and status 2
+    [ $# -ge 2 ] || bad "$1 needs a value"
+    printf '%s' "$2"
+}
 
 url_of() {  # url_of PORT...: the solrace URL naming every given node
     local out="" port
@@ -65,10 +86,16 @@ start() {
     local replicas=0 conf="" ports=() port
     while [ $# -gt 0 ]; do
         case "$1" in
-            --replicas) replicas="$2"; shift 2 ;;
-            --conf) conf="$2"; shift 2 ;;
-            *[!0-9]*|'') echo "redis-cluster.sh: not a port: $1" >&2; exit 2 ;;
-            *) ports+=("$1"); shift ;;
+            --replicas)
+                replicas="$(value_of "$@")" || exit 2
+                whole_in 0 5 "$replicas" \
+                    || bad "--replicas must be a whole number, 0 to 5, not '$replicas'"
+                replicas=$(( 10#$replicas )); shift 2 ;;
+            --conf)
+                conf="$(value_of "$@")" || exit 2
+                [ -f "$conf" ] && [ -r "$conf" ] || bad "--conf: cannot read $conf"
+                shift 2 ;;
+            *) check_port "$1"; ports+=("$(( 10#$1 ))"); shift ;;
         esac
     done
     [ "${#ports[@]}" -ge $(( 3 * (replicas + 1) )) ] \
@@ -144,8 +171,14 @@ command="$1"; shift
 case "$command" in
     start) [ $# -ge 2 ] || { usage >&2; exit 2; }; start "$@" ;;
     stop) [ $# -eq 1 ] || { usage >&2; exit 2; }; stop "$1" ;;
-    url) [ $# -ge 1 ] || { usage >&2; exit 2; }; url_of "$@" ;;
-    spare-ports) [ $# -eq 1 ] || { usage >&2; exit 2; }; spare_ports "$1" ;;
+    url)
+        [ $# -ge 1 ] || { usage >&2; exit 2; }
+        for port in "$@"; do check_port "$port"; done
+        url_of "$@" ;;
+    spare-ports)
+        [ $# -eq 1 ] || { usage >&2; exit 2; }
+        whole_in 1 100 "$1" || bad "spare-ports: N must be a whole number, 1 to 100, not '$1'"
+        spare_ports "$(( 10#$1 ))" ;;
     -h|--help) usage ;;
     *) echo "redis-cluster.sh: unknown command: $command (start, stop, url, spare-ports)" >&2; exit 2 ;;
 esac

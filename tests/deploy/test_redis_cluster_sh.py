@@ -8,6 +8,7 @@ import asyncio
 import subprocess
 from pathlib import Path
 
+import pytest
 from solrace.store import Store
 
 from tests.deploy.conftest import DEPLOY
@@ -64,6 +65,49 @@ def test_usage_and_url() -> None:
     )
     usage = _run("--help").stdout
     assert "start DIR PORT" in usage and "set -euo" not in usage
+
+
+_NOT_A_PORT = "1 to 55535: its cluster bus port, PORT+10000, is a port too"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["spare-ports", "abc"], "spare-ports: N must be a whole number, 1 to 100, not 'abc'"),
+        (["spare-ports", "0"], "spare-ports: N must be a whole number, 1 to 100, not '0'"),
+        (["spare-ports", "-1"], "spare-ports: N must be a whole number, 1 to 100, not '-1'"),
+        (
+            ["spare-ports", "99999999999999999999"],
+            "spare-ports: N must be a whole number, 1 to 100, not '99999999999999999999'",
+        ),
+        (["start", "DIR", "70000", "7201", "7202"], f"not a port: '70000' ({_NOT_A_PORT})"),
+        (["start", "DIR", "0", "7201", "7202"], f"not a port: '0' ({_NOT_A_PORT})"),
+        (["start", "DIR", "7201", "7202", "--replicas"], "--replicas needs a value"),
+        (
+            ["start", "DIR", "--replicas", "x", "7201", "7202"],
+            "--replicas must be a whole number, 0 to 5, not 'x'",
+        ),
+        (["start", "DIR", "7201", "7202", "--conf"], "--conf needs a value"),
+        (
+            ["start", "DIR", "--conf", "/nonexistent.conf", "7201", "7202"],
+            "--conf: cannot read /nonexistent.conf",
+        ),
+        (["url", "7101", "abc"], f"not a port: 'abc' ({_NOT_A_PORT})"),
+    ],
+)
+def test_a_bad_argument_is_one_line_and_status_2_before_anything_starts(
+    args: list[str], says: str, tmp_path: Path
+) -> None:
+    """A newcomer audit: ``spare-ports abc`` said bash's ``[: abc: integer expression
+    expected`` twice, then "no abc spare ports found", status 1 (``-1`` printed a port,
+    status 0); ``start DIR 99999 …`` made DIR/99999 and printed redis-server's
+    three-line refusal, status 1; ``--replicas`` or ``--conf`` typed last said
+    ``$2: unbound variable``, status 1; a ``--conf`` that is not there reached
+    redis-server; ``url 7101 abc`` printed ``127.0.0.1:abc``."""
+    where = tmp_path / "cluster"
+    done = _run(*[str(where) if a == "DIR" else a for a in args])
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"redis-cluster.sh: {says}\n")
+    assert not where.exists()
 
 
 def test_spare_ports_and_their_bus_ports_stay_below_the_ephemeral_range() -> None:
