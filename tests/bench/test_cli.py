@@ -376,6 +376,30 @@ def test_ctrl_c_while_python_m_loads_the_command_is_one_line_and_130(module: str
     assert (done.returncode, done.stdout, done.stderr) == (130, "", f"{PROG}: interrupted\n")
 
 
+@pytest.mark.parametrize(
+    ("stdout", "says"),
+    [("full", "No space left on device"), ("closed", "standard output is closed")],
+)
+def test_an_output_it_cannot_write_is_one_line_and_status_1(stdout: str, says: str) -> None:
+    """A newcomer audit: ``python -m solrace.bench rules > /dev/full`` ran, then printed
+    an OSError traceback (status 1); with standard output closed (``>&-``) it ran and
+    exited 0, its JSON lost without a word. Closed, it is said before the run."""
+    argv = [sys.executable, "-m", "solrace.bench", "rules", "--seconds", "0.01", "--json"]
+    if stdout == "full":
+        if not os.path.exists("/dev/full"):
+            pytest.fail("this test needs Linux's /dev/full")
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    else:  # the child starts with descriptor 1 closed, as a shell's >&- leaves it
+        done = subprocess.run(
+            ["sh", "-c", 'exec "$@" >&-', "sh", *argv],
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert (done.returncode, done.stderr) == (1, f"{PROG}: cannot write the output: {says}\n")
+
+
 def test_a_reader_that_went_away_ends_it_quietly_with_141() -> None:
     """A newcomer's ``python -m solrace.bench rules --json | head -c 600`` (the README's
     command, looked at) ended in a BrokenPipeError traceback once head had its bytes;

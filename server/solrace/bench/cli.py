@@ -10,7 +10,9 @@ standalone Redis, TLS for a plain-text one), a ``--log`` that cannot be opened, 
 unknown preset, a loop not installed; 130 interrupted (Ctrl-C), 143 terminated
 (SIGTERM), each once the run has stopped what it started and deleted its keys
 (bench/stopping.py, bench/runkeys.py: a line says so if the keys could not be, and
-names their prefix); 141, quietly, when the reader of its output went away (``| head``).
+names their prefix); 141, quietly, when the reader of its output went away (``| head``);
+1 too, in one line, when its JSON cannot be written (a full disk; standard output
+closed, said before the run).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from typing import Any, Final
 
 from solrace.argtypes import (
     EXIT_USAGE,
+    OUTPUT_ERRNOS,
     OneLineParser,
+    output_unusable,
     reader_gone,
     real,
     whole,
@@ -85,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Run one benchmark and print its JSON object. Exit status: 0 done, "
         "1 it could not run to the end (Redis does not answer or failed, or the run "
-        "could not go on: a child or the rooms did not start), 2 a bad argument, "
+        "could not go on: a child or the rooms did not start) or its JSON cannot be "
+        "written (a full disk, standard output closed), 2 a bad argument, "
         "130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the run's processes stopped "
         "and its keys deleted first; 141 the reader of its output went away (| head). "
         "solver: with no sizes given, a quick look at every measure at the server's node "
@@ -406,6 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parser = build_parser()
                 args = parser.parse_args(argv)
                 _check(parser, args)
+                if sys.stdout is None:  # started with it closed (>&-): the JSON would be lost
+                    return output_unusable(PROG, "standard output is closed", EXIT_FAILED)
                 result = _run(parser, args, keys)
             except _Failed as exc:
                 status, said = exc.status, str(exc)
@@ -423,6 +430,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(result) if args.json else json.dumps(result, indent=2), flush=True)
         except BrokenPipeError:  # `| head`: quietly, 141, as every command (a traceback)
             status = reader_gone()
+        except OSError as exc:  # a full disk (> /dev/full): one line (a traceback)
+            if exc.errno not in OUTPUT_ERRNOS:
+                raise
+            status = output_unusable(PROG, exc.strerror or str(exc), EXIT_FAILED)
     if said:
         print(f"{PROG}: {said}", file=sys.stderr)
     return status
