@@ -43,3 +43,34 @@ def test_screenshot_png_without_cairosvg_fails_before_the_race(
     )
     assert not svg.exists() and not png.exists()
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("size", "says"),
+    [
+        ("99999999x99999999", "at most 500x200, got 99999999x99999999"),
+        ("501x24", "at most 500x200, got 501x24"),
+        ("80x201", "at most 500x200, got 80x201"),
+        ("10x5", "at least 40x12, got 10x5"),
+    ],
+)
+def test_screenshot_size_out_of_range_is_refused_before_the_race(
+    size: str,
+    says: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A newcomer audit: ``screenshot.py OUT.svg --size 99999999x99999999`` was taken and
+    ran for as long as it was let (60 s here: an app laid out on a screen of 10**16
+    cells); a size is now 40x12 to 500x200, said before anything runs."""
+    screenshot = _tool("screenshot")
+
+    async def shoot(*args: object) -> None:
+        raise AssertionError("the screenshot ran at a size it should have refused")
+
+    monkeypatch.setattr(screenshot, "shoot", shoot)
+    with pytest.raises(SystemExit) as stopped:
+        screenshot.main([str(tmp_path / "shot.svg"), "--size", size])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: argument --size: {says}\n")

@@ -158,12 +158,16 @@ def to_png(cairosvg: Any, svg: Path, png: Path) -> None:
 
 
 def _size(text: str) -> tuple[int, int]:
-    """An argparse type: ``COLSxROWS``, as large as the UI's smallest screen or more."""
+    """An argparse type: ``COLSxROWS``, as large as the UI's smallest screen or more,
+    and no larger than a screen is (``99999999x99999999`` was taken, and the app laid
+    out on it ran for as long as it was let)."""
     cols, sep, rows = text.lower().partition("x")
     if not (sep and cols.isdigit() and rows.isdigit()):
         raise argparse.ArgumentTypeError(f"not COLSxROWS: {text!r} (e.g. 80x24)")
     if int(cols) < 40 or int(rows) < 12:
         raise argparse.ArgumentTypeError(f"at least 40x12, got {text}")
+    if int(cols) > 500 or int(rows) > 200:
+        raise argparse.ArgumentTypeError(f"at most 500x200, got {text}")
     return int(cols), int(rows)
 
 
@@ -179,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("svg", type=_writable, help="where to write the SVG screenshot")
     parser.add_argument("--png", type=_writable, help="also write a PNG (needs cairosvg)")
-    parser.add_argument("--size", type=_size, default="80x24", help="terminal size, COLSxROWS")
+    parser.add_argument(
+        "--size", type=_size, default="80x24", help="terminal size, COLSxROWS: 40x12 to 500x200"
+    )
     args = parser.parse_args(argv)
     cairosvg = _cairosvg() if args.png else None
     try:
