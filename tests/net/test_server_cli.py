@@ -34,7 +34,7 @@ from solrace.rooms import solver_workers
 from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
 
-from tests.support.interrupt import console_script_module, interrupted_while_loading
+from tests.support.interrupt import console_script_interrupted, interrupted_while_loading
 from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix, new_prefix
 from tests.support.server_process import SERVER_SCRIPT, solrace_server
 
@@ -740,19 +740,7 @@ def test_ctrl_c_while_the_console_script_loads_is_one_line_and_130(
     solrace.net.main, and with it the standard library it needs (socket, logging,
     urllib…), before main's handler was in place; its entry point now loads the
     command-line helpers only, as solrace-rules' and solrace's do."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            interrupted_while_loading(console_script_module("solrace-server")),
-            module,
-            "--data-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    done = console_script_interrupted("solrace-server", module, "--data-dir", str(tmp_path))
     assert (done.returncode, done.stderr) == (130, "solrace-server: interrupted\n")
 
 

@@ -31,7 +31,7 @@ from solrace.rules import (
 from solrace.rules.cli import MAX_PERFT_DEPTH, MAX_POSITION_CHARS, build_parser, main
 
 from tests.rules.test_support import position
-from tests.support.interrupt import console_script_module, interrupted_while_loading
+from tests.support.interrupt import console_script_interrupted
 from tests.support.terminal import signals_as_a_shell_gives
 
 CLI = [sys.executable, "-m", "solrace.rules.cli"]
@@ -713,19 +713,7 @@ def test_help_and_version_on_a_full_disk_fail_like_any_output(argv: list[str]) -
 def test_ctrl_c_while_the_command_loads_is_one_line_and_130(module: str) -> None:
     """Ctrl-C in the first ~0.05 s of ``solrace-rules solve …`` (while the engine's
     modules load, before main's handler) printed a KeyboardInterrupt traceback."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            interrupted_while_loading(console_script_module("solrace-rules")),
-            module,
-            "solve",
-            "-",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    done = console_script_interrupted("solrace-rules", module, "solve", "-")
     assert (done.returncode, done.stderr) == (130, "solrace-rules: interrupted\n")
 
 

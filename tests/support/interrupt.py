@@ -3,6 +3,8 @@ must then say one line and exit 130, not print a traceback."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from importlib.metadata import entry_points
 
@@ -50,8 +52,23 @@ def interrupted_while_running(package: str) -> str:
     )
 
 
-def console_script_module(name: str) -> str:
+def _console_script_module(name: str) -> str:
     """The module the installed console script ``name`` imports ``main`` from: what
     it loads before ``main`` runs is outside main's Ctrl-C handling."""
     (script,) = entry_points(group="console_scripts", name=name)
     return script.module
+
+
+def console_script_interrupted(
+    name: str, module: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """The installed console script ``name`` run with ``args`` (its ``main``, from the
+    module the script imports it from), SIGINT sent from inside the import of
+    ``module``."""
+    script = interrupted_while_loading(_console_script_module(name))
+    return subprocess.run(
+        [sys.executable, "-c", script, module, *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
