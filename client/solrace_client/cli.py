@@ -37,6 +37,7 @@ from solrace.argtypes import (
     reader_gone,
     real,
     usage_line,
+    utf8,
     whole,
 )
 from solrace.protocol import limits
@@ -157,7 +158,10 @@ def _name(args: argparse.Namespace) -> str:
 
 def _racer_name(text: str) -> str:
     """An argparse type: the name as the server would keep it, or the server's own
-    reason for refusing it — checked here so a refused name is never remembered."""
+    reason for refusing it — checked here so a refused name is never remembered. Bytes
+    of another locale are said as typed (:func:`utf8`): Python reads them as lone
+    surrogates, which the server's check called "the character U+DCFF"."""
+    utf8(text)
     try:
         return display_name(text)
     except ValueError as err:
@@ -182,7 +186,9 @@ _seconds_at_least_0 = real(0, unit=" seconds")
 
 def _code(text: str) -> str:
     """A typed room code as the server reads it; refused with its bounds (MAX_CODE_LEN):
-    "letters and digits" alone was said of 17 letters too, true of them and not why."""
+    "letters and digits" alone was said of 17 letters too, true of them and not why.
+    Bytes of another locale are said as typed (:func:`utf8`)."""
+    utf8(text)
     try:
         return room_code(text)  # the server's own reading of a typed code
     except ValueError:

@@ -639,6 +639,35 @@ def test_a_name_the_server_would_refuse_is_refused_here_and_never_remembered(
     assert ui.calls[-1][1][2] == "Ann Lee" == config.default_name()
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (
+            ["quick", "--name", "Ann\udcff"],
+            "solrace quick: argument --name: not UTF-8 text: 'Ann\\xff'",
+        ),
+        (
+            ["bot", "--quick", "--name", "\udcff"],
+            "solrace bot: argument --name: not UTF-8 text: '\\xff'",
+        ),
+        (["join", "K7\udcff"], "solrace join: argument code: not UTF-8 text: 'K7\\xff'"),
+        (["watch", "\udcff"], "solrace watch: argument code: not UTF-8 text: '\\xff'"),
+    ],
+)
+def test_a_name_or_code_that_is_not_utf8_is_said_so(
+    argv: list[str], says: str, ui: FakeUI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer audit: ``--name $'\\xff'`` (a byte of another locale, which Python
+    reads as the lone surrogate U+DCFF) was refused as "'\\udcff': must not contain the
+    character U+DCFF" — a character nobody typed —, a code as "'\\udcff' is not a room
+    code". Said as every other command says such a value: its bytes, as typed."""
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--server", "ws://h:1"])
+    assert exited.value.code == 2
+    assert _one_line(capsys.readouterr().err) == f"{says} (see solrace {argv[0]} --help)"
+    assert ui.calls == []
+
+
 async def test_several_servers_are_tried_in_turn_and_an_empty_one_is_refused(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
