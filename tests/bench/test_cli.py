@@ -400,6 +400,27 @@ def test_an_output_it_cannot_write_is_one_line_and_status_1(stdout: str, says: s
     assert (done.returncode, done.stderr) == (1, f"{PROG}: cannot write the output: {says}\n")
 
 
+def test_a_log_it_cannot_write_is_one_line_and_status_1() -> None:
+    """A newcomer audit: ``solver --log /dev/full`` (a disk that fills during a study)
+    opened the log, then ended in an OSError traceback at its first line, status 1."""
+    if not os.path.exists("/dev/full"):
+        pytest.fail("this test needs Linux's /dev/full")
+    sizes = ["--variant", "yukon", "--deals", "1", "--budget", "100", "--certify", "0"]
+    sizes += ["--certify-node", "0", "--workers", "1"]
+    done = subprocess.run(
+        [sys.executable, "-m", "solrace.bench", "solver", *sizes, "--log", "/dev/full"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1,
+        "",
+        f"{PROG}: the run could not go on: --log: cannot write to /dev/full: "
+        "No space left on device\n",
+    )
+
+
 def test_a_reader_that_went_away_ends_it_quietly_with_141() -> None:
     """A newcomer's ``python -m solrace.bench rules --json | head -c 600`` (the README's
     command, looked at) ended in a BrokenPipeError traceback once head had its bytes;

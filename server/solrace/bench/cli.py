@@ -2,7 +2,8 @@
 
 Exit status: 0 the benchmark ran (its JSON on standard output); 1 it could not run to
 the end (Redis does not answer, or failed during the run, or the run could not go on: a
-child or the rooms did not start, bench/failed.py), said in one line; 2 a bad argument,
+child or the rooms did not start, the solver's ``--log`` could not be written to,
+bench/failed.py), said in one line; 2 a bad argument,
 said in one line before anything runs — a number out of its range (not finite,
 negative, zero where one is needed, a size past its bound: bench/limits.py), a
 malformed Redis URL or one Redis refuses or answers otherwise (a cluster URL for a
@@ -18,6 +19,7 @@ closed, said before the run).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -301,6 +303,36 @@ class _Keys:
     prefix: str = ""
 
 
+class _LogFile:
+    """The solver's ``--log``, appended to. A write that fails — a disk that fills
+    during a long study — stops the run as one that cannot go on (one line, status 1);
+    it was an OSError traceback. Every line is flushed as it is written, so closing has
+    nothing left to write but what a failed write left behind."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115  (closed by close())
+
+    def _failed(self, exc: OSError) -> RunFailed:
+        return RunFailed(f"--log: cannot write to {self.path}: {exc.strerror or exc}")
+
+    def write(self, text: str) -> int:
+        try:
+            return self._file.write(text)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._file.flush()
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # what a failed write left, said already
+            self._file.close()
+
+
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, keys: _Keys) -> dict[str, Any]:
     import asyncio
 
@@ -318,7 +350,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, keys: _Keys)
             from .solver import run as run_solver
 
             try:
-                log = open(args.log, "a", encoding="utf-8") if args.log else None  # noqa: SIM115
+                log = _LogFile(args.log) if args.log else None
             except OSError as exc:
                 parser.error(f"--log: cannot open {args.log}: {exc.strerror or exc}")
             try:
