@@ -12,7 +12,9 @@
 #   start    start one redis-server per PORT (at least 3 masters, plus R replicas per
 #            master when --replicas R: then give 3 * (R + 1) ports), create the cluster,
 #            wait for cluster_state:ok, print its solrace URL on the last line
-#            (redis+cluster://127.0.0.1:PORT,...)
+#            (redis+cluster://127.0.0.1:PORT,...); interrupted (Ctrl-C: 130, SIGTERM:
+#            143) or failed before that, it stops the servers it started and removes
+#            what it made
 #   stop     SHUTDOWN NOSAVE every server started in DIR, then remove DIR
 #   url      print the solrace URL for these ports
 #   spare-ports  print N (1 to 100) ports where nothing listens, nor on PORT+10000 (each node
@@ -104,9 +106,18 @@ start() {
     for port in "${ports[@]}"; do
         ! answers "$port" || die "something already answers on 127.0.0.1:$port"
     done
+    # Until the cluster is up, Ctrl-C, SIGTERM or a failure stops what this start began
+    # (the servers are daemons: they outlived the script, DIR with them, and the next
+    # start on those ports found "something already answers").
+    started_dir="$dir"
+    [ -d "$dir" ] && dir_was_there=1 || dir_was_there=0
+    trap 'undo_start; echo "redis-cluster.sh: interrupted: the servers it started are stopped" >&2; exit 130' INT
+    trap 'undo_start; echo "redis-cluster.sh: terminated: the servers it started are stopped" >&2; exit 143' TERM
+    trap 'status=$?; [ "$status" -eq 0 ] || undo_start; exit "$status"' EXIT
     mkdir -p "$dir"
     for port in "${ports[@]}"; do
         mkdir -p "$dir/$port"
+        launched+=("$port")
         # shellcheck disable=SC2086  # $conf is empty or one file name
         redis-server ${conf:+"$conf"} --port "$port" --bind 127.0.0.1 --dir "$dir/$port" \
             --cluster-enabled yes --cluster-config-file nodes.conf \
@@ -145,7 +156,28 @@ start() {
         done
         [ "$up" -ge "$want" ] || die "only $up of $want replicas are in sync"
     fi
+    trap - INT TERM EXIT
     url_of "${ports[@]}"
+}
+
+launched=()      # the ports whose redis-server this start has launched
+started_dir=""
+dir_was_there=0
+undo_start() {  # stop the servers this start launched, remove what it made
+    trap '' INT TERM  # a second Ctrl-C must not cut this short
+    local port pid
+    for port in "${launched[@]}"; do
+        # a daemon may not have written its pid file yet: it answers on its port
+        for _ in $(seq 20); do [ -f "$started_dir/$port/redis.pid" ] && break; sleep 0.05; done
+        pid="$(cat "$started_dir/$port/redis.pid" 2>/dev/null || true)"
+        if [ -n "$pid" ]; then
+            kill -KILL "$pid" 2>/dev/null || true
+            for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        fi
+        rm -rf "${started_dir:?}/$port"
+    done
+    rm -f "$started_dir/create.log"
+    [ "$dir_was_there" = 1 ] || rmdir "$started_dir" 2>/dev/null || true
 }
 
 stop() {

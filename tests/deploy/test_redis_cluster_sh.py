@@ -5,7 +5,10 @@ accepts, and nothing left behind — no process, no file — after ``stop``."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -120,3 +123,35 @@ def test_spare_ports_and_their_bus_ports_stay_below_the_ephemeral_range() -> Non
         assert len(set(ports)) == 6
         assert all(p > 1024 and p + 10000 < low for p in ports)
         assert not {p + 10000 for p in ports} & set(ports)
+
+
+def test_ctrl_c_during_start_stops_what_it_started(tmp_path: Path) -> None:
+    """A newcomer audit: Ctrl-C while ``start`` waited for the cluster (some 4 s here)
+    ended it by the signal without a word and left the servers it had started running,
+    daemonized, and DIR behind; the next ``start`` on those ports said "something already
+    answers". Now it stops them, removes what it made and says so: one line, 130."""
+    ports = _run("spare-ports", "3").stdout.split()
+    where = tmp_path / "cluster"
+    start = subprocess.Popen(
+        ["bash", str(SCRIPT), "start", str(where), *ports],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,  # a shell's foreground job: Ctrl-C signals the whole group
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (where / ports[0] / "redis.pid").exists():  # the first server is up
+            assert time.monotonic() < deadline and start.poll() is None, start.stderr
+            time.sleep(0.005)
+        os.killpg(start.pid, signal.SIGINT)
+        out, err = start.communicate(timeout=30)
+        left = ([port for port in ports if answers(int(port))], where.exists())
+    finally:
+        _run("stop", str(where))  # whatever the script left, in the test that fails
+    assert (start.returncode, out, err) == (
+        130,
+        "",
+        "redis-cluster.sh: interrupted: the servers it started are stopped\n",
+    )
+    assert left == ([], False)  # no server answers, DIR is gone
