@@ -155,3 +155,18 @@ def test_ctrl_c_during_start_stops_what_it_started(tmp_path: Path) -> None:
         "redis-cluster.sh: interrupted: the servers it started are stopped\n",
     )
     assert left == ([], False)  # no server answers, DIR is gone
+
+
+def test_a_start_that_fails_stops_what_it_started(tmp_path: Path) -> None:
+    """The same clean-up as Ctrl-C's on a failure (status 1): here the third server's
+    directory cannot be made (a file has its name), after two servers started. A DIR
+    that was there before is kept, with what it held."""
+    ports = _run("spare-ports", "3").stdout.split()
+    where = tmp_path / "cluster"
+    where.mkdir()
+    (where / ports[2]).write_text("in the way\n")
+    done = _run("start", str(where), *ports)
+    left = ([port for port in ports if answers(int(port))], sorted(where.iterdir()))
+    _run("stop", str(where))  # whatever the script left, in the test that fails
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert left == ([], [where / ports[2]])
