@@ -935,6 +935,40 @@ async def test_a_result_request_that_takes_up_a_round_raced_again_ends_it_first(
     await close_all(asker, back)
 
 
+async def test_a_result_whose_round_redis_will_not_end_is_refused_not_sent(
+    cluster: Cluster,
+) -> None:
+    """As above, but Redis fails the ending tick's writes (the note that the race
+    awaits its archive): the round is closed to moves, not over, and its racers have
+    seen no race_over. The request is refused ``unavailable`` and the seed stays in:
+    before, the ticks' failures (each swallowed, retried later) left the loop, and the
+    reply carried the seed of a race still under way. Asked again once Redis takes the
+    writes, the race ends first and the result goes."""
+    one, back, revealed = await _revealed_then_forgotten(cluster, keep_archive=True)
+    room_id = back.room or ""
+    faults = StoreFaults(one.node.store)
+    failing = True
+
+    async def refuse(call: Callable[[], Awaitable[Any]]) -> Any:
+        if failing:
+            faults.on_call("mark_unarchived", refuse)
+            raise StoreUnavailable("mark_unarchived: Redis is down (injected)")
+        return await call()
+
+    faults.on_call("mark_unarchived", refuse)
+    asker = await RaceClient.connect(one.url)
+    race = race_id(room_id, revealed.d["commitment"])
+    with pytest.raises(ServerError, match="unavailable"):
+        await asker.fetch_result(race)
+    assert not [e for e in asker.received if e.t == "archived"], asker.received
+    assert one.node.rooms[room_id].state.phase == "racing"
+    failing = False
+    fetched = await asker.fetch_result(race)
+    assert fetched["result"]["seed"] == revealed.d["seed"]
+    assert one.node.rooms[room_id].state.phase == "finished"
+    await close_all(asker, back)
+
+
 async def test_an_archived_result_of_a_round_raced_again_ends_it_before_it_is_sent(
     cluster: Cluster,
 ) -> None:

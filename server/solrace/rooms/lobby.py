@@ -761,13 +761,19 @@ async def prove_archived(node: Node, peer: Peer, record: Mapping[str, Any]) -> N
     the countdown) the seed of a race under way: an audit's racer, its client sending
     no proof, fetched it after the rewind and won the deal's winning line, 528 moves.
 
-    One read when the store knows the round is over (``over``, Store.round_over): the
-    usual case. Otherwise the room is taken up (its keys expired: nothing goes on, and
-    the result is sent; taking it up under way looks for its archive itself,
-    Node._archived_already). Raises StoreUnavailable (the request is refused, nothing
-    sent) when Redis fails a read or the proof's write."""
+    One read when the store knows a later round is over (``over``, Store.round_over).
+    Otherwise the room is taken up, or synced if held here (its keys expired: nothing
+    goes on, and the result is sent; taking it up under way looks for its archive
+    itself, Node._archived_already). Raises StoreUnavailable (the request is refused, nothing
+    sent) when Redis fails a read or the proof's write, or the race has not ended
+    after its ticks (Redis failed their writes: they retry on the room's timer)."""
     room_id, round_no = str(record["room"]), record.get("round")
-    if isinstance(round_no, int) and await node.store.round_over(room_id) >= round_no:
+    # A later round over: this one ended. Its own number in ``over`` is not enough: a
+    # proof (Store.reveal_round) sets it too, when the round is closed to moves but
+    # its race_over is still to come (a tick Redis failed retries on the room's
+    # timer); read as over, a retry of a refused request, or any request on another
+    # node, sent the seed of the race under way.
+    if isinstance(round_no, int) and await node.store.round_over(room_id) > round_no:
         return
     try:
         room = await node.room(room_id)
@@ -785,8 +791,13 @@ async def prove_archived(node: Node, peer: Peer, record: Mapping[str, Any]) -> N
     # or the room's take-up (Node._archived_already) found the round revealed.
     for _ in range(_ENDING_TICKS):
         if not room.seed_revealed():
-            break
+            return
         await node.tick(room)
+    if room.seed_revealed():
+        # A tick swallows the store's failure (it retries on its timer): the round is
+        # closed to moves but not over, and its racers saw no race_over. Sent now,
+        # the seed went out with the race under way; refused, the client asks again.
+        raise StoreUnavailable("the race a result reveals has not ended yet")
 
 
 async def _missed(node: Node, peer: Peer, room: LiveRoom, since: int | None) -> list[bytes]:
