@@ -4,7 +4,9 @@ the spaces around it, and a blank one as unset.
 Written in a unit file or a shell (``SOLRACE_HOST=" 0.0.0.0"``, ``export
 SOLRACE_LOG_LEVEL="debug "``), a value with a space around it was refused by
 ``solrace-server`` while the client trimmed the server URL's variable: the same
-mistake, two outcomes. No setting's value begins or ends with a space that means anything."""
+mistake, two outcomes. No setting's value begins or ends with a space that means
+anything, but the key prefix's, which names keys: solrace-server reads that one as
+written, and refuses it with a space at either end (solrace.net.main.Setting.trim)."""
 
 from __future__ import annotations
 

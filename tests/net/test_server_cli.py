@@ -145,7 +145,6 @@ _SPACED = {
     "SOLRACE_PORT": "8766",
     "SOLRACE_LOG_LEVEL": "debug",
     "SOLRACE_LOG_FORMAT": "json",
-    "SOLRACE_KEY_PREFIX": "solrace-b:",
     "SOLRACE_RATE_PER_S": "10",
     "SOLRACE_RATE_BURST": "20",
     "SOLRACE_MAX_CONNECTIONS": "100",
@@ -167,13 +166,38 @@ def test_every_variable_is_read_without_the_spaces_around_it(tmp_path: Path) -> 
     variable is read trimmed (solrace.environ), each as its value unspaced is, and a
     blank one is unset (its default), as an empty one was."""
     values = {**_SPACED, "SOLRACE_DATA_DIR": str(tmp_path), "SOLRACE_REDIS_URL": REDIS_URL}
-    assert {s.variable for s in server_main.settings()} == set(values)
+    # All but the key prefix, which names keys: refused, not trimmed (below).
+    assert {s.variable for s in server_main.settings()} == {*values, "SOLRACE_KEY_PREFIX"}
     parse = server_main.build_parser().parse_args
     spaced = server_main.resolve(parse([]), {k: f" {v}\t " for k, v in values.items()})
     assert spaced == server_main.resolve(parse([]), values)
     assert (spaced.host, spaced.log_level, spaced.port) == ("127.0.0.1", "debug", 8766)
     blank = server_main.resolve(parse([]), {k: " " for k in values})
     assert blank == server_main.resolve(parse([]), {})
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "says"),
+    [
+        ([], {"SOLRACE_KEY_PREFIX": "solrace: "}, "$SOLRACE_KEY_PREFIX: "),
+        ([], {"SOLRACE_KEY_PREFIX": " "}, "$SOLRACE_KEY_PREFIX: "),
+        (["--key-prefix", " app:"], {}, "--key-prefix: "),
+    ],
+)
+def test_a_key_prefix_with_a_space_around_it_is_refused_not_trimmed(
+    args: list[str], env: dict[str, str], says: str
+) -> None:
+    """A key prefix names the node's keys, a space among them: ``solrace: `` was a
+    prefix of its own, the flag's as the variable's. Trimmed as the other variables
+    are, a node upgraded with ``SOLRACE_KEY_PREFIX="solrace: "`` served other keys
+    than its release before, and than a node given it by ``--key-prefix``: every
+    room, seat and result out of its sight, without a word. Refused, both ways, with
+    the fix (status 2, before anything starts)."""
+    parse = server_main.build_parser().parse_args
+    with pytest.raises(server_main.UsageError) as refused:
+        server_main.resolve(parse(args), env)
+    assert str(refused.value).startswith(says), refused.value
+    assert "must not begin or end with a space" in str(refused.value), refused.value
 
 
 async def test_a_server_started_with_spaced_variables_serves() -> None:

@@ -349,6 +349,13 @@ def _key_prefix(text: str) -> str:
             "must not be empty: solrace's keys would mix with every other key of the "
             "database (the default is solrace:)"
         )
+    if text != text.strip():
+        # Its variable is not trimmed (Setting.trim): trimmed, ``solrace: `` named
+        # other keys than the release before read, and than the flag's, silently.
+        raise ValueError(
+            f"must not begin or end with a space: {text!r} (a key prefix names keys: "
+            "write it without)"
+        )
     if "{" in text or "}" in text:
         raise ValueError(f"must not contain braces (they are Redis Cluster's hash tag): {text!r}")
     return text
@@ -372,6 +379,10 @@ class Setting:
     default: str | None
     check: Callable[[str], Any]
     help: str
+    #: Its variable read without the spaces around it, a blank one unset
+    #: (solrace.environ.variable); else as written, only an empty one unset: the key
+    #: prefix, where a space is part of the keys' names.
+    trim: bool = True
 
     @property
     def dest(self) -> str:
@@ -380,11 +391,13 @@ class Setting:
     def value(self, given: str | None, environ: Mapping[str, str]) -> Any:
         """The setting from its flag's value ``given``, else its variable in
         ``environ`` (trimmed, :func:`solrace.environ.variable`: a blank one is not
-        set), else its default; checked. Raises
+        set; an empty one only, untrimmed, if not :attr:`trim`), else its default;
+        checked. Raises
         UsageError naming the flag or the variable that is wrong. The benchmarks read
         ``--loop`` with it too (:data:`LOOP`): the same words for the same mistake."""
         source = self.flag
-        if given is None and (found := variable(self.variable, environ)) is not None:
+        found = variable(self.variable, environ) if self.trim else environ.get(self.variable)
+        if given is None and found:
             given, source = found, f"${self.variable}"
         if given is None:
             given, source = self.default, "default"
@@ -465,7 +478,8 @@ def settings() -> tuple[Setting, ...]:
             "SOLRACE_KEY_PREFIX",
             "solrace:",
             _key_prefix,
-            "prefix of every Redis key (not empty, no braces)",
+            "prefix of every Redis key (not empty, no braces, no space around it)",
+            trim=False,
         ),
         Setting(
             "--rate-per-s",
