@@ -969,6 +969,37 @@ async def test_a_result_whose_round_redis_will_not_end_is_refused_not_sent(
     await close_all(asker, back)
 
 
+async def test_a_result_asked_of_another_node_while_the_round_is_closed_ends_it_first(
+    cluster: Cluster,
+) -> None:
+    """The node a racer resumed on found the round's result archived and closed the
+    round (``over`` at its number, Store.reveal_round), but Redis fails its ending
+    tick's writes: the race is under way, its race_over to come. Another node asked
+    for the result read ``over`` at the round as the race over and sent the seed at
+    once. Now it takes the room up and ends the race (its race_over stored) first."""
+    one, back, revealed = await _revealed_then_forgotten(cluster, keep_archive=True)
+    room_id = back.room or ""
+    faults = StoreFaults(one.node.store)
+
+    async def refuse(call: Callable[[], Awaitable[Any]]) -> Any:
+        faults.on_call("mark_unarchived", refuse)
+        raise StoreUnavailable("mark_unarchived: Redis is down (injected)")
+
+    faults.on_call("mark_unarchived", refuse)
+    cheat = await RaceClient.connect(one.url)  # Ann, sending no proof back
+    cheat.room, cheat.code, cheat.token = back.room, back.code, back.token
+    await cheat.resume(revealed=None)
+    state = one.node.rooms[room_id].state
+    assert (state.phase, await one.node.store.round_over(room_id)) == ("racing", state.round)
+    two = await cluster.node()
+    asker = await RaceClient.connect(two.url)
+    fetched = await asker.fetch_result(race_id(room_id, revealed.d["commitment"]))
+    assert fetched["result"]["seed"] == revealed.d["seed"]
+    taken = two.node.rooms.get(room_id)  # not taken up: the seed went out at once
+    assert taken is not None and taken.state.phase == "finished"
+    await close_all(asker, cheat, back)
+
+
 async def test_an_archived_result_of_a_round_raced_again_ends_it_before_it_is_sent(
     cluster: Cluster,
 ) -> None:
