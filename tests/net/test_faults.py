@@ -1040,6 +1040,63 @@ async def test_an_archived_result_of_a_round_raced_again_ends_it_before_it_is_se
         await client.close()
 
 
+async def test_a_round_re_dealt_after_a_rewind_to_before_it_ends_by_its_archive(
+    cluster: Cluster,
+) -> None:
+    """The room's keys rewound to round 1's results screen after round 2 raced and
+    ended (its result archived, kept: on a Cluster it lives in another slot), and the
+    node forgot the room. A round's seed and salt are its number's, so the rematch
+    deals round 2's revealed seed again. Taken up on round 1's screen, the room has no
+    round under way to look for (Node._archived_already looked only then): a racer
+    whose client sends no proof raced the deal whose every card it held. The archive
+    of the round the countdown commits to is the store's proof: it ends as soon as it
+    starts, taking no move."""
+    one = await cluster.node()
+    ann, bob = await racing(one.url, one.url)
+    room_id = ann.room or ""
+    for client in (ann, bob):
+        await client.resign()
+    await ann.next_event("race_over", timeout=10)
+    snapshot = await snapshot_room(one, room_id)  # round 1 over: no race under way
+    await ann.rematch()
+    await bob.wait_for(lambda e: e.t == "room_reset", timeout=10)
+    await bob.ready(True)
+    await ann.wait_for(lambda e: e.t == "ready_changed", timeout=10)
+    await ann.start()
+    for client in (ann, bob):
+        await client.wait_started()
+    for client in (ann, bob):
+        await client.resign()
+    second = await ann.wait_for(lambda e: e.t == "race_over", timeout=10)
+    await archived_result(one.node.store, race_id(room_id, second.d["commitment"]))
+    for client in (ann, bob):
+        await client.close()
+    await restore_room(one, room_id, snapshot)  # the archive kept
+    one.node.rooms.pop(room_id).cancel_timers()
+    clients = []
+    for was in (ann, bob):
+        again = await RaceClient.connect(one.url)  # no proof sent back
+        again.room, again.code, again.token = room_id, was.code, was.token
+        assert (await again.resume(revealed=None))["snapshot"]["phase"] == "finished"
+        clients.append(again)
+    cheat, bob2 = clients
+    await cheat.rematch()
+    await bob2.wait_for(lambda e: e.t == "room_reset", timeout=10)
+    await bob2.ready(True)
+    await cheat.wait_for(lambda e: e.t == "ready_changed", timeout=10)
+    await cheat.start()
+    began = await cheat.wait_for(lambda e: e.t in ("started", "race_over"), timeout=10)
+    if began.t == "started":  # a move of the deal it holds: not one taken
+        with pytest.raises(ServerError) as refused:
+            await cheat.move(str(deal("yukon", second.d["seed"]).legal_moves()[0]))
+        assert refused.value.code == "wrong_phase"
+    over = await cheat.wait_for(lambda e: e.t == "race_over", timeout=10)
+    assert over.d["seed"] == second.d["seed"]
+    assert over.d["reason"] == "time_limit"
+    assert [s["status"] for s in over.d["standings"]] == ["timeout", "timeout"]
+    await close_all(cheat, bob2)
+
+
 async def test_a_later_rounds_proof_ends_that_round_after_a_restore_between_rounds(
     cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:

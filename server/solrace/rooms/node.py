@@ -1204,8 +1204,7 @@ class Node:
             room.revealed_round = max(room.revealed_round, over)
         room.last_used_ms = self.clock()
         await self.sync(room)
-        if not room.archive_checked:
-            await self._archived_already(room)
+        await self._archived_already(room)
         wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.seed_revealed())
         if wake is not None and wake <= self.clock():
             # A timer nobody ran (every node serving the room had gone): catch up now.
@@ -1220,21 +1219,29 @@ class Node:
         moves in the store (Store.reveal_round) and ends at once, as at its time limit.
         Before, only a client that sent the proof back ended it, and one that did not
         (an audit's racer, holding the seed) played the revealed deal on: 528 moves,
-        finished. One read, once a node has taken up a room under way (again on the
-        next request if Redis failed it: StoreUnavailable)."""
+        finished. One read a round: when a node takes up a room under way, and when a
+        countdown's start is decided (:meth:`tick`): a room taken up between rounds (its
+        keys rewound to a results screen) re-deals the lost round, whose seed and salt
+        are its number's, and looked at only on taking up, that round was raced with its
+        seed known (a review, shown). Again on the next request or tick if Redis failed
+        it: StoreUnavailable."""
         state = room.state
-        if state.phase not in (Phase.COUNTDOWN, Phase.RACING) or room.seed_revealed():
-            room.archive_checked = True
-            return
         commitment = state.commitment
+        if (
+            state.phase not in (Phase.COUNTDOWN, Phase.RACING)
+            or room.seed_revealed()
+            or commitment is None
+            or commitment == room.archive_checked
+        ):
+            return
         stored = await self.store.load_result(race_id(room.room_id, commitment))
         if stored is None or unpack(stored)["result"].get("commitment") != commitment:
-            room.archive_checked = True
+            room.archive_checked = commitment
             return
         round_no = state.round
         before = await self.store.reveal_round(room.room_id, round_no)
         room.revealed_round = max(room.revealed_round, round_no, before)
-        room.archive_checked = True
+        room.archive_checked = commitment
         if before < round_no:
             log.warning(
                 "the round's result is archived: its seed was already revealed (a store"
@@ -1869,6 +1876,8 @@ class Node:
             if room.store_down:
                 room.store_down = False
                 room.grace_floor_ms = self.clock()
+            # A round re-dealt after a rewind: its archived result ends it as it starts.
+            await self._archived_already(room)
             # Under the room lock, after folding: if the race may end now, read every
             # racer's log for the standings. A move stored meanwhile bumps the version,
             # so the append below conflicts and this runs again on fresh logs.

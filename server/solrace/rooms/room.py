@@ -119,10 +119,11 @@ class LiveRoom:
         #: client's proof (lobby._proof) and by the store's ``over`` when the node
         #: takes the room up, or a move is refused for it (Store.reveal_round).
         self.revealed_round = 0
-        #: Whether this node, since taking the room up, has looked for an archived
-        #: result of the round under way (Node._archived_already): a look the store
-        #: failed is made again on the next request, not skipped for good.
-        self.archive_checked = False
+        #: The commitment of the round under way whose archived result this node has
+        #: looked for (Node._archived_already), None before any: each round's once, on
+        #: taking the room up under way or at its countdown's start. A look the store
+        #: failed is made again (the next request, the tick's retry), not skipped.
+        self.archive_checked: str | None = None
 
     @property
     def room_id(self) -> str:
