@@ -935,6 +935,24 @@ async def test_a_result_request_that_takes_up_a_round_raced_again_ends_it_first(
     await close_all(asker, back)
 
 
+def _ending_ticks_failing(server: RaceServer) -> asyncio.Event:
+    """Redis fails every tick that would end ``server``'s races (their note that the
+    race awaits its archive, Store.mark_unarchived) until the event returned is
+    cleared."""
+    faults = StoreFaults(server.node.store)
+    failing = asyncio.Event()
+    failing.set()
+
+    async def refuse(call: Callable[[], Awaitable[Any]]) -> Any:
+        if not failing.is_set():
+            return await call()
+        faults.on_call("mark_unarchived", refuse)
+        raise StoreUnavailable("mark_unarchived: Redis is down (injected)")
+
+    faults.on_call("mark_unarchived", refuse)
+    return failing
+
+
 async def test_a_result_whose_round_redis_will_not_end_is_refused_not_sent(
     cluster: Cluster,
 ) -> None:
@@ -946,23 +964,14 @@ async def test_a_result_whose_round_redis_will_not_end_is_refused_not_sent(
     writes, the race ends first and the result goes."""
     one, back, revealed = await _revealed_then_forgotten(cluster, keep_archive=True)
     room_id = back.room or ""
-    faults = StoreFaults(one.node.store)
-    failing = True
-
-    async def refuse(call: Callable[[], Awaitable[Any]]) -> Any:
-        if failing:
-            faults.on_call("mark_unarchived", refuse)
-            raise StoreUnavailable("mark_unarchived: Redis is down (injected)")
-        return await call()
-
-    faults.on_call("mark_unarchived", refuse)
+    failing = _ending_ticks_failing(one)
     asker = await RaceClient.connect(one.url)
     race = race_id(room_id, revealed.d["commitment"])
     with pytest.raises(ServerError, match="unavailable"):
         await asker.fetch_result(race)
     assert not [e for e in asker.received if e.t == "archived"], asker.received
     assert one.node.rooms[room_id].state.phase == "racing"
-    failing = False
+    failing.clear()
     fetched = await asker.fetch_result(race)
     assert fetched["result"]["seed"] == revealed.d["seed"]
     assert one.node.rooms[room_id].state.phase == "finished"
@@ -979,13 +988,7 @@ async def test_a_result_asked_of_another_node_while_the_round_is_closed_ends_it_
     once. Now it takes the room up and ends the race (its race_over stored) first."""
     one, back, revealed = await _revealed_then_forgotten(cluster, keep_archive=True)
     room_id = back.room or ""
-    faults = StoreFaults(one.node.store)
-
-    async def refuse(call: Callable[[], Awaitable[Any]]) -> Any:
-        faults.on_call("mark_unarchived", refuse)
-        raise StoreUnavailable("mark_unarchived: Redis is down (injected)")
-
-    faults.on_call("mark_unarchived", refuse)
+    _ending_ticks_failing(one)
     cheat = await RaceClient.connect(one.url)  # Ann, sending no proof back
     cheat.room, cheat.code, cheat.token = back.room, back.code, back.token
     await cheat.resume(revealed=None)
@@ -1040,6 +1043,38 @@ async def test_an_archived_result_of_a_round_raced_again_ends_it_before_it_is_se
         await client.close()
 
 
+async def _round_two_over_after_a_snapshot(
+    one: RaceServer,
+) -> tuple[str, list[RaceClient], dict[str, bytes], Envelope]:
+    """Ann and Bob race round 1 and resign; the room's keys are snapshotted on its
+    results screen (no race under way); they race round 2 and resign, and close. The
+    room, its racers (closed), the snapshot and round 2's race_over."""
+    ann, bob = await racing(one.url, one.url)
+    room_id = ann.room or ""
+    for client in (ann, bob):
+        await client.resign()
+    await ann.next_event("race_over", timeout=10)
+    snapshot = await snapshot_room(one, room_id)  # round 1 over: no race under way
+    await _rematch_started(ann, bob)
+    for client in (ann, bob):
+        await client.wait_started()
+    for client in (ann, bob):
+        await client.resign()
+    second = await ann.wait_for(lambda e: e.t == "race_over", timeout=10)
+    for client in (ann, bob):
+        await client.close()
+    return room_id, [ann, bob], snapshot, second
+
+
+async def _rematch_started(host: RaceClient, other: RaceClient) -> None:
+    """The next round asked for by ``host``, ``other`` ready, and started."""
+    await host.rematch()
+    await other.wait_for(lambda e: e.t == "room_reset", timeout=10)
+    await other.ready(True)
+    await host.wait_for(lambda e: e.t == "ready_changed", timeout=10)
+    await host.start()
+
+
 async def test_a_round_re_dealt_after_a_rewind_to_before_it_ends_by_its_archive(
     cluster: Cluster,
 ) -> None:
@@ -1052,39 +1087,18 @@ async def test_a_round_re_dealt_after_a_rewind_to_before_it_ends_by_its_archive(
     of the round the countdown commits to is the store's proof: it ends as soon as it
     starts, taking no move."""
     one = await cluster.node()
-    ann, bob = await racing(one.url, one.url)
-    room_id = ann.room or ""
-    for client in (ann, bob):
-        await client.resign()
-    await ann.next_event("race_over", timeout=10)
-    snapshot = await snapshot_room(one, room_id)  # round 1 over: no race under way
-    await ann.rematch()
-    await bob.wait_for(lambda e: e.t == "room_reset", timeout=10)
-    await bob.ready(True)
-    await ann.wait_for(lambda e: e.t == "ready_changed", timeout=10)
-    await ann.start()
-    for client in (ann, bob):
-        await client.wait_started()
-    for client in (ann, bob):
-        await client.resign()
-    second = await ann.wait_for(lambda e: e.t == "race_over", timeout=10)
+    room_id, racers, snapshot, second = await _round_two_over_after_a_snapshot(one)
     await archived_result(one.node.store, race_id(room_id, second.d["commitment"]))
-    for client in (ann, bob):
-        await client.close()
     await restore_room(one, room_id, snapshot)  # the archive kept
     one.node.rooms.pop(room_id).cancel_timers()
     clients = []
-    for was in (ann, bob):
+    for was in racers:
         again = await RaceClient.connect(one.url)  # no proof sent back
         again.room, again.code, again.token = room_id, was.code, was.token
         assert (await again.resume(revealed=None))["snapshot"]["phase"] == "finished"
         clients.append(again)
     cheat, bob2 = clients
-    await cheat.rematch()
-    await bob2.wait_for(lambda e: e.t == "room_reset", timeout=10)
-    await bob2.ready(True)
-    await cheat.wait_for(lambda e: e.t == "ready_changed", timeout=10)
-    await cheat.start()
+    await _rematch_started(cheat, bob2)
     began = await cheat.wait_for(lambda e: e.t in ("started", "race_over"), timeout=10)
     if began.t == "started":  # a move of the deal it holds: not one taken
         with pytest.raises(ServerError) as refused:
@@ -1109,29 +1123,12 @@ async def test_a_later_rounds_proof_ends_that_round_after_a_restore_between_roun
     starts, taking no move."""
     caplog.set_level(logging.INFO, logger="solrace.lobby")
     one = await cluster.node()
-    ann, bob = await racing(one.url, one.url)
-    room_id = ann.room or ""
-    for client in (ann, bob):
-        await client.resign()
-    await ann.next_event("race_over", timeout=10)
-    snapshot = await snapshot_room(one, room_id)  # round 1 over: no race under way
-    await ann.rematch()
-    await bob.wait_for(lambda e: e.t == "room_reset", timeout=10)
-    await bob.ready(True)
-    await ann.wait_for(lambda e: e.t == "ready_changed", timeout=10)
-    await ann.start()
-    for client in (ann, bob):
-        await client.wait_started()
-    for client in (ann, bob):
-        await client.resign()
-    second = await ann.wait_for(lambda e: e.t == "race_over", timeout=10)
+    room_id, racers, snapshot, second = await _round_two_over_after_a_snapshot(one)
     pair = {"seed": second.d["seed"], "salt": second.d["salt"]}
-    for client in (ann, bob):
-        await client.close()
     await restore_room(one, room_id, snapshot)
     one.node.rooms.pop(room_id).cancel_timers()
     clients = []
-    for was in (ann, bob):
+    for was in racers:
         again = await RaceClient.connect(one.url, view=was.view)
         again.room, again.code, again.token = room_id, was.code, was.token
         assert (await again.resume())["snapshot"]["phase"] == "finished"
@@ -1139,11 +1136,7 @@ async def test_a_later_rounds_proof_ends_that_round_after_a_restore_between_roun
     back, bob2 = clients
     assert back.view.revealed == pair  # round 1's snapshot did not replace it
     assert one.node.rooms[room_id].revealed_round == 2
-    await back.rematch()
-    await bob2.wait_for(lambda e: e.t == "room_reset", timeout=10)
-    await bob2.ready(True)
-    await back.wait_for(lambda e: e.t == "ready_changed", timeout=10)
-    await back.start()
+    await _rematch_started(back, bob2)
     over = await back.wait_for(
         lambda e: e.t == "race_over" and e.d["seed"] == pair["seed"], timeout=10
     )
