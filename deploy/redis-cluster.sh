@@ -14,7 +14,7 @@
 #            wait for cluster_state:ok, print its solrace URL on the last line
 #            (redis+cluster://127.0.0.1:PORT,...); interrupted (Ctrl-C: 130, SIGTERM:
 #            143) or failed before that, it stops the servers it started and removes
-#            what it made
+#            what it made (a DIR or DIR/PORT that was there before is kept)
 #   stop     SHUTDOWN NOSAVE every server started in DIR, then remove DIR
 #   url      print the solrace URL for these ports
 #   spare-ports  print N (1 to 100) ports where nothing listens, nor on PORT+10000 (each node
@@ -116,7 +116,16 @@ start() {
     trap 'status=$?; [ "$status" -eq 0 ] || undo_start; exit "$status"' EXIT
     mkdir -p "$dir"
     for port in "${ports[@]}"; do
-        mkdir -p "$dir/$port"
+        # A port's directory that was there before is the user's (a cluster's data left
+        # by a reboot, say): the clean-up keeps it, and trusts no pid file it held before
+        # (its server gone, the pid may be another process's by now).
+        if [ -e "$dir/$port" ]; then
+            stale_pid["$port"]="$(cat "$dir/$port/redis.pid" 2>/dev/null || true)"
+            mkdir -p "$dir/$port"
+        else
+            mkdir "$dir/$port"
+            made+=("$port")
+        fi
         launched+=("$port")
         # shellcheck disable=SC2086  # $conf is empty or one file name
         redis-server ${conf:+"$conf"} --port "$port" --bind 127.0.0.1 --dir "$dir/$port" \
@@ -161,21 +170,33 @@ start() {
 }
 
 launched=()      # the ports whose redis-server this start has launched
+made=()          # the ports whose directory this start made (the others were there)
+declare -A stale_pid=()  # a port's pid file's content from before this start
 started_dir=""
 dir_was_there=0
+launched_pid() {  # launched_pid PORT: the pid its server wrote, once it has written it
+    local pid
+    pid="$(cat "$started_dir/$1/redis.pid" 2>/dev/null || true)"
+    [ -n "$pid" ] && [ "$pid" != "${stale_pid[$1]:-}" ] && echo "$pid"
+}
+undone=0
 undo_start() {  # stop the servers this start launched, remove what it made
     trap '' INT TERM  # a second Ctrl-C must not cut this short
+    # once: the INT/TERM trap's exit runs the EXIT trap, which waited again, a second
+    # per server, for the pid files the first clean-up had removed
+    [ "$undone" = 0 ] || return 0
+    undone=1
     local port pid
     for port in "${launched[@]}"; do
-        # a daemon may not have written its pid file yet: it answers on its port
-        for _ in $(seq 20); do [ -f "$started_dir/$port/redis.pid" ] && break; sleep 0.05; done
-        pid="$(cat "$started_dir/$port/redis.pid" 2>/dev/null || true)"
+        # a daemon may not have written its pid file yet (or could not start at all)
+        for _ in $(seq 20); do launched_pid "$port" >/dev/null && break; sleep 0.05; done
+        pid="$(launched_pid "$port" || true)"
         if [ -n "$pid" ]; then
             kill -KILL "$pid" 2>/dev/null || true
             for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
         fi
-        rm -rf "${started_dir:?}/$port"
     done
+    for port in "${made[@]}"; do rm -rf "${started_dir:?}/$port"; done
     rm -f "$started_dir/create.log"
     [ "$dir_was_there" = 1 ] || rmdir "$started_dir" 2>/dev/null || true
 }

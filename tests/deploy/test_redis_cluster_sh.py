@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -170,3 +171,66 @@ def test_a_start_that_fails_stops_what_it_started(tmp_path: Path) -> None:
     _run("stop", str(where))  # whatever the script left, in the test that fails
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert left == ([], [where / ports[2]])
+
+
+def test_a_failed_start_leaves_alone_what_it_did_not_make(tmp_path: Path) -> None:
+    """The clean-up of a failed start stops the servers it launched and removes the
+    directories it made — nothing else. A port's directory that was there before (a
+    cluster's data, AOF and nodes.conf, left by a reboot: the start that tried to bring
+    it back failed at ``cluster create``, "not empty") was deleted, its data with it;
+    and a stale ``redis.pid`` there, whose server had not replaced it (this one could
+    not bind its port), had its pid — now some other process's — killed."""
+    ports = _run("spare-ports", "3").stdout.split()
+    where = tmp_path / "cluster"
+    kept = where / ports[0]
+    kept.mkdir(parents=True)
+    (kept / "appendonly.aof").write_text("the user's data\n")
+    stranger = subprocess.Popen(["sleep", "60"])  # what a stale pid now names
+    (kept / "redis.pid").write_text(f"{stranger.pid}\n")
+    (where / ports[2]).write_text("in the way\n")  # the start fails at the third port
+    held = socket.socket()  # the first server cannot bind: it never writes its pid file
+    try:
+        held.bind(("127.0.0.1", int(ports[0])))
+        done = _run("start", str(where), *ports)
+        alive = stranger.poll() is None
+        left = [port for port in ports if answers(int(port))]
+        data = (kept / "appendonly.aof").read_text() if kept.exists() else None
+    finally:
+        held.close()
+        stranger.kill()
+        stranger.wait()
+        _run("stop", str(where))  # whatever the script left, in the test that fails
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert (alive, left) == (True, [])
+    assert data == "the user's data\n"
+
+
+def test_ctrl_c_cleans_up_once(tmp_path: Path) -> None:
+    """The INT trap's clean-up ends in ``exit 130``, which runs the EXIT trap, whose
+    status is not 0: it cleaned up a second time, waiting a second per server for the
+    pid file the first clean-up had removed (Ctrl-C took some 5 s, not 2). Seen here
+    by the removals of DIR: one clean-up, one ``rmdir`` (a shim on PATH counts them)."""
+    ports = _run("spare-ports", "3").stdout.split()
+    where, shims, calls = tmp_path / "cluster", tmp_path / "bin", tmp_path / "rmdir-calls"
+    shims.mkdir()
+    rmdir = shims / "rmdir"
+    rmdir.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec /bin/rmdir "$@"\n')
+    rmdir.chmod(0o755)
+    start = subprocess.Popen(
+        ["bash", str(SCRIPT), "start", str(where), *ports],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,
+        env={**os.environ, "PATH": f"{shims}:{os.environ['PATH']}"},
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (where / ports[0] / "redis.pid").exists():
+            assert time.monotonic() < deadline and start.poll() is None, start.stderr
+            time.sleep(0.005)
+        os.killpg(start.pid, signal.SIGINT)
+        start.communicate(timeout=30)
+    finally:
+        _run("stop", str(where))
+    assert (start.returncode, calls.read_text()) == (130, f"{where}\n")
