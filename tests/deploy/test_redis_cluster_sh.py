@@ -17,6 +17,7 @@ from solrace.store import Store
 
 from tests.deploy.conftest import DEPLOY
 from tests.support.redis import answers
+from tests.support.terminal import signals_as_a_shell_gives
 
 SCRIPT = DEPLOY / "redis-cluster.sh"
 
@@ -126,6 +127,31 @@ def test_spare_ports_and_their_bus_ports_stay_below_the_ephemeral_range() -> Non
         assert not {p + 10000 for p in ports} & set(ports)
 
 
+def _ctrl_c_once_started(
+    where: Path, ports: list[str], path: str | None = None
+) -> tuple[subprocess.Popen[str], str, str]:
+    """``start`` Ctrl-C'd once its first server has written its pid file: SIGINT to its
+    process group, as a terminal sends it, with SIGINT at its default action in the
+    script (a suite run in a background job or under ``nohup`` ignores it, and bash
+    cannot trap a signal ignored when it started: the start ran on to the end, 0)."""
+    start = subprocess.Popen(
+        ["bash", str(SCRIPT), "start", str(where), *ports],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,  # a shell's foreground job: Ctrl-C signals the whole group
+        preexec_fn=signals_as_a_shell_gives,
+        env=None if path is None else {**os.environ, "PATH": path},
+    )
+    deadline = time.monotonic() + 20
+    while not (where / ports[0] / "redis.pid").exists():  # the first server is up
+        assert time.monotonic() < deadline and start.poll() is None, start.stderr
+        time.sleep(0.005)
+    os.killpg(start.pid, signal.SIGINT)
+    out, err = start.communicate(timeout=30)
+    return start, out, err
+
+
 def test_ctrl_c_during_start_stops_what_it_started(tmp_path: Path) -> None:
     """A newcomer audit: Ctrl-C while ``start`` waited for the cluster (some 4 s here)
     ended it by the signal without a word and left the servers it had started running,
@@ -133,20 +159,8 @@ def test_ctrl_c_during_start_stops_what_it_started(tmp_path: Path) -> None:
     answers". Now it stops them, removes what it made and says so: one line, 130."""
     ports = _run("spare-ports", "3").stdout.split()
     where = tmp_path / "cluster"
-    start = subprocess.Popen(
-        ["bash", str(SCRIPT), "start", str(where), *ports],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        process_group=0,  # a shell's foreground job: Ctrl-C signals the whole group
-    )
     try:
-        deadline = time.monotonic() + 20
-        while not (where / ports[0] / "redis.pid").exists():  # the first server is up
-            assert time.monotonic() < deadline and start.poll() is None, start.stderr
-            time.sleep(0.005)
-        os.killpg(start.pid, signal.SIGINT)
-        out, err = start.communicate(timeout=30)
+        start, out, err = _ctrl_c_once_started(where, ports)
         left = ([port for port in ports if answers(int(port))], where.exists())
     finally:
         _run("stop", str(where))  # whatever the script left, in the test that fails
@@ -216,21 +230,8 @@ def test_ctrl_c_cleans_up_once(tmp_path: Path) -> None:
     rmdir = shims / "rmdir"
     rmdir.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec /bin/rmdir "$@"\n')
     rmdir.chmod(0o755)
-    start = subprocess.Popen(
-        ["bash", str(SCRIPT), "start", str(where), *ports],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        process_group=0,
-        env={**os.environ, "PATH": f"{shims}:{os.environ['PATH']}"},
-    )
     try:
-        deadline = time.monotonic() + 20
-        while not (where / ports[0] / "redis.pid").exists():
-            assert time.monotonic() < deadline and start.poll() is None, start.stderr
-            time.sleep(0.005)
-        os.killpg(start.pid, signal.SIGINT)
-        start.communicate(timeout=30)
+        start, _, _ = _ctrl_c_once_started(where, ports, f"{shims}:{os.environ['PATH']}")
     finally:
         _run("stop", str(where))
     assert (start.returncode, calls.read_text()) == (130, f"{where}\n")
