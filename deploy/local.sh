@@ -23,6 +23,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 nodes="${SOLRACE_LOCAL_NODES:-3}"
+nodes_from=SOLRACE_LOCAL_NODES  # what a bad value is said as: the variable, or the flag
 venv="$repo/.venv"
 keep=0
 cluster=0
@@ -34,7 +35,7 @@ value_of() {  # value_of FLAG ARGS...: the flag's value, or one line and status 
 }
 while [ $# -gt 0 ]; do
     case "$1" in
-        --nodes) nodes="$(value_of "$@")" || exit 2; shift 2 ;;
+        --nodes) nodes="$(value_of "$@")" || exit 2; nodes_from=--nodes; shift 2 ;;
         --cluster) cluster=1; shift ;;
         --venv) venv="$(value_of "$@")" || exit 2; shift 2 ;;
         --keep-running) keep=1; shift ;;
@@ -47,7 +48,12 @@ case "$nodes" in ''|*[!0-9]*) nodes_ok=0 ;; *) nodes_ok=1 ;; esac
 if [ "$nodes_ok" = 1 ] && [ "${#nodes}" -le 3 ] && (( 10#$nodes >= 1 && 10#$nodes <= max_nodes )); then
     nodes=$(( 10#$nodes ))
 else
-    echo "local.sh: --nodes must be a whole number, 1 to $max_nodes, not '$nodes'" >&2
+    # at most its first 40 characters, as solrace.quoting quotes what was typed
+    shown="'${nodes:0:40}'"
+    if [ "${#nodes}" -gt 40 ]; then
+        shown="$shown… ($(printf '%d' "${#nodes}" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta') characters)"
+    fi
+    echo "local.sh: $nodes_from must be a whole number, 1 to $max_nodes, not $shown" >&2
     exit 2
 fi
 bin="$venv/bin"

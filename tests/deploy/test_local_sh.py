@@ -6,6 +6,7 @@ its nginx template has exactly the placeholders it fills in."""
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -131,3 +132,34 @@ def test_the_template_has_the_placeholders_the_script_fills_and_listens_on_loopb
     script = SCRIPT.read_text()
     assert 'for name in ("UPSTREAM", "WORK", "LB_PORT")' in script
     assert "trap cleanup EXIT" in script
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "says"),
+    [
+        ("abc", [], "local.sh: SOLRACE_LOCAL_NODES must be a whole number, 1 to 32, not 'abc'\n"),
+        ("0", [], "local.sh: SOLRACE_LOCAL_NODES must be a whole number, 1 to 32, not '0'\n"),
+        # --nodes, given, is what was refused (and the variable is not looked at)
+        ("abc", ["--nodes", "0"], "local.sh: --nodes must be a whole number, 1 to 32, not '0'\n"),
+        (
+            "9" * 100_000,
+            [],
+            "local.sh: SOLRACE_LOCAL_NODES must be a whole number, 1 to 32, not "
+            f"'{'9' * 40}'… (100,000 characters)\n",
+        ),
+    ],
+)
+def test_a_bad_nodes_variable_is_named_as_the_variable(
+    env: str, args: list[str], says: str
+) -> None:
+    """A newcomer audit: ``SOLRACE_LOCAL_NODES=abc bash deploy/local.sh`` was refused as
+    ``--nodes must be …``, a flag nobody typed. And a value is quoted at most in its
+    first 40 characters (solrace.quoting.MAX_QUOTED), as every command line does."""
+    done = subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "SOLRACE_LOCAL_NODES": env},
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", says)
