@@ -461,3 +461,37 @@ def test_a_handshake_is_upgrade_stripped_only_when_a_proxy_dropped_its_upgrade_h
     assert upgrade_stripped(Headers([("Connection", "close"), key]))  # nginx, as deployed wrong
     assert upgrade_stripped(Headers([("Upgrade", "websocket"), ("Connection", "close"), key]))
     assert not upgrade_stripped(Headers([("Connection", "close")]))
+
+
+async def _raw_http(url: str, method: str, path: str) -> tuple[int, Headers, bytes]:
+    """One HTTP/1.1 request as any client sends it (``urllib`` would send no body-less
+    PUT), and the answer's status line, headers and body."""
+    host, _, port = url.removeprefix("ws://").rpartition(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        head = f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n\r\n"
+        writer.write(head.encode())
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 5)
+    finally:
+        writer.close()
+    header_block, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *lines = header_block.decode().split("\r\n")
+    headers = Headers(line.split(": ", 1) for line in lines)
+    return int(status_line.split()[1]), headers, body
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS", "PATCH"])
+@pytest.mark.parametrize("path", ["/healthz", "/healthz?probe=live", "/metrics"])
+async def test_a_probe_asked_with_another_method_than_get_is_405_with_allow(
+    cluster: Cluster, method: str, path: str
+) -> None:
+    """A newcomer audit: ``POST /healthz`` answered 200, as if the method meant nothing
+    (a monitor misconfigured to POST passed). The probes take GET and HEAD; anything
+    else is 405 with ``Allow: GET, HEAD`` (RFC 9110 §15.5.6), docs/server.md."""
+    server = await cluster.node()
+    status, headers, _ = await _raw_http(server.url, method, path)
+    assert (status, headers.get("Allow")) == (405, "GET, HEAD")
+    status, _, body = await _raw_http(server.url, "GET", path)
+    assert status == 200 and body

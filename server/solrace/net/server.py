@@ -194,6 +194,11 @@ class _Connection(ServerConnection):
 
 #: Seconds between two log lines about refused connections (each says how many).
 REFUSALS_LOG_EVERY_S: Final = 10.0
+#: The HTTP methods the port answers (``/healthz``, ``/metrics``, the WebSocket
+#: handshake): any other is 405 with ``Allow`` naming these (docs/server.md).
+ALLOWED_METHODS: Final = ("GET", "HEAD")
+ALLOWED: Final = ", ".join(ALLOWED_METHODS)
+
 #: Seconds ``/healthz`` waits for the store's PING before it answers 503: well under
 #: the probes' own timeouts (deploy/: Docker HEALTHCHECK 3 s, Kubernetes 3 s). With the
 #: store's 5 s, a Redis that accepted connections and never answered made every probe
@@ -398,6 +403,13 @@ class RaceServer:
         )
 
     async def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+        if request.method not in ALLOWED_METHODS:
+            # websockets reads any method: POST /healthz was answered 200 as GET was,
+            # and a WebSocket handshake is a GET (RFC 6455 §4.1).
+            body = f"{request.method} is not allowed here: use {ALLOWED}\n".encode()
+            allow = [("Allow", ALLOWED)]
+            status = http.HTTPStatus.METHOD_NOT_ALLOWED
+            return _response(status, body, "text/plain; charset=utf-8", allow)
         path = request.path.split("?", 1)[0]
         if path == HEALTHZ_PATH:
             # 200 "ok" when the store answers and the node is not draining, else 503.
