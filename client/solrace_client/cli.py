@@ -42,6 +42,7 @@ from solrace.argtypes import (
 )
 from solrace.protocol import limits
 from solrace.protocol.messages import display_name, room_code
+from solrace.quoting import as_typed, file_name, quoted
 from solrace.rules import VARIANTS, RulesError, new_board, variant_class
 from solrace.rules.cli import OptionAction, parse_option
 from solrace.rules.options import options_to_json
@@ -165,7 +166,7 @@ def _racer_name(text: str) -> str:
     try:
         return display_name(text)
     except ValueError as err:
-        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text)}: {err}") from None
 
 
 def _duration(text: str) -> int:
@@ -175,7 +176,7 @@ def _duration(text: str) -> int:
             return int(text[:-1]) * 60
         return int(text.removesuffix("s"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (90, 90s, 15m)") from None
+        raise argparse.ArgumentTypeError(f"not a duration: {quoted(text)} (90, 90s, 15m)") from None
 
 
 #: The number flags (solrace.argtypes: the same words as every other command line),
@@ -193,7 +194,7 @@ def _code(text: str) -> str:
         return room_code(text)  # the server's own reading of a typed code
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a room code: 1 to {limits.MAX_CODE_LEN} letters and digits, "
+            f"{quoted(text)} is not a room code: 1 to {limits.MAX_CODE_LEN} letters and digits, "
             "like K7QX2M"
         ) from None
 
@@ -1133,7 +1134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     degrade_gracefully()  # before a word is said, --help included
     args, extra = build_parser().parse_known_args(argv)
     if extra:  # said by the command's parser: `solrace rooms: …`, its --help
-        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.command_parser.error(f"unrecognized arguments: {as_typed(extra)}")
     run: Callable[[argparse.Namespace], int] = args.run
     if args.command in OFFLINE_COMMANDS:
         if getattr(args, "server", None) is not None:
@@ -1165,7 +1166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         why = exc.strerror or str(exc)
         if exc.filename is None and exc.errno in OUTPUT_ERRNOS:
             return output_unusable("solrace", why, EXIT_FAILED)
-        return _fail(why if exc.filename is None else f"{exc.filename}: {why}")
+        return _fail(why if exc.filename is None else f"{file_name(exc)}: {why}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,6 +31,7 @@ from solrace.argtypes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from solrace.argtypes import EXIT_READER_GONE as EXIT_READER_GONE
 from solrace.protocol import CloseCode, CloseReason, ErrorCode
 from solrace.protocol.handshake import PROBE_PATHS
+from solrace.quoting import quoted
 from websockets.exceptions import (
     ConnectionClosed,
     InvalidHandshake,
@@ -184,10 +185,11 @@ def check_server_url(url: str) -> str:
         utf8(url)  # its host and path are encoded to connect: a traceback there
     except BadText as exc:
         raise BadServerURL(f"bad server URL: {exc}") from None
+    said = quoted(url)  # at most its start: a URL of 100 KB was said whole
     try:
         parts = urlsplit(url)
     except ValueError as exc:
-        raise BadServerURL(f"bad server URL {url!r}: {_lower(str(exc))} ({example})") from None
+        raise BadServerURL(f"bad server URL {said}: {_lower(str(exc))} ({example})") from None
     try:
         port = parts.port
     except ValueError:  # urllib's words name a cast: say what is wrong with the port
@@ -196,35 +198,34 @@ def check_server_url(url: str) -> str:
         if bracketed is not None:  # urllib read "::1:8765" as host "" and port ":1:8765"
             scheme = "wss" if parts.scheme == "wss" else "ws"
             raise BadServerURL(
-                f"bad server URL {url!r}: an IPv6 address goes in brackets "
+                f"bad server URL {said}: an IPv6 address goes in brackets "
                 f"(e.g. {scheme}://{bracketed})"
             ) from None
         text = where.rpartition("]")[2].partition(":")[2]  # as urllib reads it
         why = f"port {text} is out of range (1 to 65535)"
         if not text.isdigit():
-            why = f"its port {text!r} is not a number"
-        raise BadServerURL(f"bad server URL {url!r}: {why} ({example})") from None
+            why = f"its port {quoted(text)} is not a number"
+        raise BadServerURL(f"bad server URL {said}: {why} ({example})") from None
     if parts.scheme not in ("ws", "wss") or "://" not in url:
         meant = _websocket_form(url)
         use = example if meant is None else f"use {meant}"
-        raise BadServerURL(f"bad server URL {url!r}: it must start with ws:// or wss:// ({use})")
+        raise BadServerURL(f"bad server URL {said}: it must start with ws:// or wss:// ({use})")
     if not parts.hostname:
-        raise BadServerURL(f"bad server URL {url!r}: no host ({example})")
+        raise BadServerURL(f"bad server URL {said}: no host ({example})")
     unnamed = not_a_host_name(parts.hostname)
     if unnamed is not None:
         raise BadServerURL(
-            f"bad server URL {url!r}: {parts.hostname!r} is not a host name ({unnamed}) ({example})"
+            f"bad server URL {said}: {quoted(parts.hostname)} is not a host name ({unnamed}) "
+            f"({example})"
         )
     if "@" in parts.netloc:  # websockets would refuse it later, as "cannot reach"
         raise BadServerURL(
-            f"bad server URL {url!r}: a solrace server takes no user name ({example})"
+            f"bad server URL {said}: a solrace server takes no user name ({example})"
         )
     if port == 0:
-        raise BadServerURL(f"bad server URL {url!r}: port 0 is not a port to connect to")
+        raise BadServerURL(f"bad server URL {said}: port 0 is not a port to connect to")
     if urlsplit(url).fragment:  # websockets refuses it, said as "cannot reach" once tried
-        raise BadServerURL(
-            f"bad server URL {url!r}: a WebSocket URL takes no #fragment ({example})"
-        )
+        raise BadServerURL(f"bad server URL {said}: a WebSocket URL takes no #fragment ({example})")
     return url
 
 

@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from solrace import protocol
 from solrace.protocol.limits import MAX_MOVE_LEN, MAX_TIME_LIMIT_S, MIN_TIME_LIMIT_S
+from solrace.quoting import quoted
 from solrace.rules import VARIANTS
 
 from .config import is_proof, usable_config_dir
@@ -421,12 +422,12 @@ def load_result(ref: str | os.PathLike[str]) -> SavedResult:
             return _read(matches[0])
         if len(matches) > 1:
             names = ", ".join(sorted(p.stem for p in matches))
-            raise ResultNotFound(f"{text!r} matches several saved races: {names}")
+            raise ResultNotFound(f"{quoted(text)} matches several saved races: {names}")
     if candidate.is_dir():
         raise ResultNotFound(f"{text} is a directory, not a race result file")
     if candidate.exists():  # a device or a pipe: it said "… and no such file" of it
         raise ResultNotFound(f"{text} is not a file: give a race id or a race file")
-    raise ResultNotFound(f"no saved race {text!r} in {results_dir()} and no such file")
+    raise ResultNotFound(f"no saved race {quoted(text)} in {results_dir()} and no such file")
 
 
 def _read(path: Path) -> SavedResult:

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from solrace.protocol import commitment, verify
 from solrace.protocol.views import FINAL_STATUSES, end_reason, is_status
+from solrace.quoting import quoted
 from solrace.rules import RulesError, deal
 from solrace.rules.log import apply_entry
 
@@ -282,8 +283,9 @@ def _check_racer(
         try:
             apply_entry(board, str(entry))
         except RulesError as exc:
-            why = str(exc).removeprefix(f"{entry!r}: ")  # the engine's words may name it too
-            report.add(f"{who}: log", False, f"entry {i + 1} of {len(log)} {entry!r}: {why}")
+            # the engine's words may name it too, as it quotes it (solrace.quoting)
+            why = str(exc).removeprefix(f"{quoted(str(entry))}: ")
+            report.add(f"{who}: log", False, f"entry {i + 1} of {len(log)} {quoted(entry)}: {why}")
             return
         counts.append(board.foundation_count())
     report.add(f"{who}: log", True, f"{len(log)} moves, all legal")

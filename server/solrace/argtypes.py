@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final, NoReturn
 
 from solrace import __version__
+from solrace.quoting import as_typed, quoted
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -133,6 +134,27 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, usage_line(self.prog, message) + "\n")
 
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """argparse's, with the arguments it has no use for each said at most in an
+        excerpt (:func:`as_typed`): one of 100,000 characters was said whole."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {as_typed(extras)}")
+        return parsed
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        """argparse's check of a choice, its refusal quoting at most an excerpt of the
+        value (:func:`quoted`): ``invalid choice: 'fff…'… (100,000 characters)``."""
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            shown = quoted(value)
+            if shown == repr(value):
+                raise
+            raise argparse.ArgumentError(action, exc.message.replace(repr(value), shown)) from None
+
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if file is None and sys.stdout is None and sys.stderr is not None:
             # ``--help >&-``: argparse passes the closed standard output (None) and
@@ -234,7 +256,7 @@ def whole(
             digits = digits[1:] if digits.startswith(("+", "-")) else digits
             if digits.isdigit():  # past int()'s limit of digits (4300): whole, too long
                 raise BadNumber(f"too long a number: {len(digits)} digits") from None
-            raise BadNumber(f"not a whole number: {text!r}") from None
+            raise BadNumber(f"not a whole number: {quoted(text)}") from None
         _checked(value, lo, hi, False, unit)
         return value
 
@@ -252,9 +274,9 @@ def real(
         try:
             value = float(text)
         except ValueError:
-            raise BadNumber(f"not a number: {text!r}") from None
+            raise BadNumber(f"not a number: {quoted(text)}") from None
         if not math.isfinite(value):
-            raise BadNumber(f"not a finite number: {text!r}")
+            raise BadNumber(f"not a finite number: {quoted(text)}")
         _checked(value, lo, hi, above, unit)
         return value
 
@@ -277,7 +299,7 @@ def utf8(text: str) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        raise BadText(f"not UTF-8 text: '{shown}'") from None
+        raise BadText(f"not UTF-8 text: {quoted(shown, as_is=True)}") from None
     return text
 
 

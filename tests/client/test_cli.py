@@ -1361,3 +1361,39 @@ def test_without_the_client_extra_it_says_how_to_install_it(argv: list[str]) -> 
         "here (no module named 'rich'): install the package with it, e.g. "
         ".venv/bin/pip install -e '.[client]' in its checkout (docs/client.md)\n"
     )
+
+
+#: A text of 100,000 characters, as a newcomer audit gave each argument.
+HUGE = "9" * 100_000
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["quick", "--name", "n" + HUGE, "--server", "ws://h:1"],
+        ["quick", "--name", "\udcff" + HUGE, "--server", "ws://h:1"],
+        ["join", "K" + HUGE, "--server", "ws://h:1"],
+        ["create", "--time-limit", "t" + HUGE, "--server", "ws://h:1"],
+        ["bot", "--quick", "--delay", "d" + HUGE, "--server", "ws://h:1"],
+        ["bot", "--quick", "-o", "o" + HUGE, "--server", "ws://h:1"],
+        ["rooms", "--server", "garbage" + HUGE],
+        ["rooms", "--server", "ws://h:x" + HUGE],
+        ["verify", "r" + HUGE],
+        ["c" + HUGE],
+        ["rooms", "e" + HUGE],
+    ],
+    ids=lambda v: " ".join(v)[:30],
+)
+def test_an_error_quotes_at_most_an_excerpt_of_a_huge_argument(
+    argv: list[str], ui: FakeUI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer audit: an argument of 100,000 characters came back whole in its one
+    error line (100 KB). Now its first characters, and how long it was."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    assert code == 2
+    said = _one_line(capsys.readouterr().err)
+    assert len(said) < 400 and "… (100,00" in said, said[:400]
+    assert ui.calls == []

@@ -90,7 +90,8 @@ async def test_a_bad_server_url_is_one_line_and_status_2(command: list[str]) -> 
         # encoding refused it, or the path websockets' quoting
         (
             "ws://" + "a" * 64 + ":8765",
-            "'" + "a" * 64 + "' is not a host name (label empty or too long)",
+            # quoted in its first 40 characters (solrace.quoting), and its length
+            "'" + "a" * 40 + "'… (64 characters) is not a host name (label empty or too long)",
         ),
         ("ws://a..b:8765", "'a..b' is not a host name (label empty or too long)"),
         ("ws://.:8765", "'.' is not a host name (label empty or too long)"),

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Final
 
 import pytest
 from solrace.argtypes import EXIT_READER_GONE
@@ -860,3 +861,39 @@ def test_every_commands_help_says_what_its_arguments_take(
         code, out, _ = call([command, "--help"], capsys)
         assert code == 0
         assert "position JSON file, or - for standard input" in " ".join(out.split()), out
+
+
+#: A text of 100,000 characters, as a newcomer audit gave each argument.
+HUGE: Final = "9" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("argv", "status"),
+    [
+        (["play", "POS", "2:1>" + HUGE], 2),
+        (["play", "POS", "x" + HUGE], 2),
+        (["play", "POS", "U" + HUGE], 2),
+        (["deal", "y" + HUGE, "1"], 2),
+        (["deal", "yukon", "z" + HUGE], 2),
+        (["deal", "yukon", "1", "-o", "k" + HUGE], 2),
+        (["deal", "yukon", "1", "-o", "k" + HUGE + "=1"], 2),
+        (["solve", "POS", "--budget", "q" + HUGE], 2),
+        (["perft", "POS", "d" + HUGE], 2),
+        (["f" + HUGE], 2),
+        (["moves", "POS", "e" + HUGE], 2),
+        (["moves", "p" + HUGE], 1),
+    ],
+    ids=lambda v: str(v)[:40],
+)
+def test_an_error_quotes_at_most_an_excerpt_of_a_huge_argument(
+    argv: list[str], status: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer audit: ``play pos.json "<a 100,000-character move>"`` said the whole
+    move in its one line (100 KB), and so did every other argument quoted in an error.
+    Now the first MAX_QUOTED characters, and how long it was."""
+    path = tmp_path / "pos.json"
+    path.write_text(dump_position(deal("yukon", 42)))
+    code, out, err = call([str(path) if a == "POS" else a for a in argv], capsys)
+    assert (code, out) == (status, "")
+    assert len(err.splitlines()) == 1 and len(err) < 400, err[:400]
+    assert "… (100,00" in err, err

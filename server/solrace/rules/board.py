@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Final
 
+from solrace.quoting import quoted
+
 from .cards import (
     CARDS_PER_DECK,
     FACE,
@@ -532,12 +534,12 @@ class Board:
                     raise
                 # Said in this board's range, not the notation's, which no board has.
                 raise NotationError(
-                    f"{move!r}: column {exc.column} is not between 1 and {self.columns} "
+                    f"{quoted(move)}: column {exc.column} is not between 1 and {self.columns} "
                     f"({self.variant} has {self.columns} columns)",
                     column=exc.column,
                 ) from None
         elif not isinstance(move, Move):
-            raise NotationError(f"not a move: {move!r}")
+            raise NotationError(f"not a move: {quoted(move)}")
         reason = self.refusal(move)
         if reason is not None:
             raise IllegalMoveError(str(move), reason)

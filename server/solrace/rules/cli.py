@@ -20,6 +20,7 @@ interrupted`` and 130 (128 + SIGINT).
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ from solrace.argtypes import (
     utf8,
     whole,
 )
+from solrace.quoting import as_typed, file_name, quoted
 from solrace.streams import degrade_gracefully
 
 from .board import Board
@@ -55,7 +57,7 @@ def parse_option(text: str) -> tuple[str, Any]:
     a string (``scoring=vegas``)."""
     key, sep, raw = text.strip().partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError(f"an option is key=value, not {text!r}")
+        raise argparse.ArgumentTypeError(f"an option is key=value, not {quoted(text)}")
     try:
         value: Any = json.loads(raw)
     except (ValueError, RecursionError):
@@ -195,6 +197,8 @@ def _read_board(source: str, command: str) -> Board:
     except (UnicodeDecodeError, BadText):  # e.g. a binary file given by mistake
         raise InvalidPositionError(f"{name} is not a position: not UTF-8 text") from None
     except OSError as exc:  # opening or reading: a read error, whatever its errno (EIO…)
+        if exc.errno == errno.ENAMETOOLONG:  # no such file can exist: its start
+            name = file_name(exc)
         raise InputUnreadable(name, exc.strerror or str(exc)) from None
     text = text.removeprefix(BYTE_ORDER_MARK)
     if not text.strip():
@@ -232,7 +236,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args, extras = parser.parse_known_args(argv)
     if extras:
         command: argparse.ArgumentParser = getattr(args, COMMAND_PARSER, parser)
-        command.error(f"unrecognized arguments: {' '.join(extras)}")
+        command.error(f"unrecognized arguments: {as_typed(extras)}")
     return args
 
 

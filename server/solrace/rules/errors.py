@@ -8,6 +8,8 @@ distinct subclasses so a caller can tell *what* was wrong: a move that cannot be
 
 from __future__ import annotations
 
+from solrace.quoting import quoted
+
 
 class RulesError(ValueError):
     """Root of every error the rules engine raises on bad input."""
@@ -38,7 +40,7 @@ class NotAMove(NotationError):
 
     def __init__(self, notation: str, forms: tuple[str, ...]) -> None:
         expected = f"{', '.join(forms[:-1])} or {forms[-1]}"
-        super().__init__(f"not a move: {notation!r} (expected {expected})")
+        super().__init__(f"not a move: {quoted(notation)} (expected {expected})")
         self.notation = notation
         self.forms = forms
 

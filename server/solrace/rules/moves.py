@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
+from solrace.quoting import quoted
+
 from .cards import SUITS
 from .errors import NotAMove, NotationError
 
@@ -120,7 +122,7 @@ def _column(text: str, notation: str) -> int:
     value = int(text)
     if not 1 <= value <= MAX_COLUMNS:
         raise NotationError(
-            f"{notation!r}: column {value} is not between 1 and {MAX_COLUMNS}", column=value
+            f"{quoted(notation)}: column {value} is not between 1 and {MAX_COLUMNS}", column=value
         )
     return value - 1
 
@@ -160,10 +162,12 @@ def _parse_uncached(notation: str) -> Move:
             # raised int()'s ValueError, not a NotationError (a verify audit).
             if len(groups[1]) > len(str(MAX_RUN)) or int(groups[1]) > MAX_RUN:
                 # not the count itself: cut short, it was quoted as another number
-                raise NotationError(f"{notation!r}: no column holds more than {MAX_RUN} cards")
+                raise NotationError(
+                    f"{quoted(notation)}: no column holds more than {MAX_RUN} cards"
+                )
             count = int(groups[1])
             if src == dst:
-                raise NotationError(f"{notation!r}: a column cannot move onto itself")
+                raise NotationError(f"{quoted(notation)}: a column cannot move onto itself")
             return Move(TABLEAU, src, count, dst)
         if kind in (TO_FOUNDATION, FLIP):
             return Move(kind, _column(groups[0], notation))

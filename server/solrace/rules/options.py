@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
+from solrace.quoting import quoted
+
 from .errors import InvalidOptionError
 
 SCORINGS: Final = ("standard", "vegas", "none")
@@ -99,7 +101,7 @@ def resolve_options(
         if name not in allowed:
             choices = ", ".join(sorted(allowed)) or "none"
             raise InvalidOptionError(
-                f"variant {variant} has no option {name!r} (options: {choices})", name
+                f"variant {variant} has no option {quoted(name)} (options: {choices})", name
             )
         values[name] = _check_value(name, value)
     if "max_passes" in allowed and "max_passes" not in given and values.get("scoring") == "vegas":

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from solrace.quoting import quoted
+
 from .board import BUILD_SUIT, BUILD_SUIT_UP_OR_DOWN, Board
 from .errors import UnknownVariantError
 
@@ -139,7 +141,7 @@ def variant_class(variant: str) -> type[Board]:
         return VARIANTS[variant]
     except (KeyError, TypeError):
         known = ", ".join(VARIANTS)
-        raise UnknownVariantError(f"unknown variant {variant!r} (known: {known})") from None
+        raise UnknownVariantError(f"unknown variant {quoted(variant)} (known: {known})") from None
 
 
 def new_board(variant: str, options: dict[str, Any] | None = None) -> Board:

@@ -1,0 +1,52 @@
+"""What a person typed, quoted in an error line: at most its first few characters.
+
+An error that quotes the text it refuses (``not a move: '2:1>9'``) quoted all of it: a
+100,000-character move given to ``solrace-rules play`` came back as one 100 KB line,
+and so did a seed, an option, a variant, a server URL. Every message that quotes user
+text quotes it with :func:`quoted`, so the line stays short whatever was typed. It is
+called only when a message is made, never on the way to a success, so the engine's
+move path (parse_move on the server) pays nothing for it.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Final
+
+__all__ = ["MAX_QUOTED", "as_typed", "file_name", "quoted"]
+
+#: The most characters of a text an error line quotes: enough to recognise what was
+#: typed (a move, a URL's start), short enough for one terminal line.
+MAX_QUOTED: Final = 40
+
+
+def quoted(text: object, *, as_is: bool = False) -> str:
+    """``text`` as ``repr`` shows it, ``'2:1>4'`` (``as_is``: between single quotes as
+    it is, for a text already escaped); past :data:`MAX_QUOTED` characters its first
+    ones, then ``… (N characters)`` outside the quotes, so that the excerpt is not read
+    as what was typed: ``'xxxx'… (100,000 characters)``. Not a string: its ``repr``,
+    cut alike."""
+    if not isinstance(text, str):
+        shown = repr(text)
+        return shown if len(shown) <= MAX_QUOTED else _cut(shown[:MAX_QUOTED], len(shown))
+    start = f"'{text[:MAX_QUOTED]}'" if as_is else repr(text[:MAX_QUOTED])
+    return start if len(text) <= MAX_QUOTED else _cut(start, len(text))
+
+
+def _cut(start: str, length: int) -> str:
+    return f"{start}… ({length:,} characters)"
+
+
+def as_typed(arguments: list[str]) -> str:
+    """Command-line arguments as argparse lists those it has no use for, each as typed,
+    one past :data:`MAX_QUOTED` characters :func:`quoted` (``unrecognized arguments:
+    --budget 9``)."""
+    return " ".join(a if len(a) <= MAX_QUOTED else quoted(a) for a in arguments)
+
+
+def file_name(exc: OSError) -> str:
+    """The file an OSError names, as given — every file that can exist has a name the
+    system takes, said whole — but :func:`quoted` when the system refused it as too
+    long (ENAMETOOLONG: a 100,000-character name was said whole)."""
+    name = str(exc.filename)
+    return quoted(name) if exc.errno == errno.ENAMETOOLONG else name

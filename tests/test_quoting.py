@@ -1,0 +1,28 @@
+"""``solrace.quoting``: what a person typed, quoted in an error line at most in part."""
+
+from __future__ import annotations
+
+import errno
+
+from solrace.quoting import MAX_QUOTED, as_typed, file_name, quoted
+
+
+def test_a_short_text_is_its_repr_and_a_long_one_its_start_and_length() -> None:
+    assert quoted("2:1>4") == "'2:1>4'"
+    assert quoted("x" * MAX_QUOTED) == repr("x" * MAX_QUOTED)
+    assert quoted("x" * 100_000) == f"'{'x' * MAX_QUOTED}'… (100,000 characters)"
+    assert quoted("\x1b" * 50) == repr("\x1b" * MAX_QUOTED) + "… (50 characters)"
+    assert quoted("d\\xff", as_is=True) == "'d\\xff'"  # already escaped: not twice
+    assert quoted(5) == "5" and quoted([1] * 100).endswith("… (300 characters)")
+
+
+def test_arguments_are_said_as_typed_unless_long() -> None:
+    assert as_typed(["--budget", "9"]) == "--budget 9"
+    assert as_typed(["e" * 41]) == f"'{'e' * MAX_QUOTED}'… (41 characters)"
+
+
+def test_a_file_name_is_whole_unless_the_system_found_it_too_long() -> None:
+    long_name = "p" * 5000
+    assert file_name(OSError(errno.ENOENT, "No such file", long_name)) == long_name
+    too_long = OSError(errno.ENAMETOOLONG, "File name too long", long_name)
+    assert file_name(too_long) == f"'{'p' * MAX_QUOTED}'… (5,000 characters)"
