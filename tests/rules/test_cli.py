@@ -20,6 +20,7 @@ from typing import Final
 
 import pytest
 from solrace.argtypes import EXIT_READER_GONE
+from solrace.bench.limits import MAX_BUDGET
 from solrace.rules import (
     VARIANTS,
     deal,
@@ -347,7 +348,7 @@ def test_cli_bad_position_and_missing_file(
         (["deal", "yukon", str(2**64)], "solrace-rules deal: a seed is a whole number"),
         (["deal", "spider", "1"], "solrace-rules deal: unknown variant 'spider'"),
         (["deal", "yukon", "1", "-o", "draw=3"], "solrace-rules deal: variant yukon has no"),
-        (["solve", "x.json", "--budget", "0"], "argument --budget: must be 1 or more nodes, got 0"),
+        (["solve", "x.json", "--budget", "0"], "argument --budget: must be 1 to 10000000 nodes"),
         # an argument too many, as the command's own mistake (they were "solrace-rules:
         # unrecognized arguments: extra (see solrace-rules --help)")
         (["solve", "x.json", "extra"], "solrace-rules solve: unrecognized arguments: extra"),
@@ -606,7 +607,7 @@ def test_ctrl_c_is_one_line_and_status_130(command: str, tmp_path: Path) -> None
     """Ctrl-C in a long perft, solve or hint printed a KeyboardInterrupt traceback."""
     path = tmp_path / "pos.json"
     path.write_text(_hard_yukon() if command != "perft" else dump_position(deal("yukon", 4)))
-    extra = [str(MAX_PERFT_DEPTH)] if command == "perft" else ["--budget", str(10**8)]
+    extra = [str(MAX_PERFT_DEPTH)] if command == "perft" else ["--budget", str(MAX_BUDGET)]
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "solrace-rules"), command, str(path), *extra],
         stdout=subprocess.PIPE,
@@ -897,3 +898,20 @@ def test_an_error_quotes_at_most_an_excerpt_of_a_huge_argument(
     assert (code, out) == (status, "")
     assert len(err.splitlines()) == 1 and len(err) < 400, err[:400]
     assert "… (100,00" in err, err
+
+
+@pytest.mark.parametrize("command", ["solve", "hint"])
+def test_a_budget_past_the_solvers_bound_is_refused_in_one_line(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer audit: ``solve --budget N`` had no upper bound, and a huge N searched
+    for ever (memory growing with it). Past the bound the bench has, refused before
+    the position is read; the help says the bound."""
+    code, out, err = call([command, "missing.json", "--budget", str(MAX_BUDGET + 1)], capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"solrace-rules {command}: argument --budget: must be 1 to {MAX_BUDGET} nodes, "
+        f"got {MAX_BUDGET + 1} nodes (see solrace-rules {command} --help)\n"
+    )
+    code, out, _ = call([command, "--help"], capsys)
+    assert code == 0 and f"at most {MAX_BUDGET:,}" in " ".join(out.split())

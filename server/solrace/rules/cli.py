@@ -39,6 +39,7 @@ from solrace.argtypes import (
     utf8,
     whole,
 )
+from solrace.bench.limits import MAX_BUDGET
 from solrace.quoting import as_typed, file_name, quoted
 from solrace.streams import degrade_gracefully
 
@@ -125,7 +126,9 @@ NO_MOVE: Final = (
 
 #: Argument types (solrace.argtypes: the same words as every other command line).
 _seed = whole()
-_budget = whole(1, unit=" nodes")
+#: The budget's bound is the bench's (bench.limits.MAX_BUDGET): a huge one searched
+#: for ever, the solver's memory growing with every node.
+_budget = whole(1, MAX_BUDGET, unit=" nodes")
 _whole_depth = whole()
 
 
@@ -145,7 +148,7 @@ _indent = whole(0, MAX_INDENT, unit=" spaces")
 _POSITION_HELP: Final = "position JSON file, or - for standard input"
 _BUDGET_HELP: Final = (
     "positions to search at most before answering unknown (default: the solver's "
-    "DEFAULT_BUDGET, docs/solver.md)"
+    f"DEFAULT_BUDGET, docs/solver.md; at most {MAX_BUDGET:,}, as memory grows with it)"
 )
 #: What ``solve`` and ``hint`` add when the budget ran out before an answer (status 4).
 _MORE_BUDGET: Final = "a larger --budget searches further"
