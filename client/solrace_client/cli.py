@@ -181,8 +181,11 @@ def _duration(text: str) -> int:
 
 #: The number flags (solrace.argtypes: the same words as every other command line),
 #: bounded by the server's limits, so a bad value is refused here in words, not by the
-#: server.
-_seconds_at_least_0 = real(0, unit=" seconds")
+#: server. ``bot --delay``'s bound, in seconds: a minute between moves is already too slow to
+#: watch a race by; unbounded, ``--delay 1e9`` made a bot that held its seat and
+#: never moved.
+MAX_BOT_DELAY_S: Final = 60
+_bot_delay = real(0, MAX_BOT_DELAY_S, unit=" seconds")
 
 
 def _code(text: str) -> str:
@@ -1085,10 +1088,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--delay",
-        type=_seconds_at_least_0,
+        type=_bot_delay,
         default=0.1,
-        help="seconds between moves, to be watchable (default 0.1; requests are always "
-        "paced inside the server's rate limit)",
+        help=f"seconds between moves, to be watchable (default 0.1, at most "
+        f"{MAX_BOT_DELAY_S}; requests are always paced inside the server's rate limit)",
     )
     p.add_argument("--seed", type=whole(), help="seed the strategy's tie-breaks (reproducible)")
     p.add_argument("-v", "--verbose", action="store_true", help="say what the bot does")

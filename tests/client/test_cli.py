@@ -1397,3 +1397,21 @@ def test_an_error_quotes_at_most_an_excerpt_of_a_huge_argument(
     said = _one_line(capsys.readouterr().err)
     assert len(said) < 400 and "… (100,00" in said, said[:400]
     assert ui.calls == []
+
+
+def test_a_bot_delay_past_a_minute_is_refused_in_one_line(
+    ui: FakeUI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer audit: ``bot --delay`` had no upper bound (``--delay 1e9``: a bot
+    that waits 30 years between moves, holding its seat). At most MAX_BOT_DELAY_S."""
+    with pytest.raises(SystemExit) as exited:
+        main(["bot", "--quick", "--delay", "61", "--server", "ws://h:1"])
+    assert exited.value.code == 2
+    assert _one_line(capsys.readouterr().err) == (
+        "solrace bot: argument --delay: must be 0 to 60 seconds, got 61 seconds "
+        "(see solrace bot --help)"
+    )
+    assert ui.calls == []
+    from solrace_client.cli import MAX_BOT_DELAY_S  # one definition: docs/client.md's 60
+
+    assert MAX_BOT_DELAY_S == 60
