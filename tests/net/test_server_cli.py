@@ -846,3 +846,26 @@ def test_docs_server_md_command_line_table_is_every_setting_with_its_default() -
         if not name.endswith("_")
     }
     assert sorted(name for name in read if f"`{name}" not in text) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--redis-url", "r" * 100_000],
+        ["--host", "h" * 100_000],
+        ["--port", "p" * 100_000],
+        ["--loop", "l" * 100_000],
+        ["--key-prefix", "{" * 100_000],
+        ["--log-level", "v" * 100_000],
+        ["--data-dir", "/tmp/x", "--bogus" + "b" * 100_000],
+    ],
+    ids=lambda a: a[0],
+)
+def test_a_huge_value_is_quoted_at_most_in_its_first_characters(args: list[str]) -> None:
+    """A newcomer audit: a value of 100,000 characters came back whole in the one error
+    line (100 KB); now its first 40 characters and its length (solrace.quoting)."""
+    done = _run(args, {})
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and len(lines[0]) < 400, done.stderr[:400]
+    assert "… (100,00" in lines[0]

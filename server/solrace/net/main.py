@@ -58,6 +58,7 @@ from solrace.argtypes import (
     whole,
 )
 from solrace.environ import variable
+from solrace.quoting import quoted
 from solrace.streams import degrade_gracefully
 
 from . import logs
@@ -112,7 +113,7 @@ def resolve_loop(name: str, *, have_uvloop: bool | None = None) -> str:
     Raises :class:`LoopUnavailable` for ``uvloop`` when it is not installed, and
     ``ValueError`` for a name not in :data:`LOOPS`."""
     if name not in LOOPS:
-        raise ValueError(f"must be one of {', '.join(LOOPS)}, got {name!r}")
+        raise ValueError(f"must be one of {', '.join(LOOPS)}, got {quoted(name)}")
     installed = uvloop_installed() if have_uvloop is None else have_uvloop
     if name == AUTO:
         return UVLOOP if installed else ASYNCIO
@@ -160,11 +161,11 @@ def _host(text: str) -> str:
         raise ValueError("must not be empty (0.0.0.0 listens on every IPv4 address)")
     unnamed = not_a_host_name(text)
     if unnamed is not None:
-        raise ValueError(f"{text!r} is not a host name ({unnamed})")
+        raise ValueError(f"{quoted(text)} is not a host name ({unnamed})")
     try:
         found = socket.getaddrinfo(text, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:  # its codes are not errnos
-        raise ValueError(f"{text!r} names no address to listen on: {exc.strerror}") from None
+        raise ValueError(f"{quoted(text)} names no address to listen on: {exc.strerror}") from None
     for family, kind, proto, _, address in found:
         try:
             with socket.socket(family, kind, proto) as probe:
@@ -185,7 +186,7 @@ def _port(text: str) -> int:
     try:
         port = int(text)
     except ValueError:
-        raise ValueError(f"not a port number: {text!r}") from None
+        raise ValueError(f"not a port number: {quoted(text)}") from None
     if not 0 <= port <= 65535:
         raise ValueError(f"port {port} is out of range (0-65535)")
     return port
@@ -257,7 +258,7 @@ def check_redis_url(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("redis", "rediss", "unix", *CLUSTER_SCHEMES) or "://" not in text:
         raise ValueError(
-            f"not a Redis URL: {text!r} (redis://host:port/db, rediss://…, unix:///path, "
+            f"not a Redis URL: {quoted(text)} (redis://host:port/db, rediss://…, unix:///path, "
             "redis+cluster://host:port[,host:port…])"
         )
     _check_query_once(parts.query)
@@ -357,14 +358,16 @@ def _key_prefix(text: str) -> str:
             "write it without)"
         )
     if "{" in text or "}" in text:
-        raise ValueError(f"must not contain braces (they are Redis Cluster's hash tag): {text!r}")
+        raise ValueError(
+            f"must not contain braces (they are Redis Cluster's hash tag): {quoted(text)}"
+        )
     return text
 
 
 def _choice(options: Sequence[str]) -> Callable[[str], str]:
     def check(text: str) -> str:
         if text not in options:
-            raise ValueError(f"must be one of {', '.join(options)}, got {text!r}")
+            raise ValueError(f"must be one of {', '.join(options)}, got {quoted(text)}")
         return text
 
     return check
