@@ -1293,40 +1293,23 @@ async def test_a_decision_about_a_room_whose_keys_are_gone_is_unknown_room_at_on
         assert room.room_id not in node.rooms
 
 
+@pytest.mark.parametrize("found_first", [False, True], ids=["by_the_move", "by_the_check"])
 async def test_a_move_in_a_room_redis_lost_whole_writes_nothing_and_closes_it(
-    backend: Backend,
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, found_first: bool
 ) -> None:
     """Redis lost a room whole mid-race (a restart without persistence): a racer's
     first move found its missing log at length 0, was stored and acknowledged, and
     wrote the room's version, stream, chain, log and key set back with no TTL, to
     stay in Redis for ever. Nothing is written now: the move is not acknowledged,
-    the loss counted once, the room's connections closed room_gone."""
+    the loss counted once, the room's connections closed room_gone.
+
+    ``by_the_check``: the room check finds the loss (its version behind the node's,
+    then no meta key) while the move's append is out, and closes the room first; the
+    append, refused for the missing meta key, counted it again and said "lost the
+    whole room" twice (a CI run under load)."""
     node = await backend.node()
     race = await _race_on(node, node)
     ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
-    await delete_room_keys(node.store, room.room_id)
-    first = winning_moves(SOLVABLE_SECRET)[0]
-    await requests.handle(node, ann, Envelope("move", id=98, d={"seq": 0, "move": first}))
-    assert not [f for f in ann.frames if f.id == 98 and f.t == "moved"], ann.frames[-3:]
-    assert await room_keys(node.store, room.room_id) == {}
-    assert isinstance(node.metrics, Tally)
-    assert node.metrics.lost_writes.value == 1
-    assert ann.closes == bob.closes == [(1001, "room_gone")]
-    assert room.room_id not in node.rooms
-
-
-async def test_a_move_in_flight_when_its_room_check_finds_the_room_lost_counts_the_loss_once(
-    backend: Backend, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A move's append was on its way when the room check found the room gone (its
-    version behind the node's, then no meta key): the check counted the loss and closed
-    the room, and the append, refused for the missing meta key, counted it again and
-    said "lost the whole room" twice (a CI run under load). One loss, counted once."""
-    node = await backend.node()
-    race = await _race_on(node, node)
-    ann = race.ann
     room = ann.room
     assert room is not None
     await delete_room_keys(node.store, room.room_id)
@@ -1337,13 +1320,16 @@ async def test_a_move_in_flight_when_its_room_check_finds_the_room_lost_counts_t
         assert room.room_id not in node.rooms
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(node.store, "append_move", checked_first)
+    if found_first:
+        monkeypatch.setattr(node.store, "append_move", checked_first)
     first = winning_moves(SOLVABLE_SECRET)[0]
     await requests.handle(node, ann, Envelope("move", id=98, d={"seq": 0, "move": first}))
     assert not [f for f in ann.frames if f.id == 98 and f.t == "moved"], ann.frames[-3:]
     assert await room_keys(node.store, room.room_id) == {}
     assert isinstance(node.metrics, Tally)
     assert node.metrics.lost_writes.value == 1
+    assert ann.closes == bob.closes == [(1001, "room_gone")]
+    assert room.room_id not in node.rooms
 
 
 async def test_a_racer_dropping_after_its_rooms_keys_expired_is_not_recorded_for_ever(
