@@ -49,7 +49,7 @@ READS = {
     "quick_lobbies", "is_listed", "idle_lobbies", "events_since", "version", "tail",
     "room_nodes", "rooms_nodes", "wakes", "move_log", "log_length", "time_ms", "older_nodes",
     "live_nodes", "handed_off", "heads", "racer_for_token", "claimed_seat", "load_result",
-    "unarchived_rooms", "round_over",
+    "unarchived_rooms", "round_over", "round_ended",
 }  # fmt: skip
 
 
@@ -95,7 +95,8 @@ async def test_a_closed_store_refuses_reads_too_at_once(store: Store) -> None:
     await store.create_room("r1", "ABCD", b"m", True, 1)
     closed = await store.sibling()
     await closed.close()
-    for read in (closed.version("r1"), closed.load_meta("r1"), closed.round_over("r1")):
+    reads = (closed.version("r1"), closed.load_meta("r1"), closed.round_over("r1"))
+    for read in (*reads, closed.round_ended("r1")):
         with pytest.raises(StoreClosed):
             await read
     assert not await closed.ping()

@@ -55,6 +55,7 @@ async def _every_call(store: Store) -> list[object]:
         store.load_result("x"),
         store.reveal_round("r", 1),
         store.round_over("r"),
+        store.round_ended("r"),
         store.time_ms(),
         store.older_nodes(),
     ]

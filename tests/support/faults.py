@@ -60,6 +60,7 @@ STORE_CALLS = (
     "renew_lease",
     "reveal_round",
     "round_over",
+    "round_ended",
     "room_for_code",
     "room_nodes",
     "rooms_nodes",

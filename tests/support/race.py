@@ -12,6 +12,7 @@ from solrace.net.server import RaceServer
 from solrace.protocol import Envelope
 from solrace.race import RacerGame
 from solrace.race.fairness import round_seed
+from solrace.rooms.node import Node
 from solrace.rules import deal
 from solrace.rules.cards import CARDS_PER_DECK, NAMES
 from solrace.store import Store
@@ -316,14 +317,19 @@ async def archived_result(store: Store, race: str, timeout: float = 10) -> bytes
 _SNAPSHOT_TRIES = 20
 
 
-async def snapshot_room(server: RaceServer, room_id: str) -> dict[str, bytes]:
+def _store_of(server: RaceServer | Node) -> Store:
+    """The store of a server's node, or of a node driven without sockets (tests/rooms)."""
+    return server.store if isinstance(server, Node) else server.node.store
+
+
+async def snapshot_room(server: RaceServer | Node, room_id: str) -> dict[str, bytes]:
     """Every key of the room, dumped (DUMP) at one instant, as a snapshot of Redis holds
     it: in one transaction (a room's keys share a slot), taken again if the room's keys
     changed between their listing and it. Dumped one by one, a write of the node in
     between (a lobby's deal_chosen) gave a stream at one version and a version key at
     the next, no snapshot Redis takes: restored, the room's history had a gap, and it
     was lost (Node.history_broken; before, "the room is busy" for good, CI)."""
-    store = server.node.store
+    store = _store_of(server)
     raw = store._redis  # the test saves and restores the real keys
     for _ in range(_SNAPSHOT_TRIES):
         keys = sorted(await room_keys(store, room_id))
@@ -336,14 +342,14 @@ async def snapshot_room(server: RaceServer, room_id: str) -> dict[str, bytes]:
     raise AssertionError(f"the keys of room {room_id} kept changing: no snapshot")
 
 
-async def restore_room(server: RaceServer, room_id: str, snapshot: dict[str, bytes]) -> None:
+async def restore_room(server: RaceServer | Node, room_id: str, snapshot: dict[str, bytes]) -> None:
     """Redis restarted from ``snapshot`` (:func:`snapshot_room`): the room's keys as they
     were then, the keys written since gone (a store rewind) — all at once, in one
     transaction (a room's keys share a slot), as a restart gives them. Restored key by
     key, a node's own writes landing in between (its racers' offline after a race) left
     the version key ahead of the stream, no rewind Redis makes, and every decision of
     the room conflicted: ``unavailable``, for good (CI, twice)."""
-    raw = server.node.store._redis
+    raw = _store_of(server)._redis
     stale = set(await snapshot_room(server, room_id)) - set(snapshot)
     async with raw.pipeline(transaction=True) as pipe:
         for key in stale:

@@ -761,19 +761,22 @@ async def prove_archived(node: Node, peer: Peer, record: Mapping[str, Any]) -> N
     the countdown) the seed of a race under way: an audit's racer, its client sending
     no proof, fetched it after the rewind and won the deal's winning line, 528 moves.
 
-    One read when the store knows a later round is over (``over``, Store.round_over).
+    One read when the store knows a later round is over (its race_over stored:
+    Store.round_ended).
     Otherwise the room is taken up, or synced if held here (its keys expired: nothing
     goes on, and the result is sent; taking it up under way looks for its archive
     itself, Node._archived_already). Raises StoreUnavailable (the request is refused, nothing
     sent) when Redis fails a read or the proof's write, or the race has not ended
     after its ticks (Redis failed their writes: they retry on the room's timer)."""
     room_id, round_no = str(record["room"]), record.get("round")
-    # A later round over: this one ended. Its own number in ``over`` is not enough: a
-    # proof (Store.reveal_round) sets it too, when the round is closed to moves but
-    # its race_over is still to come (a tick Redis failed retries on the room's
-    # timer); read as over, a retry of a refused request, or any request on another
+    # A later round's race_over stored: this one ended. Not ``over`` (Store.round_over):
+    # a proof (Store.reveal_round) raises it too, its round closed to moves but its
+    # race_over still to come (a tick Redis failed retries on the room's timer) — and
+    # a later round's proof raises it past the round the store holds under way (a
+    # rewind to round N, round N+1's archived result sent back, its ending ticks
+    # failed): read as over, a retry of a refused request, or any request on another
     # node, sent the seed of the race under way.
-    if isinstance(round_no, int) and await node.store.round_over(room_id) > round_no:
+    if isinstance(round_no, int) and await node.store.round_ended(room_id) > round_no:
         return
     try:
         room = await node.room(room_id)

@@ -34,6 +34,7 @@ __all__ = [
     "EXPIRE_ROOM",
     "JOIN_ROOM_NODES",
     "REVEAL_ROUND",
+    "ROUND_ENDED",
     "SETTLE_EXPIRY",
     "LuaScript",
 ]
@@ -65,6 +66,8 @@ SETTLE_EXPIRY = _load("settle_expiry")
 JOIN_ROOM_NODES = _load("join_room_nodes")
 #: A round proved revealed by a client (Store.reveal_round).
 REVEAL_ROUND = _load("reveal_round")
+#: The last round whose race_over is stored, told from a proof (Store.round_ended).
+ROUND_ENDED = _load("round_ended")
 #: The store's clock, sampled by every node (Store.time_ms).
 CLOCK = _load("clock")
 #: Run once at start-up only (store/probe.py): may this Redis user run scripts?

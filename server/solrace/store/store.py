@@ -48,6 +48,7 @@ from ._lua import (
     EXPIRE_ROOM,
     JOIN_ROOM_NODES,
     REVEAL_ROUND,
+    ROUND_ENDED,
     SCRIPT_LOADS,
     SETTLE_EXPIRY,
     LuaScript,
@@ -1198,7 +1199,7 @@ class Store:
         if round_no < 1:
             raise ValueError("round_no must be a round number (1 or more)")
         rk = self.keys.room(room_id)
-        return int(await self._eval(REVEAL_ROUND, (rk.meta, rk.over), (str(round_no),)))
+        return int(await self._eval(REVEAL_ROUND, (rk.meta, rk.over, rk.closed), (str(round_no),)))
 
     async def round_over(self, room_id: str) -> int:
         """The last round whose race is over or whose seed was proved revealed
@@ -1206,6 +1207,16 @@ class Store:
         with self._errors():
             raw = await self._redis.get(self.keys.room(room_id).over)
         return int(raw) if raw is not None else 0
+
+    async def round_ended(self, room_id: str) -> int:
+        """The last round whose ``race_over`` is stored (0: none known): ``over``, but
+        0 where a proof raised it (:meth:`reveal_round`). A later round's proof raises
+        ``over`` past the round the store holds under way, whose race_over may never
+        come if Redis fails its ending; read as over, that round's archived result went
+        out with the round under way (lobby.prove_archived). One read, as
+        :meth:`round_over`."""
+        rk = self.keys.room(room_id)
+        return int(await self._eval(ROUND_ENDED, (rk.over, rk.closed), ()))
 
     async def leave_room_nodes(self, room_id: str, node_ids: Collection[str]) -> None:
         """Take ``node_ids`` out of the room's set of serving nodes: a node that took

@@ -3,6 +3,10 @@
 -- before it, is ever stored again, whichever node checks it.
 -- KEYS[1] meta (TTL anchor)  KEYS[2] over (the last round whose race is over;
 --   append_move.lua refuses the moves of every round up to it)
+-- KEYS[3] closed: its field `revealed` (never a log's key name) takes the round too,
+--   so that `over` raised by a proof is told from `over` raised by a race_over
+--   (round_ended.lua): the round the store holds under way (a later round's proof
+--   raises `over` past it) is not over until its own race_over is stored.
 -- ARGV[1] the round proved revealed
 -- Never lowers `over`: one atomic step, so a proof of an earlier round read and
 -- written around another node's race_over cannot undo it. Returns `over` before: at
@@ -15,6 +19,7 @@ end
 local over = tonumber(redis.call('GET', KEYS[2]) or '0')
 if tonumber(ARGV[1]) > over then
   redis.call('SET', KEYS[2], ARGV[1])
-  inherit_ttl(KEYS[1], {KEYS[2]})
+  redis.call('HSET', KEYS[3], 'revealed', ARGV[1])
+  inherit_ttl(KEYS[1], {KEYS[2], KEYS[3]})
 end
 return over
