@@ -10,10 +10,11 @@ no longer earns (docs/store.md, "Closed logs").
 
 from __future__ import annotations
 
+import pytest
 from solrace.protocol import CloseCode, CloseReason
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.views import EventType, RacerStatus
-from solrace.rooms import requests
+from solrace.rooms import lobby, requests
 from solrace.rules.log import UNDO
 
 from tests.net.conftest import SOLVABLE_SECRET
@@ -22,7 +23,7 @@ from tests.support.race import winning_moves
 
 from .conftest import Backend, FakePeer
 from .test_core import _race_on
-from .test_fault_windows import _stored, _tail_held
+from .test_fault_windows import _reply_lost_once, _stored, _tail_held
 
 
 async def test_nothing_follows_a_finish_stored_by_another_node(backend: Backend) -> None:
@@ -74,3 +75,42 @@ async def test_nothing_follows_a_finish_stored_by_another_node(backend: Backend)
     over = await ann.until(lambda f: f.t == "race_over")
     first = over.d["standings"][0]  # type: ignore[index]
     assert (first["name"], first["status"], first["log"]) == ("Bob", "finished", line), first
+
+
+@pytest.mark.parametrize("then", ["retried", "dropped"])
+async def test_a_last_finish_whose_reply_is_lost_ends_the_race_at_once(
+    backend: Backend, then: str
+) -> None:
+    """Bob resigned; Ann, the last racer playing, finishes, Redis takes the move and
+    its reply is lost (the node answers ``unavailable``, not knowing). Her client
+    retries the move and is told it is stored (finished), or her connection drops.
+    Nothing folded the finish after a retry: the node does not read back its own
+    writes, and a retry answered from the log decides nothing, so only the room check
+    ended the race, once two checks running had found Redis ahead (1-2 s later; the
+    checks are off here). The node now ticks the room at once after a finish whose
+    outcome it does not know: the race_over reaches Bob, Ann 1st, either way."""
+    node = await backend.node()
+    node.check_rooms = _no_checks  # type: ignore[method-assign]
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    assert (await bob.ask("resign")).t == "ok"
+    line = winning_moves(SOLVABLE_SECRET)
+    for seq, move in enumerate(line[:-1]):
+        assert (await ann.ask("move", seq=seq, move=move)).t == "moved"
+    lost = _reply_lost_once(node.store, "append_move", lambda *_a, **_k: True)
+    last = {"seq": len(line) - 1, "move": line[-1]}
+    refused = await ann.ask("move", **last)
+    assert lost and refused.d["code"] == "unavailable", refused.d
+    if then == "retried":
+        retried = await ann.ask("move", **last)
+        assert (retried.t, retried.d["status"]) == ("moved", RacerStatus.FINISHED), retried.d
+    else:
+        ann.closed = True  # no retry comes
+        await lobby.disconnected(node, ann)
+    over = await bob.until(lambda f: f.t == "race_over", timeout=1)
+    first = over.d["standings"][0]  # type: ignore[index]
+    assert (first["name"], first["status"], first["log"]) == ("Ann", "finished", line), first
+
+
+async def _no_checks() -> None:
+    """Node.check_rooms, off: the room check's catch-up is not what ends the race."""
