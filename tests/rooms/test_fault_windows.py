@@ -1541,3 +1541,67 @@ async def test_a_redis_refusing_every_write_reads_as_down_and_its_room_retries_p
             await node.stop()
             await store.delete_all()
             await store.close()
+
+
+async def test_a_lobby_whose_creators_offline_redis_fails_to_sort_sorts_when_it_answers(
+    backend: Backend,
+) -> None:
+    """Ann's quick lobby: she hangs up, her ``presence`` offline is stored, then the
+    second write, the lobby's move behind the lobbies somebody is in (Store.
+    move_listing), fails. The lobby stayed among those ``quick`` reads, a room nobody
+    is in, until something sorted it: the node sorts it again once Redis answers,
+    and a quick racer starts a lobby of its own rather than joining Ann's empty one."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
+    room = ann.room
+    assert room is not None
+    failed = _fail_once(node.store, "move_listing")
+    ann.closed = True  # her connection closes without a leave
+    await lobby.disconnected(node, ann)
+    assert failed, "the sort was not attempted"
+    assert any(e.t == EventType.PRESENCE for e in await _stored(node, room))
+
+    async def sorted_() -> tuple[bool, bool]:
+        store = node.store
+        return (
+            room.room_id in await store.listed_lobbies(),
+            room.room_id in await store.idle_lobbies(),
+        )
+
+    await _poll(sorted_, lambda where: where == (False, True), "the lobby was not sorted")
+    bob = FakePeer(node)
+    assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
+    assert bob.room is not None and bob.room.room_id != room.room_id
+
+
+async def test_a_race_whose_lone_node_died_between_its_archive_and_its_note_keeps_its_result(
+    backend: Backend,
+) -> None:
+    """The race_over is stored and its result archived, then the node is killed
+    before it clears the note that the race awaits its archive (Store.
+    clear_unarchived): two writes. The next node's sweep finds the note, the race
+    ended and archived: it clears the note, and the archive keeps the dead node's
+    result (no second one, no other race_over)."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    room = race.ann.room
+    assert room is not None
+    crashed = _dies_at(node, {"clear_unarchived": _always})
+    assert (await race.ann.ask("resign")).t == "ok"
+    with contextlib.suppress(Crashed):
+        await race.bob.ask("resign")
+    await _poll(_value(crashed), bool, "the node was not killed")
+    await node.stop()
+    race_key = race_id(room.room_id, race.commitment)
+    reader = await backend.node()
+    saved = await reader.store.load_result(race_key)
+    assert saved is not None, "not archived before the crash"
+    assert room.room_id in await reader.store.unarchived_rooms()
+
+    await reader.store.drop_lease(node.node_id)  # what 5 s without renewal does
+    await reader.sweep_orphans()
+    assert room.room_id not in await reader.store.unarchived_rooms()
+    assert await reader.store.load_result(race_key) == saved
+    stored = [e.t for e in await _stored(reader, room)]
+    assert stored.count(EventType.RACE_OVER) == 1, stored
