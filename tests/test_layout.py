@@ -137,6 +137,14 @@ def test_the_rules_race_and_protocol_cores_import_no_io() -> None:
         assert _offending(core, ("websockets", "redis", "solrace.net", "solrace.store")) == {}
 
 
+def test_the_rules_engine_imports_no_benchmark() -> None:
+    """The rules engine (its command line too) sits below everything that measures it:
+    solrace-rules took the solver's budget bound from solrace.bench.limits, so the
+    engine depended on the benchmark package (it now comes from solrace.solver_budget,
+    which the solver, the rules command line and the bench all read)."""
+    assert _offending("solrace.rules", ("solrace.bench",)) == {}
+
+
 def test_the_client_imports_no_server_side() -> None:
     server_side = ("solrace.net", "solrace.store", "solrace.rooms", "redis", "fakeredis")
     assert _offending("solrace_client", server_side) == {}

@@ -22,6 +22,7 @@ from solrace.bench import limits
 from solrace.bench.__main__ import main
 from solrace.bench.cli import _check, build_parser
 from solrace.bench.failed import RunFailed
+from solrace.solver_budget import MAX_BUDGET
 
 from tests.support.interrupt import interrupted_while_loading, interrupted_while_running
 from tests.support.redis import REDIS_URL
@@ -112,7 +113,8 @@ def test_a_bad_argument_is_one_line_and_status_2_before_anything_runs(
     assert time.monotonic() - began < 10  # said before any measuring
 
 
-#: Every size option's bound (bench/limits.py): (suite, flag, bound, lowest value).
+#: Every size option's bound (bench/limits.py; the solver's budget bound,
+#: solver_budget.py): (suite, flag, bound, lowest value).
 SIZE_BOUNDS = [
     ("rules", "--seconds", limits.MAX_SECONDS, "more than 0 and at most"),
     ("server", "--seconds", limits.MAX_SECONDS, "more than 0 and at most"),
@@ -122,8 +124,8 @@ SIZE_BOUNDS = [
     ("core", "--rooms", limits.MAX_ROOMS, "1 to"),
     ("core", "--moves", limits.MAX_MOVES, "1 to"),
     ("solver", "--deals", limits.MAX_DEALS, "0 to"),
-    ("solver", "--budget", limits.MAX_BUDGET, "1 to"),
-    ("solver", "--certify-budget", limits.MAX_BUDGET, "1 to"),
+    ("solver", "--budget", MAX_BUDGET, "1 to"),
+    ("solver", "--certify-budget", MAX_BUDGET, "1 to"),
     ("solver", "--certify", limits.MAX_WALKS, "0 to"),
     ("solver", "--certify-node", limits.MAX_WALKS, "0 to"),
     ("solver", "--workers", limits.MAX_WORKERS, "1 to"),

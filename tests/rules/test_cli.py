@@ -20,7 +20,6 @@ from typing import Final
 
 import pytest
 from solrace.argtypes import EXIT_READER_GONE
-from solrace.bench.limits import MAX_BUDGET
 from solrace.rules import (
     VARIANTS,
     deal,
@@ -31,6 +30,7 @@ from solrace.rules import (
     position_dict,
 )
 from solrace.rules.cli import MAX_PERFT_DEPTH, MAX_POSITION_CHARS, build_parser, main
+from solrace.solver_budget import MAX_BUDGET
 
 from tests.rules.test_support import position
 from tests.support.interrupt import console_script_interrupted

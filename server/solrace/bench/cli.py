@@ -5,7 +5,8 @@ the end (Redis does not answer, or failed during the run, or the run could not g
 child or the rooms did not start, the solver's ``--log`` could not be written to,
 bench/failed.py), said in one line; 2 a bad argument,
 said in one line before anything runs — a number out of its range (not finite,
-negative, zero where one is needed, a size past its bound: bench/limits.py), a
+negative, zero where one is needed, a size past its bound: bench/limits.py,
+solver_budget.py), a
 malformed Redis URL or one Redis refuses or answers otherwise (a cluster URL for a
 standalone Redis, TLS for a plain-text one), a ``--log`` that cannot be opened, an
 unknown preset, a loop not installed; 130 interrupted (Ctrl-C), 143 terminated
@@ -37,11 +38,11 @@ from solrace.argtypes import (
     real,
     whole,
 )
+from solrace.solver_budget import MAX_BUDGET
 
 from . import PROG, stopping
 from .failed import RunFailed
 from .limits import (
-    MAX_BUDGET,
     MAX_DEALS,
     MAX_MOVES,
     MAX_RACERS,

@@ -5,7 +5,9 @@ the run set off to build it: connections until the machine's file descriptors ra
 rooms until Redis filled, a list of every deal's job before the first was solved. Each
 bound is well past every run docs/performance.md and docs/winnability.md report, and
 near where a run stops measuring what it is for; past it ``python -m solrace.bench``
-says so in one line, status 2, before anything runs.
+says so in one line, status 2, before anything runs. The solver's ``--budget`` and
+``--certify-budget`` are bound by the solver's own ``MAX_BUDGET``
+(:mod:`solrace.solver_budget`), which ``solrace-rules`` shares.
 """
 
 from __future__ import annotations
@@ -52,12 +54,6 @@ MAX_MOVES: Final = MAX_LOG_LEN
 #: deal's job is listed before the first is solved.
 MAX_DEALS: Final = 100_000
 
-#: ``--budget`` and ``--certify-budget`` (solver; nodes a deal, default 20,000; the
-#: largest documented 2,000,000): the solver keeps every position it reached, so
-#: memory grows with the budget — one Yukon deal at 2,000,000 nodes took 87 s and
-#: 80 MB of one worker (2026-12-06); at the bound, some 7 minutes and 300 MB a deal.
-MAX_BUDGET: Final = 10_000_000
-
 #: ``--certify`` and ``--certify-node`` (solver; certify walks, default 20 and 10,
 #: the documented 300): a walk solves deals until one is won (its p95 0.3-1.3 s at
 #: the server's budget, docs/performance.md "Solver"); 10,000 are over thirty times
@@ -70,7 +66,6 @@ MAX_WALKS: Final = 10_000
 MAX_WORKERS: Final = 256
 
 __all__ = [
-    "MAX_BUDGET",
     "MAX_DEALS",
     "MAX_MOVES",
     "MAX_RACERS",

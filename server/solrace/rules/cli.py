@@ -39,8 +39,8 @@ from solrace.argtypes import (
     utf8,
     whole,
 )
-from solrace.bench.limits import MAX_BUDGET
 from solrace.quoting import as_typed, file_name, quoted
+from solrace.solver_budget import MAX_BUDGET
 from solrace.streams import degrade_gracefully
 
 from .board import Board
@@ -126,8 +126,8 @@ NO_MOVE: Final = (
 
 #: Argument types (solrace.argtypes: the same words as every other command line).
 _seed = whole()
-#: The budget's bound is the bench's (bench.limits.MAX_BUDGET): a huge one searched
-#: for ever, the solver's memory growing with every node.
+#: The budget's bound is the solver's (solrace.solver_budget.MAX_BUDGET, the bench's
+#: too): a huge one searched for ever, the solver's memory growing with every node.
 _budget = whole(1, MAX_BUDGET, unit=" nodes")
 _whole_depth = whole()
 
