@@ -20,7 +20,6 @@ interrupted`` and 130 (128 + SIGINT).
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import sys
 from collections.abc import Sequence
@@ -200,7 +199,9 @@ def _read_board(source: str, command: str) -> Board:
     except (UnicodeDecodeError, BadText):  # e.g. a binary file given by mistake
         raise InvalidPositionError(f"{name} is not a position: not UTF-8 text") from None
     except OSError as exc:  # opening or reading: a read error, whatever its errno (EIO…)
-        if exc.errno == errno.ENAMETOOLONG:  # no such file can exist: its start
+        # opening names the file (reading does not): as file_name says it, which cuts
+        # one the system found too long (ENAMETOOLONG); an empty name keeps its words
+        if exc.filename:
             name = file_name(exc)
         raise InputUnreadable(name, exc.strerror or str(exc)) from None
     text = text.removeprefix(BYTE_ORDER_MARK)
