@@ -9,17 +9,23 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from solrace.environ import variable
 from solrace.protocol.fairness import MAX_SEED, is_salt
 from solrace.protocol.limits import MAX_NAME_LEN
 from solrace.protocol.messages import display_name
+
+#: The variable naming the config directory, read as every ``SOLRACE_*`` variable is
+#: (:func:`solrace.environ.variable`: trimmed, blank as unset) — read as written,
+#: ``SOLRACE_CONFIG_DIR=" /x "`` was a directory named with its spaces.
+ENV_CONFIG_DIR: Final = "SOLRACE_CONFIG_DIR"
 
 
 def config_dir() -> Path:
     """Where the client keeps its files (docs/client.md), whether or not it can."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(Path.home(), ".config")
-    return Path(os.environ.get("SOLRACE_CONFIG_DIR") or os.path.join(base, "solrace"))
+    return Path(variable(ENV_CONFIG_DIR) or os.path.join(base, "solrace"))
 
 
 class ConfigDirUnusable(NotADirectoryError):
@@ -29,9 +35,10 @@ class ConfigDirUnusable(NotADirectoryError):
 
 def _named_by() -> str:
     """What chose the config directory, for a message."""
-    for variable in ("SOLRACE_CONFIG_DIR", "XDG_CONFIG_HOME"):
-        if os.environ.get(variable):
-            return f"${variable}"
+    if variable(ENV_CONFIG_DIR):
+        return f"${ENV_CONFIG_DIR}"
+    if os.environ.get("XDG_CONFIG_HOME"):
+        return "$XDG_CONFIG_HOME"
     return "the default"
 
 

@@ -122,3 +122,29 @@ def test_a_saved_races_proof_is_kept_and_a_malformed_one_dropped(config_dir: Pat
         path.write_text(json.dumps({**asdict(ANN), "revealed": bad}))
         saved = config.load_race()
         assert saved is not None and saved.token == ANN.token and saved.revealed is None
+
+
+@pytest.mark.parametrize(
+    ("value", "named_by"),
+    [("  {dir}  ", "$SOLRACE_CONFIG_DIR"), ("   ", "$XDG_CONFIG_HOME"), ("", "$XDG_CONFIG_HOME")],
+    ids=["spaced", "blank", "empty"],
+)
+def test_solrace_config_dir_is_read_trimmed_and_blank_is_unset(
+    value: str, named_by: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As every SOLRACE_* variable is read (solrace.environ): ``SOLRACE_CONFIG_DIR="
+    /x "`` was the directory " /x " (one named with spaces, made in the working
+    directory), and a blank one the directory "   ", while the server's variables and
+    $SOLRACE_SERVER were trimmed, blank as unset."""
+    given = tmp_path / "conf"
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", value.format(dir=given))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    expected = given if named_by == "$SOLRACE_CONFIG_DIR" else tmp_path / "xdg" / "solrace"
+    assert config.config_dir() == expected
+    # and what chose it is named when it is not a directory
+    given.write_text("")
+    (tmp_path / "xdg").write_text("")
+    problem = config.config_dir_problem()
+    assert problem is not None and problem.startswith(
+        f"the config directory {expected} ({named_by})"
+    ), problem
