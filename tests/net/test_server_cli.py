@@ -25,6 +25,7 @@ from solrace.net.main import (
     LOOPS,
     UVLOOP,
     LoopUnavailable,
+    check_redis_url,
     resolve_loop,
     run_on_loop,
 )
@@ -869,3 +870,41 @@ def test_a_huge_value_is_quoted_at_most_in_its_first_characters(args: list[str])
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and len(lines[0]) < 400, done.stderr[:400]
     assert "… (100,00" in lines[0]
+
+
+#: A part of a Redis URL of 100,000 characters.
+_HUGE = "h" * 100_000
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"redis://127.0.0.1:6379/0?{_HUGE}=1",  # an option the client does not take
+        f"redis://127.0.0.1:6379/0?db={_HUGE}&db=2",  # an option given twice
+        f"redis://127.0.0.1:6379/14?db={_HUGE}",  # the database given twice
+        f"redis://127.0.0.1:6379/{_HUGE}",  # a database index that is not a number
+        f"rediss://127.0.0.1:6379/0?ssl_cert_reqs={_HUGE}",  # a value redis-py refuses
+        f"redis+cluster://127.0.0.1:7101?{_HUGE}=1",
+        f"redis+cluster://127.0.0.1:7101/5?x={_HUGE}",  # a cluster has only database 0
+        f"redis+cluster://127.0.0.1:{_HUGE}",  # a node that is not host:port
+        f"redis+cluster://?x={_HUGE}",  # no node
+    ],
+    ids=lambda url: url[: url.index("h")].rstrip("?=/:"),
+)
+def test_a_huge_part_of_a_redis_url_is_quoted_at_most_in_its_first_characters(url: str) -> None:
+    """A bad query string (or database, or cluster node) was quoted whole in the one
+    error line, 100 KB; now at most its first 40 characters and its length, as every
+    other value (solrace.quoting)."""
+    with pytest.raises(ValueError, match="… \\(100,0") as raised:
+        check_redis_url(url)
+    assert len(str(raised.value)) < 400, str(raised.value)[:400]
+
+
+def test_a_value_redis_py_refuses_with_its_own_error_is_one_line_and_status_2() -> None:
+    """``rediss://…?ssl_cert_reqs=bogus``: redis-py refuses the value with a RedisError,
+    not the ValueError of its other options, and solrace-server printed a traceback."""
+    done = _run(["--redis-url", "rediss://127.0.0.1:6379/0?ssl_cert_reqs=bogus"], {})
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr[-400:]
+    assert done.stderr == (
+        "solrace-server: --redis-url: Invalid SSL Certificate Requirements Flag: bogus\n"
+    )

@@ -58,7 +58,7 @@ from solrace.argtypes import (
     whole,
 )
 from solrace.environ import variable
-from solrace.quoting import quoted
+from solrace.quoting import MAX_QUOTED, quoted
 from solrace.streams import degrade_gracefully
 
 from . import logs
@@ -267,14 +267,14 @@ def check_redis_url(text: str) -> str:
     else:
         db = parts.path.strip("/")
         if parts.scheme != "unix" and db and not db.isdigit():
-            raise ValueError(f"database index {db!r} is not a number (redis://host:port/0)")
+            raise ValueError(f"database index {quoted(db)} is not a number (redis://host:port/0)")
         # redis-py takes the query's db over the path's, silently: a URL naming both
         # ran the node on the query's while its log line showed the path's first.
         query_db = parse_qs(parts.query).get("db")
         if parts.scheme != "unix" and db and query_db:
             raise ValueError(
-                f"the database is given twice ({db!r} in the path, {query_db[0]!r} in the "
-                "query): give it once (redis://host:port/0)"
+                f"the database is given twice ({quoted(db)} in the path, "
+                f"{quoted(query_db[0])} in the query): give it once (redis://host:port/0)"
             )
     if parts.query:
         _check_query_options(text, cluster=parts.scheme in CLUSTER_SCHEMES)
@@ -289,9 +289,9 @@ def _check_query_once(query: str) -> None:
         values.setdefault(name, []).append(value)
     for name, given in values.items():
         if len(given) > 1:
-            shown = ", ".join(repr(v) for v in given)
+            shown = ", ".join(quoted(v) for v in given)
             raise ValueError(
-                f"the option {name!r} is given twice in the query ({shown}): give it once"
+                f"the option {quoted(name)} is given twice in the query ({shown}): give it once"
             )
 
 
@@ -300,12 +300,15 @@ def _check_query_options(text: str, *, cluster: bool) -> None:
     the URL's query to its client or connection class, which refuses one it does not
     take (``?bogus=1``, ``?ssl_certfile=…`` on a plain-text URL) with a TypeError —
     otherwise only at the first connection, as a traceback. A value it cannot read
-    (``?socket_timeout=abc``) is its ValueError, which says so."""
+    (``?socket_timeout=abc``) is its ValueError, which says so — or, for
+    ``?ssl_cert_reqs=bogus``, its RedisError, which was a traceback: both said in its
+    words, a value they quote cut as :func:`~solrace.quoting.quoted` cuts one."""
     import re
 
     import redis.asyncio
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
+    from redis.exceptions import RedisError
 
     from solrace.store._cluster import cluster_client
 
@@ -321,8 +324,20 @@ def _check_query_options(text: str, *, cluster: bool) -> None:
     except TypeError as exc:
         found = re.search(r"keyword argument '([^']*)'", str(exc))
         name = found.group(1) if found else str(exc)
-        why = f"the Redis client takes no option {name!r} (in the URL's query)"
+        why = f"the Redis client takes no option {quoted(name)} (in the URL's query)"
         raise ValueError(why) from None
+    except (ValueError, RedisError) as exc:
+        raise ValueError(_values_cut(str(exc), urlsplit(text).query)) from None
+
+
+def _values_cut(message: str, query: str) -> str:
+    """redis-py's ``message`` about a URL's ``query``, each value of the query it quotes
+    cut as :func:`~solrace.quoting.quoted` cuts one (``Invalid SSL Certificate
+    Requirements Flag: <100,000 characters>`` was said whole)."""
+    for _, value in parse_qsl(query, keep_blank_values=True):
+        if len(value) > MAX_QUOTED and value in message:
+            message = message.replace(value, quoted(value, as_is=True))
+    return message
 
 
 def _data_dir(text: str) -> str:

@@ -33,6 +33,8 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from solrace.quoting import quoted
+
 __all__ = ["CLUSTER_SCHEMES", "cluster_client", "is_cluster_url", "parse_cluster_url"]
 
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
@@ -47,7 +49,7 @@ def _host_port(text: str, url: str) -> tuple[str, int]:
     """``host:port`` or ``[v6]:port`` → (host, port); the port is required."""
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"cluster node {text!r} is not host:port in {url!r}")
+        raise ValueError(f"cluster node {quoted(text)} is not host:port in {quoted(url)}")
     return host.removeprefix("[").removesuffix("]"), int(port)
 
 
@@ -59,14 +61,14 @@ def parse_cluster_url(url: str) -> tuple[str, list[tuple[str, int]]]:
     without a port, a database other than 0)."""
     parts = urlsplit(url)
     if parts.scheme not in CLUSTER_SCHEMES or "://" not in url:
-        raise ValueError(f"not a Redis Cluster URL: {url!r} (redis+cluster://host:port,…)")
+        raise ValueError(f"not a Redis Cluster URL: {quoted(url)} (redis+cluster://host:port,…)")
     credentials, at, hosts = parts.netloc.rpartition("@")
     nodes = [_host_port(h.strip(), url) for h in hosts.split(",") if h.strip()]
     if not nodes:
-        raise ValueError(f"no cluster node in {url!r} (redis+cluster://host:port,…)")
+        raise ValueError(f"no cluster node in {quoted(url)} (redis+cluster://host:port,…)")
     db = parts.path.strip("/")
     if db not in ("", "0"):
-        raise ValueError(f"a Redis Cluster has only database 0, not {db!r} ({url!r})")
+        raise ValueError(f"a Redis Cluster has only database 0, not {quoted(db)} ({quoted(url)})")
     scheme = parts.scheme.removesuffix("+cluster")
     host, port = nodes[0]
     netloc = f"{credentials}{at}{f'[{host}]' if ':' in host else host}:{port}"
