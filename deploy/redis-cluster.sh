@@ -15,7 +15,9 @@
 #            (redis+cluster://127.0.0.1:PORT,...); interrupted (Ctrl-C: 130, SIGTERM:
 #            143) or failed before that, it stops the servers it started and removes
 #            what it made (a DIR or DIR/PORT that was there before is kept)
-#   stop     SHUTDOWN NOSAVE every server started in DIR, then remove DIR
+#   stop     kill every server started in DIR, then remove DIR; a pid file whose pid
+#            is not a redis-server on its directory's port (a stale one: after a reboot
+#            its pid may be any process's) is said in one line and its pid left running
 #   url      print the solrace URL for these ports
 #   spare-ports  print N (1 to 100) ports where nothing listens, nor on PORT+10000 (each node
 #            also listens on its cluster bus port, PORT+10000); both stay below the
@@ -201,14 +203,42 @@ undo_start() {  # stop the servers this start launched, remove what it made
     [ "$dir_was_there" = 1 ] || rmdir "$started_dir" 2>/dev/null || true
 }
 
+serves_port() {  # serves_port PID PORT: 0 when PID is a redis-server on 127.0.0.1:PORT
+    # Its command line is its process title, "redis-server 127.0.0.1:PORT [cluster]"
+    # (as started, before it sets the title: "redis-server … --port PORT …").
+    local cmdline
+    case "$1" in ''|*[!0-9]*) return 1 ;; esac
+    if [ -d /proc/self ]; then
+        cmdline="$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline")" || return 1
+    else  # no /proc (macOS, BSD)
+        cmdline="$(ps -o args= -p "$1" 2>/dev/null)" || return 1
+    fi
+    case "$cmdline" in redis-server*|*/redis-server*) ;; *) return 1 ;; esac
+    case " $cmdline " in *":$2 "*|*" --port $2 "*) return 0 ;; esac
+    return 1
+}
+
 stop() {
     # SIGKILL, not SHUTDOWN: the directory and its data go anyway, and a graceful
     # shutdown of a master with AOF and replicas can refuse ("Errors trying to
     # SHUTDOWN") and take seconds per server to fall through to a kill.
-    local dir="$1" pidfile pid pids=()
+    local dir="$1" pidfile pid port pids=()
     [ -d "$dir" ] || return 0
     for pidfile in "$dir"/*/redis.pid; do
-        [ -f "$pidfile" ] && pids+=("$(cat "$pidfile")")
+        [ -f "$pidfile" ] || continue
+        pid="$(cat "$pidfile")"
+        port="$(basename "$(dirname "$pidfile")")"
+        # A pid file outlives its server (a reboot, a kill -9): its pid may be another
+        # process's by now, which a kill of every pid listed killed.
+        if serves_port "$pid" "$port"; then
+            pids+=("$pid")
+        elif [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
+            echo "redis-cluster.sh: $pidfile: pid $pid is not a redis-server on port $port" \
+                "(a stale pid file): left running" >&2
+        else
+            echo "redis-cluster.sh: $pidfile: pid ${pid:-(none)} is not running" \
+                "(a stale pid file)" >&2
+        fi
     done
     if [ ${#pids[@]} -gt 0 ]; then
         kill -KILL "${pids[@]}" 2>/dev/null || true

@@ -5,6 +5,7 @@ accepts, and nothing left behind — no process, no file — after ``stop``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -235,3 +236,59 @@ def test_ctrl_c_cleans_up_once(tmp_path: Path) -> None:
     finally:
         _run("stop", str(where))
     assert (start.returncode, calls.read_text()) == (130, f"{where}\n")
+
+
+def _posing_as(title: str) -> subprocess.Popen[bytes]:
+    """A process whose command line reads ``title`` (as a redis-server's process title
+    does, ``redis-server 127.0.0.1:PORT [cluster]``), once it does."""
+    process = subprocess.Popen(["bash", "-c", f'exec -a "{title}" sleep 60'])
+    cmdline = Path(f"/proc/{process.pid}/cmdline")
+    deadline = time.monotonic() + 5
+    while not cmdline.read_bytes().startswith(title.encode()):
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    return process
+
+
+def test_stop_kills_no_process_a_stale_pid_file_names(tmp_path: Path) -> None:
+    """``stop`` killed whatever pid each ``redis.pid`` held: after a reboot (the
+        servers gone, their pid files left) that may be any process of the machine's. It
+        now kills a pid only while it is a redis-server on that directory's port, and says
+        in one line that it skipped another (a ``sleep``, a redis-server on another port) or
+    one that is not running."""
+    where = tmp_path / "cluster"
+    stranger = subprocess.Popen(["sleep", "60"])
+    elsewhere = _posing_as("redis-server 127.0.0.1:7203 [cluster]")
+    own = _posing_as("redis-server 127.0.0.1:7204 [cluster]")
+    for port, process in (("7201", stranger), ("7202", elsewhere), ("7204", own)):
+        (where / port).mkdir(parents=True)
+        (where / port / "redis.pid").write_text(f"{process.pid}\n")
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid no process has (for the next ~4 million pids)
+    (where / "7205").mkdir()
+    (where / "7205" / "redis.pid").write_text(f"{gone.pid}\n")
+    try:
+        stop = subprocess.Popen(
+            ["bash", str(SCRIPT), "stop", str(where)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            own.wait(timeout=5)  # reaped here, this test's child: stop waits for it to go
+        out, err = stop.communicate(timeout=10)
+        alive = (stranger.poll() is None, elsewhere.poll() is None, own.poll() is None)
+    finally:
+        for process in (stranger, elsewhere, own):
+            process.kill()
+            process.wait()
+    assert (stop.returncode, out, alive) == (0, "", (True, True, False)), err
+    assert err == (
+        f"redis-cluster.sh: {where}/7201/redis.pid: pid {stranger.pid} is not a "
+        "redis-server on port 7201 (a stale pid file): left running\n"
+        f"redis-cluster.sh: {where}/7202/redis.pid: pid {elsewhere.pid} is not a "
+        "redis-server on port 7202 (a stale pid file): left running\n"
+        f"redis-cluster.sh: {where}/7205/redis.pid: pid {gone.pid} is not running (a stale "
+        "pid file)\n"
+    )
+    assert not where.exists()
