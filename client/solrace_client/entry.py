@@ -1,7 +1,7 @@
 """The ``solrace`` console script. This module and the package's ``__init__`` load only
 the standard library, so a Ctrl-C while the client's modules load (websockets, rich:
 the first ~0.1 s) lands in :func:`main`'s handler — one line, status 130 — instead of
-printing a traceback (:func:`solrace.argtypes.interruptible`, as ``solrace-rules``)."""
+printing a traceback (:func:`solrace.interrupt.interruptible`, as ``solrace-rules``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from solrace.argtypes import interruptible
+from solrace.interrupt import interruptible
 
 #: Standard error's file descriptor.
 STDERR_FD = 2

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final, NoReturn
 
 from solrace import __version__
+from solrace.interrupt import EXIT_INTERRUPTED, interruptible
 from solrace.quoting import as_typed, quoted
 
 if TYPE_CHECKING:
@@ -65,10 +66,6 @@ REDIS_DEFAULT_PORT: Final = 6379
 
 #: Every command's exit status for a command-line mistake.
 EXIT_USAGE: Final = 2
-
-#: The exit status of a command Ctrl-C stopped: what a shell reports for a process
-#: SIGINT stops (128 + SIGINT).
-EXIT_INTERRUPTED: Final = 128 + 2
 
 #: The exit status of a command SIGTERM stopped (``timeout``, a job cancelled) once it
 #: had cleaned up after itself: what a shell reports for a process SIGTERM stops
@@ -173,20 +170,6 @@ class OneLineParser(argparse.ArgumentParser):
         except OSError as exc:
             why = exc.strerror or str(exc)
             sys.exit(output_unusable(self.prog, why, self.output_failed))
-
-
-def interruptible(
-    prog: str, load: Callable[[], Callable[[Sequence[str] | None], int]], argv: Sequence[str] | None
-) -> int:
-    """A console script's ``main``: ``load()`` imports the command line (and all it
-    needs) and its ``main`` runs ``argv``. A Ctrl-C at any point — while the modules
-    load too, the first ~0.05-0.1 s, which a script importing them first left to a
-    traceback — ends in one line, ``PROG: interrupted``, status 130."""
-    try:
-        return load()(argv)
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
 
 
 def add_version(parser: argparse.ArgumentParser) -> None:

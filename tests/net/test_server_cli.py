@@ -769,6 +769,36 @@ def test_ctrl_c_while_the_console_script_loads_is_one_line_and_130(
     assert (done.returncode, done.stderr) == (130, "solrace-server: interrupted\n")
 
 
+@pytest.mark.parametrize("module", ["argparse", "gettext", "solrace.quoting"])
+def test_ctrl_c_while_the_entry_module_loads_is_one_line_and_130(module: str) -> None:
+    """Ctrl-C in solrace-server's first ~20 ms still printed a traceback: its entry
+    module imported solrace.argtypes (argparse, math, solrace.quoting…) for its handler,
+    before the handler was in place. It now imports only solrace.interrupt (sys), and
+    the rest inside the handler. (``--version``: not interrupted, it ends at once.)"""
+    done = console_script_interrupted("solrace-server", module, "--version")
+    assert (done.returncode, done.stderr) == (130, "solrace-server: interrupted\n")
+
+
+def test_the_servers_entry_modules_load_only_the_handler() -> None:
+    """What solrace-server's and solrace-rules' console scripts import before their
+    Ctrl-C handler is in place: the handler's module, nothing else (the standard
+    library Python loaded at start-up aside)."""
+    code = (
+        "import sys; before = set(sys.modules); "
+        "import solrace.server_entry, solrace.rules_entry; "
+        "print(sorted(set(sys.modules) - before))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    loaded = set(done.stdout.strip().strip("[]").replace("'", "").split(", "))
+    at_start_up = {"__future__", "collections.abc"}  # loaded before, where not (-c)
+    assert loaded - at_start_up == {
+        "solrace",
+        "solrace.interrupt",
+        "solrace.rules_entry",
+        "solrace.server_entry",
+    }, done.stderr
+
+
 def test_a_ctrl_c_as_the_loop_is_made_leaves_no_coroutine_never_awaited(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -2,7 +2,7 @@
 
 ``-m`` runs this module as the main program, so what it imports at its top comes
 before any handler: it loads the command line's helpers only (standard library), and
-:func:`~solrace.argtypes.interruptible` loads the command, so that a Ctrl-C while its
+:func:`~solrace.interrupt.interruptible` loads the command, so that a Ctrl-C while its
 modules load (the first ~0.1-0.2 s: its limits, and with them solrace.protocol) is one
 line and status 130 — it printed a traceback and died by the signal."""
 
