@@ -205,7 +205,9 @@ undo_start() {  # stop the servers this start launched, remove what it made
 
 serves_port() {  # serves_port PID PORT: 0 when PID is a redis-server on 127.0.0.1:PORT
     # Its command line is its process title, "redis-server 127.0.0.1:PORT [cluster]"
-    # (as started, before it sets the title: "redis-server … --port PORT …").
+    # (as started, before it sets the title, or with set-proc-title no: "redis-server …
+    # --port PORT …"). A --conf whose proc-title-template names no port makes every
+    # server look like a stranger: each is said and left running, none killed wrongly.
     local cmdline
     case "$1" in ''|*[!0-9]*) return 1 ;; esac
     if [ -d /proc/self ]; then
