@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 
-from solrace.quoting import MAX_QUOTED, as_typed, file_name, quoted
+from solrace.quoting import MAX_QUOTED, as_typed, file_name, quoted, without_password
 
 
 def test_a_short_text_is_its_repr_and_a_long_one_its_start_and_length() -> None:
@@ -26,3 +26,16 @@ def test_a_file_name_is_whole_unless_the_system_found_it_too_long() -> None:
     assert file_name(OSError(errno.ENOENT, "No such file", long_name)) == long_name
     too_long = OSError(errno.ENAMETOOLONG, "File name too long", long_name)
     assert file_name(too_long) == f"'{'p' * MAX_QUOTED}'… (5,000 characters)"
+
+
+def test_a_url_loses_its_credentials_and_keeps_the_rest() -> None:
+    assert without_password("redis://:s3cret@h:6379/0") == "redis://***@h:6379/0"
+    assert without_password("redis+cluster://u:s3cret@a:1,b:2/0?x=1") == (
+        "redis+cluster://***@a:1,b:2/0?x=1"
+    )
+    assert without_password("redis://:p@ss/w@h:6379") == "redis://***@h:6379"  # raw @ and /
+    assert (
+        without_password("redis://h:6379/0?client_name=a@b") == "redis://h:6379/0?client_name=a@b"
+    )
+    assert without_password("redis://h:6379/0") == "redis://h:6379/0"
+    assert without_password("not a url @ all") == "not a url @ all"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 from typing import Final
 
-__all__ = ["MAX_QUOTED", "as_typed", "file_name", "quoted"]
+__all__ = ["MAX_QUOTED", "as_typed", "file_name", "quoted", "without_password"]
 
 #: The most characters of a text an error line quotes: enough to recognise what was
 #: typed (a move, a URL's start), short enough for one terminal line.
@@ -50,3 +50,17 @@ def file_name(exc: OSError) -> str:
     long (ENAMETOOLONG: a 100,000-character name was said whole)."""
     name = str(exc.filename)
     return quoted(name) if exc.errno == errno.ENAMETOOLONG else name
+
+
+def without_password(url: str) -> str:
+    """A server URL with its credentials hidden (``redis://***@host:port/0``), before
+    it reaches an error line or a log: a line said on a shared terminal, pasted into an
+    issue or kept by a log collector must not carry the Redis password. Everything up
+    to the last ``@`` before the query goes — a user name too (half of what a guesser
+    needs), and a password with a ``/`` in it, which ends no authority here; an ``@``
+    in the query alone hides nothing. A URL without credentials is returned as it is."""
+    scheme, sep, rest = url.partition("://")
+    before_query = rest.partition("?")[0].partition("#")[0]
+    if not sep or "@" not in before_query:
+        return url
+    return f"{scheme}://***@{rest[before_query.rindex('@') + 1 :]}"

@@ -64,6 +64,12 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         (["--redis-url", "redis://127.0.0.1:6379/x"], {}, "database index 'x'"),
         (["--redis-url", "redis+cluster://127.0.0.1"], {}, "'127.0.0.1' is not host:port"),
         (["--redis-url", "redis+cluster://h:7101/1"], {}, "a Redis Cluster has only database 0"),
+        # a cluster URL's password was said whole in its error line (a unit's log)
+        (
+            ["--redis-url", "redis+cluster://u:s3cret@127.0.0.1/0"],
+            {},
+            "'127.0.0.1' is not host:port in 'redis+cluster://***@127.0.0.1/0'",
+        ),
         ([], {"SOLRACE_REDIS_URL": "redis+cluster://"}, "$SOLRACE_REDIS_URL: no cluster node"),
         (["--port", "99999"], {}, "--port: port 99999 is out of range"),
         ([], {"SOLRACE_PORT": "abc"}, "$SOLRACE_PORT: not a port number: 'abc'"),

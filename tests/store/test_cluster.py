@@ -264,6 +264,24 @@ def test_cluster_urls() -> None:
             parse_cluster_url(bad)
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "redis+cluster://u:s3cret@host",  # a node without its port
+        "redis+cluster://u:s3cret@h:1/2",  # a database other than 0
+        "redis+cluster://u:s3cret@",  # no node
+        "redis+cluster://u:s3cret@h:99999",
+    ],
+)
+def test_a_cluster_urls_error_says_no_password(bad: str) -> None:
+    """The URL an error quotes has its credentials hidden: it was quoted as given,
+    password and all, into a line a terminal, a unit's journal or an issue keeps."""
+    with pytest.raises(ValueError) as refused:
+        parse_cluster_url(bad)
+    assert "s3cret" not in str(refused.value) and "u:" not in str(refused.value)
+    assert "redis+cluster://***@" in str(refused.value)
+
+
 async def test_an_unreachable_cluster_is_unavailable_not_a_crash() -> None:
     store = await Store.connect("redis+cluster://127.0.0.1:1", prefix="t:", timeout=0.5)
     try:

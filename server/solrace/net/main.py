@@ -58,7 +58,7 @@ from solrace.argtypes import (
     whole,
 )
 from solrace.environ import variable
-from solrace.quoting import MAX_QUOTED, quoted
+from solrace.quoting import MAX_QUOTED, quoted, without_password
 from solrace.streams import degrade_gracefully
 
 from . import logs
@@ -674,7 +674,9 @@ async def open_store(
     except StoreUnavailable:
         answers = False
     except StoreError as exc:
-        raise UsageError(f"--redis-url: Redis refused {_redact(url)}: {_last_words(exc)}") from None
+        raise UsageError(
+            f"--redis-url: Redis refused {without_password(url)}: {_last_words(exc)}"
+        ) from None
     if answers:
         await _refuse_unusable(store, url)
     else:
@@ -683,11 +685,13 @@ async def open_store(
         wrong = await wrong_kind(url)
         if wrong is not None:
             await store.close()
-            raise UsageError(f"--redis-url: {wrong.node} {wrong.says}: use {_redact(wrong.use)}")
+            raise UsageError(
+                f"--redis-url: {wrong.node} {wrong.says}: use {without_password(wrong.use)}"
+            )
         refused = await auth_refused(url)
         if refused is not None:
             await store.close()
-            raise UsageError(f"--redis-url: Redis refused {_redact(url)}: {refused}")
+            raise UsageError(f"--redis-url: Redis refused {without_password(url)}: {refused}")
     return store, answers
 
 
@@ -707,7 +711,7 @@ def _refuse_embedded_engine(url: str) -> None:
     if data_dir is None:
         return
     raise UsageError(
-        f"--redis-url: {_redact(url)} is the embedded engine of the solrace-server on "
+        f"--redis-url: {without_password(url)} is the embedded engine of the solrace-server on "
         f"{data_dir} (pid {data_dir_owner(data_dir)}): it is that node's alone and stops "
         "with it; several nodes share a Redis of their own (redis://host:port/db on "
         "each, docs/deploy.md)"
@@ -727,21 +731,21 @@ async def _refuse_unusable(store: Store, url: str) -> None:
 
     problem = None
     if not store.cluster and (wrong := await cluster_node(url)) is not None:
-        problem = f"{wrong.node} {wrong.says}: use {_redact(wrong.use)}"
+        problem = f"{wrong.node} {wrong.says}: use {without_password(wrong.use)}"
     elif (refused := await store.refused_access()) is not None:
         user = _username(url)
         problem = (
-            f"Redis refused {_redact(url)}: user {user!r} may not {refused.doing} "
+            f"Redis refused {without_password(url)}: user {user!r} may not {refused.doing} "
             f"({refused.said}): its ACL needs {refused.grant}"
         )
     elif (replica := await store.replica()) is not None:
         problem = (
-            f"{replica.node or _redact(url)} is a read-only replica of {replica.master}: "
+            f"{replica.node or without_password(url)} is a read-only replica of {replica.master}: "
             "point --redis-url at its master"
         )
     elif (eviction := await store.eviction()).evicts:
         problem = (
-            f"{eviction.node or _redact(url)} evicts keys (maxmemory-policy "
+            f"{eviction.node or without_password(url)} evicts keys (maxmemory-policy "
             f"{eviction.policy}): {EVICTION_ADVICE}"
         )
     if problem is not None:
@@ -848,7 +852,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
             log.warning("stopped the engine a killed run left behind (pid %d)", engine.stale_pid)
     else:
         backend = "redis cluster" if store.cluster else "redis"
-        log.info("store: %s", backend, extra={"url": _redact(args.redis_url)})
+        log.info("store: %s", backend, extra={"url": without_password(args.redis_url)})
         if not answers:
             log.error("redis does not answer; serving anyway, requests fail until it does")
         if args.data_dir is not None:
@@ -972,14 +976,6 @@ def report_durability(found: Durability) -> None:
         _DURABILITY_ADVICE[found.level],
         extra=extra,
     )
-
-
-def _redact(url: str) -> str:
-    """Hide a password in a Redis URL before it reaches the logs."""
-    if "@" not in url:
-        return url
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://***@{rest.rpartition('@')[2]}"
 
 
 def _last_words(exc: BaseException) -> str:

@@ -33,7 +33,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from solrace.quoting import quoted
+from solrace.quoting import quoted, without_password
 
 __all__ = ["CLUSTER_SCHEMES", "cluster_client", "is_cluster_url", "parse_cluster_url"]
 
@@ -45,11 +45,16 @@ def is_cluster_url(url: str) -> bool:
     return urlsplit(url).scheme in CLUSTER_SCHEMES
 
 
+def _said(url: str) -> str:
+    """``url`` as an error line says it: its password hidden, then quoted."""
+    return quoted(without_password(url))
+
+
 def _host_port(text: str, url: str) -> tuple[str, int]:
     """``host:port`` or ``[v6]:port`` → (host, port); the port is required."""
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"cluster node {quoted(text)} is not host:port in {quoted(url)}")
+        raise ValueError(f"cluster node {quoted(text)} is not host:port in {_said(url)}")
     return host.removeprefix("[").removesuffix("]"), int(port)
 
 
@@ -61,14 +66,14 @@ def parse_cluster_url(url: str) -> tuple[str, list[tuple[str, int]]]:
     without a port, a database other than 0)."""
     parts = urlsplit(url)
     if parts.scheme not in CLUSTER_SCHEMES or "://" not in url:
-        raise ValueError(f"not a Redis Cluster URL: {quoted(url)} (redis+cluster://host:port,…)")
+        raise ValueError(f"not a Redis Cluster URL: {_said(url)} (redis+cluster://host:port,…)")
     credentials, at, hosts = parts.netloc.rpartition("@")
     nodes = [_host_port(h.strip(), url) for h in hosts.split(",") if h.strip()]
     if not nodes:
-        raise ValueError(f"no cluster node in {quoted(url)} (redis+cluster://host:port,…)")
+        raise ValueError(f"no cluster node in {_said(url)} (redis+cluster://host:port,…)")
     db = parts.path.strip("/")
     if db not in ("", "0"):
-        raise ValueError(f"a Redis Cluster has only database 0, not {quoted(db)} ({quoted(url)})")
+        raise ValueError(f"a Redis Cluster has only database 0, not {quoted(db)} ({_said(url)})")
     scheme = parts.scheme.removesuffix("+cluster")
     host, port = nodes[0]
     netloc = f"{credentials}{at}{f'[{host}]' if ':' in host else host}:{port}"
