@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final, NoReturn
 
 from solrace import __version__
-from solrace.interrupt import EXIT_INTERRUPTED, interruptible
+from solrace.interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, interruptible
 from solrace.quoting import as_typed, quoted
 
 if TYPE_CHECKING:
@@ -66,11 +66,6 @@ REDIS_DEFAULT_PORT: Final = 6379
 
 #: Every command's exit status for a command-line mistake.
 EXIT_USAGE: Final = 2
-
-#: The exit status of a command SIGTERM stopped (``timeout``, a job cancelled) once it
-#: had cleaned up after itself: what a shell reports for a process SIGTERM stops
-#: (128 + SIGTERM), so a caller reads the same status as if it had died of it.
-EXIT_TERMINATED: Final = 128 + 15
 
 
 def usage_line(prog: str, message: str) -> str:

@@ -1,7 +1,8 @@
 """``python -m solrace.bench``: the command line is :mod:`solrace.bench.cli`'s.
 
 ``-m`` runs this module as the main program, so what it imports at its top comes
-before any handler: it loads the command line's helpers only (standard library), and
+before any handler: it loads the handler's module only (:mod:`solrace.interrupt`, not
+:mod:`solrace.argtypes` with argparse: a Ctrl-C some 40 ms in was a traceback), and
 :func:`~solrace.interrupt.interruptible` loads the command, so that a Ctrl-C while its
 modules load (the first ~0.1-0.2 s: its limits, and with them solrace.protocol) is one
 line and status 130 — it printed a traceback and died by the signal."""
@@ -12,7 +13,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from solrace.argtypes import EXIT_INTERRUPTED, EXIT_TERMINATED, interruptible
+from solrace.interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, interruptible
 
 from . import PROG
 
