@@ -936,6 +936,17 @@ def test_a_huge_part_of_a_redis_url_is_quoted_at_most_in_its_first_characters(ur
     assert len(str(raised.value)) < 400, str(raised.value)[:400]
 
 
+def test_a_cluster_database_in_the_query_is_one_line_and_status_2() -> None:
+    """``redis+cluster://…?db=1``: redis-py's cluster client refused it with a
+    RedisClusterException, which solrace-server printed as a traceback."""
+    done = _run(["--redis-url", "redis+cluster://u:s3cret@127.0.0.1:7101?db=1"], {})
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr[-400:]
+    assert done.stderr == (
+        "solrace-server: --redis-url: a Redis Cluster has only database 0, not '1' "
+        "('redis+cluster://***@127.0.0.1:7101?db=1')\n"
+    )
+
+
 def test_a_value_redis_py_refuses_with_its_own_error_is_one_line_and_status_2() -> None:
     """``rediss://…?ssl_cert_reqs=bogus``: redis-py refuses the value with a RedisError,
     not the ValueError of its other options, and solrace-server printed a traceback."""

@@ -264,6 +264,21 @@ def test_cluster_urls() -> None:
             parse_cluster_url(bad)
 
 
+@pytest.mark.parametrize("query", ["db=1", "db=0&db=3", "socket_timeout=2&db=15"])
+def test_a_database_other_than_0_in_the_query_is_refused_as_in_the_path(query: str) -> None:
+    """``redis+cluster://h:7101?db=1``: redis-py takes the query's database over the
+    path's, and its cluster client refused it with a RedisClusterException — not a
+    ValueError, so solrace-server printed a traceback for a mistyped URL."""
+    url = f"redis+cluster://u:s3cret@127.0.0.1:7101?{query}"
+    with pytest.raises(ValueError, match="a Redis Cluster has only database 0, not ") as refused:
+        parse_cluster_url(url)
+    assert "s3cret" not in str(refused.value)
+
+
+def test_database_0_in_the_query_is_taken() -> None:
+    assert parse_cluster_url("redis+cluster://h:1?db=0") == ("redis://h:1/0?db=0", [])
+
+
 @pytest.mark.parametrize(
     "bad",
     [

@@ -20,7 +20,7 @@ commands, which is exactly the failure this replaces.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.asyncio.retry import Retry
@@ -71,9 +71,13 @@ def parse_cluster_url(url: str) -> tuple[str, list[tuple[str, int]]]:
     nodes = [_host_port(h.strip(), url) for h in hosts.split(",") if h.strip()]
     if not nodes:
         raise ValueError(f"no cluster node in {_said(url)} (redis+cluster://host:port,…)")
-    db = parts.path.strip("/")
-    if db not in ("", "0"):
-        raise ValueError(f"a Redis Cluster has only database 0, not {quoted(db)} ({_said(url)})")
+    # The query's ``db`` too: redis-py takes it over the path's, and its cluster client
+    # refused one other than 0 with a RedisClusterException (a traceback), not this.
+    for db in (parts.path.strip("/"), *parse_qs(parts.query).get("db", [])):
+        if db not in ("", "0"):
+            raise ValueError(
+                f"a Redis Cluster has only database 0, not {quoted(db)} ({_said(url)})"
+            )
     scheme = parts.scheme.removesuffix("+cluster")
     host, port = nodes[0]
     netloc = f"{credentials}{at}{f'[{host}]' if ':' in host else host}:{port}"
