@@ -38,4 +38,11 @@ def test_a_url_loses_its_credentials_and_keeps_the_rest() -> None:
         without_password("redis://h:6379/0?client_name=a@b") == "redis://h:6379/0?client_name=a@b"
     )
     assert without_password("redis://h:6379/0") == "redis://h:6379/0"
-    assert without_password("not a url @ all") == "not a url @ all"
+    assert without_password("not a url at all") == "not a url at all"
+
+
+def test_a_mistyped_url_loses_its_credentials_too() -> None:
+    """A URL without its ``://`` (``redis:/:pw@h``, a missing slash) was returned whole,
+    and ``--redis-url`` quoted it, password and all, as "not a Redis URL"."""
+    assert without_password("redis:/:s3cret@h:6379/0") == "***@h:6379/0"
+    assert without_password("redis//u:s3cret@h:6379/0?x=a@b") == "***@h:6379/0?x=a@b"

@@ -58,9 +58,13 @@ def without_password(url: str) -> str:
     issue or kept by a log collector must not carry the Redis password. Everything up
     to the last ``@`` before the query goes — a user name too (half of what a guesser
     needs), and a password with a ``/`` in it, which ends no authority here; an ``@``
-    in the query alone hides nothing. A URL without credentials is returned as it is."""
+    in the query alone hides nothing. A URL without credentials is returned as it is;
+    one without its ``://`` (``redis:/:pw@h``, a slash short) loses its scheme with them
+    (``***@h``): it was returned whole, and said so as "not a Redis URL"."""
     scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
     before_query = rest.partition("?")[0].partition("#")[0]
-    if not sep or "@" not in before_query:
+    if "@" not in before_query:
         return url
-    return f"{scheme}://***@{rest[before_query.rindex('@') + 1 :]}"
+    return f"{scheme}{sep}***@{rest[before_query.rindex('@') + 1 :]}"

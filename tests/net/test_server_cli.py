@@ -936,6 +936,47 @@ def test_a_huge_part_of_a_redis_url_is_quoted_at_most_in_its_first_characters(ur
     assert len(str(raised.value)) < 400, str(raised.value)[:400]
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://UUUU:AAAA/BBBB@127.0.0.1:6379/0",  # a raw / (base64 passwords have them)
+        "redis://UUUU:1234/BBBB@127.0.0.1:6379/0",  # ... after digits: a port, to urlsplit
+        "redis://UUUU:AAAA?BBBB@127.0.0.1:6379/0",
+        "redis://:AAAA?x=BBBB@127.0.0.1:6379/0",
+        "redis://UUUU:AAAA#BBBB@127.0.0.1:6379/0",
+        "rediss://UUUU:AAAA/BBBB@127.0.0.1:6379/0",
+        "unix://:AAAA/BBBB@/run/redis.sock",
+        "redis+cluster://UUUU:AAAA/BBBB@127.0.0.1:7101",
+        "redis+cluster://UUUU:AAAA?BBBB@127.0.0.1:7101",
+        "redis+cluster://UUUU:AAAA#BBBB@127.0.0.1:7101,127.0.0.1:7102",
+        "redis:/UUUU:AAAA@127.0.0.1:6379/0",  # a slash short
+        "http://UUUU:AAAA@127.0.0.1:6379/0",  # another scheme
+    ],
+)
+def test_a_refused_url_says_no_part_of_its_password(url: str) -> None:
+    """A password with a raw ``/``, ``?`` or ``#`` ends the URL's host part there: the
+    error line then quoted the rest as a database index, a port or a cluster node
+    (``Port could not be cast to integer value as 'AAAA'``), half the password; a
+    mistyped scheme quoted the URL whole. Now what is before its ``@`` is never said."""
+    with pytest.raises(ValueError) as refused:
+        check_redis_url(url)
+    said = str(refused.value)
+    assert "AAAA" not in said and "BBBB" not in said and "UUUU" not in said, said
+    assert len(said.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1:6379/0?client_name=me@home",
+        "unix:///run/redis@main.sock",
+        "redis://user:AAAA%2FBBBB@127.0.0.1:6379/0",
+    ],
+)
+def test_an_at_sign_after_the_host_part_is_not_taken_for_a_password(url: str) -> None:
+    assert check_redis_url(url) == url
+
+
 def test_a_cluster_database_in_the_query_is_one_line_and_status_2() -> None:
     """``redis+cluster://…?db=1``: redis-py's cluster client refused it with a
     RedisClusterException, which solrace-server printed as a traceback."""

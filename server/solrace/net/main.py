@@ -43,7 +43,7 @@ import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
-from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qs, parse_qsl, unquote, urlsplit
 
 from solrace import __version__
 from solrace.argtypes import (
@@ -258,8 +258,13 @@ def check_redis_url(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("redis", "rediss", "unix", *CLUSTER_SCHEMES) or "://" not in text:
         raise ValueError(
-            f"not a Redis URL: {quoted(text)} (redis://host:port/db, rediss://…, unix:///path, "
-            "redis+cluster://host:port[,host:port…])"
+            f"not a Redis URL: {quoted(without_password(text))} (redis://host:port/db, "
+            "rediss://…, unix:///path, redis+cluster://host:port[,host:port…])"
+        )
+    if _credentials_cut_short(parts):
+        raise ValueError(
+            "its user name or password holds a raw '/', '?' or '#', which ends the host "
+            "part before its '@': write them %2F, %3F and %23 (redis://user:pass%2Fword@host:port/0)"
         )
     _check_query_once(parts.query)
     if parts.scheme in CLUSTER_SCHEMES:
@@ -279,6 +284,24 @@ def check_redis_url(text: str) -> str:
     if parts.query:
         _check_query_options(text, cluster=parts.scheme in CLUSTER_SCHEMES)
     return text
+
+
+def _credentials_cut_short(parts: SplitResult) -> bool:
+    """Whether a URL's credentials hold a raw ``/``, ``?`` or ``#`` (a base64 password
+    often has a ``/``): its host part ends there, so it has no ``@`` and one follows —
+    in the path (a database index or a socket's path after a host part has none), the
+    fragment, an option's name, or a query after a host part whose port is no number.
+    Every check after this one said that rest (a database index, a port, a cluster
+    node) and with it the password's part: said here, nothing of the URL is."""
+    if "@" in parts.netloc or not parts.netloc:
+        return False
+    port = parts.netloc.rpartition(":")[2]
+    return (
+        "@" in parts.path
+        or "@" in parts.fragment
+        or any("@" in name for name, _ in parse_qsl(parts.query, keep_blank_values=True))
+        or ("@" in parts.query and not port.isdigit())
+    )
 
 
 def _check_query_once(query: str) -> None:
