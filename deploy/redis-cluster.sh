@@ -16,8 +16,9 @@
 #            143) or failed before that, it stops the servers it started and removes
 #            what it made (a DIR or DIR/PORT that was there before is kept)
 #   stop     kill every server started in DIR, then remove DIR; a pid file whose pid
-#            is not a redis-server on its directory's port (a stale one: after a reboot
-#            its pid may be any process's) is said in one line and its pid left running
+#            is not a redis-server on its directory's port run from that directory (a
+#            stale one: after a reboot its pid may be any process's; or a copy's) is
+#            said in one line and its pid left running
 #   url      print the solrace URL for these ports
 #   spare-ports  print N (1 to 100) ports where nothing listens, nor on PORT+10000 (each node
 #            also listens on its cluster bus port, PORT+10000); both stay below the
@@ -203,15 +204,20 @@ undo_start() {  # stop the servers this start launched, remove what it made
     [ "$dir_was_there" = 1 ] || rmdir "$started_dir" 2>/dev/null || true
 }
 
-serves_port() {  # serves_port PID PORT: 0 when PID is a redis-server on 127.0.0.1:PORT
-    # Its command line is its process title, "redis-server 127.0.0.1:PORT [cluster]"
-    # (as started, before it sets the title, or with set-proc-title no: "redis-server …
-    # --port PORT …"). A --conf whose proc-title-template names no port makes every
-    # server look like a stranger: each is said and left running, none killed wrongly.
+serves_port() {  # serves_port PID PORT DIR: 0 when PID is a redis-server on 127.0.0.1:PORT
+    # run from DIR. Its command line is its process title, "redis-server 127.0.0.1:PORT
+    # [cluster]" (as started, before it sets the title, or with set-proc-title no:
+    # "redis-server … --port PORT …"). A --conf whose proc-title-template names no port
+    # makes every server look like a stranger: each is said and left running, none
+    # killed wrongly. It runs from its --dir: a pid file copied with its directory (cp -r
+    # DIR DIR.bak) names the live cluster's servers, on the right ports, which a stop of
+    # the copy killed. (Without /proc, the directory is not checked.)
     local cmdline
     case "$1" in ''|*[!0-9]*) return 1 ;; esac
     if [ -d /proc/self ]; then
         cmdline="$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline")" || return 1
+        [ "$(readlink "/proc/$1/cwd" 2>/dev/null)" = "$(cd "$3" 2>/dev/null && pwd -P)" ] \
+            || return 1
     else  # no /proc (macOS, BSD)
         cmdline="$(ps -o args= -p "$1" 2>/dev/null)" || return 1
     fi
@@ -232,11 +238,11 @@ stop() {
         port="$(basename "$(dirname "$pidfile")")"
         # A pid file outlives its server (a reboot, a kill -9): its pid may be another
         # process's by now, which a kill of every pid listed killed.
-        if serves_port "$pid" "$port"; then
+        if serves_port "$pid" "$port" "$(dirname "$pidfile")"; then
             pids+=("$pid")
         elif [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
             echo "redis-cluster.sh: $pidfile: pid $pid is not a redis-server on port $port" \
-                "(a stale pid file): left running" >&2
+                "run from its directory (a stale pid file): left running" >&2
         else
             echo "redis-cluster.sh: $pidfile: pid ${pid:-(none)} is not running" \
                 "(a stale pid file)" >&2

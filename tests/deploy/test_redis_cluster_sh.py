@@ -238,10 +238,11 @@ def test_ctrl_c_cleans_up_once(tmp_path: Path) -> None:
     assert (start.returncode, calls.read_text()) == (130, f"{where}\n")
 
 
-def _posing_as(title: str) -> subprocess.Popen[bytes]:
+def _posing_as(title: str, cwd: Path | None = None) -> subprocess.Popen[bytes]:
     """A process whose command line reads ``title`` (as a redis-server's process title
-    does, ``redis-server 127.0.0.1:PORT [cluster]``), once it does."""
-    process = subprocess.Popen(["bash", "-c", f'exec -a "{title}" sleep 60'])
+    does, ``redis-server 127.0.0.1:PORT [cluster]``), once it does, run from ``cwd`` (a
+    redis-server runs from its ``--dir``)."""
+    process = subprocess.Popen(["bash", "-c", f'exec -a "{title}" sleep 60'], cwd=cwd)
     cmdline = Path(f"/proc/{process.pid}/cmdline")
     deadline = time.monotonic() + 5
     while not cmdline.read_bytes().startswith(title.encode()):
@@ -259,9 +260,10 @@ def test_stop_kills_no_process_a_stale_pid_file_names(tmp_path: Path) -> None:
     where = tmp_path / "cluster"
     stranger = subprocess.Popen(["sleep", "60"])
     elsewhere = _posing_as("redis-server 127.0.0.1:7203 [cluster]")
-    own = _posing_as("redis-server 127.0.0.1:7204 [cluster]")
+    (where / "7204").mkdir(parents=True)
+    own = _posing_as("redis-server 127.0.0.1:7204 [cluster]", cwd=where / "7204")
     for port, process in (("7201", stranger), ("7202", elsewhere), ("7204", own)):
-        (where / port).mkdir(parents=True)
+        (where / port).mkdir(parents=True, exist_ok=True)
         (where / port / "redis.pid").write_text(f"{process.pid}\n")
     gone = subprocess.Popen(["true"])
     gone.wait()  # a pid no process has (for the next ~4 million pids)
@@ -285,10 +287,34 @@ def test_stop_kills_no_process_a_stale_pid_file_names(tmp_path: Path) -> None:
     assert (stop.returncode, out, alive) == (0, "", (True, True, False)), err
     assert err == (
         f"redis-cluster.sh: {where}/7201/redis.pid: pid {stranger.pid} is not a "
-        "redis-server on port 7201 (a stale pid file): left running\n"
+        "redis-server on port 7201 run from its directory (a stale pid file): left running\n"
         f"redis-cluster.sh: {where}/7202/redis.pid: pid {elsewhere.pid} is not a "
-        "redis-server on port 7202 (a stale pid file): left running\n"
+        "redis-server on port 7202 run from its directory (a stale pid file): left running\n"
         f"redis-cluster.sh: {where}/7205/redis.pid: pid {gone.pid} is not running (a stale "
         "pid file)\n"
     )
     assert not where.exists()
+
+
+def test_stop_kills_no_server_of_another_directory(tmp_path: Path) -> None:
+    """A pid file copied with its directory (a backup, ``cp -r DIR DIR.bak``) names the
+    live cluster's redis-servers, on the right ports: ``stop DIR.bak`` killed them, and
+    DIR's cluster was gone. A server runs from its ``--dir``: the one ``stop`` kills
+    runs from the pid file's directory."""
+    live, copy = tmp_path / "cluster" / "7206", tmp_path / "cluster.bak" / "7206"
+    live.mkdir(parents=True)
+    copy.mkdir(parents=True)
+    server = _posing_as("redis-server 127.0.0.1:7206 [cluster]", cwd=live)
+    (copy / "redis.pid").write_text(f"{server.pid}\n")
+    try:
+        stop = _run("stop", str(copy.parent))
+        alive = server.poll() is None
+    finally:
+        server.kill()
+        server.wait()
+    assert (stop.returncode, alive) == (0, True), stop.stderr
+    assert stop.stderr == (
+        f"redis-cluster.sh: {copy}/redis.pid: pid {server.pid} is not a redis-server on "
+        "port 7206 run from its directory (a stale pid file): left running\n"
+    )
+    assert not copy.parent.exists() and live.exists()
