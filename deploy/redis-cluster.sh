@@ -88,6 +88,9 @@ spare_ports() {  # spare_ports N: N free ports whose bus ports are free too
 
 start() {
     local dir="$1"; shift
+    # redis-server changes to its --dir before it opens its --logfile and --pidfile: a
+    # relative DIR named them from there, and every server refused to start
+    case "$dir" in /*) ;; *) dir="$PWD/$dir" ;; esac
     local replicas=0 conf="" ports=() port
     while [ $# -gt 0 ]; do
         case "$1" in
