@@ -116,3 +116,33 @@ async def test_an_acl_changed_under_a_running_store_is_an_outage_with_its_reason
     finally:
         await store.close()
         await admin.aclose()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis+cluster://127.0.0.1:1?read_from_replicas=true",  # the cluster client's own
+        "redis+cluster://127.0.0.1:1?ssl_cert_reqs=none",  # one it drops without TLS
+        "rediss+cluster://127.0.0.1:1,127.0.0.1:2?read_from_replicas=true",
+    ],
+)
+async def test_a_cluster_urls_own_options_do_not_break_the_one_node_probes(url: str) -> None:
+    """A cluster that did not answer at start-up (the node serves on, requests failing
+    until it does) was probed one node at a time, each node's URL carrying the cluster
+    URL's query: an option the cluster client takes and a one-node one does not raised
+    TypeError as the probe connected, and solrace-server died with a traceback."""
+    from solrace.net.main import auth_refused
+    from solrace.store.probe import wrong_kind
+
+    assert await wrong_kind(url, timeout=0.5) is None
+    assert await auth_refused(url) is None
+
+
+def test_a_one_node_url_keeps_the_options_a_one_node_client_takes() -> None:
+    from solrace.store.probe import one_node_options
+
+    assert one_node_options("rediss://u:p@h:1/0?socket_timeout=2&read_from_replicas=true") == (
+        "rediss://u:p@h:1/0?socket_timeout=2"
+    )
+    assert one_node_options("redis://h:1/0?ssl_cert_reqs=none") == "redis://h:1/0"
+    assert one_node_options("redis://h:1/0") == "redis://h:1/0"

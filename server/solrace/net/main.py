@@ -796,9 +796,11 @@ async def auth_refused(url: str) -> str | None:
 
     from solrace.store import CLUSTER_SCHEMES, parse_cluster_url
     from solrace.store.errors import AUTH_REFUSALS
+    from solrace.store.probe import one_node_options
 
     if urlsplit(url).scheme in CLUSTER_SCHEMES:
-        url = parse_cluster_url(url)[0]  # its first node, with the credentials
+        # its first node, with the credentials (and the options one node takes)
+        url = one_node_options(parse_cluster_url(url)[0])
     client = redis.asyncio.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
     try:
         await client.ping()

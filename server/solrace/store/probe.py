@@ -39,7 +39,8 @@ import contextlib
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from typing import cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -54,7 +55,14 @@ from solrace.argtypes import REDIS_DEFAULT_PORT
 from ._cluster import CLUSTER_SCHEMES, parse_cluster_url
 from ._lua import ACCESS_PROBE
 
-__all__ = ["AccessRefused", "WrongKind", "access_refused", "cluster_node", "wrong_kind"]
+__all__ = [
+    "AccessRefused",
+    "WrongKind",
+    "access_refused",
+    "cluster_node",
+    "one_node_options",
+    "wrong_kind",
+]
 
 #: Seconds each question may take: a Redis that answers does so at once.
 PROBE_TIMEOUT_S = 2.0
@@ -74,6 +82,29 @@ class WrongKind:
     use: str
 
 
+def one_node_options(url: str) -> str:
+    """A one-node ``redis://`` or ``rediss://`` URL made from a cluster URL, without the
+    options of its query a one-node client does not take: the cluster client's own
+    (``?read_from_replicas=true``) or one it drops (``?ssl_cert_reqs=none`` without
+    TLS). A one-node client refuses them only as it connects, with a TypeError: a
+    cluster that did not answer at start-up, probed node by node, ended solrace-server
+    in a traceback."""
+    parts = urlsplit(url)
+    kept = []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        alone = urlunsplit((parts.scheme, "h:1", "/0", urlencode({name: value}), ""))
+        try:
+            pool = Redis.from_url(alone).connection_pool
+            # redis-py leaves make_connection untyped; it builds (never opens) one
+            cast("Callable[[], object]", pool.make_connection)()
+        except TypeError:
+            continue
+        except (ValueError, RedisError):
+            pass  # a value it cannot read: refused where the URL is checked
+        kept.append((name, value))
+    return urlunsplit((*parts[:3], urlencode(kept), parts.fragment))
+
+
 def _nodes(url: str) -> list[tuple[str, str]]:
     """(host:port, a one-node URL of the same scheme family, credentials and database)
     for each node the URL names; none for ``unix://``."""
@@ -87,8 +118,16 @@ def _nodes(url: str) -> list[tuple[str, str]]:
         return [
             (
                 f"{_host(host)}:{port}",
-                urlunsplit(
-                    (head.scheme, f"{credentials}{at}{_host(host)}:{port}", "/0", head.query, "")
+                one_node_options(
+                    urlunsplit(
+                        (
+                            head.scheme,
+                            f"{credentials}{at}{_host(host)}:{port}",
+                            "/0",
+                            head.query,
+                            "",
+                        )
+                    )
                 ),
             )
             for host, port in nodes
