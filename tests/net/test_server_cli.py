@@ -977,6 +977,17 @@ def test_an_at_sign_after_the_host_part_is_not_taken_for_a_password(url: str) ->
     assert check_redis_url(url) == url
 
 
+def test_a_cluster_url_value_redis_py_refuses_is_refused_at_start() -> None:
+    """``rediss+cluster://…?ssl_cert_reqs=bogus`` was taken: the cluster client builds
+    its connections as it first connects, so the node served on, every request failing
+    (``Invalid SSL Certificate Requirements Flag: bogus`` in its log), where the
+    one-node URL's was one line, status 2."""
+    with pytest.raises(ValueError, match=r"^Invalid SSL Certificate Requirements Flag: bogus$"):
+        check_redis_url("rediss+cluster://127.0.0.1:7101?ssl_cert_reqs=bogus")
+    with pytest.raises(ValueError, match="… \\(100,0"):
+        check_redis_url(f"rediss+cluster://127.0.0.1:7101?ssl_cert_reqs={_HUGE}")
+
+
 def test_a_cluster_database_in_the_query_is_one_line_and_status_2() -> None:
     """``redis+cluster://…?db=1``: redis-py's cluster client refused it with a
     RedisClusterException, which solrace-server printed as a traceback."""

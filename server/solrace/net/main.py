@@ -338,7 +338,13 @@ def _check_query_options(text: str, *, cluster: bool) -> None:
     try:
         if cluster:
             retry = Retry(NoBackoff(), 0)
-            cluster_client(text, socket_timeout=None, socket_connect_timeout=1.0, retry=retry)
+            client = cluster_client(
+                text, socket_timeout=None, socket_connect_timeout=1.0, retry=retry
+            )
+            # it builds its connections as it first connects: build one, as for one node
+            # (?ssl_cert_reqs=bogus on rediss+cluster:// was taken, then failed each request)
+            for node in list(client.nodes_manager.startup_nodes.values())[:1]:
+                node.connection_class(**node.connection_kwargs)
         else:
             pool = redis.asyncio.from_url(text).connection_pool
             # redis-py leaves make_connection untyped; it builds (never opens) one
