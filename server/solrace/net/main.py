@@ -288,19 +288,19 @@ def check_redis_url(text: str) -> str:
 
 def _credentials_cut_short(parts: SplitResult) -> bool:
     """Whether a URL's credentials hold a raw ``/``, ``?`` or ``#`` (a base64 password
-    often has a ``/``): its host part ends there, so it has no ``@`` and one follows —
+    often has a ``/``): its host part ends there, and an ``@`` follows —
     in the path (a database index or a socket's path after a host part has none), the
     fragment, an option's name, or a query after a host part whose port is no number.
     Every check after this one said that rest (a database index, a port, a cluster
     node) and with it the password's part: said here, nothing of the URL is."""
-    if "@" in parts.netloc or not parts.netloc:
-        return False
-    port = parts.netloc.rpartition(":")[2]
+    if not parts.netloc:
+        return False  # unix:///run/redis@main.sock: a path may hold an @
+    port = parts.netloc.rpartition("@")[2].rpartition(":")[2]
     return (
         "@" in parts.path
         or "@" in parts.fragment
         or any("@" in name for name, _ in parse_qsl(parts.query, keep_blank_values=True))
-        or ("@" in parts.query and not port.isdigit())
+        or ("@" in parts.query and "@" not in parts.netloc and not port.isdigit())
     )
 
 
