@@ -182,15 +182,16 @@ async def test_a_time_limit_cut_between_its_timeouts_ends_the_race_once(
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-@pytest.mark.parametrize("ending", ["finish", "forfeit"])
+@pytest.mark.parametrize("ending", ["finish", "forfeit", "resign"])
 async def test_a_race_cut_between_its_last_racers_end_and_its_race_over_ends_once(
     backend: Backend, fault: str, ending: str
 ) -> None:
     """Bob resigned; Ann, the last racer playing, ends her race — she finishes (the
-    move, its place and ``finished`` in one script), or her grace runs out (a
-    ``racer_left`` on the store's timer) — and the race_over that follows is cut.
-    The race ends once, with Ann's end as stored: her win stands (place 1) or her
-    forfeit does; a finish's ``moved`` was sent and is in the result."""
+    move, its place and ``finished`` in one script), her grace runs out (a
+    ``racer_left`` on the store's timer), or she resigns too (a ``progress``, its
+    ``ok`` sent before the race_over) — and the race_over that follows is cut. The
+    race ends once, with Ann's end as stored: her win stands (place 1), her forfeit
+    or her resignation does; a finish's ``moved`` was sent and is in the result."""
     clock = Clock()
     node = await backend.node(clock=clock)
     race = await _race_on(node, node, private=_PRIVATE)
@@ -208,12 +209,15 @@ async def test_a_race_cut_between_its_last_racers_end_and_its_race_over_ends_onc
             await ann.ask("move", seq=len(line) - 1, move=line[-1])
         acked = [f for f in ann.frames if f.t == "moved" and f.d["seq"] == len(line) - 1]
         assert [f.d["status"] for f in acked] == ["finished"]  # sent before the race_over
+    elif ending == "resign":
+        with contextlib.suppress(Crashed):  # the node may die in the resign's own tick
+            assert (await ann.ask("resign")).t == "ok"  # stored: the race_over follows it
     else:
         ann.closed = True  # her connection drops; the node records her offline
         await lobby.disconnected(node, ann)
         clock.advance(GRACE_S + 1, node)  # her grace runs out: the timer forfeits her
     [before] = await _poll(lambda: _held(held), bool, "the race_over was not cut")
-    ann_end = RacerStatus.FINISHED if ending == "finish" else "left"
+    ann_end = {"finish": RacerStatus.FINISHED, "resign": RacerStatus.RESIGNED}.get(ending, "left")
     assert _ends(before)[-1] == (ann_id, ann_end), _ends(before)
     assert not any(e.t == EventType.RACE_OVER for e in before)
 
@@ -223,7 +227,7 @@ async def test_a_race_cut_between_its_last_racers_end_and_its_race_over_ends_onc
         assert result["standings"][0]["log"] == line
     else:
         assert {s["name"]: s["status"] for s in result["standings"]} == {
-            "Ann": RacerStatus.LEFT,
+            "Ann": RacerStatus.LEFT if ending == "forfeit" else RacerStatus.RESIGNED,
             "Bob": RacerStatus.RESIGNED,
         }
     await _ended_once(reader, room, race, result)
