@@ -841,7 +841,9 @@ class Node:
         cleared here only once the room's last result is saved or its keys are gone.
 
         Lobbies: a listed lobby is adopted too, so its dead racers leave when their
-        grace ends instead of sitting in the list, ready to be joined, for a day."""
+        grace ends instead of sitting in the list, ready to be joined, for a day; one
+        everyone left, its node dead before it was unlisted, is unlisted, its code and
+        logs given the room's expiry."""
         adopted = 0
         for room_id in await self.store.unarchived_rooms():
             try:
@@ -868,7 +870,17 @@ class Node:
                 room = await self._orphan(room_id)
             except BadMessage:
                 continue  # gone: the listing drops it when it is next read
-            if room is not None and not room.expiring():
+            if room is None:
+                continue
+            if room.state.everyone_left():
+                # Its last leave is stored, with the room's ten minutes, but not what
+                # follows it (its node died between: unlisted, its code and logs on
+                # the room's expiry, Node._after_decision). Nothing else would: a
+                # ghost lobby listed until its keys expired and a ``list`` read found
+                # it gone, its join code kept for its day-long cap. Final: a room
+                # everyone left takes nobody new, so nothing can lengthen its expiry.
+                await self.store.settle_expiry(room_id, unlist=True, final=True)
+            elif not room.expiring():
                 adopted += await self._adopt(room)
         if adopted:
             await self.check_rooms()  # the dead nodes' racers go offline: their grace starts
