@@ -144,3 +144,46 @@ async def test_a_later_rounds_proof_whose_ending_failed_does_not_send_an_earlier
     reply = await asker.ask("result", race=races[0])
     assert reply.t == "archived" and _carries(reply.d, seeds[0]), reply.d
     assert node.rooms[room.room_id].state.phase == Phase.FINISHED
+
+
+async def test_an_earlier_rounds_result_goes_while_a_proved_round_cannot_end(
+    backend: Backend,
+) -> None:
+    """Rounds 1 and 2 raced and archived, round 3 under way; a proof of round 3 (a
+    take-up finding its archive after a rewind, on a node that then died) raises
+    ``over`` to 3, and Redis fails the writes that would end it. Round 2's race_over
+    is stored, so round 1's result reveals nothing under way: another node sends it
+    at once. Read as "no race_over known", the node took the room up and refused the
+    result ``unavailable`` for as long as round 3 could not end."""
+    node, other = await backend.node(), await backend.node()
+    race = await _race_on(node, node)
+    room = race.ann.room
+    assert room is not None
+    races: list[str] = []
+    for round_no in (1, 2, 3):
+        if round_no > 1:
+            version = room.state.version
+            assert (await race.ann.ask("rematch")).t == "ok"
+            assert (await race.bob.ask("ready", ready=True)).t == "ok"
+            await race.ann.until(lambda f, v=version: f.t == "deal_chosen" and (f.v or 0) > v)
+            assert (await race.ann.ask("start")).t == "ok"
+            await race.ann.until(lambda _: room.state.phase == Phase.RACING)
+        if round_no == 3:
+            break
+        for peer in (race.ann, race.bob):
+            assert (await peer.ask("resign")).t == "ok"
+        await race.ann.until(lambda _: room.state.phase == Phase.FINISHED)
+        over = [f for f in race.ann.frames if f.t == "race_over"][-1]
+        races.append(race_id(room.room_id, str(over.d["commitment"])))
+        await archived_result(node.store, races[-1])
+    assert await other.store.reveal_round(room.room_id, 3) == 2
+    faults = StoreFaults(other.store)
+
+    async def refuse(_call: Callable[[], Awaitable[Any]]) -> Any:
+        faults.on_call("mark_unarchived", refuse)
+        raise StoreUnavailable("mark_unarchived: Redis is down (injected)")
+
+    faults.on_call("mark_unarchived", refuse)
+    reply = await FakePeer(other).ask("result", race=races[0])
+    assert reply.t == "archived", reply.d
+    assert room.room_id not in other.rooms  # one read, no take-up

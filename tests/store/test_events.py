@@ -312,9 +312,10 @@ async def test_a_round_proved_revealed_takes_no_more_moves_and_is_never_lowered(
 async def test_a_round_ended_is_a_race_overs_never_a_proofs(store: Store, node2: Store) -> None:
     """``round_ended`` tells ``over`` raised by a race_over from ``over`` raised by a
     proof (``reveal_round``: a later round's proof raises it past the round the store
-    holds under way, whose race_over may never come): 0 (none known) from the proof
-    on, on every node, until a later round's race_over; the proof's mark keeps the
-    room's expiry and closes no log."""
+    holds under way, whose race_over may never come): from the proof on, on every
+    node, the last race_over's round before it (round 1's, not 0: a result of a round
+    before it reveals nothing under way), until a later round's race_over; the
+    proof's marks keep the room's expiry and close no log."""
     room = "r"
     await store.create_room(room, "ABCD", b"meta", listed=False, now_ms=1)
     assert await store.round_ended(room) == 0
@@ -322,14 +323,18 @@ async def test_a_round_ended_is_a_race_overs_never_a_proofs(store: Store, node2:
     assert await node2.round_ended(room) == 1
     await store.expire_room(room, 60)
     assert await store.reveal_round(room, 3) == 1  # round 2 under way, round 3 proved
-    assert (await store.round_over(room), await node2.round_ended(room)) == (3, 0)
+    assert (await store.round_over(room), await node2.round_ended(room)) == (3, 1)
     closed = store.keys.room(room).closed
     assert 0 < await store._redis.pttl(closed) <= 60_000
     await store.append_event(room, b"race_over 2", ends_round=2)
     await store.append_event(room, b"race_over 3", ends_round=3)
-    assert await store.round_ended(room) == 0  # over at 3 all along: a proof's 3
-    await store.append_event(room, b"race_over 4", ends_round=4)
-    assert await node2.round_ended(room) == 4
+    assert await store.reveal_round(room, 5) == 3  # a proof past a proof
+    assert await store.round_ended(room) == 1  # over a proof's all along: still 1
+    for round_no in (4, 5, 6):
+        await store.append_event(room, f"race_over {round_no}".encode(), ends_round=round_no)
+    assert await node2.round_ended(room) == 6
+    assert await store.reveal_round(room, 8) == 6  # after a race_over past the proof
+    assert await store.round_ended(room) == 6
     assert await store.round_ended("nope") == 0
 
 

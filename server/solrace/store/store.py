@@ -1210,11 +1210,13 @@ class Store:
 
     async def round_ended(self, room_id: str) -> int:
         """The last round whose ``race_over`` is stored (0: none known): ``over``, but
-        0 where a proof raised it (:meth:`reveal_round`). A later round's proof raises
-        ``over`` past the round the store holds under way, whose race_over may never
-        come if Redis fails its ending; read as over, that round's archived result went
-        out with the round under way (lobby.prove_archived). One read, as
-        :meth:`round_over`."""
+        where a proof raised it (:meth:`reveal_round`), the round a race_over had
+        raised it to before that proof (kept by the proof: without it, a result of a
+        round long over took the room up, and was refused while the proved round
+        could not end). A later round's proof raises ``over`` past the round the
+        store holds under way, whose race_over may never come if Redis fails its
+        ending; read as over, that round's archived result went out with the round
+        under way (lobby.prove_archived). One read, as :meth:`round_over`."""
         rk = self.keys.room(room_id)
         return int(await self._eval(ROUND_ENDED, (rk.over, rk.closed), ()))
 
