@@ -14,6 +14,7 @@ import pytest
 from solrace.protocol import CloseCode, CloseReason
 from solrace.protocol.envelope import Envelope
 from solrace.protocol.views import EventType, RacerStatus
+from solrace.race import RacerGame
 from solrace.rooms import lobby, requests
 from solrace.rules.log import UNDO
 
@@ -110,6 +111,36 @@ async def test_a_last_finish_whose_reply_is_lost_ends_the_race_at_once(
     over = await bob.until(lambda f: f.t == "race_over", timeout=1)
     first = over.d["standings"][0]  # type: ignore[index]
     assert (first["name"], first["status"], first["log"]) == ("Ann", "finished", line), first
+
+
+async def test_a_last_racers_stuck_move_whose_reply_is_lost_ends_the_race_at_once(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a room without undo a move that leaves its racer no legal move ends her
+    race, as a finish does (RoomState.playing). Bob resigned; Ann's move leaves her
+    stuck, Redis takes it and its reply is lost: as for a finish, nothing here folds
+    it, and only the room check ended the race (1-2 s later; off here). The node ticks
+    the room at once after any move that ends its racer's race. (Which move of the
+    deal leaves her stuck is not the point: the rules' status is made so.)"""
+    node = await backend.node()
+    node.check_rooms = _no_checks  # type: ignore[method-assign]
+    race = await _race_on(node, node, options={"undo": False})
+    ann, bob = race.ann, race.bob
+    assert (await bob.ask("resign")).t == "ok"
+    line = winning_moves(SOLVABLE_SECRET)
+    real = RacerGame.status
+
+    def status(game: RacerGame) -> str:
+        return RacerStatus.STUCK if game.seq > 1 else real(game)
+
+    monkeypatch.setattr(RacerGame, "status", status)
+    assert (await ann.ask("move", seq=0, move=line[0])).d["status"] == RacerStatus.PLAYING
+    lost = _reply_lost_once(node.store, "append_move", lambda *_a, **_k: True)
+    refused = await ann.ask("move", seq=1, move=line[1])
+    assert lost and refused.d["code"] == "unavailable", refused.d
+    over = await bob.until(lambda f: f.t == "race_over", timeout=1)
+    standings = {s["name"]: s["status"] for s in over.d["standings"]}  # type: ignore[union-attr]
+    assert standings == {"Ann": RacerStatus.STUCK, "Bob": RacerStatus.RESIGNED}, standings
 
 
 async def _no_checks() -> None:

@@ -246,15 +246,17 @@ async def _store(
         # Outcome unknown: forget this engine; the next request rebuilds it from the
         # store, which holds the truth, and a retry of this move gets its outcome.
         room.games.pop(racer, None)
-        if finish is not None:
-            # Redis may have taken the finish (its reply lost): the racer's race is
-            # over, and the race too if it was the last one playing — and nothing here
-            # folds it: the node reads back no write of its own, and the racer's retry
-            # is answered from its log, deciding nothing. Only the room check ended
-            # the race, two checks running finding Redis ahead (1-2 s later), for no
-            # reason of correctness. Ticked now, the room is read and the race ends at
-            # once (if it did not take the finish, the tick finds nothing to do; if
-            # Redis fails it, it retries on the room's timer).
+        if status != RacerStatus.PLAYING:
+            # Redis may have taken the move (its reply lost), which ends the racer's
+            # race (a finish; stuck, in a room without undo), and the race too if it
+            # was the last one playing — and nothing here folds it: the node reads
+            # back no write of its own, and the racer's retry is answered from its
+            # log, deciding nothing. Only the room check ended the race, two checks
+            # running finding Redis ahead (1-2 s later), for no reason of
+            # correctness. Ticked now, as _after_move ticks a stored one, the room is
+            # read and the race ends at once (if Redis did not take the move, or undo
+            # frees a stuck racer, the tick finds nothing to do; if Redis fails it, it
+            # retries on the room's timer).
             node.spawn(node.tick(room))
         raise BadMessage(ErrorCode.UNAVAILABLE, seq=seq, retry_after_ms=RETRY_MOVE_MS) from None
     except BaseException:
