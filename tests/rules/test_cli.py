@@ -190,6 +190,9 @@ def test_cli_option_errors(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = call(["deal", "klondike", "5", "-o", "draw=true"], capsys)
     help_ = " (see solrace-rules deal --help)\n"
     assert (code, err) == (2, f"solrace-rules deal: option draw must be 1 or 3, not true{help_}")
+    # 3.0 equals 3 but is no card count: it was dealt, and the first draw a traceback
+    code, _, err = call(["deal", "klondike", "5", "-o", "draw=3.0"], capsys)
+    assert (code, err) == (2, f"solrace-rules deal: option draw must be 1 or 3, not 3.0{help_}")
     code, _, err = call(["deal", "klondike", "5", "-o", "scoring=golf"], capsys)
     said = 'option scoring must be one of standard, vegas, none, not "golf"'
     assert err == f"solrace-rules deal: {said}{help_}"

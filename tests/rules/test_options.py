@@ -56,6 +56,8 @@ def test_options_australian_fixed_values() -> None:
         ("klondike", {"draw": True}, "option draw must be 1 or 3, not true"),
         ("klondike", {"draw": "3"}, 'option draw must be 1 or 3, not "3"'),
         ("klondike", {"draw": None}, "option draw must be 1 or 3, not null"),
+        # equal to 3 but not a whole number: taken, it ended a draw in a TypeError
+        ("klondike", {"draw": 3.0}, "option draw must be 1 or 3, not 3.0"),
         ("klondike", {"max_passes": 0}, "option max_passes must be a whole number ≥ 1"),
         ("klondike", {"max_passes": True}, "option max_passes must be a whole number ≥ 1"),
         ("klondike", {"max_passes": 2.0}, "option max_passes must be a whole number ≥ 1"),

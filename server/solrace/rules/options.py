@@ -63,7 +63,8 @@ def _check_value(name: str, value: Any) -> Any:
             )
         return value
     if name == "draw":
-        if isinstance(value, bool) or value not in (1, 3):
+        # the type too: 3.0 == 3, and a float draw count ended the first draw in a TypeError
+        if type(value) is not int or value not in (1, 3):
             raise InvalidOptionError(f"option draw must be 1 or 3, not {_shown(value)}", name)
         return value
     if name == "max_passes":
