@@ -296,6 +296,23 @@ def test_position_rejects_non_list_parts() -> None:
     _rejects(data, "options must be a JSON object")
 
 
+@pytest.mark.parametrize("options", [[], False, 0, ""])
+def test_position_rejects_empty_options_that_are_not_an_object(options: object) -> None:
+    """An empty list, false, 0 or "" is no options object either: only a non-empty one
+    was refused, an empty one read as the defaults."""
+    data = position("klondike", [["KH"]])
+    data["options"] = options
+    _rejects(data, "options must be a JSON object")
+
+
+def test_position_reads_missing_or_null_options_as_the_defaults() -> None:
+    data = position("klondike", [["KH"]])
+    data["options"] = None
+    assert load_position(data).options.draw == 1
+    del data["options"]
+    assert load_position(data).options.draw == 1
+
+
 def test_position_with_a_number_too_long_to_read_says_so_in_its_own_words() -> None:
     """``"recycles": 999…`` (5,000 digits) said Python's "Exceeds the limit (4300
     digits) for integer string conversion: …; use sys.set_int_max_str_digits() to

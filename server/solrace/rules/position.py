@@ -71,7 +71,9 @@ def load_position(data: str | bytes | Mapping[str, Any]) -> Board:
         raise InvalidPositionError(f"unknown keys in position: {', '.join(sorted(unknown))}")
     if "variant" not in data or "tableau" not in data or "foundations" not in data:
         raise InvalidPositionError("a position needs at least variant, tableau and foundations")
-    options = data.get("options") or {}
+    options = data.get("options")
+    if options is None:  # absent or null: the variant's defaults ("or {}" took [] and false)
+        options = {}
     if not isinstance(options, Mapping):
         raise InvalidPositionError("options must be a JSON object")
     try:
