@@ -113,6 +113,65 @@ def test_a_bad_argument_is_one_line_and_status_2_before_anything_runs(
     assert time.monotonic() - began < 10  # said before any measuring
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        # ran the server suite's 200 racers, --rooms unread
+        (["server", "--rooms", "3"], "--rooms is an option of core, not of server"),
+        (["rules", "--budget", "5"], "--budget is an option of solver, not of rules"),
+        (["solver", "--seconds", "5"], "--seconds is an option of rules and server, not of solver"),
+        (
+            ["rules", "--redis-url", REDIS_URL],
+            "--redis-url is an option of store, server and core, not of rules",
+        ),
+        (["core", "--find-max"], "--find-max is an option of server, not of core"),
+        (["store", "--loop", "asyncio"], "--loop is an option of server and core, not of store"),
+        # an abbreviation, as argparse takes it, is the option it names
+        (["server", "--room", "3"], "--rooms is an option of core, not of server"),
+    ],
+)
+def test_an_option_of_another_suite_is_one_line_and_status_2(
+    argv: list[str],
+    says: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each option but --json is one suite's or a few's (its help says which): given to
+    another it was ignored without a word, and the run measured something else."""
+
+    def ran(*args: object) -> dict[str, object]:
+        raise AssertionError(f"{argv} was taken and would run")
+
+    monkeypatch.setattr(solrace.bench.cli, "_run", ran)
+    status, out, err = _call(argv, capsys)
+    assert (status, out) == (2, "")
+    assert err == f"{PROG}: {says} (see {PROG} --help)\n"
+
+
+class _Ran(Exception):
+    """The run was reached: its arguments were taken."""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["rules", "--seconds", "1", "--json"],
+        ["server", "--seconds", "1", "--racers", "4", "--rate", "1", "--aligned"],
+        ["core", "--rooms", "1", "--redis-url", REDIS_URL, "--loop", "asyncio"],
+        ["solver", "--deals", "1", "--budget", "5", "--variant", "yukon"],
+    ],
+)
+def test_every_option_of_its_own_suite_is_taken(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def ran(parser: object, args: argparse.Namespace, keys: object) -> dict[str, object]:
+        raise _Ran
+
+    monkeypatch.setattr(solrace.bench.cli, "_run", ran)
+    with pytest.raises(_Ran):
+        main(argv)
+
+
 #: Every size option's bound (bench/limits.py; the solver's budget bound,
 #: solver_budget.py): (suite, flag, bound, lowest value).
 SIZE_BOUNDS = [

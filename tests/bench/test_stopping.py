@@ -79,6 +79,11 @@ CASES = {
 }
 
 
+def _redis(case: Case) -> list[str]:
+    """The test Redis, for a suite that runs on one: the solver takes no --redis-url."""
+    return [] if case.family is None else ["--redis-url", REDIS_URL]
+
+
 def _marked(mark: str) -> list[int]:
     """Every process still there with ``MARK=mark`` in its environment (zombies
     included: one nobody reaps is a leak too)."""
@@ -159,7 +164,7 @@ def _stop_mid_run(
     tmpdir.mkdir()
     with out_path.open("w") as out_file, err_path.open("w") as err_file:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "solrace.bench", *case.argv, "--redis-url", REDIS_URL],
+            [sys.executable, "-m", "solrace.bench", *case.argv, *_redis(case)],
             stdout=out_file,
             stderr=err_file,
             env={**os.environ, MARK: mark, "TMPDIR": str(tmpdir)},
@@ -387,7 +392,7 @@ def test_sigkill_leaves_only_keys_which_the_documented_command_deletes(
     other = anothers_key(case.family or BENCH_FAMILY)
     mark = uuid.uuid4().hex
     proc = subprocess.Popen(
-        [sys.executable, "-m", "solrace.bench", *case.argv, "--redis-url", REDIS_URL],
+        [sys.executable, "-m", "solrace.bench", *case.argv, *_redis(case)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, MARK: mark, "TMPDIR": str(tmp_path)},  # what it leaves, pytest's

@@ -59,6 +59,29 @@ EXIT_FAILED = 1
 REDIS_SUITES: Final = ("store", "server", "core")
 #: The suites that run an event loop of ``--loop``'s (or ``$SOLRACE_LOOP``'s) choice.
 LOOP_SUITES: Final = ("server", "core")
+#: The suites each option is for, as its help says (--json is every suite's): given to
+#: another, it was ignored without a word (``server --rooms 3`` ran 200 racers).
+OPTION_SUITES: Final[dict[str, tuple[str, ...]]] = {
+    "seconds": ("rules", "server"),
+    "redis_url": REDIS_SUITES,
+    **dict.fromkeys(
+        (
+            "variant",
+            "deals",
+            "budget",
+            "workers",
+            "start",
+            "certify",
+            "certify_budget",
+            "certify_node",
+            "log",
+        ),
+        ("solver",),
+    ),
+    **dict.fromkeys(("racers", "rate", "warmup", "find_max", "aligned"), ("server",)),
+    "loop": LOOP_SUITES,
+    **dict.fromkeys(("rooms", "moves", "callgrind"), ("core",)),
+}
 #: Seeds are 0 ≤ seed < 2**64 (docs/deals.md): the solver's consecutive seeds stay below.
 SEED_LIMIT: Final = 2**64
 
@@ -221,10 +244,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """What one argument alone cannot say (parser.error: one line, status 2)."""
+def _given(argv: Sequence[str] | None) -> set[str]:
+    """The options ``argv`` gives (their dests), abbreviations included: parsed again
+    onto a namespace that holds a marker for each, which argparse leaves where no
+    default goes (an option given its default value counts too). The marker is a list:
+    an ``append`` option (--variant) copies what it finds into a new one."""
+    unset: list[str] = []
+    namespace = argparse.Namespace(**dict.fromkeys(OPTION_SUITES, unset))
+    parsed = build_parser().parse_args(argv, namespace)
+    return {dest for dest in OPTION_SUITES if getattr(parsed, dest) is not unset}
+
+
+def _in_words(suites: Sequence[str]) -> str:
+    return suites[0] if len(suites) == 1 else f"{', '.join(suites[:-1])} and {suites[-1]}"
+
+
+def _check(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, given: set[str] | None = None
+) -> None:
+    """What one argument alone cannot say (parser.error: one line, status 2). ``given``:
+    the options typed (:func:`_given`), each refused unless it is the suite's."""
     from solrace.net.main import LOOP, UsageError
 
+    for dest in sorted(given or (), key=list(OPTION_SUITES).index):
+        suites = OPTION_SUITES[dest]
+        if args.suite not in suites:
+            flag = "--" + dest.replace("_", "-")
+            parser.error(f"{flag} is an option of {_in_words(suites)}, not of {args.suite}")
     if args.suite in LOOP_SUITES:
         # --loop, else $SOLRACE_LOOP, else auto, resolved: as solrace-server reads it,
         # with its words for a bad one (the variable was ignored, even 'bogus')
@@ -443,7 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 parser = build_parser()
                 args = parser.parse_args(argv)
-                _check(parser, args)
+                _check(parser, args, _given(argv))
                 if sys.stdout is None:  # started with it closed (>&-): the JSON would be lost
                     return output_unusable(PROG, "standard output is closed", EXIT_FAILED)
                 result = _run(parser, args, keys)
