@@ -132,20 +132,29 @@ class SavedResult:
     def from_json(cls, data: Mapping[str, Any], path: Path | None = None) -> SavedResult:
         """Read our own files and the server's stored results alike (the server's
         lack ``race``: it is rebuilt from room and commitment)."""
-        try:
-            room = str(data["room"])
-            result = dict(data["result"])
-            settings = dict(data["settings"])
-        except KeyError as exc:
-            where = "" if path is None else f"{path}: "
-            raise ValueError(f"{where}not a saved race result: missing {exc}") from None
-        except (TypeError, ValueError):
-            where = "" if path is None else f"{path}: "
-            raise ValueError(f"{where}not a saved race result: malformed") from None
-        problem = _malformed(data, settings, result)
+        where = "" if path is None else f"{path}: "
+        missing = next((key for key in ("room", "result", "settings") if key not in data), None)
+        if missing is not None:
+            raise ValueError(f"{where}not a saved race result: missing {missing!r}")
+        # Each part's kind is said as every other fault is ("malformed" named nothing),
+        # and nothing is coerced: dict() read [] as a result without a seed.
+        problem = next(
+            (
+                f"{key} {_is(data, key)}, not a map of {what}"
+                for key, what in (
+                    ("settings", "the room's settings"),
+                    ("result", "the race's outcome"),
+                )
+                if not isinstance(data[key], Mapping)
+            ),
+            None,
+        )
+        if problem is None:
+            settings, result = dict(data["settings"]), dict(data["result"])
+            problem = _malformed(data, settings, result)
         if problem is not None:
-            where = "" if path is None else f"{path}: "
             raise ValueError(f"{where}not a saved race result: {problem}")
+        room = str(data["room"])
         published = data.get("published_commitment")
         return cls(
             race=str(data.get("race") or race_id(room, result)),
@@ -199,7 +208,7 @@ def _malformed(
     variant = settings.get("variant")
     if not isinstance(variant, str) or variant not in VARIANTS:
         return f"settings.variant {_is(settings, 'variant')}, not one of {', '.join(VARIANTS)}"
-    if not isinstance(settings.get("options") or {}, Mapping):
+    if not isinstance(settings.get("options", {}), Mapping | None):  # null: no options
         return f"settings.options {_is(settings, 'options')}, not a map of options"
     limit = settings.get("time_limit_s")
     if not (isinstance(limit, int) and _whole(limit)) or not (

@@ -921,6 +921,29 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
         lambda d: d["settings"].update(options=[1]),
         "settings.options is [1], not a map of options",
     ),
+    # empty, they were read as no options ("or {}"), where [1] was refused
+    "options an empty list": (
+        lambda d: d["settings"].update(options=[]),
+        "settings.options is [], not a map of options",
+    ),
+    "options false": (
+        lambda d: d["settings"].update(options=False),
+        "settings.options is false, not a map of options",
+    ),
+    # said "malformed", naming nothing; [] and [[k, v]] went through dict() and were
+    # read as a result without a seed, or one with the pairs' keys
+    "settings null": (
+        lambda d: d.update(settings=None),
+        "settings is null, not a map of the room's settings",
+    ),
+    "result a list": (
+        lambda d: d.update(result=[]),
+        "result is [], not a map of the race's outcome",
+    ),
+    "result a list of pairs": (
+        lambda d: d.update(result=[["seed", 1]]),
+        'result is [["seed", 1]], not a map of the race\'s outcome',
+    ),
     # A verify audit: these ended in a traceback (OverflowError formatting the time,
     # int()'s digit limit in the engine) or a 5,000-character line.
     "elapsed time beyond 64 bits": (
