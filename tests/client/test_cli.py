@@ -281,6 +281,15 @@ def test_create_and_bot_refuse_an_option_of_another_variant_before_connecting(
         assert main(argv) == 2
         said = _usage_error(capsys.readouterr().err, command)
         assert said == "option draw must be 1 or 3, not 4", said
+        # past msgpack's 64 bits: a TypeError traceback as the request was encoded
+        huge = "9" * 23
+        argv = [command, *room, "--variant", "klondike", "--option", f"max_passes={huge}"]
+        assert main([*argv, *server]) == 2
+        said = _usage_error(capsys.readouterr().err, command)
+        assert said == (
+            f"option max_passes must be a whole number 1 to 2147483647 or null (unlimited), "
+            f"not {huge}"
+        ), said
     assert ui.calls == []  # no room was asked for
 
 

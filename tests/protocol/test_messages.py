@@ -121,6 +121,17 @@ def test_nil_means_absent() -> None:
     assert m.parse_client_message(wire("list", {"variant": None})) == m.ListRooms()
 
 
+def test_a_create_carries_every_max_passes_the_engine_takes() -> None:
+    """The engine's bound (rules MAX_PASSES) is no more than a room option's integer: a
+    value the client's engine takes is not then refused by the server."""
+    from solrace.rules.options import MAX_PASSES
+
+    d = {"variant": "klondike", "name": "Ann", "options": {"max_passes": MAX_PASSES}}
+    assert m.parse_client_message(wire("create", d)) == m.CreateRoom(
+        variant="klondike", name="Ann", options={"max_passes": MAX_PASSES}
+    )
+
+
 # ---------------------------------------------------------------- refusals
 def test_unknown_type() -> None:
     err = refusal("teleport", {}, request_id=4)

@@ -17,6 +17,10 @@ from solrace.quoting import quoted
 from .errors import InvalidOptionError
 
 SCORINGS: Final = ("standard", "vegas", "none")
+#: The most passes a ``max_passes`` names: the largest integer a room option may be on
+#: the wire (protocol.messages). Unbounded, the engine took values no request could
+#: carry: past 64 bits the client's encoder failed with a traceback.
+MAX_PASSES: Final = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +74,10 @@ def _check_value(name: str, value: Any) -> Any:
     if name == "max_passes":
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PASSES:
             raise InvalidOptionError(
-                "option max_passes must be a whole number ≥ 1 or null (unlimited), "
-                f"not {_shown(value)}",
+                f"option max_passes must be a whole number 1 to {MAX_PASSES} or null "
+                f"(unlimited), not {_shown(value)}",
                 name,
             )
         return value
