@@ -89,6 +89,14 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
             {},
             f"--data-dir: cannot use data directory {__file__}: it is a file, not a directory",
         ),
+        # a name the system refuses as too long was said whole: a 300-character line
+        (
+            ["--data-dir", "/tmp/" + "d" * 300],
+            {},
+            "--data-dir: cannot use data directory '/tmp/"
+            + "d" * 35
+            + "'… (305 characters): File name too long",
+        ),
         (["--host", ""], {}, "--host: must not be empty (0.0.0.0 listens on every IPv4 address)"),
         (["--max-connections", "0"], {}, "--max-connections: must be 1 or more, got 0 (or auto)"),
         ([], {"SOLRACE_MAX_CONNECTIONS": "lots"}, "not a whole number: 'lots' (or auto)"),

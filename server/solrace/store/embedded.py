@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import importlib.util
 import logging
@@ -67,6 +68,7 @@ from pathlib import Path
 from typing import Final
 
 from solrace.orphans import death_signal
+from solrace.quoting import quoted
 
 __all__ = [
     "DataDirBusy",
@@ -176,7 +178,9 @@ class _Lock:
             why = exc.strerror or str(exc)
             if _is_file(data_dir):  # mkdir says "File exists"
                 why = "it is a file, not a directory"
-            raise DataDirUnusable(f"cannot use data directory {data_dir}: {why}") from None
+            # a name the system refuses as too long is cut, as every command cuts it
+            shown = quoted(str(data_dir)) if exc.errno == errno.ENAMETOOLONG else data_dir
+            raise DataDirUnusable(f"cannot use data directory {shown}: {why}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
