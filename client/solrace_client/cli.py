@@ -169,6 +169,14 @@ def _racer_name(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{quoted(text)}: {err}") from None
 
 
+def _racer(text: str) -> str:
+    """``replay --racer``: an id or a name, not nothing (an unset variable's ``''`` was
+    read as no --racer, and printed first place's board)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("no racer given: the racer id or name is empty")
+    return text
+
+
 def _duration(text: str) -> int:
     """Seconds, as ``90``, ``90s`` or ``15m``."""
     try:
@@ -748,7 +756,7 @@ def _load(ref: str) -> Any:
 def cmd_replay(args: argparse.Namespace) -> int:
     from .replay import NoCommands, board_text, find_track, step_through, tracks
 
-    if args.racer and not args.print:  # before the race is read: the arguments first
+    if args.racer is not None and not args.print:  # before the race is read: arguments first
         return _bad_arguments(args, "--racer goes with --print (the stepper shows every racer)")
     saved = _load(args.race)
     if saved is None:
@@ -764,7 +772,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return _fail(f"{saved.path or saved.race}: cannot replay: {exc}")
     if args.print:
         try:
-            track = find_track(all_tracks, args.racer) if args.racer else all_tracks[0]
+            track = all_tracks[0] if args.racer is None else find_track(all_tracks, args.racer)
         except LookupError as exc:
             return _fail(str(exc))
         print(board_text(saved, track, args.step or 0))
@@ -1110,7 +1118,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=whole(0),
         help="log index to show (0 = the deal; past the end: the final position)",
     )
-    p.add_argument("--racer", help="racer id or name (with --print; default: first place)")
+    p.add_argument(
+        "--racer", type=_racer, help="racer id or name (with --print; default: first place)"
+    )
     p.add_argument("--print", action="store_true", help="print one board and exit")
 
     p = command("verify", "check a finished race's commitment, logs and standings", cmd_verify)

@@ -24,6 +24,7 @@ from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+from solrace.quoting import quoted
 from solrace.rules import RulesError, deal, position_dict
 from solrace.rules.log import apply_entry
 
@@ -76,15 +77,16 @@ def tracks(saved: SavedResult) -> list[Track]:
 
 
 def find_track(all_tracks: list[Track], who: str) -> Track:
-    """A racer by id, or by name (case-insensitive)."""
+    """A racer by id (ASCII digits: ``'²'.isdigit()``, and int() refused it with a
+    traceback), or by name (case-insensitive)."""
     for track in all_tracks:
-        if who.isdigit() and track.racer == int(who):
+        if who.isascii() and who.isdigit() and track.racer == int(who):
             return track
     for track in all_tracks:
         if track.name.casefold() == who.casefold():
             return track
     known = ", ".join(f"{t.racer} ({t.name})" for t in all_tracks)
-    raise LookupError(f"no racer {who!r} in this race; racers: {known}")
+    raise LookupError(f"no racer {quoted(who)} in this race; racers: {known}")
 
 
 def last_step(all_tracks: list[Track]) -> int:

@@ -64,6 +64,42 @@ def test_an_unknown_racer_is_refused(
     assert "no racer 'Zed'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("who", ["²", "١"])
+def test_a_racer_of_digits_other_than_0_to_9_is_a_name_not_a_traceback(
+    who: str, synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--racer ²`` (a digit to str.isdigit, not to int()) ended in a ValueError
+    traceback; ``١`` (Arabic-Indic one) named racer 1. An id is ASCII digits."""
+    assert main(["replay", str(synthetic_race), "--racer", who, "--print"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"solrace: no racer {who!r} in this race; racers: 1 (Ann)"), err
+    assert err.count("\n") == 1
+
+
+def test_a_long_racer_name_is_quoted_cut(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was said whole: a 3,000-character line (MAX_QUOTED)."""
+    assert main(["replay", str(synthetic_race), "--racer", "z" * 3000, "--print"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"solrace: no racer '{'z' * 40}'… (3,000 characters) in this race")
+
+
+@pytest.mark.parametrize("who", ["", "  "])
+def test_an_empty_racer_is_a_bad_argument(
+    who: str, synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--racer ''`` (an unset variable) printed the first place's board, as if not given."""
+    with pytest.raises(SystemExit) as refused:  # as argparse refuses any argument
+        main(["replay", str(synthetic_race), "--racer", who, "--print"])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "solrace replay: argument --racer: no racer given: the racer id or name is empty"
+        " (see solrace replay --help)\n"
+    )
+
+
 def test_the_stepper_goes_forwards_backwards_and_jumps(
     synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
