@@ -34,6 +34,8 @@ from solrace.argtypes import BadNumber, BadText, real, utf8, whole
         # number: '999…'", five thousand nines on the line: `solrace-rules deal yukon 999…`)
         (whole(), "9" * 5000, "too long a number: 5000 digits"),
         (whole(0, 9), "-" + "1" * 4301, "too long a number: 4301 digits"),
+        # a digit to str.isdigit, not to int(): it was "too long a number: 1 digits"
+        (whole(), "²", "not a whole number: '²'"),
     ],
 )
 def test_a_bad_value_says_what_is_wrong(check: object, text: str, says: str) -> None:

@@ -203,7 +203,7 @@ def check_server_url(url: str) -> str:
             ) from None
         text = where.rpartition("]")[2].partition(":")[2]  # as urllib reads it
         why = f"port {text} is out of range (1 to 65535)"
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit()):  # '²': a digit to isdigit only
             why = f"its port {quoted(text)} is not a number"
         raise BadServerURL(f"bad server URL {said}: {why} ({example})") from None
     if parts.scheme not in ("ws", "wss") or "://" not in url:

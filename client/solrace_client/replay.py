@@ -328,7 +328,7 @@ def step_through(
             step = 0
         elif command in ("l", "last"):
             step = last
-        elif command.isdigit():
+        elif command.isascii() and command.isdigit():  # '²': a digit to isdigit only
             step = min(last, int(command))
         else:
             console.print(Text(f"unknown command {command!r}: {HELP}", style="yellow"))

@@ -232,7 +232,9 @@ def whole(
         except ValueError:
             digits = text.strip()
             digits = digits[1:] if digits.startswith(("+", "-")) else digits
-            if digits.isdigit():  # past int()'s limit of digits (4300): whole, too long
+            # past int()'s limit of digits (4300): whole, too long ('²' is a digit to
+            # isdigit only: not a whole number)
+            if digits.isascii() and digits.isdigit():
                 raise BadNumber(f"too long a number: {len(digits)} digits") from None
             raise BadNumber(f"not a whole number: {quoted(text)}") from None
         _checked(value, lo, hi, False, unit)

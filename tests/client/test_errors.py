@@ -75,6 +75,8 @@ async def test_a_bad_server_url_is_one_line_and_status_2(command: list[str]) -> 
     for url, says in (
         ("ws://127.0.0.1:99999", "port 99999 is out of range (1 to 65535)"),
         ("ws://127.0.0.1:abc", "its port 'abc' is not a number"),
+        # said "port ² is out of range", a digit to str.isdigit only
+        ("ws://127.0.0.1:²", "its port '²' is not a number"),
         ("http://127.0.0.1:8765", "must start with ws:// or wss://"),
         ("ws://[::1", "bad server URL"),
     ):

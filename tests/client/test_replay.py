@@ -100,6 +100,15 @@ def test_an_empty_racer_is_a_bad_argument(
     )
 
 
+def test_the_stepper_takes_a_step_of_other_digits_as_an_unknown_command(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``²`` (a digit to str.isdigit, not to int()) ended the stepper in a traceback."""
+    monkeypatch.setattr("sys.stdin", io.StringIO("²\nq\n"))
+    assert main(["replay", str(synthetic_race)]) == 0
+    assert "unknown command '²'" in capsys.readouterr().out
+
+
 def test_the_stepper_goes_forwards_backwards_and_jumps(
     synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

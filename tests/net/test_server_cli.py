@@ -62,6 +62,14 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         (["--redis-url", "http://127.0.0.1:6379"], {}, "not a Redis URL"),
         (["--redis-url", REDIS_URL.rsplit("/", 1)[0] + "/99"], {}, "DB index is out of range"),
         (["--redis-url", "redis://127.0.0.1:6379/x"], {}, "database index 'x'"),
+        # a digit to str.isdigit, not to redis-py: the node ran on database 0 in silence
+        (["--redis-url", "redis://127.0.0.1:6379/²"], {}, "database index '²' is not a number"),
+        # Python's words: "invalid literal for int() with base 10: '7²'"
+        (
+            ["--redis-url", "redis+cluster://127.0.0.1:7²"],
+            {},
+            "cluster node '127.0.0.1:7²' is not host:port in",
+        ),
         (["--redis-url", "redis+cluster://127.0.0.1"], {}, "'127.0.0.1' is not host:port"),
         (["--redis-url", "redis+cluster://h:7101/1"], {}, "a Redis Cluster has only database 0"),
         # a cluster URL's password was said whole in its error line (a unit's log)

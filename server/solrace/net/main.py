@@ -271,7 +271,8 @@ def check_redis_url(text: str) -> str:
         parse_cluster_url(text)  # raises ValueError saying what is wrong
     else:
         db = parts.path.strip("/")
-        if parts.scheme != "unix" and db and not db.isdigit():
+        # ASCII digits: redis-py's int() of '²' failed, and it ran on database 0 in silence
+        if parts.scheme != "unix" and db and not (db.isascii() and db.isdigit()):
             raise ValueError(f"database index {quoted(db)} is not a number (redis://host:port/0)")
         # redis-py takes the query's db over the path's, silently: a URL naming both
         # ran the node on the query's while its log line showed the path's first.

@@ -53,7 +53,8 @@ def _said(url: str) -> str:
 def _host_port(text: str, url: str) -> tuple[str, int]:
     """``host:port`` or ``[v6]:port`` → (host, port); the port is required."""
     host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    digits = port.isascii() and port.isdigit()  # '²' is a digit to isdigit, not to int()
+    if not sep or not host or not digits or not 0 < int(port) < 65536:
         raise ValueError(f"cluster node {quoted(text)} is not host:port in {_said(url)}")
     return host.removeprefix("[").removesuffix("]"), int(port)
 
