@@ -658,6 +658,14 @@ def cmd_bot(args: argparse.Namespace) -> int:
             return _bad_arguments(
                 args, f"{given[0]} is a setting of a room the bot creates: it needs --create"
             )
+    if args.min_racers is not None and not (args.host_start or args.create):
+        # read only by a host that starts the race: otherwise ignored in silence
+        return _bad_arguments(
+            args,
+            "--min-racers is how many racers a starting host waits for: "
+            "it needs --host-start (or --create)",
+        )
+    min_racers = limits.MIN_RACERS if args.min_racers is None else args.min_racers
     if args.code and args.variant is not None:  # it joined whatever the room was, silently
         return _bad_arguments(
             args,
@@ -665,10 +673,10 @@ def cmd_bot(args: argparse.Namespace) -> int:
         )
     args.variant = args.variant or DEFAULT_VARIANT
     room_size = args.racers if args.racers is not None else limits.DEFAULT_MAX_RACERS
-    if args.create and args.min_racers > room_size:
+    if args.create and min_racers > room_size:
         return _bad_arguments(
             args,
-            f"--min-racers {args.min_racers} is more than the room's {room_size} racers "
+            f"--min-racers {min_racers} is more than the room's {room_size} racers "
             "(--racers): it could never start",
         )
     servers = server_list(_server(args))
@@ -705,7 +713,7 @@ def cmd_bot(args: argparse.Namespace) -> int:
                     strategy=args.strategy,
                     ready=args.ready,
                     host_start=args.host_start or args.create,
-                    min_racers=args.min_racers,
+                    min_racers=min_racers,
                     max_moves=args.max_moves,
                     move_delay=args.delay,
                     rng_seed=args.seed,
@@ -1084,7 +1092,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--min-racers",
         type=whole(limits.MIN_RACERS, limits.MAX_RACERS),
-        default=limits.MIN_RACERS,
+        default=None,
         help=f"racers a --host-start host waits for before it readies and starts "
         f"(default {limits.MIN_RACERS})",
     )

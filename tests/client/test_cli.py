@@ -530,6 +530,14 @@ def test_bot_needs_exactly_one_way_in(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["bot", "--quick", "--racers", "3", "--server", "ws://127.0.0.1:9"]) == 2
     said = _usage_error(capsys.readouterr().err, "bot")
     assert said == "--racers is a setting of a room the bot creates: it needs --create"
+    # what a starting host waits for: without --host-start (or --create) nothing read it
+    for argv in (["--quick"], ["ABC"]):
+        assert main(["bot", *argv, "--min-racers", "3", "--server", "ws://127.0.0.1:9"]) == 2
+        said = _usage_error(capsys.readouterr().err, "bot")
+        assert said == (
+            "--min-racers is how many racers a starting host waits for: "
+            "it needs --host-start (or --create)"
+        ), argv
 
 
 def test_a_bot_joining_by_code_refuses_a_variant(capsys: pytest.CaptureFixture[str]) -> None:
