@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from solrace.argtypes import DEFAULT_PORT, REDIS_DEFAULT_PORT, BadText, not_a_host_name, utf8
 from solrace.argtypes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from solrace.argtypes import EXIT_READER_GONE as EXIT_READER_GONE
+from solrace.digits import is_digits
 from solrace.protocol import CloseCode, CloseReason, ErrorCode
 from solrace.protocol.handshake import PROBE_PATHS
 from solrace.quoting import quoted
@@ -203,7 +204,7 @@ def check_server_url(url: str) -> str:
             ) from None
         text = where.rpartition("]")[2].partition(":")[2]  # as urllib reads it
         why = f"port {text} is out of range (1 to 65535)"
-        if not (text.isascii() and text.isdigit()):  # '²': a digit to isdigit only
+        if not is_digits(text):
             why = f"its port {quoted(text)} is not a number"
         raise BadServerURL(f"bad server URL {said}: {why} ({example})") from None
     if parts.scheme not in ("ws", "wss") or "://" not in url:
@@ -234,7 +235,7 @@ def _bracketed(where: str) -> str | None:
     (``::1:8765`` → ``[::1]:8765``; ``::1`` → ``[::1]:8765``); else None. Told as a
     port out of range — the 8765 of ``ws://::1:8765`` — the user blamed the port."""
     address, _, port = where.rpartition(":")
-    if port.isdigit() and _is_ipv6(address):
+    if is_digits(port) and _is_ipv6(address):
         return f"[{address}]:{port}"
     return f"[{where}]:{DEFAULT_PORT}" if _is_ipv6(where) else None
 
@@ -412,7 +413,7 @@ def handshake_retry_after_s(exc: BaseException | None) -> float | None:
     if not isinstance(exc, InvalidStatus):
         return None
     value = exc.response.headers.get("Retry-After", "").strip()
-    if not (value.isascii() and value.isdigit()):  # "²".isdigit(): float() would raise
+    if not is_digits(value):
         return None
     return min(float(value), MAX_RETRY_AFTER_S)
 

@@ -24,6 +24,7 @@ from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+from solrace.digits import is_digits
 from solrace.quoting import quoted
 from solrace.rules import RulesError, deal, position_dict
 from solrace.rules.log import apply_entry
@@ -77,10 +78,10 @@ def tracks(saved: SavedResult) -> list[Track]:
 
 
 def find_track(all_tracks: list[Track], who: str) -> Track:
-    """A racer by id (ASCII digits: ``'²'.isdigit()``, and int() refused it with a
-    traceback), or by name (case-insensitive)."""
+    """A racer by id (the digits 0-9: ``'²'`` went to int(), a traceback), or by name
+    (case-insensitive)."""
     for track in all_tracks:
-        if who.isascii() and who.isdigit() and track.racer == int(who):
+        if is_digits(who) and track.racer == int(who):
             return track
     for track in all_tracks:
         if track.name.casefold() == who.casefold():
@@ -328,7 +329,7 @@ def step_through(
             step = 0
         elif command in ("l", "last"):
             step = last
-        elif command.isascii() and command.isdigit():  # '²': a digit to isdigit only
+        elif is_digits(command):
             step = min(last, int(command))
         else:
             console.print(Text(f"unknown command {command!r}: {HELP}", style="yellow"))

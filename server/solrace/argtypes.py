@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final, NoReturn
 
 from solrace import __version__
+from solrace.digits import is_digits
 from solrace.interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, interruptible
 from solrace.quoting import as_typed, quoted
 
@@ -232,9 +233,8 @@ def whole(
         except ValueError:
             digits = text.strip()
             digits = digits[1:] if digits.startswith(("+", "-")) else digits
-            # past int()'s limit of digits (4300): whole, too long ('²' is a digit to
-            # isdigit only: not a whole number)
-            if digits.isascii() and digits.isdigit():
+            # past int()'s limit of digits (4300): whole, too long ('²': not a whole number)
+            if is_digits(digits):
                 raise BadNumber(f"too long a number: {len(digits)} digits") from None
             raise BadNumber(f"not a whole number: {quoted(text)}") from None
         _checked(value, lo, hi, False, unit)

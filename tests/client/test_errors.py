@@ -143,6 +143,15 @@ def test_an_ipv6_address_without_brackets_is_told_to_take_them(url: str, example
         errors.check_server_url("ws://[::1]:99999")
 
 
+def test_an_unbracketed_ipv6_url_with_a_port_of_unicode_digits_suggests_no_such_port() -> None:
+    """``ws://::1:²``: ``'²'.isdigit()``, so the hint bracketed the address and kept
+    the port, ``(e.g. ws://[::1]:²)``, a URL this same check refuses (its port '²' is
+    not a number). A port is the digits 0-9 (solrace.digits)."""
+    with pytest.raises(errors.BadServerURL) as refused:
+        errors.check_server_url("ws://::1:²")
+    assert "[::1]:²" not in str(refused.value), refused.value
+
+
 def test_rooms_on_an_unbracketed_ipv6_url_is_one_line_and_status_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -983,6 +983,17 @@ def test_a_refused_url_says_no_part_of_its_password(url: str) -> None:
     assert len(said.splitlines()) == 1
 
 
+def test_a_password_of_unicode_digits_before_a_raw_question_mark_is_not_said() -> None:
+    """``'²'.isdigit()``: a password ``²²²²?x=…`` passed for a port before its raw
+    ``?``, and the line said ``Port could not be cast to integer value as '²²²²'``, the
+    password's start; a port is the digits 0-9 (solrace.digits), as everywhere."""
+    with pytest.raises(ValueError) as refused:
+        check_redis_url("redis://:²²²²?x=BBBB@127.0.0.1:6379/0")
+    said = str(refused.value)
+    assert "²" not in said and "BBBB" not in said, said
+    assert "password holds a raw" in said
+
+
 @pytest.mark.parametrize(
     "url",
     [

@@ -46,3 +46,13 @@ def test_the_leases_pattern_matches_this_prefix_only() -> None:
     keys = Keys("a*[x]?\\:")
     assert keys.leases == "a\\*\\[x\\]\\?\\\\:node:*"
     assert keys.node_of(keys.lease("n-1")) == "n-1"
+
+
+def test_a_key_whose_round_is_not_of_the_digits_0_to_9_has_no_round() -> None:
+    """``'²'.isdigit()``: a keyset member ``log:²`` went to ``int()``, a ValueError in
+    the middle of appending an event (store.append_event's trim); digits are 0-9
+    (solrace.digits), as everywhere."""
+    rk = Keys("p:").room("r")
+    assert rk.round_of(rk.log("3:2")) == 3
+    assert rk.round_of(rk.log("²:2")) is None
+    assert rk.round_of(rk.places("١")) is None  # int() would read it as 1

@@ -57,6 +57,7 @@ from solrace.argtypes import (
     utf8,
     whole,
 )
+from solrace.digits import is_digits
 from solrace.environ import variable
 from solrace.quoting import MAX_QUOTED, quoted, without_password
 from solrace.streams import degrade_gracefully
@@ -271,8 +272,8 @@ def check_redis_url(text: str) -> str:
         parse_cluster_url(text)  # raises ValueError saying what is wrong
     else:
         db = parts.path.strip("/")
-        # ASCII digits: redis-py's int() of '²' failed, and it ran on database 0 in silence
-        if parts.scheme != "unix" and db and not (db.isascii() and db.isdigit()):
+        # digits 0-9: redis-py's int() of '²' failed, and it ran on database 0 in silence
+        if parts.scheme != "unix" and db and not is_digits(db):
             raise ValueError(f"database index {quoted(db)} is not a number (redis://host:port/0)")
         # redis-py takes the query's db over the path's, silently: a URL naming both
         # ran the node on the query's while its log line showed the path's first.
@@ -301,7 +302,7 @@ def _credentials_cut_short(parts: SplitResult) -> bool:
         "@" in parts.path
         or "@" in parts.fragment
         or any("@" in name for name, _ in parse_qsl(parts.query, keep_blank_values=True))
-        or ("@" in parts.query and "@" not in parts.netloc and not port.isdigit())
+        or ("@" in parts.query and "@" not in parts.netloc and not is_digits(port))
     )
 
 

@@ -33,6 +33,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from solrace.digits import is_digits
 from solrace.quoting import quoted, without_password
 
 __all__ = ["CLUSTER_SCHEMES", "cluster_client", "is_cluster_url", "parse_cluster_url"]
@@ -53,8 +54,7 @@ def _said(url: str) -> str:
 def _host_port(text: str, url: str) -> tuple[str, int]:
     """``host:port`` or ``[v6]:port`` → (host, port); the port is required."""
     host, sep, port = text.rpartition(":")
-    digits = port.isascii() and port.isdigit()  # '²' is a digit to isdigit, not to int()
-    if not sep or not host or not digits or not 0 < int(port) < 65536:
+    if not sep or not host or not is_digits(port) or not 0 < int(port) < 65536:
         raise ValueError(f"cluster node {quoted(text)} is not host:port in {_said(url)}")
     return host.removeprefix("[").removesuffix("]"), int(port)
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from solrace.digits import is_digits
+
 __all__ = ["Keys", "RoomKeys"]
 
 _MAX_ID = 200
@@ -123,7 +125,7 @@ class RoomKeys:
             head = self.base + kind
             if key.startswith(head):
                 number = key[len(head) :].split(":", 1)[0]
-                return int(number) if number.isdigit() else None
+                return int(number) if is_digits(number) else None
         return None
 
     def fixed(self) -> tuple[str, ...]:

@@ -36,6 +36,8 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from solrace.digits import is_digits
+
 from ._cluster import cluster_client, is_cluster_url
 from ._commit import GroupCommit
 from ._errors import redis_errors
@@ -1508,7 +1510,7 @@ class Store:
             if value is None:
                 continue  # it lapsed meanwhile
             raw = _as_bytes(value) or b""
-            fmt = int(raw) if raw.isdigit() else 1
+            fmt = int(raw) if raw.isdigit() else 1  # bytes: isdigit is 0-9 only
             if fmt < STORE_FORMAT:
                 older[self.keys.node_of(name)] = fmt
         return older
@@ -1645,7 +1647,7 @@ class Store:
         if value is None:
             return None
         room_id, _, at_ms = _as_text(value).partition(" ")
-        return SeatClaim(room_id, int(at_ms) if at_ms.isdigit() else 0)
+        return SeatClaim(room_id, int(at_ms) if is_digits(at_ms) else 0)
 
     async def release_seat_claim(self, token_sha256_hex: str) -> None:
         """Forget the claim of a seat its request was refused (room full, too many
