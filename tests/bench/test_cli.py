@@ -148,6 +148,34 @@ def test_an_option_of_another_suite_is_one_line_and_status_2(
     assert err == f"{PROG}: {says} (see {PROG} --help)\n"
 
 
+def test_every_option_is_checked_for_its_suite_as_its_help_and_the_docs_say() -> None:
+    """OPTION_SUITES is what ``_given`` checks: an option missing from it is taken by
+    every suite without a word (the defect the check was made for), and its suites are
+    said twice more, in the option's --help (``server: …``) and docs/performance.md's
+    size table. The three say the same."""
+    import re
+
+    from solrace.bench.cli import OPTION_SUITES
+
+    parser = build_parser()
+    suites = next(a for a in parser._actions if a.dest == "suite").choices
+    assert suites is not None
+    options = {
+        a.dest: a.help or "" for a in parser._actions if a.dest not in ("help", "suite", "json")
+    }
+    assert set(options) == set(OPTION_SUITES)
+    for dest, text in options.items():
+        said = {s for s in suites if re.search(rf"(^|; |, ){s}[:,]", text)}
+        assert said == set(OPTION_SUITES[dest]), (dest, text)
+    page = (Path(__file__).parents[2] / "docs" / "performance.md").read_text()
+    rows = [line.split("|") for line in page.splitlines() if line.startswith("| `--")]
+    assert rows
+    for row in rows:
+        for flag in re.findall(r"`--([a-z-]+)`", row[1]):
+            dest = flag.replace("-", "_")
+            assert row[2].strip().split(", ") == list(OPTION_SUITES[dest]), row
+
+
 class _Ran(Exception):
     """The run was reached: its arguments were taken."""
 
