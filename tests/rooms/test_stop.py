@@ -54,3 +54,21 @@ async def test_a_write_after_the_node_and_its_store_closed_is_not_retried(
     await node.record_offline(room, 1, "a-connection")
     await asyncio.sleep(0.1)
     assert [t for t in node._tasks if not t.done()] == []
+
+
+async def test_a_task_spawned_after_the_node_stopped_never_starts(backend: Backend) -> None:
+    """CI, a core benchmark stopped by SIGTERM: a move still in flight once its node had
+    stopped lost its store's reply and spawned its room's tick (a move whose reply is
+    lost ticks at once, moves._store), which nobody cancelled: the loop closed with it
+    pending ("Task was destroyed but it is pending!") and its handler's traceback went
+    to the benchmark's standard error. A stopped node starts nothing."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+    [room] = node.rooms.values()
+    await node.stop()
+    before = asyncio.all_tasks()
+    spawned = node.spawn(node.tick(room))
+    await asyncio.sleep(0)
+    assert spawned.cancelled()
+    assert [t for t in asyncio.all_tasks() if t not in before and not t.done()] == []

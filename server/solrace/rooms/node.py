@@ -373,11 +373,14 @@ class Node:
         self._watch_task: asyncio.Task[None] | None = None
         self._wake_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Set once :meth:`stop` is done: :meth:`spawn` starts nothing after it.
+        self._stopped = False
         #: Rounds this node is certifying a deal for (certify.py), by (room, round).
         self.certifying: dict[tuple[str, int], asyncio.Future[None]] = {}
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
+        self._stopped = False
         loop = asyncio.get_running_loop()
         self._tail_task = loop.create_task(self._forever(Defect.TAIL, self._tail_loop))
         self._watch_task = loop.create_task(self._forever(Defect.WATCH, self._watch_loop))
@@ -420,12 +423,27 @@ class Node:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+        self._stopped = True
         self.repeated.stop()
 
     def spawn(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         """Run ``coro`` as a task the node keeps (and cancels when it stops). One that
         fails is logged with its traceback when it ends (a defect: asyncio would say
-        so only when the task is collected, if ever)."""
+        so only when the task is collected, if ever).
+
+        A node that has stopped starts nothing: the coroutine is closed and a
+        cancelled future returned. A request still running when the node stopped
+        (its store closed under it) spawned a tick after the stop had cancelled the
+        last task (moves._store: a move whose reply is lost ticks its room at once):
+        nobody cancelled it, the loop closed with it pending ("Task was destroyed but
+        it is pending!") and its handler printed a traceback on a stopped benchmark's
+        standard error."""
+        if self._stopped:
+            if asyncio.iscoroutine(coro):
+                coro.close()
+            refused: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            refused.cancel()
+            return refused
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
