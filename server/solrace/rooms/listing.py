@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 MOVES_LISTING: Final = frozenset({EventType.PRESENCE, EventType.RACER_JOINED, EventType.RACER_LEFT})
 #: Sorts of one room by one node in a row (each after reading what others stored):
 #: more only if the room's racers come and go faster than Redis answers.
-MAX_PASSES: Final = 4
+MAX_SORTS_IN_A_ROW: Final = 4
 
 
 def nobody_in(state: RoomState) -> bool:
@@ -84,7 +84,7 @@ async def sort_locked(node: Node, room: LiveRoom) -> None:
     """Sort the room where its folded state says, read what other nodes stored since,
     and again until the two agree. Caller holds the room's lock. Raises
     StoreUnavailable if Redis fails it (the caller retries)."""
-    for _ in range(MAX_PASSES):
+    for _ in range(MAX_SORTS_IN_A_ROW):
         listing = listing_for(room.state)
         if listing is None or not room.state.racers:
             return  # unlisted (a room everyone left is unlisted by its expiry)
