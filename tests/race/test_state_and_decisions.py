@@ -226,12 +226,12 @@ def test_a_round_whose_seed_was_revealed_starts_and_ends_at_once() -> None:
     room = _lobby(2)
     room.apply(d.ready(room.state, 2, True))
     room.apply(d.start(room.state, 1, room.now, COMMIT))
-    assert d.next_wakeup(room.state, seed_revealed=True) == 0
+    assert d.next_wakeup(room.state, end_due=True) == 0
     assert room.tick() == []
     (started,) = d.tick(room.state, room.now, lambda: COMMIT, room._result, seed_revealed=True)
     assert started.t == "started"
     room.apply([started])
-    assert d.next_wakeup(room.state, seed_revealed=True) == 0
+    assert d.next_wakeup(room.state, end_due=True) == 0
     assert room.tick() == []  # its time limit is 900 s away
     timeouts = d.tick(room.state, room.now, lambda: COMMIT, room._result, seed_revealed=True)
     assert [(e.d["racer"], e.d["status"]) for e in timeouts] == [(1, "timeout"), (2, "timeout")]

@@ -11,7 +11,7 @@ Functions return :class:`~solrace.race.events.RoomEvent` lists and raise
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from solrace.protocol.errors import ErrorCode
@@ -417,6 +417,23 @@ def tick(
     return []
 
 
+def out_again(state: RoomState, back: Mapping[int, str]) -> list[Event]:
+    """End again the race of a racer whose end the store lost (a rewind) and who is
+    racing in it again: ``back`` maps such racers to how each went out (``resigned``,
+    ``stuck``, or a leave's reason; LiveRoom.back_in_race). Out, it was no longer
+    counted by fair spectating, so it may know cards of its deal it never turned up.
+    One decision a tick, as the others: a racer who had left leaves again; any other
+    resigns (a stuck racer's board, rewound, may have moves again: only a status that
+    closes its log keeps them out). In the countdown, where nobody resigns, it leaves."""
+    for racer, how in back.items():
+        member = _member(state, racer)
+        if state.phase == Phase.RACING and how in (RacerStatus.RESIGNED, RacerStatus.STUCK):
+            return [_status(member, RacerStatus.RESIGNED)]
+        reason = LeaveReason.GRACE if how == LeaveReason.GRACE else LeaveReason.LEFT
+        return leave(state, racer, reason)
+    return []
+
+
 def race_over(
     state: RoomState,
     now_ms: int,
@@ -427,15 +444,14 @@ def race_over(
     return event(EventType.RACE_OVER, **result(table, reason))
 
 
-def next_wakeup(
-    state: RoomState, grace_floor_ms: int = 0, seed_revealed: bool = False
-) -> int | None:
+def next_wakeup(state: RoomState, grace_floor_ms: int = 0, end_due: bool = False) -> int | None:
     """When :func:`tick` may next have something to decide, for the node's timer.
     A time in the past means "now" (e.g. nobody can move any more: the race ends; or
-    its seed was revealed, ``seed_revealed`` as for :func:`tick`)."""
+    ``end_due``: its seed was revealed, as ``seed_revealed`` for :func:`tick`, or a
+    racer whose end a rewind lost is racing again, :func:`out_again`)."""
     times: list[int] = []
     phase = state.phase
-    if seed_revealed and phase in (Phase.COUNTDOWN, Phase.RACING):
+    if end_due and phase in (Phase.COUNTDOWN, Phase.RACING):
         return 0
     if phase == Phase.LOBBY and state.settings.quick and state.lobby_deadline_ms is not None:
         times.append(state.lobby_deadline_ms)

@@ -186,6 +186,11 @@ async def _store(
         # room's timer ends the race now (LiveRoom.seed_revealed).
         node.schedule(room)
         raise BadMessage(ErrorCode.WRONG_PHASE, "the race is over", seq=seq)
+    if racer in room.back_in_race():
+        # Its end (a resignation, a leave) was lost by a rewind after spectators were
+        # shown cards it had not turned up: the room's timer ends its race again now.
+        node.schedule(room)
+        raise BadMessage(ErrorCode.WRONG_PHASE, "your race is over", seq=seq)
     if seq != game.seq:
         raise BadMessage(ErrorCode.BAD_SEQ, seq=seq, expected=game.seq)
     checked = node.clock()  # the move's one clock reading: its time and the limit's

@@ -1235,7 +1235,7 @@ class Node:
         room.last_used_ms = self.clock()
         await self.sync(room)
         await self._archived_already(room)
-        wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.seed_revealed())
+        wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.end_due())
         if wake is not None and wake <= self.clock():
             # A timer nobody ran (every node serving the room had gone): catch up now.
             await self.tick(room)
@@ -1291,7 +1291,7 @@ class Node:
         cutoff = self.clock() - IDLE_ROOM_MS
         for room_id, room in list(self.rooms.items()):
             running = room.state.phase in (Phase.COUNTDOWN, Phase.RACING) and room.serving
-            wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.seed_revealed())
+            wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.end_due())
             due = room.serving and wake
             if not room.has_peers() and not running and not due and room.last_used_ms < cutoff:
                 room.cancel_timers()
@@ -1504,7 +1504,7 @@ class Node:
             self._disarm(room)
             return
         certify.ensure(self, room)
-        wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.seed_revealed())
+        wake = decide_.next_wakeup(room.state, self.grace_floor(room), room.end_due())
         if wake is None:
             self._disarm(room)
             return
@@ -1926,6 +1926,11 @@ class Node:
 
         def decision() -> list[RoomEvent]:
             state = room.state
+            # A rewind lost a racer's end: it ends again before anything else — unless
+            # the round's seed went out, when the whole race ends at once anyway.
+            back = {} if room.seed_revealed() else room.back_in_race()
+            if back:
+                return decide_.out_again(state, back)
             return decide_.tick(
                 state,
                 self.clock(),

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from solrace.protocol import encode
 from solrace.protocol.messages import board_notice
-from solrace.protocol.views import Phase
+from solrace.protocol.views import LeaveReason, Phase, RacerStatus
 from solrace.race import RacerGame, RoomState
 from solrace.race.events import EventType, RoomEvent
 from solrace.race.fairness import round_commitment, round_salt, round_seed
@@ -35,6 +35,10 @@ PROOF_ROUNDS_AHEAD: Final = 64
 
 #: The phases of a round under way, whose seed a revealed round's racers hold.
 _UNDER_WAY: Final = frozenset((Phase.COUNTDOWN, Phase.RACING))
+
+#: The statuses a ``progress`` sets that may take its racer out of the race for good,
+#: short of finishing it (stuck counts only where undo is off: LiveRoom._note_out).
+_OUT_STATUSES: Final = frozenset((RacerStatus.RESIGNED, RacerStatus.STUCK))
 
 
 class LiveRoom:
@@ -124,6 +128,14 @@ class LiveRoom:
         #: taking the room up under way or at its countdown's start. A look the store
         #: failed is made again (the next request, the tick's retry), not skipped.
         self.archive_checked: str | None = None
+        #: The racers this node folded out of round :attr:`out_round`'s race without
+        #: finishing it — resigned, left, stuck with no undo — and how (``resigned``,
+        #: ``stuck``, or the leave's reason). Kept through :meth:`reset`: from such a
+        #: racer's end on, fair spectating stops counting its cards, and spectators
+        #: (it, in a second window) were shown cards it never turned up; a Redis that
+        #: lost the end brings it back racing (see :meth:`back_in_race`).
+        self.out_round = 0
+        self.out_of_race: dict[int, str] = {}
 
     @property
     def room_id(self) -> str:
@@ -219,6 +231,49 @@ class LiveRoom:
                 return None
         return number
 
+    def _note_out(self, racer: int) -> None:
+        """Remember ``racer`` out of the round's race (:attr:`out_of_race`), if the
+        event just folded took it out: not a lobby's leave, nor a stuck racer who may
+        still undo."""
+        state = self.state
+        member = state.racers.get(racer)
+        if member is None or state.phase not in _UNDER_WAY or state.can_move(member):
+            return
+        if self.out_round != state.round:
+            self.out_round, self.out_of_race = state.round, {}
+        status = member.status
+        if status == RacerStatus.LEFT:
+            self.out_of_race[racer] = member.left_reason or LeaveReason.LEFT
+        else:
+            self.out_of_race[racer] = status
+
+    def back_in_race(self) -> dict[int, str]:
+        """The racers this node saw go out of the round under way (:attr:`out_of_race`)
+        whom the store now holds in it again — it lost their end (a rewind) — and how
+        each went out. Their race ends again at once (decisions.out_again), and no
+        move of theirs is taken meanwhile (moves): out, they were no longer counted by
+        fair spectating, and spectators were shown cards they had never turned up (an
+        audit: Ann resigned, watched Bob's board from a second window, and after a
+        rewind to before her resignation raced on, her moves taken). A node that never
+        saw the end (restarted with the store) cannot know it: what remains."""
+        state = self.state
+        if self.out_round != state.round or not self.out_of_race or state.phase not in _UNDER_WAY:
+            return {}
+        back: dict[int, str] = {}
+        for racer, how in self.out_of_race.items():
+            member = state.racers.get(racer)
+            if member is not None and (
+                member.status == RacerStatus.WAITING or state.can_move(member)
+            ):
+                back[racer] = how
+        return back
+
+    def end_due(self) -> bool:
+        """Whether the round under way has a decision due at once whatever the clock
+        says: its seed was revealed (:meth:`seed_revealed`), or a racer out of it is
+        back (:meth:`back_in_race`)."""
+        return self.seed_revealed() or bool(self.back_in_race())
+
     def seed(self) -> int:
         """The seed the round deals (the certified candidate, for a winnable room)."""
         return round_seed(self.meta.secret, self.state.round, self.state.deal_attempt)
@@ -245,8 +300,13 @@ class LiveRoom:
             return False
         self.state.apply(version, event)
         self.chain = chain
-        if event.t == EventType.RACE_OVER:
+        kind = event.t
+        if kind == EventType.RACE_OVER:
             self.revealed_round = max(self.revealed_round, self.state.round)
+        elif kind == EventType.RACER_LEFT or (
+            kind == EventType.PROGRESS and event.d["status"] in _OUT_STATUSES
+        ):
+            self._note_out(event.racer)
         if live:
             frame = encode(event.wire(version))
             for peer in list(self.racers.values()):
