@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
+from solrace_client.boardview import board_from_view
 
 from tests.support.race import check_no_leaks, play_until_done, racing, winning_moves
 
@@ -171,4 +172,66 @@ async def test_a_store_failure_during_a_move_leaves_nothing_applied(
     moved = await ann.move(moves[1])
     assert moved["seq"] == 1 and moved["moves"] == 2
     for client in (ann, bob):
+        await client.close()
+
+
+async def _play_legal(client: RaceClient, count: int) -> None:
+    """``count`` moves of the client's own board (the first legal one each time that
+    is not ``undo``): a deal whose winning line the test does not know."""
+    for _ in range(count):
+        board = board_from_view(client.board or {})
+        legal = [str(m) for m in board.legal_moves()]
+        if not legal:
+            return
+        if (await client.move(legal[0]))["status"] != "playing":
+            return
+
+
+async def test_racers_dropping_out_one_by_one_across_nodes_leak_nothing_in_either_round(
+    cluster: Cluster,
+) -> None:
+    """Three racers on two nodes and a spectator on a third: one finishes while the
+    others race, one resigns, the last plays on (each leaves fair spectating's count
+    as it goes), then a rematch. Neither round shows the spectator a card a racer
+    still racing had not turned up. (The dropping-out paths had no leak check across
+    nodes: an audit's.)"""
+    one, two, three = await cluster.node(), await cluster.node(), await cluster.node()
+    ann, bob, cy = await racing(
+        one.url, two.url, names=("Ann", "Bob", "Cy"), spectator_delay_s=0, max_racers=3
+    )
+    watcher = await RaceClient.connect(three.url)
+    await watcher.watch(code=ann.code)
+    moves = winning_moves(SOLVABLE_SECRET)
+    await play_until_done(bob, moves[:8])
+    assert (await play_until_done(ann, moves))["status"] == "finished"
+    await play_until_done(cy, moves[:4])
+    await play_until_done(bob, moves[8:20])
+    await bob.resign()
+    await play_until_done(cy, moves[4:30])
+    await cy.resign()
+    over = await watcher.next_event("race_over", timeout=10)
+    settings = ann.snapshot["settings"]  # type: ignore[index]
+    assert check_no_leaks(watcher.received, over.d, settings) > 20
+    # Round 2, the same three: its own deal, its frames checked from its reset on.
+    for client in (ann, bob, cy):
+        await client.wait_for(lambda e: e.t == "race_over", timeout=10)
+    await ann.rematch()
+    for client in (bob, cy):
+        await client.wait_for(lambda e: e.t == "room_reset", timeout=10)
+        await client.ready()
+    for _ in (bob, cy):
+        await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"], timeout=10)
+    await ann.start()
+    for client in (ann, bob, cy):
+        await client.wait_started()
+    reset = max(i for i, e in enumerate(watcher.received) if e.t == "room_reset")
+    await _play_legal(cy, 15)
+    await _play_legal(ann, 5)
+    await ann.resign()
+    await _play_legal(bob, 15)
+    await bob.resign()
+    await cy.resign()
+    over = await watcher.wait_for(lambda e: e.t == "race_over", timeout=10)
+    assert check_no_leaks(watcher.received[reset:], over.d, settings) > 10
+    for client in (ann, bob, cy, watcher):
         await client.close()
