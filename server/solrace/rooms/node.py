@@ -886,8 +886,14 @@ class Node:
         for room_id in [*listed, *await self.store.idle_lobbies()]:
             try:
                 room = await self._orphan(room_id)
-            except BadMessage:
-                continue  # gone: the listing drops it when it is next read
+            except BadMessage as exc:
+                if exc.code == ErrorCode.UNKNOWN_ROOM:
+                    # Its keys expired while it was listed (a fault cut its unlisting
+                    # and Redis, or every node, was down past its ten minutes): as a
+                    # ``list`` does. Skipped, it stayed listed as long as nobody
+                    # listed, read again by every sweep.
+                    await self.store.unlist(room_id)
+                continue
             if room is None:
                 continue
             if room.state.everyone_left():

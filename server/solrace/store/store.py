@@ -1014,8 +1014,10 @@ class Store:
             mode = "set" if shorten_code else "extend"
             await self._eval(EXPIRE_CODE, (code_key,), (room_id, ttl_ms, mode))
         if unlist:
-            with self._errors():
-                await self._redis.zrem(self.keys.listed, room_id)
+            # Last: a lobby everyone left that is still listed is settled again by a
+            # node's orphan sweep (Node.sweep_orphans), so what a fault cut before
+            # this write is finished there.
+            await self.unlist(room_id)
 
     # -- events --------------------------------------------------------------------
 

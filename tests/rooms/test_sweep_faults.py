@@ -1,0 +1,140 @@
+"""The orphan sweep's own writes cut by a fault (docs/design.md, "Faults").
+
+A node's sweep (Node.sweep_orphans) finishes what a dead node left half done: a listed
+lobby everyone left, its node killed after the last leave, is settled — its logs and
+join code given the room's ten minutes (Store.settle_expiry: the logs, then the code
+in its own slot) and then unlisted: three writes. A race whose node died right after
+its ``race_over`` is archived, unlisted and its logs given the room's hour. Redis
+failing between those writes, or the sweeping node dying there, must leave the room
+for the next sweep to finish — the listing (or the note the room awaits its archive)
+goes last, so a room is never left listed with nobody to finish it — and nothing is
+applied twice: the room's events stay as the dead node left them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+from solrace.rooms.node import EMPTY_ROOM_TTL_S, Node
+from solrace.rooms.room import LiveRoom
+from solrace.store._lua import EXPIRE_CODE, SETTLE_EXPIRY, LuaScript
+from solrace.store.errors import StoreUnavailable
+
+from tests.store.conftest import delete_room_keys
+from tests.support.faults import Clock, Crashed, StoreFaults
+
+from .conftest import Backend, FakePeer
+from .test_fault_windows import _all_between, _always, _dies_at, _ttls
+from .test_take_up_faults import FAULTS, _cut, _dead, _node, _sweep
+
+#: A settle's writes in order (Store.settle_expiry); a cut strikes at one of them,
+#: after those before it were made.
+STEPS = ["its logs", "its code", "its unlisting"]
+_SCRIPTS: dict[str, LuaScript] = {"its logs": SETTLE_EXPIRY, "its code": EXPIRE_CODE}
+
+
+def _cut_settle(node: Node, step: str, fault: str) -> list[str]:
+    """Cut ``node``'s next settle at ``step``: Redis fails that write (nothing written,
+    the node lives), or the node dies there (it writes nothing more)."""
+    if step == "its unlisting":
+        return _cut(node, "unlist", fault)
+    store, script = node.store, _SCRIPTS[step]
+    faults = StoreFaults(store) if fault == "node dies" else None
+    real = store._eval
+    cut: list[str] = []
+
+    async def cutting(called: LuaScript, *args: Any) -> Any:
+        if called is script and not cut:
+            cut.append(step)
+            if faults is not None:
+                faults.down = True  # killed: it writes nothing more
+                raise Crashed()
+            raise StoreUnavailable(f"{script.name}: Redis is down (injected)")
+        return await real(called, *args)
+
+    setattr(store, "_eval", cutting)  # noqa: B010 (a method of the instance)
+    return cut
+
+
+async def _events(node: Node, room: LiveRoom) -> list[tuple[int, bytes]]:
+    """The room's stored events, as (version, bytes): what nothing may add to."""
+    return [(e.version, e.data) for e in await node.store.events_since(room.room_id, 0)]
+
+
+async def _ghost_lobby(backend: Backend, clock: Clock, name: str = "Bob") -> LiveRoom:
+    """A public lobby its only racer left, its node killed right after the leave was
+    stored and before what follows it (unlisted, its logs and code settled): a ghost
+    that only a sweep can finish. Its node's lease is still current."""
+    node = await _node(backend, clock)
+    peer = FakePeer(node)
+    assert (await peer.ask("create", variant="yukon", name=name)).t == "joined"
+    room = peer.room
+    assert room is not None
+    crashed = _dies_at(node, {"settle_expiry": _always})
+    with contextlib.suppress(Crashed):
+        await peer.ask("leave")
+    assert crashed == ["settle_expiry"], crashed
+    return room
+
+
+async def _after_ghost(backend: Backend, clock: Clock) -> tuple[Node, LiveRoom]:
+    """:func:`_ghost_lobby`, and the next node, the dead one's lease gone."""
+    room = await _ghost_lobby(backend, clock)
+    sweeper = await _node(backend, clock)
+    await _dead(backend.nodes[0], by=sweeper)
+    assert room.room_id in await sweeper.store.listed_rooms()
+    return sweeper, room
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("step", STEPS)
+async def test_a_ghost_lobbys_settle_cut_by_a_fault_is_finished_by_the_next_sweep(
+    backend: Backend, step: str, fault: str
+) -> None:
+    """The sweep settling a ghost lobby is cut before one of its three writes. The
+    lobby stays listed (the listing goes last: what the next sweep goes by), and the
+    next sweep — the same node's once Redis answers, or another node's once the
+    sweeping node's lease is gone — finishes it: unlisted, its logs and join code on
+    the room's ten minutes, no event added, the room not adopted."""
+    clock = Clock()
+    sweeper, room = await _after_ghost(backend, clock)
+    events = await _events(sweeper, room)
+    cut = _cut_settle(sweeper, step, fault)
+    await _sweep(sweeper)
+    assert cut, "the settle was not cut"
+    finisher = sweeper
+    if fault == "node dies":
+        finisher = await _node(backend, clock)
+        await _dead(sweeper, by=finisher)
+    assert room.room_id in await finisher.store.listed_rooms(), "unlisted, yet unsettled"
+    code_ms = (await _ttls(finisher, room))[finisher.store.keys.code(room.meta.code)]
+    assert (code_ms > EMPTY_ROOM_TTL_S * 1000) is (step != "its unlisting"), code_ms
+
+    await _sweep(finisher)
+    assert room.room_id not in await finisher.store.listed_rooms()
+    ttls = await _ttls(finisher, room)
+    assert _all_between(ttls, 0, EMPTY_ROOM_TTL_S), ttls
+    assert await _events(finisher, room) == events
+    adopted = finisher.rooms.get(room.room_id)
+    assert adopted is None or not adopted.served(), "a room everyone left was adopted"
+
+
+async def test_a_ghost_lobby_whose_keys_expired_after_a_cut_leaves_the_listing(
+    backend: Backend,
+) -> None:
+    """A sweep settled a ghost lobby's logs and code, then Redis failed its unlisting,
+    and stayed down past the room's ten minutes: the room's keys are gone, its entry in
+    the listing is not. The next sweep reads that entry: it must take it out, not skip
+    it for ever (only a ``list`` took it out: with nobody listing, a room listed for
+    good, and read by every sweep every minute)."""
+    clock = Clock()
+    sweeper, room = await _after_ghost(backend, clock)
+    cut = _cut_settle(sweeper, "its unlisting", "redis fails")
+    await _sweep(sweeper)
+    assert cut and room.room_id in await sweeper.store.listed_rooms()
+    await delete_room_keys(sweeper.store, room.room_id)  # what its ten minutes do
+    sweeper.rooms.pop(room.room_id, None)  # forgotten idle, as a node does
+    await _sweep(sweeper)
+    assert room.room_id not in await sweeper.store.listed_rooms()
