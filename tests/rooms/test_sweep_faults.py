@@ -17,16 +17,21 @@ import contextlib
 from typing import Any
 
 import pytest
-from solrace.rooms.node import EMPTY_ROOM_TTL_S, Node
+from solrace.protocol import race_id
+from solrace.protocol.views import EventType
+from solrace.rooms.node import EMPTY_ROOM_TTL_S, FINISHED_ROOM_TTL_S, ROOM_TTL_S, Node
+from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
 from solrace.store._lua import EXPIRE_CODE, SETTLE_EXPIRY, LuaScript
 from solrace.store.errors import StoreUnavailable
 
-from tests.store.conftest import delete_room_keys
+from tests.store.conftest import delete_room_keys, room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
+from tests.support.race import archived_result, winning_moves
 
-from .conftest import Backend, FakePeer
-from .test_fault_windows import _all_between, _always, _dies_at, _ttls
+from .conftest import SOLVABLE_SECRET, Backend, FakePeer
+from .test_core import _race_on
+from .test_fault_windows import _all_between, _always, _dies_at, _poll, _ttls, _value
 from .test_take_up_faults import FAULTS, _cut, _dead, _node, _sweep
 
 #: A settle's writes in order (Store.settle_expiry); a cut strikes at one of them,
@@ -138,3 +143,91 @@ async def test_a_ghost_lobby_whose_keys_expired_after_a_cut_leaves_the_listing(
     sweeper.rooms.pop(room.room_id, None)  # forgotten idle, as a node does
     await _sweep(sweeper)
     assert room.room_id not in await sweeper.store.listed_rooms()
+
+
+async def _race_over_then_killed(
+    backend: Backend, clock: Clock, private: bool
+) -> tuple[Node, Any, LiveRoom]:
+    """A race (private or public) whose only node is killed right after it stored the
+    race_over, before what follows it (the room unlisted and its logs given the
+    room's hour, its result archived, its note cleared). Returns the node, the race,
+    its room."""
+    node = await _node(backend, clock)
+    race = await _race_on(node, node, private=private)
+    room = race.ann.room
+    assert room is not None
+    first = winning_moves(SOLVABLE_SECRET)[0]  # her log is a key of the room's set
+    assert (await race.ann.ask("move", seq=0, move=first)).t == "moved"
+    assert (await race.ann.ask("resign")).t == "ok"
+    crashed = _dies_at(node, {"settle_expiry": _always, "save_result": _always})
+    with contextlib.suppress(Crashed):
+        await race.bob.ask("resign")
+    assert crashed == ["settle_expiry"], crashed
+    return node, race, room
+
+
+@pytest.mark.parametrize("private", [False, True], ids=["public", "private"])
+async def test_a_race_whose_node_died_right_after_its_race_over_is_settled_by_the_next_sweep(
+    backend: Backend, private: bool
+) -> None:
+    """The race_over is stored (with the room's hour), then the only node is killed
+    before the writes that follow. The next node's sweep archived the race, but left
+    the public race listed (behind the lobbies, until its keys expired an hour later
+    and a ``list`` found it gone) and every room's logs on the day they had. The sweep
+    that loads it finishes it: unlisted, its logs on the room's hour, its note cleared
+    only then — the join code keeps its day (docs/store.md: a finished room its racers
+    never left may still have a rematch)."""
+    clock = Clock()
+    dead, race, room = await _race_over_then_killed(backend, clock, private)
+    nxt = await _node(backend, clock)
+    await _dead(dead, by=nxt)
+    stored = [unpack_event(e.data).t for e in await nxt.store.events_since(room.room_id, 0)]
+    assert EventType.RACE_OVER in stored, stored
+    assert (room.room_id in await nxt.store.listed_rooms()) is not private
+
+    await _sweep(nxt)
+    await archived_result(nxt.store, race_id(room.room_id, race.commitment), timeout=5)
+    await _poll(nxt.store.unarchived_rooms, lambda ids: room.room_id not in ids, "the note")
+    assert room.room_id not in await nxt.store.listed_rooms()
+    code_key = nxt.store.keys.code(room.meta.code)
+    ttls = await _ttls(nxt, room)
+    code_ms = ttls.pop(code_key)
+    assert _all_between(ttls, 0, FINISHED_ROOM_TTL_S), ttls
+    assert FINISHED_ROOM_TTL_S * 1000 < code_ms <= ROOM_TTL_S * 1000, code_ms
+    assert await room_keys(nxt.store, room.room_id)
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("call", ["unlist", "clear_unarchived"])
+async def test_a_sweep_settling_a_dead_nodes_race_over_cut_leaves_its_note_for_the_next(
+    backend: Backend, call: str, fault: str
+) -> None:
+    """The sweep that finishes a race whose node died right after its race_over makes
+    the race_over's writes — the room settled (its last write the unlisting), then the
+    note cleared — and a fault cuts it at one of them. The note stands until both are
+    made, so the next sweep (the same node's once Redis answers, or another's once this
+    one's lease is gone) finishes the room: unlisted, its logs on the hour, the note
+    cleared, the one race_over and its one result as they were."""
+    clock = Clock()
+    dead, race, room = await _race_over_then_killed(backend, clock, private=False)
+    sweeper = await _node(backend, clock)
+    await _dead(dead, by=sweeper)
+    events = await _events(sweeper, room)
+    cut = _cut(sweeper, call, fault)
+    await _sweep(sweeper)
+    await _poll(_value(cut), bool, f"the sweep never reached {call}")
+    finisher = sweeper
+    if fault == "node dies":
+        finisher = await _node(backend, clock)
+        await _dead(sweeper, by=finisher)
+    assert room.room_id in await finisher.store.unarchived_rooms()
+
+    await _sweep(finisher)
+    await _poll(finisher.store.unarchived_rooms, lambda ids: room.room_id not in ids, "the note")
+    assert room.room_id not in await finisher.store.listed_rooms()
+    ttls = await _ttls(finisher, room)
+    ttls.pop(finisher.store.keys.code(room.meta.code))
+    assert _all_between(ttls, 0, FINISHED_ROOM_TTL_S), ttls
+    assert await _events(finisher, room) == events
+    kept = unpack(await archived_result(finisher.store, race_id(room.room_id, race.commitment)))
+    assert kept["result"]["commitment"] == race.commitment

@@ -879,7 +879,7 @@ class Node:
             if race is None or room.state.phase != Phase.FINISHED:
                 continue  # back in the lobby: noted again at the next countdown
             if await self.store.load_result(race) is not None:
-                await self.store.clear_unarchived(room_id)
+                await self._archived_last(room)
         # Lobbies nobody is in sort behind the races: read apart, or a dead node's
         # idle lobbies past the newest hundred rooms were never adopted.
         listed = await self.store.listed_rooms()
@@ -1885,10 +1885,22 @@ class Node:
         try:
             await self._save_unless_saved(archive)
             if _last_race(room) == archive.race:
-                await self.store.clear_unarchived(room.room_id)
+                await self._archived_last(room)
         except StoreUnavailable:
             room.archived.discard(archive.race)
             raise
+
+    async def _archived_last(self, room: LiveRoom) -> None:
+        """Clear the note that the room awaits its archive (Store.mark_unarchived), its
+        last race's result saved: once the room is unlisted and its logs follow the
+        race_over's hour, the writes that follow a race_over (:meth:`_after_decision`).
+        Its node killed right after the race_over, the sweep that archived the race
+        (:meth:`sweep_orphans`) cleared the note and nothing else: a public race stayed
+        listed until its keys expired an hour later and a ``list`` read it gone, and
+        every room's logs kept their day. The note goes last: while it stands, any
+        node's sweep loads the room and makes both again (idempotent)."""
+        await self.store.settle_expiry(room.room_id, unlist=True)
+        await self.store.clear_unarchived(room.room_id)
 
     async def _archive(self, room: LiveRoom, archive: _Archive) -> None:
         """:meth:`_archive_once` until Redis lets it (a task the node keeps)."""

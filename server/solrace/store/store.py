@@ -1014,9 +1014,10 @@ class Store:
             mode = "set" if shorten_code else "extend"
             await self._eval(EXPIRE_CODE, (code_key,), (room_id, ttl_ms, mode))
         if unlist:
-            # Last: a lobby everyone left that is still listed is settled again by a
-            # node's orphan sweep (Node.sweep_orphans), so what a fault cut before
-            # this write is finished there.
+            # Last: a room still listed (a lobby everyone left), or still noted as
+            # awaiting its archive, is settled again by a node's orphan sweep
+            # (Node.sweep_orphans), so what a fault cut before this write is
+            # finished there.
             await self.unlist(room_id)
 
     # -- events --------------------------------------------------------------------
