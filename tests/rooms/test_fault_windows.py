@@ -800,35 +800,6 @@ async def test_a_leave_whose_outcome_redis_hid_is_ok_when_retried(
     assert room.room_id not in await node.store.listed_rooms()
 
 
-async def test_a_lobby_its_last_racer_left_as_its_node_died_is_unlisted_and_expires(
-    backend: Backend,
-) -> None:
-    """Bob, alone in his public lobby, leaves: the ``racer_left`` sets the room's ten
-    minutes in its own write, and its node is killed before the write that follows
-    (unlisted, its logs and join code given the room's expiry). Nobody asks for the
-    room again: the next node's sweep must finish it — no ghost lobby in the list, no
-    join code kept for the day of its cap."""
-    clock = Clock()
-    node = await backend.node(clock=clock)
-    bob = FakePeer(node)
-    assert (await bob.ask("create", variant="yukon", name="Bob")).t == "joined"
-    room = bob.room
-    assert room is not None
-    crashed = _dies_at(node, {"settle_expiry": _always})
-    with contextlib.suppress(Crashed):
-        await bob.ask("leave")
-    assert crashed == ["settle_expiry"], crashed
-    await node.stop()
-    nxt = await backend.node(clock=clock)
-    assert EventType.RACER_LEFT in [e.t for e in await _stored(nxt, room)]
-    assert room.room_id in await nxt.store.listed_rooms()  # where the node died
-
-    await nxt.store.drop_lease(node.node_id)  # what 5 s without renewal does
-    await nxt.sweep_orphans()
-    assert room.room_id not in await nxt.store.listed_rooms()
-    assert _all_between(await _ttls(nxt, room), 0, EMPTY_ROOM_TTL_S), await _ttls(nxt, room)
-
-
 async def test_a_start_or_resign_whose_reply_was_lost_is_ok_when_retried(
     backend: Backend,
 ) -> None:

@@ -93,6 +93,21 @@ async def _after_ghost(backend: Backend, clock: Clock) -> tuple[Node, LiveRoom]:
     return sweeper, room
 
 
+async def test_a_lobby_its_last_racer_left_as_its_node_died_is_unlisted_and_expires(
+    backend: Backend,
+) -> None:
+    """Bob, alone in his public lobby, leaves: the ``racer_left`` sets the room's ten
+    minutes in its own write, and its node is killed before the write that follows
+    (unlisted, its logs and join code given the room's expiry). Nobody asks for the
+    room again: the next node's sweep must finish it — no ghost lobby in the list, no
+    join code kept for the day of its cap."""
+    sweeper, room = await _after_ghost(backend, Clock())
+    assert EventType.RACER_LEFT in [unpack_event(d).t for _v, d in await _events(sweeper, room)]
+    await _sweep(sweeper)
+    assert room.room_id not in await sweeper.store.listed_rooms()
+    assert _all_between(await _ttls(sweeper, room), 0, EMPTY_ROOM_TTL_S)
+
+
 @pytest.mark.parametrize("fault", FAULTS)
 @pytest.mark.parametrize("step", STEPS)
 async def test_a_ghost_lobbys_settle_cut_by_a_fault_is_finished_by_the_next_sweep(

@@ -887,11 +887,15 @@ class Node:
             try:
                 room = await self._orphan(room_id)
             except BadMessage as exc:
-                if exc.code == ErrorCode.UNKNOWN_ROOM:
+                if (
+                    exc.code == ErrorCode.UNKNOWN_ROOM
+                    and await self.store.load_meta(room_id) is None
+                ):
                     # Its keys expired while it was listed (a fault cut its unlisting
                     # and Redis, or every node, was down past its ten minutes): as a
                     # ``list`` does. Skipped, it stayed listed as long as nobody
-                    # listed, read again by every sweep.
+                    # listed, read again by every sweep. Only once its meta is seen
+                    # gone: a room still there is never unlisted on a passing refusal.
                     await self.store.unlist(room_id)
                 continue
             if room is None:
