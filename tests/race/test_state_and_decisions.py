@@ -131,6 +131,21 @@ def test_start_needs_the_host_and_everyone_else_ready() -> None:
     assert countdown.d == {"start_at_ms": room.now + d.COUNTDOWN_MS, "commitment": COMMIT}
 
 
+def test_a_start_after_the_race_is_over_says_so_not_that_it_started() -> None:
+    """A wire fuzz's ``start`` in a finished room was told "the race has already
+    started": true once, but what the racer can do now is ask for a rematch."""
+    room = _racing()
+    for racer in (1, 2):
+        room.apply(d.resign(room.state, racer))
+    room.apply(room.tick())
+    assert room.state.phase == "finished"
+    for racer in (1, 2):  # the host too: its retry is ok only while the race runs
+        with pytest.raises(RaceError) as refused:
+            d.start(room.state, racer, room.now, COMMIT)
+        assert refused.value.code == "wrong_phase"
+        assert refused.value.message == "the race is over: ask for a rematch to race again"
+
+
 def test_a_racer_takes_its_ready_flag_back_at_most_max_unready_times_a_round() -> None:
     """Each change is an event stored and sent to everyone in the room: toggled at the
     rate limit, an audit's racer stored 190 events in 10 s. Taking it back is bounded;

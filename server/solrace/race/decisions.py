@@ -182,6 +182,8 @@ def start(
     _member(state, racer)
     if state.phase in (Phase.COUNTDOWN, Phase.RACING) and racer == state.host:
         return []
+    if state.phase == Phase.FINISHED:  # what the racer can do now, not what happened
+        raise RaceError("wrong_phase", "the race is over: ask for a rematch to race again")
     if state.phase != Phase.LOBBY:
         raise RaceError("wrong_phase", "the race has already started")
     if racer != state.host:
