@@ -259,6 +259,28 @@ def replies(client: RaceClient, start: int = 0) -> list[Envelope]:
     return [e for e in client.received[start:] if e.t in REPLY_TYPES]
 
 
+def check_answer(what: str, want: Expected, client: RaceClient, got: list[Envelope]) -> None:
+    """``got``, the replies ``client`` received to ``what`` (none if it was closed), are
+    what ``want`` says, and only what docs/protocol.md documents."""
+    if want.close is not None:
+        assert not got, f"{what} was answered {got} instead of closed {want.close}"
+        assert (client.close_code, client.ws.close_reason) == (want.close, want.reason), what
+        assert want.reason in CLOSE_REASONS[want.close], what
+        return
+    assert got, f"{what}: no reply, connection closed {client.close_code} {client.ws.close_reason}"
+    reply = got[0]
+    assert reply.id == want.request_id, f"{what}: reply {reply} does not echo the id"
+    if want.code is not None:
+        assert reply.t == "error" and reply.d["code"] == want.code, f"{what}: {reply}"
+    if reply.t == "error":
+        assert reply.d["code"] in ERROR_CODES, f"{what}: undocumented code in {reply}"
+        # A bug, or a store that failed: neither is an answer to bad input.
+        assert reply.d["code"] not in ("internal", "unavailable"), f"{what}: {reply}"
+        message = reply.d["message"]
+        assert isinstance(message, str) and message and "\n" not in message, what
+        assert "Traceback" not in message, what
+
+
 class Fuzzer:
     """Eve (or, ``spectating``, a spectator of the room): sends frames at the default
     pace, checks each answer, and after a close reconnects and resumes (or watches
@@ -314,25 +336,11 @@ class Fuzzer:
         what = f"frame {frame[:80]!r} ({len(frame)} bytes)"
         if want.close is not None:
             await asyncio.wait_for(asyncio.shield(client.closed), 10)
-            assert not got, f"{what} was answered {got} instead of closed {want.close}"
-            assert (client.close_code, client.ws.close_reason) == (want.close, want.reason), what
-            assert want.reason in CLOSE_REASONS[want.close], what
+        check_answer(what, want, client, got)
+        if want.close is not None:
             self.log.append((frame, f"close {want.close}"))
             return None
-        assert got, (
-            f"{what}: no reply, connection closed {client.close_code} {client.ws.close_reason}"
-        )
         reply = got[0]
-        assert reply.id == want.request_id, f"{what}: reply {reply} does not echo the id"
-        if want.code is not None:
-            assert reply.t == "error" and reply.d["code"] == want.code, f"{what}: {reply}"
-        if reply.t == "error":
-            assert reply.d["code"] in ERROR_CODES, f"{what}: undocumented code in {reply}"
-            # A bug, or a store that failed: neither is an answer to bad input.
-            assert reply.d["code"] not in ("internal", "unavailable"), f"{what}: {reply}"
-            message = reply.d["message"]
-            assert isinstance(message, str) and message and "\n" not in message, what
-            assert "Traceback" not in message, what
         self.log.append((frame, reply.t if reply.t != "error" else str(reply.d["code"])))
         return reply
 
