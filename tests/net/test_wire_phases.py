@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from solrace.net.logs import TEXT_FORMAT, JsonFormatter, TextFormatter
 from solrace.protocol import Envelope, encode
 from solrace.protocol.messages import Leave
 from solrace_client import RaceClient, ServerError
@@ -266,6 +267,23 @@ def _before_reset(frames_: list[Envelope]) -> list[Envelope]:
     return frames_
 
 
+class Lines(logging.Handler):
+    """The lines a formatter of solrace-server's makes of each record, as it is logged
+    (a record's fields may be gone later: websockets' name its connection weakly)."""
+
+    def __init__(self, formatter: logging.Formatter) -> None:
+        super().__init__(logging.INFO)
+        self.setFormatter(formatter)
+        self.lines: list[str] = []
+        self.failed: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.lines.append(self.format(record))
+        except Exception as exc:  # logging would print it to stderr, and go on
+            self.failed.append(f"{record.name}: {record.msg!r}: {exc!r}")
+
+
 async def _answer(client: RaceClient, before: int) -> list[Envelope]:
     async with asyncio.timeout(10):
         while len(replies(client)) == before and not client.closed.done():
@@ -350,8 +368,25 @@ async def play(room: Room, who: str, count: int) -> None:
 async def test_bad_frames_in_every_phase_are_answered_and_the_room_goes_on(
     cluster: Cluster, caplog: pytest.LogCaptureFixture, sent: dict[str, list[tuple[str, Wire]]]
 ) -> None:
-    caplog.set_level(logging.WARNING)
+    caplog.set_level(logging.INFO)  # what solrace-server logs by default
     logged = len(caplog.records)
+    lines = [Lines(TextFormatter(TEXT_FORMAT)), Lines(JsonFormatter())]
+    for handler in lines:
+        logging.getLogger().addHandler(handler)
+    try:
+        await _race_with_bad_frames(cluster, caplog, sent, logged, lines)
+    finally:
+        for handler in lines:
+            logging.getLogger().removeHandler(handler)
+
+
+async def _race_with_bad_frames(
+    cluster: Cluster,
+    caplog: pytest.LogCaptureFixture,
+    sent: dict[str, list[tuple[str, Wire]]],
+    logged: int,
+    lines: list[Lines],
+) -> None:
     server = (
         cluster.servers[0] if cluster.servers else await cluster.node(countdown_ms=COUNTDOWN_MS)
     )
@@ -407,9 +442,13 @@ async def test_bad_frames_in_every_phase_are_answered_and_the_room_goes_on(
     for client, count in raced.items():
         racer = client.racer if client in room.eve else None
         check_no_leaks(client.received[:count], result, settings_, racer)
-    # The server said nothing an operator must act on: no error, no traceback.
+    # The server said nothing an operator must act on: no error, no traceback; and
+    # each line it said was one line in either of its formats, whatever the frames held.
     said = [r for r in caplog.records[logged:] if r.levelno >= logging.ERROR or r.exc_info]
     assert not said, [f"{r.name}: {r.getMessage()}" for r in said]
+    for handler in lines:
+        assert handler.lines and not handler.failed, handler.failed
+        assert not [line for line in handler.lines if "\n" in line], handler.lines
     for client in (*room.connections(), host, gone):
         await client.close()
 

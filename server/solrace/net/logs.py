@@ -64,6 +64,10 @@ def _escaped(value: object) -> str:
     return _CONTROL.sub(lambda found: found[0].encode("unicode_escape").decode(), str(value))
 
 
+#: The text format's line, before its fields.
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         base = super().format(record)
@@ -76,7 +80,7 @@ def configure(level: str = "info", fmt: str = "text") -> None:
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter(TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
