@@ -37,7 +37,9 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --nodes) nodes="$(value_of "$@")" || exit 2; nodes_from=--nodes; shift 2 ;;
         --cluster) cluster=1; shift ;;
-        --venv) venv="$(value_of "$@")" || exit 2; shift 2 ;;
+        --venv) venv="$(value_of "$@")" || exit 2; shift 2
+            # empty (an unset variable's ''): "$venv/bin" would be /bin
+            [ -n "$venv" ] || { echo "local.sh: --venv needs a directory, not an empty value (see --help)" >&2; exit 2; } ;;
         --keep-running) keep=1; shift ;;
         -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;  # the comment above
         *) echo "local.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;

@@ -99,6 +99,12 @@ def test_bad_arguments_are_refused_before_anything_starts() -> None:
     [
         (["--nodes"], "local.sh: --nodes needs a value (see --help)\n"),
         (["--cluster", "--venv"], "local.sh: --venv needs a value (see --help)\n"),
+        # empty (an unset variable's ''): it looked for /bin/python, and said that was
+        # missing, or went on to /bin/solrace-server
+        (
+            ["--venv", ""],
+            "local.sh: --venv needs a directory, not an empty value (see --help)\n",
+        ),
         (["--nodes", "00"], "local.sh: --nodes must be a whole number, 1 to 32, not '00'\n"),
         (["--nodes", "-1"], "local.sh: --nodes must be a whole number, 1 to 32, not '-1'\n"),
         (["--nodes", "33"], "local.sh: --nodes must be a whole number, 1 to 32, not '33'\n"),
