@@ -323,7 +323,7 @@ def test_the_documented_solver_commands_parse_and_name_their_sizes() -> None:
     commands quoted in the prose) is taken by the benchmark's own parser and checks, as
     the run would take it; one that names any of :data:`SOLVER_SIZES` names them all,
     so what it runs is what the page says it measured, whatever the defaults."""
-    from solrace.bench.cli import _check, _given, build_parser
+    from solrace.bench.cli import _check, build_parser
 
     program = "python -m solrace.bench solver"
     commands = [line for line in sh_lines() if program in line] + inline_commands(program)
@@ -335,7 +335,7 @@ def test_the_documented_solver_commands_parse_and_name_their_sizes() -> None:
         argv = words[words.index("solrace.bench") + 1 :]
         parser = build_parser()
         args = parser.parse_args(argv)  # a bad one: SystemExit, with argparse's line
-        _check(parser, args, _given(argv))  # another suite's option too
+        _check(parser, args)  # another suite's option too
         named = [size for size in SOLVER_SIZES if size in argv]
         if named:
             assert named == list(SOLVER_SIZES), f"{command!r} leaves {SOLVER_SIZES} to defaults"

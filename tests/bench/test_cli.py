@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -148,8 +149,34 @@ def test_an_option_of_another_suite_is_one_line_and_status_2(
     assert err == f"{PROG}: {says} (see {PROG} --help)\n"
 
 
+def test_the_options_typed_are_known_from_the_one_parse(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The parse itself notes which options were typed (their default given too, and
+    abbreviations): they were found by parsing the command line a second time, a
+    second definition of it that had to agree with the first."""
+    parser = build_parser()
+    args = parser.parse_args(["server", "--room", "10", "--racers", "200", "--json"])
+    assert args.given == {"rooms", "racers"}
+    assert parser.parse_args(["server"]).given == set()  # each parse its own
+    with pytest.raises(SystemExit):
+        _check(parser, args)
+    assert "--rooms is an option of core, not of server" in capsys.readouterr().err
+
+    parses: list[object] = []
+    parse = argparse.ArgumentParser.parse_known_args
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        parses.append(args)
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_known_args", counted)
+    assert _call(["core", "--find-max"], capsys)[0] == 2
+    assert len(parses) == 1
+
+
 def test_every_option_is_checked_for_its_suite_as_its_help_and_the_docs_say() -> None:
-    """OPTION_SUITES is what ``_given`` checks: an option missing from it is taken by
+    """OPTION_SUITES is what ``_check`` checks: an option missing from it is taken by
     every suite without a word (the defect the check was made for), and its suites are
     said twice more, in the option's --help (``server: …``) and docs/performance.md's
     size table. The three say the same."""

@@ -104,6 +104,26 @@ class _Failed(Exception):
         self.status = status
 
 
+class _Parser(OneLineParser):
+    """The benchmark's parser, which notes on the namespace it returns the options
+    typed (``given``: their dests, abbreviations included, an option given its default
+    value too), for :func:`_check` to refuse another suite's. Noted as the one parse
+    takes each (argparse reads every option typed through ``_get_values``): they were
+    found by parsing the command line a second time onto a namespace of markers."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._typed: set[str] = set()
+        parsed, extras = super().parse_known_args(args, namespace)
+        parsed.given = self._typed & OPTION_SUITES.keys()
+        return parsed, extras
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        self._typed.add(action.dest)
+        return super()._get_values(action, arg_strings)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from solrace.net.main import LOOP, LOOPS
     from solrace.solver import SERVER_BUDGET
@@ -111,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .solver import DEFAULT_DEALS, DEFAULT_NODE_WALKS, DEFAULT_PRESETS, DEFAULT_WALKS
 
     budget = whole(1, MAX_BUDGET)
-    parser = OneLineParser(
+    parser = _Parser(
         prog=PROG,
         description="Run one benchmark and print its JSON object. Exit status: 0 done, "
         "1 it could not run to the end (Redis does not answer or failed, or the run "
@@ -244,29 +264,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _given(argv: Sequence[str] | None) -> set[str]:
-    """The options ``argv`` gives (their dests), abbreviations included: parsed again
-    onto a namespace that holds a marker for each, which argparse leaves where no
-    default goes (an option given its default value counts too). The marker is a list:
-    an ``append`` option (--variant) copies what it finds into a new one."""
-    unset: list[str] = []
-    namespace = argparse.Namespace(**dict.fromkeys(OPTION_SUITES, unset))
-    parsed = build_parser().parse_args(argv, namespace)
-    return {dest for dest in OPTION_SUITES if getattr(parsed, dest) is not unset}
-
-
 def _in_words(suites: Sequence[str]) -> str:
     return suites[0] if len(suites) == 1 else f"{', '.join(suites[:-1])} and {suites[-1]}"
 
 
-def _check(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, given: set[str] | None = None
-) -> None:
-    """What one argument alone cannot say (parser.error: one line, status 2). ``given``:
-    the options typed (:func:`_given`), each refused unless it is the suite's."""
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """What one argument alone cannot say (parser.error: one line, status 2): an
+    option typed (``args.given``: :class:`_Parser`) is refused unless it is the suite's."""
     from solrace.net.main import LOOP, UsageError
 
-    for dest in sorted(given or (), key=list(OPTION_SUITES).index):
+    for dest in sorted(args.given, key=list(OPTION_SUITES).index):
         suites = OPTION_SUITES[dest]
         if args.suite not in suites:
             flag = "--" + dest.replace("_", "-")
@@ -489,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 parser = build_parser()
                 args = parser.parse_args(argv)
-                _check(parser, args, _given(argv))
+                _check(parser, args)
                 if sys.stdout is None:  # started with it closed (>&-): the JSON would be lost
                     return output_unusable(PROG, "standard output is closed", EXIT_FAILED)
                 result = _run(parser, args, keys)
