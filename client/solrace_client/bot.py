@@ -349,9 +349,27 @@ class _Bot:
         except DROPPED as exc:  # no reply: no token to resume with
             raise BotCannotStart(entry_lost(action, exc, self.session.server)) from None
         self._loaded()
+        if self._never_starts():
+            await self.session.leave()  # its seat freed for a racer who will ready
+            raise BotCannotStart(
+                f"--no-ready: room {self.view.code} starts only when every racer is ready, "
+                "or when its host starts it with every other racer ready: a bot that is "
+                "never ready would keep it from starting (--no-ready is for a quick room, "
+                "which starts on its lobby timer, or with --host-start); the bot left the room"
+            )
         self.say(f"joined room {self.view.code} as racer {self.view.me}")
         if self.hooks.joined is not None:
             self.hooks.joined(reply)
+
+    def _never_starts(self) -> bool:
+        """Not ready ever (``--no-ready``), in the lobby of a room that is not quick,
+        and never its starting host: docs/rules.md's start needs every racer but the
+        host ready, and nothing else starts such a room, so it would wait for ever —
+        and so would the bot (a host that never readies still starts: its start needs
+        the others ready, not itself; a quick room starts on its lobby timer)."""
+        view = self.view
+        quick = bool(view.settings.get("quick"))
+        return not (self.want_ready or self.host_start or quick) and view.phase == LOBBY
 
     async def _step(self) -> None:
         self._drain()

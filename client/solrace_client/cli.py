@@ -1086,7 +1086,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--ready",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="declare ready in the lobby (default: yes)",
+        help="declare ready in the lobby (default: yes); --no-ready is for a quick room "
+        "(it starts on its lobby timer) or a --host-start host (its start needs the others "
+        "ready, not itself); in a room only its host starts it would block the start: it "
+        "leaves, status 2",
     )
     p.add_argument("--host-start", action="store_true", help="start the room when hosting it")
     p.add_argument(

@@ -440,6 +440,32 @@ async def test_a_bot_refused_at_the_door_says_why(cluster: Cluster) -> None:
         await run_bot(server.url, code="NOSUCH", name="Ann")
 
 
+async def test_a_bot_that_never_readies_leaves_a_room_only_its_host_starts(
+    cluster: Cluster,
+) -> None:
+    """``solrace bot CODE --no-ready`` in a room made with ``create``: such a room starts
+    when everyone is ready, or when its host starts it with every other racer ready, so
+    the bot (no host) kept it in its lobby for ever, and waited with it (a newcomer
+    audit: both bots of `--create` and `CODE --no-ready` ran until killed). It now
+    leaves and says why, status 2; with --host-start it may come to start it, and a
+    quick room starts on its lobby timer (both still taken)."""
+    server = await cluster.node()
+    host = await RaceClient.connect(server.url)
+    await host.create("yukon", "Host", max_racers=2)
+    code = host.view.code
+    with pytest.raises(BotCannotStart) as refused:
+        await asyncio.wait_for(run_bot(server.url, code=code, name="Idle", ready=False), 10)
+    assert str(refused.value) == (
+        f"--no-ready: room {code} starts only when every racer is ready, or when its "
+        "host starts it with every other racer ready: a bot that is never ready would "
+        "keep it from starting (--no-ready is for a quick room, which starts on its lobby "
+        "timer, or with --host-start); the bot left the room"
+    )
+    await asyncio.sleep(0.2)
+    assert host.view.phase == "lobby" and len(host.view.racers) == 1  # its seat is free
+    await host.close()
+
+
 async def test_run_bot_wants_exactly_one_way_in() -> None:
     with pytest.raises(ValueError):
         await run_bot("ws://127.0.0.1:1", name="Ann")
