@@ -7,11 +7,13 @@ import argparse
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from solrace import __version__
 from solrace.argtypes import BadNumber, BadText, real, utf8, whole
+from solrace.quoting import quoted
 
 
 @pytest.mark.parametrize(
@@ -43,6 +45,75 @@ def test_a_bad_value_says_what_is_wrong(check: object, text: str, says: str) -> 
     with pytest.raises(BadNumber) as refused:
         check(text)
     assert str(refused.value) == says
+
+
+@pytest.mark.parametrize(
+    "text",
+    # int() reads each of these as a number: Arabic-Indic digits (18779), digits with
+    # underscores, spaces around, octal and binary, a plus sign, a hex with an underscore
+    ["١٨٧٧٩", "1_000", " 12", "12 ", "0o17", "0b11", "+5", "0x_1f", "٣", "１２"],
+)
+def test_a_whole_number_is_ascii_digits_with_a_minus_sign_or_0x(text: str) -> None:
+    """``--port ١٨٧٧٩`` listened on 18779 and a seed ``1_000`` dealt seed 1000:
+    Python's int() reads every Unicode digit, underscores and spaces. A number on a
+    command line is its ASCII digits (solrace.digits), a minus sign before, or 0x."""
+    with pytest.raises(BadNumber) as refused:
+        whole()(text)
+    assert str(refused.value) == f"not a whole number: {quoted(text)}"
+
+
+def _said(
+    argv: list[str], run: Callable[[list[str]], int], capsys: pytest.CaptureFixture[str]
+) -> str:
+    try:
+        status = run(argv)
+    except SystemExit as exc:
+        status = int(exc.code or 0)
+    err = capsys.readouterr().err
+    assert status == 2, err
+    return err
+
+
+#: A server no connection reaches: a command that would connect fails at once.
+NOWHERE = ["--server", "ws://127.0.0.1:9"]
+
+
+@pytest.mark.parametrize(
+    ("command", "argv", "says"),
+    [
+        ("rules", ["deal", "klondike", "١٢"], "argument seed: not a whole number: '١٢'"),
+        ("rules", ["deal", "klondike", "1_000"], "argument seed: not a whole number: '1_000'"),
+        ("server", ["--port", "١٨٧٧٩"], "--port: not a port number: '١٨٧٧٩'"),
+        ("server", ["--port", "8_765"], "--port: not a port number: '8_765'"),
+        ("client", ["races", "--limit", "٣"], "argument --limit: not a whole number: '٣'"),
+        ("client", ["create", "--time-limit", "١٥m", *NOWHERE], "not a duration: '١٥m'"),
+        ("client", ["create", "--time-limit", "1_0m", *NOWHERE], "not a duration: '1_0m'"),
+        (
+            "bench",
+            ["solver", "--deals", "١", "--variant", "none"],
+            "argument --deals: not a whole number: '١'",
+        ),
+    ],
+)
+def test_every_command_line_reads_its_whole_numbers_alike(
+    command: str, argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from solrace.bench.cli import main as bench
+    from solrace.net.main import UsageError, build_parser, resolve
+    from solrace.rules.cli import main as rules
+    from solrace_client.cli import main as client
+
+    def server(argv: list[str]) -> int:
+        """solrace-server's reading of its arguments, without the server they start."""
+        try:
+            resolve(build_parser().parse_args(argv))
+        except UsageError as exc:
+            print(f"solrace-server: {exc}", file=sys.stderr)
+            return 2
+        return 0
+
+    run = {"rules": rules, "server": server, "client": client, "bench": bench}[command]
+    assert says in _said(argv, run, capsys)
 
 
 def test_good_values_and_their_spellings() -> None:

@@ -39,6 +39,7 @@ from solrace.argtypes import (
     usage_line,
     utf8,
     whole,
+    whole_number,
 )
 from solrace.protocol import limits
 from solrace.protocol.messages import display_name, room_code
@@ -181,8 +182,8 @@ def _duration(text: str) -> int:
     """Seconds, as ``90``, ``90s`` or ``15m``."""
     try:
         if text.endswith("m"):
-            return int(text[:-1]) * 60
-        return int(text.removesuffix("s"))
+            return whole_number(text[:-1]) * 60
+        return whole_number(text.removesuffix("s"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a duration: {quoted(text)} (90, 90s, 15m)") from None
 

@@ -54,6 +54,7 @@ __all__ = [
     "usage_line",
     "utf8",
     "whole",
+    "whole_number",
 ]
 
 #: The port ``solrace-server`` listens on and the client connects to when neither is
@@ -207,20 +208,39 @@ def _checked(value: float, lo: float | None, hi: float | None, above: bool, unit
         raise BadNumber(f"must be {_bounds(lo, hi, above, unit)}, got {_num(value)}{unit}")
 
 
-def _whole_number(text: str) -> int:
+#: The digits after ``0x`` (``string.hexdigits``: ASCII only).
+_HEX_DIGITS: Final = frozenset("0123456789abcdefABCDEF")
+
+
+def whole_number(text: str) -> int:
+    """The one reading of a whole number typed on a command line (or in a variable),
+    every flag's, port's and duration's: its ASCII digits (:func:`is_digits`), or 0x
+    and hex digits, a minus sign before either (a range then refuses it where it is
+    wrong, in its own words: "must be 0 or more, got -1"); else :class:`BadNumber`.
+    Python's ``int()`` reads any Unicode digit (``--port ١٨٧٧٩`` listened on 18779),
+    underscores (a seed ``1_000`` dealt 1000), spaces around, and with base 0 octal
+    and binary: none of them what a newcomer means or expects to be taken."""
+    body = text.removeprefix("-")
+    digits = body[2:] if body[:2] in ("0x", "0X") else body
+    if digits is body:
+        taken, base = is_digits(digits), 10
+    else:
+        taken, base = bool(digits) and _HEX_DIGITS.issuperset(digits), 16
+    if not taken:
+        raise BadNumber(f"not a whole number: {quoted(text)}")
     try:
-        return int(text, 0)
-    except ValueError:
-        return int(text)  # decimal with leading zeros ("08"), which base 0 refuses
+        return int(text, base)
+    except ValueError:  # past int()'s limit of decimal digits (4300); hex has none
+        raise BadNumber(f"too long a number: {len(digits)} digits") from None
 
 
 def whole(
     lo: int | None = None,
     hi: int | None = None,
     unit: str = "",
-    parse: Callable[[str], int] = _whole_number,
+    parse: Callable[[str], int] = whole_number,
 ) -> Callable[[str], int]:
-    """An argparse type: a whole number (decimal, or ``0x…``; or what ``parse`` reads,
+    """An argparse type: a whole number (:func:`whole_number`; or what ``parse`` reads,
     e.g. a duration, which raises ``ArgumentTypeError`` saying what it expected) from
     ``lo`` to ``hi`` (None: no bound); ``unit`` (e.g. ``" s"``) follows the bounds and
     the value in messages."""
@@ -231,11 +251,6 @@ def whole(
         except argparse.ArgumentTypeError:
             raise
         except ValueError:
-            digits = text.strip()
-            digits = digits[1:] if digits.startswith(("+", "-")) else digits
-            # past int()'s limit of digits (4300): whole, too long ('²': not a whole number)
-            if is_digits(digits):
-                raise BadNumber(f"too long a number: {len(digits)} digits") from None
             raise BadNumber(f"not a whole number: {quoted(text)}") from None
         _checked(value, lo, hi, False, unit)
         return value

@@ -56,6 +56,7 @@ from solrace.argtypes import (
     real,
     utf8,
     whole,
+    whole_number,
 )
 from solrace.digits import is_digits
 from solrace.environ import variable
@@ -185,7 +186,7 @@ def _host(text: str) -> str:
 
 def _port(text: str) -> int:
     try:
-        port = int(text)
+        port = whole_number(text)
     except ValueError:
         raise ValueError(f"not a port number: {quoted(text)}") from None
     if not 0 <= port <= 65535:
