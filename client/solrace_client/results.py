@@ -41,6 +41,7 @@ from solrace import protocol
 from solrace.protocol.limits import MAX_MOVE_LEN, MAX_TIME_LIMIT_S, MIN_TIME_LIMIT_S
 from solrace.quoting import quoted
 from solrace.rules import VARIANTS
+from solrace.rules.options import OPTION_NAMES, is_of_kind, option_kind
 
 from .config import is_proof, usable_config_dir
 
@@ -208,8 +209,14 @@ def _malformed(
     variant = settings.get("variant")
     if not isinstance(variant, str) or variant not in VARIANTS:
         return f"settings.variant {_is(settings, 'variant')}, not one of {', '.join(VARIANTS)}"
-    if not isinstance(settings.get("options", {}), Mapping | None):  # null: no options
+    options = settings.get("options")
+    if not isinstance(options, Mapping | None):  # null, or none given: no options
         return f"settings.options {_is(settings, 'options')}, not a map of options"
+    given = options or {}
+    for name, value in given.items():
+        # a value of the wrong type (not one the variant refuses: verify's to fail)
+        if name in OPTION_NAMES and not is_of_kind(name, value):
+            return f"settings.options.{name} {_is(given, name)}, not {option_kind(name)}"
     limit = settings.get("time_limit_s")
     if not (isinstance(limit, int) and _whole(limit)) or not (
         MIN_TIME_LIMIT_S <= limit <= MAX_TIME_LIMIT_S

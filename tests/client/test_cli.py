@@ -947,6 +947,21 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
         lambda d: d["settings"].update(options=False),
         "settings.options is false, not a map of options",
     ),
+    # a wrong-typed option was verify's FAIL (status 1, "not verified"), not a file's
+    # fault: no server deals with "draw": "3" — whatever the variant (a value of its
+    # type, draw 7, is still one verify fails: the engine's refusal)
+    "an option of the wrong type": (
+        lambda d: d["settings"].update(options={"draw": "3"}),
+        'settings.options.draw is "3", not a whole number',
+    ),
+    "an option true where a number goes": (
+        lambda d: d["settings"].update(options={"max_passes": True}),
+        "settings.options.max_passes is true, not a whole number or null",
+    ),
+    "an option a number where true or false goes": (
+        lambda d: d["settings"].update(options={"undo": 0}),
+        "settings.options.undo is 0, not true or false",
+    ),
     # said "malformed", naming nothing; [] and [[k, v]] went through dict() and were
     # read as a result without a seed, or one with the pairs' keys
     "settings null": (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Final
+from typing import Any, Final, get_args, get_type_hints
 
 from solrace.quoting import quoted
 
@@ -38,6 +38,25 @@ class Options:
 
 
 OPTION_NAMES: Final = tuple(f.name for f in fields(Options))
+
+#: Each option's types, as :class:`Options` declares them (``max_passes``: int or None).
+_TYPES: Final = {name: get_args(hint) or (hint,) for name, hint in get_type_hints(Options).items()}
+_KIND_WORDS: Final = {bool: "true or false", int: "a whole number", str: "text"}
+
+
+def option_kind(name: str) -> str:
+    """What a value of option ``name`` is, in words: ``a whole number or null``."""
+    words = [_KIND_WORDS[kind] for kind in _TYPES[name] if kind is not type(None)]
+    return " or ".join(words) + (" or null" if type(None) in _TYPES[name] else "")
+
+
+def is_of_kind(name: str, value: Any) -> bool:
+    """Whether ``value`` is of option ``name``'s type (:class:`Options`'), whatever its
+    range: ``"draw": 7`` is a draw count (one the engine refuses), ``"draw": "3"`` is no
+    count at all — what no server writes, so a file holding it is malformed rather
+    than a race that fails to verify (solrace_client.results). Exact types: JSON's
+    true is not the number 1 here, as it is to ``isinstance``."""
+    return type(value) in _TYPES[name]
 
 
 def _shown(value: Any) -> str:
