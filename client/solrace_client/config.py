@@ -22,9 +22,17 @@ from solrace.protocol.messages import display_name
 ENV_CONFIG_DIR: Final = "SOLRACE_CONFIG_DIR"
 
 
+def _xdg_config_home() -> str | None:
+    """``$XDG_CONFIG_HOME`` where it is an absolute path, else None: the XDG Base
+    Directory spec has a relative one "considered invalid and ignored" (it was taken,
+    relative to wherever the command ran)."""
+    value = os.environ.get("XDG_CONFIG_HOME")
+    return value if value and os.path.isabs(value) else None
+
+
 def config_dir() -> Path:
     """Where the client keeps its files (docs/client.md), whether or not it can."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(Path.home(), ".config")
+    base = _xdg_config_home() or os.path.join(Path.home(), ".config")
     return Path(variable(ENV_CONFIG_DIR) or os.path.join(base, "solrace"))
 
 
@@ -37,7 +45,7 @@ def _named_by() -> str:
     """What chose the config directory, for a message."""
     if variable(ENV_CONFIG_DIR):
         return f"${ENV_CONFIG_DIR}"
-    if os.environ.get("XDG_CONFIG_HOME"):
+    if _xdg_config_home():
         return "$XDG_CONFIG_HOME"
     return "the default"
 
@@ -49,7 +57,20 @@ def config_dir_problem() -> str | None:
     FILE/races", ``replay`` "no saved race … in FILE/races", ``resume`` "nothing saved
     in FILE", and ``--name`` "could not remember the name in FILE: File exists" (a
     newcomer audit): none said that the directory is a file. Only what can be seen
-    without writing is judged: a directory that cannot be written says so when it is."""
+    without writing is judged: a directory that cannot be written says so when it is.
+
+    A relative ``SOLRACE_CONFIG_DIR`` is refused: it names another directory wherever
+    the command runs (races saved from one not found from another), and ``"~/x"``, the
+    tilde quoted so that no shell expanded it, made a directory named ``~`` there.
+    Nothing is expanded here: ``~`` and ``$VAR`` are the shell's, and a program that
+    expands them reads ``~`` where a directory of that name was meant."""
+    given = variable(ENV_CONFIG_DIR)
+    if given and not os.path.isabs(given):
+        return (
+            f"the config directory {given} (${ENV_CONFIG_DIR}) is not an absolute path (a "
+            f"shell expands ~ only where it is not quoted): set ${ENV_CONFIG_DIR} to an "
+            "absolute path"
+        )
     path = config_dir()
     for part in (path, *path.parents):
         try:

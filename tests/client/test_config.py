@@ -148,3 +148,46 @@ def test_solrace_config_dir_is_read_trimmed_and_blank_is_unset(
     assert problem is not None and problem.startswith(
         f"the config directory {expected} ({named_by})"
     ), problem
+
+
+@pytest.mark.parametrize("value", ["~/x", "x", "./solrace", "~"])
+def test_a_relative_solrace_config_dir_is_refused_in_one_line(
+    value: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``SOLRACE_CONFIG_DIR="~/x"`` (quoted: no shell expands it) was taken as it is
+    written: a directory named ``~`` made in the working directory, and a race saved
+    from one directory not found from another. A relative path names a different
+    directory wherever the command runs, so it is refused, as the XDG spec ignores
+    relative paths in its own variables; nothing is expanded (a shell's job)."""
+    from solrace_client.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", value)
+    problem = config.config_dir_problem()
+    assert problem == (
+        f"the config directory {value} ($SOLRACE_CONFIG_DIR) is not an absolute path (a "
+        "shell expands ~ only where it is not quoted): set $SOLRACE_CONFIG_DIR to an "
+        "absolute path"
+    )
+    assert main(["races"]) == 2
+    assert capsys.readouterr().err == f"solrace: {problem}\n"
+    with pytest.raises(config.ConfigDirUnusable):
+        config.save_name("Ann")
+    assert list(tmp_path.iterdir()) == []  # no "~" made here
+
+
+def test_a_relative_xdg_config_home_is_ignored_as_the_spec_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The XDG Base Directory spec: "If an implementation encounters a relative path in
+    any of these variables it should consider the path invalid and ignore it." It was
+    taken, relative to wherever the command ran."""
+    monkeypatch.delenv("SOLRACE_CONFIG_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", "rel")
+    assert config.config_dir() == tmp_path / ".config" / "solrace"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert config.config_dir() == tmp_path / "xdg" / "solrace"
