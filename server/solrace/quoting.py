@@ -11,9 +11,10 @@ move path (parse_move on the server) pays nothing for it.
 from __future__ import annotations
 
 import errno
+import json
 from typing import Final
 
-__all__ = ["MAX_QUOTED", "as_typed", "file_name", "quoted", "without_password"]
+__all__ = ["MAX_QUOTED", "as_typed", "file_name", "json_quoted", "quoted", "without_password"]
 
 #: The most characters of a text an error line quotes: enough to recognise what was
 #: typed (a move, a URL's start), short enough for one terminal line.
@@ -31,6 +32,21 @@ def quoted(text: object, *, as_is: bool = False) -> str:
         return shown if len(shown) <= MAX_QUOTED else _cut(shown[:MAX_QUOTED], len(shown))
     start = f"'{text[:MAX_QUOTED]}'" if as_is else repr(text[:MAX_QUOTED])
     return start if len(text) <= MAX_QUOTED else _cut(start, len(text))
+
+
+def json_quoted(value: object) -> str:
+    """``value`` as JSON writes it — ``true``, ``null``, ``"3"``, ``["7H"]`` — for a
+    message about what a JSON text held (a position, a room option): Python's repr
+    said ``True``, ``None``, ``'3'``. Cut as :func:`quoted` cuts; not JSON (bytes, a
+    set): its ``repr``."""
+    if isinstance(value, str):
+        start = json.dumps(value[:MAX_QUOTED], ensure_ascii=False)
+        return start if len(value) <= MAX_QUOTED else _cut(start, len(value))
+    try:
+        shown = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        shown = repr(value)
+    return shown if len(shown) <= MAX_QUOTED else _cut(shown[:MAX_QUOTED], len(shown))
 
 
 def _cut(start: str, length: int) -> str:

@@ -276,7 +276,7 @@ def test_create_and_bot_refuse_an_option_of_another_variant_before_connecting(
         room = ["--create"] if command == "bot" else []
         assert main([command, *room, "--option", "draw=3", *server]) == 2
         said = _usage_error(capsys.readouterr().err, command)
-        assert said.startswith("variant yukon has no option 'draw' (options: "), said
+        assert said.startswith('variant yukon has no option "draw" (options: '), said
         argv = [command, *room, "--variant", "klondike", "--option", "draw=4", *server]
         assert main(argv) == 2
         said = _usage_error(capsys.readouterr().err, command)

@@ -40,3 +40,20 @@ def test_each_refusal_names_its_field(change: dict[str, Any], code: str, field: 
 def test_good_settings_pass_with_their_options_resolved() -> None:
     settings = validate_settings(RoomSettings(variant="yukon", private=True, spectators="open"))
     assert settings.spectators == "open" and settings.options  # every option, resolved
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"variant": "spider"}, 'unknown variant "spider" (known: yukon,'),
+        ({"options": {"dro": 3}}, 'variant yukon has no option "dro" (options:'),
+        ({"options": {"undo": "yes"}}, 'option undo must be true or false, not "yes"'),
+    ],
+)
+def test_a_refusal_quotes_what_the_request_held_as_json(change: dict[str, Any], says: str) -> None:
+    """A request's values are quoted as the protocol writes them (docs/protocol.md: JSON
+    here), the option's value already was: the variant and the option's name were
+    Python's ``'spider'``."""
+    with pytest.raises(RaceError) as refused:
+        validate_settings(replace(RoomSettings(variant="yukon"), **change))
+    assert str(refused.value).startswith(says) or says in str(refused.value), str(refused.value)

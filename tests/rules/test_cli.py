@@ -183,7 +183,7 @@ def test_cli_option_errors(capsys: pytest.CaptureFixture[str]) -> None:
     """An option the variant does not have or a value it refuses is a usage error (2),
     as a malformed one is."""
     code, _, err = call(["deal", "yukon", "5", "-o", "draw=3"], capsys)
-    assert code == 2 and "variant yukon has no option 'draw'" in err
+    assert code == 2 and 'variant yukon has no option "draw"' in err
     code, _, err = call(["deal", "klondike", "5", "-o", "draw=2"], capsys)
     assert code == 2 and "option draw must be 1 or 3" in err
     # the value as it was written (JSON), not Python's spelling ("not True")

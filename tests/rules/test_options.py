@@ -70,10 +70,10 @@ def test_options_australian_fixed_values() -> None:
         ("yukon", {"auto_flip": 1}, "option auto_flip must be true or false, not 1"),
         ("yukon", {"undo": "yes"}, 'option undo must be true or false, not "yes"'),
         ("klondike", {"thoughtful": None}, "option thoughtful must be true or false"),
-        ("yukon", {"draw": 1}, "variant yukon has no option 'draw'"),
-        ("yukon", {"thoughtful": True}, "variant yukon has no option 'thoughtful'"),
-        ("double_yukon", {"max_passes": 1}, "variant double_yukon has no option 'max_passes'"),
-        ("klondike", {"bogus": 1}, "variant klondike has no option 'bogus'"),
+        ("yukon", {"draw": 1}, 'variant yukon has no option "draw"'),
+        ("yukon", {"thoughtful": True}, 'variant yukon has no option "thoughtful"'),
+        ("double_yukon", {"max_passes": 1}, 'variant double_yukon has no option "max_passes"'),
+        ("klondike", {"bogus": 1}, 'variant klondike has no option "bogus"'),
     ],
 )
 def test_options_invalid_values_and_unknown_options_refused(

@@ -185,11 +185,31 @@ def test_position_rejects_face_down_cards_where_every_card_is_face_up() -> None:
 
 
 def test_position_rejects_mixed_case_card() -> None:
-    _rejects(position("yukon", [["Kh"]]), "column 1: card 'Kh' mixes upper and lower case")
+    _rejects(position("yukon", [["Kh"]]), 'column 1: card "Kh" mixes upper and lower case')
 
 
 def test_position_rejects_a_non_card() -> None:
-    _rejects(position("yukon", [["KH", "1H"]]), "column 1: not a card: '1H'")
+    _rejects(position("yukon", [["KH", "1H"]]), 'column 1: not a card: "1H"')
+
+
+@pytest.mark.parametrize(
+    ("card", "shown"),
+    [
+        (True, "true"),
+        (None, "null"),
+        (7, "7"),
+        (["7H"], '["7H"]'),
+        ('x"', '"x\\""'),
+        ("é'", '"é\'"'),
+        ("7" * 100, '"' + "7" * 40 + '"… (100 characters)'),  # as solrace.quoting cuts
+    ],
+)
+def test_a_non_card_is_quoted_as_the_json_it_was(card: object, shown: str) -> None:
+    """A position is JSON: what it holds is quoted as JSON writes it, ``true`` and
+    ``null``, ``"x\\""`` — it said Python's ``True``, ``None``, ``['7H']``, ``'x"'``."""
+    data = position("yukon", [["KH"]])
+    data["tableau"][1] = [card]
+    _rejects(data, f"column 2: not a card: {shown} (")
 
 
 def test_position_rejects_stock_in_yukon() -> None:
@@ -213,7 +233,7 @@ def test_position_rejects_wrong_column_count(variant: str, columns: int) -> None
 def test_position_rejects_bad_foundation_rank(rank: object) -> None:
     data = position("yukon", [["KH"]])
     data["foundations"]["C"] = rank
-    _rejects(data, f"foundation C: rank {rank!r} is not 0–13")
+    _rejects(data, f"foundation C: rank {json.dumps(rank)} is not 0–13")  # true, not True
 
 
 def test_position_rejects_bad_foundation_shapes() -> None:
@@ -252,7 +272,9 @@ def test_position_rejects_bad_recycles(value: object) -> None:
 def test_position_rejects_unknown_key() -> None:
     data = position("yukon", [["KH"]])
     data["seed"] = 42
-    _rejects(data, "unknown keys in position: seed")
+    _rejects(data, 'unknown keys in position: "seed"')
+    data["a, b\nc"] = 1  # each key itself, on one line
+    _rejects(data, 'unknown keys in position: "a, b\\nc", "seed"')
 
 
 def test_position_rejects_missing_keys() -> None:
@@ -264,11 +286,13 @@ def test_position_rejects_missing_keys() -> None:
 def test_position_rejects_unknown_variant() -> None:
     data = position("yukon", [["KH"]])
     data["variant"] = "spider"
-    _rejects(data, "unknown variant 'spider'")
+    _rejects(data, 'unknown variant "spider" (known: yukon,')
+    data["variant"] = True
+    _rejects(data, "unknown variant true (known: yukon,")
 
 
 def test_position_rejects_unknown_option() -> None:
-    _rejects(position("yukon", [["KH"]], options={"draw": 3}), "variant yukon has no option 'draw'")
+    _rejects(position("yukon", [["KH"]], options={"draw": 3}), 'variant yukon has no option "draw"')
     _rejects(position("klondike", [["KH"]], options={"draw": 2}), "option draw must be 1 or 3")
 
 

@@ -178,7 +178,7 @@ def test_australian_nothing_comes_back_off_a_foundation() -> None:
 def test_australian_unknown_option_refused(option: str) -> None:
     """RULES Australian / docs: draw 1, one pass, no foundation → tableau are fixed by the
     variant; setting them (or any unknown option) is refused."""
-    with pytest.raises(InvalidOptionError, match=f"variant australian has no option '{option}'"):
+    with pytest.raises(InvalidOptionError, match=f'variant australian has no option "{option}"'):
         deal("australian", 1, {option: 1})
 
 

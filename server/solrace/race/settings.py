@@ -19,7 +19,8 @@ from solrace.protocol.limits import (
     MIN_TIME_LIMIT_S,
 )
 from solrace.protocol.views import RoomSettings as SettingsWire
-from solrace.rules import InvalidOptionError, RulesError, UnknownVariantError, new_board
+from solrace.quoting import json_quoted
+from solrace.rules import InvalidOptionError, RulesError, UnknownVariantError, variant_class
 from solrace.rules.options import options_to_json
 
 from .errors import RaceError
@@ -92,7 +93,8 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
     """Check every field; the engine validates variant and options (its own errors,
     same words)."""
     try:
-        board = new_board(settings.variant, dict(settings.options))
+        # the request's values as the protocol writes them: "spider", not 'spider'
+        board = variant_class(settings.variant, json_quoted)(dict(settings.options))
     except UnknownVariantError as exc:
         raise RaceError("bad_options", str(exc), field="variant") from None
     except InvalidOptionError as exc:  # named by a dotted path when it is one option

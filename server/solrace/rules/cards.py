@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from solrace.quoting import quoted
+from solrace.quoting import json_quoted
 
 from .errors import NotationError
 
@@ -67,18 +67,20 @@ def parse_card(text: str) -> tuple[int, bool]:
     if parsed is not None:
         return parsed
     if not isinstance(text, str) or len(text) != 2:
-        raise NotationError(f"not a card: {quoted(text)} (expected rank and suit, like 7H or ks)")
+        raise NotationError(
+            f"not a card: {json_quoted(text)} (expected rank and suit, like 7H or ks)"
+        )
     upper = text.upper()
     face = _FACE_BY_NAME.get(upper)
     if face is None:
         raise NotationError(
-            f"not a card: {quoted(text)} (rank one of {RANKS}, suit one of {SUITS})"
+            f"not a card: {json_quoted(text)} (rank one of {RANKS}, suit one of {SUITS})"
         )
     if text == upper:
         return face, True
     if text == text.lower():
         return face, False
-    raise NotationError(f"card {quoted(text)} mixes upper and lower case")
+    raise NotationError(f"card {json_quoted(text)} mixes upper and lower case")
 
 
 def is_red(card: int) -> bool:

@@ -7,12 +7,11 @@ the rest are fixed by the variant (Australian always draws one card, once throug
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final, get_args, get_type_hints
 
-from solrace.quoting import quoted
+from solrace.quoting import json_quoted
 
 from .errors import InvalidOptionError
 
@@ -59,18 +58,11 @@ def is_of_kind(name: str, value: Any) -> bool:
     return type(value) in _TYPES[name]
 
 
-def _shown(value: Any) -> str:
-    """A refused value as JSON spells it (``true``, ``"3"``, ``null``): how positions,
-    the protocol and ``--option key=value`` write values, not Python's ``True``."""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):  # not JSON (bytes, a set…)
-        return repr(value)
-
-
 def _check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise InvalidOptionError(f"option {name} must be true or false, not {_shown(value)}", name)
+        raise InvalidOptionError(
+            f"option {name} must be true or false, not {json_quoted(value)}", name
+        )
     return value
 
 
@@ -81,14 +73,14 @@ def _check_value(name: str, value: Any) -> Any:
     if name == "scoring":
         if value not in SCORINGS:
             raise InvalidOptionError(
-                f"option scoring must be one of {', '.join(SCORINGS)}, not {_shown(value)}",
+                f"option scoring must be one of {', '.join(SCORINGS)}, not {json_quoted(value)}",
                 name,
             )
         return value
     if name == "draw":
         # the type too: 3.0 == 3, and a float draw count ended the first draw in a TypeError
         if type(value) is not int or value not in (1, 3):
-            raise InvalidOptionError(f"option draw must be 1 or 3, not {_shown(value)}", name)
+            raise InvalidOptionError(f"option draw must be 1 or 3, not {json_quoted(value)}", name)
         return value
     if name == "max_passes":
         if value is None:
@@ -96,12 +88,12 @@ def _check_value(name: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PASSES:
             raise InvalidOptionError(
                 f"option max_passes must be a whole number 1 to {MAX_PASSES} or null "
-                f"(unlimited), not {_shown(value)}",
+                f"(unlimited), not {json_quoted(value)}",
                 name,
             )
         return value
     raise InvalidOptionError(
-        f"unknown option {name!r}", name
+        f"unknown option {json_quoted(name)}", name
     )  # pragma: no cover - guarded by caller
 
 
@@ -125,7 +117,7 @@ def resolve_options(
         if name not in allowed:
             choices = ", ".join(sorted(allowed)) or "none"
             raise InvalidOptionError(
-                f"variant {variant} has no option {quoted(name)} (options: {choices})", name
+                f"variant {variant} has no option {json_quoted(name)} (options: {choices})", name
             )
         values[name] = _check_value(name, value)
     if "max_passes" in allowed and "max_passes" not in given and values.get("scoring") == "vegas":

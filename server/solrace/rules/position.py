@@ -13,6 +13,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from solrace.quoting import json_quoted
+
 from .board import Board
 from .cards import CARDS_PER_DECK, NAMES, NAMES_DOWN, RANK, SUIT, SUITS, face_of, parse_card
 from .errors import InvalidPositionError, NotationError, RulesError
@@ -68,7 +70,8 @@ def load_position(data: str | bytes | Mapping[str, Any]) -> Board:
         raise InvalidPositionError("a position is a JSON object")
     unknown = set(data) - set(_KEYS)
     if unknown:
-        raise InvalidPositionError(f"unknown keys in position: {', '.join(sorted(unknown))}")
+        shown = ", ".join(json_quoted(key) for key in sorted(unknown))
+        raise InvalidPositionError(f"unknown keys in position: {shown}")
     if "variant" not in data or "tableau" not in data or "foundations" not in data:
         raise InvalidPositionError("a position needs at least variant, tableau and foundations")
     options = data.get("options")
@@ -77,7 +80,7 @@ def load_position(data: str | bytes | Mapping[str, Any]) -> Board:
     if not isinstance(options, Mapping):
         raise InvalidPositionError("options must be a JSON object")
     try:
-        board = variant_class(data["variant"])(dict(options))
+        board = variant_class(data["variant"], json_quoted)(dict(options))
     except RulesError as exc:
         raise InvalidPositionError(str(exc)) from None
     return _Loader(board).load(data)
@@ -191,7 +194,9 @@ class _Loader:
                 raise InvalidPositionError(f"foundation {suit} must be {shape}")
             for rank in ranks:
                 if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= 13:
-                    raise InvalidPositionError(f"foundation {suit}: rank {rank!r} is not 0–13")
+                    raise InvalidPositionError(
+                        f"foundation {suit}: rank {json_quoted(rank)} is not 0–13"
+                    )
                 pile = []
                 for r in range(1, rank + 1):
                     card, _ = self.card(NAMES[face_of(s, r)], f"foundation {suit}")

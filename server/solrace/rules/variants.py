@@ -7,6 +7,7 @@ layout: how a shuffled deck is dealt. The layouts are part of the deal specifica
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from solrace.quoting import quoted
@@ -136,12 +137,15 @@ VARIANTS: dict[str, type[Board]] = {
 }
 
 
-def variant_class(variant: str) -> type[Board]:
+def variant_class(variant: str, shown: Callable[[object], str] = quoted) -> type[Board]:
+    """``variant``'s board class, else :class:`UnknownVariantError` quoting it with
+    ``shown``: as typed on a command line, or as JSON where a position held it
+    (``unknown variant true``, not Python's ``True``)."""
     try:
         return VARIANTS[variant]
     except (KeyError, TypeError):
         known = ", ".join(VARIANTS)
-        raise UnknownVariantError(f"unknown variant {quoted(variant)} (known: {known})") from None
+        raise UnknownVariantError(f"unknown variant {shown(variant)} (known: {known})") from None
 
 
 def new_board(variant: str, options: dict[str, Any] | None = None) -> Board:
