@@ -952,6 +952,17 @@ def test_a_huge_part_of_a_redis_url_is_quoted_at_most_in_its_first_characters(ur
     assert len(str(raised.value)) < 400, str(raised.value)[:400]
 
 
+def test_a_database_index_of_more_digits_than_int_reads_is_refused() -> None:
+    """redis-py drops a database index its ``int()`` refuses — past 4,300 digits too
+    — and the node ran on database 0 in silence, as it did with ``'²'``."""
+    with pytest.raises(ValueError) as raised:
+        check_redis_url("redis://127.0.0.1:6379/" + "9" * 5000)
+    assert str(raised.value) == (
+        f"database index '{'9' * 40}'… (5,000 characters) is too long a number "
+        "(redis://host:port/0)"
+    )
+
+
 @pytest.mark.parametrize(
     "url",
     [

@@ -58,7 +58,7 @@ from solrace.argtypes import (
     whole,
     whole_number,
 )
-from solrace.digits import is_digits
+from solrace.digits import digits_value, is_digits
 from solrace.environ import variable
 from solrace.quoting import MAX_QUOTED, quoted, without_password
 from solrace.streams import degrade_gracefully
@@ -273,9 +273,11 @@ def check_redis_url(text: str) -> str:
         parse_cluster_url(text)  # raises ValueError saying what is wrong
     else:
         db = parts.path.strip("/")
-        # digits 0-9: redis-py's int() of '²' failed, and it ran on database 0 in silence
-        if parts.scheme != "unix" and db and not is_digits(db):
-            raise ValueError(f"database index {quoted(db)} is not a number (redis://host:port/0)")
+        # digits 0-9, as many as int() reads: redis-py's int() of '²' (or of 5,000
+        # nines) failed, and it ran on database 0 in silence
+        if parts.scheme != "unix" and db and digits_value(db) is None:
+            why = "too long a number" if is_digits(db) else "not a number"
+            raise ValueError(f"database index {quoted(db)} is {why} (redis://host:port/0)")
         # redis-py takes the query's db over the path's, silently: a URL naming both
         # ran the node on the query's while its log line showed the path's first.
         query_db = parse_qs(parts.query).get("db")
