@@ -24,7 +24,7 @@ from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
-from solrace.digits import is_digits
+from solrace.digits import digits_value, is_digits
 from solrace.quoting import quoted
 from solrace.rules import RulesError, deal, position_dict
 from solrace.rules.log import apply_entry
@@ -78,10 +78,11 @@ def tracks(saved: SavedResult) -> list[Track]:
 
 
 def find_track(all_tracks: list[Track], who: str) -> Track:
-    """A racer by id (the digits 0-9: ``'²'`` went to int(), a traceback), or by name
-    (case-insensitive)."""
+    """A racer by id (the digits 0-9, as many as int() reads: ``'²'`` and 5,000 nines
+    went to int(), a traceback), or by name (case-insensitive)."""
+    racer = digits_value(who)
     for track in all_tracks:
-        if is_digits(who) and track.racer == int(who):
+        if racer is not None and track.racer == racer:
             return track
     for track in all_tracks:
         if track.name.casefold() == who.casefold():
@@ -329,8 +330,9 @@ def step_through(
             step = 0
         elif command in ("l", "last"):
             step = last
-        elif is_digits(command):
-            step = min(last, int(command))
+        elif is_digits(command):  # past int()'s digits (None): past the end as well
+            number = digits_value(command)
+            step = last if number is None else min(last, number)
         else:
             console.print(Text(f"unknown command {command!r}: {HELP}", style="yellow"))
 

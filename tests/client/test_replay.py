@@ -109,6 +109,21 @@ def test_the_stepper_takes_a_step_of_other_digits_as_an_unknown_command(
     assert "unknown command '²'" in capsys.readouterr().out
 
 
+def test_a_racer_or_step_of_more_digits_than_int_reads_is_no_traceback(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """5,000 nines, past int()'s 4,300 digits, ended ``--racer`` and the stepper in a
+    ValueError traceback: no such racer, and a step past the end (the final board)."""
+    nines = "9" * 5000
+    assert main(["replay", str(synthetic_race), "--racer", nines, "--print"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"solrace: no racer '{'9' * 40}'… (5,000 characters) in this race")
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{nines}\nq\n"))
+    assert main(["replay", str(synthetic_race)]) == 0
+    last = len(load_result(synthetic_race).standings[0]["log"])
+    assert f"step {last} of {last}" in capsys.readouterr().out
+
+
 def test_the_stepper_goes_forwards_backwards_and_jumps(
     synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
