@@ -129,3 +129,25 @@ def test_options_given_mapping_is_not_modified() -> None:
     given = {"scoring": "vegas", "draw": 3}
     deal("klondike", 0, given)
     assert given == {"scoring": "vegas", "draw": 3}
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "shown"),
+    [
+        ("draw", "9" * 5000, '"' + "9" * 39),  # --option draw=<5,000 digits>
+        ("draw", 10**100, "1" + "0" * 39),
+        ("scoring", "s" * 5000, '"' + "s" * 39),
+        ("undo", ["x"] * 2000, '["x", "x", "x", "x", "x", "x", "x", "x"'),
+    ],
+    ids=["digits", "number", "text", "list"],
+)
+def test_a_long_refused_value_is_quoted_at_most_in_its_first_characters(
+    option: str, value: Any, shown: str
+) -> None:
+    """A refused value was said whole: ``solrace bot --create --option draw=<5,000
+    digits>`` (or ``solrace-rules deal``, or a create on the wire) was one 5 KB line."""
+    with pytest.raises(InvalidOptionError) as info:
+        deal("klondike", 0, {option: value})
+    said = str(info.value)
+    assert len(said) < 200, said[:300]
+    assert shown in said and " characters)" in said
