@@ -32,7 +32,7 @@ from solrace.argtypes import EXIT_READER_GONE as EXIT_READER_GONE
 from solrace.digits import is_digits
 from solrace.protocol import CloseCode, CloseReason, ErrorCode
 from solrace.protocol.handshake import PROBE_PATHS
-from solrace.quoting import quoted
+from solrace.quoting import as_typed, quoted
 from websockets.exceptions import (
     ConnectionClosed,
     InvalidHandshake,
@@ -203,7 +203,7 @@ def check_server_url(url: str) -> str:
                 f"(e.g. {scheme}://{bracketed})"
             ) from None
         text = where.rpartition("]")[2].partition(":")[2]  # as urllib reads it
-        why = f"port {text} is out of range (1 to 65535)"
+        why = f"port {as_typed([text])} is out of range (1 to 65535)"  # cut when long
         if not is_digits(text):
             why = f"its port {quoted(text)} is not a number"
         raise BadServerURL(f"bad server URL {said}: {why} ({example})") from None

@@ -152,6 +152,16 @@ def test_an_unbracketed_ipv6_url_with_a_port_of_unicode_digits_suggests_no_such_
     assert "[::1]:²" not in str(refused.value), refused.value
 
 
+def test_a_long_port_out_of_range_is_quoted_at_most_in_its_first_characters() -> None:
+    """``ws://127.0.0.1:<5,000 nines>``: the URL was quoted cut, and then its port said
+    whole, one 5 KB line (solrace.quoting)."""
+    with pytest.raises(errors.BadServerURL) as refused:
+        errors.check_server_url("ws://127.0.0.1:" + "9" * 5000)
+    said = str(refused.value)
+    assert f"port '{'9' * 40}'… (5,000 characters) is out of range (1 to 65535)" in said
+    assert len(said) < 300, said[:400]
+
+
 def test_rooms_on_an_unbracketed_ipv6_url_is_one_line_and_status_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
