@@ -334,7 +334,7 @@ def step_through(
             number = digits_value(command)
             step = last if number is None else min(last, number)
         else:
-            console.print(Text(f"unknown command {command!r}: {HELP}", style="yellow"))
+            console.print(Text(f"unknown command {quoted(command)}: {HELP}", style="yellow"))
 
 
 def _first_piped_command(read: Callable[[str], str]) -> str:

@@ -124,6 +124,17 @@ def test_a_racer_or_step_of_more_digits_than_int_reads_is_no_traceback(
     assert f"step {last} of {last}" in capsys.readouterr().out
 
 
+def test_the_stepper_quotes_a_long_unknown_command_at_most_in_its_first_characters(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 5,000-character line piped in came back whole in "unknown command …", one 5 KB
+    line (solrace.quoting)."""
+    monkeypatch.setattr("sys.stdin", io.StringIO("x" * 5000 + "\nq\n"))
+    assert main(["replay", str(synthetic_race)]) == 0
+    out = capsys.readouterr().out
+    assert f"unknown command '{'x' * 40}'… (5,000 characters): n/Enter next" in out
+
+
 def test_the_stepper_goes_forwards_backwards_and_jumps(
     synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
