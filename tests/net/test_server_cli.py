@@ -223,6 +223,26 @@ def test_a_key_prefix_with_a_space_around_it_is_refused_not_trimmed(
     assert "must not begin or end with a space" in str(refused.value), refused.value
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--key-prefix", " " + "p" * 5000], "--key-prefix: must not begin or end with a space: "),
+        (["--trusted-proxies", "10.0.0.0/8," + "p" * 5000], "--trusted-proxies: "),
+    ],
+    ids=["key-prefix", "trusted-proxies"],
+)
+def test_a_long_refused_setting_is_quoted_at_most_in_its_first_characters(
+    args: list[str], says: str
+) -> None:
+    """Both were said whole: a 5,000-character value was one 5 KB error line."""
+    parse = server_main.build_parser().parse_args
+    with pytest.raises(server_main.UsageError) as refused:
+        server_main.resolve(parse(["--redis-url", REDIS_URL, *args]), {})
+    said = str(refused.value)
+    assert said.startswith(says) and "… (5,00" in said, said[:300]
+    assert len(said) < 300, said[:300]
+
+
 async def test_a_server_started_with_spaced_variables_serves() -> None:
     """End to end, as the operator met it: the node starts and listens."""
     env = {"SOLRACE_HOST": " 127.0.0.1 ", "SOLRACE_LOG_LEVEL": "debug "}

@@ -71,6 +71,7 @@ from solrace.protocol.limits import (
     TOO_MANY_CONNECTIONS_STATUS,
     TokenBucket,
 )
+from solrace.quoting import quoted
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -201,7 +202,7 @@ def parse_networks(text: str) -> tuple[Network, ...]:
         except ValueError:
             words = ", ".join(NAMED_NETWORKS)
             raise ValueError(
-                f"{entry!r} is not an address or network (e.g. 10.0.0.0/8, 192.0.2.7, ::1, "
+                f"{quoted(entry)} is not an address or network (e.g. 10.0.0.0/8, 192.0.2.7, ::1, "
                 f"or {words}; none: trust none)"
             ) from None
     if not networks:

@@ -403,7 +403,7 @@ def _key_prefix(text: str) -> str:
         # Its variable is not trimmed (Setting.trim): trimmed, ``solrace: `` named
         # other keys than the release before read, and than the flag's, silently.
         raise ValueError(
-            f"must not begin or end with a space: {text!r} (a key prefix names keys: "
+            f"must not begin or end with a space: {quoted(text)} (a key prefix names keys: "
             "write it without)"
         )
     if "{" in text or "}" in text:
