@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -98,14 +99,26 @@ class _Output(Console):
         raise BrokenPipeError
 
 
+def _environ() -> dict[str, str]:
+    """The environment rich reads, less a ``COLUMNS`` or ``LINES`` of 0 (a terminal
+    that reports no size): rich took ``COLUMNS=0`` as a width of 0 and printed nothing
+    at all, one-line errors included; without it rich asks the terminal, or takes 80."""
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if not (name in ("COLUMNS", "LINES") and value and not value.strip("0"))
+    }
+
+
 def _out() -> Console:
     # soft wrap: a line longer than the terminal (or than 80 columns when piped) is
     # written whole, never broken in a path or a sentence (tables keep their width)
-    return _Output(highlight=False, soft_wrap=True)
+    return _Output(highlight=False, soft_wrap=True, _environ=_environ())
 
 
 def _err() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)  # one line, unwrapped
+    # one line, unwrapped
+    return Console(stderr=True, highlight=False, soft_wrap=True, _environ=_environ())
 
 
 def _cell(value: object) -> Text:

@@ -162,6 +162,22 @@ def test_races_show_every_value_whole_at_every_width(
     assert table == (width >= natural)  # the table whenever it fits whole
 
 
+def test_a_columns_of_0_is_no_width_and_everything_is_said(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``COLUMNS=0`` (a terminal that reports no size) was taken as a width of 0 by
+    rich: ``solrace races``, ``verify`` and ``rooms`` printed nothing at all, their
+    one-line errors included (``solrace verify nosuch``: nothing, status 2)."""
+    monkeypatch.setenv("COLUMNS", "0")
+    assert main(["races"]) == 0
+    assert "r_synthetic.98acb6a5" in capsys.readouterr().out
+    assert main(["verify", str(synthetic_race)]) == 0
+    assert "verifying race r_synthetic.98acb6a5" in capsys.readouterr().out
+    assert main(["verify", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("solrace: no saved race 'nosuch'") and err.count("\n") == 1, err
+
+
 async def test_rooms_says_when_there_are_none(
     cluster: Cluster, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
