@@ -38,6 +38,12 @@ from solrace.quoting import quoted
         (whole(0, 9), "-" + "1" * 4301, "too long a number: 4301 digits"),
         # a digit to str.isdigit, not to int(): it was "too long a number: 1 digits"
         (whole(), "²", "not a whole number: '²'"),
+        # a value past its bounds is said at most in its first 40 characters (4,000
+        # nines, or a float's 301 digits, were said whole: `solrace bot --racers 999…`,
+        # `solrace bot --delay 1e300`)
+        (whole(2, 8), "9" * 4000, f"must be 2 to 8, got '{'9' * 40}'… (4,000 characters)"),
+        (real(0, 60), "1e300", "must be 0 to 60, got 1e+300"),
+        (whole(2, 8), "0x" + "f" * 4000, "must be 2 to 8, got a number of 16,000 bits"),
     ],
 )
 def test_a_bad_value_says_what_is_wrong(check: object, text: str, says: str) -> None:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import errno
 
-from solrace.quoting import MAX_QUOTED, as_typed, file_name, quoted, without_password
+from solrace.quoting import (
+    MAX_QUOTED,
+    as_typed,
+    file_name,
+    quoted,
+    quoted_number,
+    without_password,
+)
 
 
 def test_a_short_text_is_its_repr_and_a_long_one_its_start_and_length() -> None:
@@ -46,3 +53,9 @@ def test_a_mistyped_url_loses_its_credentials_too() -> None:
     and ``--redis-url`` quoted it, password and all, as "not a Redis URL"."""
     assert without_password("redis:/:s3cret@h:6379/0") == "***@h:6379/0"
     assert without_password("redis//u:s3cret@h:6379/0?x=a@b") == "***@h:6379/0?x=a@b"
+
+
+def test_a_number_is_written_whole_unless_long() -> None:
+    assert quoted_number(8765) == "8765" and quoted_number(0.5) == "0.5"
+    assert quoted_number(int("9" * 41)) == f"'{'9' * 40}'… (41 characters)"
+    assert quoted_number(16**4000 - 1) == "a number of 16,000 bits"  # past str()'s digits

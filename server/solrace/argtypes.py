@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, ClassVar, Final, NoReturn
 from solrace import __version__
 from solrace.digits import is_digits
 from solrace.interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, interruptible
-from solrace.quoting import as_typed, quoted
+from solrace.quoting import as_typed, quoted, quoted_number
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -184,9 +184,17 @@ class BadNumber(argparse.ArgumentTypeError, ValueError):
     """A number flag's value that is not a number, or not in its range."""
 
 
+#: The largest whole float written out in digits (1000000, not 1e+06); past it ``:g``
+#: (1e+300: written out, 301 digits of which the last 284 were float noise).
+_WRITTEN_OUT: Final = 1e16
+
+
 def _num(value: float | None) -> str:
-    """A bound as people write it: 1000000, not 1e+06 (``:g``); 0.5 stays 0.5."""
-    if isinstance(value, int) or (value is not None and float(value).is_integer()):
+    """A bound or a value as people write it: 1000000, not 1e+06 (``:g``); 0.5 stays
+    0.5; a long one cut (:func:`~solrace.quoting.quoted_number`)."""
+    if isinstance(value, int):
+        return quoted_number(value)
+    if value is not None and float(value).is_integer() and abs(value) < _WRITTEN_OUT:
         return str(int(value))
     return f"{value:g}"
 

@@ -14,7 +14,15 @@ import errno
 import json
 from typing import Final
 
-__all__ = ["MAX_QUOTED", "as_typed", "file_name", "json_quoted", "quoted", "without_password"]
+__all__ = [
+    "MAX_QUOTED",
+    "as_typed",
+    "file_name",
+    "json_quoted",
+    "quoted",
+    "quoted_number",
+    "without_password",
+]
 
 #: The most characters of a text an error line quotes: enough to recognise what was
 #: typed (a move, a URL's start), short enough for one terminal line.
@@ -47,6 +55,19 @@ def json_quoted(value: object) -> str:
     except (TypeError, ValueError, RecursionError):
         shown = repr(value)
     return shown if len(shown) <= MAX_QUOTED else _cut(shown[:MAX_QUOTED], len(shown))
+
+
+def quoted_number(value: int | float) -> str:
+    """A number in an error line as ``str`` writes it, past :data:`MAX_QUOTED`
+    characters cut as :func:`quoted` cuts a text (4,000 nines were said whole, one 4 KB
+    line); an integer of more digits than ``str()`` writes (4,300: ``0x`` and 4,000
+    ``f``s is read whole) by its size, where ``str()`` failed with a ValueError, a
+    traceback."""
+    try:
+        shown = str(value)
+    except ValueError:  # past str()'s limit of digits: only an int gets there
+        return f"a number of {int(value).bit_length():,} bits"
+    return shown if len(shown) <= MAX_QUOTED else quoted(shown, as_is=True)
 
 
 def _cut(start: str, length: int) -> str:

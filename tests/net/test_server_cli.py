@@ -80,6 +80,8 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         ),
         ([], {"SOLRACE_REDIS_URL": "redis+cluster://"}, "$SOLRACE_REDIS_URL: no cluster node"),
         (["--port", "99999"], {}, "--port: port 99999 is out of range"),
+        # said whole: 4,000 nines on the line
+        (["--port", "9" * 4000], {}, f"--port: port '{'9' * 40}'… (4,000 characters) is out"),
         ([], {"SOLRACE_PORT": "abc"}, "$SOLRACE_PORT: not a port number: 'abc'"),
         (["--rate-per-s", "0"], {}, "--rate-per-s: must be more than 0, got 0"),
         ([], {"SOLRACE_RATE_BURST": "0.5"}, "$SOLRACE_RATE_BURST: must be 1 or more, got 0.5"),

@@ -337,6 +337,11 @@ def test_cli_bad_position_and_missing_file(
             f"argument depth: must be 0 to {MAX_PERFT_DEPTH}, got 99: perft grows",
         ),
         (["perft", "x.json", "two"], "argument depth: not a whole number: 'two'"),
+        # said whole: 4,000 nines on the line
+        (
+            ["perft", "x.json", "9" * 4000],
+            f"got '{'9' * 40}'… (4,000 characters): perft grows",
+        ),
         # it was a ValueError traceback (divide pushed a move, then perft(-1) refused)
         (["perft", "x.json", "0", "--divide"], "--divide needs a depth of 1 or more"),
         (["deal", "yukon", "1", "--indent", "99"], "--indent: must be 0 to 16 spaces, got 99"),

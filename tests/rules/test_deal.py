@@ -49,6 +49,18 @@ def test_deal_seed_out_of_range_or_not_an_int_refused(seed: object) -> None:
         shuffled_deck(seed)  # type: ignore[arg-type]
 
 
+def test_a_long_refused_seed_is_quoted_at_most_in_its_first_characters() -> None:
+    """``solrace-rules deal yukon <4,000 nines>`` said the seed whole, one 4 KB line."""
+    with pytest.raises(RulesError) as refused:
+        deal("yukon", int("9" * 4000))
+    assert str(refused.value) == (
+        f"a seed is a whole number 0 ≤ seed < 2**64, not '{'9' * 40}'… (4,000 characters)"
+    )
+    with pytest.raises(RulesError) as refused:  # str() refuses it: it was a traceback
+        deal("yukon", int("f" * 4000, 16))
+    assert str(refused.value).endswith("not a number of 16,000 bits")
+
+
 @pytest.mark.parametrize("variant", VARIANT_IDS)
 def test_deal_same_seed_same_deal(variant: str) -> None:
     """RULES deals: a deal is a pure function of (variant, seed)."""

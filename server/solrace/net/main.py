@@ -60,7 +60,7 @@ from solrace.argtypes import (
 )
 from solrace.digits import digits_value, is_digits
 from solrace.environ import variable
-from solrace.quoting import MAX_QUOTED, quoted, without_password
+from solrace.quoting import MAX_QUOTED, quoted, quoted_number, without_password
 from solrace.streams import degrade_gracefully
 
 from . import logs
@@ -190,7 +190,7 @@ def _port(text: str) -> int:
     except ValueError:
         raise ValueError(f"not a port number: {quoted(text)}") from None
     if not 0 <= port <= 65535:
-        raise ValueError(f"port {port} is out of range (0-65535)")
+        raise ValueError(f"port {quoted_number(port)} is out of range (0-65535)")
     return port
 
 

@@ -38,7 +38,7 @@ from solrace.argtypes import (
     utf8,
     whole,
 )
-from solrace.quoting import as_typed, file_name, quoted
+from solrace.quoting import as_typed, file_name, quoted, quoted_number
 from solrace.solver_budget import MAX_BUDGET
 from solrace.streams import degrade_gracefully
 
@@ -137,7 +137,7 @@ def _depth(text: str) -> int:
     depth = _whole_depth(text)
     if not 0 <= depth <= MAX_PERFT_DEPTH:
         why = "" if depth < 0 else f": {PERFT_GROWS}"
-        raise BadNumber(f"must be 0 to {MAX_PERFT_DEPTH}, got {depth}{why}")
+        raise BadNumber(f"must be 0 to {MAX_PERFT_DEPTH}, got {quoted_number(depth)}{why}")
     return depth
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from solrace.quoting import quoted, quoted_number
+
 from .board import Board
 from .cards import CARDS_PER_DECK
 from .errors import RulesError
@@ -59,7 +61,8 @@ def shuffled_deck(seed: int, decks: int = 1) -> list[int]:
 
 def check_seed(seed: int) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MASK64:
-        raise RulesError(f"a seed is a whole number 0 ≤ seed < 2**64, not {seed!r}")
+        shown = quoted_number(seed) if type(seed) is int else quoted(seed)
+        raise RulesError(f"a seed is a whole number 0 ≤ seed < 2**64, not {shown}")
 
 
 def deal(variant: str, seed: int, options: Mapping[str, Any] | None = None) -> Board:
