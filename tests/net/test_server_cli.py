@@ -974,6 +974,15 @@ def test_a_huge_part_of_a_redis_url_is_quoted_at_most_in_its_first_characters(ur
     assert len(str(raised.value)) < 400, str(raised.value)[:400]
 
 
+def test_a_cluster_port_of_more_digits_than_int_reads_is_not_host_port() -> None:
+    """It was Python's words: "Exceeds the limit (4300 digits) for integer string
+    conversion…" (solrace.digits.digits_value)."""
+    url = "redis+cluster://127.0.0.1:" + "9" * 5000
+    with pytest.raises(ValueError) as raised:
+        check_redis_url(url)
+    assert str(raised.value).startswith("cluster node '127.0.0.1:999"), str(raised.value)[:200]
+
+
 def test_a_database_index_of_more_digits_than_int_reads_is_refused() -> None:
     """redis-py drops a database index its ``int()`` refuses — past 4,300 digits too
     — and the node ran on database 0 in silence, as it did with ``'²'``."""

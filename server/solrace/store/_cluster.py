@@ -33,7 +33,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from solrace.digits import is_digits
+from solrace.digits import digits_value
 from solrace.quoting import quoted, without_password
 
 __all__ = ["CLUSTER_SCHEMES", "cluster_client", "is_cluster_url", "parse_cluster_url"]
@@ -54,9 +54,10 @@ def _said(url: str) -> str:
 def _host_port(text: str, url: str) -> tuple[str, int]:
     """``host:port`` or ``[v6]:port`` → (host, port); the port is required."""
     host, sep, port = text.rpartition(":")
-    if not sep or not host or not is_digits(port) or not 0 < int(port) < 65536:
+    number = digits_value(port)  # None past int()'s 4,300 digits too: its words, before
+    if not sep or not host or number is None or not 0 < number < 65536:
         raise ValueError(f"cluster node {quoted(text)} is not host:port in {_said(url)}")
-    return host.removeprefix("[").removesuffix("]"), int(port)
+    return host.removeprefix("[").removesuffix("]"), number
 
 
 def parse_cluster_url(url: str) -> tuple[str, list[tuple[str, int]]]:
