@@ -983,6 +983,23 @@ def test_a_cluster_port_of_more_digits_than_int_reads_is_not_host_port() -> None
     assert str(raised.value).startswith("cluster node '127.0.0.1:999"), str(raised.value)[:200]
 
 
+@pytest.mark.parametrize(
+    ("port", "shown"),
+    [
+        ("abc", "'abc'"),  # "Port could not be cast to integer value as 'abc'"
+        ("99999", "'99999'"),  # "Port out of range 0-65535"
+        ("0", "'0'"),  # taken: the node retried a port nothing listens on, for ever
+        ("²", "'²'"),
+        ("9" * 5000, f"'{'9' * 40}'… (5,000 characters)"),  # int()'s limit, in its words
+    ],
+)
+def test_a_redis_port_that_is_no_port_is_said_so(port: str, shown: str) -> None:
+    for url in (f"redis://127.0.0.1:{port}/0", f"rediss://[::1]:{port}"):
+        with pytest.raises(ValueError) as raised:
+            check_redis_url(url)
+        assert str(raised.value) == f"port {shown} is not a port: 1 to 65535 (redis://host:6379/0)"
+
+
 def test_a_database_index_of_more_digits_than_int_reads_is_refused() -> None:
     """redis-py drops a database index its ``int()`` refuses — past 4,300 digits too
     — and the node ran on database 0 in silence, as it did with ``'²'``."""

@@ -273,6 +273,8 @@ def check_redis_url(text: str) -> str:
         parse_cluster_url(text)  # raises ValueError saying what is wrong
     else:
         db = parts.path.strip("/")
+        if parts.scheme != "unix":
+            _check_port(parts)
         # digits 0-9, as many as int() reads: redis-py's int() of '²' (or of 5,000
         # nines) failed, and it ran on database 0 in silence
         if parts.scheme != "unix" and db and digits_value(db) is None:
@@ -289,6 +291,18 @@ def check_redis_url(text: str) -> str:
     if parts.query:
         _check_query_options(text, cluster=parts.scheme in CLUSTER_SCHEMES)
     return text
+
+
+def _check_port(parts: SplitResult) -> None:
+    """A standalone Redis URL's port, when it has one, is 1 to 65535 in the digits 0-9:
+    urllib's words were said (``Port could not be cast to integer value as 'abc'``,
+    ``Port out of range 0-65535``, int()'s limit of digits), and port 0 was taken — the
+    node retried a port nothing listens on, for ever. Checked after the credentials
+    (:func:`_credentials_cut_short`): what is before the ``@`` is never said."""
+    port = parts.netloc.rpartition("@")[2].rpartition("]")[2].partition(":")[2]
+    number = digits_value(port)
+    if port and (number is None or not 0 < number < 65536):
+        raise ValueError(f"port {quoted(port)} is not a port: 1 to 65535 (redis://host:6379/0)")
 
 
 def _credentials_cut_short(parts: SplitResult) -> bool:
