@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from solrace_client import RaceClient, ServerError
+from solrace_client.boardview import board_from_view
 
 from tests.support.race import (
     play_until_done,
@@ -101,4 +102,43 @@ async def test_a_racer_out_of_the_race_does_not_race_again_after_a_rewind(
     )
     assert again.t == ("progress" if end == "resign" else "racer_left")
     for client in (ann, bob, spy):
+        await client.close()
+
+
+async def test_a_racer_out_of_a_rematch_does_not_race_again_after_a_rewind(
+    cluster: Cluster,
+) -> None:
+    """The same in round 2, where someone went out of round 1 too: the node's refold
+    after the rewind folds round 1 first (the stream keeps the round before the one
+    under way), and its resignation wiped what the node had seen go out of round 2
+    (Ann played on: her move was taken)."""
+    one = await cluster.node()
+    ann, bob = await racing(one.url, one.url, spectator_delay_s=0)
+    room_id = ann.room or ""
+    await ann.resign()
+    await bob.resign()
+    for client in (ann, bob):
+        await client.wait_for(lambda e: e.t == "race_over", timeout=10)
+    await ann.rematch()
+    await bob.wait_for(lambda e: e.t == "room_reset", timeout=10)
+    await bob.ready()
+    await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"], timeout=10)
+    await ann.start()
+    for client in (ann, bob):
+        await client.wait_started()
+    snapshot = await snapshot_room(one, room_id)
+    await ann.resign()
+    await bob.wait_for(lambda e: e.t == "progress" and e.d["racer"] == ann.racer, timeout=10)
+    await restore_room(one, room_id, snapshot)
+    for client in (ann, bob):
+        await client.wait_for(lambda e: e.t == "resync", timeout=10)
+    legal = [str(m) for m in board_from_view(ann.board or {}).legal_moves() if str(m) != "undo"]
+    with pytest.raises(ServerError) as refused:
+        await ann.move(legal[0])
+    assert refused.value.code == "wrong_phase", refused.value
+    again = await bob.wait_for(
+        lambda e: e.t == "progress" and e.d["racer"] == ann.racer, timeout=10
+    )
+    assert again.d["status"] == "resigned"
+    for client in (ann, bob):
         await client.close()

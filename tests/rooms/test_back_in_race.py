@@ -108,3 +108,35 @@ def test_out_of_the_countdown_a_racer_leaves_again() -> None:
     assert room.live.state.phase == "countdown"
     (again,) = d.out_again(room.live.state, room.live.back_in_race())
     assert (again.t, again.racer, again.d["reason"]) == ("racer_left", 1, "left")
+
+
+def _over(room: _Room) -> None:
+    """End the race (nobody left playing) and fold its race_over."""
+    events = d.tick(
+        room.live.state, room.now, lambda: COMMIT, lambda t, r: {"standings": t, "reason": r}
+    )
+    assert [e.t for e in events] == ["race_over"]
+    room.apply(events)
+
+
+def test_a_rewind_in_a_rematch_refolds_the_last_round_without_forgetting_this_ones() -> None:
+    # The stream keeps the round before the one under way (a rematch trims only the
+    # rounds before that): the refold after lost writes folds round 1's outs first,
+    # and they must not wipe what the node saw go out of round 2.
+    room = _racing(undo=False)
+    room.apply(d.resign(room.live.state, 1))
+    for racer in (2, 3):
+        room.apply(d.resign(room.live.state, racer))
+    _over(room)
+    room.apply(d.rematch(room.live.state, 1))
+    for racer in (1, 2, 3):
+        room.apply(d.ready(room.live.state, racer, True))
+    room.apply(room.tick())  # everyone ready: the countdown
+    room.now += d.COUNTDOWN_MS
+    room.apply(room.tick())
+    assert (room.live.state.round, room.live.state.phase) == (2, "racing")
+    before = len(room.stored)
+    room.apply(d.resign(room.live.state, 2))
+    room.rewind(before)  # Bob's resignation in round 2 is lost
+    assert room.live.state.racers[2].status == "playing"
+    assert room.live.back_in_race() == {2: "resigned"}

@@ -239,13 +239,18 @@ class LiveRoom:
         member = state.racers.get(racer)
         if member is None or state.phase not in _UNDER_WAY or state.can_move(member):
             return
-        if self.out_round != state.round:
+        if state.round < self.out_round:
+            # An earlier round folded again (the refold after lost writes: the stream
+            # keeps the round before the one under way): its outs must not replace
+            # what this node saw go out of the later round, which the store may have
+            # lost. They did: a racer who resigned in a rematch raced on after a rewind
+            # whenever anyone had gone out of the round before.
+            return
+        if state.round > self.out_round:
             self.out_round, self.out_of_race = state.round, {}
         status = member.status
-        if status == RacerStatus.LEFT:
-            self.out_of_race[racer] = member.left_reason or LeaveReason.LEFT
-        else:
-            self.out_of_race[racer] = status
+        how = (member.left_reason or LeaveReason.LEFT) if status == RacerStatus.LEFT else status
+        self.out_of_race[racer] = how
 
     def back_in_race(self) -> dict[int, str]:
         """The racers this node saw go out of the round under way (:attr:`out_of_race`)
