@@ -92,7 +92,7 @@ def test_a_stuck_racer_who_may_undo_is_not_out_and_a_rematch_forgets() -> None:
     room.rewind(before)
     assert room.live.back_in_race() == {1: "resigned"}
     # A leave by grace leaves by grace again.
-    room.live.out_of_race[1] = "grace"
+    room.live.out_of_race[1] = ("grace", "Ann")
     (again,) = d.out_again(room.live.state, room.live.back_in_race())
     assert (again.t, again.d["reason"]) == ("racer_left", "grace")
     # Another round: what the last one's racers did is no business of it.
@@ -140,3 +140,28 @@ def test_a_rewind_in_a_rematch_refolds_the_last_round_without_forgetting_this_on
     room.rewind(before)  # Bob's resignation in round 2 is lost
     assert room.live.state.racers[2].status == "playing"
     assert room.live.back_in_race() == {2: "resigned"}
+
+
+def test_a_new_racer_given_the_id_of_one_a_rewind_unjoined_is_not_forced_out() -> None:
+    # Cy joins, races and resigns; the store is put back to before Cy joined, so the
+    # next joiner, Dee, gets Cy's id. Dee never raced: nothing of hers is out.
+    room = _Room(undo=False)
+    for name in ("Ann", "Bob"):
+        room.apply(d.join(room.live.state, name))
+    before_cy = len(room.stored)
+    room.apply(d.join(room.live.state, "Cy"))
+    for racer in (2, 3):
+        room.apply(d.ready(room.live.state, racer, True))
+    room.apply(d.start(room.live.state, 1, room.now, COMMIT))
+    room.now += d.COUNTDOWN_MS
+    room.apply(room.tick())
+    room.apply(d.resign(room.live.state, 3))
+    assert room.live.out_of_race == {3: ("resigned", "Cy")}
+    room.rewind(before_cy)
+    room.apply(d.join(room.live.state, "Dee"))
+    assert room.live.state.racers[3].name == "Dee"
+    for racer in (2, 3):
+        room.apply(d.ready(room.live.state, racer, True))
+    room.apply(d.start(room.live.state, 1, room.now, COMMIT))
+    assert room.live.state.phase == "countdown"
+    assert room.live.back_in_race() == {}

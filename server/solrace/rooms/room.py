@@ -129,13 +129,13 @@ class LiveRoom:
         #: failed is made again (the next request, the tick's retry), not skipped.
         self.archive_checked: str | None = None
         #: The racers this node folded out of round :attr:`out_round`'s race without
-        #: finishing it — resigned, left, stuck with no undo — and how (``resigned``,
-        #: ``stuck``, or the leave's reason). Kept through :meth:`reset`: from such a
-        #: racer's end on, fair spectating stops counting its cards, and spectators
-        #: (it, in a second window) were shown cards it never turned up; a Redis that
-        #: lost the end brings it back racing (see :meth:`back_in_race`).
+        #: finishing it — resigned, left, stuck with no undo — each with how (``resigned``,
+        #: ``stuck``, or the leave's reason) and its name. Kept through :meth:`reset`:
+        #: from such a racer's end on, fair spectating stops counting its cards, and
+        #: spectators (it, in a second window) were shown cards it never turned up; a
+        #: Redis that lost the end brings it back racing (see :meth:`back_in_race`).
         self.out_round = 0
-        self.out_of_race: dict[int, str] = {}
+        self.out_of_race: dict[int, tuple[str, str]] = {}
 
     @property
     def room_id(self) -> str:
@@ -250,7 +250,7 @@ class LiveRoom:
             self.out_round, self.out_of_race = state.round, {}
         status = member.status
         how = (member.left_reason or LeaveReason.LEFT) if status == RacerStatus.LEFT else status
-        self.out_of_race[racer] = how
+        self.out_of_race[racer] = (how, member.name)
 
     def back_in_race(self) -> dict[int, str]:
         """The racers this node saw go out of the round under way (:attr:`out_of_race`)
@@ -260,15 +260,22 @@ class LiveRoom:
         fair spectating, and spectators were shown cards they had never turned up (an
         audit: Ann resigned, watched Bob's board from a second window, and after a
         rewind to before her resignation raced on, her moves taken). A node that never
-        saw the end (restarted with the store) cannot know it: what remains."""
+        saw the end (restarted with the store) cannot know it: what remains.
+
+        Only the racer of that name: a store put back to before a racer joined gives
+        its id to the next to join (ids are folded, ``next_racer``), who never raced
+        and was forced out of its first race. (One joining under the same name is
+        taken for it.)"""
         state = self.state
-        if self.out_round != state.round or not self.out_of_race or state.phase not in _UNDER_WAY:
+        if not self.out_of_race or self.out_round != state.round or state.phase not in _UNDER_WAY:
             return {}
         back: dict[int, str] = {}
-        for racer, how in self.out_of_race.items():
+        for racer, (how, name) in self.out_of_race.items():
             member = state.racers.get(racer)
-            if member is not None and (
-                member.status == RacerStatus.WAITING or state.can_move(member)
+            if (
+                member is not None
+                and member.name == name
+                and (member.status == RacerStatus.WAITING or state.can_move(member))
             ):
                 back[racer] = how
         return back
