@@ -165,3 +165,12 @@ def test_a_new_racer_given_the_id_of_one_a_rewind_unjoined_is_not_forced_out() -
     room.apply(d.start(room.live.state, 1, room.now, COMMIT))
     assert room.live.state.phase == "countdown"
     assert room.live.back_in_race() == {}
+
+
+def test_is_back_answers_as_back_in_race() -> None:
+    room = _racing(undo=False)
+    before = len(room.stored)
+    room.apply(d.resign(room.live.state, 1))
+    assert not any(room.live.is_back(r) for r in (1, 2, 3))
+    room.rewind(before)
+    assert [r for r in (1, 2, 3) if room.live.is_back(r)] == [1]

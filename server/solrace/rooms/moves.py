@@ -186,7 +186,7 @@ async def _store(
         # room's timer ends the race now (LiveRoom.seed_revealed).
         node.schedule(room)
         raise BadMessage(ErrorCode.WRONG_PHASE, "the race is over", seq=seq)
-    if racer in room.back_in_race():
+    if room.is_back(racer):
         # Its end (a resignation, a leave) was lost by a rewind after spectators were
         # shown cards it had not turned up: the room's timer ends its race again now.
         node.schedule(room)
