@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from solrace.protocol import race_id
 from solrace.protocol.views import EventType
+from solrace.race import decisions as d
 from solrace.rooms.node import EMPTY_ROOM_TTL_S, FINISHED_ROOM_TTL_S, ROOM_TTL_S, Node
 from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
@@ -246,3 +247,46 @@ async def test_a_sweep_settling_a_dead_nodes_race_over_cut_leaves_its_note_for_t
     assert await _events(finisher, room) == events
     kept = unpack(await archived_result(finisher.store, race_id(room.room_id, race.commitment)))
     assert kept["result"]["commitment"] == race.commitment
+
+
+async def test_a_sweep_archiving_a_race_keeps_the_note_of_a_rematch_begun_meanwhile(
+    backend: Backend,
+) -> None:
+    """The sweep finishing a dead node's race_over settles the room (three writes)
+    before it clears the room's note. A rematch whose countdown another node decided
+    in between (the countdown notes the room again: Store.mark_unarchived) is the
+    note's now: cleared with it, the new race was no longer noted, and a node dying in
+    it left it to run unarchived, adopted by no sweep, until its keys expired."""
+    clock = Clock()
+    dead, _race, room = await _race_over_then_killed(backend, clock, private=True)
+    sweeper = await _node(backend, clock)
+    other = await _node(backend, clock)
+    await _dead(dead, by=sweeper)
+    real = sweeper.store.settle_expiry
+    rematched: list[str] = []
+
+    async def settle_then_rematch(room_id: str, **kwargs: Any) -> None:
+        await real(room_id, **kwargs)
+        if room_id == room.room_id and kwargs.get("unlist") and not rematched:
+            rematched.append(room_id)
+            theirs = await other.room(room_id)
+            await other.decide(theirs, lambda: d.rematch(theirs.state, 1))
+            countdown = [d.countdown(other.clock(), theirs.commitment())]
+            assert await other.decide(theirs, lambda: countdown) == countdown
+            assert room_id in await other.store.unarchived_rooms()
+
+    setattr(sweeper.store, "settle_expiry", settle_then_rematch)  # noqa: B010
+    finish = sweeper._archived_last
+    finished: list[str] = []
+
+    async def archived_last(*args: Any) -> None:
+        try:
+            await finish(*args)
+        finally:
+            finished.append("done")
+
+    setattr(sweeper, "_archived_last", archived_last)  # noqa: B010
+    await _sweep(sweeper)
+    await _poll(_value(finished), bool, "the sweep never finished the room")
+    assert rematched, "the sweep never settled the room"
+    assert room.room_id in await sweeper.store.unarchived_rooms(), "the rematch's note is gone"

@@ -1902,8 +1902,17 @@ class Node:
         (:meth:`sweep_orphans`) cleared the note and nothing else: a public race stayed
         listed until its keys expired an hour later and a ``list`` read it gone, and
         every room's logs kept their day. The note goes last: while it stands, any
-        node's sweep loads the room and makes both again (idempotent)."""
+        node's sweep loads the room and makes both again (idempotent).
+
+        Cleared only if the room's stream is still where it was folded: the settle is
+        four round trips, and a rematch whose countdown another node decided in
+        between noted the room again for the new race (Store.mark_unarchived), and
+        that note was cleared here — a node dying in that race left it unarchived,
+        adopted by no sweep. Kept, it costs a later sweep a look at the room."""
+        version = room.state.version
         await self.store.settle_expiry(room.room_id, unlist=True)
+        if await self.store.version(room.room_id) != version:
+            return  # it moved on meanwhile: whatever the note is now, it stays
         await self.store.clear_unarchived(room.room_id)
 
     async def _archive(self, room: LiveRoom, archive: _Archive) -> None:
