@@ -290,3 +290,69 @@ async def test_a_sweep_archiving_a_race_keeps_the_note_of_a_rematch_begun_meanwh
     await _poll(_value(finished), bool, "the sweep never finished the room")
     assert rematched, "the sweep never settled the room"
     assert room.room_id in await sweeper.store.unarchived_rooms(), "the rematch's note is gone"
+
+
+class _ListingAnswersFirst:
+    """A create's pipeline on a Redis Cluster: each master applies its commands on
+    its own (redis-py runs a task a node), so the listing's may answer before the
+    room's. This one makes the listing's writes (``zadd``) first, then runs
+    ``between``, then the rest. Any other call goes to the real pipeline."""
+
+    def __init__(self, redis: Any, pipeline: Any, between: Any) -> None:
+        self._redis, self._pipeline, self._between = redis, pipeline, between
+        self._calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        def queue(*args: Any, **kwargs: Any) -> _ListingAnswersFirst:
+            self._calls.append((name, args, kwargs))
+            return self
+
+        return queue
+
+    async def execute(self) -> list[Any]:
+        first = [c for c in self._calls if c[0] == "zadd"]
+        for name, args, kwargs in first:
+            await getattr(self._redis, name)(*args, **kwargs)
+        if first:
+            await self._between()
+        pipe = self._pipeline(transaction=False)
+        for name, args, kwargs in self._calls:
+            if (name, args, kwargs) not in first:
+                getattr(pipe, name)(*args, **kwargs)
+        return await pipe.execute()
+
+
+async def test_a_sweep_reading_a_room_being_created_leaves_it_listed(
+    backend: Backend,
+) -> None:
+    """A sweep reads a listed room whose meta it cannot find: its keys expired (a
+    ghost: unlisted, as ``list`` does) — or its create's writes are still landing: on
+    a Cluster the listing and the meta are on other masters, written at once, and the
+    listing's may land first. A sweep there unlisted the new public room for good (a
+    later sort keeps a room unlisted): nobody could find it to join. The create now
+    writes the listing once the room's keys are written."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    sweeper = await _node(backend, clock)
+    store, redis = node.store, node.store._redis
+    real_pipeline, real_create = redis.pipeline, store.create_room
+    swept: list[str] = []
+
+    async def sweep() -> None:
+        swept.append("swept")
+        await _sweep(sweeper)
+
+    async def create_room(*args: Any, **kwargs: Any) -> None:
+        # Every pipeline of the create: a sweep right after each listing write.
+        redis.pipeline = lambda *a, **k: _ListingAnswersFirst(redis, real_pipeline, sweep)
+        try:
+            await real_create(*args, **kwargs)
+        finally:
+            redis.pipeline = real_pipeline
+
+    setattr(store, "create_room", create_room)  # noqa: B010 (a method of the instance)
+    peer = FakePeer(node)
+    assert (await peer.ask("create", variant="yukon", name="Ann")).t == "joined"
+    room = peer.room
+    assert room is not None and swept == ["swept"]
+    assert room.room_id in await store.listed_rooms(), "a room being created was unlisted"

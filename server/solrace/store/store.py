@@ -830,8 +830,9 @@ class Store:
 
         The code is claimed first with SET NX: that is the only contended step (two
         rooms drawing the same code), and losing it raises CodeTaken with nothing else
-        written. The rest touches only the new room's keys and the listing. If that
-        second step fails, the code is released on a best-effort basis. ``room_id``
+        written. Then the room's keys, and only then the listing (a listed room is
+        never one whose meta is not written yet). If either step fails, the code is
+        released on a best-effort basis. ``room_id``
         must be fresh (the caller draws it at random); it is not checked. ``quick``:
         the variant of a listed quick room, which joins that variant's quick lobbies
         (:meth:`quick_lobbies`) in the same pipeline.
@@ -847,11 +848,18 @@ class Store:
                 pipe = self._redis.pipeline(transaction=False)
                 pipe.set(rk.meta, meta, px=px)
                 pipe.set(rk.code, code, px=px)
+                await pipe.execute()
                 if listed:
+                    # Once the room's keys are written: a listed room whose meta is
+                    # gone is one whose keys expired, and is unlisted (``list``, the
+                    # orphan sweep). In one pipeline, a Cluster's masters applied
+                    # their parts at once, the listing's maybe first, and a room read
+                    # there was unlisted for good as it was being created.
+                    pipe = self._redis.pipeline(transaction=False)
                     pipe.zadd(self.keys.listed, {room_id: now_ms})
                     if quick is not None:
                         pipe.zadd(self.keys.quick(quick), {room_id: now_ms})
-                await pipe.execute()
+                    await pipe.execute()
             except BaseException:
                 with contextlib.suppress(Exception):  # best effort; the first error matters
                     await self._redis.delete(code_key)
