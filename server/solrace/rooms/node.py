@@ -1083,8 +1083,13 @@ class Node:
     async def lost_writes(self, room: LiveRoom, what: str) -> None:
         """Redis holds less than this node acknowledged or delivered: say so loudly,
         rebuild the room from what Redis has, and resynchronise every client here from
-        a fresh snapshot with a notice naming what was lost."""
+        a fresh snapshot with a notice naming what was lost. Not for a room closed
+        while this waited for its lock (no longer this node's, as :meth:`room_lost`):
+        two room checks that both read the lost room's head before either closed it
+        counted the loss twice and closed the room twice (CI under load)."""
         async with room.lock:
+            if self.rooms.get(room.room_id) is not room:
+                return
             await self._resync_locked(room, what)
 
     def client_ahead(self, room: LiveRoom, since: int) -> None:
