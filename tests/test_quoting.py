@@ -8,6 +8,7 @@ from solrace.quoting import (
     MAX_QUOTED,
     as_typed,
     file_name,
+    json_quoted,
     quoted,
     quoted_number,
     without_password,
@@ -59,3 +60,15 @@ def test_a_number_is_written_whole_unless_long() -> None:
     assert quoted_number(8765) == "8765" and quoted_number(0.5) == "0.5"
     assert quoted_number(int("9" * 41)) == f"'{'9' * 40}'… (41 characters)"
     assert quoted_number(16**4000 - 1) == "a number of 16,000 bits"  # past str()'s digits
+
+
+def test_json_quoted_is_json_with_what_is_not_printable_escaped() -> None:
+    """As JSON writes a value, but a character that is not printable (a C1 control, a
+    line separator, a direction override) as its escape, as ``repr`` escapes it: JSON's
+    quoting past ASCII left them raw in an error line."""
+    assert json_quoted(True) == "true" and json_quoted(None) == "null"
+    assert json_quoted("é\x9b[31m") == '"é\\u009b[31m"'
+    assert json_quoted(["\u2028", "\u202e"]) == '["\\u2028", "\\u202e"]'
+    assert json_quoted("\U000e0001") == '"\\udb40\\udc01"'
+    assert json_quoted("\x85" * 50) == '"' + "\\u0085" * MAX_QUOTED + '"… (50 characters)'
+    assert json_quoted({1, 2}) == "{1, 2}"  # not JSON: its repr

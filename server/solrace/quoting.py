@@ -46,15 +46,29 @@ def json_quoted(value: object) -> str:
     """``value`` as JSON writes it — ``true``, ``null``, ``"3"``, ``["7H"]`` — for a
     message about what a JSON text held (a position, a room option): Python's repr
     said ``True``, ``None``, ``'3'``. Cut as :func:`quoted` cuts; not JSON (bytes, a
-    set): its ``repr``."""
+    set): its ``repr``. A character that is not printable is escaped as JSON escapes it
+    (``"\\u0085"``), as ``repr`` did: JSON's own escaping, past ASCII, leaves the C1
+    controls (U+009B, a terminal's CSI; U+0085, a next line), U+2028 and the
+    direction overrides as they are, and a position's ``"variant"`` holding them broke
+    the error line or drove the terminal."""
     if isinstance(value, str):
-        start = json.dumps(value[:MAX_QUOTED], ensure_ascii=False)
+        start = _printable(json.dumps(value[:MAX_QUOTED], ensure_ascii=False))
         return start if len(value) <= MAX_QUOTED else _cut(start, len(value))
     try:
         shown = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
-        shown = repr(value)
-    return shown if len(shown) <= MAX_QUOTED else _cut(shown[:MAX_QUOTED], len(shown))
+        return quoted(value)
+    if len(shown) <= MAX_QUOTED:
+        return _printable(shown)
+    return _cut(_printable(shown[:MAX_QUOTED]), len(shown))
+
+
+def _printable(shown: str) -> str:
+    """JSON text with each character that is not printable written as its ``\\u``
+    escape (still the same JSON: only strings hold such characters)."""
+    if shown.isprintable():
+        return shown
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in shown)
 
 
 def quoted_number(value: int | float) -> str:

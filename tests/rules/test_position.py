@@ -291,6 +291,19 @@ def test_position_rejects_unknown_variant() -> None:
     _rejects(data, "unknown variant true (known: yukon,")
 
 
+def test_a_refused_key_or_variant_is_said_with_its_controls_escaped() -> None:
+    """JSON's quoting past ASCII leaves a C1 control (U+009B, CSI: a terminal reads
+    what follows as a command; U+0085, a next line) and U+2028 as they are: a
+    position's variant holding them drove the terminal or broke the one-line error,
+    where its ``repr`` had said ``'k\\x9b31m'``. Escaped as JSON escapes them."""
+    data = position("yukon", [["KH"]])
+    data["variant"] = "k\x9b31m\x85z"
+    _rejects(data, 'unknown variant "k\\u009b31m\\u0085z" (known: yukon,')
+    data["variant"] = "yukon"
+    data["x\u2028y"] = 1
+    _rejects(data, 'unknown keys in position: "x\\u2028y"')
+
+
 def test_position_rejects_unknown_option() -> None:
     _rejects(position("yukon", [["KH"]], options={"draw": 3}), 'variant yukon has no option "draw"')
     _rejects(position("klondike", [["KH"]], options={"draw": 2}), "option draw must be 1 or 3")
