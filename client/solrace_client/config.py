@@ -15,6 +15,7 @@ from solrace.environ import variable
 from solrace.protocol.fairness import MAX_SEED, is_salt
 from solrace.protocol.limits import MAX_NAME_LEN
 from solrace.protocol.messages import display_name
+from solrace.quoting import as_typed
 
 #: The variable naming the config directory, read as every ``SOLRACE_*`` variable is
 #: (:func:`solrace.environ.variable`: trimmed, blank as unset) — read as written,
@@ -66,10 +67,10 @@ def config_dir_problem() -> str | None:
     expands them reads ``~`` where a directory of that name was meant."""
     given = variable(ENV_CONFIG_DIR)
     if given and not os.path.isabs(given):
-        return (
-            f"the config directory {given} (${ENV_CONFIG_DIR}) is not an absolute path (a "
-            f"shell expands ~ only where it is not quoted): set ${ENV_CONFIG_DIR} to an "
-            "absolute path"
+        return (  # said as typed, a long one in part (refused before any system call)
+            f"the config directory {as_typed([given])} (${ENV_CONFIG_DIR}) is not an "
+            "absolute path (a shell expands ~ only where it is not quoted): set "
+            f"${ENV_CONFIG_DIR} to an absolute path"
         )
     path = config_dir()
     for part in (path, *path.parents):

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from solrace.quoting import quoted
 from solrace_client import config
 
 from tests.support import terminal
@@ -177,6 +178,21 @@ def test_a_relative_solrace_config_dir_is_refused_in_one_line(
     with pytest.raises(config.ConfigDirUnusable):
         config.save_name("Ann")
     assert list(tmp_path.iterdir()) == []  # no "~" made here
+
+
+def test_a_long_relative_solrace_config_dir_is_said_in_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative ``SOLRACE_CONFIG_DIR`` of 5,000 characters was said whole in its
+    refusal, one 5 KB line: no system call refused it as too long (it is refused
+    first), so it is quoted as anything typed is, at most its first characters."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", "x" * 5000)
+    problem = config.config_dir_problem()
+    assert problem is not None and len(problem) < 250
+    assert problem.startswith(
+        f"the config directory {quoted('x' * 5000)} ($SOLRACE_CONFIG_DIR) is not an absolute"
+    )
 
 
 def test_a_relative_xdg_config_home_is_ignored_as_the_spec_says(
