@@ -68,6 +68,17 @@ def test_a_whole_number_is_ascii_digits_with_a_minus_sign_or_0x(text: str) -> No
     assert str(refused.value) == f"not a whole number: {quoted(text)}"
 
 
+@pytest.mark.parametrize("text", ["١.٥", "٣", "１", "1_0.5", "1e1_0", " 2", "2 ", "+0.5"])
+def test_a_number_with_a_fraction_is_ascii_too(text: str) -> None:
+    """float() reads what int() read (Unicode digits, underscores, spaces around, a
+    plus sign): ``solrace bot --delay ١`` waited a second and
+    ``--keep-results-days ١٠`` kept ten days, where ``--limit ٣`` is refused — one
+    spelling of a number for every flag, the ASCII one."""
+    with pytest.raises(BadNumber) as refused:
+        real()(text)
+    assert str(refused.value) == f"not a number: {quoted(text)}"
+
+
 def _said(
     argv: list[str], run: Callable[[list[str]], int], capsys: pytest.CaptureFixture[str]
 ) -> str:
@@ -94,6 +105,7 @@ NOWHERE = ["--server", "ws://127.0.0.1:9"]
         ("client", ["races", "--limit", "٣"], "argument --limit: not a whole number: '٣'"),
         ("client", ["create", "--time-limit", "١٥m", *NOWHERE], "not a duration: '١٥m'"),
         ("client", ["create", "--time-limit", "1_0m", *NOWHERE], "not a duration: '1_0m'"),
+        ("client", ["bot", "--quick", "--delay", "١", *NOWHERE], "not a number: '١'"),
         (
             "bench",
             ["solver", "--deals", "١", "--variant", "none"],
@@ -127,6 +139,7 @@ def test_good_values_and_their_spellings() -> None:
     assert whole()("08") == 8  # leading zeros read as decimal
     assert whole(0, 10)("10") == 10
     assert real(0, above=True)("0.25") == 0.25
+    assert real()("-1.5e-3") == -0.0015 and real()(".5") == 0.5 and real()("2.") == 2
 
 
 def test_text_that_is_not_utf8_is_refused_with_its_bytes_shown() -> None:

@@ -267,11 +267,19 @@ def whole(
     return check
 
 
+#: A number with a fraction or an exponent as typed: ASCII digits 0-9 (``[0-9]``, not
+#: ``\d``, which is any Unicode digit), a minus sign before, as :func:`whole_number`.
+_REAL: Final = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
 def real(
     lo: float | None = None, hi: float | None = None, *, above: bool = False, unit: str = ""
 ) -> Callable[[str], float]:
     """An argparse type: a finite number from ``lo`` (exclusive with ``above``) to
-    ``hi``; ``unit`` (e.g. ``" s"``) follows the bounds and the value in messages."""
+    ``hi``; ``unit`` (e.g. ``" s"``) follows the bounds and the value in messages.
+    Spelt in ASCII (:data:`_REAL`) as a whole number is: ``float()`` reads what
+    ``int()`` read — any Unicode digit (``--delay ١`` waited a second), underscores,
+    spaces around, a plus sign."""
 
     def check(text: str) -> float:
         try:
@@ -280,6 +288,8 @@ def real(
             raise BadNumber(f"not a number: {quoted(text)}") from None
         if not math.isfinite(value):
             raise BadNumber(f"not a finite number: {quoted(text)}")
+        if not _REAL.fullmatch(text):
+            raise BadNumber(f"not a number: {quoted(text)}")
         _checked(value, lo, hi, above, unit)
         return value
 
