@@ -426,14 +426,16 @@ def out_again(state: RoomState, back: Mapping[int, str]) -> list[Event]:
     counted by fair spectating, so it may know cards of its deal it never turned up.
     One decision a tick, as the others: a racer who had left leaves again; any other
     resigns (a stuck racer's board, rewound, may have moves again: only a status that
-    closes its log keeps them out). In the countdown, where nobody resigns, it leaves."""
-    for racer, how in back.items():
-        member = _member(state, racer)
-        if state.phase == Phase.RACING and how in (RacerStatus.RESIGNED, RacerStatus.STUCK):
-            return [_status(member, RacerStatus.RESIGNED)]
-        reason = LeaveReason.GRACE if how == LeaveReason.GRACE else LeaveReason.LEFT
-        return leave(state, racer, reason)
-    return []
+    closes its log keeps them out). In the countdown, where nobody resigns, it leaves.
+    The first of ``back`` only: the next tick takes the next."""
+    if not back:
+        return []
+    racer, how = next(iter(back.items()))
+    member = _member(state, racer)
+    if state.phase == Phase.RACING and how in (RacerStatus.RESIGNED, RacerStatus.STUCK):
+        return [_status(member, RacerStatus.RESIGNED)]
+    reason = LeaveReason.GRACE if how == LeaveReason.GRACE else LeaveReason.LEFT
+    return leave(state, racer, reason)
 
 
 def race_over(
