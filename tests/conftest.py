@@ -3,12 +3,13 @@ tests/support/redis.py), how many workers ``-n auto`` starts, and the leak guard
 test that leaves keys of its prefix in the shared Redis fails: tests/support/leaks.py).
 
 The suite runs in parallel (pytest-xdist, ``-n auto`` in pyproject.toml): most tests
-wait on sockets, timers and child processes, not on the CPU. Two workers per core.
+wait on sockets, timers and child processes, not on the CPU. Three workers per core.
 With one per core the suite kept a 2-core machine 40 % busy (956 s of CPU in 1,176 s,
-19 min 36 s) and CI took 27 min; with three workers on two cores a full run took
-16 min 43 s with the machine 59 % busy (1,175 s of CPU), CI 17 min 56 s, near its
-20-minute limit; with four, 14 min 48 s, all 5,379 passing, while another engineer's
-tests ran beside it (2026-12-06). Four were once set aside for the chaos test, which
+19 min 36 s) and CI took 27 min. With two per core a full run took 13 min 05 s on a
+quiet machine (1,070 s of CPU: 68 % busy) but CI, on a busier one, 19 min 21 s — a
+breath from its 20-minute limit (2026-12-07). With three per core the same suite took
+11 min 08 s, 86 % busy (1,145 s of CPU), all 5,669 passing: past that the CPU, not
+the waiting, bounds it. Four workers were once set aside for the chaos test, which
 alone loads both cores with three nodes and thirty bots: one CI run saw three racers
 of the surviving nodes drop their connections. It was not seen again in 16 runs
 under every load tried since (busy loops, CPU caps down to a quarter of a core,
@@ -31,7 +32,7 @@ from tests.support.redis import private_redis  # noqa: F401  (fixture)
 
 #: Workers per core for ``-n auto`` (rounded down, at least one), and the most workers
 #: it starts on any machine.
-WORKERS_PER_CORE = 2
+WORKERS_PER_CORE = 3
 MAX_WORKERS = 8
 
 
