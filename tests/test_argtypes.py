@@ -43,6 +43,10 @@ from solrace.quoting import quoted
         # `solrace bot --delay 1e300`)
         (whole(2, 8), "9" * 4000, f"must be 2 to 8, got '{'9' * 40}'… (4,000 characters)"),
         (real(0, 60), "1e300", "must be 0 to 60, got 1e+300"),
+        # every digit that tells the value from the bound (``:g`` said "got 2": six
+        # significant digits)
+        (real(0, 2), "2.0000001", "must be 0 to 2, got 2.0000001"),
+        (real(0.1234567, 9), "0.1234566", "must be 0.1234567 to 9, got 0.1234566"),
         (whole(2, 8), "0x" + "f" * 4000, "must be 2 to 8, got a number of 16,000 bits"),
     ],
 )

@@ -190,13 +190,15 @@ _WRITTEN_OUT: Final = 1e16
 
 
 def _num(value: float | None) -> str:
-    """A bound or a value as people write it: 1000000, not 1e+06 (``:g``); 0.5 stays
-    0.5; a long one cut (:func:`~solrace.quoting.quoted_number`)."""
+    """A bound or a value as people write it: 1000000, not 1e+06; 0.5 stays 0.5; a
+    long one cut (:func:`~solrace.quoting.quoted_number`). Otherwise every digit that
+    tells it from its neighbours (``repr``): ``:g`` kept six, and a value just past
+    its bound read as the bound — "must be 0 to 2, got 2" for 2.0000001."""
     if isinstance(value, int):
         return quoted_number(value)
     if value is not None and float(value).is_integer() and abs(value) < _WRITTEN_OUT:
         return str(int(value))
-    return f"{value:g}"
+    return repr(float(value)) if value is not None else "none"
 
 
 def _bounds(lo: float | None, hi: float | None, above: bool, unit: str) -> str:
