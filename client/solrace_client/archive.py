@@ -16,9 +16,10 @@ from dataclasses import replace
 from typing import Any, Final
 
 from solrace.protocol.fairness import RACE_ID
+from solrace.quoting import json_quoted
 
 from .connection import RaceClient, first_answer
-from .results import SavedResult, short_json
+from .results import SavedResult
 
 #: Differences named in one report: the first few say enough.
 MAX_DIFFERENCES: Final = 3
@@ -102,4 +103,4 @@ def _diff(where: str, mine: Any, theirs: Any) -> Iterator[str]:
     elif isinstance(mine, list) and isinstance(theirs, list):
         yield f"{where}: {len(mine)} entries here, {len(theirs)} on the server"
     elif mine != theirs:
-        yield f"{where}: {short_json(mine)} here, {short_json(theirs)} on the server"
+        yield f"{where}: {json_quoted(mine)} here, {json_quoted(theirs)} on the server"

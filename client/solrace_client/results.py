@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from solrace import protocol
 from solrace.protocol.limits import MAX_MOVE_LEN, MAX_TIME_LIMIT_S, MIN_TIME_LIMIT_S
-from solrace.quoting import quoted
+from solrace.quoting import json_quoted, quoted
 from solrace.rules import VARIANTS
 from solrace.rules.options import OPTION_NAMES, is_of_kind, option_kind
 
@@ -242,7 +242,7 @@ def _malformed(
     for i, standing in enumerate(standings):
         where = f"result.standings[{i}]"
         if not isinstance(standing, Mapping):
-            return f"{where} is {short_json(standing)}, not a racer's standing"
+            return f"{where} is {json_quoted(standing)}, not a racer's standing"
         if not _whole(standing.get("racer")):
             return f"{where}.racer {_is(standing, 'racer')}, not a racer id"
         if not isinstance(standing.get("name"), str):
@@ -296,13 +296,7 @@ def _whole_or_none(value: Any) -> bool:
 
 def _is(obj: Mapping[str, Any], key: str) -> str:
     """``is missing``, or ``is <the value as in the file>``, for a message."""
-    return f"is {short_json(obj[key])}" if key in obj else "is missing"
-
-
-def short_json(value: Any, limit: int = 40) -> str:
-    """``value`` as JSON writes it, cut to fit in a one-line message."""
-    text = json.dumps(value, ensure_ascii=False, default=repr)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return f"is {json_quoted(obj[key])}" if key in obj else "is missing"
 
 
 def finished_race(

@@ -180,8 +180,16 @@ def test_differences_name_each_departure_and_stop_after_three() -> None:
     other = "f" * 64
     said = differences(_saved(synthetic_result(), published_commitment=other), archived)
     theirs = archived.result["commitment"]
+    # each cut as quoting.json_quoted cuts, saying how long it was
     assert said == [
-        f'the commitment seen at the countdown: "{other[:38]}… here, "{theirs[:38]}… on the server'
+        f'the commitment seen at the countdown: "{other[:40]}"… (64 characters) here, '
+        f'"{theirs[:40]}"… (64 characters) on the server'
+    ]
+    # A hostile server's value reaches the line escaped, not as a terminal's control.
+    renamed = synthetic_result()
+    renamed["standings"][0]["name"] = "\x1b[2J\u202e"
+    assert differences(_saved(synthetic_result()), _saved(renamed)) == [
+        'result.standings[0].name: "Ann" here, "\\u001b[2J\\u202e" on the server'
     ]
 
 

@@ -196,3 +196,24 @@ def test_a_fetched_copy_of_an_older_race_is_not_the_rooms_proof(synthetic_race: 
         )
     )
     assert last_revealed(room="r_synthetic") == {"seed": live["seed"], "salt": live["salt"]}
+
+
+@pytest.mark.parametrize("hostile", ["\x1b[2J", "\u202e", "\x9b31m", "a\u2028b"])
+def test_a_hostile_value_in_a_files_error_line_is_escaped(tmp_path: Path, hostile: str) -> None:
+    """A race file (hostile, or written from a hostile server's reply) whose value is
+    quoted in the one-line error: a control character or a direction override reached
+    the terminal as it was (``short_json`` wrote it with ``ensure_ascii=False``). It is
+    written escaped, as every other JSON value an error quotes (quoting.json_quoted)."""
+    data = {
+        "room": "r_x",
+        "settings": {**YUKON, "variant": hostile},
+        "result": synthetic_result(),
+    }
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        load_result(path)
+    said = str(refused.value)
+    assert "settings.variant is " in said, said
+    assert said.isprintable(), said
+    assert json.dumps(hostile)[1:-1] in said, said  # its JSON escape, readable
