@@ -23,6 +23,7 @@ import json
 import random
 from dataclasses import dataclass
 
+from solrace.argtypes import whole
 from solrace.race import RacerGame
 from solrace.rooms.spectators import _face_up, _mask
 from solrace.rules import view
@@ -108,7 +109,8 @@ def race(mover: list[State], viewer: list[State]) -> list[tuple[bool, int, int]]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", nargs=2, type=int, default=(0, 120), metavar=("FIRST", "END"))
+    seed = whole(0)  # solrace.argtypes: one clear line for a bad number (not "invalid int")
+    parser.add_argument("--seeds", nargs=2, type=seed, default=(0, 120), metavar=("FIRST", "END"))
     args = parser.parse_args()
     pairings = {
         "cert→greedy": ("cert", "g1"),

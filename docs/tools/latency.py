@@ -30,6 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # tests.support
 
+from solrace.argtypes import real, whole  # noqa: E402
 from solrace.race.fairness import round_seed  # noqa: E402
 from solrace.rooms.certify import try_candidate  # noqa: E402
 from solrace.rooms.records import RoomMeta  # noqa: E402
@@ -163,11 +164,14 @@ async def _race(args: argparse.Namespace, store: Store, url: str, link: FlakyLin
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("rtt_ms", type=int, nargs="+", help="round trips to measure, ms")
+    # solrace.argtypes: one clear line for a bad number, as every solrace command says it
+    parser.add_argument("rtt_ms", type=whole(0), nargs="+", help="round trips to measure, ms")
     parser.add_argument("--redis-url", required=True, help="a Redis the server may use")
-    parser.add_argument("--think", type=float, default=0.3, help="seconds a move (0.3)")
-    parser.add_argument("--server-port", type=int, default=0, help="(0: any free port)")
-    parser.add_argument("--proxy-port", type=int, default=0, help="(0: any free port)")
+    parser.add_argument(
+        "--think", type=real(0, unit=" s"), default=0.3, help="seconds a move (0.3)"
+    )
+    parser.add_argument("--server-port", type=whole(0, 65535), default=0, help="(0: any free port)")
+    parser.add_argument("--proxy-port", type=whole(0, 65535), default=0, help="(0: any free port)")
     args = parser.parse_args()
     for rtt in args.rtt_ms:
         print(f"RTT {rtt:>3} ms  {await race(args, rtt)}", flush=True)

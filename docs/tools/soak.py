@@ -420,14 +420,18 @@ async def drive(args: argparse.Namespace) -> None:
 def main() -> None:
     if sys.argv[1:2] == ["--node"]:
         sys.exit(run_node(sys.argv[2:]))
+    from solrace.argtypes import real, whole
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--port", type=int, default=8799)
-    parser.add_argument("--phases", type=int, default=4)
-    parser.add_argument("--per-phase", type=int, default=500)
-    parser.add_argument("--parallel", type=int, default=12)
-    parser.add_argument("--settle", type=float, default=45.0)
-    parser.add_argument("--idle-room-s", type=float, default=None)
+    # solrace.argtypes, as every solrace command reads a number: one clear line for a
+    # bad one (``type=int`` said "invalid int value"; --phases 0 or --idle-room-s -1 ran).
+    parser.add_argument("--port", type=whole(1, 65535), default=8799)
+    parser.add_argument("--phases", type=whole(1), default=4)
+    parser.add_argument("--per-phase", type=whole(1), default=500)
+    parser.add_argument("--parallel", type=whole(1), default=12)
+    parser.add_argument("--settle", type=real(0, unit=" s"), default=45.0)
+    parser.add_argument("--idle-room-s", type=real(0, unit=" s"), default=None)
     parser.add_argument("--out", default="soak.jsonl")
     asyncio.run(drive(parser.parse_args()))
 
