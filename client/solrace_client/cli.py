@@ -911,13 +911,18 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_races(args: argparse.Namespace) -> int:
-    from .results import list_results, results_dir
+    from .results import read_results, results_dir
 
-    found = list_results()
+    found, unreadable = read_results()
+    # A file that cannot be read, one line each (its path, and why), and status 2:
+    # left out without a word, the race it held seemed never saved.
+    status = EXIT_FAILED if unreadable else 0
+    for why in unreadable:
+        _fail(f"{printable(why)}, left out")
     out = _out()
     if not found:
         out.print(f"no saved races in {results_dir()}")
-        return 0
+        return status
     out.print(f"saved races ({results_dir()})")  # a path: on one line, not in the table
     columns = ("race", "code", "variant", "reason", "winner", "racers")
     rows = []
@@ -936,7 +941,7 @@ def cmd_races(args: argparse.Namespace) -> int:
         table.add_row(*map(_cell, row))
     if fits(table, out):
         out.print(table)
-        return 0
+        return status
     # Too narrow for the table (a newcomer audit: "c… v… …" at 50 columns): a race id
     # to copy on a line of its own, what it was beside it.
     for race, code, variant, reason, winner, racers in rows:
@@ -948,7 +953,7 @@ def cmd_races(args: argparse.Namespace) -> int:
                 )
             )
         )
-    return 0
+    return status
 
 
 # ------------------------------------------------------------ the parser

@@ -483,11 +483,20 @@ def last_revealed(*, room: str | None = None, code: str | None = None) -> dict[s
 
 
 def list_results() -> list[SavedResult]:
-    """Every readable saved race, newest first."""
+    """Every readable saved race, newest first (what a resume's proof is looked for
+    in: a file that cannot be read proves nothing)."""
+    return read_results()[0]
+
+
+def read_results() -> tuple[list[SavedResult], list[str]]:
+    """Every readable saved race, newest first, and for each file that cannot be read
+    why, naming it (``solrace races`` says so: left out in silence, a race cut short by
+    a full disk seemed never saved)."""
     found: list[SavedResult] = []
-    for path in _files():
+    unreadable: list[str] = []
+    for path in sorted(_files()):
         try:
             found.append(_read(path))
-        except ValueError:
-            continue
-    return sorted(found, key=lambda s: s.saved_at_ms or 0, reverse=True)
+        except ValueError as exc:
+            unreadable.append(str(exc))
+    return sorted(found, key=lambda s: s.saved_at_ms or 0, reverse=True), unreadable

@@ -34,6 +34,7 @@ from solrace_client.cli import (
     rooms_view,
     standings_table,
 )
+from solrace_client.errors import EXIT_FAILED
 
 from tests.net.conftest import Cluster
 from tests.support import terminal
@@ -593,6 +594,24 @@ def test_races_lists_saved_races(synthetic_race: Path, capsys: pytest.CaptureFix
     assert main(["races"]) == 0
     out = capsys.readouterr().out
     assert "r_synthetic" in out and "SYN123" in out and "Ann" in out
+
+
+def test_races_names_an_unreadable_file_in_one_line(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A corrupt saved race (cut short by a full disk, edited by hand) was left out of
+    ``solrace races`` without a word, status 0: its race seemed never saved. It is
+    named on one line of its own (its path and what is wrong, as ``verify`` says it),
+    the readable races still listed, and the status says a file could not be read."""
+    broken = synthetic_race.with_name("r_broken.00000000.json")
+    broken.write_text('{"room": "r_broken", "settings": ', encoding="utf-8")
+    assert main(["races"]) == EXIT_FAILED == 2
+    captured = capsys.readouterr()
+    assert "r_synthetic" in captured.out and "r_broken" not in captured.out
+    assert captured.err.splitlines() == [
+        f"solrace: {broken}: not a race result (a race result is JSON; line 1: "
+        "Expecting value), left out"
+    ]
 
 
 def test_races_on_a_narrow_terminal_lose_nothing(
