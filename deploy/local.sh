@@ -17,8 +17,9 @@
 #
 # Needs redis-server and nginx; nginx is installed with apt-get when missing (as root,
 # or with sudo). Exit status: 0 the race ended and verified, 1 otherwise, 2 a bad
-# argument (said in one line before anything starts), 130 interrupted (Ctrl-C), 143
-# terminated (SIGTERM) — everything it started stopped and removed first.
+# argument (said in one line before anything starts; --nodes or --venv given twice is
+# one), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM) — everything it started
+# stopped and removed first.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -33,11 +34,16 @@ value_of() {  # value_of FLAG ARGS...: the flag's value, or one line and status 
     [ $# -ge 2 ] || { echo "local.sh: $1 needs a value (see --help)" >&2; exit 2; }
     printf '%s' "$2"
 }
+given=" "  # the flags with a value given so far: a second one is refused
+once() {  # once FLAG: one line and status 2 if FLAG was given already (which one was meant?)
+    case "$given" in *" $1 "*) echo "local.sh: $1 given twice: give it once (see --help)" >&2; exit 2 ;; esac
+    given="$given$1 "
+}
 while [ $# -gt 0 ]; do
     case "$1" in
-        --nodes) nodes="$(value_of "$@")" || exit 2; nodes_from=--nodes; shift 2 ;;
+        --nodes) once --nodes; nodes="$(value_of "$@")" || exit 2; nodes_from=--nodes; shift 2 ;;
         --cluster) cluster=1; shift ;;
-        --venv) venv="$(value_of "$@")" || exit 2; shift 2
+        --venv) once --venv; venv="$(value_of "$@")" || exit 2; shift 2
             # empty (an unset variable's ''): "$venv/bin" would be /bin
             [ -n "$venv" ] || { echo "local.sh: --venv needs a directory, not an empty value (see --help)" >&2; exit 2; } ;;
         --keep-running) keep=1; shift ;;

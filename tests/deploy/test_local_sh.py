@@ -123,6 +123,26 @@ def test_a_missing_or_unusable_value_is_one_line_and_status_2(args: list[str], s
     assert (done.returncode, done.stdout, done.stderr) == (2, "", says)
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        # a venv that is not there: before the refusal, the script stopped at it, and
+        # no test of this can start a stack whatever the script does with the flags
+        ["--venv", "/nonexistent-venv", "--nodes", "2", "--nodes", "5"],
+        ["--nodes", "2", "--venv", "/nonexistent-venv", "--nodes", "2"],
+        ["--venv", "/nonexistent-venv", "--venv", "/nonexistent-other"],
+    ],
+)
+def test_a_flag_given_twice_is_refused_in_one_line(args: list[str]) -> None:
+    """``--nodes 2 --nodes 5`` started five nodes without a word: which one was meant
+    is not known (a line edited, an alias with its own ``--nodes``). Refused as every
+    other bad argument is, one line and status 2, before anything starts."""
+    flag = next(a for a in args if args.count(a) > 1 and a.startswith("--"))
+    done = _run(*args)
+    says = f"local.sh: {flag} given twice: give it once (see --help)\n"
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", says)
+
+
 def test_help_names_every_exit_status() -> None:
     """The help said ``0 the race ended and verified, 1 otherwise``: a bad argument is
     2, and Ctrl-C and SIGTERM end it with 130 and 143 (its traps)."""
