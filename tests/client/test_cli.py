@@ -1015,7 +1015,8 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     # int()'s digit limit in the engine) or a 5,000-character line.
     "elapsed time beyond 64 bits": (
         lambda d: d["result"]["standings"][0].update(elapsed_ms=10**400),
-        f"result.standings[0].elapsed_ms is 1{'0' * 38}…, not a whole number (64 bits at most)",
+        f"result.standings[0].elapsed_ms is 1{'0' * 39}… (401 characters), not a whole number"
+        " (64 bits at most)",
     ),
     "a move time beyond 64 bits": (
         lambda d: d["result"]["standings"][1]["times"].__setitem__(-1, -(10**400)),
@@ -1061,7 +1062,7 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     ),
     "deal's moves not a number": (
         lambda d: d.update(deal={"certified": True, "moves": "many", "difficulty": None}),
-        'deal is {"certified": true, "moves": "many", "d…, not a deal (certified, moves, ',
+        'deal is {"certified": true, "moves": "many", "di… (56 characters), not a deal',
     ),
     "saved_at_ms not a number": (
         lambda d: d.update(saved_at_ms="yesterday"),
