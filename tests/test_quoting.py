@@ -72,3 +72,14 @@ def test_json_quoted_is_json_with_what_is_not_printable_escaped() -> None:
     assert json_quoted("\U000e0001") == '"\\udb40\\udc01"'
     assert json_quoted("\x85" * 50) == '"' + "\\u0085" * MAX_QUOTED + '"… (50 characters)'
     assert json_quoted({1, 2}) == "{1, 2}"  # not JSON: its repr
+
+
+def test_json_quoted_says_a_value_nested_too_deeply_in_one_line() -> None:
+    """A race file's value nested deeper than the recursion limit lets in (json.loads
+    takes a few levels more than json.dumps can write again, deeper in the stack):
+    its fallback, ``repr``, recursed as deeply, and ``solrace races``, ``resume`` or
+    ``verify`` ended in a RecursionError traceback instead of the file's one line."""
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert json_quoted(deep) == "a value nested too deeply to show"

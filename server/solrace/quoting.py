@@ -56,7 +56,11 @@ def json_quoted(value: object) -> str:
         return start if len(value) <= MAX_QUOTED else _cut(start, len(value))
     try:
         shown = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
+    except RecursionError:
+        # Nested past the recursion limit (a race file's value: json.loads took it a
+        # few frames higher up): ``repr`` recursed as deeply, a traceback.
+        return "a value nested too deeply to show"
+    except (TypeError, ValueError):
         return quoted(value)
     if len(shown) <= MAX_QUOTED:
         return _printable(shown)
