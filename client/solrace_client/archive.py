@@ -96,7 +96,10 @@ def _plain(value: Any) -> Any:
 def _diff(where: str, mine: Any, theirs: Any) -> Iterator[str]:
     if isinstance(mine, Mapping) and isinstance(theirs, Mapping):
         for key in sorted(set(mine) | set(theirs)):
-            yield from _diff(f"{where}.{key}", mine.get(key), theirs.get(key))
+            # a key from the file or the server: as JSON writes it, escaped, where it
+            # holds what a terminal acts on (U+202E; printable() takes only controls)
+            name = key if key.isprintable() else json_quoted(key)
+            yield from _diff(f"{where}.{name}", mine.get(key), theirs.get(key))
     elif isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
         for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
             yield from _diff(f"{where}[{i}]", a, b)

@@ -191,6 +191,14 @@ def test_differences_name_each_departure_and_stop_after_three() -> None:
     assert differences(_saved(synthetic_result()), _saved(renamed)) == [
         'result.standings[0].name: "Ann" here, "\\u001b[2J\\u202e" on the server'
     ]
+    # A hostile server's key too: it names where the two depart (``result.KEY``), and
+    # a direction override or a line separator in it reached the terminal as it was
+    # (printable() replaces only C0 and C1 controls).
+    keyed = synthetic_result()
+    keyed["\u202edlrow"] = 1
+    assert differences(_saved(synthetic_result()), _saved(keyed)) == [
+        'result."\\u202edlrow": null here, 1 on the server'
+    ]
 
 
 @pytest.mark.parametrize(
