@@ -184,8 +184,9 @@ class BadNumber(argparse.ArgumentTypeError, ValueError):
     """A number flag's value that is not a number, or not in its range."""
 
 
-#: The largest whole float written out in digits (1000000, not 1e+06); past it ``:g``
-#: (1e+300: written out, 301 digits of which the last 284 were float noise).
+#: Whole floats below this are written out in digits (1000000, not 1e+06); from it on
+#: as ``repr`` writes them (1e+300: written out, 301 digits of which the last 284 were
+#: float noise).
 _WRITTEN_OUT: Final = 1e16
 
 

@@ -15,3 +15,19 @@ def test_ordinary_text_and_non_strings_pass_as_text() -> None:
     assert printable("Ann ◀ [/]x") == "Ann ◀ [/]x"  # markup is the caller's to keep literal
     assert printable(42) == "42"
     assert printable(None) == "None"
+
+
+def test_invisible_formatting_and_line_separators_become_question_marks() -> None:
+    # What the server refuses in a name (protocol.messages.display_name), a hostile
+    # server or an edited file may still send: a direction override reorders the rest of
+    # the line (Ann's name read as Bob's), U+2028/U+2029 break it in some terminals.
+    assert printable("Ann\u202eboB") == "Ann?boB"
+    assert printable("a\u2028b\u2029c\u200bd\ufeffe") == "a?b?c?d?e"
+    assert printable("\U000e0001tag\ue000") == "?tag?"  # a tag and a private-use character
+
+
+def test_emoji_sequences_and_spaces_of_other_scripts_stay() -> None:
+    # A zero-width joiner binds an emoji sequence (the server lets it in a name); a
+    # no-break or ideographic space is a space.
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert printable(f"{family} a\u00a0b\u3000c é") == f"{family} a\u00a0b\u3000c é"
