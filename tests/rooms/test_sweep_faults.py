@@ -14,17 +14,25 @@ applied twice: the room's events stay as the dead node left them.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import logging
+from typing import Any, cast
 
 import pytest
 from solrace.protocol import race_id
 from solrace.protocol.views import EventType
 from solrace.race import decisions as d
-from solrace.rooms.node import EMPTY_ROOM_TTL_S, FINISHED_ROOM_TTL_S, ROOM_TTL_S, Node
+from solrace.rooms.node import (
+    EMPTY_ROOM_TTL_S,
+    FINISHED_ROOM_TTL_S,
+    ROOM_TTL_S,
+    SWEEP_OUTAGE_ROOMS,
+    Node,
+    _SweepFailures,
+)
 from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
 from solrace.store._lua import EXPIRE_CODE, SETTLE_EXPIRY, LuaScript
-from solrace.store.errors import StoreUnavailable
+from solrace.store.errors import StoreClosed, StoreUnavailable
 
 from tests.store.conftest import delete_room_keys, room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
@@ -214,16 +222,16 @@ async def test_a_race_whose_node_died_right_after_its_race_over_is_settled_by_th
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-@pytest.mark.parametrize("call", ["unlist", "clear_unarchived"])
+@pytest.mark.parametrize("call", ["unlist", "version", "clear_unarchived"])
 async def test_a_sweep_settling_a_dead_nodes_race_over_cut_leaves_its_note_for_the_next(
     backend: Backend, call: str, fault: str
 ) -> None:
     """The sweep that finishes a race whose node died right after its race_over makes
-    the race_over's writes — the room settled (its last write the unlisting), then the
-    note cleared — and a fault cuts it at one of them. The note stands until both are
-    made, so the next sweep (the same node's once Redis answers, or another's once this
-    one's lease is gone) finishes the room: unlisted, its logs on the hour, the note
-    cleared, the one race_over and its one result as they were."""
+    the race_over's writes — the room settled (its last write the unlisting), then its
+    version read, then the note cleared — and a fault cuts it at one of them. The note
+    stands until all are made, so the next sweep (the same node's once Redis answers,
+    or another's once this one's lease is gone) finishes the room: unlisted, its logs
+    on the hour, the note cleared, the one race_over and its one result as they were."""
     clock = Clock()
     dead, race, room = await _race_over_then_killed(backend, clock, private=False)
     sweeper = await _node(backend, clock)
@@ -356,3 +364,104 @@ async def test_a_sweep_reading_a_room_being_created_leaves_it_listed(
     room = peer.room
     assert room is not None and swept == ["swept"]
     assert room.room_id in await store.listed_rooms(), "a room being created was unlisted"
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_a_race_its_own_node_archives_cut_between_its_settle_and_its_note_is_finished(
+    backend: Backend, fault: str
+) -> None:
+    """The node that ends a public race fails to clear its note at once (Redis fails
+    that write): its archive task makes the race_over's writes again
+    (Node._archived_last) — the room settled (unlisted, its logs on the hour), its
+    version read, the note cleared — and a fault cuts it at that read, after the
+    settle, before the clear. Redis failing: the task retries and clears the note. The
+    node dying: the note stands, and the next node's sweep clears it. Either way the
+    room ends unlisted, its logs on the hour, its note gone — none left for ever."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    race = await _race_on(node, node)
+    room = race.ann.room
+    assert room is not None
+    first = _cut(node, "clear_unarchived", "redis fails")  # hands it to the archive task
+    cut = _cut(node, "version", fault)
+    assert (await race.ann.ask("resign")).t == "ok"
+    with contextlib.suppress(Crashed):
+        await race.bob.ask("resign")
+    await _poll(_value(cut), bool, "the archive never read the room's version")
+    assert first
+    finisher = node
+    if fault == "node dies":
+        finisher = await _node(backend, clock)
+        await _dead(node, by=finisher)
+        assert room.room_id in await finisher.store.unarchived_rooms()
+        assert room.room_id not in await finisher.store.listed_rooms()  # settled first
+        await _sweep(finisher)
+    await _poll(finisher.store.unarchived_rooms, lambda ids: room.room_id not in ids, "the note")
+    assert room.room_id not in await finisher.store.listed_rooms()
+    ttls = await _ttls(finisher, room)
+    ttls.pop(finisher.store.keys.code(room.meta.code))
+    assert _all_between(ttls, 0, FINISHED_ROOM_TTL_S), ttls
+    kept = unpack(await archived_result(finisher.store, race_id(room.room_id, race.commitment)))
+    assert kept["result"]["commitment"] == race.commitment
+
+
+@pytest.mark.parametrize("fault", ["redis fails", "a defect"])
+async def test_a_room_the_sweep_cannot_read_does_not_stop_it_for_the_others(
+    backend: Backend, fault: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two ghost lobbies, their nodes dead: the sweep's read of the first it comes to
+    fails — Redis failing for that room alone (a Cluster master down), or a defect in
+    it. The sweep goes on past it: the other lobby is finished by this sweep, not left
+    listed behind a room that may fail every minute; the failure is said once, as a
+    warning, and the next sweep finishes the first."""
+    clock = Clock()
+    ghosts = [await _ghost_lobby(backend, clock, name) for name in ("Bob", "Cy")]
+    sweeper = await _node(backend, clock)
+    for dead in backend.nodes[:2]:
+        await _dead(dead, by=sweeper)
+    real = sweeper.store.room_nodes
+    failed: list[str] = []
+
+    async def failing(room_id: str) -> Any:
+        if not failed:
+            failed.append(room_id)
+            if fault == "redis fails":
+                raise StoreUnavailable("room_nodes: Redis is down (injected)")
+            raise RuntimeError("a defect (injected)")
+        return await real(room_id)
+
+    setattr(sweeper.store, "room_nodes", failing)  # noqa: B010 (a method of the instance)
+    with caplog.at_level(logging.WARNING, logger="solrace"):
+        await _sweep(sweeper)
+    assert failed, "no room was read"
+    listed = await sweeper.store.listed_rooms()
+    assert listed == failed, f"listed after the sweep: {listed}, failed: {failed}"
+    warned = [r for r in caplog.records if failed[0] in str(getattr(r, "room", ""))]
+    assert [r.levelname for r in warned] == ["WARNING"], warned
+    await _sweep(sweeper)
+    assert not set(await sweeper.store.listed_rooms()) & {g.room_id for g in ghosts}
+
+
+async def test_a_sweep_passes_over_rooms_redis_fails_but_stops_at_an_outage() -> None:
+    """A room Redis fails is passed over (0 adopted), the count of such rooms in a row
+    starting again at one that answers; SWEEP_OUTAGE_ROOMS in a row are Redis down, and
+    stop the sweep rather than wait for every room's timeout in turn; a closed store
+    stops it at once."""
+
+    async def fails(error: StoreUnavailable) -> int:
+        raise error
+
+    async def adopts() -> int:
+        return 1
+
+    down = StoreUnavailable("Redis is down (injected)")
+    passing = _SweepFailures(cast(Node, None))  # no defect: the node is not asked
+    for _ in range(SWEEP_OUTAGE_ROOMS - 1):
+        assert await passing.over("r_down", fails(down)) == 0
+    assert await passing.over("r_up", adopts()) == 1
+    for _ in range(SWEEP_OUTAGE_ROOMS - 1):
+        assert await passing.over("r_down", fails(down)) == 0
+    with pytest.raises(StoreUnavailable):
+        await passing.over("r_down", fails(down))
+    with pytest.raises(StoreClosed):
+        await _SweepFailures(cast(Node, None)).over("r_closed", fails(StoreClosed()))

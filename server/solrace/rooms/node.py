@@ -101,6 +101,9 @@ RETRY_MAX_S = 2.0
 #: How often a node looks for rooms no live node looks after (Node.sweep_orphans): at
 #: its start, once its predecessor's lease has lapsed, then this often.
 ORPHAN_SWEEP_S = 60.0
+#: A sweep (Node.sweep_orphans) passes over a room it cannot finish, but this many
+#: rooms in a row failed by Redis are Redis down, not a room's trouble: it stops there.
+SWEEP_OUTAGE_ROOMS = 3
 #: The longest a drained node's hand-off note (Node.hand_off) is kept when nothing takes
 #: its rooms up; taken up, the note goes at once (Node.sweep_orphans). It is read only
 #: by the first sweep after the node's lease is gone: another live node's within
@@ -283,6 +286,43 @@ class _Archive(NamedTuple):
 
     race: str
     record: dict[str, Any]
+
+
+class _SweepFailures:
+    """How a sweep (Node.sweep_orphans) goes on past a room it cannot finish: Redis
+    failing for that room alone (a Cluster master down), or a defect in it. Raised out
+    of the sweep, one such room — the first of the listing, read first every time —
+    stopped every sweep before the rooms after it, which no node finished while it
+    failed: each passed-over room is said once a sweep, as a warning (a defect with its
+    traceback), and waits for the next sweep. Not an outage: SWEEP_OUTAGE_ROOMS rooms
+    in a row failed by Redis stop the sweep (raised: the node's loop says the store is
+    down), rather than wait for each room's timeout in turn; nor a closed store."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        self._in_a_row = 0
+
+    async def over(self, room_id: str, work: Awaitable[int]) -> int:
+        """``work``'s answer (the rooms it adopted), or 0 if it failed."""
+        try:
+            done = await work
+        except StoreClosed:
+            raise
+        except StoreUnavailable as exc:
+            self._in_a_row += 1
+            if self._in_a_row >= SWEEP_OUTAGE_ROOMS:
+                raise
+            log.warning(_PASSED_OVER, extra={"room": room_id, "error": str(exc)})
+            return 0
+        except Exception as exc:
+            log.warning(_PASSED_OVER, extra={"room": room_id, "error": repr(exc)}, exc_info=exc)
+            self._node.metrics.defects.labels(Defect.WATCH).inc()
+            return 0
+        self._in_a_row = 0
+        return done
+
+
+_PASSED_OVER = "the orphan sweep passed over a room it could not finish"
 
 
 class Node:
@@ -862,54 +902,15 @@ class Node:
         grace ends instead of sitting in the list, ready to be joined, for a day; one
         everyone left, its node dead before it was unlisted, is unlisted, its code and
         logs given the room's expiry."""
+        passing = _SweepFailures(self)
         adopted = 0
         for room_id in await self.store.unarchived_rooms():
-            try:
-                room = await self._orphan(room_id)
-            except BadMessage as exc:
-                if exc.code == ErrorCode.UNKNOWN_ROOM:
-                    await self.store.clear_unarchived(room_id)  # its keys expired
-                continue
-            if room is None:
-                continue
-            if room.state.phase in (Phase.COUNTDOWN, Phase.RACING):
-                adopted += await self._adopt(room)
-                continue
-            race = _last_race(room)
-            if race is None or room.state.phase != Phase.FINISHED:
-                continue  # back in the lobby: noted again at the next countdown
-            if await self.store.load_result(race) is not None:
-                await self._archived_last(room)
+            adopted += await passing.over(room_id, self._sweep_noted(room_id))
         # Lobbies nobody is in sort behind the races: read apart, or a dead node's
         # idle lobbies past the newest hundred rooms were never adopted.
         listed = await self.store.listed_rooms()
         for room_id in [*listed, *await self.store.idle_lobbies()]:
-            try:
-                room = await self._orphan(room_id)
-            except BadMessage as exc:
-                if (
-                    exc.code == ErrorCode.UNKNOWN_ROOM
-                    and await self.store.load_meta(room_id) is None
-                ):
-                    # Its keys expired while it was listed (a fault cut its unlisting
-                    # and Redis, or every node, was down past its ten minutes): as a
-                    # ``list`` does. Skipped, it stayed listed as long as nobody
-                    # listed, read again by every sweep. Only once its meta is seen
-                    # gone: a room still there is never unlisted on a passing refusal.
-                    await self.store.unlist(room_id)
-                continue
-            if room is None:
-                continue
-            if room.state.everyone_left():
-                # Its last leave is stored, with the room's ten minutes, but not what
-                # follows it (its node died between: unlisted, its code and logs on
-                # the room's expiry, Node._after_decision). Nothing else would: a
-                # ghost lobby listed until its keys expired and a ``list`` read found
-                # it gone, its join code kept for its day-long cap. Final: a room
-                # everyone left takes nobody new, so nothing can lengthen its expiry.
-                await self.store.settle_expiry(room_id, unlist=True, final=True)
-            elif not room.expiring():
-                adopted += await self._adopt(room)
+            adopted += await passing.over(room_id, self._sweep_listed(room_id))
         if adopted:
             await self.check_rooms()  # the dead nodes' racers go offline: their grace starts
         if self.taken_up:
@@ -920,6 +921,55 @@ class Node:
             # warning instead: a log line, never a room left or served twice.)
             await self.store.forget_hand_offs(self.taken_up)
             self.taken_up.clear()
+
+    async def _sweep_noted(self, room_id: str) -> int:
+        """The sweep's work on a room noted as awaiting its archive (:meth:`sweep_orphans`):
+        1 if it adopted the room, else 0."""
+        try:
+            room = await self._orphan(room_id)
+        except BadMessage as exc:
+            if exc.code == ErrorCode.UNKNOWN_ROOM:
+                await self.store.clear_unarchived(room_id)  # its keys expired
+            return 0
+        if room is None:
+            return 0
+        if room.state.phase in (Phase.COUNTDOWN, Phase.RACING):
+            return int(await self._adopt(room))
+        race = _last_race(room)
+        if race is None or room.state.phase != Phase.FINISHED:
+            return 0  # back in the lobby: noted again at the next countdown
+        if await self.store.load_result(race) is not None:
+            await self._archived_last(room)
+        return 0
+
+    async def _sweep_listed(self, room_id: str) -> int:
+        """The sweep's work on a listed room or an idle lobby (:meth:`sweep_orphans`): 1
+        if it adopted the room, else 0."""
+        try:
+            room = await self._orphan(room_id)
+        except BadMessage as exc:
+            if exc.code == ErrorCode.UNKNOWN_ROOM and await self.store.load_meta(room_id) is None:
+                # Its keys expired while it was listed (a fault cut its unlisting
+                # and Redis, or every node, was down past its ten minutes): as a
+                # ``list`` does. Skipped, it stayed listed as long as nobody
+                # listed, read again by every sweep. Only once its meta is seen
+                # gone: a room still there is never unlisted on a passing refusal.
+                await self.store.unlist(room_id)
+            return 0
+        if room is None:
+            return 0
+        if room.state.everyone_left():
+            # Its last leave is stored, with the room's ten minutes, but not what
+            # follows it (its node died between: unlisted, its code and logs on
+            # the room's expiry, Node._after_decision). Nothing else would: a
+            # ghost lobby listed until its keys expired and a ``list`` read found
+            # it gone, its join code kept for its day-long cap. Final: a room
+            # everyone left takes nobody new, so nothing can lengthen its expiry.
+            await self.store.settle_expiry(room_id, unlist=True, final=True)
+            return 0
+        if not room.expiring():
+            return int(await self._adopt(room))
+        return 0
 
     async def _orphan(self, room_id: str) -> LiveRoom | None:
         """The room, loaded, if no live node looks after it; else None. Raises
