@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from solrace.protocol.limits import SEAT_SETTLE_S
 from solrace.protocol.views import Phase
 from solrace.race.events import EventType, RoomEvent
 from solrace.store import Listing
@@ -44,6 +45,17 @@ MOVES_LISTING: Final = frozenset({EventType.PRESENCE, EventType.RACER_JOINED, Ev
 #: Sorts of one room by one node in a row (each after reading what others stored):
 #: more only if the room's racers come and go faster than Redis answers.
 MAX_SORTS_IN_A_ROW: Final = 4
+
+
+def never_joined(state: RoomState, created_ms: int, now_ms: int) -> bool:
+    """A room nobody was ever seated in, past the window in which its creator's join
+    could still be stored (SEAT_SETTLE_S): a create cut between its writes (its
+    listing applied, its join never stored; its creator told ``unavailable`` or its
+    node dead). Its code was told to nobody and ``list`` shows no room with nobody in
+    it: it leaves the listing (``list``, the orphan sweep). A quick room stays among
+    its variant's quick lobbies, where the next quick racer takes it. Not a room
+    everyone left (its expiry unlists it)."""
+    return state.next_racer == 1 and now_ms - created_ms > SEAT_SETTLE_S * 1000
 
 
 def nobody_in(state: RoomState) -> bool:

@@ -124,8 +124,9 @@ async def _listed(node: Node, room_id: str) -> tuple[RoomSummary | None, bool]:
         return None, True
     state = room.state
     if not state.racers and node.clock() - room.meta.created_ms > SEAT_SETTLE_S * 1000:
-        # Its creator's join never stored (a create cut between its writes): past the
-        # window no join of it can still come (the fold just read the stored events).
+        # Its creator's join never stored (a create cut between its writes,
+        # listing.never_joined), or everyone left it and its unlisting was lost: past
+        # the window no join can still come (the fold just read the stored events).
         await node.store.unlist(room_id)
         return None, True
     if state.phase == Phase.FINISHED or not state.racers:

@@ -967,6 +967,12 @@ class Node:
             # everyone left takes nobody new, so nothing can lengthen its expiry.
             await self.store.settle_expiry(room_id, unlist=True, final=True)
             return 0
+        if listing.never_joined(room.state, room.meta.created_ms, self.clock()):
+            # Its create was cut after its listing, its creator's join never stored
+            # and its code told to nobody: as a ``list`` does. Adopted instead, it
+            # stayed listed, with nobody in it, as long as nobody listed.
+            await self.store.unlist(room_id)
+            return 0
         if not room.expiring():
             return int(await self._adopt(room))
         return 0
