@@ -27,9 +27,12 @@ _ZWJ: Final = "\u200d"
 
 def printable(value: object) -> str:
     """``value`` as text with each control, format (a direction override, a zero-width
-    space), private-use or unassigned character, and each line or paragraph separator,
-    shown as ``?`` — what the server refuses in a name. Most text is printable as it is
-    (``str.isprintable``, which only other scripts' spaces fail besides): one pass."""
+    space), private-use or surrogate character, and each line or paragraph separator,
+    shown as ``?`` — what the server refuses in a name. Not a character unassigned in
+    this Python's Unicode: a newer emoji, which a server on a newer Python lets into a
+    name (shown as ``?``, it was lost); no terminal takes one for a control. Most text
+    is printable as it is (``str.isprintable``, which only other scripts' spaces and
+    unassigned characters fail besides): one pass."""
     text = _CONTROL.sub("?", str(value))
     if text.isprintable():
         return text
@@ -38,4 +41,4 @@ def printable(value: object) -> str:
 
 def _hidden(char: str) -> bool:
     category = unicodedata.category(char)
-    return (category[0] == "C" and char != _ZWJ) or category in ("Zl", "Zp")
+    return (category[0] == "C" and category != "Cn" and char != _ZWJ) or category in ("Zl", "Zp")

@@ -31,3 +31,11 @@ def test_emoji_sequences_and_spaces_of_other_scripts_stay() -> None:
     # no-break or ideographic space is a space.
     family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
     assert printable(f"{family} a\u00a0b\u3000c é") == f"{family} a\u00a0b\u3000c é"
+
+
+def test_characters_newer_than_the_clients_unicode_stay() -> None:
+    # U+1FAE8 (a face, Unicode 15.0): unassigned for Python 3.11 (Unicode 14), a name a
+    # server on a newer Python accepts (display_name asks its own Unicode). Unassigned
+    # is not invisible formatting: shown as ``?``, a newer emoji in a name was lost.
+    assert printable("Ann \U0001fae8\U0001fa77") == "Ann \U0001fae8\U0001fa77"
+    assert printable("Ann\u202e\U0001fae8") == "Ann?\U0001fae8"
