@@ -33,6 +33,7 @@ from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
 from solrace.store._lua import EXPIRE_CODE, SETTLE_EXPIRY, LuaScript
 from solrace.store.errors import StoreClosed, StoreUnavailable
+from solrace.store.store import COMMAND_TIMEOUT_S
 
 from tests.store.conftest import delete_room_keys, room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
@@ -465,3 +466,24 @@ async def test_a_sweep_passes_over_rooms_redis_fails_but_stops_at_an_outage() ->
         await passing.over("r_down", fails(down))
     with pytest.raises(StoreClosed):
         await _SweepFailures(cast(Node, None)).over("r_closed", fails(StoreClosed()))
+
+
+async def test_a_sweep_stops_at_a_room_whose_failure_took_a_timeout() -> None:
+    """The sweep runs in the loop that renews the node's lease (LEASE_MS, renewed every
+    LEASE_RENEW_S): a room failed by a command timeout (COMMAND_TIMEOUT_S, the lease's
+    own length) stops it, as before it passed over rooms — two such rooms passed over
+    held the renewal 10 s and the lease lapsed (review20). A room failed at once is
+    passed over."""
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    async def fails_after(seconds: float) -> int:
+        now[0] += seconds
+        raise StoreUnavailable("Redis timed out (injected)")
+
+    passing = _SweepFailures(cast(Node, None), clock)
+    assert await passing.over("r_refused", fails_after(0.01)) == 0
+    with pytest.raises(StoreUnavailable):
+        await passing.over("r_timed_out", fails_after(COMMAND_TIMEOUT_S))

@@ -104,6 +104,11 @@ ORPHAN_SWEEP_S = 60.0
 #: A sweep (Node.sweep_orphans) passes over a room it cannot finish, but this many
 #: rooms in a row failed by Redis are Redis down, not a room's trouble: it stops there.
 SWEEP_OUTAGE_ROOMS = 3
+#: ... and a room whose failure took this long (a command's timeout, not a refusal)
+#: stops it too: the sweep runs in the loop that renews the node's lease
+#: (Node._watch_loop), which two timeouts in turn (COMMAND_TIMEOUT_S each, the
+#: lease's length) held past its lapse.
+SWEEP_SLOW_FAILURE_S = LEASE_RENEW_S
 #: The longest a drained node's hand-off note (Node.hand_off) is kept when nothing takes
 #: its rooms up; taken up, the note goes at once (Node.sweep_orphans). It is read only
 #: by the first sweep after the node's lease is gone: another live node's within
@@ -296,21 +301,26 @@ class _SweepFailures:
     failed: each passed-over room is said once a sweep, as a warning (a defect with its
     traceback), and waits for the next sweep. Not an outage: SWEEP_OUTAGE_ROOMS rooms
     in a row failed by Redis stop the sweep (raised: the node's loop says the store is
-    down), rather than wait for each room's timeout in turn; nor a closed store."""
+    down), rather than wait for each room's timeout in turn, and so does one room failed
+    by a timeout (SWEEP_SLOW_FAILURE_S: the lease renews between sweeps); nor a closed
+    store."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, clock: Callable[[], float] = time.monotonic) -> None:
         self._node = node
+        self._clock = clock
         self._in_a_row = 0
 
     async def over(self, room_id: str, work: Awaitable[int]) -> int:
         """``work``'s answer (the rooms it adopted), or 0 if it failed."""
+        started = self._clock()
         try:
             done = await work
         except StoreClosed:
             raise
         except StoreUnavailable as exc:
             self._in_a_row += 1
-            if self._in_a_row >= SWEEP_OUTAGE_ROOMS:
+            slow = self._clock() - started >= SWEEP_SLOW_FAILURE_S
+            if self._in_a_row >= SWEEP_OUTAGE_ROOMS or slow:
                 raise
             log.warning(_PASSED_OVER, extra={"room": room_id, "error": str(exc)})
             return 0
