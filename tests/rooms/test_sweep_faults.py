@@ -21,6 +21,7 @@ import pytest
 from solrace.protocol import race_id
 from solrace.protocol.views import EventType
 from solrace.race import decisions as d
+from solrace.rooms import node as node_module
 from solrace.rooms.node import (
     EMPTY_ROOM_TTL_S,
     FINISHED_ROOM_TTL_S,
@@ -487,3 +488,34 @@ async def test_a_sweep_stops_at_a_room_whose_failure_took_a_timeout() -> None:
     assert await passing.over("r_refused", fails_after(0.01)) == 0
     with pytest.raises(StoreUnavailable):
         await passing.over("r_timed_out", fails_after(COMMAND_TIMEOUT_S))
+
+
+async def test_a_room_that_times_out_every_sweep_goes_last_in_the_next(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A room failed by a timeout stops the sweep (the lease renews between sweeps);
+    one that times out every sweep — a Cluster master down for its slot — stopped every
+    sweep before the rooms after it, as before any room was passed over. It goes last
+    in the next sweep: the other ghost lobby is finished then."""
+    # Every failure here counts as a timeout's (the real one waits COMMAND_TIMEOUT_S).
+    monkeypatch.setattr(node_module, "SWEEP_SLOW_FAILURE_S", 0.0)
+    clock = Clock()
+    ghosts = [await _ghost_lobby(backend, clock, name) for name in ("Bob", "Cy")]
+    sweeper = await _node(backend, clock)
+    for dead in backend.nodes[:2]:
+        await _dead(dead, by=sweeper)
+    real = sweeper.store.room_nodes
+    failing: list[str] = []
+
+    async def times_out(room_id: str) -> Any:
+        if not failing:
+            failing.append(room_id)  # the first room the sweep reads, every time
+        if room_id == failing[0]:
+            raise StoreUnavailable("room_nodes: timed out (injected)")
+        return await real(room_id)
+
+    setattr(sweeper.store, "room_nodes", times_out)  # noqa: B010 (a method of the instance)
+    await _sweep(sweeper)
+    assert set(await sweeper.store.listed_rooms()) == {g.room_id for g in ghosts}
+    await _sweep(sweeper)
+    assert await sweeper.store.listed_rooms() == failing

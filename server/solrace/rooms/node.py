@@ -309,6 +309,15 @@ class _SweepFailures:
         self._node = node
         self._clock = clock
         self._in_a_row = 0
+        #: The rooms it could not finish, the one that stopped it included: the next
+        #: sweep takes them last (Node.sweep_orphans).
+        self.failed: set[str] = set()
+
+    def order(self, room_ids: list[str], last: set[str]) -> list[str]:
+        """``room_ids`` with those in ``last`` (the rooms the previous sweep could not
+        finish) at the end: a room that times out every sweep stops each one, and
+        first in the listing it stopped them before every room after it."""
+        return sorted(room_ids, key=lambda room_id: room_id in last)
 
     async def over(self, room_id: str, work: Awaitable[int]) -> int:
         """``work``'s answer (the rooms it adopted), or 0 if it failed."""
@@ -318,6 +327,7 @@ class _SweepFailures:
         except StoreClosed:
             raise
         except StoreUnavailable as exc:
+            self.failed.add(room_id)
             self._in_a_row += 1
             slow = self._clock() - started >= SWEEP_SLOW_FAILURE_S
             if self._in_a_row >= SWEEP_OUTAGE_ROOMS or slow:
@@ -325,6 +335,7 @@ class _SweepFailures:
             log.warning(_PASSED_OVER, extra={"room": room_id, "error": str(exc)})
             return 0
         except Exception as exc:
+            self.failed.add(room_id)
             log.warning(_PASSED_OVER, extra={"room": room_id, "error": repr(exc)}, exc_info=exc)
             self._node.metrics.defects.labels(Defect.WATCH).inc()
             return 0
@@ -406,6 +417,8 @@ class Node:
         #: Nodes whose handed-off rooms this node took up in the sweep under way: their
         #: hand-off notes are deleted when it ends (sweep_orphans).
         self.taken_up: set[str] = set()
+        #: The rooms the last orphan sweep could not finish: last in the next.
+        self._sweep_failed: set[str] = set()
         #: Rooms this node found with a broken history (history_broken): said once.
         self._broken: set[str] = set()
         #: This node has held a lease (renewed it once): a renewal that finds none then
@@ -913,13 +926,14 @@ class Node:
         everyone left, its node dead before it was unlisted, is unlisted, its code and
         logs given the room's expiry."""
         passing = _SweepFailures(self)
+        last, self._sweep_failed = self._sweep_failed, passing.failed
         adopted = 0
-        for room_id in await self.store.unarchived_rooms():
+        for room_id in passing.order(await self.store.unarchived_rooms(), last):
             adopted += await passing.over(room_id, self._sweep_noted(room_id))
         # Lobbies nobody is in sort behind the races: read apart, or a dead node's
         # idle lobbies past the newest hundred rooms were never adopted.
         listed = await self.store.listed_rooms()
-        for room_id in [*listed, *await self.store.idle_lobbies()]:
+        for room_id in passing.order([*listed, *await self.store.idle_lobbies()], last):
             adopted += await passing.over(room_id, self._sweep_listed(room_id))
         if adopted:
             await self.check_rooms()  # the dead nodes' racers go offline: their grace starts
