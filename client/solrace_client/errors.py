@@ -180,13 +180,18 @@ def _websocket_form(url: str) -> str | None:
 
 def check_server_url(url: str) -> str:
     """``url`` if it is a ``ws://``/``wss://`` URL with a host and a valid port, else
-    BadServerURL saying what is wrong (connecting would fail with a traceback)."""
+    BadServerURL saying what is wrong (connecting would fail with a traceback). A
+    character that is not printable (a control character, U+202E) is refused first:
+    the URL was tried and then said as typed in "cannot reach …", "no open rooms on
+    …", so its escape sequence reached the terminal."""
     example = f"e.g. ws://127.0.0.1:{DEFAULT_PORT}"
     try:
         utf8(url)  # its host and path are encoded to connect: a traceback there
     except BadText as exc:
         raise BadServerURL(f"bad server URL: {exc}") from None
     said = quoted(url)  # at most its start: a URL of 100 KB was said whole
+    if not url.isprintable():  # a control character: the URL is said in many lines
+        raise BadServerURL(f"bad server URL {said}: it holds a character that is not printable")
     try:
         parts = urlsplit(url)
     except ValueError as exc:

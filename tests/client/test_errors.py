@@ -162,6 +162,28 @@ def test_a_long_port_out_of_range_is_quoted_at_most_in_its_first_characters() ->
     assert len(said) < 300, said[:400]
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ws://a\x1b[2Jb:8765",  # ESC [: urllib's "invalid IPv6 URL"
+        "ws://a\x1bb:8765",  # was tried, and said raw: "cannot reach ws://a<ESC>b:8765"
+        "ws://127.0.0.1:8765/\x1b]0;pwned\x07",  # was sent, and said raw by rooms
+        "ws://127.0.0.1:8765/\x9b31m",  # a C1 CSI
+        "ws://127.0.0.1:8765/a\u202eb",  # a direction override
+    ],
+)
+def test_a_server_url_with_a_control_character_is_refused_escaped(url: str) -> None:
+    """A control character in ``--server``/``$SOLRACE_SERVER`` (a paste gone wrong, a
+    hostile script's environment) was taken: the URL was tried and said as typed —
+    ``cannot reach ws://a<ESC>b:8765``, ``no open rooms on ws://…/<ESC>]0;…`` — so the
+    escape sequence reached the terminal. It is a bad server URL, said escaped."""
+    with pytest.raises(errors.BadServerURL) as refused:
+        errors.check_server_url(url)
+    said = str(refused.value)
+    assert said.isprintable(), said
+    assert said.startswith(f"bad server URL {url!r}: ") and "not printable" in said, said
+
+
 def test_rooms_on_an_unbracketed_ipv6_url_is_one_line_and_status_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
