@@ -120,6 +120,27 @@ class SavedRace:
     revealed: dict[str, Any] | None = None
 
 
+def kept_in(name: str, holds: str) -> Path:
+    """The directory ``name`` of the config directory, where the client keeps
+    ``holds``, or :class:`ConfigDirUnusable` when something else than a directory is
+    there. A file named ``races`` made ``races`` say "no saved races in …/races"
+    (status 0), ``verify`` "no saved race … in …/races", ``fetch`` mkdir's "…/races:
+    File exists"; one named ``playing`` made ``resume`` say "nothing saved" (a newcomer
+    audit). A directory that cannot be read or written is left to the file operation,
+    which says so."""
+    path = usable_config_dir() / name
+    try:
+        other = not path.is_dir() and (path.exists() or path.is_symlink())
+    except OSError:  # unreadable on the way (EACCES): the file operation says it
+        return path
+    if other:
+        raise ConfigDirUnusable(
+            f"{path} is not a directory: the config directory keeps {holds} there "
+            "(remove or rename that file)"
+        )
+    return path
+
+
 def race_path() -> Path:
     """Where an older client saved its one current race (still read by ``resume``)."""
     return usable_config_dir() / "race.json"
@@ -129,7 +150,7 @@ def playing_dir() -> Path:
     """Where each race in progress on this computer is saved for ``resume``: one file
     per racer, so that two windows racing at once (Ann and Bob on one computer, as in
     the README) never overwrite or forget each other's token."""
-    return usable_config_dir() / "playing"
+    return kept_in("playing", "the races in progress for solrace resume")
 
 
 def _playing_path(room: str, racer: int) -> Path:

@@ -43,7 +43,7 @@ from solrace.quoting import json_quoted, quoted
 from solrace.rules import VARIANTS
 from solrace.rules.options import OPTION_NAMES, is_of_kind, option_kind
 
-from .config import is_proof, usable_config_dir
+from .config import is_proof, kept_in
 
 #: What may name a saved race (no path separators, no leading dot).
 _RACE_REF: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,129}")
@@ -55,7 +55,7 @@ class ResultNotFound(LookupError):
 
 def results_dir() -> Path:
     """Where finished races are saved (ConfigDirUnusable where they cannot be)."""
-    return usable_config_dir() / "races"
+    return kept_in("races", "its finished races")
 
 
 #: What a room id and a commitment are made of (docs/protocol.md §5, §15): anything

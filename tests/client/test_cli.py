@@ -893,6 +893,39 @@ def test_a_config_directory_that_is_a_file_is_said_so_by_every_command_reading_i
     assert ui.calls == [] and file.read_text() == ""
 
 
+@pytest.mark.parametrize(
+    ("argv", "sub", "holds"),
+    [
+        (["races"], "races", "its finished races"),
+        (["replay", "r_1.abcdef01"], "races", "its finished races"),
+        (["verify", "r_1"], "races", "its finished races"),
+        (["fetch", "r_1.abcdef01", "--server", "ws://127.0.0.1:1"], "races", "its finished races"),
+        (["resume"], "playing", "the races in progress for solrace resume"),
+    ],
+)
+def test_a_file_where_the_config_directory_keeps_races_is_said_so(
+    argv: list[str],
+    sub: str,
+    holds: str,
+    ui: FakeUI,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """A newcomer audit: a file named ``races`` in the config directory made ``races``
+    say "no saved races in …/races" (status 0), ``verify`` "no saved race 'r_1' in
+    …/races and no such file", ``fetch`` "solrace: …/races: File exists" (mkdir's
+    words), and a file named ``playing`` made ``resume`` say "nothing saved"."""
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(tmp_path))
+    (tmp_path / sub).write_text("")
+    assert main(argv) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"solrace: {tmp_path / sub} is not a directory: the config directory keeps "
+        f"{holds} there (remove or rename that file)"
+    )
+    assert ui.calls == [] and (tmp_path / sub).read_text() == ""
+
+
 def test_a_config_home_that_is_a_file_is_named(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
