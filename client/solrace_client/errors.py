@@ -218,6 +218,12 @@ def check_server_url(url: str) -> str:
         raise BadServerURL(f"bad server URL {said}: it must start with ws:// or wss:// ({use})")
     if not parts.hostname:
         raise BadServerURL(f"bad server URL {said}: no host ({example})")
+    after = _after_bracket(parts.netloc)
+    if after:  # urllib drops it: ws://[::1]x:8765 was tried as ws://[::1]:8765
+        raise BadServerURL(
+            f"bad server URL {said}: {quoted(after)} follows the IPv6 address's closing "
+            f"bracket, where only :PORT may (e.g. ws://[::1]:{DEFAULT_PORT})"
+        )
     unnamed = not_a_host_name(parts.hostname)
     if unnamed is not None:
         raise BadServerURL(
@@ -233,6 +239,17 @@ def check_server_url(url: str) -> str:
     if urlsplit(url).fragment:  # websockets refuses it, said as "cannot reach" once tried
         raise BadServerURL(f"bad server URL {said}: a WebSocket URL takes no #fragment ({example})")
     return url
+
+
+def _after_bracket(netloc: str) -> str:
+    """What a URL's bracketed host is followed by other than ``:PORT`` (``x`` of
+    ``[::1]x:8765``), else ``""``: urllib reads the host inside the brackets and the
+    port after the last colon, and drops what lies between."""
+    where = netloc.rpartition("@")[2]
+    if not where.startswith("["):
+        return ""
+    rest = where.partition("]")[2]
+    return rest.rpartition(":")[0] if ":" in rest else rest
 
 
 def _bracketed(where: str) -> str | None:

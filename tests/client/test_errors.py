@@ -143,6 +143,28 @@ def test_an_ipv6_address_without_brackets_is_told_to_take_them(url: str, example
         errors.check_server_url("ws://[::1]:99999")
 
 
+@pytest.mark.parametrize(
+    ("url", "after"),
+    [
+        ("ws://[::1]x:8765", "'x'"),
+        ("ws://[::1]8765", "'8765'"),
+        ("wss://[2001:db8::5]a.b/", "'a.b'"),
+    ],
+)
+def test_text_between_an_ipv6_address_bracket_and_its_port_is_refused(url: str, after: str) -> None:
+    """urllib reads ``ws://[::1]x:8765`` as host ::1, port 8765, the ``x`` dropped: the
+    URL was taken, and tried as ``ws://[::1]:8765`` (``cannot reach ws://[::1]x:8765:
+    connection refused``), a typo connecting somewhere the user did not write."""
+    with pytest.raises(errors.BadServerURL) as refused:
+        errors.check_server_url(url)
+    assert str(refused.value) == (
+        f"bad server URL {url!r}: {after} follows the IPv6 address's closing bracket, "
+        "where only :PORT may (e.g. ws://[::1]:8765)"
+    )
+    assert errors.check_server_url("ws://[::1]:8765/x") == "ws://[::1]:8765/x"
+    assert errors.check_server_url("wss://[2001:db8::5]/") == "wss://[2001:db8::5]/"
+
+
 def test_an_unbracketed_ipv6_url_with_a_port_of_unicode_digits_suggests_no_such_port() -> None:
     """``ws://::1:²``: ``'²'.isdigit()``, so the hint bracketed the address and kept
     the port, ``(e.g. ws://[::1]:²)``, a URL this same check refuses (its port '²' is
