@@ -431,8 +431,7 @@ def load_result(ref: str | os.PathLike[str]) -> SavedResult:
         if len(matches) == 1:
             return _read(matches[0])
         if len(matches) > 1:
-            names = ", ".join(sorted(p.stem for p in matches))
-            raise ResultNotFound(f"{quoted(text)} matches several saved races: {names}")
+            raise ResultNotFound(_several(text, sorted(p.stem for p in matches)))
     if candidate.is_dir():
         raise ResultNotFound(f"{text} is a directory, not a race result file")
     if candidate.exists():  # a device or a pipe: it said "… and no such file" of it
@@ -458,6 +457,22 @@ def _read(path: Path) -> SavedResult:
     if not isinstance(data, Mapping):
         raise ValueError(f"{path}: not a race result")
     return SavedResult.from_json(data, path)
+
+
+#: Most saved races an ambiguous prefix names; past it, the first ones and how many more.
+NAMED_MATCHES: Final = 3
+
+
+def _several(text: str, names: list[str]) -> str:
+    """An ambiguous race id prefix, said in one short line: ``solrace verify r`` on a
+    computer of 200 saved races named all 200 (a 5 KB line)."""
+    if len(names) <= NAMED_MATCHES:
+        return f"{quoted(text)} matches several saved races: {', '.join(names)}"
+    return (
+        f"{quoted(text)} matches {len(names):,} saved races: "
+        f"{', '.join(names[:NAMED_MATCHES])} and {len(names) - NAMED_MATCHES:,} more "
+        "(solrace races lists them)"
+    )
 
 
 def _files() -> Iterator[Path]:

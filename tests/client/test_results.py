@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from solrace_client.results import (
+    ResultNotFound,
     SavedResult,
     finished_race,
     last_revealed,
@@ -217,3 +218,29 @@ def test_a_hostile_value_in_a_files_error_line_is_escaped(tmp_path: Path, hostil
     assert "settings.variant is " in said, said
     assert said.isprintable(), said
     assert json.dumps(hostile)[1:-1] in said, said  # its JSON escape, readable
+
+
+def test_a_prefix_of_many_saved_races_names_a_few_and_counts_the_rest(config_dir: Path) -> None:
+    """``solrace verify r`` on a computer of 200 saved races named all 200 in its one
+    line (5 KB): it names the first three, and how many more, as a "cannot reach" of
+    many servers does; two or three are named as before."""
+    directory = results_dir()
+    directory.mkdir(parents=True)
+    ids = [f"r_{n:012x}.abcdef01" for n in range(200)]
+    for race in ids:
+        (directory / f"{race}.json").write_text("{}")
+    with pytest.raises(ResultNotFound) as refused:
+        load_result("r_")
+    assert str(refused.value) == (
+        f"'r_' matches 200 saved races: {ids[0]}, {ids[1]}, {ids[2]} and 197 more "
+        "(solrace races lists them)"
+    )
+    with pytest.raises(ResultNotFound) as refused:
+        load_result("r_00000000000")  # r_…000 to r_…00f: 16, then two
+    assert "and 13 more" in str(refused.value)
+    (directory / f"{ids[0]}.json").unlink()
+    for race in ids[3:]:
+        (directory / f"{race}.json").unlink()
+    with pytest.raises(ResultNotFound) as refused:
+        load_result("r_")
+    assert str(refused.value) == f"'r_' matches several saved races: {ids[1]}, {ids[2]}"
