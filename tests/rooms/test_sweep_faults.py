@@ -42,7 +42,7 @@ from tests.support.race import archived_result, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Backend, FakePeer
 from .test_core import _race_on
-from .test_fault_windows import _all_between, _always, _dies_at, _poll, _ttls, _value
+from .test_fault_windows import GRACE_S, _all_between, _always, _dies_at, _poll, _ttls, _value
 from .test_take_up_faults import FAULTS, _cut, _dead, _node, _sweep
 
 #: A settle's writes in order (Store.settle_expiry); a cut strikes at one of them,
@@ -373,7 +373,8 @@ async def test_a_race_its_own_node_archives_cut_between_its_settle_and_its_note_
     backend: Backend, fault: str
 ) -> None:
     """The node that ends a public race fails to clear its note at once (Redis fails
-    that write): its archive task makes the race_over's writes again
+    its read of the room's version, made before the clear): its archive task makes the
+    race_over's writes again
     (Node._archived_last) — the room settled (unlisted, its logs on the hour), its
     version read, the note cleared — and a fault cuts it at that read, after the
     settle, before the clear. Redis failing: the task retries and clears the note. The
@@ -384,8 +385,10 @@ async def test_a_race_its_own_node_archives_cut_between_its_settle_and_its_note_
     race = await _race_on(node, node)
     room = race.ann.room
     assert room is not None
-    first = _cut(node, "clear_unarchived", "redis fails")  # hands it to the archive task
+    # The node's own read of the version before its clear fails (hands the race to
+    # the archive task); the archive task's read, the next, is cut by ``fault``.
     cut = _cut(node, "version", fault)
+    first = _cut(node, "version", "redis fails")  # wraps the other: the first read
     assert (await race.ann.ask("resign")).t == "ok"
     with contextlib.suppress(Crashed):
         await race.bob.ask("resign")
@@ -519,3 +522,52 @@ async def test_a_room_that_times_out_every_sweep_goes_last_in_the_next(
     assert set(await sweeper.store.listed_rooms()) == {g.room_id for g in ghosts}
     await _sweep(sweeper)
     assert await sweeper.store.listed_rooms() == failing
+
+
+async def test_the_deciding_node_keeps_the_note_of_a_rematch_begun_before_its_clear(
+    backend: Backend,
+) -> None:
+    """The node that decides a race_over makes the writes that follow it
+    (Node._after_decision): the room settled, the result saved, then the room's note
+    cleared. A rematch whose countdown another node decided in between (the countdown
+    notes the room again: Store.mark_unarchived) is the note's now: cleared with it,
+    the new race was no longer noted, and its node dying in it left it unarchived,
+    adopted by no sweep. Here the deciding node then dies mid new race: the next
+    node's sweep must find the room, end the new race and archive it."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    other = await _node(backend, clock)
+    race = await _race_on(node, node, private=True)
+    room = race.ann.room
+    assert room is not None
+    real = node.store.save_result
+    rematched: list[str] = []
+
+    async def save_then_rematch(race_key: str, data: bytes, ttl_s: int) -> bool:
+        saved = await real(race_key, data, ttl_s)
+        if not rematched:
+            rematched.append(race_key)
+            theirs = await other.room(room.room_id)
+            await other.decide(theirs, lambda: d.rematch(theirs.state, 1))
+            countdown = [d.countdown(other.clock(), theirs.commitment())]
+            assert await other.decide(theirs, lambda: countdown) == countdown
+            assert room.room_id in await other.store.unarchived_rooms()
+        return saved
+
+    setattr(node.store, "save_result", save_then_rematch)  # noqa: B010
+    assert (await race.ann.ask("resign")).t == "ok"
+    assert (await race.bob.ask("resign")).t == "ok"
+    await _poll(_value(rematched), bool, "the deciding node never saved the result")
+    assert room.room_id in await node.store.unarchived_rooms(), "the rematch's note is gone"
+
+    # The deciding node dies in the new race; the next node's sweep adopts it.
+    sweeper = await _node(backend, clock)
+    await _dead(node, by=sweeper)
+    await _dead(other, by=sweeper)
+    await _sweep(sweeper)
+    assert room.room_id in sweeper.rooms, "no sweep adopted the new race"
+    clock.advance(GRACE_S + 1, sweeper)  # its racers' grace over: the race ends
+    await sweeper.tick(sweeper.rooms[room.room_id])
+    await _poll(sweeper.store.unarchived_rooms, lambda ids: room.room_id not in ids, "the note")
+    kinds = [unpack_event(data).t for _v, data in await _events(sweeper, room)]
+    assert kinds.count(EventType.RACE_OVER) == 2, kinds

@@ -1813,13 +1813,14 @@ class Node:
                 record = self._archive_record(room, room.state.result)
                 _log_race_over(room.room_id, record.race, room.state.result)
                 room.archived.add(record.race)  # claimed: the fold's own check stands by
+                version = room.state.version
                 try:
                     # The race_over set the room's hour in its own write; the logs
                     # follow (settle copies the room's expiry now, never an older one:
                     # run after another node's rematch, it cannot cut the round short).
                     await self.store.settle_expiry(room.room_id, unlist=True)
                     await self._save_result(record)
-                    await self.store.clear_unarchived(room.room_id)
+                    await self._clear_unless_moved(room, version)
                 except StoreUnavailable:
                     room.archived.discard(record.race)
                     self.spawn(self._archive(room, record))  # the race_over is stored
@@ -1996,6 +1997,15 @@ class Node:
         adopted by no sweep. Kept, it costs a later sweep a look at the room."""
         version = room.state.version
         await self.store.settle_expiry(room.room_id, unlist=True)
+        await self._clear_unless_moved(room, version)
+
+    async def _clear_unless_moved(self, room: LiveRoom, version: int) -> None:
+        """Clear the room's note (Store.mark_unarchived) unless its stream moved past
+        ``version``, where it was folded when its race_over's writes began: a countdown
+        stored meanwhile (a rematch's, any node's) noted the room again for its new
+        race, and clearing that note left the race, its node dying, adopted by no
+        sweep. Both the deciding node (:meth:`_after_decision`) and a late archive or
+        sweep (:meth:`_archived_last`) clear through here."""
         if await self.store.version(room.room_id) != version:
             return  # it moved on meanwhile: whatever the note is now, it stays
         await self.store.clear_unarchived(room.room_id)
