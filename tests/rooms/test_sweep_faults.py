@@ -571,3 +571,85 @@ async def test_the_deciding_node_keeps_the_note_of_a_rematch_begun_before_its_cl
     await _poll(sweeper.store.unarchived_rooms, lambda ids: room.room_id not in ids, "the note")
     kinds = [unpack_event(data).t for _v, data in await _events(sweeper, room)]
     assert kinds.count(EventType.RACE_OVER) == 2, kinds
+
+
+async def test_two_rooms_that_time_out_every_sweep_do_not_stop_the_rooms_after_them(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two rooms that time out every sweep (a Cluster master down for both their
+    slots): each stops the sweep, and the one the last sweep reached goes last. Only
+    the rooms the last sweep failed went last, not those it never reached, so the two
+    took turns first and stopped every sweep before the third ghost lobby, for good."""
+    monkeypatch.setattr(node_module, "SWEEP_SLOW_FAILURE_S", 0.0)
+    clock = Clock()
+    ghosts = [await _ghost_lobby(backend, clock, name) for name in ("Bob", "Cy", "Di")]
+    sweeper = await _node(backend, clock)
+    for dead in backend.nodes[:3]:
+        await _dead(dead, by=sweeper)
+    real = sweeper.store.room_nodes
+    failing: list[str] = []
+
+    async def times_out(room_id: str) -> Any:
+        if len(failing) < 2 and room_id not in failing:
+            failing.append(room_id)  # the first room each of the first two sweeps reads
+        if room_id in failing:
+            raise StoreUnavailable("room_nodes: timed out (injected)")
+        return await real(room_id)
+
+    setattr(sweeper.store, "room_nodes", times_out)  # noqa: B010 (a method of the instance)
+    for _ in range(3):
+        await _sweep(sweeper)
+    assert len(failing) == 2
+    assert set(await sweeper.store.listed_rooms()) == set(failing)
+    assert {g.room_id for g in ghosts} > set(failing)
+
+
+async def test_a_race_that_times_out_every_sweep_does_not_stop_the_lobbies(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A race noted as awaiting its archive that times out every sweep went last among
+    the noted races only: their loop runs before the lobbies', so it stopped every
+    sweep before every lobby. It goes last in the whole next sweep."""
+    monkeypatch.setattr(node_module, "SWEEP_SLOW_FAILURE_S", 0.0)
+    clock = Clock()
+    ghost = await _ghost_lobby(backend, clock)
+    sweeper = await _node(backend, clock)
+    await _dead(backend.nodes[0], by=sweeper)
+    noted, real = sweeper.store.unarchived_rooms, sweeper.store.room_nodes
+
+    async def with_stuck() -> Any:
+        return ["r_stuck", *await noted()]
+
+    async def times_out(room_id: str) -> Any:
+        if room_id == "r_stuck":
+            raise StoreUnavailable("room_nodes: timed out (injected)")
+        return await real(room_id)
+
+    setattr(sweeper.store, "unarchived_rooms", with_stuck)  # noqa: B010
+    setattr(sweeper.store, "room_nodes", times_out)  # noqa: B010
+    await _sweep(sweeper)
+    assert await sweeper.store.listed_rooms() == [ghost.room_id]
+    await _sweep(sweeper)
+    assert await sweeper.store.listed_rooms() == []
+
+
+async def test_a_sweep_keeps_last_only_the_rooms_still_unfinished() -> None:
+    """What the next sweep takes last: the rooms this one failed, and those of the
+    last it held back and did not reach; a room held back and finished, or no longer
+    in its listings, all read, is dropped (the set never outgrows the listings)."""
+
+    async def done(room_id: str) -> int:
+        return 0
+
+    async def fails(room_id: str) -> int:
+        raise StoreUnavailable(f"{room_id}: timed out (injected)")
+
+    last = {"r_finished", "r_gone"}
+    passing = _SweepFailures(cast(Node, None), last=last)
+    assert passing.first(["r_new", "r_finished"], done) == ["r_new"]
+    assert passing.unfinished() == last  # stopped here: its lobbies were never read
+    assert passing.first(["r_lobby"], fails) == ["r_lobby"]
+    assert await passing.over("r_lobby", fails("r_lobby")) == 0
+    assert passing.unfinished() == {"r_lobby", *last}
+    await passing.then()
+    assert passing.unfinished() == {"r_lobby"}

@@ -18,7 +18,7 @@ import logging
 import secrets
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, race_id
@@ -293,6 +293,11 @@ class _Archive(NamedTuple):
     record: dict[str, Any]
 
 
+#: A sweep's work on one room, its answer the rooms it adopted (Node._sweep_noted,
+#: Node._sweep_listed).
+_RoomWork = Callable[[str], Awaitable[int]]
+
+
 class _SweepFailures:
     """How a sweep (Node.sweep_orphans) goes on past a room it cannot finish: Redis
     failing for that room alone (a Cluster master down), or a defect in it. Raised out
@@ -305,19 +310,58 @@ class _SweepFailures:
     by a timeout (SWEEP_SLOW_FAILURE_S: the lease renews between sweeps); nor a closed
     store."""
 
-    def __init__(self, node: Node, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        node: Node,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        last: Collection[str] = (),
+    ) -> None:
         self._node = node
         self._clock = clock
         self._in_a_row = 0
         #: The rooms it could not finish, the one that stopped it included: the next
         #: sweep takes them last (Node.sweep_orphans).
         self.failed: set[str] = set()
+        #: The rooms the previous sweep could not finish (its unfinished()).
+        self._last = last
+        #: The rooms of ``last`` held back to the end of this sweep, with their work,
+        #: and how many of them it has reached (then).
+        self._later: list[tuple[str, _RoomWork]] = []
+        self._reached = 0
+        #: Every room its listings named, and whether it read them all (then).
+        self._seen: set[str] = set()
+        self._read_all = False
 
-    def order(self, room_ids: list[str], last: set[str]) -> list[str]:
-        """``room_ids`` with those in ``last`` (the rooms the previous sweep could not
-        finish) at the end: a room that times out every sweep stops each one, and
-        first in the listing it stopped them before every room after it."""
-        return sorted(room_ids, key=lambda room_id: room_id in last)
+    def first(self, room_ids: list[str], work: _RoomWork) -> list[str]:
+        """``room_ids`` but those in ``last`` (the rooms the previous sweep could not
+        finish), held back for :meth:`then`, after every listing's other rooms: a room
+        that times out every sweep stops each one, and first in the listing it stopped
+        them before every room after it — a noted race first in the sweep, before every
+        lobby."""
+        self._seen.update(room_ids)
+        self._later += [(room_id, work) for room_id in room_ids if room_id in self._last]
+        return [room_id for room_id in room_ids if room_id not in self._last]
+
+    async def then(self) -> int:
+        """The rooms :meth:`first` held back, swept in turn (the rooms they adopted):
+        called once every listing was read."""
+        self._read_all = True
+        adopted = 0
+        for room_id, work in self._later:
+            adopted += await self.over(room_id, work(room_id))
+            self._reached += 1
+        return adopted
+
+    def unfinished(self) -> set[str]:
+        """The rooms the next sweep takes last: those this one could not finish, and
+        those of ``last`` it did not reach — held back and stopped before, or not in a
+        listing it read. Only the failed were kept: two rooms that time out every sweep
+        took turns first and stopped every sweep before the rooms after them. A room of
+        ``last`` its listings, all read, no longer name is dropped."""
+        owed = {room_id for room_id, _ in self._later[self._reached :]}
+        unseen = set() if self._read_all else set(self._last) - self._seen
+        return self.failed | owed | unseen
 
     async def over(self, room_id: str, work: Awaitable[int]) -> int:
         """``work``'s answer (the rooms it adopted), or 0 if it failed."""
@@ -925,16 +969,20 @@ class Node:
         grace ends instead of sitting in the list, ready to be joined, for a day; one
         everyone left, its node dead before it was unlisted, is unlisted, its code and
         logs given the room's expiry."""
-        passing = _SweepFailures(self)
-        last, self._sweep_failed = self._sweep_failed, passing.failed
+        passing = _SweepFailures(self, last=self._sweep_failed)
         adopted = 0
-        for room_id in passing.order(await self.store.unarchived_rooms(), last):
-            adopted += await passing.over(room_id, self._sweep_noted(room_id))
-        # Lobbies nobody is in sort behind the races: read apart, or a dead node's
-        # idle lobbies past the newest hundred rooms were never adopted.
-        listed = await self.store.listed_rooms()
-        for room_id in passing.order([*listed, *await self.store.idle_lobbies()], last):
-            adopted += await passing.over(room_id, self._sweep_listed(room_id))
+        try:
+            noted = await self.store.unarchived_rooms()
+            for room_id in passing.first(noted, self._sweep_noted):
+                adopted += await passing.over(room_id, self._sweep_noted(room_id))
+            # Lobbies nobody is in sort behind the races: read apart, or a dead node's
+            # idle lobbies past the newest hundred rooms were never adopted.
+            lobbies = [*await self.store.listed_rooms(), *await self.store.idle_lobbies()]
+            for room_id in passing.first(lobbies, self._sweep_listed):
+                adopted += await passing.over(room_id, self._sweep_listed(room_id))
+            adopted += await passing.then()
+        finally:
+            self._sweep_failed = passing.unfinished()
         if adopted:
             await self.check_rooms()  # the dead nodes' racers go offline: their grace starts
         if self.taken_up:
