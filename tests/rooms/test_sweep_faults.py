@@ -13,6 +13,7 @@ applied twice: the room's events stay as the dead node left them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from typing import Any, cast
@@ -29,6 +30,7 @@ from solrace.rooms.node import (
     SWEEP_OUTAGE_ROOMS,
     Node,
     _SweepFailures,
+    _SweepStalled,
 )
 from solrace.rooms.records import unpack, unpack_event
 from solrace.rooms.room import LiveRoom
@@ -489,7 +491,7 @@ async def test_a_sweep_stops_at_a_room_whose_failure_took_a_timeout() -> None:
 
     passing = _SweepFailures(cast(Node, None), clock)
     assert await passing.over("r_refused", fails_after(0.01)) == 0
-    with pytest.raises(StoreUnavailable):
+    with pytest.raises(_SweepStalled):
         await passing.over("r_timed_out", fails_after(COMMAND_TIMEOUT_S))
 
 
@@ -653,3 +655,31 @@ async def test_a_sweep_keeps_last_only_the_rooms_still_unfinished() -> None:
     assert passing.unfinished() == {"r_lobby", *last}
     await passing.then()
     assert passing.unfinished() == {"r_lobby"}
+
+
+async def test_a_sweep_stopped_by_a_timeout_waits_its_turn(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A room failed by a timeout stops the sweep so that the loop that renews the
+    lease is not held past its lapse. Raised, the stop left the next sweep due, and
+    the loop swept again at its next turn, a second later: a room that times out every
+    sweep (a Cluster master down for its slot) held every turn of the loop for its
+    timeout, every renewal came too late, and the node said the store down each time.
+    The next sweep comes when it would have (ORPHAN_SWEEP_S)."""
+    monkeypatch.setattr(node_module, "SWEEP_SLOW_FAILURE_S", 0.0)
+    monkeypatch.setattr(node_module, "LEASE_RENEW_S", 0.01)  # the loop's turns
+    node = await backend.node()
+    listings: list[str] = []
+
+    async def stuck() -> list[str]:
+        listings.append("r_stuck")
+        return ["r_stuck"]
+
+    async def times_out(room_id: str) -> Any:
+        raise StoreUnavailable("room_nodes: timed out (injected)")
+
+    setattr(node.store, "unarchived_rooms", stuck)  # noqa: B010 (a method of the instance)
+    setattr(node.store, "room_nodes", times_out)  # noqa: B010
+    await _sweep(node)  # stopped at r_stuck: the loop's next sweep is its second
+    await asyncio.sleep(0.3)  # thirty turns of the loop
+    assert len(listings) <= 2, len(listings)

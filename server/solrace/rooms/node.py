@@ -307,8 +307,8 @@ class _SweepFailures:
     traceback), and waits for the next sweep. Not an outage: SWEEP_OUTAGE_ROOMS rooms
     in a row failed by Redis stop the sweep (raised: the node's loop says the store is
     down), rather than wait for each room's timeout in turn, and so does one room failed
-    by a timeout (SWEEP_SLOW_FAILURE_S: the lease renews between sweeps); nor a closed
-    store."""
+    by a timeout (SWEEP_SLOW_FAILURE_S: the lease renews between sweeps; _SweepStalled,
+    the next sweep in its turn); nor a closed store."""
 
     def __init__(
         self,
@@ -373,9 +373,11 @@ class _SweepFailures:
         except StoreUnavailable as exc:
             self.failed.add(room_id)
             self._in_a_row += 1
-            slow = self._clock() - started >= SWEEP_SLOW_FAILURE_S
-            if self._in_a_row >= SWEEP_OUTAGE_ROOMS or slow:
+            if self._in_a_row >= SWEEP_OUTAGE_ROOMS:
                 raise
+            if self._clock() - started >= SWEEP_SLOW_FAILURE_S:
+                log.warning(_STOPPED_AT, extra={"room": room_id, "error": str(exc)})
+                raise _SweepStalled(room_id) from exc
             log.warning(_PASSED_OVER, extra={"room": room_id, "error": str(exc)})
             return 0
         except Exception as exc:
@@ -388,6 +390,16 @@ class _SweepFailures:
 
 
 _PASSED_OVER = "the orphan sweep passed over a room it could not finish"
+_STOPPED_AT = "the orphan sweep stopped at a room that took a timeout: the next takes it last"
+
+
+class _SweepStalled(Exception):
+    """A room failed by a timeout stopped the sweep (_SweepFailures.over). Not a
+    StoreUnavailable: raised out of the sweep, that left the next sweep due, and the
+    node's loop swept again at its next turn, a second later — a room that times out
+    every sweep held every turn for its timeout, every renewal of the lease came too
+    late, and the node said the store down each time. The sweep ends there instead, and
+    the next comes in its turn."""
 
 
 class Node:
@@ -981,6 +993,8 @@ class Node:
             for room_id in passing.first(lobbies, self._sweep_listed):
                 adopted += await passing.over(room_id, self._sweep_listed(room_id))
             adopted += await passing.then()
+        except _SweepStalled:
+            return  # as a raise did: what follows is for a sweep that went through
         finally:
             self._sweep_failed = passing.unfinished()
         if adopted:
