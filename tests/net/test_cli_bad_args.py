@@ -100,6 +100,8 @@ def _one_line(stderr: str, says: str) -> None:
         # On the embedded engine the store's ValueError was a traceback (status 1); with a
         # Redis URL it was blamed on --redis-url.
         (["--key-prefix", "a{b"], {}, "--key-prefix: must not contain braces"),
+        # An escape character was taken into every key (a newcomer walk).
+        (["--key-prefix", "x\x1by"], {}, "--key-prefix: must be printable: 'x\\x1by'"),
         (
             ["--redis-url", REDIS_URL],
             {"SOLRACE_KEY_PREFIX": "x}"},

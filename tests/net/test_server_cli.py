@@ -225,6 +225,19 @@ def test_a_key_prefix_with_a_space_around_it_is_refused_not_trimmed(
     assert "must not begin or end with a space" in str(refused.value), refused.value
 
 
+@pytest.mark.parametrize("prefix", ["x\x1by", "app:\n", "a\u202eb:", "\x85"])
+def test_a_key_prefix_that_is_not_printable_is_refused_in_one_line(prefix: str) -> None:
+    """``--key-prefix $'x\\x1by'`` was taken: an escape character in every key, said
+    raw in every log line and ``redis-cli`` listing that names one (a newcomer walk).
+    Refused as the other bad prefixes are (status 2), the character escaped."""
+    parse = server_main.build_parser().parse_args
+    with pytest.raises(server_main.UsageError) as refused:
+        server_main.resolve(parse(["--redis-url", REDIS_URL, "--key-prefix", prefix]), {})
+    said = str(refused.value)
+    assert said.startswith("--key-prefix: must be printable"), said
+    assert said.isprintable() and "\n" not in said, said
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

@@ -407,12 +407,19 @@ def _key_prefix(text: str) -> str:
     as a traceback once the embedded engine runs, nor as the Redis URL's. An empty one
     is refused too: the node's keys (``node:…``, ``rooms:listed``, ``code:…``) would mix
     with every other key of the database, and nothing could tell them apart (an
-    operator audit). (An empty ``$SOLRACE_KEY_PREFIX`` is unset: the default.)"""
+    operator audit). (An empty ``$SOLRACE_KEY_PREFIX`` is unset: the default.) One
+    that is not printable is refused: it reached the terminal in every line naming a
+    key."""
     if not text:
         raise ValueError(
             "must not be empty: solrace's keys would mix with every other key of the "
             "database (the default is solrace:)"
         )
+    if not text.isprintable():
+        # A control character (ESC, a newline) or a direction override in every key:
+        # said raw in each log line and key listing that names one (a newcomer walk).
+        # First: a prefix ending in a newline is no "space" to its writer.
+        raise ValueError(f"must be printable: {quoted(text)} holds a character that is not")
     if text != text.strip():
         # Its variable is not trimmed (Setting.trim): trimmed, ``solrace: `` named
         # other keys than the release before read, and than the flag's, silently.
