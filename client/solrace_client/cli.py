@@ -776,7 +776,7 @@ def _load(ref: str) -> Any:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .replay import NoCommands, board_text, find_track, step_through, tracks
+    from .replay import NoCommands, board_text, find_track, not_replayed, step_through, tracks
 
     if args.racer is not None and not args.print:  # before the race is read: arguments first
         return _bad_arguments(args, "--racer goes with --print (the stepper shows every racer)")
@@ -798,11 +798,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         except LookupError as exc:
             return _fail(str(exc))
         print(board_text(saved, track, args.step or 0))
-        return 0
-    try:
-        return step_through(saved, _out(), start=args.step or 0, all_tracks=all_tracks)
-    except NoCommands as exc:
-        return _fail(str(exc))
+    else:
+        try:
+            step_through(saved, _out(), start=args.step or 0, all_tracks=all_tracks)
+        except NoCommands as exc:
+            return _fail(str(exc))
+    # Shown (a board's "!!" line), and said again as the status: 1, as verify's FAIL.
+    broken = not_replayed(all_tracks)
+    return 0 if broken is None else _fail(f"the race does not replay: {broken}", EXIT_NO)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -5,8 +5,8 @@ words and the same table (docs/client.md, "Exit status"):
 
 ====  ======================================================================
 0     done
-1     it ran and the answer is no: a race that does not verify; a bot that
-      could not finish its race (connection lost for good, replaced)
+1     it ran and the answer is no: a race that does not verify or replay; a
+      bot that could not finish its race (connection lost for good, replaced)
 2     it could not run: bad arguments, a bad server URL, the server cannot be
       reached or refuses (unknown code, full room…), an unknown race or a
       malformed race file, the UI cannot start

@@ -77,6 +77,17 @@ def tracks(saved: SavedResult) -> list[Track]:
     return found
 
 
+def not_replayed(all_tracks: Sequence[Track]) -> str | None:
+    """Why the race does not replay — its first racer whose log stops being legal, in
+    one line — or None when every log replays. Shown only as a board's ``!!`` line,
+    such a race exited 0 as one that replays (a newcomer walk): it exits 1, as a race
+    ``verify`` fails does (docs/client.md, "Exit status")."""
+    broken = next((t for t in all_tracks if t.error), None)
+    if broken is None:
+        return None
+    return printable(f"racer {broken.racer} ({broken.name}): {broken.error}")
+
+
 def find_track(all_tracks: list[Track], who: str) -> Track:
     """A racer by id (the digits 0-9, as many as int() reads: ``'²'`` and 5,000 nines
     went to int(), a traceback), or by name (case-insensitive)."""

@@ -295,3 +295,40 @@ def test_names_are_shown_as_they_are_and_no_escape_sequence(
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert ("[/]Evil" in out or print_one) and "Bob?]0;PWNED?" in out and "\x1b" not in out
+
+
+@pytest.fixture
+def illegal_race(config_dir: Path) -> Path:
+    """The synthetic race with Bob's fourth log entry replaced by one the engine refuses
+    there (Ann's last move: it finishes her game, not a deal three moves old)."""
+    result = synthetic_result()
+    bob = result["standings"][1]
+    bob["log"][3] = result["standings"][0]["log"][-1]
+    return write_result(
+        finished_race("r_illegal", result, YUKON, "SYN123", published_commitment=None)
+    )
+
+
+@pytest.mark.parametrize("racer", ["Bob", "Ann"])
+def test_a_race_that_does_not_replay_exits_1(
+    illegal_race: Path, capsys: pytest.CaptureFixture[str], racer: str
+) -> None:
+    """A saved race whose log held an illegal move showed ``!! log entry 4 … is
+    illegal`` and exited 0, as a race that replays does (a newcomer walk): a script
+    could not tell. It is a race that does not replay — status 1, as ``verify``'s FAIL
+    — said in one line on standard error, for the racer shown or another."""
+    assert main(["replay", str(illegal_race), "--racer", racer, "--print"]) == 1
+    out, err = capsys.readouterr()
+    assert ("!! log entry 4 " in out) == (racer == "Bob"), out
+    assert err.startswith("solrace: the race does not replay: racer 2 (Bob): log entry 4 "), err
+    assert err.count("\n") == 1, err
+
+
+def test_the_stepper_of_a_race_that_does_not_replay_exits_1(
+    illegal_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\nq\n"))
+    assert main(["replay", str(illegal_race)]) == 1
+    out, err = capsys.readouterr()
+    assert "log entry 4 " in out and "is illegal" in out
+    assert err.startswith("solrace: the race does not replay: racer 2 (Bob): "), err
