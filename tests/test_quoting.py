@@ -6,11 +6,13 @@ import errno
 
 from solrace.quoting import (
     MAX_QUOTED,
+    MAX_URL_SHOWN,
     as_typed,
     file_name,
     json_quoted,
     quoted,
     quoted_number,
+    url_shown,
     without_password,
 )
 
@@ -83,3 +85,12 @@ def test_json_quoted_says_a_value_nested_too_deeply_in_one_line() -> None:
     for _ in range(100_000):
         deep = [deep]
     assert json_quoted(deep) == "a value nested too deeply to show"
+
+
+def test_a_server_url_is_shown_whole_unless_very_long() -> None:
+    """A deployment's URL, path included, is what the user copies: whole up to
+    MAX_URL_SHOWN characters; a 3,000-character one is cut as quoted() cuts."""
+    ordinary = "wss://race.example.org:443/" + "p" * (MAX_URL_SHOWN - 27)
+    assert url_shown(ordinary) == ordinary
+    long = "ws://h:1/" + "p" * 2991
+    assert url_shown(long) == f"'{long[:MAX_URL_SHOWN]}'… (3,000 characters)"

@@ -44,7 +44,7 @@ from solrace.argtypes import (
 )
 from solrace.protocol import limits
 from solrace.protocol.messages import display_name, room_code
-from solrace.quoting import as_typed, file_name, quoted
+from solrace.quoting import MAX_URL_SHOWN, as_typed, file_name, quoted, url_shown
 from solrace.rules import VARIANTS, RulesError, new_board, variant_class
 from solrace.rules.cli import OptionAction, parse_option
 from solrace.rules.options import options_to_json
@@ -398,7 +398,7 @@ def cmd_rooms(args: argparse.Namespace) -> int:
     except NoReply:  # reached (the last one tried), then silent: not "cannot reach"
         return _fail(no_reply(server_list(server)[-1]))
     except ConnectionLost as exc:  # reached, then closed (an OSError: caught first)
-        return _fail(f"{server} closed the connection before answering ({exc})")
+        return _fail(f"{url_shown(server)} closed the connection before answering ({exc})")
     except CONNECT_ERRORS as exc:  # every server tried: the last one's reason
         return _fail(cannot_reach(server_list(server), exc))
     # The server lists finished rooms too (until they expire); they can be neither
@@ -408,8 +408,11 @@ def cmd_rooms(args: argparse.Namespace) -> int:
     if not rooms:
         what = f"{args.variant} rooms" if args.variant else "rooms"
         variant = args.variant or DEFAULT_VARIANT
-        create = f"solrace create --variant {variant}{server_flag(answered)}"  # as printed
-        hint = f"no open {what} on {answered}; start one with: {create}"
+        flag = server_flag(answered)
+        if len(answered) > MAX_URL_SHOWN:  # named cut: a command with it cut would not run
+            flag = " and the same --server"
+        create = f"solrace create --variant {variant}{flag}"  # as printed
+        hint = f"no open {what} on {url_shown(answered)}; start one with: {create}"
         out.print(hint, soft_wrap=True)  # a command to copy: never cut in two
         return 0
     out.print(rooms_view(rooms, out))
@@ -880,16 +883,18 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     except ServerError as err:
         if err.code == "unknown_race":
             return _fail(
-                f"{server} has no finished race {printable(race)} (not over yet, not run "
-                "there, or its archive has expired)"
+                f"{url_shown(server)} has no finished race {printable(race)} (not over yet, "
+                "not run there, or its archive has expired)"
             )
         if err.code == "unknown_type":
-            return _fail(f"{server} keeps no archive this client can ask for (an older server)")
+            return _fail(
+                f"{url_shown(server)} keeps no archive this client can ask for (an older server)"
+            )
         return _fail(f"the server refused: {refusal_of(err.data)}")
     except NoReply:  # reached (the last one tried), then silent: not "cannot reach"
         return _fail(no_reply(server_list(server)[-1]))
     except ConnectionLost as exc:  # reached, then closed (an OSError: caught first)
-        return _fail(f"{server} closed the connection before answering ({exc})")
+        return _fail(f"{url_shown(server)} closed the connection before answering ({exc})")
     except CONNECT_ERRORS as exc:
         return _fail(cannot_reach(server_list(server), exc) + saved_from)
     out = _out()
@@ -897,7 +902,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         path = write_result(archived)
         out.print(
             Text(
-                f"saved race {printable(race)} as {answered} archived it, in {path}: "
+                f"saved race {printable(race)} as {url_shown(answered)} archived it, in {path}: "
                 f"solrace replay {printable(race)} · solrace verify {printable(race)}"
             )
         )
@@ -905,9 +910,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     where = printable(str(local.path or local.race))
     found = differences(local, archived)
     if not found:
-        out.print(Text(f"OK: {where} is the race {answered} archived", "green"))
+        out.print(Text(f"OK: {where} is the race {url_shown(answered)} archived", "green"))
         return 0
-    out.print(Text(f"FAIL: {where} is not the race {answered} archived:", "red"))
+    out.print(Text(f"FAIL: {where} is not the race {url_shown(answered)} archived:", "red"))
     for difference in found:
         out.print(Text(f"  {printable(difference)}"))
     return EXIT_NO

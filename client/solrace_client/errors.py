@@ -32,7 +32,7 @@ from solrace.argtypes import EXIT_READER_GONE as EXIT_READER_GONE
 from solrace.digits import is_digits
 from solrace.protocol import CloseCode, CloseReason, ErrorCode
 from solrace.protocol.handshake import PROBE_PATHS
-from solrace.quoting import as_typed, quoted
+from solrace.quoting import as_typed, quoted, url_shown
 from websockets.exceptions import (
     ConnectionClosed,
     InvalidHandshake,
@@ -284,8 +284,9 @@ def cannot_reach(urls: str | Sequence[str], exc: BaseException) -> str:
     said as such."""
     if isinstance(urls, str):
         urls = [urls]
+    reason = connect_reason(urls[-1], exc)
+    urls = [url_shown(url) for url in urls]  # a 3,000-character path: cut
     *others, last = urls
-    reason = connect_reason(last, exc)
     if not others:
         return f"cannot reach {last}: {reason}"
     if len(urls) <= NAMED_SERVERS:
@@ -303,8 +304,8 @@ def no_reply(url: str) -> str:
     in time — is solrace-server running?" (a flaky-network audit): the server was
     running; it, or the network, was busy. A connect timeout keeps those words."""
     return (
-        f"connected to {url}, but it did not answer in time (the server, or the network, "
-        "is busy): try again"
+        f"connected to {url_shown(url)}, but it did not answer in time (the server, or the "
+        "network, is busy): try again"
     )
 
 
@@ -373,7 +374,7 @@ def lost_during(request: str, exc: BaseException, url: str | None = None) -> str
     stalled server, or a network gone silent). It is said as ``rooms`` and ``fetch``
     say it (:func:`no_reply`), naming ``url`` where the caller knows it."""
     if isinstance(exc, NoReply):
-        where = "" if url is None else f" to {url}"
+        where = "" if url is None else f" to {url_shown(url)}"
         return (
             f"connected{where}, but it did not answer the {request} in time (the server, "
             "or the network, is busy)"
@@ -419,7 +420,8 @@ def gave_up(attempts: int, url: str, why: str) -> str:
     flaky-network audit): three clauses chained by colons, ending in advice it had
     just followed twelve times."""
     tries = "attempt" if attempts == 1 else "attempts"
-    return f"could not reconnect in {attempts} {tries}, the last to {url}: {without_retry(why)}"
+    last = url_shown(url)
+    return f"could not reconnect in {attempts} {tries}, the last to {last}: {without_retry(why)}"
 
 
 #: The longest ``Retry-After`` a client waits out (a larger one is read as this): a

@@ -21,6 +21,7 @@ __all__ = [
     "json_quoted",
     "quoted",
     "quoted_number",
+    "url_shown",
     "without_password",
 ]
 
@@ -29,17 +30,31 @@ __all__ = [
 MAX_QUOTED: Final = 40
 
 
-def quoted(text: object, *, as_is: bool = False) -> str:
+#: The most characters of a server URL a line names whole (:func:`url_shown`): a
+#: deployment's ``wss://host:443/path`` runs past :data:`MAX_QUOTED` and is what the
+#: user copies, so it is said whole up to this many.
+MAX_URL_SHOWN: Final = 120
+
+
+def quoted(text: object, *, as_is: bool = False, limit: int = MAX_QUOTED) -> str:
     """``text`` as ``repr`` shows it, ``'2:1>4'`` (``as_is``: between single quotes as
-    it is, for a text already escaped); past :data:`MAX_QUOTED` characters its first
-    ones, then ``… (N characters)`` outside the quotes, so that the excerpt is not read
-    as what was typed: ``'xxxx'… (100,000 characters)``. Not a string: its ``repr``,
-    cut alike."""
+    it is, for a text already escaped); past ``limit`` (:data:`MAX_QUOTED`) characters
+    its first ones, then ``… (N characters)`` outside the quotes, so that the excerpt is
+    not read as what was typed: ``'xxxx'… (100,000 characters)``. Not a string: its
+    ``repr``, cut alike."""
     if not isinstance(text, str):
         shown = repr(text)
-        return shown if len(shown) <= MAX_QUOTED else _cut(shown[:MAX_QUOTED], len(shown))
-    start = f"'{text[:MAX_QUOTED]}'" if as_is else repr(text[:MAX_QUOTED])
-    return start if len(text) <= MAX_QUOTED else _cut(start, len(text))
+        return shown if len(shown) <= limit else _cut(shown[:limit], len(shown))
+    start = f"'{text[:limit]}'" if as_is else repr(text[:limit])
+    return start if len(text) <= limit else _cut(start, len(text))
+
+
+def url_shown(url: str) -> str:
+    """A server URL named in a line (``cannot reach …``, ``no open rooms on …``): as it
+    is up to :data:`MAX_URL_SHOWN` characters, else :func:`quoted` at that length —
+    a 3,000-character path was said whole, one 3 KB line (a newcomer walk). Said as
+    it is, not escaped: a URL the client takes is printable (errors.check_server_url)."""
+    return url if len(url) <= MAX_URL_SHOWN else quoted(url, as_is=True, limit=MAX_URL_SHOWN)
 
 
 def json_quoted(value: object) -> str:

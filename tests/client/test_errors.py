@@ -254,6 +254,44 @@ async def test_several_servers_none_reached_says_how_many_and_the_last_ones_reas
     )
 
 
+def test_a_very_long_server_url_is_named_cut_and_an_ordinary_one_whole() -> None:
+    """A 3,000-character path was named whole in "cannot reach …" (a newcomer walk):
+    one 3 KB line. Past :data:`solrace.quoting.MAX_URL_SHOWN` characters the URL is
+    cut as solrace.quoting cuts a long value; a real deployment's wss:// URL, path
+    included, stays whole (it is what the user copies)."""
+    long = f"ws://127.0.0.1:{closed_port()}/" + "p" * 3000
+    ordinary = "wss://race-eu-west-1.games.example.org:443/solrace/v1/ws?client=cli"
+    refused = ConnectionRefusedError()
+    for said in (
+        errors.cannot_reach(long, refused),
+        errors.cannot_reach([ordinary, long], refused),
+        errors.cannot_reach([long, long, ordinary, long], refused),
+        errors.no_reply(long),
+    ):
+        assert len(said) < 600 and "… (3,0" in said and "p" * 200 not in said, said[:700]
+    assert errors.cannot_reach(ordinary, refused).startswith(f"cannot reach {ordinary}: ")
+    assert errors.no_reply(ordinary).startswith(f"connected to {ordinary}, ")
+
+
+def test_no_open_rooms_on_a_very_long_url_names_it_cut(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``solrace rooms`` of a server at a 3,000-character path that answered with no
+    room said ``no open rooms on <the whole URL>; start one with: solrace create …
+    --server <the whole URL again>``: 6 KB. The URL is named cut, and the command to
+    copy says to give the same --server rather than a URL that is not the one typed."""
+    long = "ws://127.0.0.1:8765/" + "p" * 3000
+
+    async def no_rooms(servers: str, variant: str | None) -> tuple[str, list[object]]:
+        return servers, []
+
+    monkeypatch.setattr("solrace_client.cli._list_rooms", no_rooms)
+    assert main(["rooms", "--server", long]) == 0
+    out = capsys.readouterr().out
+    assert "no open rooms on 'ws://127.0.0.1:8765/ppp" in out and "… (3,020 characters)" in out
+    assert "p" * 200 not in out and len(out) < 400, out[:500]
+
+
 async def test_wss_against_a_plain_server_says_why(cluster: Cluster) -> None:
     server = await cluster.node()
     url = server.url.replace("ws://", "wss://")
