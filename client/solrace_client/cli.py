@@ -77,6 +77,11 @@ from .errors import (
 )
 from .printable import printable
 
+#: The most of a race file's own servers ``fetch`` tries (its ``server`` field, the
+#: nodes it was raced on): a file naming 500 had them all tried, one after another,
+#: for minutes (a newcomer walk). Past it, the rest are left untried, and said so.
+MAX_SAVED_SERVERS: Final = 8
+
 #: The phases ``solrace rooms`` lists: rooms one can still join or watch race.
 LISTED_PHASES = ("lobby", "countdown", "racing")
 #: Commands that work on this computer only: a --server would do nothing.
@@ -871,13 +876,20 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     if typed is None and local is not None and local.server:
         # The server the race was saved from, as resume does: not $SOLRACE_SERVER's,
         # nor the default (a race run with --server needed it typed again).
-        server = local.server
+        urls = server_list(local.server)
+        server = ",".join(urls[:MAX_SAVED_SERVERS])
         try:
-            for url in server_list(server):
+            for url in urls[:MAX_SAVED_SERVERS]:
                 check_server_url(url)
         except BadServerURL as exc:
             return _fail(f"{local.path or race}: its server: {exc}: give --server")
         saved_from = " (the server the race was saved from: --server asks another)"
+        if len(urls) > MAX_SAVED_SERVERS:
+            saved_from = (
+                f" (the servers the race was saved from: the first {MAX_SAVED_SERVERS} of "
+                f"the {len(urls):,} it names were tried, {len(urls) - MAX_SAVED_SERVERS:,} "
+                "not: --server asks others)"
+            )
     try:
         answered, archived = asyncio.run(fetch_archived(server, race))
     except ServerError as err:

@@ -214,3 +214,28 @@ def test_differences_name_each_departure_and_stop_after_three() -> None:
 )
 def test_race_ids(text: str, expected: bool) -> None:
     assert is_race_id(text) is expected
+
+
+def test_a_race_file_naming_many_servers_has_only_the_first_few_tried(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A race file whose ``server`` listed 500 URLs had ``fetch`` try them all, one
+    after another (past 60 s, a newcomer walk). It tries the first
+    MAX_SAVED_SERVERS — a deployment's nodes — and says how many it left untried."""
+    from solrace_client.cli import MAX_SAVED_SERVERS
+
+    urls = [f"ws://127.0.0.1:{9000 + i}" for i in range(500)]
+    data = json.loads(synthetic_race.read_text())
+    synthetic_race.write_text(json.dumps({**data, "server": ",".join(urls)}))
+    tried: list[str] = []
+
+    async def unreachable(servers: str, race: str) -> tuple[str, SavedResult]:
+        tried.extend(servers.split(","))
+        raise ConnectionRefusedError
+
+    monkeypatch.setattr("solrace_client.archive.fetch_archived", unreachable)
+    assert main(["fetch", str(synthetic_race)]) == 2
+    assert tried == urls[:MAX_SAVED_SERVERS]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 500, err
+    assert f"the first {MAX_SAVED_SERVERS} of the 500 it names were tried" in err, err
