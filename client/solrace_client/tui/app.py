@@ -884,7 +884,13 @@ class SolraceApp(App[int]):
         screen = screen or current
         if screen is None or not screen.is_mounted:
             return
-        side = screen.query_one("#side")
+        panels = screen.query("#side")
+        if not panels or not screen.query("#board"):
+            # Mounted, its panels composing or being taken down: their own mount (or
+            # the next resize) fits them. Looked up with query_one, a snapshot landing
+            # then raised NoMatches and ended the network worker (a CI run, loaded).
+            return
+        side = panels.first()
         self.side_shown = True
         if isinstance(screen, WatchScreen):
             state = self.state

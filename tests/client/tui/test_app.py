@@ -940,3 +940,30 @@ async def test_stuck_says_undo_only_where_the_room_has_it(cluster: Cluster, undo
         hint = "(u undoes)" if undo else "— the others race on"
         assert set(said) == {f"no legal move left: you are stuck {hint}"}, app.status_log
         await bob.close()
+
+
+@pytest.mark.parametrize("cluster", ["embedded"], indirect=True)  # the UI's doing alone
+async def test_a_snapshot_landing_while_the_race_screen_lacks_its_panel_is_shown_later(
+    cluster: Cluster,
+) -> None:
+    """A resume's snapshot that lands while the race screen is mounted but its racers'
+    panel is not (its children composing or being taken down) is folded, the panel left
+    to its own mount: ``fit_side`` looked the panel up and raised NoMatches, which ended
+    the app's network worker — the race gone from the screen (a CI run under load,
+    test_inflight_faults' pipeline test). The race goes on: Bob's resignation reaches
+    the app."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        screen = app.screen
+        assert isinstance(screen, PlayScreen)
+        await screen.query_one("#side").remove()
+        app.fit_side()  # what a snapshot's fold calls (SolraceApp._loaded)
+        await bob.resign()
+        await wait_until(
+            pilot,
+            lambda: any(r.get("status") == "resigned" for r in app.state.racer_list()),
+            "Bob's resignation",
+        )
+        await bob.close()
