@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 from typing import Any, cast
 
@@ -32,7 +33,7 @@ from solrace.rooms.node import (
     _SweepFailures,
     _SweepStalled,
 )
-from solrace.rooms.records import unpack, unpack_event
+from solrace.rooms.records import pack_event, unpack, unpack_event
 from solrace.rooms.room import LiveRoom
 from solrace.store._lua import EXPIRE_CODE, SETTLE_EXPIRY, LuaScript
 from solrace.store.errors import StoreClosed, StoreUnavailable
@@ -683,3 +684,49 @@ async def test_a_sweep_stopped_by_a_timeout_waits_its_turn(
     await _sweep(node)  # stopped at r_stuck: the loop's next sweep is its second
     await asyncio.sleep(0.3)  # thirty turns of the loop
     assert len(listings) <= 2, len(listings)
+
+
+async def test_a_race_over_whose_read_back_finds_a_rematch_still_archives_its_race(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The node deciding a race_over stores it, reads the room back, then makes the
+    writes that follow from what it folded (Node._after_decision). A rematch stored
+    between the write and the read-back (by a node that died at once: nothing else
+    archives it, nobody else folds) is folded with it, and clears the room's result:
+    the writes that follow skip the archive, and a sweep looks only at the room's last
+    race. The race is archived all the same, from the race_over event itself (its
+    fold, Node._fold_locked), with that round's record; the request is answered."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    race = await _race_on(node, node, private=True)
+    room = race.ann.room
+    assert room is not None
+    real = node.store.append_event
+    injected: list[int] = []
+
+    async def append_then_rematch(room_id: str, data: bytes, *args: Any, **kwargs: Any) -> int:
+        version = await real(room_id, data, *args, **kwargs)
+        event = unpack_event(data)
+        if event.t == EventType.RACE_OVER and not injected:
+            ended = copy.deepcopy(room.state)  # the room as the dead node folded it
+            ended.apply(version, event)
+            (reset,) = d.rematch(ended, 1)
+            ttl = node_module.expiry_set_by(ended, reset)
+            stamped = reset.but(at=clock())
+            injected.append(await real(room_id, pack_event(stamped), version, ttl_s=ttl))
+        return version
+
+    setattr(node.store, "append_event", append_then_rematch)  # noqa: B010
+    assert (await race.ann.ask("resign")).t == "ok"
+    with caplog.at_level(logging.INFO, logger="solrace"):
+        assert (await race.bob.ask("resign")).t == "ok"
+        assert injected, "the race_over was never stored"
+        assert room.state.version == injected[0] and room.state.result is None  # rematched
+        race_key = race_id(room.room_id, race.commitment)
+        kept = unpack(await archived_result(node.store, race_key, 5))
+    assert (kept["round"], kept["result"]["commitment"]) == (1, race.commitment), kept
+    assert {s["status"] for s in kept["result"]["standings"]} == {"resigned"}, kept
+    races = [r for r in caplog.records if r.getMessage() == "race over"]
+    assert len(races) == 1, "the deciding node never logged the race's end"
+    # The decision's record and the fold's are the same bytes: no second result.
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.records

@@ -1733,6 +1733,7 @@ class Node:
                 # dies, another finds it, ends it and archives it (sweep_orphans).
                 await self.store.mark_unarchived(room.room_id)
             racer_token = None if token is None else token(events)
+            ended: _Archive | None = None  # the race a race_over in ``events`` ends
             try:
                 for ev in events:
                     reset = ev.t == EventType.ROOM_RESET
@@ -1741,9 +1742,15 @@ class Node:
                     # A race_over closes its round for moves in the same write.
                     ends = room.state.round if ev.t == EventType.RACE_OVER else None
                     done = racer_done_by(room.state, ev)
+                    packed = pack_event(stamped)
+                    if ev.t == EventType.RACE_OVER:
+                        # Its archive, from the room as it stands before the race_over
+                        # and the event as any fold reads it back: the read-back may
+                        # fold another node's rematch too, which clears the result.
+                        ended = self._archive_record(room, unpack_event(packed).d)
                     await self.store.append_event(
                         room.room_id,
-                        pack_event(stamped),
+                        packed,
                         expected,
                         ends_round=ends,
                         token=racer_token,
@@ -1791,11 +1798,11 @@ class Node:
                 # The round the events leave the room in (a reset begins one).
                 round_no = room.state.round + sum(ev.t == EventType.ROOM_RESET for ev in events)
                 writes = functools.partial(
-                    self._after_decision_late, room, events, expected, round_no
+                    self._after_decision_late, room, events, expected, round_no, ended
                 )
                 self.retry_locked(room, "could not make a decision's writes", writes)
                 raise
-            await self._after_decision(room, events)
+            await self._after_decision(room, events, ended)
             return events
         raise BadMessage(
             ErrorCode.UNAVAILABLE, "the room is busy: retry", retry_after_ms=RETRY_BUSY_MS
@@ -1837,7 +1844,12 @@ class Node:
                 )
 
     async def _after_decision_late(
-        self, room: LiveRoom, events: list[RoomEvent], version: int, round_no: int
+        self,
+        room: LiveRoom,
+        events: list[RoomEvent],
+        version: int,
+        round_no: int,
+        ended: _Archive | None,
     ) -> None:
         """:meth:`_after_decision` for ``events`` (stored up to ``version``, leaving the
         room in round ``round_no``) that :meth:`decide` could not read back: unless a
@@ -1846,11 +1858,17 @@ class Node:
         Caller holds the room's lock."""
         await self.sync_locked(room)
         if room.state.version >= version and room.state.round == round_no:
-            await self._after_decision(room, events)
+            await self._after_decision(room, events, ended)
 
-    async def _after_decision(self, room: LiveRoom, events: list[RoomEvent]) -> None:
+    async def _after_decision(
+        self, room: LiveRoom, events: list[RoomEvent], ended: _Archive | None = None
+    ) -> None:
         """The writes that follow a stored decision. None of them may fail the request
-        that made it (it was made): a write Redis fails is retried (:meth:`insist`)."""
+        that made it (it was made): a write Redis fails is retried (:meth:`insist`).
+        ``ended`` is the archive of the race a race_over in ``events`` ends, made before
+        it was stored: the room as read back may be past it (another node's rematch
+        folded with it clears its result), and then the race went unlogged, its room
+        unsettled, its archive left to the fold's task alone."""
         extra = {"room": room.room_id}
         if listing.moves_listing(room.state, events):
             # A lobby whose last racer online went sorts behind the races (out of what
@@ -1871,9 +1889,9 @@ class Node:
                     "could not expire an empty room",
                     extra,
                 )
-            elif ev.t == EventType.RACE_OVER and room.state.result is not None:
-                record = self._archive_record(room, room.state.result)
-                _log_race_over(room.room_id, record.race, room.state.result)
+            elif ev.t == EventType.RACE_OVER and ended is not None:
+                record = ended
+                _log_race_over(room.room_id, record.race, record.record["result"])
                 room.archived.add(record.race)  # claimed: the fold's own check stands by
                 version = room.state.version
                 try:
