@@ -885,10 +885,13 @@ class SolraceApp(App[int]):
         if screen is None or not screen.is_mounted:
             return
         panels = screen.query("#side")
-        if not panels or not screen.query("#board"):
+        boards = "#boards" if isinstance(screen, WatchScreen) else "#board"
+        if not panels or not screen.query(boards):
             # Mounted, its panels composing or being taken down: their own mount (or
             # the next resize) fits them. Looked up with query_one, a snapshot landing
             # then raised NoMatches and ended the network worker (a CI run, loaded).
+            # The watch screen's boards are one panel, ``#boards``: asked for
+            # ``#board``, every watch screen was taken for one lacking it.
             return
         side = panels.first()
         self.side_shown = True

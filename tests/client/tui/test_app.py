@@ -292,6 +292,23 @@ async def _ready_pair_watched(cluster: Cluster) -> tuple[RaceClient, RaceClient,
     return ann, bob, SolraceApp(server.url, mode="watch", code=ann.code)
 
 
+@pytest.mark.parametrize("cluster", ["embedded"], indirect=True)  # the UI's doing alone
+async def test_a_narrow_watch_screen_hides_its_standings(cluster: Cluster) -> None:
+    """The watch screen's standings give way to the boards when the terminal narrows
+    (fit_side). Its boards panel is ``#boards``, not the race screen's ``#board``:
+    fit_side, asking for ``#board`` to tell a screen whose panels are missing, took
+    every watch screen for one and never fitted its standings."""
+    ann, bob, app = await _ready_pair_watched(cluster)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await wait_for_text(pilot, "boards live")
+        await ann.start()
+        await wait_until(pilot, lambda: isinstance(app.screen, WatchScreen), "the race")
+        side = app.screen.query_one("#side")
+        await pilot.resize_terminal(40, 24)
+        await wait_until(pilot, lambda: not side.display, "the standings hidden at 40 columns")
+    await close_all(ann, bob)
+
+
 async def test_watch_shows_every_board_and_the_delay(cluster: Cluster) -> None:
     ann, bob, app = await _ready_pair_watched(cluster)
     async with app.run_test(size=(80, 24)) as pilot:
