@@ -414,7 +414,7 @@ def cmd_rooms(args: argparse.Namespace) -> int:
         what = f"{args.variant} rooms" if args.variant else "rooms"
         variant = args.variant or DEFAULT_VARIANT
         flag = server_flag(answered)
-        if len(answered) > MAX_URL_SHOWN:  # named cut: a command with it cut would not run
+        if flag and len(answered) > MAX_URL_SHOWN:  # named cut: cut, it would not run
             flag = " and the same --server"
         create = f"solrace create --variant {variant}{flag}"  # as printed
         hint = f"no open {what} on {url_shown(answered)}; start one with: {create}"

@@ -292,6 +292,26 @@ def test_no_open_rooms_on_a_very_long_url_names_it_cut(
     assert "p" * 200 not in out and len(out) < 400, out[:500]
 
 
+def test_no_open_rooms_on_a_very_long_default_server_hints_a_command_that_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The very long URL is ``$SOLRACE_SERVER``'s, no --server typed: the hint's
+    command needs no --server (server_flag), and runs as printed. It said ``solrace
+    create --variant yukon and the same --server``: a --server never given, and
+    words no shell runs."""
+    long = "ws://127.0.0.1:8765/" + "p" * 3000
+
+    async def no_rooms(servers: str, variant: str | None) -> tuple[str, list[object]]:
+        return servers, []
+
+    monkeypatch.setattr("solrace_client.cli._list_rooms", no_rooms)
+    monkeypatch.setenv("SOLRACE_SERVER", long)
+    assert main(["rooms"]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("start one with: solrace create --variant yukon"), out[-200:]
+    assert "p" * 200 not in out, out[:500]
+
+
 async def test_wss_against_a_plain_server_says_why(cluster: Cluster) -> None:
     server = await cluster.node()
     url = server.url.replace("ws://", "wss://")
