@@ -30,6 +30,7 @@ from solrace.rooms.node import (
     ROOM_TTL_S,
     SWEEP_OUTAGE_ROOMS,
     Node,
+    _last_race,
     _SweepFailures,
     _SweepStalled,
 )
@@ -730,3 +731,33 @@ async def test_a_race_over_whose_read_back_finds_a_rematch_still_archives_its_ra
     assert len(races) == 1, "the deciding node never logged the race's end"
     # The decision's record and the fold's are the same bytes: no second result.
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.records
+
+
+async def test_a_note_kept_for_a_rematch_that_stayed_in_its_lobby_is_cleared_by_a_sweep(
+    backend: Backend,
+) -> None:
+    """The deciding node keeps the room's note when its stream moved before the clear
+    (Node._clear_unless_moved: a presence, a chat line, a rematch — the test above).
+    Here the room then went back to its lobby, and its node died with no countdown.
+    The note belongs to no race (the next countdown notes the room again); kept, every
+    sweep loaded the private lobby (no listing adopts one) and left the note, once a
+    minute until the room's keys expired a day later. The kept note is made here as
+    that window leaves it (the race's result saved, the note standing)."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    race = await _race_on(node, node, private=True)
+    room = race.ann.room
+    assert room is not None
+    assert (await race.ann.ask("resign")).t == "ok"
+    assert (await race.bob.ask("resign")).t == "ok"
+    ended = await node.room(room.room_id)
+    over = _last_race(ended)
+    assert over is not None
+    await _poll(lambda: node.store.load_result(over), bool, "the race's result")
+    assert (await race.ann.ask("rematch")).t == "ok"
+    await node.store.mark_unarchived(room.room_id)  # as the moved stream left it
+
+    sweeper = await _node(backend, clock)
+    await _dead(node, by=sweeper)
+    await _sweep(sweeper)
+    assert room.room_id not in await sweeper.store.unarchived_rooms(), "the lobby's note"

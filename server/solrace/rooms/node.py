@@ -1022,8 +1022,16 @@ class Node:
         if room.state.phase in (Phase.COUNTDOWN, Phase.RACING):
             return int(await self._adopt(room))
         race = _last_race(room)
+        if room.state.phase == Phase.LOBBY:
+            # Back in the lobby (a rematch the deciding node's clear saw move the
+            # stream: _clear_unless_moved): no race for the note, and the next
+            # countdown notes the room again. Kept, every sweep loaded the room —
+            # a private lobby its dead nodes left, adopted by no listing — until
+            # its keys expired a day later.
+            await self._clear_unless_moved(room, room.state.version)
+            return 0
         if race is None or room.state.phase != Phase.FINISHED:
-            return 0  # back in the lobby: noted again at the next countdown
+            return 0
         if await self.store.load_result(race) is not None:
             await self._archived_last(room)
         return 0
