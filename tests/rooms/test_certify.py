@@ -363,8 +363,11 @@ async def test_a_room_gets_an_uncertified_deal_at_once_while_its_workers_keep_dy
         lost = [r for r in caplog.records if "a solver worker was lost" in r.getMessage()]
         # A worker's deaths are as kills from outside (a line each) until every worker
         # has its streak (failing: all of them); then said once a worker by the
-        # workers, and no more lines a candidate.
-        most = solver_workers.FAILING_STREAK * solver_workers.SOLVER_WORKERS - 1
+        # workers, and no more lines a candidate. The death that completes the last
+        # streak may be said too: the candidate that saw it may read the pool before
+        # the pool counts it (a loaded CI run: 6 lines, one a death of each worker's
+        # streak). Before, a line a candidate: 14 within the first minute.
+        most = solver_workers.FAILING_STREAK * solver_workers.SOLVER_WORKERS
         assert len(lost) <= most, [r.getMessage() for r in lost]
         said = [r for r in caplog.records if "keeps dying" in r.getMessage()]
         assert len(said) <= solver_workers.SOLVER_WORKERS, [r.getMessage() for r in said]

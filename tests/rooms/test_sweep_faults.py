@@ -99,6 +99,18 @@ async def _ghost_lobby(backend: Backend, clock: Clock, name: str = "Bob") -> Liv
     return room
 
 
+async def _ghosts_and_sweeper(
+    backend: Backend, clock: Clock, *names: str
+) -> tuple[list[LiveRoom], Node]:
+    """A :func:`_ghost_lobby` of each racer in ``names``, each on its own node, and the
+    next node, every dead one's lease gone."""
+    ghosts = [await _ghost_lobby(backend, clock, name) for name in names]
+    sweeper = await _node(backend, clock)
+    for dead in backend.nodes[: len(names)]:
+        await _dead(dead, by=sweeper)
+    return ghosts, sweeper
+
+
 async def _after_ghost(backend: Backend, clock: Clock) -> tuple[Node, LiveRoom]:
     """:func:`_ghost_lobby`, and the next node, the dead one's lease gone."""
     room = await _ghost_lobby(backend, clock)
@@ -424,10 +436,7 @@ async def test_a_room_the_sweep_cannot_read_does_not_stop_it_for_the_others(
     listed behind a room that may fail every minute; the failure is said once, as a
     warning, and the next sweep finishes the first."""
     clock = Clock()
-    ghosts = [await _ghost_lobby(backend, clock, name) for name in ("Bob", "Cy")]
-    sweeper = await _node(backend, clock)
-    for dead in backend.nodes[:2]:
-        await _dead(dead, by=sweeper)
+    ghosts, sweeper = await _ghosts_and_sweeper(backend, clock, "Bob", "Cy")
     real = sweeper.store.room_nodes
     failed: list[str] = []
 
@@ -507,10 +516,7 @@ async def test_a_room_that_times_out_every_sweep_goes_last_in_the_next(
     # Every failure here counts as a timeout's (the real one waits COMMAND_TIMEOUT_S).
     monkeypatch.setattr(node_module, "SWEEP_SLOW_FAILURE_S", 0.0)
     clock = Clock()
-    ghosts = [await _ghost_lobby(backend, clock, name) for name in ("Bob", "Cy")]
-    sweeper = await _node(backend, clock)
-    for dead in backend.nodes[:2]:
-        await _dead(dead, by=sweeper)
+    ghosts, sweeper = await _ghosts_and_sweeper(backend, clock, "Bob", "Cy")
     real = sweeper.store.room_nodes
     failing: list[str] = []
 
@@ -586,10 +592,7 @@ async def test_two_rooms_that_time_out_every_sweep_do_not_stop_the_rooms_after_t
     took turns first and stopped every sweep before the third ghost lobby, for good."""
     monkeypatch.setattr(node_module, "SWEEP_SLOW_FAILURE_S", 0.0)
     clock = Clock()
-    ghosts = [await _ghost_lobby(backend, clock, name) for name in ("Bob", "Cy", "Di")]
-    sweeper = await _node(backend, clock)
-    for dead in backend.nodes[:3]:
-        await _dead(dead, by=sweeper)
+    ghosts, sweeper = await _ghosts_and_sweeper(backend, clock, "Bob", "Cy", "Di")
     real = sweeper.store.room_nodes
     failing: list[str] = []
 
