@@ -129,8 +129,8 @@ start() {
             stale_pid["$port"]="$(cat "$dir/$port/redis.pid" 2>/dev/null || true)"
             mkdir -p "$dir/$port"
         else
+            made+=("$port")  # first: a Ctrl-C between the two left DIR/PORT, and DIR
             mkdir "$dir/$port"
-            made+=("$port")
         fi
         launched+=("$port")
         # shellcheck disable=SC2086  # $conf is empty or one file name
@@ -194,8 +194,9 @@ undo_start() {  # stop the servers this start launched, remove what it made
     undone=1
     local port pid
     for port in "${launched[@]}"; do
-        # a daemon may not have written its pid file yet (or could not start at all)
-        for _ in $(seq 20); do launched_pid "$port" >/dev/null && break; sleep 0.05; done
+        # a daemon may not have written its pid file yet (or could not start at all):
+        # up to 5 s (1 s was too short on a loaded machine: a CI run left DIR behind)
+        for _ in $(seq 100); do launched_pid "$port" >/dev/null && break; sleep 0.05; done
         pid="$(launched_pid "$port" || true)"
         if [ -n "$pid" ]; then
             kill -KILL "$pid" 2>/dev/null || true
