@@ -470,7 +470,11 @@ def test_keys_that_cannot_be_deleted_are_named_in_the_line(
             err,
         )
         assert (status, said is not None) == (EXIT_TERMINATED, True), err
-        assert said is not None and asyncio.run(_count(f"{said.group(1)}*", url)) > 0
+        # Whether the keys are still there once Redis runs again is not the run's to
+        # say: the delete it sent before it gave up may sit in Redis's socket buffer and
+        # run on SIGCONT (a loaded CI run found none left). The line names the run's
+        # own prefix, whose keys were there (waited for above).
+        assert said is not None and said.group(1).startswith(pattern[:-1])
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
