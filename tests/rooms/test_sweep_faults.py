@@ -240,13 +240,13 @@ async def test_a_race_whose_node_died_right_after_its_race_over_is_settled_by_th
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-@pytest.mark.parametrize("call", ["unlist", "version", "clear_unarchived"])
+@pytest.mark.parametrize("call", ["unlist", "clear_unarchived"])
 async def test_a_sweep_settling_a_dead_nodes_race_over_cut_leaves_its_note_for_the_next(
     backend: Backend, call: str, fault: str
 ) -> None:
     """The sweep that finishes a race whose node died right after its race_over makes
-    the race_over's writes — the room settled (its last write the unlisting), then its
-    version read, then the note cleared — and a fault cuts it at one of them. The note
+    the race_over's writes — the room settled (its last write the unlisting), then the
+    note cleared — and a fault cuts it at one of them. The note
     stands until all are made, so the next sweep (the same node's once Redis answers,
     or another's once this one's lease is gone) finishes the room: unlisted, its logs
     on the hour, the note cleared, the one race_over and its one result as they were."""
@@ -389,26 +389,25 @@ async def test_a_race_its_own_node_archives_cut_between_its_settle_and_its_note_
     backend: Backend, fault: str
 ) -> None:
     """The node that ends a public race fails to clear its note at once (Redis fails
-    its read of the room's version, made before the clear): its archive task makes the
-    race_over's writes again
-    (Node._archived_last) — the room settled (unlisted, its logs on the hour), its
-    version read, the note cleared — and a fault cuts it at that read, after the
-    settle, before the clear. Redis failing: the task retries and clears the note. The
-    node dying: the note stands, and the next node's sweep clears it. Either way the
-    room ends unlisted, its logs on the hour, its note gone — none left for ever."""
+    the clear): its archive task makes the race_over's writes again
+    (Node._archived_last) — the room settled (unlisted, its logs on the hour), then
+    the note cleared — and a fault cuts it at that clear, after the settle. Redis
+    failing: the task retries and clears the note. The node dying: the note stands,
+    and the next node's sweep clears it. Either way the room ends unlisted, its logs
+    on the hour, its note gone — none left for ever."""
     clock = Clock()
     node = await _node(backend, clock)
     race = await _race_on(node, node)
     room = race.ann.room
     assert room is not None
-    # The node's own read of the version before its clear fails (hands the race to
-    # the archive task); the archive task's read, the next, is cut by ``fault``.
-    cut = _cut(node, "version", fault)
-    first = _cut(node, "version", "redis fails")  # wraps the other: the first read
+    # The node's own clear fails (hands the race to the archive task); the archive
+    # task's clear, the next, is cut by ``fault``.
+    cut = _cut(node, "clear_unarchived", fault)
+    first = _cut(node, "clear_unarchived", "redis fails")  # wraps the other: the first
     assert (await race.ann.ask("resign")).t == "ok"
     with contextlib.suppress(Crashed):
         await race.bob.ask("resign")
-    await _poll(_value(cut), bool, "the archive never read the room's version")
+    await _poll(_value(cut), bool, "the archive never cleared the note")
     assert first
     finisher = node
     if fault == "node dies":
@@ -583,6 +582,84 @@ async def test_the_deciding_node_keeps_the_note_of_a_rematch_begun_before_its_cl
     assert kinds.count(EventType.RACE_OVER) == 2, kinds
 
 
+async def test_the_deciding_node_keeps_the_note_a_countdown_made_just_before_its_clear(
+    backend: Backend,
+) -> None:
+    """The node deciding a race_over reads the room back, and another node's rematch
+    is folded with it: the room the clear goes by is that rematch's lobby. Another
+    node then decides the new round's countdown, which notes the room for the new race
+    (Store.mark_unarchived) before it stores the countdown: one round trip in which
+    the stream has not moved. The deciding node's clear fell in it here — held after
+    it looked and before it cleared, released once the countdown's note was made —
+    and cleared the new race's note: both nodes then dying in the new race, no sweep
+    found it, and it ran on unarchived until its keys expired. A node's sweep must
+    find it, end it and archive its result."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    other = await _node(backend, clock)
+    race = await _race_on(node, node, private=True)
+    room = race.ann.room
+    assert room is not None
+    theirs: list[LiveRoom] = []
+    real_append = node.store.append_event
+
+    async def append_then_rematch(room_id: str, data: bytes, *args: Any, **kwargs: Any) -> int:
+        version = await real_append(room_id, data, *args, **kwargs)
+        if unpack_event(data).t == EventType.RACE_OVER and not theirs:
+            # Stored between the race_over and its read-back: folded with it.
+            theirs.append(await other.room(room_id))
+            await other.decide(theirs[0], lambda: d.rematch(theirs[0].state, 1))
+        return version
+
+    noted, stored = asyncio.Event(), asyncio.Event()
+    real_mark, their_append = other.store.mark_unarchived, other.store.append_event
+
+    async def mark(*args: Any, **kwargs: Any) -> None:
+        await real_mark(*args, **kwargs)
+        noted.set()
+
+    async def append_once_cleared(room_id: str, data: bytes, *args: Any, **kwargs: Any) -> int:
+        if unpack_event(data).t == EventType.COUNTDOWN:
+            await stored.wait()  # the countdown noted, not stored, until the clear
+        return await their_append(room_id, data, *args, **kwargs)
+
+    real_clear = node.store.clear_unarchived
+    countdowns: list[asyncio.Future[list[Any]]] = []
+
+    async def clear_as_a_countdown_is_noted(*args: Any, **kwargs: Any) -> None:
+        if theirs and not countdowns:
+            lobby = theirs[0]
+            countdown = [d.countdown(other.clock(), lobby.commitment())]
+            countdowns.append(asyncio.ensure_future(other.decide(lobby, lambda: countdown)))
+            await asyncio.wait_for(noted.wait(), 5)
+        try:
+            await real_clear(*args, **kwargs)
+        finally:
+            stored.set()
+
+    setattr(node.store, "append_event", append_then_rematch)  # noqa: B010
+    setattr(other.store, "mark_unarchived", mark)  # noqa: B010
+    setattr(other.store, "append_event", append_once_cleared)  # noqa: B010
+    setattr(node.store, "clear_unarchived", clear_as_a_countdown_is_noted)  # noqa: B010
+    assert (await race.ann.ask("resign")).t == "ok"
+    assert (await race.bob.ask("resign")).t == "ok"
+    await _poll(_value(cast(list[str], countdowns)), bool, "the deciding node never cleared")
+    (countdown,) = await asyncio.wait_for(countdowns[0], 5)
+    assert countdown.t == EventType.COUNTDOWN
+    assert room.room_id in await other.store.unarchived_rooms(), "the new race's note is gone"
+
+    # Both nodes die in the new race; the next node's sweep must adopt it.
+    sweeper = await _node(backend, clock)
+    await _dead(node, by=sweeper)
+    await _dead(other, by=sweeper)
+    await _sweep(sweeper)
+    assert room.room_id in sweeper.rooms, "no sweep adopted the new race"
+    clock.advance(GRACE_S + 1, sweeper)  # its start is due, its racers' grace over
+    race_key = race_id(room.room_id, str(countdown.d["commitment"]))
+    kept = unpack(await archived_result(sweeper.store, race_key, timeout=10))
+    assert kept["round"] == 2, kept
+
+
 async def test_two_rooms_that_time_out_every_sweep_do_not_stop_the_rooms_after_them(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -736,16 +813,18 @@ async def test_a_race_over_whose_read_back_finds_a_rematch_still_archives_its_ra
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.records
 
 
+@pytest.mark.parametrize("release", ["this", "earlier"])
 async def test_a_note_kept_for_a_rematch_that_stayed_in_its_lobby_is_cleared_by_a_sweep(
-    backend: Backend,
+    backend: Backend, release: str
 ) -> None:
-    """The deciding node keeps the room's note when its stream moved before the clear
-    (Node._clear_unless_moved: a presence, a chat line, a rematch — the test above).
-    Here the room then went back to its lobby, and its node died with no countdown.
-    The note belongs to no race (the next countdown notes the room again); kept, every
-    sweep loaded the private lobby (no listing adopts one) and left the note, once a
-    minute until the room's keys expired a day later. The kept note is made here as
-    that window leaves it (the race's result saved, the note standing)."""
+    """A room back in its lobby (a rematch), its node dead with no countdown, still
+    noted for the race before: a fault cut its node's clear, or (``earlier``) a node
+    of an earlier release kept it, whose notes name no round and which kept one when
+    the room's stream moved before its clear. The note belongs to no race that may
+    run (the next countdown notes the room for its own round); kept, every sweep
+    loaded the private lobby (no listing adopts one) and left the note, once a minute
+    until the room's keys expired a day later. The kept note is made here as that
+    window leaves it (the race's result saved, the note standing)."""
     clock = Clock()
     node = await _node(backend, clock)
     race = await _race_on(node, node, private=True)
@@ -758,7 +837,11 @@ async def test_a_note_kept_for_a_rematch_that_stayed_in_its_lobby_is_cleared_by_
     assert over is not None
     await _poll(lambda: node.store.load_result(over), bool, "the race's result")
     assert (await race.ann.ask("rematch")).t == "ok"
-    await node.store.mark_unarchived(room.room_id)  # as the moved stream left it
+    if release == "this":
+        await node.store.mark_unarchived(room.room_id, 1)  # the race before's
+    else:  # as an earlier release notes a room (Keys.unarchived)
+        await node.store._redis.sadd(node.store.keys.unarchived, room.room_id)
+    assert room.room_id in await node.store.unarchived_rooms()
 
     sweeper = await _node(backend, clock)
     await _dead(node, by=sweeper)

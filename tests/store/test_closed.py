@@ -37,8 +37,9 @@ WRITES: dict[str, Callable[[Store], Awaitable[object]]] = {
     "claim_seat": lambda s: s.claim_seat("ab" * 32, "r1", 1, 60),
     "release_seat_claim": lambda s: s.release_seat_claim("cd" * 32),
     "save_result": lambda s: s.save_result("race1", b"result"),
-    "mark_unarchived": lambda s: s.mark_unarchived("r9"),
-    "clear_unarchived": lambda s: s.clear_unarchived("r1"),
+    "mark_unarchived": lambda s: s.mark_unarchived("r9", 1),
+    "clear_unarchived": lambda s: s.clear_unarchived("r1", 1),
+    "clear_legacy_note": lambda s: s.clear_legacy_note("r1"),
     "refused_access": lambda s: s.refused_access(),
 }
 
@@ -76,7 +77,8 @@ async def test_a_closed_store_refuses_the_write_and_writes_nothing(
 ) -> None:
     await store.create_room("r1", "ABCD", b"m", True, 1, quick="yukon")
     await store.renew_lease("n0", 60_000)
-    await store.mark_unarchived("r1")
+    await store.mark_unarchived("r1", 1)
+    await store._redis.sadd(store.keys.unarchived, "r1")  # an earlier release's note
     before = await _contents(store)
     closed = await store.sibling()  # the embedded engine runs on: the first one holds it
     await closed.close()

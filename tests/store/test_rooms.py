@@ -182,6 +182,45 @@ async def test_results(store: Store) -> None:
     assert await store._redis.pttl(store.keys.result("race-1")) == -1  # never expires
 
 
+async def test_a_rooms_archive_note_is_cleared_only_through_the_round_archived(
+    store: Store,
+) -> None:
+    """A note keeps the highest round noted (a stale decision's lower round does not
+    lower it); clearing the races through round 1 leaves a note of round 2 — a
+    countdown that noted the room for its new race before storing itself — and
+    clearing through round 2 forgets it. A room whose keys are gone loses its note
+    whatever round it notes."""
+    await store.mark_unarchived("r1", 1)
+    await store.mark_unarchived("r1", 2)
+    await store.mark_unarchived("r1", 1)  # a stale decision's
+    await store.mark_unarchived("r2", 5)
+    assert await store.unarchived_rooms() == ["r1", "r2"]
+    await store.clear_unarchived("r1", 1)
+    assert await store.unarchived_rooms() == ["r1", "r2"]
+    await store.clear_unarchived("r1", 2)
+    await store.clear_unarchived("r3", 2)  # no note: nothing to clear
+    assert await store.unarchived_rooms() == ["r2"]
+    await store.clear_unarchived("r2")
+    assert await store.unarchived_rooms() == []
+
+
+async def test_an_earlier_releases_notes_are_read_and_cleared(store: Store) -> None:
+    """Rooms an earlier release noted (a set of room ids, Keys.unarchived) are read with
+    this release's notes — a rolling upgrade loses none — up to the limit, and cleared
+    apart (Store.clear_legacy_note), or with a room whose keys are gone."""
+    await store._redis.sadd(store.keys.unarchived, "r_old", "r_gone", "r_both")
+    await store.mark_unarchived("r_both", 1)
+    await store.mark_unarchived("r_new", 1)
+    assert await store.unarchived_rooms() == ["r_both", "r_gone", "r_new", "r_old"]
+    assert await store.unarchived_rooms(limit=2) == ["r_both", "r_new"]  # this release's first
+    await store.clear_unarchived("r_both", 1)
+    assert "r_both" in await store.unarchived_rooms()  # the earlier release's note stays
+    await store.clear_legacy_note("r_both")
+    await store.clear_legacy_note("r_old")
+    await store.clear_unarchived("r_gone")
+    assert await store.unarchived_rooms() == ["r_new"]
+
+
 async def test_the_nodes_that_served_a_room_are_joined_one_at_a_time_and_read(
     store: Store, node2: Store
 ) -> None:

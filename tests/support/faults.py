@@ -51,6 +51,7 @@ STORE_CALLS = (
     "move_listing",
     "unarchived_rooms",
     "clear_unarchived",
+    "clear_legacy_note",
     "log_length",
     "move_log",
     "ping",

@@ -969,13 +969,15 @@ class Node:
         """Look after the rooms no live node looks after: every node that served them
         died, and nobody asks for them again (their racers did not come back).
 
-        Races: a room is noted before its countdown and before its race_over are
-        decided (Store.mark_unarchived), and the note is cleared once the result is
-        saved. A running race is adopted (:meth:`_adopt`): otherwise it would run on,
-        unarchived, until its keys expired a day later. An ended race whose result is
-        missing is archived: loading the room folds its events, which archives every
-        race it ended (:meth:`_archive`) and decides a race_over that is due. A note is
-        cleared here only once the room's last result is saved or its keys are gone.
+        Races: a room is noted, with the race's round, before its countdown and before
+        its race_over are decided (Store.mark_unarchived), and the note is cleared
+        once that round's result is saved (:meth:`_clear_note`). A running race is
+        adopted (:meth:`_adopt`): otherwise it would run on, unarchived, until its keys
+        expired a day later. An ended race whose result is missing is archived:
+        loading the room folds its events, which archives every race it ended
+        (:meth:`_archive`) and decides a race_over that is due. A note is cleared here
+        only once the room's last result is saved (a lobby's: the rounds before its
+        own) or its keys are gone.
 
         Lobbies: a listed lobby is adopted too, so its dead racers leave when their
         grace ends instead of sitting in the list, ready to be joined, for a day; one
@@ -1023,17 +1025,18 @@ class Node:
             return int(await self._adopt(room))
         race = _last_race(room)
         if room.state.phase == Phase.LOBBY:
-            # Back in the lobby (a rematch the deciding node's clear saw move the
-            # stream: _clear_unless_moved): no race for the note, and the next
-            # countdown notes the room again. Kept, every sweep loaded the room —
-            # a private lobby its dead nodes left, adopted by no listing — until
-            # its keys expired a day later.
-            await self._clear_unless_moved(room, room.state.version)
+            # Back in the lobby (a rematch begun before the deciding node's clear):
+            # the races before this round are archived (a rematch saves its race's
+            # result first: _history_to_trim), so a note of theirs goes. Kept, every
+            # sweep loaded the room — a private lobby its dead nodes left, adopted by
+            # no listing — until its keys expired a day later. A note of this round
+            # stays: a countdown noted it, and may be storing itself now.
+            await self._clear_note(room, room.state.round - 1, room.state.version)
             return 0
         if race is None or room.state.phase != Phase.FINISHED:
             return 0
         if await self.store.load_result(race) is not None:
-            await self._archived_last(room)
+            await self._archived_last(room, swept=True)
         return 0
 
     async def _sweep_listed(self, room_id: str) -> int:
@@ -1738,8 +1741,9 @@ class Node:
             expected = room.state.version
             if any(ev.t == EventType.COUNTDOWN for ev in events):
                 # Noted before the race begins, so that if every node serving it
-                # dies, another finds it, ends it and archives it (sweep_orphans).
-                await self.store.mark_unarchived(room.room_id)
+                # dies, another finds it, ends it and archives it (sweep_orphans):
+                # noted for its round, which no clear of an earlier race's touches.
+                await self.store.mark_unarchived(room.room_id, room.state.round)
             racer_token = None if token is None else token(events)
             ended: _Archive | None = None  # the race a race_over in ``events`` ends
             try:
@@ -1901,14 +1905,13 @@ class Node:
                 record = ended
                 _log_race_over(room.room_id, record.race, record.record["result"])
                 room.archived.add(record.race)  # claimed: the fold's own check stands by
-                version = room.state.version
                 try:
                     # The race_over set the room's hour in its own write; the logs
                     # follow (settle copies the room's expiry now, never an older one:
                     # run after another node's rematch, it cannot cut the round short).
                     await self.store.settle_expiry(room.room_id, unlist=True)
                     await self._save_result(record)
-                    await self._clear_unless_moved(room, version)
+                    await self._clear_note(room, record.record["round"])
                 except StoreUnavailable:
                     room.archived.discard(record.race)
                     self.spawn(self._archive(room, record))  # the race_over is stored
@@ -2068,7 +2071,7 @@ class Node:
             room.archived.discard(archive.race)
             raise
 
-    async def _archived_last(self, room: LiveRoom) -> None:
+    async def _archived_last(self, room: LiveRoom, swept: bool = False) -> None:
         """Clear the note that the room awaits its archive (Store.mark_unarchived), its
         last race's result saved: once the room is unlisted and its logs follow the
         race_over's hour, the writes that follow a race_over (:meth:`_after_decision`).
@@ -2076,27 +2079,31 @@ class Node:
         (:meth:`sweep_orphans`) cleared the note and nothing else: a public race stayed
         listed until its keys expired an hour later and a ``list`` read it gone, and
         every room's logs kept their day. The note goes last: while it stands, any
-        node's sweep loads the room and makes both again (idempotent).
-
-        Cleared only if the room's stream is still where it was folded: the settle is
-        four round trips, and a rematch whose countdown another node decided in
-        between noted the room again for the new race (Store.mark_unarchived), and
-        that note was cleared here — a node dying in that race left it unarchived,
-        adopted by no sweep. Kept, it costs a later sweep a look at the room."""
-        version = room.state.version
+        node's sweep loads the room and makes both again (idempotent). ``swept``: the
+        sweep's, which clears an earlier release's note too (:meth:`_clear_note`)."""
+        through, version = room.state.round, room.state.version
         await self.store.settle_expiry(room.room_id, unlist=True)
-        await self._clear_unless_moved(room, version)
+        await self._clear_note(room, through, version if swept else None)
 
-    async def _clear_unless_moved(self, room: LiveRoom, version: int) -> None:
-        """Clear the room's note (Store.mark_unarchived) unless its stream moved past
-        ``version``, where it was folded when its race_over's writes began: a countdown
-        stored meanwhile (a rematch's, any node's) noted the room again for its new
-        race, and clearing that note left the race, its node dying, adopted by no
-        sweep. Both the deciding node (:meth:`_after_decision`) and a late archive or
-        sweep (:meth:`_archived_last`) clear through here."""
-        if await self.store.version(room.room_id) != version:
-            return  # it moved on meanwhile: whatever the note is now, it stays
-        await self.store.clear_unarchived(room.room_id)
+    async def _clear_note(self, room: LiveRoom, through: int, version: int | None = None) -> None:
+        """Clear the room's note (Store.mark_unarchived), its races up to round
+        ``through`` archived, unless it notes a later round: a countdown decided
+        meanwhile (a rematch's, any node's) noted the room for its new race before
+        storing itself, and clearing that note — judged before on the room's stream
+        not having moved, which the countdown had not yet made it do — left the new
+        race, its nodes dying, adopted by no sweep (Store.clear_unarchived: one
+        script). Both the deciding node (:meth:`_after_decision`) and a late archive
+        or sweep (:meth:`_archived_last`) clear through here.
+
+        ``version`` (the sweep's: the room's stream as it folded it) clears an earlier
+        release's note too (Store.clear_legacy_note), which names no round: by that
+        release's own rule, only if the stream has not moved past ``version``. Only
+        the sweep: it is what finds those notes, once a minute; the deciding node would
+        pay a read for it on every race. First, so that the note of this release
+        goes last."""
+        if version is not None and await self.store.version(room.room_id) == version:
+            await self.store.clear_legacy_note(room.room_id)
+        await self.store.clear_unarchived(room.room_id, through)
 
     async def _archive(self, room: LiveRoom, archive: _Archive) -> None:
         """:meth:`_archive_once` until Redis lets it (a task the node keeps)."""
@@ -2136,7 +2143,7 @@ class Node:
                 finals.update(await self._finals(room))
                 # Noted before the race_over is stored, so that a node started later
                 # archives its result even if this one dies in between (sweep_orphans).
-                await self.store.mark_unarchived(room.room_id)
+                await self.store.mark_unarchived(room.room_id, state.round)
 
         def decision() -> list[RoomEvent]:
             state = room.state

@@ -29,6 +29,7 @@ __all__ = [
     "ACCESS_PROBE",
     "APPEND_EVENT",
     "APPEND_MOVE",
+    "CLEAR_ARCHIVE_NOTE",
     "CLOCK",
     "EXPIRE_CODE",
     "EXPIRE_ROOM",
@@ -68,6 +69,8 @@ JOIN_ROOM_NODES = _load("join_room_nodes")
 REVEAL_ROUND = _load("reveal_round")
 #: The last round whose race_over is stored, told from a proof (Store.round_ended).
 ROUND_ENDED = _load("round_ended")
+#: A room's archive note cleared unless it notes a later race (Store.clear_unarchived).
+CLEAR_ARCHIVE_NOTE = _load("clear_archive_note")
 #: The store's clock, sampled by every node (Store.time_ms).
 CLOCK = _load("clock")
 #: Run once at start-up only (store/probe.py): may this Redis user run scripts?

@@ -181,10 +181,18 @@ class Keys:
         return f"{self.prefix}rooms:quick:{_check_name('variant', variant)}"
 
     @property
+    def archive_notes(self) -> str:
+        """Sorted set of rooms whose race may end (or has ended) without its result
+        archived yet, each scored with the last round noted: written before a countdown
+        and before a race_over, removed once the result of that round (or a later
+        one) is saved; every node sweeps it (single-key, or a one-key script)."""
+        return f"{self.prefix}rooms:archive_notes"
+
+    @property
     def unarchived(self) -> str:
-        """Set of rooms whose race may end (or has ended) without its result archived
-        yet: written before a race_over, removed once the result is saved; every node
-        sweeps it at start (single-key)."""
+        """The set of noted rooms that releases before :attr:`archive_notes` wrote (no
+        round: a room alone). Still read and cleared by the sweep, so that a rolling
+        upgrade loses no note an earlier release wrote (single-key)."""
         return f"{self.prefix}rooms:unarchived"
 
     def lease(self, node_id: str) -> str:

@@ -45,6 +45,7 @@ from ._link import RespLink
 from ._lua import (
     APPEND_EVENT,
     APPEND_MOVE,
+    CLEAR_ARCHIVE_NOTE,
     CLOCK,
     EXPIRE_CODE,
     EXPIRE_ROOM,
@@ -1688,25 +1689,48 @@ class Store:
         with self._errors():
             return _as_bytes(await self._redis.get(self.keys.result(race_id)))
 
-    async def mark_unarchived(self, room_id: str) -> None:
-        """Note that room ``room_id`` runs or ended a race whose result is not archived
-        yet. Written before the countdown and again before the race_over, so that a
-        node started later finds the room even if every node that served it died
-        before its race ended or before its result was archived."""
+    async def mark_unarchived(self, room_id: str, round_no: int) -> None:
+        """Note that room ``room_id`` runs or ended the race of round ``round_no``,
+        whose result is not archived yet. Written before the countdown and again
+        before the race_over, so that a node started later finds the room even if
+        every node that served it died before its race ended or before its result was
+        archived. The note keeps the highest round noted (ZADD GT): a node deciding
+        on a stale fold cannot lower it."""
         self._refuse_closed()
         with self._errors():
-            await self._redis.sadd(self.keys.unarchived, room_id)
+            await self._redis.zadd(self.keys.archive_notes, {room_id: round_no}, gt=True)
 
     async def unarchived_rooms(self, limit: int = 100) -> list[str]:
-        """Up to ``limit`` rooms noted by :meth:`mark_unarchived` and not cleared."""
+        """Up to ``limit`` rooms noted by :meth:`mark_unarchived` and not cleared, at
+        random; if fewer, rooms an earlier release noted (Keys.unarchived) make up
+        the number."""
         if limit <= 0:
             return []
         with self._errors():
-            members: Any = await self._redis.srandmember(self.keys.unarchived, limit)
-        return sorted(_as_text(m) for m in members or ())
+            noted: Any = await self._redis.zrandmember(self.keys.archive_notes, limit)
+            rooms = {_as_text(m) for m in noted or ()}
+            if len(rooms) < limit:
+                older: Any = await self._redis.srandmember(self.keys.unarchived, limit - len(rooms))
+                rooms.update(_as_text(m) for m in older or ())
+        return sorted(rooms)
 
-    async def clear_unarchived(self, room_id: str) -> None:
-        """The room's results are archived (or its keys are gone): forget the note."""
+    async def clear_unarchived(self, room_id: str, through_round: int | None = None) -> None:
+        """The room's results are archived up to round ``through_round``: forget its
+        note unless it notes a later round (a countdown that noted the room for its
+        next race before its own write: one script, clear_archive_note.lua). None:
+        its keys are gone, and the note goes whatever it says (an earlier release's
+        too)."""
+        self._refuse_closed()
+        if through_round is None:
+            with self._errors():
+                await self._redis.zrem(self.keys.archive_notes, room_id)
+            await self.clear_legacy_note(room_id)
+            return
+        await self._eval(CLEAR_ARCHIVE_NOTE, (self.keys.archive_notes,), (room_id, through_round))
+
+    async def clear_legacy_note(self, room_id: str) -> None:
+        """Forget the room's note in the set an earlier release wrote (Keys.unarchived),
+        which names no race: the caller judges it done (Node._clear_note)."""
         self._refuse_closed()
         with self._errors():
             await self._redis.srem(self.keys.unarchived, room_id)
