@@ -643,7 +643,11 @@ async def test_the_deciding_node_keeps_the_note_a_countdown_made_just_before_its
     setattr(node.store, "clear_unarchived", clear_as_a_countdown_is_noted)  # noqa: B010
     assert (await race.ann.ask("resign")).t == "ok"
     assert (await race.bob.ask("resign")).t == "ok"
-    await _poll(_value(cast(list[str], countdowns)), bool, "the deciding node never cleared")
+
+    async def cleared() -> int:
+        return len(countdowns)
+
+    await _poll(cleared, bool, "the deciding node never cleared")
     (countdown,) = await asyncio.wait_for(countdowns[0], 5)
     assert countdown.t == EventType.COUNTDOWN
     assert room.room_id in await other.store.unarchived_rooms(), "the new race's note is gone"
