@@ -38,7 +38,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from solrace import protocol
-from solrace.protocol.limits import MAX_MOVE_LEN, MAX_TIME_LIMIT_S, MIN_TIME_LIMIT_S
+from solrace.protocol.limits import (
+    MAX_MOVE_LEN,
+    MAX_NAME_LEN,
+    MAX_RACERS,
+    MAX_TIME_LIMIT_S,
+    MIN_RACERS,
+    MIN_TIME_LIMIT_S,
+)
 from solrace.quoting import json_quoted, quoted
 from solrace.rules import VARIANTS
 from solrace.rules.options import OPTION_NAMES, is_of_kind, option_kind
@@ -199,7 +206,10 @@ def _malformed(
     an illegal move, doctored counts) are left to ``verify`` to catch."""
     if not isinstance(data.get("room"), str):
         return f"room {_is(data, 'room')}, not a room id"
-    if not isinstance(data.get("race", ""), str):
+    race = data.get("race", "")
+    # What race_id makes always names a file; any other text (a race id of 100,000
+    # characters verified, and was printed whole in each line naming it: an audit).
+    if not isinstance(race, str) or not (race == "" or _RACE_REF.fullmatch(race)):
         return f"race {_is(data, 'race')}, not a race id"
     if not isinstance(data.get("server", ""), str | None):
         return f"server {_is(data, 'server')}, not a server URL"
@@ -227,6 +237,14 @@ def _malformed(
             f"settings.time_limit_s {_is(settings, 'time_limit_s')}, not a time limit of "
             f"{MIN_TIME_LIMIT_S} to {MAX_TIME_LIMIT_S} s"
         )
+    seats = settings.get("max_racers")
+    if not (isinstance(seats, int) and _whole(seats)) or not MIN_RACERS <= seats <= MAX_RACERS:
+        # verify holds the standings to the room's seats (a "1", or none, checked none,
+        # and a racer added to a full room verified OK: a tamper audit).
+        return (
+            f"settings.max_racers {_is(settings, 'max_racers')}, not a number of seats from "
+            f"{MIN_RACERS} to {MAX_RACERS}"
+        )
     if not _whole_or_none(data.get("saved_at_ms")):
         return f"saved_at_ms {_is(data, 'saved_at_ms')}, not a whole number{_WHOLE}"
     if not _whole(result.get("seed")):
@@ -245,7 +263,10 @@ def _malformed(
             return f"{where} is {json_quoted(standing)}, not a racer's standing"
         if not _whole(standing.get("racer")):
             return f"{where}.racer {_is(standing, 'racer')}, not a racer id"
-        if not isinstance(standing.get("name"), str):
+        name = standing.get("name")
+        # No server keeps a longer one (a name of 100,000 characters verified, and
+        # each line of the report naming its racer was as long: a tamper audit).
+        if not isinstance(name, str) or len(name) > MAX_NAME_LEN:
             return f"{where}.name {_is(standing, 'name')}, not a name"
         if not _moves(standing.get("log")):
             return f"{where}.log {_is(standing, 'log')}, not a list of moves"

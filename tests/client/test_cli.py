@@ -1081,6 +1081,31 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
         lambda d: d["settings"].update(time_limit_s=10**9),
         "settings.time_limit_s is 1000000000, not a time limit of 60 to 7200 s",
     ),
+    # A tamper audit: the seats the order check holds the standings to ("no more racers
+    # than the room seats") were checked only when a whole number: "1", or none at
+    # all, and a third racer added to a room of two verified OK.
+    "seats missing": (
+        lambda d: d["settings"].pop("max_racers"),
+        "settings.max_racers is missing, not a number of seats from 2 to 8",
+    ),
+    "seats not a number": (
+        lambda d: d["settings"].update(max_racers="1"),
+        'settings.max_racers is "1", not a number of seats from 2 to 8',
+    ),
+    "seats past the protocol's": (
+        lambda d: d["settings"].update(max_racers=10**6),
+        "settings.max_racers is 1000000, not a number of seats from 2 to 8",
+    ),
+    # A tamper audit: a name or race id of 100,000 characters verified, each line of
+    # the report that names it as long (no server keeps a name over 24 characters).
+    "a name longer than any racer's": (
+        lambda d: d["result"]["standings"][0].update(name="A" * 100_000),
+        f'result.standings[0].name is "{"A" * 40}"… (100,000 characters), not a name',
+    ),
+    "race longer than any race id": (
+        lambda d: d.update(race="r_" + "a" * 100_000),
+        f'race is "r_{"a" * 38}"… (100,002 characters), not a race id',
+    ),
     "room not a name": (  # a verify audit: loaded, and named the race "5.<commitment>"
         lambda d: d.update(room=5),
         "room is 5, not a room id",

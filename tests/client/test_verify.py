@@ -210,8 +210,11 @@ def _tamper_finish_time_of_a_loser(data: dict[str, Any]) -> str:
 
 def _tamper_more_racers_than_seats(data: dict[str, Any]) -> str:
     """A verify audit: a third racer added to a room of two (a copy of one, with an id
-    of its own) verified OK. Here the room is made one of a single seat."""
-    data["settings"]["max_racers"] = 1
+    of its own, ranked after it as join order ranks a tie) verified OK."""
+    data["settings"]["max_racers"] = 2
+    standings = data["result"]["standings"]
+    last = standings[-1]
+    standings.append({**copy.deepcopy(last), "racer": last["racer"] + 1, "place": 3})
     return "standings order"
 
 
