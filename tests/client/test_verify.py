@@ -388,9 +388,14 @@ def test_the_race_over_verdict_is_the_whole_of_verify(synthetic_race: Path) -> N
     result = saved.result
     revealed = str(result["commitment"])
 
+    # as the lobby announced it (a deal not certified: the result reveals no line)
+    deal = {"certified": False, "moves": None, "difficulty": None}
+
     def verdict(published: str | None = revealed, **changes: Any) -> Verdict:
         return race_verdict(
-            dataclasses.replace(saved, published_commitment=published, result={**result, **changes})
+            dataclasses.replace(
+                saved, published_commitment=published, deal=deal, result={**result, **changes}
+            )
         )
 
     ok = verdict()
@@ -488,3 +493,54 @@ def test_a_certificate_other_than_the_lobby_announced_fails(config_dir: Path) ->
             continue
         assert [c.what for c in report.failures] == ["announced deal"], (room, report.failures)
         assert says in report.failures[0].detail, report.failures[0].detail
+
+
+def test_a_result_without_the_lobbys_deal_says_the_certificate_was_not_held_to_it(
+    config_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tamper audit: taking ``deal`` out of a file that has the countdown's
+    commitment verified a plain OK, where taking the commitment out says SKIP — so a
+    sharer could hide that the lobby announced a certified deal the result does not
+    reveal (a random deal committed and revealed: every other check passes)."""
+    result = synthetic_result()
+    revealed = str(result["commitment"])
+    path = write_result(finished_race("r_nodeal", result, YUKON, published_commitment=revealed))
+    report = verify_result(load_result(path))
+    assert report.ok, report.failures
+    assert [s.partition(": ")[0] for s in report.skipped] == ["announced deal"], report.skipped
+    assert main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "SKIP  announced deal" in out and "OK as far as checked" in out, out
+    assert race_verdict(load_result(path)).line == (
+        "✔ verified, but not checked here: announced deal"
+    )
+    # with the lobby's word kept, nothing is skipped
+    seen = {"certified": False, "moves": None, "difficulty": None}
+    path = write_result(
+        finished_race("r_dealt", result, YUKON, published_commitment=revealed, deal=seen)
+    )
+    report = verify_result(load_result(path))
+    assert report.ok and not report.skipped, (report.failures, report.skipped)
+    # a random room announces no deal (docs/protocol.md, Deal): nothing was skipped
+    random_room = {**YUKON, "deals": "random"}
+    path = write_result(
+        finished_race("r_random", result, random_room, published_commitment=revealed)
+    )
+    report = verify_result(load_result(path))
+    assert report.ok and not report.skipped, (report.failures, report.skipped)
+
+
+def test_a_status_of_any_length_fails_in_a_short_line(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tamper audit: a status of 100,000 characters was quoted whole three times in
+    its standing's line (a 300,000-character FAIL line), and in the race-over verdict."""
+    data = json.loads(synthetic_race.read_text())
+    data["result"]["standings"][1]["status"] = "x" * 100_000
+    synthetic_race.write_text(json.dumps(data))
+    assert main(["verify", str(synthetic_race)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    (line,) = [x for x in out if "racer 2 (Bob)" in x and "FAIL" in x]
+    assert "is no racer status" in line and len(line) < 300, len(line)
+    verdict = race_verdict(load_result(synthetic_race))
+    assert not verdict.ok and len(verdict.line) < 300, len(verdict.line)
