@@ -57,8 +57,8 @@ def commitment(seed: int, salt: str, certificate: Sequence[str] | None = None) -
     """``sha256(seed as 8 bytes big-endian ‖ salt bytes [‖ sha256(certificate)])`` in
     lower-case hex.
 
-    ``salt`` is the hex text sent on the wire; the server makes it with
-    ``secrets.token_hex(SALT_BYTES)`` (drawing randomness is not this layer's job).
+    ``salt`` is the hex text sent on the wire; the server derives it from the room's
+    secret (``solrace.race.fairness.round_salt``: drawing it is not this layer's job).
     """
     if not is_int_in(seed, 0, MAX_SEED):
         raise ValueError(f"a seed is an integer 0 <= seed < 2**64, not {seed!r}")
