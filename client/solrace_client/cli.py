@@ -664,7 +664,7 @@ async def _until_sigterm(work: Awaitable[_T]) -> _T:
 def cmd_bot(args: argparse.Namespace) -> int:
     from .bot import BotCannotStart, BotError, BotHooks, ResultNotSaved, run_bot
     from .results import SavedResult, race_id
-    from .verify import race_verdict
+    from .verify import Acknowledged, race_verdict
 
     ways = args.quick + bool(args.code) + args.create
     if ways != 1:
@@ -704,6 +704,8 @@ def cmd_bot(args: argparse.Namespace) -> int:
     servers = server_list(_server(args))
     err = _err()
     joined: dict[str, Any] = {}
+    #: Every move the server acknowledged, by seq: the revealed log must hold them.
+    acknowledged: dict[int, str] = {}
 
     def on_joined(reply: dict[str, Any]) -> None:
         joined.update(reply)
@@ -739,7 +741,12 @@ def cmd_bot(args: argparse.Namespace) -> int:
                     max_moves=args.max_moves,
                     move_delay=args.delay,
                     rng_seed=args.seed,
-                    hooks=BotHooks(joined=on_joined, say=say, over=finished.append),
+                    hooks=BotHooks(
+                        joined=on_joined,
+                        say=say,
+                        over=finished.append,
+                        accepted=acknowledged.__setitem__,
+                    ),
                 )
             )
         )
@@ -767,7 +774,9 @@ def cmd_bot(args: argparse.Namespace) -> int:
         return 0
     # What `solrace verify` checks, on the race the bot just ran: the standings printed
     # above are the server's word until the logs bear them out.
-    verdict = race_verdict(finished[0])
+    me = joined.get("racer")
+    own = Acknowledged(me, acknowledged) if isinstance(me, int) else None
+    verdict = race_verdict(finished[0], own)
     out.print(Text(verdict.line, "green" if verdict.ok else "bold red"), soft_wrap=True)
     return 0 if verdict.ok else EXIT_NO
 

@@ -46,14 +46,28 @@ class Verdict:
 CHECKING: Final = "… checking the reveal, every racer's log and the standings"
 
 
-def race_verdict(saved: SavedResult) -> Verdict:
+@dataclass(frozen=True)
+class Acknowledged:
+    """The moves the server acknowledged to one racer's own client (each ``moved``
+    reply: the move sent and the seq it echoed), which the result's log of that racer
+    must hold at those places. ``solrace verify`` takes the log on the server's word;
+    the client that played it need not: a server that revealed a racer's log cut short,
+    its standing made to match, got ✔ from that racer's bot (a tamper audit)."""
+
+    racer: int
+    #: seq (the move's place in the log, from 0) -> the move as sent.
+    moves: Mapping[int, str]
+
+
+def race_verdict(saved: SavedResult, acknowledged: Acknowledged | None = None) -> Verdict:
     """Everything ``solrace verify`` checks, of a race just over, in one line fit for a
-    terminal (its reason quotes what the server sent: control characters as ``?``)."""
-    verdict = _verdict(saved)
+    terminal (its reason quotes what the server sent: control characters as ``?``);
+    with ``acknowledged``, also that the racer's log holds every move acknowledged."""
+    verdict = _verdict(saved, acknowledged)
     return Verdict(verdict.ok, printable(verdict.line))
 
 
-def _verdict(saved: SavedResult) -> Verdict:
+def _verdict(saved: SavedResult, acknowledged: Acknowledged | None = None) -> Verdict:
     """✔ only when the whole result verifies, ✘ and the first failing check's reason
     otherwise. The screen used to check the commitment alone, and showed a green ✔
     under standings that put a racer with 0 cards up first as "finished" (an audit with
@@ -62,6 +76,8 @@ def _verdict(saved: SavedResult) -> Verdict:
         # The shape verify reads, checked as `solrace verify` checks a file it loads.
         checked = SavedResult.from_json(saved.to_json())
         report = verify_result(checked)
+        if acknowledged is not None:
+            _check_acknowledged(report, checked.standings, acknowledged)
     except ValueError as exc:
         why = str(exc).removeprefix("not a saved race result: ")
         return Verdict(False, f"✘ NOT VERIFIED — the result is malformed: {why}")
@@ -163,6 +179,45 @@ def verify_result(saved: SavedResult) -> Report:
     _check_order(report, standings, saved.settings)
     _check_end_reason(report, result.get("reason"), standings)
     return report
+
+
+def _check_acknowledged(
+    report: Report, standings: list[dict[str, Any]], acknowledged: Acknowledged
+) -> None:
+    """Each move the server acknowledged to this racer is in its revealed log at the
+    seq it was acknowledged with (a seq is the move's place in the log:
+    docs/protocol.md §11). Moves whose reply never came may be there or not."""
+    mine = [s for s in standings if s.get("racer") == acknowledged.racer]
+    what = f"racer {acknowledged.racer}"
+    if not mine:
+        report.add(
+            f"{what}: acknowledged moves",
+            False,
+            f"{counted(len(acknowledged.moves), 'move')} acknowledged to this racer, "
+            "who is not in the standings",
+        )
+        return
+    what = f"racer {acknowledged.racer} ({mine[0].get('name')})"
+    log = list(mine[0].get("log") or [])
+    for seq, move in sorted(acknowledged.moves.items()):
+        if seq < len(log) and log[seq] == move:
+            continue
+        revealed = (
+            f"the log revealed has {quoted(log[seq])} there"
+            if 0 <= seq < len(log)
+            else f"the log revealed ends after {counted(len(log), 'move')}"
+        )
+        report.add(
+            f"{what}: acknowledged moves",
+            False,
+            f"move {seq + 1} {quoted(move)} was acknowledged, but {revealed}",
+        )
+        return
+    report.add(
+        f"{what}: acknowledged moves",
+        True,
+        f"the log holds the {counted(len(acknowledged.moves), 'move')} acknowledged",
+    )
 
 
 def _check_end_reason(report: Report, reason: Any, standings: list[dict[str, Any]]) -> None:

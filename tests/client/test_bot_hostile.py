@@ -7,14 +7,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 from solrace.protocol import Envelope, encode
+from solrace.rules import deal
+from solrace.rules.log import apply_entry
 from solrace_client.bot import BotError, run_bot
 from solrace_client.cli import main
 from solrace_client.errors import EXIT_NO
 
-from tests.support.fake_server import FakeRace, fake_server, rival_declared_winner
+from tests.support.fake_server import (
+    SEED,
+    SETTINGS,
+    VARIANT,
+    FakeRace,
+    fake_server,
+    rival_declared_winner,
+)
 
 
 async def _solrace_bot(url: str) -> int:
@@ -34,6 +44,40 @@ async def test_solrace_bot_exits_1_when_the_race_it_ran_does_not_verify(
     said = " ".join(out.split())
     assert "✘ NOT VERIFIED — racer 2 (Rival): standing:" in said
     assert "status 'finished' but the replayed game is not won" in said
+    assert "✔" not in out
+
+
+def _own_log_cut(result: dict[str, Any]) -> None:
+    """A :attr:`FakeRace.tamper`: the racer's log cut to its first move, and its
+    standing made the log's (counts, times), so the result adds up on its own: what
+    the bot was told live, each of its moves acknowledged, is all that contradicts it."""
+    mine = next(s for s in result["standings"] if s["racer"] == 1)
+    board = deal(VARIANT, SEED, SETTINGS["options"])
+    apply_entry(board, mine["log"][0])
+    mine.update(
+        log=mine["log"][:1],
+        times=mine["times"][:1],
+        foundation=board.foundation_count(),
+        moves=board.move_count,
+        score=board.score,
+        reached_ms=mine["times"][0] if board.foundation_count() else None,
+    )
+
+
+async def test_solrace_bot_exits_1_when_the_result_drops_a_move_the_server_acknowledged(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A tamper audit: a server that revealed the racer's log cut short — three moves
+    acknowledged ``moved``, one in the log, the standing made to match — got ✔ from
+    the bot, which knew better: the log is the server's word to ``solrace verify``,
+    not to the racer's own client."""
+    async with fake_server(FakeRace(tamper=_own_log_cut)) as url:
+        status = await _solrace_bot(url)
+    out = capsys.readouterr().out
+    assert status == EXIT_NO, out
+    said = " ".join(out.split())
+    assert "✘ NOT VERIFIED — racer 1 (Me): acknowledged moves: move 2 " in said, said
+    assert "acknowledged, but the log revealed ends after 1 move" in said, said
     assert "✔" not in out
 
 
