@@ -14,7 +14,7 @@ import pytest
 from solrace.protocol import commitment
 from solrace_client.cli import main
 from solrace_client.results import SavedResult, finished_race, load_result, race_id, write_result
-from solrace_client.verify import Verdict, race_verdict, verify_result
+from solrace_client.verify import Acknowledged, Verdict, race_verdict, verify_result
 
 from tests.net.conftest import Cluster
 
@@ -544,3 +544,30 @@ def test_a_status_of_any_length_fails_in_a_short_line(
     assert "is no racer status" in line and len(line) < 300, len(line)
     verdict = race_verdict(load_result(synthetic_race))
     assert not verdict.ok and len(verdict.line) < 300, len(verdict.line)
+
+
+def test_the_verdict_holds_a_racers_log_to_the_moves_acknowledged_to_it(
+    synthetic_race: Path,
+) -> None:
+    """What the racer's own client saw acknowledged (``moved``, seq by seq) is in the
+    log the result reveals: a log that adds up on its own but drops, replaces or
+    leaves out that racer's acknowledged moves is ✘ (tests/client/test_bot_hostile.py
+    runs it through ``solrace bot``)."""
+    saved = dataclasses.replace(
+        load_result(synthetic_race),
+        published_commitment=str(synthetic_result()["commitment"]),
+        deal={"certified": False, "moves": None, "difficulty": None},
+    )
+    bob = saved.standings[1]
+    played = dict(enumerate(bob["log"]))
+    assert race_verdict(saved, Acknowledged(2, played)).ok
+    other = {**played, 3: "D"}
+    swapped = race_verdict(saved, Acknowledged(2, other))
+    assert swapped.line == (
+        f"✘ NOT VERIFIED — racer 2 (Bob): acknowledged moves: move 4 'D' was acknowledged, "
+        f"but the log revealed has {bob['log'][3]!r} there"
+    ), swapped
+    longer = race_verdict(saved, Acknowledged(2, {**played, len(played): "D"}))
+    assert not longer.ok and f"ends after {len(played)} moves" in longer.line, longer
+    absent = race_verdict(saved, Acknowledged(7, played))
+    assert not absent.ok and "who is not in the standings" in absent.line, absent
