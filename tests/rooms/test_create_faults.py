@@ -8,6 +8,13 @@ for long: the creator is told ``unavailable`` (or its node is gone), ``list`` sh
 no such room, and once no join of its creator can still land (SEAT_SETTLE_S) the
 next sweep leaves nothing of it listed. Sent again, the create is a room ``list``
 shows.
+
+The creator's join is the create's next write, and the first join gives the room its
+day (it was written with a new room's ten minutes), then its join code's (another
+slot) in the write after. Cut before the join, nothing of the room outlives its ten
+minutes, and once the join can no longer land it is in no listing, no quick lobbies
+(the next ``quick`` drops it, and seats its racer elsewhere) and no note; cut after
+the join, the code still gets its day.
 """
 
 from __future__ import annotations
@@ -19,11 +26,13 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from solrace.protocol.limits import SEAT_SETTLE_S
-from solrace.rooms.node import Node
+from solrace.rooms.node import EMPTY_ROOM_TTL_S, ROOM_TTL_S, Node
 
+from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
 
 from .conftest import Backend, FakePeer
+from .test_fault_windows import _always, _dies_at, _fail_once, _poll
 from .test_take_up_faults import _dead, _node, _sweep
 
 #: Where the fault strikes the listing's pipeline, the room's keys written: Redis
@@ -131,3 +140,137 @@ async def test_a_public_create_cut_before_its_listing_is_listed_or_never_was(
     assert created.t == "joined", created.d
     other.listing_cache.forget()
     assert [r["code"] for r in (await lister.ask("list")).d["rooms"]] == [created.d["code"]]
+
+
+#: Where a fault strikes the creator's join, the room's keys written: Redis fails it
+#: (nothing stored; the creator is told ``unavailable``, its seat named), or the node
+#: dies there.
+JOIN_CUTS = ["redis fails", "node dies"]
+
+
+def _cut_join(node: Node, fault: str) -> list[Any]:
+    """Cut ``node``'s next event append (a create's: its creator's join; see JOIN_CUTS).
+    Returns the cuts made."""
+    if fault == "node dies":
+        return _dies_at(node, {"append_event": _always})
+    return _fail_once(node.store, "append_event")
+
+
+async def _opened(node: Node, peer: FakePeer, how: str) -> str:
+    """``peer`` opens a Yukon room on ``node`` (``how``: a public or private create, or
+    a quick that finds no lobby), whatever a fault makes of it; the room's id."""
+    with contextlib.suppress(Crashed):  # the node dying answers nothing
+        if how == "quick":
+            await peer.ask("quick", variant="yukon", name="Ann")
+        else:
+            await peer.ask("create", variant="yukon", name="Ann", private=how == "private")
+    [room_id] = node.rooms  # the room's writes were made: the join was cut
+    return room_id
+
+
+@pytest.mark.parametrize("fault", JOIN_CUTS)
+@pytest.mark.parametrize("how", ["public", "private", "quick"])
+async def test_a_create_cut_before_its_creators_join_leaves_nothing_for_long(
+    backend: Backend, fault: str, how: str
+) -> None:
+    """Ann opens a room; a fault cuts her join, the room's writes made. Nobody was
+    ever in the room, and nobody can be told its code: its meta and join codes expire
+    on a new room's ten minutes (EMPTY_ROOM_TTL_S), not the day-long cap (before:
+    86,400 s on all three, private or not), and once no join of hers can still land,
+    the next sweep leaves it in no listing, no quick lobbies and no note, and takes
+    nobody's room up."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    cut = _cut_join(node, fault)
+    room_id = await _opened(node, FakePeer(node), how)
+    assert cut, "the join was not cut"
+    other = await _node(backend, clock)
+    if fault == "node dies":
+        await _dead(node, by=other)
+    room = await other.room(room_id)
+    assert not room.state.racers
+    ttls = await room_keys(other.store, room_id)
+    code_key = other.store.keys.code(room.meta.code)
+    ttls[code_key] = int(await other.store._redis.pttl(code_key))
+    meta, code = other.store.keys.room(room_id).meta, other.store.keys.room(room_id).code
+    assert {meta, code, code_key} <= set(ttls), ttls
+    assert all(0 < ms <= EMPTY_ROOM_TTL_S * 1000 for ms in ttls.values()), ttls
+
+    clock.advance(SEAT_SETTLE_S + 1)
+    if fault == "redis fails":
+        # Its node, alive, leaves the set of the room it does not serve (within a
+        # second: Node.leave_unserved); until then the sweep leaves the room to it.
+        await _poll(lambda: other.store.room_nodes(room_id), lambda ids: not ids, "its nodes")
+    await _sweep(other)
+    assert room_id not in await other.store.listed_rooms()
+    assert room_id not in await other.store.quick_lobbies("yukon")
+    assert room_id not in await other.store.unlisted_lobbies()
+    assert not [r for r in other.rooms.values() if r.served()], "an empty room was taken up"
+
+
+@pytest.mark.parametrize("fault", JOIN_CUTS)
+async def test_a_quick_room_nobody_joined_is_dropped_by_the_next_quick_not_joined(
+    backend: Backend, fault: str
+) -> None:
+    """Ann's quick opens a room and a fault cuts her join. Once her join can no longer
+    land, Bob's quick reads that room first (the variant's oldest quick lobby): it
+    drops it from the quick lobbies and seats Bob in a room of his own. Before, Bob
+    was seated in the room ``list`` and the sweep had hidden, and every quick read it
+    until its keys expired."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    cut = _cut_join(node, fault)
+    dead_room = await _opened(node, FakePeer(node), "quick")
+    assert cut, "the join was not cut"
+    other = await _node(backend, clock)
+    if fault == "node dies":
+        await _dead(node, by=other)
+    assert await other.store.quick_lobbies("yukon") == [dead_room]
+
+    clock.advance(SEAT_SETTLE_S + 1)
+    bob = FakePeer(other)
+    joined = await bob.ask("quick", variant="yukon", name="Bob")
+    assert joined.t == "joined", joined.d
+    assert bob.room is not None and bob.room.room_id != dead_room, "seated in the dead room"
+    assert await other.store.quick_lobbies("yukon") == [bob.room.room_id]
+    assert dead_room not in await other.store.listed_rooms()
+
+
+@pytest.mark.parametrize("fault", JOIN_CUTS)
+@pytest.mark.parametrize("private", [False, True])
+async def test_a_first_join_cut_before_its_codes_settle_still_gives_the_code_its_day(
+    backend: Backend, fault: str, private: bool
+) -> None:
+    """Ann's join, the room's first, gives it its day in its own write; its join code
+    (another slot) follows in the next (Store.settle_expiry). Cut there: Redis failing
+    it, the write is retried until it lands; the node dying there (the code left on
+    ten minutes, the room on its day), the sweep that takes the lobby up settles it —
+    else friends given the code could not join a lobby waiting past ten minutes."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    ann = FakePeer(node)
+    cut: list[Any] = (
+        _dies_at(node, {"settle_expiry": _always})
+        if fault == "node dies"
+        else _fail_once(node.store, "settle_expiry")
+    )
+    room_id = await _opened(node, ann, "private" if private else "public")
+    assert cut, "the settle was not cut"
+    other = await _node(backend, clock)
+    keys = other.store.keys
+    code_key = keys.code((await other.room(room_id)).meta.code)
+    raw = other.store._redis
+    assert int(await raw.pttl(keys.room(room_id).meta)) > (ROOM_TTL_S - 60) * 1000
+    if fault == "node dies":
+        assert 0 < int(await raw.pttl(code_key)) <= EMPTY_ROOM_TTL_S * 1000
+        await _dead(node, by=other)
+        await _sweep(other)
+        taken = other.rooms.get(room_id)
+        assert taken is not None and taken.served(), "the lobby was not taken up"
+    else:
+        assert ann.room is not None and ann.room.room_id == room_id  # seated all the same
+
+    async def code_ms() -> int:
+        return int(await raw.pttl(code_key))
+
+    await _poll(code_ms, lambda ms: ms > (ROOM_TTL_S - 60) * 1000, "the code's day")

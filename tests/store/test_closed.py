@@ -40,6 +40,8 @@ WRITES: dict[str, Callable[[Store], Awaitable[object]]] = {
     "mark_unarchived": lambda s: s.mark_unarchived("r9", 1),
     "clear_unarchived": lambda s: s.clear_unarchived("r1", 1),
     "clear_legacy_note": lambda s: s.clear_legacy_note("r1"),
+    "note_unlisted": lambda s: s.note_unlisted("r9"),
+    "forget_unlisted": lambda s: s.forget_unlisted("r1"),
     "refused_access": lambda s: s.refused_access(),
 }
 
@@ -50,7 +52,7 @@ READS = {
     "quick_lobbies", "is_listed", "idle_lobbies", "events_since", "version", "tail",
     "room_nodes", "rooms_nodes", "wakes", "move_log", "log_length", "time_ms", "older_nodes",
     "live_nodes", "handed_off", "heads", "racer_for_token", "claimed_seat", "load_result",
-    "unarchived_rooms", "round_over", "round_ended",
+    "unarchived_rooms", "unlisted_lobbies", "round_over", "round_ended",
 }  # fmt: skip
 
 

@@ -175,6 +175,23 @@ async def test_a_variants_quick_lobbies_follow_the_listing(store: Store) -> None
     assert await store.quick_lobbies("yukon") == []
 
 
+async def test_a_private_room_is_noted_among_the_unlisted_lobbies_not_listed(
+    store: Store,
+) -> None:
+    """A room created unlisted (private) is noted for the orphan sweep in the create's
+    own writes (no listing names it); a listed one is not. A rematch notes a room
+    itself; a note goes when the sweep forgets it."""
+    await store.create_room("p", "CP", b"", listed=False, now_ms=1000)
+    await store.create_room("l", "CL", b"", listed=True, now_ms=2000)
+    assert await store.unlisted_lobbies() == ["p"]
+    assert await store.listed_rooms() == ["l"]
+    await store.note_unlisted("l")
+    assert await store.unlisted_lobbies() == ["l", "p"]
+    assert len(await store.unlisted_lobbies(limit=1)) == 1
+    await store.forget_unlisted("p")
+    assert await store.unlisted_lobbies() == ["l"]
+
+
 async def test_results(store: Store) -> None:
     assert await store.load_result("race-1") is None
     await store.save_result("race-1", b"\x00result\xff")

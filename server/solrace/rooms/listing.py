@@ -52,10 +52,23 @@ def never_joined(state: RoomState, created_ms: int, now_ms: int) -> bool:
     could still be stored (SEAT_SETTLE_S): a create cut between its writes (its
     listing applied, its join never stored; its creator told ``unavailable`` or its
     node dead). Its code was told to nobody and ``list`` shows no room with nobody in
-    it: it leaves the listing (``list``, the orphan sweep). A quick room stays among
-    its variant's quick lobbies, where the next quick racer takes it. Not a room
-    everyone left (its expiry unlists it)."""
+    it: it leaves the listing (``list``, the orphan sweep), and a quick room its
+    variant's quick lobbies (the next ``quick`` that reads it, the sweep:
+    :func:`drop_never_joined`) — kept there, every quick read it until its keys
+    expired, and the next quick racer was seated in a room ``list`` had hidden. Its
+    keys expire on a new room's ten minutes. Not a room everyone left (its expiry
+    unlists it)."""
     return state.next_racer == 1 and now_ms - created_ms > SEAT_SETTLE_S * 1000
+
+
+async def drop_never_joined(node: Node, room: LiveRoom) -> None:
+    """Take a room :func:`never_joined` out of its variant's quick lobbies, then out of
+    the listing: last, as the sweep reads the listing (a fault between leaves the room
+    listed, for the next sweep or ``list``), not the quick lobbies."""
+    quick = quick_of(room.meta.settings)
+    if quick is not None:
+        await node.store.drop_quick(quick, room.room_id)
+    await node.store.unlist(room.room_id)
 
 
 def nobody_in(state: RoomState) -> bool:

@@ -45,7 +45,7 @@ from solrace.store import SeatClaim, token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
 from . import certify, listing, spectators
-from .node import ROOM_TTL_S, no_longer_exists, refuse
+from .node import EMPTY_ROOM_TTL_S, no_longer_exists, refuse
 from .records import RoomMeta, unpack_event
 from .room import LiveRoom
 from .snapshots import snapshot_for
@@ -186,14 +186,15 @@ async def _open_and_join(
         await _join(node, peer, room, name, request_id, proposed, claimed=proposed is not None)
     except (StoreUnavailable, BadMessage, RaceError) as exc:
         if _join_not_stored(exc) and not room.state.racers and not settings.private:
-            # The create is abandoned with nobody in its room: out of the listing now
-            # (best effort: Redis may be what failed; then ``list`` unlists it once the
-            # seat-settle window is past). Not when the join's outcome is unknown: a
+            # The create is abandoned with nobody in its room: out of the quick
+            # lobbies and the listing now (best effort: Redis may be what failed; then
+            # ``list``, ``quick`` or the sweep does once the seat-settle window is
+            # past, listing.never_joined). Not when the join's outcome is unknown: a
             # join stored all the same could not list the room again (a listing only
             # moves a room still listed, Store.move_listing), so ``list`` decides it
             # after the window, on the room's stored events.
             with contextlib.suppress(StoreUnavailable):
-                await node.store.unlist(room.room_id)
+                await listing.drop_never_joined(node, room)
         raise
 
 
@@ -230,15 +231,18 @@ async def _create_room(node: Node, settings: RoomSettings, room_id: str | None =
             created_ms=node.clock(),
         )
         try:
-            # With its lifetime cap, so a room abandoned mid-race cannot stay for ever
-            # (set apart, a node killed between the two writes left one that did).
+            # With an expiry, so no fault can leave a room for ever (set apart, a node
+            # killed between the two writes left one that did): ten minutes, which its
+            # first racer's join makes its lifetime cap in the join's own write
+            # (node.expiry_set_by). Created with the cap, a create cut before that
+            # join left its meta and code a day, with nobody ever in the room.
             await node.store.create_room(
                 meta.room,
                 code,
                 meta.encode(),
                 listed=not settings.private,
                 now_ms=node.clock(),
-                ttl_s=ROOM_TTL_S,
+                ttl_s=EMPTY_ROOM_TTL_S,
                 quick=listing.quick_of(settings),
             )
         except CodeTaken:
@@ -277,6 +281,13 @@ async def quick(node: Node, peer: Peer, msg: QuickRace, request_id: int | None) 
             await node.store.drop_quick(msg.variant, room_id)  # its keys expired
             continue
         state = room.state
+        if listing.never_joined(state, room.meta.created_ms, node.clock()):
+            # Its create was cut before its creator's join and no join can still come:
+            # a room ``list`` hides, its keys on a new room's ten minutes. Kept, every
+            # quick read it, and the next quick racer was seated in it, a room no
+            # ``list`` showed.
+            await listing.drop_never_joined(node, room)
+            continue
         if (
             state.phase != Phase.LOBBY
             or state.everyone_left()

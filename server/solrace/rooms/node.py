@@ -73,7 +73,10 @@ log = logging.getLogger("solrace.node")
 ROOM_TTL_S = 24 * 3600
 IDLE_ROOM_MS = 10 * 60 * 1000
 FINISHED_ROOM_TTL_S = 3600
-#: How long the keys of a lobby that everyone left are kept (and it leaves the list).
+#: How long the keys of a lobby that everyone left are kept (and it leaves the list),
+#: and a new room's until its first racer's join gives it ROOM_TTL_S in the join's own
+#: write (expiry_set_by): a create cut before that join (Redis failing, its node
+#: killed) left its meta and join code for the whole day, private or not.
 EMPTY_ROOM_TTL_S = 600
 
 
@@ -146,12 +149,14 @@ def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
     """The expiry ``event`` gives its room (``state``: before it), set by the event's
     own write: a race_over leaves the room an hour, a rematch gives it its lifetime
     back, the last racer leaving a lobby (or a finished room) leaves it ten minutes (a
-    lobby everyone left takes nobody new). None: the event keeps the room's expiry (a
-    new room's lifetime is its create's)."""
+    lobby everyone left takes nobody new), and the first racer ever to join a room
+    gives it its lifetime cap (created with ten minutes: a create cut before its
+    creator's join is stored leaves nothing for longer). None: the event keeps the
+    room's expiry."""
     kind = event.t
     if kind == EventType.RACE_OVER:
         return FINISHED_ROOM_TTL_S
-    if kind == EventType.ROOM_RESET:
+    if kind == EventType.ROOM_RESET or first_join(event):
         return ROOM_TTL_S
     if (
         kind == EventType.RACER_LEFT
@@ -160,6 +165,12 @@ def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
     ):
         return EMPTY_ROOM_TTL_S
     return None
+
+
+def first_join(event: RoomEvent) -> bool:
+    """Whether ``event`` seats the first racer a room ever had (racer ids are never
+    reused, a rematch's included: RoomState.next_racer starts at 1)."""
+    return event.t == EventType.RACER_JOINED and event.d["racer"] == 1
 
 
 #: The statuses a progress event sets that end a racer's race by decision (a finish
@@ -982,7 +993,8 @@ class Node:
         Lobbies: a listed lobby is adopted too, so its dead racers leave when their
         grace ends instead of sitting in the list, ready to be joined, for a day; one
         everyone left, its node dead before it was unlisted, is unlisted, its code and
-        logs given the room's expiry."""
+        logs given the room's expiry. So is a lobby no listing holds (a private room, a
+        rematch: Store.note_unlisted), found by its note."""
         passing = _SweepFailures(self, last=self._sweep_failed)
         adopted = 0
         try:
@@ -994,6 +1006,11 @@ class Node:
             lobbies = [*await self.store.listed_rooms(), *await self.store.idle_lobbies()]
             for room_id in passing.first(lobbies, self._sweep_listed):
                 adopted += await passing.over(room_id, self._sweep_listed(room_id))
+            # Lobbies no listing holds (private rooms, rematches): noted apart, or a
+            # dead node's private lobby waited for its racers for a day.
+            unlisted = await self.store.unlisted_lobbies()
+            for room_id in passing.first(unlisted, self._sweep_unlisted):
+                adopted += await passing.over(room_id, self._sweep_unlisted(room_id))
             adopted += await passing.then()
         except _SweepStalled:
             return  # as a raise did: what follows is for a sweep that went through
@@ -1066,13 +1083,60 @@ class Node:
             return 0
         if listing.never_joined(room.state, room.meta.created_ms, self.clock()):
             # Its create was cut after its listing, its creator's join never stored
-            # and its code told to nobody: as a ``list`` does. Adopted instead, it
-            # stayed listed, with nobody in it, as long as nobody listed.
-            await self.store.unlist(room_id)
+            # and its code told to nobody: as a ``list`` does (its keys expire on a
+            # new room's ten minutes). Adopted instead, it stayed listed, with nobody
+            # in it, as long as nobody listed. A quick room leaves its variant's
+            # quick lobbies first, the listing last: a fault between leaves it
+            # listed for the next sweep (and the next quick drops it too).
+            await listing.drop_never_joined(self, room)
             return 0
         if not room.expiring():
+            await self._settle_first_join(room)
             return int(await self._adopt(room))
         return 0
+
+    async def _sweep_unlisted(self, room_id: str) -> int:
+        """The sweep's work on a room noted as a lobby no listing holds
+        (Store.note_unlisted: a private room, a rematch): 1 if it adopted the room,
+        else 0. Its note goes once the room is no such lobby: its race began (noted
+        for its archive then) or ended, everyone left it, nobody ever joined it, or
+        its keys are gone."""
+        try:
+            room = await self._orphan(room_id)
+        except BadMessage as exc:
+            if exc.code == ErrorCode.UNKNOWN_ROOM and await self.store.load_meta(room_id) is None:
+                await self.store.forget_unlisted(room_id)  # its keys expired
+            return 0
+        if room is None:
+            return 0
+        state = room.state
+        if state.phase != Phase.LOBBY:
+            # Unless its stream moved meanwhile: a rematch another node decided in
+            # between noted the room again for its new lobby.
+            if await self.store.version(room_id) == state.version:
+                await self.store.forget_unlisted(room_id)
+            return 0
+        if state.everyone_left():
+            # Its last leave is stored, with the room's ten minutes; what follows it
+            # (its code and logs on that expiry) may not be (its node died between).
+            await self.store.settle_expiry(room_id, final=True)
+            await self.store.forget_unlisted(room_id)
+            return 0
+        if listing.never_joined(state, room.meta.created_ms, self.clock()):
+            # A create cut before its creator's join: its keys expire on a new
+            # room's ten minutes by themselves, and nobody can join it by a code
+            # told to nobody.
+            await self.store.forget_unlisted(room_id)
+            return 0
+        await self._settle_first_join(room)
+        return int(await self._adopt(room))
+
+    async def _settle_first_join(self, room: LiveRoom) -> None:
+        """Before a lobby is taken up: its join code given the room's expiry, in case
+        its node died between its first racer's join, which gave the room its day, and
+        the code's settle (Node._after_decision), and the code would go with a new
+        room's ten minutes. Idempotent (the code's expiry only grows)."""
+        await self.store.settle_expiry(room.room_id)
 
     async def _orphan(self, room_id: str) -> LiveRoom | None:
         """The room, loaded, if no live node looks after it; else None. Raises
@@ -1744,6 +1808,12 @@ class Node:
                 # dies, another finds it, ends it and archives it (sweep_orphans):
                 # noted for its round, which no clear of an earlier race's touches.
                 await self.store.mark_unarchived(room.room_id, room.state.round)
+            if any(ev.t == EventType.ROOM_RESET for ev in events):
+                # Back in its lobby, which no listing holds (a rematch is for its
+                # racers): noted first, so that if every node serving it dies the
+                # sweep finds it and takes it up (_sweep_unlisted), instead of its
+                # dead racers holding it for the day the reset gives it.
+                await self.store.note_unlisted(room.room_id)
             racer_token = None if token is None else token(events)
             ended: _Archive | None = None  # the race a race_over in ``events`` ends
             try:
@@ -1935,6 +2005,16 @@ class Node:
                 await self.insist(
                     lambda: self.store.settle_expiry(room.room_id),
                     "could not extend a rematch's expiry",
+                    extra,
+                )
+            elif first_join(ev):
+                # The join gave the new room its lifetime cap in its own write; the
+                # join code (another slot) follows. Its node killed before this, the
+                # code keeps its ten minutes until the sweep that takes the room up
+                # settles it (Node._sweep_lobby).
+                await self.insist(
+                    lambda: self.store.settle_expiry(room.room_id),
+                    "could not extend a new room's expiry",
                     extra,
                 )
 

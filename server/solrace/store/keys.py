@@ -195,6 +195,15 @@ class Keys:
         upgrade loses no note an earlier release wrote (single-key)."""
         return f"{self.prefix}rooms:unarchived"
 
+    @property
+    def unlisted(self) -> str:
+        """Set of rooms that may be lobbies the listing does not hold: private rooms
+        (noted as they are created) and rooms back in their lobby for a rematch (noted
+        before the reset), so that the orphan sweep finds one whose every node died —
+        no listing names it — and takes it up; the sweep drops a room that is not a
+        lobby any more (single-key)."""
+        return f"{self.prefix}rooms:unlisted"
+
     def lease(self, node_id: str) -> str:
         """A live node's lease (expires unless the node renews it; single-key)."""
         return f"{self.prefix}node:{_check_name('node_id', node_id)}"

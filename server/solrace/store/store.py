@@ -836,7 +836,9 @@ class Store:
         released on a best-effort basis. ``room_id``
         must be fresh (the caller draws it at random); it is not checked. ``quick``:
         the variant of a listed quick room, which joins that variant's quick lobbies
-        (:meth:`quick_lobbies`) in the same pipeline.
+        (:meth:`quick_lobbies`) in the same pipeline. A room not ``listed`` (private)
+        is noted among the unlisted lobbies (:meth:`note_unlisted`) at that step
+        instead, for the orphan sweep: its only way to find it.
         """
         self._refuse_closed()
         rk = self.keys.room(room_id)
@@ -861,6 +863,8 @@ class Store:
                     if quick is not None:
                         pipe.zadd(self.keys.quick(quick), {room_id: now_ms})
                     await pipe.execute()
+                else:
+                    await self._redis.sadd(self.keys.unlisted, room_id)
             except BaseException:
                 with contextlib.suppress(Exception):  # best effort; the first error matters
                     await self._redis.delete(code_key)
@@ -1734,6 +1738,30 @@ class Store:
         self._refuse_closed()
         with self._errors():
             await self._redis.srem(self.keys.unarchived, room_id)
+
+    async def note_unlisted(self, room_id: str) -> None:
+        """Note that room ``room_id`` may be a lobby the listing does not hold (a
+        private room, a rematch: Keys.unlisted), so that a node's orphan sweep finds it
+        if every node that served it dies."""
+        self._refuse_closed()
+        with self._errors():
+            await self._redis.sadd(self.keys.unlisted, room_id)
+
+    async def unlisted_lobbies(self, limit: int = 100) -> list[str]:
+        """Up to ``limit`` rooms noted by :meth:`note_unlisted` and not forgotten,
+        drawn at random (a sweep's share: every one is drawn in time, however many)."""
+        if limit <= 0:
+            return []
+        with self._errors():
+            members: Any = await self._redis.srandmember(self.keys.unlisted, limit)
+        return sorted(_as_text(m) for m in members or ())
+
+    async def forget_unlisted(self, room_id: str) -> None:
+        """The room is no unlisted lobby any more (its race began or ended, everyone
+        left it, nobody ever joined it, its keys are gone): forget the note."""
+        self._refuse_closed()
+        with self._errors():
+            await self._redis.srem(self.keys.unlisted, room_id)
 
     # -- internals -----------------------------------------------------------------
 

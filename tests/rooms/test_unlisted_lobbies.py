@@ -1,0 +1,146 @@
+"""Lobbies no listing holds, whose every node died (docs/server.md, "Room lifecycle").
+
+A private room is never listed, and a rematch's lobby is for its racers (unlisted):
+the orphan sweep, which found dead nodes' lobbies through the listing, never reached
+them, and their dead racers held them for the day their keys are given. Each is noted
+(Store.note_unlisted: a private room with its create's writes, a rematch before its
+reset), so the sweep takes one up like a listed lobby — its racers go offline, leave
+when their grace ends, and the emptied lobby expires on its ten minutes — and forgets
+the note once the room is no such lobby. A fault between the note and the reset
+(Redis failing it, the node dying there) leaves a finished room noted: the sweep
+forgets that note, and the rematch's retry notes the room again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from solrace.protocol.views import EventType, Phase
+from solrace.rooms.node import EMPTY_ROOM_TTL_S, Node
+from solrace.rooms.room import LiveRoom
+
+from tests.support.faults import Clock, Crashed
+
+from .conftest import Backend, FakePeer
+from .test_core import _race_on
+from .test_fault_windows import (
+    GRACE_S,
+    _always,
+    _dies_at,
+    _fail_once,
+    _poll,
+    _storing,
+    _until_all_between,
+)
+from .test_take_up_faults import FAULTS, _dead, _node, _sweep
+
+
+async def _taken_up_and_left(survivor: Node, clock: Clock, room: LiveRoom) -> None:
+    """``survivor``'s sweep takes ``room`` up: its racers go offline, leave when their
+    grace ends, and the emptied lobby's keys and code expire on its ten minutes; the
+    next sweep forgets its note."""
+    await _sweep(survivor)
+    taken = survivor.rooms.get(room.room_id)
+    assert taken is not None and taken.served(), "nobody took the lobby up"
+
+    async def online() -> list[str]:  # the sweep's own check marks them
+        return [r.name for r in taken.state.racers.values() if r.online]
+
+    await _poll(online, lambda names: not names, "the dead node's racers are not offline")
+    clock.advance(GRACE_S + 1, survivor)
+
+    async def racers() -> list[str]:  # its timer, re-armed for the new time, decides
+        return [r.name for r in taken.state.racers.values()]
+
+    await _poll(racers, lambda names: not names, "the dead node's racers have not left")
+    await _until_all_between(survivor, room, 0, EMPTY_ROOM_TTL_S)
+    await _sweep(survivor)
+    assert room.room_id not in await survivor.store.unlisted_lobbies()
+
+
+async def test_a_private_lobby_whose_only_node_died_is_taken_up_and_expires(
+    backend: Backend,
+) -> None:
+    """Ann and Bob wait in Ann's private lobby; their node dies and neither comes
+    back. The next node's sweep takes the lobby up (its note, written with the
+    create), and the lobby expires on its ten minutes once their grace is over —
+    before, no sweep found it, and it lived its day."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann", private=True)
+    assert created.t == "joined", created.d
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    room = ann.room
+    assert room is not None
+    assert room.room_id not in await node.store.listed_rooms()
+    survivor = await _node(backend, clock)
+    await _dead(node, by=survivor)
+    await _taken_up_and_left(survivor, clock, room)
+
+
+async def _finished(node: Node, private: bool) -> tuple[FakePeer, LiveRoom]:
+    """A race on ``node`` both racers resigned, its result saved: Ann's peer, the room."""
+    race = await _race_on(node, node, private=private)
+    room = race.ann.room
+    assert room is not None
+    assert (await race.ann.ask("resign")).t == "ok"
+    assert (await race.bob.ask("resign")).t == "ok"
+    await _poll(lambda: node.store.unarchived_rooms(), lambda ids: not ids, "the archive")
+    return race.ann, room
+
+
+@pytest.mark.parametrize("private", [False, True])
+async def test_a_rematch_lobby_whose_only_node_died_is_taken_up_and_expires(
+    backend: Backend, private: bool
+) -> None:
+    """Ann asks for a rematch after a race; her node dies right after the reset (at
+    the settle that follows it) and nobody comes back. The lobby, public or not, is
+    in no listing: the next node's sweep takes it up by the note written before the
+    reset, and it expires on its ten minutes once the racers' grace is over."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    ann, room = await _finished(node, private)
+    died = _dies_at(node, {"settle_expiry": _always})
+    with contextlib.suppress(Crashed):
+        await ann.ask("rematch")
+    assert died, "the node did not die after the reset"
+    survivor = await _node(backend, clock)
+    assert room.room_id not in await survivor.store.listed_rooms()
+    await _dead(node, by=survivor)
+    await _taken_up_and_left(survivor, clock, room)
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_a_rematch_cut_between_its_note_and_its_reset_leaves_no_note_for_long(
+    backend: Backend, fault: str
+) -> None:
+    """A rematch is two writes: the room's note, then the reset. Cut between them,
+    the room is still a finished race, noted. Redis failing the reset, the rematch is
+    refused ``unavailable`` and its retry makes both writes: the room is a lobby,
+    noted. The node dying there, the next sweep forgets the note (nothing of a lobby
+    to take up) and takes nothing up."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    ann, room = await _finished(node, private=True)
+    if fault == "node dies":
+        cut = _dies_at(node, {"append_event": _storing(EventType.ROOM_RESET)})
+    else:
+        cut = _fail_once(node.store, "append_event", _storing(EventType.ROOM_RESET))
+    reply = None
+    with contextlib.suppress(Crashed):
+        reply = await ann.ask("rematch")
+    assert cut, "the reset was not cut"
+    sweeper = await _node(backend, clock)
+    assert room.room_id in await sweeper.store.unlisted_lobbies()  # the first write
+    if fault == "redis fails":
+        assert reply is not None and (reply.t, reply.d.get("code")) == ("error", "unavailable")
+        assert (await ann.ask("rematch")).t == "ok"
+        assert (await node.room(room.room_id)).state.phase == Phase.LOBBY
+        assert room.room_id in await sweeper.store.unlisted_lobbies()
+        return
+    await _dead(node, by=sweeper)
+    await _sweep(sweeper)
+    assert room.room_id not in await sweeper.store.unlisted_lobbies(), "a finished room's note"
+    assert not [r for r in sweeper.rooms.values() if r.served()], "a finished room taken up"
