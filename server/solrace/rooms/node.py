@@ -1045,9 +1045,10 @@ class Node:
             # Back in the lobby (a rematch begun before the deciding node's clear):
             # the races before this round are archived (a rematch saves its race's
             # result first: _history_to_trim), so a note of theirs goes. Kept, every
-            # sweep loaded the room — a private lobby its dead nodes left, adopted by
-            # no listing — until its keys expired a day later. A note of this round
-            # stays: a countdown noted it, and may be storing itself now.
+            # sweep loaded the room until its keys expired. A note of this round
+            # stays: a countdown noted it, and may be storing itself now. (Such a
+            # lobby is taken up by its own note, written before its reset:
+            # _sweep_unlisted.)
             await self._clear_note(room, room.state.round - 1, room.state.version)
             return 0
         if race is None or room.state.phase != Phase.FINISHED:
