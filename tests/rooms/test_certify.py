@@ -357,8 +357,12 @@ async def test_a_room_gets_an_uncertified_deal_at_once_while_its_workers_keep_dy
             peer = FakePeer(node)
             assert (await peer.ask("create", variant="yukon", name=name)).t == "joined"
             rooms.append(peer)
+        # Before, no deal at all within a minute (most of an hour). Each death is a
+        # new interpreter importing this test module (spawn), 1-3 s apiece on a
+        # loaded machine (load 13: 15 s was too short once, in a full run), and a
+        # worker's streak is three of them and its back-off between.
         for peer in rooms:
-            chosen = await peer.until(lambda f: f.t == "deal_chosen", timeout=15)
+            chosen = await peer.until(lambda f: f.t == "deal_chosen", timeout=45)
             assert chosen.d["certified"] is False
         lost = [r for r in caplog.records if "a solver worker was lost" in r.getMessage()]
         # A worker's deaths are as kills from outside (a line each) until every worker
