@@ -24,6 +24,7 @@ from solrace.protocol import race_id
 from solrace.protocol.views import EventType
 from solrace.race import decisions as d
 from solrace.rooms import node as node_module
+from solrace.rooms.counters import Defect
 from solrace.rooms.node import (
     EMPTY_ROOM_TTL_S,
     FINISHED_ROOM_TTL_S,
@@ -32,13 +33,11 @@ from solrace.rooms.node import (
     Node,
     _last_race,
     _SweepFailures,
-    _SweepStalled,
 )
 from solrace.rooms.records import pack_event, unpack, unpack_event
 from solrace.rooms.room import LiveRoom
 from solrace.store._lua import EXPIRE_CODE, SETTLE_EXPIRY, LuaScript
 from solrace.store.errors import StoreClosed, StoreUnavailable
-from solrace.store.store import COMMAND_TIMEOUT_S
 
 from tests.store.conftest import delete_room_keys, room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
@@ -484,36 +483,16 @@ async def test_a_sweep_passes_over_rooms_redis_fails_but_stops_at_an_outage() ->
         await _SweepFailures(cast(Node, None)).over("r_closed", fails(StoreClosed()))
 
 
-async def test_a_sweep_stops_at_a_room_whose_failure_took_a_timeout() -> None:
-    """The sweep runs in the loop that renews the node's lease (LEASE_MS, renewed every
-    LEASE_RENEW_S): a room failed by a command timeout (COMMAND_TIMEOUT_S, the lease's
-    own length) stops it, as before it passed over rooms — two such rooms passed over
-    held the renewal 10 s and the lease lapsed (review20). A room failed at once is
-    passed over."""
-    now = [0.0]
-
-    def clock() -> float:
-        return now[0]
-
-    async def fails_after(seconds: float) -> int:
-        now[0] += seconds
-        raise StoreUnavailable("Redis timed out (injected)")
-
-    passing = _SweepFailures(cast(Node, None), clock)
-    assert await passing.over("r_refused", fails_after(0.01)) == 0
-    with pytest.raises(_SweepStalled):
-        await passing.over("r_timed_out", fails_after(COMMAND_TIMEOUT_S))
-
-
 async def test_a_room_that_times_out_every_sweep_goes_last_in_the_next(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A room failed by a timeout stops the sweep (the lease renews between sweeps);
-    one that times out every sweep — a Cluster master down for its slot — stopped every
-    sweep before the rooms after it, as before any room was passed over. It goes last
-    in the next sweep: the other ghost lobby is finished then."""
-    # Every failure here counts as a timeout's (the real one waits COMMAND_TIMEOUT_S).
-    monkeypatch.setattr(node_module, "SWEEP_SLOW_FAILURE_S", 0.0)
+    """A room where the sweep stopped — Redis failing SWEEP_OUTAGE_ROOMS rooms in a row
+    (an outage), the last of them this one — goes last in the next sweep: one that
+    fails every sweep (a Cluster master down for its slot) stopped every sweep before
+    the rooms after it, as before any room was passed over. The other ghost lobby is
+    finished by the next sweep."""
+    # Here one room failed is an outage (SWEEP_OUTAGE_ROOMS in a row, where it takes 3).
+    monkeypatch.setattr(node_module, "SWEEP_OUTAGE_ROOMS", 1)
     clock = Clock()
     ghosts, sweeper = await _ghosts_and_sweeper(backend, clock, "Bob", "Cy")
     real = sweeper.store.room_nodes
@@ -667,11 +646,12 @@ async def test_the_deciding_node_keeps_the_note_a_countdown_made_just_before_its
 async def test_two_rooms_that_time_out_every_sweep_do_not_stop_the_rooms_after_them(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two rooms that time out every sweep (a Cluster master down for both their
-    slots): each stops the sweep, and the one the last sweep reached goes last. Only
-    the rooms the last sweep failed went last, not those it never reached, so the two
-    took turns first and stopped every sweep before the third ghost lobby, for good."""
-    monkeypatch.setattr(node_module, "SWEEP_SLOW_FAILURE_S", 0.0)
+    """Two rooms that fail every sweep (a Cluster master down for both their slots),
+    each where a sweep stops (an outage: one room here, as in the test above), and the
+    one the last sweep reached goes last. Only the rooms the last sweep failed went
+    last, not those it never reached, so the two took turns first and stopped every
+    sweep before the third ghost lobby, for good."""
+    monkeypatch.setattr(node_module, "SWEEP_OUTAGE_ROOMS", 1)
     clock = Clock()
     ghosts, sweeper = await _ghosts_and_sweeper(backend, clock, "Bob", "Cy", "Di")
     real = sweeper.store.room_nodes
@@ -695,10 +675,11 @@ async def test_two_rooms_that_time_out_every_sweep_do_not_stop_the_rooms_after_t
 async def test_a_race_that_times_out_every_sweep_does_not_stop_the_lobbies(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A race noted as awaiting its archive that times out every sweep went last among
-    the noted races only: their loop runs before the lobbies', so it stopped every
-    sweep before every lobby. It goes last in the whole next sweep."""
-    monkeypatch.setattr(node_module, "SWEEP_SLOW_FAILURE_S", 0.0)
+    """A race noted as awaiting its archive where every sweep stops (an outage: one room
+    here, as in the tests above) went last among the noted races only: their loop runs
+    before the lobbies', so it stopped every sweep before every lobby. It goes last in
+    the whole next sweep."""
+    monkeypatch.setattr(node_module, "SWEEP_OUTAGE_ROOMS", 1)
     clock = Clock()
     ghost = await _ghost_lobby(backend, clock)
     sweeper = await _node(backend, clock)
@@ -743,32 +724,178 @@ async def test_a_sweep_keeps_last_only_the_rooms_still_unfinished() -> None:
     assert passing.unfinished() == {"r_lobby"}
 
 
-async def test_a_sweep_stopped_by_a_timeout_waits_its_turn(
+async def test_a_sweep_that_passed_over_a_room_waits_its_turn(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A room failed by a timeout stops the sweep so that the loop that renews the
-    lease is not held past its lapse. Raised, the stop left the next sweep due, and
-    the loop swept again at its next turn, a second later: a room that times out every
-    sweep (a Cluster master down for its slot) held every turn of the loop for its
-    timeout, every renewal came too late, and the node said the store down each time.
-    The next sweep comes when it would have (ORPHAN_SWEEP_S)."""
-    monkeypatch.setattr(node_module, "SWEEP_SLOW_FAILURE_S", 0.0)
-    monkeypatch.setattr(node_module, "LEASE_RENEW_S", 0.01)  # the loop's turns
-    node = await backend.node()
+    """A sweep that passed over a room Redis failed — at its command timeout, every
+    sweep (a Cluster master down for its slot) — went through: the next sweep comes in
+    its turn, not at the next turn of the node's loops. Swept again at once, a room
+    that times out every sweep held the loop for its timeout again and again (when
+    the sweep ran in the loop that renews the lease: every renewal came too late), and
+    the node said the store down each time."""
+    monkeypatch.setattr(node_module, "LEASE_RENEW_S", 0.01)  # the loops' turns
+    node = await backend.node()  # its loops have not run yet
     listings: list[str] = []
+    renewed: list[bool] = []
+    real_renew = node.store.renew_lease
 
     async def stuck() -> list[str]:
         listings.append("r_stuck")
         return ["r_stuck"]
 
     async def times_out(room_id: str) -> Any:
-        raise StoreUnavailable("room_nodes: timed out (injected)")
+        raise StoreUnavailable("room_nodes: Timeout reading from Redis (injected)")
+
+    async def renew(node_id: str, ttl_ms: int) -> bool:
+        renewed.append(await real_renew(node_id, ttl_ms))
+        return renewed[-1]
+
+    async def renewals() -> int:
+        return len(renewed)
 
     setattr(node.store, "unarchived_rooms", stuck)  # noqa: B010 (a method of the instance)
     setattr(node.store, "room_nodes", times_out)  # noqa: B010
-    await _sweep(node)  # stopped at r_stuck: the loop's next sweep is its second
-    await asyncio.sleep(0.3)  # thirty turns of the loop
-    assert len(listings) <= 2, len(listings)
+    setattr(node.store, "renew_lease", renew)  # noqa: B010
+
+    async def passed_over() -> set[str]:
+        return node._sweep_failed
+
+    await _poll(passed_over, lambda ids: ids == {"r_stuck"}, "the loop's first sweep")
+    await _poll(renewals, lambda n: n >= 30, "thirty turns of the loops")
+    assert listings == ["r_stuck"]
+
+
+@pytest.mark.parametrize("stalled", ["unarchived_rooms", "room_nodes"], ids=["listing", "room"])
+async def test_a_sweep_whose_read_stalls_holds_up_no_renewal_of_the_lease(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, stalled: str
+) -> None:
+    """A sweep's read that hangs until its command timeout (Redis slow for the sweep's
+    keys — the listing of noted races, or a room's set of serving nodes —, while the
+    lease's own renewals go through): the sweep ran in the loop that renews the lease,
+    so one timeout (COMMAND_TIMEOUT_S, the lease's own length) held a renewal past the
+    lease's lapse, the node found its lease lapsed (Node._lapsed) and other nodes could
+    take its rooms up meanwhile. The renewals must keep their turn while the read hangs,
+    and once it times out the node has never found its lease lapsed."""
+    monkeypatch.setattr(node_module, "LEASE_RENEW_S", 0.05)  # the renewals' turns
+    node = await backend.node()  # its loops have not run yet
+    store = node.store
+    renewed: list[bool] = []
+    real_renew = store.renew_lease
+
+    async def renew(node_id: str, ttl_ms: int) -> bool:
+        current = await real_renew(node_id, ttl_ms)
+        renewed.append(current)  # reached Redis, and answered
+        return current
+
+    lapses: list[int] = []
+    real_lapsed = node._lapsed
+
+    def lapsed() -> None:
+        lapses.append(len(renewed))
+        real_lapsed()
+
+    hangs: list[int] = []  # the renewals counted when the read began to hang
+    timed_out: list[str] = []
+    release = asyncio.Event()
+    real_read = getattr(store, stalled)
+
+    async def hangs_until_its_timeout(*args: Any) -> Any:
+        if hangs or (stalled == "room_nodes" and args != ("r_stuck",)):
+            return await real_read(*args)
+        hangs.append(len(renewed))
+        await release.wait()  # the command's timeout, ended by the test
+        timed_out.append(stalled)
+        raise StoreUnavailable(f"{stalled}: Timeout reading from Redis (injected)")
+
+    async def noted() -> list[str]:
+        return ["r_stuck"]  # a room whose set of serving nodes is read first
+
+    setattr(store, "renew_lease", renew)  # noqa: B010 (a method of the instance)
+    setattr(node, "_lapsed", lapsed)  # noqa: B010
+    setattr(store, stalled, hangs_until_its_timeout)
+    if stalled == "room_nodes":
+        setattr(store, "unarchived_rooms", noted)  # noqa: B010
+
+    async def renewals() -> int:
+        return len(renewed)
+
+    try:
+        await _poll(renewals, lambda _: bool(hangs), "the sweep never read")
+        await _poll(
+            renewals,
+            lambda n: n >= hangs[0] + 5,
+            "renewals that reached Redis while the sweep's read hung",
+        )
+    finally:
+        release.set()
+    await _poll(_value(timed_out), bool, "the read never timed out")
+    after = len(renewed)
+    await _poll(renewals, lambda n: n >= after + 2, "renewals after it")
+    assert lapses == [], f"the node found its lease lapsed at renewal {lapses}"
+    assert all(renewed[1:]), renewed  # every renewal found the lease current
+
+
+async def test_the_sweep_loop_sweeps_once_at_a_time_survives_failures_and_stops_with_the_node(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The node's sweeps run in a loop of their own (Node._sweep_loop). A sweep the
+    store failed (an outage) says the store down and is tried again; one that ended on
+    a defect is logged with its traceback and counted (``sweep``), and the next comes
+    in its turn; a sweep that hangs is never joined by a second; and stopping the node
+    cancels the hanging sweep — nothing of the node left running."""
+    monkeypatch.setattr(node_module, "LEASE_RENEW_S", 0.01)
+    monkeypatch.setattr(node_module, "ORPHAN_SWEEP_S", 0.01)
+    monkeypatch.setattr(node_module, "LEASE_MS", 200)  # the second sweep waits a lease
+    node = await backend.node()  # its loops have not run yet
+    began: list[int] = []
+    running: list[int] = []
+    most_at_once: list[int] = [0]
+    cancelled: list[int] = []
+    renewed: list[bool] = []
+    real_renew = node.store.renew_lease
+
+    async def sweep() -> None:
+        began.append(len(began) + 1)
+        running.append(began[-1])
+        most_at_once[0] = max(most_at_once[0], len(running))
+        try:
+            if began[-1] == 1:
+                raise StoreUnavailable("unarchived_rooms: Redis is down (injected)")
+            if began[-1] == 2:
+                raise RuntimeError("a defect (injected)")
+            if began[-1] == 4:
+                await asyncio.Event().wait()  # hangs: nothing ends it but the stop
+        except asyncio.CancelledError:
+            cancelled.append(began[-1])
+            raise
+        finally:
+            running.remove(began[-1])
+
+    async def renew(node_id: str, ttl_ms: int) -> bool:
+        renewed.append(await real_renew(node_id, ttl_ms))
+        return renewed[-1]
+
+    async def sweeps() -> int:
+        return len(began)
+
+    async def renewals() -> int:
+        return len(renewed)
+
+    setattr(node, "sweep_orphans", sweep)  # noqa: B010 (what the loop calls)
+    setattr(node.store, "renew_lease", renew)  # noqa: B010
+    with caplog.at_level(logging.WARNING, logger="solrace"):
+        await _poll(sweeps, lambda n: n == 4, "the fourth sweep")
+        seen = len(renewed)
+        await _poll(renewals, lambda n: n >= seen + 30, "thirty renewals")
+    assert began == [1, 2, 3, 4] and most_at_once == [1], (began, most_at_once)
+    said = [(r.getMessage(), getattr(r, "error", None)) for r in caplog.records]
+    assert ("store unavailable", "unarchived_rooms: Redis is down (injected)") in said
+    failed = [r for r in caplog.records if r.getMessage() == "orphan sweep failed"]
+    assert len(failed) == 1 and failed[0].exc_info is not None, failed
+    assert node.metrics.defects.labels(Defect.SWEEP).value == 1
+    await node.stop()
+    assert cancelled == [4] and running == []
+    assert node._sweep_task is not None and node._sweep_task.done()
 
 
 async def test_a_race_over_whose_read_back_finds_a_rematch_still_archives_its_race(

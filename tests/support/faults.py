@@ -146,7 +146,7 @@ def crash(server: RaceServer, faults: StoreFaults) -> None:
     run inside one of the node's own requests."""
     node = server.node
     faults.down = True
-    for task in (node._tail_task, node._watch_task, node._wake_task):
+    for task in (node._tail_task, node._watch_task, node._wake_task, node._sweep_task):
         if task is not None:
             task.cancel()
     for room in node.rooms.values():

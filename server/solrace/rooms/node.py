@@ -102,16 +102,15 @@ TICK_RETRY_S = 0.5
 BUG_RETRY_S = 5.0
 RETRY_MAX_S = 2.0
 #: How often a node looks for rooms no live node looks after (Node.sweep_orphans): at
-#: its start, once its predecessor's lease has lapsed, then this often.
+#: its start, once its predecessor's lease has lapsed, then this often after the last
+#: sweep ended. In a loop of its own (Node._sweep_loop), not the lease's: a sweep's read
+#: that waited out the command timeout (COMMAND_TIMEOUT_S, the lease's own length) held
+#: the next renewal past the lease's lapse.
 ORPHAN_SWEEP_S = 60.0
 #: A sweep (Node.sweep_orphans) passes over a room it cannot finish, but this many
-#: rooms in a row failed by Redis are Redis down, not a room's trouble: it stops there.
+#: rooms in a row failed by Redis are Redis down, not a room's trouble: it stops there
+#: rather than wait for each room's timeout in turn.
 SWEEP_OUTAGE_ROOMS = 3
-#: ... and a room whose failure took this long (a command's timeout, not a refusal)
-#: stops it too: the sweep runs in the loop that renews the node's lease
-#: (Node._watch_loop), which two timeouts in turn (COMMAND_TIMEOUT_S each, the
-#: lease's length) held past its lapse.
-SWEEP_SLOW_FAILURE_S = LEASE_RENEW_S
 #: The longest a drained node's hand-off note (Node.hand_off) is kept when nothing takes
 #: its rooms up; taken up, the note goes at once (Node.sweep_orphans). It is read only
 #: by the first sweep after the node's lease is gone: another live node's within
@@ -311,25 +310,19 @@ _RoomWork = Callable[[str], Awaitable[int]]
 
 class _SweepFailures:
     """How a sweep (Node.sweep_orphans) goes on past a room it cannot finish: Redis
-    failing for that room alone (a Cluster master down), or a defect in it. Raised out
-    of the sweep, one such room — the first of the listing, read first every time —
-    stopped every sweep before the rooms after it, which no node finished while it
-    failed: each passed-over room is said once a sweep, as a warning (a defect with its
-    traceback), and waits for the next sweep. Not an outage: SWEEP_OUTAGE_ROOMS rooms
-    in a row failed by Redis stop the sweep (raised: the node's loop says the store is
-    down), rather than wait for each room's timeout in turn, and so does one room failed
-    by a timeout (SWEEP_SLOW_FAILURE_S: the lease renews between sweeps; _SweepStalled,
-    the next sweep in its turn); nor a closed store."""
+    failing for that room alone (a Cluster master down), at once or after its command
+    timeout, or a defect in it. Raised out of the sweep, one such room — the first of
+    the listing, read first every time — stopped every sweep before the rooms after it,
+    which no node finished while it failed: each passed-over room is said once a sweep,
+    as a warning (a defect with its traceback), and waits for the next sweep. Not an
+    outage: SWEEP_OUTAGE_ROOMS rooms in a row failed by Redis stop the sweep (raised:
+    the sweep's loop says the store is down); nor a closed store. A room's timeout
+    stopped the sweep too while the sweep ran in the loop that renews the lease (two
+    held the renewal past the lease's lapse); in a loop of its own (Node._sweep_loop)
+    it only makes that sweep slower, and the rooms after it are finished by it."""
 
-    def __init__(
-        self,
-        node: Node,
-        clock: Callable[[], float] = time.monotonic,
-        *,
-        last: Collection[str] = (),
-    ) -> None:
+    def __init__(self, node: Node, *, last: Collection[str] = ()) -> None:
         self._node = node
-        self._clock = clock
         self._in_a_row = 0
         #: The rooms it could not finish, the one that stopped it included: the next
         #: sweep takes them last (Node.sweep_orphans).
@@ -376,7 +369,6 @@ class _SweepFailures:
 
     async def over(self, room_id: str, work: Awaitable[int]) -> int:
         """``work``'s answer (the rooms it adopted), or 0 if it failed."""
-        started = self._clock()
         try:
             done = await work
         except StoreClosed:
@@ -386,31 +378,18 @@ class _SweepFailures:
             self._in_a_row += 1
             if self._in_a_row >= SWEEP_OUTAGE_ROOMS:
                 raise
-            if self._clock() - started >= SWEEP_SLOW_FAILURE_S:
-                log.warning(_STOPPED_AT, extra={"room": room_id, "error": str(exc)})
-                raise _SweepStalled(room_id) from exc
             log.warning(_PASSED_OVER, extra={"room": room_id, "error": str(exc)})
             return 0
         except Exception as exc:
             self.failed.add(room_id)
             log.warning(_PASSED_OVER, extra={"room": room_id, "error": repr(exc)}, exc_info=exc)
-            self._node.metrics.defects.labels(Defect.WATCH).inc()
+            self._node.metrics.defects.labels(Defect.SWEEP).inc()
             return 0
         self._in_a_row = 0
         return done
 
 
 _PASSED_OVER = "the orphan sweep passed over a room it could not finish"
-_STOPPED_AT = "the orphan sweep stopped at a room that took a timeout: the next takes it last"
-
-
-class _SweepStalled(Exception):
-    """A room failed by a timeout stopped the sweep (_SweepFailures.over). Not a
-    StoreUnavailable: raised out of the sweep, that left the next sweep due, and the
-    node's loop swept again at its next turn, a second later — a room that times out
-    every sweep held every turn for its timeout, every renewal of the lease came too
-    late, and the node said the store down each time. The sweep ends there instead, and
-    the next comes in its turn."""
 
 
 class Node:
@@ -494,6 +473,8 @@ class Node:
         #: When the last renewal Redis answered was sent (monotonic): a lease older
         #: than that may have lapsed, whatever the next renewal finds (_watch_loop).
         self._renewed_at = 0.0
+        #: Set once a renewal went through (_watch_loop): the first sweep waits for it.
+        self._lease_held = asyncio.Event()
         self._rejoining: asyncio.Future[Any] | None = None
         #: Round trips (ms) of the last samples of the store's clock (clock.py), and
         #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
@@ -502,6 +483,7 @@ class Node:
         self._tail_task: asyncio.Task[None] | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self._wake_task: asyncio.Task[None] | None = None
+        self._sweep_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         #: Set once :meth:`stop` is done: :meth:`spawn` starts nothing after it.
         self._stopped = False
@@ -515,6 +497,7 @@ class Node:
         self._tail_task = loop.create_task(self._forever(Defect.TAIL, self._tail_loop))
         self._watch_task = loop.create_task(self._forever(Defect.WATCH, self._watch_loop))
         self._wake_task = loop.create_task(self._forever(Defect.WAKE, self._wake_loop))
+        self._sweep_task = loop.create_task(self._forever(Defect.SWEEP, self._sweep_loop))
 
     async def _forever(self, where: Defect, run: Callable[[], Awaitable[None]]) -> None:
         """Run one of the node's loops for as long as the node runs. Each survives a
@@ -536,10 +519,11 @@ class Node:
         a round ends with nothing left, then stops the rooms' timers once more. Before,
         only the tasks there when the stop began were cancelled: one started while they
         drained outlived the node."""
-        for loop_task in (self._tail_task, self._watch_task, self._wake_task):
+        loops = [self._tail_task, self._watch_task, self._wake_task, self._sweep_task]
+        for loop_task in loops:
             if loop_task is not None:
                 loop_task.cancel()
-                await asyncio.gather(loop_task, return_exceptions=True)
+        await asyncio.gather(*(t for t in loops if t is not None), return_exceptions=True)
         while True:
             for room in self.rooms.values():
                 room.cancel_timers()
@@ -831,11 +815,11 @@ class Node:
     async def _watch_loop(self) -> None:
         """Renew this node's lease; for the rooms served here, mark offline the racers
         of nodes whose lease has run out, and check that Redis still holds what this
-        node delivered."""
-        next_sweep = 0.0
-        # The second sweep comes once the lease of a node this one replaces (a restart
-        # after a crash) has lapsed: its rooms are adopted then, not a minute later.
-        sweep_every = LEASE_MS / 1000 + LEASE_RENEW_S
+        node delivered. The orphan sweep, which reads every noted and listed room (each
+        read may wait out the command timeout, the lease's own length), runs in a loop
+        of its own (:meth:`_sweep_loop`): a renewal held past LEASE_MS finds the lease
+        lapsed (:meth:`_lapsed`), and other nodes may take this node's rooms up
+        meanwhile."""
         next_clock_sample = 0.0
         while True:
             try:
@@ -850,6 +834,7 @@ class Node:
                 if (not current or late) and self._leased:
                     self._lapsed()
                 self._leased, self._renewed_at = True, sent
+                self._lease_held.set()
                 self.store_ok()
                 if self.older_nodes is None and not self._asking_older:
                     self._asking_older = True
@@ -859,16 +844,42 @@ class Node:
                     next_clock_sample = time.monotonic() + CLOCK_SAMPLE_S
                 await self.check_rooms()
                 await self.leave_unserved()
-                if time.monotonic() >= next_sweep:
-                    await self.sweep_orphans()
-                    next_sweep = time.monotonic() + sweep_every
-                    sweep_every = ORPHAN_SWEEP_S
             except StoreUnavailable as exc:
                 self.store_failed(exc)
             except Exception:  # the loop must survive anything one room does
                 log.exception("room check failed")
                 self.metrics.defects.labels(Defect.WATCH).inc()
             await asyncio.sleep(LEASE_RENEW_S)
+
+    async def _sweep_loop(self) -> None:
+        """Sweep for orphaned rooms (:meth:`sweep_orphans`): at the node's start, again
+        once the lease of a node this one replaces (a restart after a crash) has lapsed
+        — its rooms are adopted then, not a minute later —, then ORPHAN_SWEEP_S after
+        each sweep ends: one sweep at a time, however long one takes. Apart from the
+        loop that renews the lease (:meth:`_watch_loop`): a sweep's read that waited
+        out its command timeout (the lease's own length) held the next renewal past
+        the lease's lapse, and the node found its lease lapsed. A sweep the store failed
+        (an outage) is tried again a renewal's interval later, as the lease is; a defect
+        is logged, counted, and the next sweep comes in its turn.
+
+        The first waits for the node's lease, as it did in the lease's loop: a room it
+        takes up names this node among its serving nodes, and another node's sweep
+        that read that set before the lease was there took this node for a dead one
+        and took it out."""
+        await self._lease_held.wait()
+        wait = LEASE_MS / 1000 + LEASE_RENEW_S
+        while True:
+            try:
+                await self.sweep_orphans()
+            except StoreUnavailable as exc:
+                self.store_failed(exc)
+                await asyncio.sleep(LEASE_RENEW_S)
+                continue
+            except Exception:
+                log.exception("orphan sweep failed")
+                self.metrics.defects.labels(Defect.SWEEP).inc()
+            await asyncio.sleep(wait)
+            wait = ORPHAN_SWEEP_S
 
     async def check_rooms(self) -> None:
         served = {rid: room for rid, room in self.rooms.items() if room.served()}
@@ -1012,8 +1023,6 @@ class Node:
             for room_id in passing.first(unlisted, self._sweep_unlisted):
                 adopted += await passing.over(room_id, self._sweep_unlisted(room_id))
             adopted += await passing.then()
-        except _SweepStalled:
-            return  # as a raise did: what follows is for a sweep that went through
         finally:
             self._sweep_failed = passing.unfinished()
         if adopted:
