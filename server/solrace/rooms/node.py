@@ -862,10 +862,10 @@ class Node:
         (an outage) is tried again a renewal's interval later, as the lease is; a defect
         is logged, counted, and the next sweep comes in its turn.
 
-        The first waits for the node's lease, as it did in the lease's loop: a room it
-        takes up names this node among its serving nodes, and another node's sweep
-        that read that set before the lease was there took this node for a dead one
-        and took it out."""
+        The first waits for the node's first renewal, as it did in the lease's loop: a
+        room it takes up names this node among its serving nodes, and another node's
+        sweep that read that set before the lease was there could take this node for a
+        dead one and take it out (reasoned, not seen)."""
         await self._lease_held.wait()
         wait = LEASE_MS / 1000 + LEASE_RENEW_S
         while True:
