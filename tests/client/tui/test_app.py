@@ -281,9 +281,11 @@ async def test_reconnect_after_a_dropped_connection_keeps_the_game(cluster: Clus
         await ann.close()
 
 
-async def _ready_pair_watched(cluster: Cluster) -> tuple[RaceClient, RaceClient, SolraceApp]:
+async def _ready_pair_watched(
+    cluster: Cluster, countdown_ms: int = 200
+) -> tuple[RaceClient, RaceClient, SolraceApp]:
     """Ann's private Yukon room with Bob ready in it, and an app to watch it."""
-    server = await cluster.node()
+    server = await cluster.node(countdown_ms=countdown_ms)
     ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
     await ann.create("yukon", "Ann", private=True)
     assert ann.code
@@ -310,7 +312,9 @@ async def test_a_narrow_watch_screen_hides_its_standings(cluster: Cluster) -> No
 
 
 async def test_watch_shows_every_board_and_the_delay(cluster: Cluster) -> None:
-    ann, bob, app = await _ready_pair_watched(cluster)
+    # A countdown long enough to be seen: at the tests' 0.2 s, a loaded full run (load
+    # 13) painted the race before the poll read the countdown's screen.
+    ann, bob, app = await _ready_pair_watched(cluster, countdown_ms=3000)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await wait_for_text(pilot, "boards live")
         assert "Ann" in screen and "Bob" in screen
