@@ -94,3 +94,24 @@ def test_a_server_url_is_shown_whole_unless_very_long() -> None:
     assert url_shown(ordinary) == ordinary
     long = "ws://h:1/" + "p" * 2991
     assert url_shown(long) == f"'{long[:MAX_URL_SHOWN]}'… (3,000 characters)"
+
+
+def test_what_is_not_printable_is_escaped_in_arguments_and_file_names() -> None:
+    """An argument or a file name holding an escape sequence was said as it is: an
+    unrecognized ``$'\\e[2J'`` cleared the terminal, a race file named with one turned
+    the error line red (a newcomer walk). Escaped as ``repr`` escapes, it is readable."""
+    assert as_typed(["--x", "a\x1b[2J"]) == "--x 'a\\x1b[2J'"
+    name = "races/a\x1b]0;title\x07.json"
+    assert file_name(OSError(errno.ENOENT, "No such file", name)) == repr(name)
+    assert file_name(OSError(errno.ENOENT, "No such file", "a b/ü.json")) == "a b/ü.json"
+
+
+def test_bytes_that_are_not_utf8_are_quoted_as_the_bytes_typed() -> None:
+    """Python reads a command line's byte 0xff as the lone surrogate U+DCFF; quoted as
+    ``repr`` shows it, ``'\\udcff'`` named a character nobody typed (``--option
+    draw=$'\\xff'``, ``--limit``, a race file's name, a replay command): the byte it
+    stands for is said, as ``utf8`` says it of a name. A backslash typed stays one."""
+    assert quoted("d\udcff\udc80") == "'d\\xff\\x80'"
+    assert quoted("\\udcff") == repr("\\udcff")
+    assert quoted("\\\udcff") == "'\\\\\\xff'"
+    assert as_typed(["\udcfe"]) == "'\\xfe'"

@@ -135,7 +135,9 @@ def _cell(value: object) -> Text:
 
 
 def _fail(message: str, code: int = EXIT_FAILED) -> int:
-    _err().print(Text(f"solrace: {message}", style="red"))
+    """The one line a failure says. Through :func:`printable`: it may name a file or
+    hold a server's words, and a file named with an ESC turned the terminal red."""
+    _err().print(Text(printable(f"solrace: {message}"), style="red"))
     return code
 
 
@@ -835,7 +837,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     out = _out()
     out.print(
         Text.assemble(
-            "verifying race ", (printable(saved.race), "bold"), f" ({saved.variant}, {saved.path})"
+            "verifying race ",
+            (printable(saved.race), "bold"),
+            printable(f" ({saved.variant}, {saved.path})"),
         )
     )
     for check in report.checks:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 from typing import Final
 
 __all__ = [
@@ -45,8 +46,20 @@ def quoted(text: object, *, as_is: bool = False, limit: int = MAX_QUOTED) -> str
     if not isinstance(text, str):
         shown = repr(text)
         return shown if len(shown) <= limit else _cut(shown[:limit], len(shown))
-    start = f"'{text[:limit]}'" if as_is else repr(text[:limit])
+    start = f"'{text[:limit]}'" if as_is else _as_bytes_typed(repr(text[:limit]))
     return start if len(text) <= limit else _cut(start, len(text))
+
+
+#: ``repr``'s escape of a lone surrogate U+DC80…U+DCFF — how Python reads a command
+#: line's byte that is not UTF-8 (``$'\xff'``) — not itself after a backslash
+#: (``repr`` writes a typed backslash as two).
+_BYTE_READ_AS_SURROGATE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
+
+
+def _as_bytes_typed(shown: str) -> str:
+    """``repr``'s text with each byte Python read as a lone surrogate escaped as the
+    byte, ``\\xff``: ``'\\udcff'`` named a character nobody typed."""
+    return _BYTE_READ_AS_SURROGATE.sub(r"\1\\x\2", shown) if "\\udc" in shown else shown
 
 
 def url_shown(url: str) -> str:
@@ -111,7 +124,7 @@ def as_typed(arguments: list[str]) -> str:
     """Command-line arguments as argparse lists those it has no use for, each as typed,
     one past :data:`MAX_QUOTED` characters :func:`quoted` (``unrecognized arguments:
     --budget 9``)."""
-    return " ".join(a if len(a) <= MAX_QUOTED else quoted(a) for a in arguments)
+    return " ".join(a if len(a) <= MAX_QUOTED and a.isprintable() else quoted(a) for a in arguments)
 
 
 def file_name(exc: OSError) -> str:
@@ -119,7 +132,9 @@ def file_name(exc: OSError) -> str:
     system takes, said whole — but :func:`quoted` when the system refused it as too
     long (ENAMETOOLONG: a 100,000-character name was said whole)."""
     name = str(exc.filename)
-    return quoted(name) if exc.errno == errno.ENAMETOOLONG else name
+    if exc.errno == errno.ENAMETOOLONG:
+        return quoted(name)
+    return name if name.isprintable() else quoted(name, limit=len(name))
 
 
 def without_password(url: str) -> str:

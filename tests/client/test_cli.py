@@ -1564,3 +1564,21 @@ def test_a_bot_delay_past_a_minute_is_refused_in_one_line(
     from solrace_client.cli import MAX_BOT_DELAY_S  # one definition: docs/client.md's 60
 
     assert MAX_BOT_DELAY_S == 60
+
+
+def test_a_race_file_named_with_an_escape_sequence_is_named_without_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], synthetic_race: Path
+) -> None:
+    """A file name is the user's text, not the terminal's: ``verify``'s first line and
+    the refusal of an unreadable file wrote a name's ESC as it is, and a file named
+    ``$'r\\e[31m.json'`` turned the terminal red (a newcomer walk)."""
+    named = tmp_path / "r\x1b[31m.json"
+    named.write_bytes(synthetic_race.read_bytes())
+    assert main(["verify", str(named)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and out.startswith("verifying race r_synthetic")
+    named.write_text("")
+    for command in (["verify"], ["replay", "--print"], ["fetch", "--server", "ws://h:1"]):
+        assert main([command[0], str(named), *command[1:]]) == 2
+        said = _one_line(capsys.readouterr().err)
+        assert "\x1b" not in said and "not a race result" in said, said
