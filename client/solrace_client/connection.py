@@ -52,7 +52,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from . import pacing
-from .errors import CONNECT_ERRORS, ConnectionLost, closed_in_words
+from .errors import CONNECT_ERRORS, ConnectionLost, closed_in_words, lost_reason
 from .errors import NoReply as NoReply  # raised here; defined beside the words for it
 from .pacing import Pace, Pacer
 from .roomview import Fold, RoomView
@@ -421,6 +421,12 @@ class RaceClient:
             if self.closed.done():  # no reader: no reply would ever be read
                 raise ConnectionLost(self.failure or "connection closed")
             await self.ws.send(encode(Envelope(t, id=request_id, d=data)))
+        except ConnectionClosed as exc:
+            # The socket saw the close before the reader did: lost, as the reader would
+            # have said, not websockets' own error, which no command caught (a server
+            # closing right after its handshake made `fetch` and `rooms` a traceback).
+            self._forget(request_id, future)
+            raise ConnectionLost(self.failure or lost_reason(exc)) from None
         except BaseException:
             self._forget(request_id, future)
             raise

@@ -25,9 +25,11 @@ from solrace_client.connection import (
     ServerError,
     retry_after_s,
 )
+from solrace_client.errors import ConnectionLost
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosedError
+from websockets.protocol import State
 from websockets.typing import Subprotocol
 
 
@@ -56,7 +58,7 @@ async def test_a_request_whose_send_fails_leaves_no_unretrieved_future() -> None
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(lambda _loop, context: stray.append(context))
     try:
-        with pytest.raises(ConnectionClosedError):
+        with pytest.raises(ConnectionLost):  # websockets' error, in words
             await client.ping()
         ws.end.set()
         await client.closed
@@ -138,7 +140,7 @@ async def test_a_close_while_a_request_is_sent_leaves_no_unretrieved_future() ->
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(lambda _loop, context: stray.append(context))
     try:
-        with pytest.raises(ConnectionClosedError):
+        with pytest.raises(ConnectionLost):  # websockets' error, in words
             await client.ping()
         gc.collect()
         await asyncio.sleep(0)
@@ -365,3 +367,32 @@ async def test_an_entry_sent_again_after_an_unseated_refusal_proposes_a_fresh_to
     assert len(proposed) == 2 and proposed[0] != proposed[1], proposed
     assert joined["token"] == client.token == proposed[1] and client.proposed is None
     await client.close()
+
+
+@pytest.mark.parametrize("how", ["close", "abort"])
+async def test_a_request_on_a_connection_the_server_just_closed_fails_as_connection_lost(
+    how: str,
+) -> None:
+    """A newcomer walk: a server that closed the connection right after its handshake
+    (a node going down, a proxy dropping it) made ``solrace fetch`` and ``rooms`` a
+    traceback ending in ``ConnectionClosedError``, most runs: the socket had seen the
+    close, the reader not yet, and the request's send raised websockets' own error,
+    which no command catches. It fails as every lost connection does, ConnectionLost,
+    in words."""
+
+    async def closing(ws: ServerConnection) -> None:
+        if how == "close":
+            await ws.close(1011, "boom")
+        else:
+            ws.transport.abort()
+
+    protocols = [Subprotocol(p) for p in SUPPORTED_SUBPROTOCOLS]
+    async with serve(closing, "127.0.0.1", 0, subprotocols=protocols) as server:
+        port = server.sockets[0].getsockname()[1]
+        client = await RaceClient.connect(f"ws://127.0.0.1:{port}", pace=None)
+        while client.ws.protocol.state is not State.CLOSED:  # the socket saw it go
+            await asyncio.sleep(0)
+        with pytest.raises(ConnectionLost) as lost:
+            await client.request("rooms")
+        assert str(lost.value) == ("the server failed" if how == "close" else "connection closed")
+        await client.close()
