@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Final
 
 from rich.text import Text
 from solrace.protocol import Envelope
+from solrace.protocol.limits import MAX_MOVE_LEN
 from solrace.protocol.messages import CreateRoom
 from solrace.streams import encodes
 from textual.app import App
@@ -1002,6 +1003,12 @@ class SolraceApp(App[int]):
             return
         if state.my_status not in ("playing", "stuck"):
             self.say(f"you are {state.my_status}: no more moves")
+            return
+        if len(move) > MAX_MOVE_LEN:
+            # No move is longer (a paste into the ``:`` box): sent, one past the
+            # protocol's string limit had the connection closed (1009), and again after
+            # each reconnect, which resends the move in flight — reconnecting for ever.
+            self.say(refusal_text("bad_notation", "", move, self.controller.view))
             return
         if not self.online:
             self._refuse_offline(move)  # the pick stays, to be put once reconnected

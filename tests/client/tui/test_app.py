@@ -988,3 +988,38 @@ async def test_a_snapshot_landing_while_the_race_screen_lacks_its_panel_is_shown
             "Bob's resignation",
         )
         await bob.close()
+
+
+@pytest.mark.parametrize("cluster", ["embedded"], indirect=True)  # the UI's doing alone
+async def test_a_typed_move_too_long_for_the_protocol_is_refused_here(cluster: Cluster) -> None:
+    """A newcomer walk: 3,000 characters pasted into the ``:`` box were sent as a
+    move; past the protocol's string limit the server closes such a frame (1009), and
+    the client, resending the move in flight after each reconnect, was closed again
+    and again — "connection lost — reconnecting (1)…" for ever, 28 resumes in 10 s.
+    No move is longer than MAX_MOVE_LEN: it is refused here, as a mistyped move is."""
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann")
+    assert ann.code
+    app = SolraceApp(server.url, action="join", name="Bob", params={"code": ann.code})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_text(pilot, "You are not ready")
+        await pilot.press("space")
+        await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"])
+        await ann.start()
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
+            "the deal",
+        )
+        client = app.client
+        await pilot.press("colon")
+        app.screen.query_one("#move", Input).value = "D" * 3000
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "not a move" in app.status_log[-1], "the refusal")
+        assert app.status_log[-1].startswith("'DDDD")
+        await pilot.press(*keys_for(MOVES[0]))  # the connection is the same, and plays on
+        await wait_until(pilot, lambda: (app.state.you or {}).get("next_seq") == 1, "move 1")
+        assert app.client is client and not client.closed.done()
+        assert not any("connection lost" in line for line in app.status_log)
+        await ann.close()
