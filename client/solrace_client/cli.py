@@ -420,7 +420,9 @@ def cmd_rooms(args: argparse.Namespace) -> int:
             flag = " and the same --server"
         create = f"solrace create --variant {variant}{flag}"  # as printed
         hint = f"no open {what} on {url_shown(answered)}; start one with: {create}"
-        out.print(hint, soft_wrap=True)  # a command to copy: never cut in two
+        # a command to copy: never cut in two, nor read as markup (a URL's `[bold]`
+        # left the command printed without it; a `[/]` was a MarkupError traceback)
+        out.print(Text(hint), soft_wrap=True)
         return 0
     out.print(rooms_view(rooms, out))
     return 0
@@ -953,10 +955,11 @@ def cmd_races(args: argparse.Namespace) -> int:
     for why in unreadable:
         _fail(f"{printable(why)}, left out")
     out = _out()
+    # The directory as Text, not markup: one named `[/]x` was a MarkupError traceback
     if not found:
-        out.print(f"no saved races in {results_dir()}")
+        out.print(Text(printable(f"no saved races in {results_dir()}")))
         return status
-    out.print(f"saved races ({results_dir()})")  # a path: on one line, not in the table
+    out.print(Text(printable(f"saved races ({results_dir()})")))  # one line, not in the table
     columns = ("race", "code", "variant", "reason", "winner", "racers")
     rows = []
     for saved in found[: args.limit]:

@@ -1582,3 +1582,31 @@ def test_a_race_file_named_with_an_escape_sequence_is_named_without_it(
         assert main([command[0], str(named), *command[1:]]) == 2
         said = _one_line(capsys.readouterr().err)
         assert "\x1b" not in said and "not a race result" in said, said
+
+
+def test_races_names_a_config_directory_with_brackets_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer walk: ``races`` printed the races directory as rich markup, so a
+    config directory named ``[/]x`` was a MarkupError traceback and one named
+    ``[bold]x`` was said as ``x``."""
+    for name in ("[/]x", "[bold]y"):
+        config_dir = tmp_path / name
+        monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(config_dir))
+        assert main(["races"]) == 0
+        assert capsys.readouterr().out == f"no saved races in {config_dir / 'races'}\n"
+
+
+@pytest.mark.parametrize("cluster", ["embedded"], indirect=True)
+async def test_no_open_rooms_names_a_url_with_brackets_as_typed(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer walk: the "no open rooms" line was printed as rich markup, so a
+    server URL whose query held ``[bold]`` lost it from the command printed to copy,
+    and one whose path held ``[/]`` was a MarkupError traceback."""
+    server = await cluster.node()
+    for url in (f"{server.url}/?a=[bold]x", f"{server.url}/[/]"):
+        assert await _run(["rooms", "--server", url]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"no open rooms on {url}; start one with:"), out
+        assert out.rstrip().endswith(f"--server {url}"), out
