@@ -1706,17 +1706,18 @@ class Store:
 
     async def unarchived_rooms(self, limit: int = 100) -> list[str]:
         """Up to ``limit`` rooms noted by :meth:`mark_unarchived` and not cleared, at
-        random; if fewer, rooms an earlier release noted (Keys.unarchived) make up
-        the number."""
+        random, and up to ``limit`` rooms an earlier release noted (Keys.unarchived).
+        Each kind its own ``limit``: every running race holds a note, so with as many
+        races as the limit, an earlier release's notes read only to make up a short
+        count were never read — a race an old node noted, its nodes dead during a
+        rolling upgrade, never adopted or archived. Once no node of an earlier release
+        is left, that set only empties (nothing writes it)."""
         if limit <= 0:
             return []
         with self._errors():
             noted: Any = await self._redis.zrandmember(self.keys.archive_notes, limit)
-            rooms = {_as_text(m) for m in noted or ()}
-            if len(rooms) < limit:
-                older: Any = await self._redis.srandmember(self.keys.unarchived, limit - len(rooms))
-                rooms.update(_as_text(m) for m in older or ())
-        return sorted(rooms)
+            older: Any = await self._redis.srandmember(self.keys.unarchived, limit)
+        return sorted({_as_text(m) for m in (*(noted or ()), *(older or ()))})
 
     async def clear_unarchived(self, room_id: str, through_round: int | None = None) -> None:
         """The room's results are archived up to round ``through_round``: forget its
