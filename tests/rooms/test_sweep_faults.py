@@ -978,3 +978,49 @@ async def test_a_note_kept_for_a_rematch_that_stayed_in_its_lobby_is_cleared_by_
     await _dead(node, by=sweeper)
     await _sweep(sweeper)
     assert room.room_id not in await sweeper.store.unarchived_rooms(), "the lobby's note"
+
+
+def _is_countdown(_room: str, data: bytes, *_a: Any, **_kw: Any) -> bool:
+    return unpack_event(data).t == EventType.COUNTDOWN
+
+
+async def test_a_lobby_noted_by_a_countdown_its_node_died_before_storing_is_left_to_expire(
+    backend: Backend,
+) -> None:
+    """A countdown notes the room for its round before it stores itself; its only
+    node killed in between left a private lobby noted for its own round, a note no
+    sweep clears (a countdown may be storing itself: a node paused past its lease
+    stores it when it wakes). Not adopted either (no listing adopts a private lobby),
+    its racers stayed in it, online on the dead node, and its keys kept their day:
+    every node's sweep loaded the room once a minute for that day. Adopted, its
+    racers' graces run out, they leave, the room takes its ten minutes, and the note
+    goes with its keys."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    ann, bob = FakePeer(node), FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann", private=True)
+    assert created.t == "joined", created.d
+    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
+    assert (await bob.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    room = ann.room
+    assert room is not None
+    crashed = _dies_at(node, {"append_event": _is_countdown})
+    with contextlib.suppress(Crashed):
+        await ann.ask("start")
+    assert crashed == ["append_event"], crashed
+
+    sweeper = await _node(backend, clock)
+    assert room.room_id in await sweeper.store.unarchived_rooms()  # noted, never stored
+    await _dead(node, by=sweeper)
+    await _sweep(sweeper)
+    clock.advance(GRACE_S + 1, sweeper)  # the dead node's racers' graces are over
+    await _poll(
+        lambda: _ttls(sweeper, room),
+        lambda ttls: _all_between(ttls, 0, EMPTY_ROOM_TTL_S),
+        "the lobby's keys keep their day: every sweep loads it until then",
+    )
+    await delete_room_keys(sweeper.store, room.room_id)  # its ten minutes are over
+    sweeper.rooms.pop(room.room_id, None)  # forgotten idle, as a node does
+    await _sweep(sweeper)
+    assert room.room_id not in await sweeper.store.unarchived_rooms(), "the lobby's note"

@@ -52,7 +52,7 @@ READS = {
     "quick_lobbies", "is_listed", "idle_lobbies", "events_since", "version", "tail",
     "room_nodes", "rooms_nodes", "wakes", "move_log", "log_length", "time_ms", "older_nodes",
     "live_nodes", "handed_off", "heads", "racer_for_token", "claimed_seat", "load_result",
-    "unarchived_rooms", "unlisted_lobbies", "round_over", "round_ended",
+    "unarchived_rooms", "archive_note", "unlisted_lobbies", "round_over", "round_ended",
 }  # fmt: skip
 
 

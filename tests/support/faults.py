@@ -55,6 +55,7 @@ STORE_CALLS = (
     "unarchived_rooms",
     "clear_unarchived",
     "clear_legacy_note",
+    "archive_note",
     "log_length",
     "move_log",
     "ping",

@@ -999,7 +999,8 @@ class Node:
         loading the room folds its events, which archives every race it ended
         (:meth:`_archive`) and decides a race_over that is due. A note is cleared here
         only once the room's last result is saved (a lobby's: the rounds before its
-        own) or its keys are gone.
+        own) or its keys are gone; a lobby noted for its own round, a countdown its
+        node died before storing, is adopted (its racers leave, its keys go).
 
         Lobbies: a listed lobby is adopted too, so its dead racers leave when their
         grace ends instead of sitting in the list, ready to be joined, for a day; one
@@ -1055,11 +1056,18 @@ class Node:
             # the races before this round are archived (a rematch saves its race's
             # result first: _history_to_trim), so a note of theirs goes. Kept, every
             # sweep loaded the room until its keys expired. A note of this round
-            # stays: a countdown noted it, and may be storing itself now. (Such a
-            # lobby is taken up by its own note, written before its reset:
-            # _sweep_unlisted.)
+            # stays: a countdown noted it, and may be storing itself now (its node
+            # paused past its lease stores it when it wakes). (A rematch's lobby is
+            # taken up by its own note too, written before its reset: _sweep_unlisted.)
             await self._clear_note(room, room.state.round - 1, room.state.version)
-            return 0
+            if room.expiring() or await self.store.archive_note(room.room_id) is None:
+                return 0
+            # That countdown's node died before storing it: the lobby is adopted,
+            # so its dead racers leave when their grace ends and its keys (and the
+            # note with them) go ten minutes later — or a countdown stored after all
+            # runs on this node, noted. Left, every sweep of every node loaded the
+            # room once a minute for its day (a private lobby: no listing adopts it).
+            return int(await self._adopt(room))
         if race is None or room.state.phase != Phase.FINISHED:
             return 0
         if await self.store.load_result(race) is not None:

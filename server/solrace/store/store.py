@@ -1733,6 +1733,13 @@ class Store:
             return
         await self._eval(CLEAR_ARCHIVE_NOTE, (self.keys.archive_notes,), (room_id, through_round))
 
+    async def archive_note(self, room_id: str) -> int | None:
+        """The round the room's note names (:meth:`mark_unarchived`), None if it has
+        none (an earlier release's note, Keys.unarchived, names no round: not read)."""
+        with self._errors():
+            score: Any = await self._redis.zscore(self.keys.archive_notes, room_id)
+        return None if score is None else int(score)
+
     async def clear_legacy_note(self, room_id: str) -> None:
         """Forget the room's note in the set an earlier release wrote (Keys.unarchived),
         which names no race: the caller judges it done (Node._clear_note)."""
