@@ -452,7 +452,13 @@ async def test_a_room_the_sweep_cannot_read_does_not_stop_it_for_the_others(
     assert failed, "no room was read"
     listed = await sweeper.store.listed_rooms()
     assert listed == failed, f"listed after the sweep: {listed}, failed: {failed}"
-    warned = [r for r in caplog.records if failed[0] in str(getattr(r, "room", ""))]
+    # Not the dead ghost node's own tick of its room, which may fire before the node
+    # is stopped, its store down ("tick failed; retrying": a loaded run, on main too).
+    warned = [
+        r
+        for r in caplog.records
+        if failed[0] in str(getattr(r, "room", "")) and r.funcName != "tick"
+    ]
     assert [r.levelname for r in warned] == ["WARNING"], warned
     await _sweep(sweeper)
     assert not set(await sweeper.store.listed_rooms()) & {g.room_id for g in ghosts}
