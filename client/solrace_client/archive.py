@@ -65,8 +65,9 @@ def differences(local: SavedResult, archived: SavedResult) -> list[str]:
 
     Compared: the room, its settings, the whole result (standings with every log and
     its times, seed, salt, commitment, certificate), the deal the lobby announced when
-    the file has it, and the commitment the file's client saw at the countdown — the
-    archive must reveal the deal that commitment bound."""
+    the file has it, and the commitment and settings the file's client saw at the
+    countdown — the archive must reveal the deal that commitment bound, under those
+    settings."""
     found: list[str] = []
     pairs: list[tuple[str, Any, Any]] = [
         ("room", local.room, archived.room),
@@ -79,6 +80,11 @@ def differences(local: SavedResult, archived: SavedResult) -> list[str]:
         commitment = archived.result.get("commitment")
         pairs.append(
             ("the commitment seen at the countdown", local.published_commitment, commitment)
+        )
+    if local.countdown_settings is not None:
+        # the archive's settings are what the room had at its countdown
+        pairs.append(
+            ("the settings seen at the countdown", local.countdown_settings, archived.settings)
         )
     for where, mine, theirs in pairs:
         for difference in _diff(where, _plain(mine), _plain(theirs)):

@@ -640,6 +640,8 @@ async def run_bot(
         published_commitment=over.published_commitment if over else view.published_commitment,
         deal=over.deal if over else view.deal,
         server=",".join(servers),
+        countdown_settings=over.countdown_settings if over else view.countdown_settings,
+        acknowledged=over.acknowledged if over else None,
     )
     if bot.hooks.over is not None:
         bot.hooks.over(finished)

@@ -668,7 +668,7 @@ async def _until_sigterm(work: Awaitable[_T]) -> _T:
 def cmd_bot(args: argparse.Namespace) -> int:
     from .bot import BotCannotStart, BotError, BotHooks, ResultNotSaved, run_bot
     from .results import SavedResult, race_id
-    from .verify import Acknowledged, race_verdict
+    from .verify import race_verdict
 
     ways = args.quick + bool(args.code) + args.create
     if ways != 1:
@@ -708,8 +708,6 @@ def cmd_bot(args: argparse.Namespace) -> int:
     servers = server_list(_server(args))
     err = _err()
     joined: dict[str, Any] = {}
-    #: Every move the server acknowledged, by seq: the revealed log must hold them.
-    acknowledged: dict[int, str] = {}
 
     def on_joined(reply: dict[str, Any]) -> None:
         joined.update(reply)
@@ -745,12 +743,7 @@ def cmd_bot(args: argparse.Namespace) -> int:
                     max_moves=args.max_moves,
                     move_delay=args.delay,
                     rng_seed=args.seed,
-                    hooks=BotHooks(
-                        joined=on_joined,
-                        say=say,
-                        over=finished.append,
-                        accepted=acknowledged.__setitem__,
-                    ),
+                    hooks=BotHooks(joined=on_joined, say=say, over=finished.append),
                 )
             )
         )
@@ -777,10 +770,10 @@ def cmd_bot(args: argparse.Namespace) -> int:
     if not finished:  # no race came back to check (a stand-in for run_bot)
         return 0
     # What `solrace verify` checks, on the race the bot just ran: the standings printed
-    # above are the server's word until the logs bear them out.
-    me = joined.get("racer")
-    own = Acknowledged(me, acknowledged) if isinstance(me, int) else None
-    verdict = race_verdict(finished[0], own)
+    # above are the server's word until the logs bear them out; the bot's own log is
+    # held to the moves the server acknowledged to it (saved with the race, as the
+    # terminal UI's are: verify checks them in the file later too).
+    verdict = race_verdict(finished[0])
     out.print(Text(verdict.line, "green" if verdict.ok else "bold red"), soft_wrap=True)
     return 0 if verdict.ok else EXIT_NO
 

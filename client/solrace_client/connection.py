@@ -201,7 +201,8 @@ class RaceClient:
         self._pacer = Pacer(pace) if pace is not None else None
         self._ids = itertools.count(1)
         #: Requests awaiting their reply: id -> (request type, the reply's future).
-        self._pending: dict[int, tuple[str, asyncio.Future[Envelope]]] = {}
+        #: Each request waiting for its reply: its type, the wait, and what it sent.
+        self._pending: dict[int, tuple[str, asyncio.Future[Envelope], dict[str, Any]]] = {}
         self.events: asyncio.Queue[Envelope] = asyncio.Queue()
         #: Every frame received, decoded, in order (tests inspect it for leaks).
         self.received: list[Envelope] = []
@@ -323,7 +324,7 @@ class RaceClient:
             # The reader is the only one to read replies: once it stops, so does the
             # connection (an audit: a frame it could not read ended it and left the
             # socket open, so the next request waited its whole timeout for nothing).
-            for _, future in self._pending.values():
+            for _, future, _ in self._pending.values():
                 if not future.done():
                     future.set_exception(ConnectionLost(self.failure or "connection closed"))
             self._pending.clear()
@@ -345,14 +346,14 @@ class RaceClient:
                 # no move asked for set the view's next seq and stalled the bot (an
                 # audit with a hostile server). It changes nothing.
                 return
-            request, future = asked
+            request, future, sent = asked
             # Folded here, in arrival order: the events after a snapshot are
             # compared with its version, and a ``moved`` reply never overwrites
             # an event that came after it. Only the reply its request gets is; and
             # before the request stops waiting, so that a fold that raises (a snapshot
             # of another shape) fails it with the connection, at once.
             if _FOLDED_REPLY.get(request) == envelope.t == "moved":
-                self.view.on_moved(envelope.d)
+                self.view.on_moved(envelope.d, sent.get("move"))
             elif _FOLDED_REPLY.get(request) == envelope.t:
                 snapshot, racer = envelope.d.get("snapshot"), envelope.d.get("racer")
                 if isinstance(snapshot, Mapping):  # always, from a solrace server
@@ -415,8 +416,8 @@ class RaceClient:
             await self._pacer.wait()
         request_id = next(self._ids)
         future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = (t, future)
         data = {k: v for k, v in d.items() if v is not None}
+        self._pending[request_id] = (t, future, data)
         try:
             if self.closed.done():  # no reader: no reply would ever be read
                 raise ConnectionLost(self.failure or "connection closed")

@@ -13,7 +13,10 @@ same room gets its own file. Its shape is the server's own stored result
 (``{room, code, settings, result}``), plus ``race``, ``saved_at_ms`` and, when the
 client saw it before the reveal, ``published_commitment``: the commitment announced at
 the countdown, which is what makes ``verify``'s commitment check mean something (a
-server that lied could otherwise send a matching commitment along with the reveal).
+server that lied could otherwise send a matching commitment along with the reveal), and
+``countdown_settings``, the room's settings seen then (they are not under the
+commitment); a racer's client adds ``acknowledged``, the moves the server acknowledged
+to it, which its revealed log must hold.
 
 Several savers on one computer may save one race, each knowing part of it: the racer
 saw the countdown (``published_commitment``) and the lobby's ``deal``; a spectator who
@@ -89,6 +92,30 @@ def race_id(room: str, result: Mapping[str, Any]) -> str:
     return protocol.race_id(safe_room, safe_commitment or None)
 
 
+@dataclass(frozen=True)
+class Acknowledged:
+    """The moves the server acknowledged to one racer's own client (each ``moved``
+    reply: the move sent and the seq it echoed), which the result's log of that racer
+    must hold at those places. ``solrace verify`` takes the log on the server's word;
+    the client that played it need not: a server that revealed a racer's log cut short,
+    its standing made to match, got ✔ from that racer's bot (a tamper audit)."""
+
+    racer: int
+    #: seq (the move's place in the log, from 0) -> the move as sent.
+    moves: Mapping[int, str]
+
+    def to_json(self) -> dict[str, Any]:
+        """As a file holds it: ``moves`` a list by seq, null where no reply came (a
+        JSON map's keys are strings; a list says the seq by its place)."""
+        length = max(self.moves, default=-1) + 1
+        return {"racer": self.racer, "moves": [self.moves.get(seq) for seq in range(length)]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Acknowledged:
+        moves = data["moves"]
+        return cls(int(data["racer"]), {s: m for s, m in enumerate(moves) if m is not None})
+
+
 @dataclass
 class SavedResult:
     """One finished race as saved: enough to re-deal and replay every racer."""
@@ -108,6 +135,13 @@ class SavedResult:
     #: URL, or several nodes of one deployment separated by commas): ``fetch`` asks it
     #: by default. None in a file saved before it was kept, and in the server's own.
     server: str | None = None
+    #: The room's settings as the saving client saw them at the countdown (beside
+    #: ``published_commitment``): the commitment binds the deal, not the settings, so
+    #: ``verify`` holds the file's ``settings`` to these. None where it did not see it.
+    countdown_settings: dict[str, Any] | None = None
+    #: The moves the server acknowledged to the saving client, when it raced:
+    #: ``verify`` holds that racer's revealed log to them.
+    acknowledged: Acknowledged | None = None
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -137,6 +171,10 @@ class SavedResult:
             data["deal"] = self.deal
         if self.server is not None:
             data["server"] = self.server
+        if self.countdown_settings is not None:
+            data["countdown_settings"] = self.countdown_settings
+        if self.acknowledged is not None:
+            data["acknowledged"] = self.acknowledged.to_json()
         return data
 
     @classmethod
@@ -167,6 +205,8 @@ class SavedResult:
             raise ValueError(f"{where}not a saved race result: {problem}")
         room = str(data["room"])
         published = data.get("published_commitment")
+        seen = data.get("countdown_settings")
+        acknowledged = data.get("acknowledged")
         return cls(
             race=str(data.get("race") or race_id(room, result)),
             room=room,
@@ -177,6 +217,8 @@ class SavedResult:
             deal=dict(data["deal"]) if isinstance(data.get("deal"), Mapping) else None,
             saved_at_ms=data.get("saved_at_ms"),
             server=data.get("server"),
+            countdown_settings=None if seen is None else dict(seen),
+            acknowledged=None if acknowledged is None else Acknowledged.from_json(acknowledged),
             path=path,
         )
 
@@ -220,6 +262,15 @@ def _malformed(
     deal = data.get("deal")
     if deal is not None and not _deal(deal):
         return f"deal {_is(data, 'deal')}, not a deal (certified, moves, difficulty)"
+    seen = data.get("countdown_settings")
+    if seen is not None and not isinstance(seen, Mapping):
+        return f"countdown_settings {_is(data, 'countdown_settings')}, not a map of settings"
+    acknowledged = data.get("acknowledged")
+    if acknowledged is not None and not _acknowledged(acknowledged):
+        return (
+            f"acknowledged {_is(data, 'acknowledged')}, not a racer and its moves "
+            "acknowledged ({racer, moves: [move or null, …]})"
+        )
     variant = settings.get("variant")
     if not isinstance(variant, str) or variant not in VARIANTS:
         return f"settings.variant {_is(settings, 'variant')}, not one of {', '.join(VARIANTS)}"
@@ -307,6 +358,17 @@ def _deal(value: Any) -> bool:
     )
 
 
+def _acknowledged(value: Any) -> bool:
+    """A file's :class:`Acknowledged`: a racer id and a list of moves by seq (null
+    where no reply came)."""
+    return (
+        isinstance(value, Mapping)
+        and _whole(value.get("racer"))
+        and isinstance(value.get("moves"), list)
+        and _moves([m for m in value["moves"] if m is not None])
+    )
+
+
 def _moves(value: Any) -> bool:
     """A list of moves: no server takes one longer than ``MAX_MOVE_LEN`` (a longer
     entry made verify's reason a line of thousands of characters)."""
@@ -333,12 +395,16 @@ def finished_race(
     published_commitment: str | None = None,
     deal: Mapping[str, Any] | None = None,
     server: str | None = None,
+    countdown_settings: Mapping[str, Any] | None = None,
+    acknowledged: Acknowledged | None = None,
 ) -> SavedResult:
     """A ``race_over`` (``result`` is its data) with the room's ``settings``, as
     :func:`write_result` saves it and ``verify`` reads it: the bot and the race-over
     screen verify this before (or without) saving. ``published_commitment`` is the
     commitment seen at the countdown, if the caller saw it; ``server`` the server it
-    was raced on (``solrace fetch`` asks it)."""
+    was raced on (``solrace fetch`` asks it); ``countdown_settings`` the room's settings
+    seen then, and ``acknowledged`` the moves the server acknowledged to the caller, a
+    racer."""
     return SavedResult(
         race=race_id(room, result),
         room=room,
@@ -349,6 +415,8 @@ def finished_race(
         saved_at_ms=int(time.time() * 1000),
         deal=dict(deal) if deal else None,
         server=server,
+        countdown_settings=None if countdown_settings is None else dict(countdown_settings),
+        acknowledged=acknowledged,
     )
 
 
@@ -379,8 +447,15 @@ def write_result(saved: SavedResult) -> Path:
 
 
 #: What a saver knows only if it was there at the time (the countdown, the lobby, the
-#: room's code): a spectator who came late, or ``fetch``, saves a race without them.
-_WITNESSED: Final = ("published_commitment", "deal", "code")
+#: room's code, the moves acknowledged to a racer): a spectator who came late, or
+#: ``fetch``, saves a race without them.
+_WITNESSED: Final = (
+    "published_commitment",
+    "countdown_settings",
+    "deal",
+    "code",
+    "acknowledged",
+)
 #: What a save of the same race adds where the file lacks it: the witnessed things, and
 #: the server (a file saved before it was kept gets it from the next save).
 _FILLED: Final = (*_WITNESSED, "server")

@@ -28,6 +28,7 @@ from solrace.protocol.views import board_view_wire
 from solrace.rules import deal as deal_board
 
 from .printable import printable
+from .results import Acknowledged
 
 #: How long past a race's time limit (its ``ends_at_ms``) a client waits for the
 #: ``race_over`` a server sends at that limit before it says the race will not end: the
@@ -67,6 +68,10 @@ class RoundOver:
     result: dict[str, Any]
     published_commitment: str | None
     deal: dict[str, Any] | None
+    #: The room's settings as seen at the countdown (None where it was not seen).
+    countdown_settings: dict[str, Any] | None = None
+    #: This racer's moves the server acknowledged that round (None for a spectator).
+    acknowledged: Acknowledged | None = None
 
 
 #: A racer's entry: the protocol's RacerInfo, plus ``online`` from the snapshot (or, from
@@ -95,6 +100,13 @@ class RoomView:
         #: countdown's stays: a ``started`` that names another does not replace it; a
         #: snapshot after the reveal naming another drops it (:meth:`load`).
         self.published_commitment: str | None = None
+        #: The room's settings as they were when :attr:`published_commitment` was
+        #: seen: not under the commitment, so ``verify`` holds a saved file's to them.
+        #: Kept and dropped with it.
+        self.countdown_settings: dict[str, Any] | None = None
+        #: This round's moves the server acknowledged to this racer, by seq (each
+        #: ``moved``: the move sent, the seq echoed): its revealed log must hold them.
+        self.acknowledged: dict[int, str] = {}
         self.result: dict[str, Any] | None = None
         #: The round's deal once chosen (protocol Deal: certified, moves, difficulty).
         self.deal: dict[str, Any] | None = None
@@ -156,7 +168,11 @@ class RoomView:
         self.ends_at_ms = snap.get("ends_at_ms")
         self.commitment = snap.get("commitment")
         if self.phase in ("countdown", "racing") and self.commitment:
+            if self.commitment != self.published_commitment:
+                self._new_round()
             self.published_commitment = self.commitment
+            if self.countdown_settings is None:
+                self.countdown_settings = copy.deepcopy(self.settings)
         elif self.published_commitment != self.commitment:
             # A snapshot taken after the reveal (or in a lobby) of a round whose
             # commitment is not the one this client saw announced: a later round it
@@ -165,6 +181,7 @@ class RoomView:
             # later round's finished room kept the earlier round's, and the round it
             # saved failed verify against an honest server (an audit).
             self.published_commitment = None
+            self._new_round()
         self.result = _result(snap.get("result"))
         deal = snap.get("deal")
         self.deal = dict(deal) if deal else None
@@ -257,10 +274,14 @@ class RoomView:
             at_ms = d.get("at_ms")
             self.boards[racer] = (at_ms if isinstance(at_ms, int) else 0, _board(view))
 
-    def on_moved(self, reply: Mapping[str, Any]) -> None:
+    def on_moved(self, reply: Mapping[str, Any], move: str | None = None) -> None:
         """This racer's move was accepted (a ``moved`` reply, folded where it arrives
-        among the events, so a later event is never overwritten by it)."""
+        among the events, so a later event is never overwritten by it); ``move``, the
+        move its request sent, is kept as acknowledged at the seq the reply echoed."""
         board = reply.get("board")
+        seq = reply.get("seq", 0)
+        if isinstance(move, str) and isinstance(seq, int) and not isinstance(seq, bool):
+            self.acknowledged[seq] = move
         you = self._you()
         you.update(
             board=None if board is None else _board(board, owner=True),
@@ -315,7 +336,15 @@ class RoomView:
     def _on_countdown(self, d: dict[str, Any]) -> None:
         self.phase = "countdown"
         self.start_at_ms = d.get("start_at_ms")
+        self._new_round()
         self.commitment = self.published_commitment = d.get("commitment")
+        self.countdown_settings = copy.deepcopy(self.settings)
+
+    def _new_round(self) -> None:
+        """Forget what this client saw of a round other than the one now seen: its
+        settings at the countdown and the moves acknowledged in it."""
+        self.countdown_settings = None
+        self.acknowledged = {}
 
     def _on_started(self, d: dict[str, Any]) -> None:
         self.phase = "racing"
@@ -327,6 +356,7 @@ class RoomView:
         # verify said it was the countdown's) is checked against the countdown's.
         if self.published_commitment is None:
             self.published_commitment = self.commitment
+            self.countdown_settings = copy.deepcopy(self.settings)
         dealt = self._dealt_face_down()
         for info in self.racers.values():
             if info.get("status") == "waiting":
@@ -398,6 +428,10 @@ class RoomView:
             result=copy.deepcopy(self.result),
             published_commitment=self.published_commitment,
             deal=copy.deepcopy(self.deal),
+            countdown_settings=copy.deepcopy(self.countdown_settings),
+            acknowledged=(
+                None if self.me is None else Acknowledged(self.me, dict(self.acknowledged))
+            ),
         )
         for version in sorted(self.overs)[:-KEPT_OVERS]:
             del self.overs[version]
@@ -410,6 +444,7 @@ class RoomView:
         self.deal = self.result = None
         self.start_at_ms = self.ends_at_ms = None
         self.commitment = self.published_commitment = None
+        self._new_round()
         self.host = d.get("host")
         old = self.racers
         self.racers = {}

@@ -6,30 +6,35 @@ with the same rules engine the server runs:
 
 - the revealed seed and salt hash to the commitment (and, when the client saw it, that
   this is the commitment published at the countdown: a server could otherwise invent a
-  matching pair after the fact);
+  matching pair after the fact), and that the settings are the ones that client saw in
+  the room at the countdown (the commitment does not bind them);
 - every racer's log is legal, move by move, on the deal of that seed;
 - each standing's ``foundation``, ``moves``, ``score`` and ``status`` are what the
   replayed log gives ("finished" exactly when the game is won, "stuck" only when no
   move is left);
-- the standings are in the order docs/rules.md prescribes.
+- the standings are in the order docs/rules.md prescribes;
+- when the saving client raced, its log holds every move the server acknowledged to it.
 
 Nothing here trusts the server: a tampered log, seed, salt or commitment fails.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from solrace.protocol import commitment, verify
 from solrace.protocol.views import FINAL_STATUSES, end_reason, is_status
-from solrace.quoting import quoted
+from solrace.quoting import json_quoted, quoted
 from solrace.rules import RulesError, deal
 from solrace.rules.log import apply_entry
 
 from .printable import printable
-from .results import SavedResult, counted, race_id
+from .results import Acknowledged, SavedResult, counted, race_id
+
+__all__ = ["Acknowledged", "Report", "Verdict", "race_verdict", "verify_result"]
 
 
 @dataclass(frozen=True)
@@ -43,31 +48,24 @@ class Verdict:
 
 #: What the race-over screen says while :func:`race_verdict` runs (it replays every
 #: log: 0.13 s measured for the most a race holds, 8 racers of 5,000 Yukon moves).
+#: A settings key named as it is in a line (any other is quoted as JSON writes it).
+_PLAIN_KEY: Final = re.compile(r"[a-z_]{1,40}")
+
 CHECKING: Final = "… checking the reveal, every racer's log and the standings"
-
-
-@dataclass(frozen=True)
-class Acknowledged:
-    """The moves the server acknowledged to one racer's own client (each ``moved``
-    reply: the move sent and the seq it echoed), which the result's log of that racer
-    must hold at those places. ``solrace verify`` takes the log on the server's word;
-    the client that played it need not: a server that revealed a racer's log cut short,
-    its standing made to match, got ✔ from that racer's bot (a tamper audit)."""
-
-    racer: int
-    #: seq (the move's place in the log, from 0) -> the move as sent.
-    moves: Mapping[int, str]
 
 
 def race_verdict(saved: SavedResult, acknowledged: Acknowledged | None = None) -> Verdict:
     """Everything ``solrace verify`` checks, of a race just over, in one line fit for a
     terminal (its reason quotes what the server sent: control characters as ``?``);
-    with ``acknowledged``, also that the racer's log holds every move acknowledged."""
-    verdict = _verdict(saved, acknowledged)
+    with ``acknowledged``, the racer's log is held to those moves, not to the ones
+    ``saved`` holds."""
+    if acknowledged is not None:
+        saved = replace(saved, acknowledged=acknowledged)
+    verdict = _verdict(saved)
     return Verdict(verdict.ok, printable(verdict.line))
 
 
-def _verdict(saved: SavedResult, acknowledged: Acknowledged | None = None) -> Verdict:
+def _verdict(saved: SavedResult) -> Verdict:
     """✔ only when the whole result verifies, ✘ and the first failing check's reason
     otherwise. The screen used to check the commitment alone, and showed a green ✔
     under standings that put a racer with 0 cards up first as "finished" (an audit with
@@ -76,8 +74,6 @@ def _verdict(saved: SavedResult, acknowledged: Acknowledged | None = None) -> Ve
         # The shape verify reads, checked as `solrace verify` checks a file it loads.
         checked = SavedResult.from_json(saved.to_json())
         report = verify_result(checked)
-        if acknowledged is not None:
-            _check_acknowledged(report, checked.standings, acknowledged)
     except ValueError as exc:
         why = str(exc).removeprefix("not a saved race result: ")
         return Verdict(False, f"✘ NOT VERIFIED — the result is malformed: {why}")
@@ -131,6 +127,7 @@ def verify_result(saved: SavedResult) -> Report:
     seed, salt, published = result.get("seed"), result.get("salt"), result.get("commitment")
     certificate = result.get("certificate")
     _check_commitment(report, seed, salt, published, saved.published_commitment, certificate)
+    _check_settings(report, saved)
     _check_race_id(report, saved)
     if not isinstance(seed, int) or isinstance(seed, bool):
         report.add("deal", False, f"the seed {seed!r} is not an integer")
@@ -178,7 +175,45 @@ def verify_result(saved: SavedResult) -> Report:
         _check_racer(report, saved, seed, standing, untimed)
     _check_order(report, standings, saved.settings)
     _check_end_reason(report, result.get("reason"), standings)
+    if saved.acknowledged is None:
+        report.skipped.append(
+            "acknowledged moves: no racer's client saved the moves the server acknowledged "
+            "to it with this result (saved by a spectator, by fetch, or by an older "
+            "client), so every log is the server's word"
+        )
+    else:
+        _check_acknowledged(report, standings, saved.acknowledged)
     return report
+
+
+def _check_settings(report: Report, saved: SavedResult) -> None:
+    """The file's settings — variant, options, time limit, seats: what every other
+    check replays and ranks by — are the ones its client saw in the room at the
+    countdown. They are not under the commitment: ``undo: false`` where nobody undid,
+    or a time limit cut to past the last move, verified OK (docs/fairness.md)."""
+    seen = saved.countdown_settings
+    if seen is None:
+        report.skipped.append(
+            "settings: the room's settings seen at the countdown were not saved with this "
+            "result (saved by someone who did not see the countdown), so its variant, "
+            "options, time limit and seats are the file's word"
+        )
+        return
+    file = saved.settings
+    differ = [key for key in sorted(set(file) | set(seen)) if file.get(key) != seen.get(key)]
+    if not differ:
+        report.add("settings", True, "the room's settings as seen at the countdown")
+        return
+    key = differ[0]
+    # a key from the file: as JSON writes it where it is not a plain name
+    name = key if _PLAIN_KEY.fullmatch(key) else json_quoted(key)
+    more = f" (and {counted(len(differ) - 1, 'other')})" if len(differ) > 1 else ""
+    report.add(
+        "settings",
+        False,
+        f"{name} is {json_quoted(file.get(key))}, but the room's at the countdown was "
+        f"{json_quoted(seen.get(key))}{more}",
+    )
 
 
 def _check_acknowledged(

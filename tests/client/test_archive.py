@@ -185,6 +185,13 @@ def test_differences_name_each_departure_and_stop_after_three() -> None:
         f'the commitment seen at the countdown: "{other[:40]}"… (64 characters) here, '
         f'"{theirs[:40]}"… (64 characters) on the server'
     ]
+    # The settings seen at the countdown are held to the archive's too: a server that
+    # archived a race under settings other than the room had (a time limit cut) differs.
+    seen = {**YUKON, "time_limit_s": 60}
+    assert differences(_saved(synthetic_result(), countdown_settings=seen), archived) == [
+        f"the settings seen at the countdown.time_limit_s: 60 here, {YUKON['time_limit_s']} "
+        "on the server"
+    ]
     # A hostile server's value reaches the line escaped, not as a terminal's control.
     renamed = synthetic_result()
     renamed["standings"][0]["name"] = "\x1b[2J\u202e"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from solrace_client.results import (
+    Acknowledged,
     ResultNotFound,
     SavedResult,
     finished_race,
@@ -66,7 +67,8 @@ DEAL = {"certified": False, "moves": None, "difficulty": None}
 
 
 def _racer_saves() -> Path:
-    """The racer's save: it saw the countdown's commitment and the lobby's deal."""
+    """The racer's save: it saw the countdown's commitment and settings, the lobby's
+    deal, and its own moves acknowledged (Ann's)."""
     result = synthetic_result()
     return write_result(
         finished_race(
@@ -76,6 +78,8 @@ def _racer_saves() -> Path:
             "SYN123",
             published_commitment=result["commitment"],
             deal=DEAL,
+            countdown_settings=YUKON,
+            acknowledged=Acknowledged(1, dict(enumerate(result["standings"][0]["log"]))),
         )
     )
 
@@ -244,3 +248,29 @@ def test_a_prefix_of_many_saved_races_names_a_few_and_counts_the_rest(config_dir
     with pytest.raises(ResultNotFound) as refused:
         load_result("r_")
     assert str(refused.value) == f"'r_' matches several saved races: {ids[1]}, {ids[2]}"
+
+
+def test_what_only_a_racer_saw_is_saved_and_kept_through_a_spectators_save(
+    config_dir: Path,
+) -> None:
+    """The settings seen at the countdown and the moves acknowledged to the racer are
+    written to the file and read back; a spectator who came late (who saw neither)
+    saving the same race takes neither away, and a racer's save adds them to a
+    spectator's file."""
+    result = synthetic_result()
+    acked = Acknowledged(2, {0: result["standings"][1]["log"][0], 2: "1:1>2"})
+    racer = finished_race("r_seen", result, YUKON, countdown_settings=YUKON, acknowledged=acked)
+    spectator = finished_race("r_seen", result, YUKON)
+    path = write_result(racer)
+    on_disk = json.loads(path.read_text())
+    assert on_disk["countdown_settings"] == YUKON
+    # by seq: null where no reply came
+    assert on_disk["acknowledged"] == {"racer": 2, "moves": [acked.moves[0], None, "1:1>2"]}
+    write_result(spectator)
+    kept = load_result(path)
+    assert kept.countdown_settings == YUKON and kept.acknowledged == acked
+    path.unlink()
+    write_result(spectator)
+    write_result(racer)
+    kept = load_result(path)
+    assert kept.countdown_settings == YUKON and kept.acknowledged == acked

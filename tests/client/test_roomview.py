@@ -424,3 +424,46 @@ def test_names_and_statuses_are_kept_fit_for_a_terminal() -> None:
     s.apply(ev("race_over", 5, reason="time_limit", standings=standings, seed=1))
     assert s.result is not None and s.result["standings"][0]["name"] == "Riv?]0;PWNED?"
     assert s.result["standings"][0]["log"] == log and s.result["seed"] == 1
+
+
+def test_the_settings_and_acknowledged_moves_are_kept_with_the_rounds_countdown() -> None:
+    """What ``verify`` holds a saved file to beside the countdown's commitment: the
+    room's settings then (not under the commitment), and each move the server
+    acknowledged to this racer (``moved``: the move sent, the seq echoed). Kept with
+    the round through a resume; another round forgets them."""
+    s = RoomView()
+    s.load(snapshot(), racer=1)
+    assert s.countdown_settings is None and s.acknowledged == {}
+    s.apply(ev("countdown", 3, start_at_ms=100, commitment="c1"))
+    assert s.countdown_settings == YUKON
+    s.apply(ev("started", 4, start_at_ms=100, ends_at_ms=900_100, commitment="c1"))
+    s.on_moved({"seq": 0, "board": _BOARD_2, "status": "playing", "moves": 1}, "1:1>2")
+    s.on_moved({"seq": 1, "board": _BOARD_2, "status": "playing", "moves": 2}, "undo")
+    assert s.acknowledged == {0: "1:1>2", 1: "undo"}
+    # a resume into the same round keeps both (the snapshot's settings are not taken)
+    s.load(snapshot(version=9, phase="racing", commitment="c1", settings={**YUKON, "x": 1}))
+    assert s.countdown_settings == YUKON and s.acknowledged == {0: "1:1>2", 1: "undo"}
+    result = {"reason": "all_done", "seed": 1, "salt": "0" * 64, "certificate": None}
+    s.apply(ev("race_over", 10, standings=[], commitment="c1", **result))
+    over = s.overs[10]
+    assert over.countdown_settings == YUKON
+    assert over.acknowledged is not None and over.acknowledged.racer == 1
+    assert dict(over.acknowledged.moves) == {0: "1:1>2", 1: "undo"}
+    s.apply(ev("room_reset", 11, host=1, racers=[racer(1, "Ann"), racer(2, "Bob")]))
+    assert s.countdown_settings is None and s.acknowledged == {}
+    assert s.overs[10].acknowledged is not None  # the round kept, as it ended
+    # a round seen first in a snapshot taken while it raced: its settings then
+    s.load(snapshot(version=20, phase="racing", commitment="c2"), racer=1)
+    assert s.countdown_settings == YUKON
+    s.on_moved({"seq": 0, "board": _BOARD_2, "status": "playing", "moves": 1}, "1:1>2")
+    # back after the reveal into a round not the one seen: nothing of it was seen
+    s.load(snapshot(version=40, phase="finished", commitment="c3"), racer=1)
+    assert s.countdown_settings is None and s.acknowledged == {}
+
+
+def test_a_spectators_round_has_no_acknowledged_moves() -> None:
+    s = RoomView()
+    s.load(snapshot(you=None), racer=None)
+    s.apply(ev("countdown", 3, start_at_ms=100, commitment="c1"))
+    s.apply(ev("race_over", 4, standings=[], commitment="c1", seed=1, salt="0" * 64))
+    assert s.overs[4].acknowledged is None and s.overs[4].countdown_settings == YUKON

@@ -274,6 +274,14 @@ async def test_a_real_race_verifies_and_every_tampering_fails(
     assert all(len(s["times"]) == len(s["log"]) > 0 for s in result["standings"])
     saved = load_result(rid)
     assert saved.path is not None
+    # What the bots saw themselves, saved with the race (both saved this one file:
+    # the first bot's acknowledged moves, each at its place in its revealed log).
+    assert saved.countdown_settings == saved.settings
+    assert "OK settings: " in " ".join(out.split()) and "SKIP" not in out
+    own = saved.acknowledged
+    assert own is not None and own.moves
+    log = next(s["log"] for s in result["standings"] if s["racer"] == own.racer)
+    assert all(log[seq] == move for seq, move in own.moves.items())
     for name in ("log entry removed", "seed", "commitment", "cards-up time"):
         path, what = _tampered(saved.path, TAMPERS[name])
         assert main(["verify", str(path)]) == 1, name
@@ -394,8 +402,13 @@ def test_the_race_over_verdict_is_the_whole_of_verify(synthetic_race: Path) -> N
     def verdict(published: str | None = revealed, **changes: Any) -> Verdict:
         return race_verdict(
             dataclasses.replace(
-                saved, published_commitment=published, deal=deal, result={**result, **changes}
-            )
+                saved,
+                published_commitment=published,
+                deal=deal,
+                countdown_settings=saved.settings,
+                result={**result, **changes},
+            ),
+            Acknowledged(2, dict(enumerate(result["standings"][1]["log"]))),
         )
 
     ok = verdict()
@@ -504,7 +517,18 @@ def test_a_result_without_the_lobbys_deal_says_the_certificate_was_not_held_to_i
     reveal (a random deal committed and revealed: every other check passes)."""
     result = synthetic_result()
     revealed = str(result["commitment"])
-    path = write_result(finished_race("r_nodeal", result, YUKON, published_commitment=revealed))
+    # what else a racer's client saw (the settings, the moves acknowledged to it)
+    ann = Acknowledged(1, dict(enumerate(result["standings"][0]["log"])))
+    path = write_result(
+        finished_race(
+            "r_nodeal",
+            result,
+            YUKON,
+            published_commitment=revealed,
+            countdown_settings=YUKON,
+            acknowledged=ann,
+        )
+    )
     report = verify_result(load_result(path))
     assert report.ok, report.failures
     assert [s.partition(": ")[0] for s in report.skipped] == ["announced deal"], report.skipped
@@ -517,14 +541,29 @@ def test_a_result_without_the_lobbys_deal_says_the_certificate_was_not_held_to_i
     # with the lobby's word kept, nothing is skipped
     seen = {"certified": False, "moves": None, "difficulty": None}
     path = write_result(
-        finished_race("r_dealt", result, YUKON, published_commitment=revealed, deal=seen)
+        finished_race(
+            "r_dealt",
+            result,
+            YUKON,
+            published_commitment=revealed,
+            deal=seen,
+            countdown_settings=YUKON,
+            acknowledged=ann,
+        )
     )
     report = verify_result(load_result(path))
     assert report.ok and not report.skipped, (report.failures, report.skipped)
     # a random room announces no deal (docs/protocol.md, Deal): nothing was skipped
     random_room = {**YUKON, "deals": "random"}
     path = write_result(
-        finished_race("r_random", result, random_room, published_commitment=revealed)
+        finished_race(
+            "r_random",
+            result,
+            random_room,
+            published_commitment=revealed,
+            countdown_settings=random_room,
+            acknowledged=ann,
+        )
     )
     report = verify_result(load_result(path))
     assert report.ok and not report.skipped, (report.failures, report.skipped)
@@ -571,3 +610,94 @@ def test_the_verdict_holds_a_racers_log_to_the_moves_acknowledged_to_it(
     assert not longer.ok and f"ends after {len(played)} moves" in longer.line, longer
     absent = race_verdict(saved, Acknowledged(7, played))
     assert not absent.ok and "who is not in the standings" in absent.line, absent
+
+
+def _with(path: Path, **fields: Any) -> Path:
+    """The race file ``path`` with ``fields`` set at its top level, as a new file."""
+    data = json.loads(path.read_text())
+    data.update(fields)
+    out = path.with_name("edited.json")
+    out.write_text(json.dumps(data))
+    return out
+
+
+def _last_move_s(data: dict[str, Any]) -> int:
+    return max(t for s in data["result"]["standings"] for t in s["times"]) // 1000
+
+
+def test_settings_edited_after_the_countdown_fail_in_one_line(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/fairness.md, "What it cannot check": the settings are not under the
+    commitment, so a file whose time limit was cut to just past the last move — every
+    log still within it — verified OK. Held to the settings its racer's client saw in
+    the room at the countdown, it fails: one line, status 1."""
+    data = json.loads(synthetic_race.read_text())
+    seen = _with(synthetic_race, countdown_settings=data["settings"])
+    assert main(["verify", str(seen)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "OK settings: the room's settings as seen at the countdown" in said, said
+    cut = _last_move_s(data) + 1
+    assert cut < data["settings"]["time_limit_s"]
+    edited = {**data["settings"], "time_limit_s": cut}
+    # Without what the client saw, the cut limit adds up: what the gap was.
+    assert main(["verify", str(_with(synthetic_race, settings=edited))]) == 0
+    assert "SKIP  settings: " in capsys.readouterr().out
+    tampered = _with(synthetic_race, settings=edited, countdown_settings=data["settings"])
+    assert main(["verify", str(tampered)]) == 1
+    said = " ".join(capsys.readouterr().out.split())
+    assert said.count("FAIL ") == 1 and "FAIL: 1 of " in said, said
+    assert (
+        f"FAIL settings: time_limit_s is {cut}, but the room's at the countdown was "
+        f"{data['settings']['time_limit_s']} OK " in said
+    ), said
+    # an option set and the seats cut: the first named, how many more said
+    more = {**data["settings"], "options": {"undo": False}, "max_racers": 2}
+    report = verify_result(
+        load_result(_with(synthetic_race, settings=more, countdown_settings=data["settings"]))
+    )
+    first = report.failures[0]  # (Bob's undo fails his log too, under undo: false)
+    assert (first.what, first.detail) == (
+        "settings",
+        "max_racers is 2, but the room's at the countdown was 4 (and 1 other)",
+    )
+
+
+def test_an_old_race_file_verifies_as_before_with_skip_lines(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file saved before the client kept the settings seen and the moves
+    acknowledged (or by a spectator, or fetched) verifies as it did: each check it
+    cannot make is a SKIP line, and the last line says "as far as checked"."""
+    data = json.loads(synthetic_race.read_text())
+    assert "countdown_settings" not in data and "acknowledged" not in data
+    assert main(["verify", str(synthetic_race)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "SKIP settings: the room's settings seen at the countdown were not saved" in said
+    assert "SKIP acknowledged moves: no racer's client saved" in said
+    assert "OK as far as checked" in said and "FAIL" not in said
+
+
+def test_a_saved_files_log_is_held_to_the_moves_acknowledged_to_its_racer(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The acknowledged moves a racer's client saved with the race are checked by
+    ``solrace verify`` later, as the race-over verdict checked them."""
+    data = json.loads(synthetic_race.read_text())
+    bob = data["result"]["standings"][1]
+    acked = {"racer": 2, "moves": [*bob["log"][:3], None, *bob["log"][4:]]}
+    held = _with(synthetic_race, acknowledged=acked)
+    assert main(["verify", str(held)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    holds = f"OK racer 2 (Bob): acknowledged moves: the log holds the {len(bob['log']) - 1} "
+    assert holds in said, said
+    other = {"racer": 2, "moves": [*bob["log"][:2], "D"]}
+    assert main(["verify", str(_with(synthetic_race, acknowledged=other))]) == 1
+    said = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"FAIL racer 2 (Bob): acknowledged moves: move 3 'D' was acknowledged, but the log "
+        f"revealed has {bob['log'][2]!r} there"
+    ) in said, said
+    assert main(["verify", str(_with(synthetic_race, acknowledged={"racer": 2}))]) == 2
+    err = capsys.readouterr().err
+    assert 'not a saved race result: acknowledged is {"racer": 2}' in err, err

@@ -664,6 +664,9 @@ class SolraceApp(App[int]):
             over.code,
             # the commitment as seen at the countdown, before the reveal
             published_commitment=over.published_commitment or None,
+            countdown_settings=over.countdown_settings,
+            # this racer's moves the server acknowledged: its revealed log must hold them
+            acknowledged=over.acknowledged,
             deal=over.deal,
             server=self.server,
         )

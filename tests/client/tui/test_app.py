@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import re
 from typing import Any
 
 import pytest
 from solrace.protocol import Envelope
+from solrace.protocol.limits import MIN_TIME_LIMIT_S
 from solrace.race.fairness import round_seed
 from solrace.rules import deal, parse_move, replay, view
 from solrace_client import RaceClient, config, results
+from solrace_client.cli import main
+from solrace_client.errors import EXIT_NO
 from solrace_client.tui import run_race, run_watch
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.render import card_label, plain_cards
@@ -214,6 +218,59 @@ async def test_a_rematch_right_after_the_race_over_still_saves_the_race(
         await wait_for_text(pilot, "Leave the room?")
         await pilot.press("y")
         await wait_until(pilot, lambda: app.return_code is not None, "exit")
+
+
+async def test_a_race_the_ui_saved_holds_the_settings_and_moves_it_saw(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Over the network: the race the terminal UI saves holds the room's settings as
+    it saw them at the countdown and the moves the server acknowledged to it, so
+    ``solrace verify`` checks both — every check passes on the honest server's race,
+    and the file's time limit cut (every move still within it: it verified OK before)
+    fails in one line (docs/fairness.md, "What it cannot check")."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        await pilot.press(*keys_for(MOVES[0]))
+        await wait_until(pilot, lambda: app.state.next_seq == 1, "move 1 acknowledged")
+        await bob.resign()
+        await pilot.press("x")
+        await wait_for_text(pilot, "Resign?")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: isinstance(app.screen, StandingsScreen), "standings")
+        await wait_for_text(pilot, "✔ verified: the deal was committed at the")
+        me, settings, result = app.state.me, app.state.settings, app.state.result
+        assert me is not None and result is not None
+        await bob.close()
+        await pilot.press("q")
+        await wait_until(pilot, lambda: app.return_code is not None, "exit")
+    race = results.race_id(app.state.room or "", result)
+    saved = results.load_result(race)
+    assert saved.countdown_settings == settings == saved.settings
+    assert saved.acknowledged == results.Acknowledged(me, {0: MOVES[0]})
+    capsys.readouterr()
+    assert main(["verify", race]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "OK settings: the room's settings as seen at the countdown" in said, said
+    assert "(Ann): acknowledged moves: the log holds the 1 move acknowledged" in said, said
+    assert "OK: the deal was committed in advance" in said and "SKIP" not in said, said
+    assert saved.path is not None
+    data = json.loads(saved.path.read_text())
+    assert data["settings"]["time_limit_s"] > MIN_TIME_LIMIT_S
+    data["settings"]["time_limit_s"] = MIN_TIME_LIMIT_S  # the race took seconds
+    edited = saved.path.with_name("edited.json")
+    edited.write_text(json.dumps(data))
+    assert main(["verify", str(edited)]) == EXIT_NO
+    said = " ".join(capsys.readouterr().out.split())
+    assert (
+        said.count("FAIL ") == 1
+        and (
+            f"FAIL settings: time_limit_s is {MIN_TIME_LIMIT_S}, but the room's at the "
+            f"countdown was {settings['time_limit_s']}"
+        )
+        in said
+    ), said
 
 
 async def test_reconnect_after_a_dropped_connection_keeps_the_game(cluster: Cluster) -> None:

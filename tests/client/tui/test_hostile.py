@@ -5,10 +5,15 @@ be overdue, and q still quits."""
 
 from __future__ import annotations
 
+import pytest
+from solrace_client import results
+from solrace_client.cli import main
+from solrace_client.errors import EXIT_NO
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.widgets import LobbyScreen, PlayScreen, StandingsScreen
 from textual.pilot import Pilot
 
+from tests.client.test_bot_hostile import _own_log_cut
 from tests.support.fake_server import FakeRace, fake_server, rival_declared_winner
 
 from .conftest import wait_for_text, wait_until
@@ -71,3 +76,39 @@ async def test_a_race_the_server_never_ends_is_said_to_be_overdue_and_q_quits() 
             await pilot.press("y")
             await wait_until(pilot, lambda: app.return_code is not None, "exit")
     assert app.return_code == 0
+
+
+async def test_the_race_over_screen_and_verify_hold_the_log_to_the_moves_acknowledged(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The tamper audit solrace bot was given (tests/client/test_bot_hostile.py), made
+    on the terminal UI: three moves acknowledged ``moved``, the log revealed cut to the
+    first, its standing made to match — the race-over screen said ✔ (docs/fairness.md
+    said the UI did not hold its log). Now ✘, and the race it saved fails ``solrace
+    verify`` later on the same line: the acknowledged moves are saved with it."""
+    async with fake_server(FakeRace(tamper=_own_log_cut)) as url:
+        app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"})
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+            await pilot.press("space")
+            await wait_until(pilot, lambda: isinstance(app.screen, PlayScreen), "the race")
+            for seq in range(3):  # draws from the stock: each waits for its card
+                await pilot.press("colon", "d", "enter")
+                await wait_until(pilot, lambda s=seq: app.state.next_seq > s, f"move {seq}")
+            await wait_until(pilot, lambda: isinstance(app.screen, StandingsScreen), "standings")
+            screen = await wait_for_text(pilot, "NOT VERIFIED")
+            said = " ".join(screen.split())
+            assert "✘ NOT VERIFIED — racer 1 (Me): acknowledged moves: move 2 'D' was" in said
+            assert "✔" not in screen
+            race = app.race_id
+            await _quit(pilot)
+    assert race is not None
+    saved = results.load_result(race)
+    assert saved.acknowledged == results.Acknowledged(1, {0: "D", 1: "D", 2: "D"})
+    capsys.readouterr()
+    assert main(["verify", race]) == EXIT_NO
+    said = " ".join(capsys.readouterr().out.split())
+    assert (
+        "FAIL racer 1 (Me): acknowledged moves: move 2 'D' was acknowledged, but the log "
+        "revealed ends after 1 move"
+    ) in said, said
