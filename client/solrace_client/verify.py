@@ -200,13 +200,14 @@ def _check_settings(report: Report, saved: SavedResult) -> None:
         )
         return
     file = saved.settings
-    differ = [key for key in sorted(set(file) | set(seen)) if file.get(key) != seen.get(key)]
+    keys = sorted(set(file) | set(seen), key=str)
+    differ = [key for key in keys if file.get(key) != seen.get(key)]
     if not differ:
         report.add("settings", True, "the room's settings as seen at the countdown")
         return
     key = differ[0]
     # a key from the file: as JSON writes it where it is not a plain name
-    name = key if _PLAIN_KEY.fullmatch(key) else json_quoted(key)
+    name = key if isinstance(key, str) and _PLAIN_KEY.fullmatch(key) else json_quoted(key)
     more = f" (and {counted(len(differ) - 1, 'other')})" if len(differ) > 1 else ""
     report.add(
         "settings",
