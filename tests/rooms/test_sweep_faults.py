@@ -23,6 +23,7 @@ import pytest
 from solrace.protocol import race_id
 from solrace.protocol.views import EventType
 from solrace.race import decisions as d
+from solrace.rooms import lobby
 from solrace.rooms import node as node_module
 from solrace.rooms.counters import Defect
 from solrace.rooms.node import (
@@ -46,7 +47,7 @@ from tests.support.race import archived_result, winning_moves
 from .conftest import SOLVABLE_SECRET, Backend, FakePeer
 from .test_core import _race_on
 from .test_fault_windows import GRACE_S, _all_between, _always, _dies_at, _poll, _ttls, _value
-from .test_take_up_faults import FAULTS, _cut, _dead, _node, _sweep
+from .test_take_up_faults import FAULTS, _cut, _dead, _forfeited_once, _node, _sweep
 
 #: A settle's writes in order (Store.settle_expiry); a cut strikes at one of them,
 #: after those before it were made.
@@ -845,7 +846,9 @@ async def test_the_sweep_loop_sweeps_once_at_a_time_survives_failures_and_stops_
     backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The node's sweeps run in a loop of their own (Node._sweep_loop). A sweep the
-    store failed (an outage) says the store down and is tried again; one that ended on
+    store failed while the lease's renewals go through is said as the sweep's trouble,
+    not the node's outage (the lease loop says that), and the next comes in its turn
+    (an outage's are below); one that ended on
     a defect is logged with its traceback and counted (``sweep``), and the next comes
     in its turn; a sweep that hangs is never joined by a second; and stopping the node
     cancels the hanging sweep — nothing of the node left running."""
@@ -895,13 +898,115 @@ async def test_the_sweep_loop_sweeps_once_at_a_time_survives_failures_and_stops_
         await _poll(renewals, lambda n: n >= seen + 30, "thirty renewals")
     assert began == [1, 2, 3, 4] and most_at_once == [1], (began, most_at_once)
     said = [(r.getMessage(), getattr(r, "error", None)) for r in caplog.records]
-    assert ("store unavailable", "unarchived_rooms: Redis is down (injected)") in said
+    assert (node_module._SWEEP_STOPPED, "unarchived_rooms: Redis is down (injected)") in said
+    assert "store unavailable" not in [line for line, _error in said], said
     failed = [r for r in caplog.records if r.getMessage() == "orphan sweep failed"]
     assert len(failed) == 1 and failed[0].exc_info is not None, failed
     assert node.metrics.defects.labels(Defect.SWEEP).value == 1
     await node.stop()
     assert cancelled == [4] and running == []
     assert node._sweep_task is not None and node._sweep_task.done()
+
+
+async def test_rooms_redis_fails_every_sweep_are_no_outage_of_the_node(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SWEEP_OUTAGE_ROOMS noted rooms whose reads Redis fails every time (a Cluster
+    master down for their slots), while the rest of Redis — the node's lease, its own
+    race — answers: every sweep stops at them (taken last, they are the end of every
+    sweep). The sweep's loop said the node's store down for it, the lease's next
+    renewal a moment later said it back, and each such "outage" re-armed every offline
+    racer's grace: a race whose racers left never ended. The node's grace floor must
+    not move, no outage be said, the sweep's trouble be said once, and the race end by
+    its racers' grace."""
+    monkeypatch.setattr(node_module, "LEASE_RENEW_S", 0.01)  # the loops' turns
+    monkeypatch.setattr(node_module, "ORPHAN_SWEEP_S", 0.01)
+    clock = Clock()
+    node = await backend.node(clock=clock)  # its loops have not run yet
+    stuck = [f"r_stuck{i}" for i in range(SWEEP_OUTAGE_ROOMS)]
+    noted, real_nodes, real_renew = (
+        node.store.unarchived_rooms,
+        node.store.room_nodes,
+        node.store.renew_lease,
+    )
+    failed: list[str] = []
+    renewed: list[bool] = []
+
+    async def with_stuck() -> list[str]:
+        return [*stuck, *await noted()]
+
+    async def times_out(room_id: str) -> Any:
+        if room_id in stuck:
+            failed.append(room_id)
+            raise StoreUnavailable("room_nodes: Timeout reading from Redis (injected)")
+        return await real_nodes(room_id)
+
+    async def renew(node_id: str, ttl_ms: int) -> bool:
+        renewed.append(await real_renew(node_id, ttl_ms))
+        return renewed[-1]
+
+    async def renewals() -> int:
+        return len(renewed)
+
+    setattr(node.store, "unarchived_rooms", with_stuck)  # noqa: B010 (a method of the instance)
+    setattr(node.store, "room_nodes", times_out)  # noqa: B010
+    setattr(node.store, "renew_lease", renew)  # noqa: B010
+    race = await _race_on(node, node)
+    room = race.ann.room
+    assert room is not None
+    with caplog.at_level(logging.WARNING, logger="solrace"):
+        for peer in (race.ann, race.bob):
+            await lobby.disconnected(node, peer)  # their grace runs from here
+        floor, seen = node.grace_floor_ms, len(failed)
+        await _poll(
+            _value(failed),
+            lambda ids: len(ids) >= seen + 3 * SWEEP_OUTAGE_ROOMS,
+            "three more sweeps stopped by the stuck rooms",
+            timeout=20,  # the second sweep waits a lease (a predecessor's lapse)
+        )
+        after = len(renewed)
+        await _poll(renewals, lambda n: n >= after + 3, "renewals after them")
+    said = [r.getMessage() for r in caplog.records]
+    assert "store unavailable" not in said and not node.store_down, said
+    assert node.grace_floor_ms == floor, "the node's grace was re-armed"
+    assert said.count(node_module._SWEEP_STOPPED) == 1, said
+    await _forfeited_once(clock, node, room, race)
+
+
+async def test_a_sweep_an_outage_stopped_comes_again_once_redis_is_back(
+    backend: Backend,
+) -> None:
+    """Redis goes down for the whole node as its sweep begins: the lease's loop finds
+    the store down, and once Redis answers again the next sweep comes at once — not in
+    its turn, a minute later (ORPHAN_SWEEP_S) — and finishes the ghost lobby a dead
+    node left: the orphans of an outage are looked after as soon as it ends."""
+    clock = Clock()
+    room = await _ghost_lobby(backend, clock)
+    other = await _node(backend, clock)  # no sweeps of its own
+    await _dead(backend.nodes[0], by=other)
+    sweeper = await backend.node(clock=clock)  # its loops have not run yet
+    faults = StoreFaults(sweeper.store)
+    real = sweeper.store.unarchived_rooms
+    stopped: list[str] = []
+
+    async def outage_begins() -> list[str]:
+        if not stopped:
+            stopped.append("unarchived_rooms")
+            faults.down = True
+        return await real()
+
+    async def store_down() -> bool:
+        return sweeper.store_down
+
+    setattr(sweeper.store, "unarchived_rooms", outage_begins)  # noqa: B010
+    await _poll(store_down, bool, "the lease's loop never found the store down")
+    assert stopped and room.room_id in await other.store.listed_rooms()
+    faults.down = False
+    await _poll(
+        other.store.listed_rooms,
+        lambda ids: room.room_id not in ids,
+        "the ghost lobby, once Redis was back",
+    )
 
 
 async def test_a_race_over_whose_read_back_finds_a_rematch_still_archives_its_race(

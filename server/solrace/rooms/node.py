@@ -108,8 +108,9 @@ RETRY_MAX_S = 2.0
 #: the next renewal past the lease's lapse.
 ORPHAN_SWEEP_S = 60.0
 #: A sweep (Node.sweep_orphans) passes over a room it cannot finish, but this many
-#: rooms in a row failed by Redis are Redis down, not a room's trouble: it stops there
-#: rather than wait for each room's timeout in turn.
+#: rooms in a row failed by Redis are likely Redis down: it stops there rather than
+#: wait for each room's timeout in turn. Whether the store is down for the node is the
+#: lease loop's to say, not the sweep's (Node._sweep_loop).
 SWEEP_OUTAGE_ROOMS = 3
 #: The longest a drained node's hand-off note (Node.hand_off) is kept when nothing takes
 #: its rooms up; taken up, the note goes at once (Node.sweep_orphans). It is read only
@@ -314,12 +315,13 @@ class _SweepFailures:
     timeout, or a defect in it. Raised out of the sweep, one such room — the first of
     the listing, read first every time — stopped every sweep before the rooms after it,
     which no node finished while it failed: each passed-over room is said once a sweep,
-    as a warning (a defect with its traceback), and waits for the next sweep. Not an
-    outage: SWEEP_OUTAGE_ROOMS rooms in a row failed by Redis stop the sweep (raised:
-    the sweep's loop says the store is down); nor a closed store. A room's timeout
-    stopped the sweep too while the sweep ran in the loop that renews the lease (two
-    held the renewal past the lease's lapse); in a loop of its own (Node._sweep_loop)
-    it only makes that sweep slower, and the rooms after it are finished by it."""
+    as a warning (a defect with its traceback), and waits for the next sweep. Not
+    SWEEP_OUTAGE_ROOMS rooms in a row failed by Redis, which stop the sweep (raised:
+    likely an outage, which the sweep's loop leaves the lease's loop to find); nor a
+    closed store. A room's timeout stopped the sweep too while the sweep ran in the
+    loop that renews the lease (two held the renewal past the lease's lapse); in a
+    loop of its own (Node._sweep_loop) it only makes that sweep slower, and the rooms
+    after it are finished by it."""
 
     def __init__(self, node: Node, *, last: Collection[str] = ()) -> None:
         self._node = node
@@ -390,6 +392,9 @@ class _SweepFailures:
 
 
 _PASSED_OVER = "the orphan sweep passed over a room it could not finish"
+#: Said once per run of sweeps Redis stopped (Node._sweep_loop): the rooms that stop
+#: every sweep (a Cluster master down for their slots) stop the next one as well.
+_SWEEP_STOPPED = "the orphan sweep stopped: Redis failed rooms in a row"
 
 
 class Node:
@@ -475,6 +480,19 @@ class Node:
         self._renewed_at = 0.0
         #: Set once a renewal went through (_watch_loop): the first sweep waits for it.
         self._lease_held = asyncio.Event()
+        #: Set when the store answers this node (its start, the end of an outage),
+        #: cleared when it is down for it (store_ok, store_failed): what a sweep the
+        #: store stopped waits for (_sweep_loop).
+        self._store_up = asyncio.Event()
+        self._store_up.set()
+        #: The outages this node has found (store_failed), for a sweep to tell
+        #: whether one began while it ran (_store_failed_since).
+        self._outages = 0
+        #: When the renewal of the lease loop's last finished turn was sent
+        #: (monotonic), and the event its next turn sets as it ends (_watch_loop):
+        #: a sweep the store stopped asks that loop whether the store is down.
+        self._lease_turn_sent = 0.0
+        self._lease_turn = asyncio.Event()
         self._rejoining: asyncio.Future[Any] | None = None
         #: Round trips (ms) of the last samples of the store's clock (clock.py), and
         #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
@@ -714,7 +732,9 @@ class Node:
         until its timer reads it again, when its graces restart (Node.tick): not the
         node's, whose loops notice a store that is down for it. A Cluster slot left
         open failed its rooms' calls every second, and each "outage" of the node
-        re-armed every offline racer's grace in every room (nobody was forfeited)."""
+        re-armed every offline racer's grace in every room (nobody was forfeited). Nor
+        is a sweep the store stopped (:meth:`_sweep_loop`): rooms that fail every
+        sweep stopped each one, and made an outage of the node every second."""
         if room is not None:
             if not room.store_down:
                 room.store_down = True
@@ -723,6 +743,7 @@ class Node:
         reason = str(error) if error else None
         reasons = self._outage_reasons
         if not self._store_down:
+            self._outages += 1
             reasons.clear()
             log.warning("store unavailable", extra={"error": reason})
             reasons.append(reason or "")
@@ -730,12 +751,14 @@ class Node:
             log.warning("store unavailable", extra={"error": reason})  # its reason changed
             reasons.append(reason)
         self._store_down = True
+        self._store_up.clear()
 
     def store_ok(self) -> None:
         """The store answers again: re-arm every offline racer's grace from now, as
         nobody could reconnect while it was down (an outage is not a forfeit)."""
         if self._store_down:
             self._store_down = False
+            self._store_up.set()
             self.grace_floor_ms = self.store_back_ms = self.clock()
             log.warning("store available again: disconnect grace re-armed")
             for room in self.rooms.values():
@@ -822,8 +845,8 @@ class Node:
         meanwhile."""
         next_clock_sample = 0.0
         while True:
+            sent = time.monotonic()
             try:
-                sent = time.monotonic()
                 current = await self.store.renew_lease(self.node_id, LEASE_MS)
                 # Lapsed if Redis says so, or if the last renewal known to have been
                 # taken is a lease old: the renewal that re-created the lease may
@@ -849,6 +872,9 @@ class Node:
             except Exception:  # the loop must survive anything one room does
                 log.exception("room check failed")
                 self.metrics.defects.labels(Defect.WATCH).inc()
+            self._lease_turn_sent = sent
+            self._lease_turn.set()
+            self._lease_turn = asyncio.Event()
             await asyncio.sleep(LEASE_RENEW_S)
 
     async def _sweep_loop(self) -> None:
@@ -858,9 +884,19 @@ class Node:
         each sweep ends: one sweep at a time, however long one takes. Apart from the
         loop that renews the lease (:meth:`_watch_loop`): a sweep's read that waited
         out its command timeout (the lease's own length) held the next renewal past
-        the lease's lapse, and the node found its lease lapsed. A sweep the store failed
-        (an outage) is tried again a renewal's interval later, as the lease is; a defect
-        is logged, counted, and the next sweep comes in its turn.
+        the lease's lapse, and the node found its lease lapsed. A defect is logged,
+        counted, and the next sweep comes in its turn.
+
+        A sweep the store stopped (SWEEP_OUTAGE_ROOMS rooms in a row, or a listing,
+        failed by Redis) is said once until a sweep goes through, and does not say the
+        store down: the lease loop is the judge of that (:meth:`_store_failed_since`).
+        Rooms that fail every sweep (a Cluster master down for their slots, reads that
+        time out) stop every sweep, and the sweep said the store down, the next
+        renewal a second later said it back, and every offline racer's grace was
+        re-armed each time: nobody was forfeited, a race whose racer left never ended.
+        If the store is down for the node, the next sweep comes as soon as it is back
+        (the orphans of a real outage adopted then); else in its turn, not a second
+        later (rooms that fail every time are not read again and again).
 
         The first waits for the node's first renewal, as it did in the lease's loop: a
         room it takes up names this node among its serving nodes, and another node's
@@ -868,18 +904,35 @@ class Node:
         dead one and take it out (reasoned, not seen)."""
         await self._lease_held.wait()
         wait = LEASE_MS / 1000 + LEASE_RENEW_S
+        stopped = False  # said for the run of sweeps the store stopped
         while True:
+            mark = (time.monotonic(), self._outages, self._store_down)
             try:
                 await self.sweep_orphans()
+                stopped = False
             except StoreUnavailable as exc:
-                self.store_failed(exc)
-                await asyncio.sleep(LEASE_RENEW_S)
-                continue
+                if not stopped:
+                    log.warning(_SWEEP_STOPPED, extra={"error": str(exc)})
+                stopped = True
+                if await self._store_failed_since(*mark):
+                    await self._store_up.wait()
+                    continue
             except Exception:
                 log.exception("orphan sweep failed")
                 self.metrics.defects.labels(Defect.SWEEP).inc()
             await asyncio.sleep(wait)
             wait = ORPHAN_SWEEP_S
+
+    async def _store_failed_since(self, since: float, outages: int, down: bool) -> bool:
+        """Whether the store was down for this node at some time from ``since``
+        (monotonic; it had found ``outages`` outages then, and was ``down`` or not)
+        to the end of the lease loop's first turn whose renewal was sent after it: an
+        outage that has just begun may fail a sweep before it fails a renewal, and one
+        shorter than a turn may be over by then (a test's was). Taken for rooms'
+        trouble, its orphans waited a whole turn after Redis came back."""
+        while self._lease_turn_sent < since:
+            await self._lease_turn.wait()
+        return down or self._store_down or self._outages != outages
 
     async def check_rooms(self) -> None:
         served = {rid: room for rid, room in self.rooms.items() if room.served()}
