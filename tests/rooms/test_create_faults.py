@@ -26,13 +26,15 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from solrace.protocol.limits import SEAT_SETTLE_S
+from solrace.protocol.views import EventType
 from solrace.rooms.node import EMPTY_ROOM_TTL_S, ROOM_TTL_S, Node
+from solrace.rooms.records import unpack_event
 
 from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
 
 from .conftest import Backend, FakePeer
-from .test_fault_windows import _always, _dies_at, _fail_once, _poll
+from .test_fault_windows import _always, _dies_at, _fail_once, _poll, _reply_lost_once
 from .test_take_up_faults import _dead, _node, _sweep
 
 #: Where the fault strikes the listing's pipeline, the room's keys written: Redis
@@ -269,6 +271,38 @@ async def test_a_first_join_cut_before_its_codes_settle_still_gives_the_code_its
         assert taken is not None and taken.served(), "the lobby was not taken up"
     else:
         assert ann.room is not None and ann.room.room_id == room_id  # seated all the same
+
+    async def code_ms() -> int:
+        return int(await raw.pttl(code_key))
+
+    await _poll(code_ms, lambda ms: ms > (ROOM_TTL_S - 60) * 1000, "the code's day")
+
+
+@pytest.mark.parametrize("private", [False, True])
+async def test_a_first_join_whose_reply_was_lost_still_gives_the_code_its_day(
+    backend: Backend, private: bool
+) -> None:
+    """Ann's join, the room's first, is stored (the room's day in its own write), and
+    Redis loses its reply: she is told ``unavailable`` naming her seat, and resumes
+    it. Her node is alive, so no sweep takes the lobby up; nothing settled the code
+    (it followed only a join read back), which kept a new room's ten minutes while
+    the room had its day: friends given the code could not join a lobby waiting past
+    ten minutes (``unknown_room``). The failed join settles it (a review)."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    lost = _reply_lost_once(
+        node.store,
+        "append_event",
+        lambda _r, data, *_a, **_kw: unpack_event(data).t == EventType.RACER_JOINED,
+    )
+    refused = await ann.ask("create", variant="yukon", name="Ann", private=private)
+    assert lost and refused.d["code"] == "unavailable", refused.d
+    room_id, token = str(refused.d["room"]), str(refused.d["token"])
+    resumed = await ann.ask("resume", room=room_id, token=token)
+    assert resumed.t == "joined", resumed.d
+    keys, raw = node.store.keys, node.store._redis
+    code_key = keys.code((await node.room(room_id)).meta.code)
+    assert int(await raw.pttl(keys.room(room_id).meta)) > (ROOM_TTL_S - 60) * 1000
 
     async def code_ms() -> int:
         return int(await raw.pttl(code_key))

@@ -45,7 +45,7 @@ from solrace.store import SeatClaim, token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
 from . import certify, listing, spectators
-from .node import EMPTY_ROOM_TTL_S, no_longer_exists, refuse
+from .node import EMPTY_ROOM_TTL_S, first_racer, no_longer_exists, refuse
 from .records import RoomMeta, unpack_event
 from .room import LiveRoom
 from .snapshots import snapshot_for
@@ -421,6 +421,18 @@ async def _join(
         # ghost holding the lobby for ever. If it was not stored, this writes nothing
         # (an offline about another connection is no news: decisions.presence).
         await node.record_offline(room, joined[0], peer.conn_id)
+        if first_racer(joined[0]):
+            # A first join may be stored, which gave the room its day in its own write;
+            # the code's settle follows only a join read back (Node._after_decision),
+            # and this node serves the room on, so no sweep settles it: the code kept
+            # a new room's ten minutes, and friends given it could not join a lobby
+            # waiting past them (a review). Harmless if the join was not stored: the
+            # code only ever grows to the room's expiry (ten minutes then).
+            await node.insist(
+                lambda: node.store.settle_expiry(room.room_id),
+                "could not extend a new room's expiry",
+                {"room": room.room_id},
+            )
         # That offline may be written late (once Redis answers): after this connection
         # resumed the seat. About a connection id it no longer has, it changes nothing.
         peer.new_conn_id()

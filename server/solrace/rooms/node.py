@@ -168,9 +168,15 @@ def expiry_set_by(state: RoomState, event: RoomEvent) -> float | None:
 
 
 def first_join(event: RoomEvent) -> bool:
-    """Whether ``event`` seats the first racer a room ever had (racer ids are never
-    reused, a rematch's included: RoomState.next_racer starts at 1)."""
-    return event.t == EventType.RACER_JOINED and event.d["racer"] == 1
+    """Whether ``event`` seats the first racer a room ever had (:func:`first_racer`)."""
+    return event.t == EventType.RACER_JOINED and first_racer(event.d["racer"])
+
+
+def first_racer(racer: int) -> bool:
+    """Whether ``racer`` is the first a room ever had, whose join gives a new room its
+    lifetime cap (racer ids are never reused, a rematch's included:
+    RoomState.next_racer starts at 1)."""
+    return racer == 1
 
 
 #: The statuses a progress event sets that end a racer's race by decision (a finish
