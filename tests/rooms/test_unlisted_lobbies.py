@@ -14,16 +14,19 @@ forgets that note, and the rematch's retry notes the room again.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import pytest
 from solrace.protocol.views import EventType, Phase
-from solrace.rooms.node import EMPTY_ROOM_TTL_S, Node
+from solrace.race.decisions import rematch
+from solrace.rooms.node import EMPTY_ROOM_TTL_S, FINISHED_ROOM_TTL_S, Node
 from solrace.rooms.room import LiveRoom
 
+from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed
 
 from .conftest import Backend, FakePeer
-from .test_core import _race_on
+from .test_core import _race_on, _room_ttl_ms
 from .test_fault_windows import (
     GRACE_S,
     _always,
@@ -119,8 +122,9 @@ async def test_a_rematch_cut_between_its_note_and_its_reset_leaves_no_note_for_l
     """A rematch is two writes: the room's note, then the reset. Cut between them,
     the room is still a finished race, noted. Redis failing the reset, the rematch is
     refused ``unavailable`` and its retry makes both writes: the room is a lobby,
-    noted. The node dying there, the next sweep forgets the note (nothing of a lobby
-    to take up) and takes nothing up."""
+    noted. The node dying there, the next sweep takes nothing up and keeps the note,
+    of a round the room has not reached (a rematch noted before its reset may be
+    storing itself): it goes with the finished room's keys, within their hour."""
     clock = Clock()
     node = await _node(backend, clock)
     ann, room = await _finished(node, private=True)
@@ -142,5 +146,46 @@ async def test_a_rematch_cut_between_its_note_and_its_reset_leaves_no_note_for_l
         return
     await _dead(node, by=sweeper)
     await _sweep(sweeper)
-    assert room.room_id not in await sweeper.store.unlisted_lobbies(), "a finished room's note"
     assert not [r for r in sweeper.rooms.values() if r.served()], "a finished room taken up"
+    assert 0 < await _room_ttl_ms(sweeper, room.room_id) <= FINISHED_ROOM_TTL_S * 1000
+    await sweeper.store._redis.delete(*await room_keys(sweeper.store, room.room_id))  # expired
+    later = await _node(backend, clock)  # one that never loaded the room
+    await _sweep(later)
+    assert room.room_id not in await later.store.unlisted_lobbies(), "a gone room's note"
+
+
+async def test_a_rematch_decided_while_the_sweep_forgets_a_finished_rooms_note_keeps_it(
+    backend: Backend,
+) -> None:
+    """A rematch cut between its note and its reset (its node dead) leaves a finished
+    room noted, whose note the sweep forgets once it has checked that the room's
+    stream has not moved. Ann's retry, on another node, decided right after that
+    check — its note (already there), then its reset — lost its note to the sweep's
+    forget that followed: its lobby in no listing and no note, held by its racers for
+    its day if its node died too (a review: the check and the forget are two steps).
+    The rematch's note names its round, and a sweep forgets only a note of a round it
+    read as no lobby."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    ann, room = await _finished(node, private=True)
+    cut = _dies_at(node, {"append_event": _storing(EventType.ROOM_RESET)})
+    with contextlib.suppress(Crashed):
+        await ann.ask("rematch")
+    assert cut, "the reset was not cut"
+    sweeper, retrier = await _node(backend, clock), await _node(backend, clock)
+    await _dead(node, by=sweeper)
+    forget = sweeper.store.forget_unlisted
+    retried: list[int] = []
+
+    async def after_a_rematch(room_id: str, *args: Any) -> None:
+        # The sweep has read the room (a finished race) and judged it no lobby.
+        if room_id == room.room_id and not retried:
+            again = await retrier.room(room_id)
+            retried[:] = [len(await retrier.decide(again, lambda: rematch(again.state, 1)))]
+        await forget(room_id, *args)
+
+    setattr(sweeper.store, "forget_unlisted", after_a_rematch)  # noqa: B010 (of the instance)
+    await _sweep(sweeper)
+    assert retried == [1], "no rematch was decided at the sweep's forget"
+    assert (await retrier.room(room.room_id)).state.phase == Phase.LOBBY
+    assert room.room_id in await sweeper.store.unlisted_lobbies(), "the rematch's note"

@@ -40,8 +40,8 @@ WRITES: dict[str, Callable[[Store], Awaitable[object]]] = {
     "mark_unarchived": lambda s: s.mark_unarchived("r9", 1),
     "clear_unarchived": lambda s: s.clear_unarchived("r1", 1),
     "clear_legacy_note": lambda s: s.clear_legacy_note("r1"),
-    "note_unlisted": lambda s: s.note_unlisted("r9"),
-    "forget_unlisted": lambda s: s.forget_unlisted("r1"),
+    "note_unlisted": lambda s: s.note_unlisted("r9", 2),
+    "forget_unlisted": lambda s: s.forget_unlisted("r1", 1),
     "refused_access": lambda s: s.refused_access(),
 }
 

@@ -185,11 +185,33 @@ async def test_a_private_room_is_noted_among_the_unlisted_lobbies_not_listed(
     await store.create_room("l", "CL", b"", listed=True, now_ms=2000)
     assert await store.unlisted_lobbies() == ["p"]
     assert await store.listed_rooms() == ["l"]
-    await store.note_unlisted("l")
+    await store.note_unlisted("l", 2)
     assert await store.unlisted_lobbies() == ["l", "p"]
     assert len(await store.unlisted_lobbies(limit=1)) == 1
-    await store.forget_unlisted("p")
+    await store.forget_unlisted("p", 1)
     assert await store.unlisted_lobbies() == ["l"]
+
+
+async def test_an_unlisted_lobbys_note_of_a_later_round_outlives_a_forget_of_an_earlier(
+    store: Store,
+) -> None:
+    """A rematch notes its room with the round its reset begins, before the reset: a
+    sweep that read the room as the finished race of the round before forgets the
+    note only through that round, in one step (a check of the room's version, then
+    the forget, lost a note written between the two: a review). The highest round
+    noted stands; None forgets whatever the note says."""
+    await store.create_room("p", "CP", b"", listed=False, now_ms=1000)
+    await store.note_unlisted("p", 2)
+    await store.forget_unlisted("p", 1)
+    assert await store.unlisted_lobbies() == ["p"]
+    await store.note_unlisted("p", 1)  # a stale rematch's note: round 2 stands
+    await store.forget_unlisted("p", 1)
+    assert await store.unlisted_lobbies() == ["p"]
+    await store.forget_unlisted("p", 2)
+    assert await store.unlisted_lobbies() == []
+    await store.note_unlisted("p", 3)
+    await store.forget_unlisted("p")
+    assert await store.unlisted_lobbies() == []
 
 
 async def test_results(store: Store) -> None:

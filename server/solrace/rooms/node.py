@@ -1188,10 +1188,12 @@ class Node:
             return 0
         state = room.state
         if state.phase != Phase.LOBBY:
-            # Unless its stream moved meanwhile: a rematch another node decided in
-            # between noted the room again for its new lobby.
-            if await self.store.version(room_id) == state.version:
-                await self.store.forget_unlisted(room_id)
+            # Unless a rematch noted the room for a later round: decided by another
+            # node meanwhile (its note, then its reset), or cut between the two (the
+            # note goes with the finished room's keys, within its hour). A check of
+            # the stream's version, then the forget, lost the note of a rematch
+            # decided between the two (a review).
+            await self.store.forget_unlisted(room_id, state.round)
             return 0
         if state.everyone_left():
             # Its last leave is stored, with the room's ten minutes; what follows it
@@ -1890,7 +1892,7 @@ class Node:
                 # racers): noted first, so that if every node serving it dies the
                 # sweep finds it and takes it up (_sweep_unlisted), instead of its
                 # dead racers holding it for the day the reset gives it.
-                await self.store.note_unlisted(room.room_id)
+                await self.store.note_unlisted(room.room_id, room.state.round + 1)
             racer_token = None if token is None else token(events)
             ended: _Archive | None = None  # the race a race_over in ``events`` ends
             try:

@@ -197,12 +197,14 @@ class Keys:
 
     @property
     def unlisted(self) -> str:
-        """Set of rooms that may be lobbies the listing does not hold: private rooms
-        (noted as they are created) and rooms back in their lobby for a rematch (noted
+        """Sorted set of rooms that may be lobbies the listing does not hold, score =
+        the last round noted: private rooms (noted as they are created, 0) and rooms
+        back in their lobby for a rematch (noted with the round its reset begins,
         before the reset), so that the orphan sweep finds one whose every node died —
         no listing names it — and takes it up; the sweep drops a room that is not a
-        lobby any more (single-key)."""
-        return f"{self.prefix}rooms:unlisted"
+        lobby any more, unless the note is of a later round (single-key). Not
+        ``rooms:unlisted``, the set an unreleased build wrote: a ZADD on it failed."""
+        return f"{self.prefix}rooms:lobby_notes"
 
     def lease(self, node_id: str) -> str:
         """A live node's lease (expires unless the node renews it; single-key)."""

@@ -864,7 +864,9 @@ class Store:
                         pipe.zadd(self.keys.quick(quick), {room_id: now_ms})
                     await pipe.execute()
                 else:
-                    await self._redis.sadd(self.keys.unlisted, room_id)
+                    # Of no round past any the sweep reads (0): a rematch notes the
+                    # round it begins (note_unlisted).
+                    await self._redis.zadd(self.keys.unlisted, {room_id: 0}, gt=True)
             except BaseException:
                 with contextlib.suppress(Exception):  # best effort; the first error matters
                     await self._redis.delete(code_key)
@@ -1747,13 +1749,14 @@ class Store:
         with self._errors():
             await self._redis.srem(self.keys.unarchived, room_id)
 
-    async def note_unlisted(self, room_id: str) -> None:
-        """Note that room ``room_id`` may be a lobby the listing does not hold (a
-        private room, a rematch: Keys.unlisted), so that a node's orphan sweep finds it
-        if every node that served it dies."""
+    async def note_unlisted(self, room_id: str, round_no: int) -> None:
+        """Note that room ``room_id`` may be a lobby the listing does not hold in round
+        ``round_no`` (a rematch, before the reset that begins that round: Keys.unlisted),
+        so that a node's orphan sweep finds it if every node that served it dies. The
+        note keeps the highest round noted (ZADD GT)."""
         self._refuse_closed()
         with self._errors():
-            await self._redis.sadd(self.keys.unlisted, room_id)
+            await self._redis.zadd(self.keys.unlisted, {room_id: round_no}, gt=True)
 
     async def unlisted_lobbies(self, limit: int = 100) -> list[str]:
         """Up to ``limit`` rooms noted by :meth:`note_unlisted` and not forgotten,
@@ -1761,15 +1764,23 @@ class Store:
         if limit <= 0:
             return []
         with self._errors():
-            members: Any = await self._redis.srandmember(self.keys.unlisted, limit)
+            members: Any = await self._redis.zrandmember(self.keys.unlisted, limit)
         return sorted(_as_text(m) for m in members or ())
 
-    async def forget_unlisted(self, room_id: str) -> None:
-        """The room is no unlisted lobby any more (its race began or ended, everyone
-        left it, nobody ever joined it, its keys are gone): forget the note."""
+    async def forget_unlisted(self, room_id: str, through_round: int | None = None) -> None:
+        """The room is no unlisted lobby up to round ``through_round`` (its race began
+        or ended): forget its note unless it notes a later round — a rematch that noted
+        the room before its reset, which may be storing itself now (one script, the
+        archive notes' clear_archive_note.lua). Checked apart (the room's version, then
+        the forget), a rematch noted in between lost its note. None: the room is no
+        such lobby for good (everyone left it, nobody ever joined it, its keys are
+        gone), and the note goes whatever it says."""
         self._refuse_closed()
-        with self._errors():
-            await self._redis.srem(self.keys.unlisted, room_id)
+        if through_round is None:
+            with self._errors():
+                await self._redis.zrem(self.keys.unlisted, room_id)
+            return
+        await self._eval(CLEAR_ARCHIVE_NOTE, (self.keys.unlisted,), (room_id, through_round))
 
     # -- internals -----------------------------------------------------------------
 
