@@ -308,3 +308,36 @@ async def test_a_first_join_whose_reply_was_lost_still_gives_the_code_its_day(
         return int(await raw.pttl(code_key))
 
     await _poll(code_ms, lambda ms: ms > (ROOM_TTL_S - 60) * 1000, "the code's day")
+
+
+async def test_a_quick_room_another_node_seated_a_racer_in_is_not_dropped_by_its_create(
+    backend: Backend,
+) -> None:
+    """Ann's quick opens a room on node A; before her join, Bob's quick on node B
+    takes that room (its first racer: a room nobody is in yet takes the next quick
+    racer). Redis then fails the read Ann's join begins with: nothing of hers stored,
+    and A's copy of the room, never read again, has nobody in it. Her abandoned create
+    dropped the room from the quick lobbies and the listing on that copy: Bob sat in
+    a room no ``quick`` or ``list`` could find (before the drop took the quick lobbies
+    too, the next quick racer still found him). The drop reads the room first."""
+    clock = Clock()
+    node_a, node_b = await _node(backend, clock), await _node(backend, clock)
+    bob = FakePeer(node_b)
+    create_room = node_a.store.create_room
+    failed: list[Any] = []
+
+    async def then_bob(*args: Any, **kwargs: Any) -> None:
+        await create_room(*args, **kwargs)
+        joined = await bob.ask("quick", variant="yukon", name="Bob")
+        assert joined.t == "joined", joined.d
+        failed.append(_fail_once(node_a.store, "events_since"))
+
+    setattr(node_a.store, "create_room", then_bob)  # noqa: B010 (of the instance)
+    refused = await FakePeer(node_a).ask("quick", variant="yukon", name="Ann")
+    assert failed and failed[0], "Ann's join was not cut"
+    assert refused.d["code"] == "unavailable" and "room" not in refused.d, refused.d
+    assert bob.room is not None
+    [room_id] = node_a.rooms
+    assert bob.room.room_id == room_id, "Bob was not seated in Ann's room"
+    assert await node_b.store.quick_lobbies("yukon") == [room_id], "Bob's room left quick"
+    assert room_id in await node_b.store.listed_rooms(), "Bob's room was unlisted"
