@@ -189,3 +189,31 @@ async def test_a_rematch_decided_while_the_sweep_forgets_a_finished_rooms_note_k
     assert retried == [1], "no rematch was decided at the sweep's forget"
     assert (await retrier.room(room.room_id)).state.phase == Phase.LOBBY
     assert room.room_id in await sweeper.store.unlisted_lobbies(), "the rematch's note"
+
+
+async def test_a_private_room_being_created_is_not_taken_up_by_a_sweep(
+    backend: Backend,
+) -> None:
+    """A private room is noted with its create's writes, before its creator's join
+    (and before its node joins the room's nodes). Another node's sweep between the
+    two found a lobby no live node served and took it up, nobody in it yet: warned
+    "adopting a room no live node serves" of a room being opened, and served it
+    beside its node from then on (a listed one it leaves alone: nobody in it,
+    nothing to take up). Now it keeps the note and leaves the room to its node."""
+    clock = Clock()
+    node, sweeper = await _node(backend, clock), await _node(backend, clock)
+    create_room = node.store.create_room
+    swept: list[bool] = []
+
+    async def then_a_sweep(*args: Any, **kwargs: Any) -> None:
+        await create_room(*args, **kwargs)
+        await _sweep(sweeper)
+        swept.append(True)
+
+    setattr(node.store, "create_room", then_a_sweep)  # noqa: B010 (of the instance)
+    ann = FakePeer(node)
+    assert (await ann.ask("create", variant="yukon", name="Ann", private=True)).t == "joined"
+    assert swept and ann.room is not None
+    room_id = ann.room.room_id
+    assert await node.store.room_nodes(room_id) == {node.node_id}, "taken up by the sweep"
+    assert room_id in await sweeper.store.unlisted_lobbies()

@@ -1207,6 +1207,12 @@ class Node:
             # told to nobody.
             await self.store.forget_unlisted(room_id)
             return 0
+        if not state.racers:
+            # Being created (its note is written before its creator's join, and
+            # before its node joins the room's nodes): nobody in it to take up, as
+            # a listed one (_sweep_listed). Taken up, a sweep warned of adopting a
+            # room no live node serves, and served it beside its node.
+            return 0
         await self._settle_first_join(room)
         return int(await self._adopt(room))
 
