@@ -715,8 +715,11 @@ def cmd_bot(args: argparse.Namespace) -> int:
             _out().print(Text.assemble("room code: ", (printable(reply["code"]), "bold cyan")))
 
     def say(text: str) -> None:
+        # Through printable, as the failure line is: a line may name the races
+        # directory (`result saved to PATH`) or quote a server's refusal, and a config
+        # directory named with an ESC turned the terminal red.
         if args.verbose:
-            err.print(Text(f"bot: {text}", style="dim"))
+            err.print(Text(printable(f"bot: {text}"), style="dim"))
 
     create: dict[str, Any] | None = None
     if args.create:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -117,3 +118,22 @@ async def test_a_moved_reply_no_move_asked_for_does_not_stall_the_bot() -> None:
         result = await asyncio.wait_for(run_bot(url, code="FAKE01", save=False), 10)
     (mine,) = [s for s in result["standings"] if s["racer"] == 1]
     assert len(mine["log"]) == 3
+
+
+async def test_solrace_bot_verbose_names_a_config_directory_with_an_escape_without_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``races`` and a failure line print the races directory through ``printable``;
+    ``solrace bot --verbose``'s progress lines did not: its ``result saved to PATH``,
+    of a config directory named with an ESC, wrote the escape to stderr as it is
+    (a red terminal), one line from ``races``' fixed one."""
+    config_dir = tmp_path / "c\x1b[31md"
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", str(config_dir))
+    async with fake_server(FakeRace()) as url:
+        argv = ["bot", "FAKE01", "--server", url, "--delay", "0", "--seed", "1", "--verbose"]
+        status = await asyncio.wait_for(asyncio.to_thread(main, argv), 30)
+    said = capsys.readouterr()
+    assert status == 0, said
+    assert "result saved to " in said.err, said.err
+    assert "\x1b" not in said.err + said.out, said.err
+    assert f"result saved to {tmp_path}/c?[31md/races/" in said.err, said.err
