@@ -57,6 +57,10 @@ class FakeRace:
     tamper: Callable[[dict[str, Any]], None] | None = None
     #: Frames sent as they are right after the racer's first board.
     after_start: list[bytes] = field(default_factory=list)
+    #: The ``error`` data the ``join`` is refused with (None: it is taken).
+    join_error: dict[str, Any] | None = None
+    #: The ``error`` data every ``move`` is refused with (None: moves are taken).
+    move_error: dict[str, Any] | None = None
 
 
 def rival_declared_winner(result: dict[str, Any]) -> None:
@@ -145,13 +149,17 @@ class _Connection:
             await self.send("race_over", self.result())
 
     async def handle(self, t: str, rid: int | None, d: dict[str, Any]) -> None:
-        if t == "join":
+        if t == "join" and self.race.join_error is not None:
+            await self.send("error", dict(self.race.join_error), id=rid)
+        elif t == "join":
             reply = {"room": "r_fake00000001", "code": "FAKE01", "racer": 1,
                      "token": "T" * 24, "snapshot": self.snapshot(), "replay": 0}  # fmt: skip
             await self.send("joined", reply, id=rid)
         elif t == "ready":
             await self.send("ok", {}, id=rid)
             await self.start()
+        elif t == "move" and self.race.move_error is not None:
+            await self.send("error", {**self.race.move_error, "seq": d["seq"]}, id=rid)
         elif t == "move":
             apply_entry(self.board, str(d["move"]))  # the bot plays legal moves
             self.log.append(str(d["move"]))

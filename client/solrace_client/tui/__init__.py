@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from ..errors import EXIT_FAILED
+from ..printable import printable
 from .app import SolraceApp
 
 
@@ -45,7 +46,10 @@ CONNECTING_NOTICE_S = 1.0
 
 
 def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    """A line on standard error, through printable as the command line's failure line
+    is: it may quote a server's refusal (a ``join`` refused with ``ESC [31m`` in its
+    message turned the terminal red) or name a server."""
+    print(printable(line), file=sys.stderr, flush=True)
 
 
 #: ``TERM`` values of terminals that cannot move their cursor (Emacs' ``M-x shell``,

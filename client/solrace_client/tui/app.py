@@ -42,6 +42,7 @@ from ..errors import (
     refusal_of,
     saved_race_over,
 )
+from ..printable import printable
 from ..roomview import RACE_OVER_GRACE_S, RoomView
 from ..session import (
     DROPPED,
@@ -312,6 +313,10 @@ class SolraceApp(App[int]):
 
     # --------------------------------------------------------------- status
     def say(self, message: str, style: str = "") -> None:
+        # Through printable, as the command line's failure line is: a line may quote a
+        # server's refusal or name a file, and Textual strips only BEL, BS, VT, FF and
+        # CR (a refusal holding ESC [31m turned the terminal red: a hostile server).
+        message = printable(message)
         self.status_text = Text(message, style=style)
         self.status_log.append(message)
         self._repaint()

@@ -8,10 +8,12 @@ from __future__ import annotations
 import pytest
 from solrace_client import results
 from solrace_client.cli import main
-from solrace_client.errors import EXIT_NO
+from solrace_client.errors import EXIT_FAILED, EXIT_NO
+from solrace_client.tui import _enter_then_run
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.widgets import LobbyScreen, PlayScreen, StandingsScreen
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from tests.client.test_bot_hostile import _own_log_cut
 from tests.support.fake_server import FakeRace, fake_server, rival_declared_winner
@@ -112,3 +114,48 @@ async def test_the_race_over_screen_and_verify_hold_the_log_to_the_moves_acknowl
         "FAIL racer 1 (Me): acknowledged moves: move 2 'D' was acknowledged, but the log "
         "revealed ends after 1 move"
     ) in said, said
+
+
+async def test_a_refusal_with_an_escape_sequence_is_shown_without_it() -> None:
+    """The command line's failure line and ``verify`` keep a server's escapes off the
+    terminal; the race screen's status line, one step away, did not: a server that
+    refused a move with ``illegal_move`` and a message holding ``ESC [31m`` had it
+    drawn as it is (Textual strips only BEL, BS, VT, FF and CR), so the terminal the
+    race was played in turned red."""
+    refusal = {"code": "illegal_move", "message": "no\x1b[31m red"}
+    async with fake_server(FakeRace(move_error=refusal)) as url:
+        app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"}, save=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+            await pilot.press("space")  # ready: the fake starts the race at once
+            await wait_until(
+                pilot,
+                lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
+                "the deal",
+            )
+            await pilot.press("colon")
+            app.screen.query_one("#move", Input).value = "1>F"
+            await pilot.press("enter")
+            screen = await wait_for_text(pilot, "no?[31m red")
+            assert "\x1b" not in screen and "\x1b" not in app.status_text.plain, screen
+            await pilot.press("q")
+            await wait_for_text(pilot, "Quit the race?")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: app.return_code is not None, "exit")
+
+
+async def test_an_entry_refused_with_an_escape_sequence_is_said_without_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The one line said when the entry fails (before any screen: ``solrace join``)
+    quoted the server's refusal as it came: a ``join`` refused with a message holding
+    ``ESC [31m`` wrote the escape to standard error (a red terminal), where the command
+    line's own failure line (``_fail``) keeps it off."""
+    refusal = {"code": "internal", "message": "full\x1b[31m red"}
+    async with fake_server(FakeRace(join_error=refusal)) as url:
+        app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"}, save=False)
+        status = await _enter_then_run(app)
+    err = capsys.readouterr().err
+    assert status == EXIT_FAILED, err
+    assert err.startswith("solrace: ") and "full?[31m red" in err, err
+    assert "\x1b" not in err, err
