@@ -45,6 +45,7 @@ from solrace.protocol.limits import (
     MAX_MOVE_LEN,
     MAX_NAME_LEN,
     MAX_RACERS,
+    MAX_ROOM_ID_LEN,
     MAX_TIME_LIMIT_S,
     MIN_RACERS,
     MIN_TIME_LIMIT_S,
@@ -74,8 +75,6 @@ def results_dir() -> Path:
 #: What a room id and a commitment are made of (docs/protocol.md §5, §15): anything
 #: else a server sent is not let into a file name.
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
-#: The longest room id the protocol has (``room`` = ``[A-Za-z0-9_-]{1,64}``).
-_ROOM_LEN: Final = 64
 
 
 def race_id(room: str, result: Mapping[str, Any]) -> str:
@@ -87,7 +86,7 @@ def race_id(room: str, result: Mapping[str, Any]) -> str:
     levels up, and ``room: "./."`` with commitment ``"/profile"`` replace
     ``profile.json``)."""
     commitment = result.get("commitment")
-    safe_room = _UNSAFE.sub("_", str(room)[:_ROOM_LEN]) or "room"
+    safe_room = _UNSAFE.sub("_", str(room)[:MAX_ROOM_ID_LEN]) or "room"
     safe_commitment = _UNSAFE.sub("_", commitment) if isinstance(commitment, str) else None
     return protocol.race_id(safe_room, safe_commitment or None)
 

@@ -9,6 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from solrace import protocol
+from solrace.protocol.fairness import RACE_ID
+from solrace.protocol.limits import MAX_RACE_ID_LEN, MAX_ROOM_ID_LEN
 from solrace_client.results import (
     Acknowledged,
     ResultNotFound,
@@ -28,6 +31,22 @@ from .conftest import YUKON, synthetic_result
 def test_a_solrace_servers_race_id_is_kept() -> None:
     result = synthetic_result()
     assert race_id("r_2147d18c011a", result) == f"r_2147d18c011a.{result['commitment'][:8]}"
+
+
+def test_a_race_id_at_the_protocols_limits_is_kept_and_read_back(config_dir: Path) -> None:
+    """The server's own id of a room as long as the protocol allows is the file's
+    name and its ``race``, whole, and the file reads back: the client bounds both by
+    the protocol's limits, not copies of them that could fall behind."""
+    room = "r" * MAX_ROOM_ID_LEN
+    result = synthetic_result()
+    rid = race_id(room, result)
+    assert rid == protocol.race_id(room, result["commitment"])
+    assert RACE_ID.fullmatch(rid) and len(rid) == MAX_RACE_ID_LEN
+    data = {"room": room, "race": rid, "settings": YUKON, "result": result}
+    path = config_dir / "races" / f"{rid}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert load_result(rid).race == rid
 
 
 @pytest.mark.parametrize(
