@@ -130,7 +130,10 @@ def kept_in(name: str, holds: str) -> Path:
     which says so."""
     path = usable_config_dir() / name
     try:
-        other = not path.is_dir() and (path.exists() or path.is_symlink())
+        # Whether anything is there first, then whether it is a directory: asked the
+        # other way round, another saver's mkdir between the two (a bot and a window
+        # saving a computer's first race) read as a file there, and the save failed.
+        other = (path.exists() or path.is_symlink()) and not path.is_dir()
     except OSError:  # unreadable on the way (EACCES): the file operation says it
         return path
     if other:

@@ -207,3 +207,25 @@ def test_a_relative_xdg_config_home_is_ignored_as_the_spec_says(
     assert config.config_dir() == tmp_path / ".config" / "solrace"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     assert config.config_dir() == tmp_path / "xdg" / "solrace"
+
+
+def test_the_races_directory_made_by_another_saver_meanwhile_is_used(
+    config_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two savers of the first race on a computer (a bot and a window watching its
+    room): the other's ``mkdir`` of ``races`` came between kept_in's ``is_dir`` (no)
+    and its ``exists`` (yes), and the save failed "races is not a directory" (seen in
+    tests/client/test_results.py's two saves at once, 1 run of 2). Here the directory
+    appears at the first look at whether anything is there, as the other saver's
+    ``mkdir`` would."""
+    races = config.usable_config_dir() / "races"
+    exists = Path.exists
+
+    def made_meanwhile(path: Path, *args: object, **kwargs: object) -> bool:
+        if path == races:
+            races.mkdir(parents=True, exist_ok=True)
+        return exists(path)
+
+    monkeypatch.setattr(Path, "exists", made_meanwhile)
+    assert config.kept_in("races", "its finished races") == races
+    assert races.is_dir()  # made by the other saver, as the test means, not left out
