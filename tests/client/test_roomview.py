@@ -467,3 +467,26 @@ def test_a_spectators_round_has_no_acknowledged_moves() -> None:
     s.apply(ev("countdown", 3, start_at_ms=100, commitment="c1"))
     s.apply(ev("race_over", 4, standings=[], commitment="c1", seed=1, salt="0" * 64))
     assert s.overs[4].acknowledged is None and s.overs[4].countdown_settings == YUKON
+
+
+def test_a_moved_reply_of_a_round_arriving_in_the_next_lobby_is_not_held_to_the_next() -> None:
+    """A retry of a round's stored move is answered ``moved`` after its race_over
+    (docs/protocol.md §11), and the reply may come after the rematch's ``room_reset``
+    (replies are sent when done, events as folded). Its ack belongs to the round
+    before: the next round's countdown forgets it, so the next round's log is not held
+    to a move it never had (a review of the acknowledged-moves check)."""
+    s = RoomView()
+    s.load(snapshot(), racer=1)
+    s.apply(ev("countdown", 3, start_at_ms=100, commitment="c1"))
+    s.apply(ev("started", 4, start_at_ms=100, ends_at_ms=900_100, commitment="c1"))
+    s.on_moved({"seq": 0, "board": _BOARD_2, "status": "playing", "moves": 1}, "1:1>2")
+    s.apply(ev("race_over", 5, standings=[], commitment="c1", seed=1, salt="0" * 64))
+    s.apply(ev("room_reset", 6, host=1, racers=[racer(1, "Ann"), racer(2, "Bob")]))
+    s.on_moved({"seq": 0, "board": _BOARD_2, "status": "playing", "moves": 1}, "1:1>2")
+    s.apply(ev("countdown", 7, start_at_ms=200, commitment="c2"))
+    s.apply(ev("started", 8, start_at_ms=200, ends_at_ms=900_200, commitment="c2"))
+    s.apply(ev("race_over", 9, standings=[], commitment="c2", seed=2, salt="0" * 64))
+    acknowledged = s.overs[9].acknowledged
+    assert acknowledged is not None and dict(acknowledged.moves) == {}
+    first = s.overs[5].acknowledged
+    assert first is not None and dict(first.moves) == {0: "1:1>2"}
