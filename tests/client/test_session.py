@@ -14,6 +14,7 @@ import pytest
 from solrace.net.admission import Admission, counted_as, parse_networks
 from solrace.protocol import Envelope
 from solrace.protocol.limits import RESUME_BURST, RESUME_INTERVAL_S
+from solrace.rooms.clock import SLEW_MS_PER_S
 from solrace_client import RaceClient, ServerError
 from solrace_client.errors import START_HINT, lost_reason
 from solrace_client.results import finished_race
@@ -142,15 +143,13 @@ async def test_a_resume_refused_as_too_soon_is_waited_out_on_the_same_connection
         refusals = [f.d for f in session.live.received if f.t == "error"]
         if refusals:
             break
-    # One refusal as a rule. A loaded CI run (cluster backend) saw a second one on the
-    # same connection after the first was waited out; the client waited that one out
-    # too and went on, which is what this test is about. Why the server refused the
-    # retry it had itself timed is not found yet (left open in the session's note).
-    codes = [r["code"] for r in refusals]
-    assert codes and set(codes) == {"rate_limited"} and len(codes) <= 2, codes
+    # One refusal: the retry after its retry_after_ms is taken. A loaded CI run saw a
+    # second one, a few ms short: the wait was the bucket's shortfall in the node's
+    # ms, and the node's clock may slew 0.5 % slow (tests/rooms/test_resume_bucket.py).
+    assert [r["code"] for r in refusals] == ["rate_limited"], refusals
     assert cuts >= RESUME_BURST + 1, cuts  # never before the burst is spent
     retry_ms = int(refusals[0]["retry_after_ms"])  # type: ignore[call-overload]
-    assert 0 < retry_ms <= RESUME_INTERVAL_S * 1000
+    assert 0 < retry_ms <= -(-RESUME_INTERVAL_S * 1000 * 1000 // (1000 - SLEW_MS_PER_S))
     # It waited the refusal out before asking again (a lower bound: a loaded machine
     # only adds to it; an upper one of 1 s failed at load 8).
     assert loop.time() - cut >= retry_ms / 1000

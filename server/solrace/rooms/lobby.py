@@ -45,6 +45,7 @@ from solrace.store import SeatClaim, token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
 from . import certify, listing, spectators
+from .clock import SLEW_MS_PER_S
 from .node import EMPTY_ROOM_TTL_S, first_racer, no_longer_exists, refuse
 from .records import RoomMeta, unpack_event
 from .room import LiveRoom
@@ -523,7 +524,7 @@ async def _resumed_locked(node: Node, peer: Peer, room: LiveRoom, racer: int) ->
     def decision() -> list[RoomEvent]:
         if _not_resumable(room, racer) is not None:
             return []
-        return decide_.resumed(room.state, racer, node.clock())
+        return decide_.resumed(room.state, racer, node.clock(), SLEW_MS_PER_S)
 
     try:
         await node.decide_locked(room, decision, conn=peer.conn_id, node=node.node_id)
@@ -630,7 +631,7 @@ async def resume(node: Node, peer: Peer, msg: Resume, request_id: int | None) ->
     if not again:
         # Refused at once, before the room's lock or any write, when the state folded
         # here already says so; decided again on the stored state (_resumed_locked).
-        too_soon = decide_.resume_too_soon(member, node.clock())
+        too_soon = decide_.resume_too_soon(member, node.clock(), SLEW_MS_PER_S)
         if too_soon is not None:
             raise _too_soon(node, peer, room, racer, too_soon)
         room.games.pop(racer, None)  # rebuild from the store: it may have moved elsewhere
