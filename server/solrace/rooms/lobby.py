@@ -19,6 +19,7 @@ from solrace.protocol.limits import (
     MAX_REPLAY_EVENTS,
     MAX_ROOMS_LISTED,
     RESUME_COST,
+    RESUME_INTERVAL_S,
     ROOM_CODE_ALPHABET,
     ROOM_CODE_LEN,
     SEAT_SETTLE_S,
@@ -66,6 +67,10 @@ LISTING_READS: Final = 2
 #: Hex digits of the digest a room keeps of a seat's address (seat_origin): 64 bits,
 #: plenty to tell the few addresses of one room apart.
 ORIGIN_HEX_DIGITS: Final = 16
+#: The longest ``retry_after_ms`` a resume refused ``rate_limited`` gives: the resume
+#: interval, stretched by the most a node's slewing clock lags the client's
+#: (decisions.resume_too_soon).
+RESUME_WAIT_MAX_MS: Final = -(-int(RESUME_INTERVAL_S * 1000) * 1000 // (1000 - SLEW_MS_PER_S))
 #: How long the room a client-proposed token was seated in can be found by that token
 #: alone (Store.claim_seat): a client whose ``joined`` reply was lost resumes within
 #: seconds, and the seat it could not find is freed by the 30 s disconnect grace once
