@@ -743,8 +743,7 @@ async def test_a_sweep_that_passed_over_a_room_waits_its_turn(
     monkeypatch.setattr(node_module, "LEASE_RENEW_S", 0.01)  # the loops' turns
     node = await backend.node()  # its loops have not run yet
     listings: list[str] = []
-    renewed: list[bool] = []
-    real_renew = node.store.renew_lease
+    renewed = _count_renewals(node)
 
     async def stuck() -> list[str]:
         listings.append("r_stuck")
@@ -753,16 +752,11 @@ async def test_a_sweep_that_passed_over_a_room_waits_its_turn(
     async def times_out(room_id: str) -> Any:
         raise StoreUnavailable("room_nodes: Timeout reading from Redis (injected)")
 
-    async def renew(node_id: str, ttl_ms: int) -> bool:
-        renewed.append(await real_renew(node_id, ttl_ms))
-        return renewed[-1]
-
     async def renewals() -> int:
         return len(renewed)
 
     setattr(node.store, "unarchived_rooms", stuck)  # noqa: B010 (a method of the instance)
     setattr(node.store, "room_nodes", times_out)  # noqa: B010
-    setattr(node.store, "renew_lease", renew)  # noqa: B010
 
     async def passed_over() -> set[str]:
         return node._sweep_failed
@@ -860,8 +854,7 @@ async def test_the_sweep_loop_sweeps_once_at_a_time_survives_failures_and_stops_
     running: list[int] = []
     most_at_once: list[int] = [0]
     cancelled: list[int] = []
-    renewed: list[bool] = []
-    real_renew = node.store.renew_lease
+    renewed = _count_renewals(node)
 
     async def sweep() -> None:
         began.append(len(began) + 1)
@@ -880,10 +873,6 @@ async def test_the_sweep_loop_sweeps_once_at_a_time_survives_failures_and_stops_
         finally:
             running.remove(began[-1])
 
-    async def renew(node_id: str, ttl_ms: int) -> bool:
-        renewed.append(await real_renew(node_id, ttl_ms))
-        return renewed[-1]
-
     async def sweeps() -> int:
         return len(began)
 
@@ -891,7 +880,6 @@ async def test_the_sweep_loop_sweeps_once_at_a_time_survives_failures_and_stops_
         return len(renewed)
 
     setattr(node, "sweep_orphans", sweep)  # noqa: B010 (what the loop calls)
-    setattr(node.store, "renew_lease", renew)  # noqa: B010
     with caplog.at_level(logging.WARNING, logger="solrace"):
         await _poll(sweeps, lambda n: n == 4, "the fourth sweep")
         seen = len(renewed)
@@ -924,13 +912,9 @@ async def test_rooms_redis_fails_every_sweep_are_no_outage_of_the_node(
     clock = Clock()
     node = await backend.node(clock=clock)  # its loops have not run yet
     stuck = [f"r_stuck{i}" for i in range(SWEEP_OUTAGE_ROOMS)]
-    noted, real_nodes, real_renew = (
-        node.store.unarchived_rooms,
-        node.store.room_nodes,
-        node.store.renew_lease,
-    )
+    noted, real_nodes = node.store.unarchived_rooms, node.store.room_nodes
     failed: list[str] = []
-    renewed: list[bool] = []
+    renewed = _count_renewals(node)
 
     async def with_stuck() -> list[str]:
         return [*stuck, *await noted()]
@@ -941,16 +925,11 @@ async def test_rooms_redis_fails_every_sweep_are_no_outage_of_the_node(
             raise StoreUnavailable("room_nodes: Timeout reading from Redis (injected)")
         return await real_nodes(room_id)
 
-    async def renew(node_id: str, ttl_ms: int) -> bool:
-        renewed.append(await real_renew(node_id, ttl_ms))
-        return renewed[-1]
-
     async def renewals() -> int:
         return len(renewed)
 
     setattr(node.store, "unarchived_rooms", with_stuck)  # noqa: B010 (a method of the instance)
     setattr(node.store, "room_nodes", times_out)  # noqa: B010
-    setattr(node.store, "renew_lease", renew)  # noqa: B010
     race = await _race_on(node, node)
     room = race.ann.room
     assert room is not None
@@ -1135,3 +1114,17 @@ async def test_a_lobby_noted_by_a_countdown_its_node_died_before_storing_is_left
     sweeper.rooms.pop(room.room_id, None)  # forgotten idle, as a node does
     await _sweep(sweeper)
     assert room.room_id not in await sweeper.store.unarchived_rooms(), "the lobby's note"
+
+
+def _count_renewals(node: Node) -> list[bool]:
+    """What Redis answered to each renewal of ``node``'s lease from now on, in order:
+    the lease loop's turns, which the sweep's own loop must never hold up."""
+    renewed: list[bool] = []
+    real_renew = node.store.renew_lease
+
+    async def renew(node_id: str, ttl_ms: int) -> bool:
+        renewed.append(await real_renew(node_id, ttl_ms))
+        return renewed[-1]
+
+    setattr(node.store, "renew_lease", renew)  # noqa: B010 (a method of the instance)
+    return renewed
