@@ -12,6 +12,8 @@ import time
 
 from solrace.protocol.limits import JOIN_BURST, JOIN_INTERVAL_S
 from solrace.race.events import EventType
+from solrace.rooms.clock import SLEW_MS_PER_S
+from solrace.rooms.lobby import JOIN_WAIT_MAX_MS
 from solrace.rooms.node import Node
 from solrace.rooms.records import unpack_event
 
@@ -61,7 +63,7 @@ async def test_an_address_joining_and_leaving_in_a_loop_is_slowed(backend: Backe
             assert (await churn.ask("leave")).t == "ok"
             continue
         assert (reply.t, reply.d["code"]) == ("error", "rate_limited"), reply.d
-        assert 0 < int(reply.d["retry_after_ms"]) <= JOIN_INTERVAL_S * 1000
+        assert 0 < int(reply.d["retry_after_ms"]) <= JOIN_WAIT_MAX_MS
         refused += 1
     assert (joined, refused) == (JOIN_BURST, 2 * JOIN_BURST)
     room = ann.room
@@ -103,3 +105,23 @@ async def test_a_rematch_gives_every_address_its_burst_again(backend: Backend) -
     assert (await ann.ask("rematch")).t == "ok"
     assert room.state.round == 2 and room.state.join_buckets == {}
     assert (await churn.ask("join", code=code, name="Churn")).t == "joined"
+
+
+async def test_a_join_sent_again_after_its_retry_after_is_taken_on_a_slewing_clock(
+    backend: Backend,
+) -> None:
+    """As a resume's (tests/rooms/test_resume_bucket.py): ``retry_after_ms`` is waited
+    out by the client's clock while the node's, slewing back toward the store's,
+    counts up to SLEW_MS_PER_S less of each second; the join sent again then is
+    taken."""
+    clock, _node, _ann, code, churn = await _private_lobby(backend)
+    for _ in range(JOIN_BURST):
+        assert (await churn.ask("join", code=code, name="Churn")).t == "joined"
+        assert (await churn.ask("leave")).t == "ok"
+    refusal = await churn.ask("join", code=code, name="Churn")
+    assert refusal.d.get("code") == "rate_limited", refusal.d
+    wait_ms = int(refusal.d["retry_after_ms"])  # type: ignore[call-overload]
+    assert 0 < wait_ms <= JOIN_WAIT_MAX_MS
+    clock.ahead_ms += wait_ms * (1000 - SLEW_MS_PER_S) // 1000
+    again = await churn.ask("join", code=code, name="Churn")
+    assert again.t == "joined", again.d

@@ -59,6 +59,7 @@ def join(
     origin: str | None = None,
     seats_per_origin: int = 0,
     now_ms: int | None = None,
+    slew_ms_per_s: int = 0,
 ) -> list[Event]:
     """A new racer; its id is the next never-used id of the room.
 
@@ -72,7 +73,8 @@ def join(
     number): every racer gets the same deal, so a second seat is a scout that turns
     cards up for the first (docs/fairness.md). Decided on the folded room like every
     join, so two nodes seating one address at once cannot both succeed. With
-    ``now_ms``, an origin past its join bucket is refused (:func:`join_too_soon`)."""
+    ``now_ms``, an origin past its join bucket is refused (:func:`join_too_soon`; the
+    wait it says stretched by ``slew_ms_per_s``: :func:`client_wait_ms`)."""
     if state.phase == Phase.FINISHED:
         # Not "already started": a racer of it may still ask for a rematch (whose
         # lobby takes joins), unless everyone has left (it then expires).
@@ -85,31 +87,50 @@ def join(
         raise RaceError("room_full", f"the room is full ({state.settings.max_racers} racers)")
     if seats_its_origin(state, origin, seats_per_origin):
         raise RaceError("same_address", ErrorCode.SAME_ADDRESS.message)
-    too_soon = None if origin is None or now_ms is None else join_too_soon(state, origin, now_ms)
+    too_soon = (
+        None
+        if origin is None or now_ms is None
+        else join_too_soon(state, origin, now_ms, slew_ms_per_s)
+    )
     if too_soon is not None:
         raise too_soon
     info = RacerState(state.next_racer, distinct_name(state, name)).info()
     return [event(EventType.RACER_JOINED, **info)]
 
 
-def join_too_soon(state: RoomState, origin: str, now_ms: int) -> RaceError | None:
+def join_too_soon(
+    state: RoomState, origin: str, now_ms: int, slew_ms_per_s: int = 0
+) -> RaceError | None:
     """The refusal of a join from ``origin`` (a seat digest) at ``now_ms`` past its
     address's join bucket this round — JOIN_BURST at once, then one every
     JOIN_INTERVAL_S (limits.py) — or None. A join and its leave are two events kept
     in the room's stream until its next rematch, and a token kept until it expires;
     a client looping join and leave in a lobby its host keeps open stored 20 events a
     second (a soak audit). Folded state timed by the store's clock, as the resume
-    bucket (:func:`resume_too_soon`), so it holds whichever node each join reaches."""
+    bucket (:func:`resume_too_soon`), so it holds whichever node each join reaches;
+    the wait it says is the bucket's shortfall as the client counts it
+    (:func:`client_wait_ms`)."""
     left = join_bucket_ms(state, origin, now_ms)
     if left >= JOIN_INTERVAL_MS:
         return None
-    wait_ms = JOIN_INTERVAL_MS - left
+    wait_ms = client_wait_ms(JOIN_INTERVAL_MS - left, slew_ms_per_s)
     return RaceError(
         "rate_limited",
         f"you joined this room too often ({JOIN_BURST} in a row, then one every"
         f" {JOIN_INTERVAL_S:g} s): join again in {wait_ms} ms",
         retry_after_ms=wait_ms,
     )
+
+
+def client_wait_ms(shortfall_ms: int, slew_ms_per_s: int) -> int:
+    """The ``retry_after_ms`` to say for a bucket ``shortfall_ms`` short, in the node's
+    ms. The client waits it out by its own clock, and the node's may count
+    ``slew_ms_per_s`` less of each second (slewing back toward the store's, at most
+    rooms/clock.py's SLEW_MS_PER_S): the shortfall alone, waited out to the ms, found
+    the retry a few ms short again (a loaded CI run, a second refusal on the same
+    connection; tests/rooms/test_resume_bucket.py, test_join_churn.py), so it is
+    stretched by as much, rounded up."""
+    return -(-shortfall_ms * 1000 // (1000 - slew_ms_per_s))
 
 
 def _race_over_refusal(state: RoomState) -> str:
@@ -302,18 +323,11 @@ def resume_too_soon(member: RacerState, now_ms: int, slew_ms_per_s: int = 0) -> 
     state, timed by the store's clock every node shares, so it holds whichever node
     each resume reaches; ``retry_after_ms`` says when the next may (at most the
     interval: a node's clock a moment behind the one that stored the last counts
-    no time since it).
-
-    The client waits ``retry_after_ms`` by its own clock, and the node's may count
-    ``slew_ms_per_s`` less of each second (slewing back toward the store's, at most
-    rooms/clock.py's SLEW_MS_PER_S): the bucket's shortfall alone, waited out to the
-    ms, found the retry a few ms short again (a loaded CI run, a second refusal on
-    the same connection; tests/rooms/test_resume_bucket.py), so it is stretched by as
-    much, rounded up."""
+    no time since it), as the client counts it (:func:`client_wait_ms`)."""
     left = resume_bucket_ms(member, now_ms)
     if left >= RESUME_INTERVAL_MS:
         return None
-    wait_ms = -(-(RESUME_INTERVAL_MS - left) * 1000 // (1000 - slew_ms_per_s))
+    wait_ms = client_wait_ms(RESUME_INTERVAL_MS - left, slew_ms_per_s)
     return RaceError(
         "rate_limited",
         f"you resumed too often ({RESUME_BURST} in a row, then one every"

@@ -19,7 +19,6 @@ from solrace.protocol.limits import (
     MAX_REPLAY_EVENTS,
     MAX_ROOMS_LISTED,
     RESUME_COST,
-    RESUME_INTERVAL_S,
     ROOM_CODE_ALPHABET,
     ROOM_CODE_LEN,
     SEAT_SETTLE_S,
@@ -42,6 +41,7 @@ from solrace.race import RaceError, RoomSettings, validate_settings
 from solrace.race import decisions as decide_
 from solrace.race.events import RoomEvent
 from solrace.race.settings import default_deals
+from solrace.race.state import JOIN_INTERVAL_MS, RESUME_INTERVAL_MS
 from solrace.store import SeatClaim, token_digest
 from solrace.store.errors import CodeTaken, StoreUnavailable
 
@@ -67,10 +67,11 @@ LISTING_READS: Final = 2
 #: Hex digits of the digest a room keeps of a seat's address (seat_origin): 64 bits,
 #: plenty to tell the few addresses of one room apart.
 ORIGIN_HEX_DIGITS: Final = 16
-#: The longest ``retry_after_ms`` a resume refused ``rate_limited`` gives: the resume
-#: interval, stretched by the most a node's slewing clock lags the client's
-#: (decisions.resume_too_soon).
-RESUME_WAIT_MAX_MS: Final = -(-int(RESUME_INTERVAL_S * 1000) * 1000 // (1000 - SLEW_MS_PER_S))
+#: The longest ``retry_after_ms`` a resume (a join) refused ``rate_limited`` gives: the
+#: bucket's interval, stretched by the most a node's slewing clock lags the client's
+#: (decisions.client_wait_ms).
+RESUME_WAIT_MAX_MS: Final = decide_.client_wait_ms(RESUME_INTERVAL_MS, SLEW_MS_PER_S)
+JOIN_WAIT_MAX_MS: Final = decide_.client_wait_ms(JOIN_INTERVAL_MS, SLEW_MS_PER_S)
 #: How long the room a client-proposed token was seated in can be found by that token
 #: alone (Store.claim_seat): a client whose ``joined`` reply was lost resumes within
 #: seconds, and the seat it could not find is freed by the 30 s disconnect grace once
@@ -383,7 +384,9 @@ async def _join(
         # A join the folded state already refuses (room full, too many joins, …) is
         # refused before it writes a claim: refusals must not leave keys behind.
         try:
-            decide_.join(room.state, name, origin, node.seats_per_address, node.clock())
+            decide_.join(
+                room.state, name, origin, node.seats_per_address, node.clock(), SLEW_MS_PER_S
+            )
         except RaceError as exc:
             raise refuse(exc) from None
         # One seat per token: two racers under one digest would make a resume by it
@@ -394,7 +397,9 @@ async def _join(
         claim = await _claim_seat(node, room.room_id, proposed)  # to release if not stored
 
     def decision() -> list[RoomEvent]:
-        events = decide_.join(room.state, name, origin, node.seats_per_address, node.clock())
+        events = decide_.join(
+            room.state, name, origin, node.seats_per_address, node.clock(), SLEW_MS_PER_S
+        )
         joined[:] = [events[0].racer]
         return events
 
