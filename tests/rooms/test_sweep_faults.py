@@ -1128,3 +1128,34 @@ def _count_renewals(node: Node) -> list[bool]:
 
     setattr(node.store, "renew_lease", renew)  # noqa: B010 (a method of the instance)
     return renewed
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_a_note_in_both_sets_of_a_room_gone_cut_between_its_clears_is_cleared_next(
+    backend: Backend, fault: str
+) -> None:
+    """A room whose keys are gone leaves both its notes (Store.clear_unarchived with
+    no round): this release's, then an earlier release's (Keys.unarchived), two
+    writes. Redis failing between them, or the sweeping node dying there, leaves the
+    earlier release's note; the next sweep finds the room gone again and clears it."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    race = await _race_on(node, node, private=True)
+    room = race.ann.room
+    assert room is not None
+    await node.store._redis.sadd(node.store.keys.unarchived, room.room_id)
+    assert await node.store.archive_note(room.room_id) is not None  # noted by its countdown
+    sweeper = await _node(backend, clock)
+    await _dead(node, by=sweeper)
+    await delete_room_keys(sweeper.store, room.room_id)  # its keys expired
+    cut = _cut(sweeper, "clear_legacy_note", fault)
+    await _sweep(sweeper)
+    assert cut == ["clear_legacy_note"], cut
+    nxt = sweeper
+    if fault == "node dies":
+        nxt = await _node(backend, clock)
+        await _dead(sweeper, by=nxt)
+    assert await nxt.store.archive_note(room.room_id) is None, "the first write was made"
+    assert room.room_id in await nxt.store.unarchived_rooms(), "the second was not"
+    await _sweep(nxt)
+    assert room.room_id not in await nxt.store.unarchived_rooms(), "the earlier release's note"
