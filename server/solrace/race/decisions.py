@@ -17,12 +17,10 @@ from typing import Any, Final
 from solrace.protocol.errors import ErrorCode
 from solrace.protocol.limits import (
     JOIN_BURST,
-    JOIN_INTERVAL_S,
     MAX_NAME_LEN,
     MAX_UNREADY,
     MIN_RACERS_TO_START,
     RESUME_BURST,
-    RESUME_INTERVAL_S,
 )
 from solrace.protocol.views import LeaveReason, Phase, RacerStatus, end_reason
 
@@ -111,14 +109,8 @@ def join_too_soon(
     the wait it says is the bucket's shortfall as the client counts it
     (:func:`client_wait_ms`)."""
     left = join_bucket_ms(state, origin, now_ms)
-    if left >= JOIN_INTERVAL_MS:
-        return None
-    wait_ms = client_wait_ms(JOIN_INTERVAL_MS - left, slew_ms_per_s)
-    return RaceError(
-        "rate_limited",
-        f"you joined this room too often ({JOIN_BURST} in a row, then one every"
-        f" {JOIN_INTERVAL_S:g} s): join again in {wait_ms} ms",
-        retry_after_ms=wait_ms,
+    return _bucket_refusal(
+        left, JOIN_BURST, JOIN_INTERVAL_MS, slew_ms_per_s, "joined this room", "join"
     )
 
 
@@ -131,6 +123,23 @@ def client_wait_ms(shortfall_ms: int, slew_ms_per_s: int) -> int:
     connection; tests/rooms/test_resume_bucket.py, test_join_churn.py), so it is
     stretched by as much, rounded up."""
     return -(-shortfall_ms * 1000 // (1000 - slew_ms_per_s))
+
+
+def _bucket_refusal(
+    left_ms: int, burst: int, interval_ms: int, slew_ms_per_s: int, did: str, do: str
+) -> RaceError | None:
+    """The ``rate_limited`` refusal of a bucket holding ``left_ms`` (``burst`` at once,
+    then one every ``interval_ms``), None if it holds one more: the join and resume
+    buckets' one wording and wait (:func:`client_wait_ms`)."""
+    if left_ms >= interval_ms:
+        return None
+    wait_ms = client_wait_ms(interval_ms - left_ms, slew_ms_per_s)
+    return RaceError(
+        "rate_limited",
+        f"you {did} too often ({burst} in a row, then one every {interval_ms / 1000:g} s):"
+        f" {do} again in {wait_ms} ms",
+        retry_after_ms=wait_ms,
+    )
 
 
 def _race_over_refusal(state: RoomState) -> str:
@@ -325,14 +334,8 @@ def resume_too_soon(member: RacerState, now_ms: int, slew_ms_per_s: int = 0) -> 
     interval: a node's clock a moment behind the one that stored the last counts
     no time since it), as the client counts it (:func:`client_wait_ms`)."""
     left = resume_bucket_ms(member, now_ms)
-    if left >= RESUME_INTERVAL_MS:
-        return None
-    wait_ms = client_wait_ms(RESUME_INTERVAL_MS - left, slew_ms_per_s)
-    return RaceError(
-        "rate_limited",
-        f"you resumed too often ({RESUME_BURST} in a row, then one every"
-        f" {RESUME_INTERVAL_S:g} s): resume again in {wait_ms} ms",
-        retry_after_ms=wait_ms,
+    return _bucket_refusal(
+        left, RESUME_BURST, RESUME_INTERVAL_MS, slew_ms_per_s, "resumed", "resume"
     )
 
 
