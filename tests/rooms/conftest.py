@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from solrace.race import RacerGame
 from solrace.rooms import requests
 from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
+from solrace.rooms.room import LiveRoom
 from solrace.store import Store
 
 from tests.net.conftest import SOLVABLE_SECRET
@@ -73,6 +75,67 @@ class FakePeer(Peer):
                 await asyncio.sleep(0.005)
 
 
+def started_node(store: Store, clock: Callable[[], int] | None = None) -> Node:
+    """A started node on ``store``: countdowns of 0.1 s, the known test deal (its
+    certification the first candidate's), ``clock`` its clock (None: its own)."""
+    node = Node(
+        store,
+        room_secret=lambda: SOLVABLE_SECRET,
+        candidates_in_flight=1,  # the known deal: candidate 0, won first in order
+        countdown_ms=100,
+        clock=clock,
+    )
+    node.start()
+    return node
+
+
+@dataclass
+class Lobby:
+    """Ann's Yukon lobby with Bob in it (:func:`lobby_of_two`)."""
+
+    ann: FakePeer
+    bob: FakePeer
+    #: Ann's create reply: the room's code, her token, the snapshot with its settings.
+    created: Envelope
+    #: Bob's join reply: his racer and token.
+    joined: Envelope
+
+    @property
+    def room(self) -> LiveRoom:
+        """The room as Ann's node holds it."""
+        assert self.ann.room is not None
+        return self.ann.room
+
+
+async def lobby_of_two(
+    ann_node: Node, bob_node: Node | None = None, *, ready: bool = True, **settings: object
+) -> Lobby:
+    """Ann creates a Yukon room on ``ann_node`` (with ``settings``) and Bob joins it on
+    ``bob_node`` (None: the same node). ``ready``: Bob says he is and the room's deal
+    is chosen, so the host may start."""
+    ann, bob = FakePeer(ann_node), FakePeer(bob_node or ann_node)
+    created = await ann.ask("create", variant="yukon", name="Ann", **settings)
+    assert created.t == "joined", created.d
+    joined = await bob.ask("join", code=str(created.d["code"]), name="Bob")
+    assert joined.t == "joined", joined.d
+    if ready:
+        assert (await bob.ask("ready", ready=True)).t == "ok"
+        await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    return Lobby(ann, bob, created, joined)
+
+
+async def started_race(
+    ann_node: Node, bob_node: Node | None = None, **settings: object
+) -> tuple[Lobby, Envelope]:
+    """:func:`lobby_of_two`, started by its host: the lobby and the ``started`` event
+    (its commitment), once both racers have it."""
+    lobby = await lobby_of_two(ann_node, bob_node, **settings)
+    assert (await lobby.ann.ask("start")).t == "ok"
+    started = await lobby.ann.until(lambda f: f.t == "started")
+    await lobby.bob.until(lambda f: f.t == "started")
+    return lobby, started
+
+
 class Backend:
     def __init__(self, kind: str, data_dir: Path) -> None:
         self.kind = kind
@@ -94,14 +157,7 @@ class Backend:
                 store = await self._first.sibling()
         else:
             store = await connect_or_fail(self.kind, self.prefix)
-        node = Node(
-            store,
-            room_secret=lambda: SOLVABLE_SECRET,
-            candidates_in_flight=1,  # the known deal: candidate 0, won first in order
-            countdown_ms=100,
-            clock=clock,
-        )
-        node.start()
+        node = started_node(store, clock)
         self.nodes.append(node)
         return node
 

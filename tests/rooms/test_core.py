@@ -39,7 +39,7 @@ from tests.store.conftest import delete_room_keys, room_keys
 from tests.support.faults import Clock, StoreFaults
 from tests.support.race import archived_result, winning_moves
 
-from .conftest import SOLVABLE_SECRET, Backend, FakePeer
+from .conftest import SOLVABLE_SECRET, Backend, FakePeer, started_race
 
 
 class _Race(NamedTuple):
@@ -51,22 +51,24 @@ class _Race(NamedTuple):
     #: Bob's resume token (from his join).
     bob_token: str = ""
 
+    @property
+    def room(self) -> LiveRoom:
+        """The room as Ann's node holds it."""
+        assert self.ann.room is not None
+        return self.ann.room
+
 
 async def _race_on(ann_node: Node, bob_node: Node, **settings: object) -> _Race:
     """Ann creates a Yukon room on ``ann_node`` (with ``settings``), Bob joins it on
     ``bob_node``, and the race starts."""
-    ann, bob = FakePeer(ann_node), FakePeer(bob_node)
-    created = await ann.ask("create", variant="yukon", name="Ann", **settings)
-    assert created.t == "joined", created.d
-    settings = dict(created.d["snapshot"]["settings"])  # type: ignore[index]
-    joined = await bob.ask("join", code=str(created.d["code"]), name="Bob")
-    assert joined.t == "joined", joined.d
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    assert (await ann.ask("start")).t == "ok"
-    started = await ann.until(lambda f: f.t == "started")
-    await bob.until(lambda f: f.t == "started")
-    return _Race(ann, bob, settings, str(started.d["commitment"]), str(joined.d["token"]))
+    lobby, started = await started_race(ann_node, bob_node, **settings)
+    return _Race(
+        lobby.ann,
+        lobby.bob,
+        dict(lobby.created.d["snapshot"]["settings"]),  # type: ignore[index]
+        str(started.d["commitment"]),
+        str(lobby.joined.d["token"]),
+    )
 
 
 async def _race(backend: Backend) -> tuple[FakePeer, FakePeer]:
@@ -182,9 +184,7 @@ async def test_each_racers_end_is_logged_once_by_the_node_that_decided_it(
     caplog.set_level(logging.INFO, logger="solrace")
     node = await backend.node()
     race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
+    ann, bob, room = race.ann, race.bob, race.room
     numbers = {r.name: r.racer for r in room.state.racers.values()}
     assert (await bob.ask("resign")).t == "ok"
     assert (await ann.ask("leave")).t == "ok"
@@ -852,9 +852,7 @@ async def test_a_finished_room_everyone_left_expires_in_ten_minutes_and_says_so(
     (``wrong_phase``, as documented for a join outside a lobby), and who is left."""
     node = await backend.node()
     race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
+    ann, bob, room = race.ann, race.bob, race.room
     for peer in (ann, bob):
         assert (await peer.ask("resign")).t == "ok"
     await bob.until(lambda f: f.t == "race_over")
@@ -1278,9 +1276,7 @@ async def test_a_decision_about_a_room_whose_keys_are_gone_is_unknown_room_at_on
     closed room_gone, the decision unknown_room."""
     node = await backend.node()
     race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
+    ann, bob, room = race.ann, race.bob, race.room
     if when == "expired after the race":
         assert (await ann.ask("resign")).t == "ok"
         assert (await bob.ask("resign")).t == "ok"
@@ -1317,9 +1313,7 @@ async def test_a_move_in_a_room_redis_lost_whole_writes_nothing_and_closes_it(
     whole room" twice (a CI run under load)."""
     node = await backend.node()
     race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
+    ann, bob, room = race.ann, race.bob, race.room
     await delete_room_keys(node.store, room.room_id)
     real = node.store.append_move
 
@@ -1368,9 +1362,7 @@ async def test_a_racer_dropping_after_its_rooms_keys_expired_is_not_recorded_for
     exists has nothing to record: one line a racer, no retry, no task left running."""
     node = await backend.node()
     race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
+    ann, bob, room = race.ann, race.bob, race.room
     assert (await ann.ask("resign")).t == "ok"
     assert (await bob.ask("resign")).t == "ok"
     await bob.until(lambda f: f.t == "race_over")
@@ -1656,9 +1648,7 @@ async def test_a_step_of_the_system_clock_mid_race_ends_no_race(
     Its race clock never steps now: the race goes on, to its finish, and verifies."""
     node = await backend.node()
     race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
+    ann, bob, room = race.ann, race.bob, race.room
     moves = winning_moves(SOLVABLE_SECRET)
     assert (await ann.ask("move", seq=0, move=moves[0])).t == "moved"
     real_time_ns = time.time_ns
@@ -1693,9 +1683,7 @@ async def test_a_racers_log_times_stay_in_order_across_nodes_whose_clocks_differ
     fast_clock.offset_ms = 2000
     fast = await backend.node(clock=fast_clock)
     race = await _race_on(slow, slow)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
+    ann, bob, room = race.ann, race.bob, race.room
     token = (await ann.until(lambda f: f.t == "joined")).d["token"]
     moves = winning_moves(SOLVABLE_SECRET)
     half = len(moves) // 2

@@ -33,7 +33,7 @@ from tests.net.conftest import SOLVABLE_SECRET
 from tests.support.faults import Clock, Crashed, StoreFaults
 from tests.support.race import archived_result, winning_moves
 
-from .conftest import Backend, FakePeer
+from .conftest import Backend, FakePeer, lobby_of_two
 from .test_core import _Race, _race_on
 from .test_fault_windows import GRACE_S, _poll, _stored
 
@@ -244,16 +244,9 @@ async def test_a_race_whose_lone_node_dies_as_it_begins_begins_on_the_next_one(
     ever), each racer gets its board, and it is raced and ends once."""
     clock = Clock()
     node = await backend.node(clock=clock)
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    assert created.t == "joined", created.d
+    ready = await lobby_of_two(node)
+    ann, created, joined, room = ready.ann, ready.created, ready.joined, ready.room
     settings = dict(created.d["snapshot"]["settings"])  # type: ignore[index]
-    joined = await bob.ask("join", code=str(created.d["code"]), name="Bob")
-    assert joined.t == "joined", joined.d
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    room = ann.room
-    assert room is not None
     faults = StoreFaults(node.store)
     crashed: list[str] = []
     if dies == "after its countdown":

@@ -53,7 +53,7 @@ from tests.support.faults import Clock, Crashed, StoreFaults
 from tests.support.race import archived_result, winning_moves
 from tests.support.redis import new_prefix, redis_process
 
-from .conftest import Backend, FakePeer
+from .conftest import Backend, FakePeer, lobby_of_two
 from .test_core import _race_on, _room_ttl_ms
 
 T = TypeVar("T")
@@ -163,6 +163,17 @@ async def _past_grace(clock: Clock, node: Node, room: LiveRoom) -> None:
     await node.tick(room)
 
 
+async def _bob_racing_alone(node: Node) -> tuple[FakePeer, FakePeer, LiveRoom, int]:
+    """A race on ``node`` that Ann has resigned, Bob racing on alone: Ann's peer,
+    Bob's, the room and Bob's racer."""
+    race = await _race_on(node, node)
+    ann, bob = race.ann, race.bob
+    room, bob_id = bob.room, bob.racer
+    assert room is not None and bob_id is not None
+    assert (await ann.ask("resign")).t == "ok"
+    return ann, bob, room, bob_id
+
+
 def _status(over: Envelope, name: str) -> object:
     standings = over.d["standings"]
     assert isinstance(standings, list)
@@ -177,11 +188,7 @@ async def test_a_disconnect_redis_fails_to_record_twice_is_logged_once_a_try(
     "could not record a racer offline: retrying" twice in the same millisecond; it
     now waits WRITE_RETRY_S first, and each failed try is one line."""
     node = await backend.node(clock=Clock())
-    race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room, bob_id = bob.room, bob.racer
-    assert room is not None and bob_id is not None
-    assert (await ann.ask("resign")).t == "ok"
+    ann, bob, _room, bob_id = await _bob_racing_alone(node)
     first = _fail_once(node.store, "append_event", _storing(EventType.PRESENCE))
     second = _fail_once(node.store, "append_event", _storing(EventType.PRESENCE))
     caplog.set_level(logging.WARNING, logger="solrace.node")
@@ -543,11 +550,7 @@ async def test_a_leave_redis_fails_is_refused_and_its_retry_recorded(backend: Ba
     refused and Bob is still in the room, so his retry is stored: he has left, and the
     race, with nobody playing, ends at once (not at its time limit)."""
     node = await backend.node()
-    race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room, bob_id = bob.room, bob.racer
-    assert room is not None and bob_id is not None
-    assert (await ann.ask("resign")).t == "ok"
+    ann, bob, room, bob_id = await _bob_racing_alone(node)
     failed = _fail_once(node.store, "append_event", _storing(EventType.RACER_LEFT))
     first = await bob.ask("leave")
     assert failed
@@ -570,11 +573,7 @@ async def test_a_disconnect_redis_fails_to_record_is_recorded_and_forfeits(
     he leaves when it ends, and the race he held open is over."""
     clock = Clock()
     node = await backend.node(clock=clock)
-    race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room, bob_id = bob.room, bob.racer
-    assert room is not None and bob_id is not None
-    assert (await ann.ask("resign")).t == "ok"
+    ann, bob, room, bob_id = await _bob_racing_alone(node)
     failed = _fail_once(node.store, "append_event", _storing(EventType.PRESENCE))
     bob.closed = True
     await lobby.disconnected(node, bob)
@@ -807,11 +806,8 @@ async def test_a_start_or_resign_whose_reply_was_lost_is_ok_when_retried(
     decision made. A host's start and a racer's resign so retried were refused
     ``wrong_phase`` (the state was right, the answer wrong: an audit)."""
     node = await backend.node()
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    ready = await lobby_of_two(node)
+    ann, bob = ready.ann, ready.bob
     lost = _reply_lost_once(
         node.store, "append_event", lambda _r, data, *_a, **_kw: _event_type(data) == "countdown"
     )
@@ -896,9 +892,7 @@ async def test_a_race_its_lone_node_died_ending_is_ended_and_archived_by_the_nex
     lapsed, end the race if it is not ended, and archive its result."""
     node = await backend.node()
     race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
+    ann, bob, room = race.ann, race.bob, race.room
     assert (await ann.ask("resign")).t == "ok"
     if dies == "before its race_over":
         crashed = _dies_at(node, {"append_event": _storing(EventType.RACE_OVER)})
@@ -1096,19 +1090,6 @@ async def test_a_listed_lobby_whose_only_node_died_is_adopted_and_its_ghost_leav
     assert room.room_id not in await nxt.store.listed_rooms()
 
 
-async def _ready_lobby(node: Node) -> tuple[FakePeer, FakePeer, LiveRoom]:
-    """Ann's Yukon lobby, Bob joined and ready, its deal chosen: the host may start."""
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann")
-    assert created.t == "joined", created.d
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    room = ann.room
-    assert room is not None
-    return ann, bob, room
-
-
 async def test_a_start_whose_countdown_write_fails_after_its_note_is_refused_and_retried(
     backend: Backend,
 ) -> None:
@@ -1118,7 +1099,8 @@ async def test_a_start_whose_countdown_write_fails_after_its_note_is_refused_and
     is still a lobby (the sweep leaves a noted lobby alone); the host's retry starts
     the race, which ends, is archived, and its note cleared."""
     node = await backend.node()
-    ann, bob, room = await _ready_lobby(node)
+    ready = await lobby_of_two(node)
+    ann, bob, room = ready.ann, ready.bob, ready.room
 
     failed = _fail_once(node.store, "append_event", _storing(EventType.COUNTDOWN))
     refused = await _replies(ann, "start")
@@ -1154,7 +1136,8 @@ async def test_a_start_whose_board_read_fails_still_sends_the_racer_its_board(
     after ``started`` — and only warnings were logged (a Redis stall of 6 s in the
     start window left 9 of 50 of the server benchmark's rooms unstarted this way)."""
     node = await backend.node()
-    ann, bob, room = await _ready_lobby(node)
+    ready = await lobby_of_two(node)
+    ann, bob, room = ready.ann, ready.bob, ready.room
     assert (await ann.ask("start")).t == "ok"
     failed = _fail_once(node.store, "move_log")  # the start comes a countdown later
     await ann.until(lambda f: f.t == "started")

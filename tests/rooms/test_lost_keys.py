@@ -54,9 +54,7 @@ async def test_a_room_key_lost_alone_is_one_resync_and_the_race_goes_on(
     caplog.set_level(logging.INFO)
     node = await backend.node()
     race = await _race_on(node, node)
-    ann, bob = race.ann, race.bob
-    room = ann.room
-    assert room is not None
+    ann, bob, room = race.ann, race.bob, race.room
     moves = winning_moves(SOLVABLE_SECRET)
     for seq in range(3):
         assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"

@@ -18,7 +18,7 @@ from solrace.rooms.room import LiveRoom
 
 from tests.support.race import check_no_leaks, winning_moves
 
-from .conftest import SOLVABLE_SECRET, Backend, EngineWork, FakePeer
+from .conftest import SOLVABLE_SECRET, Backend, EngineWork, FakePeer, started_race
 from .test_core import _race
 from .test_new_spectator_boards import _replayed
 
@@ -45,17 +45,26 @@ async def _quiet_spell(room: LiveRoom) -> None:
             await asyncio.sleep(0.01)
 
 
+async def _watched(
+    backend: Backend, **settings: object
+) -> tuple[Node, FakePeer, FakePeer, FakePeer]:
+    """Ann and Bob racing in a room (with ``settings``) on a node of ``backend``,
+    watched by ``spy``: the node and the three peers."""
+    node = await backend.node()
+    lobby, _started = await started_race(node, **settings)
+    spy = FakePeer(node)
+    code = str(lobby.created.d["code"])
+    assert (await spy.ask("watch", code=code)).t == "watching"
+    return node, lobby.ann, lobby.bob, spy
+
+
 async def test_boards_go_out_at_once_after_a_quiet_spell_then_in_batches(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Five moves must fit in one interval whatever the machine's load: the interval
     # is longer here than the default (0.1 s), which a slow CI machine can exceed.
     monkeypatch.setattr(spectators, "BOARD_INTERVAL_S", 0.5)
-    ann, bob = await _race(backend)
-    node = ann.node
-    spy = FakePeer(node)
-    code = str(ann.frames[0].d["code"])
-    assert (await spy.ask("watch", code=code)).t == "watching"
+    node, ann, bob, spy = await _watched(backend)
     racer = int(ann.frames[0].d["racer"])
     moves = winning_moves(SOLVABLE_SECRET)
     # Bob has made Ann's moves first: every card Ann turns up is one he has seen, so
@@ -92,11 +101,7 @@ async def test_a_node_that_stops_drops_the_batch_still_due(
     # The second and third moves must come within the first one's interval, whatever
     # the machine's load: a longer interval than the default.
     monkeypatch.setattr(spectators, "BOARD_INTERVAL_S", 0.5)
-    ann, _bob = await _race(backend)
-    node = ann.node
-    spy = FakePeer(node)
-    code = str(ann.frames[0].d["code"])
-    assert (await spy.ask("watch", code=code)).t == "watching"
+    node, ann, _bob, spy = await _watched(backend)
     moves = winning_moves(SOLVABLE_SECRET)
     for seq in range(3):
         assert (await ann.ask("move", seq=seq, move=moves[seq])).t == "moved"
@@ -112,18 +117,7 @@ async def test_a_node_that_stops_drops_the_batch_still_due(
 async def _watched_with_a_delay(backend: Backend) -> tuple[Node, FakePeer, FakePeer, FakePeer]:
     """Ann and Bob racing in a room whose spectators see boards 1 s late, watched by
     ``spy``: the node and the three peers."""
-    node = await backend.node()
-    ann, bob, spy = FakePeer(node), FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann", spectator_delay_s=1)
-    assert created.t == "joined", created.d
-    code = str(created.d["code"])
-    assert (await bob.ask("join", code=code, name="Bob")).t == "joined"
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    assert (await ann.ask("start")).t == "ok"
-    await ann.until(lambda f: f.t == "started")
-    assert (await spy.ask("watch", code=code)).t == "watching"
-    return node, ann, bob, spy
+    return await _watched(backend, spectator_delay_s=1)
 
 
 async def test_a_node_that_stops_drops_the_boards_still_delayed(backend: Backend) -> None:

@@ -44,8 +44,8 @@ from tests.store.conftest import delete_room_keys, room_keys
 from tests.support.faults import Clock, Crashed, StoreFaults
 from tests.support.race import archived_result, winning_moves
 
-from .conftest import SOLVABLE_SECRET, Backend, FakePeer
-from .test_core import _race_on
+from .conftest import SOLVABLE_SECRET, Backend, FakePeer, lobby_of_two
+from .test_core import _Race, _race_on
 from .test_fault_windows import GRACE_S, _all_between, _always, _dies_at, _poll, _ttls, _value
 from .test_take_up_faults import FAULTS, _cut, _dead, _forfeited_once, _node, _sweep
 
@@ -519,6 +519,33 @@ async def test_a_room_that_times_out_every_sweep_goes_last_in_the_next(
     assert await sweeper.store.listed_rooms() == failing
 
 
+async def _private_race_and_another_node(
+    backend: Backend,
+) -> tuple[Clock, Node, Node, _Race, LiveRoom]:
+    """Two nodes on one clock, and a private race on the first: the deciding node, the
+    one a rematch is decided on, the race and its room."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    other = await _node(backend, clock)
+    race = await _race_on(node, node, private=True)
+    room = race.ann.room
+    assert room is not None
+    return clock, node, other, race, room
+
+
+async def _adopted_once_both_die(
+    backend: Backend, clock: Clock, room: LiveRoom, node: Node, other: Node
+) -> Node:
+    """Both nodes dead in the room's new race: the next node, whose sweep must have
+    adopted it."""
+    sweeper = await _node(backend, clock)
+    await _dead(node, by=sweeper)
+    await _dead(other, by=sweeper)
+    await _sweep(sweeper)
+    assert room.room_id in sweeper.rooms, "no sweep adopted the new race"
+    return sweeper
+
+
 async def test_the_deciding_node_keeps_the_note_of_a_rematch_begun_before_its_clear(
     backend: Backend,
 ) -> None:
@@ -529,12 +556,7 @@ async def test_the_deciding_node_keeps_the_note_of_a_rematch_begun_before_its_cl
     the new race was no longer noted, and its node dying in it left it unarchived,
     adopted by no sweep. Here the deciding node then dies mid new race: the next
     node's sweep must find the room, end the new race and archive it."""
-    clock = Clock()
-    node = await _node(backend, clock)
-    other = await _node(backend, clock)
-    race = await _race_on(node, node, private=True)
-    room = race.ann.room
-    assert room is not None
+    clock, node, other, race, room = await _private_race_and_another_node(backend)
     real = node.store.save_result
     rematched: list[str] = []
 
@@ -556,11 +578,7 @@ async def test_the_deciding_node_keeps_the_note_of_a_rematch_begun_before_its_cl
     assert room.room_id in await node.store.unarchived_rooms(), "the rematch's note is gone"
 
     # The deciding node dies in the new race; the next node's sweep adopts it.
-    sweeper = await _node(backend, clock)
-    await _dead(node, by=sweeper)
-    await _dead(other, by=sweeper)
-    await _sweep(sweeper)
-    assert room.room_id in sweeper.rooms, "no sweep adopted the new race"
+    sweeper = await _adopted_once_both_die(backend, clock, room, node, other)
     clock.advance(GRACE_S + 1, sweeper)  # its racers' grace over: the race ends
     await sweeper.tick(sweeper.rooms[room.room_id])
     await _poll(sweeper.store.unarchived_rooms, lambda ids: room.room_id not in ids, "the note")
@@ -580,12 +598,7 @@ async def test_the_deciding_node_keeps_the_note_a_countdown_made_just_before_its
     and cleared the new race's note: both nodes then dying in the new race, no sweep
     found it, and it ran on unarchived until its keys expired. A node's sweep must
     find it, end it and archive its result."""
-    clock = Clock()
-    node = await _node(backend, clock)
-    other = await _node(backend, clock)
-    race = await _race_on(node, node, private=True)
-    room = race.ann.room
-    assert room is not None
+    clock, node, other, race, room = await _private_race_and_another_node(backend)
     theirs: list[LiveRoom] = []
     real_append = node.store.append_event
 
@@ -639,11 +652,7 @@ async def test_the_deciding_node_keeps_the_note_a_countdown_made_just_before_its
     assert room.room_id in await other.store.unarchived_rooms(), "the new race's note is gone"
 
     # Both nodes die in the new race; the next node's sweep must adopt it.
-    sweeper = await _node(backend, clock)
-    await _dead(node, by=sweeper)
-    await _dead(other, by=sweeper)
-    await _sweep(sweeper)
-    assert room.room_id in sweeper.rooms, "no sweep adopted the new race"
+    sweeper = await _adopted_once_both_die(backend, clock, room, node, other)
     clock.advance(GRACE_S + 1, sweeper)  # its start is due, its racers' grace over
     race_key = race_id(room.room_id, str(countdown.d["commitment"]))
     kept = unpack(await archived_result(sweeper.store, race_key, timeout=10))
@@ -1087,14 +1096,8 @@ async def test_a_lobby_noted_by_a_countdown_its_node_died_before_storing_is_left
     goes with its keys."""
     clock = Clock()
     node = await _node(backend, clock)
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann", private=True)
-    assert created.t == "joined", created.d
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    assert (await bob.ask("ready", ready=True)).t == "ok"
-    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-    room = ann.room
-    assert room is not None
+    ready = await lobby_of_two(node, private=True)
+    ann, room = ready.ann, ready.room
     crashed = _dies_at(node, {"append_event": _is_countdown})
     with contextlib.suppress(Crashed):
         await ann.ask("start")

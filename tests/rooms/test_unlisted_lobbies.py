@@ -25,7 +25,7 @@ from solrace.rooms.room import LiveRoom
 from tests.store.conftest import room_keys
 from tests.support.faults import Clock, Crashed
 
-from .conftest import Backend, FakePeer
+from .conftest import Backend, FakePeer, lobby_of_two
 from .test_core import _race_on, _room_ttl_ms
 from .test_fault_windows import (
     GRACE_S,
@@ -71,12 +71,7 @@ async def test_a_private_lobby_whose_only_node_died_is_taken_up_and_expires(
     before, no sweep found it, and it lived its day."""
     clock = Clock()
     node = await _node(backend, clock)
-    ann, bob = FakePeer(node), FakePeer(node)
-    created = await ann.ask("create", variant="yukon", name="Ann", private=True)
-    assert created.t == "joined", created.d
-    assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-    room = ann.room
-    assert room is not None
+    room = (await lobby_of_two(node, ready=False, private=True)).room
     assert room.room_id not in await node.store.listed_rooms()
     survivor = await _node(backend, clock)
     await _dead(node, by=survivor)
