@@ -34,26 +34,18 @@ import pytest
 import redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from solrace.rooms.counters import Tally
-from solrace.rooms.node import Node
 from solrace.store import Finish, Store, StoreUnavailable
 from solrace.store._commit import REPLICA_WAIT_MS
 
-from tests.deploy.conftest import DEPLOY
+from tests.deploy.conftest import DEPLOY, redis_cluster_sh
 from tests.net.conftest import SOLVABLE_SECRET
-from tests.rooms.conftest import FakePeer
+from tests.rooms.conftest import started_node, started_race
 from tests.support.race import winning_moves
 from tests.support.server_process import SERVER_SCRIPT
 
 T = TypeVar("T")
-SCRIPT = DEPLOY / "redis-cluster.sh"
 MOVES = 120
 KILL_AT = 40
-
-
-def _sh(*args: str) -> str:
-    done = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 async def _room_master(store: Store, room_id: str) -> tuple[RedisCluster, ClusterNode]:
@@ -187,14 +179,14 @@ async def _finishes_through_a_failover(url: str, cluster_dir: Path) -> dict[str,
 def _with_replicated_cluster(tmp_path: Path, run: Callable[[str, Path], Awaitable[T]]) -> T:
     """``run(url, cluster_dir)`` on a private cluster of three masters with a replica
     each (AOF always, spare ports), stopped and removed afterwards."""
-    ports = _sh("spare-ports", "6").split()
+    ports = redis_cluster_sh("spare-ports", "6").split()
     cluster_dir = tmp_path / "cluster"
     conf = str(DEPLOY / "redis.conf")
     try:
-        url = _sh("start", str(cluster_dir), *ports, "--replicas", "1", "--conf", conf)
+        url = redis_cluster_sh("start", str(cluster_dir), *ports, "--replicas", "1", "--conf", conf)
         return asyncio.run(run(url.strip().splitlines()[-1], cluster_dir))
     finally:
-        _sh("stop", str(cluster_dir))
+        redis_cluster_sh("stop", str(cluster_dir))
 
 
 def test_a_finish_is_answered_once_a_replica_holds_it_and_survives_a_failover(
@@ -217,18 +209,10 @@ async def _finish_with_the_replica_stopped(url: str, cluster_dir: Path) -> None:
     her room's master is stopped is answered after REPLICA_WAIT_MS, a finish, and
     counted and logged as unreplicated; the other moves never waited."""
     store = await Store.connect(url, prefix="node-finish:", timeout=2.0)
-    node = Node(
-        store, room_secret=lambda: SOLVABLE_SECRET, candidates_in_flight=1, countdown_ms=100
-    )
-    node.start()
+    node = started_node(store)
     try:
-        ann, bob = FakePeer(node), FakePeer(node)
-        created = await ann.ask("create", variant="yukon", name="Ann")
-        assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-        assert (await bob.ask("ready", ready=True)).t == "ok"
-        await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-        assert (await ann.ask("start")).t == "ok"
-        await ann.until(lambda f: f.t == "started")
+        lobby, _started = await started_race(node)
+        ann, bob = lobby.ann, lobby.bob
         moves = winning_moves(SOLVABLE_SECRET)
         for seq, move in enumerate(moves[:-1]):
             assert (await ann.ask("move", seq=seq, move=move)).d["status"] == "playing"

@@ -16,7 +16,6 @@ import asyncio
 import logging
 import re
 import shlex
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,12 +23,11 @@ from pathlib import Path
 import pytest
 import redis
 from solrace.protocol import race_id
-from solrace.rooms.node import Node
 from solrace.store import Store, _commit
 
-from tests.deploy.conftest import DEPLOY, REPO
+from tests.deploy.conftest import REPO, redis_cluster_sh
 from tests.net.conftest import SOLVABLE_SECRET
-from tests.rooms.conftest import FakePeer
+from tests.rooms.conftest import started_node, started_race
 from tests.support.race import archived_result, winning_moves
 from tests.support.redis import redis_process
 from tests.support.server_process import solrace_server
@@ -70,44 +68,25 @@ def _standalone(tmp_path: Path) -> Iterator[tuple[str, list[int]]]:
         yield f"redis://solrace:{PASSWORD}@127.0.0.1:{port}/0", [port]
 
 
-def _cluster_sh(*args: str) -> str:
-    done = subprocess.run(
-        ["bash", str(DEPLOY / "redis-cluster.sh"), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 @contextmanager
 def _cluster(tmp_path: Path) -> Iterator[tuple[str, list[int]]]:
-    ports = _cluster_sh("spare-ports", "3").split()
+    ports = redis_cluster_sh("spare-ports", "3").split()
     directory = tmp_path / "cluster"
     try:
-        _cluster_sh("start", str(directory), *ports)
+        redis_cluster_sh("start", str(directory), *ports)
         nodes = ",".join(f"127.0.0.1:{port}" for port in ports)
         yield f"redis+cluster://solrace:{PASSWORD}@{nodes}", [int(p) for p in ports]
     finally:
-        _cluster_sh("stop", str(directory))
+        redis_cluster_sh("stop", str(directory))
 
 
 async def _race(url: str) -> None:
     """A whole race on a node logged in as ``url``'s user: Ann wins, Bob resigns."""
     store = await Store.connect(url, timeout=2.0)  # the default prefix, solrace:
-    node = Node(
-        store, room_secret=lambda: SOLVABLE_SECRET, candidates_in_flight=1, countdown_ms=100
-    )
-    node.start()
+    node = started_node(store)
     try:
-        ann, bob = FakePeer(node), FakePeer(node)
-        created = await ann.ask("create", variant="yukon", name="Ann")
-        assert (await bob.ask("join", code=str(created.d["code"]), name="Bob")).t == "joined"
-        assert (await bob.ask("ready", ready=True)).t == "ok"
-        await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
-        assert (await ann.ask("start")).t == "ok"
-        await ann.until(lambda f: f.t == "started")
+        lobby, _started = await started_race(node)
+        ann, bob = lobby.ann, lobby.bob
         moves = winning_moves(SOLVABLE_SECRET)
         for seq, move in enumerate(moves):
             reply = await ann.ask("move", seq=seq, move=move)

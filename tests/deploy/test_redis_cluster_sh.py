@@ -16,11 +16,9 @@ from pathlib import Path
 import pytest
 from solrace.store import Store
 
-from tests.deploy.conftest import DEPLOY
+from tests.deploy.conftest import REDIS_CLUSTER_SH as SCRIPT
 from tests.support.redis import answers
 from tests.support.terminal import signals_as_a_shell_gives
-
-SCRIPT = DEPLOY / "redis-cluster.sh"
 
 
 def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

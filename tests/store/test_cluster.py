@@ -23,7 +23,7 @@ from solrace.store import Finish, Keys, Store, StoreUnavailable, parse_cluster_u
 from solrace.store._errors import redis_errors
 from solrace.store.errors import StoreError
 
-from tests.deploy.conftest import DEPLOY
+from tests.deploy.conftest import redis_cluster_sh
 from tests.support.redis import CLUSTER_URL, connect_or_fail, delete_prefix, new_prefix
 
 from .conftest import make_rooms, room_keys, triples
@@ -148,12 +148,12 @@ def private_cluster(tmp_path: Path) -> Iterator[str]:
     """A cluster of three masters of the test's own (``redis+cluster://`` URL), for a
     test that disturbs the cluster itself: flushing the shared cluster's scripts made
     other tests' calls meet NOSCRIPT, which they survive only by resending."""
-    ports = _cluster_sh("spare-ports", "3").split()
+    ports = redis_cluster_sh("spare-ports", "3").split()
     cluster_dir = tmp_path / "cluster"
     try:
-        yield _cluster_sh("start", str(cluster_dir), *ports[:3]).strip().splitlines()[-1]
+        yield redis_cluster_sh("start", str(cluster_dir), *ports[:3]).strip().splitlines()[-1]
     finally:
-        _cluster_sh("stop", str(cluster_dir))
+        redis_cluster_sh("stop", str(cluster_dir))
 
 
 async def test_scripts_are_loaded_again_on_masters_that_forgot_them(private_cluster: str) -> None:
@@ -355,17 +355,6 @@ async def test_a_failing_master_fails_only_its_own_calls(
 # ---------------------------------------------------------------- a master added
 
 
-def _cluster_sh(*args: str) -> str:
-    done = subprocess.run(
-        ["bash", str(DEPLOY / "redis-cluster.sh"), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def _cli(port: int, *args: object) -> str:
     done = subprocess.run(
         ["redis-cli", "-p", str(port), *map(str, args)], capture_output=True, text=True, timeout=30
@@ -475,11 +464,11 @@ def test_a_room_moving_to_a_master_just_added_is_unavailable_for_a_moment_not_br
     slots is named by none: AttributeError, a traceback in the tail loop and an
     ``internal`` refusal for a move (whose retry was then acknowledged unstored).
     On a private cluster (four spare ports, or SOLRACE_TEST_SPARE_PORTS)."""
-    spare = os.environ.get("SOLRACE_TEST_SPARE_PORTS") or _cluster_sh("spare-ports", "4")
+    spare = os.environ.get("SOLRACE_TEST_SPARE_PORTS") or redis_cluster_sh("spare-ports", "4")
     ports = spare.split()
     cluster_dir = tmp_path / "cluster"
     try:
-        url = _cluster_sh("start", str(cluster_dir), *ports[:3]).strip().splitlines()[-1]
+        url = redis_cluster_sh("start", str(cluster_dir), *ports[:3]).strip().splitlines()[-1]
         asyncio.run(_ask_window_on_a_new_master(url, cluster_dir, int(ports[3])))
     finally:
-        _cluster_sh("stop", str(cluster_dir))
+        redis_cluster_sh("stop", str(cluster_dir))
