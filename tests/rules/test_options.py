@@ -10,22 +10,14 @@ import pytest
 from solrace.rules import InvalidOptionError, Options, deal, new_board, position_dict
 from solrace.rules.options import MAX_PASSES
 
+from tests.rules.test_support import KLONDIKE_DEFAULTS
+
 YUKON_DEFAULTS = {
     "auto_flip": True,
     "foundation_to_tableau": False,
     "undo": True,
     "auto_complete": True,
     "scoring": "standard",
-}
-KLONDIKE_DEFAULTS = {
-    "draw": 1,
-    "max_passes": None,
-    "scoring": "standard",
-    "thoughtful": False,
-    "foundation_to_tableau": True,
-    "auto_flip": True,
-    "undo": True,
-    "auto_complete": True,
 }
 
 

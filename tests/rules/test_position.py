@@ -17,7 +17,7 @@ from solrace.rules import (
     position_dict,
 )
 
-from tests.rules.test_support import build, legal, position
+from tests.rules.test_support import KLONDIKE_DEFAULTS, POSITION_KEYS, build, legal, position
 
 OPTION_SETS = {
     "yukon": [{}, {"auto_flip": False, "foundation_to_tableau": True}],
@@ -55,25 +55,8 @@ def test_position_round_trip_every_variant(variant: str, options: dict, seed: in
 def test_position_dump_is_canonical() -> None:
     """RULES positions: keys in the rule book's order, every option spelled out."""
     pos = position_dict(deal("klondike", 1))
-    assert list(pos) == [
-        "variant",
-        "options",
-        "tableau",
-        "foundations",
-        "stock",
-        "waste",
-        "recycles",
-    ]
-    assert pos["options"] == {
-        "draw": 1,
-        "max_passes": None,
-        "scoring": "standard",
-        "thoughtful": False,
-        "foundation_to_tableau": True,
-        "auto_flip": True,
-        "undo": True,
-        "auto_complete": True,
-    }
+    assert list(pos) == POSITION_KEYS
+    assert pos["options"] == KLONDIKE_DEFAULTS
     assert pos["foundations"] == {"C": 0, "D": 0, "H": 0, "S": 0}
     assert all(n.islower() for n in pos["stock"])
     assert json.loads(dump_position(deal("klondike", 1), indent=2)) == pos

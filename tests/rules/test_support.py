@@ -20,6 +20,20 @@ VARIANT_IDS = ("yukon", "klondike", "russian", "alaska", "australian", "double_y
 SUITS = "CDHS"
 RANKS = "A23456789TJQK"
 ALL_FACES = tuple(r + s for s in SUITS for r in RANKS)
+#: A position's keys, and a view's, in the rule book's order (RULES "Positions and
+#: move notation").
+POSITION_KEYS = ["variant", "options", "tableau", "foundations", "stock", "waste", "recycles"]
+#: Klondike's options when a room sets none (RULES Klondike 5–8 and options).
+KLONDIKE_DEFAULTS = {
+    "draw": 1,
+    "max_passes": None,
+    "scoring": "standard",
+    "thoughtful": False,
+    "foundation_to_tableau": True,
+    "auto_flip": True,
+    "undo": True,
+    "auto_complete": True,
+}
 
 
 def columns_of(variant: str) -> int:

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from solrace.rules import Board, deal, hidden_faces, view
 
-from tests.rules.test_support import VARIANT_IDS, build
+from tests.rules.test_support import POSITION_KEYS, VARIANT_IDS, build
 
 
 def _hidden_names(board: Board, owner: bool) -> set[str]:
@@ -30,15 +30,7 @@ def test_view_shape() -> None:
     board = deal("klondike", 8)
     board.play("D")
     seen = view(board)
-    assert list(seen) == [
-        "variant",
-        "options",
-        "tableau",
-        "foundations",
-        "stock",
-        "waste",
-        "recycles",
-    ]
+    assert list(seen) == POSITION_KEYS
     assert seen["tableau"][3]["down"] == 3 and len(seen["tableau"][3]["up"]) == 1
     assert seen["stock"] == 23 and len(seen["waste"]) == 1
     assert seen["foundations"] == {"C": 0, "D": 0, "H": 0, "S": 0}
