@@ -6,6 +6,7 @@ test_soundness.py on many small random positions of every variant, including
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -40,6 +41,34 @@ def _settled_root(variant: str, seed: int) -> tuple[Spec, State]:
     cols, downs, piles = list(start[0]), list(start[1]), list(start[2])
     talon, p = settle(spec, cols, downs, piles, start[3], start[4], None)
     return spec, (tuple(cols), tuple(downs), tuple(piles), talon, p, start[5])
+
+
+def _mid_game_claims_never_won(
+    variant: str,
+    seeds: tuple[int, ...],
+    per_seed: int,
+    claimed: Callable[[Spec, State], bool],
+) -> int:
+    """Mid-game positions of ``variant``'s deals ``seeds``, reached by a randomly
+    ordered search of each (3,000 nodes at most): the first ``per_seed`` of each deal
+    that ``claimed`` calls lost are each searched from (5,000 nodes) and never won.
+    Returns how many were claimed, all deals together."""
+    claims = 0
+    for seed in seeds:
+        spec, root = _settled_root(variant, seed)
+        shuffle = random.Random(seed).randbytes(SHUFFLE_SIZE) + bytes((seed & 1,))
+        walk = Search(spec, root, shuffle)
+        found = 0
+        while walk.nodes < 3_000 and found < per_seed:
+            if walk.run(walk.nodes + 20) != OUT_OF_BUDGET:
+                break
+            state = walk.states[-1]
+            if not claimed(spec, state):
+                continue
+            found += 1
+            assert Search(spec, state).run(5_000) != FOUND, (seed, state)
+        claims += found
+    return claims
 
 
 @pytest.mark.parametrize(("variant", "options"), CASES + EXTRA, ids=lambda x: str(x))
@@ -236,22 +265,11 @@ def test_occupancy_claims_mid_game_are_never_won(variant: str, seeds: tuple[int,
     the split calls one lost, a search from it with the relaxation alone must not win
     it. (Alaska seed 25 caught a first version that let a King's escape to an empty
     column go unseen: a King on a Queen can leave it without going up.)"""
-    claims = 0
-    for seed in seeds:
-        spec, root = _settled_root(variant, seed)
-        shuffle = random.Random(seed).randbytes(SHUFFLE_SIZE) + bytes((seed & 1,))
-        walk = Search(spec, root, shuffle)
-        found = 0
-        while walk.nodes < 3_000 and found < 5:
-            if walk.run(walk.nodes + 20) != OUT_OF_BUDGET:
-                break
-            state = walk.states[-1]
-            if relaxed_dead(spec, state) or not split_dead(spec, state):
-                continue
-            found += 1
-            assert Search(spec, state).run(5_000) != FOUND, (seed, state)
-        claims += found
-    assert claims > 0
+
+    def claimed(spec: Spec, state: State) -> bool:
+        return not relaxed_dead(spec, state) and split_dead(spec, state)
+
+    assert _mid_game_claims_never_won(variant, seeds, 5, claimed) > 0
 
 
 @pytest.mark.parametrize(
@@ -314,19 +332,8 @@ def test_nested_split_claims_mid_game_are_never_won() -> None:
     """Mid-game positions of real Yukon deals reached by randomly ordered searches:
     where the nested split (and not the single one) calls one lost, a search from it
     must not win it."""
-    claims = 0
-    for seed in (17, 306, 511, 876):
-        spec, root = _settled_root("yukon", seed)
-        shuffle = random.Random(seed).randbytes(SHUFFLE_SIZE) + bytes((seed & 1,))
-        walk = Search(spec, root, shuffle)
-        found = 0
-        while walk.nodes < 3_000 and found < 3:
-            if walk.run(walk.nodes + 20) != OUT_OF_BUDGET:
-                break
-            state = walk.states[-1]
-            if dead(spec, state) or not deep_dead(spec, state, 3, 250)[0]:
-                continue
-            found += 1
-            assert Search(spec, state).run(5_000) != FOUND, (seed, state)
-        claims += found
-    assert claims > 0
+
+    def claimed(spec: Spec, state: State) -> bool:
+        return not dead(spec, state) and deep_dead(spec, state, 3, 250)[0]
+
+    assert _mid_game_claims_never_won("yukon", (17, 306, 511, 876), 3, claimed) > 0

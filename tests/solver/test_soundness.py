@@ -20,6 +20,8 @@ from solrace.rules.cards import NAMES, SUITS, face_of
 from solrace.rules.log import apply_entry
 from solrace.solver import Outcome, solve_board
 
+from tests.support.solver import board_key
+
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("yukon", {}),
     ("yukon", {"auto_flip": False}),
@@ -49,14 +51,7 @@ def winnable(board: Board, limit: int = 20_000) -> bool | None:
 
     def key(b: Board) -> object:
         # Recycles matter only with a pass limit; without one they count forever.
-        return (
-            tuple(tuple(c) for c in b.tableau),
-            tuple(b.down),
-            tuple(len(p) for p in b.piles),
-            tuple(b.stock),
-            tuple(b.waste),
-            b.recycles if limited else 0,
-        )
+        return (*board_key(b), b.recycles if limited else 0)
 
     seen.add(key(start))
     while stack:

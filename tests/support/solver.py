@@ -17,7 +17,9 @@ from solrace.rules.moves import (
 )
 
 
-def _key(board: Board) -> tuple[object, ...]:
+def board_key(board: Board) -> tuple[object, ...]:
+    """What tells one position from another in a search: the cards where they lie,
+    face down or up (recycles left out: without a pass limit they count for ever)."""
     return (
         tuple(tuple(c) for c in board.tableau),
         tuple(board.down),
@@ -60,7 +62,7 @@ def solve(board: Board, budget: int = 200_000) -> list[Move] | None:
         nodes += 1
         if nodes > budget:
             return False
-        key = _key(board)
+        key = board_key(board)
         if key in seen:
             return False
         seen.add(key)
