@@ -5,6 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 
+
+def _python(program: str) -> subprocess.CompletedProcess[str]:
+    """``program`` run by this Python in a process of its own, which must succeed."""
+    ran = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert ran.returncode == 0, ran.stderr
+    return ran
+
+
 #: A run of the pool in a process whose default start method is forkserver (Python
 #: 3.14's on Linux): it prints the jobs' answers.
 _UNDER_FORKSERVER = """
@@ -22,14 +32,7 @@ def test_the_workers_start_forked_whatever_the_default_start_method() -> None:
     and its signals stay blocked until it has set them, both of which only a fork
     gives. The pool took the platform's default: under forkserver (Python 3.14's
     default on Linux) every worker exited at its start, BrokenProcessPool (a review)."""
-    ran = subprocess.run(
-        [sys.executable, "-c", _UNDER_FORKSERVER],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert ran.returncode == 0, ran.stderr
+    ran = _python(_UNDER_FORKSERVER)
     assert ran.stdout.strip() == "[1, 2, 3]", ran.stdout
 
 
@@ -51,12 +54,5 @@ def test_the_clean_up_stops_the_workers_at_once() -> None:
     """The workers leave SIGTERM to the benchmark (they ignore it: ``timeout`` sends it
     to the whole group), so the clean-up's SIGTERM did nothing and each stop of them
     waited ``stopping.STOP_TIMEOUT_S`` (5.0 s) for the SIGKILL that followed."""
-    ran = subprocess.run(
-        [sys.executable, "-c", _CLEAN_UP_WITH_WORKERS],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert ran.returncode == 0, ran.stderr
+    ran = _python(_CLEAN_UP_WITH_WORKERS)
     assert float(ran.stdout) < 1.0, ran.stdout

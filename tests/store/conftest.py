@@ -67,6 +67,13 @@ async def make_rooms(store: Store, *room_ids: str) -> None:
         await store.save_meta(room_id, b"meta")
 
 
+async def with_rooms(store: Store) -> Store:
+    """``store`` with :data:`ROOMS` made (their meta keys): the scripts write nothing to
+    a room whose meta key is gone. The ``store`` of the modules that write to them."""
+    await make_rooms(store, *ROOMS)
+    return store
+
+
 async def room_keys(store: Store, room_id: str) -> dict[str, int]:
     """Every existing key of a room -> its PTTL (ms; -1 = no TTL)."""
     raw = store._redis

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -420,6 +421,20 @@ async def test_an_engine_that_cannot_restart_is_retried_until_it_can_and_stop_en
     await again.stop()
 
 
+@contextlib.asynccontextmanager
+async def _removed_after_its_first_move(data: Path) -> AsyncIterator[Store]:
+    """An embedded store on ``data``, room ``r``'s first move (m0) acknowledged, then
+    ``rm -rf`` of ``data`` under it; the store closed after the block."""
+    store = await Store.start_embedded(data, prefix="t:", timeout=1.0)
+    try:
+        await make_rooms(store, "r")
+        assert (await store.append_move("r", "a", 0, b"m0", b"e", round_no=1)).accepted
+        shutil.rmtree(data)
+        yield store
+    finally:
+        await store.close()
+
+
 async def test_a_data_dir_removed_under_the_node_is_made_again_with_every_write_in_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -430,11 +445,7 @@ async def test_a_data_dir_removed_under_the_node_is_made_again_with_every_write_
     during and after are all there for the next start."""
     caplog.set_level(logging.INFO, "solrace.store")
     data = tmp_path / "data"
-    store = await Store.start_embedded(data, prefix="t:", timeout=1.0)
-    try:
-        await make_rooms(store, "r")
-        assert (await store.append_move("r", "a", 0, b"m0", b"e", round_no=1)).accepted
-        shutil.rmtree(data)
+    async with _removed_after_its_first_move(data) as store:
         # Acknowledged over the store's open connection, into a file no directory holds:
         assert (await store.append_move("r", "a", 1, b"m1", b"e", round_no=1)).accepted
         await _logged(caplog, "holds the engine's data again")
@@ -449,8 +460,6 @@ async def test_a_data_dir_removed_under_the_node_is_made_again_with_every_write_
             f"the data directory {data} was removed under the running node: making it "
             "again and rewriting the engine's data into it"
         ]
-    finally:
-        await store.close()
     assert await _log_after_restart(data) == [b"m0", b"m1", b"m2"]
 
 
@@ -470,14 +479,8 @@ async def test_a_data_dir_whose_rewrite_fails_is_tried_again_not_taken_for_anoth
 
     monkeypatch.setattr(embedded, "_ask", ask)
     data = tmp_path / "data"
-    store = await Store.start_embedded(data, prefix="t:", timeout=1.0)
-    try:
-        await make_rooms(store, "r")
-        assert (await store.append_move("r", "a", 0, b"m0", b"e", round_no=1)).accepted
-        shutil.rmtree(data)
+    async with _removed_after_its_first_move(data):
         await _logged(caplog, "holds the engine's data again")
         assert "cannot recreate the data directory: the engine refused" in caplog.text
         assert "replaced by another" not in caplog.text
-    finally:
-        await store.close()
     assert await _log_after_restart(data) == [b"m0"]

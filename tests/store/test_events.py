@@ -8,15 +8,13 @@ import time
 import pytest
 from solrace.store import Finish, HeadLost, Store, Trim, VersionConflict
 
-from .conftest import ROOMS, make_rooms, pairs, triples
+from .conftest import pairs, triples, with_rooms
 
 
 @pytest.fixture
 async def store(store: Store) -> Store:
-    """The conftest's store, with the rooms these tests write to created (their meta
-    key): the scripts write nothing to a room whose meta key is gone."""
-    await make_rooms(store, *ROOMS)
-    return store
+    """The conftest's store, with the rooms these tests write to made."""
+    return await with_rooms(store)
 
 
 async def test_versions_are_gap_free_across_nodes(store: Store, node2: Store) -> None:

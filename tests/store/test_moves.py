@@ -13,15 +13,13 @@ from solrace.store._lua import SCRIPT_LOADS
 
 from tests.support.redis import new_prefix
 
-from .conftest import ROOMS, make_rooms, pairs
+from .conftest import make_rooms, pairs, with_rooms
 
 
 @pytest.fixture
 async def store(store: Store) -> Store:
-    """The conftest's store, with the rooms these tests write to created (their meta
-    key): the scripts write nothing to a room whose meta key is gone."""
-    await make_rooms(store, *ROOMS)
-    return store
+    """The conftest's store, with the rooms these tests write to made."""
+    return await with_rooms(store)
 
 
 async def test_accepted_then_stale_then_duplicate(store: Store) -> None:

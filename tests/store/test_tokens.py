@@ -7,15 +7,13 @@ import pytest
 from solrace.store import SeatClaim, Store, token_digest
 from solrace.store.errors import VersionConflict
 
-from .conftest import ROOMS, make_rooms
+from .conftest import with_rooms
 
 
 @pytest.fixture
 async def store(store: Store) -> Store:
-    """The conftest's store, with the rooms these tests write to created (their meta
-    key): the scripts write nothing to a room whose meta key is gone."""
-    await make_rooms(store, *ROOMS)
-    return store
+    """The conftest's store, with the rooms these tests write to made."""
+    return await with_rooms(store)
 
 
 async def test_set_and_lookup(store: Store) -> None:
