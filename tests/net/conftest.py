@@ -142,6 +142,15 @@ class Cluster:
             raise failed[0]
 
 
+async def stop_own_server(server: RaceServer) -> None:
+    """Stop a server a test made itself, not the ``cluster`` fixture: its connections
+    closed, its node stopped, then its store closed."""
+    if server.server is not None:
+        server.server.close(close_connections=True)
+    await server.node.stop()
+    await server.node.store.close()
+
+
 @pytest.fixture(params=["redis", "cluster", "embedded"])
 async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Cluster]:
     c = Cluster(request.param, new_prefix(), tmp_path / "engine")

@@ -14,11 +14,13 @@ import os
 import random
 import signal
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from solrace.protocol import Envelope
 from solrace.store.embedded import PID_NAME
 from solrace_client import RaceClient, ServerError
 from solrace_client.boardview import board_from_view
@@ -50,6 +52,11 @@ async def _stop(server: ServerProcess, *clients: RaceClient) -> None:
     its clients once it has closed them."""
     server.proc.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(server.proc.wait(), 15) == 0, server.log
+    await _closed(*clients)
+
+
+async def _closed(*clients: RaceClient) -> None:
+    """Each client, once the stopped server has closed its connection, closed."""
     for client in clients:
         await asyncio.wait_for(client.closed, 10)
         await client.close()
@@ -64,6 +71,36 @@ def _restore_copy(data: Path, copy: Path, tmp_path: Path) -> None:
 def _log_moves(standing: dict[str, Any]) -> list[str]:
     """A standing's move log as notation (entries may carry more than the move)."""
     return [str(e["move"] if isinstance(e, dict) else e) for e in standing["log"]]
+
+
+async def _resign_and_check_logs(
+    clients: dict[str, RaceClient], acked: dict[str, list[str]]
+) -> Envelope:
+    """Every racer resigns (unless already stuck or finished); the race_over, seen by
+    the first, whose standings hold each racer's acknowledged moves, in order."""
+    for client in clients.values():
+        with contextlib.suppress(ServerError):  # already stuck or finished
+            await client.resign()
+    over = await next(iter(clients.values())).next_event("race_over", timeout=30)
+    standings = {s["name"]: s for s in over.d["standings"]}
+    for name in acked:
+        assert _log_moves(standings[name]) == acked[name]
+    return over
+
+
+def _assert_verifies(
+    room: str, settings: dict[str, Any], result: Mapping[str, Any], published: str
+) -> None:
+    """The race's result, saved as the client saves it, passes the client's verify."""
+    saved = SavedResult(
+        race=race_id(room, result),
+        room=room,
+        settings=settings,
+        result=dict(result),
+        published_commitment=published,
+    )
+    report = verify_result(saved)
+    assert report.ok, report.failures
 
 
 @pytest.mark.parametrize("stop", ["sigterm", "sigkill"])
@@ -82,17 +119,14 @@ async def test_a_restarted_server_resumes_the_race_with_every_acknowledged_move(
         assert room is not None and all(acked.values())
         engine = int((data / PID_NAME).read_text())
         if stop == "sigterm":
-            first.proc.send_signal(signal.SIGTERM)
-            assert await asyncio.wait_for(first.proc.wait(), 15) == 0, first.log
+            await _stop(first, ann, bob)
             assert "stopped" in first.log
         else:
             os.kill(engine, signal.SIGKILL)
             first.proc.kill()
             await first.proc.wait()
             first.expect_clean_exit = False
-        for client in (ann, bob):
-            await asyncio.wait_for(client.closed, 10)
-            await client.close()
+            await _closed(ann, bob)
 
     async with solrace_server(data_dir=data) as second:
         assert f"data in {data};" in second.log
@@ -105,22 +139,8 @@ async def test_a_restarted_server_resumes_the_race_with_every_acknowledged_move(
             assert you["board"] == boards[name]
         acked["Ann"] += await _play(back["Ann"], 6, rng)
         acked["Bob"] += await _play(back["Bob"], 6, rng)
-        for client in back.values():
-            with contextlib.suppress(ServerError):  # already stuck or finished
-                await client.resign()
-        over = await back["Ann"].next_event("race_over", timeout=30)
-        standings = {s["name"]: s for s in over.d["standings"]}
-        for name in ("Ann", "Bob"):
-            assert _log_moves(standings[name]) == acked[name]
-        saved = SavedResult(
-            race=race_id(room, over.d),
-            room=room,
-            settings=settings,
-            result=dict(over.d),
-            published_commitment=published,
-        )
-        report = verify_result(saved)
-        assert report.ok, report.failures
+        over = await _resign_and_check_logs(back, acked)
+        _assert_verifies(room, settings, over.d, published)
         for client in back.values():
             await client.close()
 
@@ -175,13 +195,7 @@ async def test_an_engine_killed_under_a_running_server_is_restarted_and_the_race
         async with asyncio.timeout(10):  # 200 again once the node's own calls succeed
             while (await http_get(urlsplit(server.url).port or 0, "/healthz"))[0] != 200:
                 await asyncio.sleep(0.1)
-        for client in (ann, bob):
-            with contextlib.suppress(ServerError):  # already stuck or finished
-                await client.resign()
-        over = await ann.next_event("race_over", timeout=30)
-        standings = {s["name"]: s for s in over.d["standings"]}
-        for name in ("Ann", "Bob"):
-            assert _log_moves(standings[name]) == acked[name]
+        await _resign_and_check_logs({"Ann": ann, "Bob": bob}, acked)
         for client in (ann, bob):
             await client.close()
 
@@ -221,22 +235,8 @@ async def test_a_copy_of_the_data_directory_taken_while_serving_restores_the_rac
             assert client.board == boards[name]
         assert "Redis lost acknowledged writes" in second.log, second.log
         acked["Ann"] += await _play(back["Ann"], 4, rng)
-        for client in back.values():
-            with contextlib.suppress(ServerError):  # already stuck or finished
-                await client.resign()
-        over = await back["Ann"].next_event("race_over", timeout=30)
-        standings = {s["name"]: s for s in over.d["standings"]}
-        for name in ("Ann", "Bob"):
-            assert _log_moves(standings[name]) == acked[name]
-        saved = SavedResult(
-            race=race_id(room or "", over.d),
-            room=room or "",
-            settings=settings,
-            result=dict(over.d),
-            published_commitment=published,
-        )
-        report = verify_result(saved)
-        assert report.ok, report.failures
+        over = await _resign_and_check_logs(back, acked)
+        _assert_verifies(room or "", settings, over.d, published)
         for client in back.values():
             await client.close()
 

@@ -552,6 +552,14 @@ async def test_a_move_in_flight_across_a_drain_is_stored_once(
 
 
 # --------------------------------------------------------------------- outages
+async def _bob_gone_offline(url: str) -> tuple[RaceClient, RaceClient]:
+    """Ann and Bob racing on ``url``; Bob has hung up, and Ann has seen him offline."""
+    ann, bob = await racing(url)
+    await bob.close()
+    await ann.wait_for(lambda e: e.t == "presence" and not e.d["online"], timeout=5)
+    return ann, bob
+
+
 async def test_a_server_down_longer_than_the_grace_forfeits_nobody(cluster: Cluster) -> None:
     clock = Clock()
     first = await cluster.node(clock=clock)
@@ -577,9 +585,7 @@ async def test_a_redis_outage_longer_than_the_grace_rearms_it(cluster: Cluster) 
     clock = Clock()
     server = await cluster.node(clock=clock)
     faults = StoreFaults(server.node.store)
-    ann, bob = await racing(server.url)
-    await bob.close()
-    await ann.wait_for(lambda e: e.t == "presence" and not e.d["online"], timeout=5)
+    ann, bob = await _bob_gone_offline(server.url)
     faults.down = True
     await asyncio.sleep(2 * LEASE_RENEW_S)  # the node notices the outage
     clock.advance(60, server.node)
@@ -635,9 +641,7 @@ async def test_a_connected_racer_marked_offline_is_back_online_even_if_redis_hic
 async def test_a_resume_refused_says_why(cluster: Cluster) -> None:
     clock = Clock()
     server = await cluster.node(clock=clock)
-    ann, bob = await racing(server.url)
-    await bob.close()
-    await ann.wait_for(lambda e: e.t == "presence" and not e.d["online"], timeout=5)
+    ann, bob = await _bob_gone_offline(server.url)
     clock.advance(GRACE_S + 1, server.node)
     await ann.wait_for(lambda e: e.t == "racer_left", timeout=5)
     late = await RaceClient.connect(server.url)
@@ -821,6 +825,17 @@ async def test_a_resume_from_a_version_its_own_presence_now_holds_is_a_loss(
     await again.close()
 
 
+async def _snapshot_then_both_resign(
+    one: RaceServer, ann: RaceClient, bob: RaceClient
+) -> tuple[dict[str, bytes], Envelope]:
+    """Ann's room's keys as they are now (to restore later), then both racers resign:
+    the snapshot and the race_over Ann got (its seed and salt revealed)."""
+    snapshot = await snapshot_room(one, ann.room or "")
+    await ann.resign()
+    await bob.resign()
+    return snapshot, await ann.next_event("race_over", timeout=10)
+
+
 async def _revealed_then_forgotten(
     cluster: Cluster, keep_archive: bool = False
 ) -> tuple[RaceServer, RaceClient, Envelope]:
@@ -833,10 +848,7 @@ async def _revealed_then_forgotten(
     one = await cluster.node()
     ann, bob = await racing(one.url, one.url)
     room_id = ann.room or ""
-    snapshot = await snapshot_room(one, room_id)
-    await ann.resign()
-    await bob.resign()
-    over = await ann.next_event("race_over", timeout=10)
+    snapshot, over = await _snapshot_then_both_resign(one, ann, bob)
     assert ann.view.revealed == {"seed": over.d["seed"], "salt": over.d["salt"]}
     for client in (ann, bob):
         await client.close()
@@ -1408,10 +1420,7 @@ async def test_a_race_ended_again_after_a_rewind_keeps_its_first_archived_result
     one = await cluster.node()
     ann, bob = await racing(one.url, one.url)
     room_id = ann.room or ""
-    snapshot = await snapshot_room(one, room_id)
-    await ann.resign()
-    await bob.resign()
-    first = await ann.next_event("race_over", timeout=10)
+    snapshot, first = await _snapshot_then_both_resign(one, ann, bob)
     race = race_id(room_id, first.d["commitment"])
     kept = await archived_result(one.node.store, race)
     await restore_room(one, room_id, snapshot)

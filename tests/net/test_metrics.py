@@ -26,7 +26,7 @@ from solrace_client import ServerError
 from tests.support.race import play_until_done, racing, winning_moves
 from tests.support.redis import REDIS_URL, new_prefix, redis_process, spare_port
 
-from .conftest import SOLVABLE_SECRET, Cluster
+from .conftest import SOLVABLE_SECRET, Cluster, stop_own_server
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "server.md"
 
@@ -185,8 +185,5 @@ async def test_store_up_reads_0_while_redis_is_gone_and_1_once_it_is_back(
         assert redis.enter_context(redis_process(tmp_path / "redis", port=port)) == url
         await _store_up_within(server, 1, 15)
     finally:
-        if server.server is not None:
-            server.server.close(close_connections=True)
-        await server.node.stop()
-        await store.close()
+        await stop_own_server(server)
         redis.close()

@@ -25,7 +25,7 @@ from solrace.store import Store
 from solrace_client import RaceClient
 from websockets.datastructures import Headers
 
-from tests.net.conftest import Cluster
+from tests.net.conftest import Cluster, stop_own_server
 from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix, new_prefix
 from tests.support.terminal import signals_as_a_shell_gives
 
@@ -140,10 +140,7 @@ async def test_healthz_answers_503_within_a_second_when_redis_accepts_and_never_
         assert (status, body) == (503, "unavailable\n")
         assert took < HEALTHZ_PING_TIMEOUT_S + 0.5, took
     finally:
-        if server.server is not None:
-            server.server.close(close_connections=True)
-        await server.node.stop()
-        await store.close()
+        await stop_own_server(server)
         listener.close()
         for writer in accepted:
             writer.close()
@@ -169,15 +166,21 @@ async def test_every_known_label_is_exported_at_zero_from_the_start(
     assert 'where="tick"' in metrics and 'code="1008"' in metrics
 
 
+async def _drained_by(server: ServerProcess, sig: signal.Signals) -> None:
+    """A racer in a room; ``sig`` to the node: it closes her connection 1001 (it
+    drains) and exits 0."""
+    client = await RaceClient.connect(server.url)
+    await client.create("yukon", "Ann")
+    server.proc.send_signal(sig)
+    await asyncio.wait_for(client.closed, 10)
+    assert client.close_code == 1001
+    assert await asyncio.wait_for(server.proc.wait(), 10) == 0
+
+
 async def test_sigterm_drains_closes_1001_and_exits_cleanly(
     embedded_server: ServerProcess,
 ) -> None:
-    client = await RaceClient.connect(embedded_server.url)
-    await client.create("yukon", "Ann")
-    embedded_server.proc.send_signal(signal.SIGTERM)
-    await asyncio.wait_for(client.closed, 10)
-    assert client.close_code == 1001
-    assert await asyncio.wait_for(embedded_server.proc.wait(), 10) == 0
+    await _drained_by(embedded_server, signal.SIGTERM)
 
 
 async def test_a_hangup_drains_as_sigterm_does(embedded_server: ServerProcess) -> None:
@@ -185,12 +188,7 @@ async def test_a_hangup_drains_as_sigterm_does(embedded_server: ServerProcess) -
     ends (and ``kill -HUP`` is many operators' habit for "reload"): its default action
     killed the node at once — no drain, no log line, its racers left to its lease's
     lapse (an operator audit: the log ended at "listening", the engine gone with it)."""
-    client = await RaceClient.connect(embedded_server.url)
-    await client.create("yukon", "Ann")
-    embedded_server.proc.send_signal(signal.SIGHUP)
-    await asyncio.wait_for(client.closed, 10)
-    assert client.close_code == 1001
-    assert await asyncio.wait_for(embedded_server.proc.wait(), 10) == 0
+    await _drained_by(embedded_server, signal.SIGHUP)
     assert embedded_server.proc.stderr is not None
     rest = (await embedded_server.proc.stderr.read()).decode()
     assert "draining" in rest and "stopped" in rest, rest
