@@ -6,6 +6,7 @@ no server) for the tests that only need the data."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,21 +96,22 @@ def synthetic_race(config_dir: Path) -> Path:
     )
 
 
+async def bot_entered(
+    url: str | list[str], hooks: BotHooks | None = None, **bot_args: Any
+) -> tuple[asyncio.Task[dict[str, Any]], dict[str, Any]]:
+    """``run_bot(url, **bot_args)`` (with ``hooks``) as a task, once it is in its room:
+    the task, whose result is the race's, and the ``joined`` reply of its entry (the
+    room's code for another racer, its racer id and room)."""
+    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    hooks = dataclasses.replace(hooks or BotHooks(), joined=joined.set_result)
+    task = asyncio.create_task(run_bot(url, hooks=hooks, **bot_args))
+    return task, await asyncio.wait_for(joined, 10)
+
+
 async def bot_race(url: str, **bot_args: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Two bots quick-race on ``url`` (the second joins the first's quick room, which
     starts when both are ready). Returns the first bot's race_over and joined reply."""
-    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-    first = asyncio.create_task(
-        run_bot(
-            url,
-            quick_variant="yukon",
-            name="Ann",
-            rng_seed=1,
-            hooks=BotHooks(joined=joined.set_result),
-            **bot_args,
-        )
-    )
-    reply = await asyncio.wait_for(joined, 10)
+    first, reply = await bot_entered(url, quick_variant="yukon", name="Ann", rng_seed=1, **bot_args)
     second = asyncio.create_task(
         run_bot(url, quick_variant="yukon", name="Bob", strategy="random", rng_seed=2, **bot_args)
     )

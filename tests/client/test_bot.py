@@ -35,7 +35,7 @@ from tests.support.faults import StoreFaults
 from tests.support.server_process import solrace_server
 from tests.support.terminal import signals_as_a_shell_gives
 
-from .conftest import SEED, bot_race
+from .conftest import SEED, bot_entered, bot_race
 
 
 async def _hosting(
@@ -44,13 +44,8 @@ async def _hosting(
     """A bot that creates a two-racer Yukon room and starts the race as its host (its
     task, whose result is the race's), and the ``joined`` reply it got: the room's code
     for a second racer, its racer id and room."""
-    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-    hooks = dataclasses.replace(hooks or BotHooks(), joined=joined.set_result)
     create = {"variant": "yukon", "max_racers": 2}
-    task = asyncio.create_task(
-        run_bot(server, create=create, host_start=True, hooks=hooks, **options)
-    )
-    return task, await asyncio.wait_for(joined, 10)
+    return await bot_entered(server, hooks, create=create, host_start=True, **options)
 
 
 async def test_two_bots_race_to_the_end_and_save_a_verifiable_result(
@@ -132,20 +127,16 @@ async def test_a_hosting_bot_is_not_ready_until_min_racers_are_in(cluster: Clust
     everyone, its host included, is ready), and six bots were refused. The host now
     readies only once ``min_racers`` are in, and unreadies if one leaves."""
     server = await cluster.node()
-    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-    host = asyncio.create_task(
-        run_bot(
-            server.url,
-            create={"variant": "yukon", "max_racers": 3},
-            name="Host",
-            host_start=True,
-            min_racers=3,
-            max_moves=300,
-            save=False,
-            hooks=BotHooks(joined=joined.set_result),
-        )
+    host, joined = await bot_entered(
+        server.url,
+        create={"variant": "yukon", "max_racers": 3},
+        name="Host",
+        host_start=True,
+        min_racers=3,
+        max_moves=300,
+        save=False,
     )
-    code = (await asyncio.wait_for(joined, 10))["code"]
+    code = joined["code"]
     bob, cy = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
     await bob.join(code, "Bob")
     await bob.ready()
@@ -171,17 +162,8 @@ async def test_an_interrupted_bot_leaves_its_lobby_and_a_quick_race_is_not_match
     it, ready, and the next quick racer's race started against nobody (then a ``left``
     racer). Interrupted, the bot leaves first."""
     server = await cluster.node()
-    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-    ghost = asyncio.create_task(
-        run_bot(
-            server.url,
-            quick_variant="yukon",
-            name="Ghost",
-            save=False,
-            hooks=BotHooks(joined=joined.set_result),
-        )
-    )
-    room = (await asyncio.wait_for(joined, 10))["room"]
+    ghost, joined = await bot_entered(server.url, quick_variant="yukon", name="Ghost", save=False)
+    room = joined["room"]
     ghost.cancel()  # what Ctrl-C does to the command's task
     with pytest.raises(asyncio.CancelledError):
         await ghost
@@ -261,7 +243,6 @@ async def test_a_signalled_bot_leaves_its_race_and_says_so_in_one_line(
 async def test_a_bot_resumes_on_another_node_when_its_node_dies(cluster: Cluster) -> None:
     first, second = await cluster.node(), await cluster.node()
     servers = [first.url, second.url]
-    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
     moved: list[dict[str, Any]] = []
     said: list[str] = []
     tenth = asyncio.Event()
@@ -271,18 +252,16 @@ async def test_a_bot_resumes_on_another_node_when_its_node_dies(cluster: Cluster
         if len(moved) == 10:
             tenth.set()
 
-    ann = asyncio.create_task(
-        run_bot(
-            servers,
-            create={"variant": "yukon"},
-            name="Ann",
-            host_start=True,
-            rng_seed=1,
-            move_delay=0.02,
-            hooks=BotHooks(joined=joined.set_result, moved=on_moved, say=said.append),
-        )
+    ann, joined = await bot_entered(
+        servers,
+        BotHooks(moved=on_moved, say=said.append),
+        create={"variant": "yukon"},
+        name="Ann",
+        host_start=True,
+        rng_seed=1,
+        move_delay=0.02,
     )
-    code = (await asyncio.wait_for(joined, 10))["code"]
+    code = joined["code"]
     bob = asyncio.create_task(
         run_bot(
             servers,
@@ -325,22 +304,13 @@ async def test_a_bot_cut_off_mid_race_reconnects_to_the_same_server(cluster: Clu
             cut = True
             clients[-1].ws.transport.abort()
 
-    joined: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-    ann = asyncio.create_task(
-        run_bot(
-            server.url,
-            quick_variant="yukon",
-            name="Ann",
-            rng_seed=1,
-            hooks=BotHooks(
-                connected=clients.append,
-                joined=joined.set_result,
-                moved=on_moved,
-                say=said.append,
-            ),
-        )
+    ann, _joined = await bot_entered(
+        server.url,
+        BotHooks(connected=clients.append, moved=on_moved, say=said.append),
+        quick_variant="yukon",
+        name="Ann",
+        rng_seed=1,
     )
-    await asyncio.wait_for(joined, 10)
     bob = asyncio.create_task(
         run_bot(server.url, quick_variant="yukon", name="Bob", strategy="random", max_moves=300)
     )

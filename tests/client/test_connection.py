@@ -4,8 +4,10 @@ reply is folded among the events."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import re
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import msgpack
@@ -51,22 +53,30 @@ class _Closing:
         raise StopAsyncIteration
 
 
-async def test_a_request_whose_send_fails_leaves_no_unretrieved_future() -> None:
-    ws = _Closing()
-    client = RaceClient(cast(ClientConnection, ws))
+@contextlib.asynccontextmanager
+async def _no_unretrieved_future() -> AsyncIterator[None]:
+    """The block, then a garbage collection: the event loop's exception handler was
+    never called (a future whose exception nobody retrieved says so when collected)."""
     stray: list[dict[str, Any]] = []
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(lambda _loop, context: stray.append(context))
     try:
-        with pytest.raises(ConnectionLost):  # websockets' error, in words
-            await client.ping()
-        ws.end.set()
-        await client.closed
+        yield
         gc.collect()
         await asyncio.sleep(0)
         assert not stray, stray
     finally:
         loop.set_exception_handler(None)
+
+
+async def test_a_request_whose_send_fails_leaves_no_unretrieved_future() -> None:
+    ws = _Closing()
+    client = RaceClient(cast(ClientConnection, ws))
+    async with _no_unretrieved_future():
+        with pytest.raises(ConnectionLost):  # websockets' error, in words
+            await client.ping()
+        ws.end.set()
+        await client.closed
 
 
 class _Scripted:
@@ -136,17 +146,9 @@ async def test_a_close_while_a_request_is_sent_leaves_no_unretrieved_future() ->
     ws = _ClosedDuringSend()
     client = RaceClient(cast(ClientConnection, ws))
     ws.reader_done = client.closed
-    stray: list[dict[str, Any]] = []
-    loop = asyncio.get_running_loop()
-    loop.set_exception_handler(lambda _loop, context: stray.append(context))
-    try:
+    async with _no_unretrieved_future():
         with pytest.raises(ConnectionLost):  # websockets' error, in words
             await client.ping()
-        gc.collect()
-        await asyncio.sleep(0)
-        assert not stray, stray
-    finally:
-        loop.set_exception_handler(None)
 
 
 @pytest.mark.parametrize(

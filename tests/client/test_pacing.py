@@ -26,6 +26,8 @@ from websockets.typing import Subprotocol
 from tests.net.conftest import Cluster
 from tests.support.server_process import solrace_server
 
+from .conftest import bot_entered
+
 
 async def test_a_flood_of_requests_is_paced_inside_the_default_limit(cluster: Cluster) -> None:
     server = await cluster.node(rate=None)  # the server's default limit
@@ -48,18 +50,9 @@ async def test_a_flood_of_requests_is_paced_inside_the_default_limit(cluster: Cl
 
 async def test_bots_racing_flat_out_never_trip_the_default_limit(cluster: Cluster) -> None:
     server = await cluster.node(rate=None)
-    joined: asyncio.Future[dict[str, object]] = asyncio.get_running_loop().create_future()
-    first = asyncio.create_task(
-        run_bot(
-            server.url,
-            quick_variant="yukon",
-            name="Ann",
-            max_moves=120,
-            rng_seed=1,
-            hooks=BotHooks(joined=joined.set_result),
-        )
+    first, _joined = await bot_entered(
+        server.url, quick_variant="yukon", name="Ann", max_moves=120, rng_seed=1
     )
-    await asyncio.wait_for(joined, 10)
     second = run_bot(
         server.url, quick_variant="yukon", name="Bob", strategy="random", max_moves=120, rng_seed=2
     )

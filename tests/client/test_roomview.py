@@ -61,6 +61,21 @@ def progress(v: int, racer: int, **kw: Any) -> Envelope:
     return ev("progress", v, place=None, **d)
 
 
+def finished(v: int, racer: int, place: int) -> Envelope:
+    """Racer ``racer``'s ``finished`` event, version ``v``: all 52 cards home in 99 moves."""
+    return ev(
+        "finished",
+        v,
+        racer=racer,
+        place=place,
+        elapsed_ms=5,
+        foundation=52,
+        moves=99,
+        face_down=0,
+        status="finished",
+    )
+
+
 def test_events_in_order_update_the_room() -> None:
     s = RoomView()
     s.load(snapshot(), racer=1)
@@ -78,19 +93,7 @@ def test_events_in_order_update_the_room() -> None:
     assert s.racers[2]["foundation"] == 3 and s.racers[2]["face_down"] == 18
     s.apply(progress(8, 3, status="resigned"))
     assert s.racers[3]["status"] == "resigned"
-    s.apply(
-        ev(
-            "finished",
-            9,
-            racer=2,
-            place=1,
-            elapsed_ms=5,
-            foundation=52,
-            moves=99,
-            face_down=0,
-            status="finished",
-        )
-    )
+    s.apply(finished(9, racer=2, place=1))
     assert s.racers[2]["place"] == 1 and s.racers[2]["status"] == "finished"
     assert s.ranked()[0]["name"] == "Bob"
     assert s.version == 9 and not s.needs_resync

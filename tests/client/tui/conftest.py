@@ -72,6 +72,44 @@ def column_key(column: int) -> str:
     return str((column + 1) % 10)
 
 
+async def lobby_code(pilot: Pilot[Any], app: SolraceApp) -> str:
+    """Wait for the lobby: the room's code, which it must have."""
+    await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+    code = app.state.code
+    assert code
+    return code
+
+
+async def dealt(pilot: Pilot[Any], app: SolraceApp) -> None:
+    """Wait for the race screen with the deal on it."""
+    await wait_until(
+        pilot,
+        lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
+        "the deal",
+    )
+
+
+async def readied_by_space(pilot: Pilot[Any], app: SolraceApp, host: RaceClient) -> None:
+    """The lobby as a joiner: space toggles the app's racer ready, the host sees it
+    and starts; the deal is on the race screen."""
+    await wait_for_text(pilot, "You are not ready")
+    await pilot.press("space")
+    await host.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"])
+    await wait_for_text(pilot, "You are ready")
+    await host.start()
+    await dealt(pilot, app)
+
+
+async def quit_app(pilot: Pilot[Any], confirm: str | None = None) -> None:
+    """``q``, then ``y`` to the question ``confirm`` where the app asks one: the app
+    has exited."""
+    await pilot.press("q")
+    if confirm is not None:
+        await wait_for_text(pilot, confirm)
+        await pilot.press("y")
+    await wait_until(pilot, lambda: pilot.app.return_code is not None, "exit")
+
+
 async def racing(pilot: Pilot[Any], app: SolraceApp, server_url: str) -> tuple[RaceClient, str]:
     """Bob joins the app's room and readies; the app (host) starts: the race is on.
     Returns Bob and the lobby's screen text, as it was just before the start."""
@@ -81,10 +119,6 @@ async def racing(pilot: Pilot[Any], app: SolraceApp, server_url: str) -> tuple[R
     await bob.ready()
     lobby = await wait_for_text(pilot, "Everyone is ready")
     await pilot.press("s")
-    await wait_until(
-        pilot,
-        lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
-        "the deal",
-    )
+    await dealt(pilot, app)
     await pilot.pause(0.2)
     return bob, lobby

@@ -30,9 +30,13 @@ from tests.support.race import close_all, restore_room, snapshot_room, winning_m
 from .conftest import (
     SEED,
     column_key,
+    dealt,
     first_view,
     keys_for,
+    lobby_code,
+    quit_app,
     racing,
+    readied_by_space,
     wait_for_text,
     wait_until,
 )
@@ -81,9 +85,7 @@ async def test_race_cards_refusal_progress_and_standings(cluster: Cluster) -> No
     server = await cluster.node()
     app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
-        code = app.state.code
-        assert code
+        code = await lobby_code(pilot, app)
         screen = await wait_for_text(pilot, "Waiting for someone to join")
         assert code in screen and "host" in screen
         saved = config.load_race()
@@ -96,11 +98,7 @@ async def test_race_cards_refusal_progress_and_standings(cluster: Cluster) -> No
         screen = await wait_for_text(pilot, "Everyone is ready")
         assert "✔ ready" in screen
         await pilot.press("s")
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
-            "the deal",
-        )
+        await dealt(pilot, app)
         await bob.next_event("started")
 
         # Cards are drawn with their suits, backs stand for face-down cards.
@@ -170,10 +168,7 @@ async def test_race_cards_refusal_progress_and_standings(cluster: Cluster) -> No
         await wait_for_text(pilot, "Waiting for 1 racer(s) to get ready")
         assert config.load_race() is not None
         await bob.close()
-        await pilot.press("q")
-        await wait_for_text(pilot, "Leave the room?")
-        await pilot.press("y")
-        await wait_until(pilot, lambda: app.return_code is not None, "exit")
+        await quit_app(pilot, "Leave the room?")
     assert app.return_code == 0
 
 
@@ -214,10 +209,7 @@ async def test_a_rematch_right_after_the_race_over_still_saves_the_race(
         await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby again")
         assert config.load_race() is not None  # in the new round: resumable
         await bob.close()
-        await pilot.press("q")
-        await wait_for_text(pilot, "Leave the room?")
-        await pilot.press("y")
-        await wait_until(pilot, lambda: app.return_code is not None, "exit")
+        await quit_app(pilot, "Leave the room?")
 
 
 async def test_a_race_the_ui_saved_holds_the_settings_and_moves_it_saw(
@@ -243,8 +235,7 @@ async def test_a_race_the_ui_saved_holds_the_settings_and_moves_it_saw(
         me, settings, result = app.state.me, app.state.settings, app.state.result
         assert me is not None and result is not None
         await bob.close()
-        await pilot.press("q")
-        await wait_until(pilot, lambda: app.return_code is not None, "exit")
+        await quit_app(pilot)
     race = results.race_id(app.state.room or "", result)
     saved = results.load_result(race)
     assert saved.countdown_settings == settings == saved.settings
@@ -273,24 +264,20 @@ async def test_a_race_the_ui_saved_holds_the_settings_and_moves_it_saw(
     ), said
 
 
-async def test_reconnect_after_a_dropped_connection_keeps_the_game(cluster: Cluster) -> None:
+async def _bob_joining_anns_room(cluster: Cluster) -> tuple[RaceClient, SolraceApp]:
+    """Ann (a client) has created a Yukon room on a node; the app, not yet run, joins
+    it as Bob: Ann and the app."""
     server = await cluster.node()
     ann = await RaceClient.connect(server.url)
     await ann.create("yukon", "Ann")
     assert ann.code
-    app = SolraceApp(server.url, action="join", name="Bob", params={"code": ann.code})
+    return ann, SolraceApp(server.url, action="join", name="Bob", params={"code": ann.code})
+
+
+async def test_reconnect_after_a_dropped_connection_keeps_the_game(cluster: Cluster) -> None:
+    ann, app = await _bob_joining_anns_room(cluster)
     async with app.run_test(size=(80, 24)) as pilot:
-        # The lobby as a joiner: space toggles ready, the host sees it and starts.
-        await wait_for_text(pilot, "You are not ready")
-        await pilot.press("space")
-        await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"])
-        await wait_for_text(pilot, "You are ready")
-        await ann.start()
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
-            "the deal",
-        )
+        await readied_by_space(pilot, app, ann)
         await pilot.press(*keys_for(MOVES[0]))
         await wait_until(pilot, lambda: (app.state.you or {}).get("next_seq") == 1, "move 1")
 
@@ -726,9 +713,7 @@ async def test_a_race_against_the_bot_to_the_standings(cluster: Cluster) -> None
     server = await cluster.node()
     app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
-        code = app.state.code
-        assert code
+        code = await lobby_code(pilot, app)
         bot = asyncio.create_task(run_bot(server.url, code=code, name="Robot", save=False))
         await wait_for_text(pilot, "Everyone is ready", timeout=20)
         await pilot.press("s")
@@ -1057,21 +1042,9 @@ async def test_a_typed_move_too_long_for_the_protocol_is_refused_here(cluster: C
     the client, resending the move in flight after each reconnect, was closed again
     and again — "connection lost — reconnecting (1)…" for ever, 28 resumes in 10 s.
     No move is longer than MAX_MOVE_LEN: it is refused here, as a mistyped move is."""
-    server = await cluster.node()
-    ann = await RaceClient.connect(server.url)
-    await ann.create("yukon", "Ann")
-    assert ann.code
-    app = SolraceApp(server.url, action="join", name="Bob", params={"code": ann.code})
+    ann, app = await _bob_joining_anns_room(cluster)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for_text(pilot, "You are not ready")
-        await pilot.press("space")
-        await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"])
-        await ann.start()
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
-            "the deal",
-        )
+        await readied_by_space(pilot, app, ann)
         client = app.client
         await pilot.press("colon")
         app.screen.query_one("#move", Input).value = "D" * 3000

@@ -18,7 +18,7 @@ from textual.widgets import Input
 from tests.client.test_bot_hostile import _own_log_cut
 from tests.support.fake_server import FakeRace, fake_server, rival_declared_winner
 
-from .conftest import wait_for_text, wait_until
+from .conftest import dealt, quit_app, wait_for_text, wait_until
 
 
 async def _race_and_resign(pilot: Pilot[SolraceApp]) -> None:
@@ -29,11 +29,6 @@ async def _race_and_resign(pilot: Pilot[SolraceApp]) -> None:
     await pilot.press("x")
     await wait_for_text(pilot, "Resign?")
     await pilot.press("y")
-
-
-async def _quit(pilot: Pilot[SolraceApp]) -> None:
-    await pilot.press("q")
-    await wait_until(pilot, lambda: pilot.app.return_code is not None, "exit")
 
 
 async def test_the_race_over_screen_does_not_put_a_tick_under_standings_the_logs_deny() -> None:
@@ -50,7 +45,7 @@ async def test_the_race_over_screen_does_not_put_a_tick_under_standings_the_logs
             assert "✘ NOT VERIFIED — racer 2 (Rival): standing:" in said
             assert "status 'finished' but the replayed game is not won" in said
             assert "✔" not in screen
-            await _quit(pilot)
+            await quit_app(pilot)
 
 
 async def test_the_race_over_screen_ticks_a_race_that_verifies() -> None:
@@ -60,7 +55,7 @@ async def test_the_race_over_screen_ticks_a_race_that_verifies() -> None:
             await _race_and_resign(pilot)
             screen = await wait_for_text(pilot, "✔ verified: the deal was committed")
             assert "NOT VERIFIED" not in screen
-            await _quit(pilot)
+            await quit_app(pilot)
 
 
 async def test_a_race_the_server_never_ends_is_said_to_be_overdue_and_q_quits() -> None:
@@ -73,10 +68,7 @@ async def test_a_race_the_server_never_ends_is_said_to_be_overdue_and_q_quits() 
             await _race_and_resign(pilot)
             said = "the server has not ended the race 0.5 s past its time limit — q quits"
             await wait_for_text(pilot, said)  # whole, in 80 columns
-            await pilot.press("q")
-            await wait_for_text(pilot, "Quit the race?")
-            await pilot.press("y")
-            await wait_until(pilot, lambda: app.return_code is not None, "exit")
+            await quit_app(pilot, "Quit the race?")
     assert app.return_code == 0
 
 
@@ -103,7 +95,7 @@ async def test_the_race_over_screen_and_verify_hold_the_log_to_the_moves_acknowl
             assert "✘ NOT VERIFIED — racer 1 (Me): acknowledged moves: move 2 'D' was" in said
             assert "✔" not in screen
             race = app.race_id
-            await _quit(pilot)
+            await quit_app(pilot)
     assert race is not None
     saved = results.load_result(race)
     assert saved.acknowledged == results.Acknowledged(1, {0: "D", 1: "D", 2: "D"})
@@ -128,20 +120,13 @@ async def test_a_refusal_with_an_escape_sequence_is_shown_without_it() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
             await pilot.press("space")  # ready: the fake starts the race at once
-            await wait_until(
-                pilot,
-                lambda: isinstance(app.screen, PlayScreen) and app.controller.view is not None,
-                "the deal",
-            )
+            await dealt(pilot, app)
             await pilot.press("colon")
             app.screen.query_one("#move", Input).value = "1>F"
             await pilot.press("enter")
             screen = await wait_for_text(pilot, "no?[31m red")
             assert "\x1b" not in screen and "\x1b" not in app.status_text.plain, screen
-            await pilot.press("q")
-            await wait_for_text(pilot, "Quit the race?")
-            await pilot.press("y")
-            await wait_until(pilot, lambda: app.return_code is not None, "exit")
+            await quit_app(pilot, "Quit the race?")
 
 
 async def test_an_entry_refused_with_an_escape_sequence_is_said_without_it(

@@ -9,7 +9,7 @@ from solrace_client.roomview import RoomView
 from solrace_client.tui.news import News, deal_words
 from solrace_client.tui.render import render_lobby
 
-from tests.client.test_roomview import ev, progress, racer, snapshot
+from tests.client.test_roomview import ev, finished, progress, racer, snapshot
 
 
 def told(view: RoomView, news: News, event: Envelope) -> str | None:
@@ -43,18 +43,7 @@ def test_a_race_in_news_lines() -> None:
     # the player's own: as the move's reply said it (it came after and replaced it)
     stuck = told(view, news, progress(12, 1, status="stuck"))
     assert stuck == "no legal move left: you are stuck (u undoes)"
-    finished = ev(
-        "finished",
-        13,
-        racer=2,
-        place=1,
-        elapsed_ms=5,
-        foundation=52,
-        moves=99,
-        face_down=0,
-        status="finished",
-    )
-    assert told(view, news, finished) == "Bob finished — place 1"
+    assert told(view, news, finished(13, racer=2, place=1)) == "Bob finished — place 1"
     assert told(view, news, ev("racer_left", 14, racer=3, host=1, reason="left")) == "Cy left"
 
 
