@@ -21,14 +21,14 @@ from solrace.protocol.views import EventType
 from solrace.race import RacerGame
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.fairness import round_salt, round_seed
-from solrace.rooms.node import HAND_OFF_KEEP_MS, LEASE_MS, LEASE_RENEW_S
+from solrace.rooms.node import HAND_OFF_KEEP_MS, LEASE_MS, LEASE_RENEW_S, ROOM_CHECK_S
 from solrace.rooms.records import unpack, unpack_entries, unpack_event
 from solrace.rooms.room import PROOF_ROUNDS_AHEAD
 from solrace.rules import deal
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient, ServerError
 
-from tests.support.faults import Clock, Crashed, StoreFaults, crash
+from tests.support.faults import Clock, Crashed, StoreFaults, crash, rewind
 from tests.support.race import (
     archived_result,
     check_no_leaks,
@@ -185,7 +185,8 @@ async def test_a_node_killed_at_each_point_of_a_finishing_move(
 # ------------------------------------------------------- presence and dropouts
 async def test_a_crashed_nodes_racers_go_offline_and_the_race_ends(cluster: Cluster) -> None:
     """Nobody marks Ann offline when her node dies, except the lease: another node
-    serving the room does it within lease + renewal, the grace runs, the race ends."""
+    serving the room does it within a lease and a room check, the grace runs, the race
+    ends."""
     clock = Clock()
     one, two = await cluster.node(clock=clock), await cluster.node(clock=clock)
     faults = StoreFaults(one.node.store)
@@ -198,10 +199,10 @@ async def test_a_crashed_nodes_racers_go_offline_and_the_race_ends(cluster: Clus
     crashed_at = loop.time()
     offline = await bob.wait_for(
         lambda e: e.t == "presence" and e.d == {"racer": ann.racer, "online": False},
-        timeout=LEASE_MS / 1000 + 3 * LEASE_RENEW_S + 2,
+        timeout=LEASE_MS / 1000 + 3 * ROOM_CHECK_S + 2,
     )
     assert offline is not None
-    assert loop.time() - crashed_at <= LEASE_MS / 1000 + 2 * LEASE_RENEW_S + 1
+    assert loop.time() - crashed_at <= LEASE_MS / 1000 + 2 * ROOM_CHECK_S + 1
     clock.advance(GRACE_S, two.node)
     left = await bob.wait_for(lambda e: e.t == "racer_left", timeout=5)
     assert left.d["reason"] == "grace"
@@ -657,24 +658,6 @@ async def test_a_resume_refused_says_why(cluster: Cluster) -> None:
 
 
 # --------------------------------------------------------------------- rewinds
-async def _rewind(server: RaceServer, room_id: str, log_name: str, n: int) -> None:
-    """Make Redis hold what it would after losing its last ``n`` writes: the last n
-    events (all moves of one racer), those n log entries, the version counter and the
-    last event id go back."""
-    store = server.node.store
-    raw = store._redis  # the test rewrites the real keys
-    rk = store.keys.room(room_id)
-    version = int(await raw.get(rk.ver))
-    kept = await raw.xrange(rk.events, "-", f"0-{version - n}")
-    await raw.delete(rk.events)  # a stream rebuilt as it was: its top id goes back too
-    for entry_id, fields in kept:
-        await raw.xadd(rk.events, fields, id=entry_id)
-    await raw.set(rk.ver, version - n)
-    await raw.set(rk.chain, kept[-1][1][b"c"])
-    for _ in range(n):
-        await raw.rpop(rk.log(log_name))
-
-
 async def test_a_redis_rewind_is_detected_and_announced(cluster: Cluster) -> None:
     one, two = await cluster.node(), await cluster.node()
     ann, bob = await racing(one.url, one.url)
@@ -684,13 +667,13 @@ async def test_a_redis_rewind_is_detected_and_announced(cluster: Cluster) -> Non
     await play_until_done(ann, moves[:6])
     await watcher.wait_for(lambda e: e.t == "progress" and e.d["moves"] >= 6, timeout=5)
     acked = ann.version
-    await _rewind(one, ann.room or "", f"1:{ann.racer}", 3)
-    notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
+    await rewind(one.node.store, ann.room or "", f"1:{ann.racer}", 3)
+    notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * ROOM_CHECK_S + 2)
     assert "lost" in notice.d["reason"] and notice.d["lost_events"] == 3
     assert notice.d["snapshot"]["version"] == acked - 3
     assert notice.d["snapshot"]["you"]["next_seq"] == 3
     assert ann.seq == 3 and ann.version == acked - 3
-    seen = await watcher.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
+    seen = await watcher.wait_for(lambda e: e.t == "resync", timeout=3 * ROOM_CHECK_S + 2)
     assert seen.d["lost_events"] == 3
     for server in (one, two):
         metrics = server.metrics.render().decode()
@@ -739,7 +722,7 @@ async def test_a_rewind_to_before_the_race_over_is_detected_and_announced(
     lost = ann.version - acked  # two resignations and the race_over
     assert lost == 3
     await restore_room(one, room_id, snapshot)
-    notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
+    notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * ROOM_CHECK_S + 2)
     assert "lost" in notice.d["reason"] and notice.d["lost_events"] == lost
     assert notice.d["snapshot"]["phase"] == "racing"
     seen = await bob.wait_for(lambda e: e.t == "resync", timeout=5)
@@ -773,7 +756,7 @@ async def test_a_race_whose_seed_was_revealed_does_not_go_on_after_a_rewind(
     await bob.resign()
     revealed = await ann.next_event("race_over", timeout=10)
     await restore_room(one, room_id, snapshot)
-    notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
+    notice = await ann.wait_for(lambda e: e.t == "resync", timeout=3 * ROOM_CHECK_S + 2)
     assert notice.d["snapshot"]["phase"] == "racing"
     # What Ann knows now: every card of the deal, from the revealed seed.
     played, refused = await _replay_certificate(ann, revealed.d["seed"])
@@ -1424,7 +1407,7 @@ async def test_a_race_ended_again_after_a_rewind_keeps_its_first_archived_result
     race = race_id(room_id, first.d["commitment"])
     kept = await archived_result(one.node.store, race)
     await restore_room(one, room_id, snapshot)
-    await ann.wait_for(lambda e: e.t == "resync", timeout=3 * LEASE_RENEW_S + 2)
+    await ann.wait_for(lambda e: e.t == "resync", timeout=3 * ROOM_CHECK_S + 2)
     again = await ann.wait_for(lambda e: e.t == "race_over", timeout=10)
     assert race_id(room_id, again.d["commitment"]) == race
     assert [s["status"] for s in again.d["standings"]] == ["timeout", "timeout"]
@@ -1451,8 +1434,8 @@ async def test_a_rewind_followed_by_new_events_is_still_detected(cluster: Cluste
     moves = winning_moves(SOLVABLE_SECRET)
     await play_until_done(ann, moves[:6])
     await bob.wait_for(lambda e: e.t == "progress" and e.d["moves"] >= 6, timeout=5)
-    one.node._watch_task.cancel()  # type: ignore[union-attr]  # hold its check back
-    await _rewind(two, ann.room or "", f"1:{ann.racer}", 3)
+    one.node._check_task.cancel()  # type: ignore[union-attr]  # hold its check back
+    await rewind(two.node.store, ann.room or "", f"1:{ann.racer}", 3)
     two.node.rooms[ann.room or ""].reset()  # node two "restarted" with the rewound Redis
     await two.node.sync(two.node.rooms[ann.room or ""])
     await play_until_done(bob, moves[:4])

@@ -229,7 +229,7 @@ async def test_a_node_whose_first_sample_failed_takes_the_stores_clock_before_a_
     """A node started while Redis did not answer runs on its machine's clock, here
     45 s off, until its next sample of the store's — which may only step the clock
     while the node serves no room. A room request that reached the node once Redis
-    answered, before its watch loop sampled, made it serve one: the clock could only
+    answered, before its room checks sampled, made it serve one: the clock could only
     slew from then on (45 s at 5 ms a second: 2.5 hours), and its rooms' timed
     decisions (the countdown's start, the time limit, a grace; a room loaded with a
     decision due is ticked at once) followed the machine's clock. The node takes the
@@ -250,7 +250,7 @@ async def test_a_node_whose_first_sample_failed_takes_the_stores_clock_before_a_
             made = await lobby._create_room(creator, RoomSettings(variant="yukon"))
             room = await node.room(made.room_id)
         assert node.rooms == {room.room_id: room}
-        await node.sample_clock()  # the watch loop's, once Redis answers
+        await node.sample_clock()  # the room checks' loop's, once Redis answers
         assert clock.anchored
         assert abs(node.clock() - await store.time_ms()) < 1000
     finally:
@@ -344,7 +344,7 @@ async def test_a_sample_taken_while_another_set_the_clock_is_dropped(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two samples of the store's clock at once on a node that serves no room yet (a
-    room request's, Node.clock_before_serving, and the watch loop's; or two requests'
+    room request's, Node.clock_before_serving, and the room checks' loop's; or two requests'
     as clients come back after an outage): the first to end set the clock, a 45 s
     step; the other had read the clock before the step and after it, so its midpoint
     was 22.5 s off. The node slewed toward that, and warned that its race clock was

@@ -142,12 +142,30 @@ class StoreFaults:
         self._hooks[name] = hook
 
 
+async def rewind(store: Store, room_id: str, log_name: str, n: int) -> None:
+    """Make Redis hold what it would after losing its last ``n`` writes: the last n
+    events (all moves of one racer, of move log ``log_name``), those n log entries,
+    the version counter and the last event id go back."""
+    raw = store._redis  # the test rewrites the real keys
+    rk = store.keys.room(room_id)
+    version = int(await raw.get(rk.ver))
+    kept = await raw.xrange(rk.events, "-", f"0-{version - n}")
+    await raw.delete(rk.events)  # a stream rebuilt as it was: its top id goes back too
+    for entry_id, fields in kept:
+        await raw.xadd(rk.events, fields, id=entry_id)
+    await raw.set(rk.ver, version - n)
+    await raw.set(rk.chain, kept[-1][1][b"c"])
+    for _ in range(n):
+        await raw.rpop(rk.log(log_name))
+
+
 def crash(server: RaceServer, faults: StoreFaults) -> None:
     """Crash ``server``'s node now (see the module docstring). Synchronous, so it can
     run inside one of the node's own requests."""
     node = server.node
     faults.down = True
-    for task in (node._tail_task, node._watch_task, node._wake_task, node._sweep_task):
+    loops = (node._tail_task, node._watch_task, node._check_task, node._wake_task, node._sweep_task)
+    for task in loops:
         if task is not None:
             task.cancel()
     for room in node.rooms.values():

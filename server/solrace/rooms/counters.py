@@ -25,7 +25,7 @@ class Defect(StrEnum):
     REQUEST = "request"  # a request, answered ``internal``
     TICK = "tick"  # a room's clock decision, retried (Node.tick)
     TAIL = "tail"  # the tail of other nodes' events, read again (Node._tail_loop)
-    WATCH = "watch"  # the lease and room checks, run again (Node._watch_loop)
+    WATCH = "watch"  # the lease and room checks, run again (Node._watch_loop, _check_loop)
     WAKE = "wake"  # the wake-ups from other nodes, read again (Node._wake_loop)
     SWEEP = "sweep"  # the orphan sweep, or one room of it (Node._sweep_loop)
     TASK = "task"  # a background task of the node (Node.spawn)

@@ -82,10 +82,16 @@ EMPTY_ROOM_TTL_S = 600
 
 DECIDE_ATTEMPTS = 20
 #: A node's lease in Redis; it renews it every LEASE_RENEW_S. When a node dies, the
-#: nodes serving its rooms mark its racers offline within LEASE_MS + LEASE_RENEW_S.
+#: nodes serving its rooms mark its racers offline within LEASE_MS + ROOM_CHECK_S.
 LEASE_MS = 5_000
 LEASE_RENEW_S = 1.0
-#: How often a node samples the store's clock to steer its own toward it (clock.py).
+#: How often a node checks the rooms it serves (Node._check_loop: writes Redis lost,
+#: dead nodes' racers, rooms no longer served), after the last check ended. In a loop
+#: of its own, not the lease's: a check's call that waited out the command timeout
+#: (COMMAND_TIMEOUT_S, the lease's own length) held the next renewal past its lapse.
+ROOM_CHECK_S = 1.0
+#: How often a node samples the store's clock to steer its own toward it (clock.py), in
+#: the room checks' loop (Node._check_loop).
 CLOCK_SAMPLE_S = 5.0
 #: A racer marked offline while connected here is marked online again; a failed
 #: attempt is retried after this, doubling up to RETRY_MAX_S.
@@ -401,6 +407,10 @@ _PASSED_OVER = "the orphan sweep passed over a room it could not finish"
 #: Said once per run of sweeps Redis stopped (Node._sweep_loop): the rooms that stop
 #: every sweep (a Cluster master down for their slots) stop the next one as well.
 _SWEEP_STOPPED = "the orphan sweep stopped: Redis failed rooms in a row"
+#: Said once per run of room checks Redis failed while the store was up for the node
+#: (Node._check_loop): a room whose keys Redis fails (a Cluster master down for its
+#: slot) fails every check, and is no outage of the node.
+_CHECK_FAILED = "the room check failed: Redis failed it, not the node's lease"
 
 
 class Node:
@@ -484,19 +494,21 @@ class Node:
         #: When the last renewal Redis answered was sent (monotonic): a lease older
         #: than that may have lapsed, whatever the next renewal finds (_watch_loop).
         self._renewed_at = 0.0
-        #: Set once a renewal went through (_watch_loop): the first sweep waits for it.
+        #: Set once a renewal went through (_watch_loop): the first sweep and the first
+        #: room check wait for it.
         self._lease_held = asyncio.Event()
         #: Set when the store answers this node (its start, the end of an outage),
         #: cleared when it is down for it (store_ok, store_failed): what a sweep the
-        #: store stopped waits for (_sweep_loop).
+        #: store stopped waits for (_sweep_loop), and each room check (_check_loop).
         self._store_up = asyncio.Event()
         self._store_up.set()
-        #: The outages this node has found (store_failed), for a sweep to tell
-        #: whether one began while it ran (_store_failed_since).
+        #: The outages this node has found (store_failed), for a sweep or a room check to
+        #: tell whether one began while it ran (_store_failed_since).
         self._outages = 0
         #: When the renewal of the lease loop's last finished turn was sent
         #: (monotonic), and the event its next turn sets as it ends (_watch_loop):
-        #: a sweep the store stopped asks that loop whether the store is down.
+        #: a sweep the store stopped, or a room check it failed, asks that loop
+        #: whether the store is down.
         self._lease_turn_sent = 0.0
         self._lease_turn = asyncio.Event()
         self._rejoining: asyncio.Future[Any] | None = None
@@ -506,6 +518,7 @@ class Node:
         self._far_said = False
         self._tail_task: asyncio.Task[None] | None = None
         self._watch_task: asyncio.Task[None] | None = None
+        self._check_task: asyncio.Task[None] | None = None
         self._wake_task: asyncio.Task[None] | None = None
         self._sweep_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -520,6 +533,7 @@ class Node:
         loop = asyncio.get_running_loop()
         self._tail_task = loop.create_task(self._forever(Defect.TAIL, self._tail_loop))
         self._watch_task = loop.create_task(self._forever(Defect.WATCH, self._watch_loop))
+        self._check_task = loop.create_task(self._forever(Defect.WATCH, self._check_loop))
         self._wake_task = loop.create_task(self._forever(Defect.WAKE, self._wake_loop))
         self._sweep_task = loop.create_task(self._forever(Defect.SWEEP, self._sweep_loop))
 
@@ -543,7 +557,13 @@ class Node:
         a round ends with nothing left, then stops the rooms' timers once more. Before,
         only the tasks there when the stop began were cancelled: one started while they
         drained outlived the node."""
-        loops = [self._tail_task, self._watch_task, self._wake_task, self._sweep_task]
+        loops = [
+            self._tail_task,
+            self._watch_task,
+            self._check_task,
+            self._wake_task,
+            self._sweep_task,
+        ]
         for loop_task in loops:
             if loop_task is not None:
                 loop_task.cancel()
@@ -739,8 +759,10 @@ class Node:
         node's, whose loops notice a store that is down for it. A Cluster slot left
         open failed its rooms' calls every second, and each "outage" of the node
         re-armed every offline racer's grace in every room (nobody was forfeited). Nor
-        is a sweep the store stopped (:meth:`_sweep_loop`): rooms that fail every
-        sweep stopped each one, and made an outage of the node every second."""
+        is a sweep the store stopped (:meth:`_sweep_loop`), nor a room check it failed
+        (:meth:`_check_loop`): rooms that fail every sweep stopped each one, a room that
+        fails every check failed each one, and each made an outage of the node every
+        second. The lease's loop says it (:meth:`_watch_loop`)."""
         if room is not None:
             if not room.store_down:
                 room.store_down = True
@@ -788,7 +810,7 @@ class Node:
             return
         after_ns, after_ms = time.monotonic_ns(), clock()
         if clock.anchored != anchored:
-            # Another sample (a room request's, the watch loop's) set the clock while
+            # Another sample (a room request's, the room checks' loop's) set the clock while
             # this one waited: its readings straddle that step, and its midpoint was
             # half the step off (22.5 s of 45), slewed toward and warned about.
             return
@@ -842,14 +864,14 @@ class Node:
         return max(self.grace_floor_ms, room.grace_floor_ms)
 
     async def _watch_loop(self) -> None:
-        """Renew this node's lease; for the rooms served here, mark offline the racers
-        of nodes whose lease has run out, and check that Redis still holds what this
-        node delivered. The orphan sweep, which reads every noted and listed room (each
-        read may wait out the command timeout, the lease's own length), runs in a loop
-        of its own (:meth:`_sweep_loop`): a renewal held past LEASE_MS finds the lease
-        lapsed (:meth:`_lapsed`), and other nodes may take this node's rooms up
-        meanwhile."""
-        next_clock_sample = 0.0
+        """Renew this node's lease every LEASE_RENEW_S, and judge from the renewals
+        whether the store is down for the node (:meth:`store_failed`,
+        :meth:`store_ok`). Nothing else runs in this loop: the room checks
+        (:meth:`_check_loop`) and the orphan sweep (:meth:`_sweep_loop`) each run in a
+        loop of their own, for any of their calls may wait out the store's command
+        timeout — the lease's own length — and a renewal held past LEASE_MS finds the
+        lease lapsed (:meth:`_lapsed`), other nodes taking this one for dead meanwhile.
+        Each turn's end is what a loop Redis failed asks about (:meth:`_store_failed_since`)."""
         while True:
             sent = time.monotonic()
             try:
@@ -868,20 +890,64 @@ class Node:
                 if self.older_nodes is None and not self._asking_older:
                     self._asking_older = True
                     self.spawn(self._ask_older_nodes())
-                if time.monotonic() >= next_clock_sample:
-                    await self.sample_clock()
-                    next_clock_sample = time.monotonic() + CLOCK_SAMPLE_S
-                await self.check_rooms()
-                await self.leave_unserved()
             except StoreUnavailable as exc:
                 self.store_failed(exc)
-            except Exception:  # the loop must survive anything one room does
-                log.exception("room check failed")
+            except Exception:  # the loop must survive anything
+                log.exception("lease renewal failed")
                 self.metrics.defects.labels(Defect.WATCH).inc()
             self._lease_turn_sent = sent
             self._lease_turn.set()
             self._lease_turn = asyncio.Event()
             await asyncio.sleep(LEASE_RENEW_S)
+
+    async def _check_loop(self) -> None:
+        """Check the rooms served here (:meth:`check_rooms`), leave those no longer
+        served (:meth:`leave_unserved`), and sample the store's clock every
+        CLOCK_SAMPLE_S (:meth:`sample_clock`): ROOM_CHECK_S after each check ends, one
+        at a time, while the store is up for the node. Apart from the loop that renews
+        the lease (:meth:`_watch_loop`), as the sweep is: any of those calls may wait out
+        the store's command timeout (the lease's own length) — a room's keys on a
+        Cluster master that is down, a slow read, a rebuild waiting for a busy room's
+        lock — and in the lease's loop one such wait held the next renewal 6 s after the
+        last: Redis let the lease go, other nodes read this one as dead meanwhile, and it
+        found its lease lapsed (:meth:`_lapsed`; tests/rooms/test_check_faults.py).
+
+        A check Redis failed does not say the store down: the lease loop is the judge
+        of that (:meth:`_store_failed_since`). Said by the check, a room Redis fails
+        every time (its slot's master down) made an outage of the node every second,
+        the next renewal ended it, and each end re-armed every offline racer's grace:
+        nobody was forfeited while it lasted. If the store was down for the node while
+        the check ran, the next check comes as soon as it is back (what the outage lost
+        is found then); else the check's trouble is said once until a check goes
+        through, and the next comes in its turn.
+
+        The first waits for the node's first renewal, as it ran after it in the lease's
+        loop. A check marks another node's racers offline only once this node's own
+        outage has settled (:meth:`check_rooms`), judged again after the read of the
+        leases: run beside the renewals, that read can span an outage they find."""
+        await self._lease_held.wait()
+        next_clock_sample = 0.0
+        failing = False  # said for the run of checks Redis failed
+        while True:
+            await self._store_up.wait()
+            mark = (time.monotonic(), self._outages, self._store_down)
+            try:
+                if time.monotonic() >= next_clock_sample:
+                    await self.sample_clock()
+                    next_clock_sample = time.monotonic() + CLOCK_SAMPLE_S
+                await self.check_rooms()
+                await self.leave_unserved()
+                failing = False
+            except StoreUnavailable as exc:
+                if await self._store_failed_since(*mark):
+                    continue  # the next check once the store is back
+                if not failing:
+                    log.warning(_CHECK_FAILED, extra={"error": str(exc)})
+                failing = True
+            except Exception:  # the loop must survive anything one room does
+                log.exception("room check failed")
+                self.metrics.defects.labels(Defect.WATCH).inc()
+            await asyncio.sleep(ROOM_CHECK_S)
 
     async def _sweep_loop(self) -> None:
         """Sweep for orphaned rooms (:meth:`sweep_orphans`): at the node's start, again
@@ -933,14 +999,20 @@ class Node:
         """Whether the store was down for this node at some time from ``since``
         (monotonic; it had found ``outages`` outages then, and was ``down`` or not)
         to the end of the lease loop's first turn whose renewal was sent after it: an
-        outage that has just begun may fail a sweep before it fails a renewal, and one
-        shorter than a turn may be over by then (a test's was). Taken for rooms'
-        trouble, its orphans waited a whole turn after Redis came back."""
+        outage that has just begun may fail a sweep (or a room check) before it fails a
+        renewal, and one shorter than a turn may be over by then (a test's was). Taken
+        for rooms' trouble, its orphans waited a whole turn after Redis came back."""
         while self._lease_turn_sent < since:
             await self._lease_turn.wait()
         return down or self._store_down or self._outages != outages
 
     async def check_rooms(self) -> None:
+        """Check the rooms served here against Redis (Store.heads): one whose version
+        there is below what this node delivered, or the same with another last event,
+        lost writes and is rebuilt (:meth:`lost_writes`); one Redis is ahead of while
+        this node thinks it serves it alone is tailed (:meth:`_check_alone`). Then mark
+        offline the racers recorded online on nodes whose lease is gone (dead), once
+        this node's own outage has settled (:meth:`_outage_settled`)."""
         served = {rid: room for rid, room in self.rooms.items() if room.served()}
         # What each room had delivered when asked (it may fold more meanwhile), and
         # whether its keys were set to expire then (LiveRoom.expiring).
@@ -970,13 +1042,15 @@ class Node:
             for r in room.state.racers.values()
             if r.online and r.node is not None and r.node != self.node_id
         }
-        if not others or self.clock() - self.store_back_ms < self._outage_settle_ms():
-            # Right after an outage every other node's lease may have lapsed too: they
-            # renew once their own calls see Redis again, and were marked dead (their
-            # racers offline, then online again a moment later) by whichever node came
-            # back first. A node really dead is still dead once that time has passed.
+        if not others or not self._outage_settled():
             return
-        dead = others - await self.store.live_nodes(others)
+        live = await self.store.live_nodes(others)
+        if not self._outage_settled():
+            # The lease loop found the store down while the leases were read (the
+            # read waited out a stall the renewal timed out in): what it read may be
+            # leases that lapsed in that outage (tests/rooms/test_check_faults.py).
+            return
+        dead = others - live
         for room in served.values():
             for member in list(room.state.racers.values()):
                 if member.online and member.node in dead:
@@ -990,6 +1064,17 @@ class Node:
                         if not no_longer_there(exc):
                             raise
                         break  # lost meanwhile (history_broken, room_lost): closed
+
+    def _outage_settled(self) -> bool:
+        """Whether this node may take another node's missing lease for its death: the
+        store is up for it, and its last outage ended _outage_settle_ms ago. Right after
+        an outage every other node's lease may have lapsed too: they renew once their
+        own calls see Redis again, and were marked dead (their racers offline, then
+        online again a moment later) by whichever node came back first. A node really
+        dead is still dead once that time has passed."""
+        if self._store_down:
+            return False
+        return self.clock() - self.store_back_ms >= self._outage_settle_ms()
 
     def _outage_settle_ms(self) -> float:
         """How long after its own outage ends a node waits before it takes another
