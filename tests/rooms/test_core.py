@@ -1328,6 +1328,49 @@ async def test_a_move_in_a_room_redis_lost_whole_writes_nothing_and_closes_it(
     await requests.handle(node, ann, Envelope("move", id=98, d={"seq": 0, "move": first}))
     assert not [f for f in ann.frames if f.id == 98 and f.t == "moved"], ann.frames[-3:]
     assert await room_keys(node.store, room.room_id) == {}
+    # Closed by the move's refusal, or by the node's own room check if it found the
+    # loss first and was still reading the room back (the test below).
+    await asyncio.wait_for(_until_closed(ann, bob), 10)
+    assert isinstance(node.metrics, Tally)
+    assert node.metrics.lost_writes.value == 1
+    assert ann.closes == bob.closes == [(1001, "room_gone")]
+    assert room.room_id not in node.rooms
+
+
+async def _until_closed(*peers: FakePeer) -> None:
+    while not all(peer.closes for peer in peers):
+        await asyncio.sleep(0.01)
+
+
+async def test_a_move_refused_for_a_lost_room_while_the_check_reads_it_back_counts_it_once(
+    backend: Backend,
+) -> None:
+    """The room check found the room lost (its version behind the node's), counted
+    the loss and, under the room's lock, read back what Redis holds; a move's append
+    that came back meanwhile, refused for the missing meta key, found the room still
+    this node's and counted the loss a second time (``lost_writes`` 2: a CI run under
+    load, 2 of 180 of the test above). The rebuild under way is the loss's one count:
+    it closes the room when it finds nothing left."""
+    node = await backend.node()
+    race = await _race_on(node, node)
+    ann, bob, room = race.ann, race.bob, race.room
+    await delete_room_keys(node.store, room.room_id)
+    reading, release = asyncio.Event(), asyncio.Event()
+    real_read = node.store.events_since
+
+    async def held_read(*args: Any, **kwargs: Any) -> Any:
+        reading.set()
+        await release.wait()
+        return await real_read(*args, **kwargs)
+
+    setattr(node.store, "events_since", held_read)  # noqa: B010 (a method of the instance)
+    check = asyncio.create_task(node.check_rooms())
+    await asyncio.wait_for(reading.wait(), 10)  # counted, reading the room back
+    first = winning_moves(SOLVABLE_SECRET)[0]
+    await requests.handle(node, ann, Envelope("move", id=98, d={"seq": 0, "move": first}))
+    release.set()
+    await asyncio.wait_for(check, 10)
+    assert not [f for f in ann.frames if f.id == 98 and f.t == "moved"], ann.frames[-3:]
     assert isinstance(node.metrics, Tally)
     assert node.metrics.lost_writes.value == 1
     assert ann.closes == bob.closes == [(1001, "room_gone")]
