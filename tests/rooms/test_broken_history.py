@@ -68,6 +68,10 @@ async def _break(node: Node, room_id: str) -> list[int]:
     return [e.version for e in await node.store.events_since(room_id, 0)]
 
 
+async def _no_check() -> None:
+    return None
+
+
 @pytest.mark.parametrize("found_by", ["check", "decision", "another node"])
 async def test_a_stream_with_a_gap_loses_the_room_rather_than_keeping_it_busy(
     backend: Backend, caplog: pytest.LogCaptureFixture, found_by: str
@@ -77,16 +81,19 @@ async def test_a_stream_with_a_gap_loses_the_room_rather_than_keeping_it_busy(
     by another node Ann resumes on, the room is lost: both racers closed
     ``room_gone`` (on the node that found it), a resume answered ``unknown_room``, an
     ERROR with the room and the versions, a lost write counted, no traceback; the
-    stream is as it was left."""
+    stream is as it was left. The node's own room checks are left to the test: one
+    of its loop's found the gap first in a CI run under load, and the decision (or
+    the other node) found the room already gone."""
     caplog.set_level(logging.INFO)
     node = await backend.node()
+    node.check_rooms = _no_check  # type: ignore[method-assign]
     ann, bob, room, token = await _at_version_15(node)
     left = await _break(node, room.room_id)
     assert left == [1, 2, 3, 4, 5, 13]
     caplog.clear()
 
     if found_by == "check":
-        await node.check_rooms()
+        await Node.check_rooms(node)
     elif found_by == "decision":
         # Bob's connection is closed before its refusal could reach him.
         await requests.handle(node, bob, Envelope("resign", id=1, d={}))
