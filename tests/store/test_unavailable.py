@@ -161,8 +161,11 @@ async def test_a_cancelled_caller_ends_cancelled_even_when_redis_py_swallows_it(
     store calls at a random moment: the loop must end, cancelled, every time."""
     rng = random.Random(5)
 
+    calls = [0]
+
     async def loop(sibling: Store) -> None:
         while True:
+            calls[0] += 1
             await sibling.renew_lease("n1", 5000)
 
     for _ in range(30):
@@ -170,8 +173,14 @@ async def test_a_cancelled_caller_ends_cancelled_even_when_redis_py_swallows_it(
         task = asyncio.create_task(loop(sibling))
         await asyncio.sleep(rng.random() * 0.003)
         task.cancel()
+        at_cancel = calls[0]
         done, _ = await asyncio.wait({task}, timeout=2)
-        assert done and task.cancelled(), "a cancelled store caller kept running"
+        # Said in full if it fails (seen once, in a CI run under heavy load): whether
+        # the loop went on calling (a cancellation swallowed) or one call hung, and where.
+        assert done and task.cancelled(), (
+            f"a cancelled store caller kept running: {calls[0] - at_cancel} calls since"
+            f" the cancel, cancelling() = {task.cancelling()}, at {task.get_stack()}"
+        )
         await sibling.close()
 
 
