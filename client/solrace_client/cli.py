@@ -996,27 +996,43 @@ class _Parser(OneLineParser):
     output_failed = EXIT_FAILED
 
 
+class _CommandLine(_Parser):
+    """``solrace``'s own parser: the arguments it returns hold the one ``--server``
+    typed (:func:`_one_server`), wherever it was typed."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        _one_server(parsed)
+        return parsed, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     server_help = f"server URL (default: ${ENV_SERVER} or {DEFAULT_SERVER})"
     common = _Parser(add_help=False)
-    common.add_argument("--server", default=argparse.SUPPRESS, help=server_help)
+    common.add_argument("--server", action="append", default=argparse.SUPPRESS, help=server_help)
     # offline commands take no server; accepting the flag (unlisted) lets main say so
     offline = _Parser(add_help=False)
-    offline.add_argument("--server", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    offline.add_argument(
+        "--server", action="append", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     resuming = _Parser(add_help=False)  # a saved race goes back to its own server
     resuming.add_argument(
         "--server",
+        action="append",
         default=argparse.SUPPRESS,
         help=f"server URL (default: the saved race's own server, not ${ENV_SERVER})",
     )
     fetching = _Parser(add_help=False)  # a saved race's file names its server: as resume
     fetching.add_argument(
         "--server",
+        action="append",
         default=argparse.SUPPRESS,
         help=f"server URL (default: a saved race's own server, not ${ENV_SERVER}; for a race "
         f"id with no file here, ${ENV_SERVER} or {DEFAULT_SERVER})",
     )
-    parser = _Parser(
+    parser = _CommandLine(
         prog="solrace",
         description="Race solitaire against other people from a terminal. Exit status: "
         "0 done, 1 the answer is no (a race that does not verify, a bot that could not "
@@ -1025,9 +1041,15 @@ def build_parser() -> argparse.ArgumentParser:
         "143 ended by SIGTERM (kill PID): the race or watch screen, or a bot (it leaves its "
         "race).",
     )
-    parser.add_argument("--server", default=None, help=server_help)
+    # before the command: its own dest, so that one given there and one after the
+    # command are both seen (the command's parser would overwrite it): _one_server
+    parser.add_argument(
+        "--server", dest=SERVER_BEFORE, action="append", metavar="SERVER", help=server_help
+    )
     add_version(parser)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
 
     def command(
         name: str,
@@ -1203,6 +1225,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="list at most this many, newest first (default 30)",
     )
     return parser
+
+
+#: Where ``--server`` typed before the command is noted (:func:`_one_server`).
+SERVER_BEFORE: Final = "server_before"
+
+
+def _one_server(args: argparse.Namespace) -> None:
+    """``args.server``: the one ``--server`` typed, before or after the command, or
+    None. Typed more than once, a bad argument: argparse kept the last, and ``--server
+    A --server B`` asked B alone — one who meant both to be tried in turn lost A
+    without a word (that is ``--server A,B``)."""
+    given = [*(getattr(args, SERVER_BEFORE, None) or []), *(getattr(args, "server", None) or [])]
+    if len(given) > 1:
+        times = "twice" if len(given) == 2 else f"{len(given)} times"
+        shown = ", then ".join(quoted(url) for url in given)
+        joined = ",".join(given)
+        if len(joined) > MAX_URL_SHOWN or not joined.isprintable():
+            joined = "URL1,URL2"
+        args.command_parser.error(
+            f"argument --server: given {times} ({shown}): give it once; to try several "
+            f"servers in turn, one --server with commas: --server {joined}"
+        )
+    args.server = given[0] if given else None
+    if hasattr(args, SERVER_BEFORE):
+        delattr(args, SERVER_BEFORE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -310,6 +310,48 @@ def test_create_and_bot_refuse_an_option_of_another_variant_before_connecting(
     assert ui.calls == []  # no room was asked for
 
 
+def test_create_and_bot_say_an_option_that_is_not_utf8_with_its_bytes(
+    ui: FakeUI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An audit: ``--option draw=$'\\xff'`` was refused as ``option draw must be 1 or 3,
+    not "\\udcff"`` — Python's stand-in for the byte, which nobody typed — where a name
+    or a code is said with its bytes as typed."""
+    server = ["--server", "ws://127.0.0.1:9"]  # nothing listens there: never reached
+    for command in ("create", "bot"):
+        room = ["--create"] if command == "bot" else []
+        with pytest.raises(SystemExit) as refused:
+            main([command, *room, "--variant", "klondike", "--option", "draw=\udcff", *server])
+        assert refused.value.code == 2
+        said = _usage_error(capsys.readouterr().err, command)
+        assert said == "argument --option: not UTF-8 text: 'draw=\\xff'", said
+    assert ui.calls == []
+
+
+def test_a_server_given_twice_is_refused_not_the_last_one_taken(
+    ui: FakeUI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An audit: ``--server A --server B`` (before or after the command, or one of
+    each) asked B alone, A dropped in silence — as one who meant both to be tried in
+    turn would not expect: that is ``--server A,B``. Refused, saying so."""
+    a, b = "ws://127.0.0.1:9", "ws://127.0.0.1:10"
+    for argv in (
+        ["--server", a, "--server", b, "rooms"],
+        ["rooms", "--server", a, "--server", b],
+        ["--server", a, "join", "K7QX2M", "--server", b],
+        ["--server", a, "verify", "x", "--server", b],
+    ):
+        with pytest.raises(SystemExit) as refused:
+            main(argv)
+        assert refused.value.code == 2
+        command = next(word for word in argv if not word.startswith(("-", "ws:")))
+        said = _usage_error(capsys.readouterr().err, command)
+        assert said == (
+            f"argument --server: given twice ('{a}', then '{b}'): give it once; to try "
+            f"several servers in turn, one --server with commas: --server {a},{b}"
+        ), said
+    assert ui.calls == []
+
+
 def test_create_and_bot_refuse_an_option_given_twice(
     ui: FakeUI, capsys: pytest.CaptureFixture[str]
 ) -> None:

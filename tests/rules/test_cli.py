@@ -215,6 +215,20 @@ def test_cli_refuses_an_option_given_twice(capsys: pytest.CaptureFixture[str]) -
     assert code == 0 and json.loads(out)["options"]["draw"] == 3
 
 
+def test_cli_an_option_that_is_not_utf8_is_said_with_its_bytes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An audit: ``-o draw=$'\\xff'`` (a byte of another locale, which Python reads as the
+    lone surrogate U+DCFF) was refused as ``option draw must be 1 or 3, not "\\udcff"``,
+    a character nobody typed, and a key so as ``has no option "\\udcff"``. Said as
+    every other argument that is not UTF-8 is: its bytes, as typed."""
+    help_ = " (see solrace-rules deal --help)\n"
+    for option, shown in (("draw=\udcff", "draw=\\xff"), ("\udcff=3", "\\xff=3")):
+        code, out, err = call(["deal", "klondike", "7", "-o", option], capsys)
+        said = f"argument --option/-o: not UTF-8 text: '{shown}'"
+        assert (code, out, err) == (2, "", f"solrace-rules deal: {said}{help_}")
+
+
 def test_cli_seeds(capsys: pytest.CaptureFixture[str]) -> None:
     """Seeds in decimal or 0x…; out of range, not a number, or an unknown variant: a
     usage error, 2 (out of range and unknown variants were 1, "not a number" 2)."""

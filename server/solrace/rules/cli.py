@@ -54,7 +54,10 @@ from .variants import VARIANTS
 def parse_option(text: str) -> tuple[str, Any]:
     """``key=value`` as given on a command line (the rules CLI's and the client's
     ``--option``): the value is read as JSON when it can be (true, 3, null), else it is
-    a string (``scoring=vegas``)."""
+    a string (``scoring=vegas``). Bytes of another locale are refused with the bytes as
+    typed (:func:`utf8`): Python reads them as lone surrogates, which the engine's
+    refusal then named, ``not "\\udcff"``, a character nobody typed."""
+    utf8(text)
     key, sep, raw = text.strip().partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"an option is key=value, not {quoted(text)}")
