@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 from solrace import __version__
-from solrace.argtypes import BadNumber, BadText, real, utf8, whole
+from solrace.argtypes import (
+    MAX_HOST_NAME_LEN,
+    BadNumber,
+    BadText,
+    not_a_host_name,
+    real,
+    utf8,
+    whole,
+)
 from solrace.quoting import quoted
 
 
@@ -154,6 +162,17 @@ def test_text_that_is_not_utf8_is_refused_with_its_bytes_shown() -> None:
         utf8("d\udcff")
     assert str(refused.value) == "not UTF-8 text: 'd\\xff'"
     assert isinstance(refused.value, ValueError)
+
+
+def test_a_host_name_no_lookup_can_find_says_why() -> None:
+    """An audit: a name with a space, or longer than DNS takes (253 characters), went to
+    getaddrinfo — the client said "cannot reach …: unknown host", a Redis URL's host
+    was retried for ever — though no lookup can find it."""
+    assert not_a_host_name("a b") == "it holds a space"
+    assert not_a_host_name("a\x1bb") == "it holds a character that is not printable"
+    assert not_a_host_name("a." * 127 + "b") == f"longer than {MAX_HOST_NAME_LEN} characters"
+    for name in ("a." * 125 + "bcd", "ünï.example", "127.0.0.1", "::1", "localhost"):
+        assert not_a_host_name(name) is None, name
 
 
 def test_a_refusal_is_both_what_argparse_prints_and_a_value_error() -> None:

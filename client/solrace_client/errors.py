@@ -209,7 +209,7 @@ def check_server_url(url: str) -> str:
             ) from None
         text = where.rpartition("]")[2].partition(":")[2]  # as urllib reads it
         why = f"port {as_typed([text])} is out of range (1 to 65535)"  # cut when long
-        if not is_digits(text):
+        if not is_digits(text.removeprefix("-")):  # -1: a number, out of range
             why = f"its port {quoted(text)} is not a number"
         raise BadServerURL(f"bad server URL {said}: {why} ({example})") from None
     if parts.scheme not in ("ws", "wss") or "://" not in url:

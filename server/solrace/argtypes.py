@@ -40,6 +40,7 @@ __all__ = [
     "EXIT_READER_GONE",
     "EXIT_TERMINATED",
     "EXIT_USAGE",
+    "MAX_HOST_NAME_LEN",
     "OUTPUT_ERRNOS",
     "REDIS_DEFAULT_PORT",
     "BadNumber",
@@ -319,6 +320,11 @@ def utf8(text: str) -> str:
     return text
 
 
+#: The longest host name DNS resolves (RFC 1035: 255 octets on the wire, 253 written):
+#: a longer one went to getaddrinfo all the same, and was said "unknown host", whole.
+MAX_HOST_NAME_LEN: Final = 253
+
+
 #: Why a name fails IDNA encoding (what getaddrinfo does to it first): a label, the
 #: text between two dots, is empty or longer than 63 characters.
 NOT_A_LABEL: Final = "label empty or too long"
@@ -328,9 +334,16 @@ def not_a_host_name(host: str) -> str | None:
     """Why ``host`` cannot even be looked up, else None: getaddrinfo encodes a name
     with IDNA, which refuses an empty label (``a..b``, ``.``) or one past 63 characters
     with a UnicodeError — out of a connection (``solrace --server``) a traceback, and
-    in ``solrace-server --host`` the codec's words. Addresses encode as they are."""
+    in ``solrace-server --host`` the codec's words. Addresses encode as they are. Nor
+    can a name with a space or a control character be found, nor one past
+    :data:`MAX_HOST_NAME_LEN`: looked up, they were "unknown host" (the client), "names no
+    address" (``--host``), or a Redis that "does not answer", retried for ever."""
+    if not host.isprintable():
+        return "it holds a character that is not printable"
+    if any(char.isspace() for char in host):
+        return "it holds a space"
     try:
-        host.encode("idna")
+        encoded = host.encode("idna")
     except UnicodeError as exc:
         # The codec's words differ between Python releases ("label empty or too long"
         # wrapped in "encoding with 'idna' codec failed (UnicodeError: …)" on 3.11,
@@ -342,4 +355,6 @@ def not_a_host_name(host: str) -> str | None:
             return NOT_A_LABEL
         found = re.search(r"\(UnicodeError: (.*)\)$", said)
         return found.group(1) if found else said
+    if len(encoded) > MAX_HOST_NAME_LEN:
+        return f"longer than {MAX_HOST_NAME_LEN} characters"
     return None

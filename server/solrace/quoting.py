@@ -20,6 +20,7 @@ __all__ = [
     "as_typed",
     "file_name",
     "json_quoted",
+    "path_shown",
     "quoted",
     "quoted_number",
     "url_shown",
@@ -134,6 +135,13 @@ def file_name(exc: OSError) -> str:
     name = str(exc.filename)
     if exc.errno == errno.ENAMETOOLONG:
         return quoted(name)
+    return path_shown(name)
+
+
+def path_shown(name: str) -> str:
+    """A file's name as given, whole, where it is printable; else quoted whole, its
+    control characters escaped and its bytes that are not UTF-8 as typed (``\\xff``):
+    said as it is, an ESC in the name reached the terminal."""
     return name if name.isprintable() else quoted(name, limit=len(name))
 
 

@@ -80,6 +80,37 @@ def _node() -> str:
             "--log: cannot open /proc/nonexistent/dir/log: No such file or directory",
         ),
         (["store", "--redis-url", "garbage"], "argument --redis-url: not a Redis URL: 'garbage'"),
+        # an audit: the preset, a --log path or a Redis URL that is not UTF-8 said the
+        # byte as '\udcff' (the URL as "Redis does not answer at \udcff", status 1); a
+        # --log named with an ESC wrote the escape sequence to the terminal; a URL
+        # whose ESC[ read as an IPv6 bracket said only "Invalid IPv6 URL"; a host with a
+        # space was looked up
+        (["solver", "--variant", "\udcff"], "--variant: unknown preset(s): '\\xff' (presets:"),
+        (
+            ["solver", "--log", "/proc/nonexistent/\udcff", "--deals", "1"],
+            "--log: cannot open '/proc/nonexistent/\\xff': No such file or directory",
+        ),
+        (
+            ["solver", "--log", "/proc/nonexistent/\x1b[31m", "--deals", "1"],
+            "--log: cannot open '/proc/nonexistent/\\x1b[31m': No such file or directory",
+        ),
+        (
+            ["store", "--redis-url", "redis://\udcff/0"],
+            "--redis-url: not UTF-8 text: 'redis://\\xff/0'",
+        ),
+        (
+            ["store", "--redis-url", "redis://\x1b[31m/0"],
+            "--redis-url: not a Redis URL: 'redis://\\x1b[31m/0': it holds a character that is "
+            "not printable",
+        ),
+        (
+            ["store", "--redis-url", "redis://[::1/0"],
+            "--redis-url: not a Redis URL: 'redis://[::1/0': invalid IPv6 URL",
+        ),
+        (
+            ["store", "--redis-url", "redis://a b:6379/0"],
+            "--redis-url: 'a b' is not a host name (it holds a space)",
+        ),
         (
             ["store", "--redis-url", "redis://127.0.0.1:6379/x"],
             "argument --redis-url: database index 'x' is not a number",

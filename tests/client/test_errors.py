@@ -97,6 +97,15 @@ async def test_a_bad_server_url_is_one_line_and_status_2(command: list[str]) -> 
         ),
         ("ws://a..b:8765", "'a..b' is not a host name (label empty or too long)"),
         ("ws://.:8765", "'.' is not a host name (label empty or too long)"),
+        # an audit: looked up, "cannot reach …: unknown host 'host with space'"; a name of
+        # 10,010 characters (short labels) too, and said whole in that line
+        ("ws://host with space:8765", "'host with space' is not a host name (it holds a space)"),
+        (
+            "ws://" + "a." * 200 + "com:8765",
+            "'" + "a." * 20 + "'… (403 characters) is not a host name (longer than 253 characters)",
+        ),
+        # "its port '-1' is not a number": a number, not a port
+        ("ws://127.0.0.1:-1", "port -1 is out of range (1 to 65535)"),
         ("ws://h\udcffst:8765", "not UTF-8 text: 'ws://h\\xffst:8765'"),
         ("ws://127.0.0.1:8765/\udcff", "not UTF-8 text: 'ws://127.0.0.1:8765/\\xff'"),
         # "cannot reach ws://…#x: bad server URL (… isn't a valid URI: fragment

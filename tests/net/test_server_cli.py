@@ -137,6 +137,31 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         (["--redis-url", "redis://\udcff/0"], {}, "--redis-url: not UTF-8 text"),
         (["--host", "h\udcff"], {}, "--host: not UTF-8 text: 'h\\xff'"),
         (["--host", "a..b"], {}, "--host: 'a..b' is not a host name (label empty or too long)"),
+        # an audit: looked up, "names no address to listen on: Name or service not known";
+        # a Redis URL's was served, retried for ever
+        (["--host", "a b"], {}, "--host: 'a b' is not a host name (it holds a space)"),
+        (
+            ["--host", "\x1b[2J"],
+            {},
+            "--host: '\\x1b[2J' is not a host name (it holds a character that is not printable)",
+        ),
+        (
+            ["--redis-url", "redis://a b:6379/0"],
+            {},
+            "--redis-url: 'a b' is not a host name (it holds a space)",
+        ),
+        # "--redis-url: Invalid IPv6 URL": urllib's words, and which URL was not said
+        (
+            ["--redis-url", "redis://\x1b[31m/0"],
+            {},
+            "--redis-url: not a Redis URL: 'redis://\\x1b[31m/0': it holds a character that "
+            "is not printable",
+        ),
+        (
+            ["--redis-url", "redis://[::1/0"],
+            {},
+            "--redis-url: not a Redis URL: 'redis://[::1/0': invalid IPv6 URL",
+        ),
         # the default data directory, from $XDG_DATA_HOME, was not checked as --data-dir
         # is: a traceback (not UTF-8), or an engine whose socket URL lost the newline
         (

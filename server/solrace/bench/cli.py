@@ -38,6 +38,7 @@ from solrace.argtypes import (
     real,
     whole,
 )
+from solrace.quoting import path_shown, quoted
 from solrace.solver_budget import MAX_BUDGET
 
 from . import PROG, stopping
@@ -307,7 +308,7 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         unknown = [p for p in args.variant if p not in PRESETS]
         if unknown:
             # quoted, and the presets named: '' said "unknown preset(s): " and nothing
-            named = ", ".join(repr(p) for p in unknown)
+            named = ", ".join(quoted(p) for p in unknown)  # cut, its bytes as typed
             parser.error(f"--variant: unknown preset(s): {named} (presets: {', '.join(PRESETS)})")
         if args.start + args.deals > SEED_LIMIT:
             parser.error(
@@ -368,7 +369,7 @@ class _LogFile:
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115  (closed by close())
 
     def _failed(self, exc: OSError) -> RunFailed:
-        return RunFailed(f"--log: cannot write to {self.path}: {exc.strerror or exc}")
+        return RunFailed(f"--log: cannot write to {path_shown(self.path)}: {exc.strerror or exc}")
 
     def write(self, text: str) -> int:
         try:
@@ -406,7 +407,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, keys: _Keys)
             try:
                 log = _LogFile(args.log) if args.log else None
             except OSError as exc:
-                parser.error(f"--log: cannot open {args.log}: {exc.strerror or exc}")
+                parser.error(f"--log: cannot open {path_shown(args.log)}: {exc.strerror or exc}")
             try:
                 return run_solver(
                     args.variant,

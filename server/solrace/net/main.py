@@ -257,10 +257,17 @@ def check_redis_url(text: str) -> str:
     ValueError saying what is wrong. No I/O."""
     from solrace.store import CLUSTER_SCHEMES, parse_cluster_url
 
-    parts = urlsplit(text)
+    utf8(text)  # the benchmark's --redis-url: "Redis does not answer at \udcff", status 1
+    not_redis = f"not a Redis URL: {quoted(without_password(text))}"
+    if not text.isprintable():  # an ESC's "[" was read as an IPv6 address's bracket
+        raise ValueError(f"{not_redis}: it holds a character that is not printable")
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:  # urllib's "Invalid IPv6 URL", which named no URL
+        raise ValueError(f"{not_redis}: {str(exc)[:1].lower()}{str(exc)[1:]}") from None
     if parts.scheme not in ("redis", "rediss", "unix", *CLUSTER_SCHEMES) or "://" not in text:
         raise ValueError(
-            f"not a Redis URL: {quoted(without_password(text))} (redis://host:port/db, "
+            f"{not_redis} (redis://host:port/db, "
             "rediss://…, unix:///path, redis+cluster://host:port[,host:port…])"
         )
     if _credentials_cut_short(parts):
@@ -275,6 +282,9 @@ def check_redis_url(text: str) -> str:
         db = parts.path.strip("/")
         if parts.scheme != "unix":
             _check_port(parts)
+            unnamed = not_a_host_name(parts.hostname or "")
+            if parts.hostname and unnamed is not None:  # looked up, and retried for ever
+                raise ValueError(f"{quoted(parts.hostname)} is not a host name ({unnamed})")
         # digits 0-9, as many as int() reads: redis-py's int() of '²' (or of 5,000
         # nines) failed, and it ran on database 0 in silence
         if parts.scheme != "unix" and db and digits_value(db) is None:
