@@ -563,9 +563,18 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _check_servers(args: argparse.Namespace) -> None:
-    """Every server URL the command will use is a ws:// or wss:// URL (BadServerURL)."""
-    if args.run is cmd_resume and getattr(args, "server", None) is None:
-        return  # the saved race's server (not $SOLRACE_SERVER's), checked when it was saved
+    """Every server URL the command will use is a ws:// or wss:// URL (BadServerURL).
+    Without a typed --server, ``resume`` uses the saved race's server (checked when it
+    was saved), and ``fetch`` of a race file the file's: :func:`cmd_fetch` checks the
+    one it uses — a bad ``$SOLRACE_SERVER``, which neither would ask, refused them."""
+    if args.run in (cmd_resume, cmd_fetch) and getattr(args, "server", None) is None:
+        return
+    _check_server_urls(args)
+
+
+def _check_server_urls(args: argparse.Namespace) -> None:
+    """:func:`_check_servers`'s check of :func:`_server`'s URLs, saying where they came
+    from when no flag was typed."""
     urls = server_list(_server(args))
     if not urls:
         raise BadServerURL(f"no server URL given (e.g. ws://127.0.0.1:{DEFAULT_PORT})")
@@ -901,6 +910,11 @@ def cmd_fetch(args: argparse.Namespace) -> int:
                 f"the {len(urls):,} it names were tried, {len(urls) - MAX_SAVED_SERVERS:,} "
                 "not: --server asks others)"
             )
+    else:  # --server (checked already), $SOLRACE_SERVER's or the default: _check_servers
+        try:
+            _check_server_urls(args)
+        except BadServerURL as exc:
+            return _fail(str(exc))
     try:
         answered, archived = asyncio.run(fetch_archived(server, race))
     except ServerError as err:

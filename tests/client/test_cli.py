@@ -792,6 +792,25 @@ def test_a_bad_server_url_says_where_it_came_from(
     assert "cannot reach" not in said
 
 
+def test_fetch_of_a_race_file_naming_its_server_ignores_a_bad_solrace_server(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An audit: ``fetch FILE`` asks the server the file names, not ``$SOLRACE_SERVER``'s
+    — yet a garbage ``$SOLRACE_SERVER`` refused it (``bad server URL 'garbage' (from
+    $SOLRACE_SERVER)``), a variable it would not have used, as ``resume`` is not."""
+    saved = json.loads(synthetic_race.read_text())
+    synthetic_race.write_text(json.dumps({**saved, "server": "ws://127.0.0.1:9"}))
+    monkeypatch.setenv("SOLRACE_SERVER", "garbage")
+    assert main(["fetch", str(synthetic_race)]) == 2  # nothing listens on port 9
+    said = _one_line(capsys.readouterr().err)
+    assert "cannot reach ws://127.0.0.1:9" in said and "garbage" not in said, said
+    # a race id this computer has no file of is asked of $SOLRACE_SERVER's: refused
+    assert main(["fetch", "abc.deadbeef"]) == 2
+    said = _one_line(capsys.readouterr().err)
+    assert said.startswith("solrace: bad server URL 'garbage'"), said
+    assert said.endswith("(from $SOLRACE_SERVER)"), said
+
+
 def test_bot_settings_that_make_no_sense_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     server = ["--server", "ws://127.0.0.1:9"]
     for argv in (
