@@ -200,6 +200,42 @@ def test_a_parser_of_its_own_keeps_its_words() -> None:
         check("11m")
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["solrace", "quick", "--name", "-bob"], "solrace quick: argument --name: "),
+        (["solrace", "create", "--time-limit", "-5m"], "solrace create: argument --time-limit: "),
+        (
+            ["solrace-rules", "deal", "yukon", "1", "-o", "-x=1"],
+            "solrace-rules deal: argument --option/-o: ",
+        ),
+        (["solrace-server", "--key-prefix", "-x:"], "solrace-server: argument --key-prefix: "),
+        (
+            ["-m", "solrace.bench", "solver", "--log", "-x"],
+            "python -m solrace.bench: argument --log: ",
+        ),
+    ],
+)
+def test_a_value_that_starts_with_a_dash_is_said_how_to_give(argv: list[str], says: str) -> None:
+    """An audit: ``solrace quick --name -bob`` said only "argument --name: expected one
+    argument" — one was given —, in every command: argparse takes a word that starts
+    with ``-`` for an option. Said with the way to give it, ``--name=-bob``."""
+    flag, value = argv[-2], argv[-1]
+    program = [sys.executable] if argv[0] == "-m" else [str(Path(sys.executable).parent / argv[0])]
+    done = subprocess.run(
+        [*program, *argv[1:]] if argv[0] != "-m" else [*program, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    shown = flag.split("/")[0]
+    assert done.stderr.splitlines() == [
+        f"{says}expected one argument: {value!r} starts with '-', so it was read as an option; "
+        f"give it as {shown}={value} (see {says.split(': ')[0]} --help)"
+    ], done.stderr
+
+
 @pytest.mark.parametrize("script", ["solrace", "solrace-rules", "solrace-server"])
 def test_every_console_script_says_its_version(script: str) -> None:
     """``--version`` was "unrecognized arguments" (or "the following arguments are

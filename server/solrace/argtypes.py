@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import itertools
 import math
 import re
 import sys
@@ -110,6 +111,10 @@ def output_unusable(prog: str, why: str, status: int) -> int:
     return status
 
 
+#: argparse's words for an option whose value it did not find.
+_EXPECTED_ONE: Final = re.compile(r"argument (\S+): expected one argument")
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a mistake is one line (:func:`usage_line`), not the usage block,
     and status :data:`EXIT_USAGE`. Subcommands' parsers are of this class too
@@ -126,8 +131,37 @@ class OneLineParser(argparse.ArgumentParser):
     #: The command's status for output it cannot write.
     output_failed: ClassVar[int] = 1
 
+    #: The arguments this parser was last given (:meth:`_dash_value`).
+    _given: Sequence[str] = ()
+
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, usage_line(self.prog, message) + "\n")
+        self.exit(EXIT_USAGE, usage_line(self.prog, message + self._dash_value(message)) + "\n")
+
+    def _dash_value(self, message: str) -> str:
+        """For argparse's ``argument --name: expected one argument`` of a value that
+        starts with ``-`` (``--name -bob``, ``--time-limit -5m``), which argparse read as
+        an option, how to give it: the line said only that none was given."""
+        found = _EXPECTED_ONE.fullmatch(message)
+        if found is None:
+            return ""
+        flags = found.group(1).split("/")
+        for flag, value in itertools.pairwise(self._given):
+            if flag not in flags or not value.startswith("-") or value == "--":
+                continue
+            name = value.partition("=")[0]
+            if any(known.startswith(name) for known in self._option_string_actions):
+                return ""  # an option after all: the value was left out
+            return (
+                f": {quoted(value)} starts with '-', so it was read as an option; give it "
+                f"as {flag}={as_typed([value])}"
+            )
+        return ""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def parse_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
