@@ -28,7 +28,8 @@ _ZWJ: Final = "\u200d"
 def printable(value: object) -> str:
     """``value`` as text with each control, format (a direction override, a zero-width
     space), private-use or surrogate character, and each line or paragraph separator,
-    shown as ``?`` — what the server refuses in a name. Not a character unassigned in
+    shown as ``?`` — what the server refuses in a name —, but a byte that is not UTF-8,
+    shown as the byte (:func:`_shown`). Not a character unassigned in
     this Python's Unicode: a newer emoji, which a server on a newer Python lets into a
     name (shown as ``?``, it was lost); no terminal takes one for a control. Most text
     is printable as it is (``str.isprintable``, which only other scripts' spaces and
@@ -36,7 +37,21 @@ def printable(value: object) -> str:
     text = _CONTROL.sub("?", str(value))
     if text.isprintable():
         return text
-    return "".join("?" if _hidden(char) else char for char in text)
+    return "".join(_shown(char) for char in text)
+
+
+#: The lone surrogates Python reads a byte that is not UTF-8 as (``surrogateescape``:
+#: U+DC80 for 0x80 … U+DCFF for 0xFF), in a file or directory name of another locale.
+_BYTES_AS_SURROGATES: Final = range(0xDC80, 0xDD00)
+
+
+def _shown(char: str) -> str:
+    """One character that is not printable: a byte read as a surrogate as the byte,
+    ``\\xff``, as every error line quotes it (solrace.quoting.quoted; shown as ``?``, a
+    directory named ``/tmp/$'\\xff'`` read ``/tmp/?``); else ``?`` where it is hidden."""
+    if ord(char) in _BYTES_AS_SURROGATES:
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return "?" if _hidden(char) else char
 
 
 def _hidden(char: str) -> bool:

@@ -811,6 +811,16 @@ def test_fetch_of_a_race_file_naming_its_server_ignores_a_bad_solrace_server(
     assert said.endswith("(from $SOLRACE_SERVER)"), said
 
 
+def test_a_config_directory_not_utf8_is_named_with_its_bytes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An audit: ``SOLRACE_CONFIG_DIR=$'/tmp/\\xff'`` was named ``/tmp/?``, its byte
+    lost, where an argument's is said ``\\xff``."""
+    monkeypatch.setenv("SOLRACE_CONFIG_DIR", f"{tmp_path}/\udcff")
+    assert main(["races"]) == 0
+    assert capsys.readouterr().out.split() == f"no saved races in {tmp_path}/\\xff/races".split()
+
+
 def test_bot_settings_that_make_no_sense_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     server = ["--server", "ws://127.0.0.1:9"]
     for argv in (

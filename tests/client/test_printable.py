@@ -39,3 +39,12 @@ def test_characters_newer_than_the_clients_unicode_stay() -> None:
     # is not invisible formatting: shown as ``?``, a newer emoji in a name was lost.
     assert printable("Ann \U0001fae8\U0001fa77") == "Ann \U0001fae8\U0001fa77"
     assert printable("Ann\u202e\U0001fae8") == "Ann?\U0001fae8"
+
+
+def test_a_byte_that_is_not_utf8_is_shown_as_the_byte() -> None:
+    # A file or directory name of another locale (SOLRACE_CONFIG_DIR=$'/tmp/\xff'): Python
+    # reads each such byte as a lone surrogate U+DC80-U+DCFF, which was shown as "?" —
+    # where every error line quotes it as typed, \xff (solrace.quoting.quoted).
+    assert printable("/tmp/\udcff/races") == "/tmp/\\xff/races"
+    assert printable("a\udc80b") == "a\\x80b"
+    assert printable("\ud800") == "?"  # a surrogate no byte stands for: not text
