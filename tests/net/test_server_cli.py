@@ -141,6 +141,18 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         # a Redis URL's was served, retried for ever
         (["--host", "a b"], {}, "--host: 'a b' is not a host name (it holds a space)"),
         (
+            ["--redis-url", "redis+cluster://127.0.0.1:7101,a b:7102"],
+            {},
+            "--redis-url: 'a b' is not a host name (it holds a space)",
+        ),
+        # "names no address to listen on: Name or service not known", as in a URL
+        (
+            ["--host", "[::1]"],
+            {},
+            "--host: '[::1]' is not a host name: an IPv6 address goes without its brackets "
+            "here (--host ::1)",
+        ),
+        (
             ["--host", "\x1b[2J"],
             {},
             "--host: '\\x1b[2J' is not a host name (it holds a character that is not printable)",

@@ -60,7 +60,7 @@ from solrace.argtypes import (
 )
 from solrace.digits import digits_value, is_digits
 from solrace.environ import variable
-from solrace.quoting import MAX_QUOTED, quoted, quoted_number, without_password
+from solrace.quoting import MAX_QUOTED, as_typed, quoted, quoted_number, without_password
 from solrace.streams import degrade_gracefully
 
 from . import logs
@@ -161,6 +161,11 @@ def _host(text: str) -> str:
     failures (no IPv6 here, …) are left to the real start, which says them."""
     if not text.strip():
         raise ValueError("must not be empty (0.0.0.0 listens on every IPv4 address)")
+    if text.startswith("[") and text.endswith("]"):  # as in a URL: looked up, not found
+        raise ValueError(
+            f"{quoted(text)} is not a host name: an IPv6 address goes without its brackets "
+            f"here (--host {as_typed([text[1:-1]])})"
+        )
     unnamed = not_a_host_name(text)
     if unnamed is not None:
         raise ValueError(f"{quoted(text)} is not a host name ({unnamed})")
@@ -277,14 +282,14 @@ def check_redis_url(text: str) -> str:
         )
     _check_query_once(parts.query)
     if parts.scheme in CLUSTER_SCHEMES:
-        parse_cluster_url(text)  # raises ValueError saying what is wrong
+        first, others = parse_cluster_url(text)  # raises ValueError saying what is wrong
+        for host in (urlsplit(first).hostname or "", *(host for host, _ in others)):
+            _check_host(host)
     else:
         db = parts.path.strip("/")
         if parts.scheme != "unix":
             _check_port(parts)
-            unnamed = not_a_host_name(parts.hostname or "")
-            if parts.hostname and unnamed is not None:  # looked up, and retried for ever
-                raise ValueError(f"{quoted(parts.hostname)} is not a host name ({unnamed})")
+            _check_host(parts.hostname or "")
         # digits 0-9, as many as int() reads: redis-py's int() of '²' (or of 5,000
         # nines) failed, and it ran on database 0 in silence
         if parts.scheme != "unix" and db and digits_value(db) is None:
@@ -301,6 +306,14 @@ def check_redis_url(text: str) -> str:
     if parts.query:
         _check_query_options(text, cluster=parts.scheme in CLUSTER_SCHEMES)
     return text
+
+
+def _check_host(host: str) -> None:
+    """A Redis URL's host (a cluster URL's, each node's) is one a lookup can find: one
+    with a space was served, and retried for ever (:func:`not_a_host_name`)."""
+    unnamed = not_a_host_name(host) if host else None
+    if unnamed is not None:
+        raise ValueError(f"{quoted(host)} is not a host name ({unnamed})")
 
 
 def _check_port(parts: SplitResult) -> None:
