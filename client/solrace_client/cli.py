@@ -54,6 +54,7 @@ from . import config
 from .connection import (
     DEFAULT_SERVER,
     ENV_SERVER,
+    MAX_SERVERS,
     NoReply,
     RaceClient,
     ServerError,
@@ -79,8 +80,9 @@ from .printable import printable
 
 #: The most of a race file's own servers ``fetch`` tries (its ``server`` field, the
 #: nodes it was raced on): a file naming 500 had them all tried, one after another,
-#: for minutes (a newcomer walk). Past it, the rest are left untried, and said so.
-MAX_SAVED_SERVERS: Final = 8
+#: for minutes (a newcomer walk). Past it, the rest are left untried, and said so; a
+#: typed list past it is refused (:func:`_check_server_urls`).
+MAX_SAVED_SERVERS: Final = MAX_SERVERS
 
 #: The phases ``solrace rooms`` lists: rooms one can still join or watch race.
 LISTED_PHASES = ("lobby", "countdown", "racing")
@@ -576,9 +578,15 @@ def _check_server_urls(args: argparse.Namespace) -> None:
     """:func:`_check_servers`'s check of :func:`_server`'s URLs, saying where they came
     from when no flag was typed."""
     urls = server_list(_server(args))
-    if not urls:
-        raise BadServerURL(f"no server URL given (e.g. ws://127.0.0.1:{DEFAULT_PORT})")
     from_environment = getattr(args, "server", None) is None and _server_given(args) is not None
+    where = f" (from ${ENV_SERVER})" if from_environment else ""
+    if not urls:
+        raise BadServerURL(f"no server URL given (e.g. ws://127.0.0.1:{DEFAULT_PORT}){where}")
+    if len(urls) > MAX_SERVERS:  # tried in turn: 1,000 took an hour of unanswered hosts
+        raise BadServerURL(
+            f"{len(urls):,} server URLs given: at most {MAX_SERVERS} are tried in turn (the "
+            f"nodes of one deployment){where}"
+        )
     for url in urls:
         try:
             check_server_url(url)

@@ -82,6 +82,12 @@ def env_server() -> str | None:
 _T = TypeVar("_T")
 
 
+#: The most servers a ``--server`` list (or ``$SOLRACE_SERVER``, or a race file's
+#: ``server``) has tried: they are tried one after another, and a host that does not
+#: answer takes 5 s each.
+MAX_SERVERS: Final = 8
+
+
 def server_list(servers: str) -> list[str]:
     """``--server``/``$SOLRACE_SERVER`` as the URLs to try in turn: one URL, or several
     separated by commas (nodes of one deployment; the first that answers is used)."""

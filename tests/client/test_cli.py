@@ -34,6 +34,7 @@ from solrace_client.cli import (
     rooms_view,
     standings_table,
 )
+from solrace_client.connection import MAX_SERVERS
 from solrace_client.errors import EXIT_FAILED
 
 from tests.net.conftest import Cluster
@@ -819,6 +820,30 @@ def test_a_config_directory_not_utf8_is_named_with_its_bytes(
     monkeypatch.setenv("SOLRACE_CONFIG_DIR", f"{tmp_path}/\udcff")
     assert main(["races"]) == 0
     assert capsys.readouterr().out.split() == f"no saved races in {tmp_path}/\\xff/races".split()
+
+
+def test_more_servers_than_are_tried_or_none_from_the_variable_say_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An audit: ``$SOLRACE_SERVER`` of 1,000 URLs had each tried in turn — 5 s each
+    where a host does not answer, over an hour before a word —, where a race file's
+    are cut at MAX_SAVED_SERVERS; and one of commas alone said "no server URL given"
+    to one who had given none, without saying where it came from."""
+    many = ",".join(f"ws://127.0.0.1:{port}" for port in range(9, 9 + MAX_SERVERS + 1))
+    for argv, env in ((["rooms", "--server", many], None), (["rooms"], many)):
+        if env is not None:
+            monkeypatch.setenv("SOLRACE_SERVER", env)
+        assert main(argv) == 2
+        said = _one_line(capsys.readouterr().err)
+        where = " (from $SOLRACE_SERVER)" if env else ""
+        assert said == (
+            f"solrace: {MAX_SERVERS + 1} server URLs given: at most {MAX_SERVERS} are "
+            f"tried in turn (the nodes of one deployment){where}"
+        ), said
+    monkeypatch.setenv("SOLRACE_SERVER", ",,,")
+    assert main(["rooms"]) == 2
+    said = _one_line(capsys.readouterr().err)
+    assert said == "solrace: no server URL given (e.g. ws://127.0.0.1:8765) (from $SOLRACE_SERVER)"
 
 
 def test_bot_settings_that_make_no_sense_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
