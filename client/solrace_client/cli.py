@@ -78,12 +78,6 @@ from .errors import (
 )
 from .printable import printable
 
-#: The most of a race file's own servers ``fetch`` tries (its ``server`` field, the
-#: nodes it was raced on): a file naming 500 had them all tried, one after another,
-#: for minutes (a newcomer walk). Past it, the rest are left untried, and said so; a
-#: typed list past it is refused (:func:`_check_server_urls`).
-MAX_SAVED_SERVERS: Final = MAX_SERVERS
-
 #: The phases ``solrace rooms`` lists: rooms one can still join or watch race.
 LISTED_PHASES = ("lobby", "countdown", "racing")
 #: Commands that work on this computer only: a --server would do nothing.
@@ -901,21 +895,23 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     server = _server(args)
     typed = getattr(args, "server", None)
     saved_from = ""  # said where the server came from, when from the file
+    # A race file's own servers past MAX_SERVERS are left untried, and said so (a file
+    # naming 500 had them all tried, one after another, for minutes: a newcomer walk).
     if typed is None and local is not None and local.server:
         # The server the race was saved from, as resume does: not $SOLRACE_SERVER's,
         # nor the default (a race run with --server needed it typed again).
         urls = server_list(local.server)
-        server = ",".join(urls[:MAX_SAVED_SERVERS])
+        server = ",".join(urls[:MAX_SERVERS])
         try:
-            for url in urls[:MAX_SAVED_SERVERS]:
+            for url in urls[:MAX_SERVERS]:
                 check_server_url(url)
         except BadServerURL as exc:
             return _fail(f"{local.path or race}: its server: {exc}: give --server")
         saved_from = " (the server the race was saved from: --server asks another)"
-        if len(urls) > MAX_SAVED_SERVERS:
+        if len(urls) > MAX_SERVERS:
             saved_from = (
-                f" (the servers the race was saved from: the first {MAX_SAVED_SERVERS} of "
-                f"the {len(urls):,} it names were tried, {len(urls) - MAX_SAVED_SERVERS:,} "
+                f" (the servers the race was saved from: the first {MAX_SERVERS} of "
+                f"the {len(urls):,} it names were tried, {len(urls) - MAX_SERVERS:,} "
                 "not: --server asks others)"
             )
     else:  # --server (checked already), $SOLRACE_SERVER's or the default: _check_servers

@@ -82,9 +82,9 @@ def env_server() -> str | None:
 _T = TypeVar("_T")
 
 
-#: The most servers a ``--server`` list (or ``$SOLRACE_SERVER``, or a race file's
-#: ``server``) has tried: they are tried one after another, and a host that does not
-#: answer takes 5 s each.
+#: The most servers a ``--server`` list (or ``$SOLRACE_SERVER``) may name, and the
+#: most of a race file's ``server`` list ``fetch`` tries: they are tried one after
+#: another, and a host that does not answer takes 5 s each.
 MAX_SERVERS: Final = 8
 
 

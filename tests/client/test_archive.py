@@ -228,8 +228,8 @@ def test_a_race_file_naming_many_servers_has_only_the_first_few_tried(
 ) -> None:
     """A race file whose ``server`` listed 500 URLs had ``fetch`` try them all, one
     after another (past 60 s, a newcomer walk). It tries the first
-    MAX_SAVED_SERVERS — a deployment's nodes — and says how many it left untried."""
-    from solrace_client.cli import MAX_SAVED_SERVERS
+    MAX_SERVERS — a deployment's nodes — and says how many it left untried."""
+    from solrace_client.connection import MAX_SERVERS
 
     urls = [f"ws://127.0.0.1:{9000 + i}" for i in range(500)]
     data = json.loads(synthetic_race.read_text())
@@ -242,7 +242,7 @@ def test_a_race_file_naming_many_servers_has_only_the_first_few_tried(
 
     monkeypatch.setattr("solrace_client.archive.fetch_archived", unreachable)
     assert main(["fetch", str(synthetic_race)]) == 2
-    assert tried == urls[:MAX_SAVED_SERVERS]
+    assert tried == urls[:MAX_SERVERS]
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and len(err) < 500, err
-    assert f"the first {MAX_SAVED_SERVERS} of the 500 it names were tried" in err, err
+    assert f"the first {MAX_SERVERS} of the 500 it names were tried" in err, err

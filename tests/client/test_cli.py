@@ -827,7 +827,7 @@ def test_more_servers_than_are_tried_or_none_from_the_variable_say_so(
 ) -> None:
     """An audit: ``$SOLRACE_SERVER`` of 1,000 URLs had each tried in turn — 5 s each
     where a host does not answer, over an hour before a word —, where a race file's
-    are cut at MAX_SAVED_SERVERS; and one of commas alone said "no server URL given"
+    are cut at MAX_SERVERS; and one of commas alone said "no server URL given"
     to one who had given none, without saying where it came from."""
     many = ",".join(f"ws://127.0.0.1:{port}" for port in range(9, 9 + MAX_SERVERS + 1))
     for argv, env in ((["rooms", "--server", many], None), (["rooms"], many)):
