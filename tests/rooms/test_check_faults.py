@@ -352,3 +352,72 @@ async def test_a_check_whose_lease_read_spans_an_outage_marks_nobody_offline(
     clock.advance(node._outage_settle_ms() / 1000 + 1, node)
     offline = await race.ann.until(lambda f: f.t == "presence" and not f.d["online"])
     assert offline.d["racer"] == bob, offline.d
+
+
+async def test_a_check_whose_lease_read_spans_a_lapse_of_the_nodes_own_marks_nobody_offline(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis stalls for every client for longer than a lease's remainder and less than
+    the command timeout: every lease lapses in it, and every call out in it is answered
+    when it ends — the node's renewal, which finds its lease lapsed (Node._lapsed, no
+    outage: nothing timed out), and the check's read of the leases, which Redis may
+    serve before Bob's node's renewal, out in the stall too. In the lease's loop that
+    read was sent once the renewal came back, after every call the stall held; beside
+    it, the read saw Bob's node's lease gone and Bob was marked offline (a flash of
+    'offline': his node renews a moment later). A lapse of the node's own lease is the
+    store's trouble, as an outage is: what a read it spans found is not acted on, and
+    Bob goes offline only once that lapse has settled (Node._outage_settle_ms)."""
+    _fast_turns(monkeypatch)
+    clock = Clock()
+    node, other = await backend.node(clock), await backend.node(clock)
+    race = await _race_on(node, other)
+    room = race.ann.room
+    assert room is not None
+    bob = next(r.racer for r in room.state.racers.values() if r.name == "Bob")
+    spanned: list[int] = []
+    checks: list[int] = []
+    lapses: list[bool] = []
+    renewal_out, stall_over = asyncio.Event(), asyncio.Event()
+    real_live, real_heads, real_renew = (
+        node.store.live_nodes,
+        node.store.heads,
+        node.store.renew_lease,
+    )
+
+    async def renew(node_id: str, ttl_ms: int) -> bool:
+        if not spanned or stall_over.is_set():
+            return await real_renew(node_id, ttl_ms)
+        renewal_out.set()  # sent in the stall
+        await stall_over.wait()
+        await real_renew(node_id, ttl_ms)
+        lapses.append(True)
+        return False  # the lease lapsed in the stall
+
+    async def read_in_the_stall(node_ids: Any) -> set[str]:
+        if spanned:
+            return await real_live(node_ids)
+        spanned.append(len(checks))
+        await renewal_out.wait()
+        live = await real_live(node_ids)  # served before Bob's node's renewal
+        asyncio.get_running_loop().call_soon(stall_over.set)  # the renewal's reply, next
+        return live
+
+    async def heads(room_ids: Any) -> Any:
+        checks.append(len(checks))
+        return await real_heads(room_ids)
+
+    setattr(node.store, "renew_lease", renew)  # noqa: B010 (a method of the instance)
+    setattr(node.store, "live_nodes", read_in_the_stall)  # noqa: B010
+    setattr(node.store, "heads", heads)  # noqa: B010
+    assert other._watch_task is not None
+    other._watch_task.cancel()  # Bob's node's renewal comes after the read
+    await node.store.drop_lease(other.node_id)
+    await _poll(_count(spanned), bool, "the check never read Bob's node's lease")
+    await _poll(_count(lapses), bool, "the node never found its lease lapsed")
+    await _poll(_count(checks), lambda n: n >= spanned[0] + 2, "the check after that one")
+    assert not node.store_down
+    assert room.state.racers[bob].online, "marked offline on a read the lapse spanned"
+    assert not race.ann.events("presence")
+    clock.advance(node._outage_settle_ms() / 1000 + 1, node)
+    offline = await race.ann.until(lambda f: f.t == "presence" and not f.d["online"])
+    assert offline.d["racer"] == bob, offline.d

@@ -473,6 +473,10 @@ class Node:
         self.grace_floor_ms = self.clock()
         #: When the store last answered again after an outage (never: 0).
         self.store_back_ms = 0
+        #: When a renewal last found this node's lease lapsed (Node._lapsed; never: 0):
+        #: the store kept no lease, so every other node's may have lapsed too, as in
+        #: an outage (Node._outage_settled).
+        self._lapse_found_ms = 0
         self._store_down = False
         #: The reasons the current outage was logged with (Node.store_failed).
         self._outage_reasons: list[str] = []
@@ -511,6 +515,9 @@ class Node:
         #: whether the store is down.
         self._lease_turn_sent = 0.0
         self._lease_turn = asyncio.Event()
+        #: A renewal is out (_watch_loop): a room check's read of the leases that ends
+        #: meanwhile waits for its verdict (check_rooms).
+        self._renewing = False
         self._rejoining: asyncio.Future[Any] | None = None
         #: Round trips (ms) of the last samples of the store's clock (clock.py), and
         #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
@@ -835,6 +842,8 @@ class Node:
         self.grace_floor_ms += offset
         if self.store_back_ms:
             self.store_back_ms += offset
+        if self._lapse_found_ms:
+            self._lapse_found_ms += offset
         log.info("race clock set to the store's: %+.3f s from the system clock", offset / 1000)
 
     async def clock_before_serving(self) -> None:
@@ -874,6 +883,7 @@ class Node:
         Each turn's end is what a loop Redis failed asks about (:meth:`_store_failed_since`)."""
         while True:
             sent = time.monotonic()
+            self._renewing = True
             try:
                 current = await self.store.renew_lease(self.node_id, LEASE_MS)
                 # Lapsed if Redis says so, or if the last renewal known to have been
@@ -895,9 +905,11 @@ class Node:
             except Exception:  # the loop must survive anything
                 log.exception("lease renewal failed")
                 self.metrics.defects.labels(Defect.WATCH).inc()
-            self._lease_turn_sent = sent
-            self._lease_turn.set()
-            self._lease_turn = asyncio.Event()
+            finally:  # a check waiting for this verdict is not left waiting by a stop
+                self._renewing = False
+                self._lease_turn_sent = sent
+                self._lease_turn.set()
+                self._lease_turn = asyncio.Event()
             await asyncio.sleep(LEASE_RENEW_S)
 
     async def _check_loop(self) -> None:
@@ -1045,10 +1057,17 @@ class Node:
         if not others or not self._outage_settled():
             return
         live = await self.store.live_nodes(others)
+        if self._renewing:
+            # A renewal out while the leases were read: its verdict first. A stall of
+            # Redis shorter than the command timeout answers both as it ends, the
+            # read perhaps first, and before other nodes' renewals it held: the
+            # renewal finds this node's lease lapsed, and the read other nodes' gone.
+            await self._lease_turn.wait()
         if not self._outage_settled():
-            # The lease loop found the store down while the leases were read (the
-            # read waited out a stall the renewal timed out in): what it read may be
-            # leases that lapsed in that outage (tests/rooms/test_check_faults.py).
+            # The lease loop found the store down, or this node's lease lapsed, while
+            # the leases were read (the read waited out a stall the renewal timed out
+            # in, or was answered with it): what it read may be leases that lapsed in
+            # that stall (tests/rooms/test_check_faults.py).
             return
         dead = others - live
         for room in served.values():
@@ -1067,14 +1086,19 @@ class Node:
 
     def _outage_settled(self) -> bool:
         """Whether this node may take another node's missing lease for its death: the
-        store is up for it, and its last outage ended _outage_settle_ms ago. Right after
-        an outage every other node's lease may have lapsed too: they renew once their
-        own calls see Redis again, and were marked dead (their racers offline, then
-        online again a moment later) by whichever node came back first. A node really
-        dead is still dead once that time has passed."""
+        store is up for it, and its last outage ended, and the last lapse of its own
+        lease was found, _outage_settle_ms ago. Right after an outage every other node's
+        lease may have lapsed too: they renew once their own calls see Redis again, and
+        were marked dead (their racers offline, then online again a moment later) by
+        whichever node came back first. So after a lapse of this node's own lease
+        without an outage (a stall of Redis shorter than the command timeout: every
+        call out in it answered late): a check's read of the leases, out beside the
+        renewal, was answered before other nodes' renewals the stall held (a review,
+        shown). A node really dead is still dead once that time has passed."""
         if self._store_down:
             return False
-        return self.clock() - self.store_back_ms >= self._outage_settle_ms()
+        since = max(self.store_back_ms, self._lapse_found_ms)
+        return self.clock() - since >= self._outage_settle_ms()
 
     def _outage_settle_ms(self) -> float:
         """How long after its own outage ends a node waits before it takes another
@@ -1378,7 +1402,10 @@ class Node:
         node drained) made a second node serve it, its INFO a hand-off while this node
         was live, and a node joining it later did not wake this one. So it joins them
         again (:meth:`_rejoin_after_lapse`), in a task of its own: one round trip a
-        room, which must not hold up the next renewal. A new lapse starts it over."""
+        room, which must not hold up the next renewal. A new lapse starts it over.
+        Other nodes' leases may have lapsed with this one's: none is taken for a death
+        until the lapse has settled (:meth:`_outage_settled`)."""
+        self._lapse_found_ms = self.clock()
         if self._rejoining is not None:
             self._rejoining.cancel()
         self._rejoining = self.spawn(self._rejoin_after_lapse())
