@@ -67,6 +67,7 @@ ROOM_KINDS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("yukon", {"auto_complete": False}, "random"),
     ("klondike", {"draw": 3}, "random"),
     ("klondike", {"undo": False, "max_passes": 1}, "random"),
+    ("klondike", {"thoughtful": True, "draw": 3}, "random"),  # its stock seen by its racer
     ("russian", {}, "random"),
     ("alaska", {"undo": False}, "random"),
     ("double_yukon", {}, "random"),  # two decks: a card's twin is a card of its own
