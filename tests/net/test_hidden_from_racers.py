@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
 from solrace.protocol import race_id
 from solrace.protocol.fairness import certificate_digest
 from solrace_client import RaceClient, ServerError
@@ -24,6 +25,7 @@ from solrace_client import RaceClient, ServerError
 from tests.support.race import check_no_leaks, play_until_done, racing, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Cluster
+from .test_nodes import _play_legal
 
 #: Paths of the node's HTTP port an attacker may ask, with queries.
 HTTP_PATHS = ("/healthz", "/healthz?format=json", "/healthz?probe=live", "/metrics", "/", "/x")
@@ -122,5 +124,36 @@ async def test_a_racer_with_every_other_way_in_learns_no_hidden_card_or_seed(
     # The result is there once the race is over.
     archived = await idle.fetch_result(race)
     assert archived["result"]["seed"] == result["seed"]
+    # Round 2, a rematch: round 1's race_over is in every connection's history now, and
+    # the new round's countdown commits a deal of its own, whose result is not there
+    # while it is raced.
+    await ann.rematch()
+    await again.wait_for(lambda e: e.t == "room_reset", timeout=10)
+    await again.ready()
+    await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"], timeout=10)
+    await ann.start()
+    for client in (ann, again):
+        await client.wait_started()
+    second = race_id(room, _commitment(again))
+    assert second != race
+    frames = {id(c): len(c.received) for c in (ann, again, spy, idle)}
+    await _play_legal(ann, 12)
+    await _play_legal(again, 3)
+    with pytest.raises(ServerError, match="unknown_race"):
+        await idle.fetch_result(second)
+    assert (await idle.fetch_result(race))["result"] == archived["result"]
+    bodies = await _http_bodies(server.port)
+    await ann.resign()
+    await again.resign()
+    first = over.v or 0
+    over = await spy.wait_for(lambda e: e.t == "race_over" and (e.v or 0) > first, timeout=10)
+    result = dict(over.d)
+    for body in bodies:
+        assert not _secrets_in(body, result), body[:200]
+    assert check_no_leaks(spy.received[frames[id(spy)] :], result, settings) > 5
+    assert check_no_leaks(idle.received[frames[id(idle)] :], result, settings) > 0
+    for client in (ann, again):
+        round_two = client.received[frames[id(client)] :]
+        assert check_no_leaks(round_two, result, settings, client.racer) > 2
     for client in (ann, bob, spy, idle, again):
         await client.close()
