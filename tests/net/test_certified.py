@@ -43,12 +43,13 @@ async def test_a_racer_playing_the_certificate_wins_and_the_race_verifies(
     server = await cluster.node()
     ann, bob = await lobby(server.url)
     chosen = await _deal(ann)
-    assert chosen["certified"] and chosen["moves"] > 0
-    assert chosen["difficulty"] in ("easy", "medium", "hard", "very hard")
+    # Certified, and nothing the deal's cards decide: no length, no band found
+    # (docs/fairness.md); the line itself comes with race_over.
+    assert chosen == {"certified": True, "moves": None, "difficulty": None}
     # The test knows the room's secret, so it can certify the same round itself.
     settings = validate_settings(RoomSettings())
     found = certify("yukon", settings.options, SOLVABLE_SECRET, 1, None)
-    assert found.line is not None and len(found.line) == chosen["moves"]
+    assert found.line is not None
     await ann.start()
     for client in (ann, bob):
         await client.wait_started()

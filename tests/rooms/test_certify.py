@@ -502,7 +502,7 @@ async def test_a_racer_back_while_its_certification_stops_gets_a_certified_deal(
     chosen = await again.until(lambda f: f.t == "deal_chosen", timeout=15)
     assert chosen.d["certified"] is True, chosen.d
     line = _certificate()
-    assert chosen.d["moves"] == len(line) and room.state.certificate == list(line)
+    assert chosen.d["moves"] is None and room.state.certificate == list(line)
     assert held.tried == [0, 0]  # the stopped candidate, then the same one solved again
     assert len(again.events("deal_chosen")) == 1
     assert not [r for r in caplog.records if "no winnable deal found" in r.getMessage()]
@@ -670,3 +670,32 @@ async def test_a_certification_outlasting_the_shared_fallback_deals_the_race_onc
     stored = [unpack_event(e.data) for e in await ann_node.store.events_since(room_id, 0)]
     assert [e.t for e in stored].count(EventType.DEAL_CHOSEN) == 1
     assert [e.t for e in stored].count(EventType.STARTED) == 1
+
+
+async def test_the_lobby_announces_a_certified_deal_without_what_its_cards_decide(
+    backend: Backend,
+) -> None:
+    """``deal_chosen`` of a certified deal says it is certified and, as the room's
+    settings do, the difficulty the room asked for: not the winning line's length nor
+    the band the solver found, which the deal's cards decide. Late in a race a racer
+    knows all but a few cards' places and can solve each way they may lie: an audit
+    (Yukon, 5 cards still face down, 120 ways) found the announced length left 6 to 22
+    of them and the band 72 to 120 — the length named where cards lie."""
+    node = await backend.node()
+    ann = FakePeer(node)
+    created = await ann.ask("create", variant="yukon", name="Ann")
+    assert created.t == "joined", created.d
+    chosen = await ann.until(lambda f: f.t == "deal_chosen", timeout=15)
+    assert dict(chosen.d) == {"certified": True, "moves": None, "difficulty": None}
+    room = node.rooms[str(created.d["room"])]
+    assert room.state.certificate, "the line stays on the server, for the countdown and race_over"
+
+
+@pytest.mark.parametrize("asked", [None, "easy", "medium", "hard"])
+def test_a_certified_deal_is_announced_with_the_difficulty_asked_only(asked: str | None) -> None:
+    for found in ("easy", "medium", "hard", "very hard"):
+        line = ("1>F",) * 40
+        deal = certify.announced(certify.Certificate(3, line, found), asked)
+        assert deal == {"certified": True, "moves": None, "difficulty": asked}
+    uncertified = certify.announced(certify.Certificate(0, None, None), asked)
+    assert uncertified == {"certified": False, "moves": None, "difficulty": None}

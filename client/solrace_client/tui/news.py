@@ -10,7 +10,7 @@ just change? — is kept here, from the events the player has been told about.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from solrace.protocol import Envelope
 from solrace.rules import RulesError, new_board
@@ -154,13 +154,22 @@ class News:
         return f"{name} went offline (30 s to come back)" if still_in else f"{name} went offline"
 
 
+#: How :func:`deal_words` begins for a certified deal (the lobby shows it in green).
+CERTIFIED_WORDS: Final = "winnable deal (certified"
+
+
 def deal_words(deal: Mapping[str, Any] | None, deals: str = "winnable") -> str:
-    """``winnable deal (certified, 97 moves, easy)``: how the round's deal was made."""
+    """``winnable deal (certified, easy)``: how the round's deal was made. A server
+    announces the difficulty the room asked for, and no line length (docs/fairness.md:
+    the length names where cards lie); one of an earlier release announced the length
+    and the band it found, said as it sent them."""
     if deal is None:
         return "certifying a winnable deal…" if deals == "winnable" else "random deal"
     if not deal.get("certified"):
         return "random deal (not certified)"
-    parts = [f"certified, {deal.get('moves')} moves"]
+    parts: list[str] = []
+    if deal.get("moves") is not None:
+        parts.append(f"{deal['moves']} moves")
     if deal.get("difficulty"):
         parts.append(str(deal["difficulty"]))
-    return f"winnable deal ({', '.join(parts)})"
+    return CERTIFIED_WORDS + "".join(f", {part}" for part in parts) + ")"

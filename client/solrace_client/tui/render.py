@@ -34,6 +34,7 @@ from .controller import (
     pile_rank,
     pile_suit,
 )
+from .news import CERTIFIED_WORDS
 
 CARD_W = 3
 CELL_W = CARD_W + 1
@@ -615,7 +616,7 @@ def render_lobby(
         text.append(line + "\n", STYLE_DIM)
     if deal is not None:
         for line in textwrap.wrap(deal, width - 1) or [""]:
-            text.append(line + "\n", "bold green" if "certified," in deal else "")
+            text.append(line + "\n", "bold green" if deal.startswith(CERTIFIED_WORDS) else "")
     text.append("\n")
     # A racer's row on one line: its name is cut to what the flags leave (24 cells
     # at most, LOBBY_NAME_MIN at least).

@@ -122,7 +122,9 @@ class RoomSettings(TypedDict):
 
 class Deal(TypedDict):
     """The round's deal as the lobby may know it: whether a solver certified it
-    winnable, the winning line's length and its difficulty (never a card)."""
+    winnable, and the difficulty the room asked for (``moves`` is None: the winning
+    line's length, with the public solver, names where cards lie; docs/fairness.md).
+    A server of an earlier release sent the length and the band its solver found."""
 
     certified: bool
     moves: int | None

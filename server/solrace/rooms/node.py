@@ -2306,7 +2306,7 @@ class Node:
             "code": room.meta.code,
             "round": room.state.round,
             "settings": room.meta.settings.to_dict(),
-            # How the deal was made: certified, its line's length, difficulty.
+            # How the deal was made, as the lobby was told (rooms.certify.announced).
             "deal": room.state.deal,
             "result": dict(result),
         }
