@@ -416,6 +416,21 @@ async def test_the_fair_counts_tool(tmp_path: Path) -> None:
         assert 0 <= row["foundation_short_mean"] <= row["foundation_short_max"] <= 52, row
 
 
+async def test_the_certificate_length_tool(tmp_path: Path) -> None:
+    """docs/fairness.md's figures for what an announced line length told come from
+    this tool: per room, the ways the last cards may lie and how many each announced
+    figure kept, the true one always among them."""
+    command = "python docs/tools/certificate_length.py --hidden 3 --rooms 2"
+    async with world(tmp_path) as (w, _):
+        out = await w.ok(command, timeout=120)
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert len(rows) == 2, out
+    for row in rows:
+        assert row["ways"] == 6 and row["hidden"] == 3, row
+        assert row["ways"] >= row["won"] >= row["same_length"] >= row["both"] >= 1, row
+        assert row["truth_kept"] is True, row
+
+
 async def _stop(proc: asyncio.subprocess.Process) -> int | None:
     """SIGTERM; its exit status, or None if it had to be killed after 15 s."""
     if proc.returncode is None:

@@ -679,8 +679,9 @@ async def test_the_lobby_announces_a_certified_deal_without_what_its_cards_decid
     settings do, the difficulty the room asked for: not the winning line's length nor
     the band the solver found, which the deal's cards decide. Late in a race a racer
     knows all but a few cards' places and can solve each way they may lie: an audit
-    (Yukon, 5 cards still face down, 120 ways) found the announced length left 6 to 22
-    of them and the band 72 to 120 — the length named where cards lie."""
+    (docs/tools/certificate_length.py: Yukon, 5 cards still face down, 120 ways) found
+    the announced length kept 4 to 45 of them and the band 72 to 120 — the length
+    named where cards lie."""
     node = await backend.node()
     ann = FakePeer(node)
     created = await ann.ask("create", variant="yukon", name="Ann")

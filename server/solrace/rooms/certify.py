@@ -69,10 +69,11 @@ def announced(found: Certificate, asked: str | None) -> dict[str, Any]:
     difficulty the room asked for — what its settings say already — and nothing the
     deal's cards decide. The line's length and the band the solver found name where
     cards lie: late in a race a racer knows all but a few cards' places and can solve
-    each way they may lie. An audit (Yukon, 5 cards still face down, 120 ways, each
-    solved at the server's budget in 30-150 ms) found the length announced left 6 to
-    22 of the 120, the band 72 to 120; at 6 face down, length and band left 8 to 54
-    of 720. Both are in the result, with the line, once the race is over."""
+    each way they may lie. An audit (docs/tools/certificate_length.py: six Yukon
+    deals, 5 cards still face down, 120 ways, each solved at the server's budget in
+    32-418 ms) found the length announced kept 4 to 45 of the 120, the band 72 to 120;
+    at 6 face down, length and band kept 8 to 54 of 720. Both are in the result, with
+    the line, once the race is over."""
     certified = found.line is not None
     return {"certified": certified, "moves": None, "difficulty": asked if certified else None}
 
