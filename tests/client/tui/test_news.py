@@ -104,10 +104,20 @@ def test_a_racer_who_goes_offline_is_not_said_to_have_lost_the_connection() -> N
 def test_the_lobby_learns_how_the_deal_was_made() -> None:
     view, news = loaded()
     assert deal_words(view.deal) == "certifying a winnable deal…"
-    chosen = Envelope("deal_chosen", v=3, d={"certified": True, "moves": 97, "difficulty": "easy"})
-    assert told(view, news, chosen) == "winnable deal (certified, 97 moves, easy)"
+    # This release's server: certified, the difficulty asked for, no length.
+    chosen = Envelope("deal_chosen", v=3, d={"certified": True, "moves": None, "difficulty": None})
+    assert told(view, news, chosen) == "winnable deal (certified)"
     lobby = render_lobby([], view.settings, view.code, 1, 1, 80, deal_words(view.deal))
-    assert "winnable deal (certified, 97 moves, easy)" in lobby.plain
+    assert "winnable deal (certified)" in lobby.plain
+    (line,) = [
+        span for span in lobby.spans if lobby.plain[span.start : span.end].startswith("winnable")
+    ]
+    assert "green" in str(line.style)
+    asked = {"certified": True, "moves": None, "difficulty": "hard"}
+    assert deal_words(asked) == "winnable deal (certified, hard)"
+    # An earlier release's server said the length and the band found: said as sent.
+    earlier = {"certified": True, "moves": 97, "difficulty": "easy"}
+    assert deal_words(earlier) == "winnable deal (certified, 97 moves, easy)"
     assert deal_words(None, "random") == "random deal"
     assert deal_words({"certified": False, "moves": None, "difficulty": None}) == (
         "random deal (not certified)"
