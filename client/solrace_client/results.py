@@ -42,6 +42,7 @@ from typing import Any, Final
 
 from solrace import protocol
 from solrace.protocol.limits import (
+    FIRST_RACER_ID,
     MAX_MOVE_LEN,
     MAX_NAME_LEN,
     MAX_RACERS,
@@ -315,8 +316,8 @@ def _malformed(
         where = f"result.standings[{i}]"
         if not isinstance(standing, Mapping):
             return f"{where} is {json_quoted(standing)}, not a racer's standing"
-        if not _whole(standing.get("racer")):
-            return f"{where}.racer {_is(standing, 'racer')}, not a racer id"
+        if not _racer_id(standing.get("racer")):
+            return f"{where}.racer {_is(standing, 'racer')}, not a racer id{_RACER_IDS}"
         name = standing.get("name")
         # No server keeps a longer one (a name of 100,000 characters verified, and
         # each line of the report naming its racer was as long: a tamper audit).
@@ -338,6 +339,15 @@ def _malformed(
 MIN_WHOLE: Final = -(2**63)
 MAX_WHOLE: Final = 2**64 - 1
 _WHOLE: Final = " (64 bits at most)"
+
+
+#: Racer ids are the server's: numbered from FIRST_RACER_ID in join order. A file's
+#: racer 0 or -5 verified OK, each line of the report naming it (a verify audit).
+_RACER_IDS: Final = f" (the server numbers racers from {FIRST_RACER_ID})"
+
+
+def _racer_id(value: Any) -> bool:
+    return _whole(value) and value >= FIRST_RACER_ID
 
 
 def _whole(value: Any) -> bool:
@@ -362,7 +372,7 @@ def _acknowledged(value: Any) -> bool:
     where no reply came)."""
     return (
         isinstance(value, Mapping)
-        and _whole(value.get("racer"))
+        and _racer_id(value.get("racer"))
         and isinstance(value.get("moves"), list)
         and _moves([m for m in value["moves"] if m is not None])
     )

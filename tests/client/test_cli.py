@@ -1066,6 +1066,20 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
         lambda d: d["result"]["standings"][0].update(racer=None),
         "result.standings[0].racer is null, not a racer id",
     ),
+    # A verify audit: racer ids no server gives (it numbers racers from 1) verified OK
+    # ("racer 0 (Ann)", "racer -5 (Bob)").
+    "racer 0": (
+        lambda d: d["result"]["standings"][0].update(racer=0),
+        "result.standings[0].racer is 0, not a racer id (the server numbers racers from 1)",
+    ),
+    "racer negative": (
+        lambda d: d["result"]["standings"][1].update(racer=-5),
+        "result.standings[1].racer is -5, not a racer id (the server numbers racers from 1)",
+    ),
+    "acknowledged to racer 0": (
+        lambda d: d.update(acknowledged={"racer": 0, "moves": []}),
+        'acknowledged is {"racer": 0, "moves": []}, not a racer and its moves acknowledged',
+    ),
     "name missing": (
         lambda d: d["result"]["standings"][1].pop("name"),
         "result.standings[1].name is missing, not a name",

@@ -85,6 +85,9 @@ MAX_VERSION: Final = 2**63 - 1
 MAX_SEQ: Final = 2**31 - 1
 
 # --------------------------------------------------------------------------- fields
+#: A room numbers its racers in join order from this one (``RoomState.next_racer``):
+#: no racer id is smaller, and a result file naming one is malformed (solrace verify).
+FIRST_RACER_ID: Final = 1
 MAX_NAME_LEN: Final = 24  # characters, after trimming surrounding white space
 MAX_VARIANT_LEN: Final = 32
 MAX_OPTIONS: Final = 16  # entries in a create's ``options`` map

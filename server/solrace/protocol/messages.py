@@ -29,6 +29,7 @@ from .limits import (
     DEFAULT_MAX_RACERS,
     DEFAULT_SPECTATOR_DELAY_S,
     DEFAULT_TIME_LIMIT_S,
+    FIRST_RACER_ID,
     MAX_CODE_LEN,
     MAX_MOVE_LEN,
     MAX_NAME_LEN,
@@ -887,7 +888,7 @@ def joined_reply(
     d = {
         "room": room,
         "code": code_wire(code),
-        "racer": _out_int("racer", racer, 1),
+        "racer": _out_int("racer", racer, FIRST_RACER_ID),
         "token": token,
         "snapshot": snap,
         "replay": _replay(replay, snap),
@@ -984,12 +985,16 @@ def racer_left_event(
     with status ``left``. ``host`` is the host after the departure."""
     if reason not in LEFT_REASONS:
         raise ValueError(f"racer_left: reason must be one of {sorted(LEFT_REASONS)}")
-    d = {"racer": _out_int("racer", racer, 1), "host": _opt_racer("host", host), "reason": reason}
+    d = {
+        "racer": _out_int("racer", racer, FIRST_RACER_ID),
+        "host": _opt_racer("host", host),
+        "reason": reason,
+    }
     return _event("racer_left", v, d)
 
 
 def _opt_racer(name: str, value: int | None) -> int | None:
-    return None if value is None else _out_int(name, value, 1)
+    return None if value is None else _out_int(name, value, FIRST_RACER_ID)
 
 
 def ready_changed_event(v: int, *, racer: int, ready: bool, open_boards: bool = False) -> Envelope:
@@ -997,7 +1002,7 @@ def ready_changed_event(v: int, *, racer: int, ready: bool, open_boards: bool = 
     names open spectating: it agrees to spectators seeing whole boards."""
     if not isinstance(ready, bool) or not isinstance(open_boards, bool):
         raise ValueError("ready_changed: ready and open_boards are booleans")
-    d: dict[str, object] = {"racer": _out_int("racer", racer, 1), "ready": ready}
+    d: dict[str, object] = {"racer": _out_int("racer", racer, FIRST_RACER_ID), "ready": ready}
     if open_boards:
         d["open_boards"] = True
     return _event("ready_changed", v, d)
@@ -1038,7 +1043,7 @@ def finished_event(
 ) -> Envelope:
     """``finished``: ``racer`` completed every foundation, in ``place``."""
     d = {
-        "racer": _out_int("racer", racer, 1),
+        "racer": _out_int("racer", racer, FIRST_RACER_ID),
         "place": _out_int("place", place, 1),
         "elapsed_ms": _out_int("elapsed_ms", elapsed_ms),
         "foundation": _out_int("foundation", foundation),
@@ -1079,7 +1084,9 @@ def presence_event(v: int, *, racer: int, online: bool) -> Envelope:
     A racer offline for the disconnect grace during a race is then ``racer_left``."""
     if not isinstance(online, bool):
         raise ValueError("presence: online is a boolean")
-    return _event("presence", v, {"racer": _out_int("racer", racer, 1), "online": online})
+    return _event(
+        "presence", v, {"racer": _out_int("racer", racer, FIRST_RACER_ID), "online": online}
+    )
 
 
 def room_event(t: str, v: int, d: Mapping[str, Any]) -> Envelope:
@@ -1129,7 +1136,7 @@ def board_notice(*, racer: int, at_ms: int, view: Mapping[str, object], owner: b
     spectators get ``owner=False`` views, only after the room's spectator delay.
     """
     d = {
-        "racer": _out_int("racer", racer, 1),
+        "racer": _out_int("racer", racer, FIRST_RACER_ID),
         "at_ms": _out_int("at_ms", at_ms),
         "view": board_view_wire(view, owner=owner),
     }

@@ -22,7 +22,7 @@ from typing import Final, NotRequired, TypedDict, cast
 
 from ._check import is_int, is_int_in, type_name
 from .fairness import MAX_SEED, is_commitment, is_salt
-from .limits import MAX_RACERS, ROOM_CODE_ALPHABET
+from .limits import FIRST_RACER_ID, MAX_RACERS, ROOM_CODE_ALPHABET
 
 OptionValue = bool | int | str | None
 
@@ -558,7 +558,7 @@ def progress_wire(progress: Mapping[str, object], where: str = "progress") -> di
             }
     _keys(where, progress, _PROGRESS_KEYS, frozenset())
     return {
-        "racer": _int(f"{where}.racer", progress["racer"], 1),
+        "racer": _int(f"{where}.racer", progress["racer"], FIRST_RACER_ID),
         "foundation": _int(f"{where}.foundation", progress["foundation"]),
         "moves": _int(f"{where}.moves", progress["moves"]),
         "face_down": _int(f"{where}.face_down", progress["face_down"]),
@@ -570,7 +570,7 @@ def progress_wire(progress: Mapping[str, object], where: str = "progress") -> di
 def racer_wire(racer: Mapping[str, object], where: str = "racer") -> dict[str, object]:
     _keys(where, racer, frozenset(RacerInfo.__annotations__), frozenset())
     return {
-        "racer": _int(f"{where}.racer", racer["racer"], 1),
+        "racer": _int(f"{where}.racer", racer["racer"], FIRST_RACER_ID),
         "name": _str(f"{where}.name", racer["name"]),
         "ready": _bool(f"{where}.ready", racer["ready"]),
         "status": _enum(f"{where}.status", racer["status"], RacerStatus),
@@ -605,7 +605,7 @@ def standing_wire(standing: Mapping[str, object], where: str = "standing") -> di
     log = _seq(f"{where}.log", standing["log"])
     out = {
         "place": _int(f"{where}.place", standing["place"], 1),
-        "racer": _int(f"{where}.racer", standing["racer"], 1),
+        "racer": _int(f"{where}.racer", standing["racer"], FIRST_RACER_ID),
         "name": _str(f"{where}.name", standing["name"]),
         "status": _enum(f"{where}.status", standing["status"], RacerStatus),
         "foundation": _int(f"{where}.foundation", standing["foundation"]),
@@ -660,7 +660,7 @@ def you_wire(you: Mapping[str, object]) -> dict[str, object]:
     _keys(where, you, frozenset(You.__annotations__), frozenset())
     board = you["board"]
     return {
-        "racer": _int(f"{where}.racer", you["racer"], 1),
+        "racer": _int(f"{where}.racer", you["racer"], FIRST_RACER_ID),
         "board": None if board is None else board_view_wire(_map(board), owner=True),
         "next_seq": _int(f"{where}.next_seq", you["next_seq"]),
         "moves": _int(f"{where}.moves", you["moves"]),
@@ -693,7 +693,7 @@ def snapshot_wire(snapshot: Mapping[str, object]) -> dict[str, object]:
         "version": _int(f"{where}.version", snapshot["version"], 0, 2**63 - 1),
         "phase": phase,
         "settings": settings_wire(_map(snapshot["settings"])),
-        "host": _opt_int(f"{where}.host", snapshot["host"], 1),
+        "host": _opt_int(f"{where}.host", snapshot["host"], FIRST_RACER_ID),
         "racers": [
             snapshot_racer_wire(_map(r), f"{where}.racers[{i}]")
             for i, r in enumerate(_seq(f"{where}.racers", snapshot["racers"]))

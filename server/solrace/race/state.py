@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from solrace.protocol.limits import (
+    FIRST_RACER_ID,
     JOIN_BURST,
     JOIN_INTERVAL_S,
     MIN_RACERS_TO_START,
@@ -126,7 +127,7 @@ class RoomState:
     round_began: int = 0
     host: int | None = None
     racers: dict[int, RacerState] = field(default_factory=dict)
-    next_racer: int = 1
+    next_racer: int = FIRST_RACER_ID
     start_at_ms: int | None = None
     started: bool = False
     commitment: str | None = None
@@ -362,7 +363,7 @@ class RoomState:
     def everyone_left(self) -> bool:
         """A lobby everyone left is closed: it takes nobody new (decisions.join) and
         expires. Not a room nobody has joined yet (a create whose join failed)."""
-        return not self.racers and self.next_racer > 1
+        return not self.racers and self.next_racer > FIRST_RACER_ID
 
     def deal_ready(self) -> bool:
         """A winnable room waits for its certified deal; a random one never waits."""

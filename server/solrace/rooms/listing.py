@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from solrace.protocol.limits import SEAT_SETTLE_S
+from solrace.protocol.limits import FIRST_RACER_ID, SEAT_SETTLE_S
 from solrace.protocol.views import Phase
 from solrace.race.events import EventType, RoomEvent
 from solrace.store import Listing
@@ -58,7 +58,7 @@ def never_joined(state: RoomState, created_ms: int, now_ms: int) -> bool:
     expired, and the next quick racer was seated in a room ``list`` had hidden. Its
     keys expire on a new room's ten minutes. Not a room everyone left (its expiry
     unlists it)."""
-    return state.next_racer == 1 and now_ms - created_ms > SEAT_SETTLE_S * 1000
+    return state.next_racer == FIRST_RACER_ID and now_ms - created_ms > SEAT_SETTLE_S * 1000
 
 
 async def drop_never_joined(node: Node, room: LiveRoom) -> None:
