@@ -34,7 +34,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,11 +47,14 @@ from solrace.protocol.limits import (
     MAX_NAME_LEN,
     MAX_RACERS,
     MAX_ROOM_ID_LEN,
+    MAX_SPECTATOR_DELAY_S,
     MAX_TIME_LIMIT_S,
     MIN_RACERS,
+    MIN_SPECTATOR_DELAY_S,
     MIN_TIME_LIMIT_S,
 )
 from solrace.quoting import json_quoted, quoted
+from solrace.race.settings import DEALS, DIFFICULTIES, SPECTATORS
 from solrace.rules import VARIANTS
 from solrace.rules.options import OPTION_NAMES, is_of_kind, option_kind
 
@@ -300,6 +303,9 @@ def _malformed(
             f"settings.max_racers {_is(settings, 'max_racers')}, not a number of seats from "
             f"{MIN_RACERS} to {MAX_RACERS}"
         )
+    problem = _unread_setting(settings)
+    if problem is not None:
+        return problem
     if not _whole_or_none(data.get("saved_at_ms")):
         return f"saved_at_ms {_is(data, 'saved_at_ms')}, not a whole number{_WHOLE}"
     if not _whole(result.get("seed")):
@@ -331,6 +337,43 @@ def _malformed(
         for key in _STANDING_NUMBERS:
             if not _whole_or_none(standing.get(key)):
                 return f"{where}.{key} {_is(standing, key)}, not a whole number{_WHOLE}"
+    return None
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _spectator_delay(value: Any) -> bool:
+    return _whole(value) and MIN_SPECTATOR_DELAY_S <= value <= MAX_SPECTATOR_DELAY_S
+
+
+#: The room's settings (docs/protocol.md, RoomSettings) that no check of verify or replay
+#: reads, each with its kind: held to it where the file has it (a file of an older
+#: client may lack some), as the ones they read are. Taken of any type, a file's
+#: ``"private": [1]`` or ``"deals": ["random"]`` verified OK (a verify audit). A key
+#: RoomSettings does not define is ignored (verify compares it with the countdown's).
+_UNREAD_SETTINGS: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
+    "private": (_flag, "true or false"),
+    "quick": (_flag, "true or false"),
+    "spectator_delay_s": (
+        _spectator_delay,
+        f"a delay of {MIN_SPECTATOR_DELAY_S} to {MAX_SPECTATOR_DELAY_S} s",
+    ),
+    "deals": (lambda v: v in DEALS, f"one of {', '.join(DEALS)}"),
+    "difficulty": (
+        lambda v: v is None or v in DIFFICULTIES,
+        f"one of {', '.join(DIFFICULTIES)} or null",
+    ),
+    "spectators": (lambda v: v in SPECTATORS, f"one of {', '.join(SPECTATORS)}"),
+}
+
+
+def _unread_setting(settings: Mapping[str, Any]) -> str | None:
+    """The first of :data:`_UNREAD_SETTINGS` the file has of another kind, in words."""
+    for key, (fits, kind) in _UNREAD_SETTINGS.items():
+        if key in settings and not fits(settings[key]):
+            return f"settings.{key} {_is(settings, key)}, not {kind}"
     return None
 
 

@@ -1206,6 +1206,37 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
         lambda d: d["settings"].update(max_racers=10**6),
         "settings.max_racers is 1000000, not a number of seats from 2 to 8",
     ),
+    # A verify audit: the settings verify does not read were taken of any type ("private":
+    # [1], "deals": ["random"]…); each one docs/protocol.md (RoomSettings) defines is
+    # held to its type where the file has it (an older client's may lack some).
+    "private not true or false": (
+        lambda d: d["settings"].update(private=[1]),
+        "settings.private is [1], not true or false",
+    ),
+    "quick a number": (
+        lambda d: d["settings"].update(quick=5),
+        "settings.quick is 5, not true or false",
+    ),
+    "spectator delay a string": (
+        lambda d: d["settings"].update(spectator_delay_s="x"),
+        'settings.spectator_delay_s is "x", not a delay of 0 to 600 s',
+    ),
+    "spectator delay past the protocol's": (
+        lambda d: d["settings"].update(spectator_delay_s=601),
+        "settings.spectator_delay_s is 601, not a delay of 0 to 600 s",
+    ),
+    "deals a list": (
+        lambda d: d["settings"].update(deals=["random"]),
+        'settings.deals is ["random"], not one of winnable, random',
+    ),
+    "difficulty a map": (
+        lambda d: d["settings"].update(difficulty={"a": 1}),
+        'settings.difficulty is {"a": 1}, not one of easy, medium, hard or null',
+    ),
+    "spectators a number": (
+        lambda d: d["settings"].update(spectators=3.5),
+        "settings.spectators is 3.5, not one of fair, open",
+    ),
     # A tamper audit: a name or race id of 100,000 characters verified, each line of
     # the report that names it as long (no server keeps a name over 24 characters).
     "a name longer than any racer's": (

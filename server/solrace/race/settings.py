@@ -35,6 +35,9 @@ RANDOM_BY_DEFAULT: Final = frozenset({"australian"})
 
 #: ``difficulty`` a winnable room may ask for (solrace.solver's difficulty bands).
 DIFFICULTIES: Final = ("easy", "medium", "hard")
+#: ``spectators``: ``fair`` boards withhold what a racer has not seen; ``open`` ones
+#: are whole (a private room's only).
+SPECTATORS: Final = ("fair", "open")
 
 
 def default_deals(variant: str, difficulty: str | None = None) -> str:
@@ -121,7 +124,7 @@ def validate_settings(settings: RoomSettings) -> RoomSettings:
             raise RaceError("bad_message", why, field="difficulty")
         if settings.deals != "winnable":
             raise RaceError("bad_message", "a difficulty needs winnable deals", field="difficulty")
-    if settings.spectators not in ("fair", "open"):
+    if settings.spectators not in SPECTATORS:
         raise RaceError("bad_message", "spectators must be fair or open", field="spectators")
     if settings.spectators == "open" and not settings.private:
         raise RaceError("bad_message", "open spectating needs a private room", field="spectators")
