@@ -43,6 +43,7 @@ from typing import Any, Final
 from solrace import protocol
 from solrace.protocol.limits import (
     FIRST_RACER_ID,
+    MAX_LOG_LEN,
     MAX_MOVE_LEN,
     MAX_NAME_LEN,
     MAX_RACERS,
@@ -52,6 +53,7 @@ from solrace.protocol.limits import (
     MIN_RACERS,
     MIN_SPECTATOR_DELAY_S,
     MIN_TIME_LIMIT_S,
+    SERVER_FRAME_LIMITS,
 )
 from solrace.quoting import json_quoted, quoted
 from solrace.race.settings import DEALS, DIFFICULTIES, SPECTATORS
@@ -274,6 +276,8 @@ def _malformed(
             f"acknowledged {_is(data, 'acknowledged')}, not a racer and its moves "
             "acknowledged ({racer, moves: [move or null, …]})"
         )
+    if acknowledged is not None and len(acknowledged["moves"]) > MAX_LOG_LEN:
+        return _too_long("acknowledged.moves", acknowledged["moves"])
     variant = settings.get("variant")
     if not isinstance(variant, str) or variant not in VARIANTS:
         return f"settings.variant {_is(settings, 'variant')}, not one of {', '.join(VARIANTS)}"
@@ -313,6 +317,11 @@ def _malformed(
     certificate = result.get("certificate")
     if certificate is not None and not _moves(certificate):
         return f"result.certificate {_is(result, 'certificate')}, not a list of moves"
+    if certificate is not None and len(certificate) > MAX_CERTIFICATE_LEN:
+        return (
+            f"result.certificate holds {len(certificate):,} moves, more than the "
+            f"{MAX_CERTIFICATE_LEN:,} a server's message carries"
+        )
     standings = result.get("standings")
     if not isinstance(standings, list):
         return f"result.standings {_is(result, 'standings')}, not a list of racers"
@@ -331,9 +340,13 @@ def _malformed(
             return f"{where}.name {_is(standing, 'name')}, not a name"
         if not _moves(standing.get("log")):
             return f"{where}.log {_is(standing, 'log')}, not a list of moves"
+        if len(standing["log"]) > MAX_LOG_LEN:
+            return _too_long(f"{where}.log", standing["log"])
         times = standing.get("times")
         if times is not None and not (isinstance(times, list) and all(map(_whole, times))):
             return f"{where}.times {_is(standing, 'times')}, not a list of times{_WHOLE}"
+        if times is not None and len(times) > MAX_LOG_LEN:
+            return _too_long(f"{where}.times", times)
         for key in _STANDING_NUMBERS:
             if not _whole_or_none(standing.get(key)):
                 return f"{where}.{key} {_is(standing, key)}, not a whole number{_WHOLE}"
@@ -375,6 +388,21 @@ def _unread_setting(settings: Mapping[str, Any]) -> str | None:
         if key in settings and not fits(settings[key]):
             return f"settings.{key} {_is(settings, key)}, not {kind}"
     return None
+
+
+#: The longest certificate a file may hold: no list a server sends is longer (a client
+#: decodes none: protocol.limits.SERVER_FRAME_LIMITS), and a longer one was replayed
+#: whole (a million entries, 3 s: a verify audit).
+MAX_CERTIFICATE_LEN: Final = SERVER_FRAME_LIMITS.max_array_len
+
+
+def _too_long(where: str, entries: list[Any]) -> str:
+    """A log (or its times, or the moves acknowledged in it) longer than any race
+    holds: the server takes no entry past MAX_LOG_LEN (rooms/moves.py), so no server
+    wrote the file. A log of 5,002 legal entries verified OK, one of 100,000 too, each
+    replayed whole (a verify audit); said as the file's fault, as an entry longer than
+    any move is, not as a race that fails to verify."""
+    return f"{where} holds {len(entries):,} entries, more than the {MAX_LOG_LEN:,} a race allows"
 
 
 #: The whole numbers a result holds are the protocol's (msgpack): 64 bits at most. A

@@ -21,7 +21,7 @@ import pytest
 import solrace_client
 from rich.console import Console
 from solrace.argtypes import EXIT_READER_GONE
-from solrace.protocol.limits import MAX_NAME_LEN
+from solrace.protocol.limits import MAX_LOG_LEN, MAX_NAME_LEN, SERVER_FRAME_LIMITS
 from solrace.rules import new_board
 from solrace.rules.cli import parse_option as _option
 from solrace.rules.options import options_to_json
@@ -1236,6 +1236,29 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     "spectators a number": (
         lambda d: d["settings"].update(spectators=3.5),
         "settings.spectators is 3.5, not one of fair, open",
+    ),
+    # A verify audit: a log longer than any race holds (the server takes no entry past
+    # MAX_LOG_LEN) verified OK, 5,002 entries or 100,000, each replayed; and so were the
+    # lists beside it. A file no server wrote, as an entry longer than any move is.
+    "a log longer than a race allows": (
+        lambda d: d["result"]["standings"][1]["log"].extend(["undo"] * MAX_LOG_LEN),
+        f"result.standings[1].log holds {MAX_LOG_LEN + 12:,} entries, more than the "
+        f"{MAX_LOG_LEN:,} a race allows",
+    ),
+    "move times longer than a race allows": (
+        lambda d: d["result"]["standings"][0]["times"].extend([10**6] * MAX_LOG_LEN),
+        "result.standings[0].times holds ",
+    ),
+    "acknowledged moves longer than a race allows": (
+        lambda d: d.update(acknowledged={"racer": 2, "moves": [None] * (MAX_LOG_LEN + 1)}),
+        f"acknowledged.moves holds {MAX_LOG_LEN + 1:,} entries, more than the "
+        f"{MAX_LOG_LEN:,} a race allows",
+    ),
+    # no list from a server is longer (protocol.limits.SERVER_FRAME_LIMITS)
+    "a certificate longer than any list a server sends": (
+        lambda d: d["result"].update(certificate=["D"] * (SERVER_FRAME_LIMITS.max_array_len + 1)),
+        f"result.certificate holds {SERVER_FRAME_LIMITS.max_array_len + 1:,} moves, more than "
+        f"the {SERVER_FRAME_LIMITS.max_array_len:,} a server's message carries",
     ),
     # A tamper audit: a name or race id of 100,000 characters verified, each line of
     # the report that names it as long (no server keeps a name over 24 characters).

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from solrace.protocol import commitment
+from solrace.protocol.limits import MAX_LOG_LEN, MAX_TIME_LIMIT_S
 from solrace_client.cli import main
 from solrace_client.results import SavedResult, finished_race, load_result, race_id, write_result
 from solrace_client.verify import Acknowledged, Verdict, race_verdict, verify_result
@@ -703,3 +704,29 @@ def test_a_saved_files_log_is_held_to_the_moves_acknowledged_to_its_racer(
     assert main(["verify", str(_with(synthetic_race, acknowledged={"racer": 2}))]) == 2
     err = capsys.readouterr().err
     assert 'not a saved race result: acknowledged is {"racer": 2}' in err, err
+
+
+def test_the_longest_log_a_race_allows_verifies_and_one_entry_more_is_malformed(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server takes no entry past MAX_LOG_LEN: a log that long is a race's (and
+    verifies), a longer one no server wrote — refused as the file's fault (status 2),
+    as an entry longer than any move is; it verified OK (a verify audit)."""
+    data = json.loads(synthetic_race.read_text())
+    data["settings"]["time_limit_s"] = MAX_TIME_LIMIT_S  # a move a second, all in time
+    first = data["result"]["standings"][0]["log"][0]
+    data["result"]["standings"][1] = _standing(
+        2, 2, "Bob", [first, "undo"] * (MAX_LOG_LEN // 2), "resigned"
+    )
+    synthetic_race.write_text(json.dumps(data))
+    assert main(["verify", str(synthetic_race)]) == 0
+    assert f"OK   racer 2 (Bob): log: {MAX_LOG_LEN} moves, all legal" in capsys.readouterr().out
+    data["result"]["standings"][1] = _standing(
+        2, 2, "Bob", [first, "undo"] * (MAX_LOG_LEN // 2) + [first], "resigned"
+    )
+    synthetic_race.write_text(json.dumps(data))
+    assert main(["verify", str(synthetic_race)]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"result.standings[1].log holds {MAX_LOG_LEN + 1:,} entries, more than the "
+        f"{MAX_LOG_LEN:,} a race allows\n"
+    )
