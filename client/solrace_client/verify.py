@@ -21,6 +21,7 @@ Nothing here trusts the server: a tampered log, seed, salt or commitment fails.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -28,6 +29,7 @@ from typing import Any, Final
 from solrace.protocol import commitment, verify
 from solrace.protocol.views import FINAL_STATUSES, end_reason, is_status
 from solrace.quoting import json_quoted, quoted
+from solrace.race.decisions import name_key
 from solrace.rules import RulesError, deal
 from solrace.rules.log import apply_entry
 
@@ -484,10 +486,17 @@ def _check_order(
     places = [s.get("place") for s in standings]
     if places != list(range(1, len(standings) + 1)):
         problems.append(f"places are {places}, not 1..{len(standings)} in order")
-    racers = [str(s.get("racer")) for s in standings]
-    twice = sorted({r for r in racers if racers.count(r) > 1})
+    racers = Counter(str(s.get("racer")) for s in standings)
+    twice = sorted(r for r, listed in racers.items() if listed > 1)
     if twice:
         problems.append(f"racer {', '.join(twice)} listed more than once")
+    # One name per racer, as the server gives them (race.decisions.distinct_name).
+    named: dict[str, list[str]] = {}
+    for s in standings:
+        named.setdefault(name_key(str(s.get("name"))), []).append(str(s.get("racer")))
+    problems += [
+        f"racers {' and '.join(ids)} share one name" for ids in named.values() if len(ids) > 1
+    ]
     if isinstance(time_limit_s, int) and not isinstance(time_limit_s, bool):
         late = [
             f"{s.get('name')} at {int(s.get('elapsed_ms') or 0) / 1000:.3f} s"

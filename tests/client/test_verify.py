@@ -152,6 +152,14 @@ def _tamper_racer_twice(data: dict[str, Any]) -> str:
     return "standings order"
 
 
+def _tamper_name_twice(data: dict[str, Any]) -> str:
+    """A verify audit: two racers of one name (the server gives each racer of a room a
+    name of its own, compared case-folded: race.decisions.distinct_name) verified OK,
+    the report's lines of the two told apart by their ids alone."""
+    data["result"]["standings"][1]["name"] = "ANN"
+    return "standings order"
+
+
 def _tamper_tie_out_of_join_order(data: dict[str, Any]) -> str:
     """A timing audit: racers tied on cards up and on the time they reached it are
     ranked in join order (docs/protocol.md, Standing); two swapped verified OK. Here a
@@ -231,6 +239,7 @@ TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "moves after the time limit": _tamper_moves_after_the_time_limit,
     "move at the time limit": _tamper_move_at_the_time_limit,
     "racer twice": _tamper_racer_twice,
+    "name twice": _tamper_name_twice,
     "tie out of join order": _tamper_tie_out_of_join_order,
     "unknown status": _tamper_unknown_status,
     "log entry removed": _tamper_log,

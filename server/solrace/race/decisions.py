@@ -166,16 +166,18 @@ def distinct_name(state: RoomState, name: str) -> str:
     the room already goes by it, compared case-folded and NFKC-normalised: two racers
     called by the client's default name, or a stranger taking the leader's, could not
     be told apart in the standings, the lists or a spectator's boards."""
-    taken = {_name_key(racer.name) for racer in state.racers.values()}
+    taken = {name_key(racer.name) for racer in state.racers.values()}
     candidate, number = name, 1
-    while _name_key(candidate) in taken:
+    while name_key(candidate) in taken:
         number += 1
         suffix = f" ({number})"
         candidate = name[: MAX_NAME_LEN - len(suffix)].rstrip() + suffix
     return candidate
 
 
-def _name_key(name: str) -> str:
+def name_key(name: str) -> str:
+    """What two racers' names are compared by: one name per key in a room (``solrace
+    verify`` holds a result's standings to it too)."""
     return unicodedata.normalize("NFKC", name).casefold()
 
 
