@@ -46,6 +46,7 @@ from solrace.protocol.limits import (
     MAX_LOG_LEN,
     MAX_MOVE_LEN,
     MAX_NAME_LEN,
+    MAX_RACE_ID_LEN,
     MAX_RACERS,
     MAX_ROOM_ID_LEN,
     MAX_SPECTATOR_DELAY_S,
@@ -62,11 +63,11 @@ from solrace.rules.options import OPTION_NAMES, is_of_kind, option_kind
 
 from .config import is_proof, kept_in
 
-#: The longest name of a saved race (and ``race`` of a file: longer, it was printed
-#: whole in every line of ``verify`` naming it).
-MAX_RACE_LEN: Final = 130
-#: What may name a saved race (no path separators, no leading dot).
-_RACE_REF: Final = re.compile(rf"[A-Za-z0-9_-][A-Za-z0-9_.-]{{0,{MAX_RACE_LEN - 1}}}")
+#: What may name a saved race (no path separators, no leading dot), as long as a race
+#: id (protocol.limits.MAX_RACE_ID_LEN: :func:`race_id` makes none longer). A file's
+#: ``race`` is bounded by it too: longer, it was printed whole in every line of
+#: ``verify`` naming it. (The client's own bound was a bare 130, which no id reached.)
+_RACE_REF: Final = re.compile(rf"[A-Za-z0-9_-][A-Za-z0-9_.-]{{0,{MAX_RACE_ID_LEN - 1}}}")
 
 
 class ResultNotFound(LookupError):
@@ -260,7 +261,7 @@ def _malformed(
     # One its room and commitment do not make fails verify's race id check; one
     # longer than any file's name is refused (a race id of 100,000 characters was
     # printed whole in each line naming it: a tamper audit).
-    if not isinstance(race, str) or len(race) > MAX_RACE_LEN:
+    if not isinstance(race, str) or len(race) > MAX_RACE_ID_LEN:
         return f"race {_is(data, 'race')}, not a race id"
     if not isinstance(data.get("server", ""), str | None):
         return f"server {_is(data, 'server')}, not a server URL"

@@ -21,7 +21,12 @@ import pytest
 import solrace_client
 from rich.console import Console
 from solrace.argtypes import EXIT_READER_GONE
-from solrace.protocol.limits import MAX_LOG_LEN, MAX_NAME_LEN, SERVER_FRAME_LIMITS
+from solrace.protocol.limits import (
+    MAX_LOG_LEN,
+    MAX_NAME_LEN,
+    MAX_RACE_ID_LEN,
+    SERVER_FRAME_LIMITS,
+)
 from solrace.rules import new_board
 from solrace.rules.cli import parse_option as _option
 from solrace.rules.options import options_to_json
@@ -1277,6 +1282,13 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     "race longer than any race id": (
         lambda d: d.update(race="r_" + "a" * 100_000),
         f'race is "r_{"a" * 38}"… (100,002 characters), not a race id',
+    ),
+    # No race id is longer than the protocol's (a room id of MAX_ROOM_ID_LEN, a dot and
+    # 8 digits): the bound was a bare 130 of the client's own, and a "race" of 74 to 130
+    # characters loaded (verify's FAIL race id, status 1).
+    "race one character longer than any race id": (
+        lambda d: d.update(race="r" * MAX_RACE_ID_LEN + "x"),
+        f'race is "{"r" * 40}"… ({MAX_RACE_ID_LEN + 1} characters), not a race id',
     ),
     "room not a name": (  # a verify audit: loaded, and named the race "5.<commitment>"
         lambda d: d.update(room=5),
