@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from solrace.protocol import commitment, verify
+from solrace.protocol.limits import MAX_ROOM_ID_LEN
+from solrace.protocol.messages import ROOM_ID
 from solrace.protocol.views import FINAL_STATUSES, end_reason, is_status
 from solrace.quoting import json_quoted, quoted
 from solrace.race.decisions import name_key
@@ -275,6 +277,16 @@ def _check_race_id(report: Report, saved: SavedResult) -> None:
     """The race the file says it is — what ``verify`` prints and ``fetch`` asks the
     server for — is its room and commitment's: a race a cheater won, named as one they
     lost, verified OK as that race (a verify audit)."""
+    if ROOM_ID.fullmatch(saved.room) is None:
+        # No server names a room so, and race_id makes one of it (the first 64
+        # characters, "_" for a "/"): the id of another room's race (a verify audit).
+        report.add(
+            "race id",
+            False,
+            f"the room {quoted(saved.room)} is no room id (1 to {MAX_ROOM_ID_LEN} letters, "
+            "digits, '_' or '-')",
+        )
+        return
     expected = race_id(saved.room, saved.result)
     report.add(
         "race id",

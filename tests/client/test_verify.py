@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from solrace.protocol import commitment
-from solrace.protocol.limits import MAX_LOG_LEN, MAX_TIME_LIMIT_S
+from solrace.protocol.limits import MAX_LOG_LEN, MAX_ROOM_ID_LEN, MAX_TIME_LIMIT_S
 from solrace_client.cli import main
 from solrace_client.results import SavedResult, finished_race, load_result, race_id, write_result
 from solrace_client.verify import Acknowledged, Verdict, race_verdict, verify_result
@@ -190,6 +190,24 @@ def _tamper_room(data: dict[str, Any]) -> str:
     return "race id"
 
 
+def _tamper_room_cut(data: dict[str, Any]) -> str:
+    """A verify audit: a room id longer than any (MAX_ROOM_ID_LEN) names the race its
+    first 64 characters do (the client cuts a hostile server's room there), so a file
+    of another room of that prefix verified OK as this race."""
+    room = data["room"] + "x" * (MAX_ROOM_ID_LEN - len(data["room"]))
+    data["race"] = race_id(room, data["result"])
+    data["room"] = room + "-another-room"
+    return "race id"
+
+
+def _tamper_room_unsafe(data: dict[str, Any]) -> str:
+    """A verify audit: a room no server names (``r/synthetic``) made the race id of
+    ``r_synthetic`` (the client replaces what cannot be in a file name), and verified
+    OK as that room's race."""
+    data["room"] = data["room"].replace("_", "/")
+    return "race id"
+
+
 def _tamper_end_reason(data: dict[str, Any]) -> str:
     """A verify audit: a race every racer finished or resigned, said to have ended at
     its time limit (or "abandoned", or any word, or none) verified OK. The server's
@@ -235,6 +253,8 @@ TAMPERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "still playing": _tamper_still_playing,
     "race id": _tamper_race_id,
     "room": _tamper_room,
+    "room cut to the race's": _tamper_room_cut,
+    "room no server names": _tamper_room_unsafe,
     "times taken out": _tamper_times_taken_out,
     "moves after the time limit": _tamper_moves_after_the_time_limit,
     "move at the time limit": _tamper_move_at_the_time_limit,

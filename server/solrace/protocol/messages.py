@@ -126,7 +126,8 @@ UNDO: Final = "undo"
 
 _VARIANT: Final = re.compile(rf"[a-z][a-z0-9_]{{0,{MAX_VARIANT_LEN - 1}}}")
 _OPTION_KEY: Final = re.compile(rf"[a-z][a-z0-9_]{{0,{MAX_OPTION_KEY_LEN - 1}}}")
-_ROOM_ID: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ROOM_ID_LEN}}}")
+#: A room id as the server makes them (and as ``solrace verify`` holds a file's room to).
+ROOM_ID: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ROOM_ID_LEN}}}")
 _CODE: Final = re.compile(rf"[A-Z0-9]{{1,{MAX_CODE_LEN}}}")
 _TOKEN: Final = re.compile(rf"[A-Za-z0-9_-]{{{MIN_TOKEN_LEN},{MAX_TOKEN_LEN}}}")
 #: The *shape* of canonical notation (docs/rules.md): cheap first filter so garbage never
@@ -288,7 +289,7 @@ class _Fields:
 
     def room_id(self, name: str = "room") -> str:
         value = self.text(name, MAX_ROOM_ID_LEN)
-        return self.matching(name, value, _ROOM_ID, "a room id (letters, digits, '_' or '-')")
+        return self.matching(name, value, ROOM_ID, "a room id (letters, digits, '_' or '-')")
 
     def proposed_token(self) -> str | None:
         """The seat's secret a ``create``/``join``/``quick`` proposes (optional): the
@@ -853,7 +854,7 @@ def archived_reply(
     reply besides a finished room's snapshot that carries a seed, and only of a race
     that is over. The room's code is left out: it may still open the room."""
     wire = result_wire(result)
-    if _ROOM_ID.fullmatch(room) is None or race != race_id(room, str(wire["commitment"])):
+    if ROOM_ID.fullmatch(room) is None or race != race_id(room, str(wire["commitment"])):
         raise ValueError(f"archived: race {race!r} must be room {room!r}'s race of this result")
     d: dict[str, object] = {
         "race": race,
@@ -909,7 +910,7 @@ def watching_reply(
 
 
 def _same_room(room: str, snap: Mapping[str, object]) -> None:
-    if _ROOM_ID.fullmatch(room) is None or snap["room"] != room:
+    if ROOM_ID.fullmatch(room) is None or snap["room"] != room:
         raise ValueError(f"room {room!r} must be a room id and the snapshot's room")
 
 
