@@ -31,6 +31,7 @@ from solrace.rules.log import apply_entry
 
 from .printable import printable
 from .results import SavedResult
+from .verify import illegal_entry
 
 
 @dataclass
@@ -42,7 +43,8 @@ class Track:
     standing: dict[str, Any]
     log: list[str]
     positions: list[dict[str, Any]]
-    #: Set when the log stops being legal: the replay ends there.
+    #: Set when the log stops being legal (:func:`~.verify.illegal_entry`): the replay
+    #: ends before that entry, and ``positions`` are the legal ones.
     error: str | None = None
 
     def at(self, step: int) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def tracks(saved: SavedResult) -> list[Track]:
             try:
                 apply_entry(board, entry)
             except RulesError as exc:
-                error = f"log entry {i + 1} {entry!r} is illegal: {exc}"
+                error = f"log {illegal_entry(log, i, exc)}"
                 break
             positions.append(position_dict(board))
         found.append(
@@ -121,7 +123,10 @@ def _heading(saved: SavedResult, track: Track, step: int) -> list[str]:
     done = len(track.positions) - 1
     move = track.move_at(step)
     where = f"step {min(step, done)} of {done}"
-    if step > done:
+    if step > done and track.error:
+        # Not "final position": the log goes on, and the replay cannot follow it.
+        where += f" (where the log stops being legal: entry {done + 1} of {len(track.log)} is not)"
+    elif step > done:
         where += " (final position)"
     elif move is not None:
         where += f" · last move {move}"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -32,13 +32,13 @@ from solrace.protocol.messages import ROOM_ID
 from solrace.protocol.views import FINAL_STATUSES, end_reason, is_status
 from solrace.quoting import json_quoted, quoted
 from solrace.race.decisions import name_key
-from solrace.rules import RulesError, deal
+from solrace.rules import IllegalMoveError, RulesError, deal
 from solrace.rules.log import apply_entry
 
 from .printable import printable
 from .results import Acknowledged, SavedResult, counted, race_id
 
-__all__ = ["Acknowledged", "Report", "Verdict", "race_verdict", "verify_result"]
+__all__ = ["Acknowledged", "Report", "Verdict", "illegal_entry", "race_verdict", "verify_result"]
 
 
 @dataclass(frozen=True)
@@ -401,9 +401,7 @@ def _check_racer(
         try:
             apply_entry(board, str(entry))
         except RulesError as exc:
-            # the engine's words may name it too, as it quotes it (solrace.quoting)
-            why = str(exc).removeprefix(f"{quoted(str(entry))}: ")
-            report.add(f"{who}: log", False, f"entry {i + 1} of {len(log)} {quoted(entry)}: {why}")
+            report.add(f"{who}: log", False, illegal_entry(log, i, exc))
             return
         counts.append(board.foundation_count())
     report.add(f"{who}: log", True, f"{len(log)} moves, all legal")
@@ -443,6 +441,19 @@ def _check_racer(
         or f"{status}, {counted(facts['foundation'], 'card')} up, "
         f"{counted(facts['moves'], 'move')}",
     )
+
+
+def illegal_entry(log: Sequence[str], index: int, exc: RulesError) -> str:
+    """The first entry of ``log`` the engine refuses (``log[index]``), said as
+    ``verify``'s FAIL line and ``replay``'s ``!!`` line both say it: which entry of how
+    many, and the engine's reason. They said it in two ways, replay's with the move
+    twice (``log entry 4 '4:7>1' is illegal: illegal move 4:7>1: 3D cannot go…``)."""
+    entry = str(log[index])
+    if isinstance(exc, IllegalMoveError):
+        why = exc.reason
+    else:  # the engine's words may name it too, as it quotes it (solrace.quoting)
+        why = str(exc).removeprefix(f"{quoted(entry)}: ")
+    return f"entry {index + 1} of {len(log)} {quoted(entry)} is illegal: {why}"
 
 
 def _time_problems(

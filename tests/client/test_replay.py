@@ -332,3 +332,26 @@ def test_the_stepper_of_a_race_that_does_not_replay_exits_1(
     out, err = capsys.readouterr()
     assert "log entry 4 " in out and "is illegal" in out
     assert err.startswith("solrace: the race does not replay: racer 2 (Bob): "), err
+
+
+def test_a_log_that_stops_being_legal_says_where_as_verify_does(
+    illegal_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bob's fourth of 12 entries is illegal. The board past it read ``step 3 of 3
+    (final position)``, as if his log ended there, and its ``!!`` line said the move
+    twice and not how long the log was (``log entry 4 '…' is illegal: illegal move …:
+    …``), in other words than verify's FAIL line for the same entry. Both now say it
+    one way: which entry of how many, that the replay stops before it, and why."""
+    saved = load_result(illegal_race)
+    entry = saved.standings[1]["log"][3]
+    fault = f"log entry 4 of 12 {entry!r} is illegal: "
+    assert main(["replay", str(illegal_race), "--racer", "Bob", "--step", "7", "--print"]) == 1
+    out, err = capsys.readouterr()
+    heading = out.splitlines()[1]
+    assert heading == "step 3 of 3 (where the log stops being legal: entry 4 of 12 is not)", out
+    (marked,) = [line for line in out.splitlines() if line.startswith("!! ")]
+    assert marked.startswith(f"!! {fault}") and f"illegal move {entry}" not in marked, marked
+    assert err == f"solrace: the race does not replay: racer 2 (Bob): {marked[3:]}\n", err
+    assert main(["verify", str(illegal_race)]) == 1
+    said = capsys.readouterr().out
+    assert f"FAIL  racer 2 (Bob): log: {marked[7:]}" in said, said
