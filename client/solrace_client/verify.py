@@ -146,9 +146,10 @@ def verify_result(saved: SavedResult) -> Report:
         # certified deal announced and none revealed behind a plain OK (a tamper audit).
         # A random room announces none (docs/protocol.md, Deal): nothing to hold.
         report.skipped.append(
-            "announced deal: the deal the lobby announced (certified or not) was not "
-            "saved with this result (saved by someone who did not see the lobby), so the "
-            "certificate revealed, or its absence, is not held to it"
+            "announced deal: this file does not hold the deal the lobby announced "
+            "(certified or not: saved by a spectator who came after the lobby, by "
+            "solrace fetch, or by an older client), so the certificate revealed, or its "
+            "absence, is not compared with it"
         )
     if certificate is not None:
         _check_certificate(report, saved, seed, certificate)
@@ -167,9 +168,9 @@ def verify_result(saved: SavedResult) -> Report:
     timed = [s for s in standings if s.get("times") is not None]
     if standings and not timed:
         report.skipped.append(
-            "move times: no racer's log carries its moves' times (a result saved before "
-            "logs had them), so the finish and cards-up times the places rest on are "
-            "the standings' own word"
+            "move times: no racer's log carries the times of its moves (a result saved "
+            "before logs had them), so the finish and cards-up times the places rest on "
+            "are taken as the standings give them"
         )
     for standing in standings:
         # A result has times for every log or for none: one without them among others
@@ -180,9 +181,10 @@ def verify_result(saved: SavedResult) -> Report:
     _check_end_reason(report, result.get("reason"), standings)
     if saved.acknowledged is None:
         report.skipped.append(
-            "acknowledged moves: no racer's client saved the moves the server acknowledged "
-            "to it with this result (saved by a spectator, by fetch, or by an older "
-            "client), so every log is the server's word"
+            "acknowledged moves: this file does not hold the moves the server confirmed "
+            "to a racer's own client as they were played (saved by a spectator, by "
+            "solrace fetch, or by an older client), so every log is taken as the server "
+            "revealed it"
         )
     else:
         _check_acknowledged(report, standings, saved.acknowledged)
@@ -197,9 +199,10 @@ def _check_settings(report: Report, saved: SavedResult) -> None:
     seen = saved.countdown_settings
     if seen is None:
         report.skipped.append(
-            "settings: the room's settings seen at the countdown were not saved with this "
-            "result (saved by someone who did not see the countdown), so its variant, "
-            "options, time limit and seats are the file's word"
+            "settings: this file does not hold the room's settings as seen at the "
+            "countdown (saved by a spectator who came after it, by solrace fetch, or by "
+            "an older client), so its variant, options, time limit and seats are taken as "
+            "the file gives them"
         )
         return
     file = saved.settings
@@ -372,9 +375,9 @@ def _check_commitment(
         )
     if seen is None:
         report.skipped.append(
-            "published commitment: the commitment announced at the countdown was not saved "
-            "with this result (saved by someone who did not see the countdown), so it is "
-            "not compared with the one revealed"
+            "published commitment: this file does not hold the commitment announced at "
+            "the countdown (saved by a spectator who came after it, or by solrace fetch), "
+            "so the one revealed is not compared with it"
         )
     else:
         report.add(

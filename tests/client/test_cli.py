@@ -506,7 +506,7 @@ def test_verify_says_what_a_result_without_the_countdowns_commitment_cannot_show
     that check in silence and said the deal "was committed in advance"."""
     assert main(["verify", str(synthetic_race)]) == 0
     out = capsys.readouterr().out
-    assert " SKIP  published commitment: the commitment announced at the countdown was not" in out
+    assert " SKIP  published commitment: this file does not hold the commitment announced" in out
     assert "OK as far as checked" in out and "committed in advance" not in out
 
 

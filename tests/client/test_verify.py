@@ -705,9 +705,40 @@ def test_an_old_race_file_verifies_as_before_with_skip_lines(
     assert "countdown_settings" not in data and "acknowledged" not in data
     assert main(["verify", str(synthetic_race)]) == 0
     said = " ".join(capsys.readouterr().out.split())
-    assert "SKIP settings: the room's settings seen at the countdown were not saved" in said
-    assert "SKIP acknowledged moves: no racer's client saved" in said
+    assert "SKIP settings: this file does not hold the room's settings as seen at the " in said
+    assert "SKIP acknowledged moves: this file does not hold the moves the server " in said
     assert "OK as far as checked" in said and "FAIL" not in said
+
+
+def test_the_skip_lines_of_an_older_clients_file_read_clearly(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer's reading (an audit): an older racer's client saved the countdown's
+    commitment but not its settings nor the moves acknowledged. verify said "OK
+    published commitment: the commitment announced at the countdown is the one
+    revealed", then "SKIP settings: … (saved by someone who did not see the
+    countdown)" — both of one file — and "are the file's word", "is the server's word":
+    jargon. Each SKIP line now says what the file lacks, who saves files like it (an
+    older client among them), and what goes unchecked, in plain words."""
+    data = json.loads(synthetic_race.read_text())
+    data["published_commitment"] = data["result"]["commitment"]
+    synthetic_race.write_text(json.dumps(data))
+    assert main(["verify", str(synthetic_race)]) == 0
+    out = capsys.readouterr().out
+    assert "OK   published commitment: " in out, out
+    skips = [" ".join(line.split()) for line in out.splitlines() if line.startswith(" SKIP ")]
+    assert [line.split(":")[0] for line in skips] == [
+        "SKIP settings",
+        "SKIP announced deal",
+        "SKIP acknowledged moves",
+    ], skips
+    for line in skips:
+        assert "this file does not hold " in line and "an older client" in line, line
+        assert "did not see the countdown" not in line and "'s word" not in line, line
+    assert skips[0].endswith(
+        "so its variant, options, time limit and seats are taken as the file gives them"
+    )
+    assert skips[2].endswith("so every log is taken as the server revealed it"), skips[2]
 
 
 def test_a_saved_files_log_is_held_to_the_moves_acknowledged_to_its_racer(
