@@ -41,8 +41,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from solrace import protocol
+from solrace.protocol.fairness import is_commitment
 from solrace.protocol.limits import (
     FIRST_RACER_ID,
+    MAX_CODE_LEN,
     MAX_LOG_LEN,
     MAX_MOVE_LEN,
     MAX_NAME_LEN,
@@ -56,6 +58,8 @@ from solrace.protocol.limits import (
     MIN_TIME_LIMIT_S,
     SERVER_FRAME_LIMITS,
 )
+from solrace.protocol.messages import room_code
+from solrace.protocol.views import deal_wire
 from solrace.quoting import json_quoted, quoted
 from solrace.race.settings import DEALS, DIFFICULTIES, SPECTATORS
 from solrace.rules import VARIANTS
@@ -265,6 +269,17 @@ def _malformed(
         return f"race {_is(data, 'race')}, not a race id"
     if not isinstance(data.get("server", ""), str | None):
         return f"server {_is(data, 'server')}, not a server URL"
+    if not _code(data.get("code")):
+        # (a code of 5,000 characters was as long a line of `solrace races`)
+        return f"code {_is(data, 'code')}, not a room code (1 to {MAX_CODE_LEN} letters or digits)"
+    published = data.get("published_commitment")
+    if published is not None and not is_commitment(published):
+        # What the client saw at the countdown, checked as it came (12345 was compared
+        # as its digits, "12345…", a FAIL).
+        return (
+            f"published_commitment {_is(data, 'published_commitment')}, not a commitment "
+            "(64 lower-case hex digits)"
+        )
     deal = data.get("deal")
     if deal is not None and not _deal(deal):
         return f"deal {_is(data, 'deal')}, not a deal (certified, moves, difficulty)"
@@ -436,14 +451,28 @@ def _whole(value: Any) -> bool:
 
 
 def _deal(value: Any) -> bool:
-    """The lobby's Deal (docs/protocol.md): verify holds a certified one to its
-    certificate, so one it cannot read is not taken as none seen (a verify audit)."""
-    return (
-        isinstance(value, Mapping)
-        and isinstance(value.get("certified"), bool)
-        and _whole_or_none(value.get("moves"))
-        and isinstance(value.get("difficulty"), str | None)
-    )
+    """The lobby's Deal (docs/protocol.md), as the client checks it when it comes
+    (protocol.views.deal_wire: moves from 1 or null, a difficulty the solver gives):
+    verify holds a certified one to its certificate, so one it cannot read is not taken
+    as none seen (a verify audit), and one of -5 moves is no lobby's word."""
+    if not isinstance(value, Mapping):
+        return False
+    try:
+        deal_wire(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _code(value: Any) -> bool:
+    """A room's code as the server issues them (protocol.messages.room_code), or none
+    (``solrace fetch`` saves none)."""
+    if value is None:
+        return True
+    try:
+        return isinstance(value, str) and room_code(value) == value
+    except ValueError:
+        return False
 
 
 def _acknowledged(value: Any) -> bool:

@@ -1306,6 +1306,30 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
         lambda d: d.update(deal={"certified": True, "moves": "many", "difficulty": None}),
         'deal is {"certified": true, "moves": "many", "di… (56 characters), not a deal',
     ),
+    # Tamper audit (verifyleft): fields no check failed, of shapes no client saves. A
+    # code of 5,000 characters was a 5,000-character line of `solrace races`; an
+    # integer commitment seen at the countdown was compared as its digits; a deal of
+    # -5 moves verified as the lobby's word.
+    "code not a room code": (
+        lambda d: d.update(code=[1, 2]),
+        "code is [1, 2], not a room code (1 to 16 letters or digits)",
+    ),
+    "code longer than any": (
+        lambda d: d.update(code="X" * 5_000),
+        f'code is "{"X" * 40}"… (5,000 characters), not a room code',
+    ),
+    "published commitment not a commitment": (
+        lambda d: d.update(published_commitment=12345),
+        "published_commitment is 12345, not a commitment (64 lower-case hex digits)",
+    ),
+    "deal of negative moves": (
+        lambda d: d.update(deal={"certified": True, "moves": -5, "difficulty": "easy"}),
+        'deal is {"certified": true, "moves": -5, "diffic… (54 characters), not a deal',
+    ),
+    "deal of a difficulty the solver never gives": (
+        lambda d: d.update(deal={"certified": True, "moves": 5, "difficulty": "x" * 5_000}),
+        "deal is {",
+    ),
     "saved_at_ms not a number": (
         lambda d: d.update(saved_at_ms="yesterday"),
         'saved_at_ms is "yesterday", not a whole number',
