@@ -959,6 +959,15 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     return EXIT_NO
 
 
+def _end_reason(reason: object) -> str:
+    """A result's end reason for `races`: one the server gives as it is, any other
+    quoted and cut (a file's reason of 5,000 characters was printed whole; verify fails
+    it)."""
+    from solrace.protocol.views import EndReason
+
+    return reason if isinstance(reason, str) and reason in set(EndReason) else quoted(reason)
+
+
 def cmd_races(args: argparse.Namespace) -> int:
     from .results import read_results, results_dir
 
@@ -980,7 +989,7 @@ def cmd_races(args: argparse.Namespace) -> int:
         standings = saved.standings
         first = standings[0] if standings else {}
         winner = str(first.get("name")) if first.get("status") == "finished" else "—"
-        reason = str(saved.result.get("reason"))
+        reason = _end_reason(saved.result.get("reason"))
         rows.append(
             (saved.race, str(saved.code or "—"), saved.variant, reason, winner, str(len(standings)))
         )

@@ -1640,6 +1640,23 @@ def test_races_and_verify_show_a_files_names_as_they_are(
     assert "Riv?[2J" in out and "\x1b" not in out
 
 
+def test_races_cuts_an_end_reason_no_server_gives(
+    synthetic_race: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tamper audit: a result's reason of 5,000 characters (verify fails it: the
+    statuses give all_done) was printed whole in `solrace races`' listing. One of the
+    server's end reasons is shown as it is, anything else quoted and cut."""
+    data = json.loads(synthetic_race.read_text())
+    data["result"]["reason"] = "y" * 5_000
+    synthetic_race.write_text(json.dumps(data))
+    for columns in ("200", "50"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert main(["races"]) == 0
+        out = capsys.readouterr().out
+        assert "'yyyy" in out and "(5,000 characters)" in out, out
+        assert max(map(len, out.splitlines())) < 200, out
+
+
 def _listed(variant: str, given: dict[str, Any]) -> str:
     """The variant cell of a room created with ``--option``s ``given``, its options
     resolved by the engine as a server lists them."""
