@@ -175,6 +175,31 @@ def test_a_host_name_no_lookup_can_find_says_why() -> None:
         assert not_a_host_name(name) is None, name
 
 
+def test_a_host_name_of_253_characters_may_end_with_the_root_s_dot() -> None:
+    """A review: the trailing dot of a fully qualified name (``example.com.``) is the
+    root's, not a character of the name DNS counts (RFC 1035: 255 octets on the wire
+    is 253 written without it): a name of 253 characters and its dot, 254, was
+    refused as ``longer than 253 characters``, though it resolves as the 253 do."""
+    longest = "a." * 126 + "b"
+    assert len(longest) == MAX_HOST_NAME_LEN
+    assert not_a_host_name(longest) is None
+    assert not_a_host_name(longest + ".") is None
+    assert not_a_host_name("a." + longest + ".") == f"longer than {MAX_HOST_NAME_LEN} characters"
+
+
+def test_a_name_long_only_in_dns_s_spelling_says_so() -> None:
+    """A review: a name of other scripts is counted as DNS spells it (IDNA, ``xn--…``),
+    113 characters being 363 there: the line said ``'…' (113 characters) is not a host
+    name (longer than 253 characters)``, as if the count were wrong."""
+    label = "".join(chr(0x4E00 + 97 * i) for i in range(18))
+    name = ".".join([label] * 6)
+    assert len(name) == 113
+    said = not_a_host_name(name)
+    assert said is not None
+    assert said.startswith(f"longer than {MAX_HOST_NAME_LEN} characters as DNS spells it")
+    assert f"({len(name.encode('idna'))}: xn--" in said, said
+
+
 def test_a_refusal_is_both_what_argparse_prints_and_a_value_error() -> None:
     """argparse prints an ArgumentTypeError's message (a ValueError would read
     'invalid value'); solrace-server's check of a variable catches ValueError."""

@@ -389,6 +389,10 @@ def not_a_host_name(host: str) -> str | None:
             return NOT_A_LABEL
         found = re.search(r"\(UnicodeError: (.*)\)$", said)
         return found.group(1) if found else said
-    if len(encoded) > MAX_HOST_NAME_LEN:
+    length = len(encoded.removesuffix(b"."))  # the root's dot (``example.com.``) uncounted
+    if length > MAX_HOST_NAME_LEN and host.isascii():
         return f"longer than {MAX_HOST_NAME_LEN} characters"
+    if length > MAX_HOST_NAME_LEN:  # said of the name as typed, it read as a miscount
+        spelt = encoded[:16].decode("ascii")  # IDNA's output: ASCII letters, digits, - and .
+        return f"longer than {MAX_HOST_NAME_LEN} characters as DNS spells it ({length}: {spelt}…)"
     return None
