@@ -1092,6 +1092,36 @@ def test_a_refused_url_says_no_part_of_its_password(url: str) -> None:
     assert len(said.splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://UUUU:AA\udcffAA@127.0.0.1:6379/0",  # the byte in the password
+        "redis://UUUU:AAAA@h\udcff:6379/0",  # in the host: said, as typed
+        "rediss+cluster://UUUU:AAAA@127.0.0.1:7101,h\udcff:7102",
+    ],
+)
+def test_a_url_that_is_not_utf8_says_no_part_of_its_password(url: str) -> None:
+    """A review: a byte that is not UTF-8 (``$'\\xff'``) anywhere in ``--redis-url``
+    or ``$SOLRACE_REDIS_URL`` — the node's, and since 3e332ca the benchmark's — was
+    said with the whole URL, password and all: ``not UTF-8 text:
+    'redis://UUUU:AA\\xffAA@…'``. The bytes are said as typed, the credentials not."""
+    setting = next(s for s in server_main.settings() if s.flag == "--redis-url")
+    refusals = []
+    with pytest.raises(ValueError) as refused:
+        check_redis_url(url)  # the benchmark's --redis-url
+    refusals.append(str(refused.value))
+    for given, environ in ((url, {}), (None, {"SOLRACE_REDIS_URL": url})):
+        with pytest.raises(server_main.UsageError) as refused_too:
+            setting.value(given, environ)
+        refusals.append(str(refused_too.value))
+    for said in refusals:
+        assert "not UTF-8 text" in said, said
+        assert not {"AAAA", "UUUU"} & set(re.findall(r"[A-Z]{4}", said)), said
+        assert "***@" in said, said
+    if url.startswith("redis://UUUU:AAAA@h"):  # short enough to be said whole
+        assert all("'redis://***@h\\xff:6379/0'" in said for said in refusals), refusals
+
+
 def test_a_password_of_unicode_digits_before_a_raw_question_mark_is_not_said() -> None:
     """``'²'.isdigit()``: a password ``²²²²?x=…`` passed for a port before its raw
     ``?``, and the line said ``Port could not be cast to integer value as '²²²²'``, the

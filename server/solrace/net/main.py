@@ -50,6 +50,7 @@ from solrace.argtypes import (
     DEFAULT_PORT,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    BadText,
     OneLineParser,
     add_version,
     not_a_host_name,
@@ -166,9 +167,7 @@ def _host(text: str) -> str:
             f"{quoted(text)} is not a host name: an IPv6 address goes without its brackets "
             f"here (--host {as_typed([text[1:-1]])})"
         )
-    unnamed = not_a_host_name(text)
-    if unnamed is not None:
-        raise ValueError(f"{quoted(text)} is not a host name ({unnamed})")
+    _check_host(text)
     try:
         found = socket.getaddrinfo(text, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:  # its codes are not errnos
@@ -262,7 +261,7 @@ def check_redis_url(text: str) -> str:
     ValueError saying what is wrong. No I/O."""
     from solrace.store import CLUSTER_SCHEMES, parse_cluster_url
 
-    utf8(text)  # the benchmark's --redis-url: "Redis does not answer at \udcff", status 1
+    utf8_url(text)  # the benchmark's --redis-url: "Redis does not answer at \udcff", status 1
     not_redis = f"not a Redis URL: {quoted(without_password(text))}"
     if not text.isprintable():  # an ESC's "[" was read as an IPv6 address's bracket
         raise ValueError(f"{not_redis}: it holds a character that is not printable")
@@ -308,9 +307,22 @@ def check_redis_url(text: str) -> str:
     return text
 
 
+def utf8_url(text: str) -> str:
+    """``text`` if it is UTF-8, else :class:`BadText` with its bytes as typed but not
+    its credentials (:func:`without_password`): :func:`utf8` said the URL whole, and a
+    byte anywhere put the Redis password on the error line."""
+    hidden = without_password(text)
+    utf8(hidden)  # a byte outside the credentials: said as typed
+    try:
+        return utf8(text)
+    except BadText:
+        raise BadText(f"not UTF-8 text in the credentials of {quoted(hidden)}") from None
+
+
 def _check_host(host: str) -> None:
-    """A Redis URL's host (a cluster URL's, each node's) is one a lookup can find: one
-    with a space was served, and retried for ever (:func:`not_a_host_name`)."""
+    """A Redis URL's host (a cluster URL's, each node's) or ``--host`` is one a lookup
+    can find, said in the same words: a Redis host with a space was served, and retried
+    for ever (:func:`not_a_host_name`)."""
     unnamed = not_a_host_name(host) if host else None
     if unnamed is not None:
         raise ValueError(f"{quoted(host)} is not a host name ({unnamed})")
@@ -479,6 +491,9 @@ class Setting:
     #: (solrace.environ.variable); else as written, only an empty one unset: the key
     #: prefix, where a space is part of the keys' names.
     trim: bool = True
+    #: Its value's check of bytes that are not UTF-8, said as typed (a Redis URL's
+    #: without its password: :func:`utf8_url`).
+    text: Callable[[str], str] = utf8
 
     @property
     def dest(self) -> str:
@@ -500,7 +515,7 @@ class Setting:
         if given is None:
             return None
         try:  # bytes that are not UTF-8 first: no check (key, path, URL) can use them
-            return self.check(utf8(given))
+            return self.check(self.text(given))
         except ValueError as exc:
             raise UsageError(f"{source}: {exc}") from None
 
@@ -550,6 +565,7 @@ def settings() -> tuple[Setting, ...]:
             "redis://host:port/db, unix:///path, or a Redis Cluster as "
             "redis+cluster://host:port[,host:port…] (rediss:// and rediss+cluster:// for "
             "TLS); omit to run on the embedded engine under --data-dir",
+            text=utf8_url,
         ),
         Setting(
             "--data-dir",
