@@ -1264,7 +1264,9 @@ def _one_server(args: argparse.Namespace) -> None:
     A --server B`` asked B alone — one who meant both to be tried in turn lost A
     without a word (that is ``--server A,B``)."""
     given = [*(getattr(args, SERVER_BEFORE, None) or []), *(getattr(args, "server", None) or [])]
-    if len(given) > 1:
+    # an offline command takes none at all, which main() says: "give it once; … --server
+    # A,B" sent one to a flag refused the next time
+    if len(given) > 1 and args.command not in OFFLINE_COMMANDS:
         times = "twice" if len(given) == 2 else f"{len(given)} times"
         shown = ", then ".join(quoted(url) for url in given)
         joined = ",".join(given)

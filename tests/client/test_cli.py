@@ -344,7 +344,6 @@ def test_a_server_given_twice_is_refused_not_the_last_one_taken(
         ["--server", a, "--server", b, "rooms"],
         ["rooms", "--server", a, "--server", b],
         ["--server", a, "join", "K7QX2M", "--server", b],
-        ["--server", a, "verify", "x", "--server", b],
     ):
         with pytest.raises(SystemExit) as refused:
             main(argv)
@@ -356,6 +355,28 @@ def test_a_server_given_twice_is_refused_not_the_last_one_taken(
             f"several servers in turn, one --server with commas: --server {a},{b}"
         ), said
     assert ui.calls == []
+
+
+def test_a_server_given_twice_to_an_offline_command_is_told_it_takes_none(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A review: ``solrace --server A verify x --server B`` was told to give one
+    ``--server A,B`` — a flag ``verify`` refuses the next time, "no --server". What is
+    wrong is the flag itself, whatever its count: said so at once."""
+    a, b = "ws://127.0.0.1:9", "ws://127.0.0.1:10"
+    for argv in (
+        ["--server", a, "verify", "x", "--server", b],
+        ["races", "--server", a, "--server", b],
+        ["--server", a, "--server", b, "replay", "x"],
+    ):
+        try:
+            status = main(argv)
+        except SystemExit as exc:  # argparse's exit: the old "given twice"
+            status = exc.code
+        assert status == 2
+        command = next(word for word in argv if not word.startswith(("-", "ws:")))
+        said = _usage_error(capsys.readouterr().err, command)
+        assert said == "it works on this computer's saved races: no --server", said
 
 
 def test_create_and_bot_refuse_an_option_given_twice(
