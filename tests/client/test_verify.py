@@ -523,7 +523,7 @@ def test_a_certificate_other_than_the_lobby_announced_fails(config_dir: Path) ->
     cases = {
         "honest": (honest, None),
         # this release's lobby: certified, no length (docs/fairness.md)
-        "no length": ({"certified": True, "moves": None, "difficulty": None}, None),
+        "no_length": ({"certified": True, "moves": None, "difficulty": None}, None),
         "shorter": ({**honest, "moves": 20}, f"20 moves, but the certificate has {len(line)}"),
         "uncertified": (
             {"certified": False, "moves": None, "difficulty": None},

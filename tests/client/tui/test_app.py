@@ -348,7 +348,12 @@ async def test_a_narrow_watch_screen_hides_its_standings(cluster: Cluster) -> No
     async with app.run_test(size=(120, 24)) as pilot:
         await wait_for_text(pilot, "boards live")
         await ann.start()
-        await wait_until(pilot, lambda: isinstance(app.screen, WatchScreen), "the race")
+        # The screen, then its panels: pushed, it is not composed yet (NoMatches, once).
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, WatchScreen) and bool(app.screen.query("#side")),
+            "the race's screen composed",
+        )
         side = app.screen.query_one("#side")
         await pilot.resize_terminal(40, 24)
         await wait_until(pilot, lambda: not side.display, "the standings hidden at 40 columns")
