@@ -403,6 +403,45 @@ class _SweepFailures:
         return done
 
 
+class _ReadFailures:
+    """A run of reads Redis failed of one of the node's reading loops — the tail of
+    other nodes' events (Node._tail_loop), the wake-ups (Node._wake_loop) —, said once
+    (``said``, a warning) unless the store was down for the node meanwhile: the lease's
+    loop says that (Node._store_failed_since), and only it (Node.store_failed).
+
+    The loops said the store down themselves, and a read Redis failed every time (a
+    shared room's slot's master down, on which the tail's poll waits out its timeout;
+    reads that time out) made an outage of the node every LOOP_RETRY_S. The next
+    renewal said it back, and each end re-armed every offline racer's grace in every
+    room: a race whose racers left never ended while it lasted
+    (tests/rooms/test_tail_faults.py). Judged in a task of its own: the lease's verdict
+    may take a renewal's timeout, and the loop reads again meanwhile, so what it missed
+    is read as soon as Redis answers it."""
+
+    def __init__(self, node: Node, said: str) -> None:
+        self._node = node
+        self._said_line = said
+        self._judging: asyncio.Future[Any] | None = None
+        self._said = False
+
+    def failed(self, error: StoreUnavailable, mark: tuple[float, int, bool]) -> None:
+        """A read begun at ``mark`` (Node._store_failed_since's arguments) failed."""
+        judging = self._judging
+        if judging is None or (judging.done() and not self._said):
+            self._judging = self._node.spawn(self._judge(error, mark))
+
+    async def _judge(self, error: StoreUnavailable, mark: tuple[float, int, bool]) -> None:
+        if not await self._node._store_failed_since(*mark):
+            log.warning(self._said_line, extra={"error": str(error)})
+            self._said = True
+
+    def ended(self) -> None:
+        """A read went through: the run is over."""
+        if self._judging is not None:
+            self._judging.cancel()
+            self._judging, self._said = None, False
+
+
 _PASSED_OVER = "the orphan sweep passed over a room it could not finish"
 #: Said once per run of sweeps Redis stopped (Node._sweep_loop): the rooms that stop
 #: every sweep (a Cluster master down for their slots) stop the next one as well.
@@ -411,6 +450,13 @@ _SWEEP_STOPPED = "the orphan sweep stopped: Redis failed rooms in a row"
 #: (Node._check_loop): a room whose keys Redis fails (a Cluster master down for its
 #: slot) fails every check, and is no outage of the node.
 _CHECK_FAILED = "the room check failed: Redis failed it, not the node's lease"
+#: Said once per run of tail reads Redis failed while the store was up for the node
+#: (Node._tail_loop): a shared room whose stream Redis fails (a Cluster master down for
+#: its slot) fails every read, and is no outage of the node.
+_TAIL_FAILED = "the tail of other nodes' events failed: Redis failed it, not the node's lease"
+#: The same for the reads of the node's wake-ups (Node._wake_loop): one stream, on one
+#: Cluster slot, which may be down while the lease's answers.
+_WAKE_FAILED = "reading this node's wake-ups failed: Redis failed it, not the node's lease"
 
 
 class Node:
@@ -519,6 +565,10 @@ class Node:
         #: meanwhile waits for its verdict (check_rooms).
         self._renewing = False
         self._rejoining: asyncio.Future[Any] | None = None
+        #: The runs of reads Redis failed of the tail and the wake loop, said once each
+        #: unless the lease loop found the store down meanwhile (_ReadFailures).
+        self._tail_failures = _ReadFailures(self, _TAIL_FAILED)
+        self._wake_failures = _ReadFailures(self, _WAKE_FAILED)
         #: Round trips (ms) of the last samples of the store's clock (clock.py), and
         #: whether a sample slower than SAMPLE_RTT_MAX_MS was used yet (said once).
         self._clock_rtts: deque[float] = deque(maxlen=RTT_WINDOW)
@@ -652,7 +702,12 @@ class Node:
         """Fold what other nodes append to the streams of the rooms served here that
         another node serves too (and now and then forget rooms long idle here). A
         room served here alone is not tailed: every event in it is this node's own,
-        folded when appended, and reading it back would double the cost of a move."""
+        folded when appended, and reading it back would double the cost of a move.
+
+        A read Redis fails does not say the store down: the lease loop is the judge of
+        that (:class:`_ReadFailures`). The tail reads again LOOP_RETRY_S later from each
+        room's folded version, whatever the verdict, so what it missed is folded once
+        Redis answers it, once and in order."""
         next_sweep = self.clock() + IDLE_ROOM_MS // 10
         while True:
             positions = {
@@ -666,25 +721,31 @@ class Node:
             if not positions:
                 await asyncio.sleep(TAIL_IDLE_S)
                 continue
+            mark = (time.monotonic(), self._outages, self._store_down)
             try:
                 entries = await self.store.tail(positions, block_ms=TAIL_BLOCK_MS)
             except StoreUnavailable as exc:
-                self.store_failed(exc)
+                self._tail_failures.failed(exc, mark)
                 await asyncio.sleep(LOOP_RETRY_S)
                 continue
+            self._tail_failures.ended()
+            folding: LiveRoom | None = None
             try:
                 for room_id, event in entries:
-                    room = self.rooms.get(room_id)
+                    folding = room = self.rooms.get(room_id)
                     if room is not None and event.version > room.state.version:
                         links = (event.prev, event.chain)
                         with contextlib.suppress(BadMessage):  # lost: closed (history_broken)
                             await self.ingest(room, event.version, unpack_event(event.data), links)
-            except StoreUnavailable:
-                # A fold may read Redis too (a rebuild after lost writes, a gap): what
-                # was not folded is read again from each room's folded version. Let
-                # through, this ended the tail for good: the node never folded another
-                # node's events again, and its racers waited for frames nobody sent.
-                self.store_failed()
+            except StoreUnavailable as exc:
+                # A fold may read Redis too (a rebuild after lost writes, a gap): the
+                # room's trouble, and what was not folded is read again from each
+                # room's folded version. Let through, this ended the tail for good:
+                # the node never folded another node's events again, and its racers
+                # waited for frames nobody sent.
+                if folding is not None:
+                    self.store_failed(room=folding)
+                self._tail_failures.failed(exc, mark)
                 await asyncio.sleep(LOOP_RETRY_S)
             except Exception:  # the loop must survive anything one room does
                 log.exception("folding another node's events failed")
@@ -724,14 +785,19 @@ class Node:
         catching up with what it may have appended before this node tailed them."""
         after = "0-0"
         while True:
+            mark = (time.monotonic(), self._outages, self._store_down)
             try:
                 after, room_ids = await self.store.wakes(
                     self.node_id, after, block_ms=WAKE_BLOCK_MS
                 )
             except StoreUnavailable as exc:
-                self.store_failed(exc)
+                # Not the node's outage (_ReadFailures): the wake-ups are read again
+                # from the last one read, and the room checks share a room Redis is
+                # ahead of meanwhile (_check_alone).
+                self._wake_failures.failed(exc, mark)
                 await asyncio.sleep(LOOP_RETRY_S)
                 continue
+            self._wake_failures.ended()
             for room_id in room_ids:
                 self._share(room_id)
 
@@ -766,10 +832,11 @@ class Node:
         node's, whose loops notice a store that is down for it. A Cluster slot left
         open failed its rooms' calls every second, and each "outage" of the node
         re-armed every offline racer's grace in every room (nobody was forfeited). Nor
-        is a sweep the store stopped (:meth:`_sweep_loop`), nor a room check it failed
-        (:meth:`_check_loop`): rooms that fail every sweep stopped each one, a room that
-        fails every check failed each one, and each made an outage of the node every
-        second. The lease's loop says it (:meth:`_watch_loop`)."""
+        is a sweep the store stopped (:meth:`_sweep_loop`), a room check it failed
+        (:meth:`_check_loop`), nor a read of the tail or the wake-ups it failed
+        (:class:`_ReadFailures`): rooms that fail every sweep stopped each one, a room
+        that fails every check or tail read failed each one, and each made an outage
+        of the node every second. The lease's loop says it (:meth:`_watch_loop`)."""
         if room is not None:
             if not room.store_down:
                 room.store_down = True
