@@ -966,8 +966,11 @@ async def test_a_sweep_an_outage_stopped_comes_again_once_redis_is_back(
 ) -> None:
     """Redis goes down for the whole node as its sweep begins: the lease's loop finds
     the store down, and once Redis answers again the next sweep comes at once — not in
-    its turn, a minute later (ORPHAN_SWEEP_S) — and finishes the ghost lobby a dead
-    node left: the orphans of an outage are looked after as soon as it ends."""
+    its turn, a minute later (ORPHAN_SWEEP_S). It takes no node for dead while the
+    outage settles (every lease may have lapsed in it: tests/rooms/test_sweep_settle.py)
+    and comes again once it has, not a minute later, and finishes the ghost lobby a
+    dead node left: the orphans of an outage are looked after as soon as that can be
+    judged."""
     clock = Clock()
     room = await _ghost_lobby(backend, clock)
     other = await _node(backend, clock)  # no sweeps of its own
@@ -990,10 +993,17 @@ async def test_a_sweep_an_outage_stopped_comes_again_once_redis_is_back(
     await _poll(store_down, bool, "the lease's loop never found the store down")
     assert stopped and room.room_id in await other.store.listed_rooms()
     faults.down = False
+
+    async def deferred() -> bool:
+        return sweeper._sweep_deferred
+
+    await _poll(deferred, bool, "no sweep came once Redis was back")
+    assert room.room_id in await other.store.listed_rooms(), "judged in the settle"
+    clock.advance(sweeper._outage_settle_ms() / 1000 + 1, sweeper)
     await _poll(
         other.store.listed_rooms,
         lambda ids: room.room_id not in ids,
-        "the ghost lobby, once Redis was back",
+        "the ghost lobby, once the outage settled",
     )
 
 

@@ -536,6 +536,10 @@ class Node:
         self.taken_up: set[str] = set()
         #: The rooms the last orphan sweep could not finish: last in the next.
         self._sweep_failed: set[str] = set()
+        #: The sweep under way left rooms whose nodes' leases it could not judge yet
+        #: (Node._orphan: right after this node's outage or lapse): the next sweep
+        #: comes once that has settled (Node._sweep_loop).
+        self._sweep_deferred = False
         #: Rooms this node found with a broken history (history_broken): said once.
         self._broken: set[str] = set()
         #: This node has held a lease (renewed it once): a renewal that finds none then
@@ -1052,12 +1056,15 @@ class Node:
         The first waits for the node's first renewal, as it did in the lease's loop: a
         room it takes up names this node among its serving nodes, and another node's
         sweep that read that set before the lease was there could take this node for a
-        dead one and take it out (reasoned, not seen)."""
+        dead one and take it out (reasoned, not seen). A sweep that left rooms because
+        this node's own outage, or lapse, had not settled (:meth:`_orphan`) is followed
+        by the next as soon as it has."""
         await self._lease_held.wait()
         wait = LEASE_MS / 1000 + LEASE_RENEW_S
         stopped = False  # said for the run of sweeps the store stopped
         while True:
             mark = (time.monotonic(), self._outages, self._store_down)
+            self._sweep_deferred = False
             try:
                 await self.sweep_orphans()
                 stopped = False
@@ -1071,6 +1078,12 @@ class Node:
             except Exception:
                 log.exception("orphan sweep failed")
                 self.metrics.defects.labels(Defect.SWEEP).inc()
+            if self._sweep_deferred:
+                # Rooms whose nodes' leases could not be judged yet (_orphan): swept
+                # again as soon as this node's outage, or lapse, has settled.
+                while not self._outage_settled():
+                    await asyncio.sleep(LEASE_RENEW_S)
+                continue
             await asyncio.sleep(wait)
             wait = ORPHAN_SWEEP_S
 
@@ -1121,20 +1134,10 @@ class Node:
             for r in room.state.racers.values()
             if r.online and r.node is not None and r.node != self.node_id
         }
-        if not others or not self._outage_settled():
+        if not others:
             return
-        live = await self.store.live_nodes(others)
-        if self._renewing:
-            # A renewal out while the leases were read: its verdict first. A stall of
-            # Redis shorter than the command timeout answers both as it ends, the
-            # read perhaps first, and before other nodes' renewals it held: the
-            # renewal finds this node's lease lapsed, and the read other nodes' gone.
-            await self._lease_turn.wait()
-        if not self._outage_settled():
-            # The lease loop found the store down, or this node's lease lapsed, while
-            # the leases were read (the read waited out a stall the renewal timed out
-            # in, or was answered with it): what it read may be leases that lapsed in
-            # that stall (tests/rooms/test_check_faults.py).
+        live = await self._live_if_settled(others)
+        if live is None:
             return
         dead = others - live
         for room in served.values():
@@ -1150,6 +1153,31 @@ class Node:
                         if not no_longer_there(exc):
                             raise
                         break  # lost meanwhile (history_broken, room_lost): closed
+
+    async def _live_if_settled(self, nodes: set[str]) -> set[str] | None:
+        """The nodes of ``nodes`` whose lease Redis holds (Store.live_nodes), or None
+        while this node may not take a missing lease for a death (:meth:`_outage_settled`),
+        judged before the read and again after it: the read, out beside the renewals,
+        can span an outage they find, or a stall that ends with a renewal finding this
+        node's lease lapsed. What such a read found is not acted on. What the room
+        checks (:meth:`check_rooms`) and the orphan sweep (:meth:`_orphan`,
+        :meth:`_adopt`) read a death from."""
+        if not self._outage_settled():
+            return None
+        live = await self.store.live_nodes(nodes)
+        if self._renewing:
+            # A renewal out while the leases were read: its verdict first. A stall of
+            # Redis shorter than the command timeout answers both as it ends, the
+            # read perhaps first, and before other nodes' renewals it held: the
+            # renewal finds this node's lease lapsed, and the read other nodes' gone.
+            await self._lease_turn.wait()
+        if not self._outage_settled():
+            # The lease loop found the store down, or this node's lease lapsed, while
+            # the leases were read (the read waited out a stall the renewal timed out
+            # in, or was answered with it): what it read may be leases that lapsed in
+            # that stall (tests/rooms/test_check_faults.py).
+            return None
+        return live
 
     def _outage_settled(self) -> bool:
         """Whether this node may take another node's missing lease for its death: the
@@ -1406,8 +1434,18 @@ class Node:
         if known is not None and known.served():
             return None  # this node's own timers and archive look after it
         others = await self.store.room_nodes(room_id) - {self.node_id}
-        if others and await self.store.live_nodes(others):
-            return None  # a live node that served it does
+        if others:
+            live = await self._live_if_settled(others)
+            if live is None:
+                # Right after this node's outage, or a lapse of its own lease, the
+                # nodes that served it may be alive, their renewals held in the same
+                # stall: taken up, a live node's room was served by two nodes, and it
+                # was taken out of the room's set (tests/rooms/test_sweep_settle.py).
+                # Swept again once that has settled (_sweep_loop).
+                self._sweep_deferred = True
+                return None
+            if live:
+                return None  # a live node that served it does
         room = await self.room(room_id)
         return None if self._joining_here(room) else room
 
@@ -1457,7 +1495,8 @@ class Node:
             # never ran out, and its race never ended (a fault test). The replacement
             # failing only leaves the nodes it replaces to be judged again.
             self.schedule(room)
-            gone = served_by - await self.store.live_nodes(served_by)
+            live = await self._live_if_settled(served_by)
+            gone = set() if live is None else served_by - live  # unsettled: judged again
             await self.store.leave_room_nodes(room.room_id, gone)
         return True
 

@@ -1,0 +1,71 @@
+"""The orphan sweep right after the sweeping node's own outage, or a lapse of its own
+lease (docs/store.md, "Node leases").
+
+The sweep takes a room up when no node in its set of serving nodes holds a lease
+(Node._orphan), and takes the nodes read dead out of that set (Node._adopt). Right
+after an outage of Redis (or a stall that let this node's lease lapse), every other
+node's lease may have lapsed too, and they renew only once their own calls see Redis
+again: a node alive, its renewal held in the same stall, was read dead. The room
+checks wait for that to settle before they mark anyone offline (Node._outage_settled);
+the sweep did not, and took up a live node's rooms.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tests.support.faults import Clock, StoreFaults
+
+from .conftest import Backend
+from .test_check_faults import _down
+from .test_core import _race_on
+from .test_fault_windows import _poll
+from .test_take_up_faults import _ADOPTING, _node, _sweep, _taken
+
+
+@pytest.mark.parametrize("trouble", ["outage", "lapse"])
+async def test_a_sweep_right_after_the_nodes_outage_takes_no_room_up_until_it_settled(
+    backend: Backend, caplog: pytest.LogCaptureFixture, trouble: str
+) -> None:
+    """Node B races a room alone; Redis goes down for node A and comes back
+    (``outage``, the lease loop finds both), or A's renewal finds its lease lapsed
+    (``lapse``: a stall of Redis every lease lapsed in). B's lease is gone too, its
+    renewal held in the same stall, when A's sweep reads it. That sweep must not take
+    B's room up: it did — "adopting a room no live node serves", the room served by A
+    beside B, and B taken out of the room's set of serving nodes. Once A's trouble has
+    settled (Node._outage_settle_ms) a node whose lease is still gone is dead, and its
+    room is taken up then."""
+    clock = Clock()
+    sweeper = await _node(backend, clock)  # sweeps left to the test
+    owner = await backend.node(clock)
+    race = await _race_on(owner, owner)
+    room = race.ann.room
+    assert room is not None
+    if trouble == "outage":
+        faults = StoreFaults(sweeper.store)
+        faults.down = True
+        await _poll(_down(sweeper), bool, "the node never found Redis down")
+        faults.down = False
+        await _poll(_down(sweeper), lambda down: not down, "Redis back")
+    else:
+
+        async def lapse_found() -> bool:
+            return bool(sweeper._lapse_found_ms)
+
+        await sweeper.store.drop_lease(sweeper.node_id)  # what the stall did
+        await _poll(lapse_found, bool, "the node never found its lease lapsed")
+    assert owner._watch_task is not None
+    owner._watch_task.cancel()  # B's renewal, held in the stall, comes after the sweep
+    await sweeper.store.drop_lease(owner.node_id)
+    with caplog.at_level(logging.INFO, logger="solrace"):
+        await _sweep(sweeper)
+        taken = sweeper.rooms.get(room.room_id)
+        assert taken is None or not taken.served(), "a live node's room taken up"
+        assert _taken(caplog) == [], _taken(caplog)
+        assert owner.node_id in await sweeper.store.room_nodes(room.room_id)
+        clock.advance(sweeper._outage_settle_ms() / 1000 + 1, sweeper)
+        await _sweep(sweeper)  # B's lease still gone once it settled: B is dead
+        assert [line for _level, line in _taken(caplog)] == [_ADOPTING], _taken(caplog)
+    assert sweeper.rooms[room.room_id].served()
