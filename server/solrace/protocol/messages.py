@@ -1073,9 +1073,11 @@ def room_reset_event(v: int, *, host: int | None, racers: Sequence[RacerInfo]) -
 def deal_chosen_event(
     v: int, *, certified: bool, moves: int | None, difficulty: str | None
 ) -> Envelope:
-    """``deal_chosen``: the round's deal is ready. ``certified``: a solver won it in
-    ``moves`` moves (its line, the certificate, is committed at the countdown and
-    revealed in ``race_over``); ``difficulty`` is derived from that search."""
+    """``deal_chosen``: the round's deal is ready. ``certified``: a solver won it (its
+    line, the certificate, is committed at the countdown and revealed in
+    ``race_over``). This server sends ``moves`` None and ``difficulty`` as the room
+    asked (rooms.certify.announced: the line's length and the band found name where
+    cards lie, docs/fairness.md); a server of an earlier release sent both as found."""
     wire = deal_wire({"certified": certified, "moves": moves, "difficulty": difficulty})
     return _event("deal_chosen", v, wire)
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from solrace.protocol import BadMessage, CloseCode, CloseReason, ErrorCode, race_id
 from solrace.protocol.errors import RETRY_BUSY_MS
 from solrace.protocol.limits import (
+    FIRST_RACER_ID,
     RATE_BURST,
     RATE_PER_S,
     SEATS_PER_ADDRESS,
@@ -181,8 +182,8 @@ def first_join(event: RoomEvent) -> bool:
 def first_racer(racer: int) -> bool:
     """Whether ``racer`` is the first a room ever had, whose join gives a new room its
     lifetime cap (racer ids are never reused, a rematch's included:
-    RoomState.next_racer starts at 1)."""
-    return racer == 1
+    RoomState.next_racer starts at FIRST_RACER_ID)."""
+    return racer == FIRST_RACER_ID
 
 
 #: The statuses a progress event sets that end a racer's race by decision (a finish
