@@ -581,7 +581,11 @@ async def test_solrace_bot_races_a_real_server_through_cuts_and_its_race_verifie
     assert "Traceback" not in server.log and " ERROR " not in server.log, server.log
     resumed = sum(s.startswith("resumed on") for s in results["Ann"]["said"])
     assert 1 <= stats[0].cuts == resumed, (stats[0], results["Ann"]["said"])
-    assert stats[1].cuts >= 1 and stats[1].connections == stats[1].cuts + 1, stats[1]
+    # Each cut before the race's end was followed by one reconnection; the last
+    # connection may be cut too, once its bot has its result and leaves (seen once
+    # under load: 9 connections, 9 cuts), with no reconnection after it.
+    assert stats[1].cuts >= 1, stats[1]
+    assert stats[1].connections in (stats[1].cuts, stats[1].cuts + 1), stats[1]
     print(f"{stats}; moves {[len(s['log']) for s in result['standings']]}")
 
 
