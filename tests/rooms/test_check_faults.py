@@ -203,14 +203,8 @@ async def test_rooms_redis_fails_every_check_are_no_outage_of_the_node(
     race = await _race_on(node, node)
     room = race.ann.room
     assert room is not None
-    failed: list[int] = []
     renewed = _count_renewals(node)
-
-    async def fails(room_ids: Any) -> Any:
-        failed.append(len(renewed))
-        raise StoreUnavailable("heads: Timeout reading from Redis (injected)")
-
-    setattr(node.store, "heads", fails)  # noqa: B010 (a method of the instance)
+    failed = _fail_every(node, "heads", renewed)
     with caplog.at_level(logging.WARNING, logger="solrace"):
         for peer in (race.ann, race.bob):
             await lobby.disconnected(node, peer)  # their grace runs from here
@@ -307,7 +301,35 @@ async def test_writes_redis_lost_are_found_once_redis_answers_the_check(
     assert room.state.version == (await node.store.heads([room.room_id]))[room.room_id][0]
 
 
+def _fail_every(node: Node, call: str, renewed: list[bool]) -> list[int]:
+    """Make every Store.``call`` of ``node`` time out, as a read of a slot whose master
+    is down does; returns, for each failed call, how many renewals had been made."""
+    failed: list[int] = []
+
+    async def fails(*_args: Any, **_kwargs: Any) -> Any:
+        failed.append(len(renewed))
+        raise StoreUnavailable(f"{call}: Timeout reading from Redis (injected)")
+
+    setattr(node.store, call, fails)  # a method of the instance
+    return failed
+
+
 # --------------------------------------------------------- the settle, kept
+
+
+async def _bob_on_the_other_node(
+    backend: Backend, clock: Clock
+) -> tuple[Node, Node, Any, LiveRoom, int]:
+    """Two nodes on ``clock``, Ann racing on the first and Bob on the second: the
+    nodes, the race, the first node's room and Bob's racer id."""
+    node, other = await backend.node(clock), await backend.node(clock)
+    race = await _race_on(node, other)
+    room = race.ann.room
+    assert room is not None
+    bob = next(r.racer for r in room.state.racers.values() if r.name == "Bob")
+    return node, other, race, room, bob
+
+
 async def test_a_check_whose_lease_read_spans_an_outage_marks_nobody_offline(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -319,11 +341,7 @@ async def test_a_check_whose_lease_read_spans_an_outage_marks_nobody_offline(
     outage settled (Node._outage_settle_ms), as for a check begun after it."""
     _fast_turns(monkeypatch)
     clock = Clock()
-    node, other = await backend.node(clock), await backend.node(clock)
-    race = await _race_on(node, other)
-    room = race.ann.room
-    assert room is not None
-    bob = next(r.racer for r in room.state.racers.values() if r.name == "Bob")
+    node, other, race, room, bob = await _bob_on_the_other_node(backend, clock)
     spanned: list[int] = []
     checks: list[int] = []
     real_live, real_heads = node.store.live_nodes, node.store.heads
@@ -369,11 +387,7 @@ async def test_a_check_whose_lease_read_spans_a_lapse_of_the_nodes_own_marks_nob
     Bob goes offline only once that lapse has settled (Node._outage_settle_ms)."""
     _fast_turns(monkeypatch)
     clock = Clock()
-    node, other = await backend.node(clock), await backend.node(clock)
-    race = await _race_on(node, other)
-    room = race.ann.room
-    assert room is not None
-    bob = next(r.racer for r in room.state.racers.values() if r.name == "Bob")
+    node, other, race, room, bob = await _bob_on_the_other_node(backend, clock)
     spanned: list[int] = []
     checks: list[int] = []
     lapses: list[bool] = []

@@ -30,7 +30,7 @@ from tests.support.faults import Clock, StoreFaults
 from tests.support.race import archived_result, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Backend, FakePeer
-from .test_check_faults import _count, _down, _fast_turns, _renews_meanwhile
+from .test_check_faults import _count, _down, _fail_every, _fast_turns, _renews_meanwhile
 from .test_core import _race_on
 from .test_ending_faults import _ended_once
 from .test_fault_windows import GRACE_S, _poll
@@ -143,14 +143,8 @@ async def test_wake_reads_redis_fails_every_time_are_no_outage_of_the_node(
     room = race.ann.room
     assert room is not None
     renewed = _count_renewals(node)
-    failed: list[int] = []
     real_wakes = node.store.wakes
-
-    async def wakes(*args: Any, **kwargs: Any) -> Any:
-        failed.append(len(renewed))
-        raise StoreUnavailable("wakes: Timeout reading from Redis (injected)")
-
-    setattr(node.store, "wakes", wakes)  # noqa: B010 (a method of the instance)
+    failed = _fail_every(node, "wakes", renewed)
     with caplog.at_level(logging.WARNING, logger="solrace"):
         for peer in (race.ann, race.bob):
             await lobby.disconnected(node, peer)  # their grace runs from here
