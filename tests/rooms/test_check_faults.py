@@ -435,3 +435,69 @@ async def test_a_check_whose_lease_read_spans_a_lapse_of_the_nodes_own_marks_nob
     clock.advance(node._outage_settle_ms() / 1000 + 1, node)
     offline = await race.ann.until(lambda f: f.t == "presence" and not f.d["online"])
     assert offline.d["racer"] == bob, offline.d
+
+
+async def test_a_check_whose_lease_read_a_stall_answered_before_a_held_renewal_marks_nobody_offline(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis stalls for every client for less than the command timeout (5 s) but
+    longer than what is left of Bob's node's lease, while Ann's node's, renewed a
+    little later, outlives it: Bob's node renewed at 0, Ann's at 0.9, Redis stalls
+    from 1.0 to 5.05. The check's read of the leases, sent as the stall began, is
+    answered as it ends, before Bob's node's renewal the stall held (Redis serves
+    what it held in no set order): Bob's node's lease reads gone. Ann's node's own
+    renewal, held too, finds its lease current and not a lease old (sent 4.15 s after
+    the last): no lapse, no outage, nothing to settle — and Bob was marked offline, a
+    flash (his node renews a moment later). A missing lease is read again once the
+    read's answer is in (Node._live_if_settled): Redis had served every call it held
+    by then, Bob's node's renewal among them. A node really dead is still found (its
+    lease missing twice)."""
+    _fast_turns(monkeypatch)
+    clock = Clock()
+    node, other, race, room, bob = await _bob_on_the_other_node(backend, clock)
+    found: list[set[str]] = []  # what the read the stall answered found
+    checks: list[int] = []
+    holding, held, stall_over = False, asyncio.Event(), asyncio.Event()
+    applied = asyncio.Event()
+    real_live, real_heads = node.store.live_nodes, node.store.heads
+    real_renew = other.store.renew_lease
+
+    async def renew(node_id: str, ttl_ms: int) -> bool:  # Bob's node's
+        if not holding or stall_over.is_set():
+            return await real_renew(node_id, ttl_ms)
+        held.set()  # sent in the stall
+        await stall_over.wait()
+        current = await real_renew(node_id, ttl_ms)
+        applied.set()
+        return current
+
+    async def read_as_the_stall_ends(node_ids: Any) -> set[str]:
+        nonlocal holding
+        if found:
+            return await real_live(node_ids)
+        holding = True
+        await held.wait()  # Bob's node's renewal is out, held by the stall
+        await node.store.drop_lease(other.node_id)  # what the stall did to its lease
+        live = await real_live(node_ids)  # served first
+        found.append(set(live))
+        stall_over.set()
+        await applied.wait()  # then the renewal, before anything sent after the reply
+        return live
+
+    async def heads(room_ids: Any) -> Any:
+        checks.append(len(checks))
+        return await real_heads(room_ids)
+
+    setattr(other.store, "renew_lease", renew)  # noqa: B010 (a method of the instance)
+    setattr(node.store, "live_nodes", read_as_the_stall_ends)  # noqa: B010
+    setattr(node.store, "heads", heads)  # noqa: B010
+    await _poll(_count(found), bool, "the check never read Bob's node's lease")
+    assert other.node_id not in found[0], found
+    seen = len(checks)
+    await _poll(_count(checks), lambda n: n >= seen + 2, "the checks after that one")
+    assert not node.store_down and not node._lapse_found_ms
+    assert room.state.racers[bob].online, "marked offline on a read the stall answered"
+    assert not race.ann.events("presence")
+    await _dead(other, by=node)  # Bob's node dies: found at once, no settle to wait
+    offline = await race.ann.until(lambda f: f.t == "presence" and not f.d["online"])
+    assert offline.d["racer"] == bob, offline.d

@@ -1162,10 +1162,27 @@ class Node:
         can span an outage they find, or a stall that ends with a renewal finding this
         node's lease lapsed. What such a read found is not acted on. What the room
         checks (:meth:`check_rooms`) and the orphan sweep (:meth:`_orphan`,
-        :meth:`_adopt`) read a death from."""
+        :meth:`_adopt`) read a death from.
+
+        A lease missing is read again, once the first read's answer is in: only what
+        both reads miss is gone. Redis answers what a stall held all at once as it
+        ends, in no set order, so a read out in a stall shorter than the command
+        timeout but longer than another node's lease's remainder may be answered
+        before that node's renewal, held in the same stall — while this node's own
+        lease, renewed a little later, outlives the stall: its renewal finds no lapse,
+        no outage, and that node's racers were marked offline (a flash: it renews a
+        moment later; tests/rooms/test_check_faults.py). With the real lengths that
+        happens: renewed every LEASE_RENEW_S (1 s), a lease (LEASE_MS, 5 s) has 4 to 5 s
+        left, so a stall of 4 to 5 s, within the command timeout (5 s), can outlast one
+        node's lease and not another's. A read sent once the first one's answer is in
+        comes after every call Redis held then, that renewal among them. Not a limit on
+        the read's round trip: a read sent late in the stall is answered in the same
+        go, its round trip short. One round trip more, only when a lease is missing."""
         if not self._outage_settled():
             return None
         live = await self.store.live_nodes(nodes)
+        if live != nodes:
+            live = live | await self.store.live_nodes(nodes - live)
         if self._renewing:
             # A renewal out while the leases were read: its verdict first. A stall of
             # Redis shorter than the command timeout answers both as it ends, the
