@@ -1,4 +1,4 @@
-"""The orphan sweep right after the sweeping node's own outage, or a lapse of its own
+"""The orphan sweep, and a drain, right after the node's own outage, or a lapse of its own
 lease (docs/store.md, "Node leases").
 
 The sweep takes a room up when no node in its set of serving nodes holds a lease
@@ -7,7 +7,8 @@ after an outage of Redis (or a stall that let this node's lease lapse), every ot
 node's lease may have lapsed too, and they renew only once their own calls see Redis
 again: a node alive, its renewal held in the same stall, was read dead. The room
 checks wait for that to settle before they mark anyone offline (Node._outage_settled);
-the sweep did not, and took up a live node's rooms.
+the sweep did not, and took up a live node's rooms; nor did a draining node taking the
+nodes read dead out of its shared rooms' sets (Node._replace_dead_co_servers).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from solrace.rooms import lobby
 
 from tests.support.faults import Clock, StoreFaults
 
@@ -69,3 +71,48 @@ async def test_a_sweep_right_after_the_nodes_outage_takes_no_room_up_until_it_se
         await _sweep(sweeper)  # B's lease still gone once it settled: B is dead
         assert [line for _level, line in _taken(caplog)] == [_ADOPTING], _taken(caplog)
     assert sweeper.rooms[room.room_id].served()
+
+
+@pytest.mark.parametrize("trouble", ["outage", "lapse"])
+async def test_a_drain_right_after_the_nodes_outage_takes_no_live_node_out_of_its_rooms(
+    backend: Backend, trouble: str
+) -> None:
+    """Ann races on node A, Bob on node B. Redis goes down for A and comes back
+    (``outage``), or A's renewal finds its lease lapsed (``lapse``: a stall every
+    lease lapsed in), and B's renewal, held in the same stall, has not come yet: B's
+    lease reads gone. A drains then. Before handing off it takes the nodes whose lease
+    is gone out of its shared rooms' sets (Node._replace_dead_co_servers), and it read
+    the leases directly, without the settle the checks and the sweep wait for
+    (Node._live_if_settled): B, alive and serving the race, was taken out of its
+    room's set — until its own renewal found its lease lapsed and it joined again
+    (Node._lapsed); meanwhile the room read as A's alone, handed off, and a node
+    joining it woke nobody. Unsettled, nobody is taken out (the replacement only
+    makes a later take-up's log line right): B stays in the set. A node dead beside
+    a settled one is still taken out (test_take_up_faults)."""
+    clock = Clock()
+    draining, other = await _node(backend, clock), await _node(backend, clock)
+    race = await _race_on(draining, other)
+    room = race.ann.room
+    assert room is not None
+    if trouble == "outage":
+        faults = StoreFaults(draining.store)
+        faults.down = True
+        await _poll(_down(draining), bool, "the node never found Redis down")
+        faults.down = False
+        await _poll(_down(draining), lambda down: not down, "Redis back")
+    else:
+
+        async def lapse_found() -> bool:
+            return bool(draining._lapse_found_ms)
+
+        await draining.store.drop_lease(draining.node_id)  # what the stall did
+        await _poll(lapse_found, bool, "the node never found its lease lapsed")
+    assert other._watch_task is not None
+    other._watch_task.cancel()  # B's renewal, held in the stall, comes after the drain
+    await draining.store.drop_lease(other.node_id)
+    await lobby.disconnected(draining, race.ann)  # the drain closes its connections
+    await draining.stop()
+    await draining.hand_off()
+    nodes = await other.store.room_nodes(room.room_id)
+    assert other.node_id in nodes, "a live node taken out of the set of a room it serves"
+    assert other.rooms[room.room_id].served()

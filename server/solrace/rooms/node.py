@@ -1161,8 +1161,9 @@ class Node:
         judged before the read and again after it: the read, out beside the renewals,
         can span an outage they find, or a stall that ends with a renewal finding this
         node's lease lapsed. What such a read found is not acted on. What the room
-        checks (:meth:`check_rooms`) and the orphan sweep (:meth:`_orphan`,
-        :meth:`_adopt`) read a death from.
+        checks (:meth:`check_rooms`), the orphan sweep (:meth:`_orphan`,
+        :meth:`_adopt`) and a draining node (:meth:`_replace_dead_co_servers`) read a
+        death from.
 
         A lease missing is read again, once the first read's answer is in: only what
         both reads miss is gone. Redis answers what a stall held all at once as it
@@ -2684,7 +2685,7 @@ class Node:
         leaves the serving sets of the rooms another live node serves too
         (:meth:`_leave_shared_rooms`).
 
-        The sets and the leases are read for each (:meth:`_co_servers`), not once for
+        The sets and the leases are read for each (:meth:`_shared_sets`), not once for
         both: the dead are told apart while this node's lease is current, the live ones
         it leaves to once its lease is gone. Judged on one read, two nodes draining at
         once each took the other out, or each left seeing the other live: the room lost
@@ -2704,9 +2705,19 @@ class Node:
         node's and warned, not a hand-off at INFO (a review). Done while this node is
         live and in the set, so no set loses its last node; a node only stalled joins
         again when it renews (:meth:`_lapsed`), as after a take-up. Redis failing it
-        costs a log line at most: the hand-off goes on."""
+        costs a log line at most: the hand-off goes on.
+
+        The leases are judged as the room checks and the sweep judge them
+        (:meth:`_live_if_settled`): right after this node's outage, or a lapse of its
+        own lease, every other node's may read gone, their renewals held in the same
+        stall. Read directly, a drain then took live nodes out of the rooms they served
+        (tests/rooms/test_sweep_settle.py). Unsettled, nobody is taken out: the
+        replacement only makes a later take-up's log line right."""
         try:
-            others, live = await self._co_servers()
+            others = await self._shared_sets()
+            live = await self._live_if_settled(set().union(*others.values()))
+            if live is None:
+                return
             await self.store.leave_rooms({rid: nodes - live for rid, nodes in others.items()})
         except StoreUnavailable:
             log.warning("could not take dead nodes out of the rooms handed off")
@@ -2725,20 +2736,20 @@ class Node:
         rooms as before: the next take-up of those may warn, a log line only. Only the
         rooms this node shares: one it serves alone (by its own reckoning) has nobody
         else to be judged by. Three round trips, however many rooms (pipelined)."""
-        others, live = await self._co_servers()
+        others = await self._shared_sets()
+        live = await self.store.live_nodes(set().union(*others.values()))
         await self.store.leave_rooms(
             {r: {self.node_id} for r, nodes in others.items() if nodes & live}
         )
 
-    async def _co_servers(self) -> tuple[dict[str, set[str]], set[str]]:
-        """The other nodes in the sets of the rooms this node shares, by room, and
-        those of them that are live: two round trips, however many rooms (pipelined)."""
+    async def _shared_sets(self) -> dict[str, set[str]]:
+        """The other nodes in the sets of the rooms this node shares, by room: one
+        round trip, however many rooms (pipelined)."""
         shared = [rid for rid, room in self.rooms.items() if room.joined and room.shared]
-        others = {
+        return {
             rid: nodes - {self.node_id}
             for rid, nodes in (await self.store.rooms_nodes(shared)).items()
         }
-        return others, await self.store.live_nodes(set().union(*others.values()))
 
     async def drained(self, timeout: float = 10.0) -> None:
         """Wait until no move is between its engine check and its store append."""
