@@ -51,6 +51,11 @@ from solrace.quoting import quoted
         # `solrace bot --delay 1e300`)
         (whole(2, 8), "9" * 4000, f"must be 2 to 8, got '{'9' * 40}'… (4,000 characters)"),
         (real(0, 60), "1e300", "must be 0 to 60, got 1e+300"),
+        # digits past a float's range, which float() reads as infinity: it said "not a
+        # finite number" of a number written out (`solrace-server --rate-per-s 1e400`)
+        (real(0, 60), "1e400", "must be 0 to 60, got '1e400'"),
+        (real(0, 60), "-" + "1" * 400, f"must be 0 to 60, got '-{'1' * 39}'… (401 characters)"),
+        (real(0), "1" * 400, f"too large a number: '{'1' * 40}'… (400 characters)"),
         # every digit that tells the value from the bound (``:g`` said "got 2": six
         # significant digits)
         (real(0, 2), "2.0000001", "must be 0 to 2, got 2.0000001"),

@@ -324,6 +324,13 @@ def real(
             value = float(text)
         except ValueError:
             raise BadNumber(f"not a number: {quoted(text)}") from None
+        if not math.isfinite(value) and _REAL.fullmatch(text):
+            # digits past a float's range (1e400, 400 digits), which float() reads as
+            # infinity: said "not a finite number", of a number written out
+            bound = hi if value > 0 else lo
+            if bound is None:
+                raise BadNumber(f"too {'large' if value > 0 else 'small'} a number: {quoted(text)}")
+            raise BadNumber(f"must be {_bounds(lo, hi, above, unit)}, got {quoted(text)}{unit}")
         if not math.isfinite(value):
             raise BadNumber(f"not a finite number: {quoted(text)}")
         if not _REAL.fullmatch(text):
