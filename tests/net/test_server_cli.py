@@ -4,6 +4,7 @@ event loop is uvloop when installed (``auto``), asyncio's own on request."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import os
@@ -83,8 +84,8 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         # said whole: 4,000 nines on the line
         (["--port", "9" * 4000], {}, f"--port: port '{'9' * 40}'… (4,000 characters) is out"),
         ([], {"SOLRACE_PORT": "abc"}, "$SOLRACE_PORT: not a port number: 'abc'"),
-        (["--rate-per-s", "0"], {}, "--rate-per-s: must be more than 0, got 0"),
-        ([], {"SOLRACE_RATE_BURST": "0.5"}, "$SOLRACE_RATE_BURST: must be 1 or more, got 0.5"),
+        (["--rate-per-s", "0"], {}, "--rate-per-s: must be more than 0 and at most 10000, got 0"),
+        ([], {"SOLRACE_RATE_BURST": "0.5"}, "$SOLRACE_RATE_BURST: must be 1 to 10000, got 0.5"),
         (["--log-level", "loud"], {}, "--log-level: must be one of debug, info"),
         (["--loop", "fast"], {}, "--loop: must be one of auto, uvloop, asyncio, got 'fast'"),
         ([], {"SOLRACE_LOOP": "trio"}, "$SOLRACE_LOOP: must be one of auto, uvloop, asyncio"),
@@ -108,16 +109,37 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
             + "'… (305 characters): File name too long",
         ),
         (["--host", ""], {}, "--host: must not be empty (0.0.0.0 listens on every IPv4 address)"),
-        (["--max-connections", "0"], {}, "--max-connections: must be 1 or more, got 0 (or auto)"),
+        (
+            ["--max-connections", "0"],
+            {},
+            "--max-connections: must be 1 to 1048576, got 0 (or auto)",
+        ),
         ([], {"SOLRACE_MAX_CONNECTIONS": "lots"}, "not a whole number: 'lots' (or auto)"),
+        # taken: the node logged "connections=1000000000000000000000000000000 at most"
+        (
+            ["--max-connections", "1" + "0" * 30],
+            {},
+            "--max-connections: must be 1 to 1048576, got 1" + "0" * 30 + " (or auto)",
+        ),
+        # taken: every create of the node failed "internal", an OverflowError in its log
+        (
+            [],
+            {"SOLRACE_ROOMS_PER_MINUTE_PER_ADDRESS": "1" + "0" * 400},
+            "$SOLRACE_ROOMS_PER_MINUTE_PER_ADDRESS: must be 0 to 60000, got '1",
+        ),
+        (["--rate-per-s", "nan"], {}, "--rate-per-s: not a finite number: 'nan'"),
         (
             ["--max-connections-per-address", "-1"],
             {},
-            "--max-connections-per-address: must be 0 or more, got -1",
+            "--max-connections-per-address: must be 0 to 1048576, got -1",
         ),
-        (["--seats-per-address", "-1"], {}, "--seats-per-address: must be 0 or more, got -1"),
+        (["--seats-per-address", "-1"], {}, "--seats-per-address: must be 0 to 8, got -1"),
         ([], {"SOLRACE_SEATS_PER_ADDRESS": "one"}, "not a whole number: 'one'"),
-        (["--spectators-per-room", "-1"], {}, "--spectators-per-room: must be 0 or more, got -1"),
+        (
+            ["--spectators-per-room", "-1"],
+            {},
+            "--spectators-per-room: must be 0 to 1048576, got -1",
+        ),
         (
             ["--trusted-proxies", "my-proxy"],
             {},
@@ -366,6 +388,73 @@ def test_the_spectators_cap_a_user_gets_is_the_documented_one(
     assert server_main.resolve(server_main.build_parser().parse_args([])).spectators_per_room == 40
 
 
+#: Each number flag of the node, its documented largest value (docs/server.md), and
+#: how it says a value past it. A newcomer audit: ``--max-connections 10**30`` was
+#: taken and logged ``connections=1000000000000000000000000000000 at most``, and a
+#: ``--max-connections-per-address`` or ``--rooms-per-minute-per-address`` of 400
+#: digits started a node whose every connection (HTTP 500), or every ``create``
+#: (``internal``), failed with an OverflowError, as a traceback in its log.
+_NUMBER_FLAGS = [
+    ("--max-connections", "1048576", "must be 1 to 1048576, got {} (or auto)"),
+    ("--max-connections-per-address", "1048576", "must be 0 to 1048576, got {}"),
+    ("--spectators-per-room", "1048576", "must be 0 to 1048576, got {}"),
+    ("--rooms-per-minute-per-address", "60000", "must be 0 to 60000, got {}"),
+    ("--connections-per-second-per-address", "100000", "must be 0 to 100000, got {}"),
+    ("--seats-per-address", "8", "must be 0 to 8, got {}"),
+    ("--max-unread-mib", "4194304", "must be 0 to 4194304, got {}"),
+    ("--rate-per-s", "10000", "must be more than 0 and at most 10000, got {}"),
+    ("--rate-burst", "10000", "must be 1 to 10000, got {}"),
+]
+
+
+#: The flags whose values may have a fraction (solrace.argtypes.real).
+_REAL_FLAGS = ("--rate-per-s", "--rate-burst", "--connections-per-second-per-address")
+
+
+def _resolved(args: list[str]) -> argparse.Namespace:
+    return server_main.resolve(server_main.build_parser().parse_args(args), environ={})
+
+
+@pytest.mark.parametrize(("flag", "most", "says"), _NUMBER_FLAGS)
+def test_a_number_flag_past_its_largest_value_is_refused_naming_the_range(
+    flag: str, most: str, says: str
+) -> None:
+    """Its largest value is taken; one past it, 10**30, or 400 digits is refused in the
+    words of every number flag (solrace.argtypes), the range said."""
+    dest = flag.removeprefix("--").replace("-", "_")
+    assert getattr(_resolved([flag, most]), dest) == float(most)
+    for value, shown in [
+        (str(int(most) + 1), str(int(most) + 1)),
+        ("1" + "0" * 30, "1e+30" if flag in _REAL_FLAGS else "1" + "0" * 30),
+        ("1" + "0" * 400, "'" + "1" + "0" * 39 + "'… (401 characters)"),
+    ]:
+        with pytest.raises(server_main.UsageError) as caught:
+            _resolved([flag, value])
+        assert str(caught.value) == f"{flag}: {says.format(shown)}", value[:50]
+
+
+@pytest.mark.parametrize(("flag", "most", "says"), _NUMBER_FLAGS)
+def test_a_number_flag_that_is_not_a_number_in_its_range_is_refused(
+    flag: str, most: str, says: str
+) -> None:
+    """nan, inf, a word and a negative number: each refused in one line naming the flag."""
+    for value, words in [("nan", "not a"), ("inf", "not a"), ("x", "not a"), ("-1", "must be")]:
+        with pytest.raises(server_main.UsageError, match=f"^{flag}: {words}"):
+            _resolved([flag, value])
+
+
+def test_docs_server_md_gives_each_number_flag_its_largest_value() -> None:
+    """docs/server.md's table says each number flag's largest value, as the node takes it."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "server.md").read_text()
+    rows = {
+        line.split("|")[1].strip().strip("`"): line
+        for line in text.splitlines()
+        if line.startswith("| `--")
+    }
+    for flag, most, _ in _NUMBER_FLAGS:
+        assert f"at most {int(most):,}" in rows[flag], flag
+
+
 def test_the_trusted_proxies_a_user_gets_are_this_machines_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -391,7 +480,7 @@ def test_the_unread_budget_a_user_gets_is_the_documented_one(
     assert server_main.resolve(parse(["--max-unread-mib", "0"])).max_unread_mib == 0
     monkeypatch.setenv("SOLRACE_MAX_UNREAD_MIB", "512")
     assert server_main.resolve(parse([])).max_unread_mib == 512
-    with pytest.raises(server_main.UsageError, match="--max-unread-mib: must be 0 or more"):
+    with pytest.raises(server_main.UsageError, match="--max-unread-mib: must be 0 to 4194304"):
         server_main.resolve(parse(["--max-unread-mib", "-1"]))
 
 

@@ -119,6 +119,22 @@ CONNECTION_COUNTS_KEPT: Final = 4096
 #: The most connections a node takes by default, whatever its open-file limit: about
 #: 17 KB each when idle (measured), and far more than one core serves moves for.
 MAX_CONNECTIONS_CEILING: Final = 20_000
+#: The most connections a connection count (``--max-connections``,
+#: ``--max-connections-per-address``, ``--spectators-per-room``) may name: Linux's
+#: default cap on one process's file descriptors (``fs.nr_open``, 2**20), and each
+#: connection is one, so no node holds more. Unbounded, ``--max-connections 10**30``
+#: was taken and logged as the node's cap, and a per-address cap of 400 digits failed
+#: every connection (HTTP 500: an OverflowError in its token bucket).
+MOST_CONNECTIONS: Final = 1_048_576
+#: The most ``--rooms-per-minute-per-address`` may name: a thousand rooms a second,
+#: far past what a node opens (each room's deal is certified by the solver); a
+#: larger one is no cap, which 0 says. One of 400 digits failed every ``create``
+#: (``internal``: an OverflowError).
+MAX_ROOMS_PER_MINUTE: Final = 60_000
+#: The most ``--connections-per-second-per-address`` may name: 30 times the 2,900
+#: handshakes a second one address's flood got accepted by a node with no cap
+#: (docs/server.md, "Connection limits"); a larger one is no cap, which 0 says.
+MAX_CONNECTIONS_PER_S: Final = 100_000
 #: File descriptors a node keeps for itself beyond its connections (Redis links, the
 #: solver's worker processes, the embedded engine, logs, sockets being refused): at
 #: most this many, and at most a quarter of a small limit.

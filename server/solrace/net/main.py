@@ -198,35 +198,24 @@ def _port(text: str) -> int:
     return port
 
 
-#: The rate flags (solrace.argtypes: the same words as every other command line).
-_positive = real(0, above=True)
-#: A burst below one message would refuse every message.
-_burst = real(1)
-#: ``--max-connections-per-address``: 0 caps no address.
-_per_address = whole(0)
-#: ``--rooms-per-minute-per-address``: 0 lets an address open any number.
-_rooms_per_minute = whole(0)
-#: ``--connections-per-second-per-address``: 0 lets an address open them at any rate.
-_connections_per_s = real(0)
-#: ``--seats-per-address``: 0 lets an address take any number of a public room's seats.
-_seats_per_address = whole(0)
-#: ``--spectators-per-room``: 0 lets any number watch a room.
-_spectators_per_room = whole(0)
-#: ``--max-unread-mib``: 0 lets the node's connections leave any amount unread (each
-#: still at most MAX_UNREAD_BYTES).
-_max_unread_mib = whole(0)
 AUTO_MAX_CONNECTIONS: Final = "auto"
 MIB: Final = 1024 * 1024
 
 
-def _max_connections(text: str) -> int | None:
-    """A number of connections, or ``auto`` (None: from the open-file limit)."""
-    if text.strip().lower() == AUTO_MAX_CONNECTIONS:
-        return None
-    try:
-        return whole(1)(text)
-    except ValueError as exc:
-        raise ValueError(f"{exc} (or auto)") from None
+def _max_connections(most: int) -> Callable[[str], int | None]:
+    """A number of connections, 1 to ``most``, or ``auto`` (None: from the open-file
+    limit)."""
+    count = whole(1, most)
+
+    def check(text: str) -> int | None:
+        if text.strip().lower() == AUTO_MAX_CONNECTIONS:
+            return None
+        try:
+            return count(text)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (or auto)") from None
+
+    return check
 
 
 #: ``--keep-results``: saved results are kept for ever (docs/design.md: results stay).
@@ -536,6 +525,10 @@ def settings() -> tuple[Setting, ...]:
     """Every setting, in ``--help`` order (built on first use: the rate defaults are
     the protocol's, whose modules :func:`main` loads)."""
     from solrace.protocol.limits import (
+        MAX_RACERS,
+        MAX_RATE_BURST,
+        MAX_RATE_PER_S,
+        MAX_UNREAD_BYTES,
         MAX_UNREAD_BYTES_PER_NODE,
         RATE_BURST,
         RATE_PER_S,
@@ -550,7 +543,26 @@ def settings() -> tuple[Setting, ...]:
         DEFAULT_ROOMS_PER_MINUTE,
         DEFAULT_TRUSTED,
         MAX_CONNECTIONS_CEILING,
+        MAX_CONNECTIONS_PER_S,
+        MAX_ROOMS_PER_MINUTE,
+        MOST_CONNECTIONS,
     )
+
+    # The number flags (solrace.argtypes: the same words as every other command line),
+    # each from 0 — no cap — (or its least) to its most, docs/server.md's table: past
+    # the most nothing changes but the risk (a bound of 400 digits overflowed a float).
+    # A burst below one message would refuse every message; a room seats at most
+    # MAX_RACERS, so more seats per address is no cap; an address or a room holds no
+    # more connections than a node does; and the node's connections together leave no
+    # more unread than each one's MAX_UNREAD_BYTES allows.
+    rate_per_s = real(0, MAX_RATE_PER_S, above=True)
+    rate_burst = real(1, MAX_RATE_BURST)
+    per_address = whole(0, MOST_CONNECTIONS)
+    rooms_per_minute = whole(0, MAX_ROOMS_PER_MINUTE)
+    connections_per_s = real(0, MAX_CONNECTIONS_PER_S)
+    seats_per_address = whole(0, MAX_RACERS)
+    spectators_per_room = whole(0, MOST_CONNECTIONS)
+    max_unread_mib = whole(0, MOST_CONNECTIONS * MAX_UNREAD_BYTES // MIB)
 
     return (
         Setting("--host", "SOLRACE_HOST", "127.0.0.1", _host, "listen address"),
@@ -597,21 +609,21 @@ def settings() -> tuple[Setting, ...]:
             "--rate-per-s",
             "SOLRACE_RATE_PER_S",
             f"{RATE_PER_S:g}",
-            _positive,
+            rate_per_s,
             "messages per second each connection may send, sustained (over it: close 1008)",
         ),
         Setting(
             "--rate-burst",
             "SOLRACE_RATE_BURST",
             f"{RATE_BURST:g}",
-            _burst,
+            rate_burst,
             "messages a connection may send at once on top of the sustained rate",
         ),
         Setting(
             "--max-connections",
             "SOLRACE_MAX_CONNECTIONS",
             AUTO_MAX_CONNECTIONS,
-            _max_connections,
+            _max_connections(MOST_CONNECTIONS),
             "connections the node takes at most, more get HTTP 503 server_full (auto: its "
             f"open-file limit less a reserve, at most {MAX_CONNECTIONS_CEILING:,})",
         ),
@@ -619,7 +631,7 @@ def settings() -> tuple[Setting, ...]:
             "--max-connections-per-address",
             "SOLRACE_MAX_CONNECTIONS_PER_ADDRESS",
             str(DEFAULT_MAX_PER_ADDRESS),
-            _per_address,
+            per_address,
             "connections one client address may hold, more get HTTP 429 "
             "too_many_connections (an IPv6 address counts by its /64; 0: no cap)",
         ),
@@ -627,7 +639,7 @@ def settings() -> tuple[Setting, ...]:
             "--rooms-per-minute-per-address",
             "SOLRACE_ROOMS_PER_MINUTE_PER_ADDRESS",
             str(DEFAULT_ROOMS_PER_MINUTE),
-            _rooms_per_minute,
+            rooms_per_minute,
             "rooms one client address may open a minute (and at once), more are refused "
             "too_many_rooms (counted as connections are; 0: no cap)",
         ),
@@ -635,7 +647,7 @@ def settings() -> tuple[Setting, ...]:
             "--connections-per-second-per-address",
             "SOLRACE_CONNECTIONS_PER_SECOND_PER_ADDRESS",
             f"{DEFAULT_CONNECTIONS_PER_S:g}",
-            _connections_per_s,
+            connections_per_s,
             f"new connections one client address may open a second past a burst of "
             f"{CONNECTION_BURST} (or --max-connections-per-address if larger), more get "
             "HTTP 429 connecting_too_fast with Retry-After "
@@ -645,7 +657,7 @@ def settings() -> tuple[Setting, ...]:
             "--seats-per-address",
             "SOLRACE_SEATS_PER_ADDRESS",
             str(SEATS_PER_ADDRESS),
-            _seats_per_address,
+            seats_per_address,
             "seats one client address may take in a public room (listed or quick), more "
             "are refused same_address: a second seat would scout the shared deal "
             "(counted as connections are; private rooms take any number; 0: no cap)",
@@ -654,7 +666,7 @@ def settings() -> tuple[Setting, ...]:
             "--spectators-per-room",
             "SOLRACE_SPECTATORS_PER_ROOM",
             str(SPECTATORS_PER_ROOM),
-            _spectators_per_room,
+            spectators_per_room,
             "spectators the node lets watch one room at once, more are refused "
             "too_many_spectators: each one costs the node every frame the room sends "
             "(0: no cap)",
@@ -663,7 +675,7 @@ def settings() -> tuple[Setting, ...]:
             "--max-unread-mib",
             "SOLRACE_MAX_UNREAD_MIB",
             str(MAX_UNREAD_BYTES_PER_NODE // MIB),
-            _max_unread_mib,
+            max_unread_mib,
             "MiB of output all the node's connections together may leave unread; past "
             "it the connection holding the most is dropped, as one that leaves 4 MiB "
             "unread is (0: no cap)",

@@ -236,6 +236,12 @@ STUCK_OUTPUT_S: Final = KEEPALIVE_INTERVAL_S + KEEPALIVE_TIMEOUT_S
 #: Sustained messages per second per connection, and the burst allowed on top.
 RATE_PER_S: Final = 20.0
 RATE_BURST: Final = 40.0
+#: The most an operator may set them to (``solrace-server --rate-per-s``,
+#: ``--rate-burst``): past the 6,630 moves a second the most a node has carried from
+#: all its connections together (docs/performance.md), so a larger limit is none.
+#: Unbounded, ``--rate-per-s 1e30`` was taken and announced to every client.
+MAX_RATE_PER_S: Final = 10_000.0
+MAX_RATE_BURST: Final = 10_000.0
 #: Longest stall whose tokens a connection keeps past the burst. While the server is
 #: busy with a connection's own request (its store stalled, or it waits out the
 #: connection's work debt) it does not read the socket, and the frames the client
