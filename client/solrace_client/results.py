@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -66,6 +67,13 @@ from solrace.rules import VARIANTS
 from solrace.rules.options import OPTION_NAMES, is_of_kind, option_kind
 
 from .config import is_proof, kept_in
+
+#: The most of a result file that is read: a race's result comes in one frame of at
+#: most ``SERVER_FRAME_LIMITS.max_frame_bytes`` (1 MiB), and its file adds the deal
+#: and a racer's acknowledged moves, as indented JSON — the largest race the protocol
+#: allows is saved in under a quarter of this (tests/client/test_results.py). A larger
+#: file is no race: ``verify`` of a 150 MB one read it whole (4 s, 330 MB of memory).
+MAX_RESULT_FILE_BYTES: Final = 16 * SERVER_FRAME_LIMITS.max_frame_bytes
 
 #: What may name a saved race (no path separators, no leading dot), as long as a race
 #: id (protocol.limits.MAX_RACE_ID_LEN: :func:`race_id` makes none longer). A file's
@@ -656,21 +664,39 @@ def load_result(ref: str | os.PathLike[str]) -> SavedResult:
     raise ResultNotFound(f"no saved race {quoted(text)} in {results_dir()} and no such file")
 
 
+def _text(path: Path) -> str:
+    """A result file's text. Opened without waiting (a FIFO named like a saved race
+    waited for a writer for ever: ``solrace races``, ``verify``, every ``resume``) and
+    read only if it is a file, at most :data:`MAX_RESULT_FILE_BYTES` of it; raises
+    ValueError saying which, UnicodeDecodeError or OSError."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path}: not a race result (not a file)")
+        data = handle.read(MAX_RESULT_FILE_BYTES + 1)
+    if len(data) > MAX_RESULT_FILE_BYTES:
+        mib = MAX_RESULT_FILE_BYTES // 2**20
+        raise ValueError(f"{path}: not a race result (larger than {mib} MiB)")
+    return data.decode("utf-8")
+
+
 def _read(path: Path) -> SavedResult:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = _text(path)  # its own ValueErrors say what is wrong, as they are
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a race result (not text)") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read a race result: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
     except RecursionError:  # a hostile file: arrays nested a hundred thousand deep
         raise ValueError(f"{path}: not a race result: JSON nested too deeply") from None
     except json.JSONDecodeError as exc:
         why = f"not a race result (a race result is JSON; line {exc.lineno}: {exc.msg})"
         raise ValueError(f"{path}: {why}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a race result (not text)") from None
     except ValueError:  # a number past int()'s digit limit (a verify audit: said without the file)
         why = f"a number in it has more than {sys.get_int_max_str_digits()} digits"
         raise ValueError(f"{path}: not a race result ({why})") from None
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read a race result: {exc.strerror or exc}") from None
     if not isinstance(data, Mapping):
         raise ValueError(f"{path}: not a race result")
     return SavedResult.from_json(data, path)

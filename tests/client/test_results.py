@@ -5,14 +5,26 @@ race keeps."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from solrace import protocol
 from solrace.protocol.fairness import RACE_ID
-from solrace.protocol.limits import MAX_RACE_ID_LEN, MAX_ROOM_ID_LEN
+from solrace.protocol.limits import (
+    MAX_LOG_LEN,
+    MAX_MOVE_LEN,
+    MAX_NAME_LEN,
+    MAX_RACE_ID_LEN,
+    MAX_RACERS,
+    MAX_ROOM_ID_LEN,
+    MAX_TIME_LIMIT_S,
+)
 from solrace_client.results import (
+    MAX_RESULT_FILE_BYTES,
     Acknowledged,
     ResultNotFound,
     SavedResult,
@@ -293,3 +305,68 @@ def test_what_only_a_racer_saw_is_saved_and_kept_through_a_spectators_save(
     write_result(racer)
     kept = load_result(path)
     assert kept.countdown_settings == YUKON and kept.acknowledged == acked
+
+
+def _largest_saved_race() -> SavedResult:
+    """A saved race as large as the protocol lets one be: every racer a room holds, each
+    with a full log of the longest moves, their times and the longest names (in
+    characters JSON escapes to 12 bytes each), a certificate, and a racer's
+    acknowledged moves."""
+    result = synthetic_result()
+    row = result["standings"][0]
+    result["standings"] = [
+        {
+            **row,
+            "place": racer,
+            "racer": racer,
+            "name": "\N{GRINNING FACE}" * MAX_NAME_LEN,
+            "log": ["9" * MAX_MOVE_LEN] * MAX_LOG_LEN,
+            "times": [MAX_TIME_LIMIT_S * 1000] * MAX_LOG_LEN,
+        }
+        for racer in range(1, MAX_RACERS + 1)
+    ]
+    result["certificate"] = ["9" * MAX_MOVE_LEN] * 2_000
+    moves = {seq: "9" * MAX_MOVE_LEN for seq in range(MAX_LOG_LEN)}
+    return finished_race("r_largest", result, YUKON, "SYN123", acknowledged=Acknowledged(1, moves))
+
+
+def test_the_largest_race_a_server_can_send_is_saved_well_under_the_file_cap(
+    config_dir: Path,
+) -> None:
+    """MAX_RESULT_FILE_BYTES, the most a result file is read of, leaves room for any
+    race: the largest is a quarter of it."""
+    path = write_result(_largest_saved_race())
+    assert 4 * path.stat().st_size < MAX_RESULT_FILE_BYTES
+    assert load_result("r_largest").room == "r_largest"
+
+
+def test_a_result_file_past_the_cap_is_refused_without_reading_it_whole(
+    config_dir: Path,
+) -> None:
+    """A newcomer audit: ``solrace verify`` of a 150 MB file read it whole (4 s, 330 MB
+    of memory, and on to "missing 'result'"); a race result is never that large, so a
+    file past MAX_RESULT_FILE_BYTES is said to be none, in one line."""
+    big = config_dir / "big.json"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    big.write_text('{"room": "' + "a" * MAX_RESULT_FILE_BYTES + '"}', encoding="utf-8")
+    with pytest.raises(ValueError) as caught:
+        load_result(big)
+    mib = MAX_RESULT_FILE_BYTES // 2**20
+    assert str(caught.value) == f"{big}: not a race result (larger than {mib} MiB)"
+
+
+def test_a_pipe_among_the_saved_races_is_named_not_waited_for(config_dir: Path) -> None:
+    """A newcomer audit: a FIFO named like a saved race (``r_evil.json``) made
+    ``solrace races``, ``solrace verify r_evil`` and every ``resume`` wait for ever for
+    a writer. Now it is a file that cannot be read, said in one line, status 2."""
+    races = config_dir / "races"
+    races.mkdir(parents=True)
+    os.mkfifo(races / "r_evil.json")
+    solrace = Path(sys.executable).parent / "solrace"
+    for argv in (["races"], ["verify", "r_evil"]):
+        done = subprocess.run(
+            [str(solrace), *argv], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 2, done
+        [said] = done.stderr.strip().splitlines()
+        assert said.startswith(f"solrace: {races / 'r_evil.json'}: not a race result (not a file)")
