@@ -43,6 +43,7 @@ from solrace.argtypes import (
     whole_number,
 )
 from solrace.protocol import limits
+from solrace.protocol.fairness import MAX_SEED
 from solrace.protocol.messages import display_name, room_code
 from solrace.quoting import MAX_URL_SHOWN, as_typed, file_name, quoted, url_shown
 from solrace.rules import VARIANTS, RulesError, new_board, variant_class
@@ -211,6 +212,17 @@ def _duration(text: str) -> int:
 #: never moved.
 MAX_BOT_DELAY_S: Final = 60
 _bot_delay = real(0, MAX_BOT_DELAY_S, unit=" seconds")
+#: ``bot --max-moves``, ``replay --step``: a racer's log holds at most MAX_LOG_LEN
+#: entries (the server refuses the next), so no bot makes more moves and no replay has
+#: more steps; ``--step`` up to it shows the final position of a shorter log.
+#: ``--max-moves`` took a million, ``--step`` any number.
+_moves = whole(1, limits.MAX_LOG_LEN)
+_step = whole(0, limits.MAX_LOG_LEN)
+#: ``bot --seed``: the strategy's tie-breaks, seeded as a deal is, 0 to 2**64 - 1
+#: (protocol MAX_SEED: ``solrace-rules deal``'s range); -1 and 400 digits were taken.
+_bot_seed = whole(0, MAX_SEED)
+#: ``races --limit``: the most saved races one listing names (newest first).
+MAX_RACES_LISTED: Final = 1_000_000
 
 
 def _code(text: str) -> str:
@@ -1201,9 +1213,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-moves",
-        type=whole(1, 1_000_000),
+        type=_moves,
         default=3000,
-        help="resign after this many moves (default 3000)",
+        help=f"resign after this many moves (default 3000, at most {limits.MAX_LOG_LEN})",
     )
     p.add_argument(
         "--delay",
@@ -1212,7 +1224,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"seconds between moves, to be watchable (default 0.1, at most "
         f"{MAX_BOT_DELAY_S}; requests are always paced inside the server's rate limit)",
     )
-    p.add_argument("--seed", type=whole(), help="seed the strategy's tie-breaks (reproducible)")
+    p.add_argument(
+        "--seed",
+        type=_bot_seed,
+        help="seed the strategy's tie-breaks (reproducible; 0 to 2**64-1)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="say what the bot does")
 
     replay_help = "step through a finished race, every racer's board"
@@ -1226,8 +1242,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("race", help="a saved race id (see `solrace races`) or a result file")
     p.add_argument(
         "--step",
-        type=whole(0),
-        help="log index to show (0 = the deal; past the end: the final position)",
+        type=_step,
+        help=f"log index to show (0 = the deal, at most {limits.MAX_LOG_LEN}; past the "
+        "end: the final position)",
     )
     p.add_argument(
         "--racer", type=_racer, help="racer id or name (with --print; default: first place)"
@@ -1247,7 +1264,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("races", "list the finished races saved on this computer", cmd_races)
     p.add_argument(
         "--limit",
-        type=whole(1, 1_000_000),
+        type=whole(1, MAX_RACES_LISTED),
         default=30,
         help="list at most this many, newest first (default 30)",
     )

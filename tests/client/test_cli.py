@@ -1467,8 +1467,24 @@ def test_bot_creates_a_room_with_every_setting_create_has(
     ("argv", "says"),
     [
         (["replay", "RACE", "--step", "abc"], "argument --step: not a whole number: 'abc'"),
-        (["replay", "RACE", "--step", "-1"], "argument --step: must be 0 or more, got -1"),
+        (["replay", "RACE", "--step", "-1"], "argument --step: must be 0 to 5000, got -1"),
         (["bot", "--quick", "--seed", "abc"], "argument --seed: not a whole number: 'abc'"),
+        # a newcomer audit: each was taken, --seed -1 and 400 digits alike, and a step
+        # past any log shows what the last entry of every log shows
+        (["replay", "RACE", "--step", "5001"], "argument --step: must be 0 to 5000, got 5001"),
+        (
+            ["bot", "--quick", "--seed", "-1"],
+            "argument --seed: must be 0 to 18446744073709551615, got -1",
+        ),
+        (
+            ["bot", "--quick", "--seed", str(2**64)],
+            "argument --seed: must be 0 to 18446744073709551615, got 18446744073709551616",
+        ),
+        # past the entries a racer's log may hold (MAX_LOG_LEN), which the server refuses
+        (
+            ["bot", "--quick", "--max-moves", "5001"],
+            "argument --max-moves: must be 1 to 5000, got 5001",
+        ),
         (["races", "--limit", "x"], "argument --limit: not a whole number: 'x'"),
     ],
 )
@@ -1500,7 +1516,7 @@ def test_a_step_past_the_end_starts_the_stepper_at_the_last(
     """docs/client.md: a --step past the end shows the final position."""
     monkeypatch.setattr("sys.stdin", io.StringIO("q\n"))
     last = max(len(s["log"]) for s in json.loads(synthetic_race.read_text())["result"]["standings"])
-    assert main(["replay", str(synthetic_race), "--step", "99999"]) == 0
+    assert main(["replay", str(synthetic_race), "--step", str(MAX_LOG_LEN)]) == 0
     assert f"step {last} of {last}" in capsys.readouterr().out
 
 
