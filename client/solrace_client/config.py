@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -176,6 +177,32 @@ def save_race(race: SavedRace) -> None:
     os.replace(tmp, path)
 
 
+#: The most of a file of this directory (a race in progress, the profile) that is
+#: read: each holds a few hundred bytes (a token, a room, a server URL).
+MAX_CONFIG_FILE_BYTES: Final = 1024 * 1024
+
+
+class NotAFile(ValueError):
+    """A file the client keeps is a pipe or a device, or larger than it may be."""
+
+
+def read_kept(path: Path, most: int = MAX_CONFIG_FILE_BYTES) -> str:
+    """The text of a file the client keeps (a saved race, the profile, a race in
+    progress), or of a result file named on the command line: opened without waiting
+    and read only if it is a regular file, at most ``most`` bytes of it. A FIFO of that
+    name waited for a writer for ever (``solrace races``, ``verify``, ``resume``), and a
+    file of 150 MB was read whole. Raises :class:`NotAFile` saying which (without the
+    path), UnicodeDecodeError or OSError."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotAFile("not a file")
+        data = handle.read(most + 1)
+    if len(data) > most:
+        raise NotAFile(f"larger than {most // 2**20} MiB")
+    return data.decode("utf-8")
+
+
 def saved_race_files() -> list[Path]:
     """Every file holding a race in progress, newest first (an older client's
     ``race.json`` too)."""
@@ -189,7 +216,7 @@ def saved_race_files() -> list[Path]:
 
 def _read(path: Path) -> SavedRace | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_kept(path))
         race = SavedRace(**data)
     except (OSError, ValueError, TypeError):
         return None
@@ -302,7 +329,7 @@ def default_name() -> str:
     not make every later command fail over a ``--name`` nobody gave)."""
     candidates = []
     try:
-        data = json.loads((usable_config_dir() / "profile.json").read_text(encoding="utf-8"))
+        data = json.loads(read_kept(usable_config_dir() / "profile.json"))
         candidates.append(str(data["name"]))
     except (OSError, ValueError, KeyError, TypeError):
         pass

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import sys
 import tempfile
 import time
@@ -66,7 +65,7 @@ from solrace.race.settings import DEALS, DIFFICULTIES, SPECTATORS
 from solrace.rules import VARIANTS
 from solrace.rules.options import OPTION_NAMES, is_of_kind, option_kind
 
-from .config import is_proof, kept_in
+from .config import NotAFile, is_proof, kept_in, read_kept
 
 #: The most of a result file that is read: a race's result comes in one frame of at
 #: most ``SERVER_FRAME_LIMITS.max_frame_bytes`` (1 MiB), and its file adds the deal
@@ -664,25 +663,11 @@ def load_result(ref: str | os.PathLike[str]) -> SavedResult:
     raise ResultNotFound(f"no saved race {quoted(text)} in {results_dir()} and no such file")
 
 
-def _text(path: Path) -> str:
-    """A result file's text. Opened without waiting (a FIFO named like a saved race
-    waited for a writer for ever: ``solrace races``, ``verify``, every ``resume``) and
-    read only if it is a file, at most :data:`MAX_RESULT_FILE_BYTES` of it; raises
-    ValueError saying which, UnicodeDecodeError or OSError."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{path}: not a race result (not a file)")
-        data = handle.read(MAX_RESULT_FILE_BYTES + 1)
-    if len(data) > MAX_RESULT_FILE_BYTES:
-        mib = MAX_RESULT_FILE_BYTES // 2**20
-        raise ValueError(f"{path}: not a race result (larger than {mib} MiB)")
-    return data.decode("utf-8")
-
-
 def _read(path: Path) -> SavedResult:
     try:
-        text = _text(path)  # its own ValueErrors say what is wrong, as they are
+        text = read_kept(path, MAX_RESULT_FILE_BYTES)
+    except NotAFile as exc:
+        raise ValueError(f"{path}: not a race result ({exc})") from None
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a race result (not text)") from None
     except OSError as exc:

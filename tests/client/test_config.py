@@ -229,3 +229,28 @@ def test_the_races_directory_made_by_another_saver_meanwhile_is_used(
     monkeypatch.setattr(Path, "exists", made_meanwhile)
     assert config.kept_in("races", "its finished races") == races
     assert races.is_dir()  # made by the other saver, as the test means, not left out
+
+
+def test_a_pipe_where_a_race_in_progress_or_the_name_is_kept_is_not_waited_for(
+    tmp_path: Path,
+) -> None:
+    """A newcomer audit: a FIFO among the races in progress (``playing/r_x.1.json``)
+    made ``solrace resume`` wait for ever for a writer, and one as ``profile.json``
+    every command that takes the remembered name. Each is a file that cannot be read:
+    no race to resume (status 2), and the login name."""
+    home = tmp_path / "config"
+    (home / "playing").mkdir(parents=True)
+    os.mkfifo(home / "playing" / "r_x.1.json")
+    os.mkfifo(home / "profile.json")
+    env = {**os.environ, "SOLRACE_CONFIG_DIR": str(home), "USER": "ann"}
+    solrace = Path(sys.executable).parent / "solrace"
+    done = subprocess.run(
+        [str(solrace), "resume"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    code = "from solrace_client import config; print(config.default_name())"
+    named = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (named.returncode, named.stdout) == (0, "ann\n"), named
