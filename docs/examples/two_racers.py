@@ -48,6 +48,8 @@ except BadServerURL as exc:  # not a ws:// URL: one line, not a traceback
     sys.exit(f"two_racers: {exc}")
 except CONNECT_ERRORS as exc:  # no server there, or not a solrace server
     sys.exit(f"two_racers: {cannot_reach(url, exc)}")
+except ServerError as exc:  # refused: too many rooms from here, a deal not ready yet…
+    sys.exit(f"two_racers: {exc}")
 except KeyboardInterrupt:  # Ctrl-C: one line and status 130, as the commands do
     print("two_racers: interrupted", file=sys.stderr)
     sys.exit(130)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fake_server import FakeRace, fake_server
 from tests.support.server_process import solrace_server
 
 ROOT = Path(__file__).parents[2]
@@ -63,6 +64,26 @@ def test_the_example_without_a_server_says_so_in_one_line(url: str, says: str) -
     assert done.stdout == "" and "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr
     assert done.stderr.startswith("two_racers: " + says.format(port=port)), done.stderr
+
+
+async def test_the_example_refused_by_the_server_says_so_in_one_line() -> None:
+    """A newcomer audit: a request the server refuses outside the race (``create``
+    past the address's rooms a minute, or a ``start`` answered ``not_ready`` while the
+    deal is certified on a busy machine) ended the example with a ServerError
+    traceback; now one line and status 1, as when there is no server."""
+    refusal = {"code": "too_many_rooms", "message": "too many rooms", "retry_after_ms": 5000}
+    async with fake_server(FakeRace(create_error=refusal)) as url:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(EXAMPLE),
+            url,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    said = err.decode()
+    assert proc.returncode == 1 and out == b"" and "Traceback" not in said, said
+    assert said.splitlines() == ["two_racers: too_many_rooms: too many rooms"], said
 
 
 @pytest.mark.parametrize("backend", ["embedded", "redis", "cluster"])

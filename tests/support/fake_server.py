@@ -59,6 +59,8 @@ class FakeRace:
     after_start: list[bytes] = field(default_factory=list)
     #: The ``error`` data the ``join`` is refused with (None: it is taken).
     join_error: dict[str, Any] | None = None
+    #: The ``error`` data every ``create`` is refused with (None: it is answered ``ok``).
+    create_error: dict[str, Any] | None = None
     #: The ``error`` data every ``move`` is refused with (None: moves are taken).
     move_error: dict[str, Any] | None = None
 
@@ -149,7 +151,9 @@ class _Connection:
             await self.send("race_over", self.result())
 
     async def handle(self, t: str, rid: int | None, d: dict[str, Any]) -> None:
-        if t == "join" and self.race.join_error is not None:
+        if t == "create" and self.race.create_error is not None:
+            await self.send("error", dict(self.race.create_error), id=rid)
+        elif t == "join" and self.race.join_error is not None:
             await self.send("error", dict(self.race.join_error), id=rid)
         elif t == "join":
             reply = {"room": "r_fake00000001", "code": "FAKE01", "racer": 1,
