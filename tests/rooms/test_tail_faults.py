@@ -15,9 +15,11 @@ missed once Redis answers it.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import pytest
+from redis.asyncio.cluster import RedisCluster
 from solrace.protocol import race_id
 from solrace.rooms import lobby
 from solrace.rooms import node as node_module
@@ -26,7 +28,7 @@ from solrace.rooms.records import unpack
 from solrace.rooms.room import LiveRoom
 from solrace.store.errors import StoreUnavailable
 
-from tests.support.faults import Clock, StoreFaults
+from tests.support.faults import Clock, StoreFaults, fault_tail_reads
 from tests.support.race import archived_result, winning_moves
 
 from .conftest import SOLVABLE_SECRET, Backend, FakePeer
@@ -164,3 +166,63 @@ async def test_wake_reads_redis_fails_every_time_are_no_outage_of_the_node(
         await _grace_runs_out(clock, node, room, race, failed, renewed)
         setattr(node.store, "wakes", real_wakes)  # noqa: B010
         await _delivered_once(cy, mark, dan.room.state.version)
+
+
+async def _races_on_two_masters(node: Node, other: Node) -> tuple[Any, Any, str]:
+    """Two races of Ann's on ``node`` and Bob's on ``other`` (both nodes tail them),
+    whose rooms live on different masters of the cluster; and the first's master."""
+    rc = node.store._redis  # the test asks the cluster where a room lives
+    assert isinstance(rc, RedisCluster)
+    by_master: dict[str, Any] = {}
+    while len(by_master) < 2:
+        race = await _race_on(node, other)
+        assert race.ann.room is not None and race.ann.room.shared
+        master = rc.get_node_from_key(node.store.keys.room(race.ann.room.room_id).events)
+        assert master is not None
+        by_master.setdefault(master.name, race)
+    (master, held), (_, healthy) = by_master.items()
+    return held, healthy, master
+
+
+async def _bob_moves(race: Any) -> int:
+    """Bob plays his first two moves on his node; the room's version there after them."""
+    for seq, move in enumerate(winning_moves(SOLVABLE_SECRET)[:2]):
+        assert (await race.bob.ask("move", seq=seq, move=move)).t == "moved"
+    assert race.bob.room is not None
+    return int(race.bob.room.state.version)
+
+
+@pytest.mark.parametrize("backend", ["cluster"], indirect=True)
+@pytest.mark.parametrize("fault", ["hang", "fail"])
+async def test_a_master_that_hangs_or_fails_holds_back_only_its_own_rooms(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, fault: str
+) -> None:
+    """Two races of Ann's on node A and Bob's on node B, on different masters, and A's
+    reads of one master's streams hang (answer nothing until the command timeout) or
+    fail (its connection lost). The tail read every room in one call: each hung call
+    waited out the 5 s timeout and failed, each failed one failed at once, and Bob's
+    moves in the race on the healthy master never reached Ann while it lasted. They
+    reach her now, while the master still holds; his moves in the other race come once
+    it answers, once each and in order. A failing master's trouble is said once, and
+    is no outage of the node."""
+    _fast_turns(monkeypatch)
+    node, other = await backend.node(), await backend.node()
+    held, healthy, master = await _races_on_two_masters(node, other)
+    held_room = held.ann.room
+    renewed = _count_renewals(node)
+    with caplog.at_level(logging.WARNING, logger="solrace"):
+        release, faulted = fault_tail_reads(monkeypatch, node.store, master, fault)
+        await _poll(_count(faulted), bool, "a tail read of the master")
+        marks = len(held.ann.frames), len(healthy.ann.frames)
+        held_version = await _bob_moves(held)
+        sent = time.monotonic()
+        await _delivered_once(healthy.ann, marks[1], await _bob_moves(healthy))
+        print(f"{fault}: Bob's moves reached Ann in {time.monotonic() - sent:.3f} s")
+        assert held_room.state.version < held_version, "folded while the master held"
+        if fault == "fail":  # said once, once the lease loop found the store up
+            await _renews_meanwhile(renewed, "while the master fails")
+        said = [r.getMessage() for r in caplog.records]
+        assert "store unavailable" not in said and not node.store_down, said
+        assert said.count(node_module._TAIL_FAILED) == (fault == "fail"), said
+        release.set()
+        await _delivered_once(held.ann, marks[0], held_version)

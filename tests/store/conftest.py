@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from solrace.store import Store, StoredEvent
+from solrace.store import Store, StoredEvent, TailRead
 
 from tests.support.redis import BACKEND_URLS, connect_or_fail, new_prefix
 from tests.support.redis import delete_prefix as _delete_prefix
@@ -99,6 +99,6 @@ def pairs(events: list[StoredEvent]) -> list[tuple[int, bytes]]:
     return [(e.version, e.data) for e in events]
 
 
-def triples(entries: list[tuple[str, StoredEvent]]) -> list[tuple[str, int, bytes]]:
+def triples(read: TailRead) -> list[tuple[str, int, bytes]]:
     """``(room, version, data)`` of tailed events, for comparisons."""
-    return [(room, e.version, e.data) for room, e in entries]
+    return [(room, e.version, e.data) for room, e in read.entries]

@@ -19,11 +19,12 @@ import pytest
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import ConnectionError as RedisConnectionError
-from solrace.store import Finish, Keys, Store, StoreUnavailable, parse_cluster_url
+from solrace.store import Finish, Keys, Store, StoreUnavailable, TailRead, parse_cluster_url
 from solrace.store._errors import redis_errors
 from solrace.store.errors import StoreError
 
 from tests.deploy.conftest import redis_cluster_sh
+from tests.support.faults import fault_tail_reads
 from tests.support.redis import CLUSTER_URL, connect_or_fail, delete_prefix, new_prefix
 
 from .conftest import make_rooms, room_keys, triples
@@ -225,8 +226,8 @@ async def test_a_slot_redis_refuses_withholds_only_its_own_rooms_from_the_tail(
     await cstore.append_event(healthy, b"e1")
     await cstore._redis.set(cstore.keys.room(broken).events, "not a stream")
     got = await cstore.tail({healthy: 0, broken: 0}, block_ms=500)
-    assert triples(got) == [(healthy, 1, b"e1")]
-    assert await cstore.tail({broken: 0}, block_ms=100) == []
+    assert triples(got) == [(healthy, 1, b"e1")] and got.failed is None
+    assert (await cstore.tail({broken: 0}, block_ms=100)).entries == []
 
 
 async def test_delete_all_empties_the_prefix_on_every_master(cstore: Store) -> None:
@@ -472,3 +473,80 @@ def test_a_room_moving_to_a_master_just_added_is_unavailable_for_a_moment_not_br
         asyncio.run(_ask_window_on_a_new_master(url, cluster_dir, int(ports[3])))
     finally:
         redis_cluster_sh("stop", str(cluster_dir))
+
+
+# ---------------------------------------------------------------- one master's reads held
+
+
+async def _tail_until(
+    store: Store, positions: dict[str, int], rooms: set[str]
+) -> tuple[list[tuple[str, int, bytes]], list[TailRead]]:
+    """Tail as a node does — each call from the versions read so far — until every room
+    of ``rooms`` has been read whole by a call (none of them unread): the events read,
+    in order, and each call's read. A call ends as soon as one master has events, so
+    another master's rooms may be read by the next."""
+    got: list[tuple[str, int, bytes]] = []
+    reads: list[TailRead] = []
+    waiting = set(rooms)
+    while waiting:
+        assert len(reads) < 20, reads
+        read = await store.tail(positions, block_ms=500)
+        reads.append(read)
+        for room, version, data in triples(read):
+            assert version == positions[room] + 1, (room, version, positions)
+            positions[room] = version
+            got.append((room, version, data))
+        waiting -= {room for room in waiting if room not in read.unread}
+    return got, reads
+
+
+@pytest.mark.parametrize("fault", ["hang", "fail"])
+async def test_a_master_whose_reads_hang_or_fail_holds_back_only_its_own_rooms(
+    cstore: Store, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    """The tail reads every tailed room in one call, one pipeline per master: one master
+    that answered nothing (hung until the command timeout, 5 s) held the whole call that
+    long, then failed it — no room's events came, on any master, each call; one whose
+    connection failed failed every call at once. Now the call returns what the masters
+    that answered read, names the rooms it could not read (read again next call, from
+    the positions given then), and why; once the master answers again its rooms' events
+    come, once each and in order."""
+    rooms = await rooms_on_every_master(cstore)
+    held, healthy = rooms[0], rooms[1:]
+    node2 = await cstore.sibling()
+    try:
+        master = _master_of(cstore, cstore.keys.room(held).events)
+        release, faulted = fault_tail_reads(monkeypatch, cstore, master, fault)
+        positions = dict.fromkeys(rooms, 0)
+        for room in rooms:
+            await node2.append_event(room, b"e1")
+        started = time.monotonic()
+        got, reads = await _tail_until(cstore, positions, set(healthy))
+        print(f"{fault}: the healthy rooms' events read in {time.monotonic() - started:.3f} s")
+        assert faulted, "the held master was never read"
+        assert sorted(got) == sorted((room, 1, b"e1") for room in healthy)
+        assert all(held in read.unread for read in reads)
+        assert any(read.failed is not None for read in reads) == (fault == "fail")
+        await node2.append_event(healthy[0], b"e2")  # the master still holds
+        got, reads = await _tail_until(cstore, positions, {healthy[0]})
+        assert got == [(healthy[0], 2, b"e2")] and all(held in read.unread for read in reads)
+        await node2.append_event(held, b"e2")
+        release.set()  # the master answers again: what it held comes, once and in order
+        got, reads = await _tail_until(cstore, positions, set(rooms))
+        assert got == [(held, 1, b"e1"), (held, 2, b"e2")]
+        assert reads[-1].failed is None
+    finally:
+        await node2.close()
+
+
+async def test_a_tail_all_of_whose_masters_fail_raises(
+    cstore: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a partial read is returned: a call no master answered fails, as on one
+    Redis, so that the node's loop waits before reading again."""
+    rooms = await rooms_on_every_master(cstore)
+    room = rooms[0]
+    master = _master_of(cstore, cstore.keys.room(room).events)
+    fault_tail_reads(monkeypatch, cstore, master, "fail")
+    with pytest.raises(StoreUnavailable):
+        await cstore.tail({room: 0}, block_ms=100)

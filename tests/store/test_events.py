@@ -102,7 +102,7 @@ async def test_tail_times_out_empty_and_does_not_block_commands(store: Store) ->
     # the blocking read is on its own connection: commands still go through meanwhile
     assert await store.append_event("other", b"x") == 1
     assert not waiter.done()
-    assert await waiter == []
+    assert (await waiter).entries == []
     assert 0.25 <= time.monotonic() - start < 2
     assert triples(await store.tail({"quiet": 0}, block_ms=0)) == []
     assert triples(await store.tail({}, block_ms=10)) == []

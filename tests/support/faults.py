@@ -15,6 +15,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
 from solrace.net.server import RaceServer
 from solrace.rooms.node import Node
 from solrace.store import Store
@@ -190,6 +193,34 @@ def crash(server: RaceServer, faults: StoreFaults) -> None:
             transport.abort()
     if server.server is not None:
         server.server.close(close_connections=False)
+
+
+def fault_tail_reads(
+    monkeypatch: pytest.MonkeyPatch, store: Store, master: str, fault: str
+) -> tuple[asyncio.Event, list[str]]:
+    """On Redis Cluster, make ``store``'s tail reads (pipelines of XREADs, Store.tail)
+    sent to the master named ``master`` hang — answer nothing until the returned event
+    is set, as a master stalled or cut off does until the command timeout — or fail
+    (``fail``: the connection lost, as a killed master's is); every other command,
+    master and store answers. Returns the release and the list each held or failed
+    read adds a line to."""
+    rc = store._redis  # the fault is in the store's own cluster client
+    assert isinstance(rc, RedisCluster)
+    original = ClusterNode.execute_pipeline
+    release, faulted = asyncio.Event(), []
+
+    async def execute_pipeline(node: ClusterNode, commands: list[Any]) -> bool:
+        ours = rc.nodes_manager.nodes_cache.get(node.name) is node  # a refresh keeps it
+        tail = node.name == master and commands[0].args[0] == "XREAD"
+        if ours and tail and not release.is_set():
+            faulted.append(fault)
+            if fault == "fail":
+                raise RedisConnectionError("connection lost (injected)")
+            await release.wait()
+        return await original(node, commands)
+
+    monkeypatch.setattr(ClusterNode, "execute_pipeline", execute_pipeline)
+    return release, faulted
 
 
 class Crashed(asyncio.CancelledError):

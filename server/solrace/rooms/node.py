@@ -712,7 +712,8 @@ class Node:
         A read Redis fails does not say the store down: the lease loop is the judge of
         that (:class:`_ReadFailures`). The tail reads again LOOP_RETRY_S later from each
         room's folded version, whatever the verdict, so what it missed is folded once
-        Redis answers it, once and in order."""
+        Redis answers it, once and in order. On a Cluster, a read one master failed or
+        still holds (Store.tail) is folded at once for the rooms of the others."""
         next_sweep = self.clock() + IDLE_ROOM_MS // 10
         while True:
             positions = {
@@ -728,15 +729,22 @@ class Node:
                 continue
             mark = (time.monotonic(), self._outages, self._store_down)
             try:
-                entries = await self.store.tail(positions, block_ms=TAIL_BLOCK_MS)
+                read = await self.store.tail(positions, block_ms=TAIL_BLOCK_MS)
             except StoreUnavailable as exc:
                 self._tail_failures.failed(exc, mark)
                 await asyncio.sleep(LOOP_RETRY_S)
                 continue
-            self._tail_failures.ended()
+            # On a Cluster a master that hangs or fails holds back its own rooms only
+            # (Store.tail): what the others read is folded now, the rest read again
+            # next turn from each room's folded version. The run of failed reads ends
+            # once every room was read.
+            if read.failed is not None:
+                self._tail_failures.failed(read.failed, mark)
+            elif not read.unread:
+                self._tail_failures.ended()
             folding: LiveRoom | None = None
             try:
-                for room_id, event in entries:
+                for room_id, event in read.entries:
                     folding = room = self.rooms.get(room_id)
                     if room is not None and event.version > room.state.version:
                         links = (event.prev, event.chain)

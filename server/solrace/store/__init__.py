@@ -33,6 +33,7 @@ from .store import (
     SeatClaim,
     Store,
     StoredEvent,
+    TailRead,
     Trim,
 )
 
@@ -54,6 +55,7 @@ __all__ = [
     "StoreRefusing",
     "StoreUnavailable",
     "StoredEvent",
+    "TailRead",
     "Trim",
     "VersionConflict",
     "parse_cluster_url",

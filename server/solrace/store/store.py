@@ -33,14 +33,15 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, SlotNotCoveredError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from solrace.digits import is_digits
 
 from ._cluster import cluster_client, is_cluster_url
 from ._commit import GroupCommit
-from ._errors import redis_errors
+from ._errors import redis_errors, translate
 from ._link import RespLink
 from ._lua import (
     APPEND_EVENT,
@@ -71,7 +72,16 @@ from .keeping import NOEVICTION, UNKNOWN, Eviction, Info, Replica, eviction_of, 
 from .keys import Keys
 from .probe import AccessRefused, access_refused
 
-__all__ = ["Durability", "Finish", "Listing", "MoveAppend", "Store", "StoredEvent", "Trim"]
+__all__ = [
+    "Durability",
+    "Finish",
+    "Listing",
+    "MoveAppend",
+    "Store",
+    "StoredEvent",
+    "TailRead",
+    "Trim",
+]
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 #: Racers whose move-append key names are kept ready (a live racer's every move needs
@@ -114,6 +124,24 @@ class StoredEvent(NamedTuple):
     data: bytes
     prev: str = ""
     chain: str = ""
+
+
+@dataclass(frozen=True)
+class TailRead:
+    """What one :meth:`Store.tail` read: the events, and the rooms it could not read.
+
+    Only on Redis Cluster is a read partial: a master that hangs or fails holds back
+    its own rooms, not the others' (docs/store.md, "Redis Cluster"). On one Redis (or
+    the embedded engine) a read is whole or raises."""
+
+    #: ``(room_id, event)`` in version order per room.
+    entries: list[tuple[str, StoredEvent]]
+    #: Rooms whose master did not answer this read: its read failed, is still out (a
+    #: master that hangs, until the command timeout) or rests after failing. Read
+    #: again at the next call, from the positions given then.
+    unread: frozenset[str] = frozenset()
+    #: Why a master's read failed during this call, if one did (its rooms are unread).
+    failed: StoreUnavailable | None = None
 
 
 class SeatClaim(NamedTuple):
@@ -302,6 +330,12 @@ class Listing(enum.IntEnum):
 #: protocol.limits.SEAT_SETTLE_S; a node's lease).
 COMMAND_TIMEOUT_S: Final = 5.0
 
+#: How long ``tail`` leaves a Cluster master alone after its read failed (its rooms
+#: unread meanwhile), as a node's loops wait after a failed call: the other masters'
+#: rooms are read on, and a master refusing connections is not asked (nor the slot
+#: map fetched again) at every call.
+TAIL_REST_S: Final = 0.5
+
 
 #: Connections a store opens to Redis at most, for commands (and as many for blocking
 #: reads). A command past them waits for one to come free, up to the store's timeout.
@@ -393,6 +427,13 @@ def _event_id() -> str:
     return f"{_EVENT_ID_PREFIX}{next(_event_serial):x}"
 
 
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """Take a finished task's exception, so that asyncio does not log it as "never
+    retrieved" (a tail read whose call had returned: the next call reads again)."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _check_round(round_no: int) -> int:
     """Rounds count from 1 (0 would read as "no round is over" in the scripts)."""
     if round_no < 1:
@@ -469,6 +510,12 @@ class Store:
             ),
         )
         self._tail_poll_s = tail_poll_ms / 1000
+        #: Redis Cluster: each master's tail read still out (a master that hangs; one a
+        #: call that returned left), by master name: a master is read once at a time.
+        self._tail_reads: dict[str, asyncio.Task[list[tuple[Any, list[Any]]]]] = {}
+        #: Redis Cluster: until when (loop time) a master whose tail read failed rests;
+        #: kept until it answers again (until then its reads hold no tail call).
+        self._tail_rests: dict[str, float] = {}
         self._closed = False
         self._durability: tuple[float, Durability] | None = None
         self._eviction: tuple[float, Eviction] | None = None
@@ -597,6 +644,8 @@ class Store:
         if self._closed:
             return
         self._closed = True
+        for read in self._tail_reads.values():
+            read.cancel()
         try:
             await self._commit.close()
         finally:
@@ -1139,25 +1188,28 @@ class Store:
 
     async def tail(
         self, positions: Mapping[str, int], block_ms: int, *, count: int | None = None
-    ) -> list[tuple[str, StoredEvent]]:
+    ) -> TailRead:
         """Events after each room's given version, waiting up to ``block_ms`` for some.
 
-        Returns ``(room_id, event)`` in version order per room; empty after
-        the wait if nothing came. ``block_ms=0`` does not wait (unlike Redis' BLOCK 0,
-        which waits forever: a store call must not be able to hang). Runs on the
-        dedicated blocking connection. How a node fans out events other nodes append.
+        Returns ``(room_id, event)`` in version order per room (:class:`TailRead`);
+        none after the wait if nothing came. ``block_ms=0`` does not wait (unlike Redis'
+        BLOCK 0, which waits forever: a store call must not be able to hang). Runs on
+        the dedicated blocking connection. How a node fans out events other nodes
+        append.
 
         On Redis Cluster one XREAD may only name streams of one slot, and a blocking
         read per room would hold one connection per room. So there the rooms are
-        grouped by slot, each poll is one pipeline of non-blocking XREADs per master
-        (sent concurrently), and polls repeat every ``tail_poll_ms`` until some
-        event comes or ``block_ms`` has passed: a cross-node event reaches the node
-        within about ``tail_poll_ms`` (docs/store.md, "Redis Cluster").
+        grouped by slot, and each master is polled on its own — one pipeline of
+        non-blocking XREADs per poll, every ``tail_poll_ms`` — until some master has an
+        event or ``block_ms`` has passed: a cross-node event reaches the node within
+        about ``tail_poll_ms``. A master that hangs or fails holds back its own rooms
+        only (``TailRead.unread``, ``failed``); the call raises only when no master
+        answered and one failed (docs/store.md, "Redis Cluster").
         """
         _check_nonneg("block_ms", block_ms)
         if not positions:
             await asyncio.sleep(block_ms / 1000)
-            return []
+            return TailRead([])
         streams: dict[Any, Any] = {}
         room_of: dict[bytes, str] = {}
         for room_id, after in positions.items():
@@ -1166,12 +1218,16 @@ class Store:
             streams[key] = f"0-{after}"
             room_of[key.encode()] = room_id
         if isinstance(self._redis, RedisCluster):
-            pairs = await self._poll_cluster(self._redis, streams, block_ms, count)
-            return [
-                (room_of[_as_bytes(key) or b""], _entry_of(eid, fields))
-                for key, entries in pairs
-                for eid, fields in entries
-            ]
+            pairs, unread, failed = await self._tail_cluster(self._redis, streams, block_ms, count)
+            return TailRead(
+                [
+                    (room_of[_as_bytes(key) or b""], _entry_of(eid, fields))
+                    for key, entries in pairs
+                    for eid, fields in entries
+                ],
+                frozenset(room_of[key.encode()] for key in unread),
+                failed,
+            )
         limit_s = block_ms / 1000 + self._timeout
         with self._errors():
             try:
@@ -1185,11 +1241,13 @@ class Store:
                 raise RedisTimeoutError(
                     f"Timeout reading from Redis: no answer to a blocking read in {limit_s:g} s"
                 ) from exc
-        return [
-            (room_of[_as_bytes(key) or b""], _entry_of(eid, fields))
-            for key, entries in _xread_streams(reply)
-            for eid, fields in entries
-        ]
+        return TailRead(
+            [
+                (room_of[_as_bytes(key) or b""], _entry_of(eid, fields))
+                for key, entries in _xread_streams(reply)
+                for eid, fields in entries
+            ]
+        )
 
     # -- which nodes serve a room ----------------------------------------------------
 
@@ -1334,25 +1392,143 @@ class Store:
                     rooms.append(_as_text(room))
         return after, rooms
 
-    async def _poll_cluster(
-        self, rc: RedisCluster, streams: dict[Any, Any], block_ms: int, count: int | None
-    ) -> list[tuple[Any, list[Any]]]:
-        """``tail`` on a cluster: poll the streams, one XREAD per slot, until one has
-        entries or ``block_ms`` is over (see :meth:`tail`)."""
+    async def _tail_cluster(
+        self, rc: RedisCluster, streams: dict[str, str], block_ms: int, count: int | None
+    ) -> tuple[list[tuple[Any, list[Any]]], list[str], StoreUnavailable | None]:
+        """``tail`` on a cluster: poll each master's streams on its own
+        (:meth:`_tail_master`), side by side, until some have entries and every master
+        has answered once, or — what came or not — ``block_ms`` is over; a master set
+        aside (one that failed and has not answered since, or is still busy with an
+        earlier call's read) holds no call. Returns what the masters read, the keys of
+        those that did not answer, and why one failed; raises if none answered and
+        one failed.
+
+        One pipeline per master for all of them, as before, held the call as long as
+        the slowest master: one that hung held every room's events for the command
+        timeout (5 s) and then failed the call, one that failed failed it at once, and
+        the node read nothing of any room while it lasted."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + block_ms / 1000
         with self._errors():
             await rc.initialize()
-            by_slot: dict[int, list[Any]] = {}
+            masters: dict[str, tuple[ClusterNode, dict[int, list[str]]]] = {}
             for key in streams:
-                by_slot.setdefault(rc.keyslot(key), []).append(key)
-            while True:
+                node = rc.get_node_from_key(key)  # raises for a slot no master serves
+                if node is None:
+                    raise SlotNotCoveredError(f"no master serves the slot of {key!r}")
+                slots = masters.setdefault(node.name, (node, {}))[1]
+                slots.setdefault(rc.keyslot(key), []).append(key)
+        answered: set[str] = set()
+        aside = {name for name in masters if name in self._tail_rests}
+        polls = {
+            loop.create_task(
+                self._tail_master(rc, name, node, slots, streams, count, deadline, answered, aside)
+            ): name
+            for name, (node, slots) in masters.items()
+        }
+        pending, found = set(polls), False
+        try:
+            while pending:
+                past = loop.time() >= deadline
+                held = any(polls[p] not in answered | aside for p in pending)
+                if (found or past) and (not held or (found and past)):
+                    break  # the others poll on: nothing came meanwhile
+                # Until the deadline, a master's events end the wait; then, and once
+                # some came, look every poll whether the masters' first answers are in.
+                wait_s = self._tail_poll_s if found or past else deadline - loop.time()
+                done, pending = await asyncio.wait(
+                    pending, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED
+                )
+                found = found or any(p.exception() is None and p.result() for p in done)
+        finally:
+            for poll in pending:  # its read, if one is out, is left to the next call
+                poll.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        pairs: list[tuple[Any, list[Any]]] = []
+        unread: list[str] = []
+        failed: StoreUnavailable | None = None
+        for poll, name in polls.items():
+            exc = None if poll.cancelled() else poll.exception()
+            if exc is None and name in answered:
+                if not poll.cancelled():  # cancelled: it had found nothing yet
+                    pairs += poll.result() or []
+                continue
+            unread += (key for keys in masters[name][1].values() for key in keys)
+            if isinstance(exc, StoreUnavailable):
+                failed = failed or exc
+            elif exc is not None:
+                raise exc  # a defect, not one master's outage
+        if failed is not None and not answered:
+            raise failed
+        return pairs, unread, failed
+
+    async def _tail_master(
+        self,
+        rc: RedisCluster,
+        name: str,
+        node: ClusterNode,
+        slots: dict[int, list[str]],
+        streams: dict[str, str],
+        count: int | None,
+        deadline: float,
+        answered: set[str],
+        aside: set[str],
+    ) -> list[tuple[Any, list[Any]]] | None:
+        """Poll one master's streams until they have entries (or the call ends it,
+        :meth:`_tail_cluster`), adding ``name`` to ``answered`` once the master
+        answers; None if it rests (:data:`TAIL_REST_S`) or is busy with an earlier
+        call's read until ``deadline`` (loop time), set ``aside`` meanwhile.
+
+        A master is read once at a time: a read still out when its call ended (a
+        master that hangs; a poll under way as another master's events came) is waited
+        for, until ``deadline``, and its reply, read from that call's positions,
+        dropped. Cancelling this leaves the read out, so a master that hangs costs one
+        read per command timeout, not one per call."""
+        loop = asyncio.get_running_loop()
+        rest = min(self._tail_rests.get(name, 0.0), deadline) - loop.time()
+        if rest > 0:
+            await asyncio.sleep(rest)
+        if self._tail_rests.get(name, 0.0) > loop.time():
+            return None
+        while True:
+            read = self._tail_reads.get(name)
+            if read is not None:  # an earlier call's
+                aside.add(name)
+                await asyncio.wait({read}, timeout=max(deadline - loop.time(), self._tail_poll_s))
+                if not read.done():
+                    return None
+                if self._tail_reads.get(name) is read:  # cancelled before it ran (close)
+                    del self._tail_reads[name]
+                if not read.cancelled() and isinstance(exc := read.exception(), StoreUnavailable):
+                    raise translate(exc)  # its own may be raised to another call too
+                continue
+            read = loop.create_task(self._read_master(rc, name, node, slots, streams, count))
+            read.add_done_callback(_retrieved)
+            self._tail_reads[name] = read
+            pairs = await asyncio.shield(read)
+            answered.add(name)
+            if pairs:
+                return pairs
+            await asyncio.sleep(self._tail_poll_s)
+
+    async def _read_master(
+        self,
+        rc: RedisCluster,
+        name: str,
+        node: ClusterNode,
+        slots: dict[int, list[str]],
+        streams: dict[str, str],
+        count: int | None,
+    ) -> list[tuple[Any, list[Any]]]:
+        """One poll of one master (:meth:`_tail_master`): its streams' entries, one
+        non-blocking XREAD per slot in one pipeline; a failure rests the master."""
+        try:
+            with self._errors():
                 pipe = rc.pipeline(transaction=False)
-                for keys in by_slot.values():
+                head = ("COUNT", count) if count is not None else ()
+                for keys in slots.values():
                     # Naming the node saves redis-py a COMMAND GETKEYS round trip per
                     # XREAD (its keys are "movable"); MOVED is still followed.
-                    node = rc.get_node_from_key(keys[0])
-                    head = ("COUNT", count) if count is not None else ()
                     pipe.execute_command(
                         "XREAD",
                         *head,
@@ -1367,14 +1543,20 @@ class Store:
                 # its own rooms' events, nothing more: one failing XREAD failed the
                 # whole poll, each poll, and the node took it for an outage a second
                 # (re-arming every offline racer's grace each time: an audit's grace of
-                # 30 s ended after 74 s). A connection that fails still raises.
+                # 30 s ended after 74 s). A connection lost or timing out fails the read.
+                for reply in replies:
+                    if isinstance(reply, (RedisConnectionError, RedisTimeoutError)):
+                        raise reply
                 read = [reply for reply in replies if not isinstance(reply, Exception)]
                 pairs = [pair for reply in read for pair in _xread_streams(reply)]
-                pairs = [(key, entries) for key, entries in pairs if entries]
-                remaining = deadline - loop.time()
-                if pairs or remaining <= 0:
-                    return pairs
-                await asyncio.sleep(min(self._tail_poll_s, remaining))
+                self._tail_rests.pop(name, None)  # it answers: no longer set aside
+                return [(key, entries) for key, entries in pairs if entries]
+        except StoreUnavailable:
+            self._tail_rests[name] = asyncio.get_running_loop().time() + TAIL_REST_S
+            raise
+        finally:
+            if self._tail_reads.get(name) is asyncio.current_task():
+                del self._tail_reads[name]
 
     # -- moves ---------------------------------------------------------------------
 
