@@ -513,9 +513,12 @@ class Store:
         #: Redis Cluster: each master's tail read still out (a master that hangs; one a
         #: call that returned left), by master name: a master is read once at a time.
         self._tail_reads: dict[str, asyncio.Task[list[tuple[Any, list[Any]]]]] = {}
-        #: Redis Cluster: until when (loop time) a master whose tail read failed rests;
-        #: kept until it answers again (until then its reads hold no tail call).
+        #: Redis Cluster: until when (loop time) a master whose tail read failed rests.
         self._tail_rests: dict[str, float] = {}
+        #: Redis Cluster: masters set aside until they answer a tail read again: one
+        #: whose read failed, or that held a call past its ``block_ms`` without a first
+        #: answer (a master that hangs). Their reads hold no call.
+        self._tail_aside: set[str] = set()
         self._closed = False
         self._durability: tuple[float, Durability] | None = None
         self._eviction: tuple[float, Eviction] | None = None
@@ -1396,12 +1399,12 @@ class Store:
         self, rc: RedisCluster, streams: dict[str, str], block_ms: int, count: int | None
     ) -> tuple[list[tuple[Any, list[Any]]], list[str], StoreUnavailable | None]:
         """``tail`` on a cluster: poll each master's streams on its own
-        (:meth:`_tail_master`), side by side, until some have entries and every master
-        has answered once, or — what came or not — ``block_ms`` is over; a master set
-        aside (one that failed and has not answered since, or is still busy with an
-        earlier call's read) holds no call. Returns what the masters read, the keys of
-        those that did not answer, and why one failed; raises if none answered and
-        one failed.
+        (:meth:`_tail_master`), side by side, until some have entries, or ``block_ms``
+        is over, and every master has answered once; a master that has not by then is
+        set aside (so is one whose read failed) and holds no call until it answers
+        again. ``block_ms=0`` waits for every first answer (each bounded by the command
+        timeout). Returns what the masters read, the keys of those that did not answer,
+        and why one failed; raises if none answered and one failed.
 
         One pipeline per master for all of them, as before, held the call as long as
         the slowest master: one that hung held every room's events for the command
@@ -1419,7 +1422,7 @@ class Store:
                 slots = masters.setdefault(node.name, (node, {}))[1]
                 slots.setdefault(rc.keyslot(key), []).append(key)
         answered: set[str] = set()
-        aside = {name for name in masters if name in self._tail_rests}
+        aside = self._tail_aside & masters.keys()
         polls = {
             loop.create_task(
                 self._tail_master(rc, name, node, slots, streams, count, deadline, answered, aside)
@@ -1431,8 +1434,14 @@ class Store:
             while pending:
                 past = loop.time() >= deadline
                 held = any(polls[p] not in answered | aside for p in pending)
-                if (found or past) and (not held or (found and past)):
+                if (found or past) and not held:
                     break  # the others poll on: nothing came meanwhile
+                if past and block_ms > 0:
+                    # A master's first answer holds a call no longer than block_ms (one
+                    # that hangs held every call for the command timeout): set aside,
+                    # it holds none until it answers again.
+                    self._tail_aside.update(polls[p] for p in pending if polls[p] not in answered)
+                    break
                 # Until the deadline, a master's events end the wait; then, and once
                 # some came, look every poll whether the masters' first answers are in.
                 wait_s = self._tail_poll_s if found or past else deadline - loop.time()
@@ -1476,14 +1485,14 @@ class Store:
     ) -> list[tuple[Any, list[Any]]] | None:
         """Poll one master's streams until they have entries (or the call ends it,
         :meth:`_tail_cluster`), adding ``name`` to ``answered`` once the master
-        answers; None if it rests (:data:`TAIL_REST_S`) or is busy with an earlier
-        call's read until ``deadline`` (loop time), set ``aside`` meanwhile.
+        answers; None if it rests (:data:`TAIL_REST_S`), or is ``aside`` and busy with
+        an earlier call's read, until ``deadline`` (loop time).
 
         A master is read once at a time: a read still out when its call ended (a
         master that hangs; a poll under way as another master's events came) is waited
-        for, until ``deadline``, and its reply, read from that call's positions,
-        dropped. Cancelling this leaves the read out, so a master that hangs costs one
-        read per command timeout, not one per call."""
+        for — a master set aside's only until ``deadline`` — and its reply, read from
+        that call's positions, dropped. Cancelling this leaves the read out, so a
+        master that hangs costs one read per command timeout, not one per call."""
         loop = asyncio.get_running_loop()
         rest = min(self._tail_rests.get(name, 0.0), deadline) - loop.time()
         if rest > 0:
@@ -1493,8 +1502,8 @@ class Store:
         while True:
             read = self._tail_reads.get(name)
             if read is not None:  # an earlier call's
-                aside.add(name)
-                await asyncio.wait({read}, timeout=max(deadline - loop.time(), self._tail_poll_s))
+                until = max(deadline - loop.time(), 0.0) if name in aside else None
+                await asyncio.wait({read}, timeout=until)
                 if not read.done():
                     return None
                 if self._tail_reads.get(name) is read:  # cancelled before it ran (close)
@@ -1549,10 +1558,11 @@ class Store:
                         raise reply
                 read = [reply for reply in replies if not isinstance(reply, Exception)]
                 pairs = [pair for reply in read for pair in _xread_streams(reply)]
-                self._tail_rests.pop(name, None)  # it answers: no longer set aside
+                self._tail_aside.discard(name)  # it answers
                 return [(key, entries) for key, entries in pairs if entries]
         except StoreUnavailable:
             self._tail_rests[name] = asyncio.get_running_loop().time() + TAIL_REST_S
+            self._tail_aside.add(name)
             raise
         finally:
             if self._tail_reads.get(name) is asyncio.current_task():
