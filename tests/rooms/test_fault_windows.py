@@ -825,6 +825,77 @@ async def test_a_start_or_resign_whose_reply_was_lost_is_ok_when_retried(
     assert [e.t for e in await _stored(node, ann.room)].count("countdown") == 1  # type: ignore[arg-type]
 
 
+async def test_a_countdown_the_clock_decided_whose_reply_was_lost_is_followed_by_its_writes(
+    backend: Backend,
+) -> None:
+    """The last racer's ``ready`` lets the room's timer decide the countdown (no
+    ``start``, so no client asks again), and Redis loses the countdown's reply: the
+    tick is retried, finds the countdown stored, and decides nothing. What follows a
+    countdown (the room moved behind the lobbies and out of its variant's quick
+    lobbies, its logs' expiry, the race counted started) followed only a countdown
+    read back: here never. The room raced on sorted as a lobby somebody is in, read
+    by every ``list`` and ``quick`` as one (an audit of the rule "what must follow a
+    stored decision is written as soon as Redis answers"). Now a decision whose
+    append's outcome is unknown is looked for once Redis answers, and its writes made
+    if it was stored."""
+    node = await backend.node()
+    ann, bob = FakePeer(node), FakePeer(node)
+    for peer, name in ((ann, "Ann"), (bob, "Bob")):
+        assert (await peer.ask("quick", variant="yukon", name=name)).t == "joined"
+    room = ann.room
+    assert room is not None and bob.room is room
+    assert room.room_id in await node.store.quick_lobbies("yukon")
+    lost = _reply_lost_once(node.store, "append_event", _storing(EventType.COUNTDOWN))
+    for peer in (bob, ann):  # all ready: the room's timer decides the countdown
+        assert (await peer.ask("ready", ready=True)).t == "ok"
+    await ann.until(lambda f: f.t == "started", timeout=30)
+    assert lost, "the countdown's reply was not lost"
+
+    async def sorted_as_lobby() -> tuple[bool, bool]:
+        return (
+            room.room_id in await node.store.listed_lobbies(),
+            room.room_id in await node.store.quick_lobbies("yukon"),
+        )
+
+    await _poll(sorted_as_lobby, lambda where: where == (False, False), "among the lobbies")
+    assert room.room_id in await node.store.listed_rooms()  # listed, behind them
+    assert isinstance(node.metrics, Tally)
+    assert node.metrics.races_started.value == 1
+
+
+async def test_a_graces_leave_whose_reply_was_lost_empties_its_lobby_without_a_sweep(
+    backend: Backend,
+) -> None:
+    """Bob, alone in his public lobby, hangs up and stays away: at the end of his grace
+    the room's timer decides his leave, and Redis loses its reply. The retried tick
+    finds him gone and decides nothing, so the lobby everyone left stayed listed, its
+    join code on its day, until another write found it (a ``list``, a node's minutely
+    sweep; never, for a finished room's last leave). Now the node finds its leave
+    stored once Redis answers and makes what follows it: unlisted, every key and the
+    code on the room's ten minutes. (No sweep runs here.)"""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    node.sweep_orphans = _no_sweep  # type: ignore[method-assign]  # before its loop runs
+    bob = FakePeer(node)
+    assert (await bob.ask("create", variant="yukon", name="Bob")).t == "joined"
+    room = bob.room
+    assert room is not None
+    await lobby.disconnected(node, bob)
+    lost = _reply_lost_once(node.store, "append_event", _storing(EventType.RACER_LEFT))
+    await _past_grace(clock, node, room)
+    assert lost, "the leave's reply was not lost"
+
+    async def listed() -> bool:
+        return room.room_id in await node.store.listed_rooms()
+
+    await _poll(listed, lambda yes: not yes, "the emptied lobby is still listed")
+    await _until_all_between(node, room, 0, EMPTY_ROOM_TTL_S)
+
+
+async def _no_sweep() -> None:
+    return None
+
+
 #: The last part of the names of a room's fixed keys (RoomKeys.fixed) and of its
 #: global join code key.
 _FIXED = {"meta", "code", "ver", "chain", "events", "tokens", "nodes", "over", "keys"}

@@ -20,6 +20,7 @@ import pytest
 from solrace.protocol.views import EventType, Phase
 from solrace.race.decisions import rematch
 from solrace.rooms.node import EMPTY_ROOM_TTL_S, FINISHED_ROOM_TTL_S, Node
+from solrace.rooms.records import unpack_event
 from solrace.rooms.room import LiveRoom
 
 from tests.store.conftest import room_keys
@@ -29,14 +30,17 @@ from .conftest import Backend, FakePeer, lobby_of_two
 from .test_core import _race_on, _room_ttl_ms
 from .test_fault_windows import (
     GRACE_S,
+    _all_between,
     _always,
     _dies_at,
     _fail_once,
     _poll,
     _storing,
+    _ttls,
     _until_all_between,
 )
-from .test_take_up_faults import FAULTS, _dead, _node, _sweep
+from .test_sweep_faults import _cut_settle
+from .test_take_up_faults import FAULTS, _cut, _dead, _node, _sweep
 
 
 async def _taken_up_and_left(survivor: Node, clock: Clock, room: LiveRoom) -> None:
@@ -212,3 +216,58 @@ async def test_a_private_room_being_created_is_not_taken_up_by_a_sweep(
     room_id = ann.room.room_id
     assert await node.store.room_nodes(room_id) == {node.node_id}, "taken up by the sweep"
     assert room_id in await sweeper.store.unlisted_lobbies()
+
+
+#: Where the sweep of a private lobby everyone left is cut (Node._sweep_unlisted), and
+#: how (FAULTS): nowhere, at the join code's settle (Store.settle_expiry's write in the
+#: code's own slot), or at the forgetting of the room's note, last.
+_GHOST_CUTS = [("none", ""), *((cut, f) for cut in ("its code", "its note") for f in FAULTS)]
+
+
+@pytest.mark.parametrize(("cut", "fault"), _GHOST_CUTS)
+async def test_a_private_lobby_its_last_racer_left_as_its_node_died_is_settled_by_a_sweep(
+    backend: Backend, cut: str, fault: str
+) -> None:
+    """Bob, alone in his private lobby, leaves: the ``racer_left`` gives the room its
+    ten minutes in its own write, and his node is killed before the write that follows
+    (its logs and join code given that expiry). No listing holds the room: only its
+    note (written with its create) leads a sweep to it, which settles it and then
+    forgets the note. That sweep cut too — Redis failing its code's settle or its
+    forget, or the sweeping node dying there — the note stays for the next sweep:
+    the code goes with the room's ten minutes (not its day), the note goes, and the
+    room's events stay as Bob's node left them (nobody is taken up)."""
+    clock = Clock()
+    node = await _node(backend, clock)
+    bob = FakePeer(node)
+    assert (await bob.ask("create", variant="yukon", name="Bob", private=True)).t == "joined"
+    room = bob.room
+    assert room is not None
+    died = _dies_at(node, {"settle_expiry": _always})
+    with contextlib.suppress(Crashed):
+        await bob.ask("leave")
+    assert died == ["settle_expiry"], died
+    sweeper = await _node(backend, clock)
+    await _dead(node, by=sweeper)
+    events = await sweeper.store.events_since(room.room_id, 0)
+    assert unpack_event(events[-1].data).t == EventType.RACER_LEFT
+    code_key = sweeper.store.keys.code(room.meta.code)
+    assert await sweeper.store._redis.pttl(code_key) > EMPTY_ROOM_TTL_S * 1000  # its day
+    assert room.room_id in await sweeper.store.unlisted_lobbies()
+    if cut != "none":
+        hit = (
+            _cut_settle(sweeper, "its code", fault)
+            if cut == "its code"
+            else _cut(sweeper, "forget_unlisted", fault)
+        )
+        await _sweep(sweeper)
+        assert hit, f"the sweep was not cut at {cut}"
+        if fault == "node dies":
+            nxt = await _node(backend, clock)
+            await _dead(sweeper, by=nxt)
+            sweeper = nxt
+        assert room.room_id in await sweeper.store.unlisted_lobbies(), "the note went first"
+    await _sweep(sweeper)
+    assert room.room_id not in await sweeper.store.unlisted_lobbies(), "its note"
+    assert _all_between(await _ttls(sweeper, room), 0, EMPTY_ROOM_TTL_S)
+    assert await sweeper.store.events_since(room.room_id, 0) == events
+    assert not [r for r in sweeper.rooms.values() if r.served()], "an empty lobby taken up"

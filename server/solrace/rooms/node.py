@@ -2150,6 +2150,7 @@ class Node:
                 await self.store.note_unlisted(room.room_id, room.state.round + 1)
             racer_token = None if token is None else token(events)
             ended: _Archive | None = None  # the race a race_over in ``events`` ends
+            sent = 0  # the events handed to append_event, the last one's reply awaited
             try:
                 for ev in events:
                     reset = ev.t == EventType.ROOM_RESET
@@ -2164,16 +2165,21 @@ class Node:
                         # and the event as any fold reads it back: the read-back may
                         # fold another node's rematch too, which clears the result.
                         ended = self._archive_record(room, unpack_event(packed).d)
-                    await self.store.append_event(
-                        room.room_id,
-                        packed,
-                        expected,
-                        ends_round=ends,
-                        token=racer_token,
-                        ttl_s=expiry_set_by(room.state, ev),
-                        closes_log=None if done is None else room.log_name(done),
-                        trim=trim,
-                    )
+                    sent += 1
+                    try:
+                        await self.store.append_event(
+                            room.room_id,
+                            packed,
+                            expected,
+                            ends_round=ends,
+                            token=racer_token,
+                            ttl_s=expiry_set_by(room.state, ev),
+                            closes_log=None if done is None else room.log_name(done),
+                            trim=trim,
+                        )
+                    except StoreUnavailable:
+                        self._after_unknown_append(room, events[:sent], expected + 1, packed, ended)
+                        raise
                     racer_token = None  # with the first event only
                     expected += 1
                     _log_decision(room, ev)
@@ -2266,15 +2272,48 @@ class Node:
         version: int,
         round_no: int,
         ended: _Archive | None,
+        sent: bytes | None = None,
     ) -> None:
         """:meth:`_after_decision` for ``events`` (stored up to ``version``, leaving the
         room in round ``round_no``) that :meth:`decide` could not read back: unless a
         round has begun since, whose own decisions the late writes would undo (a
         rematch's lifetime cap set again over its race_over's one-hour expiry).
+        ``sent``: the last event was sent and its reply lost (:meth:`_after_unknown_append`),
+        so it may not be stored: only if the event stored at ``version`` is these very
+        bytes (another decision stored there instead has writes of its own to make).
         Caller holds the room's lock."""
         await self.sync_locked(room)
-        if room.state.version >= version and room.state.round == round_no:
-            await self._after_decision(room, events, ended)
+        if room.state.version < version or room.state.round != round_no:
+            return
+        if sent is not None:
+            stored = await self.store.events_since(room.room_id, version - 1, limit=1)
+            if not stored or stored[0].version != version or stored[0].data != sent:
+                return
+        await self._after_decision(room, events, ended)
+
+    def _after_unknown_append(
+        self,
+        room: LiveRoom,
+        events: list[RoomEvent],
+        version: int,
+        sent: bytes,
+        ended: _Archive | None,
+    ) -> None:
+        """The append of ``events``' last one (``sent``, at ``version``) failed with
+        its outcome unknown: Redis may have taken it and lost the reply. Its request is
+        told so (``unavailable``), and a client's retry finds the decision made; but a
+        decision the room's timer made (a countdown once everyone is ready, a grace's
+        leave, a race_over) has no client to ask again, and its retry finds it made and
+        decides nothing: what follows it was never written (a countdown left its race
+        sorted as a lobby and among the quick lobbies until its race_over; an audit).
+        Once Redis answers, the node looks for the event and, if it was stored, makes
+        those writes (:meth:`_after_decision_late`). Each is idempotent, so a client's
+        retry making them too costs a write. Caller holds the room's lock."""
+        round_no = room.state.round + sum(ev.t == EventType.ROOM_RESET for ev in events)
+        writes = functools.partial(
+            self._after_decision_late, room, events, version, round_no, ended, sent
+        )
+        self.retry_locked(room, "could not make a decision's writes", writes)
 
     async def _after_decision(
         self, room: LiveRoom, events: list[RoomEvent], ended: _Archive | None = None
