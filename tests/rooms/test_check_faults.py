@@ -501,3 +501,26 @@ async def test_a_check_whose_lease_read_a_stall_answered_before_a_held_renewal_m
     await _dead(other, by=node)  # Bob's node dies: found at once, no settle to wait
     offline = await race.ann.until(lambda f: f.t == "presence" and not f.d["online"])
     assert offline.d["racer"] == bob, offline.d
+
+
+async def test_a_lease_read_again_keeps_what_the_first_read_found_live(backend: Backend) -> None:
+    """Node._live_if_settled reads again only the leases its first read missed, and
+    a node is dead only if both reads miss it: one live at the first read (dead by the
+    second, found at the next check) stays live, one the second read finds (its
+    renewal the stall held) is live, one both miss is not. Judged on the second read
+    alone, a live node the first read found was taken for dead."""
+    node = await backend.node(Clock())
+    asked: list[set[str]] = []
+    answers = [{"a"}, {"b"}]
+
+    async def scripted(node_ids: Any) -> set[str]:
+        asked.append(set(node_ids))
+        return answers[len(asked) - 1] & set(node_ids)
+
+    setattr(node.store, "live_nodes", scripted)  # noqa: B010 (a method of the instance)
+    assert await node._live_if_settled({"a", "b", "c"}) == {"a", "b"}
+    assert asked == [{"a", "b", "c"}, {"b", "c"}]
+    asked.clear()
+    answers[0] = {"a", "b", "c"}
+    assert await node._live_if_settled({"a", "b", "c"}) == {"a", "b", "c"}
+    assert asked == [{"a", "b", "c"}], "read again with no lease missing"
