@@ -218,7 +218,7 @@ def _read(path: Path) -> SavedRace | None:
     try:
         data = json.loads(read_kept(path))
         race = SavedRace(**data)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):  # nested 200,000 deep
         return None
     if not _well_formed(race):
         return None
@@ -331,7 +331,7 @@ def default_name() -> str:
     try:
         data = json.loads(read_kept(usable_config_dir() / "profile.json"))
         candidates.append(str(data["name"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # nested too deep
         pass
     candidates.append(os.environ.get("USER", "")[:MAX_NAME_LEN])
     for name in candidates:

@@ -254,3 +254,29 @@ def test_a_pipe_where_a_race_in_progress_or_the_name_is_kept_is_not_waited_for(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
     )
     assert (named.returncode, named.stdout) == (0, "ann\n"), named
+
+
+def test_a_race_in_progress_or_the_name_nested_too_deeply_is_one_that_cannot_be_read(
+    tmp_path: Path,
+) -> None:
+    """A review: a race in progress or a profile of arrays nested 200,000 deep (1 MiB
+    cap or not) made ``json.loads`` raise RecursionError, which neither reader caught:
+    ``solrace resume``, and every command taking the remembered name, ended in a
+    traceback. Each is a file that cannot be read, as a pipe there is: no race to resume
+    (status 2, one line), and the login name."""
+    home = tmp_path / "config"
+    (home / "playing").mkdir(parents=True)
+    (home / "playing" / "r_x.1.json").write_text("[" * 200_000, encoding="utf-8")
+    (home / "profile.json").write_text("[" * 200_000, encoding="utf-8")
+    env = {**os.environ, "SOLRACE_CONFIG_DIR": str(home), "USER": "ann"}
+    solrace = Path(sys.executable).parent / "solrace"
+    done = subprocess.run(
+        [str(solrace), "resume"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    code = "from solrace_client import config; print(config.default_name())"
+    named = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (named.returncode, named.stdout) == (0, "ann\n"), named
