@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import stat
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -186,6 +187,32 @@ class NotAFile(ValueError):
     """A file the client keeps is a pipe or a device, or larger than it may be."""
 
 
+#: The longest a kept file's open waits for another process's lease on it (a Samba
+#: share's oplock, an NFS server's delegation) to be let go: Linux's default
+#: ``lease-break-time`` (45 s), past which the kernel takes the lease back itself, and
+#: a second. A plain open waits as long.
+LEASE_BREAK_WAIT_S: Final = 46.0
+
+
+def _open_without_waiting(path: Path) -> int:
+    """``path`` opened for reading without waiting for a writer (O_NONBLOCK: a FIFO).
+    Such an open of a file another process holds a lease on fails at once
+    (EWOULDBLOCK) where a plain one waits the moment the holder takes to let go (told
+    by the open itself): a good result file was said "Resource temporarily
+    unavailable", and a save over it replaced what it held. It is tried again until
+    the lease is let go, at most :data:`LEASE_BREAK_WAIT_S`; a FIFO's open never
+    fails so, and is not waited for."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    deadline = time.monotonic() + LEASE_BREAK_WAIT_S
+    while True:
+        try:
+            return os.open(path, flags)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
 def read_kept(path: Path, most: int = MAX_CONFIG_FILE_BYTES) -> str:
     """The text of a file the client keeps (a saved race, the profile, a race in
     progress), or of a result file named on the command line: opened without waiting
@@ -193,7 +220,7 @@ def read_kept(path: Path, most: int = MAX_CONFIG_FILE_BYTES) -> str:
     name waited for a writer for ever (``solrace races``, ``verify``, ``resume``), and a
     file of 150 MB was read whole. Raises :class:`NotAFile` saying which (without the
     path), UnicodeDecodeError or OSError."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    fd = _open_without_waiting(path)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotAFile("not a file")

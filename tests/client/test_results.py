@@ -370,3 +370,42 @@ def test_a_pipe_among_the_saved_races_is_named_not_waited_for(config_dir: Path) 
         assert done.returncode == 2, done
         [said] = done.stderr.strip().splitlines()
         assert said.startswith(f"solrace: {races / 'r_evil.json'}: not a race result (not a file)")
+
+
+#: A process holding a write lease on a file (Linux ``F_SETLEASE``), as Samba's kernel
+#: oplocks or an NFS server's delegation do, and letting it go when told (SIGIO), as
+#: they do when another process opens the file.
+_LEASE_HOLDER = """
+import fcntl, os, signal, sys
+F_SETLEASE = 1024
+fd = os.open(sys.argv[1], os.O_RDONLY)
+def let_go(signum, frame):
+    fcntl.fcntl(fd, F_SETLEASE, fcntl.F_UNLCK)
+    os._exit(0)
+signal.signal(signal.SIGIO, let_go)
+fcntl.fcntl(fd, F_SETLEASE, fcntl.F_WRLCK)
+print("held", flush=True)
+while True:
+    signal.pause()
+"""
+
+
+def test_a_result_file_another_process_holds_a_lease_on_is_read_once_it_lets_go(
+    config_dir: Path,
+) -> None:
+    """A review: a result file is opened without waiting (O_NONBLOCK, so a FIFO is not
+    waited for), and on a file another process holds a lease on (a Samba share's
+    oplock, an NFS server's delegation) such an open fails at once, EWOULDBLOCK, where
+    a plain open waits the moment it takes the holder to let go: ``solrace verify``
+    said "cannot read a race result: Resource temporarily unavailable" of a good file,
+    and a save over it read nothing there and replaced what it held."""
+    path = write_result(finished_race("r_leased", synthetic_result(), YUKON, "SYN123"))
+    with subprocess.Popen(
+        [sys.executable, "-c", _LEASE_HOLDER, str(path)], stdout=subprocess.PIPE, text=True
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            assert load_result(path).room == "r_leased"
+            assert holder.wait(timeout=60) == 0  # it was told, and let go
+        finally:
+            holder.kill()
