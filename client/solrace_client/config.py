@@ -224,6 +224,9 @@ def read_kept(path: Path, most: int = MAX_CONFIG_FILE_BYTES) -> str:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotAFile("not a file")
+        # A regular file: read it the ordinary, blocking way (a non-blocking read may
+        # answer EAGAIN on some file systems, and a buffered read then gives None).
+        os.set_blocking(fd, True)
         data = handle.read(most + 1)
     if len(data) > most:
         raise NotAFile(f"larger than {most // 2**20} MiB")
