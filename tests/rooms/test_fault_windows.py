@@ -30,6 +30,7 @@ from solrace.protocol.views import EventType, LeaveReason, RacerStatus
 from solrace.race import RacerGame, decisions
 from solrace.race.decisions import DISCONNECT_GRACE_MS
 from solrace.race.events import RoomEvent
+from solrace.race.state import QUICK_LOBBY_MS
 from solrace.rooms import lobby, requests
 from solrace.rooms.counters import Tally
 from solrace.rooms.node import (
@@ -894,6 +895,84 @@ async def test_a_graces_leave_whose_reply_was_lost_empties_its_lobby_without_a_s
 
 async def _no_sweep() -> None:
     return None
+
+
+async def test_a_countdown_whose_append_failed_is_not_counted_for_another_nodes_same_countdown(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Ann (node A) and Bob (node B) wait in a quick lobby: at its lobby timer both
+    nodes' timers decide the countdown for the same instant, in the same millisecond
+    (nodes share the time). A's append fails, its outcome unknown: Redis did not take
+    it; B's is stored (or A's own next try, for the same millisecond). The countdowns
+    are the same bytes (same room, round, commitment and instant), so A, finding "its"
+    bytes at the version once Redis answered, took that countdown for the append it
+    lost and made its writes again: the race counted started twice, "race starting"
+    logged twice (6/6 before the fix). Only the append A made itself is A's: its id."""
+    clock = _Still()
+    node_a, node_b = await backend.node(clock=clock), await backend.node(clock=clock)
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    ann, bob = FakePeer(node_a), FakePeer(node_b)
+    for peer, name in ((ann, "Ann"), (bob, "Bob")):
+        assert (await peer.ask("quick", variant="yukon", name=name)).t == "joined"
+    room_a = ann.room
+    assert room_a is not None and bob.room is not None
+    failed_a = asyncio.Event()
+    holders: list[asyncio.Future[None]] = []
+    real_append = node_a.store.append_event
+
+    async def redis_back_for_a_once_stored(version: int) -> None:
+        # A's next look at the room comes once B's countdown is stored at ``version``.
+        async with room_a.lock:
+            await _poll(
+                lambda: node_a.store.version(room_a.room_id), lambda v: v >= version, "B's append"
+            )
+
+    async def a_fails(*args: Any, **kwargs: Any) -> Any:
+        if not failed_a.is_set() and _event_type(args[1]) == EventType.COUNTDOWN:
+            failed_a.set()
+            holders.append(asyncio.ensure_future(redis_back_for_a_once_stored(args[2] + 1)))
+            raise StoreUnavailable("append_event: Redis is down (injected)")
+        return await real_append(*args, **kwargs)
+
+    setattr(node_a.store, "append_event", a_fails)  # noqa: B010 (a method of the instance)
+    _storing_on(node_b.store, EventType.COUNTDOWN, failed_a.wait)  # B's after A's failed
+    await ann.until(lambda f: f.t == "deal_chosen", timeout=30)
+    await _poll(lambda: _synced(node_b, bob.room), lambda v: v == room_a.state.version, "B")
+    clock.advance(QUICK_LOBBY_MS / 1000 + 1, node_a, node_b)  # both timers: the countdown
+    await _poll(lambda: _countdowns(node_a, room_a), lambda n: n == 1, "the countdown stored")
+    assert failed_a.is_set(), "A's append did not fail"
+    await holders[0]
+    # Each node counts under the room's lock: A's look at the room queued behind the
+    # holder, the countdown's writes on the node that stored it.
+    for room in (room_a, bob.room):
+        async with room.lock:
+            pass
+    assert isinstance(node_a.metrics, Tally) and isinstance(node_b.metrics, Tally)
+    counted = node_a.metrics.races_started.value + node_b.metrics.races_started.value
+    starting = [r for r in caplog.records if r.getMessage() == "race starting"]
+    assert (counted, len(starting)) == (1, 1), "one countdown, counted by the node that stored it"
+
+
+class _Still(Clock):
+    """A :class:`Clock` that stands still unless advanced: two nodes' decisions for
+    the same instant in the same millisecond."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.at = super().__call__()
+
+    def __call__(self) -> int:
+        return self.at + self.offset_ms
+
+
+async def _synced(node: Node, room: LiveRoom | None) -> int:
+    assert room is not None
+    await node.sync(room)
+    return room.state.version
+
+
+async def _countdowns(node: Node, room: LiveRoom) -> int:
+    return [e.t for e in await _stored(node, room)].count(EventType.COUNTDOWN)
 
 
 #: The last part of the names of a room's fixed keys (RoomKeys.fixed) and of its

@@ -37,7 +37,7 @@ from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
 from solrace.race.events import EventType, RoomEvent
 from solrace.race.fairness import round_salt
-from solrace.store import Store, StoredEvent, Trim
+from solrace.store import Store, StoredEvent, Trim, new_event_id
 from solrace.store.errors import (
     HeadLost,
     StoreClosed,
@@ -2166,6 +2166,10 @@ class Node:
                         # fold another node's rematch too, which clears the result.
                         ended = self._archive_record(room, unpack_event(packed).d)
                     sent += 1
+                    # Its own id, not its bytes, tells whether a stored event is this
+                    # append if its reply is lost: another node deciding the same for
+                    # the same millisecond stores the same bytes.
+                    event_id = new_event_id()
                     try:
                         await self.store.append_event(
                             room.room_id,
@@ -2176,9 +2180,12 @@ class Node:
                             ttl_s=expiry_set_by(room.state, ev),
                             closes_log=None if done is None else room.log_name(done),
                             trim=trim,
+                            event_id=event_id,
                         )
                     except StoreUnavailable:
-                        self._after_unknown_append(room, events[:sent], expected + 1, packed, ended)
+                        self._after_unknown_append(
+                            room, events[:sent], expected + 1, event_id, ended
+                        )
                         raise
                     racer_token = None  # with the first event only
                     expected += 1
@@ -2272,22 +2279,24 @@ class Node:
         version: int,
         round_no: int,
         ended: _Archive | None,
-        sent: bytes | None = None,
+        sent: str | None = None,
     ) -> None:
         """:meth:`_after_decision` for ``events`` (stored up to ``version``, leaving the
         room in round ``round_no``) that :meth:`decide` could not read back: unless a
         round has begun since, whose own decisions the late writes would undo (a
         rematch's lifetime cap set again over its race_over's one-hour expiry).
-        ``sent``: the last event was sent and its reply lost (:meth:`_after_unknown_append`),
-        so it may not be stored: only if the event stored at ``version`` is these very
-        bytes (another decision stored there instead has writes of its own to make).
+        ``sent``: the id of the last event, sent and its reply lost
+        (:meth:`_after_unknown_append`), so it may not be stored: only if the event
+        stored at ``version`` is that very append (another decision stored there
+        instead has writes of its own to make — even in the same bytes: another node's
+        same countdown for the same millisecond, whose writes and count are its own).
         Caller holds the room's lock."""
         await self.sync_locked(room)
         if room.state.version < version or room.state.round != round_no:
             return
         if sent is not None:
             stored = await self.store.events_since(room.room_id, version - 1, limit=1)
-            if not stored or stored[0].version != version or stored[0].data != sent:
+            if not stored or stored[0].version != version or stored[0].chain != sent:
                 return
         await self._after_decision(room, events, ended)
 
@@ -2296,10 +2305,10 @@ class Node:
         room: LiveRoom,
         events: list[RoomEvent],
         version: int,
-        sent: bytes,
+        sent: str,
         ended: _Archive | None,
     ) -> None:
-        """The append of ``events``' last one (``sent``, at ``version``) failed with
+        """The append of ``events``' last one (its id ``sent``, at ``version``) failed with
         its outcome unknown: Redis may have taken it and lost the reply. Its request is
         told so (``unavailable``), and a client's retry finds the decision made; but a
         decision the room's timer made (a countdown once everyone is ready, a grace's

@@ -35,6 +35,7 @@ from .store import (
     StoredEvent,
     TailRead,
     Trim,
+    new_event_id,
 )
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "TailRead",
     "Trim",
     "VersionConflict",
+    "new_event_id",
     "parse_cluster_url",
     "token_digest",
 ]

@@ -420,10 +420,11 @@ _EVENT_ID_PREFIX = secrets.token_hex(6)
 _event_serial = itertools.count()
 
 
-def _event_id() -> str:
+def new_event_id() -> str:
     """A new event's id, linking the stream (StoredEvent): unique — a random prefix per
     process and a counter — so an event appended after Redis lost writes never carries
-    the id of one that was lost."""
+    the id of one that was lost; and an append whose reply was lost can be told from
+    another append of the same bytes (Store.append_event's ``event_id``)."""
     return f"{_EVENT_ID_PREFIX}{next(_event_serial):x}"
 
 
@@ -1100,6 +1101,7 @@ class Store:
         ttl_s: float | None = None,
         closes_log: str | None = None,
         trim: Trim | None = None,
+        event_id: str | None = None,
     ) -> int:
         """Append a room-level event; return its version (1, 2, 3, ... gap-free).
 
@@ -1128,6 +1130,10 @@ class Store:
         finish times, whose names begin with their round; with their closed marks):
         a room's history is its last two rounds, however many it runs (docs/store.md,
         "A room's history"). Their rounds are over, so no move can write them again.
+        ``event_id`` (:func:`new_event_id`; None: one drawn here) is the id the entry
+        stores (StoredEvent.chain): a caller whose append failed with its outcome unknown
+        finds by it whether the event at that version is its own — its bytes are not
+        enough, another node deciding the same for the same millisecond sends the same.
         """
         self._refuse_closed()
         if expected_version is not None:
@@ -1160,7 +1166,8 @@ class Store:
                 round_no = rk.round_of(member)
                 if round_no is not None and round_no < trim.first_round:
                     keys += (member,)
-        args = (expected, event, _event_id(), ends, racer, digest, ttl, closed_log, trim_from)
+        own_id = new_event_id() if event_id is None else event_id
+        args = (expected, event, own_id, ends, racer, digest, ttl, closed_log, trim_from)
         reply = await self._eval(APPEND_EVENT, keys, args)
         ok, version = int(reply[0]), int(reply[1])
         if not ok and len(reply) > 2:
@@ -1605,8 +1612,8 @@ class Store:
             expected_seq,
             entry,
             event,
-            _event_id(),
-            _event_id(),
+            new_event_id(),
+            new_event_id(),
             _check_round(round_no),
         )
         if finish is not None:
