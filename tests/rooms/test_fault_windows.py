@@ -893,6 +893,51 @@ async def test_a_graces_leave_whose_reply_was_lost_empties_its_lobby_without_a_s
     await _until_all_between(node, room, 0, EMPTY_ROOM_TTL_S)
 
 
+@pytest.mark.parametrize("kind", [EventType.RACER_LEFT, EventType.ROOM_RESET])
+async def test_a_decision_whose_reply_was_lost_is_logged_once_found_stored(
+    backend: Backend, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    """Every decision about a racer gets one line, from the node that stored it (an
+    operator tells from the log why each racer ended as it did): a grace's leave, a
+    rematch. One whose append's reply Redis lost got none on any node — its retry (the
+    tick's, the client's) finds it made and decides nothing — though the node found it
+    stored and made its writes. Now it is said then, as the node decided it."""
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    node.sweep_orphans = _no_sweep  # type: ignore[method-assign]  # before its loop runs
+    caplog.set_level(logging.INFO, logger="solrace.node")
+    said = "racer left" if kind == EventType.RACER_LEFT else "rematch"
+    if kind == EventType.RACER_LEFT:
+        bob = FakePeer(node)
+        assert (await bob.ask("create", variant="yukon", name="Bob")).t == "joined"
+        room = bob.room
+        assert room is not None
+        await lobby.disconnected(node, bob)
+        lost = _reply_lost_once(node.store, "append_event", _storing(kind))
+        await _past_grace(clock, node, room)
+        expected = {"round": None, "reason": LeaveReason.GRACE, "phase": "lobby"}
+    else:
+        race = await _race_on(node, node)
+        room = race.ann.room
+        assert room is not None
+        for peer in (race.ann, race.bob):
+            assert (await peer.ask("resign")).t == "ok"
+        await race.ann.until(lambda f: f.t == "race_over")
+        lost = _reply_lost_once(node.store, "append_event", _storing(kind))
+        assert (await race.ann.ask("rematch")).t == "error"  # unavailable: outcome unknown
+        expected = {"round": 2, "reason": None, "phase": None}
+    assert lost, "the reply was not lost"
+
+    async def lines() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.getMessage() == said]
+
+    await _poll(lines, lambda found: len(found) > 0, f"no {said!r} line")
+    async with room.lock:  # the late writes, under the room's lock
+        pass
+    (line,) = await lines()
+    assert {k: getattr(line, k, None) for k in expected} == expected
+
+
 async def _no_sweep() -> None:
     return None
 

@@ -2160,6 +2160,7 @@ class Node:
                     ends = room.state.round if ev.t == EventType.RACE_OVER else None
                     done = racer_done_by(room.state, ev)
                     packed = pack_event(stamped)
+                    line = _decision_line(room, ev)
                     if ev.t == EventType.RACE_OVER:
                         # Its archive, from the room as it stands before the race_over
                         # and the event as any fold reads it back: the read-back may
@@ -2184,12 +2185,12 @@ class Node:
                         )
                     except StoreUnavailable:
                         self._after_unknown_append(
-                            room, events[:sent], expected + 1, event_id, ended
+                            room, events[:sent], expected + 1, event_id, ended, line
                         )
                         raise
                     racer_token = None  # with the first event only
                     expected += 1
-                    _log_decision(room, ev)
+                    _say(line)
             except HeadLost as lost:
                 # Redis had lost the room's version or chain key; the append
                 # restored them from the stream and wrote nothing: say so, and
@@ -2280,6 +2281,7 @@ class Node:
         round_no: int,
         ended: _Archive | None,
         sent: str | None = None,
+        line: _Line | None = None,
     ) -> None:
         """:meth:`_after_decision` for ``events`` (stored up to ``version``, leaving the
         room in round ``round_no``) that :meth:`decide` could not read back: unless a
@@ -2289,7 +2291,8 @@ class Node:
         (:meth:`_after_unknown_append`), so it may not be stored: only if the event
         stored at ``version`` is that very append (another decision stored there
         instead has writes of its own to make — even in the same bytes: another node's
-        same countdown for the same millisecond, whose writes and count are its own).
+        same countdown for the same millisecond, whose writes and count are its own);
+        and then its log ``line``, unsaid so far (:func:`_decision_line`).
         Caller holds the room's lock."""
         await self.sync_locked(room)
         if room.state.version < version or room.state.round != round_no:
@@ -2298,6 +2301,7 @@ class Node:
             stored = await self.store.events_since(room.room_id, version - 1, limit=1)
             if not stored or stored[0].version != version or stored[0].chain != sent:
                 return
+            _say(line)
         await self._after_decision(room, events, ended)
 
     def _after_unknown_append(
@@ -2307,6 +2311,7 @@ class Node:
         version: int,
         sent: str,
         ended: _Archive | None,
+        line: _Line | None,
     ) -> None:
         """The append of ``events``' last one (its id ``sent``, at ``version``) failed with
         its outcome unknown: Redis may have taken it and lost the reply. Its request is
@@ -2316,11 +2321,12 @@ class Node:
         decides nothing: what follows it was never written (a countdown left its race
         sorted as a lobby and among the quick lobbies until its race_over; an audit).
         Once Redis answers, the node looks for the event and, if it was stored, makes
-        those writes (:meth:`_after_decision_late`). Each is idempotent, so a client's
-        retry making them too costs a write. Caller holds the room's lock."""
+        those writes (:meth:`_after_decision_late`), its log ``line`` said first. Each
+        is idempotent, so a client's retry making them too costs a write. Caller holds
+        the room's lock."""
         round_no = room.state.round + sum(ev.t == EventType.ROOM_RESET for ev in events)
         writes = functools.partial(
-            self._after_decision_late, room, events, version, round_no, ended, sent
+            self._after_decision_late, room, events, version, round_no, ended, sent, line
         )
         self.retry_locked(room, "could not make a decision's writes", writes)
 
@@ -2817,11 +2823,24 @@ class Node:
 __all__ = ["Node"]
 
 
-def _log_decision(room: LiveRoom, event: RoomEvent) -> None:
+#: A decision's log line (:func:`_decision_line`): its message and its fields.
+_Line = tuple[str, dict[str, object]]
+
+
+def _say(line: _Line | None) -> None:
+    """Log a decision's line (:func:`_decision_line`), if it has one."""
+    if line is not None:
+        log.info(line[0], extra=line[1])
+
+
+def _decision_line(room: LiveRoom, event: RoomEvent) -> _Line | None:
     """One line for each decision about a racer, from the node that stored it (so
     once in a cluster): with "race starting", "racer finished" and "race over", an
     operator can tell from the log alone why each racer ended as it did — a race's
-    log said only who joined and that nobody won (an audit). Racer numbers, no names."""
+    log said only who joined and that nobody won (an audit). Racer numbers, no names.
+    Made from the room as it was decided on, before the event is stored: said once it
+    is, which for an append whose reply was lost is only once the node finds it stored
+    (Node._after_decision_late) — its retry decides nothing, so it went unsaid."""
     kind, d = event.t, event.d
     extra: dict[str, object] = {"room": room.room_id}
     if kind == EventType.RACER_LEFT:
@@ -2837,8 +2856,8 @@ def _log_decision(room: LiveRoom, event: RoomEvent) -> None:
         what = "rematch"
         extra.update(round=room.state.round + 1, racers=len(d.get("racers") or ()))
     else:
-        return
-    log.info(what, extra=extra)
+        return None
+    return what, extra
 
 
 def _log_race_over(room_id: str, race: str, result: Mapping[str, Any]) -> None:
