@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -231,43 +232,28 @@ def test_the_races_directory_made_by_another_saver_meanwhile_is_used(
     assert races.is_dir()  # made by the other saver, as the test means, not left out
 
 
-def test_a_pipe_where_a_race_in_progress_or_the_name_is_kept_is_not_waited_for(
-    tmp_path: Path,
-) -> None:
-    """A newcomer audit: a FIFO among the races in progress (``playing/r_x.1.json``)
-    made ``solrace resume`` wait for ever for a writer, and one as ``profile.json``
-    every command that takes the remembered name. Each is a file that cannot be read:
-    no race to resume (status 2), and the login name."""
-    home = tmp_path / "config"
-    (home / "playing").mkdir(parents=True)
-    os.mkfifo(home / "playing" / "r_x.1.json")
-    os.mkfifo(home / "profile.json")
-    env = {**os.environ, "SOLRACE_CONFIG_DIR": str(home), "USER": "ann"}
-    solrace = Path(sys.executable).parent / "solrace"
-    done = subprocess.run(
-        [str(solrace), "resume"], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 2, done
-    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    code = "from solrace_client import config; print(config.default_name())"
-    named = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert (named.returncode, named.stdout) == (0, "ann\n"), named
+def _pipe(path: Path) -> None:
+    os.mkfifo(path)
 
 
-def test_a_race_in_progress_or_the_name_nested_too_deeply_is_one_that_cannot_be_read(
-    tmp_path: Path,
+def _nested(path: Path) -> None:
+    path.write_text("[" * 200_000, encoding="utf-8")
+
+
+@pytest.mark.parametrize("make", [_pipe, _nested], ids=["pipe", "nested"])
+def test_a_race_in_progress_or_the_name_kept_unreadable_is_one_that_cannot_be_read(
+    tmp_path: Path, make: Callable[[Path], None]
 ) -> None:
-    """A review: a race in progress or a profile of arrays nested 200,000 deep (1 MiB
-    cap or not) made ``json.loads`` raise RecursionError, which neither reader caught:
-    ``solrace resume``, and every command taking the remembered name, ended in a
-    traceback. Each is a file that cannot be read, as a pipe there is: no race to resume
+    """A race in progress (``playing/r_x.1.json``) and the profile that cannot be read:
+    a FIFO (a newcomer audit: ``solrace resume`` waited for ever for a writer, and
+    every command that takes the remembered name), or arrays nested 200,000 deep under
+    the 1 MiB cap (a review: ``json.loads`` raised RecursionError, which neither reader
+    caught: a traceback). Each is a file that cannot be read: no race to resume
     (status 2, one line), and the login name."""
     home = tmp_path / "config"
     (home / "playing").mkdir(parents=True)
-    (home / "playing" / "r_x.1.json").write_text("[" * 200_000, encoding="utf-8")
-    (home / "profile.json").write_text("[" * 200_000, encoding="utf-8")
+    make(home / "playing" / "r_x.1.json")
+    make(home / "profile.json")
     env = {**os.environ, "SOLRACE_CONFIG_DIR": str(home), "USER": "ann"}
     solrace = Path(sys.executable).parent / "solrace"
     done = subprocess.run(
