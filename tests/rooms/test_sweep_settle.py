@@ -17,6 +17,7 @@ import logging
 
 import pytest
 from solrace.rooms import lobby
+from solrace.rooms.node import Node
 
 from tests.support.faults import Clock, StoreFaults
 
@@ -25,6 +26,25 @@ from .test_check_faults import _down
 from .test_core import _race_on
 from .test_fault_windows import _poll
 from .test_take_up_faults import _ADOPTING, _node, _sweep, _taken
+
+
+async def _unsettled(node: Node, trouble: str) -> None:
+    """Leave ``node`` just after an ``outage`` of Redis for it (down, then back) or a
+    ``lapse`` of its own lease that its renewal found (what a stall does): the time in
+    which it may not take a missing lease for a death (Node._outage_settle_ms)."""
+    if trouble == "outage":
+        faults = StoreFaults(node.store)
+        faults.down = True
+        await _poll(_down(node), bool, "the node never found Redis down")
+        faults.down = False
+        await _poll(_down(node), lambda down: not down, "Redis back")
+    else:
+
+        async def lapse_found() -> bool:
+            return bool(node._lapse_found_ms)
+
+        await node.store.drop_lease(node.node_id)  # what the stall did
+        await _poll(lapse_found, bool, "the node never found its lease lapsed")
 
 
 @pytest.mark.parametrize("trouble", ["outage", "lapse"])
@@ -45,19 +65,7 @@ async def test_a_sweep_right_after_the_nodes_outage_takes_no_room_up_until_it_se
     race = await _race_on(owner, owner)
     room = race.ann.room
     assert room is not None
-    if trouble == "outage":
-        faults = StoreFaults(sweeper.store)
-        faults.down = True
-        await _poll(_down(sweeper), bool, "the node never found Redis down")
-        faults.down = False
-        await _poll(_down(sweeper), lambda down: not down, "Redis back")
-    else:
-
-        async def lapse_found() -> bool:
-            return bool(sweeper._lapse_found_ms)
-
-        await sweeper.store.drop_lease(sweeper.node_id)  # what the stall did
-        await _poll(lapse_found, bool, "the node never found its lease lapsed")
+    await _unsettled(sweeper, trouble)
     assert owner._watch_task is not None
     owner._watch_task.cancel()  # B's renewal, held in the stall, comes after the sweep
     await sweeper.store.drop_lease(owner.node_id)
@@ -94,19 +102,7 @@ async def test_a_drain_right_after_the_nodes_outage_takes_no_live_node_out_of_it
     race = await _race_on(draining, other)
     room = race.ann.room
     assert room is not None
-    if trouble == "outage":
-        faults = StoreFaults(draining.store)
-        faults.down = True
-        await _poll(_down(draining), bool, "the node never found Redis down")
-        faults.down = False
-        await _poll(_down(draining), lambda down: not down, "Redis back")
-    else:
-
-        async def lapse_found() -> bool:
-            return bool(draining._lapse_found_ms)
-
-        await draining.store.drop_lease(draining.node_id)  # what the stall did
-        await _poll(lapse_found, bool, "the node never found its lease lapsed")
+    await _unsettled(draining, trouble)
     assert other._watch_task is not None
     other._watch_task.cancel()  # B's renewal, held in the stall, comes after the drain
     await draining.store.drop_lease(other.node_id)
