@@ -9,7 +9,13 @@ With one per core the suite kept a 2-core machine 40 % busy (956 s of CPU in 1,1
 quiet machine (1,070 s of CPU: 68 % busy) but CI, on a busier one, 19 min 21 s — a
 breath from its 20-minute limit (2026-12-07). With three per core the same suite took
 11 min 08 s, 86 % busy (1,145 s of CPU), all 5,669 passing, and CI 11 min 19 s: past
-that the CPU, not the waiting, bounds it. Four workers were once set aside for the chaos test, which
+that the CPU, not the waiting, bounds it. The suite grew to 6,448 tests and CI to 23 min
+(2026-12-07, a slower machine): 15-16 min here, 91 % busy (1,620-1,790 s of CPU). Three
+cuts of CPU, not of what is tested, brought it to 11 min 57 s (1,258 s): each test
+process solves a test deal once, not once per test (tests/support/race.py); the room
+core runs under asyncio's loop on the embedded store only and the client's tests on one
+store (tests/rooms/conftest.py, tests/client/conftest.py say why); CI warms pytest's
+cache of rewritten test modules first (.ci/run). Four workers were once set aside for the chaos test, which
 alone loads both cores with three nodes and thirty bots: one CI run saw three racers
 of the surviving nodes drop their connections. It was not seen again in 16 runs
 under every load tried since (busy loops, CPU caps down to a quarter of a core,

@@ -242,8 +242,17 @@ SAID = {
 }
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
-@pytest.mark.parametrize("name", ["store", "core", "core-callgrind", "server"])
+@pytest.mark.parametrize(
+    ("name", "how"),
+    [
+        *((name, how) for name in ("store", "core", "server") for how in ("SIGTERM", "Ctrl-C")),
+        # A callgrind run takes 20 s of CPU under valgrind to get as far as its child's
+        # keys, so it is stopped one way only: Ctrl-C, the way that left them. SIGTERM
+        # stops the run as Ctrl-C does (solrace/bench/stopping.py), and the run stops
+        # its child the same way after either (the plain core run's cases show both).
+        ("core-callgrind", "Ctrl-C"),
+    ],
+)
 def test_a_run_stopped_mid_way_leaves_no_key_no_process_and_says_one_line(
     name: str, how: str, anothers_key: Callable[[str], str], tmp_path: Path
 ) -> None:

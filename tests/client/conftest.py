@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from solrace.rules.log import apply_entry
 from solrace_client.bot import BotHooks, run_bot
 from solrace_client.results import finished_race, write_result
 
-from tests.net.conftest import SOLVABLE_SECRET, Cluster, cluster  # noqa: F401  (fixture)
+from tests.net.conftest import SOLVABLE_SECRET, Cluster, cluster_on
 from tests.support.race import winning_moves
 
 #: The deal of round 1 of the cluster's fixed room secret (the greedy bot wins it).
@@ -34,6 +34,17 @@ YUKON: dict[str, Any] = {
     "spectator_delay_s": 0,
     "quick": False,
 }
+
+
+@pytest.fixture(params=["embedded"])
+async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Cluster]:
+    """The servers of tests/net, on the embedded store only: the store a user's server
+    runs on unless told otherwise. A client cannot tell one store from another (the
+    protocol is the same over each); the server's behaviour on every store is tested in
+    tests/net and tests/rooms. Every store here tripled the client tests' CPU, on a
+    suite CPU-bound on CI's two cores."""
+    async with cluster_on(request.param, tmp_path) as c:
+        yield c
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,7 @@ as they do for a user, against the limit a user's server has.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -151,10 +152,18 @@ async def stop_own_server(server: RaceServer) -> None:
     await server.node.store.close()
 
 
-@pytest.fixture(params=["redis", "cluster", "embedded"])
-async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(request.param, new_prefix(), tmp_path / "engine")
+@contextlib.asynccontextmanager
+async def cluster_on(backend: str, tmp_path: Path) -> AsyncIterator[Cluster]:
+    """A :class:`Cluster` on ``backend`` (its nodes started as the test asks), closed
+    on the way out."""
+    c = Cluster(backend, new_prefix(), tmp_path / "engine")
     try:
         yield c
     finally:
         await c.close()
+
+
+@pytest.fixture(params=["redis", "cluster", "embedded"])
+async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with cluster_on(request.param, tmp_path) as c:
+        yield c

@@ -34,6 +34,35 @@ def pytest_asyncio_loop_factories(
     return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
 
 
+#: The stores a test on a ``backend`` runs on under asyncio's loop. Every store runs
+#: under uvloop, the loop ``solrace-server`` uses wherever uvloop installs (a
+#: dependency on every platform but Windows), and the fallback loop under the embedded
+#: store — the default, whose link to its engine (solrace/store/_link.py) is the
+#: store's own code on the loop's transports; Redis and the Cluster go through
+#: redis-py's, under either loop alike. All six pairings cost a third more of the
+#: suite's CPU for the two that add least: the suite is CPU-bound on CI's two cores.
+ASYNCIO_STORES = frozenset({"embedded"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the pairings of a ``backend`` and asyncio's loop that
+    :data:`ASYNCIO_STORES` does not name (reported as deselected)."""
+    dropped = [item for item in items if _asyncio_pairing_left_out(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        left_out = set(map(id, dropped))
+        items[:] = [item for item in items if id(item) not in left_out]
+
+
+def _asyncio_pairing_left_out(item: pytest.Item) -> bool:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return (
+        item.path.is_relative_to(Path(__file__).parent)
+        and params.get("_asyncio_loop_factory") is asyncio.new_event_loop
+        and params.get("backend", "embedded") not in ASYNCIO_STORES
+    )
+
+
 class FakePeer(Peer):
     """A connection that is a list: frames sent to it, decoded, in order."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -26,10 +27,20 @@ CARD = re.compile(r"^[A2-9TJQK][CDHS]$")
 
 
 def winning_moves(secret: bytes, variant: str = "yukon", round_no: int = 1) -> list[str]:
+    """A winning line of the deal of ``secret``'s round ``round_no`` (a new list: the
+    caller may change it)."""
+    return list(_winning_line(secret, variant, round_no))
+
+
+@functools.cache
+def _winning_line(secret: bytes, variant: str, round_no: int) -> tuple[str, ...]:
+    """Solved once per deal and test process: the search is deterministic, and solving
+    the same few test deals again for every test was 40 % of a room test's CPU
+    (py-spy, tests/rooms/test_core.py)."""
     board = deal(variant, round_seed(secret, round_no))
     moves = solve(board)
     assert moves is not None, "the test deal is no longer solvable by the test solver"
-    return [str(m) for m in moves]
+    return tuple(str(m) for m in moves)
 
 
 async def play_until_done(client: RaceClient, moves: Iterable[str]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.widgets import LobbyScreen, PlayScreen
 from textual.pilot import Pilot
 
-from tests.net.conftest import SOLVABLE_SECRET, Cluster, cluster  # noqa: F401  (fixture)
+from tests.net.conftest import SOLVABLE_SECRET
 
 #: The deal every pilot test plays: round 1 of the cluster's fixed room secret.
 SEED = round_seed(SOLVABLE_SECRET, 1)
