@@ -11,17 +11,17 @@ breath from its 20-minute limit (2026-12-07). With three per core the same suite
 11 min 08 s, 86 % busy (1,145 s of CPU), all 5,669 passing, and CI 11 min 19 s: past
 that the CPU, not the waiting, bounds it. The suite grew to 6,448 tests and CI to 23 min
 (2026-12-07, a slower machine): 15-16 min here, 91 % busy (1,620-1,790 s of CPU). Three
-cuts of CPU, not of what is tested, brought it to 11 min 57 s (1,258 s): each test
-process solves a test deal once, not once per test (tests/support/race.py); the room
-core runs under asyncio's loop on the embedded store only and the client's tests on one
-store (tests/rooms/conftest.py, tests/client/conftest.py say why); CI warms pytest's
-cache of rewritten test modules first (.ci/run). Four workers were once set aside for the chaos test, which
-alone loads both cores with three nodes and thirty bots: one CI run saw three racers
-of the surviving nodes drop their connections. It was not seen again in 16 runs
-under every load tried since (busy loops, CPU caps down to a quarter of a core,
-``-n 4`` beside it); only a node that answers nothing for ~7 s, the client's
-keepalive, drops them — tests/deploy/test_chaos.py now says who dropped, when and
-why, should it recur.
+cuts brought it to 11 min 57 s (1,258 s): each test process solves a test deal once,
+not once per test (tests/support/race.py); fewer pairings, where they added least — the
+room core under asyncio's loop on the embedded store only, the client's tests against
+one store (tests/rooms/conftest.py and tests/client/conftest.py say why); CI warms
+pytest's cache of rewritten test modules first (.ci/run). Four workers were once set
+aside for the chaos test, which alone loads both cores with three nodes and thirty
+bots: one CI run saw three racers of the surviving nodes drop their connections. It
+was not seen again in 16 runs under every load tried since (busy loops, CPU caps down
+to a quarter of a core, ``-n 4`` beside it); only a node that answers nothing for
+~7 s, the client's keepalive, drops them — tests/deploy/test_chaos.py now says who
+dropped, when and why, should it recur.
 
 Tests never share state: each uses its own Redis key prefix (``new_prefix``), temporary
 directory and spare ports, and one that must disturb Redis itself (pause it, kill its
