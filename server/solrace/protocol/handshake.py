@@ -38,8 +38,15 @@ RATE_LIMIT_HEADER_MAX_CHARS: Final = 64
 
 def format_rate_limit(rate_per_s: float, burst: float) -> str:
     """The :data:`RATE_LIMIT_HEADER` value for a limit of ``rate_per_s`` messages a
-    second, bursts of ``burst``."""
-    return f"{rate_per_s:g} {burst:g}"
+    second, bursts of ``burst``: each the shortest text that reads back as the same
+    float (``20``, ``0.5``, ``19.9999999``). Six digits (``:g``) announced a limit of
+    19.9999999 as 20, and a client pacing to that ran over it."""
+    return f"{_exact(rate_per_s)} {_exact(burst)}"
+
+
+def _exact(number: float) -> str:
+    text = repr(float(number))
+    return text.removesuffix(".0")
 
 
 def parse_rate_limit(value: str) -> tuple[float, float] | None:
