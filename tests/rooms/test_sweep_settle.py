@@ -17,7 +17,7 @@ import logging
 
 import pytest
 from solrace.rooms import lobby
-from solrace.rooms.node import Node
+from solrace.rooms.node import DRAIN_REPLACEMENT_SKIPPED, Node
 
 from tests.support.faults import Clock, StoreFaults
 
@@ -83,7 +83,7 @@ async def test_a_sweep_right_after_the_nodes_outage_takes_no_room_up_until_it_se
 
 @pytest.mark.parametrize("trouble", ["outage", "lapse"])
 async def test_a_drain_right_after_the_nodes_outage_takes_no_live_node_out_of_its_rooms(
-    backend: Backend, trouble: str
+    backend: Backend, caplog: pytest.LogCaptureFixture, trouble: str
 ) -> None:
     """Ann races on node A, Bob on node B. Redis goes down for A and comes back
     (``outage``), or A's renewal finds its lease lapsed (``lapse``: a stall every
@@ -96,7 +96,8 @@ async def test_a_drain_right_after_the_nodes_outage_takes_no_live_node_out_of_it
     (Node._lapsed); meanwhile the room read as A's alone, handed off, and a node
     joining it woke nobody. Unsettled, nobody is taken out (the replacement only
     makes a later take-up's log line right): B stays in the set. A node dead beside
-    a settled one is still taken out (test_take_up_faults)."""
+    a settled one is still taken out (test_take_up_faults). The skip is said in the
+    node's log (it was silent: an operator could not tell why a later take-up warned)."""
     clock = Clock()
     draining, other = await _node(backend, clock), await _node(backend, clock)
     race = await _race_on(draining, other)
@@ -108,7 +109,24 @@ async def test_a_drain_right_after_the_nodes_outage_takes_no_live_node_out_of_it
     await draining.store.drop_lease(other.node_id)
     await lobby.disconnected(draining, race.ann)  # the drain closes its connections
     await draining.stop()
-    await draining.hand_off()
+    with caplog.at_level(logging.INFO, logger="solrace"):
+        await draining.hand_off()
     nodes = await other.store.room_nodes(room.room_id)
     assert other.node_id in nodes, "a live node taken out of the set of a room it serves"
     assert other.rooms[room.room_id].served()
+    said = [r.getMessage() for r in caplog.records if "handed off" in r.getMessage()]
+    assert said == [DRAIN_REPLACEMENT_SKIPPED], said
+
+
+async def test_a_drain_right_after_the_nodes_outage_with_no_room_shared_says_nothing(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node that shares no room has no other node to judge: its drain right after an
+    outage logs no skipped replacement (the line is for rooms it leaves others in)."""
+    node = await _node(backend, Clock())
+    await _race_on(node, node)
+    await _unsettled(node, "outage")
+    await node.stop()
+    with caplog.at_level(logging.INFO, logger="solrace"):
+        await node.hand_off()
+    assert [r for r in caplog.records if r.getMessage() == DRAIN_REPLACEMENT_SKIPPED] == []

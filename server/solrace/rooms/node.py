@@ -70,6 +70,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("solrace.node")
 
+#: What a draining node logs when it leaves dead co-servers in its rooms' sets, its own
+#: outage or lapse too recent to read their leases (:meth:`Node._replace_dead_co_servers`).
+DRAIN_REPLACEMENT_SKIPPED = (
+    "did not take dead nodes out of the rooms handed off: this node's own outage or "
+    "lapse is too recent to read their leases (a later take-up of those rooms may warn)"
+)
+
 #: A lifetime cap on a room's keys, so a room abandoned mid-race cannot stay forever.
 ROOM_TTL_S = 24 * 3600
 IDLE_ROOM_MS = 10 * 60 * 1000
@@ -2774,11 +2781,15 @@ class Node:
         own lease, every other node's may read gone, their renewals held in the same
         stall. Read directly, a drain then took live nodes out of the rooms they served
         (tests/rooms/test_sweep_settle.py). Unsettled, nobody is taken out: the
-        replacement only makes a later take-up's log line right."""
+        replacement only makes a later take-up's log line right, and the skip is logged
+        (:data:`DRAIN_REPLACEMENT_SKIPPED`: it was silent, and the later warning unexplained)."""
         try:
             others = await self._shared_sets()
+            if not any(others.values()):
+                return  # no other node to judge (and no line to log)
             live = await self._live_if_settled(set().union(*others.values()))
             if live is None:
+                log.info(DRAIN_REPLACEMENT_SKIPPED)
                 return
             await self.store.leave_rooms({rid: nodes - live for rid, nodes in others.items()})
         except StoreUnavailable:
