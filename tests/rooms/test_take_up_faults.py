@@ -377,8 +377,11 @@ async def test_a_room_left_unserved_while_its_join_again_is_out_is_left_after_it
     await node.leave_unserved()  # as the node's next room check does
     answer.set()
     async with asyncio.timeout(5):
-        while node.node_id not in await node.store.room_nodes(room_id):
-            await asyncio.sleep(0.02)  # the join lands
+        # The join lands. Or a renewal the loaded machine made late counted as another
+        # lapse (Node._watch_loop) and cancelled it unsent, the room no longer served
+        # (CI, once): then nothing was joined, and nothing needs leaving.
+        while room.rejoining:
+            await asyncio.sleep(0.02)
         while node.node_id in await node.store.room_nodes(room_id):
             await node.leave_unserved()
             await asyncio.sleep(0.05)
