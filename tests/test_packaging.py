@@ -23,13 +23,16 @@ FAKE_PYTHON = """#!/usr/bin/env bash
 if [ "$1 $2" = "-m venv" ]; then
     mkdir -p "$3/bin"
     printf '%s\\n' '#!/usr/bin/env bash' \\
+        'case "$*" in *--collect-only*) if [ -n "${FAKE_WARM_PID:-}" ]; then' \\
+        '    echo $$ > "$FAKE_WARM_PID"; exec sleep 30; fi;; esac' \\
         'case "$*" in *pytest*) exit "${FAKE_RC:-0}";; esac' \\
         'p="${FAKE_REDIS_PID:-}"' \\
         'if [ "$*" = "-" ] && [ -n "$p" ] && [ ! -s "$p" ]; then exit 1; fi' \\
         'cat >/dev/null; exit 0' \\
         > "$3/bin/python"
     printf '%s\\n' '#!/usr/bin/env bash' 'exit 0' > "$3/bin/ruff"
-    cp "$3/bin/ruff" "$3/bin/mypy"
+    printf '%s\\n' '#!/usr/bin/env bash' \\
+        'if [ -n "${FAKE_MYPY_RC:-}" ]; then sleep 1; exit "$FAKE_MYPY_RC"; fi' > "$3/bin/mypy"
     chmod +x "$3/bin/python" "$3/bin/ruff" "$3/bin/mypy"
     head -c 1048576 /dev/zero > "$3/bin/bulk"   # something to leave behind
     exit 0
@@ -60,7 +63,7 @@ def test_license_is_an_spdx_string_that_the_build_backend_supports() -> None:
 
 
 def _run_ci(
-    tmp_path: Path, rc: int, redis_pid: Path | None = None
+    tmp_path: Path, rc: int, redis_pid: Path | None = None, **more_env: str
 ) -> subprocess.CompletedProcess[str]:
     """.ci/run with stand-ins; ``redis_pid``: no Redis answers until the run starts
     one (a stand-in whose pid is written there)."""
@@ -80,6 +83,7 @@ def _run_ci(
         # its ports (tests/deploy/test_redis_cluster_sh.py runs that script)
         "SOLRACE_TEST_CLUSTER_URL": CLUSTER_URL,
         "FAKE_REDIS_PID": str(redis_pid or ""),
+        **more_env,
     }
     return subprocess.run(
         ["bash", str(ROOT / ".ci" / "run")],
@@ -118,6 +122,23 @@ def test_ci_stops_the_redis_it_started(tmp_path: Path, rc: int) -> None:
         os.kill(pid, 9)
         raise AssertionError("the Redis the run started is still running")
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_ci_stops_its_warming_collection_when_mypy_fails(tmp_path: Path) -> None:
+    """The collection that warms pytest's cache runs in the background while mypy
+    runs: a mypy failure ends the run (set -e), and the collection must not outlive it
+    (writing into the clone, its virtual environment removed under it)."""
+    warm_pid = tmp_path / "warm.pid"
+    done = _run_ci(tmp_path, 0, FAKE_WARM_PID=str(warm_pid), FAKE_MYPY_RC="1")
+    assert done.returncode == 1, done.stderr
+    pid = int(warm_pid.read_text())
+    for _ in range(50):
+        if not Path(f"/proc/{pid}").exists() or "Z" in _state(pid):
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        raise AssertionError("the warming collection is still running after the run")
 
 
 def _state(pid: int) -> str:
