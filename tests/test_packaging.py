@@ -113,14 +113,7 @@ def test_ci_stops_the_redis_it_started(tmp_path: Path, rc: int) -> None:
     done = _run_ci(tmp_path, rc, redis_pid)
     assert done.returncode == rc, done.stderr
     assert "ci: starting redis-server" in done.stdout, done.stdout
-    pid = int(redis_pid.read_text())
-    for _ in range(50):
-        if not Path(f"/proc/{pid}").exists() or "Z" in _state(pid):
-            break
-        time.sleep(0.1)
-    else:
-        os.kill(pid, 9)
-        raise AssertionError("the Redis the run started is still running")
+    _gone(int(redis_pid.read_text()), "the Redis the run started")
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
@@ -131,14 +124,18 @@ def test_ci_stops_its_warming_collection_when_mypy_fails(tmp_path: Path) -> None
     warm_pid = tmp_path / "warm.pid"
     done = _run_ci(tmp_path, 0, FAKE_WARM_PID=str(warm_pid), FAKE_MYPY_RC="1")
     assert done.returncode == 1, done.stderr
-    pid = int(warm_pid.read_text())
+    _gone(int(warm_pid.read_text()), "the warming collection")
+
+
+def _gone(pid: int, what: str) -> None:
+    """Fail, killing it, if process ``pid`` (``what`` the run started) still runs 5 s
+    after the run ended: the run's exit stops it at once."""
     for _ in range(50):
         if not Path(f"/proc/{pid}").exists() or "Z" in _state(pid):
-            break
+            return
         time.sleep(0.1)
-    else:
-        os.kill(pid, 9)
-        raise AssertionError("the warming collection is still running after the run")
+    os.kill(pid, 9)
+    raise AssertionError(f"{what} is still running after the run")
 
 
 def _state(pid: int) -> str:
