@@ -83,13 +83,17 @@ async def _events(node: Node, room: LiveRoom) -> list[tuple[int, bytes]]:
     return [(e.version, e.data) for e in await node.store.events_since(room.room_id, 0)]
 
 
-async def _ghost_lobby(backend: Backend, clock: Clock, name: str = "Bob") -> LiveRoom:
-    """A public lobby its only racer left, its node killed right after the leave was
-    stored and before what follows it (unlisted, its logs and code settled): a ghost
-    that only a sweep can finish. Its node's lease is still current."""
+async def _ghost_lobby(
+    backend: Backend, clock: Clock, name: str = "Bob", **settings: object
+) -> LiveRoom:
+    """A lobby (public unless ``settings`` say otherwise) its only racer left, its node
+    killed right after the leave was stored and before what follows it (unlisted, its
+    logs and code settled): a ghost that only a sweep can finish. Its node, the
+    backend's newest, has a lease still current."""
     node = await _node(backend, clock)
     peer = FakePeer(node)
-    assert (await peer.ask("create", variant="yukon", name=name)).t == "joined"
+    created = await peer.ask("create", variant="yukon", name=name, **settings)
+    assert created.t == "joined", created.d
     room = peer.room
     assert room is not None
     crashed = _dies_at(node, {"settle_expiry": _always})

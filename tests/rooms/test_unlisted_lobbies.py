@@ -39,7 +39,7 @@ from .test_fault_windows import (
     _ttls,
     _until_all_between,
 )
-from .test_sweep_faults import _cut_settle
+from .test_sweep_faults import _cut_settle, _ghost_lobby
 from .test_take_up_faults import FAULTS, _cut, _dead, _node, _sweep
 
 
@@ -237,15 +237,8 @@ async def test_a_private_lobby_its_last_racer_left_as_its_node_died_is_settled_b
     the code goes with the room's ten minutes (not its day), the note goes, and the
     room's events stay as Bob's node left them (nobody is taken up)."""
     clock = Clock()
-    node = await _node(backend, clock)
-    bob = FakePeer(node)
-    assert (await bob.ask("create", variant="yukon", name="Bob", private=True)).t == "joined"
-    room = bob.room
-    assert room is not None
-    died = _dies_at(node, {"settle_expiry": _always})
-    with contextlib.suppress(Crashed):
-        await bob.ask("leave")
-    assert died == ["settle_expiry"], died
+    room = await _ghost_lobby(backend, clock, private=True)
+    node = backend.nodes[-1]
     sweeper = await _node(backend, clock)
     await _dead(node, by=sweeper)
     events = await sweeper.store.events_since(room.room_id, 0)

@@ -144,6 +144,22 @@ class TailRead:
     failed: StoreUnavailable | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _MasterPoll:
+    """One cluster master's share of a :meth:`Store.tail` call: what each of its polls
+    reads (Store._tail_master, Store._read_master)."""
+
+    rc: RedisCluster
+    #: The master's node name (host:port), the key of its rest and its read in flight.
+    name: str
+    node: ClusterNode
+    #: Its streams' keys by hash slot: one XREAD per slot.
+    slots: dict[int, list[str]]
+    #: Every stream of the call and the entry id it is read after.
+    streams: dict[str, str]
+    count: int | None
+
+
 class SeatClaim(NamedTuple):
     """Where a client-proposed token is being seated, and since when (Store.claim_seat)."""
 
@@ -1432,7 +1448,9 @@ class Store:
         aside = self._tail_aside & masters.keys()
         polls = {
             loop.create_task(
-                self._tail_master(rc, name, node, slots, streams, count, deadline, answered, aside)
+                self._tail_master(
+                    _MasterPoll(rc, name, node, slots, streams, count), deadline, answered, aside
+                )
             ): name
             for name, (node, slots) in masters.items()
         }
@@ -1479,19 +1497,10 @@ class Store:
         return pairs, unread, failed
 
     async def _tail_master(
-        self,
-        rc: RedisCluster,
-        name: str,
-        node: ClusterNode,
-        slots: dict[int, list[str]],
-        streams: dict[str, str],
-        count: int | None,
-        deadline: float,
-        answered: set[str],
-        aside: set[str],
+        self, master: _MasterPoll, deadline: float, answered: set[str], aside: set[str]
     ) -> list[tuple[Any, list[Any]]] | None:
         """Poll one master's streams until they have entries (or the call ends it,
-        :meth:`_tail_cluster`), adding ``name`` to ``answered`` once the master
+        :meth:`_tail_cluster`), adding its name to ``answered`` once the master
         answers; None if it rests (:data:`TAIL_REST_S`), or is ``aside`` and busy with
         an earlier call's read, until ``deadline`` (loop time).
 
@@ -1501,6 +1510,7 @@ class Store:
         that call's positions, dropped. Cancelling this leaves the read out, so a
         master that hangs costs one read per command timeout, not one per call."""
         loop = asyncio.get_running_loop()
+        name = master.name
         rest = min(self._tail_rests.get(name, 0.0), deadline) - loop.time()
         if rest > 0:
             await asyncio.sleep(rest)
@@ -1518,7 +1528,7 @@ class Store:
                 if not read.cancelled() and isinstance(exc := read.exception(), StoreUnavailable):
                     raise translate(exc)  # its own may be raised to another call too
                 continue
-            read = loop.create_task(self._read_master(rc, name, node, slots, streams, count))
+            read = loop.create_task(self._read_master(master))
             read.add_done_callback(_retrieved)
             self._tail_reads[name] = read
             pairs = await asyncio.shield(read)
@@ -1527,22 +1537,15 @@ class Store:
                 return pairs
             await asyncio.sleep(self._tail_poll_s)
 
-    async def _read_master(
-        self,
-        rc: RedisCluster,
-        name: str,
-        node: ClusterNode,
-        slots: dict[int, list[str]],
-        streams: dict[str, str],
-        count: int | None,
-    ) -> list[tuple[Any, list[Any]]]:
+    async def _read_master(self, master: _MasterPoll) -> list[tuple[Any, list[Any]]]:
         """One poll of one master (:meth:`_tail_master`): its streams' entries, one
         non-blocking XREAD per slot in one pipeline; a failure rests the master."""
+        name, streams = master.name, master.streams
         try:
             with self._errors():
-                pipe = rc.pipeline(transaction=False)
-                head = ("COUNT", count) if count is not None else ()
-                for keys in slots.values():
+                pipe = master.rc.pipeline(transaction=False)
+                head = ("COUNT", master.count) if master.count is not None else ()
+                for keys in master.slots.values():
                     # Naming the node saves redis-py a COMMAND GETKEYS round trip per
                     # XREAD (its keys are "movable"); MOVED is still followed.
                     pipe.execute_command(
@@ -1551,7 +1554,7 @@ class Store:
                         "STREAMS",
                         *keys,
                         *(streams[k] for k in keys),
-                        target_nodes=node,
+                        target_nodes=master.node,
                     )
                 async with asyncio.timeout(self._timeout):
                     replies = await pipe.execute(raise_on_error=False)
