@@ -12,7 +12,11 @@ each of ``--rooms`` rooms (a random secret, certified as the server certifies a 
 round) the tool plays the certificate until ``--hidden`` cards are still face down,
 solves every arrangement of them, and prints one JSON object: how many arrangements
 there were, how many were won at all, how many give the announced band, the length,
-both, whether the true one is among those, and the milliseconds a solve took.
+both, whether the true one is among those, and the milliseconds a solve took. Also
+``nodes``, the positions the solver searched on the true deal, and ``near_nodes``, the
+ways whose solve searched within ``NEAR`` of that: what a racer timing the lobby's
+``deal_chosen`` could tell when it was said as soon as the solver finished (the walk's
+time follows those positions; it is now said on a whole second, docs/fairness.md).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from solrace.solver import solve_board
 VARIANT = "yukon"
 #: More hidden cards than this is more than 40,320 solves a room.
 MAX_HIDDEN = 8
+#: A wall clock's reading of a solve's positions, generously: within 10 %.
+NEAR = 0.1
 
 
 def _places(start: Board, hidden: set[int]) -> list[tuple[int, int]]:
@@ -66,7 +72,8 @@ def measure(secret: bytes, hidden: int) -> dict[str, Any] | None:
     places = _places(start, down)
     position = position_dict(start)
     names = [position["tableau"][c][i] for c, i in places]
-    counts = {"won": 0, "same_band": 0, "same_length": 0, "both": 0}
+    counts = {"won": 0, "same_band": 0, "same_length": 0, "both": 0, "near_nodes": 0}
+    nodes = solve_board(load_position(position_dict(start)), CERTIFY_BUDGET_NODES).nodes
     truth_kept = False
     began = time.perf_counter()
     ways = 0
@@ -82,12 +89,14 @@ def measure(secret: bytes, hidden: int) -> dict[str, Any] | None:
         counts["same_band"] += same_band
         counts["same_length"] += same_length
         counts["both"] += same_band and same_length
+        counts["near_nodes"] += result.won and abs(result.nodes - nodes) <= NEAR * nodes
         truth_kept |= same_band and same_length and list(way) == names
     return {
         "line": len(line),
         "band": band,
         "played": played,
         "hidden": len(names),
+        "nodes": nodes,
         "ways": ways,
         **counts,
         "truth_kept": truth_kept,

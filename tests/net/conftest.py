@@ -86,7 +86,8 @@ class Cluster:
         limit is lifted unless a test sets it (None: the server's default limit, and
         clients pace themselves again; ``burst``: its bucket, ``rate`` unless given),
         countdowns last 0.2 s, and a certification solves one candidate at a time, so
-        the deal is the known one."""
+        the deal is the known one, announced as soon as it is found (unless a test
+        of that passes ``announce_step_s``)."""
         store = await self.store()
         source = secret if callable(secret) else (lambda: secret)
         if rate is None:
@@ -100,7 +101,7 @@ class Cluster:
             room_secret=source,
             **limits,
             # The known deal: candidate 0, the first won in order (unless a test asks).
-            **{"candidates_in_flight": 1, "countdown_ms": 200, **node_args},  # type: ignore[arg-type]
+            **{"candidates_in_flight": 1, "countdown_ms": 200, "announce_step_s": 0.0, **node_args},  # type: ignore[arg-type]
         )
         server = RaceServer(node, "127.0.0.1", 0, admission)
         await server.start()

@@ -105,14 +105,19 @@ class FakePeer(Peer):
                 await asyncio.sleep(0.005)
 
 
-def started_node(store: Store, clock: Callable[[], int] | None = None) -> Node:
+def started_node(
+    store: Store, clock: Callable[[], int] | None = None, announce_step_s: float = 0.0
+) -> Node:
     """A started node on ``store``: countdowns of 0.1 s, the known test deal (its
-    certification the first candidate's), ``clock`` its clock (None: its own)."""
+    certification the first candidate's), ``clock`` its clock (None: its own), a deal
+    announced as soon as it is found unless a test of that asks for a step
+    (certify.ANNOUNCE_STEP_S)."""
     node = Node(
         store,
         room_secret=lambda: SOLVABLE_SECRET,
         candidates_in_flight=1,  # the known deal: candidate 0, won first in order
         countdown_ms=100,
+        announce_step_s=announce_step_s,
         clock=clock,
     )
     node.start()
@@ -174,11 +179,13 @@ class Backend:
         self.nodes: list[Node] = []
         self._first: Store | None = None
 
-    async def node(self, clock: Callable[[], int] | None = None) -> Node:
+    async def node(
+        self, clock: Callable[[], int] | None = None, announce_step_s: float = 0.0
+    ) -> Node:
         """A started node on this backend (its own store connections, one shared
         prefix or in-process server), countdowns of 0.1 s, the known test deal;
         ``clock`` lets a test run one node's clock ahead of another's (None: the
-        node's own, which never steps)."""
+        node's own, which never steps); ``announce_step_s`` as :func:`started_node`."""
         if self.kind == "embedded":
             if self._first is None:
                 self._first = await Store.start_embedded(self.data_dir, prefix=self.prefix)
@@ -187,7 +194,7 @@ class Backend:
                 store = await self._first.sibling()
         else:
             store = await connect_or_fail(self.kind, self.prefix)
-        node = started_node(store, clock)
+        node = started_node(store, clock, announce_step_s)
         self.nodes.append(node)
         return node
 

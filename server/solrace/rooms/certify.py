@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -58,6 +59,18 @@ RECHECK_S: Final = 0.1
 #: healthy node's certificate (a review). Well inside the START_WAIT_S a ``start``
 #: waits for the deal.
 SHARED_FALLBACK_S: Final = START_WAIT_S / 3
+
+#: ``deal_chosen`` is written a whole number of these seconds after the walk began
+#: (:func:`on_the_step`), never when the solver happened to finish. A walk's time
+#: follows the positions the solver searched on the dealt candidate (an audit,
+#: docs/fairness.md: Spearman 0.5 between the two over 150 Yukon walks, 6 ms for a
+#: deal won in ~100 positions, 75 ms for one in ~2,200), and a racer who times the lobby
+#: learns that count — which, like the line's length the lobby no longer says, tells
+#: apart the ways the last face-down cards may lie. One second is above a walk's p95
+#: (0.05-0.7 s from machine to machine, docs/winnability.md), so nearly every
+#: certified lobby hears its deal exactly 1 s after the walk began; a walk that takes
+#: longer says only how many whole seconds it took.
+ANNOUNCE_STEP_S: Final = 1.0
 
 #: A requested difficulty accepts these solver bands.
 _BANDS: Final = {"easy": ("easy",), "medium": ("medium",), "hard": ("hard", "very hard")}
@@ -248,6 +261,15 @@ async def ready(node: Node, room: LiveRoom) -> None:
     await node.sync(room)
 
 
+def on_the_step(began: float, now: float, step: float) -> float:
+    """When a walk that began at ``began`` and found its deal at ``now`` announces it
+    (loop time): the first whole ``step`` after ``began`` that is not before ``now``
+    (``now`` itself for a step of 0, as tests of other things set)."""
+    if step <= 0:
+        return now
+    return began + max(1, math.ceil((now - began) / step)) * step
+
+
 async def _chosen_elsewhere(room: LiveRoom, round_no: int, seconds: float) -> None:
     """Wait up to ``seconds`` while the round still wants its deal (folded from
     another node's deal_chosen, or everyone gone)."""
@@ -282,6 +304,8 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
     stopping node or a failing store would start runs without end; a fold does."""
     key = (room.room_id, round_no)
     stopped = False
+    loop = asyncio.get_running_loop()
+    began = loop.time()
     try:
         settings = room.meta.settings
         failing = False
@@ -316,6 +340,9 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
             return  # nobody wanted the deal a moment ago: nothing to deal (finally)
         if not _needed(room, round_no):
             return  # everyone left (or the deal was chosen) while the solver ran
+        # Said on the step, not when the solver finished: its time tells how hard the
+        # deal was to win (ANNOUNCE_STEP_S). A ``start`` waits through it (ready).
+        await asyncio.sleep(on_the_step(began, loop.time(), node.announce_step_s) - loop.time())
         line = None if found.line is None else list(found.line)
         deal = announced(found, room.meta.settings.difficulty)
         if line is None and not failing:

@@ -37,7 +37,7 @@ from solrace.race import RaceError, RacerGame
 from solrace.race import decisions as decide_
 from solrace.race.events import EventType, RoomEvent
 from solrace.race.fairness import round_salt
-from solrace.store import Store, StoredEvent, Trim, new_event_id
+from solrace.store import RETRY_AFTER_FAILURE_S, Store, StoredEvent, Trim, new_event_id
 from solrace.store.errors import (
     HeadLost,
     StoreClosed,
@@ -137,12 +137,12 @@ SWEEP_OUTAGE_ROOMS = 3
 #: each drain left its key that long.
 HAND_OFF_KEEP_MS = int(5 * ORPHAN_SWEEP_S * 1000)
 #: The tail and wake loops: how long a read blocks in Redis waiting for another node's
-#: events (or wake-ups), how long the tail waits while no room is shared, and how
-#: long both wait after the store failed before reading again.
+#: events (or wake-ups), and how long the tail waits while no room is shared. After
+#: the store failed, every loop waits RETRY_AFTER_FAILURE_S (solrace.store) before it
+#: reads again.
 TAIL_BLOCK_MS = 250
 WAKE_BLOCK_MS = 1000
 TAIL_IDLE_S = 0.1
-LOOP_RETRY_S = 0.5
 #: Reasons an outage is logged with at most ("store unavailable error=…"): its first,
 #: then each new one as it changes. A Redis restarted with another password was logged
 #: as "Connection closed by server" only, and its refused reconnects never: the operator
@@ -419,7 +419,7 @@ class _ReadFailures:
 
     The loops said the store down themselves, and a read Redis failed every time (a
     shared room's slot's master down, on which the tail's poll waits out its timeout;
-    reads that time out) made an outage of the node every LOOP_RETRY_S. The next
+    reads that time out) made an outage of the node every RETRY_AFTER_FAILURE_S. The next
     renewal said it back, and each end re-armed every offline racer's grace in every
     room: a race whose racers left never ended while it lasted
     (tests/rooms/test_tail_faults.py). Judged in a task of its own: the lease's verdict
@@ -481,6 +481,7 @@ class Node:
         work_burst: float = WORK_BURST,
         countdown_ms: int = decide_.COUNTDOWN_MS,
         candidates_in_flight: int = certify.CANDIDATES_IN_FLIGHT,
+        announce_step_s: float = certify.ANNOUNCE_STEP_S,
         results_ttl_s: int | None = None,
         seats_per_address: int = SEATS_PER_ADDRESS,
         spectators_per_room: int = SPECTATORS_PER_ROOM,
@@ -493,6 +494,8 @@ class Node:
         ``candidates_in_flight``: candidate deals a certification solves at once (the
         first won is dealt, so which one is a matter of timing; tests that play a known
         deal set 1: the deal is then the first candidate won in order);
+        ``announce_step_s``: a certified deal is announced a whole number of these
+        after its walk began (certify.ANNOUNCE_STEP_S; tests of other things set 0);
         ``results_ttl_s``: how long a race's saved result is kept (None: for ever);
         ``seats_per_address``: seats one client address may take in a public room
         (0: any number; decisions.join); ``spectators_per_room``: spectators this
@@ -507,6 +510,7 @@ class Node:
         self.work_burst = work_burst
         self.countdown_ms = countdown_ms
         self.candidates_in_flight = candidates_in_flight
+        self.announce_step_s = announce_step_s
         self.results_ttl_s = results_ttl_s
         self.seats_per_address = seats_per_address
         self.spectators_per_room = spectators_per_room
@@ -617,7 +621,7 @@ class Node:
             except Exception:
                 log.exception("a node loop failed; restarting it", extra={"loop": str(where)})
                 self.metrics.defects.labels(where).inc()
-                await asyncio.sleep(LOOP_RETRY_S)
+                await asyncio.sleep(RETRY_AFTER_FAILURE_S)
 
     async def stop(self) -> None:
         """Stop everything the node started: its loops, its tasks, its rooms' timers.
@@ -717,7 +721,7 @@ class Node:
         folded when appended, and reading it back would double the cost of a move.
 
         A read Redis fails does not say the store down: the lease loop is the judge of
-        that (:class:`_ReadFailures`). The tail reads again LOOP_RETRY_S later from each
+        that (:class:`_ReadFailures`). The tail reads again RETRY_AFTER_FAILURE_S later from each
         room's folded version, whatever the verdict, so what it missed is folded once
         Redis answers it, once and in order. On a Cluster, a read one master failed or
         still holds (Store.tail) is folded at once for the rooms of the others."""
@@ -739,7 +743,7 @@ class Node:
                 read = await self.store.tail(positions, block_ms=TAIL_BLOCK_MS)
             except StoreUnavailable as exc:
                 self._tail_failures.failed(exc, mark)
-                await asyncio.sleep(LOOP_RETRY_S)
+                await asyncio.sleep(RETRY_AFTER_FAILURE_S)
                 continue
             # On a Cluster a master that hangs or fails holds back its own rooms only
             # (Store.tail): what the others read is folded now, the rest read again
@@ -766,11 +770,11 @@ class Node:
                 if folding is not None:
                     self.store_failed(room=folding)
                 self._tail_failures.failed(exc, mark)
-                await asyncio.sleep(LOOP_RETRY_S)
+                await asyncio.sleep(RETRY_AFTER_FAILURE_S)
             except Exception:  # the loop must survive anything one room does
                 log.exception("folding another node's events failed")
                 self.metrics.defects.labels(Defect.TAIL).inc()
-                await asyncio.sleep(LOOP_RETRY_S)
+                await asyncio.sleep(RETRY_AFTER_FAILURE_S)
 
     async def join_room(self, room: LiveRoom) -> None:
         """Enter the room's set of serving nodes before serving or appending to it.
@@ -815,7 +819,7 @@ class Node:
                 # from the last one read, and the room checks share a room Redis is
                 # ahead of meanwhile (_check_alone).
                 self._wake_failures.failed(exc, mark)
-                await asyncio.sleep(LOOP_RETRY_S)
+                await asyncio.sleep(RETRY_AFTER_FAILURE_S)
                 continue
             self._wake_failures.ended()
             for room_id in room_ids:
@@ -1565,7 +1569,7 @@ class Node:
             while left:
                 left = await self._rejoin_rooms(left)
                 if left:
-                    await asyncio.sleep(LOOP_RETRY_S)
+                    await asyncio.sleep(RETRY_AFTER_FAILURE_S)
 
     async def _rejoin_rooms(self, room_ids: list[str] | None = None) -> list[str]:
         """Join again the sets of serving nodes of the rooms this node serves (of

@@ -26,6 +26,7 @@ from .errors import (
 )
 from .keys import Keys, RoomKeys
 from .store import (
+    RETRY_AFTER_FAILURE_S,
     STORE_FORMAT,
     Finish,
     Listing,
@@ -40,6 +41,7 @@ from .store import (
 
 __all__ = [
     "CLUSTER_SCHEMES",
+    "RETRY_AFTER_FAILURE_S",
     "STORE_FORMAT",
     "CodeTaken",
     "Finish",

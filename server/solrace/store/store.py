@@ -346,11 +346,12 @@ class Listing(enum.IntEnum):
 #: protocol.limits.SEAT_SETTLE_S; a node's lease).
 COMMAND_TIMEOUT_S: Final = 5.0
 
-#: How long ``tail`` leaves a Cluster master alone after its read failed (its rooms
-#: unread meanwhile), as a node's loops wait after a failed call: the other masters'
-#: rooms are read on, and a master refusing connections is not asked (nor the slot
-#: map fetched again) at every call.
-TAIL_REST_S: Final = 0.5
+#: How long a reader leaves the store alone after a read of it failed: a node's loops
+#: (tail, wake-ups, sweeps: solrace.rooms.node) before they read again, and ``tail``
+#: one Cluster master (its rooms unread meanwhile: the other masters' rooms are read
+#: on, and a master refusing connections is not asked, nor the slot map fetched again,
+#: at every call). One figure for both: they were two constants of the same value.
+RETRY_AFTER_FAILURE_S: Final = 0.5
 
 
 #: Connections a store opens to Redis at most, for commands (and as many for blocking
@@ -1501,7 +1502,7 @@ class Store:
     ) -> list[tuple[Any, list[Any]]] | None:
         """Poll one master's streams until they have entries (or the call ends it,
         :meth:`_tail_cluster`), adding its name to ``answered`` once the master
-        answers; None if it rests (:data:`TAIL_REST_S`), or is ``aside`` and busy with
+        answers; None if it rests (:data:`RETRY_AFTER_FAILURE_S`), or is ``aside`` and busy with
         an earlier call's read, until ``deadline`` (loop time).
 
         A master is read once at a time: a read still out when its call ended (a
@@ -1571,7 +1572,7 @@ class Store:
                 self._tail_aside.discard(name)  # it answers
                 return [(key, entries) for key, entries in pairs if entries]
         except StoreUnavailable:
-            self._tail_rests[name] = asyncio.get_running_loop().time() + TAIL_REST_S
+            self._tail_rests[name] = asyncio.get_running_loop().time() + RETRY_AFTER_FAILURE_S
             self._tail_aside.add(name)
             raise
         finally:
