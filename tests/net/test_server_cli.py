@@ -591,6 +591,11 @@ async def test_the_rate_limit_is_a_flag_and_a_variable() -> None:
     async with solrace_server() as server:
         assert "rate=20/s burst 40" in server.log
         assert await _flood(server.url, 100) == 1008  # the default limit
+    # Said as the node limits, as its rate-limit header does: six digits (``:g``)
+    # logged a node limiting at 19.9999999 a second as one at 20.
+    exact = ["--rate-per-s", "19.9999999", "--rate-burst", "40.5"]
+    async with solrace_server(args=exact) as server:
+        assert "rate=19.9999999/s burst 40.5" in server.log
 
 
 @pytest.mark.parametrize("backend", ["embedded", "redis"])

@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from solrace.protocol import ErrorCode
+from solrace.protocol.handshake import exact_number
 from solrace.protocol.limits import (
     CONNECTING_TOO_FAST_STATUS,
     CONNECTION_RETRY_AFTER_S,
@@ -504,6 +505,6 @@ def connection_rate(admission: Admission) -> str:
     if not admission.connections_per_s:
         return "new ones at any rate"
     return (
-        f"{admission.connections_per_s:g} new a second per address "
+        f"{exact_number(admission.connections_per_s)} new a second per address "
         f"(burst {admission.connection_burst})"
     )

@@ -933,6 +933,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
     import asyncio
     import signal
 
+    from solrace.protocol.handshake import exact_number
     from solrace.rooms import solver_workers
     from solrace.rooms.node import Node
 
@@ -1018,7 +1019,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
             "url": server.url,
             **({"on": server.listens_on} if server.listens_on else {}),
             "version": __version__,
-            "rate": f"{args.rate_per_s:g}/s burst {args.rate_burst:g}",
+            "rate": f"{exact_number(args.rate_per_s)}/s burst {exact_number(args.rate_burst)}",
             "loop": args.loop,
             "connections": f"{most} at most (open files {open_files}), "
             f"{args.max_connections_per_address or 'any number'} per address, "

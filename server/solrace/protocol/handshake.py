@@ -41,10 +41,13 @@ def format_rate_limit(rate_per_s: float, burst: float) -> str:
     second, bursts of ``burst``: each the shortest text that reads back as the same
     float (``20``, ``0.5``, ``19.9999999``). Six digits (``:g``) announced a limit of
     19.9999999 as 20, and a client pacing to that ran over it."""
-    return f"{_exact(rate_per_s)} {_exact(burst)}"
+    return f"{exact_number(rate_per_s)} {exact_number(burst)}"
 
 
-def _exact(number: float) -> str:
+def exact_number(number: float) -> str:
+    """The shortest text that reads back as the same float, without a trailing
+    ``.0``: how the header and a node's log lines say a limit (``:g`` rounds to six
+    digits, and a log saying 20 of a node limiting at 19.9999999 misled its operator)."""
     text = repr(float(number))
     return text.removesuffix(".0")
 
