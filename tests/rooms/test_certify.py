@@ -761,3 +761,48 @@ def test_the_announcement_step() -> None:
     assert certify.on_the_step(10.0, 11.2, 1.0) == 12.0
     assert certify.on_the_step(10.0, 10.0, 1.0) == 11.0  # found at once: still a step
     assert certify.on_the_step(10.0, 10.4, 0.0) == 10.4
+
+
+async def test_a_racer_who_flaps_in_the_lobby_does_not_learn_when_the_solver_finished(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lobby's only racer (its host, alone while the walk runs) drops 0.5 s after
+    the lobby opened and is back 0.2 s later. Whether the solver had finished by the
+    drop must not show in when the deal is heard: a walk done before it waited for the
+    step and dealt on it (1 s), one still running was stopped and started again (at
+    1.7 s): a threshold on the walk's time that the racer picks, probe after probe."""
+    solve_s = 0.0
+    solved: list[float] = []
+    real = certify._solve
+
+    async def timed(*args: Any) -> certify.Certificate | None:
+        await asyncio.sleep(solve_s)
+        found = await real(*args)
+        solved.append(asyncio.get_running_loop().time())
+        return found
+
+    monkeypatch.setattr(certify, "_solve", timed)
+    node = await backend.node(announce_step_s=certify.ANNOUNCE_STEP_S)
+    loop = asyncio.get_running_loop()
+    # The solver workers started first (a cold worker is itself a slow walk).
+    warm = FakePeer(node)
+    assert (await warm.ask("create", variant="yukon", name="Warm")).t == "joined"
+    await warm.until(lambda f: f.t == "deal_chosen", timeout=15)
+    heard: dict[float, float] = {}
+    for solve_s in (0.0, 0.9):
+        ann = FakePeer(node)
+        before = loop.time()
+        created = await ann.ask("create", variant="yukon", name="Ann")
+        assert created.t == "joined", created.d
+        room_id, token = str(created.d["room"]), created.d["token"]
+        await asyncio.sleep(0.5 - (loop.time() - before))
+        if solve_s == 0.0:  # the case told apart: its walk is over by the drop
+            assert solved and solved[-1] < loop.time(), "the walk took over 0.5 s"
+        await _drop(node, ann)
+        await asyncio.sleep(0.7 - (loop.time() - before))
+        again = FakePeer(node)
+        assert (await again.ask("resume", room=room_id, token=token)).t == "joined"
+        chosen = await again.until(lambda f: f.t == "deal_chosen", timeout=15)
+        assert chosen.d["certified"] is True, chosen.d
+        heard[solve_s] = loop.time() - before
+    assert abs(heard[0.0] - heard[0.9]) <= _ANNOUNCE_SLACK_S, heard

@@ -270,6 +270,26 @@ def on_the_step(began: float, now: float, step: float) -> float:
     return began + max(1, math.ceil((now - began) / step)) * step
 
 
+async def _wanted_until_the_step(node: Node, room: LiveRoom, round_no: int, began: float) -> bool:
+    """Wait for the step the deal found now is announced on (:func:`on_the_step`),
+    looking whether the round still wants it every RECHECK_S from ``began``, as the
+    walk does while it solves: False (stop) if it does not at one of those looks.
+
+    Not at the instant the solver finished, nor only at the step: a walk still solving
+    stops at its recheck when its racers are away, and starts again once one is back,
+    so a lobby's only racer who dropped at a time of its choosing and came back heard
+    the deal on the step if the solver had finished before the drop, a step after its
+    return if not — a threshold on the walk's time, probe after probe (a review)."""
+    loop = asyncio.get_running_loop()
+    due = on_the_step(began, loop.time(), node.announce_step_s)
+    while (now := loop.time()) < due:
+        recheck = began + (math.floor((now - began) / RECHECK_S) + 1) * RECHECK_S
+        await asyncio.sleep(min(due, recheck) - now)
+        if loop.time() < due and not _needed(room, round_no):
+            return False
+    return True
+
+
 async def _chosen_elsewhere(room: LiveRoom, round_no: int, seconds: float) -> None:
     """Wait up to ``seconds`` while the round still wants its deal (folded from
     another node's deal_chosen, or everyone gone)."""
@@ -338,11 +358,11 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
         if found is None:
             stopped = True
             return  # nobody wanted the deal a moment ago: nothing to deal (finally)
-        if not _needed(room, round_no):
-            return  # everyone left (or the deal was chosen) while the solver ran
         # Said on the step, not when the solver finished: its time tells how hard the
         # deal was to win (ANNOUNCE_STEP_S). A ``start`` waits through it (ready).
-        await asyncio.sleep(on_the_step(began, loop.time(), node.announce_step_s) - loop.time())
+        if not await _wanted_until_the_step(node, room, round_no, began):
+            stopped = True
+            return  # unwanted at a recheck, as a walk still solving would stop (finally)
         line = None if found.line is None else list(found.line)
         deal = announced(found, room.meta.settings.difficulty)
         if line is None and not failing:
