@@ -147,18 +147,30 @@ async def first_won(
     in_flight: int = CANDIDATES_IN_FLIGHT,
     candidates: int = MAX_CANDIDATES,
     spare: Callable[[], bool] = lambda: True,
+    began: float | None = None,
 ) -> Certificate | None:
     """Solve candidates ``0, 1, …`` with ``solve``, up to ``in_flight`` at a time (more
     than one only while ``spare`` says a worker is free for it), until one is won: that
     one (the lowest attempt if several are won together), a certificate without a line
-    when none of ``candidates`` is, or None when the round stopped being ``needed``
-    (looked at every RECHECK_S). A candidate still running then is cancelled (on a
-    worker: stopped, its result dropped).
+    when none of ``candidates`` is, or None when the round stopped being ``needed``. A
+    candidate still running then is cancelled (on a worker: stopped, its result
+    dropped).
+
+    ``needed`` is looked at when the walk begins and then only on its grid, a whole
+    RECHECK_S after ``began`` (loop time; None: now) — never when a candidate ends:
+    a round stopped (its lobby's racers all away) and wanted again starts a new walk,
+    whose deal comes later, so a look at the solver's times let a racer who drops and
+    comes back at times of its choosing tell when they were (a review;
+    :func:`_wanted_until_the_step` looks on the same grid).
 
     A stop is not "none won": nothing was learnt of the candidates stopped, and the
     round may be wanted again before the caller looks (its racer reconnected at once).
     Both were a certificate without a line, and such a round was dealt uncertified,
     "no winnable deal found", though its candidate would have been won (:func:`_run`)."""
+    loop = asyncio.get_running_loop()
+    began = loop.time() if began is None else began
+    wanted = needed()
+    look = next_look(began, loop.time())
     running: set[asyncio.Future[Certificate | None]] = set()
     attempt = 0
     try:
@@ -166,7 +178,7 @@ async def first_won(
             while (
                 len(running) < in_flight
                 and attempt < candidates
-                and needed()
+                and wanted
                 and (not running or spare())
             ):
                 running.add(asyncio.ensure_future(solve(attempt)))
@@ -175,13 +187,16 @@ async def first_won(
                 # Every candidate tried, none won; or not one started: unwanted.
                 return Certificate(0, None, None) if attempt >= candidates else None
             done, running = await asyncio.wait(
-                running, timeout=RECHECK_S, return_when=asyncio.FIRST_COMPLETED
+                running, timeout=max(0.0, look - loop.time()), return_when=asyncio.FIRST_COMPLETED
             )
             won = [found for found in (task.result() for task in done) if found is not None]
             if won:
                 return min(won, key=lambda found: found.attempt)
-            if not needed():
-                return None
+            if loop.time() >= look:
+                look = next_look(began, loop.time())
+                wanted = needed()
+                if not wanted:
+                    return None
     finally:
         for task in running:
             task.cancel()
@@ -261,6 +276,12 @@ async def ready(node: Node, room: LiveRoom) -> None:
     await node.sync(room)
 
 
+def next_look(began: float, now: float) -> float:
+    """The first look after ``now`` on the grid of a walk that began at ``began``
+    (loop time): a whole RECHECK_S after it."""
+    return began + (math.floor((now - began) / RECHECK_S) + 1) * RECHECK_S
+
+
 def on_the_step(began: float, now: float, step: float) -> float:
     """When a walk that began at ``began`` and found its deal at ``now`` announces it
     (loop time): the first whole ``step`` after ``began`` that is not before ``now``
@@ -283,8 +304,7 @@ async def _wanted_until_the_step(node: Node, room: LiveRoom, round_no: int, bega
     loop = asyncio.get_running_loop()
     due = on_the_step(began, loop.time(), node.announce_step_s)
     while (now := loop.time()) < due:
-        recheck = began + (math.floor((now - began) / RECHECK_S) + 1) * RECHECK_S
-        await asyncio.sleep(min(due, recheck) - now)
+        await asyncio.sleep(min(due, next_look(began, now)) - now)
         if loop.time() < due and not _needed(room, round_no):
             return False
     return True
@@ -343,6 +363,7 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
                 lambda: _needed(room, round_no),
                 node.candidates_in_flight,
                 spare=solver_workers.spare,
+                began=began,
             )
         except WorkersFailing:
             # Dealt uncertified, announced so, as when no candidate is won: a room
@@ -365,7 +386,7 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
             return  # unwanted at a recheck, as a walk still solving would stop (finally)
         line = None if found.line is None else list(found.line)
         deal = announced(found, room.meta.settings.difficulty)
-        if line is None and not failing:
+        if line is None and not failing and _needed(room, round_no):  # not for nobody
             log.warning("no winnable deal found: uncertified", extra={"room": room.room_id})
 
         async def choose() -> None:
