@@ -237,10 +237,41 @@ async def test_a_walk_looks_at_its_round_on_its_grid_only() -> None:
     candidates = _Candidates({0: (False, 0.045), 1: (True, 0.2)})
     found = await certify.first_won(candidates.solve, _Away(0.03, 0.06), in_flight=1)
     assert found is not None and found.attempt == 1, found
-    # Away over a look (at 100 ms): seen there, and the walk stops.
+    # Away over a look (at 100 ms, until just before the next): seen there, however
+    # late a loaded machine makes it, and the walk stops.
     candidates = _Candidates({0: (False, 0.045), 1: (True, 0.2)})
-    assert await certify.first_won(candidates.solve, _Away(0.09, 0.11), in_flight=1) is None
+    assert await certify.first_won(candidates.solve, _Away(0.06, 0.19), in_flight=1) is None
     assert candidates.cancelled == [1]
+
+
+@pytest.mark.parametrize("won_at", [0.25, 0.475])
+async def test_a_look_due_when_a_candidate_is_won_is_made_first(
+    monkeypatch: pytest.MonkeyPatch, won_at: float
+) -> None:
+    """Looks every 0.5 s here (room for a loaded machine's lateness), the loop busy
+    (other rooms' work) from 0.45 to 0.6 s, over the look at 0.5 s, and the lobby's
+    only racer away from 0.45 to 0.95 s, back before the next look. A walk won at
+    0.25 s waits for the step and sees the drop at the late look; one won at 0.475 s,
+    its end taken with the overdue look, skipped that look (the won candidate came
+    first) and was dealt on the step: whether the solver finished just before a look
+    told apart (a review)."""
+    monkeypatch.setattr(certify, "RECHECK_S", 0.5)
+    loop = asyncio.get_running_loop()
+    away = _Away(0.45, 0.95)
+    monkeypatch.setattr(certify, "_needed", lambda room, round_no: away())
+    node: Any = SimpleNamespace(announce_step_s=2.0)
+
+    async def busy() -> None:
+        await asyncio.sleep(0.45)
+        time.sleep(0.15)  # the loop held, as a burst of other rooms' work holds it
+
+    began = loop.time()
+    hold = asyncio.ensure_future(busy())
+    candidates = _Candidates({0: (True, won_at)})
+    found = await certify.first_won(candidates.solve, away, in_flight=1, began=began)
+    dealt = found is not None and await certify._wanted_until_the_step(node, None, 1, began)
+    await hold
+    assert not dealt, "the drop over the look at 0.5 s was not seen"
 
 
 async def test_a_worker_that_becomes_spare_takes_the_second_candidate() -> None:
@@ -764,6 +795,7 @@ async def test_a_certified_deal_is_announced_on_the_step_whatever_the_solver_too
     node = await backend.node(announce_step_s=certify.ANNOUNCE_STEP_S)
     assert certify.ANNOUNCE_STEP_S == 1.0  # the figures below
     loop = asyncio.get_running_loop()
+    await _warm(node, solve_s)
     ann, bob = FakePeer(node), FakePeer(node)
     before = loop.time()
     created = await ann.ask("create", variant="yukon", name="Ann")
@@ -781,6 +813,15 @@ async def test_a_certified_deal_is_announced_on_the_step_whatever_the_solver_too
         started = await starting
     assert started.t == "ok", started.d
     await ann.until(lambda f: f.t == "countdown")
+
+
+async def _warm(node: Any, solve_s: float) -> None:
+    """The solver workers started before a test times a walk: started by its first
+    candidate, they made it a slow walk (0.5-2 s on a loaded machine: a lone run of the
+    0.4 s case heard its deal at 2 or 3 s)."""
+    warm = FakePeer(node)
+    assert (await warm.ask("create", variant="yukon", name="Warm")).t == "joined"
+    await warm.until(lambda f: f.t == "deal_chosen", timeout=15 + solve_s)
 
 
 def test_the_announcement_step() -> None:
@@ -816,10 +857,7 @@ async def test_a_racer_who_flaps_in_the_lobby_does_not_learn_when_the_solver_fin
     monkeypatch.setattr(certify, "_solve", timed)
     node = await backend.node(announce_step_s=certify.ANNOUNCE_STEP_S)
     loop = asyncio.get_running_loop()
-    # The solver workers started first (a cold worker is itself a slow walk).
-    warm = FakePeer(node)
-    assert (await warm.ask("create", variant="yukon", name="Warm")).t == "joined"
-    await warm.until(lambda f: f.t == "deal_chosen", timeout=15)
+    await _warm(node, solve_s)
     heard: dict[float, float] = {}
     # 0.7 s: running through the drop, and found well before the step after the racer's
     # return when solved again (0.7 + 0.7 s and the real solve: 1.7 s).

@@ -190,13 +190,18 @@ async def first_won(
                 running, timeout=max(0.0, look - loop.time()), return_when=asyncio.FIRST_COMPLETED
             )
             won = [found for found in (task.result() for task in done) if found is not None]
-            if won:
-                return min(won, key=lambda found: found.attempt)
+            # A look due is made before a won candidate is taken. Taken together (the
+            # loop busy over the look), the win came first and the look was skipped,
+            # which a walk won earlier and waiting for the step made
+            # (_wanted_until_the_step): that told whether the solver finished just
+            # before the look (a review).
             if loop.time() >= look:
                 look = next_look(began, loop.time())
                 wanted = needed()
                 if not wanted:
                     return None
+            if won:
+                return min(won, key=lambda found: found.attempt)
     finally:
         for task in running:
             task.cancel()
