@@ -846,3 +846,22 @@ def test_a_url_that_names_no_server_gets_the_example() -> None:
     assert str(refused.value) == (
         "bad server URL 'bogus': it must start with ws:// or wss:// (e.g. ws://127.0.0.1:8765)"
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "meant"),
+    [
+        ("ws://127.0.0.1:", "ws://127.0.0.1:8765"),
+        ("ws://[::1]:", "ws://[::1]:8765"),
+        ("wss://race.example:", "ws://race.example:8765"),
+    ],
+)
+def test_a_url_with_an_empty_port_suggests_a_url_that_works(url: str, meant: str) -> None:
+    """An audit: ``--server ws://127.0.0.1:`` (the port left off after its colon) is
+    accepted, tries port 80, and the hint suggested ``ws://127.0.0.1::8765`` — the
+    URL's netloc, its trailing colon included, with ``:8765`` added — which is itself
+    refused as a bad URL when copied."""
+    errors.check_server_url(url)  # accepted (as urllib reads it: no port)
+    reason = errors.connect_reason(url, ConnectionRefusedError(111, "Connection refused"))
+    assert meant in reason, reason
+    assert "::8765" not in reason.replace("[::1]", ""), reason
