@@ -452,7 +452,9 @@ def _no_port_hint(url: str) -> str | None:
     # solrace-server speaks plain ws:// (TLS is a proxy's, docs/deploy.md): a wss://
     # URL without a port meant the proxy's 443, and no proxy answered there.
     default = 443 if parts.scheme == "wss" else 80
-    direct = f"ws://{parts.netloc}:{DEFAULT_PORT}"
+    # A port left off after its colon (``ws://127.0.0.1:``) is no port to urllib, and
+    # the netloc keeps the colon: the hint said ``ws://127.0.0.1::8765`` (an audit).
+    direct = f"ws://{parts.netloc.removesuffix(':')}:{DEFAULT_PORT}"
     if parts.scheme == "wss":
         return (
             f"the URL names no port, so port {default} was tried and no TLS proxy answered"
