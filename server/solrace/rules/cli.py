@@ -7,9 +7,10 @@
     solrace-rules hint position.json
 
 Exit status: 0 on success, 1 for an illegal move, an impossible position or a file (or
-standard input) it cannot read, 2 for a usage or notation error — every argument the
-command cannot use, ``deal``'s variant, seed and options included — said in one line,
-``solrace-rules COMMAND: … (see solrace-rules COMMAND --help)``.
+standard input) it cannot read (or an output it cannot write: a full disk), 2 for a
+usage or notation error — every argument the command cannot use, ``deal``'s variant,
+seed and options included — said in one line, ``solrace-rules COMMAND: … (see
+solrace-rules COMMAND --help)``.
 ``solve`` and ``hint``: 0 when a winning line is known (or the game is already won), 3
 when the position is proved unwinnable, 4 when the node budget ran out first (unknown).
 A reader that stops reading (``| head``) ends the command quietly with 141, the status
@@ -251,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="solrace-rules",
         description="The solrace rules engine on the command line. Exit status: 0 done, "
-        "1 an illegal move or impossible position (or a file it cannot read), 2 a usage or "
+        "1 an illegal move or impossible position (or a file it cannot read, an output it "
+        "cannot write), 2 a usage or "
         "notation error (solve and hint: see their --help), 130 interrupted (Ctrl-C), "
         "141 the reader of its output gone (| head).",
     )
