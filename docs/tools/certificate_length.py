@@ -31,9 +31,10 @@ from typing import Any
 from solrace.argtypes import whole
 from solrace.race.fairness import round_seed
 from solrace.rooms.certify import CERTIFY_BUDGET_NODES, certify
-from solrace.rules import Board, deal, load_position, position_dict
+from solrace.rules import VARIANTS, Board, deal, load_position, position_dict
 from solrace.solver import solve_board
 
+#: The variant measured unless ``--variant`` says: the default of ``solrace quick``.
 VARIANT = "yukon"
 #: More hidden cards than this is more than 40,320 solves a room.
 MAX_HIDDEN = 8
@@ -51,14 +52,14 @@ def _places(start: Board, hidden: set[int]) -> list[tuple[int, int]]:
     ]
 
 
-def measure(secret: bytes, hidden: int) -> dict[str, Any] | None:
+def measure(secret: bytes, hidden: int, variant: str = VARIANT) -> dict[str, Any] | None:
     """One room's figures (None if its round is not certified)."""
-    found = certify(VARIANT, {}, secret, 1, None)
+    found = certify(variant, {}, secret, 1, None)
     if found.line is None:
         return None
     seed = round_seed(secret, 1, found.attempt)
     line, band = list(found.line), found.difficulty
-    board = deal(VARIANT, seed)
+    board = deal(variant, seed)
     played = 0
     for move in line:
         if board.face_down_count() <= hidden:
@@ -68,7 +69,7 @@ def measure(secret: bytes, hidden: int) -> dict[str, Any] | None:
     down = {
         card for column, d in zip(board.tableau, board.down, strict=True) for card in column[:d]
     }
-    start = deal(VARIANT, seed)
+    start = deal(variant, seed)
     places = _places(start, down)
     position = position_dict(start)
     names = [position["tableau"][c][i] for c, i in places]
@@ -106,6 +107,7 @@ def measure(secret: bytes, hidden: int) -> dict[str, Any] | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default=VARIANT)
     parser.add_argument("--hidden", type=whole(1, MAX_HIDDEN), default=5)
     parser.add_argument("--rooms", type=whole(1, 1000), default=6)
     parser.add_argument("--seed", type=whole(0, 2**32), default=7, help="draws the secrets")
@@ -113,7 +115,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     for _ in range(args.rooms):
         secret = bytes(rng.getrandbits(8) for _ in range(32))
-        row = measure(secret, args.hidden)
+        row = measure(secret, args.hidden, args.variant)
         print(json.dumps(row if row is not None else {"certified": False}), flush=True)
 
 
