@@ -421,8 +421,11 @@ async def test_the_certificate_length_tool(tmp_path: Path) -> None:
     this tool: per room, the ways the last cards may lie and how many each announced
     figure kept, the true one always among them."""
     command = "python docs/tools/certificate_length.py --hidden 3 --rooms 2"
+    # docs/fairness.md's Russian figures: the same tool on another variant.
+    russian = "python docs/tools/certificate_length.py --variant russian --hidden 3 --rooms 1"
     async with world(tmp_path) as (w, _):
         out = await w.ok(command, timeout=120)
+        russian_out = await w.ok(russian, timeout=120)
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert len(rows) == 2, out
     for row in rows:
@@ -430,6 +433,8 @@ async def test_the_certificate_length_tool(tmp_path: Path) -> None:
         assert row["ways"] >= row["won"] >= row["same_length"] >= row["both"] >= 1, row
         assert row["won"] >= row["near_nodes"] >= 1 and row["nodes"] >= 1, row  # the truth's
         assert row["truth_kept"] is True, row
+    (row,) = [json.loads(line) for line in russian_out.splitlines() if line.startswith("{")]
+    assert row["ways"] == 6 and row["ways"] >= row["won"] >= 1 and row["truth_kept"], row
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> int | None:
