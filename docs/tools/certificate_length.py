@@ -105,13 +105,19 @@ def measure(secret: bytes, hidden: int, variant: str = VARIANT) -> dict[str, Any
     }
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The tool's command line (tests/test_docs_inline_commands.py parses the pages'
+    commands with it)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variant", choices=sorted(VARIANTS), default=VARIANT)
     parser.add_argument("--hidden", type=whole(1, MAX_HIDDEN), default=5)
     parser.add_argument("--rooms", type=whole(1, 1000), default=6)
     parser.add_argument("--seed", type=whole(0, 2**32), default=7, help="draws the secrets")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     rng = random.Random(args.seed)
     for _ in range(args.rooms):
         secret = bytes(rng.getrandbits(8) for _ in range(32))

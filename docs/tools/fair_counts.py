@@ -107,11 +107,17 @@ def race(mover: list[State], viewer: list[State]) -> list[tuple[bool, int, int]]
     return ticks
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The tool's command line (tests/test_docs_inline_commands.py parses the pages'
+    commands with it)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     seed = whole(0)  # solrace.argtypes: one clear line for a bad number (not "invalid int")
     parser.add_argument("--seeds", nargs=2, type=seed, default=(0, 120), metavar=("FIRST", "END"))
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     pairings = {
         "cert→greedy": ("cert", "g1"),
         "greedy→cert": ("g1", "cert"),

@@ -162,7 +162,9 @@ async def _race(args: argparse.Namespace, store: Store, url: str, link: FlakyLin
             )
 
 
-async def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The tool's command line (tests/test_docs_inline_commands.py parses the pages'
+    commands with it)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     # solrace.argtypes: one clear line for a bad number, as every solrace command says it
     parser.add_argument("rtt_ms", type=whole(0), nargs="+", help="round trips to measure, ms")
@@ -172,7 +174,11 @@ async def main() -> None:
     )
     parser.add_argument("--server-port", type=whole(0, 65535), default=0, help="(0: any free port)")
     parser.add_argument("--proxy-port", type=whole(0, 65535), default=0, help="(0: any free port)")
-    args = parser.parse_args()
+    return parser
+
+
+async def main() -> None:
+    args = build_parser().parse_args()
     for rtt in args.rtt_ms:
         print(f"RTT {rtt:>3} ms  {await race(args, rtt)}", flush=True)
 

@@ -179,14 +179,20 @@ def _writable(text: str) -> Path:
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The tool's command line (tests/test_docs_inline_commands.py parses the pages'
+    commands with it)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("svg", type=_writable, help="where to write the SVG screenshot")
     parser.add_argument("--png", type=_writable, help="also write a PNG (needs cairosvg)")
     parser.add_argument(
         "--size", type=_size, default="80x24", help="terminal size, COLSxROWS: 40x12 to 500x200"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     cairosvg = _cairosvg() if args.png else None
     try:
         asyncio.run(shoot(args.svg, args.size))

@@ -417,9 +417,9 @@ async def drive(args: argparse.Namespace) -> None:
         print("node log:", log)
 
 
-def main() -> None:
-    if sys.argv[1:2] == ["--node"]:
-        sys.exit(run_node(sys.argv[2:]))
+def build_parser() -> argparse.ArgumentParser:
+    """The tool's command line (tests/test_docs_inline_commands.py parses the pages'
+    commands with it)."""
     from solrace.argtypes import real, whole
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -433,7 +433,13 @@ def main() -> None:
     parser.add_argument("--settle", type=real(0, unit=" s"), default=45.0)
     parser.add_argument("--idle-room-s", type=real(0, unit=" s"), default=None)
     parser.add_argument("--out", default="soak.jsonl")
-    asyncio.run(drive(parser.parse_args()))
+    return parser
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--node"]:
+        sys.exit(run_node(sys.argv[2:]))
+    asyncio.run(drive(build_parser().parse_args()))
 
 
 if __name__ == "__main__":  # solver workers (spawn) import this module again
