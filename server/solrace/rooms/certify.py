@@ -6,9 +6,10 @@ worker *processes* (:mod:`solrace.rooms.solver_workers`; the solver is pure Pyth
 and in a thread it would hold the GIL and delay every other room's moves), two at once
 (:func:`first_won`), until one is won (at the asked difficulty). The
 winning line is the certificate: ``deal_chosen`` announces that the deal is certified
-(:func:`announced`: neither the line's length nor the band the solver found), the
-countdown commits to it with the seed, ``race_over`` reveals it, and ``solrace
-verify`` replays it (docs/fairness.md).
+(:func:`announced`: neither the line's length nor the band the solver found) on a
+whole second after the walk began, not when the solver finished (:func:`on_the_step`:
+nothing a racer sees follows the solver's time), the countdown commits to it with the
+seed, ``race_over`` reveals it, and ``solrace verify`` replays it (docs/fairness.md).
 
 Two nodes may certify the same round; ``decisions.deal_chosen`` keeps the first.
 """
@@ -51,7 +52,8 @@ MAX_CANDIDATES: Final = 100
 CANDIDATES_IN_FLIGHT: Final = 2
 #: How often a certification in progress looks again whether its round still wants a
 #: deal (else its candidates are stopped: the lobby emptied, another node chose the
-#: deal) and whether a worker has become spare for a second candidate.
+#: deal) — on a grid from the walk's start (:func:`next_look`), never when a candidate
+#: ends — and whether a worker has become spare for a second candidate.
 RECHECK_S: Final = 0.1
 #: How long a node whose solver workers keep dying leaves a room that another node
 #: serves too to that node's certification before it deals uncertified itself: the
