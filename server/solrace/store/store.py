@@ -1403,11 +1403,19 @@ class Store:
         as ``after`` next time. Runs on the blocking connection."""
         _check_nonneg("block_ms", block_ms)
         key = self.keys.wake(node_id)
+        limit_s = block_ms / 1000 + self._timeout
         with self._errors():
-            async with asyncio.timeout(block_ms / 1000 + self._timeout):
-                reply = await self._blocking.xread(
-                    {key: after}, block=block_ms if block_ms > 0 else None
-                )
+            try:
+                async with asyncio.timeout(limit_s):
+                    reply = await self._blocking.xread(
+                        {key: after}, block=block_ms if block_ms > 0 else None
+                    )
+            except TimeoutError as exc:
+                # asyncio's own says nothing, as in tail(): the node's line read
+                # "reading this node's wake-ups failed … TimeoutError: " (an audit).
+                raise RedisTimeoutError(
+                    f"Timeout reading from Redis: no answer to a blocking read in {limit_s:g} s"
+                ) from exc
         rooms: list[str] = []
         for _key, entries in _xread_streams(reply):
             for entry_id, fields in entries:
