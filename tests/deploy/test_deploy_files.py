@@ -157,6 +157,17 @@ def test_nginx_redirects_80_terminates_tls_upgrades_and_refuses_metrics(conf: st
     assert "proxy_set_header Connection $connection_upgrade;" in text
 
 
+@pytest.mark.parametrize("conf", ["nginx/compose.conf", "nginx.conf"])
+def test_nginx_tells_the_nodes_it_took_https(conf: str) -> None:
+    """A browser at https://… is told the command that races there
+    (docs/server.md, "HTTP on the same port"): ``wss://`` only when the TLS proxy says
+    it took https (``X-Forwarded-Proto``). compose.conf sent it; the host's nginx.conf
+    did not, and a browser at https://solrace.example.org/ was told ``solrace quick
+    --server ws://solrace.example.org`` (port 80, which only redirects: an audit)."""
+    text = (DEPLOY / conf).read_text()
+    assert "proxy_set_header X-Forwarded-Proto $scheme;" in text
+
+
 # ------------------------------------------------------------- nginx -t
 
 
