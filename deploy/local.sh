@@ -86,8 +86,8 @@ cleanup() {
         kill -TERM "${pids[i]}" 2>/dev/null || true
     done
     for (( i=${#pids[@]}-1; i>=0; i-- )); do
-        # nodes drain within 10 s; do not wait longer than that for anyone
-        for _ in $(seq 150); do kill -0 "${pids[i]}" 2>/dev/null || break; sleep 0.1; done
+        # nodes drain within 16 s (DRAIN_LIMIT_S and the hand-off); no longer for anyone
+        for _ in $(seq 170); do kill -0 "${pids[i]}" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "${pids[i]}" 2>/dev/null || true
         wait "${pids[i]}" 2>/dev/null || true
     done

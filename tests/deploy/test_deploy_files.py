@@ -15,9 +15,14 @@ from typing import Any, Final
 
 import pytest
 import yaml
+from solrace.net.server import DRAIN_HAND_OFF_MIN_S, DRAIN_LIMIT_S
 
 from tests.deploy.conftest import DEPLOY, REPO
 from tests.support.server_process import SERVER_SCRIPT
+
+#: The longest a node's drain takes (docs/server.md, "Shutdown"): what every stop
+#: timeout in deploy/ must exceed.
+_DRAIN_MOST_S: Final = DRAIN_LIMIT_S + DRAIN_HAND_OFF_MIN_S
 
 NODES = ("solrace-1", "solrace-2", "solrace-3")
 
@@ -135,7 +140,7 @@ def test_compose_nodes_ports_and_variables_agree_with_the_server(
         assert redis_url.startswith("redis://redis:6379/")
         assert "ports" not in node, "nodes (and their /metrics) stay inside"
         assert f"server {name}:{port} " in conf
-        assert int(re.sub(r"\D", "", node["stop_grace_period"])) > 10  # the drain's bound
+        assert int(re.sub(r"\D", "", node["stop_grace_period"])) > _DRAIN_MOST_S
     assert _nginx_ports(conf) == {default_port}
 
 
@@ -337,9 +342,10 @@ def test_k8s_ports_probes_and_variables_agree_with_the_server(
     assert _kind(docs, "Service")["spec"]["ports"][0]["targetPort"] == "ws"
     annotations = _kind(docs, "Deployment")["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/port"] == str(default_port)
-    # preStop, then the drain (at most 10 s), inside the grace period.
+    # preStop, then the drain (at most DRAIN_LIMIT_S, the hand-off a second more),
+    # inside the grace period.
     sleep = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
-    assert spec["terminationGracePeriodSeconds"] > sleep + 10
+    assert spec["terminationGracePeriodSeconds"] > sleep + _DRAIN_MOST_S
     assert container["resources"]["requests"]["cpu"]  # the HPA's utilisation base
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["runAsUser"] != 0
@@ -387,7 +393,7 @@ def test_systemd_unit_env_file_and_the_documented_steps(variables: set[str]) -> 
     (env_file,) = unit["EnvironmentFile"]
     assert f"deploy/solrace.env {env_file}" in readme  # the step that creates it
     assert unit["User"] == ["solrace"] and "useradd --system" in readme
-    assert unit["KillSignal"] == ["SIGTERM"] and int(unit["TimeoutStopSec"][0]) > 10
+    assert unit["KillSignal"] == ["SIGTERM"] and int(unit["TimeoutStopSec"][0]) > _DRAIN_MOST_S
     # the node alone gets the SIGTERM (its solver workers are its to stop: an audit)
     assert unit["KillMode"] == ["mixed"]
     # The instance's port as a flag: the env file could override a variable (an audit).

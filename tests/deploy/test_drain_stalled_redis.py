@@ -36,7 +36,8 @@ async def test_a_drain_on_a_stalled_redis_ends_before_the_unit_kills_it() -> Non
     Found: each racer's "offline" waited out the store's 5 s timeout one after another
     (``could not record a racer offline: retrying`` every 5 s), then the hand-off 5 s
     more: 25 s for four racers, 45 s for a full room of eight — past the 20 s the unit
-    and compose allow, so the node was SIGKILLed (the unit then "failed")."""
+    and compose allow, so the node was SIGKILLed (the unit then "failed"). Now the
+    drain stops at DRAIN_LIMIT_S (15 s) and says so; the hand-off gets a second."""
     url = urllib.parse.urlsplit(REDIS_URL)
     prefix = new_prefix("drain")
     try:
@@ -58,15 +59,14 @@ async def test_a_drain_on_a_stalled_redis_ends_before_the_unit_kills_it() -> Non
                     for client in clients:
                         await asyncio.wait_for(client.closed, 5)
                     assert {c.close_code for c in clients} == {1001}
-                    status = await asyncio.wait_for(
-                        server.proc.wait(), STOP_TIMEOUT_S + 30
-                    )
+                    status = await asyncio.wait_for(server.proc.wait(), STOP_TIMEOUT_S + 30)
                     took = time.monotonic() - began
                 finally:
                     for client in clients:
                         await client.close()
                     proxy.flow()
                 assert status == 0, server.log
+                assert "the drain's time is up" in server.log, server.log
                 assert took < STOP_TIMEOUT_S, (
                     f"the drain took {took:.1f} s: a unit with TimeoutStopSec={STOP_TIMEOUT_S}"
                     f" would have SIGKILLed it\n{server.log}"

@@ -204,6 +204,19 @@ ALLOWED: Final = ", ".join(ALLOWED_METHODS)
 #: store's 5 s, a Redis that accepted connections and never answered made every probe
 #: time out instead of seeing 503.
 HEALTHZ_PING_TIMEOUT_S: Final = 1.0
+#: Seconds a drain may take in all before the node stops anyway, its connections' last
+#: writes unmade: inside the 20 s deploy/'s files give a drain before SIGKILL
+#: (TimeoutStopSec, stop_grace_period), with DRAIN_HAND_OFF_MIN_S and the store's close
+#: on top. On a Redis that stalled (a partition, a frozen Redis) each racer's
+#: "offline" waited out the store's 5 s timeout in turn (its room's lock), then each
+#: hand-off call as long: four racers in a room took 25 s, a full room 45 s, and the
+#: unit SIGKILLed the node (an audit). Nothing is lost cut short: the node's lease
+#: lapses, and the other nodes record its racers offline and take its rooms up as a
+#: dead node's (Node.check_rooms, the orphan sweep).
+DRAIN_LIMIT_S: Final = 15.0
+#: Seconds the hand-off gets even past DRAIN_LIMIT_S: a Redis that answers makes it in
+#: milliseconds (and a node handed off is taken up at once, not after its lease).
+DRAIN_HAND_OFF_MIN_S: Final = 1.0
 #: Seconds between two looks at whether Redis evicts keys (its maxmemory-policy may be
 #: changed while the node runs, by CONFIG SET or a managed service's console); /healthz
 #: reports the last look. Not final: the tests look more often.
@@ -531,6 +544,8 @@ class RaceServer:
         connection with 1001 so clients reconnect elsewhere and resume."""
         node = self.node
         node.draining = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DRAIN_LIMIT_S
         log.info("draining", extra={"connections": len(node.peers)})
         if self._refusals_timer is not None:  # said now: the timer would not outlive the node
             self._refusals_timer.cancel()
@@ -540,11 +555,20 @@ class RaceServer:
             self.server.close(close_connections=False)
             for session in list(node.peers):
                 session.close_later(CloseCode.GOING_AWAY, CloseReason.DRAINING)
-            await self.server.wait_closed()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await self.server.wait_closed()
+            except TimeoutError:
+                log.warning(
+                    "the drain's time is up: stopping before its connections' last writes"
+                    " reached the store (the other nodes record its racers offline)",
+                    extra={"connections": len(node.peers), "seconds": DRAIN_LIMIT_S},
+                )
         await node.stop()
         self.stalls.stop()
-        with contextlib.suppress(StoreUnavailable):
-            await node.hand_off()
+        with contextlib.suppress(StoreUnavailable, TimeoutError):
+            async with asyncio.timeout_at(max(deadline, loop.time() + DRAIN_HAND_OFF_MIN_S)):
+                await node.hand_off()
         await node.store.close()
 
 

@@ -1255,19 +1255,8 @@ class Store:
                 frozenset(room_of[key.encode()] for key in unread),
                 failed,
             )
-        limit_s = block_ms / 1000 + self._timeout
         with self._errors():
-            try:
-                async with asyncio.timeout(limit_s):
-                    reply = await self._blocking.xread(
-                        streams, count=count, block=block_ms if block_ms > 0 else None
-                    )
-            except TimeoutError as exc:
-                # asyncio's own says nothing: the node's one line about the outage read
-                # "store unavailable error=redis unavailable: TimeoutError: ".
-                raise RedisTimeoutError(
-                    f"Timeout reading from Redis: no answer to a blocking read in {limit_s:g} s"
-                ) from exc
+            reply = await self._blocking_xread(streams, block_ms, count)
         return TailRead(
             [
                 (room_of[_as_bytes(key) or b""], _entry_of(eid, fields))
@@ -1397,25 +1386,33 @@ class Store:
                 pipe.pexpire(key, WAKE_TTL_MS)
             await pipe.execute()
 
+    async def _blocking_xread(
+        self, streams: dict[Any, Any], block_ms: int, count: int | None = None
+    ) -> Any:
+        """XREAD on the blocking connection, waiting up to ``block_ms`` for an entry,
+        bounded by that and the store's timeout. A read that outlasts the bound says
+        what timed out: asyncio's own timeout says nothing, and the node's lines read
+        "store unavailable error=redis unavailable: TimeoutError: " (the tail) and
+        "reading this node's wake-ups failed … TimeoutError: " (an audit)."""
+        limit_s = block_ms / 1000 + self._timeout
+        try:
+            async with asyncio.timeout(limit_s):
+                return await self._blocking.xread(
+                    streams, count=count, block=block_ms if block_ms > 0 else None
+                )
+        except TimeoutError as exc:
+            raise RedisTimeoutError(
+                f"Timeout reading from Redis: no answer to a blocking read in {limit_s:g} s"
+            ) from exc
+
     async def wakes(self, node_id: str, after: str, block_ms: int) -> tuple[str, list[str]]:
         """Room ids written to ``node_id``'s wake-up stream after entry ``after``
         (``"0-0"`` at first), waiting up to ``block_ms`` for one; and the id to pass
         as ``after`` next time. Runs on the blocking connection."""
         _check_nonneg("block_ms", block_ms)
         key = self.keys.wake(node_id)
-        limit_s = block_ms / 1000 + self._timeout
         with self._errors():
-            try:
-                async with asyncio.timeout(limit_s):
-                    reply = await self._blocking.xread(
-                        {key: after}, block=block_ms if block_ms > 0 else None
-                    )
-            except TimeoutError as exc:
-                # asyncio's own says nothing, as in tail(): the node's line read
-                # "reading this node's wake-ups failed … TimeoutError: " (an audit).
-                raise RedisTimeoutError(
-                    f"Timeout reading from Redis: no answer to a blocking read in {limit_s:g} s"
-                ) from exc
+            reply = await self._blocking_xread({key: after}, block_ms)
         rooms: list[str] = []
         for _key, entries in _xread_streams(reply):
             for entry_id, fields in entries:
