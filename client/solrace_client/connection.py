@@ -52,7 +52,13 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from . import pacing
-from .errors import CONNECT_ERRORS, ConnectionLost, closed_in_words, lost_reason
+from .errors import (
+    CONNECT_ERRORS,
+    CONNECTION_CLOSED,
+    ConnectionLost,
+    closed_in_words,
+    lost_reason,
+)
 from .errors import NoReply as NoReply  # raised here; defined beside the words for it
 from .pacing import Pace, Pacer
 from .roomview import Fold, RoomView
@@ -332,7 +338,7 @@ class RaceClient:
             # socket open, so the next request waited its whole timeout for nothing).
             for _, future, _ in self._pending.values():
                 if not future.done():
-                    future.set_exception(ConnectionLost(self.failure or "connection closed"))
+                    future.set_exception(ConnectionLost(self.failure or CONNECTION_CLOSED))
             self._pending.clear()
             if not self.closed.done():
                 self.closed.set_result(None)
@@ -426,7 +432,7 @@ class RaceClient:
         self._pending[request_id] = (t, future, data)
         try:
             if self.closed.done():  # no reader: no reply would ever be read
-                raise ConnectionLost(self.failure or "connection closed")
+                raise ConnectionLost(self.failure or CONNECTION_CLOSED)
             await self.ws.send(encode(Envelope(t, id=request_id, d=data)))
         except ConnectionClosed as exc:
             # The socket saw the close before the reader did: lost, as the reader would

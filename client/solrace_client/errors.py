@@ -59,6 +59,10 @@ START_HINT: Final = "is solrace-server running? (start one with: solrace-server)
 #: Failures of connecting: the server cannot be reached or is not a solrace server.
 CONNECT_ERRORS: Final = (OSError, TimeoutError, InvalidHandshake, InvalidURI)
 
+#: What a lost connection is called when nothing says why (no close frame, or this
+#: client closed it): ConnectionLost's text then.
+CONNECTION_CLOSED: Final = "connection closed"
+
 #: A connection closed, or reset, before the server answered anything: a network or
 #: proxy that drops connections (websockets, too, counts it a network error).
 CLOSED_UNANSWERED: Final = (
@@ -315,14 +319,14 @@ def lost_reason(exc: BaseException | None) -> str:
     ``connection lost (TimeoutError); reconnecting`` (an audit through a flaky link):
     an exception's repr, or its bare name where its text is empty."""
     if exc is None:
-        return "connection closed"
+        return CONNECTION_CLOSED
     if isinstance(exc, ConnectionClosed):
-        return closed_in_words(exc.rcvd, exc.sent, exc.rcvd_then_sent) or "connection closed"
+        return closed_in_words(exc.rcvd, exc.sent, exc.rcvd_then_sent) or CONNECTION_CLOSED
     if isinstance(exc, TimeoutError):
         return "no answer in time"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
-    return str(exc) or "connection closed"
+    return str(exc) or CONNECTION_CLOSED
 
 
 #: websockets' close reason when a keepalive ping went unanswered (either side).

@@ -39,6 +39,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from .connection import RaceClient, ServerError, retry_after_s
 from .errors import (
     CONNECT_ERRORS,
+    CONNECTION_CLOSED,
     ConnectionLost,
     NoReply,
     connect_reason,
@@ -480,7 +481,7 @@ async def _receive(client: RaceClient, timeout: float | None) -> Envelope | None
     if not client.events.empty():
         return client.events.get_nowait()
     if client.closed.done():
-        raise ConnectionLost(client.failure or "connection closed")
+        raise ConnectionLost(client.failure or CONNECTION_CLOSED)
     getter = asyncio.ensure_future(client.events.get())
     try:
         waiters: set[asyncio.Future[Any]] = {getter, client.closed}
@@ -493,7 +494,7 @@ async def _receive(client: RaceClient, timeout: float | None) -> Envelope | None
     if getter.done() and not getter.cancelled():
         return getter.result()
     if client.closed.done():
-        raise ConnectionLost(client.failure or "connection closed")
+        raise ConnectionLost(client.failure or CONNECTION_CLOSED)
     return None
 
 

@@ -35,8 +35,10 @@ from .. import config, results
 from ..boardview import played_view, recycle_is_legal
 from ..connection import RaceClient, ServerError, server_flag, server_list
 from ..errors import (
+    CONNECTION_CLOSED,
     EXIT_FAILED,
     EXIT_TERMINATED,
+    ConnectionLost,
     cannot_reach,
     entry_lost,
     refusal_of,
@@ -244,6 +246,9 @@ class SolraceApp(App[int]):
         self._replaced = False
         #: Moves typed while disconnected: refused, and said so until reconnected.
         self._unsent: list[str] = []
+        #: Why the connection was lost, in words, when the server said (``the server is
+        #: restarting``: its close frame, errors.SERVER_CLOSES); None: it just went.
+        self._why_lost: str | None = None
         #: The moves sent when the connection dropped (move, seq): played or not is told
         #: after the resume, from the snapshot's next seq.
         self._unconfirmed: list[tuple[str, int]] = []
@@ -421,8 +426,14 @@ class SolraceApp(App[int]):
     def _lost(self, attempt: int, error: BaseException | None) -> None:
         if isinstance(error, ServerError) and error.code in TRANSIENT:
             self.say(f"server busy — retrying ({attempt})…", "bold yellow")  # the store is down
-        else:
-            self.say(self._reconnecting(attempt), "bold yellow")
+            return
+        # The words of the loss itself (attempt 1), kept through the retries, whose
+        # errors are the reconnects' own: a window whose server was stopped said only
+        # "connection lost", while the bot said why (an audit).
+        if attempt == 1:
+            said = str(error) if isinstance(error, ConnectionLost) else ""
+            self._why_lost = said if said and said != CONNECTION_CLOSED else None
+        self.say(self._reconnecting(attempt), "bold yellow")
 
     # ------------------------------------------------ moves while disconnected
     # A move typed while the connection is down is not queued: after the resume the
@@ -431,7 +442,7 @@ class SolraceApp(App[int]):
     # line says so for as long as the reconnection lasts, and once reconnected.
 
     def _reconnecting(self, attempt: int) -> str:
-        text = f"connection lost — reconnecting ({attempt})…"
+        text = f"{self._why_lost or 'connection lost'} — reconnecting ({attempt})…"
         if self._unsent:
             text += f" not sent: {' '.join(self._unsent)}"
         return text

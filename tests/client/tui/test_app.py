@@ -16,7 +16,7 @@ from solrace.race.fairness import round_seed
 from solrace.rules import deal, parse_move, replay, view
 from solrace_client import RaceClient, config, results
 from solrace_client.cli import main
-from solrace_client.errors import EXIT_NO
+from solrace_client.errors import CONNECTION_CLOSED, EXIT_NO, ConnectionLost
 from solrace_client.tui import run_race, run_watch
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.render import card_label, plain_cards
@@ -1061,3 +1061,23 @@ async def test_a_typed_move_too_long_for_the_protocol_is_refused_here(cluster: C
         assert app.client is client and not client.closed.done()
         assert not any("connection lost" in line for line in app.status_log)
         await ann.close()
+
+
+def test_a_lost_connection_says_why_when_the_server_said() -> None:
+    """A window whose server was stopped (1001 ``draining``) said only ``connection
+    lost — reconnecting (N)…``, while ``solrace bot`` said ``the server is
+    restarting`` (an audit). The loss's words (its first attempt's error) are kept
+    through the retries, whose own errors are the reconnects'; a connection that just
+    went says ``connection lost`` as before."""
+    app = SolraceApp.__new__(SolraceApp)  # the status line's words only: no screen
+    app._unsent, app._why_lost = [], None
+    said: list[str] = []
+    app.say = lambda message, style="": said.append(message)  # type: ignore[method-assign]
+    app._lost(1, ConnectionLost("the server is restarting"))
+    app._lost(2, ConnectionRefusedError(111, "Connection refused"))
+    assert said == [
+        "the server is restarting — reconnecting (1)…",
+        "the server is restarting — reconnecting (2)…",
+    ]
+    app._lost(1, ConnectionLost(CONNECTION_CLOSED))  # a later loss with no words
+    assert said[-1] == "connection lost — reconnecting (1)…"
