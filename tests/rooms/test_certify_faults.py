@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -88,6 +89,27 @@ async def _one_race_started(node: Node, room_id: str, *peers: FakePeer) -> None:
     assert room.state.certificate == list(_line(room.state.round))
 
 
+def _fail_the_deal_write(
+    node: Node, *, stored: bool, failure: Callable[[], BaseException]
+) -> list[bool]:
+    """The node's first ``deal_chosen`` append fails with ``failure()`` — after it was
+    written (``stored``: its reply lost) or before; every other append goes through.
+    Returns a list that gets an entry once it has failed."""
+    append = node.store.append_event
+    failed: list[bool] = []
+
+    async def failing(room_id: str, data: bytes, *args: Any, **kwargs: Any) -> Any:
+        if not failed and unpack_event(data).t == EventType.DEAL_CHOSEN:
+            failed.append(stored)
+            if stored:
+                await append(room_id, data, *args, **kwargs)
+            raise failure()
+        return await append(room_id, data, *args, **kwargs)
+
+    setattr(node.store, "append_event", failing)  # noqa: B010 (a method of the instance)
+    return failed
+
+
 @pytest.mark.parametrize("fault", ["refused", "reply lost"])
 async def test_a_start_waiting_through_the_step_when_redis_fails_the_deal_is_answered(
     backend: Backend, fault: str
@@ -99,18 +121,11 @@ async def test_a_start_waiting_through_the_step_when_redis_fails_the_deal_is_ans
     countdown, one start, within START_WAIT_S of the lobby opening. Covered before
     with nobody waiting only (test_fault_windows: the write retried in a quiet lobby)."""
     node = await backend.node(announce_step_s=certify.ANNOUNCE_STEP_S)
-    append = node.store.append_event
-    failed: list[str] = []
 
-    async def flaky(room_id: str, data: bytes, *args: Any, **kwargs: Any) -> Any:
-        if not failed and unpack_event(data).t == EventType.DEAL_CHOSEN:
-            failed.append(fault)
-            if fault == "reply lost":
-                await append(room_id, data, *args, **kwargs)
-            raise StoreUnavailable("append_event: Redis is down (injected)")
-        return await append(room_id, data, *args, **kwargs)
+    def refuse() -> BaseException:
+        return StoreUnavailable("append_event: Redis is down (injected)")
 
-    setattr(node.store, "append_event", flaky)  # noqa: B010 (a method of the instance)
+    failed = _fail_the_deal_write(node, stored=fault == "reply lost", failure=refuse)
     loop = asyncio.get_running_loop()
     began = loop.time()
     ann, bob, created, _ = await _lobby(node)
@@ -166,20 +181,15 @@ async def test_a_lobby_whose_node_dies_at_its_step_gets_one_deal_and_starts(
     monkeypatch.setattr(certify, "_run", run_on)
     monkeypatch.setattr(certify, "_solve", solve)
     faults = StoreFaults(a.store)
-    append = a.store.append_event  # the faults' wrapper
-    died: list[str] = []
 
-    async def dying(room_id: str, data: bytes, *args: Any, **kwargs: Any) -> Any:
-        if not died and unpack_event(data).t == EventType.DEAL_CHOSEN:
-            died.append(dies)
-            if dies == "deal stored, reply lost":
-                await append(room_id, data, *args, **kwargs)
-            faults.down = True  # killed: it writes nothing more
-            raise Crashed()
-        return await append(room_id, data, *args, **kwargs)
+    def crash() -> BaseException:
+        faults.down = True  # killed: it writes nothing more
+        return Crashed()
 
+    died: list[bool] = []
     if dies != "waiting for the step":
-        setattr(a.store, "append_event", dying)  # noqa: B010 (a method of the instance)
+        stored = dies == "deal stored, reply lost"
+        died = _fail_the_deal_write(a, stored=stored, failure=crash)  # the faults' wrapper
     loop = asyncio.get_running_loop()
     began = loop.time()
     ann, bob, created, joined = await _lobby(a, b if served == "beside another node" else None)
