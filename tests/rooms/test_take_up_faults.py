@@ -386,10 +386,13 @@ async def test_a_room_left_unserved_while_its_join_again_is_out_is_left_after_it
     async with asyncio.timeout(5):
         while room.rejoining:  # the join lands
             await asyncio.sleep(0.02)
-        while node.node_id in await node.store.room_nodes(room_id):
+        # Out of the set and knowing it, read after the set: the room check's own leave
+        # may be answered a moment after another connection saw its effect (CI, once).
+        while (
+            node.node_id in await node.store.room_nodes(room_id) or room.joined or room.maybe_joined
+        ):
             await node.leave_unserved()
             await asyncio.sleep(0.05)
-    assert not room.joined and not room.maybe_joined
 
 
 async def test_a_lapse_whose_renewal_reply_was_lost_is_noticed(backend: Backend) -> None:
