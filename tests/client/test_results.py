@@ -61,6 +61,23 @@ def test_a_race_id_at_the_protocols_limits_is_kept_and_read_back(config_dir: Pat
     assert load_result(rid).race == rid
 
 
+def test_a_saved_races_file_name_finds_it_from_anywhere(
+    config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer's audit: ``solrace verify r_….json`` — the name ``ls`` shows in the
+    races directory — run elsewhere said ``no saved race 'r_….json' in <that
+    directory> and no such file``, of a file that is there."""
+    result = synthetic_result()
+    saved = write_result(finished_race("r_synthetic", result, YUKON, "SYN123"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    try:
+        assert load_result(saved.name).race == saved.stem
+    except ResultNotFound as refused:  # or, refused, it does not deny what is there
+        assert f"in {results_dir()}" not in str(refused), str(refused)
+
+
 @pytest.mark.parametrize(
     ("room", "commitment"),
     [

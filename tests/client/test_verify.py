@@ -510,6 +510,19 @@ def test_a_standing_of_one_card_and_one_move_reads_singular(config_dir: Path) ->
     assert said["racer 1 (Ann): standing"].endswith(" cards up, " + f"{ann['moves']} moves")
 
 
+def test_a_log_of_one_move_reads_singular(config_dir: Path) -> None:
+    """A newcomer's audit: a racer who made one move verified as ``log: 1 moves, all
+    legal`` beside ``standing: resigned, 1 card up, 1 move``."""
+    result = synthetic_result()
+    ann = result["standings"][0]
+    result["standings"][1] = _standing(2, 2, "Bob", ann["log"][:1], "resigned")
+    path = write_result(finished_race("r_one", result, YUKON, "SYN123", published_commitment=None))
+    report = verify_result(load_result(path))
+    assert report.ok, report.failures
+    said = {c.what: c.detail for c in report.checks}
+    assert said["racer 2 (Bob): log"] == "1 move, all legal"
+
+
 def test_a_certificate_other_than_the_lobby_announced_fails(config_dir: Path) -> None:
     """A verify audit (a dishonest server): the lobby announced "winnable deal
     (certified, 20 moves)" — or a random deal, not certified — and the result revealed
