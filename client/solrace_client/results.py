@@ -647,15 +647,19 @@ def load_result(ref: str | os.PathLike[str]) -> SavedResult:
     candidate = Path(text)
     if candidate.is_file():
         return _read(candidate)
-    if _RACE_REF.fullmatch(text):
-        exact = results_dir() / f"{text}.json"
+    # A saved race's file name (``r_….json``, as ``ls`` shows the races directory) names
+    # that race from anywhere: it was refused "no saved race … in <that directory>" of a
+    # file that was there (a newcomer's audit).
+    stem = text.removesuffix(".json") if candidate.name == text else text
+    if _RACE_REF.fullmatch(stem):
+        exact = results_dir() / f"{stem}.json"
         if exact.is_file():
             return _read(exact)
-        matches = [p for p in _files() if p.stem.startswith(text)]
+        matches = [p for p in _files() if p.stem.startswith(stem)]
         if len(matches) == 1:
             return _read(matches[0])
         if len(matches) > 1:
-            raise ResultNotFound(_several(text, sorted(p.stem for p in matches)))
+            raise ResultNotFound(_several(stem, sorted(p.stem for p in matches)))
     if candidate.is_dir():
         raise ResultNotFound(f"{text} is a directory, not a race result file")
     if candidate.exists():  # a device or a pipe: it said "… and no such file" of it

@@ -407,7 +407,7 @@ def _check_racer(
             report.add(f"{who}: log", False, illegal_entry(log, i, exc))
             return
         counts.append(board.foundation_count())
-    report.add(f"{who}: log", True, f"{len(log)} moves, all legal")
+    report.add(f"{who}: log", True, f"{counted(len(log), 'move')}, all legal")
     problems = _time_problems(standing, counts, saved.settings.get("time_limit_s"))
     if untimed:
         problems.append("times: missing, where the other racers' logs have theirs")
