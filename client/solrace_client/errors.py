@@ -53,7 +53,7 @@ EXIT_TERMINATED: Final = 128 + 15
 # EXIT_READER_GONE (141, imported above): the reader of standard output went away
 # (``| head``); the one definition is the rules CLI's, which ends the same way.
 
-#: How to start a server, for the "cannot reach" message.
+#: How to start a server, for the "cannot reach" message (:func:`start_hint`).
 START_HINT: Final = "is solrace-server running? (start one with: solrace-server)"
 
 #: Failures of connecting: the server cannot be reached or is not a solrace server.
@@ -488,6 +488,20 @@ def _closed_unanswered(url: str) -> str:
     )
 
 
+def start_hint(url: str) -> str:
+    """:data:`START_HINT`, naming the URL's port where it is not the server's default:
+    plain ``solrace-server`` listens on 8765, so "start one with: solrace-server" sent a
+    user of ``ws://127.0.0.1:18720`` to start a server it still could not reach (a
+    newcomer's audit)."""
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        port = None
+    if port is None or port == DEFAULT_PORT:
+        return START_HINT
+    return f"is solrace-server running? (start one with: solrace-server --port {port})"
+
+
 def connect_reason(url: str, exc: BaseException) -> str:
     host = urlsplit(url).hostname or url
     if isinstance(exc, InvalidStatus):
@@ -544,11 +558,11 @@ def connect_reason(url: str, exc: BaseException) -> str:
     if isinstance(exc, InvalidHandshake):
         return f"the WebSocket handshake failed ({exc or type(exc).__name__})"
     if isinstance(exc, ConnectionRefusedError):
-        return f"connection refused — {_no_port_hint(url) or START_HINT}"
+        return f"connection refused — {_no_port_hint(url) or start_hint(url)}"
     if isinstance(exc, socket.gaierror):
         return f"unknown host {host!r}"
     if isinstance(exc, TimeoutError):
-        return f"no answer in time — {START_HINT}"
+        return f"no answer in time — {start_hint(url)}"
     if isinstance(exc, ssl.SSLCertVerificationError):
         return certificate_refused(host, exc)
     if isinstance(exc, ssl.SSLError) or (
@@ -561,7 +575,7 @@ def connect_reason(url: str, exc: BaseException) -> str:
     if isinstance(exc, ConnectionResetError):  # ws:// (wss:// is the TLS hint above)
         return _closed_unanswered(url)  # asyncio's said "Connect call failed ('…', 8765)"
     if isinstance(exc, OSError):
-        return f"{exc.strerror or exc or type(exc).__name__} — {START_HINT}"
+        return f"{exc.strerror or exc or type(exc).__name__} — {start_hint(url)}"
     return str(exc) or type(exc).__name__
 
 

@@ -232,7 +232,7 @@ async def test_no_server_is_one_line_status_2_and_suggests_starting_one(
     assert status == errors.EXIT_FAILED
     line = one_line(err)
     assert f"cannot reach {url}: connection refused" in line
-    assert "start one with: solrace-server" in line
+    assert f"start one with: solrace-server --port {url.rpartition(':')[2]})" in line
 
 
 @pytest.mark.parametrize(
@@ -259,7 +259,7 @@ async def test_several_servers_none_reached_says_how_many_and_the_last_ones_reas
     assert status == errors.EXIT_FAILED
     assert one_line(err) == (
         "solrace: cannot reach any of 4 servers (ws://nohost-w.invalid:8765 and 3 more); "
-        f"the last, {refused}: connection refused — {errors.START_HINT}"
+        f"the last, {refused}: connection refused — {errors.start_hint(refused)}"
     )
 
 
@@ -673,7 +673,23 @@ def test_a_url_without_a_port_refused_says_which_port_was_tried(
     assert reason.startswith("connection refused — the URL names no port"), reason
     assert f"port {tried} was tried" in reason and meant in reason, reason
     with_port = errors.connect_reason("ws://127.0.0.1:9", ConnectionRefusedError())
-    assert with_port == f"connection refused — {errors.START_HINT}"
+    assert with_port == f"connection refused — {errors.start_hint('ws://127.0.0.1:9')}"
+
+
+@pytest.mark.parametrize(
+    ("url", "start"),
+    [
+        ("ws://127.0.0.1:8765", "solrace-server)"),
+        ("ws://localhost:18720", "solrace-server --port 18720)"),
+        ("ws://[::1]:9000/x", "solrace-server --port 9000)"),
+        ("wss://example.org:8765", "solrace-server)"),
+    ],
+)
+def test_the_hint_to_start_a_server_names_the_port_tried(url: str, start: str) -> None:
+    """A newcomer's audit: ``ws://127.0.0.1:18720`` refused was told "start one with:
+    solrace-server", which listens on 8765 — not the port it would still be refused on."""
+    reason = errors.connect_reason(url, ConnectionRefusedError(111, "Connection refused"))
+    assert reason == f"connection refused — is solrace-server running? (start one with: {start}"
 
 
 def test_a_retry_after_of_other_digits_is_not_taken() -> None:

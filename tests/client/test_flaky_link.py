@@ -35,9 +35,9 @@ from solrace_client.connection import (
 from solrace_client.errors import (
     CLOSED_UNANSWERED,
     EXIT_FAILED,
-    START_HINT,
     connect_reason,
     lost_reason,
+    start_hint,
 )
 from solrace_client.results import SavedResult, race_id
 from solrace_client.session import (
@@ -753,7 +753,7 @@ async def test_a_server_reached_that_never_answers_is_not_told_unreachable(
         assert link.stats.bytes[Direction.DOWN] == 0, link.stats
     assert status == EXIT_FAILED
     assert one_line(capsys.readouterr().err) == (
-        f"solrace: cannot reach {link.url}: no answer in time — {START_HINT}"
+        f"solrace: cannot reach {link.url}: no answer in time — {start_hint(link.url)}"
     )
 
 

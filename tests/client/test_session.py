@@ -16,7 +16,7 @@ from solrace.protocol import Envelope
 from solrace.protocol.limits import RESUME_BURST
 from solrace.rooms.lobby import RESUME_WAIT_MAX_MS
 from solrace_client import RaceClient, ServerError
-from solrace_client.errors import START_HINT, lost_reason
+from solrace_client.errors import lost_reason, start_hint
 from solrace_client.results import finished_race
 from solrace_client.session import Backoff, Rejoined, Session, SessionEnd, SessionOver, Unreachable
 from solrace_client.tui.app import BACKOFF as TUI_BACKOFF
@@ -243,7 +243,7 @@ async def test_a_session_gives_up_after_its_attempts(cluster: Cluster) -> None:
     # in the words every command uses for a server that is not there, not "[Errno 111]"
     assert str(over.value) == (
         f"could not reconnect in 3 attempts, the last to {server.url}: "
-        f"connection refused — {START_HINT}"
+        f"connection refused — {start_hint(server.url)}"
     )
     await bob.close()
     await session.close()

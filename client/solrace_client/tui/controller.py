@@ -25,6 +25,8 @@ from solrace.rules.moves import (
     TO_FOUNDATION,
     WASTE_TO_FOUNDATION,
     WASTE_TO_TABLEAU,
+    NotationError,
+    parse_move,
 )
 
 from ..boardview import board_from_view, decks_of
@@ -147,9 +149,18 @@ def pile_rank(view: Mapping[str, Any], pile: int) -> int:
 
 
 def normalise(text: str) -> str:
-    """A typed move as canonical notation: ``fh > 4`` → ``FH>4``; ``Undo`` → ``undo``."""
+    """A typed move as canonical notation: ``fh > 4`` → ``FH>4``; ``Undo`` → ``undo``.
+    Text that is no move in any case is left as typed (spaces dropped): the server's
+    refusal quotes it, and ``garbage`` was said back as ``'GARBAGE' is not a move``
+    (a newcomer's audit)."""
     squeezed = "".join(text.split())
-    return "undo" if squeezed.lower() in ("undo", "u") else squeezed.upper()
+    if squeezed.lower() in ("undo", "u"):
+        return "undo"
+    try:
+        parse_move(squeezed.upper())
+    except NotationError:
+        return squeezed
+    return squeezed.upper()
 
 
 class Controller:

@@ -693,8 +693,8 @@ def settings() -> tuple[Setting, ...]:
             "SOLRACE_KEEP_RESULTS",
             KEEP_FOREVER,
             _keep_results,
-            "days a finished race's result stays in Redis for replay and verify, or "
-            f"{KEEP_FOREVER} (each is a few kilobytes)",
+            "days a finished race's result stays in Redis for solrace fetch (replay and "
+            f"verify read the racers' own files), or {KEEP_FOREVER} (each is a few kilobytes)",
         ),
         LOOP,
     )

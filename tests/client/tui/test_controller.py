@@ -307,6 +307,9 @@ def test_typed_moves_are_normalised_to_canonical_notation() -> None:
     assert normalise("w>f") == "W>F"
     assert normalise("d") == "D"
     assert normalise("Undo") == "undo"
+    # No move in any case: as typed, so the refusal quotes what was typed.
+    assert normalise(" gar bage ") == "garbage"
+    assert normalise("3:4>z") == "3:4>z"
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
