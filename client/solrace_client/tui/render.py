@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from rich.cells import cell_len, set_cell_size
 from rich.style import Style
 from rich.text import Text
 from solrace.rules import RulesError, new_board
@@ -431,6 +432,16 @@ def progress_brief(
     return wrap_parts(parts, width, "  ")
 
 
+def cut_to_cells(text: str, cells: int) -> str:
+    """``text`` in at most ``cells`` terminal cells, cut with an ellipsis. A wide
+    character (CJK, most emoji) takes two cells: a name of 24 of them, counted as 24,
+    wrapped the racers panel's line and pushed its status under it (a newcomer's
+    audit)."""
+    if cell_len(text) <= cells:
+        return text
+    return set_cell_size(text, max(0, cells - 1)).rstrip(" ") + "…"
+
+
 def render_progress(
     racers: Sequence[Mapping[str, Any]],
     total: int,
@@ -457,11 +468,11 @@ def render_progress(
         room = width - 2 - len(suffix) - len(counter)
         if room < 4:
             counter, room = "", width - 2 - len(suffix)
-        label = name if len(name) <= room else name[: max(1, room - 1)] + "…"
+        label = cut_to_cells(name, max(2, room))
         line = Text(no_wrap=True, overflow="crop")
         line.append(mark, "bold cyan")
         line.append(label, "bold" if info.get("racer") == me else "")
-        line.append(" " * max(1, width - 1 - len(label) - len(counter) - len(suffix)))
+        line.append(" " * max(1, width - 1 - cell_len(label) - len(counter) - len(suffix)))
         line.append(counter, STYLE_DIM)
         line.append(suffix, STATUS_STYLE.get(status, "default"))
         lines.append(line)
@@ -506,15 +517,18 @@ def race_clock(
 # --------------------------------------------------------------------- lobby
 def wrap_parts(parts: Sequence[str], width: int, sep: str = " · ") -> list[str]:
     """``parts`` joined by ``sep`` into lines of at most ``width`` cells, breaking only
-    between parts (a part longer than a line is cut, with an ellipsis)."""
+    between parts (a part longer than a line is cut, with an ellipsis). A line broken
+    after a part ends with the separator's mark (`` ·``), which counts: a line that
+    filled its width went two cells past it with the mark."""
     width = max(8, width)
+    tail = sep.rstrip()
     lines: list[str] = []
     line = ""
-    for part in parts:
-        if len(part) > width:
-            part = part[: width - 1] + "…"
-        if line and len(line) + len(sep) + len(part) > width:
-            lines.append(line + sep.rstrip())
+    for index, part in enumerate(parts):
+        room = width if index == len(parts) - 1 else width - cell_len(tail)
+        part = cut_to_cells(part, room)
+        if line and cell_len(line) + cell_len(sep) + cell_len(part) > room:
+            lines.append(line + tail)
             line = part
         else:
             line = f"{line}{sep}{part}" if line else part

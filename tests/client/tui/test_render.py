@@ -38,6 +38,7 @@ from solrace_client.tui.render import (
     render_standings,
     render_watch,
     total_cards,
+    wrap_parts,
 )
 from solrace_client.verify import CHECKING, Verdict
 
@@ -286,6 +287,19 @@ def test_progress_bars_names_and_status() -> None:
     assert progress_bar(0, 52, 10).plain == "░" * 10
     assert progress_bar(52, 52, 10).plain == "█" * 10
     assert progress_bar(1, 52, 10).plain.count("█") == 1  # any progress shows
+
+
+@pytest.mark.parametrize("name", ["漢" * 24, "🏁" * 24, "Ann" + "漢" * 21, "x" * 24])
+def test_a_name_of_wide_characters_keeps_its_racer_on_one_line(name: str) -> None:
+    """A newcomer's audit: 24 CJK characters (two cells each) counted as 24 wrapped the
+    racers panel's line at 80 columns, its moves and status pushed under it."""
+    for width in (20, 28, 38):
+        racers = [{"racer": 1, "name": name, "status": "playing", "moves": 8, "foundation": 3}]
+        rows = lines(render_progress(racers, 52, me=1, width=width))
+        assert len(rows) == 2
+        assert all(Text(r).cell_len == width for r in rows), (width, rows)
+        assert rows[0].endswith("playing") and rows[0].startswith("▶" + name[0])
+    assert all(Text(line).cell_len <= 20 for line in wrap_parts([name, "yukon"], 20))
 
 
 def test_clock() -> None:
