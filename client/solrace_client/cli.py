@@ -608,10 +608,17 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
     column of its own. Marked after the name, a long name in 80 columns (a pipe's
     width) wrapped the mark alone onto a second line."""
     reason = str(result.get("reason"))
-    table = Table(title=f"race over: {reason.replace('_', ' ')}", title_justify="left")
+    # No outer edge, and the racer's number headed "id": seven cells more for the name
+    # in 80 columns (a pipe's width), where a bot's "greedy-bot (2)" was cut.
+    table = Table(
+        title=f"race over: {reason.replace('_', ' ')}",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("place", "right"),
-        ("racer", "right"),
+        ("id", "right"),
         ("name", "left"),
         ("", "left"),
         ("status", "left"),
@@ -621,8 +628,10 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
         ("time", "right"),
     )
     for column, justify in columns:
-        # Only a name wraps where the table is too wide: the figures and the mark stay
-        # whole (rich shrinks the columns that may wrap first).
+        # Only a name gives way where the table is too wide: the figures and the mark
+        # stay whole (rich shrinks the columns that may wrap first), and the name is cut
+        # ("…") on its one line, never wrapped: "greedy-bot (2)" took two lines in 80
+        # columns (a newcomer's audit).
         table.add_column(
             column,
             justify=justify,
@@ -639,7 +648,7 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
         table.add_row(
             _cell(s.get("place")),
             _cell(s.get("racer")),
-            _cell(s.get("name")),
+            Text(printable(s.get("name")), no_wrap=True, overflow="ellipsis"),
             "◀" if s.get("racer") == me else "",
             _cell(s.get("status")),
             _cell(s.get("foundation")),

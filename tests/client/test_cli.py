@@ -1647,11 +1647,30 @@ def test_standings_in_80_columns_keep_one_line_per_racer_and_every_figure() -> N
     }
     console = Console(width=80, record=True, file=io.StringIO())
     console.print(standings_table(result, 1))
-    rows = [line for line in console.export_text().splitlines() if line.startswith("│")]
+    rows = [line for line in console.export_text().splitlines() if "│" in line]
     assert len(rows) == 2, rows
     assert "◀" in rows[0] and "◀" not in rows[1], rows
     for figure in ("52", "1234", "5678", "754.3s", "finished"):
         assert figure in rows[0], (figure, rows[0])
+
+
+def test_standings_in_80_columns_keep_a_bots_name_whole_and_cut_a_long_one() -> None:
+    """A newcomer's audit: ``greedy-bot (2)`` — a name of two words — was wrapped onto
+    two lines of the bot's table in 80 columns. A name that fits is whole; a longer one
+    is cut with "…" on its own line."""
+    standings = [
+        {"place": 1, "racer": 1, "name": "greedy-bot (2)", "status": "finished"},
+        {"place": 2, "racer": 2, "name": "Annabelle the Great Cook", "status": "resigned"},
+    ]
+    for s in standings:
+        s.update(foundation=52, moves=1234, score=-52, elapsed_ms=754321)
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(standings_table({"reason": "all_done", "standings": standings}, 1))
+    rows = [line for line in console.export_text().splitlines() if "│" in line]
+    assert len(rows) == 2, rows
+    assert "greedy-bot (2)" in rows[0], rows
+    assert "Annabelle the" in rows[1] and "…" in rows[1], rows
+    assert all(len(line) <= 80 for line in console.export_text().splitlines())
 
 
 def test_races_and_verify_show_a_files_names_as_they_are(
