@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from solrace.rules import Board, RulesError, variant_class
+from solrace.rules import Board, NotationError, RulesError, variant_class
 from solrace.rules.cards import SUITS
 from solrace.rules.moves import (
     FOUNDATION_TO_TABLEAU,
@@ -25,7 +25,6 @@ from solrace.rules.moves import (
     TO_FOUNDATION,
     WASTE_TO_FOUNDATION,
     WASTE_TO_TABLEAU,
-    NotationError,
     parse_move,
 )
 
