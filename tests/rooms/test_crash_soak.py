@@ -104,13 +104,16 @@ READS = frozenset(
 )
 assert set(STORE_CALLS) >= READS, READS - set(STORE_CALLS)
 #: The countdown of a "race" death is drawn from 1..RACE_CALLS: about the store calls
-#: a node makes from a race's start to its archive (measured: 500-1,500, the node
-#: serving two racers the most, most of them reads), so some deaths fall after the
-#: race has ended. Counting writes only (WRITES_ONLY), about half as many.
-RACE_CALLS = 2800
+#: a node makes from a race's start to its race_over (measured: 500-2,500, the node
+#: serving two racers the most, most of them reads), so some deaths fall in its
+#: archive or after; RACE_WRITES, counting writes only (WRITES_ONLY: 200-1,100).
+RACE_CALLS = 2000
+RACE_WRITES = 900
 #: The countdown of an "end" death, drawn from 1..END_CALLS once armed: the calls of a
-#: finish, the moves racing on beside it, the race_over and the archive.
-END_CALLS = 60
+#: finish, the moves racing on beside it, the race_over and the archive (measured: up
+#: to 40 calls to the race_over, 20 writes).
+END_CALLS = 30
+END_WRITES = 12
 #: The chance that the dead node's lease is left to lapse for real (up to LEASE_MS),
 #: not dropped by the test.
 REAL_LAPSE = 0.15
@@ -258,6 +261,11 @@ class Walk:
     lasts_sent: int = 0
     over: asyncio.Event = field(default_factory=asyncio.Event)
 
+    def reader(self) -> Node:
+        """A node the test reads the store with: never the one to die (its reads
+        would count down its death, and it may die at one)."""
+        return next(n for n in self.nodes if n is not self.death.node)
+
     def live(self) -> list[Node]:
         return [n for n in self.nodes if not self.death.killed(n)]
 
@@ -278,7 +286,7 @@ async def _play(racer: Racer, walk: Walk, rng: random.Random) -> None:
             racer.sent_last = True
             walk.lasts_sent += 1
             if walk.mode == "end" and walk.lasts_sent == walk.arm_at_last:
-                span = END_CALLS // 2 if walk.death.writes_only else END_CALLS
+                span = END_WRITES if walk.death.writes_only else END_CALLS
                 walk.death.arm(rng.randint(1, span))
         reply = await _ask(racer, walk.death, "move", seq=seq, move=moves[seq])
         if reply is None:
@@ -336,7 +344,7 @@ async def _seen(walk: Walk) -> str:
             )
         else:
             lines.append(f"node {node.node_id}{dead}: no room")
-    store = walk.live()[0].store
+    store = walk.reader().store
     stored = [unpack_event(e.data) for e in await store.events_since(walk.room_id, 0)]
     lines.append(f"store: v{len(stored)}, last {[(e.t, dict(e.d)) for e in stored[-6:]]}")
     lines.append(f"room nodes: {await store.room_nodes(walk.room_id)}")
@@ -392,7 +400,7 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
         arm_at_last=rng.randint(1, 3),
     )
     if walk.mode == "race":
-        span = RACE_CALLS // 2 if death.writes_only else RACE_CALLS
+        span = RACE_WRITES if death.writes_only else RACE_CALLS
         death.arm(rng.randint(1, span))
     # A racer never on the dead node: it sees the race_over where it raced.
     steady = next(r for r in racers if r.peer.node is not death.node)
@@ -422,15 +430,6 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
         for task in (*plays, take_up):
             task.cancel()
         await asyncio.gather(*plays, take_up, return_exceptions=True)
-    said = (
-        f"{backend.kind} seed {seed}: {len(nodes)} nodes, mode {walk.mode},"
-        f" writes only {death.writes_only}, died at {death.at}"
-        f" (call {death.calls} of {death.left}), resumes {[r.resumes for r in racers]}"
-    )
-    print(said)
-    if tally := os.environ.get("SOLRACE_CRASH_TALLY"):  # where a long soak's deaths fell
-        with open(tally, "a") as out:
-            out.write(said + "\n")
 
     listed = over.d["standings"]
     assert isinstance(listed, list), over.d
@@ -441,7 +440,7 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
     places = sorted(s["place"] for s in standings.values())
     assert places == [1, 2, 3], f"seed {seed}: places {places}"
 
-    store = walk.live()[0].store
+    store = walk.reader().store
     stored = [unpack_event(e.data) for e in await store.events_since(room_id, 0)]
     finishes = [e for e in stored if e.t == EventType.FINISHED]
     assert [e.d["place"] for e in finishes] == [1, 2, 3], f"seed {seed}: {finishes}"
@@ -474,3 +473,12 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
     )
     report = verify_result(saved)
     assert report.ok, f"seed {seed}: {report}"
+    said = (
+        f"{backend.kind} seed {seed}: {len(nodes)} nodes, mode {walk.mode},"
+        f" writes only {death.writes_only}, died at {death.at}"
+        f" (call {death.calls} of {death.left}), resumes {[r.resumes for r in racers]}"
+    )
+    print(said)
+    if tally := os.environ.get("SOLRACE_CRASH_TALLY"):  # where a long soak's deaths fell
+        with open(tally, "a") as out:
+            out.write(said + "\n")
