@@ -38,7 +38,7 @@ import contextlib
 import functools
 import os
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,10 +63,6 @@ from .conftest import Backend, FakePeer
 SEEDS = range(int(os.environ.get("SOLRACE_CRASH_SEEDS", "3")))
 #: A racer waits up to this long before each move.
 PACE_S = 0.003
-#: The chance that a death's countdown counts only the calls that write (the reads,
-#: tail polls above all, are most of a node's calls, and a death at one is a death
-#: between decisions, not inside one).
-WRITES_ONLY = 0.5
 #: The store calls that only read.
 READS = frozenset(
     {
@@ -103,20 +99,28 @@ READS = frozenset(
     }
 )
 assert set(STORE_CALLS) >= READS, READS - set(STORE_CALLS)
-#: The countdown of a "race" death is drawn from 1..RACE_CALLS: about the store calls
-#: a node makes from a race's start to its race_over (measured: 500-2,500, the node
-#: serving two racers the most, most of them reads), so some deaths fall in its
-#: archive or after; RACE_WRITES, counting writes only (WRITES_ONLY: 200-1,100).
-RACE_CALLS = 2000
-RACE_WRITES = 900
-#: The countdown of an "end" death, drawn from 1..END_CALLS once armed: the calls of a
-#: finish, the moves racing on beside it, the race_over and the archive (measured: up
-#: to 40 calls to the race_over, 20 writes).
-END_CALLS = 30
-END_WRITES = 12
+_MOVES = frozenset({"append_move", "renew_lease"})
+#: Which of the node's store calls its death's countdown counts, with what it is drawn
+#: from (1..n): in a "race" death, from the race's start; in an "end" death, from the
+#: moment it is armed. Every call ("all": reads, tail polls above all, are most of a
+#: node's calls, and a death at one falls between decisions), the writes ("writes":
+#: moves above all), or the writes but moves and lease renewals ("decisions": the
+#: presences, finishes' follow-ups, race_over, archive, expiries, sets of nodes).
+#: Each n is about what a node makes to the race_over (measured: 500-2,500 calls,
+#: 200-1,100 writes and 5-6 decisions to the archive; up to 40 calls and 20 writes
+#: after an end is armed), so some deaths fall in the archive or after.
+COUNTS: dict[str, tuple[Callable[[str], bool], int, int]] = {
+    "all": (lambda _call: True, 2000, 30),
+    "writes": (lambda call: call not in READS, 900, 12),
+    "decisions": (lambda call: call not in READS and call not in _MOVES, 7, 7),
+}
 #: The chance that the dead node's lease is left to lapse for real (up to LEASE_MS),
 #: not dropped by the test.
 REAL_LAPSE = 0.15
+#: The chance that every racer races on the node to die (else they are spread over
+#: two nodes or three): the survivors hold nothing of the room until a resume loads
+#: it or a sweep adopts it, which may happen at once.
+LONE = 0.25
 #: How long the race may take to end once every racer has sent its last move.
 END_WITHIN_S = 20.0
 #: How long the racing may take (a hang fails here, not at the suite's timeout).
@@ -133,9 +137,10 @@ class Death:
     call raises Crashed, its store answers nothing more (StoreFaults.down), its loops
     and its rooms' timers stop, and :attr:`dead` is set (its racers' connections drop)."""
 
-    def __init__(self, node: Node, writes_only: bool) -> None:
+    def __init__(self, node: Node, counts: str) -> None:
         self.node = node
-        self.writes_only = writes_only
+        self.counts = counts
+        self.counted, self.race_span, self.end_span = COUNTS[counts]
         self.faults = StoreFaults(node.store)
         self.left: int | None = None
         self.calls = 0
@@ -151,8 +156,7 @@ class Death:
     def _wrap(self, name: str, call: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
         @functools.wraps(call)
         async def dying(*args: Any, **kwargs: Any) -> Any:
-            counted = not (self.writes_only and name in READS)
-            if self.left is not None and counted and not self.faults.down:
+            if self.left is not None and self.counted(name) and not self.faults.down:
                 self.calls += 1
                 if self.calls >= self.left:
                     self._die(name)
@@ -286,8 +290,7 @@ async def _play(racer: Racer, walk: Walk, rng: random.Random) -> None:
             racer.sent_last = True
             walk.lasts_sent += 1
             if walk.mode == "end" and walk.lasts_sent == walk.arm_at_last:
-                span = END_WRITES if walk.death.writes_only else END_CALLS
-                walk.death.arm(rng.randint(1, span))
+                walk.death.arm(rng.randint(1, walk.death.end_span))
         reply = await _ask(racer, walk.death, "move", seq=seq, move=moves[seq])
         if reply is None:
             await walk.resume(racer, rng)
@@ -331,7 +334,7 @@ async def _take_up(walk: Walk, rng: random.Random) -> None:
 async def _seen(walk: Walk) -> str:
     """What each node and the store hold of the room: for a failure's message."""
     death = walk.death
-    lines = [f"died at {death.at} (call {death.calls}, mode {walk.mode}, {death.writes_only=})"]
+    lines = [f"died at {death.at} (call {death.calls}, mode {walk.mode}, counting {death.counts})"]
     for node in walk.nodes:
         room = node.rooms.get(walk.room_id)
         dead = " (dead)" if walk.death.killed(node) else ""
@@ -362,10 +365,14 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
     rng = random.Random(seed)
     clock = Clock()
     nodes = [await backend.node(clock) for _ in range(rng.choice((2, 3)))]
-    first, second = rng.sample(nodes, 2)  # never all three racers on one node
-    homes = [first, second, rng.choice(nodes)]
-    rng.shuffle(homes)
-    death = Death(rng.choice(nodes), writes_only=rng.random() < WRITES_ONLY)
+    death = Death(rng.choice(nodes), rng.choice(sorted(COUNTS)))
+    lone = rng.random() < LONE
+    if lone:
+        homes = [death.node] * 3
+    else:
+        first, second = rng.sample(nodes, 2)
+        homes = [first, second, rng.choice(nodes)]
+        rng.shuffle(homes)
     ann, bob, cy = (
         Racer(n, FakePeer(home)) for n, home in zip(("Ann", "Bob", "Cy"), homes, strict=True)
     )
@@ -400,12 +407,50 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
         arm_at_last=rng.randint(1, 3),
     )
     if walk.mode == "race":
-        span = RACE_WRITES if death.writes_only else RACE_CALLS
-        death.arm(rng.randint(1, span))
-    # A racer never on the dead node: it sees the race_over where it raced.
-    steady = next(r for r in racers if r.peer.node is not death.node)
+        death.arm(rng.randint(1, death.race_span))
+    # A racer never on the dead node (none if they all race on it) gets its race_over
+    # where it raced.
+    steady = next((r for r in racers if r.peer.node is not death.node), None)
     plays = [asyncio.ensure_future(_play(r, walk, random.Random(rng.random()))) for r in racers]
     take_up = asyncio.ensure_future(_take_up(walk, random.Random(rng.random())))
+    try:
+        await _raced(walk, seed, racers, plays, steady, settings, commitment)
+    finally:
+        take_up.cancel()
+        await asyncio.gather(take_up, return_exceptions=True)
+    said = (
+        f"{backend.kind} seed {seed}: {len(nodes)} nodes, lone {lone}, mode {walk.mode},"
+        f" counting {death.counts}, died at {death.at}"
+        f" (call {death.calls} of {death.left}), resumes {[r.resumes for r in racers]}"
+    )
+    print(said)
+    if tally := os.environ.get("SOLRACE_CRASH_TALLY"):  # where a long soak's deaths fell
+        with open(tally, "a") as out:
+            out.write(said + "\n")
+
+
+async def _stored_over(walk: Walk) -> dict[str, Any]:
+    """The race_over, once the store holds it."""
+    store = walk.reader().store
+    while True:
+        for e in await store.events_since(walk.room_id, 0):
+            event = unpack_event(e.data)
+            if event.t == EventType.RACE_OVER:
+                return dict(event.d)
+        await asyncio.sleep(0.1)
+
+
+async def _raced(
+    walk: Walk,
+    seed: int,
+    racers: tuple[Racer, Racer, Racer],
+    plays: Sequence[asyncio.Future[None]],
+    steady: Racer | None,
+    settings: dict[str, Any],
+    commitment: str,
+) -> None:
+    """The race is played, ends by itself, and its end is as it must be."""
+    room_id = walk.room_id
     try:
         try:
             async with asyncio.timeout(RACE_WITHIN_S):
@@ -418,7 +463,11 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
             seen = await _seen(walk)
             raise AssertionError(f"seed {seed}: the racing hung: {seen}") from None
         try:
-            over = await steady.peer.until(lambda f: f.t == "race_over", timeout=END_WITHIN_S)
+            async with asyncio.timeout(END_WITHIN_S):
+                result = await _stored_over(walk)
+            if steady is not None:
+                frame = await steady.peer.until(lambda f: f.t == "race_over", timeout=5)
+                assert dict(frame.d) == result, f"seed {seed}: {steady.name} was sent {frame.d}"
         except TimeoutError:
             seen = await _seen(walk)
             raise AssertionError(f"seed {seed}: the race did not end: {seen}") from None
@@ -427,16 +476,20 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
             await asyncio.gather(*plays)
     finally:
         walk.over.set()
-        for task in (*plays, take_up):
+        for task in plays:
             task.cancel()
-        await asyncio.gather(*plays, take_up, return_exceptions=True)
+        await asyncio.gather(*plays, return_exceptions=True)
+    for racer in racers:
+        for frame in racer.peer.frames:
+            if frame.t == "race_over":
+                assert dict(frame.d) == result, f"seed {seed}: {racer.name} was sent {frame.d}"
 
-    listed = over.d["standings"]
-    assert isinstance(listed, list), over.d
+    listed = result["standings"]
+    assert isinstance(listed, list), result
     standings = {s["name"]: s for s in listed}
     assert {n: s["status"] for n, s in standings.items()} == dict.fromkeys(
         ("Ann", "Bob", "Cy"), RacerStatus.FINISHED
-    ), f"seed {seed}: {over.d}"
+    ), f"seed {seed}: {result}"
     places = sorted(s["place"] for s in standings.values())
     assert places == [1, 2, 3], f"seed {seed}: places {places}"
 
@@ -448,7 +501,7 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
     for e in finishes:
         assert standings[by_racer[e.racer]]["place"] == e.d["place"], f"seed {seed}: {e}"
     ends = [e for e in stored if e.t == EventType.RACE_OVER]
-    assert len(ends) == 1 and dict(ends[0].d) == dict(over.d), f"seed {seed}: {ends}"
+    assert len(ends) == 1, f"seed {seed}: {ends}"
 
     for racer in racers:
         raw = await store.move_log(room_id, log_name(1, racer.racer))
@@ -463,22 +516,13 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
     except TimeoutError:
         seen = await _seen(walk)
         raise AssertionError(f"seed {seed}: the race was not archived: {seen}") from None
-    assert kept["result"] == over.d, f"seed {seed}: archived {kept['result']}"
+    assert kept["result"] == result, f"seed {seed}: archived {kept['result']}"
     saved = SavedResult(
         race=race,
         room=room_id,
         settings=settings,
-        result=dict(over.d),
+        result=result,
         published_commitment=commitment,
     )
     report = verify_result(saved)
     assert report.ok, f"seed {seed}: {report}"
-    said = (
-        f"{backend.kind} seed {seed}: {len(nodes)} nodes, mode {walk.mode},"
-        f" writes only {death.writes_only}, died at {death.at}"
-        f" (call {death.calls} of {death.left}), resumes {[r.resumes for r in racers]}"
-    )
-    print(said)
-    if tally := os.environ.get("SOLRACE_CRASH_TALLY"):  # where a long soak's deaths fell
-        with open(tally, "a") as out:
-            out.write(said + "\n")
