@@ -5,11 +5,14 @@ The crash tests elsewhere (test_fault_windows, test_ending_faults, test_take_up_
 test_finish_windows) each kill a node at one chosen point between the writes of a
 decision. test_fault_soak lets chance place store *faults* (the node lives on). This
 one lets chance place a *death*: two or three nodes on one store sharing one clock,
-three racers (Ann, Bob, Cy) spread over them — never all on one node — racing the
-known deal, each playing its winning line at its own random pace. One node, chosen at
-random, dies at a store call chosen by a random countdown of its calls: counted from
-the start of the race ("race"), or from the moment the k-th racer sends its last move
-("end": the finishes, the race_over and its archive). That call raises Crashed, the
+three racers (Ann, Bob, Cy) racing the known deal, each playing its winning line at
+its own random pace — spread over two or three nodes, or now and then all on the node
+that will die (the survivors then hold nothing of the room until a resume or a sweep
+takes it up). One node, chosen at random, dies at a store call chosen by a random
+countdown of its calls (every call, the writes only, or the writes but moves and lease
+renewals: see COUNTS), counted from the start of the race ("race"), or from the
+moment the k-th racer sends its last move ("end": the finishes, the race_over and its
+archive). That call raises Crashed, the
 node's store answers nothing more, its loops and timers stop, and its connections
 drop (tests/support/faults.py: crash()). Its racers resume on a surviving node with
 their tokens, sending again the move they had in flight with the same ``seq``; the
@@ -27,7 +30,7 @@ Whatever the point of death, what must hold:
   was told ``moved`` for is in it at its ``seq`` (no acknowledged move is lost);
 - ``solrace verify`` accepts the result.
 
-SOLRACE_CRASH_SEEDS=200 runs a long soak (the default is a few seeds per backend);
+SOLRACE_CRASH_SEEDS=200 runs a long soak (the default is five seeds per backend);
 SOLRACE_CRASH_TALLY=FILE appends a line per seed there: where its node died.
 """
 
@@ -60,7 +63,7 @@ from tests.support.race import archived_result, winning_moves
 from .conftest import Backend, FakePeer
 
 #: Scenarios per backend and loop (each a seed of the walk).
-SEEDS = range(int(os.environ.get("SOLRACE_CRASH_SEEDS", "3")))
+SEEDS = range(int(os.environ.get("SOLRACE_CRASH_SEEDS", "5")))
 #: A racer waits up to this long before each move.
 PACE_S = 0.003
 #: The store calls that only read.
