@@ -62,8 +62,10 @@ from tests.support.race import archived_result, winning_moves
 
 from .conftest import Backend, FakePeer
 
-#: Scenarios per backend and loop (each a seed of the walk).
-SEEDS = range(int(os.environ.get("SOLRACE_CRASH_SEEDS", "5")))
+#: Scenarios per backend and loop (each a seed of the walk): SOLRACE_CRASH_SEEDS=N runs
+#: seeds 0..N-1, =A:B seeds A..B-1.
+_SEEDS = os.environ.get("SOLRACE_CRASH_SEEDS", "5").split(":")
+SEEDS = range(int(_SEEDS[0]), int(_SEEDS[1])) if len(_SEEDS) == 2 else range(int(_SEEDS[0]))
 #: A racer waits up to this long before each move.
 PACE_S = 0.003
 #: The store calls that only read.
