@@ -115,3 +115,15 @@ def test_bytes_that_are_not_utf8_are_quoted_as_the_bytes_typed() -> None:
     assert quoted("\\udcff") == repr("\\udcff")
     assert quoted("\\\udcff") == "'\\\\\\xff'"
     assert as_typed(["\udcfe"]) == "'\\xfe'"
+
+
+def test_a_password_in_the_query_loses_its_value_too() -> None:
+    """redis-py reads ``?password=`` (and ``?username=``) from a URL's query: the
+    "store: redis" start line logged ``url=redis://h:6379/0?password=s3cret`` (an
+    operator audit)."""
+    for url in (
+        "redis://h:6379/0?password=s3cret",
+        "redis://h:6379/0?socket_timeout=2&password=s3cret",
+        "redis+cluster://a:1,b:2?password=s3cret",
+    ):
+        assert "s3cret" not in without_password(url), url

@@ -372,3 +372,16 @@ def test_a_default_data_dir_that_cannot_be_made_says_no_redis_url_was_given(
     done = _server("--data-dir", str(home / "data"), env=env)
     assert done.returncode == 2, done.stderr
     _one_line(done.stderr, f"--data-dir: cannot use data directory {home}/data")
+
+
+def test_a_password_in_the_redis_url_query_is_hidden_and_not_called_missing(
+    password_redis: str,
+) -> None:
+    """redis-py takes the password from the query too (``?password=…``, a form many
+    tools write): the refusal quoted the URL whole, password and all, and said the
+    password was missing although one was given (an operator audit)."""
+    done = _server("--redis-url", f"{password_redis}?password=wr0ngpw")
+    assert done.returncode == 2, done.stderr
+    _one_line(done.stderr, "--redis-url: Redis refused unix://")
+    assert "wr0ngpw" not in done.stderr  # the password is hidden
+    assert "it requires a password" not in done.stderr  # one was given: it is wrong
