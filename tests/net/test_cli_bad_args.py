@@ -385,3 +385,22 @@ def test_a_password_in_the_redis_url_query_is_hidden_and_not_called_missing(
     _one_line(done.stderr, "--redis-url: Redis refused unix://")
     assert "wr0ngpw" not in done.stderr  # the password is hidden
     assert "it requires a password" not in done.stderr  # one was given: it is wrong
+
+
+@pytest.mark.parametrize(
+    "option", ["socket_timeout=0", "socket_timeout=-1", "socket_connect_timeout=0"]
+)
+def test_a_redis_timeout_of_zero_is_refused_not_served_unavailable(
+    password_redis: str, option: str
+) -> None:
+    """``?socket_timeout=0`` (0 often means "no timeout") is a timeout of nothing to
+    redis-py: every call fails at once. The node said ``redis does not answer; serving
+    anyway`` of a Redis that answers ``PING`` and refused every request ``unavailable``
+    for as long as it ran (an operator audit)."""
+    path = password_redis.removeprefix("unix://")
+    try:
+        done = _server("--redis-url", f"unix://:sekret@{path}?{option}")
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"?{option}: the node started and served a Redis it could never reach")
+    assert done.returncode == 2, done.stderr
+    _one_line(done.stderr, "--redis-url:")
