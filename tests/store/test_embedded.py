@@ -484,3 +484,31 @@ async def test_a_data_dir_whose_rewrite_fails_is_tried_again_not_taken_for_anoth
         assert "cannot recreate the data directory: the engine refused" in caplog.text
         assert "replaced by another" not in caplog.text
     assert await _log_after_restart(data) == [b"m0"]
+
+
+async def test_the_races_are_not_readable_by_other_users_in_a_data_dir_made_beforehand(
+    tmp_path: Path,
+) -> None:
+    """A data directory the node makes is 0700; one the operator made first
+    (``install -d /var/lib/solrace``, a systemd StateDirectory=: 0755) was used as it
+    was, and the engine's AOF — every room's secret, which every round's seed derives
+    from (docs/fairness.md) — was 0644 in a 0755 ``appendonlydir``: any local user read
+    the deals before they were raced (an operator audit, ``runuser -u nobody cat``)."""
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    data.chmod(0o755)
+    store = await Store.start_embedded(data, prefix="t:")
+    try:
+        await make_rooms(store, "r")
+
+        def others_can_read(path: Path) -> bool:
+            # readable by "others" through every directory on the way from data
+            chain = [data, *[p for p in path.parents if data in p.parents], path]
+            return all(p.stat().st_mode & (0o005 if p.is_dir() else 0o004) for p in chain)
+
+        readable = [
+            p.relative_to(data) for p in (data / "appendonlydir").iterdir() if others_can_read(p)
+        ]
+        assert readable == [], f"readable by any local user: {readable}"
+    finally:
+        await store.close()
