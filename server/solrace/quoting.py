@@ -158,6 +158,12 @@ def without_password(url: str) -> str:
     if not sep:
         scheme, rest = "", url
     before_query = rest.partition("?")[0].partition("#")[0]
-    if "@" not in before_query:
-        return url
-    return f"{scheme}{sep}***@{rest[before_query.rindex('@') + 1 :]}"
+    if "@" in before_query:
+        url = f"{scheme}{sep}***@{rest[before_query.rindex('@') + 1 :]}"
+    return _QUERY_CREDENTIAL.sub(r"\1***", url)
+
+
+#: A credential in a URL's query (``?password=…``, ``&username=…``), which redis-py
+#: reads as it reads the authority's: the start line logged it whole (an operator
+#: audit). Its value goes, up to the next ``&`` or ``#``.
+_QUERY_CREDENTIAL: Final = re.compile(r"([?&](?:password|username)=)[^&#]*", re.IGNORECASE)

@@ -293,7 +293,35 @@ def check_redis_url(text: str) -> str:
             )
     if parts.query:
         _check_query_options(text, cluster=parts.scheme in CLUSTER_SCHEMES)
+        _check_query_timeouts(parts.query)
     return text
+
+
+#: The options of a Redis URL's query that are timeouts, in seconds (redis-py's).
+QUERY_TIMEOUTS: Final = ("socket_timeout", "socket_connect_timeout")
+
+
+def _check_query_timeouts(query: str) -> None:
+    """A timeout in the query more than 0 seconds. ``?socket_timeout=0`` (0 often
+    means "no timeout") is a timeout of nothing to redis-py: every call failed at
+    once, and the node said "redis does not answer; serving anyway" of a Redis that
+    answered PING, refusing every request for as long as it ran (an operator audit).
+    A value redis-py cannot read is :func:`_check_query_options`' to refuse."""
+    from solrace.store.store import COMMAND_TIMEOUT_S
+
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if name not in QUERY_TIMEOUTS:
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            continue
+        if not seconds > 0:  # NaN too
+            raise ValueError(
+                f"the option {name}={quoted(value, as_is=True)} is no time to wait: every "
+                f"call to Redis would fail at once; give seconds more than 0, or leave it "
+                f"out (the node then waits {COMMAND_TIMEOUT_S:g} s)"
+            )
 
 
 def utf8_url(text: str) -> str:
@@ -897,7 +925,9 @@ async def auth_refused(url: str) -> str | None:
         return None
     finally:
         await client.aclose()
-    if urlsplit(url).password is None:
+    parts = urlsplit(url)
+    # redis-py takes a password from the query too: one given there is wrong, not missing
+    if parts.password is None and "password" not in parse_qs(parts.query):
         return "it requires a password (redis://:PASSWORD@host:port/db)"
     return why or "authentication failed"
 
