@@ -682,6 +682,35 @@ class EmbeddedEngine:
                 shutil.rmtree(self._socket_dir, ignore_errors=True)
 
 
+#: The engine's file mode mask: what it writes — every room's secret, from which each
+#: round's seed derives (docs/fairness.md) — is its owner's alone. A data directory the
+#: node makes is 0700, but one the operator made first (``install -d``, systemd's
+#: StateDirectory=: 0755) was used as it was, and the AOF was 0644 in a 0755
+#: ``appendonlydir``: any local user read the deals before they were raced (an
+#: operator's audit).
+ENGINE_UMASK: Final = 0o077
+#: The engine's AOF directory (its ``appenddirname``, left at its default).
+AOF_DIR_NAME: Final = "appendonlydir"
+
+
+def _make_private(aof_dir: Path) -> None:
+    """The AOF an earlier engine wrote, its owner's alone (:data:`ENGINE_UMASK` rules
+    what this one writes): a data directory of a release before it, or written under a
+    looser mask, is closed before the engine starts on it. One this user cannot change
+    is said, not fatal: the node serves as it did."""
+    try:
+        aof_dir.chmod(0o700)
+        for path in aof_dir.iterdir():
+            path.chmod(0o600)
+    except FileNotFoundError:
+        return  # a new data directory: the engine makes it, under its mask
+    except OSError as exc:
+        log.warning(
+            "cannot make the engine's files private: other local users may read the races",
+            extra={"path": str(aof_dir), "why": exc.strerror or str(exc)},
+        )
+
+
 async def _spawn(
     binary: Path, directory: Path, socket_path: str
 ) -> tuple[asyncio.subprocess.Process, float]:
@@ -690,6 +719,7 @@ async def _spawn(
     if it cannot; whatever ends the wait (that error, a cancellation) stops it first."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(socket_path)
+    _make_private(directory / AOF_DIR_NAME)
     argv = [
         str(binary),
         "--port", "0",
@@ -715,6 +745,7 @@ async def _spawn(
                 cwd=directory,
                 start_new_session=True,
                 preexec_fn=death_signal(signal.SIGTERM),
+                umask=ENGINE_UMASK,
             )
     except OSError as exc:
         raise EngineError(f"cannot run {binary}: {exc.strerror or exc}") from None
