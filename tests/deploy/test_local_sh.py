@@ -155,6 +155,8 @@ def test_the_template_has_the_placeholders_the_script_fills_and_listens_on_loopb
     template = (DEPLOY / "nginx" / "local.conf.template").read_text()
     assert set(re.findall(r"@([A-Z_]+)@", template)) == {"WORK", "LB_PORT", "UPSTREAM"}
     assert re.findall(r"^\s*listen\s+(\S+);", template, re.M) == ["127.0.0.1:@LB_PORT@"]
+    # the Host with its port: a node's answer to a browser names the URL from it
+    assert re.findall(r"proxy_set_header Host (\S+);", template) == ["$http_host"]
     script = SCRIPT.read_text()
     assert 'for name in ("UPSTREAM", "WORK", "LB_PORT")' in script
     assert "trap cleanup EXIT" in script
