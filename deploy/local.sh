@@ -223,5 +223,9 @@ say "race over: $race verified"
 
 if [ "$keep" -eq 1 ]; then
     say "still running: solrace quick --server $url   (Ctrl-C stops everything)"
-    while :; do sleep 3600; done
+    # The sleep in the background, waited for: bash runs a trap only once the foreground
+    # command ends, so a SIGTERM (kill, a supervisor, timeout) waited for a foreground
+    # sleep of an hour before anything stopped; `wait` returns at the signal (and the
+    # clean-up stops the sleep with the rest).
+    while :; do sleep 3600 & pids+=($!); wait $!; done
 fi

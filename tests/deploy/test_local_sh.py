@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -73,6 +75,65 @@ def test_local_sh_cluster_races_through_nginx_on_three_redis_masters() -> None:
             socket.create_connection(("127.0.0.1", int(port)), timeout=1).close()
     work = re.search(r"(/\S+/solrace-local\.\w+)/", out)
     assert work is not None and not Path(work.group(1)).exists()
+
+
+def test_local_sh_kept_running_names_its_port_and_stops_at_once_on_sigterm() -> None:
+    """``--keep-running``, as an operator tries it: behind its nginx a browser is told
+    the URL to race on with the balancer's port (it said ``ws://127.0.0.1``: nginx
+    passed ``$host``, no port), and a SIGTERM — a supervisor's, ``kill``'s — stops
+    everything at once, status 143: it waited for a foreground ``sleep 3600`` first
+    (bash runs a trap only once the foreground command ends; an operator's audit)."""
+    script = subprocess.Popen(
+        ["bash", str(SCRIPT), "--nodes", "1", "--keep-running", "--venv", str(VENV)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group: killed whole if the test fails
+    )
+    assert script.stdout is not None
+    out = ""
+    try:
+        while "still running:" not in out:
+            line = script.stdout.readline()
+            assert line, out[-3000:]  # the script ended before it kept running
+            out += line
+        url = re.search(r"still running: solrace quick --server (ws://127\.0\.0\.1:\d+)", out)
+        assert url is not None, out[-3000:]
+        port = int(url.group(1).rpartition(":")[2])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as browser:
+            browser.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            answer = browser.recv(65536).decode(errors="replace")
+        assert f"solrace quick --server {url.group(1)} " in answer, answer
+        script.terminate()
+        assert script.wait(timeout=30) == 143
+        assert _alive_in_group(script.pid) == []  # nothing of it left (its sleep)
+    finally:
+        if script.poll() is None:  # what it started too: nothing left behind
+            os.killpg(script.pid, signal.SIGKILL)
+            script.wait()
+            left = re.search(r"(/\S+/solrace-local\.\w+)/", out)
+            if left is not None:
+                shutil.rmtree(left.group(1), ignore_errors=True)
+    work = re.search(r"(/\S+/solrace-local\.\w+)/", out)
+    assert work is not None and not Path(work.group(1)).exists()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def _alive_in_group(group: int) -> list[str]:
+    """The command lines of the processes of process group ``group`` still running
+    (a zombie is not: nothing runs, and a container's first process may never reap
+    what was reparented to it)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+            command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            alive.append(command.decode(errors="replace"))
+    return alive
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
