@@ -37,7 +37,14 @@ from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
 
 from tests.support.interrupt import console_script_interrupted, interrupted_while_loading
-from tests.support.redis import CLUSTER_URL, REDIS_URL, delete_prefix, new_prefix
+from tests.support.redis import (
+    CLUSTER_URL,
+    REDIS_URL,
+    delete_prefix,
+    new_prefix,
+    redis_process,
+    spare_port,
+)
 from tests.support.server_process import SERVER_SCRIPT, solrace_server
 
 
@@ -889,6 +896,27 @@ async def test_a_redis_whose_eviction_cannot_be_read_is_served_with_a_warning(
         said = [line for line in server.lines if "maxmemory-policy" in line]
         assert len(said) == 1 and " WARNING " in said[0], server.log
         assert "cannot check whether Redis evicts keys (cannot check: Redis refused INFO" in said[0]
+
+
+async def test_a_redis_that_answers_after_the_start_is_reported_once_it_does(
+    tmp_path: Path,
+) -> None:
+    """A node started while Redis did not answer said "durability: unknown" and never
+    more: a Redis that came back without an AOF went unwarned in the log for the node's
+    whole life (an operator's audit; only /healthz said ``none``). Once Redis answers,
+    the node says what it promises, as at a start where it answered."""
+    port = spare_port()
+    async with solrace_server(
+        args=["--redis-url", f"redis://127.0.0.1:{port}/0", "--key-prefix", new_prefix("late")]
+    ) as server:
+        assert "redis does not answer; serving anyway" in server.log
+        with redis_process(tmp_path / "redis", ["--appendonly", "no"], port=port):
+            async with asyncio.timeout(3 * server_main.UNANSWERED_RECHECK_S + 10):
+                while "durability: none" not in server.log:
+                    await asyncio.sleep(0.1)
+            said = [line for line in server.lines if "durability: none" in line]
+            assert len(said) == 1 and " WARNING " in said[0], server.log
+            assert "a Redis restart loses acknowledged moves" in said[0]
 
 
 def test_an_unreachable_redis_is_served_and_retried_as_documented() -> None:

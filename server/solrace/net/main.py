@@ -1056,7 +1056,11 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
             f"{connection_rate(admission)}",
         },
     )
+    # Started while Redis did not answer: what it promises is said once it does.
+    reporting = None if answers else asyncio.ensure_future(_report_once_answered(store))
     await stop.wait()
+    if reporting is not None:
+        reporting.cancel()
     # Not "cannot start" (main's error handlers are for startup): a step that fails
     # is logged with its traceback, the next one still runs, and the status says so.
     failed = False
@@ -1084,6 +1088,24 @@ _DURABILITY_ADVICE = {
     "none": "a Redis restart loses acknowledged moves (back to its last snapshot, if any)",
     "unknown": "make sure it persists with an AOF fsynced on every write",
 }
+
+
+#: How often a node started while Redis did not answer asks whether it does now.
+UNANSWERED_RECHECK_S: Final = 5.0
+
+
+async def _report_once_answered(store: Store) -> None:
+    """Start-up's reports of what Redis promises (:func:`report_durability`,
+    :func:`report_eviction`), made once a Redis that did not answer at the start does.
+    Said only at the start, they said "durability: unknown" for the node's whole life:
+    one whose Redis came back without an AOF was never warned of it in its log (an
+    operator's audit; only ``/healthz`` said ``none``)."""
+    import asyncio
+
+    while not await store.ping():
+        await asyncio.sleep(UNANSWERED_RECHECK_S)
+    report_durability(await store.durability())
+    report_eviction(await store.eviction())
 
 
 def report_eviction(found: Eviction) -> None:
