@@ -64,6 +64,7 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -693,6 +694,19 @@ ENGINE_UMASK: Final = 0o077
 AOF_DIR_NAME: Final = "appendonlydir"
 
 
+def _engine_preexec(death: Callable[[], None] | None) -> Callable[[], None]:
+    """What the engine's process runs before the engine: its :data:`ENGINE_UMASK`,
+    then ``death`` (its death signal). Here, not Popen's ``umask``: uvloop, the node's
+    default loop, refuses that argument ("unexpected kwargs: umask")."""
+
+    def prepare() -> None:
+        os.umask(ENGINE_UMASK)
+        if death is not None:
+            death()
+
+    return prepare
+
+
 def _make_private(aof_dir: Path) -> None:
     """The AOF an earlier engine wrote, its owner's alone (:data:`ENGINE_UMASK` rules
     what this one writes): a data directory of a release before it, or written under a
@@ -744,8 +758,7 @@ async def _spawn(
                 stderr=log_file,
                 cwd=directory,
                 start_new_session=True,
-                preexec_fn=death_signal(signal.SIGTERM),
-                umask=ENGINE_UMASK,
+                preexec_fn=_engine_preexec(death_signal(signal.SIGTERM)),
             )
     except OSError as exc:
         raise EngineError(f"cannot run {binary}: {exc.strerror or exc}") from None
