@@ -919,6 +919,30 @@ async def test_a_redis_that_answers_after_the_start_is_reported_once_it_does(
             assert "a Redis restart loses acknowledged moves" in said[0]
 
 
+@pytest.mark.parametrize(
+    ("args", "env", "says"),
+    [
+        (["--data-dir", "D"], {}, "--data-dir is ignored: the store is the Redis at --redis-url"),
+        (
+            [],
+            {"SOLRACE_DATA_DIR": "D"},
+            "$SOLRACE_DATA_DIR is ignored: the store is the Redis at --redis-url",
+        ),
+    ],
+)
+async def test_a_data_dir_beside_a_redis_url_is_said_ignored_as_it_was_given(
+    args: list[str], env: dict[str, str], says: str, tmp_path: Path
+) -> None:
+    """``SOLRACE_DATA_DIR`` in an environment file beside a Redis URL was said to be
+    ``--data-dir is ignored``: the operator looked for a flag nobody typed (an
+    operator's audit). Named as it was given."""
+    args = [str(tmp_path) if a == "D" else a for a in args]
+    env = {k: str(tmp_path) for k in env}
+    async with solrace_server("redis", args=args, env=env) as server:
+        said = [line for line in server.lines if "is ignored" in line]
+        assert len(said) == 1 and says in said[0], server.log
+
+
 def test_an_unreachable_redis_is_served_and_retried_as_documented() -> None:
     """docs/server.md: an unreachable Redis is not fatal (the probe above finds nothing
     to say about a port nobody listens on), and SIGTERM stops the node with 0. The

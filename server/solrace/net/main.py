@@ -516,6 +516,17 @@ class Setting:
     def dest(self) -> str:
         return self.flag.removeprefix("--").replace("-", "_")
 
+    def found(self, environ: Mapping[str, str]) -> str | None:
+        """The setting's variable in ``environ``, as :meth:`value` reads it."""
+        return variable(self.variable, environ) if self.trim else environ.get(self.variable)
+
+    def source(self, given: str | None, environ: Mapping[str, str]) -> str:
+        """Where the setting comes from, in the words a line about it uses: its flag
+        (``given``), ``$VARIABLE``, or ``default``."""
+        if given is not None:
+            return self.flag
+        return f"${self.variable}" if self.found(environ) else "default"
+
     def value(self, given: str | None, environ: Mapping[str, str]) -> Any:
         """The setting from its flag's value ``given``, else its variable in
         ``environ`` (trimmed, :func:`solrace.environ.variable`: a blank one is not
@@ -523,12 +534,9 @@ class Setting:
         checked. Raises
         UsageError naming the flag or the variable that is wrong. The benchmarks read
         ``--loop`` with it too (:data:`LOOP`): the same words for the same mistake."""
-        source = self.flag
-        found = variable(self.variable, environ) if self.trim else environ.get(self.variable)
-        if given is None and found:
-            given, source = found, f"${self.variable}"
+        source = self.source(given, environ)
         if given is None:
-            given, source = self.default, "default"
+            given = self.found(environ) or self.default
         if given is None:
             return None
         try:  # bytes that are not UTF-8 first: no check (key, path, URL) can use them
@@ -755,7 +763,9 @@ def resolve(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
     Raises UsageError naming the flag or the variable that is wrong."""
     environ = dict(os.environ) if environ is None else environ
     return argparse.Namespace(
-        **{s.dest: s.value(getattr(args, s.dest), environ) for s in settings()}
+        **{s.dest: s.value(getattr(args, s.dest), environ) for s in settings()},
+        # where each came from, for a line about it (``$SOLRACE_DATA_DIR is ignored``)
+        sources={s.dest: s.source(getattr(args, s.dest), environ) for s in settings()},
     )
 
 
@@ -994,8 +1004,13 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
         log.info("store: %s", backend, extra={"url": without_password(args.redis_url)})
         if not answers:
             log.error("redis does not answer; serving anyway, requests fail until it does")
-        if args.data_dir is not None:
-            log.warning("--data-dir is ignored: the store is the Redis at --redis-url")
+        if args.data_dir is not None:  # named as it was given (a variable, say)
+            sources = getattr(args, "sources", {})
+            log.warning(
+                "%s is ignored: the store is the Redis at %s",
+                sources.get("data_dir", "--data-dir"),
+                sources.get("redis_url", "--redis-url"),
+            )
     report_durability(await store.durability())
     if answers:  # else that is said above, and the node's own check says it later
         report_eviction(await store.eviction(max_age_s=float("inf")))  # start-up's answer
