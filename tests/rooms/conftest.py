@@ -5,8 +5,8 @@ peers that keep every frame they are sent."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +169,52 @@ async def started_race(
     started = await lobby.ann.until(lambda f: f.t == "started")
     await lobby.bob.until(lambda f: f.t == "started")
     return lobby, started
+
+
+@dataclass
+class SoakRacer:
+    """A racer of a soak (tests/rooms/test_fault_soak.py, test_crash_soak.py): its name
+    and connection, the seat :func:`seated_and_started` gives it, and the moves it was
+    told ``moved`` for; each soak's racer adds what its walk counts."""
+
+    name: str
+    peer: FakePeer
+    token: str = ""
+    racer: int = 0
+    #: (seq, move) of every move answered ``moved``.
+    acked: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StartedRoom:
+    """A race :func:`seated_and_started` started: what saving its result needs."""
+
+    room_id: str
+    settings: dict[str, Any]
+    commitment: str
+
+
+async def seated_and_started(racers: Sequence[SoakRacer]) -> StartedRoom:
+    """The first of ``racers`` creates a Yukon room for them all, the others join and
+    say they are ready, and it starts the race once its deal is chosen: each racer has
+    its token and racer id, and has seen ``started``."""
+    host = racers[0]
+    created = await host.peer.ask("create", variant="yukon", name=host.name, max_racers=len(racers))
+    assert created.t == "joined", created.d
+    code, room_id = str(created.d["code"]), str(created.d["room"])
+    for seat in racers:
+        reply = created if seat is host else await seat.peer.ask("join", code=code, name=seat.name)
+        assert reply.t == "joined", reply.d
+        seat.token, seat.racer = str(reply.d["token"]), int(reply.d["racer"])
+        if seat is not host:
+            assert (await seat.peer.ask("ready", ready=True)).t == "ok"
+    await host.peer.until(lambda f: f.t == "deal_chosen", timeout=30)
+    assert (await host.peer.ask("start")).t == "ok"
+    started = await host.peer.until(lambda f: f.t == "started")
+    for seat in racers[1:]:
+        await seat.peer.until(lambda f: f.t == "started")
+    settings = dict(created.d["snapshot"]["settings"])  # type: ignore[index]
+    return StartedRoom(room_id, settings, str(started.d["commitment"]))
 
 
 class Backend:

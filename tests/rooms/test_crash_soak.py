@@ -57,10 +57,10 @@ from solrace_client.results import SavedResult
 from solrace_client.verify import verify_result
 
 from tests.net.conftest import SOLVABLE_SECRET
-from tests.support.faults import STORE_CALLS, Clock, Crashed, StoreFaults
+from tests.support.faults import STORE_CALLS, STORE_READS, Clock, Crashed, StoreFaults
 from tests.support.race import archived_result, winning_moves
 
-from .conftest import Backend, FakePeer
+from .conftest import Backend, FakePeer, SoakRacer, seated_and_started
 
 #: Scenarios per backend and loop (each a seed of the walk): SOLRACE_CRASH_SEEDS=N runs
 #: seeds 0..N-1, =A:B seeds A..B-1.
@@ -68,42 +68,6 @@ _SEEDS = os.environ.get("SOLRACE_CRASH_SEEDS", "5").split(":")
 SEEDS = range(int(_SEEDS[0]), int(_SEEDS[1])) if len(_SEEDS) == 2 else range(int(_SEEDS[0]))
 #: A racer waits up to this long before each move.
 PACE_S = 0.003
-#: The store calls that only read.
-READS = frozenset(
-    {
-        "claimed_seat",
-        "events_since",
-        "handed_off",
-        "heads",
-        "is_listed",
-        "live_nodes",
-        "older_nodes",
-        "idle_lobbies",
-        "list_behind_lobbies",
-        "listed_lobbies",
-        "listed_rooms",
-        "load_meta",
-        "load_result",
-        "unlisted_lobbies",
-        "unarchived_rooms",
-        "archive_note",
-        "log_length",
-        "move_log",
-        "ping",
-        "quick_lobbies",
-        "racer_for_token",
-        "round_over",
-        "round_ended",
-        "room_for_code",
-        "room_nodes",
-        "rooms_nodes",
-        "time_ms",
-        "tail",
-        "version",
-        "wakes",
-    }
-)
-assert set(STORE_CALLS) >= READS, READS - set(STORE_CALLS)
 _MOVES = frozenset({"append_move", "renew_lease"})
 #: Which of the node's store calls its death's countdown counts, with what it is drawn
 #: from (1..n): in a "race" death, from the race's start; in an "end" death, from the
@@ -116,8 +80,8 @@ _MOVES = frozenset({"append_move", "renew_lease"})
 #: after an end is armed), so some deaths fall in the archive or after.
 COUNTS: dict[str, tuple[Callable[[str], bool], int, int]] = {
     "all": (lambda _call: True, 2000, 30),
-    "writes": (lambda call: call not in READS, 900, 12),
-    "decisions": (lambda call: call not in READS and call not in _MOVES, 7, 7),
+    "writes": (lambda call: call not in STORE_READS, 900, 12),
+    "decisions": (lambda call: call not in STORE_READS and call not in _MOVES, 7, 7),
 }
 #: The chance that the dead node's lease is left to lapse for real (up to LEASE_MS),
 #: not dropped by the test.
@@ -193,13 +157,7 @@ class Death:
 
 
 @dataclass
-class Racer:
-    name: str
-    peer: FakePeer
-    token: str = ""
-    racer: int = 0
-    #: (seq, move) of every move answered ``moved``.
-    acked: list[tuple[int, str]] = field(default_factory=list)
+class Racer(SoakRacer):
     resumes: int = 0
     #: Whether it has sent its last move (once, or more).
     sent_last: bool = False
@@ -382,24 +340,8 @@ async def _crash_walk(backend: Backend, seed: int, mode: str | None = None) -> N
         Racer(n, FakePeer(home)) for n, home in zip(("Ann", "Bob", "Cy"), homes, strict=True)
     )
     racers = (ann, bob, cy)
-    created = await ann.peer.ask("create", variant="yukon", name="Ann", max_racers=3)
-    assert created.t == "joined", created.d
-    code, room_id = str(created.d["code"]), str(created.d["room"])
-    for racer in racers:
-        reply = (
-            created if racer is ann else await racer.peer.ask("join", code=code, name=racer.name)
-        )
-        assert reply.t == "joined", reply.d
-        racer.token, racer.racer = str(reply.d["token"]), _int(reply.d["racer"])
-        if racer is not ann:
-            assert (await racer.peer.ask("ready", ready=True)).t == "ok"
-    await ann.peer.until(lambda f: f.t == "deal_chosen", timeout=30)
-    assert (await ann.peer.ask("start")).t == "ok"
-    started = await ann.peer.until(lambda f: f.t == "started")
-    for racer in racers:
-        await racer.peer.until(lambda f: f.t == "started")
-    settings = dict(created.d["snapshot"]["settings"])  # type: ignore[index]
-    commitment = str(started.d["commitment"])
+    room = await seated_and_started(racers)
+    room_id, settings, commitment = room.room_id, room.settings, room.commitment
 
     walk = Walk(
         rng=rng,

@@ -33,7 +33,7 @@ import functools
 import os
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -50,7 +50,7 @@ from solrace_client.verify import verify_result
 from tests.support.faults import STORE_CALLS, Clock
 from tests.support.race import winning_moves
 
-from .conftest import SOLVABLE_SECRET, Backend, FakePeer
+from .conftest import SOLVABLE_SECRET, Backend, FakePeer, SoakRacer, seated_and_started
 
 #: The share of store calls that fail while the faults are on.
 FAULT_RATE = 0.03
@@ -89,13 +89,7 @@ class RandomFaults:
 
 
 @dataclass
-class Racer:
-    name: str
-    peer: FakePeer
-    token: str = ""
-    racer: int = 0
-    #: (seq, move) of every move answered ``moved``.
-    acked: list[tuple[int, str]] = field(default_factory=list)
+class Racer(SoakRacer):
     drops: int = 0
 
 
@@ -174,21 +168,8 @@ async def test_a_race_under_random_store_faults_ends_with_its_first_finisher_fir
     a, b = await backend.node(clock), await backend.node(clock)
     faults = [RandomFaults(node.store, random.Random(rng.random())) for node in (a, b)]
     ann, bob, cy = (Racer("Ann", FakePeer(a)), Racer("Bob", FakePeer(b)), Racer("Cy", FakePeer(a)))
-    created = await ann.peer.ask("create", variant="yukon", name="Ann", max_racers=3)
-    assert created.t == "joined", created.d
-    code, room_id = str(created.d["code"]), str(created.d["room"])
-    for racer in (ann, bob, cy):
-        reply = (
-            created if racer is ann else await racer.peer.ask("join", code=code, name=racer.name)
-        )
-        assert reply.t == "joined", reply.d
-        racer.token, racer.racer = str(reply.d["token"]), int(reply.d["racer"])
-        if racer is not ann:
-            assert (await racer.peer.ask("ready", ready=True)).t == "ok"
-    await ann.peer.until(lambda f: f.t == "deal_chosen", timeout=30)
-    assert (await ann.peer.ask("start")).t == "ok"
-    started = await ann.peer.until(lambda f: f.t == "started")
-    settings = dict(created.d["snapshot"]["settings"])  # type: ignore[index]
+    room = await seated_and_started((ann, bob, cy))
+    room_id, settings = room.room_id, room.settings
     moves = winning_moves(SOLVABLE_SECRET)
 
     for fault in faults:
@@ -233,11 +214,11 @@ async def test_a_race_under_random_store_faults_ends_with_its_first_finisher_fir
             assert log[seq] == move
 
     saved = SavedResult(
-        race=race_id(room_id, str(started.d["commitment"])),
+        race=race_id(room_id, room.commitment),
         room=room_id,
         settings=settings,
         result=dict(over.d),
-        published_commitment=str(started.d["commitment"]),
+        published_commitment=room.commitment,
     )
     report = verify_result(saved)
     assert report.ok, f"seed {seed}: {report}"
