@@ -262,6 +262,22 @@ async def test_a_walk_looks_at_its_round_on_its_grid_only() -> None:
     assert candidates.cancelled in ([1], [])
 
 
+def test_the_next_look_is_after_now_even_on_the_grid() -> None:
+    """On uvloop the loop's clock counts whole milliseconds, so ``now`` often is a
+    point of the grid itself, which floating point divides a hair short of its step:
+    the next look was ``now`` again, and a walk looked and waited for nothing over and
+    over until the clock ticked (27 looks in 0.26 s, CI). Each look is the first grid
+    point strictly after ``now``."""
+    for start in range(0, 5000, 7):
+        began = 1000.0 + start / 1000
+        for step in range(1, 30):
+            now = round(began + step * certify.RECHECK_S, 3)
+            look = certify.next_look(began, now)
+            assert now < look <= now + certify.RECHECK_S + 1e-9, (began, now, look)
+            points = (look - began) / certify.RECHECK_S
+            assert abs(points - round(points)) < 1e-6, (began, now, look)  # on the grid
+
+
 @pytest.mark.parametrize("won_at", [0.25, 0.475])
 async def test_a_look_due_when_a_candidate_is_won_is_made_first(
     monkeypatch: pytest.MonkeyPatch, won_at: float

@@ -285,8 +285,15 @@ async def ready(node: Node, room: LiveRoom) -> None:
 
 def next_look(began: float, now: float) -> float:
     """The first look after ``now`` on the grid of a walk that began at ``began``
-    (loop time): a whole RECHECK_S after it."""
-    return began + (math.floor((now - began) / RECHECK_S) + 1) * RECHECK_S
+    (loop time): a whole RECHECK_S after it. Strictly after: ``now`` on the grid itself
+    — often, on uvloop, whose clock counts whole milliseconds — was divided a hair short
+    of its step (0.3 / 0.1 < 3), and the look given was ``now`` again, so the walk
+    looked at its round and waited for nothing over and over until the clock ticked:
+    27 looks in a quarter of a second (CI)."""
+    look = began + (math.floor((now - began) / RECHECK_S) + 1) * RECHECK_S
+    while look <= now:
+        look += RECHECK_S
+    return look
 
 
 def on_the_step(began: float, now: float, step: float) -> float:
