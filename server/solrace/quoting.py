@@ -153,7 +153,8 @@ def without_password(url: str) -> str:
     needs), and a password with a ``/`` in it, which ends no authority here; an ``@``
     in the query alone hides nothing. A URL without credentials is returned as it is;
     one without its ``://`` (``redis:/:pw@h``, a slash short) loses its scheme with them
-    (``***@h``): it was returned whole, and said so as "not a Redis URL"."""
+    (``***@h``): it was returned whole, and said so as "not a Redis URL". A password or
+    user name in the query, which redis-py reads too, loses its value (``?password=***``)."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
