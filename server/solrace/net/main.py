@@ -1117,7 +1117,14 @@ async def _report_once_answered(store: Store) -> None:
     operator's audit; only ``/healthz`` said ``none``)."""
     import asyncio
 
-    while not await store.ping():
+    from solrace.store import StoreError
+
+    while True:
+        try:
+            if await store.ping():
+                break
+        except StoreError:  # it answers with a refusal (an ACL, a password): not yet
+            pass
         await asyncio.sleep(UNANSWERED_RECHECK_S)
     report_durability(await store.durability())
     report_eviction(await store.eviction())
