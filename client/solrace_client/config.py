@@ -77,8 +77,12 @@ def config_dir_problem() -> str | None:
     path = config_dir()
     for part in (path, *path.parents):
         try:
-            is_dir = part.is_dir()
-            exists = is_dir or part.exists()
+            # Whether anything is there first, then whether it is a directory: asked the
+            # other way round, another saver's mkdir between the two (a bot and the bot
+            # it raced, saving a computer's first race at once) read as a file there, and
+            # the save failed "… is not a directory" (CI, once), as kept_in once did.
+            exists = part.exists() or part.is_symlink()
+            is_dir = exists and part.is_dir()
         except OSError:  # unreadable on the way (EACCES): left to the file operation
             return None
         if is_dir:

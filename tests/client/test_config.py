@@ -266,3 +266,24 @@ def test_a_race_in_progress_or_the_name_kept_unreadable_is_one_that_cannot_be_re
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
     )
     assert (named.returncode, named.stdout) == (0, "ann\n"), named
+
+
+def test_a_config_directory_another_saver_makes_meanwhile_is_usable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bot and the bot it raced saved a computer's first race at once (CI, once): the
+    check asked whether the config directory is a directory (not yet), the other saver
+    made it, and the check then found something there that was "not a directory". What
+    is there is asked first, then whether it is a directory."""
+    made = tmp_path / "config"
+    monkeypatch.setenv(config.ENV_CONFIG_DIR, str(made))
+    real_is_dir = Path.is_dir
+
+    def is_dir_then_made(path: Path) -> bool:
+        found = real_is_dir(path)
+        if path == made and not found:
+            made.mkdir()  # another saver's mkdir, just after this one looked
+        return found
+
+    monkeypatch.setattr(Path, "is_dir", is_dir_then_made)
+    assert config.config_dir_problem() is None
