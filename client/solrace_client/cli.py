@@ -123,11 +123,14 @@ def _err() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True, _environ=_environ())
 
 
-def _cell(value: object) -> Text:
+def _cell(value: object, *, one_line: bool = False) -> Text:
     """A table cell holding a server's or a file's string: never read as rich markup
     (a racer named ``[/]x``, which a solrace server accepts, made every table it was
     in — ``rooms``, the bot's standings, ``races`` — a traceback), no control
-    characters."""
+    characters. ``one_line``: cut with "…" where its column is too narrow, not
+    wrapped."""
+    if one_line:
+        return Text(printable(value), no_wrap=True, overflow="ellipsis")
     return Text(printable(value))
 
 
@@ -648,7 +651,7 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
         table.add_row(
             _cell(s.get("place")),
             _cell(s.get("racer")),
-            Text(printable(s.get("name")), no_wrap=True, overflow="ellipsis"),
+            _cell(s.get("name"), one_line=True),
             "◀" if s.get("racer") == me else "",
             _cell(s.get("status")),
             _cell(s.get("foundation")),

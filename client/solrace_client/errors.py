@@ -53,8 +53,14 @@ EXIT_TERMINATED: Final = 128 + 15
 # EXIT_READER_GONE (141, imported above): the reader of standard output went away
 # (``| head``); the one definition is the rules CLI's, which ends the same way.
 
+
+def _start_words(command: str) -> str:
+    """The "cannot reach" message's hint, starting a server with ``command``."""
+    return f"is solrace-server running? (start one with: {command})"
+
+
 #: How to start a server, for the "cannot reach" message (:func:`start_hint`).
-START_HINT: Final = "is solrace-server running? (start one with: solrace-server)"
+START_HINT: Final = _start_words("solrace-server")
 
 #: Failures of connecting: the server cannot be reached or is not a solrace server.
 CONNECT_ERRORS: Final = (OSError, TimeoutError, InvalidHandshake, InvalidURI)
@@ -499,7 +505,7 @@ def start_hint(url: str) -> str:
         port = None
     if port is None or port == DEFAULT_PORT:
         return START_HINT
-    return f"is solrace-server running? (start one with: solrace-server --port {port})"
+    return _start_words(f"solrace-server --port {port}")
 
 
 def connect_reason(url: str, exc: BaseException) -> str:
