@@ -290,7 +290,7 @@ def test_play_refusing_a_non_move_lists_undo_which_it_takes(
     code, out, err = call(["play", str(path), "u"], capsys)
     assert (code, out) == (2, "")
     assert err == (
-        "solrace-rules: not a move: 'u' "
+        "solrace-rules play: not a move: 'u' "
         "(expected c:k>d, c>F, W>d, W>F, Fs>d, Fsn>d, D, R, Uc or undo)\n"
     )
 
@@ -321,7 +321,7 @@ def test_a_column_no_variant_has_is_refused_with_the_boards_range(
     path.write_text(dump_position(deal(variant, 1)))
     code, out, err = call(["play", str(path), entry], capsys)
     assert (code, out) == (2, "")
-    assert err.startswith("solrace-rules: ") and says in err and len(err.splitlines()) == 1
+    assert err.startswith("solrace-rules play: ") and says in err and len(err.splitlines()) == 1
 
 
 def test_cli_bad_position_and_missing_file(

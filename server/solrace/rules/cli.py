@@ -402,8 +402,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command in ("solve", "hint"):
             status = _solve(args, out)
         out.flush()  # a full disk fails here, inside the try, not at exit
-    except NotationError as exc:
-        print(f"solrace-rules: {exc}", file=sys.stderr)
+    except NotationError as exc:  # a MOVE as typed: a usage mistake, named by its command
+        print(f"solrace-rules {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except IllegalMoveError as exc:
         print(f"solrace-rules: {exc}", file=sys.stderr)
