@@ -203,6 +203,43 @@ async def test_a_disconnect_redis_fails_to_record_twice_is_logged_once_a_try(
     assert logged[1].created - logged[0].created >= WRITE_RETRY_S * 0.9
 
 
+async def test_a_disconnect_still_unrecorded_when_the_node_stops_is_said_given_up(
+    backend: Backend, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis refuses every write that would record Bob offline, and the node stops
+    (a drain with Redis down). Its log said "could not record a racer offline:
+    retrying", then nothing of it: an operator could not tell the write was dropped,
+    not pending. The stop now says so, once, for that room and racer."""
+    node = await backend.node(clock=Clock())
+    _ann, bob, room, bob_id = await _bob_racing_alone(node)
+    real = node.store.append_event
+    refused: list[str] = []
+
+    async def refusing(room_id: str, data: bytes, *args: Any, **kwargs: Any) -> Any:
+        if _event_type(data) == EventType.PRESENCE:
+            refused.append(room_id)
+            raise StoreUnavailable("append_event: Redis is down (injected)")
+        return await real(room_id, data, *args, **kwargs)
+
+    monkeypatch.setattr(node.store, "append_event", refusing)
+    caplog.set_level(logging.WARNING, logger="solrace.node")
+    bob.closed = True
+    await lobby.disconnected(node, bob)
+
+    async def tries() -> int:
+        return len(refused)
+
+    await _poll(tries, lambda n: n >= 1, "the offline was never tried")
+    await node.stop()
+    gave_up = [
+        r
+        for r in caplog.records
+        if r.getMessage() == "could not record a racer offline: given up, the node stopped first"
+    ]
+    assert len(gave_up) == 1, [r.getMessage() for r in caplog.records]
+    assert (vars(gave_up[0])["room"], vars(gave_up[0])["racer"]) == (room.room_id, bob_id)
+
+
 @pytest.mark.parametrize("fault", ["write fails", "reply lost"])
 async def test_a_resume_whose_presence_write_fails_is_refused_once_and_its_retry_resumes(
     backend: Backend, fault: str

@@ -251,21 +251,32 @@ async def _until_done(
     node has decided it, where no request is waiting to be told it failed — unless its
     room no longer exists (:func:`_gone`): then it ends. ``failed``:
     the caller's own attempt failed (and was logged), so this one waits first — it
-    tried again at once, and the same failure was logged twice in a millisecond."""
+    tried again at once, and the same failure was logged twice in a millisecond.
+
+    Only :meth:`Node.stop` cancels it (it runs in a task the node keeps): cancelled
+    once a try has failed, it says it gave up. A drain with Redis down logged "could
+    not record a racer offline: retrying", then "stopped": an operator could not tell
+    the write was dropped, not pending (docs/server.md, "Shutdown")."""
     delay = first_s
-    if failed:
-        await asyncio.sleep(delay)
-        delay = min(2 * delay, RETRY_MAX_S)
-    while True:
-        try:
-            await attempt()
-            return
-        except (StoreUnavailable, BadMessage) as exc:
-            if _gone(exc, what, extra):
+    try:
+        if failed:
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, RETRY_MAX_S)
+        while True:
+            try:
+                await attempt()
                 return
-            log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
-        await asyncio.sleep(delay)
-        delay = min(2 * delay, RETRY_MAX_S)
+            except (StoreUnavailable, BadMessage) as exc:
+                if _gone(exc, what, extra):
+                    return
+                log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
+                failed = True
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, RETRY_MAX_S)
+    except asyncio.CancelledError:
+        if failed:
+            log.warning(f"{what}: given up, the node stopped first", extra=extra)
+        raise
 
 
 def no_longer_there(exc: BaseException) -> bool:
