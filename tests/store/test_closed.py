@@ -20,7 +20,7 @@ WRITES: dict[str, Callable[[Store], Awaitable[object]]] = {
     "unlist": lambda s: s.unlist("r1"),
     "expire_room": lambda s: s.expire_room("r1", 60),
     "settle_expiry": lambda s: s.settle_expiry("r1", unlist=True),
-    "append_event": lambda s: s.append_event("r1", b"e", trim=Trim(1, 1)),
+    "append_event": lambda s: s.append_event("r1", b"e", trim=Trim(1, 1, ())),
     "append_move": lambda s: s.append_move(
         "r1", "0", 0, b"m", b"e", Finish("1", (b"f",), 5), round_no=1
     ),

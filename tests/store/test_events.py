@@ -225,12 +225,15 @@ async def test_a_rematch_trims_the_rounds_before_the_last_in_one_step(
 ) -> None:
     """A rematch's reset (version 9, round 3) trims the stream before the reset that
     began round 2 (version 5) and deletes round 1's logs, place counter, finish time
-    and closed mark, in the same atomic step as its append: round 2's keys and every
-    event from version 5 stay; a move of round 1 is still refused (its race is over)
-    and writes nothing back; the next events follow on (docs/store.md, "A room's
-    history"). A trim in a conflicting append writes nothing."""
+    and closed marks (that of a log never written too: its racer resigned before a
+    move), and the tokens of the racers it does not keep, in the same atomic step as
+    its append: round 2's keys and every event from version 5 stay; a move of round 1
+    is still refused (its race is over) and writes nothing back; the next events follow
+    on (docs/store.md, "A room's history"). A trim in a conflicting append writes
+    nothing."""
     room = "r"
     rk = store.keys.room(room)
+    digest = {racer: f"{racer}" * 64 for racer in (1, 2, 3)}
 
     async def play_round(round_no: int) -> None:
         for racer in ("1", "2"):
@@ -243,15 +246,19 @@ async def test_a_rematch_trims_the_rounds_before_the_last_in_one_step(
 
     await store.append_event(room, b"join")  # 1
     await play_round(1)  # 2-4 moves and finish, 5 resign... versions below
+    for racer in (1, 2, 3):
+        await store.append_event(room, b"joined", token=(str(racer), digest[racer]))
+    await store.append_event(room, b"resigned before a move", closes_log="1:3")
     await store.append_event(room, b"race_over 1", ends_round=1)
     round2 = await store.append_event(room, b"reset 2")
     await play_round(2)
     await store.append_event(room, b"race_over 2", ends_round=2)
     before = await store.version(room)
     with pytest.raises(VersionConflict):
-        await node2.append_event(room, b"stale", before - 1, trim=Trim(round2, 2))
+        await node2.append_event(room, b"stale", before - 1, trim=Trim(round2, 2, (1, 3)))
     assert (await store.events_since(room, 0))[0].version == 1
-    reset3 = await node2.append_event(room, b"reset 3", before, trim=Trim(round2, 2))
+    assert len(await store._redis.hkeys(rk.tokens)) == 3
+    reset3 = await node2.append_event(room, b"reset 3", before, trim=Trim(round2, 2, (1, 3)))
     assert reset3 == before + 1
     kept = await store.events_since(room, 0)
     assert [e.version for e in kept] == list(range(round2, reset3 + 1))
@@ -267,6 +274,9 @@ async def test_a_rematch_trims_the_rounds_before_the_last_in_one_step(
         k.decode() if isinstance(k, bytes) else k for k in await store._redis.hkeys(rk.closed)
     }
     assert closed == {rk.log("2:1"), rk.log("2:2")}  # round 2's finish and resign
+    assert await store.racer_for_token(room, digest[1]) == "1"
+    assert await store.racer_for_token(room, digest[2]) is None  # not kept: gone
+    assert await store.racer_for_token(room, digest[3]) == "3"
     assert await store.log_length(room, "2:1") == 2
     late = await store.append_move(room, "1:2", 1, b"late", b"progress", round_no=1)
     assert not late.accepted and late.race_over

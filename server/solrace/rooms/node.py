@@ -2442,7 +2442,9 @@ class Node:
             return None  # the first round: nothing before it
         if await self._older_nodes_live():
             return None  # they could not read the room trimmed: the next rematch will
-        return Trim(before_version=state.round_began, first_round=state.round)
+        return Trim(
+            before_version=state.round_began, first_round=state.round, racers=tuple(state.racers)
+        )
 
     async def check_older_nodes(self) -> None:
         """Find the live nodes of earlier releases on this store (their leases' store

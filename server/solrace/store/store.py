@@ -230,11 +230,15 @@ STORE_FORMAT: Final = 2
 @dataclass(frozen=True, slots=True)
 class Trim:
     """What an event that begins a round lets go of (:meth:`Store.append_event`):
-    the stream before ``before_version``, and the logs, place counters and finish
-    times of the rounds before ``first_round``."""
+    the stream before ``before_version``, the logs, place counters and finish times of
+    the rounds before ``first_round`` (with their closed marks), and the token of every
+    racer but ``racers`` (the room's racers as the round begins): a racer who left
+    before it can no longer resume, and a room rematched for ever kept the digest of
+    every racer it had ever had, all read by each join and resume (a resource audit)."""
 
     before_version: int
     first_round: int
+    racers: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -1142,11 +1146,13 @@ class Store:
         same atomic step closes that log: :meth:`append_move` refuses its moves from
         then on, however stale the appending node's copy of the room.
         With ``trim`` (the event begins a round: a rematch), the same atomic step
-        trims the stream before ``trim.before_version`` and deletes the key set's
+        trims the stream before ``trim.before_version``, deletes the key set's
         members of rounds before ``trim.first_round`` (move logs, place counters and
-        finish times, whose names begin with their round; with their closed marks):
-        a room's history is its last two rounds, however many it runs (docs/store.md,
-        "A room's history"). Their rounds are over, so no move can write them again.
+        finish times, whose names begin with their round; with their closed marks, and
+        the marks of such logs never written) and the tokens of every racer but
+        ``trim.racers``: a room's history is its last two rounds, however many it runs
+        (docs/store.md, "A room's history"). Their rounds are over, so no move can
+        write them again.
         ``event_id`` (:func:`new_event_id`; None: one drawn here) is the id the entry
         stores (StoredEvent.chain): a caller whose append failed with its outcome unknown
         finds by it whether the event at that version is its own — its bytes are not
@@ -1174,17 +1180,35 @@ class Store:
             rk.closed,
         )
         trim_from = ""
+        kept_racers: tuple[str, ...] = ()
         if trim is not None:
             _check_nonneg("trim.before_version", trim.before_version)
             trim_from = str(trim.before_version)
+            for kept in trim.racers:
+                _check_nonneg("trim.racers", kept)
+            kept_racers = tuple(str(kept) for kept in trim.racers)
             with self._errors():
                 members = await self._redis.smembers(rk.keyset)
-            for member in sorted(_as_text(m) for m in members):
+                # A log closed before it was written (its racer resigned, left or was
+                # gone before its first move) is marked, but in no key set.
+                marked = await self._redis.hkeys(rk.closed)
+            for member in sorted({_as_text(m) for m in (*members, *marked)}):
                 round_no = rk.round_of(member)
                 if round_no is not None and round_no < trim.first_round:
                     keys += (member,)
         own_id = new_event_id() if event_id is None else event_id
-        args = (expected, event, own_id, ends, racer, digest, ttl, closed_log, trim_from)
+        args: tuple[bytes | str, ...] = (
+            expected,
+            event,
+            own_id,
+            ends,
+            racer,
+            digest,
+            ttl,
+            closed_log,
+            trim_from,
+            *kept_racers,
+        )
         reply = await self._eval(APPEND_EVENT, keys, args)
         ok, version = int(reply[0]), int(reply[1])
         if not ok and len(reply) > 2:

@@ -21,8 +21,12 @@
 --   atomic step the stream holds nothing before that version (the reset that began
 --   the round before), and KEYS[11..] — the key set's members of the rounds before
 --   that one (move logs, place counters, finish times), listed by the caller — are
---   deleted with their closed marks. Their rounds are over (`over`), so append_move
---   can never write them again (docs/store.md, "A room's history").
+--   deleted with their closed marks (the caller lists the closed marks of logs never
+--   written too: they are in no key set). Their rounds are over (`over`), so
+--   append_move can never write them again (docs/store.md, "A room's history").
+--   ARGV[10..] the racer ids whose tokens stay (the room's racers as the round
+--   begins): every other racer's token is deleted in the same step — a racer gone
+--   from the room before it, whose digest each join and resume would read for ever.
 -- Returns {1, new_version} or {0, current_version} (conflict: nothing written), or
 -- {0, current_version, what was lost} when the room's version or chain key was lost
 -- (restore_head, lib.lua): they are restored from the stream, the event is not
@@ -67,6 +71,15 @@ if ARGV[9] ~= '' then
     redis.call('DEL', KEYS[i])
     redis.call('SREM', KEYS[9], KEYS[i])
     redis.call('HDEL', KEYS[10], KEYS[i])
+  end
+  local stays = {}
+  for i = 10, #ARGV do
+    stays[ARGV[i]] = true
+  end
+  for _, racer in ipairs(redis.call('HKEYS', KEYS[6])) do
+    if not stays[racer] then
+      redis.call('HDEL', KEYS[6], racer)
+    end
   end
 end
 if ARGV[7] ~= '' then
