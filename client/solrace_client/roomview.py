@@ -116,7 +116,9 @@ class RoomView:
         self.you: dict[str, Any] | None = None
         #: Every other racer's latest board, ``racer -> (at_ms, view)`` (spectators).
         self.boards: dict[int, tuple[int, dict[str, Any]]] = {}
-        #: Every name ever seen, so a racer gone from the lobby can still be named.
+        #: The names seen since the round began (and this racer's), so a racer gone from
+        #: the lobby can still be named. A rematch forgets the rest: racer ids are
+        #: never reused, and a room its passers-by join and leave kept each for ever.
         self.names: dict[int, str] = {}
         #: The snapshot last loaded, as it came.
         self.snapshot: dict[str, Any] | None = None
@@ -448,6 +450,7 @@ class RoomView:
         self.host = d.get("host")
         old = self.racers
         self.racers = {}
+        self.names = {r: name for r, name in self.names.items() if r == self.me}
         for info in d.get("racers") or []:
             entry = _shown(info)
             if "online" in old.get(entry["racer"], {}):

@@ -20,6 +20,7 @@ from solrace_client.bot import BotHooks, run_bot
 from solrace_client.results import finished_race, write_result
 
 from tests.net.conftest import SOLVABLE_SECRET, Cluster, cluster_on
+from tests.support.frames import clients_keep_every_frame  # noqa: F401  (fixture)
 from tests.support.race import winning_moves
 
 #: The deal of round 1 of the cluster's fixed room secret (the greedy bot wins it).

@@ -120,7 +120,7 @@ async def test_a_gap_is_resynchronised_on_the_same_connection(cluster: Cluster) 
 
 
 async def test_a_resume_refused_as_too_soon_is_waited_out_on_the_same_connection(
-    cluster: Cluster,
+    cluster: Cluster, clients_keep_every_frame: None
 ) -> None:
     """A link that keeps dropping: the server resumes a racer RESUME_BURST times in a
     row, then once every RESUME_INTERVAL_S, and refuses one more ``rate_limited`` with

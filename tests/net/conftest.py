@@ -29,6 +29,7 @@ from solrace.rooms.node import Node
 from solrace.store import Store
 from solrace_client import pacing
 
+from tests.support.frames import keep_every_frame
 from tests.support.redis import BACKEND_URLS, connect_or_fail, delete_prefix, new_prefix
 
 #: A room secret whose round-1 Yukon deal the test solver wins quickly (checked by
@@ -162,6 +163,13 @@ async def cluster_on(backend: str, tmp_path: Path) -> AsyncIterator[Cluster]:
         yield c
     finally:
         await c.close()
+
+
+@pytest.fixture(autouse=True)
+def _every_frame_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests here check the frames servers send, each of them (a leaked card, the
+    order, the refusals): their clients keep every frame they read."""
+    keep_every_frame(monkeypatch)
 
 
 @pytest.fixture(params=["redis", "cluster", "embedded"])

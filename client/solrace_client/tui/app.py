@@ -101,6 +101,9 @@ CREATE_SETTINGS = tuple(sorted(CreateRoom.FIELDS - {"variant", "name"}))
 #: Refusals of a move that leave its outcome unknown: the store may have taken it
 #: (docs/protocol.md §11, "unavailable means outcome unknown").
 OUTCOME_UNKNOWN: Final = ("unavailable", "internal")
+#: The status lines a window keeps (``SolraceApp.status_log``): about a screenful
+#: of history behind the line shown.
+STATUS_LOG_KEPT: Final = 100
 #: Reconnect attempts: 0.2 s, doubled up to 8 s, ± 100 % (Backoff's defaults), for as
 #: long as the app runs.
 BACKOFF = Backoff()
@@ -211,7 +214,8 @@ class SolraceApp(App[int]):
         #: How the board marks the cursor and a pick: Textual reads NO_COLOR (self.no_color)
         #: and sends no colours then, so the marks must not be colours.
         self.look: Look = MONO if self.no_color else COLOUR
-        #: Every status line shown, oldest first (tests and bug reports read it).
+        #: The last STATUS_LOG_KEPT status lines shown, oldest first (tests read it).
+        #: Kept whole, a window open for hours held a line for every move it played.
         self.status_log: list[str] = []
         #: Why the app gave up before entering a room (one line, printed after it exits).
         self.failure: str | None = None
@@ -324,6 +328,8 @@ class SolraceApp(App[int]):
         message = printable(message)
         self.status_text = Text(message, style=style)
         self.status_log.append(message)
+        if len(self.status_log) > STATUS_LOG_KEPT:
+            del self.status_log[0]
         self._repaint()
 
     def _repaint(self) -> None:

@@ -105,7 +105,7 @@ async def shown_until(
 
 
 async def test_moves_that_turn_up_no_card_take_one_round_trip_not_one_each(
-    cluster: Cluster,
+    cluster: Cluster, clients_keep_every_frame: None
 ) -> None:
     """Each move is played once its board is on the screen, as a player does. Before,
     the screen waited for every move's reply: 6 moves took 6 round trips; now each is
