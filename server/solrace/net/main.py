@@ -582,6 +582,7 @@ def settings() -> tuple[Setting, ...]:
         MAX_CONNECTIONS_PER_S,
         MAX_ROOMS_PER_MINUTE,
         MOST_CONNECTIONS,
+        SEAT_IPV6_PREFIX,
     )
 
     # The number flags (solrace.argtypes: the same words as every other command line),
@@ -696,7 +697,8 @@ def settings() -> tuple[Setting, ...]:
             seats_per_address,
             "seats one client address may take in a public room (listed or quick), more "
             "are refused same_address: a second seat would scout the shared deal "
-            "(counted as connections are; private rooms take any number; 0: no cap)",
+            f"(counted as connections are, but an IPv6 client by its /{SEAT_IPV6_PREFIX}; "
+            "private rooms take any number; 0: no cap)",
         ),
         Setting(
             "--spectators-per-room",

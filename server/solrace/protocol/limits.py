@@ -177,8 +177,9 @@ MIN_RACERS_TO_START: Final = 2
 #: Seats one client address may hold in one public room (listed or quick). Racers get
 #: the same deal, so a second seat is a scout: it turns cards up for the first, which
 #: then plays a deal it has seen. Private rooms (friends, by code) take any number.
-#: Counted by the address connections are counted by (a trusted proxy's client, an
-#: IPv6 /64; a trusted peer's own connections are not counted). ``--seats-per-address``.
+#: Counted by the address connections are counted by (a trusted proxy's client; a
+#: trusted peer's own connections are not counted), but an IPv6 client by its /56
+#: (net/admission.py, SEAT_IPV6_PREFIX). ``--seats-per-address``.
 SEATS_PER_ADDRESS: Final = 1
 #: Spectators one node lets watch one room at once (``--spectators-per-room``; 0: no
 #: cap). Every spectator costs the node each frame the room sends (an event, a board:
