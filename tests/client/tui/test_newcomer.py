@@ -63,9 +63,8 @@ async def test_every_variant_board_and_lobby_fit_80x24(cluster: Cluster, variant
         assert max(line.cell_len for line in painted.split("\n")) <= board.content_size.width
 
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
-        helped = app.screen_text()
-        assert "Keys" in helped and "Racers" not in helped and "/52" not in helped
+        helped = await wait_for_text(pilot, "Keys")  # a pause of 0.2 s: at load 10, not yet
+        assert "Racers" not in helped and "/52" not in helped
         assert "the top 4 cards of column 3 onto column 6" in helped  # the notation
         await bob.close()
 
