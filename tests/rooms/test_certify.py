@@ -497,12 +497,18 @@ async def test_a_node_whose_workers_fail_leaves_a_shared_rooms_deal_to_a_healthy
     deal_chosen stands; a review). A node whose workers fail leaves a room another
     node serves to that node for a while, then deals uncertified as before.
 
-    Ann's node solves only once Bob's is waiting for it: raced against a real hard
-    certification instead, a loaded machine (load 8, a CI run) took longer than that
-    while (SHARED_FALLBACK_S), and without the wait Ann's node would never solve."""
+    Bob's node finds its workers failing only once Ann's has solved its deal, and
+    Ann's node gives its certificate only once Bob's is waiting for it: the window
+    (SHARED_FALLBACK_S) is then left for the announcement and its write, not the
+    solve. Raced against a real hard certification, a loaded machine (load 8, a CI
+    run) took longer than that while; against one candidate solved once Bob's node was
+    waiting, so did one with two busy loops beside the test (the solver workers run
+    at nice 10, SOLVER_NICE: 5 of 10 runs dealt uncertified). Without the wait Ann's
+    node would never give its certificate."""
     healthy, broken = await backend.node(), await backend.node()
     run, solve, chosen_elsewhere = certify._run, certify._solve, certify._chosen_elsewhere
     failing = contextvars.ContextVar("failing", default=False)
+    solved = asyncio.Event()  # Ann's node has found its deal
     waiting = asyncio.Event()  # Bob's node leaves the deal to Ann's
 
     async def run_on(node: Any, room: LiveRoom, round_no: int) -> None:
@@ -510,9 +516,14 @@ async def test_a_node_whose_workers_fail_leaves_a_shared_rooms_deal_to_a_healthy
         await run(node, room, round_no)
 
     async def solve_once_waited_for(*args: Any) -> certify.Certificate | None:
-        if not failing.get():
+        if failing.get():
+            await solved.wait()
+            return await solve(*args)  # WorkersFailing
+        found = await solve(*args)
+        if found is not None:
+            solved.set()
             await waiting.wait()
-        return await solve(*args)
+        return found
 
     async def wait_elsewhere(room: LiveRoom, round_no: int, seconds: float) -> None:
         waiting.set()
