@@ -307,11 +307,18 @@ class SolraceApp(App[int]):
     def _overdue(self) -> None:
         """Say once when the server has let the race run :data:`RACE_OVER_GRACE_S`
         past its time limit: the clock stood at 00:00 with no word, for as long as the
-        player waited (an audit with a server that never ended the race)."""
-        state = self.state
+        player waited (an audit with a server that never ended the race).
+
+        Not while events wait in the queue: the view is folded as they arrive, their
+        news said as the app takes them, and the start's ("the countdown has begun",
+        "go!") said after this line replaced it — never seen (a loaded machine took
+        over a second to show the race screen of a race of half a second)."""
+        state, client = self.state, self.client
         ends = state.ends_at_ms
         if state.phase != "racing" or not isinstance(ends, int) or self._overdue_said == ends:
             return
+        if client is not None and not client.events.empty():
+            return  # the news of what came before is still to be said
         if self.server_now() > ends + self.race_over_grace_s * 1000:
             self._overdue_said = ends
             self.say(

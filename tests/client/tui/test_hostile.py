@@ -5,6 +5,8 @@ be overdue, and q still quits."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from solrace_client import results
 from solrace_client.cli import main
@@ -68,6 +70,38 @@ async def test_a_race_the_server_never_ends_is_said_to_be_overdue_and_q_quits() 
             await _race_and_resign(pilot)
             said = "the server has not ended the race 0.5 s past its time limit — q quits"
             await wait_for_text(pilot, said)  # whole, in 80 columns
+            await quit_app(pilot, "Quit the race?")
+    assert app.return_code == 0
+
+
+async def test_the_overdue_line_is_said_after_the_news_still_queued_before_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The session folds each event into the view as it arrives; the app says its news
+    line when it takes it from the queue. A start whose screen took a loaded machine
+    over a second to show (the test above, full run beside a busy loop) had the clock's
+    tick find the view racing past its limit and say "overdue" while "the countdown has
+    begun" and "go!" still waited in the queue: said after it, they replaced the line
+    said once, and the player never saw it. The screen's switch is slowed here."""
+    switch = SolraceApp._sync_screen
+
+    async def slow_switch(app: SolraceApp) -> None:
+        if app.state.phase == "racing":
+            await asyncio.sleep(1.5)  # past the limit (0.5 s) and the grace (0.5 s)
+        await switch(app)
+
+    monkeypatch.setattr(SolraceApp, "_sync_screen", slow_switch)
+    race = FakeRace(moves=1000, ends_in_ms=500, race_over=False)
+    async with fake_server(race) as url:
+        app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"}, save=False)
+        app.race_over_grace_s = 0.5
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+            await pilot.press("space")
+            await wait_until(pilot, lambda: "go!" in app.status_log, "go!")
+            said = "the server has not ended the race 0.5 s past its time limit — q quits"
+            await wait_for_text(pilot, said)
+            assert app.status_log[1:] == ["the countdown has begun", "go!", said]
             await quit_app(pilot, "Quit the race?")
     assert app.return_code == 0
 
