@@ -232,7 +232,8 @@ class Trim:
     """What an event that begins a round lets go of (:meth:`Store.append_event`):
     the stream before ``before_version``, the logs, place counters and finish times of
     the rounds before ``first_round`` (with their closed marks), and the token of every
-    racer but ``racers`` (the room's racers as the round begins): a racer who left
+    racer but ``racers`` (the room's racers as the rematch is decided, those it drops
+    too): a racer who left
     before it can no longer resume, and a room rematched for ever kept the digest of
     every racer it had ever had, all read by each join and resume (a resource audit)."""
 

@@ -24,9 +24,10 @@
 --   deleted with their closed marks (the caller lists the closed marks of logs never
 --   written too: they are in no key set). Their rounds are over (`over`), so
 --   append_move can never write them again (docs/store.md, "A room's history").
---   ARGV[10..] the racer ids whose tokens stay (the room's racers as the round
---   begins): every other racer's token is deleted in the same step — a racer gone
---   from the room before it, whose digest each join and resume would read for ever.
+--   ARGV[10..] the racer ids whose tokens stay (the room's racers as the rematch is
+--   decided, those it drops too): every other racer's token is deleted in the same
+--   step — a racer gone from the room before it, whose digest each join and resume
+--   would read for ever.
 -- Returns {1, new_version} or {0, current_version} (conflict: nothing written), or
 -- {0, current_version, what was lost} when the room's version or chain key was lost
 -- (restore_head, lib.lua): they are restored from the stream, the event is not
