@@ -69,6 +69,7 @@ from . import logs
 if TYPE_CHECKING:  # loaded by main(), not on import (the module docstring)
     import asyncio
 
+    from solrace.rooms.node import Node
     from solrace.store import Store
     from solrace.store.keeping import Eviction
     from solrace.store.store import Durability
@@ -1074,7 +1075,7 @@ async def _serve(args: argparse.Namespace, store: Store, *, answers: bool = True
         },
     )
     # Started while Redis did not answer: what it promises is said once it does.
-    reporting = None if answers else asyncio.ensure_future(_report_once_answered(store))
+    reporting = None if answers else asyncio.ensure_future(_report_once_answered(node, store))
     await stop.wait()
     if reporting is not None:
         reporting.cancel()
@@ -1107,27 +1108,15 @@ _DURABILITY_ADVICE = {
 }
 
 
-#: How often a node started while Redis did not answer asks whether it does now.
-UNANSWERED_RECHECK_S: Final = 5.0
-
-
-async def _report_once_answered(store: Store) -> None:
+async def _report_once_answered(node: Node, store: Store) -> None:
     """Start-up's reports of what Redis promises (:func:`report_durability`,
-    :func:`report_eviction`), made once a Redis that did not answer at the start does.
-    Said only at the start, they said "durability: unknown" for the node's whole life:
-    one whose Redis came back without an AOF was never warned of it in its log (an
-    operator's audit; only ``/healthz`` said ``none``)."""
-    import asyncio
-
-    from solrace.store import StoreError
-
-    while True:
-        try:
-            if await store.ping():
-                break
-        except StoreError:  # it answers with a refusal (an ACL, a password): not yet
-            pass
-        await asyncio.sleep(UNANSWERED_RECHECK_S)
+    :func:`report_eviction`), made once a Redis that did not answer at the start does:
+    at the node's first lease renewal (every LEASE_RENEW_S, the node's own watch of
+    the store; this task asked PING every 5 s beside it). Said only at the start,
+    they said "durability: unknown" for the node's whole life: one whose Redis came
+    back without an AOF was never warned of it in its log (an operator's audit; only
+    ``/healthz`` said ``none``)."""
+    await node.first_renewal()
     report_durability(await store.durability())
     report_eviction(await store.eviction())
 

@@ -2841,6 +2841,12 @@ class Node:
             for rid, nodes in (await self.store.rooms_nodes(shared)).items()
         }
 
+    async def first_renewal(self) -> None:
+        """Return once the node has renewed its lease (at once if it has): the store
+        answered it and took a write — what a node started while Redis did not answer
+        waits for before it says what Redis promises (net/main.py)."""
+        await self._lease_held.wait()
+
     async def drained(self, timeout: float = 10.0) -> None:
         """Wait until no move is between its engine check and its store append."""
         deadline = asyncio.get_running_loop().time() + timeout
