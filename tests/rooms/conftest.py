@@ -18,6 +18,7 @@ from solrace.race import RacerGame
 from solrace.rooms import requests
 from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
+from solrace.rooms.records import unpack_event
 from solrace.rooms.room import LiveRoom
 from solrace.store import Store
 
@@ -296,3 +297,23 @@ class EngineWork:
 
     def reset(self) -> None:
         self.applied = self.views = 0
+
+
+def room_seen(node: Node, room_id: str, dead: bool = False) -> str:
+    """What ``node`` holds of the room, in one part of a soak's failure message."""
+    name = f"node {node.node_id}{' (dead)' if dead else ''}"
+    room = node.rooms.get(room_id)
+    if room is None:
+        return f"{name}: no room"
+    racers = {r: (m.status, m.online) for r, m in room.state.racers.items()}
+    return (
+        f"{name}: {room.state.phase} v{room.state.version} {racers} shared={room.shared}"
+        f" served={room.served()} timer={room.timer is not None}"
+    )
+
+
+async def stored_seen(store: Store, room_id: str) -> str:
+    """The room's stored version and last events, in one part of a soak's failure
+    message."""
+    stored = [unpack_event(e.data) for e in await store.events_since(room_id, 0)]
+    return f"store: v{len(stored)}, last {[(e.t, dict(e.d)) for e in stored[-6:]]}"

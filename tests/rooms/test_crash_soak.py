@@ -60,7 +60,7 @@ from tests.net.conftest import SOLVABLE_SECRET
 from tests.support.faults import STORE_CALLS, STORE_READS, Clock, Crashed, StoreFaults
 from tests.support.race import archived_result, winning_moves
 
-from .conftest import Backend, FakePeer, SoakRacer, seated_and_started
+from .conftest import Backend, FakePeer, SoakRacer, room_seen, seated_and_started, stored_seen
 
 #: Scenarios per backend and loop (each a seed of the walk): SOLRACE_CRASH_SEEDS=N runs
 #: seeds 0..N-1, =A:B seeds A..B-1.
@@ -298,21 +298,9 @@ async def _seen(walk: Walk) -> str:
     """What each node and the store hold of the room: for a failure's message."""
     death = walk.death
     lines = [f"died at {death.at} (call {death.calls}, mode {walk.mode}, counting {death.counts})"]
-    for node in walk.nodes:
-        room = node.rooms.get(walk.room_id)
-        dead = " (dead)" if walk.death.killed(node) else ""
-        if room is not None:
-            racers = {r: (m.status, m.online) for r, m in room.state.racers.items()}
-            lines.append(
-                f"node {node.node_id}{dead}: {room.state.phase} v{room.state.version}"
-                f" {racers} shared={room.shared} served={room.served()}"
-                f" timer={room.timer is not None}"
-            )
-        else:
-            lines.append(f"node {node.node_id}{dead}: no room")
+    lines += [room_seen(node, walk.room_id, walk.death.killed(node)) for node in walk.nodes]
     store = walk.reader().store
-    stored = [unpack_event(e.data) for e in await store.events_since(walk.room_id, 0)]
-    lines.append(f"store: v{len(stored)}, last {[(e.t, dict(e.d)) for e in stored[-6:]]}")
+    lines.append(await stored_seen(store, walk.room_id))
     lines.append(f"room nodes: {await store.room_nodes(walk.room_id)}")
     return "; ".join(lines)
 

@@ -50,7 +50,15 @@ from solrace_client.verify import verify_result
 from tests.support.faults import STORE_CALLS, Clock
 from tests.support.race import winning_moves
 
-from .conftest import SOLVABLE_SECRET, Backend, FakePeer, SoakRacer, seated_and_started
+from .conftest import (
+    SOLVABLE_SECRET,
+    Backend,
+    FakePeer,
+    SoakRacer,
+    room_seen,
+    seated_and_started,
+    stored_seen,
+)
 
 #: The share of store calls that fail while the faults are on.
 FAULT_RATE = 0.03
@@ -145,17 +153,8 @@ async def _play(
 
 async def _seen(a: Node, b: Node, room_id: str) -> str:
     """What each node and Redis hold of the room: for a failure's message."""
-    lines = []
-    for node in (a, b):
-        room = node.rooms.get(room_id)
-        if room is not None:
-            racers = {r: (m.status, m.online) for r, m in room.state.racers.items()}
-            lines.append(
-                f"node {node.node_id}: {room.state.phase} v{room.state.version} {racers}"
-                f" shared={room.shared} timer={room.timer is not None}"
-            )
-    stored = [unpack_event(e.data) for e in await a.store.events_since(room_id, 0)]
-    lines.append(f"Redis: v{len(stored)}, last {[(e.t, dict(e.d)) for e in stored[-6:]]}")
+    lines = [room_seen(node, room_id) for node in (a, b)]
+    lines.append(await stored_seen(a.store, room_id))
     return "; ".join(lines)
 
 
