@@ -1051,12 +1051,8 @@ class _CommandLine(_Parser):
     """``solrace``'s own parser: the arguments it returns hold the one ``--server``
     typed (:func:`_one_server`), wherever it was typed."""
 
-    def parse_known_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        parsed, extras = super().parse_known_args(args, namespace)
+    def _parsed(self, parsed: argparse.Namespace) -> None:
         _one_server(parsed)
-        return parsed, extras
 
 
 def build_parser() -> argparse.ArgumentParser:

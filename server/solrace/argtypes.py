@@ -24,8 +24,8 @@ import itertools
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar, Final, NoReturn
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn, TypeVar, overload
 
 from solrace import __version__
 from solrace.digits import is_digits
@@ -111,6 +111,9 @@ def output_unusable(prog: str, why: str, status: int) -> int:
     return status
 
 
+#: A namespace of the caller's, which argparse fills and returns (its overloads).
+_Namespace = TypeVar("_Namespace")
+
 #: argparse's words for an option whose value it did not find.
 _EXPECTED_ONE: Final = re.compile(r"argument (\S+): expected one argument")
 
@@ -157,15 +160,43 @@ class OneLineParser(argparse.ArgumentParser):
             )
         return ""
 
-    def parse_known_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
+    # argparse's two parse methods are overloaded (a namespace given or not); these
+    # restate the overloads, so that subclasses hook :meth:`_parsing` and :meth:`_parsed`
+    # instead of overriding them again
+    @overload
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: None = None
+    ) -> tuple[argparse.Namespace, list[str]]: ...
+    @overload
+    def parse_known_args(
+        self, args: Iterable[str] | None, namespace: _Namespace
+    ) -> tuple[_Namespace, list[str]]: ...
+    @overload
+    def parse_known_args(self, *, namespace: _Namespace) -> tuple[_Namespace, list[str]]: ...
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: Any = None
+    ) -> tuple[Any, list[str]]:
         self._given = list(sys.argv[1:] if args is None else args)
-        return super().parse_known_args(args, namespace)
+        self._parsing()
+        parsed, extras = super().parse_known_args(self._given, namespace)
+        self._parsed(parsed)
+        return parsed, extras
 
-    def parse_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> argparse.Namespace:
+    def _parsing(self) -> None:
+        """What a subclass readies before a parse (nothing here)."""
+
+    def _parsed(self, parsed: argparse.Namespace) -> None:
+        """What a subclass notes on the arguments it parsed (nothing here)."""
+
+    @overload
+    def parse_args(
+        self, args: Iterable[str] | None = None, namespace: None = None
+    ) -> argparse.Namespace: ...
+    @overload
+    def parse_args(self, args: Iterable[str] | None, namespace: _Namespace) -> _Namespace: ...
+    @overload
+    def parse_args(self, *, namespace: _Namespace) -> _Namespace: ...
+    def parse_args(self, args: Iterable[str] | None = None, namespace: Any = None) -> Any:
         """argparse's, with the arguments it has no use for each said at most in an
         excerpt (:func:`as_typed`): one of 100,000 characters was said whole."""
         parsed, extras = self.parse_known_args(args, namespace)

@@ -112,13 +112,11 @@ class _Parser(OneLineParser):
     takes each (argparse reads every option typed through ``_get_values``): they were
     found by parsing the command line a second time onto a namespace of markers."""
 
-    def parse_known_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
+    def _parsing(self) -> None:
         self._typed: set[str] = set()
-        parsed, extras = super().parse_known_args(args, namespace)
+
+    def _parsed(self, parsed: argparse.Namespace) -> None:
         parsed.given = self._typed & OPTION_SUITES.keys()
-        return parsed, extras
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         self._typed.add(action.dest)
