@@ -565,6 +565,82 @@ async def test_rooms_opened_by_connections_that_hang_up_are_counted_by_address(
         await ws.close()
 
 
+def test_an_address_that_tries_codes_naming_no_room_is_held_back() -> None:
+    """Room codes are 6 characters of 32 (2**30): counted by nothing but the message
+    rate, one address's 64 connections tried 1,083 a second on a real node (unknown
+    codes answered ``unknown_room``), so a private room among a thousand was found in
+    about 16 minutes. Past a burst, an address tries as many codes a minute as it has
+    tried codes that named no room; a code that names one costs nothing."""
+    admission = Admission(
+        100, trusted=parse_networks("10.0.0.0/8"), code_misses_per_minute=6, code_miss_burst=2
+    )
+    guesser = _admitted(admission, "203.0.113.5")
+    assert admission.code_wait(guesser, 0.0) is None
+    admission.code_missed(guesser, 0.0)
+    assert admission.code_wait(guesser, 0.0) is None
+    admission.code_missed(guesser, 0.0)
+    assert admission.code_wait(guesser, 0.0) == pytest.approx(10.0)  # one every 10 s
+    assert admission.code_wait(guesser, 9.0) == pytest.approx(1.0)
+    assert admission.code_wait(guesser, 10.0) is None
+    again = _admitted(admission, "203.0.113.5")  # a new connection of that address
+    admission.code_missed(again, 10.0)
+    assert admission.code_wait(guesser, 10.0) is not None
+    assert admission.code_wait(_admitted(admission, "203.0.113.6"), 10.0) is None
+    # An IPv6 client counts by its /48 (one site): each /64 of it had a burst of its own.
+    for n in range(2):
+        admission.code_missed(_admitted(admission, f"2001:db8:0:{n}::1"), 10.0)
+    assert admission.code_wait(_admitted(admission, "2001:db8:0:ffff::9"), 10.0) is not None
+    assert admission.code_wait(_admitted(admission, "2001:db8:1::1"), 10.0) is None
+    proxy = _admitted(admission, "10.0.0.2")  # the proxy's own: never counted
+    for _ in range(10):
+        admission.code_missed(proxy, 10.0)
+    assert admission.code_wait(proxy, 10.0) is None
+    unlimited = Admission(100, trusted=NOBODY_TRUSTED, code_misses_per_minute=0)
+    anyone = _admitted(unlimited, "203.0.113.5")
+    for _ in range(100):
+        unlimited.code_missed(anyone, 0.0)
+    assert unlimited.code_wait(anyone, 0.0) is None
+
+
+@pytest.mark.parametrize("cluster", ["redis"], indirect=True)
+async def test_guessing_room_codes_is_refused_past_a_burst_without_telling_which_exist(
+    cluster: Cluster,
+) -> None:
+    """Behind a trusted proxy, a client that ``join``s and ``watch``es codes naming no
+    room is refused ``rate_limited`` (with when to try again) past its burst, the real
+    code of a private room included — the refusal says nothing of which codes exist —
+    while another client joins and watches that room by its code as often as it likes."""
+    proxy = Admission(
+        100, trusted=parse_networks("127.0.0.1"), code_misses_per_minute=6, code_miss_burst=3
+    )
+    server = await cluster.node(admission=proxy)
+    host = await _open(server.url, "198.51.100.1")
+    created = await _ask(host, 1, "create", variant="klondike", name="Host", private=True)
+    assert created.t == "joined", created.d
+    secret_code = created.d["code"]
+    unknown = "2" * 6 if secret_code != "2" * 6 else "3" * 6
+    guesser = await _open(server.url, "203.0.113.5")
+    for n, t in enumerate(("join", "watch", "join")):
+        fields = {"name": "Guess"} if t == "join" else {}
+        missed = await _ask(guesser, n, t, code=unknown, **fields)
+        assert (missed.t, missed.d["code"]) == ("error", "unknown_room"), missed.d
+    second = await _open(server.url, "203.0.113.5")  # a fresh connection changes nothing
+    for n, (t, code) in enumerate((("watch", unknown), ("join", secret_code))):
+        fields = {"name": "Guess"} if t == "join" else {}
+        refused = await _ask(second, n, t, code=code, **fields)
+        assert (refused.t, refused.d["code"]) == ("error", "rate_limited"), refused.d
+        assert 0 < int(refused.d["retry_after_ms"]) <= 10_000  # one code per 10 s
+    friend = await _open(server.url, "198.51.100.2")
+    for n in range(5):  # codes that name a room cost nothing
+        watching = await _ask(friend, 2 * n, "watch", code=secret_code)
+        assert watching.t == "watching", watching.d
+        assert (await _ask(friend, 2 * n + 1, "leave")).t == "ok"
+    joined = await _ask(friend, 10, "join", code=secret_code.lower(), name="Friend")
+    assert joined.t == "joined", joined.d
+    for ws in (host, guesser, second, friend):
+        await ws.close()
+
+
 def test_a_tickets_seat_key_is_the_address_it_is_counted_by_ipv6_by_its_56() -> None:
     """What a public room seats once: one address, a mapped IPv4 as itself, a trusted
     proxy's client (its port cut off), an IPv6 client by its /56 (a home line is

@@ -87,6 +87,16 @@ DEFAULT_ROOMS_PER_MINUTE: Final = 12
 #: Addresses whose room counts are kept before the full ones (an address that opened
 #: nothing for a minute) are forgotten; the bound doubles with what is left.
 ROOM_COUNTS_KEPT: Final = 4096
+#: Room codes naming no room one address may try a minute on a node, past
+#: :data:`CODE_MISS_BURST`: a ``join`` or ``watch`` by a code refused ``unknown_room``
+#: takes one, a code naming a room none. Why: a code is 6 characters of 32 (2**30), and
+#: nothing else counted them: one address's 64 connections tried 1,083 a second on a real
+#: node at the message rate, which finds a private room among a thousand in about 16
+#: minutes (a security audit). At 10 a minute that address needs months. A person
+#: mistypes a code a few times; a household behind one NAT shares the burst.
+DEFAULT_CODE_MISSES_PER_MINUTE: Final = 10
+#: Codes naming no room one address may try at once (a fresh or rested address).
+CODE_MISS_BURST: Final = 20
 #: New connections one address may open at once (``connection_burst``): as many as it
 #: may hold (``--max-connections-per-address``' default; a node started with a larger
 #: cap takes that as its burst: :func:`connection_burst_for`), so a household or a club
@@ -148,6 +158,10 @@ IPV6_PREFIX: Final = 64
 #: than a connection's /64: a home line is delegated a /56 (or a /48) and could hold a
 #: seat per /64 of it.
 SEAT_IPV6_PREFIX: Final = 56
+#: An IPv6 client's room codes that name no room count by this prefix (Ticket.code_key):
+#: a /48 is one site, and a tunnel broker hands one out for free — 65,536 /64s, each
+#: with a guesser's burst of its own.
+CODE_IPV6_PREFIX: Final = 48
 #: Sockets one address may hold beyond its share while they wait for their refusal;
 #: past them its new sockets are closed at once, unanswered.
 REFUSALS_PER_ADDRESS: Final = 8
@@ -293,11 +307,22 @@ class Ticket:
     def seat_key(self) -> str | None:
         """The address a public room seats once (rooms.peer.Peer.address): the one the
         ticket is counted against, an IPv6 client's by its /56; None if not counted."""
+        return self._wider(SEAT_IPV6_PREFIX)
+
+    @property
+    def code_key(self) -> str | None:
+        """The address room codes naming no room are counted by (Admission.code_wait):
+        the one the ticket is counted against, an IPv6 client's by its /48; None if
+        not counted."""
+        return self._wider(CODE_IPV6_PREFIX)
+
+    def _wider(self, prefix: int) -> str | None:
+        """The ticket's address, an IPv6 /64 widened to ``prefix``; None if none."""
         if self.key is None:
             return None
         if ":" in self.key:  # an IPv6 /64 (_key)
             network = ipaddress.IPv6Network(self.key)
-            return str(network.supernet(new_prefix=SEAT_IPV6_PREFIX))
+            return str(network.supernet(new_prefix=prefix))
         return self.key
 
 
@@ -327,15 +352,20 @@ class AddressBuckets(dict[str, AddressBucket]):
     def take(self, key: str, now: float, per_s: float, burst: float) -> float | None:
         """``key`` spends one token at ``now``: None if it had one, else the seconds
         until it has (nothing is taken then)."""
-        bucket = self.get(key)
-        if bucket is None:
-            self._forget(now)
-            bucket = self[key] = AddressBucket(now, per_s, burst)
+        bucket = self.bucket(key, now, per_s, burst)
         if bucket.take(now):
             bucket.refused = 0
             return None
         bucket.refused += 1
         return (1 - bucket.tokens(now)) / bucket.rate
+
+    def bucket(self, key: str, now: float, per_s: float, burst: float) -> AddressBucket:
+        """``key``'s bucket, a full one made at ``now`` if it has none."""
+        bucket = self.get(key)
+        if bucket is None:
+            self._forget(now)
+            bucket = self[key] = AddressBucket(now, per_s, burst)
+        return bucket
 
     def hasty(self, key: str, now: float, answered: int) -> bool:
         """Whether ``key`` was refused ``answered`` times in a row and has no token yet."""
@@ -370,14 +400,46 @@ class Admission:
     room_counts_kept: int = ROOM_COUNTS_KEPT
     #: Addresses whose connection counts are kept before full ones are forgotten.
     connection_counts_kept: int = CONNECTION_COUNTS_KEPT
+    #: Codes naming no room an address may try a minute (0: any number), and at once.
+    code_misses_per_minute: int = DEFAULT_CODE_MISSES_PER_MINUTE
+    code_miss_burst: int = CODE_MISS_BURST
     #: The rooms each address may still open (kept after its connections close).
     _rooms: AddressBuckets = field(init=False)
     #: The connections each address may still open (kept after they close).
     _connects: AddressBuckets = field(init=False)
+    #: The codes naming no room each address may still try (kept after it hangs up).
+    _code_misses: AddressBuckets = field(init=False)
 
     def __post_init__(self) -> None:
         self._rooms = AddressBuckets(self.room_counts_kept)
         self._connects = AddressBuckets(self.connection_counts_kept)
+        self._code_misses = AddressBuckets(self.room_counts_kept)
+
+    def code_wait(self, ticket: Ticket, now: float) -> float | None:
+        """A connection of ``ticket`` asks to look a room code up at ``now`` (monotonic
+        seconds): None if it may, else the seconds until its address may try one again
+        (it tried too many that named no room: :meth:`code_missed`). Refused before the
+        lookup, a code that names a room is refused as one that names none, so the
+        refusal tells nothing of which codes exist. A connection counted against no
+        address is never refused."""
+        key = ticket.code_key
+        if key is None or not self.code_misses_per_minute:
+            return None
+        bucket = self._code_misses.get(key)
+        if bucket is None:
+            return None  # a full bucket (never counted, or forgotten full)
+        tokens = bucket.tokens(now)
+        return None if tokens >= 1 else (1 - tokens) / bucket.rate
+
+    def code_missed(self, ticket: Ticket, now: float) -> None:
+        """The code a connection of ``ticket`` looked up at ``now`` named no room:
+        counted against its address — into debt if its other connections missed
+        meanwhile (each passed :meth:`code_wait` before its lookup), which it waits out."""
+        key = ticket.code_key
+        if key is None or not self.code_misses_per_minute:
+            return
+        per_minute = self.code_misses_per_minute
+        self._code_misses.bucket(key, now, per_minute / 60, self.code_miss_burst).charge(now, 1)
 
     def open_room(self, ticket: Ticket, now: float) -> float | None:
         """A connection of ``ticket`` asks to open a room at ``now`` (monotonic
@@ -498,6 +560,21 @@ class Admission:
                 self._by_key[ticket.key] = left
             else:
                 del self._by_key[ticket.key]
+
+
+@dataclass(frozen=True)
+class CodeTries:
+    """The room codes one connection's address may still try (Admission.code_wait,
+    Admission.code_missed), for its session."""
+
+    admission: Admission
+    ticket: Ticket
+
+    def wait_s(self, now: float) -> float | None:
+        return self.admission.code_wait(self.ticket, now)
+
+    def missed(self, now: float) -> None:
+        self.admission.code_missed(self.ticket, now)
 
 
 def connection_rate(admission: Admission) -> str:

@@ -66,6 +66,7 @@ from .admission import (
     REFUSAL_WAIT_S,
     WANTED_OPEN_FILES,
     Admission,
+    CodeTries,
     Refusal,
     Ticket,
     connection_rate,
@@ -527,8 +528,17 @@ class RaceServer:
         client = None if ticket is None else ticket.forwarded
         open_room = None if ticket is None else functools.partial(self.admission.open_room, ticket)
         address = None if ticket is None else ticket.seat_key
+        code_tries = None if ticket is None else CodeTries(self.admission, ticket)
         session = Session(
-            ws, self.node, self.metrics, client, self.stalls, open_room, address, self.unread
+            ws,
+            self.node,
+            self.metrics,
+            client,
+            self.stalls,
+            open_room,
+            address,
+            self.unread,
+            code_tries,
         )
         node = self.node
         node.peers.add(session)

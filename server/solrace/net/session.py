@@ -49,7 +49,7 @@ from solrace.rooms.node import Node
 from solrace.rooms.peer import Peer
 
 from . import logs
-from .admission import counted_as
+from .admission import CodeTries, counted_as
 from .metrics import Metrics
 from .stalls import LoopStalls
 
@@ -144,6 +144,7 @@ class Session(Peer):
         open_room: Callable[[float], float | None] | None = None,
         address: str | None = None,
         unread: UnreadBudget | None = None,
+        code_tries: CodeTries | None = None,
     ) -> None:
         super().__init__()
         self.address = address
@@ -152,6 +153,8 @@ class Session(Peer):
         self.client = client
         #: Admission.open_room for this connection's address (None: not counted).
         self._open_room = open_room
+        #: The room codes this connection's address may still try (None: not counted).
+        self._code_tries = code_tries
         self.node = node
         self.metrics = metrics
         loop = asyncio.get_running_loop()
@@ -255,6 +258,25 @@ class Session(Peer):
         if wait_s is not None:
             self.node.repeated.note(log, "too many rooms from one address", *self._said())
             raise BadMessage(ErrorCode.TOO_MANY_ROOMS, retry_after_ms=math.ceil(wait_s * 1000))
+
+    def may_try_code(self) -> None:
+        if self._code_tries is None:
+            return
+        wait_s = self._code_tries.wait_s(self._loop.time())
+        if wait_s is not None:
+            line = "too many unknown room codes from one address"
+            self.node.repeated.note(log, line, *self._said())
+            wait_ms = math.ceil(wait_s * 1000)
+            raise BadMessage(
+                ErrorCode.RATE_LIMITED,
+                "your address tried too many room codes that name no room: try again in"
+                f" {wait_ms} ms",
+                retry_after_ms=wait_ms,
+            )
+
+    def missed_code(self) -> None:
+        if self._code_tries is not None:
+            self._code_tries.missed(self._loop.time())
 
     def origin(self) -> str | None:
         if self.client is not None:

@@ -274,8 +274,23 @@ async def _create_room(node: Node, settings: RoomSettings, room_id: str | None =
     raise BadMessage(ErrorCode.INTERNAL, "could not allocate a room code")
 
 
+async def room_by_code(node: Node, peer: Peer, code: str) -> LiveRoom:
+    """The room ``code`` names, for a ``join`` or ``watch`` of ``peer``: refused
+    ``rate_limited`` before the lookup if its client tried too many codes that named no
+    room (Peer.may_try_code), and a code that names none counted against it. Counted
+    by nothing but the message rate, one address tried a thousand codes a second, and
+    codes are 2**30: a private room among a thousand was found within minutes."""
+    peer.may_try_code()
+    try:
+        return await node.room_by_code(code)
+    except BadMessage as exc:
+        if exc.code == ErrorCode.UNKNOWN_ROOM:
+            peer.missed_code()
+        raise
+
+
 async def join(node: Node, peer: Peer, msg: JoinRoom, request_id: int | None) -> None:
-    room = await node.room_by_code(msg.code)
+    room = await room_by_code(node, peer, msg.code)
     await _join(node, peer, room, msg.name, request_id, msg.token)
 
 
@@ -864,7 +879,7 @@ async def _missed(node: Node, peer: Peer, room: LiveRoom, since: int | None) -> 
 
 async def watch(node: Node, peer: Peer, msg: Watch, request_id: int | None) -> None:
     if msg.code is not None:
-        room = await node.room_by_code(msg.code)
+        room = await room_by_code(node, peer, msg.code)
     else:
         assert msg.room is not None
         room = await node.room(msg.room)

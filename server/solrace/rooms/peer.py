@@ -83,6 +83,18 @@ class Peer(ABC):
         (solrace.net.admission); a connection it does not count may open any number."""
         return None
 
+    def may_try_code(self) -> None:
+        """Raise the refusal (``rate_limited``) if this connection's client may not
+        look a room code up now: it tried too many that named no room (the network
+        layer counts them by client address: solrace.net.admission). A connection it
+        does not count may try any number."""
+        return None
+
+    def missed_code(self) -> None:
+        """The room code this connection looked up named no room: counted against its
+        client (:meth:`may_try_code`)."""
+        return None
+
     def new_conn_id(self) -> None:
         """Take a new connection id: what was recorded about the old one (an offline
         written late, once Redis answers) is then about a connection this one no
