@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from solrace.protocol import verify
 from solrace.protocol.limits import MAX_UNREADY, RESUME_BURST
+from solrace.protocol.messages import display_name
 from solrace.race import RaceError, RacerGame, RoomSettings, RoomState, standings
 from solrace.race import decisions as d
 from solrace.race.events import EventType, RoomEvent, event
@@ -735,3 +736,32 @@ def test_a_name_a_racer_of_the_room_goes_by_is_made_distinct() -> None:
     room.apply(d.leave(room.state, 1))
     room.apply(d.join(room.state, "Ann"))  # the name is free again
     assert room.state.racers[max(room.state.racers)].name == "Ann"
+
+
+@pytest.mark.parametrize(
+    "spoof",
+    [
+        "A\u200dnn",  # a zero-width joiner (allowed in names for emoji) between letters
+        "Ann\u200d",
+        "A\u034fnn",  # the combining grapheme joiner: a mark that draws nothing
+        "Ann\ufe0f",  # a variation selector after a letter
+        "Ann\U000e0100",
+        "A\u180bnn",
+        "Ann \u3164",  # a Hangul filler: a letter that draws nothing (NFKC: U+1160)
+        "Ann\uffa0",
+        "Ann \u2800",  # the braille blank
+    ],
+)
+def test_a_name_that_differs_only_by_characters_that_draw_nothing_is_made_distinct(
+    spoof: str,
+) -> None:
+    """A security audit: a stranger joined as ``Ann`` with a zero-width joiner (or a
+    variation selector, a Hangul filler …) in it — a name the protocol takes, shown
+    exactly as the leader's ``Ann`` in every list, standings and spectator's board —
+    and kept it, as the names differed by those characters alone."""
+    assert display_name(spoof) == spoof  # a name the server takes
+    room = Room(max_racers=8)
+    room.apply(d.join(room.state, "Ann"))
+    room.apply(d.join(room.state, spoof))
+    assert room.state.racers[2].name == spoof + " (2)"
+    assert d.name_key(spoof) == d.name_key("Ann")
