@@ -335,3 +335,55 @@ async def test_a_rematch_whose_walk_overlaps_the_last_rounds_gets_its_own_deal_o
     async with asyncio.timeout(10):
         while (room_id, 1) in a.certifying:
             await asyncio.sleep(0.01)
+
+
+def _deal_retriers(node: Node) -> int:
+    """The node's tasks retrying a ``deal_chosen`` write Redis failed (Node.insist's
+    :func:`_until_done` tasks, named by what they log)."""
+    count = 0
+    for task in node._tasks:
+        coro = task.get_coro()
+        frame = getattr(coro, "cr_frame", None)
+        if task.done() or frame is None or getattr(coro, "__qualname__", "") != "_until_done":
+            continue
+        if frame.f_locals.get("what") == "could not store a certified deal":
+            count += 1
+    return count
+
+
+async def test_starts_refused_while_redis_fails_the_deal_leave_one_retrier(
+    backend: Backend,
+) -> None:
+    """Redis refuses every ``deal_chosen`` write for a while (a store out of memory,
+    a replica promoted late): the lobby's walk finds its deal, the write fails and is
+    retried (Node.insist), and the host's ``start``, refused ``unavailable``, is asked
+    again and again, each starting a walk whose write fails too. One retrier of the
+    round's deal at most, however many walks failed — each used to leave a retrier of
+    its own, retrying until Redis answered: 1 + one per ``start``, without bound —
+    and once Redis takes the write, one deal and the race starts."""
+    node = await backend.node()
+    append = node.store.append_event
+    refusing = True
+    refused: list[int] = []
+
+    async def failing(room_id: str, data: bytes, *args: Any, **kwargs: Any) -> Any:
+        if refusing and unpack_event(data).t == EventType.DEAL_CHOSEN:
+            refused.append(1)
+            raise StoreUnavailable("append_event: OOM command not allowed (injected)")
+        return await append(room_id, data, *args, **kwargs)
+
+    setattr(node.store, "append_event", failing)  # noqa: B010 (a method of the instance)
+    ann, bob, created, _ = await _lobby(node)
+    room_id = str(created.d["room"])
+    for _ in range(6):
+        reply = await ann.ask("start")
+        assert reply.t == "error" and reply.d["code"] == "unavailable", reply
+    assert len(refused) >= 6
+    assert _deal_retriers(node) <= 1, f"{_deal_retriers(node)} retriers of one deal"
+    refusing = False
+    started = await _start(ann)
+    assert started.t == "ok", started.d
+    await _one_race_started(node, room_id, ann, bob)
+    async with asyncio.timeout(10):
+        while _deal_retriers(node):
+            await asyncio.sleep(0.01)

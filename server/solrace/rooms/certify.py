@@ -333,6 +333,31 @@ async def _chosen_elsewhere(room: LiveRoom, round_no: int, seconds: float) -> No
         await asyncio.sleep(RECHECK_S)
 
 
+def _retry_the_deal(
+    node: Node, key: tuple[str, int], choose: Callable[[], Awaitable[None]], exc: Exception
+) -> None:
+    """Retry the round's ``deal_chosen`` write, which Redis failed, until Redis takes
+    it — unless a retrier of the round's deal is at it already: any one deal found
+    will do (the first stored stands). Each walk whose write failed started a retrier
+    of its own, and while Redis kept failing, every ``start`` (refused ``unavailable``,
+    asked again) and every fold started a walk: retriers piled up without bound, each
+    writing every 2 s until Redis answered (an audit: 7 after 6 starts)."""
+    writing = node.deal_writes.get(key)
+    if writing is not None and not writing.done():
+        return
+    what = "could not store a certified deal"
+    extra = {"room": key[0]}
+    log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
+    writing = node.keep_trying(choose, what, extra)
+    node.deal_writes[key] = writing
+
+    def forget(task: asyncio.Future[Any]) -> None:
+        if node.deal_writes.get(key) is task:
+            del node.deal_writes[key]
+
+    writing.add_done_callback(forget)
+
+
 def _needed(room: LiveRoom, round_no: int) -> bool:
     """Whether the round wants its deal now: not chosen yet, and a racer of the lobby
     online (on any node: presence is folded room state). One everyone left expires:
@@ -415,13 +440,12 @@ async def _run(node: Node, room: LiveRoom, round_no: int) -> None:
 
         try:
             await choose()
-        except StoreUnavailable:
+        except StoreUnavailable as exc:
             # The deal is found; only its write failed. Whoever waits (a ``start``) is
             # told ``unavailable`` as before, and the write is retried until Redis
             # answers: nothing else would make it in a quiet lobby, which showed
             # "certifying a winnable deal…" until someone acted (and then solved again).
-            extra = {"room": room.room_id}
-            node.spawn(node.insist(choose, "could not store a certified deal", extra))
+            _retry_the_deal(node, key, choose, exc)
             raise
     except (StoreUnavailable, asyncio.CancelledError):
         raise

@@ -610,6 +610,9 @@ class Node:
         self._stopped = False
         #: Rounds this node is certifying a deal for (certify.py), by (room, round).
         self.certifying: dict[tuple[str, int], asyncio.Future[None]] = {}
+        #: The task retrying each round's certified deal whose write Redis failed
+        #: (certify.py), by (room, round): one per round, however many walks failed.
+        self.deal_writes: dict[tuple[str, int], asyncio.Future[Any]] = {}
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -711,7 +714,15 @@ class Node:
             if _gone(exc, what, extra):
                 return
             log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
-            self.spawn(_until_done(attempt, what, extra, WRITE_RETRY_S, failed=True))
+            self.keep_trying(attempt, what, extra)
+
+    def keep_trying(
+        self, attempt: Callable[[], Awaitable[None]], what: str, extra: dict[str, Any]
+    ) -> asyncio.Future[Any]:
+        """Retry ``attempt``, which Redis has just failed (and its caller logged), in a
+        task until Redis lets it (:func:`_until_done`): the task, for a caller that
+        keeps one retrier per write (certify._run)."""
+        return self.spawn(_until_done(attempt, what, extra, WRITE_RETRY_S, failed=True))
 
     async def record_offline(self, room: LiveRoom, racer: int, conn: str) -> None:
         """Record that ``racer``'s connection ``conn`` is gone, retrying until Redis
