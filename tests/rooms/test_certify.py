@@ -29,6 +29,7 @@ from solrace_client.results import SavedResult
 from solrace_client.verify import verify_result
 
 from tests.net.conftest import SOLVABLE_SECRET
+from tests.support import processes
 from tests.support.race import winning_moves
 
 from .conftest import Backend, FakePeer
@@ -433,6 +434,35 @@ async def test_a_room_gets_a_deal_when_its_solver_workers_are_killed(backend: Ba
         chosen = await ann.until(lambda f: f.t == "deal_chosen", timeout=300)
         assert chosen.d["certified"] is True
     finally:
+        solver_workers.shutdown()
+
+
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+async def test_a_room_gets_a_deal_when_its_solver_workers_hang(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every solver worker stops answering (SIGSTOP here; a worker stuck, or frozen
+    by its host): a candidate handed to one is given up after CANDIDATE_LIMIT_S, its
+    worker killed and started again, and the room still gets its deal. Before, the
+    candidate was waited for as long as the worker lived: the lobby said "certifying"
+    for ever (no deal after 40 s of a real server, nothing logged), and its host's
+    ``start`` was refused ``not_ready`` each time."""
+    monkeypatch.setattr(certify, "CANDIDATE_LIMIT_S", 2.0, raising=False)
+    node = await backend.node()
+    pool = solver_workers._workers()
+    hung = [pid for pid in pool.pids() if pid is not None]
+    try:
+        for pid in hung:
+            os.kill(pid, signal.SIGSTOP)
+        ann = FakePeer(node)
+        assert (await ann.ask("create", variant="yukon", name="Ann")).t == "joined"
+        chosen = await ann.until(lambda f: f.t == "deal_chosen", timeout=60)
+        assert chosen.d["certified"] is True
+        assert not set(hung) & set(pool.pids())
+    finally:
+        for pid in hung:
+            if processes.state(pid) == "T":  # still ours, still stopped
+                os.kill(pid, signal.SIGKILL)
         solver_workers.shutdown()
 
 

@@ -62,6 +62,14 @@ RECHECK_S: Final = 0.1
 #: waits for the deal.
 SHARED_FALLBACK_S: Final = START_WAIT_S / 3
 
+#: How long a candidate's worker may take to answer before it is taken for hung,
+#: killed and started again (solver_workers.run): the candidate is then not won, and
+#: the walk goes on. A candidate at CERTIFY_BUDGET_NODES took at most 3 s in every
+#: variant measured (docs/winnability.md), so ten times that is a worker that will not
+#: answer — stopped by a signal, stuck, frozen by its host — which a room waited for for
+#: ever, "certifying" in its lobby (an audit).
+CANDIDATE_LIMIT_S: Final = 30.0
+
 #: ``deal_chosen`` is written a whole number of these seconds after the walk began
 #: (:func:`on_the_step`), never when the solver happened to finish. A walk's time
 #: follows the positions the solver searched on the dealt candidate (an audit,
@@ -233,7 +241,9 @@ async def _solve(*args: Any) -> Certificate | None:
     if solver_workers.failing():
         raise WorkersFailing("the solver workers keep dying")
     try:
-        found: Certificate | None = await solver_workers.run(try_candidate, *args)
+        found: Certificate | None = await solver_workers.run(
+            try_candidate, *args, limit_s=CANDIDATE_LIMIT_S
+        )
     except solver_workers.WorkerLost as lost:
         if lost.stopped:
             return None  # stopped with the node: nothing to say

@@ -114,10 +114,13 @@ def stopper(slot: int | None) -> Callable[[], bool] | None:
     return lambda: flags[slot] != 0
 
 
-async def run(function: Callable[..., Any], *args: Any) -> Any:
+async def run(function: Callable[..., Any], *args: Any, limit_s: float | None = None) -> Any:
     """``function(*args, stop_slot=slot)`` on a worker, awaited without blocking the
     loop. Cancelled, it asks the worker to stop the job (the function passes
-    :func:`stopper` of its slot to the solver); the job still counts until it ends."""
+    :func:`stopper` of its slot to the solver); the job still counts until it ends.
+    ``limit_s``: a worker that has not answered this long after it was handed the job
+    is taken for hung — killed, started again for the next job — and the job gets
+    :class:`WorkerLost` (None: no limit)."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     pool = _workers()
@@ -137,7 +140,7 @@ async def run(function: Callable[..., Any], *args: Any) -> Any:
             loop.call_soon_threadsafe(settle, outcome, failed)
 
     try:
-        pool.submit(_Job(function, args, {"stop_slot": slot}, finished))
+        pool.submit(_Job(function, args, {"stop_slot": slot}, finished, limit_s))
     except BaseException:
         _end_job(pool, job, slot)
         raise
@@ -198,6 +201,8 @@ class _Job:
     kwargs: dict[str, Any]
     #: Called on a feeding thread with the outcome, and True if it is an exception.
     finished: Callable[[Any, bool], None]
+    #: How long the worker may take to answer (None: as long as it lives).
+    limit_s: float | None = None
 
 
 class Workers:
@@ -314,6 +319,16 @@ class Workers:
                 self._lose(index, worker)
                 continue
             try:
+                # A worker that never answers (stopped by a signal, stuck, frozen by its
+                # host) is neither dead nor alive to recv: its job, and every room whose
+                # walk waited for it, waited for ever ("certifying" in the lobby, nothing
+                # logged). Past the job's limit it is killed as a dead one would be lost.
+                if job.limit_s is not None and not pipe.poll(job.limit_s):
+                    self._lose(index, worker)
+                    raise WorkerLost(
+                        f"solver worker {process.pid} did not answer within {job.limit_s:g} s:"
+                        " killed"
+                    )
                 ok, outcome = pipe.recv()
             except (EOFError, OSError) as exc:
                 self._lose(index, worker)
