@@ -14,10 +14,17 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from redis.asyncio import Redis
 from solrace.net.admission import REFUSAL_REASONS
-from solrace.net.server import HEALTHZ_PING_TIMEOUT_S, RaceServer, upgrade_stripped
+from solrace.net.server import (
+    HEALTHZ_ANSWER_REUSE_S,
+    HEALTHZ_PING_TIMEOUT_S,
+    RaceServer,
+    upgrade_stripped,
+)
 from solrace.protocol.errors import BAD_INPUT_CLOSES
 from solrace.rooms.counters import MOVE_REFUSALS, REQUEST_REFUSALS, Defect
 from solrace.rooms.node import Node
@@ -144,6 +151,88 @@ async def test_healthz_answers_503_within_a_second_when_redis_accepts_and_never_
         listener.close()
         for writer in accepted:
             writer.close()
+
+
+async def _redis_info(url: str, section: str) -> dict[str, Any]:
+    """``INFO section`` of the Redis at ``url``, on a connection of its own."""
+    client = Redis.from_url(url)
+    try:
+        info: dict[str, Any] = await client.info(section)
+        return info
+    finally:
+        await client.aclose()
+
+
+async def _pings(url: str) -> int:
+    """How many PINGs the Redis at ``url`` has answered (``cmdstat_ping``): a private
+    one, which nothing but the test's node talks to."""
+    stats = await _redis_info(url, "commandstats")
+    return int(stats.get("cmdstat_ping", {}).get("calls", 0))
+
+
+async def test_concurrent_and_repeated_healthz_probes_share_one_redis_ping(
+    private_redis: Callable[..., str],
+) -> None:
+    """A security audit: /healthz is public through deploy/'s nginx and answered whatever
+    the connection limits, and every probe sent a PING to the Redis all nodes share: one
+    client's flood (4,200 probes a second) loaded that Redis for every node. Probes asked
+    while a PING is in flight share it, and its answer serves those of the next
+    HEALTHZ_ANSWER_REUSE_S: PINGs counted by the Redis itself."""
+    url = private_redis()
+    store = await Store.connect(url, prefix=new_prefix())
+    server = RaceServer(Node(store, name="probed"), "127.0.0.1", 0)
+    await server.start()
+    try:
+        before = await _pings(url)
+        began = time.monotonic()
+        answers = list(
+            await asyncio.gather(*(_raw_http(server.url, "GET", "/healthz") for _ in range(50)))
+        )
+        for _ in range(20):
+            answers.append(await _raw_http(server.url, "GET", "/healthz"))
+        took = time.monotonic() - began
+        pinged = await _pings(url) - before
+    finally:
+        await stop_own_server(server)
+    assert [(status, body) for status, _, body in answers] == [(200, b"ok\n")] * 70
+    # A new PING is sent only once the last one is answered and HEALTHZ_ANSWER_REUSE_S old.
+    assert 1 <= pinged <= 1 + int(took / HEALTHZ_ANSWER_REUSE_S), (pinged, took)
+
+
+async def test_healthz_is_503_soon_after_redis_stops_answering_despite_the_reused_answer(
+    private_redis: Callable[..., str],
+) -> None:
+    """The reuse of a PING's answer (HEALTHZ_ANSWER_REUSE_S) delays a stalled Redis'
+    503 by at most that long: a Redis stopped (SIGSTOP: alive, answering nothing) right
+    after a probe that answered 200 is a 503 within the reuse and the PING's timeout,
+    and no probe meanwhile waits longer than the PING's timeout (a reused answer must
+    not send CONFIG or INFO to the stalled Redis, which would wait out the store's)."""
+    url = private_redis()
+    pid = int((await _redis_info(url, "server"))["process_id"])
+    store = await Store.connect(url, prefix=new_prefix(), timeout=5.0)
+    server = RaceServer(Node(store, name="stalled"), "127.0.0.1", 0)
+    await server.start()
+    limit = HEALTHZ_ANSWER_REUSE_S + HEALTHZ_PING_TIMEOUT_S + 0.5
+    slowest = 0.0
+    try:
+        status, _, _ = await _raw_http(server.url, "GET", "/healthz")
+        assert status == 200
+        os.kill(pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            while status == 200 and time.monotonic() - stopped < limit + 5:
+                asked = time.monotonic()
+                status, _, body = await _raw_http(server.url, "GET", "/healthz")
+                slowest = max(slowest, time.monotonic() - asked)
+                await asyncio.sleep(0.05)  # a probe every 50 ms
+            took = time.monotonic() - stopped
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        await stop_own_server(server)
+    assert (status, body) == (503, b"unavailable\n")
+    assert took < limit, took
+    assert slowest < HEALTHZ_PING_TIMEOUT_S + 0.5, slowest
 
 
 async def test_every_known_label_is_exported_at_zero_from_the_start(

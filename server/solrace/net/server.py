@@ -205,6 +205,15 @@ ALLOWED: Final = ", ".join(ALLOWED_METHODS)
 #: store's 5 s, a Redis that accepted connections and never answered made every probe
 #: time out instead of seeing 503.
 HEALTHZ_PING_TIMEOUT_S: Final = 1.0
+#: Seconds one PING's answer serves every ``/healthz`` after it; those asked while it is
+#: in flight share it. /healthz is public through deploy/'s nginx and answered whatever
+#: the connection limits, and each probe sent a PING to the Redis every node shares: one
+#: client's flood (4,200 probes a second, an audit) loaded that Redis for all of them.
+#: Now a flood costs one PING a second. Load balancers and kubelets probe every few
+#: seconds, so their answers are fresh, or at most a second old; a store that stops
+#: answering is still a 503 within this plus HEALTHZ_PING_TIMEOUT_S; ``store_down`` and
+#: draining are read live on every request.
+HEALTHZ_ANSWER_REUSE_S: Final = 1.0
 #: Seconds a drain may take in all before the node stops anyway, its connections' last
 #: writes unmade: inside the 20 s deploy/'s files give a drain before SIGKILL
 #: (TimeoutStopSec, stop_grace_period), with DRAIN_HAND_OFF_MIN_S and the store's close
@@ -298,6 +307,9 @@ class RaceServer:
         self.stalls = LoopStalls()
         #: Output all connections together leave unread (``--max-unread-mib``; 0: any).
         self.unread = UnreadBudget(max_unread_bytes)
+        #: The last PING /healthz sent (in flight or answered), and when it was sent.
+        self._ping: asyncio.Future[bool] | None = None
+        self._pinged_at = -math.inf
 
     def _connection_class(self) -> type[_Connection]:
         return type("_Connection", (_Connection,), {"race_server": self})
@@ -442,13 +454,16 @@ class RaceServer:
             if "probe=live" in query:  # liveness: the process answers, whatever Redis does
                 return _response(http.HTTPStatus.OK, b"alive\n", "text/plain; charset=utf-8")
             store = self.node.store
-            answers = await _answers_within(store, HEALTHZ_PING_TIMEOUT_S)
+            answers, pinged = await self._store_answers()
             failing = self.node.store_down
             ok = answers and not failing and not self.node.draining
             status = http.HTTPStatus.OK if ok else http.HTTPStatus.SERVICE_UNAVAILABLE
-            # Asked again at most every 10 s; while Redis does not answer, the last answer.
-            durability = await store.durability(max_age_s=10.0 if answers else math.inf)
-            if answers:
+            # Asked again at most every 10 s, by the probe that sent the PING, right after
+            # its answer (a reused one may be a second old: CONFIG or INFO on a Redis
+            # stalled since would wait out the store's timeout); else the last answer.
+            fresh = answers and pinged
+            durability = await store.durability(max_age_s=10.0 if fresh else math.inf)
+            if fresh or (answers and store.last_eviction is None):
                 eviction = await store.eviction(max_age_s=EVICTION_CHECK_S)
             else:  # the last answer, if any: INFO would wait out the store's timeout
                 eviction = store.last_eviction or Eviction(UNKNOWN, "cannot check: no answer")
@@ -502,6 +517,19 @@ class RaceServer:
         wait = CONNECTION_RETRY_AFTER_S if ticket is None else ticket.retry_after_s
         retry = [("Retry-After", str(wait))]
         return _response(status, body, "text/plain; charset=utf-8", retry)
+
+    async def _store_answers(self) -> tuple[bool, bool]:
+        """Whether the store answers PING (within :data:`HEALTHZ_PING_TIMEOUT_S`), and
+        whether this call sent that PING: one in flight is shared, and an answer
+        younger than :data:`HEALTHZ_ANSWER_REUSE_S` reused, so a flood of probes sends
+        Redis one PING a second, not one each."""
+        now = asyncio.get_running_loop().time()
+        ping, sent = self._ping, False
+        if ping is None or (ping.done() and now - self._pinged_at >= HEALTHZ_ANSWER_REUSE_S):
+            ping = asyncio.ensure_future(_answers_within(self.node.store, HEALTHZ_PING_TIMEOUT_S))
+            self._ping, self._pinged_at, sent = ping, now, True
+        # Shielded: a probe whose client went away must not cancel the others' PING.
+        return await asyncio.shield(ping), sent
 
     def _advertise(
         self, connection: ServerConnection, request: Request, response: Response
