@@ -490,11 +490,14 @@ def format_ms(ms: int | None, decimals: int = 0) -> str:
     if ms is None:
         return "--:--"
     ms = max(0, int(ms))
-    minutes, rest = divmod(ms, 60_000)
-    seconds = rest / 1000
     if decimals:
-        return f"{minutes}:{seconds:0{decimals + 3}.{decimals}f}"
-    return f"{minutes:02d}:{int(seconds):02d}"
+        # Rounded first, as ``solrace result`` rounds (``60.0s``), then split: the
+        # seconds rounded on their own showed 59,960 ms as ``0:60.0``.
+        whole, fraction = f"{ms / 1000:.{decimals}f}".split(".")
+        minutes, seconds = divmod(int(whole), 60)
+        return f"{minutes}:{seconds:02d}.{fraction}"
+    minutes, rest = divmod(ms, 60_000)
+    return f"{minutes:02d}:{rest // 1000:02d}"
 
 
 def race_clock(

@@ -310,6 +310,17 @@ def test_clock() -> None:
     assert race_clock("lobby", None, None, 0) == ""
 
 
+def test_finish_time_rounding_up_to_a_minute_carries() -> None:
+    """A finish time whose seconds round up to 60 is the next minute: 59,960 ms was
+    shown as ``0:60.0`` on the results screen (and 119,999 ms in thousandths-free
+    hundredths as ``1:60.00``), where ``solrace result`` said ``60.0s``."""
+    assert format_ms(59_960, 1) == "1:00.0"
+    assert format_ms(119_999, 2) == "2:00.00"
+    assert format_ms(59_949, 1) == "0:59.9"
+    assert format_ms(3_599_999, 1) == "60:00.0"
+    assert format_ms(59_999, 3) == "0:59.999"
+
+
 def test_lobby_shows_code_racers_ready_flags_and_host() -> None:
     racers = [
         {"racer": 1, "name": "Ann", "ready": False},
