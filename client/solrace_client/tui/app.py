@@ -209,7 +209,12 @@ class SolraceApp(App[int]):
         self.session = Session(server_list(server), backoff=BACKOFF, lost=self._lost)
         self.news = News()
         self.controller = Controller()
+        #: The server's clock minus :meth:`local_ms`, measured at each (re)join.
         self.clock_offset_ms = 0
+        #: :meth:`local_ms`'s origin: this computer's wall clock once, then the
+        #: monotonic clock from there (see :meth:`local_ms`).
+        self._origin_ms = int(time.time() * 1000)
+        self._origin_ns = time.monotonic_ns()
         self.status_text = Text("connecting…")
         #: How the board marks the cursor and a pick: Textual reads NO_COLOR (self.no_color)
         #: and sends no colours then, so the marks must not be colours.
@@ -293,8 +298,16 @@ class SolraceApp(App[int]):
         self._stopped = True
         await self.session.close()
 
+    def local_ms(self) -> int:
+        """This computer's clock (Unix ms) as the app counts it: read once, then counted
+        on with the monotonic clock, which is never set. On the wall clock, setting the
+        computer's clock 10 minutes ahead mid-race (by hand, or an NTP step) took 10
+        minutes off the time left shown, until the next reconnect measured the offset
+        again."""
+        return self._origin_ms + (time.monotonic_ns() - self._origin_ns) // 1_000_000
+
     def server_now(self) -> int:
-        return int(time.time() * 1000) + self.clock_offset_ms
+        return self.local_ms() + self.clock_offset_ms
 
     def _tick(self) -> None:
         self._overdue()
@@ -631,15 +644,15 @@ class SolraceApp(App[int]):
     async def _sync_clock(self, client: RaceClient) -> None:
         """The server's clock offset from the quickest of three pings."""
         if self.state.now_ms:
-            self.clock_offset_ms = int(self.state.now_ms) - int(time.time() * 1000)
-        best: tuple[float, int] | None = None
+            self.clock_offset_ms = int(self.state.now_ms) - self.local_ms()
+        best: tuple[int, int] | None = None
         for _ in range(3):
-            sent = time.time()
+            sent = self.local_ms()
             now_ms = await client.ping()
-            back = time.time()
+            back = self.local_ms()
             rtt = back - sent
             if best is None or rtt < best[0]:
-                best = (rtt, now_ms - int((sent + back) / 2 * 1000))
+                best = (rtt, now_ms - (sent + back) // 2)
         if best is not None:
             self.clock_offset_ms = best[1]
 

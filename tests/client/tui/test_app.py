@@ -7,6 +7,7 @@ import asyncio
 import inspect
 import json
 import re
+import time
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from solrace.rules import deal, parse_move, replay, view
 from solrace_client import RaceClient, config, results
 from solrace_client.cli import main
 from solrace_client.errors import CONNECTION_CLOSED, EXIT_NO, ConnectionLost
+from solrace_client.tui import app as app_module
 from solrace_client.tui import run_race, run_watch
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.render import card_label, plain_cards
@@ -934,6 +936,49 @@ async def test_a_narrow_header_keeps_the_time_left(cluster: Cluster) -> None:
             header = app.screen_text().split("\n")[0]
             assert re.search(r"\d\d:\d\d · \d\d:\d\d left", header), header
             assert shown in header, header
+        await bob.close()
+
+
+class _SteppedTime:
+    """The ``time`` module as the app sees it, its wall clock set ``step_s`` ahead (an
+    NTP step, or a user setting the clock): every other function is the real one."""
+
+    def __init__(self, step_s: float) -> None:
+        self.step_s = step_s
+
+    def time(self) -> float:
+        return time.time() + self.step_s
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+@pytest.mark.parametrize("step_s", [600.0, -600.0])
+async def test_the_race_clock_keeps_time_when_this_computers_clock_is_set(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, step_s: float
+) -> None:
+    """The race clock is the server's, offset measured when the window (re)joins: it
+    was counted on this computer's wall clock, so setting that clock 10 minutes ahead
+    mid-race took 10 minutes off the time left shown (back: added them), until the
+    next reconnect. Counted on the monotonic clock, the top line keeps time."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        pattern = re.compile(r"(\d\d):(\d\d) left")
+
+        def left_s() -> int | None:
+            found = pattern.search(app.screen_text().split("\n")[0])
+            return None if found is None else int(found[1]) * 60 + int(found[2])
+
+        await wait_until(pilot, lambda: left_s() is not None, "the time left")
+        before = left_s()
+        assert before is not None and before > 60
+        monkeypatch.setattr(app_module, "time", _SteppedTime(step_s))
+        app._tick()
+        await pilot.pause(0.3)
+        after = left_s()
+        assert after is not None and before - 5 <= after <= before, (before, after)
         await bob.close()
 
 
