@@ -18,6 +18,7 @@ from solrace.protocol.limits import MAX_LOG_LEN, MAX_ROOMS_LISTED, SEAT_SETTLE_S
 from solrace.protocol.views import LeaveReason, Phase, RacerStatus
 from solrace.race import RacerGame, RoomSettings, decisions, events
 from solrace.race.events import EventType
+from solrace.race.state import QUICK_LOBBY_MS
 from solrace.rooms import lobby, requests
 from solrace.rooms import node as node_module
 from solrace.rooms.clock import FAR_SAMPLES_NEEDED, SteadyClock, wall_ms
@@ -1955,3 +1956,50 @@ async def test_a_room_whose_creators_join_failed_is_still_adopted_by_the_sweep(
     await asyncio.gather(node.sweep_orphans(), node.sweep_orphans())
     assert room.served()
     assert [r.getMessage() for r in caplog.records].count(_ADOPTING) == 1
+
+
+async def test_a_quick_lobbys_timer_run_out_before_its_deal_waits_for_the_deal_idle(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quick room's lobby timer (QUICK_LOBBY_MS) running out starts its race only
+    once its deal is ready. Until the deal came (a hard certification; its racers away,
+    which pauses it), the timer, due in the past, fired again every millisecond: each
+    time a tick read the room from the store and decided nothing (a thousand store
+    reads a second for one room). Now the timer waits for the deal, whose fold ticks."""
+    certifying = asyncio.Event()
+    solved = asyncio.Event()
+    real_solve = node_module.certify._solve
+
+    async def slow_solve(*args: Any) -> Any:
+        certifying.set()
+        await solved.wait()
+        return await real_solve(*args)
+
+    monkeypatch.setattr(node_module.certify, "_solve", slow_solve)
+    clock = Clock()
+    node = await backend.node(clock=clock)
+    ann, bob = FakePeer(node), FakePeer(node)
+    assert (await ann.ask("quick", variant="yukon", name="Ann")).t == "joined"
+    assert (await bob.ask("quick", variant="yukon", name="Bob")).t == "joined"
+    room = ann.room
+    assert room is not None and room is bob.room
+    async with asyncio.timeout(10):
+        await certifying.wait()
+    ticks = 0
+    real_tick = node.tick
+
+    async def counted_tick(ticked: LiveRoom) -> None:
+        nonlocal ticks
+        ticks += 1
+        await real_tick(ticked)
+
+    monkeypatch.setattr(node, "tick", counted_tick)
+    clock.advance(QUICK_LOBBY_MS / 1000 + 1, node)
+    loop = asyncio.get_running_loop()
+    until = loop.time() + 0.5
+    while loop.time() < until:  # half a second of the node's life, its timer free to fire
+        await asyncio.sleep(0.01)
+    assert room.state.phase == Phase.LOBBY and not room.state.deal_ready()
+    assert ticks <= 2, f"{ticks} ticks in 0.5 s waiting for the deal"
+    solved.set()  # the deal comes: the race starts at once, the timer long run out
+    await ann.until(lambda f: f.t == "countdown")

@@ -498,7 +498,16 @@ def next_wakeup(state: RoomState, grace_floor_ms: int = 0, end_due: bool = False
     phase = state.phase
     if end_due and phase in (Phase.COUNTDOWN, Phase.RACING):
         return 0
-    if phase == Phase.LOBBY and state.settings.quick and state.lobby_deadline_ms is not None:
+    if (
+        phase == Phase.LOBBY
+        and state.settings.quick
+        and state.lobby_deadline_ms is not None
+        and state.deal_ready()
+    ):
+        # Only once the deal is ready, as :func:`tick` starts the race only then (the
+        # deal's fold arms the timer again). Run out before it, the deadline was "now"
+        # until the deal came: the timer fired every millisecond, each a tick that
+        # read the room from the store and decided nothing.
         times.append(state.lobby_deadline_ms)
     if phase == Phase.LOBBY:
         for member in state.racers.values():
