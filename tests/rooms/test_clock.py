@@ -16,6 +16,7 @@ import urllib.parse
 import pytest
 from solrace.race.settings import RoomSettings
 from solrace.rooms import lobby
+from solrace.rooms import node as node_module
 from solrace.rooms.clock import (
     APART_MS,
     FAR_SAMPLES_NEEDED,
@@ -374,3 +375,37 @@ async def test_a_sample_taken_while_another_set_the_clock_is_dropped(
     finally:
         await store.close()
     assert not [r for r in caplog.records if "from the store's" in r.getMessage()]
+
+
+async def test_a_node_whose_machine_clock_is_ahead_still_forgets_idle_rooms(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sweep that forgets rooms long idle here (Node._sweep, every IDLE_ROOM_MS /
+    10) was timed on the race clock, its first due time read before the node took the
+    store's: a machine an hour ahead set the clock an hour back, and the node swept
+    nothing for that hour (its idle rooms kept in memory). An interval of this node's
+    alone: timed on the monotonic clock."""
+    monkeypatch.setattr(node_module, "IDLE_ROOM_MS", 1000)  # a sweep every 0.1 s
+    store = await Store.connect(REDIS_URL, prefix=new_prefix())
+    clock = SteadyClock(wall=lambda: _wall_ms() + 3_600_000)
+    node = Node(store, clock=clock)
+    swept = asyncio.Event()
+    real_sweep = node._sweep
+
+    def sweep() -> None:
+        swept.set()
+        real_sweep()
+
+    monkeypatch.setattr(node, "_sweep", sweep)
+    node.start()
+    try:
+        async with asyncio.timeout(5):
+            while not clock.anchored:
+                await asyncio.sleep(0.01)
+        swept.clear()  # one due before the clock was set may have run: the next
+        async with asyncio.timeout(5):
+            await swept.wait()
+    finally:
+        await node.stop()
+        await store.delete_all()
+        await store.close()

@@ -747,16 +747,19 @@ class Node:
         room's folded version, whatever the verdict, so what it missed is folded once
         Redis answers it, once and in order. On a Cluster, a read one master failed or
         still holds (Store.tail) is folded at once for the rooms of the others."""
-        next_sweep = self.clock() + IDLE_ROOM_MS // 10
+        # The sweep's interval is this node's alone: on the monotonic clock. On the
+        # race clock, its first due time was read before the node took the store's
+        # clock, and a machine an hour ahead swept nothing for that hour.
+        next_sweep = time.monotonic() + IDLE_ROOM_MS / 10_000
         while True:
             positions = {
                 rid: room.state.version
                 for rid, room in self.rooms.items()
                 if room.shared and room.has_peers()
             }
-            if self.clock() >= next_sweep:
+            if time.monotonic() >= next_sweep:
                 self._sweep()
-                next_sweep = self.clock() + IDLE_ROOM_MS // 10
+                next_sweep = time.monotonic() + IDLE_ROOM_MS / 10_000
             if not positions:
                 await asyncio.sleep(TAIL_IDLE_S)
                 continue
