@@ -63,6 +63,8 @@ class FakeRace:
     create_error: dict[str, Any] | None = None
     #: The ``error`` data every ``move`` is refused with (None: moves are taken).
     move_error: dict[str, Any] | None = None
+    #: The data of every ``pong`` (None: the server's clock, as an honest one's).
+    pong: dict[str, Any] | None = None
 
 
 def rival_declared_winner(result: dict[str, Any]) -> None:
@@ -178,7 +180,8 @@ class _Connection:
             await self.send("ok", {}, id=rid)
             await self.end()
         elif t == "ping":
-            await self.send("pong", {"now_ms": _now()}, id=rid)
+            pong = {"now_ms": _now()} if self.race.pong is None else self.race.pong
+            await self.send("pong", pong, id=rid)
         else:  # leave, start, rematch
             await self.send("ok", {}, id=rid)
 

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TypeGuard
 
 from rich.text import Text
 from solrace.protocol import Envelope
@@ -163,6 +163,11 @@ async def ended_race(client: RaceClient, code: object, commitment: object) -> En
     if phase != "finished" and snapshot.get("commitment") == commitment:
         return None  # the saved round is still on
     return EndedRace(results.race_id(str(reply.get("room")), {"commitment": commitment}))
+
+
+def _whole_ms(value: object) -> TypeGuard[int]:
+    """Whether a clock reading from the server is a whole number of ms (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class SolraceApp(App[int]):
@@ -642,14 +647,18 @@ class SolraceApp(App[int]):
         return True
 
     async def _sync_clock(self, client: RaceClient) -> None:
-        """The server's clock offset from the quickest of three pings."""
-        if self.state.now_ms:
-            self.clock_offset_ms = int(self.state.now_ms) - self.local_ms()
+        """The server's clock offset from the quickest of three pings. A clock that is
+        not a whole number of ms (a faulty or hostile server's: missing, a string, a
+        float) is not taken: ``int()`` of it ended the app with a traceback."""
+        if _whole_ms(self.state.now_ms):
+            self.clock_offset_ms = self.state.now_ms - self.local_ms()
         best: tuple[int, int] | None = None
         for _ in range(3):
             sent = self.local_ms()
-            now_ms = await client.ping()
+            now_ms = (await client.request("ping")).get("now_ms")
             back = self.local_ms()
+            if not _whole_ms(now_ms):
+                continue
             rtt = back - sent
             if best is None or rtt < best[0]:
                 best = (rtt, now_ms - (sent + back) // 2)

@@ -178,3 +178,18 @@ async def test_an_entry_refused_with_an_escape_sequence_is_said_without_it(
     assert status == EXIT_FAILED, err
     assert err.startswith("solrace: ") and "full?[31m red" in err, err
     assert "\x1b" not in err, err
+
+
+@pytest.mark.parametrize("pong", [{}, {"now_ms": "soon"}, {"now_ms": None}, {"now_ms": 1.5e300}])
+async def test_a_pong_without_a_clock_leaves_the_clock_unmeasured(pong: dict[str, object]) -> None:
+    """The race clock's offset is measured with ``ping`` as the window enters: a pong
+    whose ``now_ms`` was missing or not a number ended the app with a traceback (a
+    KeyError, a ValueError out of the network worker) before the lobby was shown. The
+    clock is left as the snapshot set it, and the race goes on."""
+    async with fake_server(FakeRace(pong=pong)) as url:
+        app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"}, save=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _race_and_resign(pilot)
+            await wait_for_text(pilot, "✔ verified: the deal was committed")
+            assert abs(app.server_now() - app.local_ms()) < 60_000
+            await quit_app(pilot)
