@@ -165,9 +165,9 @@ class RoomView:
                 entry["online"] = online[entry["racer"]]
             self.racers[entry["racer"]] = entry
             self.names[entry["racer"]] = str(entry.get("name"))
-        self.now_ms = snap.get("now_ms")
-        self.start_at_ms = snap.get("start_at_ms")
-        self.ends_at_ms = snap.get("ends_at_ms")
+        self.now_ms = _ms(snap.get("now_ms"))
+        self.start_at_ms = _ms(snap.get("start_at_ms"))
+        self.ends_at_ms = _ms(snap.get("ends_at_ms"))
         self.commitment = snap.get("commitment")
         if self.phase in ("countdown", "racing") and self.commitment:
             if self.commitment != self.published_commitment:
@@ -337,7 +337,7 @@ class RoomView:
 
     def _on_countdown(self, d: dict[str, Any]) -> None:
         self.phase = "countdown"
-        self.start_at_ms = d.get("start_at_ms")
+        self.start_at_ms = _ms(d.get("start_at_ms"))
         self._new_round()
         self.commitment = self.published_commitment = d.get("commitment")
         self.countdown_settings = copy.deepcopy(self.settings)
@@ -350,8 +350,8 @@ class RoomView:
 
     def _on_started(self, d: dict[str, Any]) -> None:
         self.phase = "racing"
-        self.start_at_ms = d.get("start_at_ms")
-        self.ends_at_ms = d.get("ends_at_ms")
+        self.start_at_ms = _ms(d.get("start_at_ms"))
+        self.ends_at_ms = _ms(d.get("ends_at_ms"))
         self.commitment = d.get("commitment")
         # The countdown published the commitment; a server that names another here
         # (an audit's: the reveal then matched the second, and the race-over screen and
@@ -467,6 +467,14 @@ class RoomView:
                 "score": 0,
                 "status": "waiting",
             }
+
+
+def _ms(value: Any) -> int | None:
+    """A time the server sent (Unix ms), if it is a whole number; else None (a faulty
+    or hostile server's ``"soon"``): the race screen's clock subtracts these, and a
+    ``started`` whose ``ends_at_ms`` was a string ended the terminal client with a
+    TypeError traceback."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _board(view: Any, owner: bool = False) -> dict[str, Any]:

@@ -493,3 +493,20 @@ def test_a_moved_reply_of_a_round_arriving_in_the_next_lobby_is_not_held_to_the_
     assert acknowledged is not None and dict(acknowledged.moves) == {}
     first = s.overs[5].acknowledged
     assert first is not None and dict(first.moves) == {0: "1:1>2"}
+
+
+@pytest.mark.parametrize("bad", ["soon", None, 1.5, True, [1]])
+def test_a_time_that_is_not_whole_milliseconds_is_not_kept(bad: Any) -> None:
+    """The countdown's and the race's times, and the snapshot's clock, are kept only
+    when they are whole milliseconds (a faulty or hostile server's are not): the race
+    screen's clock subtracted them, and a ``started`` whose ``ends_at_ms`` was
+    ``"soon"`` ended the terminal client with a TypeError traceback."""
+    s = RoomView()
+    s.load(snapshot(now_ms=bad, start_at_ms=bad, ends_at_ms=bad), racer=1)
+    assert (s.now_ms, s.start_at_ms, s.ends_at_ms) == (None, None, None)
+    s.apply(ev("countdown", 3, start_at_ms=bad, commitment="c"))
+    assert s.phase == "countdown" and s.start_at_ms is None
+    s.apply(ev("started", 4, start_at_ms=100, ends_at_ms=bad, commitment="c"))
+    assert s.phase == "racing" and (s.start_at_ms, s.ends_at_ms) == (100, None)
+    s.apply(ev("started", 5, start_at_ms=bad, ends_at_ms=900_100, commitment="c"))
+    assert (s.start_at_ms, s.ends_at_ms) == (None, 900_100)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from solrace.protocol import Envelope, encode
 from solrace_client import results
 from solrace_client.cli import main
 from solrace_client.errors import EXIT_FAILED, EXIT_NO
@@ -193,3 +194,26 @@ async def test_a_pong_without_a_clock_leaves_the_clock_unmeasured(pong: dict[str
             await wait_for_text(pilot, "✔ verified: the deal was committed")
             assert abs(app.server_now() - app.local_ms()) < 60_000
             await quit_app(pilot)
+
+
+@pytest.mark.parametrize("field", ["start_at_ms", "ends_at_ms"])
+async def test_a_race_time_that_is_not_a_number_leaves_the_clock_blank(field: str) -> None:
+    """A ``started`` whose start or time limit was not a number (``"soon"``) ended the
+    app with a TypeError traceback from the race screen's clock: the time is not kept,
+    and the clock shows what it can."""
+    started: dict[str, object] = {"start_at_ms": 1, "ends_at_ms": 2, "commitment": "c"}
+    started[field] = "soon"
+    # Version 6: after the fake's snapshot (2), ready_changed, countdown and started.
+    frame = encode(Envelope("started", v=6, d=started))
+    async with fake_server(FakeRace(after_start=[frame])) as url:
+        app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"}, save=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+            await pilot.press("space")
+            await wait_until(pilot, lambda: app.state.version == 6, "the second started")
+            app._tick()
+            await pilot.pause(0.3)
+            assert getattr(app.state, field) is None
+            assert "moves 0" in app.screen_text()
+            await quit_app(pilot, "Quit the race?")
+    assert app.return_code == 0
