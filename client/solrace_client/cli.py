@@ -641,12 +641,12 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
             no_wrap=column != "name",
             min_width=8 if column == "name" else 1,
         )
-    from .results import time_decimals
+    from .results import finish_ms, time_decimals
 
     standings = result.get("standings") or []
     decimals = time_decimals(standings)
     for s in standings:
-        elapsed = s.get("elapsed_ms")
+        elapsed = finish_ms(s)
         time_text = "—" if elapsed is None else f"{elapsed / 1000:.{decimals}f}s"
         table.add_row(
             _cell(s.get("place")),

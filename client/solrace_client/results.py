@@ -245,9 +245,18 @@ def time_decimals(standings: Iterable[Mapping[str, Any]]) -> int:
     """Decimals of a second that tell the standings' finish times apart: 1, or 3 when
     two different times read the same in tenths (37,222 and 37,225 ms were both shown
     as 37.2, in different places)."""
-    times = {s.get("elapsed_ms") for s in standings}
-    shown = {t: f"{t / 1000:.1f}" for t in times if isinstance(t, int)}
+    times = {t for s in standings if (t := finish_ms(s)) is not None}
+    shown = {t: f"{t / 1000:.1f}" for t in times}
     return 3 if len(set(shown.values())) < len(shown) else 1
+
+
+def finish_ms(standing: Mapping[str, Any]) -> int | None:
+    """A standing's finish time (``elapsed_ms``) if it is whole milliseconds, else None:
+    the race-over screen and the bot's table show a result before ``verify`` judged it,
+    and a faulty or hostile server's ``"soon"`` ended them with a traceback (a list
+    made :func:`time_decimals` one)."""
+    elapsed: Any = standing.get("elapsed_ms")
+    return int(elapsed) if _whole(elapsed) else None
 
 
 _STANDING_NUMBERS: Final = ("place", "foundation", "moves", "score", "elapsed_ms", "reached_ms")

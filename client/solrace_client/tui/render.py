@@ -23,7 +23,7 @@ from solrace.rules import RulesError, new_board
 from solrace.rules.cards import NAMES, SUITS
 
 from ..boardview import decks_of, recycle_is_legal
-from ..results import counted, time_decimals
+from ..results import counted, finish_ms, time_decimals
 from ..verify import CHECKING, Verdict
 from .controller import (
     FOUNDATION,
@@ -697,7 +697,7 @@ def render_standings(
         status = str(s.get("status", ""))
         text.append(f"{status:<10} ", STATUS_STYLE.get(status, ""))
         cards = f"{s.get('foundation', 0)}/{total}"
-        elapsed = s.get("elapsed_ms")
+        elapsed = finish_ms(s)
         clock = format_ms(elapsed, decimals) if elapsed is not None else "-"
         text.append(f"{cards:>7} {s.get('moves', 0):>6} {s.get('score', 0):>6} {clock:>8}\n", style)
     text.append("\n")

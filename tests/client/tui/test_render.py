@@ -467,6 +467,24 @@ def test_finish_times_equal_in_tenths_are_told_apart() -> None:
     )  # a real tie reads as one
 
 
+@pytest.mark.parametrize("elapsed", ["soon", [312_456], 312.5])
+def test_a_finish_time_that_is_not_whole_milliseconds_is_shown_as_none(elapsed: object) -> None:
+    """A race_over whose standing said ``elapsed_ms: "soon"`` (a faulty or hostile
+    server's: the race-over screen shows a result before ``verify`` has judged it)
+    ended the terminal client with a ValueError traceback from the time column, and
+    ``solrace bot``'s table with a TypeError; a float (312.5) showed a time no server
+    counts. The time is shown as none; ``verify`` says what is wrong."""
+    odd = {**RESULT["standings"][0], "elapsed_ms": elapsed}
+    result = {**RESULT, "standings": [odd, RESULT["standings"][1]]}
+    plain = render_standings(result, {"variant": "yukon"}, me=2, race_id="r_1").plain
+    (row,) = [r for r in plain.split("\n") if r.strip().startswith("1 ")]
+    assert row.split()[-1] == "-", row
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(standings_table(result, 2))
+    (line,) = [r for r in console.export_text().split("\n") if "Ann" in r]
+    assert line.split()[-1] == "—", line
+
+
 def test_watch_puts_two_yukon_boards_side_by_side_in_80_columns() -> None:
     racers = [
         {"racer": 1, "name": "Ann", "status": "playing", "foundation": 0},
