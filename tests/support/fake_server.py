@@ -53,6 +53,8 @@ class FakeRace:
     ends_in_ms: int = 600_000
     #: False: the race never ends (no ``race_over``, even past ``ends_at_ms``).
     race_over: bool = True
+    #: False: the race never starts (no ``started``, even past the countdown's end).
+    started: bool = True
     #: Bends the ``race_over`` data, in place.
     tamper: Callable[[dict[str, Any]], None] | None = None
     #: Frames sent as they are right after the racer's first board.
@@ -138,6 +140,8 @@ class _Connection:
         self.started_ms = start = _now()
         await self.send("ready_changed", {"racer": 1, "ready": True})
         await self.send("countdown", {"start_at_ms": start, "commitment": COMMITMENT})
+        if not self.race.started:
+            return
         ends = start + self.race.ends_in_ms
         await self.send(
             "started", {"start_at_ms": start, "ends_at_ms": ends, "commitment": COMMITMENT}

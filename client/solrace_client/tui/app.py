@@ -250,8 +250,8 @@ class SolraceApp(App[int]):
         self.in_flight = InFlight()
         #: How long past the time limit the race-over wait is said to be overdue.
         self.race_over_grace_s = RACE_OVER_GRACE_S
-        #: The time limit (ends_at_ms) the overdue race was said of.
-        self._overdue_said: int | None = None
+        #: The phase and the time past which it was said overdue (ends_at_ms, start_at_ms).
+        self._overdue_said: tuple[str, int] | None = None
         self._leaving = False
         self._stopped = False
         #: Nothing more can happen here (replaced, cannot rejoin): q quits at once.
@@ -330,20 +330,25 @@ class SolraceApp(App[int]):
         Not while events wait in the queue: the view is folded as they arrive, their
         news said as the app takes them, and the start's ("the countdown has begun",
         "go!") said after this line replaced it — never seen (a loaded machine took
-        over a second to show the race screen of a race of half a second)."""
+        over a second to show the race screen of a race of half a second).
+
+        So too a countdown no ``started`` follows: the lobby said "starts in 0.0 s"
+        with no word for as long as the player waited."""
         state, client = self.state, self.client
-        ends = state.ends_at_ms
-        if state.phase != "racing" or not isinstance(ends, int) or self._overdue_said == ends:
+        if state.phase == "racing":
+            due, undone = state.ends_at_ms, "ended the race {} s past its time limit"
+        elif state.phase == "countdown":
+            due, undone = state.start_at_ms, "started the race {} s past its countdown"
+        else:
+            return
+        if due is None or self._overdue_said == (state.phase, due):
             return
         if client is not None and not client.events.empty():
             return  # the news of what came before is still to be said
-        if self.server_now() > ends + self.race_over_grace_s * 1000:
-            self._overdue_said = ends
-            self.say(
-                f"the server has not ended the race {self.race_over_grace_s:g} s past its "
-                "time limit — q quits",
-                "bold red",
-            )
+        if self.server_now() > due + self.race_over_grace_s * 1000:
+            self._overdue_said = (state.phase, due)
+            undone = undone.format(f"{self.race_over_grace_s:g}")
+            self.say(f"the server has not {undone} — q quits", "bold red")
 
     # --------------------------------------------------------------- status
     def say(self, message: str, style: str = "") -> None:

@@ -75,6 +75,24 @@ async def test_a_race_the_server_never_ends_is_said_to_be_overdue_and_q_quits() 
     assert app.return_code == 0
 
 
+async def test_a_countdown_the_server_never_ends_is_said_to_be_overdue_and_q_quits() -> None:
+    """The lobby said "The race starts in 0.0 s — get ready!" with no word for as long
+    as the player waited when no ``started`` came after the countdown (a server whose
+    nodes serving the room died, or whose Redis is down): said as a race never ended
+    is, the grace past the countdown's end."""
+    async with fake_server(FakeRace(started=False)) as url:
+        app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"}, save=False)
+        app.race_over_grace_s = 0.5
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+            await pilot.press("space")  # ready: the fake's countdown, and nothing after it
+            said = "the server has not started the race 0.5 s past its countdown — q quits"
+            await wait_for_text(pilot, said)
+            assert app.status_log.count(said) == 1
+            await quit_app(pilot, "Leave the room?")
+    assert app.return_code == 0
+
+
 async def test_the_overdue_line_is_said_after_the_news_still_queued_before_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
