@@ -104,6 +104,10 @@ OUTCOME_UNKNOWN: Final = ("unavailable", "internal")
 #: The status lines a window keeps (``SolraceApp.status_log``): about a screenful
 #: of history behind the line shown.
 STATUS_LOG_KEPT: Final = 100
+#: This computer's wall clock and the app's (monotonic) clock further apart than this
+#: (ms) than at the last tick: the computer slept (the monotonic clock did not count
+#: it) or its clock was set; the server's clock offset is measured again.
+CLOCK_JUMP_MS: Final = 1000
 #: Reconnect attempts: 0.2 s, doubled up to 8 s, ± 100 % (Backoff's defaults), for as
 #: long as the app runs.
 BACKOFF = Backoff()
@@ -220,6 +224,8 @@ class SolraceApp(App[int]):
         #: monotonic clock from there (see :meth:`local_ms`).
         self._origin_ms = int(time.time() * 1000)
         self._origin_ns = time.monotonic_ns()
+        #: The wall clock minus :meth:`local_ms` at the last tick (:meth:`_clock_jumped`).
+        self._clocks_apart_ms = 0
         self.status_text = Text("connecting…")
         #: How the board marks the cursor and a pick: Textual reads NO_COLOR (self.no_color)
         #: and sends no colours then, so the marks must not be colours.
@@ -315,12 +321,32 @@ class SolraceApp(App[int]):
         return self.local_ms() + self.clock_offset_ms
 
     def _tick(self) -> None:
+        self._clock_jumped()
         self._overdue()
         # The clock can fire once more while the app shuts down, its screens gone.
         screen = self.screen_stack[-1] if self.screen_stack else None
         if isinstance(screen, PhaseScreen):
             for widget in screen.query("#header, #body, #boards"):
                 widget.refresh()
+
+    def _clock_jumped(self) -> None:
+        """Measure the server's clock offset again when this computer's clocks jumped
+        apart since the last tick: a sleep the connection outlived (a laptop's lid
+        closed) left the monotonic clock, and the race clock counted on it, as far
+        behind the server's as the sleep was long — 10 minutes more time left shown
+        than there was, until the next reconnect. (A step of the wall clock, which the
+        race clock does not follow, is measured again too, and nothing moves.)"""
+        apart = time.time_ns() // 1_000_000 - self.local_ms()
+        if abs(apart - self._clocks_apart_ms) <= CLOCK_JUMP_MS:
+            return
+        self._clocks_apart_ms = apart
+        client = self.client
+        if client is not None:  # else the next (re)join measures it
+            self.run_worker(self._measure_clock(client), group="clock", exclusive=True)
+
+    async def _measure_clock(self, client: RaceClient) -> None:
+        with contextlib.suppress(ServerError, ConnectionError, TimeoutError, ConnectionClosed):
+            await self._sync_clock(client)
 
     def _overdue(self) -> None:
         """Say once when the server has let the race run :data:`RACE_OVER_GRACE_S`
@@ -438,8 +464,9 @@ class SolraceApp(App[int]):
         self._repaint()
         client = self.client
         if client is not None and (first or reconnected):
-            with contextlib.suppress(ServerError, ConnectionError, TimeoutError, ConnectionClosed):
-                await self._sync_clock(client)
+            if _whole_ms(self.state.now_ms):  # until the pings answer: the snapshot's
+                self.clock_offset_ms = self.state.now_ms - self.local_ms()
+            await self._measure_clock(client)
 
     def _over(self, over: SessionOver) -> None:
         """The session cannot go on: say why, and let q quit."""
@@ -655,8 +682,6 @@ class SolraceApp(App[int]):
         """The server's clock offset from the quickest of three pings. A clock that is
         not a whole number of ms (a faulty or hostile server's: missing, a string, a
         float) is not taken: ``int()`` of it ended the app with a traceback."""
-        if _whole_ms(self.state.now_ms):
-            self.clock_offset_ms = self.state.now_ms - self.local_ms()
         best: tuple[int, int] | None = None
         for _ in range(3):
             sent = self.local_ms()

@@ -941,16 +941,57 @@ async def test_a_narrow_header_keeps_the_time_left(cluster: Cluster) -> None:
 
 class _SteppedTime:
     """The ``time`` module as the app sees it, its wall clock set ``step_s`` ahead (an
-    NTP step, or a user setting the clock): every other function is the real one."""
+    NTP step, or a user setting the clock), its monotonic clock ``slept_s`` behind (the
+    computer slept that long: Linux's CLOCK_MONOTONIC, macOS's, do not count a sleep):
+    every other function is the real one."""
 
-    def __init__(self, step_s: float) -> None:
+    def __init__(self, step_s: float, slept_s: float = 0.0) -> None:
         self.step_s = step_s
+        self.slept_s = slept_s
 
     def time(self) -> float:
         return time.time() + self.step_s
 
+    def time_ns(self) -> int:
+        return time.time_ns() + int(self.step_s * 1e9)
+
+    def monotonic_ns(self) -> int:
+        return time.monotonic_ns() - int(self.slept_s * 1e9)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(time, name)
+
+
+def _time_left(app: SolraceApp) -> int | None:
+    """The time left the top line shows, in seconds (None: none shown)."""
+    found = re.search(r"(\d\d):(\d\d) left", app.screen_text().split("\n")[0])
+    return None if found is None else int(found[1]) * 60 + int(found[2])
+
+
+async def test_the_race_clock_keeps_time_when_this_computer_sleeps(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A computer that sleeps mid-race (a laptop's lid closed) and wakes before the
+    connection is lost: the monotonic clock the race clock is counted on did not count
+    the sleep, so the time left shown was 10 minutes more than the server's, until the
+    next reconnect. A jump between this computer's clocks (a sleep, a step of the wall
+    clock) has the offset measured again with ``ping``."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        await wait_until(pilot, lambda: _time_left(app) is not None, "the time left")
+        before = _time_left(app)
+        assert before is not None and before > 60
+        monkeypatch.setattr(app_module, "time", _SteppedTime(0.0, slept_s=600.0))
+        app._tick()
+        await pilot.pause(0.3)  # the top line painted on the clocks as they are now
+        await wait_until(
+            pilot,
+            lambda: before - 5 <= (_time_left(app) or 0) <= before,
+            f"the time left back at {before} s",
+        )
+        await bob.close()
 
 
 @pytest.mark.parametrize("step_s", [600.0, -600.0])
@@ -965,19 +1006,13 @@ async def test_the_race_clock_keeps_time_when_this_computers_clock_is_set(
     app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
     async with app.run_test(size=(80, 24)) as pilot:
         bob, _ = await racing(pilot, app, server.url)
-        pattern = re.compile(r"(\d\d):(\d\d) left")
-
-        def left_s() -> int | None:
-            found = pattern.search(app.screen_text().split("\n")[0])
-            return None if found is None else int(found[1]) * 60 + int(found[2])
-
-        await wait_until(pilot, lambda: left_s() is not None, "the time left")
-        before = left_s()
+        await wait_until(pilot, lambda: _time_left(app) is not None, "the time left")
+        before = _time_left(app)
         assert before is not None and before > 60
         monkeypatch.setattr(app_module, "time", _SteppedTime(step_s))
         app._tick()
         await pilot.pause(0.3)
-        after = left_s()
+        after = _time_left(app)
         assert after is not None and before - 5 <= after <= before, (before, after)
         await bob.close()
 
