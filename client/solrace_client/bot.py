@@ -61,6 +61,9 @@ PLAYING: Final = "playing"
 STUCK: Final = "stuck"
 #: How long one wait for events lasts once the bot has stopped playing.
 IDLE_WAIT_S: Final = 5.0
+#: A countdown's length (docs/protocol.md: the race starts 3 s after it began): the
+#: longest the bot counts on when it cannot tell when the countdown ends.
+COUNTDOWN_S: Final = 3.0
 
 
 class BotError(Exception):
@@ -179,6 +182,8 @@ class _Bot:
         self.start_tried_at = -1
         #: When (time.monotonic) the bot stops waiting for this race's race_over.
         self.give_up_at: float | None = None
+        #: When (time.monotonic) the bot stops waiting for the countdown's ``started``.
+        self.start_due_at: float | None = None
         #: Ready was asked for in this lobby (its event may not be here yet).
         self.asked_ready = False
         #: The strategy found no move here, or the bot resigned: what the bot knows
@@ -251,6 +256,7 @@ class _Bot:
         if t == "resync":
             self._loaded()
         elif t == "countdown":
+            self._countdown(None)
             self.say("countdown")
         elif t == "started":
             self.raced = True
@@ -279,6 +285,8 @@ class _Bot:
         if view.phase == RACING:
             self.raced = True
             self._time_limit(view.now_ms)
+        elif view.phase == COUNTDOWN:
+            self._countdown(view.now_ms)
 
     def _time_limit(self, server_now: Any) -> None:
         """Set when to give up waiting for race_over, from the race's ``ends_at_ms``
@@ -291,6 +299,30 @@ class _Bot:
         if _whole(ends) and _whole(server_now):
             left = min(max(0, ends - server_now) / 1000, longest)
         self.give_up_at = time.monotonic() + left + self.race_over_grace_s
+
+    def _countdown(self, server_now: Any) -> None:
+        """Set when to give up waiting for the countdown's ``started``: the grace past
+        its end (``start_at_ms``, on the server's clock ``server_now``; at a countdown
+        event, whose time the bot does not know, the protocol's COUNTDOWN_S). It waited
+        for ever on a server that never started the race."""
+        left = COUNTDOWN_S
+        start = self.view.start_at_ms
+        if _whole(start) and _whole(server_now):
+            left = min(max(0, start - server_now) / 1000, COUNTDOWN_S)
+        self.start_due_at = time.monotonic() + left + self.race_over_grace_s
+
+    def _start_due_in(self) -> float:
+        """Seconds until the bot gives up on the countdown's ``started``; raises when
+        that is past."""
+        if self.start_due_at is None:
+            return IDLE_WAIT_S
+        left = self.start_due_at - time.monotonic()
+        if left <= 0:
+            raise BotError(
+                f"the server has not started the race {self.race_over_grace_s:g} s after its "
+                "countdown (no started): giving up"
+            )
+        return left
 
     def _give_up_in(self) -> float:
         """Seconds until the bot gives up on race_over; raises when that is past."""
@@ -423,7 +455,8 @@ class _Bot:
                 if err.code != "wrong_phase":
                     raise BotError(f"ready refused: {err}") from None
             await self._maybe_start()
-        await self._wait_event(timeout=5)
+        wait = self._start_due_in() if view.phase == COUNTDOWN else IDLE_WAIT_S
+        await self._wait_event(timeout=min(IDLE_WAIT_S, wait))
 
     async def _maybe_start(self) -> None:
         view = self.view

@@ -110,6 +110,23 @@ async def test_the_bot_gives_up_on_a_race_the_server_never_ends() -> None:
     assert 1.5 <= took < 4, took  # the time limit, the grace, and not much more
 
 
+async def test_the_bot_gives_up_on_a_countdown_the_server_never_ends() -> None:
+    """`solrace bot` against a server that sent a countdown and never the ``started``
+    that ends it (the nodes serving the room gone, its Redis down) waited for ever, as
+    it did for a race never ended: it gives up the grace past the countdown's end."""
+    async with fake_server(FakeRace(started=False)) as url:
+        began = time.monotonic()
+        with pytest.raises(BotError) as gave_up:
+            await asyncio.wait_for(
+                run_bot(url, code="FAKE01", race_over_grace_s=0.5, save=False), 10
+            )
+        took = time.monotonic() - began
+    assert str(gave_up.value) == (
+        "the server has not started the race 0.5 s after its countdown (no started): giving up"
+    )
+    assert took < 4, took  # the countdown (none here), the grace, and not much more
+
+
 async def test_a_moved_reply_no_move_asked_for_does_not_stall_the_bot() -> None:
     """A ``moved`` with an id the bot never sent was taken for its move: its next seq
     ran ahead of the server's, and the bot waited forever."""
