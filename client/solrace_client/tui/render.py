@@ -506,13 +506,19 @@ def race_clock(
     ends_at_ms: int | None,
     now_ms: int,
 ) -> str:
-    """``01:23 · 13:37 left`` during the race; ``starts in 2.4 s`` in the countdown."""
+    """``01:23 · 13:37 left`` during the race; ``starts in 2.4 s`` in the countdown.
+
+    The time left is rounded up to the second, the time run down (as a countdown
+    clock counts): the two add up to the limit, and ``00:00 left`` means the race is
+    over — truncated, the last second said ``00:00 left`` while moves were still taken
+    (a clock audit)."""
     if phase == "countdown" and start_at_ms is not None:
         return f"starts in {max(0.0, (start_at_ms - now_ms) / 1000):.1f} s"
     if phase == "racing" and start_at_ms is not None:
         text = format_ms(now_ms - start_at_ms)
         if ends_at_ms is not None:
-            text += f" · {format_ms(ends_at_ms - now_ms)} left"
+            left_ms = -(-(ends_at_ms - now_ms) // 1000) * 1000
+            text += f" · {format_ms(left_ms)} left"
         return text
     return ""
 

@@ -306,6 +306,11 @@ def test_clock() -> None:
     assert format_ms(83_000) == "01:23"
     assert format_ms(312_456, 1) == "5:12.5"
     assert race_clock("racing", 1_000, 901_000, 84_000) == "01:23 · 13:37 left"
+    # the time left rounds up: the last second says 00:01, the end 00:00; the two add up
+    assert race_clock("racing", 0, 900_000, 899_001) == "14:59 · 00:01 left"
+    assert race_clock("racing", 0, 900_000, 899_999) == "14:59 · 00:01 left"
+    assert race_clock("racing", 0, 900_000, 900_000) == "15:00 · 00:00 left"
+    assert race_clock("racing", 0, 900_000, 83_400) == "01:23 · 13:37 left"
     assert race_clock("countdown", 5_000, None, 2_600) == "starts in 2.4 s"
     assert race_clock("lobby", None, None, 0) == ""
 
