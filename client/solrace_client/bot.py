@@ -353,6 +353,11 @@ class _Bot:
             if self.result is None:
                 await self.session.leave()
             raise
+        else:
+            # Its race over, the bot is done with the room: it leaves before it closes.
+            # Closed alone, the others were told it went offline (`Robot went offline`
+            # on the race-over screen) — as if it might come back for the rematch.
+            await self.session.leave()
         finally:
             await self.session.close()
         return self.result if self.result is not None else {}

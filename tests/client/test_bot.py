@@ -28,6 +28,7 @@ from solrace_client.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
 from solrace_client.results import load_result, race_id
 from solrace_client.session import Session
 from solrace_client.strategy import STRATEGIES, Memory, position_key
+from solrace_client.tui.news import News
 from solrace_client.verify import verify_result
 
 from tests.net.conftest import Cluster
@@ -402,6 +403,33 @@ async def test_a_bot_stuck_where_undo_is_allowed_resigns(cluster: Cluster) -> No
     assert result["reason"] == "all_done"
     statuses = {s["name"]: s["status"] for s in result["standings"]}
     assert statuses["Ann"] == "resigned", statuses
+
+
+async def test_a_bot_done_with_its_race_is_seen_to_leave_not_to_go_offline(
+    cluster: Cluster,
+) -> None:
+    """After ``race_over`` the bot, done with the room, only closed its connection: the
+    others were told ``presence`` offline, and the terminal UI said ``Robot went
+    offline`` on the race-over screen, of a bot that had gone for good (and is no racer
+    of a rematch). It leaves first, as when interrupted: ``racer_left``, reason
+    ``left``, and the line says so."""
+    server = await cluster.node()
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", private=True)
+    news = News()
+    news.reset(ann.view)
+    bot = asyncio.create_task(run_bot(server.url, code=ann.view.code, name="Robot", save=False))
+    await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"], 10)
+    await ann.ready()
+    await ann.start()
+    await ann.next_event("started", timeout=30)
+    await ann.resign()
+    await ann.next_event("race_over", timeout=60)
+    await asyncio.wait_for(bot, 10)
+    gone = await ann.wait_for(lambda e: e.t in ("racer_left", "presence"), 5)
+    assert (gone.t, gone.d.get("reason")) == ("racer_left", "left"), gone
+    assert news.line(gone, ann.view) == "Robot left"
+    await ann.close()
 
 
 async def test_a_bot_refused_at_the_door_says_why(cluster: Cluster) -> None:
