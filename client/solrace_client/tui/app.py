@@ -1300,8 +1300,9 @@ class SolraceApp(App[int]):
     def quit_now(self) -> None:
         async def run() -> None:
             self._leaving = True
-            if self.state.phase != "finished":
-                await self.session.leave()  # a spectator's session has no seat: nothing
+            # Left after the race too (the race-over screen's q): only closed, the
+            # others were told this racer "went offline", as if back for a rematch.
+            await self.session.leave()  # a spectator's session has no seat: nothing
             await self.session.close()
             if self.save and self.mode == "race" and not self._replaced:
                 self._forget_race()

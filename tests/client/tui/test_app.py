@@ -214,6 +214,26 @@ async def test_a_rematch_right_after_the_race_over_still_saves_the_race(
         await quit_app(pilot, "Leave the room?")
 
 
+async def test_quitting_the_standings_leaves_the_room_as_it_asks(cluster: Cluster) -> None:
+    """q on the race-over screen quits, and only closed the connection: the others
+    were told ``presence`` offline — ``Ann went offline`` on their race-over screen, as
+    if she might come back for the rematch. She leaves: they are told she left
+    (``racer_left``, reason ``left``)."""
+    server = await cluster.node()
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        bob, _ = await racing(pilot, app, server.url)
+        await bob.resign()
+        await app.session.live.resign()
+        await bob.next_event("race_over")
+        await wait_until(pilot, lambda: isinstance(app.screen, StandingsScreen), "standings")
+        await quit_app(pilot)
+        gone = await bob.wait_for(lambda e: e.t in ("racer_left", "presence"), 5)
+        assert (gone.t, gone.d.get("reason")) == ("racer_left", "left"), gone
+        await bob.close()
+    assert app.return_code == 0
+
+
 async def test_a_race_the_ui_saved_holds_the_settings_and_moves_it_saw(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
