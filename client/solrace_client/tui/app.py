@@ -326,7 +326,9 @@ class SolraceApp(App[int]):
         # The clock can fire once more while the app shuts down, its screens gone.
         screen = self.screen_stack[-1] if self.screen_stack else None
         if isinstance(screen, PhaseScreen):
-            for widget in screen.query("#header, #body, #boards"):
+            # The page a lobby's body scrolls too: refreshed, the scrolling body drew
+            # the page as last painted, and the countdown under the racers stood still.
+            for widget in screen.query("#header, #body, #boards, PaintedPage"):
                 widget.refresh()
 
     def _clock_jumped(self) -> None:

@@ -234,6 +234,38 @@ async def test_quitting_the_standings_leaves_the_room_as_it_asks(cluster: Cluste
     assert app.return_code == 0
 
 
+async def test_the_lobbys_countdown_counts_down_with_no_key_pressed(cluster: Cluster) -> None:
+    """The clock's tick refreshed the lobby's body, a scrolling page, but not the page
+    drawn in it: ``The race starts in 3.0 s — get ready!`` stood still for the whole
+    countdown (the top line's ``starts in`` ran), until something else was said. The
+    countdown under the racers runs on its own."""
+    server = await cluster.node(countdown_ms=3000)
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    pattern = re.compile(r"The race starts in (\d+\.\d) s")
+
+    def shown() -> float | None:
+        found = pattern.search(app.screen_text())
+        return float(found.group(1)) if found else None
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+        bob = await RaceClient.connect(server.url)
+        await bob.join(app.state.code or "", "Bob")
+        await bob.ready()
+        await wait_for_text(pilot, "Everyone is ready")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: shown() is not None, "the countdown")
+        first = shown()
+        assert first is not None and first > 2.0
+        await wait_until(
+            pilot,
+            lambda: app.state.phase != "countdown" or (shown() or first) <= first - 1.0,
+            "the countdown running",
+        )
+        assert app.state.phase == "countdown", app.status_log  # it ran while still on
+        await bob.close()
+
+
 async def test_a_race_the_ui_saved_holds_the_settings_and_moves_it_saw(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
