@@ -442,6 +442,15 @@ def cut_to_cells(text: str, cells: int) -> str:
     return set_cell_size(text, max(0, cells - 1)).rstrip(" ") + "…"
 
 
+def pad_to_cells(text: str, cells: int) -> str:
+    """``text`` cut to ``cells`` terminal cells (:func:`cut_to_cells`) and padded to
+    them: a column of names. Cut and padded by characters, a name of wide characters
+    took twice its column, and the flags and numbers after it were pushed out of line
+    and off an 80-column screen (the lobby, the standings)."""
+    cut = cut_to_cells(text, cells)
+    return cut + " " * max(0, cells - cell_len(cut))
+
+
 def render_progress(
     racers: Sequence[Mapping[str, Any]],
     total: int,
@@ -648,9 +657,9 @@ def render_lobby(
     for info in racers:
         racer = info.get("racer")
         mark = "▶ " if racer == me else "  "
-        name = str(info.get("name", "?"))[:name_w]
+        name = pad_to_cells(str(info.get("name", "?")), name_w)
         text.append(mark, "bold cyan")
-        text.append(f"{name:<{name_w}}  ", "bold" if racer == me else "")
+        text.append(f"{name}  ", "bold" if racer == me else "")
         # The host's flag too: any room starts once everyone, its host included, is
         # ready (the host may also start it with s once the others are).
         if info.get("ready"):
@@ -666,6 +675,11 @@ def render_lobby(
 
 
 # ----------------------------------------------------------------- standings
+#: The standings' name column, in cells, and the mark of the player's own row.
+STANDING_NAME_W: Final = 19
+YOU: Final = " (you)"
+
+
 def render_standings(
     result: Mapping[str, Any],
     settings: Mapping[str, Any],
@@ -696,10 +710,10 @@ def render_standings(
         style = "bold cyan" if racer == me else ""
         place = s.get("place")
         name = str(s.get("name", "?"))
-        if racer == me:
-            name += " (you)"
+        if racer == me:  # the name cut, not the mark: a long one lost its "(you)"
+            name = cut_to_cells(name, STANDING_NAME_W - len(YOU)) + YOU
         text.append(f"{place if place is not None else '-':>2}  ", style)
-        text.append(f"{name[:19]:<19} ", style)
+        text.append(f"{pad_to_cells(name, STANDING_NAME_W)} ", style)
         status = str(s.get("status", ""))
         text.append(f"{status:<10} ", STATUS_STYLE.get(status, ""))
         cards = f"{s.get('foundation', 0)}/{total}"

@@ -391,6 +391,35 @@ def test_a_narrow_lobby_keeps_each_racer_on_one_line_and_the_deal_whole() -> Non
         assert "✔ ready" in bart, bart
 
 
+@pytest.mark.parametrize("name", ["漢" * 24, "🏁" * 24, "Ann" + "漢" * 21, "x" * 24])
+def test_lobby_and_standings_rows_of_a_wide_name_fit_and_line_up(name: str) -> None:
+    """The lobby and the race-over screen cut and padded a name by its characters: 24
+    CJK characters (two cells each) took 48 cells, the lobby's row of a host offline
+    ran to 82 cells in the lobby's 78 (``(offline)`` cut off), the standings' to 84
+    (the winner's finish time cut off), and their flags and columns no longer lined
+    up under the header's. Each name takes its column's cells, whatever it is made of."""
+    racers = [
+        {"racer": 1, "name": name, "ready": True, "online": False},
+        {"racer": 2, "name": "Bob", "ready": False},
+    ]
+    settings = {"variant": "yukon", "options": {}, "max_racers": 4, "time_limit_s": 900}
+    lobby = lines(render_lobby(racers, settings, "K7QX2M", host=1, me=2, width=78))
+    rows = [r for r in lobby if "ready" in r and "racer" not in r]
+    assert len(rows) == 2 and all(Text(r).cell_len <= 77 for r in rows), rows
+    assert rows[0].endswith("(offline)"), rows
+    flag = [Text(re.split("✔ ready|· not ready", r)[0]).cell_len for r in rows]
+    assert flag[0] == flag[1], rows  # the flags line up
+    result = {**RESULT, "standings": [dict(s) for s in RESULT["standings"]]}
+    result["standings"][0]["name"] = name
+    for me in (1, 2):
+        text = render_standings(result, {"variant": "yukon"}, me=me, race_id="r_8f3k2", width=78)
+        rows = [r for r in lines(text) if re.match(r" [12]  ", r)]
+        assert len(rows) == 2, rows
+        assert [Text(r).cell_len for r in rows] == [Text(rows[1]).cell_len] * 2, rows
+        assert Text(rows[0]).cell_len <= 77 and rows[0].endswith("5:12.5"), rows
+        assert "(you)" in rows[me - 1], rows
+
+
 RESULT = {
     "reason": "all_done",
     "seed": 1234567890123,
