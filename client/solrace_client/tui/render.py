@@ -861,8 +861,11 @@ def render_watch(
         number = (focus + slot) % len(racers) + 1
         title = Text(no_wrap=True, overflow="crop")
         title.append(f"{number} ", "bold black on grey70")
-        title.append(f" {info.get('name', '?')}", "bold")
         status = str(info.get("status") or "")
+        # The name gives way to the status: cropped whole at the panel's edge, a name
+        # of 24 letters left no status over a Yukon board (finished? resigned?).
+        room = panel - title.cell_len - 1 - len(f" {status}")
+        title.append(f" {cut_to_cells(str(info.get('name', '?')), max(2, room))}", "bold")
         title.append(f" {status}", STATUS_STYLE.get(status, ""))
         entry = boards.get(racer)
         lines = [title]

@@ -539,6 +539,26 @@ def test_watch_puts_two_yukon_boards_side_by_side_in_80_columns() -> None:
     assert "Bob" in narrow[0] and "Ann" not in narrow[0]
 
 
+@pytest.mark.parametrize("name", ["Bartholomew-the-Quickest", "漢" * 24, "Ann"])
+def test_a_watched_boards_title_keeps_its_status_whatever_the_name(name: str) -> None:
+    """The title over a watched board is the name, then the status, cut to the board's
+    28 cells: a name of 24 letters left ``1  Bartholomew-the-Quickest`` and no status
+    (finished? resigned? — the spectator could not tell), one of wide characters not
+    even the whole name. The name is cut, with ``…``, the status kept."""
+    racers = [
+        {"racer": 1, "name": name, "status": "finished", "foundation": 52},
+        {"racer": 2, "name": "Bob", "status": "resigned", "foundation": 3},
+    ]
+    seen = view(deal("yukon", 7))
+    boards = {1: (1000, seen), 2: (1000, seen)}
+    rows = lines(render_watch(racers, boards, width=58, height=21, now_ms=4000))
+    left, right = rows[0].split("2  Bob")
+    assert Text(left).cell_len == 28 + 2, rows[0]  # the panel, and the gap after it
+    assert left.rstrip().endswith(" finished") and name[:2] in left, rows[0]
+    assert right.rstrip().endswith(" resigned"), rows[0]
+    assert Text(rows[0]).cell_len <= 58
+
+
 def test_refusals_in_plain_words() -> None:
     assert plain_cards("7H cannot go on 8H: same colour") == "7♥ cannot go on 8♥: same colour"
     assert plain_cards("TD cannot go on JS") == "10♦ cannot go on J♠"
