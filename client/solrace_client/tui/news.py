@@ -41,9 +41,12 @@ class News:
     def __init__(self) -> None:
         #: Each racer's status as last told (or as the last snapshot had it).
         self.statuses: dict[int, str] = {}
+        #: The racers last told (or loaded) offline: only they can be said to be back.
+        self.offline: set[int] = set()
 
     def reset(self, view: RoomView) -> None:
         self.statuses = {r: str(info.get("status")) for r, info in view.racers.items()}
+        self.offline = {r for r, info in view.racers.items() if info.get("online") is False}
 
     def missed(self, view: RoomView) -> list[str]:
         """What the other racers' statuses did while the player was away, by the fresh
@@ -143,7 +146,14 @@ class News:
             return None
         name = view.name_of(racer)
         if d.get("online"):
+            # Every resume is stored online, also one replacing a connection the server
+            # still held (a link gone silent, another window): "Bob is back" was said
+            # of a racer never said to have gone.
+            if racer not in self.offline:
+                return None
+            self.offline.discard(racer)
             return f"{name} is back"
+        self.offline.add(racer)
         # A closed connection is not a failure: a bot or a racer who is done simply goes.
         status = self.statuses.get(racer, view.racers[racer].get("status"))
         still_in = view.phase in ("lobby", "countdown", "racing") and status in (

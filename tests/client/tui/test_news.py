@@ -87,6 +87,28 @@ def test_presence_rematch_and_resync() -> None:
     assert told(view, news, notice) == "lost 3"
 
 
+def test_a_racer_never_seen_gone_is_not_said_to_be_back() -> None:
+    """A server stores ``presence`` online on every resume, also of a racer whose old
+    connection it still held (a link gone silent and resumed before the server's
+    keepalive noticed, another window's ``solrace resume``: the old one is closed
+    ``replaced``, no offline sent). The others were told ``Bob is back`` of a racer
+    never said to have gone — a real server's, with a second connection resuming
+    Bob's token mid-race. Only a racer told (or loaded) offline comes back."""
+    racers = [racer(1, "Ann", status="playing"), racer(2, "Bob", status="playing")]
+    view, news = loaded(phase="racing", version=6, racers=racers)
+    assert told(view, news, ev("presence", 7, racer=2, online=True)) is None
+    assert told(view, news, ev("presence", 8, racer=2, online=False)) == (
+        "Bob went offline (30 s to come back)"
+    )
+    assert told(view, news, ev("presence", 9, racer=2, online=True)) == "Bob is back"
+    assert told(view, news, ev("presence", 10, racer=2, online=True)) is None
+    # Offline in the snapshot a (re)connection loaded: back is news.
+    away = [racer(1, "Ann", status="playing"), {**racers[1], "online": False}]
+    view.load(snapshot(phase="racing", version=11, racers=away), racer=1)
+    news.reset(view)
+    assert told(view, news, ev("presence", 12, racer=2, online=True)) == "Bob is back"
+
+
 def test_a_racer_who_goes_offline_is_not_said_to_have_lost_the_connection() -> None:
     racers = [
         racer(1, "Ann", status="playing"),
