@@ -103,7 +103,10 @@ class PhaseScreen(Screen[None]):
     def action_help(self) -> None:
         controller = self.solrace.controller
         columns = controller.layout.columns if controller.view is not None else None
-        self.app.push_screen(HelpScreen(self.kind, move_examples(controller.view), columns))
+        kind = self.kind
+        if self.solrace.mode == "watch" and f"{kind} watching" in HELP:
+            kind += " watching"  # a spectator's keys: it readies, starts, rematches not
+        self.app.push_screen(HelpScreen(kind, move_examples(controller.view), columns))
 
     def action_scroll_page(self, action: str) -> None:
         for page in self.query(Page):
@@ -302,6 +305,10 @@ HELP = {
         ("m", "rematch: back to the lobby with the same racers"),
         ("q", "quit"),
     ],
+    # A spectator's: its lobby's help listed the ready, start and leave keys, its
+    # race-over screen's the rematch — keys that do nothing for a spectator.
+    "lobby watching": [("q", "stop watching")],
+    "standings watching": [("q", "quit")],
 }
 
 

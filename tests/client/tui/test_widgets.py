@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import pytest
 from solrace.rules import deal, view
+from solrace_client import RaceClient
+from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.render import COLOUR, MONO, move_examples
-from solrace_client.tui.widgets import HELP, HelpScreen, help_text
+from solrace_client.tui.widgets import HELP, HelpScreen, LobbyScreen, StandingsScreen, help_text
 from textual.app import App
+
+from tests.net.conftest import Cluster
+
+from .conftest import wait_until
 
 
 def test_only_a_racer_is_told_about_picked_cards() -> None:
@@ -112,3 +118,38 @@ def test_the_race_help_lists_only_the_moves_of_its_game(
     assert ("W>5" in text) == waste, text
     assert "type a move: " + "  ".join(examples) in text
     assert text.endswith("Press any of Esc, q, ? to close")
+
+
+async def test_a_spectators_help_lists_no_key_of_a_racers(cluster: Cluster) -> None:
+    """``?`` in a spectator's lobby said ``space / r  toggle your ready flag``, ``s  start
+    the race`` and ``q  leave the room``, and on the race-over screen ``m  rematch``:
+    keys that do nothing for a spectator, not a word when pressed (its footer offers
+    none of them). A spectator's help lists its own keys."""
+    server = await cluster.node()
+    ann, bob = await RaceClient.connect(server.url), await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", private=True)
+    await bob.join(ann.view.code or "", "Bob")
+    app = SolraceApp(server.url, mode="watch", code=ann.view.code)
+    async with app.run_test(size=(80, 24)) as pilot:
+
+        async def help_of(screen: type) -> str:
+            await wait_until(pilot, lambda: isinstance(app.screen, screen), screen.__name__)
+            await pilot.press("question_mark")
+            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+            text = app.screen_text()
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: isinstance(app.screen, screen), "the help closed")
+            return text
+
+        lobby = await help_of(LobbyScreen)
+        assert "stop watching" in lobby, lobby
+        assert not any(words in lobby for words in ("ready flag", "start the race", "leave"))
+        for racer in (ann, bob):
+            await racer.ready()
+        await ann.next_event("started", timeout=30)
+        for racer in (ann, bob):
+            await racer.resign()
+        standings = await help_of(StandingsScreen)
+        assert "quit" in standings and "rematch" not in standings, standings
+    await ann.close()
+    await bob.close()
