@@ -1279,7 +1279,10 @@ class SolraceApp(App[int]):
         if self.mode == "watch" or self._ended or self._stopped or not state.loaded:
             self.quit_now()
             return
-        if state.phase == "racing" and state.my_status in ("playing", "stuck"):
+        racing = state.my_status in ("playing", "stuck")
+        if (state.phase == "racing" and racing) or state.phase == "countdown":
+            # From the countdown on, a racer who leaves is in the standings as `left`:
+            # asked "Leave the room?" there, the player was not told it forfeits.
             question = "Quit the race? Leaving forfeits it."
         elif state.phase == "racing":
             question = "Quit? (the standings come when everyone is done)"

@@ -22,7 +22,13 @@ from solrace_client.tui import app as app_module
 from solrace_client.tui import run_race, run_watch
 from solrace_client.tui.app import SolraceApp
 from solrace_client.tui.render import card_label, plain_cards
-from solrace_client.tui.widgets import LobbyScreen, PlayScreen, StandingsScreen, WatchScreen
+from solrace_client.tui.widgets import (
+    ConfirmScreen,
+    LobbyScreen,
+    PlayScreen,
+    StandingsScreen,
+    WatchScreen,
+)
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -263,6 +269,30 @@ async def test_the_lobbys_countdown_counts_down_with_no_key_pressed(cluster: Clu
             "the countdown running",
         )
         assert app.state.phase == "countdown", app.status_log  # it ran while still on
+        await bob.close()
+
+
+async def test_quitting_in_the_countdown_is_asked_as_the_forfeit_it_is(cluster: Cluster) -> None:
+    """q in the countdown asked ``Leave the room?``, as in the lobby; but from the
+    countdown a racer who leaves is in the race's standings as ``left`` (a forfeit,
+    docs/protocol.md ``leave``), and only mid-race was that said. It is asked as the
+    race's quit is."""
+    server = await cluster.node(countdown_ms=5000)
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+        bob = await RaceClient.connect(server.url)
+        await bob.join(app.state.code or "", "Bob")
+        await bob.ready()
+        await wait_for_text(pilot, "Everyone is ready")
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.state.phase == "countdown", "the countdown")
+        await pilot.press("q")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        question = str(getattr(app.screen, "question", ""))
+        assert app.state.phase == "countdown"
+        assert question == "Quit the race? Leaving forfeits it.", question
+        await pilot.press("n")
         await bob.close()
 
 
