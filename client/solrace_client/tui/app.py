@@ -896,6 +896,10 @@ class SolraceApp(App[int]):
         elif kind == "lobby":
             if self.mode == "watch":
                 parts, last = ["waiting for the race to start"], ["q quit"]
+            elif state.phase == "countdown":
+                # Ready and start do nothing once it runs, and q forfeits (ask_quit):
+                # the lobby's `space/r ready  s start  q leave` offered them still.
+                parts = []
             else:
                 parts = ["space/r ready"]
                 if state.me == state.host:

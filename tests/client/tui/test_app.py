@@ -296,6 +296,27 @@ async def test_quitting_in_the_countdown_is_asked_as_the_forfeit_it_is(cluster: 
         await bob.close()
 
 
+async def test_the_countdowns_footer_offers_no_lobby_key(cluster: Cluster) -> None:
+    """The countdown's footer was the lobby's, ``space/r ready  s start  ? help  q
+    leave``: ready and start do nothing once it runs (not a word when pressed), and q
+    is a forfeit from then on, not a leave. It offers what the countdown takes."""
+    server = await cluster.node(countdown_ms=5000)
+    app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+        bob = await RaceClient.connect(server.url)
+        await bob.join(app.state.code or "", "Bob")
+        await bob.ready()
+        lobby = await wait_for_text(pilot, "Everyone is ready")
+        assert lobby.split("\n")[-1].strip() == "space/r ready  s start  ? help  q leave"
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.state.phase == "countdown", "the countdown")
+        footer = app.screen_text().split("\n")[-1]
+        assert app.state.phase == "countdown"
+        assert footer.strip() == "? help  q quit", footer
+        await bob.close()
+
+
 async def test_a_race_the_ui_saved_holds_the_settings_and_moves_it_saw(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
