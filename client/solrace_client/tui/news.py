@@ -92,9 +92,12 @@ class News:
 
     def _on_ready_changed(self, d: Mapping[str, Any], view: RoomView) -> str | None:
         racer = d.get("racer")
+        flag = "ready" if d.get("ready") else "not ready"
         if racer == view.me:
-            return None
-        return f"{view.name_of(racer)} is {'ready' if d.get('ready') else 'not ready'}"
+            # Said too: no news, the welcome ("press space when you are ready") stayed
+            # on the status line under a lobby that said "You are ready."
+            return f"you are {flag}"
+        return f"{view.name_of(racer)} is {flag}"
 
     def _on_countdown(self, d: Mapping[str, Any], view: RoomView) -> str:
         return "the countdown has begun"

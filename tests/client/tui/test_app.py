@@ -379,6 +379,25 @@ async def _bob_joining_anns_room(cluster: Cluster) -> tuple[RaceClient, SolraceA
     return ann, SolraceApp(server.url, action="join", name="Bob", params={"code": ann.code})
 
 
+async def test_the_status_line_does_not_ask_for_a_ready_already_given(cluster: Cluster) -> None:
+    """A joiner is welcomed with ``joined: press space when you are ready``; space
+    readied it (``You are ready.`` above), and the status line went on asking for it,
+    contradicting the lobby, until someone else did something: the player's own ready
+    was no news. It is said, either way."""
+    ann, app = await _bob_joining_anns_room(cluster)
+    await ann.wait_for(lambda e: e.t == "deal_chosen", 10)  # no news after the welcome
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_text(pilot, "joined: press space when you are ready")
+        await pilot.press("space")
+        await wait_for_text(pilot, "You are ready")
+        await wait_until(pilot, lambda: app.status_log[-1] == "you are ready", "the line")
+        assert "press space when you are ready" not in app.screen_text()
+        await pilot.press("space")
+        await wait_for_text(pilot, "You are not ready")
+        await wait_until(pilot, lambda: app.status_log[-1] == "you are not ready", "the line")
+        await ann.close()
+
+
 async def test_reconnect_after_a_dropped_connection_keeps_the_game(cluster: Cluster) -> None:
     ann, app = await _bob_joining_anns_room(cluster)
     async with app.run_test(size=(80, 24)) as pilot:
