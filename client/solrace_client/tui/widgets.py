@@ -106,6 +106,8 @@ class PhaseScreen(Screen[None]):
         kind = self.kind
         if self.solrace.mode == "watch" and f"{kind} watching" in HELP:
             kind += " watching"  # a spectator's keys: it readies, starts, rematches not
+        elif self.solrace.state.phase == "countdown" and f"{kind} countdown" in HELP:
+            kind += " countdown"  # ready and start are over; q forfeits (the footer's)
         self.app.push_screen(HelpScreen(kind, move_examples(controller.view), columns))
 
     def action_scroll_page(self, action: str) -> None:
@@ -308,6 +310,7 @@ HELP = {
     # A spectator's: its lobby's help listed the ready, start and leave keys, its
     # race-over screen's the rematch — keys that do nothing for a spectator.
     "lobby watching": [("q", "stop watching")],
+    "lobby countdown": [("q", "quit the race (asks first; leaving now forfeits it)")],
     "standings watching": [("q", "quit")],
 }
 

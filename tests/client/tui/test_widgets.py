@@ -153,3 +153,26 @@ async def test_a_spectators_help_lists_no_key_of_a_racers(cluster: Cluster) -> N
         assert "quit" in standings and "rematch" not in standings, standings
     await ann.close()
     await bob.close()
+
+
+async def test_the_countdowns_help_lists_the_countdowns_keys(cluster: Cluster) -> None:
+    """``?`` in the countdown showed the lobby's help: ``space / r  toggle your ready
+    flag``, ``s  start the race``, ``q  leave the room`` — once the countdown runs the
+    first two do nothing, and q quits the race, a forfeit (the footer says so too)."""
+    server = await cluster.node(countdown_ms=5000)
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", private=True)
+    app = SolraceApp(server.url, action="join", name="Bob", params={"code": ann.view.code})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
+        await pilot.press("space")
+        await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"], 10)
+        await ann.start()
+        await wait_until(pilot, lambda: app.state.phase == "countdown", "the countdown")
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+        text = app.screen_text()
+        assert app.state.phase == "countdown"
+        assert "forfeits" in text, text
+        assert not any(words in text for words in ("ready flag", "start the race", "leave"))
+    await ann.close()
