@@ -347,9 +347,11 @@ class _Bot:
                     self._take(await self.session.reconnect(exc))
         except SessionOver as over:
             raise BotError(str(over)) from None
-        except asyncio.CancelledError:
-            # Interrupted (Ctrl-C, a signal): before its race is over, the bot leaves
-            # — it stayed in the lobby, ready, and a quick race started against it.
+        except (asyncio.CancelledError, BotError):
+            # Interrupted (Ctrl-C, a signal), or giving up: before its race is over, the
+            # bot leaves — it stayed in the lobby, ready, and a quick race started
+            # against it; given up, it was said to have gone offline "(30 s to come
+            # back)", its seat held, though a bot saves no race to come back to.
             if self.result is None:
                 await self.session.leave()
             raise

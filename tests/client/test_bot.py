@@ -17,17 +17,17 @@ from typing import Any
 import pytest
 from solrace.rooms import moves
 from solrace.rooms.records import log_name
-from solrace.rules import deal, view
+from solrace.rules import deal, parse_move, view
 from solrace.rules.log import apply_entry
 from solrace.store.errors import StoreUnavailable
 from solrace_client import RaceClient
 from solrace_client.boardview import board_from_view
-from solrace_client.bot import BotCannotStart, BotHooks, run_bot
+from solrace_client.bot import BotCannotStart, BotError, BotHooks, run_bot
 from solrace_client.cli import main
 from solrace_client.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
 from solrace_client.results import load_result, race_id
 from solrace_client.session import Session
-from solrace_client.strategy import STRATEGIES, Memory, position_key
+from solrace_client.strategy import STRATEGIES, Choice, Memory, position_key
 from solrace_client.tui.news import News
 from solrace_client.verify import verify_result
 
@@ -429,6 +429,31 @@ async def test_a_bot_done_with_its_race_is_seen_to_leave_not_to_go_offline(
     gone = await ann.wait_for(lambda e: e.t in ("racer_left", "presence"), 5)
     assert (gone.t, gone.d.get("reason")) == ("racer_left", "left"), gone
     assert news.line(gone, ann.view) == "Robot left"
+    await ann.close()
+
+
+async def test_a_bot_that_gives_up_mid_race_leaves_it(cluster: Cluster) -> None:
+    """A bot that gives up (a BotError: its moves refused again and again, a race the
+    server never ends…) only closed its connection: the others were told ``Robot went
+    offline (30 s to come back)`` of a bot that saves no race to resume and never comes
+    back, and its seat was held the 30 s. It leaves, as when interrupted."""
+    server = await cluster.node()
+
+    def illegal(board: Any, memory: Memory, rng: random.Random) -> Choice:
+        return Choice(parse_move("1:1>2"), novel=True)  # refused: 3♥ on A♦
+
+    ann = await RaceClient.connect(server.url)
+    await ann.create("yukon", "Ann", private=True)
+    bot = asyncio.create_task(
+        run_bot(server.url, code=ann.view.code, name="Robot", strategy=illegal, save=False)
+    )
+    await ann.wait_for(lambda e: e.t == "ready_changed" and e.d["ready"], 10)
+    await ann.ready()
+    await ann.start()
+    with pytest.raises(BotError, match="too many refused moves"):
+        await asyncio.wait_for(bot, 30)
+    gone = await ann.wait_for(lambda e: e.t in ("racer_left", "presence"), 5)
+    assert (gone.t, gone.d.get("reason")) == ("racer_left", "left"), gone
     await ann.close()
 
 
