@@ -310,8 +310,9 @@ HELP = {
     # A spectator's: its lobby's help listed the ready, start and leave keys, its
     # race-over screen's the rematch — keys that do nothing for a spectator.
     "lobby watching": [("q", "stop watching")],
-    "lobby countdown": [("q", "quit the race (asks first; leaving now forfeits it)")],
     "standings watching": [("q", "quit")],
+    # The countdown's: ready and start are over, and q forfeits the race.
+    "lobby countdown": [("q", "quit the race (asks first; leaving now forfeits it)")],
 }
 
 
