@@ -89,7 +89,7 @@ async def test_a_countdown_the_server_never_ends_is_said_to_be_overdue_and_q_qui
             said = "the server has not started the race 0.5 s past its countdown — q quits"
             await wait_for_text(pilot, said)
             assert app.status_log.count(said) == 1
-            await quit_app(pilot, "Leave the room?")
+            await quit_app(pilot, "Quit the race? Leaving forfeits it.")
     assert app.return_code == 0
 
 
