@@ -412,6 +412,21 @@ def progress_bar(count: int, total: int, width: int) -> Text:
     return bar
 
 
+#: A racer's statuses that mean it is still in the race: one offline is said offline.
+_IN_THE_RACE: Final = frozenset({"playing", "stuck", "waiting"})
+
+
+def shown_status(info: Mapping[str, Any]) -> str:
+    """A racer's status as the screens say it: ``offline`` for one still in the race
+    whose connection is gone, else its status (``finished``, ``resigned``, …). One
+    rule for the racers panel, its brief and a watched board's title, which said
+    ``playing`` of an offline racer (a racer-experience audit)."""
+    status = str(info.get("status") or "")
+    if info.get("online") is False and status in _IN_THE_RACE:
+        return "offline"
+    return status
+
+
 def progress_brief(
     racers: Sequence[Mapping[str, Any]], total: int, me: int | None, width: int
 ) -> list[str]:
@@ -422,9 +437,7 @@ def progress_brief(
     for info in racers:
         mark = "▶" if info.get("racer") == me else ""
         part = f"{mark}{info.get('name', '?')} {int(info.get('foundation') or 0)}/{total}"
-        status = str(info.get("status", ""))
-        if info.get("online") is False and status in ("playing", "stuck", "waiting"):
-            status = "offline"
+        status = shown_status(info)
         place = info.get("place")
         if status != "playing":
             part += f" {f'#{place} ' if place else ''}{status}"
@@ -464,14 +477,10 @@ def render_progress(
     width = max(12, width)
     for info in racers:
         name = str(info.get("name", "?"))
-        status = str(info.get("status", ""))
         place = info.get("place")
         mark = "▶" if info.get("racer") == me else " "
-        suffix = f"#{place} " if place else ""
-        if info.get("online") is False and status in ("playing", "stuck", "waiting"):
-            suffix += "offline"
-        else:
-            suffix += status
+        status = shown_status(info)
+        suffix = f"#{place} {status}" if place else status
         moves = info.get("moves")
         counter = f"{counted(moves, 'move')}  " if moves and width >= 24 else ""
         room = width - 2 - len(suffix) - len(counter)
@@ -861,7 +870,7 @@ def render_watch(
         number = (focus + slot) % len(racers) + 1
         title = Text(no_wrap=True, overflow="crop")
         title.append(f"{number} ", "bold black on grey70")
-        status = str(info.get("status") or "")
+        status = shown_status(info)
         # The name gives way to the status: cropped whole at the panel's edge, a name
         # of 24 letters left no status over a Yukon board (finished? resigned?).
         room = panel - title.cell_len - 1 - len(f" {status}")

@@ -559,6 +559,22 @@ def test_a_watched_boards_title_keeps_its_status_whatever_the_name(name: str) ->
     assert Text(rows[0]).cell_len <= 58
 
 
+def test_a_watched_boards_title_says_offline_of_a_racer_whose_connection_is_gone() -> None:
+    """A racer still in the race whose connection is gone is ``offline`` over its
+    watched board, as in the racers panel: the title said ``playing`` (a racer-
+    experience audit), and the panel that said otherwise is hidden on a narrow screen."""
+    racers = [
+        {"racer": 1, "name": "Ann", "status": "playing", "online": False, "foundation": 3},
+        {"racer": 2, "name": "Bob", "status": "playing", "online": True, "foundation": 5},
+    ]
+    seen = view(deal("yukon", 7))
+    boards = {1: (1000, seen), 2: (1000, seen)}
+    rows = lines(render_watch(racers, boards, width=58, height=21, now_ms=4000))
+    left, right = rows[0].split("2  Bob")
+    assert left.rstrip().endswith("Ann offline"), rows[0]
+    assert right.rstrip().endswith(" playing"), rows[0]
+
+
 def test_refusals_in_plain_words() -> None:
     assert plain_cards("7H cannot go on 8H: same colour") == "7♥ cannot go on 8♥: same colour"
     assert plain_cards("TD cannot go on JS") == "10♦ cannot go on J♠"
