@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from solrace.protocol.messages import _BLANK
+from solrace.protocol.messages import DRAWS_NOTHING
 from solrace.streams import STAND_INS, ascii_for
 from solrace_client.results import finished_race, write_result
 from solrace_client.tui import render
@@ -151,7 +151,8 @@ def test_every_symbol_the_commands_print_has_a_stand_in() -> None:
         for path in sorted(package.rglob("*.py")):
             for text, line in _string_literals(path):
                 for char in set(text) - NEVER_DEGRADED:
-                    draws = not unicodedata.category(char).startswith("C") and char not in _BLANK
+                    control = unicodedata.category(char).startswith("C")
+                    draws = not control and char not in DRAWS_NOTHING
                     if not char.isascii() and draws and ascii_for(char) == "?":
                         unnamed.append(f"{path.relative_to(root)}:{line}: {char!r}")
     assert unnamed == []

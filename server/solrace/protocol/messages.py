@@ -184,6 +184,16 @@ def display_name(raw: str) -> str:
 #: Letters and symbols that draw nothing (Hangul fillers, the braille blank): a
 #: name of these alone is as blank as one of spaces.
 _BLANK: Final = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+#: Every character a name may hold that draws nothing: the blank letters above, the
+#: zero-width joiner (allowed for emoji), the combining grapheme joiner, variation
+#: selectors (U+FE00-FE0F, U+E0100-E01EF, Mongolian's) and Khmer's inherent vowels. Two
+#: names that differ only by these look alike wherever names are shown: the room
+#: compares names without them (race.decisions.name_key).
+DRAWS_NOTHING: Final = _BLANK | frozenset(
+    "\u034f\u17b4\u17b5\u180b\u180c\u180d\u180f\u200d"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
 
 
 def _visible(char: str) -> bool:

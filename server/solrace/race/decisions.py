@@ -10,7 +10,6 @@ Functions return :class:`~solrace.race.events.RoomEvent` lists and raise
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -23,6 +22,7 @@ from solrace.protocol.limits import (
     MIN_RACERS_TO_START,
     RESUME_BURST,
 )
+from solrace.protocol.messages import DRAWS_NOTHING
 from solrace.protocol.views import LeaveReason, Phase, RacerStatus, end_reason
 
 from .errors import RaceError
@@ -176,24 +176,14 @@ def distinct_name(state: RoomState, name: str) -> str:
     return candidate
 
 
-#: Characters a name may hold (protocol.messages.display_name) that draw nothing: the
-#: zero-width joiner (allowed for emoji), the combining grapheme joiner, variation
-#: selectors (U+FE00-FE0F, U+E0100-E01EF, Mongolian's), Khmer's inherent vowels, the
-#: Hangul fillers (U+3164 and U+FFA0 are U+1160 under NFKC) and the braille blank.
-_DRAWS_NOTHING: Final = re.compile(
-    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u200d\u2800\u3164"
-    "\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]"
-)
-
-
 def name_key(name: str) -> str:
     """What two racers' names are compared by: one name per key in a room (``solrace
     verify`` holds a result's standings to it too). Without the characters that draw
-    nothing (and the white space they left doubled): ``Ann`` with a zero-width joiner
-    in it looks like ``Ann`` wherever names are shown, and a stranger seated as the
-    first kept it beside the second (a security audit)."""
+    nothing (protocol.messages.DRAWS_NOTHING, and the white space they left doubled):
+    ``Ann`` with a zero-width joiner in it looks like ``Ann`` wherever names are shown,
+    and a stranger seated as the first kept it beside the second (a security audit)."""
     folded = unicodedata.normalize("NFKC", name).casefold()
-    return " ".join(_DRAWS_NOTHING.sub("", folded).split())
+    return " ".join("".join(c for c in folded if c not in DRAWS_NOTHING).split())
 
 
 def ready(state: RoomState, racer: int, flag: bool, open_boards: bool = False) -> list[Event]:
