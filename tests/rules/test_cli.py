@@ -506,6 +506,21 @@ def test_cli_solve_and_hint_unknown_exit_4(
     ), err
 
 
+@pytest.mark.parametrize("command", ["solve", "hint"])
+def test_solve_and_hint_say_they_use_the_face_down_cards(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A position names every card, face-down and stock cards included, which a player
+    does not see: one who copies a game's view must make them up, and ``hint`` then
+    gave "the next move of a winning line" — winning only if the made-up cards are
+    right — while neither command's help said what it assumes (only the command list
+    said "full information")."""
+    code, out, _ = call([command, "--help"], capsys)
+    assert code == 0
+    said = " ".join(out.split())
+    assert "face-down and stock cards as the position names them" in said, said
+
+
 def test_cli_hint_on_a_won_game(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     won = {
         "variant": "yukon",

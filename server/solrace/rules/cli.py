@@ -153,6 +153,14 @@ _BUDGET_HELP: Final = (
     "positions to search at most before answering unknown (default: the solver's "
     f"DEFAULT_BUDGET, docs/solver.md; at most {MAX_BUDGET:,}, as memory grows with it)"
 )
+#: What ``solve`` and ``hint`` assume, in their --help: a position names every card, and
+#: one copied from a player's view has made-up face-down cards, on which the "winning"
+#: line depends — neither help said so (only the command list's "full information").
+_FULL_INFORMATION: Final = (
+    "The solver plays with full information: the face-down and stock cards as the "
+    "position names them, which a player does not see; a line found for made-up ones "
+    "wins only if they are right."
+)
 #: What ``solve`` and ``hint`` add when the budget ran out before an answer (status 4).
 _MORE_BUDGET: Final = "a larger --budget searches further"
 
@@ -300,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the outcome on the first line: 'won moves=M nodes=N "
         "difficulty=D', 'unwinnable nodes=N' or 'unknown nodes=N' (M moves in the line, "
         "N positions searched, D easy, medium, hard or very hard); then, when won, the "
-        "winning line, one move a line in notation.",
+        "winning line, one move a line in notation. " + _FULL_INFORMATION,
         epilog=solve_epilog,
     )
     p.add_argument("position", help=_POSITION_HELP)
@@ -309,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         "hint",
         help="print the next move of a winning line",
         description="Print the first move of a winning line, or say on standard error "
-        "that none is known.",
+        "that none is known. " + _FULL_INFORMATION,
         epilog=solve_epilog,
     )
     p.add_argument("position", help=_POSITION_HELP)
