@@ -314,25 +314,22 @@ class _Bot:
     def _start_due_in(self) -> float:
         """Seconds until the bot gives up on the countdown's ``started``; raises when
         that is past."""
-        if self.start_due_at is None:
-            return IDLE_WAIT_S
-        left = self.start_due_at - time.monotonic()
-        if left <= 0:
-            raise BotError(
-                f"the server has not started the race {self.race_over_grace_s:g} s after its "
-                "countdown (no started): giving up"
-            )
-        return left
+        return self._due_in(self.start_due_at, "started", "its countdown (no started)")
 
     def _give_up_in(self) -> float:
         """Seconds until the bot gives up on race_over; raises when that is past."""
-        if self.give_up_at is None:
+        return self._due_in(self.give_up_at, "ended", "its time limit (no race_over)")
+
+    def _due_in(self, due_at: float | None, done: str, after: str) -> float:
+        """Seconds until ``due_at`` (monotonic; None: nothing is due), or BotError
+        saying the server has not ``done`` the race ``after`` what it waited for."""
+        if due_at is None:
             return IDLE_WAIT_S
-        left = self.give_up_at - time.monotonic()
+        left = due_at - time.monotonic()
         if left <= 0:
             raise BotError(
-                f"the server has not ended the race {self.race_over_grace_s:g} s after its "
-                "time limit (no race_over): giving up"
+                f"the server has not {done} the race {self.race_over_grace_s:g} s after "
+                f"{after}: giving up"
             )
         return left
 

@@ -256,10 +256,7 @@ async def test_the_lobbys_countdown_counts_down_with_no_key_pressed(cluster: Clu
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
         bob = await RaceClient.connect(server.url)
-        await bob.join(app.state.code or "", "Bob")
-        await bob.ready()
-        await wait_for_text(pilot, "Everyone is ready")
-        await pilot.press("s")
+        await _start_with_bob(pilot, app, bob)
         await wait_until(pilot, lambda: shown() is not None, "the countdown")
         first = shown()
         assert first is not None and first > 2.0
@@ -282,10 +279,7 @@ async def test_quitting_in_the_countdown_is_asked_as_the_forfeit_it_is(cluster: 
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby")
         bob = await RaceClient.connect(server.url)
-        await bob.join(app.state.code or "", "Bob")
-        await bob.ready()
-        await wait_for_text(pilot, "Everyone is ready")
-        await pilot.press("s")
+        await _start_with_bob(pilot, app, bob)
         await wait_until(pilot, lambda: app.state.phase == "countdown", "the countdown")
         await pilot.press("q")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
@@ -1090,6 +1084,17 @@ def _time_left(app: SolraceApp) -> int | None:
     return None if found is None else int(found[1]) * 60 + int(found[2])
 
 
+async def _racing_with_time_left(
+    pilot: Pilot[Any], app: SolraceApp, url: str
+) -> tuple[RaceClient, int]:
+    """The window racing Bob, and the time left its top line shows (over a minute)."""
+    bob, _ = await racing(pilot, app, url)
+    await wait_until(pilot, lambda: _time_left(app) is not None, "the time left")
+    before = _time_left(app)
+    assert before is not None and before > 60
+    return bob, before
+
+
 async def test_the_race_clock_keeps_time_when_this_computer_sleeps(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1101,10 +1106,7 @@ async def test_the_race_clock_keeps_time_when_this_computer_sleeps(
     server = await cluster.node()
     app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
     async with app.run_test(size=(80, 24)) as pilot:
-        bob, _ = await racing(pilot, app, server.url)
-        await wait_until(pilot, lambda: _time_left(app) is not None, "the time left")
-        before = _time_left(app)
-        assert before is not None and before > 60
+        bob, before = await _racing_with_time_left(pilot, app, server.url)
         monkeypatch.setattr(app_module, "time", _SteppedTime(0.0, slept_s=600.0))
         app._tick()
         await pilot.pause(0.3)  # the top line painted on the clocks as they are now
@@ -1127,10 +1129,7 @@ async def test_the_race_clock_keeps_time_when_this_computers_clock_is_set(
     server = await cluster.node()
     app = SolraceApp(server.url, action="create", name="Ann", params={"variant": "yukon"})
     async with app.run_test(size=(80, 24)) as pilot:
-        bob, _ = await racing(pilot, app, server.url)
-        await wait_until(pilot, lambda: _time_left(app) is not None, "the time left")
-        before = _time_left(app)
-        assert before is not None and before > 60
+        bob, before = await _racing_with_time_left(pilot, app, server.url)
         monkeypatch.setattr(app_module, "time", _SteppedTime(step_s))
         app._tick()
         await pilot.pause(0.3)
