@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import stat
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -175,11 +176,18 @@ def save_race(race: SavedRace) -> None:
     with contextlib.suppress(OSError):
         os.chmod(directory, 0o700)  # tokens: readable by the user only
     path = _playing_path(race.room, race.racer)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(asdict(race), handle)
-    os.replace(tmp, path)
+    # A fresh temporary file (O_EXCL, 0600), removed if the save fails: one of a name
+    # known in advance (``<ROOM>.<RACER>.<pid>.tmp``) was opened as it found it, so a
+    # link planted there by whoever could write in ``playing/`` got the token (an
+    # audit), and a full disk left the token's first bytes in it for good.
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(asdict(race), handle)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 #: The most of a file of this directory (a race in progress, the profile) that is

@@ -287,3 +287,43 @@ def test_a_config_directory_another_saver_makes_meanwhile_is_usable(
 
     monkeypatch.setattr(Path, "is_dir", is_dir_then_made)
     assert config.config_dir_problem() is None
+
+
+def test_a_file_planted_at_the_tokens_temporary_name_is_not_written_through(
+    config_dir: Path, tmp_path: Path
+) -> None:
+    """Each save of a race in progress (every phase change) wrote its token first to
+    ``playing/<ROOM>.<RACER>.<pid>.tmp``, opened without O_EXCL: whoever could write in
+    ``playing/`` (another local user, where it was not the racer's own: a config
+    directory made under ``umask 000``, or one they made first) learned the room and
+    the pid from the first save's file names and planted a link at that name; the
+    next save wrote the token into a file of theirs (an audit). The temporary file is
+    a fresh one, made by this save only."""
+    config.save_race(ANN)
+    playing = config.playing_dir()
+    stolen = tmp_path / "stolen"
+    stolen.write_text("", encoding="utf-8")
+    (playing / f"r_room.1.{os.getpid()}.tmp").symlink_to(stolen)
+    config.save_race(ANN)
+    assert ANN.token not in stolen.read_text(encoding="utf-8")
+    (path,) = config.saved_race_files()
+    assert not path.is_symlink() and path.stat().st_mode & 0o077 == 0
+
+
+def test_a_save_that_fails_leaves_no_part_of_the_token_behind(config_dir: Path) -> None:
+    """A full disk (here a file size limit: the write fails with EFBIG) failed the save
+    of a race in progress and left its temporary file, the token's first bytes in it,
+    for good (one per process: a new pid names a new one). The race goes on (the
+    window says in one line that resume will not work); nothing of the save stays."""
+    script = (
+        "import resource, sys; from solrace_client import config; "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (40, 40)); "
+        f"race = config.SavedRace(**{asdict(ANN)!r})\n"
+        "try:\n    config.save_race(race)\n"
+        "except OSError as exc:\n    print(exc.strerror)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=os.environ, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (0, "File too large\n"), done
+    assert sorted(p.name for p in (config_dir / "playing").iterdir()) == []
