@@ -151,6 +151,29 @@ def kept_in(name: str, holds: str) -> Path:
     return path
 
 
+def make_private_dir(path: Path) -> None:
+    """Make the directory ``path``, and those of its parents that are missing, each
+    readable and writable by the user only (0700) whatever the umask, as the XDG Base
+    Directory spec asks of a directory a program makes to write in. Made as the umask
+    had it, the config directory was 0777 under ``umask 000`` (anyone on the computer
+    could put a ``race.json`` that ``resume`` reads, or a ``playing/`` of their own
+    before the first save) and 0500 under ``umask 277`` (nothing could be saved in
+    it). A directory already there is left as the user has it."""
+    missing = []
+    for part in (path, *path.parents):
+        if part.is_dir():
+            break
+        missing.append(part)
+    for part in reversed(missing):
+        try:
+            os.mkdir(part, 0o700)
+        except FileExistsError:  # another saver made it meanwhile (or it is a file)
+            if not part.is_dir():
+                raise
+            continue
+        os.chmod(part, 0o700)  # the umask takes bits off mkdir's mode, never adds
+
+
 def race_path() -> Path:
     """Where an older client saved its one current race (still read by ``resume``)."""
     return usable_config_dir() / "race.json"
@@ -172,9 +195,9 @@ def save_race(race: SavedRace) -> None:
     """Save ``race`` as this process's race in progress (its ``pid`` is this one's)."""
     race.pid = os.getpid()
     directory = playing_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    make_private_dir(directory)
     with contextlib.suppress(OSError):
-        os.chmod(directory, 0o700)  # tokens: readable by the user only
+        os.chmod(directory, 0o700)  # tokens: readable by the user only (an older one's)
     path = _playing_path(race.room, race.racer)
     # A fresh temporary file (O_EXCL, 0600), removed if the save fails: one of a name
     # known in advance (``<ROOM>.<RACER>.<pid>.tmp``) was opened as it found it, so a
@@ -386,5 +409,5 @@ def default_name() -> str:
 
 def save_name(name: str) -> None:
     directory = usable_config_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    make_private_dir(directory)
     (directory / "profile.json").write_text(json.dumps({"name": name}), encoding="utf-8")

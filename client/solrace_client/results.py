@@ -65,7 +65,7 @@ from solrace.race.settings import DEALS, DIFFICULTIES, SPECTATORS
 from solrace.rules import VARIANTS
 from solrace.rules.options import OPTION_NAMES, is_of_kind, option_kind
 
-from .config import NotAFile, is_proof, kept_in, read_kept
+from .config import NotAFile, is_proof, kept_in, make_private_dir, read_kept
 
 #: The most of a result file that is read: a race's result comes in one frame of at
 #: most ``SERVER_FRAME_LIMITS.max_frame_bytes`` (1 MiB), and its file adds the deal
@@ -560,7 +560,7 @@ def write_result(saved: SavedResult) -> Path:
     if not _RACE_REF.fullmatch(saved.race):  # race_id makes none: a last guard
         raise OSError(f"{saved.race!r} cannot name a file")
     directory = results_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    make_private_dir(directory)  # the config directory's first save may be a result
     path = directory / f"{saved.race}.json"
     with _saving(directory):
         kept = saved

@@ -327,3 +327,30 @@ def test_a_save_that_fails_leaves_no_part_of_the_token_behind(config_dir: Path) 
     )
     assert (done.returncode, done.stdout) == (0, "File too large\n"), done
     assert sorted(p.name for p in (config_dir / "playing").iterdir()) == []
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o277])
+@pytest.mark.parametrize("saves", ["race", "name"])
+def test_the_directories_made_are_the_users_only_whatever_the_umask(
+    tmp_path: Path, umask: int, saves: str
+) -> None:
+    """The config directory (and the parents it is made in) is made readable and
+    writable by the user only, as the XDG Base Directory spec asks of a directory made
+    to write in: under ``umask 000`` it was made 0777, and anyone on the computer could
+    put files in it (an older client's ``race.json``, which ``resume`` reads, or a
+    ``playing/`` of their own, before the first save); under ``umask 277`` it was made
+    0500 and no race could be saved in it."""
+    home = tmp_path / "home" / ".config" / "solrace"
+    save = (
+        f"config.save_race(config.SavedRace(**{asdict(ANN)!r}))"
+        if saves == "race"
+        else "config.save_name('ann')"
+    )
+    script = f"import os; os.umask({umask}); from solrace_client import config; {save}"
+    env = {**os.environ, "SOLRACE_CONFIG_DIR": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    for made in (home, home.parent, home.parent.parent, *home.glob("*/")):
+        assert made.stat().st_mode & 0o777 == 0o700, made
