@@ -198,15 +198,19 @@ def save_race(race: SavedRace) -> None:
     make_private_dir(directory)
     with contextlib.suppress(OSError):
         os.chmod(directory, 0o700)  # tokens: readable by the user only (an older one's)
-    path = _playing_path(race.room, race.racer)
-    # A fresh temporary file (O_EXCL, 0600), removed if the save fails: one of a name
-    # known in advance (``<ROOM>.<RACER>.<pid>.tmp``) was opened as it found it, so a
-    # link planted there by whoever could write in ``playing/`` got the token (an
-    # audit), and a full disk left the token's first bytes in it for good.
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.stem}.", suffix=".tmp")
+    _write_whole(_playing_path(race.room, race.racer), json.dumps(asdict(race)))
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``text`` as the file ``path`` whole, or leave it as it was: written to a
+    fresh temporary file (O_EXCL, 0600) renamed over it, removed if the save fails.
+    One of a name known in advance (``<ROOM>.<RACER>.<pid>.tmp``) was opened as it
+    found it, so a link planted there by whoever could write in ``playing/`` got the
+    token (an audit), and a full disk left the token's first bytes in it for good."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(asdict(race), handle)
+            handle.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -408,6 +412,9 @@ def default_name() -> str:
 
 
 def save_name(name: str) -> None:
+    """Remember ``name`` for the next command without ``--name``. Written whole or not
+    at all: written in place, the profile was emptied first, and a full disk (or a
+    command reading it meanwhile) lost the name remembered before for the login name."""
     directory = usable_config_dir()
     make_private_dir(directory)
-    (directory / "profile.json").write_text(json.dumps({"name": name}), encoding="utf-8")
+    _write_whole(directory / "profile.json", json.dumps({"name": name}))

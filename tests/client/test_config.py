@@ -354,3 +354,27 @@ def test_the_directories_made_are_the_users_only_whatever_the_umask(
     assert done.returncode == 0, done.stderr
     for made in (home, home.parent, home.parent.parent, *home.glob("*/")):
         assert made.stat().st_mode & 0o777 == 0o700, made
+
+
+def test_a_name_that_cannot_be_remembered_leaves_the_one_remembered(
+    config_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--name Bob`` on a full disk (here a file size limit: EFBIG) said "could not
+    remember the name" and went on, but the profile had been emptied before the write
+    failed: the next command, with no ``--name``, raced as the login name, not as the
+    name remembered before (``Ann``). A window reading the profile while another
+    saved a name read it empty alike. The name is written whole, or not at all."""
+    config.save_name("Ann")
+    script = (
+        "import resource; from solrace_client import config; "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (5, 5))\n"
+        "try:\n    config.save_name('Bob' * 10)\n"
+        "except OSError as exc:\n    print(exc.strerror)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=os.environ, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (0, "File too large\n"), done
+    monkeypatch.setenv("USER", "login")
+    assert config.default_name() == "Ann"
+    assert sorted(p.name for p in config_dir.iterdir()) == ["profile.json"]
