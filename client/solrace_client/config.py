@@ -333,6 +333,10 @@ def _well_formed(race: SavedRace) -> bool:
             return False
     if race.commitment is not None and not isinstance(race.commitment, str):
         return False
+    if not any(url.strip() for url in race.server.split(",")):
+        # no server to resume on (connection.server_list would name none): ``"server":
+        # ""`` made ``solrace resume`` print a traceback ("no server to connect to")
+        return False
     return 0 <= race.pid <= _MAX_PID and race.version >= 0
 
 

@@ -109,6 +109,34 @@ def test_resume_with_a_malformed_saved_race_says_so_in_one_line(config_dir: Path
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+@pytest.mark.parametrize("server", ["", " , "])
+def test_resume_of_a_saved_race_naming_no_server_says_so_in_one_line(
+    config_dir: Path, server: str
+) -> None:
+    """A race file cut or edited to ``"server": ""`` (or only commas) was read as a
+    race: ``solrace resume`` printed a traceback (session.py: ValueError "no server to
+    connect to"). It is a file that cannot be read, as one of a wrong type, and the
+    next readable race is resumed."""
+    (config_dir / "playing").mkdir(parents=True)
+    (config_dir / "playing" / "r_room.1.json").write_text(
+        json.dumps({**asdict(ANN), "server": server})
+    )
+    done = subprocess.run(
+        [str(terminal.SOLRACE), "resume"],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "is unreadable" in done.stderr, done.stderr
+    config.save_race(BOB)
+    saved = config.load_race()
+    assert saved is not None and saved.name == "Bob"
+
+
 def test_a_saved_races_proof_is_kept_and_a_malformed_one_dropped(config_dir: Path) -> None:
     """The pair a window saves with its race (``revealed``: its view's last race_over)
     comes back for ``resume``; one edited into something else is dropped, and the race
