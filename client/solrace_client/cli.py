@@ -51,7 +51,7 @@ from solrace.rules.cli import OptionAction, parse_option
 from solrace.rules.options import options_to_json
 from solrace.streams import degrade_gracefully
 
-from . import config
+from . import config, wire
 from .connection import (
     DEFAULT_SERVER,
     ENV_SERVER,
@@ -643,7 +643,7 @@ def standings_table(result: Mapping[str, Any], me: int | None = None) -> Table:
         )
     from .results import finish_ms, time_decimals
 
-    standings = result.get("standings") or []
+    standings = wire.standings(result)  # a string or a list of numbers: a traceback
     decimals = time_decimals(standings)
     for s in standings:
         elapsed = finish_ms(s)

@@ -22,6 +22,7 @@ from rich.text import Text
 from solrace.rules import RulesError, new_board
 from solrace.rules.cards import NAMES, SUITS
 
+from .. import wire
 from ..boardview import decks_of, recycle_is_legal
 from ..results import counted, finish_ms, time_decimals
 from ..verify import CHECKING, Verdict
@@ -712,23 +713,25 @@ def render_standings(
     text.append("Race over", "bold")
     text.append(f" — {reasons.get(str(result.get('reason')), str(result.get('reason')))}\n\n")
     text.append(" #  name                status     cards   moves  score    time\n", "bold")
-    standings = result.get("standings") or []
+    # Read through wire: a standing's moves or score of the wrong type (a list) ended
+    # this screen with a TypeError in its format spec; verify's line names it.
+    standings = wire.standings(result)
     decimals = time_decimals(standings)
     for s in standings:
         racer = s.get("racer")
         style = "bold cyan" if racer == me else ""
-        place = s.get("place")
         name = str(s.get("name", "?"))
         if racer == me:  # the name cut, not the mark: a long one lost its "(you)"
             name = cut_to_cells(name, STANDING_NAME_W - len(YOU)) + YOU
-        text.append(f"{place if place is not None else '-':>2}  ", style)
+        text.append(f"{wire.figure(s.get('place')):>2}  ", style)
         text.append(f"{pad_to_cells(name, STANDING_NAME_W)} ", style)
         status = str(s.get("status", ""))
         text.append(f"{status:<10} ", STATUS_STYLE.get(status, ""))
-        cards = f"{s.get('foundation', 0)}/{total}"
+        cards = f"{wire.figure(s.get('foundation'), '?')}/{total}"
         elapsed = finish_ms(s)
         clock = format_ms(elapsed, decimals) if elapsed is not None else "-"
-        text.append(f"{cards:>7} {s.get('moves', 0):>6} {s.get('score', 0):>6} {clock:>8}\n", style)
+        moves, score = wire.figure(s.get("moves"), "?"), wire.figure(s.get("score"), "?")
+        text.append(f"{cards:>7} {moves:>6} {score:>6} {clock:>8}\n", style)
     text.append("\n")
     text.append("seed ", STYLE_DIM)
     text.append(str(result.get("seed")), "bold")

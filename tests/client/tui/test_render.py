@@ -519,6 +519,37 @@ def test_a_finish_time_that_is_not_whole_milliseconds_is_shown_as_none(elapsed: 
     assert line.split()[-1] == "—", line
 
 
+@pytest.mark.parametrize("field", ["place", "foundation", "moves", "score"])
+@pytest.mark.parametrize("value", [[1, 2], {"n": 1}, "soon", None])
+def test_a_standing_figure_of_the_wrong_type_is_shown_as_unknown(field: str, value: object) -> None:
+    """A race_over whose standing's moves or score was a list or a map (a faulty or
+    hostile server's) ended the race-over screen with a TypeError from its format spec,
+    and a place of ``{}`` did too: the figure is shown as unknown (``?``; ``-`` for a
+    place), and ``verify`` says what is wrong."""
+    odd = {**RESULT["standings"][0], field: value}
+    result = {**RESULT, "standings": [odd, RESULT["standings"][1]]}
+    plain = render_standings(result, {"variant": "yukon"}, me=2, race_id="r_1").plain
+    (row,) = [r for r in plain.split("\n") if "Ann" in r]
+    shown = {"place": "-", "foundation": "?/52", "moves": "?", "score": "?"}[field]
+    assert shown in row.split(), row
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(standings_table(result, 2))
+    assert "Ann" in console.export_text()
+
+
+@pytest.mark.parametrize("standings", ["soon", 7, [1, "x", None]])
+def test_standings_that_are_not_a_list_of_maps_show_no_row(standings: object) -> None:
+    """``standings`` sent as a string or a number, or holding numbers, ended the
+    race-over screen and the bot's table with an AttributeError or a TypeError: what
+    is not a standing is not shown (``verify`` names it)."""
+    result = {**RESULT, "standings": standings}
+    plain = render_standings(result, {"variant": "yukon"}, me=2, race_id="r_1").plain
+    assert "Race over" in plain
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(standings_table(result, 2))
+    assert "race over" in console.export_text()
+
+
 def test_watch_puts_two_yukon_boards_side_by_side_in_80_columns() -> None:
     racers = [
         {"racer": 1, "name": "Ann", "status": "playing", "foundation": 0},
