@@ -27,6 +27,7 @@ from solrace.protocol import Envelope
 from solrace.protocol.views import board_view_wire
 from solrace.rules import deal as deal_board
 
+from . import wire
 from .printable import printable
 from .results import Acknowledged
 
@@ -158,7 +159,7 @@ class RoomView:
         online = {r: info["online"] for r, info in self.racers.items() if "online" in info}
         self.racers = {}
         for info in snap.get("racers") or []:
-            entry = _shown(info)
+            entry = _racer(info)
             if "online" not in entry and entry["racer"] in online:
                 # A server older than the snapshot's ``online`` (docs/protocol.md §9):
                 # what the presence events said, as the client last knew it.
@@ -294,8 +295,8 @@ class RoomView:
         )
         mine = self.racers.get(self.me) if self.me is not None else None
         if mine is not None:
-            mine["moves"] = reply.get("moves")
-            mine["status"] = reply.get("status")
+            mine["moves"] = wire.whole(reply.get("moves"))
+            mine["status"] = _status(reply.get("status"))
 
     def _you(self) -> dict[str, Any]:
         if self.you is None:
@@ -309,7 +310,7 @@ class RoomView:
     def _on_racer_joined(self, d: dict[str, Any]) -> None:
         # A racer joins on a connection: online, as the server's fold has it (a view
         # that left it unknown showed no presence for a racer until it dropped).
-        d = {**_shown(d), "online": True}
+        d = {**_racer(d), "online": True}
         self.racers[d["racer"]] = d
         self.names[d["racer"]] = str(d.get("name"))
         if self.host is None:
@@ -379,22 +380,24 @@ class RoomView:
         info = self.racers.get(d["racer"])
         if info is None:
             return
-        for key in ("foundation", "moves", "face_down", "status"):
+        for key in _COUNTS:
             if key in d:
-                info[key] = _text(d[key])
-        self._set_my_status(d.get("racer"), d.get("status"))
+                info[key] = wire.whole(d[key])
+        if "status" in d:
+            info["status"] = _status(d["status"])
+        self._set_my_status(d.get("racer"), info.get("status"))
         if d.get("racer") == self.me and self.you is not None and "moves" in d:
-            self.you["moves"] = d["moves"]
+            self.you["moves"] = info["moves"]
 
     def _on_finished(self, d: dict[str, Any]) -> None:
         info = self.racers.get(d["racer"])
         if info is not None:
             info.update(
-                place=d.get("place"),
+                place=wire.whole(d.get("place")),
                 status="finished",
-                elapsed_ms=d.get("elapsed_ms"),
-                foundation=d.get("foundation"),
-                moves=d.get("moves"),
+                elapsed_ms=wire.whole(d.get("elapsed_ms")),
+                foundation=wire.whole(d.get("foundation")),
+                moves=wire.whole(d.get("moves")),
                 face_down=0,
             )
         self._set_my_status(d.get("racer"), "finished")
@@ -403,11 +406,12 @@ class RoomView:
         d = _result(d) or {}
         self.phase = "finished"
         self.result = d
-        for standing in d.get("standings") or []:
-            info = self.racers.get(standing.get("racer"))
+        for standing in wire.standings(d):
+            racer, status = wire.whole(standing.get("racer")), _status(standing.get("status"))
+            info = self.racers.get(racer) if racer is not None else None
             if info is not None:
-                info.update(place=standing.get("place"), status=standing.get("status"))
-            self._set_my_status(standing.get("racer"), standing.get("status"))
+                info.update(place=wire.whole(standing.get("place")), status=status)
+            self._set_my_status(racer, status)
         self._keep_over(live=True)
 
     def _keep_over(self, live: bool) -> None:
@@ -452,7 +456,7 @@ class RoomView:
         self.racers = {}
         self.names = {r: name for r, name in self.names.items() if r == self.me}
         for info in d.get("racers") or []:
-            entry = _shown(info)
+            entry = _racer(info)
             if "online" in old.get(entry["racer"], {}):
                 entry["online"] = old[entry["racer"]]["online"]
             self.racers[entry["racer"]] = entry
@@ -492,6 +496,36 @@ def _text(value: Any) -> Any:
     server lets none into a name; a hostile one sent ``ESC ] 0 ; … BEL``, which the
     terminal UI passed on, setting the terminal's title). Anything else as it is."""
     return printable(value) if isinstance(value, str) else value
+
+
+#: A racer entry's counts: whole numbers, or None (unknown).
+_COUNTS: Final = ("foundation", "moves", "face_down")
+
+
+def _status(value: object) -> str | None:
+    """A racer's status fit for a terminal; None if it is not a string."""
+    return printable(value) if isinstance(value, str) else None
+
+
+def _racer(info: Any) -> Racer:
+    """A racer's entry (RacerInfo) as the view keeps it, read once here for every
+    screen that shows it: its name and status strings fit for a terminal (else None),
+    its place and counts whole numbers (else None: unknown). A faulty or hostile
+    server's ``place: "soon"`` ended the racers panel's sort with a TypeError, a
+    ``foundation: "x"`` its bar with a ValueError. An entry that is not a map, or names
+    no racer by a whole number, raises ValueError: the fold refuses the frame and the
+    connection closes, saying why (docs/client.md)."""
+    if not isinstance(info, Mapping) or wire.whole(info.get("racer")) is None:
+        raise ValueError(f"a racer entry is a map naming its racer, not {info!r:.80}")
+    entry = dict(info)
+    if "name" in entry:
+        entry["name"] = _status(entry["name"]) or "?"
+    if "status" in entry:
+        entry["status"] = _status(entry["status"])
+    for key in ("place", *_COUNTS):
+        if key in entry:
+            entry[key] = wire.whole(entry[key])
+    return entry
 
 
 def _shown(info: Any) -> Any:

@@ -510,3 +510,41 @@ def test_a_time_that_is_not_whole_milliseconds_is_not_kept(bad: Any) -> None:
     assert s.phase == "racing" and (s.start_at_ms, s.ends_at_ms) == (100, None)
     s.apply(ev("started", 5, start_at_ms=bad, ends_at_ms=900_100, commitment="c"))
     assert (s.start_at_ms, s.ends_at_ms) == (None, 900_100)
+
+
+@pytest.mark.parametrize("value", ["soon", [1], {"n": 1}, 1.5, None, True])
+@pytest.mark.parametrize("field", ["place", "foundation", "moves", "face_down"])
+def test_a_racer_count_of_the_wrong_type_is_kept_as_unknown(field: str, value: object) -> None:
+    """A faulty or hostile server's racer entry with ``place: "soon"`` ended the racers
+    panel's sort (``ranked``) with a TypeError; ``foundation: "x"`` its bar with a
+    ValueError. The fold reads a racer's counts once: a count that is not a whole
+    number is kept as None (unknown), whichever frame brought it."""
+    bent = {**racer(2, "Bob"), field: value}
+    rv = RoomView()
+    rv.load(snapshot(racers=[racer(1, "Ann"), bent]))
+    assert rv.racers[2][field] is None
+    rv.apply(ev("racer_joined", 3, **{**racer(3, "Cy"), field: value}))
+    assert rv.racers[3][field] is None
+    if field != "place":
+        rv.apply(progress(4, 1, **{field: value}))
+        assert rv.racers[1][field] is None
+    assert sorted(r["racer"] for r in rv.ranked()) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("bent", [{"racer": "soon"}, {"racer": None}, "Bob", {"name": "x"}])
+def test_a_racer_entry_that_names_no_racer_is_refused(bent: object) -> None:
+    """An entry that is not a map or names no racer by a whole number is a frame the
+    fold does not expect: it raises (RaceClient closes the connection, saying why)."""
+    rv = RoomView()
+    with pytest.raises(ValueError, match="racer entry"):
+        rv.load(snapshot(racers=[racer(1, "Ann"), bent]))
+
+
+@pytest.mark.parametrize("status", [["finished"], {"s": 1}, 7])
+def test_a_status_that_is_not_a_string_is_kept_as_unknown(status: object) -> None:
+    """A ``progress`` whose status was a list ended the news line with an unhashable
+    TypeError: the fold keeps it as None."""
+    rv = RoomView()
+    rv.load(snapshot())
+    rv.apply(progress(3, 2, status=status))
+    assert rv.racers[2]["status"] is None

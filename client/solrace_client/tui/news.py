@@ -110,6 +110,8 @@ class News:
 
     def _on_progress(self, d: Mapping[str, Any], view: RoomView) -> str | None:
         racer, status = d.get("racer"), d.get("status")
+        if not isinstance(status, str):  # a faulty server's list: unhashable below
+            status = None
         if not isinstance(racer, int) or racer not in view.names:
             return None
         before = self.statuses.get(racer)
@@ -140,7 +142,9 @@ class News:
         return deal_words(d)
 
     def _on_room_reset(self, d: Mapping[str, Any], view: RoomView) -> str:
-        self.statuses = {int(r["racer"]): "waiting" for r in d.get("racers") or []}
+        # The racers as the fold read them (int() of a faulty server's racer "soon"
+        # was a ValueError traceback).
+        self.statuses = dict.fromkeys(view.racers, "waiting")
         return "rematch: back in the lobby"
 
     def _on_presence(self, d: Mapping[str, Any], view: RoomView) -> str | None:
