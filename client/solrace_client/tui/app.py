@@ -31,7 +31,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from websockets.exceptions import ConnectionClosed, InvalidURI
 
-from .. import config, results
+from .. import config, results, wire
 from ..boardview import played_view, recycle_is_legal
 from ..connection import RaceClient, ServerError, server_flag, server_list
 from ..errors import (
@@ -813,7 +813,7 @@ class SolraceApp(App[int]):
         if state.loaded:
             variant, room = f"  {state.variant}", f"  room {state.code}"
             if self.mode == "watch":
-                delay = int(state.settings.get("spectator_delay_s") or 0)
+                delay = wire.whole(state.settings.get("spectator_delay_s")) or 0
                 delay_words = f"  boards {delay} s behind" if delay else "  boards live"
 
         def left() -> Text:
@@ -1035,7 +1035,7 @@ class SolraceApp(App[int]):
         if width < need_w or height < need_h:  # a board would be wrapped or cut
             need = (need_w, need_h + FRAME_ROWS)
             return too_small("the boards need", need, (self.size.width, self.size.height))
-        delay_ms = int(state.settings.get("spectator_delay_s") or 0) * 1000
+        delay_ms = (wire.whole(state.settings.get("spectator_delay_s")) or 0) * 1000
         return render_watch(
             state.racer_list(),
             state.boards,

@@ -15,6 +15,7 @@ from typing import Any, Final
 from solrace.protocol import Envelope
 from solrace.rules import RulesError, new_board
 
+from .. import wire
 from ..roomview import RoomView
 
 _ENDED = {"stuck": "are stuck", "resigned": "resigned", "timeout": "ran out of time"}
@@ -30,7 +31,8 @@ def stuck_words(can_undo: bool) -> str:
 def room_has_undo(view: RoomView) -> bool:
     """Whether the room's game allows undo (its variant's default where not set)."""
     try:
-        return new_board(view.variant, dict(view.settings.get("options") or {})).options.undo
+        options = dict(wire.mapping(view.settings.get("options")))
+        return new_board(view.variant, options).options.undo
     except RulesError:
         return True
 

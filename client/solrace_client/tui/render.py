@@ -565,11 +565,13 @@ def wrap_parts(parts: Sequence[str], width: int, sep: str = " · ") -> list[str]
     return lines
 
 
-def option_words(options: Mapping[str, Any]) -> list[str]:
-    """``["draw 3", "undo", "no auto flip"]``: the options in a few words each."""
+def option_words(options: object) -> list[str]:
+    """``["draw 3", "undo", "no auto flip"]``: the options in a few words each. Read
+    through :mod:`~solrace_client.wire`: a faulty or hostile server's options sent as
+    a string ended the lobby with an AttributeError."""
     words = []
-    for key, value in sorted(options.items()):
-        label = key.replace("_", " ")
+    for key, value in sorted(wire.mapping(options).items(), key=lambda item: str(item[0])):
+        label = str(key).replace("_", " ")
         if value is True:
             words.append(label)
         elif value is False:
@@ -581,7 +583,7 @@ def option_words(options: Mapping[str, Any]) -> list[str]:
     return words
 
 
-def describe_options(options: Mapping[str, Any]) -> str:
+def describe_options(options: object) -> str:
     """``draw 3 · undo · no auto flip``: the options in a few words."""
     return " · ".join(option_words(options))
 
@@ -589,9 +591,9 @@ def describe_options(options: Mapping[str, Any]) -> str:
 def settings_words(settings: Mapping[str, Any]) -> list[str]:
     parts = [str(settings.get("variant", "?"))]
     parts.append(f"up to {settings.get('max_racers', '?')} racers")
-    limit = settings.get("time_limit_s")
+    limit = wire.whole(settings.get("time_limit_s"))  # int() of "soon": a traceback
     if limit:
-        parts.append(f"{int(limit) // 60} min")
+        parts.append(f"{limit // 60} min")
     if settings.get("private"):
         parts.append("private")
     if settings.get("quick"):

@@ -904,3 +904,18 @@ def test_the_top_line_says_which_pass_of_how_many(
     header = app.paint_header("play", 80).plain
     assert len(header) <= 80 and header.rstrip().endswith("moves 161  score 1250"), header
     assert f"{variant}  room HWCSND" in header, header
+
+
+@pytest.mark.parametrize("options", ["soon", [1, 2], 7, {1: True, "draw": 3}])
+@pytest.mark.parametrize("limit", ["soon", [600], 1.5, None])
+def test_the_lobby_shows_settings_of_the_wrong_type_as_unknown(
+    options: object, limit: object
+) -> None:
+    """A faulty or hostile server's room whose options were a string or a list ended the
+    lobby with an AttributeError, a time limit of ``"soon"`` with a ValueError (and
+    options keyed by numbers and strings a sort's TypeError): what is not a map of
+    options shows none, a time limit that is not whole is not shown."""
+    settings = {"variant": "klondike", "max_racers": 2, "options": options, "time_limit_s": limit}
+    plain = render_lobby([], settings, "ABC234", None, None).plain
+    assert "klondike · up to 2 racers\n" in plain
+    assert " min" not in plain
