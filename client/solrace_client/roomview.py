@@ -542,9 +542,12 @@ def _shown(info: Any) -> Any:
 
 def _result(result: Any) -> Any:
     """A RaceResult whose standings' names and statuses are fit for a terminal (the
-    move logs, seed and commitment as they came: ``verify`` checks those)."""
+    move logs, seed and commitment as they came: ``verify`` checks those). One that is
+    not a map is no result (None): a faulty or hostile server's finished room whose
+    result was a string was kept, and the race-over screen ended with an
+    AttributeError."""
     if not isinstance(result, Mapping):
-        return result
+        return None
     out = dict(result)
     if isinstance(out.get("standings"), list):
         out["standings"] = [_shown(s) for s in out["standings"]]

@@ -548,3 +548,14 @@ def test_a_status_that_is_not_a_string_is_kept_as_unknown(status: object) -> Non
     rv.load(snapshot())
     rv.apply(progress(3, 2, status=status))
     assert rv.racers[2]["status"] is None
+
+
+@pytest.mark.parametrize("result", ["soon", [1, 2], 7])
+def test_a_finished_rooms_result_that_is_not_a_map_is_no_result(result: object) -> None:
+    """A finished room's snapshot whose result was a string (a faulty or hostile
+    server's) was kept as the view's result, and the race-over screen, reading it as a
+    map, ended with an AttributeError: it is no result (the screen waits for one)."""
+    rv = RoomView()
+    rv.load(snapshot(phase="finished", result=result))
+    assert rv.result is None
+    assert rv.overs == {}
