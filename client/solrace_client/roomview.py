@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from solrace.protocol import Envelope
+from solrace.protocol.limits import MAX_LOG_LEN
 from solrace.protocol.views import board_view_wire
 from solrace.rules import deal as deal_board
 
@@ -283,8 +284,11 @@ class RoomView:
         move its request sent, is kept as acknowledged at the seq the reply echoed."""
         board = reply.get("board")
         seq = reply.get("seq", 0)
-        if isinstance(move, str) and isinstance(seq, int) and not isinstance(seq, bool):
-            self.acknowledged[seq] = move
+        # Only at a place a log can hold: a seq of 2**70 was kept, and the race's file,
+        # which lists the acknowledged moves by seq, was built that long (a hang).
+        place = wire.whole(seq)
+        if isinstance(move, str) and place is not None and 0 <= place < MAX_LOG_LEN:
+            self.acknowledged[place] = move
         you = self._you()
         you.update(
             board=None if board is None else _board(board, owner=True),

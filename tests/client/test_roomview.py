@@ -559,3 +559,16 @@ def test_a_finished_rooms_result_that_is_not_a_map_is_no_result(result: object) 
     rv.load(snapshot(phase="finished", result=result))
     assert rv.result is None
     assert rv.overs == {}
+
+
+@pytest.mark.parametrize("seq", [2**70, 10**9, -3])
+def test_a_moved_reply_with_a_seq_no_log_can_reach_keeps_no_acknowledged_move(seq: int) -> None:
+    """A faulty or hostile server's ``moved`` echoing seq 2**70 was kept as the move
+    acknowledged at that place, and the race's file (``Acknowledged.to_json``, a list
+    by seq) was built 2**70 entries long when the race ended: the terminal client and
+    the bot hung, their memory growing. A seq past the longest log a server keeps (or
+    below 0) is in no log: nothing is kept as acknowledged there."""
+    rv = RoomView()
+    rv.load(snapshot(), racer=1)
+    rv.on_moved({"seq": seq, "board": None, "status": "playing", "moves": 1, "score": 0}, "D")
+    assert rv.acknowledged == {}
