@@ -367,17 +367,25 @@ class RaceClient:
                 # audit with a hostile server). It changes nothing.
                 return
             request, future, sent = asked
+            expected = _FOLDED_REPLY.get(request)
+            if expected is not None and envelope.t not in (expected, "error"):
+                # A move or an entry answered with another reply (a faulty or hostile
+                # server's ``ok`` to a ``resume``), read as the one asked for, ended
+                # `solrace bot` with a KeyError traceback: a frame of a shape no fold
+                # expects, which closes the connection (docs/client.md).
+                raise ValueError(f"a {request} answered {envelope.t!r}, not {expected!r}")
             # Folded here, in arrival order: the events after a snapshot are
             # compared with its version, and a ``moved`` reply never overwrites
             # an event that came after it. Only the reply its request gets is; and
             # before the request stops waiting, so that a fold that raises (a snapshot
             # of another shape) fails it with the connection, at once.
-            if _FOLDED_REPLY.get(request) == envelope.t == "moved":
+            if expected == envelope.t == "moved":
                 self.view.on_moved(envelope.d, sent.get("move"))
-            elif _FOLDED_REPLY.get(request) == envelope.t:
+            elif expected == envelope.t:
                 snapshot, racer = envelope.d.get("snapshot"), envelope.d.get("racer")
-                if isinstance(snapshot, Mapping):  # always, from a solrace server
-                    self.view.load(snapshot, racer if isinstance(racer, int) else None)
+                if not isinstance(snapshot, Mapping) or not isinstance(envelope.d.get("room"), str):
+                    raise ValueError(f"a {envelope.t} reply names no room and its snapshot")
+                self.view.load(snapshot, racer if isinstance(racer, int) else None)
             del self._pending[envelope.id]
             if not future.done():
                 future.set_result(envelope)
@@ -490,10 +498,10 @@ class RaceClient:
         if proof is not None and self.view.room == reply["room"] and self.view.revealed is None:
             self.view.revealed = dict(proof)
         self.room = reply["room"]
-        self.code = reply["snapshot"]["code"]
+        self.code = reply["snapshot"].get("code")
         if "racer" in reply:
             self.racer = reply["racer"]
-            self.token = reply["token"]
+            self.token = reply.get("token")
         return reply
 
     async def list_rooms(self, variant: str | None = None) -> list[dict[str, Any]]:

@@ -34,6 +34,8 @@ from websockets.exceptions import ConnectionClosedError
 from websockets.protocol import State
 from websockets.typing import Subprotocol
 
+from tests.support.fake_server import FakeRace, fake_server
+
 
 class _Closing:
     """A connection that refuses every send and whose frames end when ``end`` is set
@@ -398,3 +400,19 @@ async def test_a_request_on_a_connection_the_server_just_closed_fails_as_connect
             await client.request("rooms")
         assert str(lost.value) == ("the server failed" if how == "close" else "connection closed")
         await client.close()
+
+
+async def test_an_entry_answered_with_another_reply_closes_the_connection_saying_why() -> None:
+    """A faulty or hostile server that answered a ``resume`` with ``ok`` (no room, no
+    snapshot): the client read it as ``joined`` and ``solrace bot``, reconnecting,
+    ended with a KeyError traceback. It is a frame of a shape no fold expects: the
+    connection closes, the request fails with ConnectionLost saying why."""
+    async with fake_server(FakeRace()) as url:
+        client = await RaceClient.connect(url, pace=None)
+        try:
+            with pytest.raises(ConnectionLost, match="a resume answered 'ok', not 'joined'"):
+                await client.resume(room="r_fake00000001", token="T" * 24, since=None)
+            assert client.failure is not None
+            assert "cannot fold" in client.failure
+        finally:
+            await client.close()
