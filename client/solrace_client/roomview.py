@@ -21,14 +21,17 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from solrace.protocol import Envelope
 from solrace.protocol.limits import MAX_LOG_LEN
 from solrace.protocol.views import board_view_wire
+from solrace.rules import VARIANTS
 from solrace.rules import deal as deal_board
+from solrace.rules.options import OPTION_NAMES, is_of_kind, option_kind
 
 from . import wire
+from .boardview import decks_of
 from .printable import printable
 from .results import Acknowledged
 
@@ -492,7 +495,20 @@ def _board(view: Any, owner: bool = False) -> dict[str, Any]:
     board rebuild a traceback)."""
     if not isinstance(view, Mapping):
         raise ValueError(f"a board view is a map, not {type(view).__name__}")
-    return board_view_wire(dict(view), owner=owner)
+    board = board_view_wire(dict(view), owner=owner)
+    # What the wire check lets through but the board's own variant does not (a property
+    # test of bent frames): a one-deck foundation sent as a list, a draw of "soon" —
+    # the board screen ended with int()'s TypeError or ValueError.
+    decks = decks_of(board["variant"])
+    foundations = cast("dict[str, object]", board["foundations"])
+    for suit, top in foundations.items() if board["variant"] in VARIANTS else ():
+        # (a variant this client does not know, a newer server's, still renders)
+        if isinstance(top, list) != (decks > 1) or (isinstance(top, list) and len(top) != decks):
+            raise ValueError(f"board view.foundations.{suit}: not a {decks}-deck foundation")
+    for name, value in cast("dict[str, object]", board["options"]).items():
+        if name in OPTION_NAMES and not is_of_kind(name, value):
+            raise ValueError(f"board view.options.{name}: not {option_kind(name)}")
+    return board
 
 
 def _text(value: Any) -> Any:

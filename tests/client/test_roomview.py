@@ -572,3 +572,22 @@ def test_a_moved_reply_with_a_seq_no_log_can_reach_keeps_no_acknowledged_move(se
     rv.load(snapshot(), racer=1)
     rv.on_moved({"seq": seq, "board": None, "status": "playing", "moves": 1, "score": 0}, "D")
     assert rv.acknowledged == {}
+
+
+@pytest.mark.parametrize(
+    "bend",
+    [
+        {"foundations": {"C": [1, 2], "D": 0, "H": 0, "S": 0}},
+        {"options": {"draw": "soon"}},
+    ],
+)
+def test_a_board_its_variant_cannot_have_is_refused(bend: dict[str, Any]) -> None:
+    """A Klondike board whose foundation came as a list (a two-deck variant's shape)
+    or whose draw was ``"soon"`` passed the wire check and ended the board screen with
+    int()'s TypeError or ValueError: the fold refuses it (the connection closes)."""
+    board = {**view(deal("klondike", 7, {"draw": 1}), owner=True), **bend}
+    rv = RoomView()
+    rv.load(snapshot(settings={**YUKON, "variant": "klondike"}), racer=1)
+    with pytest.raises(ValueError, match="board view"):
+        rv.apply(ev("board", None, racer=1, at_ms=1, view=board))
+    assert rv.my_board is None
