@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from solrace.protocol import Envelope, encode
 from solrace.rules import deal
 from solrace.rules.log import apply_entry
 from solrace_client.bot import BotError, run_bot
 from solrace_client.cli import main
-from solrace_client.errors import EXIT_NO
+from solrace_client.errors import EXIT_FAILED, EXIT_NO
+from solrace_client.session import Backoff
 
 from tests.support.fake_server import (
     SEED,
@@ -154,3 +159,62 @@ async def test_solrace_bot_verbose_names_a_config_directory_with_an_escape_witho
     assert "result saved to " in said.err, said.err
     assert "\x1b" not in said.err + said.out, said.err
     assert f"result saved to {tmp_path}/c?[31md/races/" in said.err, said.err
+
+
+#: A race_over's fields, as the fake server sends them (its result: two standings).
+_RESULT_FIELDS: list[tuple[Any, ...]] = [
+    (key,) for key in ("reason", "standings", "seed", "salt", "commitment", "certificate")
+] + [
+    ("standings", i, key)
+    for i in range(2)
+    for key in (
+        "racer",
+        "name",
+        "status",
+        "place",
+        "foundation",
+        "moves",
+        "score",
+        "elapsed_ms",
+        "reached_ms",
+        "log",
+        "times",
+    )
+]
+_MISSING = object()
+_BENT: list[object] = ["soon", [1, 2], {"a": 1}, None, 2**70, -1, 1.5, b"\xff", _MISSING]
+
+
+def _bend(path: tuple[Any, ...], value: object) -> Callable[[dict[str, Any]], None]:
+    """A :attr:`FakeRace.tamper` that sets the field at ``path`` to ``value`` (or
+    drops it)."""
+
+    def tamper(result: dict[str, Any]) -> None:
+        parent: Any = result
+        for step in path[:-1]:
+            parent = parent[step]
+        if value is _MISSING:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = value
+
+    return tamper
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.sampled_from(_RESULT_FIELDS), value=st.sampled_from(_BENT))
+def test_solrace_bot_says_a_bent_race_over_in_a_line_never_a_traceback(
+    path: tuple[Any, ...], value: object
+) -> None:
+    """A race_over with one field of the wrong type or missing (the property of
+    tests/client/test_hostile_frames.py, on the whole command): ``solrace bot`` ends
+    with its status and its words, never an exception; the race does not verify."""
+
+    async def run() -> int:
+        async with fake_server(FakeRace(tamper=_bend(path, value))) as url:
+            return await _solrace_bot(url)
+
+    # A race_over the client cannot read closes the connection; the fake server takes
+    # no resume, and the bot's reconnects, at once here, give up, said in a line.
+    with mock.patch.object(Backoff, "delay", lambda *_: 0.0):
+        assert asyncio.run(run()) in (0, EXIT_FAILED, EXIT_NO)
