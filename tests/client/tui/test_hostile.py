@@ -6,8 +6,11 @@ be overdue, and q still quits."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from solrace.protocol import Envelope, encode
 from solrace_client import results
 from solrace_client.cli import main
@@ -18,7 +21,7 @@ from solrace_client.tui.widgets import LobbyScreen, PlayScreen, StandingsScreen
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from tests.client.test_bot_hostile import _own_log_cut
+from tests.client.test_bot_hostile import _BENT, _RESULT_FIELDS, _bend, _own_log_cut
 from tests.support.fake_server import FakeRace, fake_server, rival_declared_winner
 
 from .conftest import dealt, quit_app, wait_for_text, wait_until
@@ -236,3 +239,39 @@ async def test_a_race_time_that_is_not_a_number_leaves_the_clock_blank(field: st
             assert "moves 0" in app.screen_text()
             await quit_app(pilot, "Quit the race?")
     assert app.return_code == 0
+
+
+#: The bent values a race_over can carry to the screen (bytes and a number past 64
+#: bits are not sent or not read: the connection closes, which the tests of
+#: tests/client/test_bot_hostile.py cover).
+_SHOWN = [value for value in _BENT if not isinstance(value, bytes) and value != 2**70]
+
+
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(path=st.sampled_from(_RESULT_FIELDS), value=st.sampled_from(_SHOWN))
+@example(path=("standings", 0, "moves"), value=[1, 2])  # the clock audit's
+def test_the_race_over_screen_shows_a_bent_race_over_never_a_traceback(
+    path: tuple[Any, ...], value: object
+) -> None:
+    """A race_over with one field of the wrong type or missing (the property of
+    tests/client/test_hostile_frames.py, on the whole window): the race-over screen
+    shows it, with verify's verdict, q quits, and nothing ends the window with a
+    traceback (a standing's moves sent as a list did, from the screen's format spec)."""
+
+    async def run() -> int | None:
+        async with fake_server(FakeRace(tamper=_bend(path, value))) as url:
+            app = SolraceApp(url, action="join", name="Me", params={"code": "FAKE01"}, save=False)
+            async with app.run_test(size=(80, 24)) as pilot:
+                await _race_and_resign(pilot)
+                await wait_until(pilot, lambda: isinstance(app.screen, StandingsScreen), "over")
+                await wait_until(pilot, lambda: app.verdict is not None, "the verdict")
+                await pilot.pause(0.1)  # painted
+                assert "Race over" in app.screen_text()
+                await quit_app(pilot)
+        return app.return_code
+
+    assert asyncio.run(run()) == 0
