@@ -51,7 +51,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
-from . import pacing
+from . import pacing, wire
 from .errors import (
     CONNECT_ERRORS,
     CONNECTION_CLOSED,
@@ -159,6 +159,11 @@ _FOLDED_REPLY: Final = {
     "watch": "watching",
     "move": "moved",
 }
+
+#: The reply each request that is not folded is answered with (any other: ``ok``).
+#: One answered otherwise (``ok`` to a ``list``) is a frame no fold expects: read as
+#: the one asked for, `solrace rooms` ended with a KeyError traceback.
+_REPLY: Final = {**_FOLDED_REPLY, "list": "rooms", "result": "archived", "ping": "pong"}
 
 #: ``connect``'s default pace: :data:`pacing.SERVER_DEFAULT_PACE`, read when connecting.
 SERVER_DEFAULT: Final = "server-default"
@@ -367,8 +372,8 @@ class RaceClient:
                 # audit with a hostile server). It changes nothing.
                 return
             request, future, sent = asked
-            expected = _FOLDED_REPLY.get(request)
-            if expected is not None and envelope.t not in (expected, "error"):
+            expected = _REPLY.get(request, "ok")
+            if envelope.t not in (expected, "error"):
                 # A move or an entry answered with another reply (a faulty or hostile
                 # server's ``ok`` to a ``resume``), read as the one asked for, ended
                 # `solrace bot` with a KeyError traceback: a frame of a shape no fold
@@ -381,7 +386,7 @@ class RaceClient:
             # of another shape) fails it with the connection, at once.
             if expected == envelope.t == "moved":
                 self.view.on_moved(envelope.d, sent.get("move"))
-            elif expected == envelope.t:
+            elif _FOLDED_REPLY.get(request) == envelope.t:
                 snapshot, racer = envelope.d.get("snapshot"), envelope.d.get("racer")
                 if not isinstance(snapshot, Mapping) or not isinstance(envelope.d.get("room"), str):
                     raise ValueError(f"a {envelope.t} reply names no room and its snapshot")
@@ -505,7 +510,11 @@ class RaceClient:
         return reply
 
     async def list_rooms(self, variant: str | None = None) -> list[dict[str, Any]]:
-        return list((await self.request("list", variant=variant))["rooms"])
+        # Maps only: a faulty server's rooms of another shape were a traceback.
+        return [
+            dict(room)
+            for room in wire.maps((await self.request("list", variant=variant)).get("rooms"))
+        ]
 
     async def fetch_result(self, race: str) -> dict[str, Any]:
         """The server's archived result of finished race ``race`` (``archived``:

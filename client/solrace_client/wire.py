@@ -29,11 +29,15 @@ def figure(value: object, unknown: str = "-") -> str:
     return unknown if number is None else str(number)
 
 
+def maps(items: object) -> list[Mapping[str, Any]]:
+    """The maps of a list (the others are not shown): none where it is not a list."""
+    return [item for item in items if isinstance(item, Mapping)] if isinstance(items, list) else []
+
+
 def standings(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A RaceResult's standings that are maps (the others are not shown; ``verify``
-    names them): none where ``standings`` is not a list."""
-    items = result.get("standings")
-    return [s for s in items if isinstance(s, Mapping)] if isinstance(items, list) else []
+    names them)."""
+    return maps(result.get("standings"))
 
 
 def mapping(value: object) -> Mapping[str, Any]:

@@ -44,6 +44,7 @@ from solrace_client.errors import EXIT_FAILED
 
 from tests.net.conftest import Cluster
 from tests.support import terminal
+from tests.support.fake_server import FakeRace, fake_server
 from tests.support.interrupt import interrupted_while_loading
 
 
@@ -1891,3 +1892,17 @@ async def test_no_open_rooms_names_a_url_with_brackets_as_typed(
         out = capsys.readouterr().out
         assert out.startswith(f"no open rooms on {url}; start one with:"), out
         assert out.rstrip().endswith(f"--server {url}"), out
+
+
+async def test_rooms_of_a_server_that_answers_list_with_another_reply_says_so_in_a_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A faulty or hostile server that answered ``list`` with ``ok`` (no rooms): the
+    client read it as ``rooms`` and `solrace rooms` ended with a KeyError traceback.
+    A reply of another type than asked for closes the connection, said in a line."""
+    async with fake_server(FakeRace()) as url:
+        status = await asyncio.to_thread(main, ["rooms", "--server", url])
+    err = capsys.readouterr().err
+    assert status == EXIT_FAILED, err
+    said = " ".join(err.split())
+    assert said.startswith("solrace: ") and "a list answered 'ok', not 'rooms'" in said, said
