@@ -94,9 +94,9 @@ def test_a_saved_race_with_a_field_of_the_wrong_type_is_skipped(
     assert saved is not None and saved.name == "Bob"
 
 
-def test_resume_with_a_malformed_saved_race_says_so_in_one_line(config_dir: Path) -> None:
-    config_dir.mkdir(parents=True)
-    (config_dir / "race.json").write_text(json.dumps({**asdict(ANN), "pid": "x"}))
+def _resume_refused_in_one_line() -> subprocess.CompletedProcess[str]:
+    """``solrace resume`` run as a user would, which must end with status 2 and one
+    line, no traceback."""
     done = subprocess.run(
         [str(terminal.SOLRACE), "resume"],
         capture_output=True,
@@ -107,6 +107,13 @@ def test_resume_with_a_malformed_saved_race_says_so_in_one_line(config_dir: Path
     )
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    return done
+
+
+def test_resume_with_a_malformed_saved_race_says_so_in_one_line(config_dir: Path) -> None:
+    config_dir.mkdir(parents=True)
+    (config_dir / "race.json").write_text(json.dumps({**asdict(ANN), "pid": "x"}))
+    _resume_refused_in_one_line()
 
 
 @pytest.mark.parametrize("server", ["", " , "])
@@ -121,16 +128,7 @@ def test_resume_of_a_saved_race_naming_no_server_says_so_in_one_line(
     (config_dir / "playing" / "r_room.1.json").write_text(
         json.dumps({**asdict(ANN), "server": server})
     )
-    done = subprocess.run(
-        [str(terminal.SOLRACE), "resume"],
-        capture_output=True,
-        text=True,
-        env=os.environ,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    done = _resume_refused_in_one_line()
     assert "is unreadable" in done.stderr, done.stderr
     config.save_race(BOB)
     saved = config.load_race()
