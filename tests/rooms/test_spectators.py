@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from solrace.protocol import SERVER_FRAME_LIMITS, Envelope, decode, encode
 from solrace.protocol.messages import board_notice
+from solrace.race import RacerGame
 from solrace.rooms import spectators
 from solrace.rooms.node import Node
 from solrace.rooms.records import unpack_entries
@@ -261,3 +262,41 @@ async def test_the_starting_boards_go_to_every_spectator_at_the_start_stamped_wi
     settings = created.d["snapshot"]["settings"]  # type: ignore[index]
     for spy in (early, late):
         assert check_no_leaks(spy.frames, over.d, settings) > 2
+
+
+async def test_a_new_spectator_gets_a_held_back_board_stamped_when_it_was_its_racers(
+    backend: Backend,
+) -> None:
+    """A spectator audit: a board held back (Bob has not turned up Ann's cards) went to
+    a new spectator — and to every spectator reconnecting, a server restart's — stamped
+    with the watch's time, less the delay: "as it was at" a time by which Ann had moved
+    on, so the watch screen showed it "0 s ago" under "boards live" and its "held
+    back" (a board older than a move) could not hold. It is stamped with the time it
+    was Ann's board: when she made the last move it shows (the start for none)."""
+    ann, _bob = await _race(backend)
+    node = ann.node
+    code = str(ann.frames[0].d["code"])
+    racer = int(ann.frames[0].d["racer"])
+    for seq, move in enumerate(winning_moves(SOLVABLE_SECRET)[:40]):
+        assert (await ann.ask("move", seq=seq, move=move)).t == "moved"
+    [room] = list(node.rooms.values())
+    spy = FakePeer(node)
+    assert (await spy.ask("watch", code=code)).t == "watching"
+    [board] = _boards(spy, racer)
+    async with room.lock:
+        shown = await spectators.shown_cards(node, room)
+        log = unpack_entries(await node.store.move_log(room.room_id, room.log_name(racer)))
+        settings = room.meta.settings
+        game_args = (settings.variant, room.seed(), dict(settings.options))
+        game = RacerGame(*game_args)
+        whole = [spectators._whole(game.board_view(shown))]
+        for entry, at in log:
+            game.apply(entry, at)
+            whole.append(spectators._whole(game.board_view(shown)))
+    start = room.state.start_at_ms
+    assert start is not None
+    state = max(n for n, ok in enumerate(whole) if ok)  # the latest whole state
+    assert state < len(log), "Ann's board is not held back"
+    # Made by the move before it (the start for none), and before the move it lacks.
+    assert board.d["at_ms"] == start + (log[state - 1][1] if state else 0)
+    assert int(board.d["at_ms"]) <= start + log[state][1]

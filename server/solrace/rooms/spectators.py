@@ -132,8 +132,7 @@ class Shadow(RacerGame):
         A whole view is the same for every ``shown`` that holds its cards (each card
         named, ``withheld_foundation`` 0), so a board built once serves every later
         watch until the latest whole state changes."""
-        limit = self.seq if until is None else bisect_right(self._latest, until)
-        state = limit if shown is None else self._latest_whole(_mask(shown), limit)
+        state = self._whole_state(shown, until)
         if state < 0:
             return None
         everything = shown is None
@@ -152,6 +151,23 @@ class Shadow(RacerGame):
             view = cursor.board_view(shown)
         self._built = (state, everything, view)
         return view
+
+    def _whole_state(self, shown: set[int] | None, until: int | None) -> int:
+        """The state :meth:`last_whole` shows (entries applied), or -1."""
+        limit = self.seq if until is None else bisect_right(self._latest, until)
+        return limit if shown is None else self._latest_whole(_mask(shown), limit)
+
+    def held_since(self, shown: set[int] | None, until: int | None = None) -> int | None:
+        """When (race clock) the board :meth:`last_whole` shows was made — by the last
+        entry it holds, 0 for the deal — if a later entry (made by ``until``) is held
+        back; None if it is the latest. A new spectator's held-back board is stamped
+        with it: stamped with the watch's time it said "as it was" then, when its racer
+        had moved on (the watch screen showed it "0 s ago", not held back)."""
+        limit = self.seq if until is None else bisect_right(self._latest, until)
+        state = self._whole_state(shown, until)
+        if state < 0 or state >= limit:
+            return None
+        return self._latest[state - 1] if state else 0
 
     def _latest_whole(self, shown: int, limit: int) -> int:
         """The latest state up to ``limit`` whose board shows only cards of
@@ -367,7 +383,10 @@ async def initial_board_notices(node: Node, room: LiveRoom) -> list[Envelope]:
     for racer in list(state.racers):
         # Delayed: the latest board whole now among the moves old enough; at once:
         # the latest board whole now (the current one unless it is held back).
-        view = (await _shadow(node, room, racer)).last_whole(shown, until)
+        shadow = await _shadow(node, room, racer)
+        view = shadow.last_whole(shown, until)
         if view is not None:
-            notices.append(_notice(racer, at_ms, view))
+            made = shadow.held_since(shown, until)
+            stamp = at_ms if made is None else _start_ms(room, now) + made
+            notices.append(_notice(racer, stamp, view))
     return notices
