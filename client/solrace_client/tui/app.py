@@ -612,7 +612,7 @@ class SolraceApp(App[int]):
     def _loaded(self) -> None:
         """Everything the app derives from the view, after a fresh snapshot."""
         self.news.reset(self.state)
-        self.move_times.reset(self.state.racer_list())
+        self.move_times.reset(self.state.racer_list(), self.state.commitment)
         self.in_flight.restart()  # the snapshot's board is the server's: none is ahead
         self.controller.set_view(self.state.my_board)
         self.fit_side()
@@ -660,7 +660,7 @@ class SolraceApp(App[int]):
         moves, racer = event.d.get("moves"), event.d.get("racer")
         moved = event.t in ("progress", "finished")
         if moved and isinstance(moves, int) and isinstance(racer, int):
-            self.move_times.saw(racer, moves, self.server_now())
+            self.move_times.saw(racer, moves, self.server_now(), state.commitment)
         if news:
             self.say(news, "bold" if event.t in ("started", "race_over", "finished") else "")
         if event.t == "race_over" and event.v is not None:

@@ -807,15 +807,35 @@ class MoveTimes:
         #: Per racer, ascending.
         self.at: dict[int, list[int]] = {}
         self._count: dict[int, int] = {}
+        #: The round the times were seen in (its commitment), None before a race.
+        self._round: str | None = None
 
-    def reset(self, racers: Iterable[Mapping[str, Any]]) -> None:
-        """A fresh snapshot or a new round: the counts it gives, no times."""
-        self.at = {}
-        self._count = {int(r.get("racer") or 0): int(r.get("moves") or 0) for r in racers}
+    def reset(self, racers: Iterable[Mapping[str, Any]], round_: str | None = None) -> None:
+        """A fresh snapshot or a new round: the counts it gives. The times seen of a
+        racer are kept when the snapshot is of the same round (``round_``, its
+        commitment) and its move count has not gone down: a reconnection's snapshot
+        wiped them, and a board held back by its racer's moves alone, ``held back``
+        before, then said only its age under ``boards live`` (a spectator audit).
+        They are real moves' times, each no later than the move: a board older than
+        one is behind it whatever the racer did while this window was away."""
+        counts = {int(r.get("racer") or 0): int(r.get("moves") or 0) for r in racers}
+        same = round_ is not None and round_ == self._round
+        self.at = {
+            racer: times
+            for racer, times in self.at.items()
+            if same and counts.get(racer, -1) >= self._count.get(racer, 0)
+        }
+        self._count = counts
+        self._round = round_
 
-    def saw(self, racer: int, moves: int, now_ms: int) -> None:
+    def saw(self, racer: int, moves: int, now_ms: int, round_: str | None = None) -> None:
         """A ``progress``/``finished``: a time only when the count changed (not for a
-        status alone, which a resign is)."""
+        status alone, which a resign is). ``round_``: the round it is of (its
+        commitment), which a later :meth:`reset` compares its snapshot's with; the
+        times of another round are dropped."""
+        if round_ is not None and round_ != self._round:
+            self.at = {}
+            self._round = round_
         if moves != self._count.get(racer, 0):
             self._count[racer] = moves
             self.at.setdefault(racer, []).append(now_ms)

@@ -16,12 +16,13 @@ from solrace.protocol.limits import MIN_TIME_LIMIT_S
 from solrace.race.fairness import round_seed
 from solrace.rules import deal, parse_move, replay, view
 from solrace_client import RaceClient, config, results
+from solrace_client.boardview import played_view
 from solrace_client.cli import main
 from solrace_client.errors import CONNECTION_CLOSED, EXIT_NO, ConnectionLost
 from solrace_client.tui import app as app_module
 from solrace_client.tui import run_race, run_watch
 from solrace_client.tui.app import SolraceApp
-from solrace_client.tui.render import card_label, plain_cards
+from solrace_client.tui.render import HELD_SLACK_MS, card_label, cards_up, plain_cards
 from solrace_client.tui.widgets import (
     ConfirmScreen,
     LobbyScreen,
@@ -548,6 +549,65 @@ async def test_watch_shows_every_board_and_the_delay(cluster: Cluster) -> None:
         assert saved.published_commitment == app.state.result["commitment"]
         for client in (ann, bob):
             await client.close()
+
+
+async def test_a_held_back_board_still_says_so_after_the_watch_reconnects(
+    cluster: Cluster,
+) -> None:
+    """A spectator audit: a board held back by its racer's moves alone (a card turned
+    up that the other racer has not: no card more up) said ``held back`` until the
+    connection dropped; the reconnection's snapshot wiped the times this window had
+    seen the racer's moves at, and the same board then said only its age under
+    ``boards live`` — a server restart made fair spectating's hold look like a live
+    board."""
+    ann, bob, app = await _ready_pair_watched(cluster)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_text(pilot, "boards live")
+        await ann.start()
+        await wait_until(pilot, lambda: isinstance(app.screen, WatchScreen), "the race")
+        # Ann plays up to her first move that turns a card up (the engine cannot tell
+        # its board after it), which puts no card on the foundations: her board is then
+        # held back (Bob has not seen that card), and only her move count says so.
+        racer = ann.racer or 0
+        played = 0
+        for move in MOVES:
+            before = ann.board
+            assert before is not None
+            played += 1
+            if played_view(before, move) is None:
+                break
+            await ann.move(move)
+        await wait_until(
+            pilot,
+            lambda: fairly_shown(app.state.boards.get(racer, (0, None))[1], ann.board),
+            "Ann's board before the card turned up",
+        )
+        # Her next move more than the slack after that board (the time itself is what
+        # is tested: the app's clock, which a reconnection measures again, is read).
+        shown_at = app.state.boards[racer][0]
+        late = HELD_SLACK_MS + 100
+        await wait_until(pilot, lambda: app.server_now() > shown_at + late, "a pause")
+        await ann.move(move)
+        assert ann.board is not None and cards_up(ann.board) == cards_up(before)
+        await wait_until(
+            pilot,
+            lambda: app.state.racers[racer].get("moves") == played,
+            "Ann's move seen",
+        )
+        moved_at = app.server_now()
+        await wait_until(pilot, lambda: app.server_now() > moved_at + late, "the delay passed")
+        await wait_for_text(pilot, "held back")
+        old = app.client
+        assert old is not None
+        await old.ws.close()
+        await wait_until(
+            pilot, lambda: app.client is not old and "reconnected" in app.status_log, "rewatch"
+        )
+        await wait_until(pilot, lambda: len(app.state.boards) == 2, "both boards again")
+        await pilot.pause()
+        assert app.state.boards[racer][1]["tableau"] != ann.board["tableau"]  # still held
+        assert "held back" in app.screen_text()
+    await close_all(ann, bob)
 
 
 async def test_a_watchers_lobby_shows_no_stale_count_and_says_how_the_race_starts(

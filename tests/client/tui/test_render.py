@@ -919,3 +919,24 @@ def test_the_lobby_shows_settings_of_the_wrong_type_as_unknown(
     plain = render_lobby([], settings, "ABC234", None, None).plain
     assert "klondike · up to 2 racers\n" in plain
     assert " min" not in plain
+
+
+def test_move_times_survive_a_snapshot_of_the_same_round_only() -> None:
+    """A reconnection's snapshot kept no move times, and a board held back by its
+    racer's moves alone then said only its age (a spectator audit). They are kept for
+    the same round (its commitment) and a count that has not gone down; another
+    round's, or a count gone down, are dropped."""
+    racers = [{"racer": 1, "moves": 0}]
+    times = MoveTimes()
+    times.reset(racers, None)  # watched from the lobby
+    times.saw(1, 1, 3_000, "c1")
+    times.reset([{"racer": 1, "moves": 2}], "c1")  # reconnected: a move made meanwhile
+    assert times.at == {1: [3_000]}
+    times.reset([{"racer": 1, "moves": 0}], "c1")  # a count gone down: not these moves
+    assert times.at == {}
+    times.saw(1, 1, 4_000, "c1")
+    times.reset([{"racer": 1, "moves": 1}], "c2")  # another round
+    assert times.at == {}
+    times.saw(1, 2, 5_000, "c2")
+    times.saw(1, 1, 6_000, "c3")  # a new round's first move: the old round's dropped
+    assert times.at == {1: [6_000]}
