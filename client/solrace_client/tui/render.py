@@ -882,7 +882,12 @@ def render_watch(
     fit = min(len(racers), watch_columns(width, panel))
     order = [racers[(focus + i) % len(racers)] for i in range(fit)]
     if len(racers) > fit:
-        note = Text(f"{fit} of {len(racers)} boards: Tab for the others", style=STYLE_DIM)
+        words = f"{fit} of {len(racers)} boards: Tab for the others"
+        if len(words) > width:
+            # One row, as watch_needs counts it: 33 cells wrapped onto a second row at
+            # 28–32 columns (one Yukon board), a row the boards had then lost.
+            words = f"{fit}/{len(racers)} boards · Tab: others"
+        note = Text(words, style=STYLE_DIM)
     else:
         note = None
     # Under a title and an info line, each board gets the rows the note leaves: a board

@@ -38,6 +38,7 @@ from solrace_client.tui.render import (
     render_standings,
     render_watch,
     total_cards,
+    watch_needs,
     wrap_parts,
 )
 from solrace_client.verify import CHECKING, Verdict
@@ -940,3 +941,21 @@ def test_move_times_survive_a_snapshot_of_the_same_round_only() -> None:
     times.saw(1, 2, 5_000, "c2")
     times.saw(1, 1, 6_000, "c3")  # a new round's first move: the old round's dropped
     assert times.at == {1: [6_000]}
+
+
+@pytest.mark.parametrize("width", [28, 30, 32])
+def test_the_watch_note_fits_a_narrow_terminal(width: int) -> None:
+    """A spectator audit at 32 columns: "1 of 3 boards: Tab for the others" (33
+    cells) was wider than the screen and wrapped onto a second row, which
+    watch_needs counts as one (in a terminal as high as it needs, a row lost). It is
+    said shorter where it does not fit, on one row."""
+    seen = view(deal("yukon", 7))
+    racers = [{"racer": r, "name": n, "status": "playing"} for r, n in enumerate("ABC", 1)]
+    boards = {r["racer"]: (1000, seen) for r in racers}
+    need_w, need_h = watch_needs(racers, boards, width)
+    assert need_w <= width
+    rows = lines(render_watch(racers, boards, width, need_h))
+    assert all(len(row.rstrip()) <= width for row in rows), rows
+    assert "Tab" in rows[-1] and "1" in rows[-1] and "3" in rows[-1]
+    wide = lines(render_watch(racers, boards, 80, 24))
+    assert wide[-1].startswith("2 of 3 boards: Tab for the others")  # unchanged where it fits
