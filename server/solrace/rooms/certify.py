@@ -344,7 +344,10 @@ async def _chosen_elsewhere(room: LiveRoom, round_no: int, seconds: float) -> No
 
 
 def _retry_the_deal(
-    node: Node, key: tuple[str, int], choose: Callable[[], Awaitable[None]], exc: Exception
+    node: Node,
+    key: tuple[str, int],
+    choose: Callable[[], Awaitable[None]],
+    exc: StoreUnavailable,
 ) -> None:
     """Retry the round's ``deal_chosen`` write, which Redis failed, until Redis takes
     it — unless a retrier of the round's deal is at it already: any one deal found
@@ -355,10 +358,9 @@ def _retry_the_deal(
     writing = node.deal_writes.get(key)
     if writing is not None and not writing.done():
         return
-    what = "could not store a certified deal"
-    extra = {"room": key[0]}
-    log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
-    writing = node.keep_trying(choose, what, extra)
+    writing = node.keep_trying(choose, exc, "could not store a certified deal", {"room": key[0]})
+    if writing is None:  # the room is gone, or the node stopped: nothing to write to
+        return
     node.deal_writes[key] = writing
 
     def forget(task: asyncio.Future[Any]) -> None:

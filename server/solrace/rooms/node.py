@@ -711,17 +711,22 @@ class Node:
         try:
             await attempt()
         except (StoreUnavailable, BadMessage) as exc:
-            if _gone(exc, what, extra):
-                return
-            log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
-            self.keep_trying(attempt, what, extra)
+            self.keep_trying(attempt, exc, what, extra)
 
     def keep_trying(
-        self, attempt: Callable[[], Awaitable[None]], what: str, extra: dict[str, Any]
-    ) -> asyncio.Future[Any]:
-        """Retry ``attempt``, which Redis has just failed (and its caller logged), in a
-        task until Redis lets it (:func:`_until_done`): the task, for a caller that
-        keeps one retrier per write (certify._run)."""
+        self,
+        attempt: Callable[[], Awaitable[None]],
+        exc: StoreUnavailable | BadMessage,
+        what: str,
+        extra: dict[str, Any],
+    ) -> asyncio.Future[Any] | None:
+        """``attempt`` has just failed with ``exc``: unless its room is gone or the
+        store closed (:func:`_gone`), say so and retry it in a task until Redis lets it
+        (:func:`_until_done`). The task, for a caller that keeps one retrier per write
+        (certify._retry_the_deal); None if nothing is left to retry."""
+        if _gone(exc, what, extra):
+            return None
+        log.warning(f"{what}: retrying", extra={**extra, "error": str(exc)})
         return self.spawn(_until_done(attempt, what, extra, WRITE_RETRY_S, failed=True))
 
     async def record_offline(self, room: LiveRoom, racer: int, conn: str) -> None:
